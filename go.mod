@@ -1,0 +1,3 @@
+module github.com/capfs/capfs
+
+go 1.26

@@ -1,0 +1,151 @@
+package vfs
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Info describes a file, as Stat and Lstat return it. Backends fill the fields they
+// know; FileInfo adapts it to fs.FileInfo.
+type Info struct {
+	Name    string      // base name; "." for a backend's root
+	Size    int64       // bytes for regular files, target length for symlinks, backend-defined for directories
+	Mode    fs.FileMode // type bits and permission bits
+	ModTime time.Time
+	Nlink   int    // number of hard links; 0 if unknown
+	ID      uint64 // identity of the underlying object within the backend (inode-like); 0 if unknown
+	// Sys is backend-specific detail safe to show a guest (never a host path), or nil.
+	Sys any
+}
+
+// FileInfo returns i as an fs.FileInfo.
+func (i Info) FileInfo() fs.FileInfo { return fileInfo{i} }
+
+type fileInfo struct{ i Info }
+
+func (f fileInfo) Name() string       { return f.i.Name }
+func (f fileInfo) Size() int64        { return f.i.Size }
+func (f fileInfo) Mode() fs.FileMode  { return f.i.Mode }
+func (f fileInfo) ModTime() time.Time { return f.i.ModTime }
+func (f fileInfo) IsDir() bool        { return f.i.Mode.IsDir() }
+func (f fileInfo) Sys() any           { return f.i.Sys }
+func (f fileInfo) String() string     { return fs.FormatFileInfo(f) }
+
+// DirEntry is one entry of a directory listing: its name and its type bits
+// (fs.ModeDir, fs.ModeSymlink, other fs.ModeType bits, or 0 for a regular file).
+type DirEntry struct {
+	Name string
+	Type fs.FileMode
+}
+
+// Features declares what a Backend supports. Operations a backend does not support
+// fail with not_supported (or read_only for writes on a ReadOnly backend).
+type Features struct {
+	ReadOnly        bool // every mutation fails with read_only
+	Symlinks        bool // Symlink and Readlink work
+	HardLinks       bool // Link works
+	Chmod           bool // Chmod works
+	Chtimes         bool // Chtimes works
+	Persistent      bool // contents survive the process
+	CaseInsensitive bool // names that differ only in case are the same entry
+}
+
+// RenameFlags change Rename's behaviour.
+type RenameFlags uint
+
+const (
+	// RenameNoReplace fails with already_exists if the destination exists (even a
+	// dangling symlink), atomically.
+	RenameNoReplace RenameFlags = 1 << iota
+	// RenameExchange atomically swaps source and destination, which must both exist
+	// and may be of different types.
+	RenameExchange
+)
+
+// Backend is the storage SPI: path-based operations on validated Paths relative to
+// the backend's root. Every implementation must pass vfstest.
+//
+// Contracts every Backend keeps:
+//   - Paths are resolved beneath the root. Symlinks are followed inside the backend
+//     only; a resolution that would leave the root (an absolute target, or ".." above
+//     the root) fails with path_outside_sandbox. At most MaxSymlinks links are
+//     followed per resolution (too_many_links beyond).
+//   - Intermediate symlinks are always followed. The final component is followed by
+//     Stat, ReadDir, OpenFile, Chmod, Chtimes and Sub, and not by Lstat, Remove,
+//     Rename, Symlink, Readlink and Link (both ends).
+//   - A Path marked MustBeDir requires the final object (after following) to be a
+//     directory.
+//   - Errors are *Error values carrying Paths relative to this backend; never a host path.
+//   - Methods are safe for concurrent use.
+type Backend interface {
+	// Features declares what the backend supports.
+	Features() Features
+
+	// Stat returns information on p, following a final symlink.
+	Stat(ctx context.Context, p Path) (Info, error)
+	// Lstat returns information on p without following a final symlink.
+	Lstat(ctx context.Context, p Path) (Info, error)
+	// ReadDir lists directory p, sorted by name, without "." and "..".
+	ReadDir(ctx context.Context, p Path) ([]DirEntry, error)
+	// OpenFile opens p with os-style flags (os.O_RDONLY, O_WRONLY, O_RDWR, O_CREATE,
+	// O_EXCL, O_TRUNC, O_APPEND) and creates it with perm if O_CREATE is given.
+	// Directories may be opened read-only; reading one fails with is_a_directory.
+	// O_CREATE|O_EXCL fails with already_exists if p exists, even as a dangling symlink.
+	OpenFile(ctx context.Context, p Path, flag int, perm fs.FileMode) (File, error)
+	// Mkdir creates directory p; its parent must exist.
+	Mkdir(ctx context.Context, p Path, perm fs.FileMode) error
+	// Remove removes a file, symlink or empty directory.
+	Remove(ctx context.Context, p Path) error
+	// Rename moves from to to, replacing a destination file (or empty directory, when
+	// from is a directory) unless flags say otherwise. Moving a directory into its own
+	// subtree fails with invalid_path.
+	Rename(ctx context.Context, from, to Path, flags RenameFlags) error
+	// Symlink creates link p with the given target text. Backends store the target
+	// verbatim; confinement is enforced when the link is followed.
+	Symlink(ctx context.Context, target string, p Path) error
+	// Readlink returns the target text of symlink p.
+	Readlink(ctx context.Context, p Path) (string, error)
+	// Link creates a hard link to existing file oldp at newp.
+	Link(ctx context.Context, oldp, newp Path) error
+	// Chmod changes permission bits (fs.ModePerm and, where supported, setuid,
+	// setgid and sticky).
+	Chmod(ctx context.Context, p Path, mode fs.FileMode) error
+	// Chtimes changes access and modification times; a zero time leaves that time unchanged.
+	Chtimes(ctx context.Context, p Path, atime, mtime time.Time) error
+	// Sub returns a Backend rooted at directory p, resolved now: a later rename or
+	// replacement of p does not redirect it. Symlinks in the result resolve beneath
+	// the new root.
+	Sub(ctx context.Context, p Path) (Backend, error)
+}
+
+// File is an open file of a Backend. Each File has its own offset. Methods on a
+// closed File fail with closed. A File is safe for concurrent use, though
+// concurrent Read/Write calls share the offset, as with *os.File.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.WriterAt
+	io.Seeker
+	io.Closer
+	// Stat returns information on the open file.
+	Stat() (Info, error)
+	// Truncate changes the size; growth is zero-filled.
+	Truncate(size int64) error
+	// Sync commits the contents to stable storage where the backend has any.
+	Sync() error
+}
+
+// HostPather is implemented by backends whose tree is a real host directory. It is a
+// host-only interface: materialization uses it to bind the directory into a sandbox
+// without copying. Guests never reach a Backend, so the path never reaches them.
+type HostPather interface {
+	HostPath() (string, bool)
+}
+
+// MaxSymlinks is the most symlinks a single path resolution follows, the same limit
+// the Linux kernel applies (and so openat2 in the physical backend): every backend
+// agrees.
+const MaxSymlinks = 40

@@ -1,0 +1,26 @@
+// Package vfs is the core of capfs: the validated guest path type, the one error type
+// with stable codes, file information, the Backend and File storage SPI, the shared
+// symlink resolver every virtual backend uses, and the Namespace that composes
+// backends into one tree.
+//
+// # Guarantees
+//
+//   - A Path never holds "..", ".", empty segments, NUL or backslash, and is always
+//     relative: backends never parse raw guest strings (ParseGuest does, once).
+//   - Guest paths are cleaned lexically: "a/../b" is "b" even if "a" is a symlink.
+//     This deliberately differs from POSIX (where ".." after a symlink is physical):
+//     it makes a guest path's meaning independent of the tree's state. ".." inside a
+//     symlink target is resolved physically, beneath the backend's root.
+//   - Symlinks resolve beneath the backend's root and never outside it: an absolute
+//     target, or ".." above the root, is path_outside_sandbox. At most MaxSymlinks (40,
+//     the kernel's limit) links are followed per lookup.
+//   - Every error is an *Error with a stable Code, the operation and a path relative
+//     to the layer that returned it; never a host path. Each code matches its io/fs
+//     sentinel with errors.Is.
+//
+// # Not guaranteed
+//
+// vfs does not police guests: policy, audit and attenuation live in package dir. A
+// Backend or Namespace is a host-only object; handing one to a guest hands it full
+// authority over that tree.
+package vfs

@@ -1,0 +1,255 @@
+package vfs
+
+import (
+	"strings"
+)
+
+// Limits on guest paths. They bound the work any single call can cause.
+const (
+	// MaxNameLen is the longest single path component, in bytes (NAME_MAX on Linux).
+	MaxNameLen = 255
+	// MaxPathLen is the longest guest path accepted, in bytes, before cleaning (PATH_MAX).
+	MaxPathLen = 4096
+)
+
+// Path is a validated, cleaned path relative to the root of whatever it is handed
+// to (a Backend, a Namespace, a Dir). It never contains "..", ".", empty segments,
+// NUL bytes or backslashes, and never begins with "/". The zero Path is the root.
+//
+// Path is the only path type the layers below dir/ accept: no backend ever parses a
+// raw guest string. A Path may carry a "must be a directory" mark, set when the guest
+// wrote a trailing slash ("a/b/"); backends then require the final object, after
+// following a final symlink, to be a directory (not_a_directory otherwise).
+type Path struct {
+	p       string // "" for the root, else "a/b/c"
+	mustDir bool
+}
+
+// Root is the Path of the root directory.
+var Root = Path{}
+
+// ParseGuest turns a guest-supplied path into a Path, interpreting it relative to the
+// receiving directory. A leading "/" means that directory's own root (a chroot view),
+// never the host's. The path is cleaned lexically: "." and empty segments vanish and
+// ".." removes the previous segment, without consulting the filesystem, so "a/../b"
+// is always "b" even when "a" is a symlink. The errors, all *Error with Op "parse":
+//
+//   - invalid_path: empty string, NUL byte, backslash, a component longer than
+//     MaxNameLen, or a path longer than MaxPathLen;
+//   - path_outside_sandbox: a ".." that would climb above the root.
+func ParseGuest(s string) (Path, error) {
+	if s == "" {
+		return Path{}, &Error{Code: CodeInvalidPath, Op: "parse", Path: s, msg: "empty path"}
+	}
+	if len(s) > MaxPathLen {
+		return Path{}, &Error{Code: CodeInvalidPath, Op: "parse", Path: truncate(s), msg: "path too long"}
+	}
+	if i := strings.IndexAny(s, "\x00\\"); i >= 0 {
+		msg := "NUL byte in path"
+		if s[i] == '\\' {
+			msg = "backslash in path"
+		}
+		return Path{}, &Error{Code: CodeInvalidPath, Op: "parse", Path: printable(s), msg: msg}
+	}
+	mustDir := strings.HasSuffix(s, "/") || strings.HasSuffix(s, "/.") || s == "." || strings.HasSuffix(s, "/..")
+	// Fast path: already clean and relative.
+	if isClean(s) {
+		return Path{p: s}, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	// segs holds the start offsets of segments in b, to pop on "..".
+	var stack [32]int
+	segs := stack[:0]
+	rest := s
+	for rest != "" {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, "/")
+		switch seg {
+		case "", ".":
+			continue
+		case "..":
+			if len(segs) == 0 {
+				return Path{}, &Error{Code: CodeOutside, Op: "parse", Path: s, msg: "path climbs above the root"}
+			}
+			start := segs[len(segs)-1]
+			segs = segs[:len(segs)-1]
+			if start > 0 {
+				start-- // drop the separator too
+			}
+			str := b.String()[:start]
+			b.Reset()
+			b.WriteString(str)
+			continue
+		}
+		if len(seg) > MaxNameLen {
+			return Path{}, &Error{Code: CodeInvalidPath, Op: "parse", Path: truncate(s), msg: "path component too long"}
+		}
+		if b.Len() > 0 {
+			b.WriteByte('/')
+		}
+		segs = append(segs, b.Len())
+		b.WriteString(seg)
+	}
+	p := Path{p: b.String(), mustDir: mustDir}
+	if p.p == "" {
+		p.mustDir = false // the root is always a directory
+	}
+	return p, nil
+}
+
+// isClean reports whether s is already a clean relative path with no trailing slash
+// and no over-long component, so ParseGuest can use it without copying.
+func isClean(s string) bool {
+	if s == "" || s[0] == '/' || s[len(s)-1] == '/' {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '/' {
+			seg := s[start:i]
+			if seg == "" || seg == "." || seg == ".." || len(seg) > MaxNameLen {
+				return false
+			}
+			start = i + 1
+		}
+	}
+	return true
+}
+
+// ValidName reports whether name is usable as a single path component: non-empty, not
+// "." or "..", no "/", NUL or backslash, at most MaxNameLen bytes.
+func ValidName(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > MaxNameLen {
+		return false
+	}
+	return !strings.ContainsAny(name, "/\\\x00")
+}
+
+// MustParse is ParseGuest for paths known to be valid, such as constants in tests;
+// it panics on error.
+func MustParse(s string) Path {
+	p, err := ParseGuest(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// String returns the path in slash form: "." for the root, else "a/b/c" (never a
+// trailing slash).
+func (p Path) String() string {
+	if p.p == "" {
+		return "."
+	}
+	return p.p
+}
+
+// Raw returns the path without the root's "." spelling: "" for the root.
+func (p Path) Raw() string { return p.p }
+
+// IsRoot reports whether p is the root.
+func (p Path) IsRoot() bool { return p.p == "" }
+
+// MustBeDir reports whether the guest required a directory (wrote a trailing slash).
+func (p Path) MustBeDir() bool { return p.mustDir }
+
+// WithoutDirMark returns p without the trailing-slash mark.
+func (p Path) WithoutDirMark() Path { return Path{p: p.p} }
+
+// Base returns the last component, or "" for the root.
+func (p Path) Base() string {
+	if i := strings.LastIndexByte(p.p, '/'); i >= 0 {
+		return p.p[i+1:]
+	}
+	return p.p
+}
+
+// Dir returns the parent path; the parent of the root is the root.
+func (p Path) Dir() Path {
+	if i := strings.LastIndexByte(p.p, '/'); i >= 0 {
+		return Path{p: p.p[:i]}
+	}
+	return Path{}
+}
+
+// Join appends a relative Path.
+func (p Path) Join(q Path) Path {
+	switch {
+	case q.p == "":
+		return Path{p: p.p, mustDir: p.mustDir}
+	case p.p == "":
+		return q
+	}
+	return Path{p: p.p + "/" + q.p, mustDir: q.mustDir}
+}
+
+// Child appends a single validated component. It returns invalid_path if name is not
+// a ValidName.
+func (p Path) Child(name string) (Path, error) {
+	if !ValidName(name) {
+		return Path{}, &Error{Code: CodeInvalidPath, Op: "join", Path: printable(name), msg: "invalid name"}
+	}
+	if p.p == "" {
+		return Path{p: name}, nil
+	}
+	return Path{p: p.p + "/" + name}, nil
+}
+
+// Elems returns the components of p; nil for the root.
+func (p Path) Elems() []string {
+	if p.p == "" {
+		return nil
+	}
+	return strings.Split(p.p, "/")
+}
+
+// Depth returns the number of components.
+func (p Path) Depth() int {
+	if p.p == "" {
+		return 0
+	}
+	return strings.Count(p.p, "/") + 1
+}
+
+// HasPrefix reports whether q is p or an ancestor of p (component-wise, so "ab" is not
+// a prefix of "abc").
+func (p Path) HasPrefix(q Path) bool {
+	if q.p == "" {
+		return true
+	}
+	return p.p == q.p || (strings.HasPrefix(p.p, q.p) && p.p[len(q.p)] == '/')
+}
+
+// TrimPrefix returns p relative to its ancestor q, and whether q was an ancestor.
+func (p Path) TrimPrefix(q Path) (Path, bool) {
+	if !p.HasPrefix(q) {
+		return p, false
+	}
+	if q.p == "" {
+		return p, true
+	}
+	if p.p == q.p {
+		return Path{mustDir: p.mustDir}, true
+	}
+	return Path{p: p.p[len(q.p)+1:], mustDir: p.mustDir}, true
+}
+
+// Equal reports whether p and q name the same path (ignoring the directory mark).
+func (p Path) Equal(q Path) bool { return p.p == q.p }
+
+// truncate shortens over-long paths for error messages.
+func truncate(s string) string {
+	if len(s) > 128 {
+		return printable(s[:128]) + "…"
+	}
+	return printable(s)
+}
+
+// printable replaces NUL bytes so error text stays readable and never truncates early.
+func printable(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", `\x00`)
+}
