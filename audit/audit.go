@@ -1,0 +1,108 @@
+// Package audit records one Event for every guest call on a capability: allowed,
+// denied or failed.
+//
+// A Sink receives events synchronously, in the caller's goroutine, after the call has
+// finished; it must be safe for concurrent use and must not block for long. This
+// package provides the interface and Ring, an in-memory sink for tests and
+// inspection. Events never contain host paths: paths are those of the capability tree.
+package audit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Outcome classifies how a call ended.
+type Outcome string
+
+// The outcomes.
+const (
+	OK     Outcome = "ok"     // the operation ran and succeeded
+	Denied Outcome = "denied" // policy, a hook, attenuation or revocation refused it before it ran
+	Failed Outcome = "failed" // it ran (or its input was invalid) and returned an error
+)
+
+// Event is the record of one guest call.
+type Event struct {
+	Time      time.Time     `json:"time"`
+	RequestID string        `json:"request_id"`
+	Subject   string        `json:"subject,omitempty"`
+	Op        string        `json:"op"`
+	Path      string        `json:"path"`           // from the capability tree's root
+	Dest      string        `json:"dest,omitempty"` // second path, if any
+	Outcome   Outcome       `json:"outcome"`
+	Code      string        `json:"code,omitempty"` // the error code when not OK
+	Rule      string        `json:"rule,omitempty"` // the policy rule (or other source) that decided
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// Sink receives events. Implementations must be safe for concurrent use.
+type Sink interface {
+	Record(ctx context.Context, e Event)
+}
+
+// Discard drops every event.
+var Discard Sink = discard{}
+
+type discard struct{}
+
+func (discard) Record(context.Context, Event) {}
+
+// Ring keeps the most recent events in memory. The zero Ring is unusable; use NewRing.
+// It is safe for concurrent use.
+type Ring struct {
+	mu    sync.Mutex
+	buf   []Event
+	next  int
+	full  bool
+	total uint64
+}
+
+// NewRing returns a Ring holding the last n events (n ≥ 1).
+func NewRing(n int) *Ring {
+	if n < 1 {
+		n = 1
+	}
+	return &Ring{buf: make([]Event, n)}
+}
+
+// Record stores e, evicting the oldest event when full.
+func (r *Ring) Record(_ context.Context, e Event) {
+	r.mu.Lock()
+	r.buf[r.next] = e
+	r.next++
+	r.total++
+	if r.next == len(r.buf) {
+		r.next = 0
+		r.full = true
+	}
+	r.mu.Unlock()
+}
+
+// Events returns the retained events, oldest first.
+func (r *Ring) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.full {
+		return append([]Event(nil), r.buf[:r.next]...)
+	}
+	out := make([]Event, 0, len(r.buf))
+	out = append(out, r.buf[r.next:]...)
+	return append(out, r.buf[:r.next]...)
+}
+
+// Total returns how many events were ever recorded, including evicted ones.
+func (r *Ring) Total() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
+// Reset forgets all events.
+func (r *Ring) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.buf)
+	r.next, r.full, r.total = 0, false, 0
+}
