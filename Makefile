@@ -1,0 +1,69 @@
+# capfs — the two commands: `make demo` and `make test`. Everything they need is
+# installed here when missing (Go modules through the module proxy; staticcheck).
+
+GO          ?= go
+STATICCHECK_VERSION := v0.8.2
+GOBIN       := $(shell $(GO) env GOPATH)/bin
+STATICCHECK := $(GOBIN)/staticcheck
+FUZZTIME    ?= 10s
+PKGS        := ./...
+
+.PHONY: all demo test unit fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
+
+all: test
+
+## demo: the main job on embedded defaults (no config, no server).
+demo:
+	$(GO) run ./examples/scratch
+
+## test: everything CI runs: lint, race-enabled tests, short bounded fuzzing.
+test: lint unit fuzz-short
+
+unit:
+	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+
+# Short, bounded fuzz runs of every fuzz target (longer ones: make fuzz).
+FUZZ_TARGETS := \
+	./vfs:FuzzParseGuest \
+	./dir:FuzzGlob
+
+fuzz-short:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		if $(GO) test -list "^$$name$$" $$pkg 2>/dev/null | grep -qx "$$name"; then \
+			echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+			$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+		else echo "fuzz target $$name missing in $$pkg" >&2; exit 1; fi; \
+	done
+
+## fuzz: longer fuzzing (FUZZTIME=5m make fuzz for more).
+fuzz:
+	$(MAKE) fuzz-short FUZZTIME=$${FUZZTIME:-2m}
+
+## stress: long race and concurrency runs (CAPFS_STRESS=1 scales the bounded tests up).
+stress:
+	CAPFS_STRESS=1 $(GO) test -race -count=1 -timeout 60m -run 'Concurren|Race|Stress' $(PKGS)
+
+## bench: our figures next to peers' from the same run, as ratios.
+bench:
+	$(GO) run ./bench/cmd/benchtable
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck: tools
+	$(STATICCHECK) $(PKGS)
+
+tools: $(STATICCHECK)
+
+$(STATICCHECK):
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+clean:
+	$(GO) clean -testcache
