@@ -91,9 +91,12 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 			}
 		}
 		var seg string
-		seg, rest, _ = strings.Cut(rest, "/")
-		// last: no further real component; trailing: a slash followed this one.
+		var slash bool
+		seg, rest, slash = strings.Cut(rest, "/")
+		// last: no further real component; trailing: a slash followed this one
+		// (Cut consumed it, so rest alone cannot tell for "name/").
 		last, trailing := endOf(rest)
+		trailing = trailing || (last && slash)
 		if seg == ".." {
 			if len(stack) == 1 {
 				return fail(CodeOutside, "resolution climbs above the root")
@@ -138,9 +141,9 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 			if last {
 				followed = true
 			}
-			if rest == "" {
+			if rest == "" && !slash {
 				rest = target
-			} else {
+			} else { // keep a trailing slash: the target must then be a directory
 				rest = target + "/" + rest
 			}
 		case typ.IsDir():
