@@ -1,0 +1,260 @@
+package memory
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// handle is an open file or directory. Its offset is its own; the inode is shared.
+type handle struct {
+	st     *store
+	n      *node
+	p      vfs.Path
+	read   bool
+	write  bool
+	append bool
+
+	closed atomic.Bool // set under n.mu, so data operations see it consistently
+	mu     sync.Mutex  // guards off; held across Read, Write and Seek
+	off    int64
+}
+
+var _ vfs.File = (*handle)(nil)
+
+func newHandle(st *store, n *node, p vfs.Path, acc, flag int) *handle {
+	return &handle{
+		st:     st,
+		n:      n,
+		p:      p,
+		read:   acc != os.O_WRONLY,
+		write:  acc != os.O_RDONLY,
+		append: flag&os.O_APPEND != 0,
+	}
+}
+
+func (h *handle) fail(code vfs.Code, op, msg string) error {
+	return vfs.NewError(code, op, h.p, msg)
+}
+
+// readable returns the error for reading through h, or nil. The caller holds n.mu.
+func (h *handle) readable(op string) error {
+	switch {
+	case h.closed.Load():
+		return h.fail(vfs.CodeClosed, op, "")
+	case h.n.typ == fs.ModeDir:
+		return h.fail(vfs.CodeIsDir, op, "")
+	case !h.read:
+		return h.fail(vfs.CodePermission, op, "file not open for reading")
+	}
+	return nil
+}
+
+// writable returns the error for writing through h, or nil. The caller holds n.mu.
+func (h *handle) writable(op string) error {
+	switch {
+	case h.closed.Load():
+		return h.fail(vfs.CodeClosed, op, "")
+	case h.n.typ == fs.ModeDir:
+		return h.fail(vfs.CodeIsDir, op, "")
+	case !h.write:
+		return h.fail(vfs.CodePermission, op, "file not open for writing")
+	}
+	return nil
+}
+
+// Read reads from the handle's offset and advances it.
+func (h *handle) Read(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.n
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if err := h.readable("read"); err != nil {
+		return 0, err
+	}
+	if h.off >= int64(len(n.data)) {
+		if len(b) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	c := copy(b, n.data[h.off:])
+	h.off += int64(c)
+	return c, nil
+}
+
+// ReadAt reads at off without moving the offset; a short read returns io.EOF.
+func (h *handle) ReadAt(b []byte, off int64) (int, error) {
+	n := h.n
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if err := h.readable("read"); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, h.fail(vfs.CodeInvalidPath, "read", "negative offset")
+	}
+	if off >= int64(len(n.data)) {
+		if len(b) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	c := copy(b, n.data[off:])
+	if c < len(b) {
+		return c, io.EOF
+	}
+	return c, nil
+}
+
+// Write writes at the handle's offset (at the end of the file, atomically, for an
+// O_APPEND handle) and advances it. A write that would exceed the quota or the
+// maximum file size writes nothing.
+func (h *handle) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := h.writable("write"); err != nil {
+		return 0, err
+	}
+	off := h.off
+	if h.append {
+		off = int64(len(n.data))
+	}
+	if err := h.writeLocked(b, off); err != nil {
+		return 0, err
+	}
+	h.off = off + int64(len(b))
+	return len(b), nil
+}
+
+// WriteAt writes at off without moving the offset. It fails on an O_APPEND handle,
+// as in package os.
+func (h *handle) WriteAt(b []byte, off int64) (int, error) {
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := h.writable("write"); err != nil {
+		return 0, err
+	}
+	if h.append {
+		return 0, h.fail(vfs.CodeInvalidPath, "write", "WriteAt on a file opened with O_APPEND")
+	}
+	if off < 0 {
+		return 0, h.fail(vfs.CodeInvalidPath, "write", "negative offset")
+	}
+	if err := h.writeLocked(b, off); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// writeLocked writes b at off. The caller holds n.mu for writing.
+func (h *handle) writeLocked(b []byte, off int64) error {
+	if len(b) == 0 {
+		return nil
+	}
+	switch code := h.st.writeAt(h.n, b, off); code {
+	case "":
+	case vfs.CodeQuota:
+		return h.fail(code, "write", "storage quota exceeded")
+	default:
+		return h.fail(code, "write", "")
+	}
+	h.n.mtime = h.st.now()
+	return nil
+}
+
+// Seek sets the offset for the next Read or Write; seeking past the end is allowed.
+func (h *handle) Seek(offset int64, whence int) (int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed.Load() {
+		return 0, h.fail(vfs.CodeClosed, "seek", "")
+	}
+	var base int64
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		base = h.off
+	case io.SeekEnd:
+		h.n.mu.RLock()
+		base = int64(len(h.n.data))
+		h.n.mu.RUnlock()
+	default:
+		return 0, h.fail(vfs.CodeInvalidPath, "seek", "invalid whence")
+	}
+	off := base + offset
+	if (offset > 0 && off < base) || off < 0 {
+		return 0, h.fail(vfs.CodeInvalidPath, "seek", "invalid offset")
+	}
+	h.off = off
+	return off, nil
+}
+
+// Stat describes the open file under the name it was opened by. It keeps working
+// after the file is removed (Nlink is then 0).
+func (h *handle) Stat() (vfs.Info, error) {
+	if h.closed.Load() {
+		return vfs.Info{}, h.fail(vfs.CodeClosed, "stat", "")
+	}
+	if h.n.typ == fs.ModeDir {
+		// A directory's size is its entry count, guarded by the tree lock.
+		h.st.mu.RLock()
+		defer h.st.mu.RUnlock()
+	}
+	return h.n.info(baseName(h.p)), nil
+}
+
+// Truncate changes the file's size, zero-filling growth. The offset is unchanged.
+func (h *handle) Truncate(size int64) error {
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := h.writable("truncate"); err != nil {
+		return err
+	}
+	if size < 0 {
+		return h.fail(vfs.CodeInvalidPath, "truncate", "negative size")
+	}
+	switch code := h.st.resize(n, size); code {
+	case "":
+	case vfs.CodeQuota:
+		return h.fail(code, "truncate", "storage quota exceeded")
+	default:
+		return h.fail(code, "truncate", "")
+	}
+	n.mtime = h.st.now()
+	return nil
+}
+
+// Sync does nothing but report a closed handle: memory has no stable storage.
+func (h *handle) Sync() error {
+	if h.closed.Load() {
+		return h.fail(vfs.CodeClosed, "sync", "")
+	}
+	return nil
+}
+
+// Close releases the handle. If the file has no name left and this was its last
+// handle, its data is freed and returned to the quota.
+func (h *handle) Close() error {
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if h.closed.Swap(true) {
+		return h.fail(vfs.CodeClosed, "close", "")
+	}
+	if n.typ == 0 {
+		n.opens--
+		h.st.releaseIfUnused(n)
+	}
+	return nil
+}

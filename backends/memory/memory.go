@@ -1,0 +1,621 @@
+// Package memory is an in-memory vfs.Backend: an ephemeral tree of inodes with
+// symlinks, hard links, permission bits and modification times, following the
+// semantics of package os (and Linux) wherever they are defined.
+//
+// # Guarantees
+//
+//   - The tree is a real graph of nodes, not a map of path strings: directories hold
+//     their entries, files may have several names (hard links), and an open File keeps
+//     working on its inode after the name is removed or replaced, as on POSIX.
+//   - Paths resolve with the shared resolver vfs.Resolve, beneath the root, with the
+//     follow rules documented on vfs.Backend: a symlink can never lead outside the
+//     root (path_outside_sandbox), and at most vfs.MaxSymlinks links are followed.
+//   - Sub pins the directory node: the returned *FS shares storage, lock and quota,
+//     but a later rename or removal of the path does not redirect it, and its symlinks
+//     resolve beneath the new root.
+//   - Every File has its own offset; O_APPEND writes land at the end of the file
+//     atomically; writes and truncations past the end zero-fill; O_EXCL is atomic.
+//   - With WithQuota, the total bytes of file data (counted once per inode, freed
+//     when the last name and the last handle are gone) never exceed the quota: a
+//     Write, WriteAt or Truncate that would exceed it fails with quota_exceeded and
+//     changes nothing (no partial write).
+//   - All methods are safe for concurrent use. Tree operations share a
+//     readers-writer lock (lookups run in parallel); file contents have a lock per
+//     inode, so reads and writes of different files do not contend.
+//
+// # Policies pinned here
+//
+//   - Permission bits are recorded, not enforced: the backend behaves like a
+//     filesystem used by root. Access control belongs to the capability layer.
+//     Creation stores perm as given (no umask); Chmod keeps the type and sets the
+//     permission, setuid, setgid and sticky bits.
+//   - Write, WriteAt or Truncate through a handle not opened for writing, and Read
+//     or ReadAt through one not opened for reading, fail with fs_permission_denied
+//     ("file not open for writing"/"...reading"), where os reports EBADF.
+//   - WriteAt on an O_APPEND handle fails with invalid_path, as in package os.
+//   - Reading a directory handle, or opening a directory with a write mode, O_TRUNC
+//     or O_CREATE, fails with is_a_directory.
+//   - Remove or Rename of the root (or of a Sub's root, through that Sub) fails with
+//     invalid_path. Hard links to directories fail with fs_permission_denied (EPERM).
+//   - O_CREATE through a dangling final symlink creates the link's target when it
+//     resolves beneath the root (as package os does); O_CREATE|O_EXCL never follows
+//     and fails with already_exists on any existing name, dangling symlinks included.
+//   - Symlink targets are stored verbatim; an empty target, a target longer than
+//     vfs.MaxPathLen or one containing NUL fails with invalid_path.
+//   - Access times are not kept: Chtimes sets the modification time only.
+//   - Info.Size of a directory is its number of entries; Info.Nlink of a directory
+//     is 2 plus its number of subdirectories.
+//   - Operations check their context on entry (and the resolver periodically).
+//
+// # Not guaranteed
+//
+// Nothing survives the process (Features.Persistent is false). Without WithQuota
+// and WithMaxFileSize a caller can grow a file until the process runs out of memory;
+// hosts serving untrusted guests should set both. The number of entries is not
+// limited by the quota, which counts file data only.
+package memory
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// FS is an in-memory filesystem tree. The zero value is not usable; call New.
+// An FS is safe for concurrent use.
+type FS struct {
+	st   *store
+	root *node
+}
+
+var _ vfs.Backend = (*FS)(nil)
+
+// Option configures New.
+type Option func(*store)
+
+// WithQuota limits the total bytes of file data held by the filesystem (and every
+// FS Sub derives from it) to bytes. A write or truncation that would exceed it fails
+// with quota_exceeded, leaving the file unchanged. bytes <= 0 means no limit.
+func WithQuota(bytes int64) Option {
+	return func(s *store) {
+		if bytes < 0 {
+			bytes = 0
+		}
+		s.quota = bytes
+	}
+}
+
+// WithMaxFileSize limits the size of any single file to bytes; growing a file past
+// it fails with file_too_large. bytes <= 0 means no limit beyond the platform's.
+func WithMaxFileSize(bytes int64) Option {
+	return func(s *store) {
+		if bytes < 0 {
+			bytes = 0
+		}
+		s.maxFile = bytes
+	}
+}
+
+// WithClock sets the clock used for modification times (time.Now by default). It
+// lets tests pin times. now must be safe for concurrent use.
+func WithClock(now func() time.Time) Option {
+	return func(s *store) {
+		if now != nil {
+			s.clock = now
+		}
+	}
+}
+
+// New returns an empty filesystem whose root is a directory with mode 0755.
+func New(opts ...Option) *FS {
+	st := &store{clock: time.Now}
+	for _, o := range opts {
+		o(st)
+	}
+	return &FS{st: st, root: st.newNode(fs.ModeDir, 0o755, st.now())}
+}
+
+// Usage returns the bytes of file data currently held, across the whole store
+// (shared with every Sub). It is what WithQuota limits.
+func (f *FS) Usage() int64 { return f.st.used.Load() }
+
+// Features reports symlinks, hard links, Chmod and Chtimes; the tree is not
+// persistent.
+func (f *FS) Features() vfs.Features {
+	return vfs.Features{Symlinks: true, HardLinks: true, Chmod: true, Chtimes: true}
+}
+
+func canceled(op string, p vfs.Path, err error) error {
+	return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+}
+
+func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[*node], error) {
+	return vfs.Resolve[*node](ctx, tree{}, f.root, p, follow, op)
+}
+
+// baseName is the Info name for p: its last component, or "." for the root.
+func baseName(p vfs.Path) string {
+	if p.IsRoot() {
+		return "."
+	}
+	return p.Base()
+}
+
+// Stat returns information on p, following a final symlink.
+func (f *FS) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return f.stat(ctx, p, true, "stat")
+}
+
+// Lstat returns information on p without following a final symlink.
+func (f *FS) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return f.stat(ctx, p, false, "lstat")
+}
+
+func (f *FS) stat(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return vfs.Info{}, canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, follow, op)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	if !r.Found {
+		return vfs.Info{}, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	return r.Node.info(baseName(p)), nil
+}
+
+// ReadDir lists directory p sorted by name. The listing is cached per directory
+// until the directory changes, so repeated listings cost one copy.
+func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	const op = "readdir"
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, true, op)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Found {
+		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if r.Node.typ != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	e := r.Node.listing(f.st)
+	out := make([]vfs.DirEntry, len(e))
+	copy(out, e)
+	return out, nil
+}
+
+// OpenFile opens p with os-style flags; see vfs.Backend. perm (its permission,
+// setuid, setgid and sticky bits) is used when O_CREATE creates the file.
+func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	const op = "open"
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(op, p, err)
+	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	if acc != os.O_RDONLY && acc != os.O_WRONLY && acc != os.O_RDWR {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid access mode")
+	}
+	create := flag&os.O_CREATE != 0
+	excl := create && flag&os.O_EXCL != 0
+	trunc := flag&os.O_TRUNC != 0
+	write := acc != os.O_RDONLY
+
+	if create {
+		f.st.mu.Lock()
+		defer f.st.mu.Unlock()
+	} else {
+		f.st.mu.RLock()
+		defer f.st.mu.RUnlock()
+	}
+	r, err := f.resolve(ctx, p, !excl, op)
+	if err != nil {
+		return nil, err
+	}
+	n := r.Node
+	if r.Found {
+		if excl {
+			return nil, vfs.NewError(vfs.CodeExists, op, p, "")
+		}
+		if n.typ == fs.ModeDir {
+			if write || trunc || create {
+				return nil, vfs.NewError(vfs.CodeIsDir, op, p, "")
+			}
+			return newHandle(f.st, n, p, acc, flag), nil
+		}
+		n.mu.Lock()
+		if trunc {
+			// O_TRUNC truncates whatever the access mode, as on Linux.
+			f.st.resize(n, 0)
+			n.mtime = f.st.now()
+		}
+		n.opens++
+		n.mu.Unlock()
+		return newHandle(f.st, n, p, acc, flag), nil
+	}
+	if !create {
+		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if p.MustBeDir() {
+		return nil, vfs.NewError(vfs.CodeIsDir, op, p, "cannot create a file with a trailing slash")
+	}
+	if err := f.canCreate(r, op, p); err != nil {
+		return nil, err
+	}
+	now := f.st.now()
+	n = f.st.newNode(0, perm, now)
+	n.opens = 1
+	r.Parent.addEntry(r.Name, n, now)
+	return newHandle(f.st, n, p, acc, flag), nil
+}
+
+// canCreate checks that a missing entry r may be created. The caller holds the
+// tree lock for writing.
+func (f *FS) canCreate(r vfs.Resolution[*node], op string, p vfs.Path) error {
+	if r.Parent.gone {
+		return vfs.NewError(vfs.CodeNotFound, op, p, "directory has been removed")
+	}
+	if !vfs.ValidName(r.Name) {
+		// Only possible for a name taken from a symlink target.
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid name in symlink target")
+	}
+	return nil
+}
+
+// Mkdir creates directory p with permission perm; its parent must exist. An
+// existing entry, a dangling symlink included, fails with already_exists.
+func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	const op = "mkdir"
+	if err := ctx.Err(); err != nil {
+		return canceled(op, p, err)
+	}
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	r, err := f.resolve(ctx, p.WithoutDirMark(), false, op)
+	if err != nil {
+		return err
+	}
+	if r.Found {
+		return vfs.NewError(vfs.CodeExists, op, p, "")
+	}
+	if err := f.canCreate(r, op, p); err != nil {
+		return err
+	}
+	now := f.st.now()
+	r.Parent.addEntry(r.Name, f.st.newNode(fs.ModeDir, perm, now), now)
+	return nil
+}
+
+// lookupEntry resolves p without following a final symlink, for operations on a
+// directory entry itself (Remove, Rename, Link). If p is marked MustBeDir the entry
+// must be a directory (a symlink to one does not do), as rmdir and rename require.
+func (f *FS) lookupEntry(ctx context.Context, p vfs.Path, op string) (vfs.Resolution[*node], error) {
+	r, err := f.resolve(ctx, p.WithoutDirMark(), false, op)
+	if err != nil {
+		return r, err
+	}
+	if p.MustBeDir() && r.Found && r.Node.typ != fs.ModeDir {
+		return r, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	return r, nil
+}
+
+// Remove removes a file, symlink or empty directory. Open handles on a removed
+// file keep working on its data.
+func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
+	const op = "remove"
+	if err := ctx.Err(); err != nil {
+		return canceled(op, p, err)
+	}
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	r, err := f.lookupEntry(ctx, p, op)
+	if err != nil {
+		return err
+	}
+	if !r.Found {
+		return vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if r.Name == "" {
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
+	}
+	n := r.Node
+	if n.typ == fs.ModeDir && len(n.children) > 0 {
+		return vfs.NewError(vfs.CodeNotEmpty, op, p, "")
+	}
+	r.Parent.delEntry(r.Name, n, f.st.now())
+	f.st.unlinked(n)
+	return nil
+}
+
+// Rename moves from to to; see vfs.Backend. Errors carry from as Path and to as
+// Dest.
+func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	const op = "rename"
+	if err := ctx.Err(); err != nil {
+		return canceled(op, from, err)
+	}
+	fail := func(code vfs.Code, msg string) error {
+		e := vfs.NewError(code, op, from, msg)
+		e.Dest = to.String()
+		return e
+	}
+	wrap := func(err error) error { return vfs.Readdress(err, op, from.String(), to.String()) }
+	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 ||
+		flags == vfs.RenameNoReplace|vfs.RenameExchange {
+		return fail(vfs.CodeInvalidPath, "invalid rename flags")
+	}
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	src, err := f.lookupEntry(ctx, from, op)
+	if err != nil {
+		return wrap(err)
+	}
+	dst, err := f.lookupEntry(ctx, to, op)
+	if err != nil {
+		return wrap(err)
+	}
+	if !src.Found {
+		return fail(vfs.CodeNotFound, "")
+	}
+	if src.Name == "" || (dst.Found && dst.Name == "") {
+		return fail(vfs.CodeInvalidPath, "cannot rename the root")
+	}
+	sn := src.Node
+	if to.MustBeDir() && sn.typ != fs.ModeDir {
+		return fail(vfs.CodeNotDir, "")
+	}
+	now := f.st.now()
+
+	if flags&vfs.RenameExchange != 0 {
+		if !dst.Found {
+			return fail(vfs.CodeNotFound, "exchange destination does not exist")
+		}
+		dn := dst.Node
+		if src.Parent == dst.Parent && src.Name == dst.Name {
+			return nil
+		}
+		if (sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent)) ||
+			(dn.typ == fs.ModeDir && isAncestor(dn, src.Parent)) {
+			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+		}
+		src.Parent.delEntry(src.Name, sn, now)
+		dst.Parent.delEntry(dst.Name, dn, now)
+		src.Parent.addEntry(src.Name, dn, now)
+		dst.Parent.addEntry(dst.Name, sn, now)
+		return nil
+	}
+
+	if dst.Found {
+		dn := dst.Node
+		if flags&vfs.RenameNoReplace != 0 {
+			return fail(vfs.CodeExists, "")
+		}
+		if dn == sn {
+			// Same entry, or two hard links to one file: nothing to do, as POSIX says.
+			return nil
+		}
+		switch {
+		case sn.typ == fs.ModeDir && dn.typ != fs.ModeDir:
+			return fail(vfs.CodeNotDir, "cannot replace a non-directory with a directory")
+		case sn.typ != fs.ModeDir && dn.typ == fs.ModeDir:
+			return fail(vfs.CodeIsDir, "cannot replace a directory with a non-directory")
+		}
+		if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
+			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+		}
+		if dn.typ == fs.ModeDir && len(dn.children) > 0 {
+			return fail(vfs.CodeNotEmpty, "")
+		}
+		src.Parent.delEntry(src.Name, sn, now)
+		dst.Parent.delEntry(dst.Name, dn, now)
+		f.st.unlinked(dn)
+		dst.Parent.addEntry(dst.Name, sn, now)
+		return nil
+	}
+
+	if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
+		return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+	}
+	if err := f.canCreate(dst, op, to); err != nil {
+		return wrap(err)
+	}
+	src.Parent.delEntry(src.Name, sn, now)
+	dst.Parent.addEntry(dst.Name, sn, now)
+	return nil
+}
+
+// Symlink creates symlink p with the given target text, stored verbatim.
+func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	const op = "symlink"
+	if err := ctx.Err(); err != nil {
+		return canceled(op, p, err)
+	}
+	switch {
+	case target == "":
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "empty symlink target")
+	case len(target) > vfs.MaxPathLen:
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "symlink target too long")
+	case containsNUL(target):
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "NUL byte in symlink target")
+	}
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	r, err := f.resolve(ctx, p.WithoutDirMark(), false, op)
+	if err != nil {
+		return err
+	}
+	if r.Found {
+		return vfs.NewError(vfs.CodeExists, op, p, "")
+	}
+	if p.MustBeDir() {
+		return vfs.NewError(vfs.CodeNotDir, op, p, "a symlink is not a directory")
+	}
+	if err := f.canCreate(r, op, p); err != nil {
+		return err
+	}
+	now := f.st.now()
+	n := f.st.newNode(fs.ModeSymlink, fs.ModePerm, now)
+	n.target = target
+	r.Parent.addEntry(r.Name, n, now)
+	return nil
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Readlink returns the target text of symlink p; invalid_path if p is not a
+// symlink.
+func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	const op = "readlink"
+	if err := ctx.Err(); err != nil {
+		return "", canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, false, op)
+	if err != nil {
+		return "", err
+	}
+	if !r.Found {
+		return "", vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if r.Node.typ != fs.ModeSymlink {
+		return "", vfs.NewError(vfs.CodeInvalidPath, op, p, "not a symlink")
+	}
+	return r.Node.target, nil
+}
+
+// Link creates newp as another name for oldp, neither end followed (linking a
+// symlink links the symlink itself). Directories cannot be linked. Errors carry
+// oldp as Path and newp as Dest.
+func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	const op = "link"
+	if err := ctx.Err(); err != nil {
+		return canceled(op, oldp, err)
+	}
+	fail := func(code vfs.Code, msg string) error {
+		e := vfs.NewError(code, op, oldp, msg)
+		e.Dest = newp.String()
+		return e
+	}
+	wrap := func(err error) error { return vfs.Readdress(err, op, oldp.String(), newp.String()) }
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	src, err := f.lookupEntry(ctx, oldp, op)
+	if err != nil {
+		return wrap(err)
+	}
+	if !src.Found {
+		return fail(vfs.CodeNotFound, "")
+	}
+	if src.Node.typ == fs.ModeDir {
+		return fail(vfs.CodePermission, "cannot hard-link a directory")
+	}
+	dst, err := f.resolve(ctx, newp.WithoutDirMark(), false, op)
+	if err != nil {
+		return wrap(err)
+	}
+	if dst.Found {
+		return fail(vfs.CodeExists, "")
+	}
+	if newp.MustBeDir() {
+		return fail(vfs.CodeNotDir, "")
+	}
+	if err := f.canCreate(dst, op, newp); err != nil {
+		return wrap(err)
+	}
+	n := src.Node
+	n.mu.Lock()
+	n.nlink++
+	n.mu.Unlock()
+	dst.Parent.addEntry(dst.Name, n, f.st.now())
+	return nil
+}
+
+// Chmod sets the permission, setuid, setgid and sticky bits of p (following a final
+// symlink), keeping its type.
+func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	const op = "chmod"
+	if err := ctx.Err(); err != nil {
+		return canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, true, op)
+	if err != nil {
+		return err
+	}
+	if !r.Found {
+		return vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	n := r.Node
+	n.mu.Lock()
+	n.perm = mode & permBits
+	n.mu.Unlock()
+	return nil
+}
+
+// Chtimes sets the modification time of p (following a final symlink) unless mtime
+// is zero. Access times are not kept, so atime is ignored.
+func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	const op = "chtimes"
+	if err := ctx.Err(); err != nil {
+		return canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, true, op)
+	if err != nil {
+		return err
+	}
+	if !r.Found {
+		return vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if !mtime.IsZero() {
+		n := r.Node
+		n.mu.Lock()
+		n.mtime = mtime.Round(0)
+		n.mu.Unlock()
+	}
+	return nil
+}
+
+// Sub returns an *FS rooted at directory p (following symlinks), sharing this one's
+// storage, lock and quota. The directory node is pinned now: renaming or removing p
+// later does not redirect the result, and symlinks in it resolve beneath it.
+func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	const op = "sub"
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, true, op)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Found {
+		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if r.Node.typ != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	return &FS{st: f.st, root: r.Node}, nil
+}
