@@ -1023,7 +1023,7 @@ func TestReadDir(t *testing.T) {
 	must(t, m.Symlink(bg, "a", P("d/ln")))
 	es, err := m.ReadDir(bg, P("d"))
 	must(t, err)
-	want := []vfs.DirEntry{{"B", 0}, {"a", 0}, {"b", 0}, {"c", 0}, {"ln", fs.ModeSymlink}, {"sub", fs.ModeDir}}
+	want := []vfs.DirEntry{{Name: "B"}, {Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "ln", Type: fs.ModeSymlink}, {Name: "sub", Type: fs.ModeDir}}
 	if !slices.Equal(es, want) {
 		t.Fatalf("ReadDir = %v, want %v", es, want)
 	}
