@@ -15,8 +15,10 @@ import (
 // permBits are the mode bits Chmod and creation keep besides the type.
 const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
-// maxInt is the largest file size a []byte can hold on this platform.
-const maxInt = int64(math.MaxInt)
+// maxSize is the largest file size ever attempted: what a []byte can hold on this
+// platform, and below the runtime's allocation limit (2^48 bytes on 64-bit
+// platforms), so an absurd size fails with file_too_large instead of panicking.
+const maxSize = int64(min(math.MaxInt, 1<<47))
 
 // store is the storage shared by an FS and every FS Sub returns from it: the tree
 // lock, the quota account and the inode counter.
@@ -228,7 +230,7 @@ func isAncestor(a, d *node) bool {
 // checkSize reports the error code for a file growing to end bytes, or "" if the
 // size is acceptable (quota aside).
 func (st *store) checkSize(end int64) vfs.Code {
-	if end < 0 || end > maxInt || (st.maxFile > 0 && end > st.maxFile) {
+	if end < 0 || end > maxSize || (st.maxFile > 0 && end > st.maxFile) {
 		return vfs.CodeTooLarge
 	}
 	return ""
@@ -272,6 +274,9 @@ func (st *store) writeAt(n *node, p []byte, off int64) vfs.Code {
 		return ""
 	}
 	end := off + int64(len(p))
+	if end < off {
+		return vfs.CodeTooLarge // overflow
+	}
 	old := int64(len(n.data))
 	if end > old {
 		if c := st.checkSize(end); c != "" {
