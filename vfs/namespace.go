@@ -1,0 +1,915 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Namespace is a host-only mount table: it composes Backends into one tree and is
+// itself a Backend, so namespaces nest. The zero Namespace is an empty namespace;
+// NewNamespace also fixes the time its synthetic directories report.
+//
+// # Lookup
+//
+// A path is matched lexically, component by component, against the mount points;
+// the longest match wins ("ab/x" never matches a mount at "a"), and that mount's
+// backend resolves the rest of the path. So a symlink inside a mount resolves
+// beneath that mount's root: it can neither reach another mount nor a directory of
+// the namespace above, and ".." at a backend's root is path_outside_sandbox. A link
+// in a parent mount whose target lexically names a path under a child mount reaches
+// the parent backend's own (shadowed) entry, not the child mount.
+//
+// # Namespace directories
+//
+// Every mount point, and every directory above a mount point, is a directory of the
+// namespace, whatever the backend underneath holds at that name:
+//
+//   - A mount point is its backend's root (Stat reports the root with the mount's
+//     base name). It shadows whatever lies at that path in the parent mount.
+//   - A directory above a mount point that lies inside another mount is that mount's
+//     directory (symlinks followed) when the mount has one there; otherwise (missing,
+//     a file, an escaping link) it is synthetic, as below.
+//   - A directory above a mount point that no mount covers is synthetic: it reads as
+//     a directory with mode fs.ModeDir|0555 and the namespace's creation time, and
+//     lists only its children that lead to mount points. An empty namespace has a
+//     synthetic, empty root. Paths under a synthetic directory that lead to no mount
+//     do not exist.
+//
+// A listing of a namespace directory merges the backend's entries (if any) with the
+// names of its mount-point and synthetic children, which shadow same-named backend
+// entries; the result is sorted and has no duplicates.
+//
+// Mount points and namespace directories are fixed by the host. Removing or renaming
+// one, renaming onto one, or creating, removing or renaming anything inside a
+// synthetic directory fails with read_only; Chmod and Chtimes on a synthetic
+// directory fail with read_only too (on a mount point they reach the backend's root).
+// Creating an entry (Mkdir, Symlink, Link, OpenFile with O_CREATE|O_EXCL) where a
+// namespace directory already stands fails with already_exists, as creating any
+// existing name does, so a MkdirAll through the namespace works.
+//
+// Rename and Link whose two paths resolve to different mounts fail with cross_mount
+// (matching EXDEV) before either backend is touched.
+//
+// # Errors
+//
+// Errors from a backend are re-addressed to the namespace's view: their Path (and
+// Dest) is the full path the namespace was called with, never the backend's. Files
+// opened under a mount below the root are wrapped so their errors are re-addressed
+// too.
+//
+// # Concurrency
+//
+// A Namespace is safe for concurrent use. The mount table is immutable and swapped
+// atomically: lookups take no lock and allocate nothing, and an operation uses the
+// table as it was when the operation began. Files opened before an Unmount keep
+// working on the backend they were opened on.
+//
+// A Namespace must not contain itself: Mount refuses, with invalid_path, a backend
+// that reaches the namespace through namespaces and ReadOnly wrappers. A cycle hidden
+// behind another wrapper type cannot be detected, and with mounts at the root would
+// recurse without bound; hosts must not build one.
+type Namespace struct {
+	created time.Time
+	tab     atomic.Pointer[table]
+}
+
+// MountOptions are per-mount settings given to Namespace.Mount.
+type MountOptions struct {
+	// ReadOnly mounts the backend through ReadOnly: every mutation under the mount
+	// fails with read_only.
+	ReadOnly bool
+}
+
+// MountInfo describes one mount, as Namespace.Mounts reports it.
+type MountInfo struct {
+	Path     Path         // the mount point, relative to the namespace root
+	Options  MountOptions // the options given to Mount
+	Features Features     // the mounted backend's features (ReadOnly set for a read-only mount)
+}
+
+// mountMu serializes every Mount and Unmount of every Namespace, so that checking a
+// new mount for a cycle and installing it are one step: two namespaces mounted into
+// each other concurrently cannot both pass the check.
+var mountMu sync.Mutex
+
+// NewNamespace returns an empty namespace: a synthetic, empty, read-only root. Its
+// synthetic directories report the time of this call as their ModTime.
+func NewNamespace() *Namespace {
+	n := &Namespace{created: time.Now()}
+	n.tab.Store(emptyTable)
+	return n
+}
+
+// mount is one entry of the mount table.
+type mount struct {
+	path Path
+	b    Backend // already wrapped with ReadOnly for a read-only mount
+	opts MountOptions
+}
+
+// node is a directory of the namespace: a mount point, or a directory above one.
+type node struct {
+	mount *mount     // the mount at exactly this path, or nil
+	kids  []DirEntry // sorted children that are mount points or lead to one (all ModeDir)
+}
+
+// table is an immutable snapshot of a mount table.
+type table struct {
+	nodes    map[string]*node // by Path.Raw; always holds the root ""
+	sorted   []*mount         // by path, component-wise
+	maxDepth int              // depth of the deepest mount point
+}
+
+var emptyTable = newTable(nil)
+
+// comparePaths orders paths component by component, so a directory's subtree sorts
+// right after it ("a", "a/b", "a-c").
+func comparePaths(a, b Path) int {
+	x, y := a.p, b.p
+	for {
+		i := strings.IndexByte(x, '/')
+		j := strings.IndexByte(y, '/')
+		xs, ys := x, y
+		if i >= 0 {
+			xs = x[:i]
+		}
+		if j >= 0 {
+			ys = y[:j]
+		}
+		if c := strings.Compare(xs, ys); c != 0 {
+			return c
+		}
+		switch {
+		case i < 0 && j < 0:
+			return 0
+		case i < 0:
+			return -1
+		case j < 0:
+			return 1
+		}
+		x, y = x[i+1:], y[j+1:]
+	}
+}
+
+func newTable(ms []*mount) *table {
+	t := &table{nodes: map[string]*node{"": {}}}
+	t.sorted = slices.Clone(ms)
+	slices.SortFunc(t.sorted, func(a, b *mount) int { return comparePaths(a.path, b.path) })
+	get := func(p Path) *node {
+		nd := t.nodes[p.p]
+		if nd == nil {
+			nd = &node{}
+			t.nodes[p.p] = nd
+		}
+		return nd
+	}
+	for _, m := range t.sorted {
+		get(m.path).mount = m
+		t.maxDepth = max(t.maxDepth, m.path.Depth())
+		for q := m.path; !q.IsRoot(); q = q.Dir() {
+			parent := get(q.Dir())
+			name := q.Base()
+			i, found := slices.BinarySearchFunc(parent.kids, name, func(e DirEntry, n string) int {
+				return strings.Compare(e.Name, n)
+			})
+			if !found {
+				parent.kids = slices.Insert(parent.kids, i, DirEntry{Name: name, Type: fs.ModeDir})
+			}
+		}
+	}
+	return t
+}
+
+// kind classifies a namespace path.
+type kind uint8
+
+const (
+	kindNone       kind = iota // no mount covers it and it is no namespace directory: it does not exist
+	kindInMount                // an ordinary path inside a mount
+	kindMountPoint             // exactly a mount point
+	kindCovered                // a directory above a mount point, inside another mount
+	kindSynthetic              // a directory above a mount point that no mount covers
+)
+
+// loc is where a namespace path leads.
+type loc struct {
+	kind kind
+	m    *mount // the covering mount (nil for kindNone and kindSynthetic)
+	rel  Path   // the path within m
+	nd   *node  // the namespace directory at exactly this path, if any
+}
+
+// isNode reports whether the path is a namespace directory.
+func (l *loc) isNode() bool { return l.nd != nil }
+
+// locate finds the mount covering p: the longest mount point that is p or an ancestor
+// of p, component-wise. It does not allocate.
+func (t *table) locate(p Path) loc {
+	s := p.p
+	// Only a path no deeper than the deepest mount point can be a namespace
+	// directory; deeper paths start the walk at their first maxDepth components.
+	end := len(s)
+	if s != "" {
+		if t.maxDepth == 0 {
+			end = 0
+		} else {
+			n := 0
+			for i := 0; i < len(s); i++ {
+				if s[i] == '/' {
+					n++
+					if n == t.maxDepth {
+						end = i
+						break
+					}
+				}
+			}
+		}
+	}
+	var nd *node
+	i := end
+	if end == len(s) {
+		nd = t.nodes[s]
+		if nd != nil && nd.mount != nil {
+			return loc{kind: kindMountPoint, m: nd.mount, nd: nd}
+		}
+		if s == "" {
+			return loc{kind: kindSynthetic, nd: nd}
+		}
+		i = parentEnd(s, i)
+	}
+	for {
+		if x := t.nodes[s[:i]]; x != nil && x.mount != nil {
+			rel := Path{p: s, mustDir: p.mustDir}
+			if i > 0 {
+				rel.p = s[i+1:]
+			}
+			if nd != nil {
+				return loc{kind: kindCovered, m: x.mount, rel: rel, nd: nd}
+			}
+			return loc{kind: kindInMount, m: x.mount, rel: rel}
+		}
+		if i == 0 {
+			break
+		}
+		i = parentEnd(s, i)
+	}
+	if nd != nil {
+		return loc{kind: kindSynthetic, nd: nd}
+	}
+	return loc{kind: kindNone}
+}
+
+// parentEnd returns the end of the parent of the prefix s[:i]: the index of its last
+// slash, or 0 for a single component.
+func parentEnd(s string, i int) int {
+	if j := strings.LastIndexByte(s[:i], '/'); j >= 0 {
+		return j
+	}
+	return 0
+}
+
+func (n *Namespace) table() *table {
+	if t := n.tab.Load(); t != nil {
+		return t
+	}
+	return emptyTable
+}
+
+// Mount attaches b at path at (the root included: a mount at the root is the base
+// backend). Mounting where a mount already stands fails with already_exists; a nil
+// backend, or one that would make the namespace contain itself, with invalid_path.
+// With opts.ReadOnly the backend is mounted through ReadOnly. The mount shadows
+// whatever lies at at in a parent mount; the directories above at become namespace
+// directories.
+func (n *Namespace) Mount(at Path, b Backend, opts MountOptions) error {
+	at = at.WithoutDirMark()
+	if b == nil {
+		return NewError(CodeInvalidPath, "mount", at, "nil backend")
+	}
+	mountMu.Lock()
+	defer mountMu.Unlock()
+	if reaches(b, n) {
+		return NewError(CodeInvalidPath, "mount", at, "the namespace would contain itself")
+	}
+	t := n.table()
+	if nd := t.nodes[at.p]; nd != nil && nd.mount != nil {
+		return NewError(CodeExists, "mount", at, "already a mount point")
+	}
+	if opts.ReadOnly {
+		b = ReadOnly(b)
+	}
+	ms := append(slices.Clone(t.sorted), &mount{path: at, b: b, opts: opts})
+	n.tab.Store(newTable(ms))
+	return nil
+}
+
+// Unmount removes the mount at path at; not_found if nothing is mounted there. Files
+// already open under it keep working.
+func (n *Namespace) Unmount(at Path) error {
+	at = at.WithoutDirMark()
+	mountMu.Lock()
+	defer mountMu.Unlock()
+	t := n.table()
+	nd := t.nodes[at.p]
+	if nd == nil || nd.mount == nil {
+		return NewError(CodeNotFound, "unmount", at, "not a mount point")
+	}
+	ms := slices.DeleteFunc(slices.Clone(t.sorted), func(m *mount) bool { return m == nd.mount })
+	n.tab.Store(newTable(ms))
+	return nil
+}
+
+// Mounts lists the mounts, sorted by path component by component.
+func (n *Namespace) Mounts() []MountInfo {
+	t := n.table()
+	out := make([]MountInfo, len(t.sorted))
+	for i, m := range t.sorted {
+		out[i] = MountInfo{Path: m.path, Options: m.opts, Features: m.b.Features()}
+	}
+	return out
+}
+
+// reaches reports whether b is target or contains it through namespaces and
+// ReadOnly wrappers. Namespaces form a DAG (every Mount checks), so it terminates.
+func reaches(b Backend, target *Namespace) bool {
+	switch x := b.(type) {
+	case *readOnlyBackend:
+		return reaches(x.b, target)
+	case *Namespace:
+		if x == target {
+			return true
+		}
+		for _, m := range x.table().sorted {
+			if reaches(m.b, target) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Features reports what the namespace as a whole supports: ReadOnly only if every
+// mount is read-only (an empty namespace is read-only); Persistent only if every
+// mount is persistent; Symlinks, HardLinks, Chmod, Chtimes and CaseInsensitive if any
+// mount has them. A feature reported here may still be refused under some mounts,
+// and HardLinks never works across mounts.
+func (n *Namespace) Features() Features {
+	t := n.table()
+	f := Features{ReadOnly: true, Persistent: len(t.sorted) > 0}
+	for _, m := range t.sorted {
+		mf := m.b.Features()
+		f.ReadOnly = f.ReadOnly && mf.ReadOnly
+		f.Persistent = f.Persistent && mf.Persistent
+		f.Symlinks = f.Symlinks || mf.Symlinks
+		f.HardLinks = f.HardLinks || mf.HardLinks
+		f.Chmod = f.Chmod || mf.Chmod
+		f.Chtimes = f.Chtimes || mf.Chtimes
+		f.CaseInsensitive = f.CaseInsensitive || mf.CaseInsensitive
+	}
+	return f
+}
+
+// readdress turns a backend's error into the namespace's view of path p.
+func readdress(op string, p Path, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return Readdress(e, "", p.String(), "")
+	}
+	return Errno(op, p, err)
+}
+
+// readdress2 is readdress for the two-path operations.
+func readdress2(op string, from, to Path, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		err = Errno(op, from, err)
+	}
+	return Readdress(err, "", from.String(), to.String())
+}
+
+func errReadOnly(op string, p Path) error {
+	return NewError(CodeReadOnly, op, p, "mount points and synthetic directories are fixed by the host")
+}
+
+func errReadOnly2(op string, from, to Path) error {
+	return &Error{Code: CodeReadOnly, Op: op, Path: from.String(), Dest: to.String(),
+		msg: "mount points and synthetic directories are fixed by the host"}
+}
+
+func errExists(op string, p Path) error {
+	return NewError(CodeExists, op, p, "a namespace directory")
+}
+
+// noDirCode reports whether err says a backend has no usable directory at a path, so
+// a namespace directory there is synthetic.
+func noDirCode(err error) bool {
+	switch CodeOf(err) {
+	case CodeNotFound, CodeNotDir, CodeOutside, CodeTooManyLinks:
+		return true
+	}
+	return false
+}
+
+// coveredDir reports whether the mount covering a namespace directory (kindCovered)
+// has a directory there, with its Info named after p.
+func (n *Namespace) coveredDir(ctx context.Context, op string, p Path, l *loc) (Info, bool, error) {
+	info, err := l.m.b.Stat(ctx, l.rel.WithoutDirMark())
+	if err != nil {
+		if noDirCode(err) {
+			return Info{}, false, nil
+		}
+		return Info{}, false, readdress(op, p, err)
+	}
+	if !info.Mode.IsDir() {
+		return Info{}, false, nil
+	}
+	info.Name = p.Base()
+	return info, true, nil
+}
+
+// synthInfo is the Info of a synthetic directory.
+func (n *Namespace) synthInfo(p Path) Info {
+	name := p.Base()
+	if name == "" {
+		name = "."
+	}
+	return Info{Name: name, Mode: fs.ModeDir | 0o555, ModTime: n.created}
+}
+
+// createErr re-addresses the error of a creation at p inside a mount, turning a
+// missing parent into read_only when the parent is a synthetic namespace directory.
+func (n *Namespace) createErr(ctx context.Context, t *table, op string, p Path, err error) error {
+	if noDirCode(err) && !p.IsRoot() {
+		if pl := t.locate(p.Dir()); pl.kind == kindCovered {
+			if _, ok, serr := n.coveredDir(ctx, op, p.Dir(), &pl); serr == nil && !ok {
+				return errReadOnly(op, p)
+			}
+		}
+	}
+	return readdress(op, p, err)
+}
+
+// Stat returns information on p, following a final symlink.
+func (n *Namespace) Stat(ctx context.Context, p Path) (Info, error) {
+	return n.stat(ctx, "stat", p, true)
+}
+
+// Lstat returns information on p without following a final symlink. A namespace
+// directory is always reported as a directory.
+func (n *Namespace) Lstat(ctx context.Context, p Path) (Info, error) {
+	return n.stat(ctx, "lstat", p, false)
+}
+
+func (n *Namespace) stat(ctx context.Context, op string, p Path, follow bool) (Info, error) {
+	l := n.table().locate(p)
+	switch l.kind {
+	case kindInMount, kindMountPoint:
+		var info Info
+		var err error
+		if follow {
+			info, err = l.m.b.Stat(ctx, l.rel)
+		} else {
+			info, err = l.m.b.Lstat(ctx, l.rel)
+		}
+		if err != nil {
+			return Info{}, readdress(op, p, err)
+		}
+		if l.kind == kindMountPoint && !p.IsRoot() {
+			info.Name = p.Base()
+		}
+		return info, nil
+	case kindCovered:
+		info, ok, err := n.coveredDir(ctx, op, p, &l)
+		if err != nil || ok {
+			return info, err
+		}
+		return n.synthInfo(p), nil
+	case kindSynthetic:
+		return n.synthInfo(p), nil
+	}
+	return Info{}, NewError(CodeNotFound, op, p, "")
+}
+
+// ReadDir lists directory p, sorted by name. A namespace directory's listing merges
+// the backend's entries with its mount-point and synthetic children.
+func (n *Namespace) ReadDir(ctx context.Context, p Path) ([]DirEntry, error) {
+	l := n.table().locate(p)
+	switch l.kind {
+	case kindInMount:
+		ents, err := l.m.b.ReadDir(ctx, l.rel)
+		if err != nil {
+			return nil, readdress("readdir", p, err)
+		}
+		return ents, nil
+	case kindMountPoint, kindCovered:
+		ents, err := l.m.b.ReadDir(ctx, l.rel.WithoutDirMark())
+		if err != nil {
+			if l.kind == kindMountPoint || !noDirCode(err) {
+				return nil, readdress("readdir", p, err)
+			}
+			ents = nil
+		}
+		return mergeEntries(ents, l.nd.kids), nil
+	case kindSynthetic:
+		return slices.Clone(l.nd.kids), nil
+	}
+	return nil, NewError(CodeNotFound, "readdir", p, "")
+}
+
+// mergeEntries merges two sorted listings; an entry of kids replaces a same-named
+// entry of ents.
+func mergeEntries(ents, kids []DirEntry) []DirEntry {
+	if len(kids) == 0 {
+		return ents
+	}
+	out := make([]DirEntry, 0, len(ents)+len(kids))
+	i, j := 0, 0
+	for i < len(ents) && j < len(kids) {
+		switch c := strings.Compare(ents[i].Name, kids[j].Name); {
+		case c < 0:
+			out = append(out, ents[i])
+			i++
+		case c > 0:
+			out = append(out, kids[j])
+			j++
+		default:
+			out = append(out, kids[j])
+			i++
+			j++
+		}
+	}
+	out = append(out, ents[i:]...)
+	return append(out, kids[j:]...)
+}
+
+// OpenFile opens p. A namespace directory opens read-only as a directory; opening a
+// synthetic one with a write flag fails with read_only (already_exists with
+// O_CREATE|O_EXCL).
+func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.FileMode) (File, error) {
+	t := n.table()
+	l := t.locate(p)
+	switch l.kind {
+	case kindInMount, kindMountPoint:
+		f, err := l.m.b.OpenFile(ctx, l.rel, flag, perm)
+		if err != nil {
+			if flag&os.O_CREATE != 0 && l.kind == kindInMount {
+				return nil, n.createErr(ctx, t, "open", p, err)
+			}
+			return nil, readdress("open", p, err)
+		}
+		return wrapFile(f, p, &l), nil
+	case kindCovered:
+		_, ok, err := n.coveredDir(ctx, "open", p, &l)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			f, err := l.m.b.OpenFile(ctx, l.rel, flag, perm)
+			if err != nil {
+				return nil, readdress("open", p, err)
+			}
+			return wrapFile(f, p, &l), nil
+		}
+		return n.openSynthetic(p, flag)
+	case kindSynthetic:
+		return n.openSynthetic(p, flag)
+	}
+	if flag&os.O_CREATE != 0 {
+		return nil, errReadOnly("open", p)
+	}
+	return nil, NewError(CodeNotFound, "open", p, "")
+}
+
+func (n *Namespace) openSynthetic(p Path, flag int) (File, error) {
+	if flag&writeFlags != 0 {
+		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
+			return nil, errExists("open", p)
+		}
+		return nil, errReadOnly("open", p)
+	}
+	return &synthFile{info: n.synthInfo(p), path: p}, nil
+}
+
+// Mkdir creates directory p. Where a namespace directory stands it fails with
+// already_exists; inside a synthetic directory, with read_only.
+func (n *Namespace) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
+	t := n.table()
+	l := t.locate(p)
+	switch {
+	case l.kind == kindInMount:
+		if err := l.m.b.Mkdir(ctx, l.rel, perm); err != nil {
+			return n.createErr(ctx, t, "mkdir", p, err)
+		}
+		return nil
+	case l.isNode():
+		return errExists("mkdir", p)
+	}
+	return errReadOnly("mkdir", p)
+}
+
+// Remove removes p. Mount points and namespace directories cannot be removed:
+// read_only.
+func (n *Namespace) Remove(ctx context.Context, p Path) error {
+	l := n.table().locate(p)
+	if l.kind != kindInMount {
+		return errReadOnly("remove", p)
+	}
+	if err := l.m.b.Remove(ctx, l.rel); err != nil {
+		return readdress("remove", p, err)
+	}
+	return nil
+}
+
+// Rename moves from to to within one mount. Either path being a mount point or
+// namespace directory, or lying in a synthetic directory, fails with read_only; the
+// two paths lying in different mounts, with cross_mount.
+func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags) error {
+	t := n.table()
+	lf, lt := t.locate(from), t.locate(to)
+	if lf.kind != kindInMount || lt.kind != kindInMount {
+		return errReadOnly2("rename", from, to)
+	}
+	if lf.m != lt.m {
+		return &Error{Code: CodeCrossMount, Op: "rename", Path: from.String(), Dest: to.String(),
+			msg: "source and destination are in different mounts"}
+	}
+	if err := lf.m.b.Rename(ctx, lf.rel, lt.rel, flags); err != nil {
+		if e := n.createErr(ctx, t, "rename", to, err); CodeOf(e) == CodeReadOnly {
+			return errReadOnly2("rename", from, to)
+		}
+		return readdress2("rename", from, to, err)
+	}
+	return nil
+}
+
+// Symlink creates link p with the given target, which the backend of p's mount
+// resolves beneath its own root.
+func (n *Namespace) Symlink(ctx context.Context, target string, p Path) error {
+	t := n.table()
+	l := t.locate(p)
+	switch {
+	case l.kind == kindInMount:
+		if err := l.m.b.Symlink(ctx, target, l.rel); err != nil {
+			return n.createErr(ctx, t, "symlink", p, err)
+		}
+		return nil
+	case l.isNode():
+		return errExists("symlink", p)
+	}
+	return errReadOnly("symlink", p)
+}
+
+// Readlink returns the target text of symlink p. A namespace directory is not a
+// symlink: invalid_path.
+func (n *Namespace) Readlink(ctx context.Context, p Path) (string, error) {
+	l := n.table().locate(p)
+	switch l.kind {
+	case kindInMount, kindMountPoint:
+		s, err := l.m.b.Readlink(ctx, l.rel)
+		if err != nil {
+			return "", readdress("readlink", p, err)
+		}
+		return s, nil
+	case kindCovered, kindSynthetic:
+		return "", NewError(CodeInvalidPath, "readlink", p, "not a symbolic link")
+	}
+	return "", NewError(CodeNotFound, "readlink", p, "")
+}
+
+// Link creates a hard link at newp to oldp; both must lie in the same mount
+// (cross_mount otherwise).
+func (n *Namespace) Link(ctx context.Context, oldp, newp Path) error {
+	t := n.table()
+	lo, ln := t.locate(oldp), t.locate(newp)
+	switch {
+	case ln.isNode():
+		return &Error{Code: CodeExists, Op: "link", Path: oldp.String(), Dest: newp.String(), msg: "a namespace directory"}
+	case ln.kind != kindInMount:
+		return errReadOnly2("link", oldp, newp)
+	case lo.kind == kindNone:
+		return &Error{Code: CodeNotFound, Op: "link", Path: oldp.String(), Dest: newp.String()}
+	case lo.kind != kindInMount:
+		return errReadOnly2("link", oldp, newp)
+	case lo.m != ln.m:
+		return &Error{Code: CodeCrossMount, Op: "link", Path: oldp.String(), Dest: newp.String(),
+			msg: "source and destination are in different mounts"}
+	}
+	if err := lo.m.b.Link(ctx, lo.rel, ln.rel); err != nil {
+		if e := n.createErr(ctx, t, "link", newp, err); CodeOf(e) == CodeReadOnly {
+			return errReadOnly2("link", oldp, newp)
+		}
+		return readdress2("link", oldp, newp, err)
+	}
+	return nil
+}
+
+// Chmod changes p's permission bits. On a mount point it changes the mounted
+// backend's root; on a synthetic directory it fails with read_only.
+func (n *Namespace) Chmod(ctx context.Context, p Path, mode fs.FileMode) error {
+	return n.setattr(ctx, "chmod", p, func(b Backend, rel Path) error { return b.Chmod(ctx, rel, mode) })
+}
+
+// Chtimes changes p's access and modification times. On a mount point it changes the
+// mounted backend's root; on a synthetic directory it fails with read_only.
+func (n *Namespace) Chtimes(ctx context.Context, p Path, atime, mtime time.Time) error {
+	return n.setattr(ctx, "chtimes", p, func(b Backend, rel Path) error { return b.Chtimes(ctx, rel, atime, mtime) })
+}
+
+func (n *Namespace) setattr(ctx context.Context, op string, p Path, do func(Backend, Path) error) error {
+	l := n.table().locate(p)
+	switch l.kind {
+	case kindCovered:
+		_, ok, err := n.coveredDir(ctx, op, p, &l)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errReadOnly(op, p)
+		}
+		fallthrough
+	case kindInMount, kindMountPoint:
+		if err := do(l.m.b, l.rel); err != nil {
+			return readdress(op, p, err)
+		}
+		return nil
+	case kindSynthetic:
+		return errReadOnly(op, p)
+	}
+	return NewError(CodeNotFound, op, p, "")
+}
+
+// Sub returns a Backend rooted at directory p. If p lies inside a mount with no mount
+// below p, that is the mount's own Sub (read-only for a read-only mount), pinned as
+// the backend pins it. Otherwise it is a new Namespace holding a snapshot of the
+// mount table re-based at p: the mounts below p, and the covering mount's Sub at the
+// new root if that mount has a directory at p. Mounts and unmounts made later in n
+// are not seen by the result, nor the result's in n.
+func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
+	p = p.WithoutDirMark()
+	t := n.table()
+	l := t.locate(p)
+	switch l.kind {
+	case kindNone:
+		return nil, NewError(CodeNotFound, "sub", p, "")
+	case kindInMount:
+		b, err := l.m.b.Sub(ctx, l.rel)
+		if err != nil {
+			return nil, readdress("sub", p, err)
+		}
+		return b, nil
+	}
+	var ms []*mount
+	if l.kind == kindMountPoint || l.kind == kindCovered {
+		b, err := l.m.b.Sub(ctx, l.rel)
+		switch {
+		case err == nil:
+			if l.kind == kindMountPoint && len(l.nd.kids) == 0 {
+				return b, nil
+			}
+			ms = append(ms, &mount{path: Root, b: b, opts: l.m.opts})
+		case l.kind == kindCovered && noDirCode(err):
+			// No directory there in the covering mount: the new root is synthetic.
+		default:
+			return nil, readdress("sub", p, err)
+		}
+	}
+	for _, m := range t.sorted {
+		if rel, ok := m.path.TrimPrefix(p); ok && !rel.IsRoot() {
+			ms = append(ms, &mount{path: rel, b: m.b, opts: m.opts})
+		}
+	}
+	sub := &Namespace{created: n.created}
+	sub.tab.Store(newTable(ms))
+	return sub, nil
+}
+
+// wrapFile wraps a file opened under a mount below the namespace root so its errors
+// carry the namespace path and, at a mount point, Stat carries the mount's name.
+func wrapFile(f File, p Path, l *loc) File {
+	if l.m.path.IsRoot() {
+		return f
+	}
+	nf := &nsFile{f: f, path: p.String()}
+	if l.kind == kindMountPoint {
+		nf.name = p.Base()
+	}
+	return nf
+}
+
+// nsFile is a File opened under a mount below the namespace root.
+type nsFile struct {
+	f    File
+	path string // the namespace path, for errors
+	name string // if set, the Name Stat reports (a mount point's root)
+}
+
+func (f *nsFile) fix(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return Readdress(e, "", f.path, "")
+	}
+	return err
+}
+
+func (f *nsFile) Read(b []byte) (int, error) {
+	n, err := f.f.Read(b)
+	return n, f.fix(err)
+}
+
+func (f *nsFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := f.f.ReadAt(b, off)
+	return n, f.fix(err)
+}
+
+func (f *nsFile) Write(b []byte) (int, error) {
+	n, err := f.f.Write(b)
+	return n, f.fix(err)
+}
+
+func (f *nsFile) WriteAt(b []byte, off int64) (int, error) {
+	n, err := f.f.WriteAt(b, off)
+	return n, f.fix(err)
+}
+
+func (f *nsFile) Seek(off int64, whence int) (int64, error) {
+	n, err := f.f.Seek(off, whence)
+	return n, f.fix(err)
+}
+
+func (f *nsFile) Close() error { return f.fix(f.f.Close()) }
+
+func (f *nsFile) Stat() (Info, error) {
+	info, err := f.f.Stat()
+	if err != nil {
+		return Info{}, f.fix(err)
+	}
+	if f.name != "" {
+		info.Name = f.name
+	}
+	return info, nil
+}
+
+func (f *nsFile) Truncate(size int64) error { return f.fix(f.f.Truncate(size)) }
+
+func (f *nsFile) Sync() error { return f.fix(f.f.Sync()) }
+
+// synthFile is a synthetic directory opened for reading.
+type synthFile struct {
+	info   Info
+	path   Path
+	closed atomic.Bool
+}
+
+func (f *synthFile) err(op string, code Code) error {
+	if f.closed.Load() {
+		return &Error{Code: CodeClosed, Op: op, Path: f.path.String(), Err: fs.ErrClosed}
+	}
+	return NewError(code, op, f.path, "")
+}
+
+func (f *synthFile) Read([]byte) (int, error)          { return 0, f.err("read", CodeIsDir) }
+func (f *synthFile) ReadAt([]byte, int64) (int, error) { return 0, f.err("read", CodeIsDir) }
+func (f *synthFile) Write([]byte) (int, error)         { return 0, f.err("write", CodeReadOnly) }
+func (f *synthFile) WriteAt([]byte, int64) (int, error) {
+	return 0, f.err("write", CodeReadOnly)
+}
+func (f *synthFile) Truncate(int64) error { return f.err("truncate", CodeReadOnly) }
+
+func (f *synthFile) Seek(off int64, whence int) (int64, error) {
+	if f.closed.Load() {
+		return 0, f.err("seek", CodeClosed)
+	}
+	return 0, nil
+}
+
+func (f *synthFile) Stat() (Info, error) {
+	if f.closed.Load() {
+		return Info{}, f.err("stat", CodeClosed)
+	}
+	return f.info, nil
+}
+
+func (f *synthFile) Sync() error {
+	if f.closed.Load() {
+		return f.err("sync", CodeClosed)
+	}
+	return nil
+}
+
+func (f *synthFile) Close() error {
+	if f.closed.Swap(true) {
+		return f.err("close", CodeClosed)
+	}
+	return nil
+}

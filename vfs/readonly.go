@@ -1,0 +1,143 @@
+package vfs
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// writeFlags are the OpenFile flags that can modify a file or the tree.
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+
+// ReadOnly returns a Backend that serves b's reads and refuses every mutation with
+// read_only, changing nothing: Mkdir, Remove, Rename, Symlink, Link, Chmod, Chtimes,
+// and OpenFile with any of O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND. The
+// refusal does not consult b, so it says nothing about whether the path exists.
+//
+// Files opened through it are wrapped so that Write, WriteAt and Truncate fail with
+// read_only too. Sub returns a read-only view of b's Sub. Features reports b's
+// features with ReadOnly set.
+//
+// ReadOnly is idempotent: wrapping a backend ReadOnly returned gives it back as is.
+//
+// The result implements HostPather, forwarding to b when b does (and reporting false
+// otherwise), so a host can still bind the tree into a sandbox without copying; such a
+// host must bind it read-only, as Features().ReadOnly says.
+func ReadOnly(b Backend) Backend {
+	if r, ok := b.(*readOnlyBackend); ok {
+		return r
+	}
+	return &readOnlyBackend{b: b}
+}
+
+// readOnlyBackend is the Backend ReadOnly returns.
+type readOnlyBackend struct{ b Backend }
+
+func denyRO(op string, p Path) error {
+	return &Error{Code: CodeReadOnly, Op: op, Path: p.String(), msg: "read-only"}
+}
+
+func denyRO2(op string, from, to Path) error {
+	return &Error{Code: CodeReadOnly, Op: op, Path: from.String(), Dest: to.String(), msg: "read-only"}
+}
+
+func (r *readOnlyBackend) Features() Features {
+	f := r.b.Features()
+	f.ReadOnly = true
+	return f
+}
+
+func (r *readOnlyBackend) Stat(ctx context.Context, p Path) (Info, error) { return r.b.Stat(ctx, p) }
+
+func (r *readOnlyBackend) Lstat(ctx context.Context, p Path) (Info, error) {
+	return r.b.Lstat(ctx, p)
+}
+
+func (r *readOnlyBackend) ReadDir(ctx context.Context, p Path) ([]DirEntry, error) {
+	return r.b.ReadDir(ctx, p)
+}
+
+func (r *readOnlyBackend) OpenFile(ctx context.Context, p Path, flag int, perm fs.FileMode) (File, error) {
+	if flag&writeFlags != 0 {
+		return nil, denyRO("open", p)
+	}
+	f, err := r.b.OpenFile(ctx, p, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &readOnlyFile{File: f, path: p}, nil
+}
+
+func (r *readOnlyBackend) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
+	return denyRO("mkdir", p)
+}
+
+func (r *readOnlyBackend) Remove(ctx context.Context, p Path) error { return denyRO("remove", p) }
+
+func (r *readOnlyBackend) Rename(ctx context.Context, from, to Path, flags RenameFlags) error {
+	return denyRO2("rename", from, to)
+}
+
+func (r *readOnlyBackend) Symlink(ctx context.Context, target string, p Path) error {
+	return denyRO("symlink", p)
+}
+
+func (r *readOnlyBackend) Readlink(ctx context.Context, p Path) (string, error) {
+	return r.b.Readlink(ctx, p)
+}
+
+func (r *readOnlyBackend) Link(ctx context.Context, oldp, newp Path) error {
+	return denyRO2("link", oldp, newp)
+}
+
+func (r *readOnlyBackend) Chmod(ctx context.Context, p Path, mode fs.FileMode) error {
+	return denyRO("chmod", p)
+}
+
+func (r *readOnlyBackend) Chtimes(ctx context.Context, p Path, atime, mtime time.Time) error {
+	return denyRO("chtimes", p)
+}
+
+func (r *readOnlyBackend) Sub(ctx context.Context, p Path) (Backend, error) {
+	s, err := r.b.Sub(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return ReadOnly(s), nil
+}
+
+// HostPath forwards to the wrapped backend when it is a HostPather.
+func (r *readOnlyBackend) HostPath() (string, bool) {
+	if h, ok := r.b.(HostPather); ok {
+		return h.HostPath()
+	}
+	return "", false
+}
+
+// readOnlyFile is a File opened through a ReadOnly backend: reads pass through,
+// writes fail with read_only (or closed, once closed).
+type readOnlyFile struct {
+	File
+	path   Path
+	closed atomic.Bool
+}
+
+func (f *readOnlyFile) deny(op string) error {
+	if f.closed.Load() {
+		return &Error{Code: CodeClosed, Op: op, Path: f.path.String(), Err: fs.ErrClosed}
+	}
+	return denyRO(op, f.path)
+}
+
+func (f *readOnlyFile) Write(b []byte) (int, error) { return 0, f.deny("write") }
+
+func (f *readOnlyFile) WriteAt(b []byte, off int64) (int, error) { return 0, f.deny("write") }
+
+func (f *readOnlyFile) Truncate(size int64) error { return f.deny("truncate") }
+
+func (f *readOnlyFile) Close() error {
+	f.closed.Store(true)
+	return f.File.Close()
+}
