@@ -444,15 +444,26 @@ func (n *Namespace) synthInfo(p Path) Info {
 	return Info{Name: name, Mode: fs.ModeDir | 0o555, ModTime: n.created}
 }
 
-// createErr re-addresses the error of a creation at p inside a mount, turning a
-// missing parent into read_only when the parent is a synthetic namespace directory.
-func (n *Namespace) createErr(ctx context.Context, t *table, op string, p Path, err error) error {
-	if noDirCode(err) && !p.IsRoot() {
-		if pl := t.locate(p.Dir()); pl.kind == kindCovered {
-			if _, ok, serr := n.coveredDir(ctx, op, p.Dir(), &pl); serr == nil && !ok {
-				return errReadOnly(op, p)
-			}
-		}
+// inSynthetic reports whether a backend's err for a mutation at p (inside a mount)
+// comes from p's parent being a namespace directory that the covering mount has no
+// directory for: a synthetic directory, in which mutations are read_only.
+func (n *Namespace) inSynthetic(ctx context.Context, t *table, p Path, err error) bool {
+	if !noDirCode(err) || p.IsRoot() {
+		return false
+	}
+	pl := t.locate(p.Dir())
+	if pl.kind != kindCovered {
+		return false
+	}
+	_, ok, serr := n.coveredDir(ctx, "", p.Dir(), &pl)
+	return serr == nil && !ok
+}
+
+// mutateErr re-addresses the error of a mutation at p inside a mount, or reports
+// read_only if p lies in a synthetic directory.
+func (n *Namespace) mutateErr(ctx context.Context, t *table, op string, p Path, err error) error {
+	if n.inSynthetic(ctx, t, p, err) {
+		return errReadOnly(op, p)
 	}
 	return readdress(op, p, err)
 }
@@ -561,7 +572,7 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 		f, err := l.m.b.OpenFile(ctx, l.rel, flag, perm)
 		if err != nil {
 			if flag&os.O_CREATE != 0 && l.kind == kindInMount {
-				return nil, n.createErr(ctx, t, "open", p, err)
+				return nil, n.mutateErr(ctx, t, "open", p, err)
 			}
 			return nil, readdress("open", p, err)
 		}
@@ -606,7 +617,7 @@ func (n *Namespace) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
 	switch {
 	case l.kind == kindInMount:
 		if err := l.m.b.Mkdir(ctx, l.rel, perm); err != nil {
-			return n.createErr(ctx, t, "mkdir", p, err)
+			return n.mutateErr(ctx, t, "mkdir", p, err)
 		}
 		return nil
 	case l.isNode():
@@ -618,12 +629,13 @@ func (n *Namespace) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
 // Remove removes p. Mount points and namespace directories cannot be removed:
 // read_only.
 func (n *Namespace) Remove(ctx context.Context, p Path) error {
-	l := n.table().locate(p)
+	t := n.table()
+	l := t.locate(p)
 	if l.kind != kindInMount {
 		return errReadOnly("remove", p)
 	}
 	if err := l.m.b.Remove(ctx, l.rel); err != nil {
-		return readdress("remove", p, err)
+		return n.mutateErr(ctx, t, "remove", p, err)
 	}
 	return nil
 }
@@ -642,7 +654,7 @@ func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags
 			msg: "source and destination are in different mounts"}
 	}
 	if err := lf.m.b.Rename(ctx, lf.rel, lt.rel, flags); err != nil {
-		if e := n.createErr(ctx, t, "rename", to, err); CodeOf(e) == CodeReadOnly {
+		if n.inSynthetic(ctx, t, from, err) || n.inSynthetic(ctx, t, to, err) {
 			return errReadOnly2("rename", from, to)
 		}
 		return readdress2("rename", from, to, err)
@@ -658,7 +670,7 @@ func (n *Namespace) Symlink(ctx context.Context, target string, p Path) error {
 	switch {
 	case l.kind == kindInMount:
 		if err := l.m.b.Symlink(ctx, target, l.rel); err != nil {
-			return n.createErr(ctx, t, "symlink", p, err)
+			return n.mutateErr(ctx, t, "symlink", p, err)
 		}
 		return nil
 	case l.isNode():
@@ -703,7 +715,7 @@ func (n *Namespace) Link(ctx context.Context, oldp, newp Path) error {
 			msg: "source and destination are in different mounts"}
 	}
 	if err := lo.m.b.Link(ctx, lo.rel, ln.rel); err != nil {
-		if e := n.createErr(ctx, t, "link", newp, err); CodeOf(e) == CodeReadOnly {
+		if n.inSynthetic(ctx, t, newp, err) {
 			return errReadOnly2("link", oldp, newp)
 		}
 		return readdress2("link", oldp, newp, err)

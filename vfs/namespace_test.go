@@ -355,6 +355,10 @@ func TestNamespaceSynthetic(t *testing.T) {
 	nsWantCode(t, err, vfs.CodeClosed)
 	_, err = f.Read(make([]byte, 4))
 	nsWantCode(t, err, vfs.CodeClosed)
+	_, err = f.Seek(0, io.SeekStart)
+	nsWantCode(t, err, vfs.CodeClosed)
+	_, err = f.Write([]byte("x"))
+	nsWantCode(t, err, vfs.CodeClosed)
 	if !errors.Is(f.Sync(), fs.ErrClosed) {
 		t.Error("Sync after Close does not match fs.ErrClosed")
 	}
@@ -1140,4 +1144,69 @@ func TestNamespaceLookupAllocs(t *testing.T) {
 	if through > direct {
 		t.Errorf("Stat through the namespace allocates %v times, the backend alone %v", through, direct)
 	}
+}
+
+// faultyBackend fails Stat and ReadDir with a foreign error that names a host path.
+type faultyBackend struct{ vfs.Backend }
+
+var errHost = &fs.PathError{Op: "stat", Path: "/host/secret/dir", Err: errors.New("device on fire")}
+
+func (faultyBackend) Stat(context.Context, vfs.Path) (vfs.Info, error) { return vfs.Info{}, errHost }
+func (faultyBackend) ReadDir(context.Context, vfs.Path) ([]vfs.DirEntry, error) {
+	return nil, errHost
+}
+
+func TestNamespaceBackendErrors(t *testing.T) {
+	base := memWith(t, "z/", "z/f=f", "gone/")
+	n := vfs.NewNamespace()
+	nsMount(t, n, ".", base, vfs.MountOptions{})
+	nsMount(t, n, "z/k", memory.New(), vfs.MountOptions{})
+	nsMount(t, n, "c/d", memory.New(), vfs.MountOptions{})
+	nsMount(t, n, "bad", faultyBackend{memory.New()}, vfs.MountOptions{})
+	nsMount(t, n, "gone/x", memory.New(), vfs.MountOptions{})
+
+	// Foreign errors become *Error values addressed in the namespace, with no host path.
+	for _, name := range []string{"bad", "bad/x"} {
+		_, err := n.Stat(nsCtx, nsP(name))
+		nsWantErr(t, err, vfs.CodeIO, name, "")
+		if strings.Contains(err.Error(), "/host") {
+			t.Errorf("error leaks a host path: %v", err)
+		}
+	}
+	_, err := n.ReadDir(nsCtx, nsP("bad"))
+	nsWantErr(t, err, vfs.CodeIO, "bad", "")
+
+	// A canceled context reaches the backend behind a namespace directory too.
+	ctx, cancel := context.WithCancel(nsCtx)
+	cancel()
+	_, err = n.Stat(ctx, nsP("z"))
+	nsWantErr(t, err, vfs.CodeCanceled, "z", "")
+	_, err = n.ReadDir(ctx, nsP("z"))
+	nsWantErr(t, err, vfs.CodeCanceled, "z", "")
+	_, err = n.OpenFile(ctx, nsP("z"), os.O_RDONLY, 0)
+	nsWantErr(t, err, vfs.CodeCanceled, "z", "")
+	nsWantErr(t, n.Chmod(ctx, nsP("z"), 0o700), vfs.CodeCanceled, "z", "")
+
+	// Removing inside a mount works; removing or renaming inside a directory the
+	// covering mount lacks is read_only, like creating there.
+	nsMust(t, n.Remove(nsCtx, nsP("z/f")))
+	if nsExists(t, base, "z/f") {
+		t.Error("z/f survived Remove")
+	}
+	nsWantErr(t, n.Remove(nsCtx, nsP("c/nope")), vfs.CodeReadOnly, "c/nope", "")
+	nsWantErr(t, n.Remove(nsCtx, nsP("z/nope")), vfs.CodeNotFound, "z/nope", "")
+	nsWantErr(t, n.Rename(nsCtx, nsP("c/nope"), nsP("y"), 0), vfs.CodeReadOnly, "c/nope", "y")
+	nsWantErr(t, n.Rename(nsCtx, nsP("z/nope"), nsP("y"), 0), vfs.CodeNotFound, "z/nope", "y")
+	nsWantErr(t, n.Link(nsCtx, nsP("z"), nsP("c/l")), vfs.CodeReadOnly, "z", "c/l")
+	// A namespace directory whose backend directory vanishes becomes synthetic.
+	nsMust(t, base.Remove(nsCtx, nsP("gone")))
+	info, err := n.Stat(nsCtx, nsP("gone"))
+	nsMust(t, err)
+	if info.Mode != synthMode {
+		t.Errorf("gone: %v", info.Mode)
+	}
+	if got := nsList(t, n, "gone"); got != "x/" {
+		t.Errorf("gone lists %q", got)
+	}
+	nsWantErr(t, n.Mkdir(nsCtx, nsP("gone/y"), 0o755), vfs.CodeReadOnly, "gone/y", "")
 }

@@ -143,6 +143,8 @@ func TestReadOnlyReadsPassThrough(t *testing.T) {
 	// Errors of reads are the inner backend's, unchanged.
 	_, err = ro.Stat(nsCtx, nsP("d/missing"))
 	nsWantErr(t, err, vfs.CodeNotFound, "d/missing", "")
+	_, err = ro.OpenFile(nsCtx, nsP("d/missing"), os.O_RDONLY, 0)
+	nsWantErr(t, err, vfs.CodeNotFound, "d/missing", "")
 	// O_EXCL without O_CREATE is not a write.
 	f, err := ro.OpenFile(nsCtx, nsP("d/f"), os.O_RDONLY|os.O_EXCL, 0)
 	nsMust(t, err)
