@@ -126,6 +126,7 @@ type table struct {
 	nodes    map[string]*node // by Path.Raw; always holds the root ""
 	sorted   []*mount         // by path, component-wise
 	maxDepth int              // depth of the deepest mount point
+	root     *mount           // the mount at the root, or nil
 }
 
 var emptyTable = newTable(nil)
@@ -173,6 +174,9 @@ func newTable(ms []*mount) *table {
 	}
 	for _, m := range t.sorted {
 		get(m.path).mount = m
+		if m.path.IsRoot() {
+			t.root = m
+		}
 		t.maxDepth = max(t.maxDepth, m.path.Depth())
 		for q := m.path; !q.IsRoot(); q = q.Dir() {
 			parent := get(q.Dir())
@@ -214,6 +218,9 @@ func (l *loc) isNode() bool { return l.nd != nil }
 // of p, component-wise. It does not allocate.
 func (t *table) locate(p Path) loc {
 	s := p.p
+	if t.maxDepth == 0 && t.root != nil && s != "" {
+		return loc{kind: kindInMount, m: t.root, rel: p} // the common single-backend case
+	}
 	// Only a path no deeper than the deepest mount point can be a namespace
 	// directory; deeper paths start the walk at their first maxDepth components.
 	end := len(s)

@@ -1210,3 +1210,36 @@ func TestNamespaceBackendErrors(t *testing.T) {
 	}
 	nsWantErr(t, n.Mkdir(nsCtx, nsP("gone/y"), 0o755), vfs.CodeReadOnly, "gone/y", "")
 }
+
+// BenchmarkNamespaceStat compares Stat on a memory backend directly with the same
+// Stat through a namespace (the backend at the root, or at a nested mount among
+// others).
+func BenchmarkNamespaceStat(b *testing.B) {
+	mnt := memWith(b, "a/", "a/b/", "a/b/c=c")
+	root := vfs.NewNamespace()
+	nsMount(b, root, ".", mnt, vfs.MountOptions{})
+	deep := vfs.NewNamespace()
+	nsMount(b, deep, ".", memory.New(), vfs.MountOptions{})
+	for _, at := range []string{"s/o", "s/m/x", "t", "u/v/w"} {
+		nsMount(b, deep, at, memory.New(), vfs.MountOptions{})
+	}
+	nsMount(b, deep, "s/m", mnt, vfs.MountOptions{})
+	for _, c := range []struct {
+		name string
+		b    vfs.Backend
+		p    vfs.Path
+	}{
+		{"direct", mnt, nsP("a/b/c")},
+		{"root-mount", root, nsP("a/b/c")},
+		{"nested-mount", deep, nsP("s/m/a/b/c")},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.b.Stat(nsCtx, c.p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
