@@ -24,13 +24,19 @@ const (
 )
 
 // Event is the record of one guest call.
+//
+// GuestPath is the path as the guest wrote it, relative to the capability it called
+// (NUL bytes spelled out, cut at 512 bytes). When it could not be parsed (an
+// invalid_path or path_outside_sandbox call), Path is empty and GuestPath is the
+// only record of what was attempted.
 type Event struct {
 	Time      time.Time     `json:"time"`
 	RequestID string        `json:"request_id"`
 	Subject   string        `json:"subject,omitempty"`
 	Op        string        `json:"op"`
-	Path      string        `json:"path"`           // from the capability tree's root
-	Dest      string        `json:"dest,omitempty"` // second path, if any
+	Path      string        `json:"path"`                 // from the capability tree's root
+	Dest      string        `json:"dest,omitempty"`       // second path, if any
+	GuestPath string        `json:"guest_path,omitempty"` // as the guest wrote it (see below)
 	Outcome   Outcome       `json:"outcome"`
 	Code      string        `json:"code,omitempty"` // the error code when not OK
 	Rule      string        `json:"rule,omitempty"` // the policy rule (or other source) that decided

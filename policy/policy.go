@@ -33,7 +33,7 @@ const (
 	OpLink     Op = "link"     // creating a hard link
 	OpChmod    Op = "chmod"    // changing permission bits
 	OpChtimes  Op = "chtimes"  // changing times
-	OpSub      Op = "sub"      // narrowing to a subtree (Sub, OpenDir)
+	OpSub      Op = "sub"      // narrowing to a subtree or one file (Sub, OpenDir, OpenFile)
 )
 
 // Writes reports whether op can change the tree.

@@ -1,0 +1,115 @@
+package dir
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// gate holds the host's switches for one Control (or one Revocable File): a
+// revocation flag and a write lock. Gates form a chain from a child to the root; a
+// capability is revoked (or locked) if any gate on its chain is. Checking walks the
+// chain, which is as long as the number of nested Child/Revocable calls.
+type gate struct {
+	parent  *gate
+	revoked atomic.Bool
+	locked  atomic.Bool // true after SetWritable(false)
+}
+
+func newGate(parent *gate) *gate { return &gate{parent: parent} }
+
+func (g *gate) isRevoked() bool {
+	for ; g != nil; g = g.parent {
+		if g.revoked.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *gate) writable() bool {
+	for ; g != nil; g = g.parent {
+		if g.locked.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// Control is the host's caretaker facet for a Dir: it can lock writes and revoke
+// the Dir and every capability derived from it (Dirs, Files, Handles, views),
+// without the guest's cooperation. It is never handed to a guest, and no Dir method
+// leads to it. Control methods are host actions: they are not policed or audited.
+// A Control is safe for concurrent use.
+type Control struct {
+	dir  *Dir
+	gate *gate
+}
+
+// New returns a Dir over backend b and the Control that governs it. The Dir is
+// writable (unless b is read-only) and unrevoked; every capability derived from it
+// shares the options given here.
+//
+// Defaults: no subject, policy.AllowAll, no Asker (Ask decisions deny), no hooks,
+// audit.Discard, DefaultMaxReadBytes.
+func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
+	e := &env{policy: defaultPolicy, audit: discardSink, maxRead: DefaultMaxReadBytes}
+	for _, o := range opts {
+		if o != nil {
+			o(e)
+		}
+	}
+	g := newGate(nil)
+	d := &Dir{s: scope{env: e, gate: g, b: b}}
+	return d, &Control{dir: d, gate: g}
+}
+
+// Dir returns the Dir this Control governs.
+func (c *Control) Dir() *Dir { return c.dir }
+
+// SetWritable locks (false) or unlocks (true) writes through every capability
+// derived from this Control, immediately: a write call that starts after
+// SetWritable(false) fails with read_only, including writes through Handles opened
+// before. Unlocking does not override a lock set by an ancestor Control, nor a
+// ReadOnly() attenuation.
+func (c *Control) SetWritable(writable bool) { c.gate.locked.Store(!writable) }
+
+// Writable reports whether writes are currently allowed by this Control and every
+// ancestor Control (it does not consider revocation or ReadOnly attenuation).
+func (c *Control) Writable() bool { return c.gate.writable() }
+
+// Revoke permanently invalidates the Dir and every capability derived from it,
+// including Child controls' Dirs and Handles already open. Calls already running
+// may finish; every call that starts afterwards fails with revoked. There is no
+// way to undo it.
+func (c *Control) Revoke() { c.gate.revoked.Store(true) }
+
+// Revoked reports whether this Control or an ancestor has been revoked.
+func (c *Control) Revoked() bool { return c.gate.isRevoked() }
+
+// Child returns a Control for the subtree at path (relative to this Control's Dir;
+// "/" means its root, "." the Dir itself). Its Dir is a Sub of this Control's Dir,
+// pinned now, sharing subject, policy, hooks and audit; its own revocation and
+// write lock are chained under this Control's: revoking or locking this Control
+// revokes or locks the child, not the other way round. Errors are *vfs.Error:
+// revoked if this Control is revoked, invalid_path or path_outside_sandbox for a
+// bad path, not_found or not_a_directory if path is not a directory.
+func (c *Control) Child(ctx context.Context, path string) (*Control, error) {
+	const op = "Child"
+	if c.gate.isRevoked() {
+		return nil, errAt(vfs.CodeRevoked, op, path, "", "capability revoked")
+	}
+	p, err := vfs.ParseGuest(path)
+	if err != nil {
+		return nil, reop(err, op)
+	}
+	d := c.dir
+	sub, err := d.s.b.Sub(ctx, p)
+	if err != nil {
+		return nil, readdress(err, op, path, "")
+	}
+	g := newGate(c.gate)
+	cd := &Dir{s: scope{env: d.s.env, gate: g, ro: d.s.ro, b: sub, base: d.s.base.Join(p.WithoutDirMark())}}
+	return &Control{dir: cd, gate: g}, nil
+}

@@ -1,0 +1,335 @@
+package dir
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Default permissions for entries a guest creates without naming a mode.
+const (
+	filePerm fs.FileMode = 0o644
+	dirPerm  fs.FileMode = 0o755
+)
+
+// Dir is a capability for a directory tree: the guest can reach what lies beneath
+// its root and nothing else. Paths given to its methods are slash-separated and
+// relative to the Dir; a leading "/" means the Dir's own root; ".." may not climb
+// above the root (path_outside_sandbox); "" is invalid_path except where a method
+// says it means ".". No method returns a parent: attenuation (ReadOnly, Sub,
+// OpenDir) is one-way and chainable.
+//
+// Every method that takes a context is one enforcement pass (see the package doc):
+// revocation, path validation, read-only attenuation, policy, hooks, the backend
+// operation, one audit event. Errors are *vfs.Error values naming the path as the
+// caller wrote it.
+//
+// A Dir is immutable and safe for concurrent use.
+type Dir struct{ s scope }
+
+func (d *Dir) do(ctx context.Context, c *call, fn func(ctx context.Context, c *call) error) error {
+	return d.s.run(ctx, c, fn)
+}
+
+// derive returns a Dir over b, rooted at p relative to this Dir, keeping everything
+// else (gate chain, read-only bit, env).
+func (d *Dir) derive(b vfs.Backend, p vfs.Path) *Dir {
+	s := d.s
+	s.b = b
+	s.base = d.s.base.Join(p.WithoutDirMark())
+	return &Dir{s: s}
+}
+
+// List returns the names in directory path, sorted. "" means ".".
+func (d *Dir) List(ctx context.Context, path string) ([]string, error) {
+	var names []string
+	err := d.do(ctx, &call{op: policy.OpList, method: "List", path: path, emptyIsDot: true}, func(ctx context.Context, c *call) error {
+		ents, err := d.s.b.ReadDir(ctx, c.p)
+		if err != nil {
+			return err
+		}
+		names = make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.Name
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// ReadDir returns the entries of directory path, sorted by name. "" means ".".
+// Each entry's Info is fetched on demand (without following symlinks).
+func (d *Dir) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
+	var out []fs.DirEntry
+	err := d.do(ctx, &call{op: policy.OpList, method: "ReadDir", path: path, emptyIsDot: true}, func(ctx context.Context, c *call) error {
+		ents, err := d.s.b.ReadDir(ctx, c.p)
+		if err != nil {
+			return err
+		}
+		out = d.s.entries(d.s.b, c.p.WithoutDirMark(), ents)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Stat returns information on path, following a final symlink. The returned
+// FileInfo's Name is the last element of path ("." for the root).
+func (d *Dir) Stat(ctx context.Context, path string) (fs.FileInfo, error) {
+	return d.stat(ctx, path, "Stat", true)
+}
+
+// Lstat returns information on path without following a final symlink.
+func (d *Dir) Lstat(ctx context.Context, path string) (fs.FileInfo, error) {
+	return d.stat(ctx, path, "Lstat", false)
+}
+
+func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.FileInfo, error) {
+	var fi fs.FileInfo
+	err := d.do(ctx, &call{op: policy.OpStat, method: method, path: path}, func(ctx context.Context, c *call) error {
+		var info vfs.Info
+		var err error
+		if follow {
+			info, err = d.s.b.Stat(ctx, c.p)
+		} else {
+			info, err = d.s.b.Lstat(ctx, c.p)
+		}
+		if err != nil {
+			return err
+		}
+		fi = named(info, c.p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// Exists reports whether an entry exists at path. A symlink counts, even a dangling
+// one (it is not followed). A missing entry is (false, nil); other failures, such as
+// a file used as a directory, are errors.
+func (d *Dir) Exists(ctx context.Context, path string) (bool, error) {
+	found := false
+	err := d.do(ctx, &call{op: policy.OpStat, method: "Exists", path: path}, func(ctx context.Context, c *call) error {
+		_, err := d.s.b.Lstat(ctx, c.p)
+		if vfs.CodeOf(err) == vfs.CodeNotFound {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	return found, err
+}
+
+// OpenDir returns the child directory name as a new Dir. name is a single path
+// element (no "/"): use Sub for deeper paths. The result keeps this Dir's
+// restrictions and is pinned: renaming the directory later does not redirect it.
+func (d *Dir) OpenDir(ctx context.Context, name string) (*Dir, error) {
+	var out *Dir
+	err := d.do(ctx, &call{op: policy.OpSub, method: "OpenDir", path: name, single: true}, func(ctx context.Context, c *call) error {
+		sub, err := d.s.b.Sub(ctx, c.p)
+		if err != nil {
+			return err
+		}
+		out = d.derive(sub, c.p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Sub returns a Dir rooted at directory path: the recipient cannot name anything
+// outside it ("/" in its paths means this new root, and ".." cannot climb above
+// it). The directory is pinned now: renaming or replacing it later does not redirect
+// the result. The result keeps this Dir's restrictions (read-only, revocation,
+// policy, audit). Sub(".") returns an equivalent Dir.
+func (d *Dir) Sub(ctx context.Context, path string) (*Dir, error) {
+	var out *Dir
+	err := d.do(ctx, &call{op: policy.OpSub, method: "Sub", path: path}, func(ctx context.Context, c *call) error {
+		sub, err := d.s.b.Sub(ctx, c.p)
+		if err != nil {
+			return err
+		}
+		out = d.derive(sub, c.p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadOnly returns a read-only view of this Dir: every read works, and every write
+// (through it, or through any Dir, File or Handle derived from it) fails with
+// read_only. It is permanent: nothing derived from the result can write.
+func (d *Dir) ReadOnly() *Dir {
+	s := d.s
+	s.ro = true
+	return &Dir{s: s}
+}
+
+// CreateDir creates directory path (its parent must exist; already_exists if
+// anything is there) with mode 0755 and returns it as a Dir.
+func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
+	var out *Dir
+	err := d.do(ctx, &call{op: policy.OpMkdir, method: "CreateDir", path: path}, func(ctx context.Context, c *call) error {
+		if err := d.s.b.Mkdir(ctx, c.p, dirPerm); err != nil {
+			return err
+		}
+		sub, err := d.s.b.Sub(ctx, c.p)
+		if err != nil {
+			return err
+		}
+		out = d.derive(sub, c.p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MkdirAll creates directory path and any missing parents, with mode 0755. It
+// succeeds if path already is a directory (or a symlink to one); a non-directory in
+// the way is not_a_directory.
+func (d *Dir) MkdirAll(ctx context.Context, path string) error {
+	return d.do(ctx, &call{op: policy.OpMkdir, method: "MkdirAll", path: path}, func(ctx context.Context, c *call) error {
+		return mkdirAll(ctx, d.s.b, c.p.WithoutDirMark(), dirPerm)
+	})
+}
+
+// Remove removes a file, a symlink (not its target) or an empty directory. The
+// Dir's own root cannot be removed (invalid_path).
+func (d *Dir) Remove(ctx context.Context, path string) error {
+	return d.do(ctx, &call{op: policy.OpRemove, method: "Remove", path: path}, func(ctx context.Context, c *call) error {
+		if c.p.IsRoot() {
+			return errAt(vfs.CodeInvalidPath, "Remove", path, "", "cannot remove the root")
+		}
+		return d.s.b.Remove(ctx, c.p)
+	})
+}
+
+// ReadFile returns the contents of file path. Files larger than the Dir's read limit
+// (WithMaxReadBytes, DefaultMaxReadBytes) fail with file_too_large; a directory is
+// is_a_directory; a FIFO, socket or device is not_regular_file.
+func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	var data []byte
+	err := d.do(ctx, &call{op: policy.OpRead, method: "ReadFile", path: path}, func(ctx context.Context, c *call) error {
+		var err error
+		data, err = readAll(ctx, d.s.b, c.p, d.s.env.maxRead)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// WriteFile replaces the contents of file path with data, atomically: the data is
+// written to a hidden temporary file beside it (".capfs-tmp-…") which is then
+// renamed over path, so a concurrent reader sees the old contents or the new, never
+// a mix; on any failure the temporary file is removed and path is unchanged. A new
+// file gets perm's permission bits; an existing file keeps its own. If path is a
+// symlink, its target is replaced and the link kept. Other hard links to the old
+// file keep the old contents.
+func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	return d.do(ctx, &call{op: policy.OpWrite, method: "WriteFile", path: path, size: int64(len(data))}, func(ctx context.Context, c *call) error {
+		return atomicWrite(ctx, d.s.b, c.p, bytesSource(data), perm&fs.ModePerm)
+	})
+}
+
+// Append appends data to file path, creating it (mode 0644) if missing. The append
+// is atomic with respect to other appends on backends that support O_APPEND.
+func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
+	return d.do(ctx, &call{op: policy.OpWrite, method: "Append", path: path, size: -1}, func(ctx context.Context, c *call) error {
+		return appendTo(ctx, d.s.b, c.p, data)
+	})
+}
+
+// Symlink creates a symbolic link at link whose target text is target. target must
+// be relative and must not climb above this Dir's root from the link's directory
+// (path_outside_sandbox): "../x" is fine in "a/l", not at the root. The target need
+// not exist.
+func (d *Dir) Symlink(ctx context.Context, target, link string) error {
+	return d.do(ctx, &call{op: policy.OpSymlink, method: "Symlink", path: link, dest: target, kind: destTarget}, func(ctx context.Context, c *call) error {
+		return d.s.b.Symlink(ctx, target, c.p)
+	})
+}
+
+// Readlink returns the target text of symlink path.
+func (d *Dir) Readlink(ctx context.Context, path string) (string, error) {
+	var t string
+	err := d.do(ctx, &call{op: policy.OpReadlink, method: "Readlink", path: path}, func(ctx context.Context, c *call) error {
+		var err error
+		t, err = d.s.b.Readlink(ctx, c.p)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return t, nil
+}
+
+// Link creates newname as a hard link to the existing file oldname, where the
+// backend supports hard links (not_supported otherwise).
+func (d *Dir) Link(ctx context.Context, oldname, newname string) error {
+	return d.do(ctx, &call{op: policy.OpLink, method: "Link", path: oldname, dest: newname, kind: destPath}, func(ctx context.Context, c *call) error {
+		return d.s.b.Link(ctx, c.p, c.q)
+	})
+}
+
+// Chmod sets the permission bits (and sticky bit) of path, following a symlink.
+// setuid and setgid are refused (fs_permission_denied), whether given as
+// fs.ModeSetuid/fs.ModeSetgid or as Unix bits 0o4000/0o2000; 0o1000 means sticky;
+// other mode bits are ignored.
+func (d *Dir) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
+	return d.do(ctx, &call{op: policy.OpChmod, method: "Chmod", path: path}, func(ctx context.Context, c *call) error {
+		m, err := chmodMode(mode)
+		if err != nil {
+			return errAt(vfs.CodePermission, "Chmod", path, "", err.Error())
+		}
+		return d.s.b.Chmod(ctx, c.p, m)
+	})
+}
+
+// Chtimes sets the access and modification times of path, following a symlink; a
+// zero time leaves that time unchanged.
+func (d *Dir) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
+	return d.do(ctx, &call{op: policy.OpChtimes, method: "Chtimes", path: path}, func(ctx context.Context, c *call) error {
+		return d.s.b.Chtimes(ctx, c.p, atime, mtime)
+	})
+}
+
+// named returns info as an fs.FileInfo named after the last element of p.
+func named(info vfs.Info, p vfs.Path) fs.FileInfo {
+	if p.IsRoot() {
+		info.Name = "."
+	} else {
+		info.Name = p.Base()
+	}
+	return info.FileInfo()
+}
+
+// chmodMode turns a guest's Chmod mode into the bits passed to the backend.
+func chmodMode(mode fs.FileMode) (fs.FileMode, error) {
+	if mode&(fs.ModeSetuid|fs.ModeSetgid|0o6000) != 0 {
+		return 0, errors.New("setuid and setgid bits are not allowed")
+	}
+	m := mode & (fs.ModePerm | fs.ModeSticky)
+	if mode&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m, nil
+}

@@ -1,0 +1,380 @@
+package dir
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+var (
+	defaultPolicy = policy.AllowAll
+	discardSink   = audit.Discard
+)
+
+// scope is what every capability holds: the storage it names and the authority over
+// it. Dir is a scope; a File is a scope (its parent directory) plus a leaf; a Handle
+// keeps the scope it was opened through. scope values are immutable.
+type scope struct {
+	env  *env
+	gate *gate
+	ro   bool        // ReadOnly() attenuation: permanent
+	b    vfs.Backend // the storage, rooted at this capability's root (pinned)
+	base vfs.Path    // b's root, from the capability tree's root (for policy and audit)
+}
+
+// destKind says how a call's second argument is interpreted.
+type destKind uint8
+
+const (
+	destNone   destKind = iota
+	destPath            // a second guest path (rename, copy, link)
+	destTarget          // a symlink target, validated against the link's directory
+)
+
+// call is one public call on its way through run.
+type call struct {
+	op     policy.Op
+	method string // the public method, used as the error's Op
+	path   string // the guest's path, as written
+	dest   string // the guest's second path or symlink target
+	kind   destKind
+	// emptyIsDot makes "" mean "." (List, ReadDir, Walk).
+	emptyIsDot bool
+	// single requires the path to be one name (OpenDir).
+	single bool
+	// fixed marks calls whose paths are already parsed (File, Backend view): p and q
+	// are set by the caller and step 2 only computes the tree paths.
+	fixed bool
+	size  int64
+	// prepare, when set, replaces path parsing in step 2 (Glob patterns).
+	prepare func(c *call) error
+
+	p, q vfs.Path // parsed paths, relative to the scope's backend
+	req  policy.Request
+}
+
+// addressed marks an error that fn has already given its final, guest-facing form
+// (an error about a path deeper than the one the guest named, or the guest's own
+// callback error). run returns the wrapped error unchanged.
+type addressed struct{ err error }
+
+func (a *addressed) Error() string { return a.err.Error() }
+func (a *addressed) Unwrap() error { return a.err }
+
+// run is the one enforcement path every public call takes, in this order:
+//
+//  1. revoked? -> revoked
+//  2. parse the guest path(s) -> invalid_path, path_outside_sandbox
+//  3. a write op on a read-only or locked capability -> read_only
+//  4. the policy decides (Ask goes to the Asker; no Asker denies) -> fs_permission_denied
+//  5. hooks' Before, in order; an error refuses the call
+//  6. fn, the backend operation
+//  7. hooks' After, in reverse order
+//  8. exactly one audit event, whatever happened
+//
+// Errors returned to the guest are *vfs.Error addressed to the paths as the guest
+// wrote them (or, from composite operations, to the Dir-relative path that failed).
+func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c *call) error) (err error) {
+	start := time.Now()
+	e := s.env
+	c.req = policy.Request{ID: newRequestID(), Subject: e.subject, Op: c.op, GuestPath: c.path, Size: c.size}
+	outcome, rule := audit.Failed, ""
+	defer func() {
+		ev := audit.Event{
+			Time:      start,
+			RequestID: c.req.ID,
+			Subject:   e.subject,
+			Op:        string(c.op),
+			Path:      c.req.Path,
+			Dest:      c.req.Dest,
+			GuestPath: auditGuestPath(c.path),
+			Outcome:   audit.OK,
+			Rule:      rule,
+		}
+		if err != nil {
+			ev.Outcome = outcome
+			ev.Code = string(vfs.CodeOf(err))
+		}
+		ev.Duration = time.Since(start)
+		e.audit.Record(ctx, ev)
+	}()
+
+	// (1) Revocation comes first: a revoked capability reveals nothing, not even
+	// whether a path is well formed.
+	if s.gate.isRevoked() {
+		outcome, rule = audit.Denied, "revoked"
+		s.parse(c) // best effort, for the audit record only
+		return errAt(vfs.CodeRevoked, c.method, c.path, c.destForErr(), "capability revoked")
+	}
+	// (2) Paths.
+	if perr := s.parse(c); perr != nil {
+		return perr
+	}
+	// (3) Attenuation and the host's write lock.
+	if c.op.Writes() && (s.ro || !s.gate.writable()) {
+		outcome, rule = audit.Denied, "read-only"
+		return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
+	}
+	// (4) Policy.
+	d, ok := e.decide(ctx, &c.req)
+	rule = d.Rule
+	if !ok {
+		outcome = audit.Denied
+		return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
+	}
+	// (5) Before hooks.
+	ran := 0
+	for _, h := range e.hooks {
+		if herr := h.Before(ctx, &c.req); herr != nil {
+			outcome, rule = audit.Denied, hookRule(h)
+			err = hookError(herr, c)
+			for i := ran - 1; i >= 0; i-- {
+				e.hooks[i].After(ctx, &c.req, err)
+			}
+			return err
+		}
+		ran++
+	}
+	// (6) The operation.
+	err = s.address(c, fn(ctx, c))
+	// (7) After hooks.
+	for i := len(e.hooks) - 1; i >= 0; i-- {
+		e.hooks[i].After(ctx, &c.req, err)
+	}
+	return err
+}
+
+// parse fills c.p, c.q and the request's tree paths (step 2).
+func (s *scope) parse(c *call) error {
+	switch {
+	case c.prepare != nil:
+		if err := c.prepare(c); err != nil {
+			return err
+		}
+	case !c.fixed:
+		raw := c.path
+		if raw == "" && c.emptyIsDot {
+			raw = "."
+		}
+		p, err := vfs.ParseGuest(raw)
+		if err != nil {
+			return reop(err, c.method)
+		}
+		if c.single && !vfs.ValidName(raw) {
+			return errAt(vfs.CodeInvalidPath, c.method, raw, "", "a single name is required here (no \"/\")")
+		}
+		c.p = p
+		if c.kind == destPath {
+			q, err := vfs.ParseGuest(c.dest)
+			if err != nil {
+				return reopDest(err, c.method, c.path)
+			}
+			c.q = q
+		}
+	}
+	if c.kind == destTarget {
+		q, err := linkTarget(c.p, c.dest)
+		if err != nil {
+			return readdress(err, c.method, c.path, "")
+		}
+		c.q = q
+	}
+	c.req.Path = s.base.Join(c.p.WithoutDirMark()).String()
+	if c.kind != destNone {
+		c.req.Dest = s.base.Join(c.q.WithoutDirMark()).String()
+	}
+	return nil
+}
+
+// destForErr is the second path an error names: the destination of two-path calls;
+// a symlink target is not a path of the tree, so it is left out.
+func (c *call) destForErr() string {
+	if c.kind == destPath {
+		return c.dest
+	}
+	return ""
+}
+
+// address turns fn's error into the guest's view of it.
+func (s *scope) address(c *call, err error) error {
+	if err == nil {
+		return nil
+	}
+	var a *addressed
+	if errors.As(err, &a) {
+		return a.err
+	}
+	return readdress(err, c.method, c.path, c.destForErr())
+}
+
+// decide asks the policy, and the Asker for Ask decisions. ok reports whether the
+// call may proceed.
+func (e *env) decide(ctx context.Context, r *policy.Request) (d policy.Decision, ok bool) {
+	d = e.policy.Decide(ctx, r)
+	switch d.Effect {
+	case policy.Allow:
+		return d, true
+	case policy.Ask:
+		if e.asker == nil {
+			if d.Reason == "" {
+				d.Reason = "requires approval, and no approver is configured"
+			}
+			return d, false
+		}
+		yes, err := e.asker.Ask(ctx, r, d)
+		if err != nil || !yes {
+			if d.Reason == "" {
+				d.Reason = "approval refused"
+			}
+			return d, false
+		}
+		return d, true
+	}
+	return d, false
+}
+
+// allowInner decides a path touched inside a composite call (a file under the
+// directory RemoveAll removes, an entry Walk visits). It uses the call's ID and op;
+// it is skipped when the Dir has no custom policy. Nothing is audited separately.
+func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Path, dest *vfs.Path) (policy.Decision, bool) {
+	if !s.env.customPolicy {
+		return policy.Decision{Effect: policy.Allow}, true
+	}
+	r := c.req
+	r.Op = op
+	r.Path = s.base.Join(p).String()
+	r.Dest = ""
+	if dest != nil {
+		r.Dest = s.base.Join(*dest).String()
+	}
+	r.GuestPath = p.String()
+	return s.env.decide(ctx, &r)
+}
+
+// innerDenied is the error for a composite call refused because of a path inside it.
+func innerDenied(method string, p vfs.Path, d policy.Decision) error {
+	return &addressed{errAt(vfs.CodePermission, method, p.String(), "", denyReason(d))}
+}
+
+func denyReason(d policy.Decision) string {
+	if d.Reason != "" {
+		return d.Reason
+	}
+	if d.Rule != "" {
+		return "denied by policy rule " + d.Rule
+	}
+	return "denied by policy"
+}
+
+func hookRule(h Hook) string {
+	if n, ok := h.(interface{ Name() string }); ok {
+		return "hook:" + n.Name()
+	}
+	return "hook"
+}
+
+// hookError is the guest's view of a hook's refusal: a *vfs.Error keeps its code;
+// anything else is fs_permission_denied, with the hook's error as the cause (the
+// host can match it with errors.Is).
+func hookError(herr error, c *call) error {
+	var ve *vfs.Error
+	if errors.As(herr, &ve) {
+		return vfs.Readdress(ve, c.method, c.path, c.destForErr())
+	}
+	e := errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), "refused by a hook")
+	e.Err = herr
+	return e
+}
+
+// errAt builds a *vfs.Error addressed to guest paths.
+func errAt(code vfs.Code, op, path, dest, msg string) *vfs.Error {
+	e := vfs.NewError(code, op, vfs.Root, msg)
+	e.Path = printable(path)
+	e.Dest = printable(dest)
+	return e
+}
+
+// readdress gives err the guest's paths. A non-*vfs.Error becomes canceled (for
+// context errors) or io_error, without its text, which might hold a host path.
+func readdress(err error, op, path, dest string) error {
+	if err == nil {
+		return nil
+	}
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return vfs.Readdress(ve, op, printable(path), printable(dest))
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: printable(path), Dest: printable(dest), Err: err}
+	}
+	e := errAt(vfs.CodeIO, op, path, dest, "i/o error")
+	return e
+}
+
+// reop changes only the Op of a *vfs.Error (parse errors already carry a printable
+// form of the guest's path).
+func reop(err error, op string) error {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return vfs.Readdress(ve, op, ve.Path, ve.Dest)
+	}
+	return err
+}
+
+// reopDest re-addresses a parse error of a destination path: Path is the source as
+// written, Dest the (printable) destination.
+func reopDest(err error, op, src string) error {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return vfs.Readdress(ve, op, printable(src), ve.Path)
+	}
+	return err
+}
+
+// printable keeps error and audit text readable: NUL bytes are spelled out and very
+// long paths are cut.
+func printable(s string) string {
+	if len(s) > 512 {
+		s = s[:512] + "…"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", `\x00`)
+	}
+	return s
+}
+
+func auditGuestPath(s string) string { return printable(s) }
+
+// canceled reports a context error as a *vfs.Error.
+func canceled(op string, p vfs.Path, err error) error {
+	return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+}
+
+// linkTarget validates a symlink target for a link at p and returns the path it
+// names, relative to the capability's root. Absolute targets, and targets that climb
+// above the root from the link's directory, are path_outside_sandbox: host tools
+// would follow them once the tree is materialized.
+func linkTarget(p vfs.Path, target string) (vfs.Path, error) {
+	switch {
+	case target == "":
+		return vfs.Path{}, vfs.NewError(vfs.CodeInvalidPath, "symlink", p, "empty symlink target")
+	case strings.HasPrefix(target, "/"):
+		return vfs.Path{}, vfs.NewError(vfs.CodeOutside, "symlink", p, "absolute symlink targets are not allowed")
+	case strings.ContainsAny(target, "\x00\\"):
+		return vfs.Path{}, vfs.NewError(vfs.CodeInvalidPath, "symlink", p, "NUL or backslash in symlink target")
+	}
+	q, err := vfs.ParseGuest(p.Dir().Raw() + "/" + target)
+	if err != nil {
+		var ve *vfs.Error
+		if errors.As(err, &ve) && ve.Code == vfs.CodeOutside {
+			return vfs.Path{}, vfs.NewError(vfs.CodeOutside, "symlink", p, "symlink target climbs above the root")
+		}
+		return vfs.Path{}, vfs.NewError(vfs.CodeInvalidPath, "symlink", p, "invalid symlink target")
+	}
+	return q, nil
+}

@@ -1,0 +1,391 @@
+package dir
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// MoveOption changes how Move behaves.
+type MoveOption func(*moveConfig)
+
+type moveConfig struct{ allowCopy bool }
+
+// AllowCopy lets Move fall back to copy-then-delete when the source and destination
+// are on different mounts (where a rename fails with cross_mount). The fallback is
+// not atomic: if deleting the source fails after the copy, both exist and the error
+// is returned.
+func AllowCopy() MoveOption { return func(m *moveConfig) { m.allowCopy = true } }
+
+// RemoveAll removes path and everything beneath it. Symlinks are removed, never
+// followed. A missing path is not an error. The Dir's own root cannot be removed
+// (invalid_path). With a custom policy, every path beneath is checked before
+// anything is removed: a refusal anywhere removes nothing.
+func (d *Dir) RemoveAll(ctx context.Context, path string) error {
+	return d.do(ctx, &call{op: policy.OpRemove, method: "RemoveAll", path: path}, func(ctx context.Context, c *call) error {
+		return d.s.removeAll(ctx, c, c.p, true)
+	})
+}
+
+// Move renames from to to. A file replaces a file at to; a directory replaces an
+// empty directory. Moving a directory into itself is invalid_path. Across mounts the
+// rename fails with cross_mount unless AllowCopy is given, in which case from is
+// copied to to and then removed. With a custom policy, moving a directory checks
+// every path beneath it (old and new name) first.
+func (d *Dir) Move(ctx context.Context, from, to string, opts ...MoveOption) error {
+	var mc moveConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&mc)
+		}
+	}
+	return d.do(ctx, &call{op: policy.OpRename, method: "Move", path: from, dest: to, kind: destPath}, func(ctx context.Context, c *call) error {
+		const method = "Move"
+		if c.p.IsRoot() || c.q.IsRoot() {
+			return errAt(vfs.CodeInvalidPath, method, from, to, "cannot move the root")
+		}
+		if d.s.env.customPolicy {
+			if err := d.s.checkSubtree(ctx, c, method, c.p, c.q, policy.OpRename); err != nil {
+				return err
+			}
+		}
+		err := d.s.b.Rename(ctx, c.p, c.q, 0)
+		if vfs.CodeOf(err) != vfs.CodeCrossMount || !mc.allowCopy {
+			return err
+		}
+		if err := d.s.copyTree(ctx, c, method, c.p, c.q, policy.OpRename); err != nil {
+			return err
+		}
+		return d.s.removeAll(ctx, c, c.p, false)
+	})
+}
+
+// checkSubtree asks the policy about every path beneath directory from (if it is
+// one), paired with its new name under to.
+func (s *scope) checkSubtree(ctx context.Context, c *call, method string, from, to vfs.Path, op policy.Op) error {
+	from, to = from.WithoutDirMark(), to.WithoutDirMark()
+	info, err := s.b.Lstat(ctx, from)
+	if err != nil || !info.Mode.IsDir() {
+		return nil // the operation itself reports what is wrong
+	}
+	tree, err := s.collectTree(ctx, method, from, false)
+	if err != nil {
+		return err
+	}
+	for _, te := range tree {
+		src, dst := from.Join(te.rel), to.Join(te.rel)
+		if d, ok := s.allowInner(ctx, c, op, src, &dst); !ok {
+			return innerDenied(method, src, d)
+		}
+	}
+	return nil
+}
+
+// Copy copies from to to. A file is copied atomically (replacing a file at to,
+// which keeps its permission bits; a new file gets from's); a symlink is copied as a
+// link, not followed, and its target must stay inside this Dir from its new place;
+// a directory is copied recursively (symlinks inside copied as links) and to must
+// not exist. Copying a directory into itself is invalid_path. With a custom policy,
+// every path copied is checked first; if the copy fails midway, what it created is
+// removed.
+func (d *Dir) Copy(ctx context.Context, from, to string) error {
+	return d.do(ctx, &call{op: policy.OpCopy, method: "Copy", path: from, dest: to, kind: destPath}, func(ctx context.Context, c *call) error {
+		if c.q.IsRoot() {
+			return errAt(vfs.CodeExists, "Copy", from, to, "the destination is the root")
+		}
+		return d.s.copyTree(ctx, c, "Copy", c.p, c.q, policy.OpCopy)
+	})
+}
+
+// Walk walks the tree rooted at root in lexical order, calling fn for root and every
+// entry beneath it, like fs.WalkDir: fn may return fs.SkipDir or fs.SkipAll, and an
+// error reading a directory is passed to fn a second time. Symlinks are reported,
+// never followed. Paths given to fn are root (cleaned, "." for the Dir itself)
+// joined with the entry's names; "" means ".". With a custom policy, entries the
+// policy refuses are left out (and not descended into). An error fn returns is
+// returned unchanged.
+func (d *Dir) Walk(ctx context.Context, root string, fn fs.WalkDirFunc) error {
+	return d.do(ctx, &call{op: policy.OpList, method: "Walk", path: root, emptyIsDot: true}, func(ctx context.Context, c *call) error {
+		p := c.p
+		var info vfs.Info
+		var err error
+		if p.MustBeDir() {
+			info, err = d.s.b.Stat(ctx, p)
+		} else {
+			info, err = d.s.b.Lstat(ctx, p)
+		}
+		p = p.WithoutDirMark()
+		name := p.String()
+		if err != nil {
+			err = fn(name, nil, readdress(err, "Walk", name, ""))
+		} else {
+			err = d.s.walk(ctx, c, name, p, d.s.entry(d.s.b, p, vfs.DirEntry{Name: path.Base(name), Type: info.Mode & fs.ModeType}), fn)
+		}
+		if err == fs.SkipDir || err == fs.SkipAll {
+			return nil
+		}
+		if err != nil {
+			return &addressed{err}
+		}
+		return nil
+	})
+}
+
+func (s *scope) walk(ctx context.Context, c *call, name string, p vfs.Path, de fs.DirEntry, fn fs.WalkDirFunc) error {
+	if err := fn(name, de, nil); err != nil || !de.IsDir() {
+		if err == fs.SkipDir && de.IsDir() {
+			err = nil
+		}
+		return err
+	}
+	if err := s.checkLive(ctx, "Walk", p); err != nil {
+		var a *addressed
+		errors.As(err, &a)
+		return a.err
+	}
+	ents, err := s.b.ReadDir(ctx, p)
+	if err != nil {
+		if err = fn(name, de, readdress(err, "Walk", name, "")); err != nil {
+			if err == fs.SkipDir {
+				err = nil
+			}
+			return err
+		}
+	}
+	for _, e := range ents {
+		child, cerr := p.Child(e.Name)
+		if cerr != nil {
+			continue
+		}
+		if _, ok := s.allowInner(ctx, c, policy.OpList, child, nil); !ok {
+			continue
+		}
+		if err := s.walk(ctx, c, path.Join(name, e.Name), child, s.entry(s.b, child, e), fn); err != nil {
+			if err == fs.SkipDir {
+				break
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Glob returns the paths matching pattern, relative to this Dir and sorted. The
+// syntax is doublestar's: "*" and "?" match within one path element, "[a-z]" and
+// "[!x]" classes, "{a,b}" alternatives, "**" any number of directories (zero
+// included), "\" escapes. A leading "/" means this Dir's root; ".." is
+// path_outside_sandbox; a malformed pattern is invalid_path. Symlinks to directories
+// are matched but not descended into by wildcards. With a custom policy, entries the
+// policy refuses are left out.
+func (d *Dir) Glob(ctx context.Context, pattern string) ([]string, error) {
+	var out []string
+	c := &call{op: policy.OpList, method: "Glob", path: pattern}
+	c.prepare = func(c *call) error {
+		pat, p, err := prepareGlob(pattern)
+		if err != nil {
+			return err
+		}
+		c.dest, c.p = pat, p // dest carries the cleaned pattern to fn
+		return nil
+	}
+	err := d.do(ctx, c, func(ctx context.Context, c *call) error {
+		g := &innerFS{s: &d.s, ctx: ctx, c: c}
+		matches, err := doublestar.Glob(g, c.dest, doublestar.WithNoFollow())
+		if g.fatal != nil {
+			return g.fatal
+		}
+		if err != nil {
+			return errAt(vfs.CodeInvalidPath, "Glob", pattern, "", "malformed glob pattern")
+		}
+		slices.Sort(matches)
+		out = slices.Compact(matches)
+		if out == nil {
+			out = []string{}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// prepareGlob validates a guest glob pattern and returns it cleaned (relative, no "."
+// or empty elements) with the literal directory it starts from.
+func prepareGlob(pattern string) (string, vfs.Path, error) {
+	bad := func(msg string) (string, vfs.Path, error) {
+		return "", vfs.Path{}, errAt(vfs.CodeInvalidPath, "Glob", pattern, "", msg)
+	}
+	switch {
+	case pattern == "":
+		return bad("empty pattern")
+	case len(pattern) > vfs.MaxPathLen:
+		return bad("pattern too long")
+	case strings.IndexByte(pattern, 0) >= 0:
+		return bad("NUL byte in pattern")
+	}
+	var segs []string
+	for _, s := range strings.Split(pattern, "/") {
+		switch s {
+		case "", ".":
+			continue
+		case "..":
+			return "", vfs.Path{}, errAt(vfs.CodeOutside, "Glob", pattern, "", `".." is not allowed in a pattern`)
+		}
+		segs = append(segs, s)
+	}
+	pat := strings.Join(segs, "/")
+	if pat == "" {
+		pat = "."
+	}
+	if !doublestar.ValidatePattern(pat) {
+		return bad("malformed glob pattern")
+	}
+	lit := vfs.Root
+	for _, s := range segs {
+		if strings.ContainsAny(s, `*?[{\`) {
+			break
+		}
+		next, err := lit.Child(s)
+		if err != nil {
+			break
+		}
+		lit = next
+	}
+	return pat, lit, nil
+}
+
+// innerFS is an unaudited io/fs view of a scope used inside one enforced call (Glob):
+// it checks revocation and the context at every directory, and hides what the
+// policy refuses. A fatal error (revoked, canceled) is kept in fatal, since glob
+// engines swallow I/O errors.
+type innerFS struct {
+	s     *scope
+	ctx   context.Context
+	c     *call
+	fatal error
+}
+
+func (g *innerFS) path(op, name string) (vfs.Path, error) {
+	if g.fatal != nil {
+		return vfs.Path{}, g.fatal
+	}
+	if !fs.ValidPath(name) {
+		return vfs.Path{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	p, err := vfs.ParseGuest(name)
+	if err != nil {
+		return vfs.Path{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	if err := g.s.checkLive(g.ctx, g.c.method, p); err != nil {
+		var a *addressed
+		errors.As(err, &a)
+		g.fatal = a.err
+		return vfs.Path{}, g.fatal
+	}
+	return p, nil
+}
+
+func (g *innerFS) hidden(p vfs.Path) bool {
+	if p.IsRoot() {
+		return false
+	}
+	_, ok := g.s.allowInner(g.ctx, g.c, policy.OpList, p, nil)
+	return !ok
+}
+
+// Open is not used by the glob engines (they use ReadDir and Stat); it refuses.
+func (g *innerFS) Open(name string) (fs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: errors.ErrUnsupported}
+}
+
+func (g *innerFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := g.path("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := g.s.b.ReadDir(g.ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fs.DirEntry, 0, len(ents))
+	for _, e := range ents {
+		child, err := p.Child(e.Name)
+		if err != nil || g.hidden(child) {
+			continue
+		}
+		out = append(out, g.s.entry(g.s.b, child, e))
+	}
+	return out, nil
+}
+
+func (g *innerFS) Stat(name string) (fs.FileInfo, error) {
+	p, err := g.path("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	if g.hidden(p) {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	info, err := g.s.b.Stat(g.ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return named(info, p), nil
+}
+
+// matchGlob is io/fs Glob semantics (path.Match syntax, no "**") over an innerFS.
+func matchGlob(g *innerFS, pattern string) ([]string, error) {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	if !hasMeta(pattern) {
+		if _, err := g.Stat(pattern); err != nil {
+			return nil, nil
+		}
+		return []string{pattern}, nil
+	}
+	dir, file := path.Split(pattern)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	if !hasMeta(dir) {
+		return globIn(g, dir, file, nil), nil
+	}
+	if dir == pattern {
+		return nil, path.ErrBadPattern
+	}
+	dirs, err := matchGlob(g, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range dirs {
+		out = globIn(g, d, file, out)
+	}
+	return out, nil
+}
+
+func globIn(g *innerFS, dir, pattern string, out []string) []string {
+	ents, err := g.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if ok, _ := path.Match(pattern, e.Name()); ok {
+			out = append(out, path.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[\`) }

@@ -1,0 +1,291 @@
+package dir
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// FS returns an io/fs view of d: it implements fs.FS, fs.ReadDirFS, fs.StatFS,
+// fs.ReadFileFS, fs.SubFS, fs.GlobFS and fs.ReadLinkFS, and passes
+// testing/fstest.TestFS. Names follow io/fs rules (fs.ValidPath: unrooted, no "." or
+// ".." elements, no trailing slash); an invalid name fails with an *fs.PathError
+// whose Err is fs.ErrInvalid. Every call is an enforced, audited call on d (with
+// context.Background()); other errors are *vfs.Error values, which match the io/fs
+// sentinels with errors.Is. Open returns a *Handle. Glob has path.Match syntax, as
+// fs.Glob; use Dir.Glob for "**".
+func (d *Dir) FS() fs.FS { return &fsView{d: d} }
+
+type fsView struct{ d *Dir }
+
+var (
+	_ fs.ReadDirFS   = (*fsView)(nil)
+	_ fs.StatFS      = (*fsView)(nil)
+	_ fs.ReadFileFS  = (*fsView)(nil)
+	_ fs.SubFS       = (*fsView)(nil)
+	_ fs.GlobFS      = (*fsView)(nil)
+	_ fs.ReadLinkFS  = (*fsView)(nil)
+	_ fs.ReadDirFile = (*Handle)(nil)
+)
+
+func invalidName(op, name string) error {
+	return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+}
+
+func (v *fsView) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, invalidName("open", name)
+	}
+	h, err := v.d.Open(context.Background(), name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (v *fsView) ReadDir(name string) ([]fs.DirEntry, error) {
+	if !fs.ValidPath(name) {
+		return nil, invalidName("readdir", name)
+	}
+	return v.d.ReadDir(context.Background(), name)
+}
+
+func (v *fsView) ReadFile(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, invalidName("readfile", name)
+	}
+	return v.d.ReadFile(context.Background(), name)
+}
+
+func (v *fsView) Stat(name string) (fs.FileInfo, error) {
+	if !fs.ValidPath(name) {
+		return nil, invalidName("stat", name)
+	}
+	return v.d.Stat(context.Background(), name)
+}
+
+func (v *fsView) Lstat(name string) (fs.FileInfo, error) {
+	if !fs.ValidPath(name) {
+		return nil, invalidName("lstat", name)
+	}
+	return v.d.Lstat(context.Background(), name)
+}
+
+func (v *fsView) ReadLink(name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", invalidName("readlink", name)
+	}
+	return v.d.Readlink(context.Background(), name)
+}
+
+func (v *fsView) Sub(dir string) (fs.FS, error) {
+	if !fs.ValidPath(dir) {
+		return nil, invalidName("sub", dir)
+	}
+	if dir == "." {
+		return v, nil
+	}
+	sub, err := v.d.Sub(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	return sub.FS(), nil
+}
+
+func (v *fsView) Glob(pattern string) ([]string, error) {
+	var out []string
+	c := &call{op: policy.OpList, method: "Glob", path: pattern}
+	c.prepare = func(c *call) error {
+		if _, err := path.Match(pattern, ""); err != nil {
+			e := errAt(vfs.CodeInvalidPath, "Glob", pattern, "", "malformed glob pattern")
+			e.Err = err
+			return e
+		}
+		lit := vfs.Root
+		if dir, _ := path.Split(pattern); dir != "" && !hasMeta(dir) && fs.ValidPath(dir[:len(dir)-1]) {
+			lit, _ = vfs.ParseGuest(dir)
+		}
+		c.p = lit
+		return nil
+	}
+	err := v.d.do(context.Background(), c, func(ctx context.Context, c *call) error {
+		g := &innerFS{s: &v.d.s, ctx: ctx, c: c}
+		matches, err := matchGlob(g, pattern)
+		if g.fatal != nil {
+			return g.fatal
+		}
+		if err != nil {
+			return err
+		}
+		slices.Sort(matches)
+		out = slices.Compact(matches)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Backend returns d as a vfs.Backend, with all of d's checks: every call is one
+// enforced, audited call on d (revocation, read-only, policy, hooks, audit), and
+// symlinks it creates must stay inside d, as with Dir.Symlink. Use it to mount a
+// capability into another vfs.Namespace or to run the vfstest suite over a Dir.
+// Paths are relative to d's root; errors are addressed to them. Features reports
+// ReadOnly when d is read-only or locked at the time of the call. Files it opens are
+// Handles, with their per-call checks.
+func (d *Dir) Backend() vfs.Backend { return &backendView{d: d} }
+
+type backendView struct{ d *Dir }
+
+var _ vfs.Backend = (*backendView)(nil)
+
+func (v *backendView) do(ctx context.Context, op policy.Op, method string, p vfs.Path, fn func(ctx context.Context, c *call) error) error {
+	return v.d.s.run(ctx, &call{op: op, method: method, path: p.String(), fixed: true, p: p}, fn)
+}
+
+func (v *backendView) do2(ctx context.Context, op policy.Op, method string, p, q vfs.Path, fn func(ctx context.Context, c *call) error) error {
+	return v.d.s.run(ctx, &call{op: op, method: method, path: p.String(), dest: q.String(), kind: destPath, fixed: true, p: p, q: q}, fn)
+}
+
+func (v *backendView) Features() vfs.Features {
+	f := v.d.s.b.Features()
+	if v.d.s.ro || !v.d.s.gate.writable() {
+		f.ReadOnly = true
+	}
+	return f
+}
+
+func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	var info vfs.Info
+	err := v.do(ctx, policy.OpStat, "stat", p, func(ctx context.Context, c *call) error {
+		var err error
+		info, err = v.d.s.b.Stat(ctx, p)
+		return err
+	})
+	return info, err
+}
+
+func (v *backendView) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	var info vfs.Info
+	err := v.do(ctx, policy.OpStat, "lstat", p, func(ctx context.Context, c *call) error {
+		var err error
+		info, err = v.d.s.b.Lstat(ctx, p)
+		return err
+	})
+	return info, err
+}
+
+func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	var ents []vfs.DirEntry
+	err := v.do(ctx, policy.OpList, "readdir", p, func(ctx context.Context, c *call) error {
+		var err error
+		ents, err = v.d.s.b.ReadDir(ctx, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ents, nil
+}
+
+func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	var h *Handle
+	err := v.do(ctx, openFlagOp(flag), "open", p, func(ctx context.Context, c *call) error {
+		var err error
+		h, err = v.d.s.open(ctx, c, v.d.s.b, p, flag, perm)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return handleFile{h}, nil
+}
+
+func (v *backendView) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	return v.do(ctx, policy.OpMkdir, "mkdir", p, func(ctx context.Context, c *call) error {
+		return v.d.s.b.Mkdir(ctx, p, perm)
+	})
+}
+
+func (v *backendView) Remove(ctx context.Context, p vfs.Path) error {
+	return v.do(ctx, policy.OpRemove, "remove", p, func(ctx context.Context, c *call) error {
+		return v.d.s.b.Remove(ctx, p)
+	})
+}
+
+func (v *backendView) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	return v.do2(ctx, policy.OpRename, "rename", from, to, func(ctx context.Context, c *call) error {
+		if v.d.s.env.customPolicy {
+			if err := v.d.s.checkSubtree(ctx, c, "rename", from, to, policy.OpRename); err != nil {
+				return err
+			}
+		}
+		return v.d.s.b.Rename(ctx, from, to, flags)
+	})
+}
+
+func (v *backendView) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	return v.d.s.run(ctx, &call{op: policy.OpSymlink, method: "symlink", path: p.String(), dest: target, kind: destTarget, fixed: true, p: p}, func(ctx context.Context, c *call) error {
+		return v.d.s.b.Symlink(ctx, target, p)
+	})
+}
+
+func (v *backendView) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	var t string
+	err := v.do(ctx, policy.OpReadlink, "readlink", p, func(ctx context.Context, c *call) error {
+		var err error
+		t, err = v.d.s.b.Readlink(ctx, p)
+		return err
+	})
+	return t, err
+}
+
+func (v *backendView) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	return v.do2(ctx, policy.OpLink, "link", oldp, newp, func(ctx context.Context, c *call) error {
+		return v.d.s.b.Link(ctx, oldp, newp)
+	})
+}
+
+func (v *backendView) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	return v.do(ctx, policy.OpChmod, "chmod", p, func(ctx context.Context, c *call) error {
+		m, err := chmodMode(mode)
+		if err != nil {
+			return vfs.NewError(vfs.CodePermission, "chmod", p, err.Error())
+		}
+		return v.d.s.b.Chmod(ctx, p, m)
+	})
+}
+
+func (v *backendView) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	return v.do(ctx, policy.OpChtimes, "chtimes", p, func(ctx context.Context, c *call) error {
+		return v.d.s.b.Chtimes(ctx, p, atime, mtime)
+	})
+}
+
+func (v *backendView) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	var out vfs.Backend
+	err := v.do(ctx, policy.OpSub, "sub", p, func(ctx context.Context, c *call) error {
+		sub, err := v.d.s.b.Sub(ctx, p)
+		if err != nil {
+			return err
+		}
+		out = v.d.derive(sub, p).Backend()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// handleFile presents a Handle as a vfs.File.
+type handleFile struct{ *Handle }
+
+func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
