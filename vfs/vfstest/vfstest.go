@@ -1,0 +1,141 @@
+// Package vfstest is the conformance suite every vfs.Backend runs, in the spirit of
+// testing/fstest but for writable backends and adversarial input.
+//
+// A backend's test calls TestBackend with a Config whose New returns a fresh, empty,
+// writable backend; the suite seeds every tree through the SPI itself (Mkdir,
+// OpenFile, Symlink, Link) and runs these groups as subtests:
+//
+//   - Differential: scripts of operations (open flags O_EXCL/O_APPEND/O_TRUNC,
+//     ReadAt/WriteAt past EOF, Seek, Truncate, independent offsets, rename and remove
+//     corner cases, sorted listings, stat vs lstat, readlink, hard links, chmod,
+//     chtimes, removal of an open file) run on the backend and on a real directory
+//     through package os. Each step's outcome (the vfs.Code of the error, mapping
+//     host errors with vfs.Errno, and what the step observed) and the final tree
+//     must match.
+//   - Threats: the lines of THREATS.md that apply to a virtual backend, checked
+//     directly because capfs deliberately differs from os there: symlinks never
+//     resolve outside the backend's root (absolute targets and ".." above the root
+//     are path_outside_sandbox), loops and over-long chains are too_many_links,
+//     trailing slashes demand directories, and Sub pins its directory.
+//   - Concurrency: bounded goroutines mixing creates, writes, reads, renames,
+//     removals and listings on overlapping paths; afterwards every listed entry
+//     stats and every file holds one complete written value. Run it with -race.
+//   - Errors: every error any call returns, in every group, is a *vfs.Error with a
+//     known Code and an Op, matches its io/fs sentinel with errors.Is, and names no
+//     host path.
+//
+// Groups the backend's Features do not support (symlinks, hard links, chmod,
+// chtimes) are skipped with a message naming the feature. A ReadOnly backend only
+// gets the read-only checks.
+//
+// # What it does not check
+//
+// The suite never compares timestamps other than those set by Chtimes, directory
+// sizes, or symlink permission bits, which are backend-defined. It does not test
+// durability (Features.Persistent), quotas, or anything specific to one backend (the
+// physical backend's openat2 races, special files, host hard links): those belong in
+// the backend's own tests. Concurrency checks find data races and torn state only as
+// far as a bounded run can.
+package vfstest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// Config describes the backend under test.
+type Config struct {
+	// New returns a fresh, empty, writable backend for one subtest. It is called
+	// once per subtest, with that subtest's T; use t.Cleanup to release it.
+	New func(t *testing.T) vfs.Backend
+
+	// Skip names subtests to skip, each with the backend's documented reason, for
+	// semantics a backend deliberately does not share. A key is a subtest name
+	// relative to TestBackend, such as "Differential" (a whole group) or
+	// "Differential/hardlinks" (one script).
+	Skip map[string]string
+
+	// Goroutines and OpsPerGoroutine size the concurrency test; zero means 8 and 200.
+	Goroutines, OpsPerGoroutine int
+}
+
+// TestBackend runs the whole conformance suite against cfg.New as subtests of t.
+func TestBackend(t *testing.T, cfg Config) {
+	if cfg.New == nil {
+		t.Fatal("vfstest: Config.New is nil")
+	}
+	probe := cfg.New(t)
+	if probe == nil {
+		t.Fatal("vfstest: Config.New returned nil")
+	}
+	if probe.Features().ReadOnly {
+		t.Run("ReadOnly", func(t *testing.T) { testReadOnly(t, cfg) })
+		t.Log("vfstest: the backend is ReadOnly; the suite needs a writable backend for the other groups")
+		return
+	}
+	t.Run("Basics", func(t *testing.T) { testBasics(t, cfg) })
+	t.Run("Differential", func(t *testing.T) { testDifferential(t, cfg) })
+	t.Run("Threats", func(t *testing.T) { testThreats(t, cfg) })
+	t.Run("Sub", func(t *testing.T) { testSub(t, cfg) })
+	t.Run("Errors", func(t *testing.T) { testErrors(t, cfg) })
+	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, cfg) })
+}
+
+// WriteFile creates or truncates file p in b and writes data to it, like
+// os.WriteFile with permission 0644. It returns the first error of the open, write
+// or close.
+func WriteFile(ctx context.Context, b vfs.Backend, p vfs.Path, data []byte) error {
+	f, err := b.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReadFile returns the whole contents of file p in b, like os.ReadFile.
+func ReadFile(ctx context.Context, b vfs.Backend, p vfs.Path) ([]byte, error) {
+	f, err := b.OpenFile(ctx, p, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return data, err
+}
+
+// MkdirAll creates directory p in b and any missing parents, with permission perm,
+// like os.MkdirAll. It succeeds if p already is a directory (or a symlink to one).
+func MkdirAll(ctx context.Context, b vfs.Backend, p vfs.Path, perm fs.FileMode) error {
+	if p.IsRoot() {
+		return nil
+	}
+	if info, err := b.Stat(ctx, p); err == nil {
+		if info.Mode.IsDir() {
+			return nil
+		}
+		return vfs.NewError(vfs.CodeNotDir, "mkdir", p, "")
+	}
+	if err := MkdirAll(ctx, b, p.Dir(), perm); err != nil {
+		return err
+	}
+	err := b.Mkdir(ctx, p.WithoutDirMark(), perm)
+	if err != nil && errors.Is(err, fs.ErrExist) {
+		// Lost a race with another creator, or p is a symlink: fine if it is a directory now.
+		if info, serr := b.Stat(ctx, p); serr == nil && info.Mode.IsDir() {
+			return nil
+		}
+	}
+	return err
+}
