@@ -223,3 +223,24 @@ func (f *underFile) Stat() (vfs.Info, error) {
 func (f *underFile) Truncate(size int64) error { return f.u.back(f.File.Truncate(size), f.p, nil) }
 func (f *underFile) Sync() error               { return f.u.back(f.File.Sync(), f.p, nil) }
 func (f *underFile) Close() error              { return f.u.back(f.File.Close(), f.p, nil) }
+
+// TestReadOnlyConformance runs the suite's read-only checks over the ReadOnly
+// wrapper, a namespace whose only mount is read-only, and an empty namespace.
+func TestReadOnlyConformance(t *testing.T) {
+	for name, newBackend := range map[string]func(t *testing.T) vfs.Backend{
+		"ReadOnly": func(t *testing.T) vfs.Backend { return vfs.ReadOnly(memWith(t, "f=f", "d/")) },
+		"ReadOnlyMount": func(t *testing.T) vfs.Backend {
+			n := vfs.NewNamespace()
+			nsMount(t, n, ".", memWith(t, "f=f", "d/"), vfs.MountOptions{ReadOnly: true})
+			return n
+		},
+		"EmptyNamespace": func(t *testing.T) vfs.Backend { return vfs.NewNamespace() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !newBackend(t).Features().ReadOnly {
+				t.Fatal("backend is not ReadOnly")
+			}
+			vfstest.TestBackend(t, vfstest.Config{New: newBackend})
+		})
+	}
+}
