@@ -58,6 +58,10 @@ import (
 // Rename and Link whose two paths resolve to different mounts fail with cross_mount
 // (matching EXDEV) before either backend is touched.
 //
+// Sub inside a single mount returns that mount's own pinned Sub; at or above a mount
+// point it returns a new Namespace holding a snapshot of the mount table as of the
+// Sub call (see Sub).
+//
 // # Errors
 //
 // Errors from a backend are re-addressed to the namespace's view: their Path (and
