@@ -209,7 +209,7 @@ func testBasics(t *testing.T, cfg Config) {
 // testReadOnly checks that a ReadOnly backend refuses every mutation.
 func testReadOnly(t *testing.T, cfg Config) {
 	raw := cfg.New(t)
-	f := &fx{t: t, ctx: t.Context(), b: newChecked(t, raw), feat: raw.Features()}
+	f := &fx{cfg: cfg, t: t, ctx: t.Context(), b: newChecked(t, raw), feat: raw.Features()}
 	if _, err := f.b.Stat(f.ctx, vfs.Root); err != nil {
 		t.Fatalf("Stat(.): %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 // fx is one subtest's view of a fresh backend, with helpers that fail the test on
 // unexpected errors.
 type fx struct {
+	cfg  Config
 	t    *testing.T
 	ctx  context.Context
 	b    vfs.Backend // the checked backend under test
@@ -63,7 +64,7 @@ func newFx(t *testing.T, cfg Config, needs ...feature) *fx {
 			t.Skipf("backend does not support %s (Features.%s is false)", strings.ToLower(n.String()), n)
 		}
 	}
-	return &fx{t: t, ctx: t.Context(), b: newChecked(t, raw), feat: feat}
+	return &fx{cfg: cfg, t: t, ctx: t.Context(), b: newChecked(t, raw), feat: feat}
 }
 
 // skipIfAsked skips t if Config.Skip names it or a group containing it.
@@ -108,8 +109,22 @@ func (f *fx) symlink(target, s string) {
 	}
 }
 
-// seed builds a tree from specs: "d/" is a directory, "l -> t" a symlink, "f=text"
-// a file holding text, "f" an empty file. Parents must come first.
+// plant creates symlink s whose target leaves the root. A backend with
+// Config.RejectsEscapingSymlinks must refuse it with path_outside_sandbox, and the
+// test stops there (skipped): everything after needs the link.
+func (f *fx) plant(target, s string) {
+	f.t.Helper()
+	if f.cfg.RejectsEscapingSymlinks {
+		err := f.b.Symlink(f.ctx, target, p(s))
+		f.wantCode(err, vfs.CodeOutside, "Symlink(%q, %s) with Config.RejectsEscapingSymlinks", target, s)
+		f.t.Skipf("the backend refuses escaping symlinks (Config.RejectsEscapingSymlinks); the rest of this test needs %s -> %q", s, target)
+	}
+	f.symlink(target, s)
+}
+
+// seed builds a tree from specs: "d/" is a directory, "l -> t" a symlink (whose
+// target stays inside the root; see plant), "f=text" a file holding text, "f" an
+// empty file. Parents must come first.
 func (f *fx) seed(specs ...string) {
 	f.t.Helper()
 	for _, s := range specs {

@@ -61,13 +61,15 @@ func testSub(t *testing.T, cfg Config) {
 
 	t.Run("through-symlink", func(t *testing.T) {
 		f := newFx(t, cfg, symlinks)
-		f.seed("d/", "d/x=X", "ld -> d", "lf -> d/x", "absl -> /d", "rell -> ../d")
+		f.seed("d/", "d/x=X", "ld -> d", "lf -> d/x")
 		sub, err := f.b.Sub(f.ctx, p("ld"))
 		if f.wantOK(err, "Sub(ld)") {
 			f.on(sub).wantNames(".", "x")
 		}
 		_, err = f.b.Sub(f.ctx, p("lf"))
 		f.wantCode(err, vfs.CodeNotDir, "Sub(lf)")
+		f.plant("/d", "absl")
+		f.plant("../d", "rell")
 		for _, s := range []string{"absl", "rell"} {
 			_, err = f.b.Sub(f.ctx, p(s))
 			f.wantCode(err, vfs.CodeOutside, "Sub(%s)", s)
@@ -76,7 +78,7 @@ func testSub(t *testing.T, cfg Config) {
 
 	t.Run("48-link-out-of-sub", func(t *testing.T) {
 		f := newFx(t, cfg, symlinks)
-		f.seed("a/", "a/in/", "b/", "b/secret=S", "a/up -> ../b", "a/upabs -> /b",
+		f.seed("a/", "a/in/", "b/", "b/secret=S", "a/up -> ../b",
 			"a/in/deep -> ../../b/secret", "a/loop -> ../a/up", "a/ok -> in/../in")
 		if got := f.read("a/up/secret"); got != "S" {
 			t.Fatalf("in the parent, a/up/secret = %q; want S", got)
@@ -87,33 +89,29 @@ func testSub(t *testing.T, cfg Config) {
 		}
 		s := f.on(sub)
 		s.write(victim, "V")
-		for _, q := range []string{"up/secret", "upabs/secret", "loop/secret"} {
+		for _, q := range []string{"up/secret", "loop/secret"} {
 			s.attack(q, vfs.CodeOutside, "")
 		}
-		for _, q := range []string{"up", "upabs", "in/deep", "loop"} {
+		for _, q := range []string{"up", "in/deep", "loop"} {
 			_, err := sub.Stat(f.ctx, p(q))
 			s.wantCode(err, vfs.CodeOutside, "Sub(a).Stat(%s)", q)
 		}
 		_, err = sub.Stat(f.ctx, p("ok"))
 		s.wantOK(err, "Sub(a).Stat(ok -> in/../in)")
 		// A link created through the sub is confined the same way.
-		s.symlink("../b/secret", "mine")
+		s.plant("../b/secret", "mine")
 		_, err = ReadFile(f.ctx, sub, p("mine"))
 		s.wantCode(err, vfs.CodeOutside, "Sub(a).ReadFile(mine -> ../b/secret)")
 		if got := f.read("a/mine"); got != "S" {
 			t.Errorf("the same link read from the parent = %q; want S", got)
 		}
+		f.plant("/b", "a/upabs")
+		s.attack("upabs/secret", vfs.CodeOutside, "")
 	})
 
 	t.Run("50-dotdot-at-root", func(t *testing.T) {
 		f := newFx(t, cfg, symlinks)
-		f.seed(victim+"=V", "d/", "d/e/", "d/f=F", "up -> ..", "d/upup -> ../..", "d/up -> ..", "d/e/up3 -> ../../..")
-		f.attack("up/x", vfs.CodeOutside, "")
-		f.attack("up/", "", vfs.CodeOutside)
-		for _, q := range []string{"up", "d/upup", "d/e/up3"} {
-			_, err := f.b.Stat(f.ctx, p(q))
-			f.wantCode(err, vfs.CodeOutside, "Stat(%s)", q)
-		}
+		f.seed(victim+"=V", "d/", "d/e/", "d/f=F", "d/up -> ..", "d/e/up2 -> ../..")
 		if _, err := f.b.Stat(f.ctx, p("d/up")); err != nil {
 			t.Errorf("Stat(d/up -> ..) = %v; it names the root", err)
 		}
@@ -121,12 +119,21 @@ func testSub(t *testing.T, cfg Config) {
 		if err != nil {
 			t.Fatalf("Sub(d): %v", err)
 		}
-		for _, q := range []string{"up", "up/f", "upup", "e/up3"} {
+		for _, q := range []string{"up", "up/f", "e/up2"} {
 			_, err := sub.Stat(f.ctx, p(q))
 			f.wantCode(err, vfs.CodeOutside, "Sub(d).Stat(%s)", q)
 		}
 		if got := f.on(sub).read("e/../f"); got != "F" {
 			t.Errorf("Sub(d) e/../f = %q", got)
+		}
+		f.plant("..", "up")
+		f.plant("../..", "d/upup")
+		f.plant("../../..", "d/e/up3")
+		f.attack("up/x", vfs.CodeOutside, "")
+		f.attack("up/", "", vfs.CodeOutside)
+		for _, q := range []string{"up", "d/upup", "d/e/up3"} {
+			_, err := f.b.Stat(f.ctx, p(q))
+			f.wantCode(err, vfs.CodeOutside, "Stat(%s)", q)
 		}
 	})
 

@@ -77,8 +77,10 @@ func testParseThreats(t *testing.T) {
 // leave the root, and the victim file.
 func (f *fx) seedEscapes() {
 	f.t.Helper()
-	f.seed("outside/", "outside/secret=S", "d/", "f=F", victim+"=V",
-		"absl -> /outside", "rell -> ../outside", "d/rell -> ../../outside")
+	f.seed("outside/", "outside/secret=S", "d/", "f=F", victim+"=V")
+	f.plant("/outside", "absl")
+	f.plant("../outside", "rell")
+	f.plant("../../outside", "d/rell")
 }
 
 func threats() []threat {
@@ -101,8 +103,8 @@ func threats() []threat {
 		}},
 		{name: "15-16-escaping-symlinks", needs: []feature{symlinks}, run: func(f *fx) {
 			f.seedEscapes()
-			f.symlink("/outside/secret", "abs-in")
-			f.symlink("../outside/secret", "rel-in")
+			f.plant("/outside/secret", "abs-in")
+			f.plant("../outside/secret", "rel-in")
 			for _, s := range []string{"absl", "rell", "d/rell", "abs-in", "rel-in"} {
 				_, err := f.b.Stat(f.ctx, p(s))
 				f.wantCode(err, vfs.CodeOutside, "Stat(%s)", s)
@@ -143,11 +145,12 @@ func threats() []threat {
 					if i == 5 {
 						target = "../t"
 					}
-					if i == bad {
-						target = "../../../outside/t"
-					}
 					f.mkdir(fmt.Sprintf("%s/c%d", v, i))
-					f.symlink(target, fmt.Sprintf("%s/c%d/h%d", v, i, i))
+					if i == bad {
+						f.plant("../../../outside/t", fmt.Sprintf("%s/c%d/h%d", v, i, i))
+					} else {
+						f.symlink(target, fmt.Sprintf("%s/c%d/h%d", v, i, i))
+					}
 				}
 				head := v + "/c1/h1"
 				data, err := ReadFile(f.ctx, f.b, p(head))
@@ -228,34 +231,9 @@ func threats() []threat {
 			}
 		}},
 		{name: "23-create-through-dangling-link", needs: []feature{symlinks}, run: func(f *fx) {
-			f.seed("outside/", "box/", "dangle-out -> ../outside/new", "dangle-abs -> /outside/new",
-				"box/dangle -> ../outside/new", "box/dangle-abs -> /outside/new", "box/deep -> ../box/../../outside/new")
-			before := f.snapshot()
-			for _, s := range []string{"dangle-out", "dangle-abs"} {
-				for _, flag := range []int{0, os.O_TRUNC, os.O_APPEND} {
-					f.wantCode(f.create(s, flag), vfs.CodeOutside, "OpenFile(%s, %s)", s, flagString(os.O_WRONLY|os.O_CREATE|flag))
-				}
-				// O_EXCL never follows: the link itself exists.
-				f.wantCode(f.create(s, os.O_EXCL), vfs.CodeExists, "OpenFile(%s, O_CREATE|O_EXCL)", s)
-			}
-			sub, err := f.b.Sub(f.ctx, p("box"))
-			if !f.wantOK(err, "Sub(box)") {
-				return
-			}
-			sf := f.on(sub)
-			for _, s := range []string{"dangle", "dangle-abs", "deep"} {
-				f.wantCode(sf.create(s, 0), vfs.CodeOutside, "Sub(box).OpenFile(%s, O_CREATE)", s)
-			}
-			if after := f.snapshot(); after != before {
-				f.t.Errorf("O_CREATE through escaping dangling links changed the tree:\n%s\nwant:\n%s", after, before)
-			}
-			f.wantNames("outside")
-
 			// Pinned policy (like Go's os): O_CREATE through a dangling link that
 			// stays inside creates the target; O_EXCL refuses the existing link.
-			f.symlink("inside", "dangle-in")
-			f.symlink("d/inside2", "dangle-in2")
-			f.mkdir("d")
+			f.seed("d/", "dangle-in -> inside", "dangle-in2 -> d/inside2")
 			f.wantCode(f.create("dangle-in", os.O_EXCL), vfs.CodeExists, "OpenFile(dangle-in, O_CREATE|O_EXCL)")
 			if f.exists("inside") {
 				f.t.Error("O_CREATE|O_EXCL through a dangling link created its target")
@@ -270,10 +248,42 @@ func threats() []threat {
 			}
 			f.wantOK(f.create("dangle-in2", 0), "OpenFile(dangle-in2, O_CREATE)")
 			f.wantNames("d", "inside2")
+
+			// Escaping dangling links: nothing is created, inside or outside a Sub.
+			f.seed("outside/", "box/", "box/dangle -> ../outside/new")
+			sub, err := f.b.Sub(f.ctx, p("box"))
+			if !f.wantOK(err, "Sub(box)") {
+				return
+			}
+			sf := f.on(sub)
+			before := f.snapshot()
+			sf.wantCode(sf.create("dangle", 0), vfs.CodeOutside, "Sub(box).OpenFile(dangle -> ../outside/new, O_CREATE)")
+			if after := f.snapshot(); after != before {
+				f.t.Fatalf("O_CREATE through Sub(box)/dangle changed the tree:\n%s\nwant:\n%s", after, before)
+			}
+			f.plant("/outside/new", "box/dangle-abs")
+			f.plant("../box/../../outside/new", "box/deep")
+			f.plant("../outside/new", "dangle-out")
+			f.plant("/outside/new", "dangle-abs")
+			before = f.snapshot()
+			for _, s := range []string{"dangle", "dangle-abs", "deep"} {
+				sf.wantCode(sf.create(s, 0), vfs.CodeOutside, "Sub(box).OpenFile(%s, O_CREATE)", s)
+			}
+			for _, s := range []string{"dangle-out", "dangle-abs"} {
+				for _, flag := range []int{0, os.O_TRUNC, os.O_APPEND} {
+					f.wantCode(f.create(s, flag), vfs.CodeOutside, "OpenFile(%s, %s)", s, flagString(os.O_WRONLY|os.O_CREATE|flag))
+				}
+				// O_EXCL never follows: the link itself exists.
+				f.wantCode(f.create(s, os.O_EXCL), vfs.CodeExists, "OpenFile(%s, O_CREATE|O_EXCL)", s)
+			}
+			if after := f.snapshot(); after != before {
+				f.t.Errorf("O_CREATE through escaping dangling links changed the tree:\n%s\nwant:\n%s", after, before)
+			}
+			f.wantNames("outside")
 		}},
 		{name: "24-dotdot-in-target-is-physical", needs: []feature{symlinks}, run: func(f *fx) {
-			f.seed("b/", "b/c/", "b/t=B/T", "a -> b/c", "x -> a/../t", "y -> a/../../b/t")
-			for _, s := range []string{"x", "y"} {
+			f.seed("b/", "b/c/", "b/t=B/T", "a -> b/c", "x -> a/../t", "b/c/y -> ../../a/../t")
+			for _, s := range []string{"x", "b/c/y"} {
 				if got := f.read(s); got != "B/T" {
 					f.t.Errorf("ReadFile(%s) = %q; want b/t (\"..\" after a link is physical)", s, got)
 				}
@@ -304,9 +314,41 @@ func threats() []threat {
 			_, err := f.b.Stat(f.ctx, p("d/d/d/d/d/d/d"))
 			f.wantOK(err, "Stat(d/d/d/d/d/d/d)")
 		}},
+		{name: "26-escaping-symlink-creation", needs: []feature{symlinks}, run: func(f *fx) {
+			f.seed("d/", "d/e/")
+			before := f.snapshot()
+			for _, tt := range [][2]string{
+				{"/etc/passwd", "x"}, {"/", "x"}, {"..", "x"}, {"../x", "x"}, {"d/../../x", "x"},
+				{"../../x", "d/x"}, {"../../../x", "d/e/x"}, {"e/../../../x", "d/x"},
+			} {
+				err := f.b.Symlink(f.ctx, tt[0], p(tt[1]))
+				if !f.cfg.RejectsEscapingSymlinks {
+					// Stored verbatim; confinement happens when it is followed.
+					if f.wantOK(err, "Symlink(%q, %s)", tt[0], tt[1]) {
+						_, err := f.b.Stat(f.ctx, p(tt[1]))
+						f.wantCode(err, vfs.CodeOutside, "Stat(%s -> %q)", tt[1], tt[0])
+						f.wantOK(f.b.Remove(f.ctx, p(tt[1])), "Remove(%s)", tt[1])
+					}
+					continue
+				}
+				f.wantCode(err, vfs.CodeOutside, "Symlink(%q, %s) with Config.RejectsEscapingSymlinks", tt[0], tt[1])
+			}
+			if after := f.snapshot(); after != before {
+				f.t.Errorf("the tree changed:\n%s\nwant:\n%s", after, before)
+			}
+			// Targets that stay inside are always accepted.
+			for _, tt := range [][2]string{{"d/e", "in1"}, {"..", "d/in2"}, {"../../d", "d/e/in3"}, {"missing/../d", "in4"}} {
+				f.wantOK(f.b.Symlink(f.ctx, tt[0], p(tt[1])), "Symlink(%q, %s)", tt[0], tt[1])
+			}
+		}},
 		{name: "27-readlink-returns-stored-text", needs: []feature{symlinks}, run: func(f *fx) {
-			for i, target := range []string{"../x/./y//z", "/outside", "a", "./a/", "..", ".", "sp ace/ünï", strings.Repeat("../", 50) + "x"} {
+			for i, target := range []string{"../x/./y//z", "/outside", "a", "./a/", "..", ".", "sp ace/ünï", strings.Repeat("../", 50) + "x", "x/../y"} {
 				name := fmt.Sprintf("l%d", i)
+				escapes := strings.HasPrefix(target, "/") || strings.HasPrefix(target, "..")
+				if escapes && f.cfg.RejectsEscapingSymlinks {
+					f.wantCode(f.b.Symlink(f.ctx, target, p(name)), vfs.CodeOutside, "Symlink(%q) with Config.RejectsEscapingSymlinks", target)
+					continue
+				}
 				f.symlink(target, name)
 				got, err := f.b.Readlink(f.ctx, p(name))
 				if f.wantOK(err, "Readlink(%s)", name) && got != target {
@@ -332,8 +374,7 @@ func threats() []threat {
 			}
 		}},
 		{name: "28-chmod-on-link-acts-on-target", needs: []feature{symlinks, chmod}, run: func(f *fx) {
-			f.seedEscapes()
-			f.symlink("f", "lf")
+			f.seed("f=F", "lf -> f")
 			f.wantOK(f.b.Chmod(f.ctx, p("lf"), 0o600), "Chmod(lf)")
 			if info, err := f.b.Stat(f.ctx, p("f")); f.wantOK(err, "Stat(f)") && info.Mode.Perm() != 0o600 {
 				f.t.Errorf("Stat(f).Mode = %v after Chmod(lf, 0600)", info.Mode)
@@ -341,17 +382,18 @@ func threats() []threat {
 			if info, err := f.b.Lstat(f.ctx, p("lf")); f.wantOK(err, "Lstat(lf)") && info.Mode.Type() != os.ModeSymlink {
 				f.t.Errorf("Lstat(lf).Mode = %v; Chmod must not replace the link", info.Mode)
 			}
+			f.seedEscapes()
 			for _, s := range []string{"absl", "rell", "d/rell"} {
 				f.wantCode(f.b.Chmod(f.ctx, p(s), 0o600), vfs.CodeOutside, "Chmod(%s)", s)
 			}
 		}},
 		{name: "28-chtimes-on-link-acts-on-target", needs: []feature{symlinks, chtimes}, run: func(f *fx) {
-			f.seedEscapes()
-			f.symlink("f", "lf")
+			f.seed("f=F", "lf -> f")
 			f.wantOK(f.b.Chtimes(f.ctx, p("lf"), t1, t2), "Chtimes(lf)")
 			if info, err := f.b.Stat(f.ctx, p("f")); f.wantOK(err, "Stat(f)") && !info.ModTime.Equal(t2) {
 				f.t.Errorf("Stat(f).ModTime = %v after Chtimes(lf, _, %v)", info.ModTime, t2)
 			}
+			f.seedEscapes()
 			for _, s := range []string{"absl", "rell"} {
 				f.wantCode(f.b.Chtimes(f.ctx, p(s), t1, t2), vfs.CodeOutside, "Chtimes(%s)", s)
 			}

@@ -61,6 +61,13 @@ type Config struct {
 	// "Differential/hardlinks" (one script).
 	Skip map[string]string
 
+	// RejectsEscapingSymlinks declares that Symlink refuses, with
+	// path_outside_sandbox, targets that would resolve outside the root (absolute,
+	// or climbing above it), as a Dir does (THREATS 26), instead of storing them
+	// for confinement at resolution. The suite then checks that refusal, and tests
+	// that need such a link planted stop (skipped) where they would plant it.
+	RejectsEscapingSymlinks bool
+
 	// Goroutines and OpsPerGoroutine size the concurrency test; zero means 8 and 200.
 	Goroutines, OpsPerGoroutine int
 }
