@@ -407,7 +407,7 @@ func (b *Backend) open(ctx context.Context, p vfs.Path, flag int, perm fs.FileMo
 	typ := tree{b.s}.Type(r.Node)
 	switch {
 	case typ.IsDir():
-		if acc != os.O_RDONLY {
+		if acc != os.O_RDONLY || flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 			return nil, false, fail(vfs.CodeIsDir, op, p, "")
 		}
 	case typ != 0:
@@ -447,7 +447,9 @@ func (b *Backend) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 		return err
 	}
 	defer b.s.mu.Unlock()
-	r, err := b.resolve(ctx, p, false, op)
+	// A trailing slash does not make Mkdir follow a final (dangling) symlink: any
+	// existing entry is already_exists, as with mkdir(2).
+	r, err := b.resolve(ctx, p.WithoutDirMark(), false, op)
 	if err != nil {
 		return err
 	}
@@ -457,6 +459,21 @@ func (b *Backend) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 	return errOf(op, p, b.s.fs.Mkdir(where(r), perm&permBits))
 }
 
+// lookupEntry resolves p for an operation on the directory entry itself (Remove,
+// Rename): a final symlink is not followed, and a trailing slash demands that the
+// entry itself be a directory (a symlink to one does not do), as rmdir and rename
+// require.
+func (b *Backend) lookupEntry(ctx context.Context, p vfs.Path, op string) (vfs.Resolution[node], error) {
+	r, err := b.resolve(ctx, p.WithoutDirMark(), false, op)
+	if err != nil {
+		return r, err
+	}
+	if p.MustBeDir() && r.Found && !(tree{b.s}).Type(r.Node).IsDir() {
+		return r, fail(vfs.CodeNotDir, op, p, "")
+	}
+	return r, nil
+}
+
 // Remove implements vfs.Backend.
 func (b *Backend) Remove(ctx context.Context, p vfs.Path) error {
 	const op = "remove"
@@ -464,7 +481,7 @@ func (b *Backend) Remove(ctx context.Context, p vfs.Path) error {
 		return err
 	}
 	defer b.s.mu.Unlock()
-	r, err := b.resolve(ctx, p, false, op)
+	r, err := b.lookupEntry(ctx, p, op)
 	if err != nil {
 		return err
 	}
@@ -507,11 +524,11 @@ func (b *Backend) rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 		flags == vfs.RenameNoReplace|vfs.RenameExchange {
 		return bad(vfs.CodeInvalidPath, "invalid rename flags")
 	}
-	rf, err := b.resolve(ctx, from, false, op)
+	rf, err := b.lookupEntry(ctx, from, op)
 	if err != nil {
 		return vfs.Readdress(err, op, from.String(), to.String())
 	}
-	rt, err := b.resolve(ctx, to, false, op)
+	rt, err := b.lookupEntry(ctx, to, op)
 	if err != nil {
 		return vfs.Readdress(err, op, from.String(), to.String())
 	}
@@ -524,6 +541,9 @@ func (b *Backend) rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	src, dst := rf.Node.p, where(rt)
 	tr := tree{b.s}
 	srcDir := tr.Type(rf.Node).IsDir()
+	if to.MustBeDir() && !srcDir {
+		return bad(vfs.CodeNotDir, "")
+	}
 	if flags&vfs.RenameExchange != 0 {
 		if !rt.Found {
 			return bad(vfs.CodeNotFound, "")
@@ -628,7 +648,7 @@ func (b *Backend) Symlink(ctx context.Context, target string, p vfs.Path) error 
 		return fail(vfs.CodeNotSupported, op, p, "the afero filesystem cannot create symlinks")
 	}
 	if target == "" {
-		return fail(vfs.CodeNotFound, op, p, "empty symlink target")
+		return fail(vfs.CodeInvalidPath, op, p, "empty symlink target")
 	}
 	for i := 0; i < len(target); i++ {
 		if target[i] == 0 {

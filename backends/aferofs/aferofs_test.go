@@ -309,6 +309,8 @@ func TestOpenSemantics(t *testing.T) {
 	wantCode(t, err, vfs.CodeIsDir)
 	_, err = b.OpenFile(ctx, mp("d"), os.O_WRONLY|os.O_CREATE, 0o644)
 	wantCode(t, err, vfs.CodeIsDir)
+	_, err = b.OpenFile(ctx, mp("d"), os.O_RDONLY|os.O_CREATE, 0o644)
+	wantCode(t, err, vfs.CodeIsDir)
 	_, err = b.OpenFile(ctx, mp("new/"), os.O_WRONLY|os.O_CREATE, 0o644)
 	wantCode(t, err, vfs.CodeIsDir)
 	dh, err := b.OpenFile(ctx, mp("d"), os.O_RDONLY, 0)
