@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -74,6 +75,8 @@ func testConcurrency(t *testing.T, cfg Config) {
 		checkInvariants(f)
 	})
 
+	t.Run("attackers", func(t *testing.T) { testAttackers(t, cfg, ops) })
+
 	t.Run("shared-handle", func(t *testing.T) {
 		f := newFx(t, cfg)
 		h, err := f.b.OpenFile(f.ctx, p("shared"), os.O_RDWR|os.O_CREATE, 0o644)
@@ -119,6 +122,102 @@ func testConcurrency(t *testing.T, cfg Config) {
 			}
 		}
 	})
+}
+
+// testAttackers runs the race lines of THREATS.md that apply to a virtual backend:
+// an attacker swaps a directory for a link leaving a Sub (37) or moves a directory
+// out of the Sub mid-walk (38) while a reader resolves paths through the Sub; the
+// reader must never see what lies outside. And parallel MkdirAll calls on one path
+// all succeed (40).
+func testAttackers(t *testing.T, cfg Config, rounds int) {
+	t.Run("37-exchange-dir-with-escaping-link", func(t *testing.T) {
+		f := newFx(t, cfg, symlinks)
+		f.seed("a/", "a/f=SECRET", "box/", "box/a/", "box/a/f=OK", "box/evil -> ../a")
+		sub, err := f.b.Sub(f.ctx, p("box"))
+		if err != nil {
+			t.Fatalf("Sub(box): %v", err)
+		}
+		raceReads(f, sub, rounds, "a/f", func() error {
+			return f.b.Rename(f.ctx, p("box/a"), p("box/evil"), vfs.RenameExchange)
+		})
+	})
+	t.Run("38-move-dir-out-mid-walk", func(t *testing.T) {
+		f := newFx(t, cfg, symlinks)
+		f.seed("a/", "a/f=SECRET", "out/", "box/", "box/a/", "box/a/f=OK", "box/a/b/", "box/l -> a/b/../../a/f")
+		sub, err := f.b.Sub(f.ctx, p("box"))
+		if err != nil {
+			t.Fatalf("Sub(box): %v", err)
+		}
+		in := true
+		raceReads(f, sub, rounds, "l", func() error {
+			from, to := "box/a/b", "out/b"
+			if !in {
+				from, to = to, from
+			}
+			in = !in
+			return f.b.Rename(f.ctx, p(from), p(to), 0)
+		})
+	})
+	t.Run("40-parallel-mkdirall", func(t *testing.T) {
+		f := newFx(t, cfg)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := MkdirAll(f.ctx, f.b, p("x/y/z/w"), 0o755); err != nil {
+					t.Errorf("parallel MkdirAll(x/y/z/w): %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		f.wantNames("x/y/z", "w")
+	})
+}
+
+// raceReads reads name through sub rounds times while attack runs rounds times in
+// another goroutine, then twice more in lockstep (attack, read), so every state the
+// attacker toggles between is read at least once. Every read must fail with a vfs
+// error or return "OK". How the concurrent phase interleaves is up to the
+// scheduler; nothing is asserted about it.
+func raceReads(f *fx, sub vfs.Backend, rounds int, name string, attack func() error) {
+	t := f.t
+	ok := 0
+	read := func(i int) {
+		data, err := ReadFile(f.ctx, sub, p(name))
+		switch {
+		case err == nil && string(data) == "OK":
+			ok++
+		case err == nil:
+			t.Errorf("read %d through the sub returned %q: a file outside the sub leaked", i, data)
+		case vfs.CodeOf(err) == "":
+			t.Errorf("read %d: %v", i, err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range rounds {
+			if err := attack(); err != nil {
+				t.Errorf("attacker: %v", err)
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+	for i := range rounds {
+		read(i)
+		runtime.Gosched()
+	}
+	wg.Wait()
+	for i := range 2 {
+		if err := attack(); err != nil {
+			t.Fatalf("attacker: %v", err)
+		}
+		read(rounds + i)
+	}
+	t.Logf("%d reads, %d saw the inside file", rounds+2, ok)
 }
 
 // concurrentOp runs one random operation, checking only what holds under any
