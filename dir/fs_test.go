@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -216,4 +217,18 @@ func TestWalkRevokedMidway(t *testing.T) {
 		return err
 	})
 	wantCode(t, err, vfs.CodeRevoked)
+}
+
+func TestGlobAlternativesBounded(t *testing.T) {
+	d, _, _ := newTree(t)
+	_, err := d.Glob(bg, strings.Repeat("{a,b}", 30))
+	wantCode(t, err, vfs.CodeInvalidPath)
+	got, err := d.Glob(bg, strings.Repeat("{a,b}", 8)+"{.txt,}")
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("got %q", got)
+	}
+	// Escaped braces do not count.
+	_, err = d.Glob(bg, strings.Repeat(`\{a,b\}`, 40))
+	must(t, err)
 }

@@ -3,7 +3,6 @@ package dir_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"slices"
 	"sync"
 	"testing"
@@ -129,8 +128,5 @@ func (r *recorder) After(_ context.Context, req *policy.Request, err error) {
 }
 
 func (r *recorder) Name() string { return r.name }
-
-// isPerm reports whether err matches fs.ErrPermission.
-func isPerm(err error) bool { return errors.Is(err, fs.ErrPermission) }
 
 type ctxT = context.Context

@@ -249,6 +249,9 @@ func prepareGlob(pattern string) (string, vfs.Path, error) {
 	if !doublestar.ValidatePattern(pat) {
 		return bad("malformed glob pattern")
 	}
+	if alternatives(pat) > maxGlobAlternatives {
+		return bad("too many {} alternatives")
+	}
 	lit := vfs.Root
 	for _, s := range segs {
 		if strings.ContainsAny(s, `*?[{\`) {
@@ -261,6 +264,41 @@ func prepareGlob(pattern string) (string, vfs.Path, error) {
 		lit = next
 	}
 	return pat, lit, nil
+}
+
+// maxGlobAlternatives bounds how many patterns "{,}" alternatives may expand to:
+// the glob engine expands them one by one, so "{a,b}" repeated 30 times would
+// otherwise mean a billion walks.
+const maxGlobAlternatives = 1024
+
+// alternatives returns an upper bound on the number of patterns pat's "{,}" groups
+// expand to: the product, over every group, of its number of alternatives. Braces
+// inside a character class count too, since the glob engine expands them there as
+// well; only escaped ones do not.
+func alternatives(pat string) int {
+	total := 1
+	var stack []int
+	for i := 0; i < len(pat); i++ {
+		switch pat[i] {
+		case '\\':
+			i++
+		case '{':
+			stack = append(stack, 1)
+		case ',':
+			if len(stack) > 0 {
+				stack[len(stack)-1]++
+			}
+		case '}':
+			if len(stack) > 0 {
+				total *= stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if total > maxGlobAlternatives {
+					return total
+				}
+			}
+		}
+	}
+	return total
 }
 
 // innerFS is an unaudited io/fs view of a scope used inside one enforced call (Glob):

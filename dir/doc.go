@@ -1,0 +1,102 @@
+// Package dir provides the guest-facing capabilities of capfs: Dir (a directory
+// tree), File (one file), Handle (an open stream) and, for the host, Control (the
+// caretaker facet that locks writes and revokes).
+//
+// A host calls New on a vfs.Backend (often a vfs.Namespace) and gets the root Dir
+// and its Control. It hands the guest a Dir, usually narrowed first: ReadOnly()
+// removes write authority, Sub(path) re-roots the Dir at a subtree, and both chain
+// in any order. A guest can narrow further, never widen: no method returns a parent,
+// a read-only capability stays read-only, and Control.Child gives a subtree its own
+// revocation and write lock, chained under its parent's.
+//
+// # The enforcement path
+//
+// Every method of Dir and File that takes a context.Context, and every call through
+// the io/fs view (FS) and the Backend view, goes through one internal function, in
+// this order:
+//
+//  1. revoked? (the Control or an ancestor revoked it) -> revoked
+//  2. parse the guest path(s) with vfs.ParseGuest -> invalid_path, path_outside_sandbox
+//  3. a writing operation on a ReadOnly capability, or while the host has called
+//     Control.SetWritable(false) -> read_only
+//  4. the Policy decides (an Ask goes to the Asker; with no Asker it is refused) ->
+//     fs_permission_denied with the decision's reason
+//  5. the Hooks' Before, in order; an error refuses the call
+//  6. the backend operation
+//  7. the Hooks' After, in reverse order (also for hooks whose Before ran when a
+//     later hook refused)
+//  8. exactly one audit.Event, whatever happened: outcome (ok, denied, failed),
+//     code, deciding rule, duration, a unique request id, subject, policy op, and
+//     the paths from the capability tree's root (plus the path as the guest wrote it)
+//
+// Methods without a context (ReadOnly, Revocable, Name, Help, FS, Backend) touch no
+// storage and are not audited. A call refused at steps 1-5 changes nothing and does not reach the backend.
+// Errors returned to the guest are *vfs.Error values addressed to the path as the
+// guest wrote it, relative to the capability it called (or, for a failure deep
+// inside a composite call, to the Dir-relative path that failed); never a host path.
+//
+// Composite calls (WriteFile's temporary file and rename, Copy, Move, RemoveAll,
+// Walk, Glob) are one decision and one audit event. When the Dir has a custom policy
+// (WithPolicy), they also consult it for every path they touch beneath the one the
+// guest named, before changing anything: RemoveAll, Copy and Move (of a directory)
+// are refused as a whole, with nothing changed, if any inner path is refused
+// (fs_permission_denied naming that path); Walk and Glob silently leave refused
+// entries out and do not descend into them. These inner decisions share the call's
+// request id and are not audited separately; an Ask among them goes to the Asker.
+// With the default policy (allow all) the inner checks are skipped.
+//
+// Handles are checked at every call (revocation; read-only and the write lock for
+// Write, WriteAt and Truncate), so revoking or locking stops a Handle that is already
+// open. Their successful reads and writes are not audited one by one (the Open call
+// was); refusals are. Close works even after revocation.
+//
+// # Guarantees
+//
+//   - Confinement: every path is parsed once by vfs.ParseGuest; "/" means the
+//     capability's own root; ".." cannot climb above it. Sub, OpenDir, CreateDir,
+//     OpenFile and Control.Child pin their directory through the backend's Sub, so a
+//     later rename cannot redirect them.
+//   - Read-only is complete: every mutating method, every write flag of Open
+//     (O_WRONLY, O_RDWR, O_CREATE, O_TRUNC, O_APPEND), and every Dir, File and Handle
+//     derived from a read-only capability.
+//   - Revocation is immediate for every call that starts after Control.Revoke (or a
+//     File's revoke function): Dirs, Files, Handles, directory entries' Info, the
+//     io/fs and Backend views, across Sub and Child chains.
+//   - WriteFile, File.WriteBytes, File.WriteText and Copy of a file are atomic: the
+//     data goes to a hidden temporary sibling (".capfs-tmp-" and 16 random hex
+//     digits) that is renamed over the target and removed on any failure, so
+//     readers see the old contents or the new, never a torn file.
+//   - Whole-file reads read at most the limit plus one byte, whatever the file's
+//     reported size (DefaultMaxReadBytes, 64 MiB, unless WithMaxReadBytes), and fail
+//     with file_too_large beyond it.
+//   - Symlink (and the Backend view's Symlink, and links Copy recreates) refuses
+//     absolute targets and targets that climb above the capability's root from the
+//     link's directory (path_outside_sandbox): host tools would follow them after
+//     materialization. RemoveAll, Copy, Walk and Glob never follow a symlink they
+//     meet inside the tree.
+//   - Chmod refuses setuid and setgid bits. Entries a guest creates without a mode
+//     get 0644 (files) and 0755 (directories).
+//   - The io/fs view passes testing/fstest.TestFS; the Backend view passes
+//     vfs/vfstest (with Config.RejectsEscapingSymlinks).
+//
+// # Not guaranteed
+//
+//   - The policy sees paths lexically, as the guest named them (from the tree's
+//     root): a symlink elsewhere in the tree can reach a file under another name,
+//     and a pinned Sub keeps reporting the path it had when it was made. Deny
+//     patterns are a safety net; keep secrets out of the tree (do not mount them).
+//   - The symlink creation rule is lexical and knows only this capability's root,
+//     not the mounts of a Namespace beneath it: a link may climb out of the mount
+//     that holds it into another part of the same tree.
+//   - Calls already running when the host revokes or locks may finish.
+//   - RemoveAll, Copy and Move are not atomic against concurrent changes: entries
+//     created meanwhile can make RemoveAll fail with not_empty, and a directory
+//     swapped for a symlink during the walk can have the link's target, which is
+//     always inside the same backend, emptied instead. Move with AllowCopy copies
+//     and then deletes; if the delete fails, both copies remain.
+//   - An atomic write replaces the name: other hard links keep the old contents,
+//     and durability depends on the backend's Sync. The temporary file is visible
+//     in listings while it is written.
+//
+// Every type here is safe for concurrent use.
+package dir
