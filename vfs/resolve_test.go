@@ -300,3 +300,62 @@ func TestResolveRootAndErrors(t *testing.T) {
 		t.Errorf("100-deep walk: %v", err)
 	}
 }
+
+// FuzzResolve resolves fuzzed paths through fuzzed symlink targets in a tree whose
+// root sits inside a larger tree. Properties: no panic; errors are *vfs.Error with
+// the caller's op and path; the result never lies outside the root; the number of
+// lookups is bounded by the bytes to walk.
+func FuzzResolve(f *testing.F) {
+	f.Add("l1/x", "a/b", "../f", false)
+	f.Add("a/l2/f", "..", "../../secret", true)
+	f.Add("l1", "/secret", "x", true)
+	f.Add("a/l2/", "a/l2", "../l1", true)
+	f.Add("a/b/../f", ".//a/./b/", "../../../..", false)
+	f.Fuzz(func(t *testing.T, path, t1, t2 string, follow bool) {
+		q, err := vfs.ParseGuest(path)
+		if err != nil {
+			return
+		}
+		top := newDir("top")
+		top.kids["secret"] = &node{name: "secret"}
+		root := newDir("root")
+		top.kids["root"] = root
+		a, b := newDir("a"), newDir("b")
+		root.kids["a"], a.kids["b"] = a, b
+		root.kids["f"] = &node{name: "f"}
+		root.kids["l1"] = &node{name: "l1", typ: fs.ModeSymlink, target: t1}
+		a.kids["l2"] = &node{name: "l2", typ: fs.ModeSymlink, target: t2}
+		inside := map[*node]bool{}
+		var mark func(n *node)
+		mark = func(n *node) {
+			inside[n] = true
+			for _, c := range n.kids {
+				mark(c)
+			}
+		}
+		mark(root)
+
+		tr := &tree{}
+		r, err := vfs.Resolve[*node](context.Background(), tr, root, q, follow, "fuzz")
+		bound := len(q.Raw()) + 2 + (vfs.MaxSymlinks+1)*(len(t1)+len(t2)+2)
+		if tr.lookups > bound {
+			t.Fatalf("%d lookups for %q (bound %d)", tr.lookups, path, bound)
+		}
+		if err != nil {
+			var e *vfs.Error
+			if !errors.As(err, &e) || e.Op != "fuzz" || e.Path != q.String() || e.Code == "" {
+				t.Fatalf("error %#v is not an *Error with the caller's op and path", err)
+			}
+			return
+		}
+		if !inside[r.Parent] || (r.Found && !inside[r.Node]) {
+			t.Fatalf("Resolve(%q) with l1 -> %q, a/l2 -> %q left the root: parent %s, node %+v", path, t1, t2, r.Parent.name, r.Node)
+		}
+		if r.Found && r.Name != "" && r.Parent.kids[r.Name] != r.Node {
+			t.Fatalf("Resolve(%q): Node is not Parent's entry %q", path, r.Name)
+		}
+		if !r.Found && (r.Name == "" || r.Parent.kids[r.Name] != nil || !r.Parent.typ.IsDir()) {
+			t.Fatalf("Resolve(%q): missing entry %q in %s is not a valid place to create", path, r.Name, r.Parent.name)
+		}
+	})
+}
