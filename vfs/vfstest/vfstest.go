@@ -5,37 +5,51 @@
 // writable backend; the suite seeds every tree through the SPI itself (Mkdir,
 // OpenFile, Symlink, Link) and runs these groups as subtests:
 //
+//   - Basics: the root, declared Features (unsupported operations fail with
+//     not_supported), Info fields, rename flags (NoReplace, Exchange), large and
+//     sparse files, long names, deep trees, and the exported helpers.
 //   - Differential: scripts of operations (open flags O_EXCL/O_APPEND/O_TRUNC,
 //     ReadAt/WriteAt past EOF, Seek, Truncate, independent offsets, rename and remove
 //     corner cases, sorted listings, stat vs lstat, readlink, hard links, chmod,
 //     chtimes, removal of an open file) run on the backend and on a real directory
-//     through package os. Each step's outcome (the vfs.Code of the error, mapping
-//     host errors with vfs.Errno, and what the step observed) and the final tree
-//     must match.
-//   - Threats: the lines of THREATS.md that apply to a virtual backend, checked
-//     directly because capfs deliberately differs from os there: symlinks never
-//     resolve outside the backend's root (absolute targets and ".." above the root
-//     are path_outside_sandbox), loops and over-long chains are too_many_links,
-//     trailing slashes demand directories, and Sub pins its directory.
+//     through package os (rename(2) for Rename, and creation modes applied without
+//     the umask). Each step's outcome (the vfs.Code of the error, host errors mapped
+//     with vfs.Errno, and what the step observed) and the final trees must match.
+//   - Threats and Sub: the lines of THREATS.md that apply to a virtual backend,
+//     checked directly because capfs deliberately differs from os there: guest paths
+//     are cleaned lexically by vfs.ParseGuest, and symlinks never resolve outside the
+//     backend's root (absolute targets and ".." above the root are
+//     path_outside_sandbox) while os follows them. Loops and chains longer than
+//     vfs.MaxSymlinks are too_many_links, trailing slashes demand directories,
+//     dangling links create inside but never outside, and Sub both confines its
+//     links and pins its directory against later renames.
+//   - Errors: every error code a backend must produce, each a *vfs.Error (not
+//     wrapped) with the caller's path, an Op, the io/fs sentinel, and no host path;
+//     every call on a closed File fails with closed.
 //   - Concurrency: bounded goroutines mixing creates, writes, reads, renames,
-//     removals and listings on overlapping paths; afterwards every listed entry
-//     stats and every file holds one complete written value. Run it with -race.
-//   - Errors: every error any call returns, in every group, is a *vfs.Error with a
-//     known Code and an Op, matches its io/fs sentinel with errors.Is, and names no
-//     host path.
+//     removals and listings on overlapping paths, after which every listed entry
+//     stats and every file holds one complete written value; attackers swapping
+//     directories for escaping links under a Sub; a File shared between goroutines.
+//     Run it with -race.
 //
-// Groups the backend's Features do not support (symlinks, hard links, chmod,
-// chtimes) are skipped with a message naming the feature. A ReadOnly backend only
-// gets the read-only checks.
+// Every call of every group goes through a checking wrapper: an error that is not a
+// *vfs.Error, has an unknown Code or an empty Op, fails its errors.Is sentinel or
+// names a host path ("/tmp/", the temporary directory, or the backend's
+// vfs.HostPather path) fails the test, as does a File breaking the io.Reader,
+// io.ReaderAt or io.Writer contracts.
+//
+// Tests the backend's Features rule out (symlinks, hard links, chmod, chtimes) are
+// skipped with a message naming the feature; Config.Skip skips named subtests for
+// documented deviations. A ReadOnly backend only gets the read-only checks.
 //
 // # What it does not check
 //
 // The suite never compares timestamps other than those set by Chtimes, directory
 // sizes, or symlink permission bits, which are backend-defined. It does not test
-// durability (Features.Persistent), quotas, or anything specific to one backend (the
-// physical backend's openat2 races, special files, host hard links): those belong in
-// the backend's own tests. Concurrency checks find data races and torn state only as
-// far as a bounded run can.
+// durability (Features.Persistent), quotas, or what is specific to one backend (the
+// physical backend's openat2 races, special files, hard links to host files): those
+// belong in the backend's own tests. Concurrency checks find data races and torn
+// state only as far as a bounded run, and the scheduler, allow.
 package vfstest
 
 import (
