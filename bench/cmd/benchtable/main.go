@@ -1,0 +1,133 @@
+// Command benchtable runs the bench workloads against capfs (memory backend, through
+// the raw Backend SPI and through a dir.Dir), afero's MemMapFs and go-billy's memfs
+// in one process, and prints a Markdown table of the median time per iteration with
+// capfs's speed as a ratio to each peer (peer time / capfs time: above 1× capfs is
+// faster).
+//
+//	go run ./bench/cmd/benchtable [-benchtime 300ms] [-count 3] [-run substring]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capfs/capfs/bench"
+)
+
+func main() {
+	testing.Init()
+	benchtime := flag.Duration("benchtime", 300*time.Millisecond, "target time of each testing.Benchmark run")
+	count := flag.Int("count", 3, "runs per cell; the median is reported")
+	run := flag.String("run", "", "only workloads whose name contains this")
+	flag.Parse()
+	start := time.Now()
+	if err := table(os.Stdout, os.Stderr, *count, *run, *benchtime); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "total %s\n", time.Since(start).Round(time.Second))
+}
+
+// cell is the median result of one workload on one implementation.
+type cell struct {
+	ns     float64 // per iteration
+	allocs int64   // per iteration
+}
+
+// minIters is the fewest iterations a measurement may rest on: a workload slower
+// than the benchtime is rerun for exactly minIters iterations, so no figure is a
+// single cold run.
+const minIters = 3
+
+func measure(w bench.Workload, impl bench.Impl, count int, benchtime time.Duration) (cell, error) {
+	var ns []float64
+	var allocs []int64
+	run := func(bt string) (testing.BenchmarkResult, error) {
+		if err := flag.Set("test.benchtime", bt); err != nil {
+			return testing.BenchmarkResult{}, err
+		}
+		runtime.GC()
+		r := testing.Benchmark(func(b *testing.B) {
+			b.ReportAllocs()
+			w.Run(b, impl.New)
+		})
+		if r.N == 0 {
+			return r, fmt.Errorf("%s on %s failed (run `go test -bench . ./bench` for the message)", w.Name, impl.Name)
+		}
+		return r, nil
+	}
+	for i := 0; i < count; i++ {
+		r, err := run(benchtime.String())
+		if err == nil && r.N < minIters {
+			r, err = run(fmt.Sprintf("%dx", minIters))
+		}
+		if err != nil {
+			return cell{}, err
+		}
+		ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
+		allocs = append(allocs, r.AllocsPerOp())
+	}
+	slices.Sort(ns)
+	slices.Sort(allocs)
+	return cell{ns: ns[len(ns)/2], allocs: allocs[len(allocs)/2]}, nil
+}
+
+func table(out, progress io.Writer, count int, run string, benchtime time.Duration) error {
+	impls := bench.Impls()
+	fmt.Fprintf(out, "| workload | capfs | afero MemMapFs | go-billy memfs | ratio vs afero | ratio vs billy |\n")
+	fmt.Fprintf(out, "|---|---:|---:|---:|---:|---:|\n")
+	var allocRows []string
+	for _, w := range bench.Workloads() {
+		if run != "" && !strings.Contains(w.Name, run) {
+			continue
+		}
+		res := map[string]cell{}
+		for _, im := range impls {
+			fmt.Fprintf(progress, "%s: %s…\n", w.Name, im.Name)
+			c, err := measure(w, im, count, benchtime)
+			if err != nil {
+				return err
+			}
+			res[im.Name] = c
+		}
+		af, bi := res[bench.AferoMem], res[bench.BillyMem]
+		for _, layer := range []string{bench.CapfsBackend, bench.CapfsDir} {
+			c := res[layer]
+			fmt.Fprintf(out, "| %s [%s] | %s | %s | %s | %s | %s |\n", w.Name, strings.TrimPrefix(layer, "capfs "),
+				dur(c.ns), dur(af.ns), dur(bi.ns), ratio(af.ns, c.ns), ratio(bi.ns, c.ns))
+		}
+		allocRows = append(allocRows, fmt.Sprintf("| %s | %d | %d | %d | %d |", w.Name,
+			res[bench.CapfsBackend].allocs, res[bench.CapfsDir].allocs, af.allocs, bi.allocs))
+	}
+	fmt.Fprintf(out, "\nAllocations per iteration:\n\n")
+	fmt.Fprintf(out, "| workload | capfs backend | capfs Dir | afero MemMapFs | go-billy memfs |\n")
+	fmt.Fprintf(out, "|---|---:|---:|---:|---:|\n")
+	for _, r := range allocRows {
+		fmt.Fprintln(out, r)
+	}
+	return nil
+}
+
+// dur formats nanoseconds with three significant digits.
+func dur(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3g s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3g ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.3g µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.3g ns", ns)
+}
+
+func ratio(peer, capfs float64) string {
+	return fmt.Sprintf("%.2f×", peer/capfs)
+}
