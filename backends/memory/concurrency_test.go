@@ -190,17 +190,21 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 				seen[c] = true
 				c.mu.RLock()
 				used += int64(len(c.data))
+				if c.size.Load() != int64(len(c.data)) {
+					t.Errorf("%s/%s: size %d, data %d", path, name, c.size.Load(), len(c.data))
+				}
 				if c.opens != 0 {
 					t.Errorf("%s/%s: %d opens after all handles closed", path, name, c.opens)
 				}
 				c.mu.RUnlock()
 			}
 		}
-		d.mu.RLock()
-		if d.nlink != 2+subdirs {
-			t.Errorf("%s: nlink %d, want %d", path, d.nlink, 2+subdirs)
+		if got := int(d.nlink.Load()); got != 2+subdirs {
+			t.Errorf("%s: nlink %d, want %d", path, got, 2+subdirs)
 		}
-		d.mu.RUnlock()
+		if got := d.size.Load(); got != int64(len(d.children)) {
+			t.Errorf("%s: size %d, want %d entries", path, got, len(d.children))
+		}
 		l := d.listing(m.st)
 		if len(l) != len(d.children) || !slices.IsSortedFunc(l, func(a, b vfs.DirEntry) int {
 			if a.Name < b.Name {
@@ -231,11 +235,9 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 	}
 	countLinks(m.root)
 	for n, k := range count {
-		n.mu.RLock()
-		if n.nlink != k {
-			t.Errorf("inode %d: nlink %d, found %d names", n.id, n.nlink, k)
+		if got := int(n.nlink.Load()); got != k {
+			t.Errorf("inode %d: nlink %d, found %d names", n.id, got, k)
 		}
-		n.mu.RUnlock()
 	}
 	if got := m.Usage(); got != used {
 		t.Errorf("Usage() = %d, reachable file data is %d", got, used)

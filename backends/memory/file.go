@@ -163,13 +163,12 @@ func (h *handle) writeLocked(b []byte, off int64) error {
 	}
 	switch code := h.st.writeAt(h.n, b, off); code {
 	case "":
+		return nil
 	case vfs.CodeQuota:
 		return h.fail(code, "write", "storage quota exceeded")
 	default:
 		return h.fail(code, "write", "")
 	}
-	h.n.mtime = h.st.now()
-	return nil
 }
 
 // Seek sets the offset for the next Read or Write; seeking past the end is allowed.
@@ -205,11 +204,6 @@ func (h *handle) Stat() (vfs.Info, error) {
 	if h.closed.Load() {
 		return vfs.Info{}, h.fail(vfs.CodeClosed, "stat", "")
 	}
-	if h.n.typ == fs.ModeDir {
-		// A directory's size is its entry count, guarded by the tree lock.
-		h.st.mu.RLock()
-		defer h.st.mu.RUnlock()
-	}
 	return h.n.info(baseName(h.p)), nil
 }
 
@@ -226,13 +220,12 @@ func (h *handle) Truncate(size int64) error {
 	}
 	switch code := h.st.resize(n, size); code {
 	case "":
+		return nil
 	case vfs.CodeQuota:
 		return h.fail(code, "truncate", "storage quota exceeded")
 	default:
 		return h.fail(code, "truncate", "")
 	}
-	n.mtime = h.st.now()
-	return nil
 }
 
 // Sync does nothing but report a closed handle: memory has no stable storage.

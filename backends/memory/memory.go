@@ -21,7 +21,11 @@
 //     changes nothing (no partial write).
 //   - All methods are safe for concurrent use. Tree operations share a
 //     readers-writer lock (lookups run in parallel); file contents have a lock per
-//     inode, so reads and writes of different files do not contend.
+//     inode, so reads and writes of different files do not contend; Stat reads an
+//     inode's metadata without locking it, yet always sees one consistent state.
+//   - Lookups of deep paths are memoized (results of vfs.Resolve, valid until the
+//     next change to any directory's entries), and directory listings are cached
+//     sorted until the directory changes: a listing costs one copy.
 //
 // # Policies pinned here
 //
@@ -160,7 +164,7 @@ func (f *FS) stat(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.resolve(ctx, p, follow, op)
+	r, err := f.lookup(ctx, p, follow, op)
 	if err != nil {
 		return vfs.Info{}, err
 	}
@@ -179,7 +183,7 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.resolve(ctx, p, true, op)
+	r, err := f.lookup(ctx, p, true, op)
 	if err != nil {
 		return nil, err
 	}
@@ -206,19 +210,32 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	if acc != os.O_RDONLY && acc != os.O_WRONLY && acc != os.O_RDWR {
 		return nil, vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid access mode")
 	}
+	if flag&os.O_CREATE != 0 {
+		f.st.mu.Lock()
+		defer f.st.mu.Unlock()
+		return f.openLocked(ctx, p, flag, acc, perm)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	return f.openLocked(ctx, p, flag, acc, perm)
+}
+
+// openLocked is OpenFile under the tree lock: held for writing if flag has
+// O_CREATE, else for reading. It is separate so OpenFile's defers stay cheap.
+func (f *FS) openLocked(ctx context.Context, p vfs.Path, flag, acc int, perm fs.FileMode) (vfs.File, error) {
+	const op = "open"
 	create := flag&os.O_CREATE != 0
 	excl := create && flag&os.O_EXCL != 0
 	trunc := flag&os.O_TRUNC != 0
 	write := acc != os.O_RDONLY
 
+	var r vfs.Resolution[*node]
+	var err error
 	if create {
-		f.st.mu.Lock()
-		defer f.st.mu.Unlock()
+		r, err = f.resolve(ctx, p, !excl, op)
 	} else {
-		f.st.mu.RLock()
-		defer f.st.mu.RUnlock()
+		r, err = f.lookup(ctx, p, true, op)
 	}
-	r, err := f.resolve(ctx, p, !excl, op)
 	if err != nil {
 		return nil, err
 	}
@@ -235,9 +252,10 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 		}
 		n.mu.Lock()
 		if trunc {
-			// O_TRUNC truncates whatever the access mode, as on Linux.
-			f.st.resize(n, 0)
-			n.mtime = f.st.now()
+			// O_TRUNC truncates whatever the access mode, as on Linux, and sets
+			// the mtime even if the file was empty.
+			f.st.resizeData(n, 0)
+			f.st.touchData(n)
 		}
 		n.opens++
 		n.mu.Unlock()
@@ -255,7 +273,7 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	now := f.st.now()
 	n = f.st.newNode(0, perm, now)
 	n.opens = 1
-	r.Parent.addEntry(r.Name, n, now)
+	f.st.addEntry(r.Parent, r.Name, n, now)
 	return newHandle(f.st, n, p, acc, flag), nil
 }
 
@@ -292,7 +310,7 @@ func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 		return err
 	}
 	now := f.st.now()
-	r.Parent.addEntry(r.Name, f.st.newNode(fs.ModeDir, perm, now), now)
+	f.st.addEntry(r.Parent, r.Name, f.st.newNode(fs.ModeDir, perm, now), now)
 	return nil
 }
 
@@ -333,7 +351,7 @@ func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
 	if n.typ == fs.ModeDir && len(n.children) > 0 {
 		return vfs.NewError(vfs.CodeNotEmpty, op, p, "")
 	}
-	r.Parent.delEntry(r.Name, n, f.st.now())
+	f.st.delEntry(r.Parent, r.Name, n, f.st.now())
 	f.st.unlinked(n)
 	return nil
 }
@@ -389,10 +407,10 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 			(dn.typ == fs.ModeDir && isAncestor(dn, src.Parent)) {
 			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
 		}
-		src.Parent.delEntry(src.Name, sn, now)
-		dst.Parent.delEntry(dst.Name, dn, now)
-		src.Parent.addEntry(src.Name, dn, now)
-		dst.Parent.addEntry(dst.Name, sn, now)
+		f.st.delEntry(src.Parent, src.Name, sn, now)
+		f.st.delEntry(dst.Parent, dst.Name, dn, now)
+		f.st.addEntry(src.Parent, src.Name, dn, now)
+		f.st.addEntry(dst.Parent, dst.Name, sn, now)
 		return nil
 	}
 
@@ -417,10 +435,10 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 		if dn.typ == fs.ModeDir && len(dn.children) > 0 {
 			return fail(vfs.CodeNotEmpty, "")
 		}
-		src.Parent.delEntry(src.Name, sn, now)
-		dst.Parent.delEntry(dst.Name, dn, now)
+		f.st.delEntry(src.Parent, src.Name, sn, now)
+		f.st.delEntry(dst.Parent, dst.Name, dn, now)
 		f.st.unlinked(dn)
-		dst.Parent.addEntry(dst.Name, sn, now)
+		f.st.addEntry(dst.Parent, dst.Name, sn, now)
 		return nil
 	}
 
@@ -430,8 +448,8 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	if err := f.canCreate(dst, op, to); err != nil {
 		return wrap(err)
 	}
-	src.Parent.delEntry(src.Name, sn, now)
-	dst.Parent.addEntry(dst.Name, sn, now)
+	f.st.delEntry(src.Parent, src.Name, sn, now)
+	f.st.addEntry(dst.Parent, dst.Name, sn, now)
 	return nil
 }
 
@@ -467,7 +485,8 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	now := f.st.now()
 	n := f.st.newNode(fs.ModeSymlink, fs.ModePerm, now)
 	n.target = target
-	r.Parent.addEntry(r.Name, n, now)
+	n.size.Store(int64(len(target)))
+	f.st.addEntry(r.Parent, r.Name, n, now)
 	return nil
 }
 
@@ -489,7 +508,7 @@ func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.resolve(ctx, p, false, op)
+	r, err := f.lookup(ctx, p, false, op)
 	if err != nil {
 		return "", err
 	}
@@ -543,9 +562,11 @@ func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	}
 	n := src.Node
 	n.mu.Lock()
-	n.nlink++
+	n.beginMeta()
+	n.nlink.Add(1)
+	n.endMeta()
 	n.mu.Unlock()
-	dst.Parent.addEntry(dst.Name, n, f.st.now())
+	f.st.addEntry(dst.Parent, dst.Name, n, f.st.now())
 	return nil
 }
 
@@ -558,7 +579,7 @@ func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.resolve(ctx, p, true, op)
+	r, err := f.lookup(ctx, p, true, op)
 	if err != nil {
 		return err
 	}
@@ -567,7 +588,9 @@ func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
 	}
 	n := r.Node
 	n.mu.Lock()
-	n.perm = mode & permBits
+	n.beginMeta()
+	n.perm.Store(uint32(mode & permBits))
+	n.endMeta()
 	n.mu.Unlock()
 	return nil
 }
@@ -581,7 +604,7 @@ func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) er
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.resolve(ctx, p, true, op)
+	r, err := f.lookup(ctx, p, true, op)
 	if err != nil {
 		return err
 	}
@@ -591,7 +614,9 @@ func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) er
 	if !mtime.IsZero() {
 		n := r.Node
 		n.mu.Lock()
-		n.mtime = mtime.Round(0)
+		n.beginMeta()
+		n.setMtime(mtime)
+		n.endMeta()
 		n.mu.Unlock()
 	}
 	return nil
@@ -607,7 +632,7 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.resolve(ctx, p, true, op)
+	r, err := f.lookup(ctx, p, true, op)
 	if err != nil {
 		return nil, err
 	}

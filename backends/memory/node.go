@@ -3,6 +3,7 @@ package memory
 import (
 	"io/fs"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -23,12 +24,16 @@ const maxSize = int64(min(math.MaxInt, 1<<47))
 // store is the storage shared by an FS and every FS Sub returns from it: the tree
 // lock, the quota account and the inode counter.
 //
-// Locking: mu guards the tree structure (every node's children, entries, parent and
-// gone fields). Each node's own mu guards its metadata and data (perm, mtime, nlink,
-// opens, data). The order is store.mu before node.mu, and a file handle's mu before
+// Locking: mu guards the tree structure (every directory's children, parent and
+// gone fields, and gen). Each node's own mu guards its data, listing cache and open
+// count, and serializes writers of its metadata, which readers load lock-free (see
+// node). The order is store.mu before node.mu, and a file handle's mu before
 // node.mu; node.mu is never held while acquiring store.mu.
 type store struct {
-	mu sync.RWMutex
+	mu  sync.RWMutex
+	gen uint64 // guarded by mu; advanced by every change to any directory's entries
+
+	cache atomic.Pointer[resCache] // memoized resolutions of deep paths; allocated on first use
 
 	quota   int64 // total bytes of file data allowed; 0 means unlimited
 	maxFile int64 // largest single file; 0 means unlimited
@@ -63,34 +68,66 @@ func (s *store) reserve(delta int64) bool {
 
 // node is an inode: a regular file, a directory or a symlink. Directory entries
 // point at nodes; a file node may be named by several entries (hard links).
+//
+// Metadata (perm, nlink, size, mtime) lives in atomics so Stat reads it without
+// taking any lock: writers hold mu and bracket their updates with seq (odd while
+// an update is in progress), and readers retry until they see the same even seq
+// before and after (a seqlock), so an Info is always one consistent snapshot. The
+// fields Stat and the resolver touch come first, to share a cache line.
 type node struct {
-	// Immutable after creation.
-	typ    fs.FileMode // fs.ModeDir, fs.ModeSymlink, or 0 for a regular file
-	id     uint64
-	target string // symlink target
+	typ   fs.FileMode   // immutable: fs.ModeDir, fs.ModeSymlink, or 0 for a regular file
+	perm  atomic.Uint32 // fs.FileMode permission, setuid, setgid and sticky bits
+	seq   atomic.Uint32
+	nlink atomic.Int32 // entries naming a file; 2 + subdirectories for a directory
+	size  atomic.Int64 // bytes of a file, entries of a directory, target length of a symlink
+	msec  atomic.Int64 // modification time: Unix seconds
+	mnsec atomic.Int32 // and nanoseconds
+	opens int32        // guarded by mu: open handles on a regular file
+	id    uint64       // immutable
 
 	// Guarded by store.mu; directories only.
 	children map[string]*node
 	parent   *node // containing directory; nil for the top root and removed directories
 	gone     bool  // removed from the tree: nothing can be created in it
 
-	// Guarded by mu.
-	mu      sync.RWMutex
+	mu      sync.RWMutex   // guards data and entries, and serializes metadata writers
+	data    []byte         // regular file contents
 	entries []vfs.DirEntry // directories: sorted listing cache; nil when stale
-	perm    fs.FileMode
-	mtime   time.Time
-	nlink   int    // directory entries naming a file; 2 + subdirectories for a directory
-	opens   int    // open handles on a regular file
-	data    []byte // regular file contents
+
+	target string // immutable: symlink target
 }
 
 func (s *store) newNode(typ, perm fs.FileMode, now time.Time) *node {
-	n := &node{typ: typ, id: s.nextID.Add(1), perm: perm & permBits, mtime: now, nlink: 1}
+	n := &node{typ: typ, id: s.nextID.Add(1)}
+	n.perm.Store(uint32(perm & permBits))
+	n.msec.Store(now.Unix())
+	n.mnsec.Store(int32(now.Nanosecond()))
+	n.nlink.Store(1)
 	if typ == fs.ModeDir {
 		n.children = make(map[string]*node)
-		n.nlink = 2
+		n.nlink.Store(2)
 	}
 	return n
+}
+
+// beginMeta and endMeta bracket a metadata update. The caller holds n.mu for
+// writing, or owns n exclusively.
+func (n *node) beginMeta() { n.seq.Add(1) }
+func (n *node) endMeta()   { n.seq.Add(1) }
+
+// setMtime records t as the modification time, inside beginMeta/endMeta.
+func (n *node) setMtime(t time.Time) {
+	n.msec.Store(t.Unix())
+	n.mnsec.Store(int32(t.Nanosecond()))
+}
+
+// touchData records a change of a file's contents: its new size and the current
+// time. The caller holds n.mu for writing.
+func (st *store) touchData(n *node) {
+	n.beginMeta()
+	n.size.Store(int64(len(n.data)))
+	n.setMtime(st.now())
+	n.endMeta()
 }
 
 // tree is the vfs.Tree view of the node graph. Callers hold store.mu.
@@ -105,21 +142,30 @@ func (tree) Type(n *node) fs.FileMode { return n.typ }
 
 func (tree) Target(n *node) (string, error) { return n.target, nil }
 
-// info describes n under the name name. The caller holds store.mu (read or write)
-// when n is a directory, since its size is its entry count.
+// info describes n under the name name. It takes no lock.
 func (n *node) info(name string) vfs.Info {
-	n.mu.RLock()
-	i := vfs.Info{Name: name, Mode: n.typ | n.perm, ModTime: n.mtime, Nlink: n.nlink, ID: n.id}
-	switch n.typ {
-	case 0:
-		i.Size = int64(len(n.data))
-	case fs.ModeSymlink:
-		i.Size = int64(len(n.target))
-	case fs.ModeDir:
-		i.Size = int64(len(n.children))
+	for spins := 0; ; spins++ {
+		s := n.seq.Load()
+		if s&1 == 0 {
+			perm := fs.FileMode(n.perm.Load())
+			nlink := n.nlink.Load()
+			size := n.size.Load()
+			sec, nsec := n.msec.Load(), n.mnsec.Load()
+			if n.seq.Load() == s {
+				return vfs.Info{
+					Name:    name,
+					Size:    size,
+					Mode:    n.typ | perm,
+					ModTime: time.Unix(sec, int64(nsec)),
+					Nlink:   int(nlink),
+					ID:      n.id,
+				}
+			}
+		}
+		if spins > 3 {
+			runtime.Gosched() // a writer is mid-update; let it finish
+		}
 	}
-	n.mu.RUnlock()
-	return i
 }
 
 // listing returns the sorted entries of directory n, building the cache if stale.
@@ -159,15 +205,21 @@ func (n *node) storeEntries(e []vfs.DirEntry) {
 }
 
 // addEntry links c into directory d as name and updates d's mtime, link count and
-// listing cache. The caller holds store.mu for writing.
-func (d *node) addEntry(name string, c *node, now time.Time) {
+// listing cache. It and delEntry are the only functions that change a directory's
+// entries, so they advance the tree generation that validates cached resolutions.
+// The caller holds store.mu for writing.
+func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
+	st.gen++
 	d.children[name] = c
 	d.mu.Lock()
 	d.entries = nil
-	d.mtime = now
+	d.beginMeta()
+	d.size.Store(int64(len(d.children)))
+	d.setMtime(now)
 	if c.typ == fs.ModeDir {
-		d.nlink++
+		d.nlink.Add(1)
 	}
+	d.endMeta()
 	d.mu.Unlock()
 	if c.typ == fs.ModeDir {
 		c.parent = d
@@ -176,14 +228,18 @@ func (d *node) addEntry(name string, c *node, now time.Time) {
 
 // delEntry unlinks name (naming c) from directory d. It does not change c's own
 // link count. The caller holds store.mu for writing.
-func (d *node) delEntry(name string, c *node, now time.Time) {
+func (st *store) delEntry(d *node, name string, c *node, now time.Time) {
+	st.gen++
 	delete(d.children, name)
 	d.mu.Lock()
 	d.entries = nil
-	d.mtime = now
+	d.beginMeta()
+	d.size.Store(int64(len(d.children)))
+	d.setMtime(now)
 	if c.typ == fs.ModeDir {
-		d.nlink--
+		d.nlink.Add(-1)
 	}
+	d.endMeta()
 	d.mu.Unlock()
 }
 
@@ -197,11 +253,15 @@ func (st *store) unlinked(n *node) {
 		n.gone = true
 		n.parent = nil
 		n.mu.Lock()
-		n.nlink = 0
+		n.beginMeta()
+		n.nlink.Store(0)
+		n.endMeta()
 		n.mu.Unlock()
 	default:
 		n.mu.Lock()
-		n.nlink--
+		n.beginMeta()
+		n.nlink.Add(-1)
+		n.endMeta()
 		st.releaseIfUnused(n)
 		n.mu.Unlock()
 	}
@@ -210,7 +270,7 @@ func (st *store) unlinked(n *node) {
 // releaseIfUnused frees a regular file's data once no entry and no handle refers
 // to it. The caller holds n.mu.
 func (st *store) releaseIfUnused(n *node) {
-	if n.typ == 0 && n.nlink <= 0 && n.opens == 0 && n.data != nil {
+	if n.typ == 0 && n.nlink.Load() <= 0 && n.opens == 0 && n.data != nil {
 		st.reserve(-int64(len(n.data)))
 		n.data = nil
 	}
@@ -237,8 +297,17 @@ func (st *store) checkSize(end int64) vfs.Code {
 }
 
 // resize sets the length of n's data to size, zero-filling growth and charging the
-// quota. On error n is unchanged. The caller holds n.mu for writing.
+// quota, and updates n's size and mtime. On error n is unchanged. The caller holds
+// n.mu for writing.
 func (st *store) resize(n *node, size int64) vfs.Code {
+	code := st.resizeData(n, size)
+	if code == "" {
+		st.touchData(n)
+	}
+	return code
+}
+
+func (st *store) resizeData(n *node, size int64) vfs.Code {
 	old := int64(len(n.data))
 	if size == old {
 		return ""
@@ -268,11 +337,20 @@ func (st *store) resize(n *node, size int64) vfs.Code {
 }
 
 // writeAt copies p into n's data at off, growing (zero-filled) as needed and
-// charging the quota. On error n is unchanged. The caller holds n.mu for writing.
+// charging the quota, and updates n's size and mtime. On error n is unchanged. The
+// caller holds n.mu for writing.
 func (st *store) writeAt(n *node, p []byte, off int64) vfs.Code {
 	if len(p) == 0 {
 		return ""
 	}
+	code := st.writeData(n, p, off)
+	if code == "" {
+		st.touchData(n)
+	}
+	return code
+}
+
+func (st *store) writeData(n *node, p []byte, off int64) vfs.Code {
 	end := off + int64(len(p))
 	if end < off {
 		return vfs.CodeTooLarge // overflow
@@ -284,6 +362,11 @@ func (st *store) writeAt(n *node, p []byte, off int64) vfs.Code {
 		}
 		if !st.reserve(end - old) {
 			return vfs.CodeQuota
+		}
+		if off == old && end > int64(cap(n.data)) && old == 0 {
+			// First write of a new or emptied file: copy in without zeroing first.
+			n.data = append([]byte(nil), p...)
+			return ""
 		}
 		n.data = grow(n.data, int(end))
 		if off > old {
