@@ -514,8 +514,8 @@ func (s *scope) copyTree(ctx context.Context, c *call, method string, from, to v
 	targets := make(map[int]string)
 	for i, te := range tree {
 		src, dst := from.Join(te.rel), to.Join(te.rel)
-		if d, ok := s.allowInner(ctx, c, op, src, &dst); !ok {
-			return innerDenied(method, src, d)
+		if err := s.allowCopy(ctx, c, method, op, src, dst); err != nil {
+			return err
 		}
 		if te.typ == fs.ModeSymlink {
 			t, err := s.b.Readlink(ctx, src)
@@ -564,6 +564,20 @@ func (s *scope) copyTree(ctx context.Context, c *call, method string, from, to v
 			return fail(at(err, method, dst))
 		}
 		created = append(created, dst)
+	}
+	return nil
+}
+
+// allowCopy asks the policy about one path a copy touches: as a read of the source
+// (for OpCopy) and as op from src to dst.
+func (s *scope) allowCopy(ctx context.Context, c *call, method string, op policy.Op, src, dst vfs.Path) error {
+	if op == policy.OpCopy {
+		if d, ok := s.allowInner(ctx, c, policy.OpRead, src, nil); !ok {
+			return innerDenied(method, src, d)
+		}
+	}
+	if d, ok := s.allowInner(ctx, c, op, src, &dst); !ok {
+		return innerDenied(method, src, d)
 	}
 	return nil
 }

@@ -93,13 +93,19 @@ func (s *scope) checkSubtree(ctx context.Context, c *call, method string, from, 
 // which keeps its permission bits; a new file gets from's); a symlink is copied as a
 // link, not followed, and its target must stay inside this Dir from its new place;
 // a directory is copied recursively (symlinks inside copied as links) and to must
-// not exist. Copying a directory into itself is invalid_path. With a custom policy,
-// every path copied is checked first; if the copy fails midway, what it created is
-// removed.
+// not exist. Copying a directory into itself is invalid_path. The policy decides
+// the call as a copy (Path from, Dest to); with a custom policy, every source path is
+// also decided as a read and every path beneath a copied directory as a copy,
+// before anything is created; if the copy fails midway, what it created is removed.
 func (d *Dir) Copy(ctx context.Context, from, to string) error {
 	return d.do(ctx, &call{op: policy.OpCopy, method: "Copy", path: from, dest: to, kind: destPath}, func(ctx context.Context, c *call) error {
 		if c.q.IsRoot() {
 			return errAt(vfs.CodeExists, "Copy", from, to, "the destination is the root")
+		}
+		// The source is also decided as a read, so a policy that guards reads of a
+		// file guards copying it.
+		if dd, ok := d.s.allowInner(ctx, c, policy.OpRead, c.p.WithoutDirMark(), nil); !ok {
+			return innerDenied("Copy", c.p.WithoutDirMark(), dd)
 		}
 		return d.s.copyTree(ctx, c, "Copy", c.p, c.q, policy.OpCopy)
 	})

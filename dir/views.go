@@ -232,6 +232,11 @@ func (v *backendView) Rename(ctx context.Context, from, to vfs.Path, flags vfs.R
 			if err := v.d.s.checkSubtree(ctx, c, "rename", from, to, policy.OpRename); err != nil {
 				return err
 			}
+			if flags&vfs.RenameExchange != 0 {
+				if err := v.d.s.checkSubtree(ctx, c, "rename", to, from, policy.OpRename); err != nil {
+					return err
+				}
+			}
 		}
 		return v.d.s.b.Rename(ctx, from, to, flags)
 	})
