@@ -530,3 +530,11 @@ func TestFileCapability(t *testing.T) {
 		t.Fatalf("File via ../ link: %q, %v", s, err)
 	}
 }
+
+func TestHugeReadLimit(t *testing.T) {
+	d, _ := dir.New(memory.New(), dir.WithMaxReadBytes(1<<63-1))
+	must(t, d.WriteFile(bg, "f", []byte("small"), 0o644))
+	if got := readString(t, d, "f"); got != "small" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -85,6 +85,9 @@
 //     root): a symlink elsewhere in the tree can reach a file under another name,
 //     and a pinned Sub keeps reporting the path it had when it was made. Deny
 //     patterns are a safety net; keep secrets out of the tree (do not mount them).
+//   - List and ReadDir show every name in a directory the policy lets the guest
+//     list, including names it would refuse to open; only Walk and Glob filter
+//     entry by entry.
 //   - The symlink creation rule is lexical and knows only this capability's root,
 //     not the mounts of a Namespace beneath it: a link may climb out of the mount
 //     that holds it into another part of the same tree.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"math"
 	"strconv"
 	"sync/atomic"
 
@@ -66,11 +67,12 @@ func WithAudit(s audit.Sink) Option {
 
 // WithMaxReadBytes sets the largest file the whole-file reads (ReadFile,
 // File.ReadBytes, File.ReadText, and the io/fs view's ReadFile) return; larger files
-// fail with file_too_large. n <= 0 keeps DefaultMaxReadBytes.
+// fail with file_too_large. n <= 0 keeps DefaultMaxReadBytes; n is capped at the
+// largest slice a program can allocate.
 func WithMaxReadBytes(n int64) Option {
 	return func(e *env) {
 		if n > 0 {
-			e.maxRead = n
+			e.maxRead = min(n, math.MaxInt-1)
 		}
 	}
 }
