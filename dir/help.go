@@ -157,6 +157,8 @@ OTHER
       The same Dir as a Go io/fs file system (same checks).
   Backend() -> vfs.Backend
       The same Dir as a storage backend, for mounting it elsewhere (same checks).
+  Afero() -> afero.Fs
+      The same Dir as an afero file system (same checks; "/a" means this Dir's a).
   Help() -> string
       This text.
 `
