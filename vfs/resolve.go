@@ -48,7 +48,9 @@ type Resolution[N any] struct {
 //   - A missing intermediate directory is not_found; a non-directory used as one is
 //     not_a_directory. A missing final entry is not an error: Found is false and
 //     Parent/Name say where it would be created (through a followed dangling link,
-//     that is the link's target, still beneath root).
+//     that is the link's target, still beneath root). A missing final name that is
+//     not a ValidName (possible only through a link target) is invalid_path, so
+//     callers may create Name as is.
 //   - If p (or a followed link target) ends in a slash, the final object must be a
 //     directory: not_a_directory otherwise.
 //
@@ -112,6 +114,10 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 		if !ok {
 			if !last {
 				return fail(CodeNotFound, "")
+			}
+			if !ValidName(seg) {
+				// Only a symlink target can carry such a name: a Path cannot.
+				return fail(CodeInvalidPath, "invalid name in symlink target")
 			}
 			return Resolution[N]{Parent: top.node, Name: seg, Found: false, Followed: followed}, nil
 		}
