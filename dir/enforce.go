@@ -84,19 +84,25 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c
 	e := s.env
 	c.req = policy.Request{ID: newRequestID(), Subject: e.subject, Op: c.op, GuestPath: c.path, Size: c.size}
 	outcome, rule := audit.Failed, ""
+	var treePath, treeDest string // kept apart from c.req, which policy and hooks see
+	finished := false
 	defer func() {
 		ev := audit.Event{
 			Time:      start,
 			RequestID: c.req.ID,
 			Subject:   e.subject,
 			Op:        string(c.op),
-			Path:      c.req.Path,
-			Dest:      c.req.Dest,
+			Path:      treePath,
+			Dest:      treeDest,
 			GuestPath: auditGuestPath(c.path),
 			Outcome:   audit.OK,
 			Rule:      rule,
 		}
-		if err != nil {
+		switch {
+		case !finished && err == nil:
+			// A policy, hook or backend panicked: record the call, let the panic go on.
+			ev.Outcome, ev.Code = audit.Failed, "panic"
+		case err != nil:
 			ev.Outcome = outcome
 			ev.Code = string(vfs.CodeOf(err))
 		}
@@ -108,23 +114,28 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c
 	// whether a path is well formed.
 	if s.gate.isRevoked() {
 		outcome, rule = audit.Denied, "revoked"
-		s.parse(c) // best effort, for the audit record only
+		if s.parse(c) == nil { // best effort, for the audit record only
+			treePath, treeDest = c.req.Path, c.req.Dest
+		}
+		finished = true
 		return errAt(vfs.CodeRevoked, c.method, c.path, c.destForErr(), "capability revoked")
 	}
 	// (2) Paths.
 	if perr := s.parse(c); perr != nil {
+		finished = true
 		return perr
 	}
+	treePath, treeDest = c.req.Path, c.req.Dest
 	// (3) Attenuation and the host's write lock.
 	if c.op.Writes() && (s.ro || !s.gate.writable()) {
-		outcome, rule = audit.Denied, "read-only"
+		outcome, rule, finished = audit.Denied, "read-only", true
 		return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
 	}
 	// (4) Policy.
 	d, ok := e.decide(ctx, &c.req)
 	rule = d.Rule
 	if !ok {
-		outcome = audit.Denied
+		outcome, finished = audit.Denied, true
 		return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
 	}
 	// (5) Before hooks.
@@ -136,6 +147,7 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c
 			for i := ran - 1; i >= 0; i-- {
 				e.hooks[i].After(ctx, &c.req, err)
 			}
+			finished = true
 			return err
 		}
 		ran++
@@ -146,6 +158,7 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c
 	for i := len(e.hooks) - 1; i >= 0; i-- {
 		e.hooks[i].After(ctx, &c.req, err)
 	}
+	finished = true
 	return err
 }
 

@@ -554,3 +554,38 @@ func TestDeniedOpsChangeNothing(t *testing.T) {
 		t.Fatalf("Open = %v, %v", h, err)
 	}
 }
+
+// mutatingHook rewrites the request it is shown; the audit trail must not follow.
+type mutatingHook struct{}
+
+func (mutatingHook) Before(_ context.Context, r *policy.Request) error {
+	r.Path = "elsewhere"
+	return nil
+}
+func (mutatingHook) After(context.Context, *policy.Request, error) {}
+
+func TestAuditSurvivesHooksAndPanics(t *testing.T) {
+	ring := audit.NewRing(10)
+	d, _, _ := newTree(t, dir.WithAudit(ring), dir.WithHooks(mutatingHook{}))
+	_, err := d.ReadFile(bg, "a.txt")
+	must(t, err)
+	if e := ring.Events()[0]; e.Path != "a.txt" {
+		t.Fatalf("audit path %q follows a hook's rewrite", e.Path)
+	}
+
+	ring2 := audit.NewRing(10)
+	boom := policy.Func(func(context.Context, *policy.Request) policy.Decision { panic("policy bug") })
+	d2, _, _ := newTree(t, dir.WithAudit(ring2), dir.WithPolicy(boom))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic must propagate")
+			}
+		}()
+		_, _ = d2.ReadFile(bg, "a.txt")
+	}()
+	evs := ring2.Events()
+	if len(evs) != 1 || evs[0].Outcome != audit.Failed || evs[0].Code != "panic" {
+		t.Fatalf("events after a panic: %+v", evs)
+	}
+}

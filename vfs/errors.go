@@ -214,7 +214,9 @@ func codeForErrno(e syscall.Errno) Code {
 		return CodeNotDir
 	case syscall.EISDIR:
 		return CodeIsDir
-	case syscall.EACCES, syscall.EPERM:
+	case syscall.EACCES, syscall.EPERM, syscall.EBADF:
+		// EBADF from a live descriptor means "not open for this": writing through a
+		// read-only handle. A closed *os.File reports fs.ErrClosed instead.
 		return CodePermission
 	case syscall.EROFS:
 		return CodeReadOnly
@@ -228,8 +230,6 @@ func codeForErrno(e syscall.Errno) Code {
 		return CodeQuota
 	case syscall.EINVAL, syscall.ENAMETOOLONG:
 		return CodeInvalidPath
-	case syscall.EBADF:
-		return CodeClosed
 	case syscall.ENOSYS, syscall.EOPNOTSUPP:
 		return CodeNotSupported
 	}
