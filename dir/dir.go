@@ -245,7 +245,7 @@ func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // symlink, its target is replaced and the link kept. Other hard links to the old
 // file keep the old contents.
 func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
-	return d.do(ctx, &call{op: policy.OpWrite, method: "WriteFile", path: path, size: int64(len(data))}, func(ctx context.Context, c *call) error {
+	return d.do(ctx, &call{op: policy.OpWrite, method: "WriteFile", path: path, size: sized(len(data))}, func(ctx context.Context, c *call) error {
 		return atomicWrite(ctx, d.s.b, c.p, bytesSource(data), perm&fs.ModePerm)
 	})
 }
@@ -253,7 +253,7 @@ func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 // Append appends data to file path, creating it (mode 0644) if missing. The append
 // is atomic with respect to other appends on backends that support O_APPEND.
 func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
-	return d.do(ctx, &call{op: policy.OpWrite, method: "Append", path: path, size: -1}, func(ctx context.Context, c *call) error {
+	return d.do(ctx, &call{op: policy.OpWrite, method: "Append", path: path}, func(ctx context.Context, c *call) error {
 		return appendTo(ctx, d.s.b, c.p, data)
 	})
 }

@@ -50,7 +50,8 @@ type call struct {
 	// fixed marks calls whose paths are already parsed (File, Backend view): p and q
 	// are set by the caller and step 2 only computes the tree paths.
 	fixed bool
-	size  int64
+	// size is Request.Size plus one, so that the zero value means unknown (-1).
+	size int64
 	// prepare, when set, replaces path parsing in step 2 (Glob patterns).
 	prepare func(c *call) error
 
@@ -82,7 +83,7 @@ func (a *addressed) Unwrap() error { return a.err }
 func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c *call) error) (err error) {
 	start := time.Now()
 	e := s.env
-	c.req = policy.Request{ID: newRequestID(), Subject: e.subject, Op: c.op, GuestPath: c.path, Size: c.size}
+	c.req = policy.Request{ID: newRequestID(), Subject: e.subject, Op: c.op, GuestPath: c.path, Size: c.size - 1}
 	outcome, rule := audit.Failed, ""
 	var treePath, treeDest string // kept apart from c.req, which policy and hooks see
 	finished := false
@@ -266,6 +267,7 @@ func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Pat
 		r.Dest = s.base.Join(*dest).String()
 	}
 	r.GuestPath = p.String()
+	r.Size = -1
 	return s.env.decide(ctx, &r)
 }
 
@@ -391,3 +393,6 @@ func linkTarget(p vfs.Path, target string) (vfs.Path, error) {
 	}
 	return q, nil
 }
+
+// sized returns the call field for a write that leaves n bytes in the file.
+func sized(n int) int64 { return int64(n) + 1 }

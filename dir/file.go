@@ -115,8 +115,10 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 	return &File{s: fsc, leaf: leaf, name: p.String()}, nil
 }
 
+// do runs one enforced call on the file; size is the byte count a write leaves in
+// it, or -1 if unknown.
 func (f *File) do(ctx context.Context, op policy.Op, method string, size int64, fn func(ctx context.Context, c *call) error) error {
-	return f.s.run(ctx, &call{op: op, method: method, path: f.name, fixed: true, p: f.leaf, size: size}, fn)
+	return f.s.run(ctx, &call{op: op, method: method, path: f.name, fixed: true, p: f.leaf, size: size + 1}, fn)
 }
 
 // Name returns the file's path relative to the Dir it was opened from.
