@@ -3,6 +3,8 @@ package dir_test
 import (
 	"io"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,5 +338,64 @@ func TestNoParent(t *testing.T) {
 	for _, p := range []string{"a\x00b", "a\\..\\..\\x", ""} {
 		_, err := sub.ReadFile(bg, p)
 		wantCode(t, err, vfs.CodeInvalidPath)
+	}
+}
+
+// TestRevokeRacesCalls revokes while goroutines call: every call that starts after
+// Revoke has returned fails with revoked; calls before may succeed.
+func TestRevokeRacesCalls(t *testing.T) {
+	root, ctl, _ := newTree(t)
+	child, err := ctl.Child(bg, "dir")
+	must(t, err)
+	cd := child.Dir()
+	var after atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := cd.OpenFile(bg, "b.txt")
+			if err != nil && vfs.CodeOf(err) != vfs.CodeRevoked {
+				errs <- err
+				return
+			}
+			for i := 0; i < 300; i++ {
+				started := after.Load()
+				var err error
+				switch i % 3 {
+				case 0:
+					_, err = cd.ReadFile(bg, "b.txt")
+				case 1:
+					err = cd.WriteFile(bg, "w", []byte("x"), 0o644)
+				default:
+					if f != nil {
+						_, err = f.ReadText(bg)
+					} else {
+						_, err = cd.Stat(bg, "b.txt")
+					}
+				}
+				if started && vfs.CodeOf(err) != vfs.CodeRevoked {
+					errs <- err
+					return
+				}
+				if !started && err != nil && vfs.CodeOf(err) != vfs.CodeRevoked {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := root.Stat(bg, "dir"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctl.Revoke()
+	after.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("call after Revoke: got %v, want revoked", err)
 	}
 }
