@@ -80,13 +80,15 @@ READING
       Paths matching pattern, sorted, relative to this Dir. "*" and "?" match
       within one name, "[a-z]" a class, "{a,b}" alternatives, "**" any number of
       directories including none ("dir/**" includes "dir" itself), "\" escapes.
-      Symlinked directories are not descended into. Bad pattern: invalid_path;
-      ".." in a pattern: path_outside_sandbox.
+      Symlinked directories are not descended into; entries the owner's policy
+      refuses are left out. Bad pattern, or more than 1024 combinations of {}
+      alternatives: invalid_path. ".." in a pattern: path_outside_sandbox.
       Example: Glob(ctx, "**/*.go") -> ["main.go", "lib/util.go"]
   Walk(ctx, root, fn) -> error
       Calls fn(path, entry, err) for root and everything beneath it, in lexical
       order, like fs.WalkDir; fn may return fs.SkipDir or fs.SkipAll. Symlinks
-      are reported, not followed. Paths start with root cleaned ("." for "").
+      are reported, not followed; entries the owner's policy refuses are left
+      out. Paths start with root cleaned ("." for "").
       Example: Walk(ctx, "src", func(p string, e fs.DirEntry, err error) error {...})
 
 WRITING (fails with read_only on a read-only Dir)
