@@ -375,23 +375,7 @@ func canceled(op string, p vfs.Path, err error) error {
 // above the root from the link's directory, are path_outside_sandbox: host tools
 // would follow them once the tree is materialized.
 func linkTarget(p vfs.Path, target string) (vfs.Path, error) {
-	switch {
-	case target == "":
-		return vfs.Path{}, vfs.NewError(vfs.CodeInvalidPath, "symlink", p, "empty symlink target")
-	case strings.HasPrefix(target, "/"):
-		return vfs.Path{}, vfs.NewError(vfs.CodeOutside, "symlink", p, "absolute symlink targets are not allowed")
-	case strings.ContainsAny(target, "\x00\\"):
-		return vfs.Path{}, vfs.NewError(vfs.CodeInvalidPath, "symlink", p, "NUL or backslash in symlink target")
-	}
-	q, err := vfs.ParseGuest(p.Dir().Raw() + "/" + target)
-	if err != nil {
-		var ve *vfs.Error
-		if errors.As(err, &ve) && ve.Code == vfs.CodeOutside {
-			return vfs.Path{}, vfs.NewError(vfs.CodeOutside, "symlink", p, "symlink target climbs above the root")
-		}
-		return vfs.Path{}, vfs.NewError(vfs.CodeInvalidPath, "symlink", p, "invalid symlink target")
-	}
-	return q, nil
+	return vfs.SymlinkTarget(p, target)
 }
 
 // sized returns the call field for a write that leaves n bytes in the file.

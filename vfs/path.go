@@ -253,3 +253,31 @@ func printable(s string) string {
 	}
 	return strings.ReplaceAll(s, "\x00", `\x00`)
 }
+
+// SymlinkTarget validates the target text of a symlink to be created at link and
+// returns the path it names, relative to the same root as link. Absolute targets, and
+// targets that climb above the root from the link's directory, are
+// path_outside_sandbox: a resolver here would refuse to follow them anyway, but host
+// tools reading a materialized tree would follow them out. An empty target, NUL or
+// backslash is invalid_path. The check is lexical; it is what creation through a Dir
+// and through a Namespace mount applies.
+func SymlinkTarget(link Path, target string) (Path, error) {
+	switch {
+	case target == "":
+		return Path{}, NewError(CodeInvalidPath, "symlink", link, "empty symlink target")
+	case target[0] == '/':
+		return Path{}, NewError(CodeOutside, "symlink", link, "absolute symlink targets are not allowed")
+	case strings.ContainsAny(target, "\x00\\"):
+		return Path{}, NewError(CodeInvalidPath, "symlink", link, "NUL or backslash in symlink target")
+	case len(target) > MaxPathLen:
+		return Path{}, NewError(CodeInvalidPath, "symlink", link, "symlink target too long")
+	}
+	q, err := ParseGuest(link.Dir().Raw() + "/" + target)
+	if err != nil {
+		if CodeOf(err) == CodeOutside {
+			return Path{}, NewError(CodeOutside, "symlink", link, "symlink target climbs above the root")
+		}
+		return Path{}, NewError(CodeInvalidPath, "symlink", link, "invalid symlink target")
+	}
+	return q, nil
+}
