@@ -413,12 +413,18 @@ func (b *Backend) open(ctx context.Context, p vfs.Path, flag int, perm fs.FileMo
 	case typ != 0:
 		return nil, false, fail(vfs.CodeNotRegular, op, p, "")
 	}
+	// O_TRUNC truncates whatever the access mode, as on Linux (and in the memory
+	// backend); the afero file is then opened for writing, and the File returned
+	// still refuses writes the caller's access mode does not allow.
 	uflag := acc
+	if flag&os.O_TRUNC != 0 {
+		uflag = os.O_RDWR
+	}
 	uf, err := b.s.fs.OpenFile(r.Node.p, uflag, 0)
 	if err != nil {
 		return nil, false, errOf(op, p, err)
 	}
-	if flag&os.O_TRUNC != 0 && acc != os.O_RDONLY {
+	if flag&os.O_TRUNC != 0 {
 		if err := uf.Truncate(0); err != nil {
 			uf.Close()
 			return nil, false, errOf(op, p, err)

@@ -409,7 +409,20 @@ func TestOpenSemantics(t *testing.T) {
 			t.Error("second Close is not fs.ErrClosed")
 		}
 	}
-	// O_TRUNC empties on open.
+	// O_TRUNC empties on open, even read-only (as on Linux), and the handle stays
+	// read-only.
+	writeFile(t, b, "f", "content")
+	rt, err := b.OpenFile(ctx, mp("f"), os.O_RDONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := rt.Stat(); info.Size != 0 {
+		t.Errorf("O_RDONLY|O_TRUNC left %d bytes", info.Size)
+	}
+	_, err = rt.Write([]byte("x"))
+	wantCode(t, err, vfs.CodePermission)
+	rt.Close()
+	writeFile(t, b, "f", "content")
 	tf, err := b.OpenFile(ctx, mp("f"), os.O_RDWR|os.O_TRUNC, 0)
 	if err != nil {
 		t.Fatal(err)
