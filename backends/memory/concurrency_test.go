@@ -174,13 +174,13 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 	var walk func(d *node, path string)
 	walk = func(d *node, path string) {
 		subdirs := 0
-		for name, c := range d.children {
+		for name, c := range d.dir.children {
 			if c.typ == fs.ModeDir {
 				subdirs++
-				if c.parent != d {
+				if c.dir.parent != d {
 					t.Errorf("%s/%s: parent pointer wrong", path, name)
 				}
-				if c.gone {
+				if c.dir.gone {
 					t.Errorf("%s/%s: live directory marked gone", path, name)
 				}
 				walk(c, path+"/"+name)
@@ -193,8 +193,8 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 				if c.size.Load() != int64(len(c.data)) {
 					t.Errorf("%s/%s: size %d, data %d", path, name, c.size.Load(), len(c.data))
 				}
-				if c.opens != 0 {
-					t.Errorf("%s/%s: %d opens after all handles closed", path, name, c.opens)
+				if o := c.opens.Load(); o != 0 {
+					t.Errorf("%s/%s: %d opens after all handles closed", path, name, o)
 				}
 				c.mu.RUnlock()
 			}
@@ -202,20 +202,20 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 		if got := int(d.nlink.Load()); got != 2+subdirs {
 			t.Errorf("%s: nlink %d, want %d", path, got, 2+subdirs)
 		}
-		if got := d.size.Load(); got != int64(len(d.children)) {
-			t.Errorf("%s: size %d, want %d entries", path, got, len(d.children))
+		if got := d.size.Load(); got != int64(len(d.dir.children)) {
+			t.Errorf("%s: size %d, want %d entries", path, got, len(d.dir.children))
 		}
 		l := d.listing(m.st)
-		if len(l) != len(d.children) || !slices.IsSortedFunc(l, func(a, b vfs.DirEntry) int {
+		if len(l) != len(d.dir.children) || !slices.IsSortedFunc(l, func(a, b vfs.DirEntry) int {
 			if a.Name < b.Name {
 				return -1
 			}
 			return 1
 		}) {
-			t.Errorf("%s: listing %v inconsistent with %d children", path, names(l), len(d.children))
+			t.Errorf("%s: listing %v inconsistent with %d children", path, names(l), len(d.dir.children))
 		}
 		for _, e := range l {
-			if c := d.children[e.Name]; c == nil || c.typ != e.Type {
+			if c := d.dir.children[e.Name]; c == nil || c.typ != e.Type {
 				t.Errorf("%s: stale listing entry %v", path, e)
 			}
 		}
@@ -225,7 +225,7 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 	count := map[*node]int{}
 	var countLinks func(d *node)
 	countLinks = func(d *node) {
-		for _, c := range d.children {
+		for _, c := range d.dir.children {
 			if c.typ == fs.ModeDir {
 				countLinks(c)
 			} else {

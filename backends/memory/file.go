@@ -246,7 +246,7 @@ func (h *handle) Close() error {
 		return h.fail(vfs.CodeClosed, "close", "")
 	}
 	if n.typ == 0 {
-		n.opens--
+		n.opens.Add(-1)
 		h.st.releaseIfUnused(n)
 	}
 	return nil

@@ -250,15 +250,17 @@ func (f *FS) openLocked(ctx context.Context, p vfs.Path, flag, acc int, perm fs.
 			}
 			return newHandle(f.st, n, p, acc, flag), nil
 		}
-		n.mu.Lock()
 		if trunc {
 			// O_TRUNC truncates whatever the access mode, as on Linux, and sets
 			// the mtime even if the file was empty.
+			n.mu.Lock()
 			f.st.resizeData(n, 0)
 			f.st.touchData(n)
+			n.mu.Unlock()
 		}
-		n.opens++
-		n.mu.Unlock()
+		// The node is reachable, so it has a name, and the tree lock excludes
+		// Remove: no release can race with this increment.
+		n.opens.Add(1)
 		return newHandle(f.st, n, p, acc, flag), nil
 	}
 	if !create {
@@ -272,7 +274,7 @@ func (f *FS) openLocked(ctx context.Context, p vfs.Path, flag, acc int, perm fs.
 	}
 	now := f.st.now()
 	n = f.st.newNode(0, perm, now)
-	n.opens = 1
+	n.opens.Store(1)
 	f.st.addEntry(r.Parent, r.Name, n, now)
 	return newHandle(f.st, n, p, acc, flag), nil
 }
@@ -280,7 +282,7 @@ func (f *FS) openLocked(ctx context.Context, p vfs.Path, flag, acc int, perm fs.
 // canCreate checks that a missing entry r may be created. The caller holds the
 // tree lock for writing.
 func (f *FS) canCreate(r vfs.Resolution[*node], op string, p vfs.Path) error {
-	if r.Parent.gone {
+	if r.Parent.dir.gone {
 		return vfs.NewError(vfs.CodeNotFound, op, p, "directory has been removed")
 	}
 	if !vfs.ValidName(r.Name) {
@@ -348,7 +350,7 @@ func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
 		return vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
 	}
 	n := r.Node
-	if n.typ == fs.ModeDir && len(n.children) > 0 {
+	if n.typ == fs.ModeDir && len(n.dir.children) > 0 {
 		return vfs.NewError(vfs.CodeNotEmpty, op, p, "")
 	}
 	f.st.delEntry(r.Parent, r.Name, n, f.st.now())
@@ -432,7 +434,7 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 		if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
 			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
 		}
-		if dn.typ == fs.ModeDir && len(dn.children) > 0 {
+		if dn.typ == fs.ModeDir && len(dn.dir.children) > 0 {
 			return fail(vfs.CodeNotEmpty, "")
 		}
 		f.st.delEntry(src.Parent, src.Name, sn, now)

@@ -72,29 +72,35 @@ func (s *store) reserve(delta int64) bool {
 // Metadata (perm, nlink, size, mtime) lives in atomics so Stat reads it without
 // taking any lock: writers hold mu and bracket their updates with seq (odd while
 // an update is in progress), and readers retry until they see the same even seq
-// before and after (a seqlock), so an Info is always one consistent snapshot. The
-// fields Stat and the resolver touch come first, to share a cache line.
+// before and after (a seqlock), so an Info is always one consistent snapshot.
+//
+// The layout is deliberate: a node is exactly 128 bytes, so it is 128-byte aligned
+// in its size class; the first 64-byte line holds what the resolver, Stat and
+// OpenFile touch, the second what Read and Write touch. TestNodeLayout checks it.
 type node struct {
 	typ   fs.FileMode   // immutable: fs.ModeDir, fs.ModeSymlink, or 0 for a regular file
+	opens atomic.Int32  // open handles on a regular file; decremented under mu
 	perm  atomic.Uint32 // fs.FileMode permission, setuid, setgid and sticky bits
 	seq   atomic.Uint32
 	nlink atomic.Int32 // entries naming a file; 2 + subdirectories for a directory
+	mnsec atomic.Int32 // modification time: nanoseconds
 	size  atomic.Int64 // bytes of a file, entries of a directory, target length of a symlink
 	msec  atomic.Int64 // modification time: Unix seconds
-	mnsec atomic.Int32 // and nanoseconds
-	opens int32        // guarded by mu: open handles on a regular file
 	id    uint64       // immutable
+	dir   *dirInfo     // immutable: directories only
+	_     [8]byte      // start mu on the second line
 
-	// Guarded by store.mu; directories only.
-	children map[string]*node
-	parent   *node // containing directory; nil for the top root and removed directories
-	gone     bool  // removed from the tree: nothing can be created in it
+	mu     sync.RWMutex // guards data and dir.entries, and serializes metadata writers
+	data   []byte       // regular file contents
+	target string       // immutable: symlink target
+}
 
-	mu      sync.RWMutex   // guards data and entries, and serializes metadata writers
-	data    []byte         // regular file contents
-	entries []vfs.DirEntry // directories: sorted listing cache; nil when stale
-
-	target string // immutable: symlink target
+// dirInfo is the part of a node only directories have.
+type dirInfo struct {
+	children map[string]*node // guarded by store.mu
+	parent   *node            // guarded by store.mu; nil for the top root and removed directories
+	gone     bool             // guarded by store.mu; removed: nothing can be created in it
+	entries  []vfs.DirEntry   // guarded by the node's mu: sorted listing cache; nil when stale
 }
 
 func (s *store) newNode(typ, perm fs.FileMode, now time.Time) *node {
@@ -104,7 +110,7 @@ func (s *store) newNode(typ, perm fs.FileMode, now time.Time) *node {
 	n.mnsec.Store(int32(now.Nanosecond()))
 	n.nlink.Store(1)
 	if typ == fs.ModeDir {
-		n.children = make(map[string]*node)
+		n.dir = &dirInfo{children: make(map[string]*node)}
 		n.nlink.Store(2)
 	}
 	return n
@@ -134,7 +140,7 @@ func (st *store) touchData(n *node) {
 type tree struct{}
 
 func (tree) Lookup(dir *node, name string) (*node, bool, error) {
-	c, ok := dir.children[name]
+	c, ok := dir.dir.children[name]
 	return c, ok, nil
 }
 
@@ -180,8 +186,8 @@ func (n *node) listing(st *store) []vfs.DirEntry {
 	if e := n.loadEntries(); e != nil {
 		return e
 	}
-	e := make([]vfs.DirEntry, 0, len(n.children))
-	for name, c := range n.children {
+	e := make([]vfs.DirEntry, 0, len(n.dir.children))
+	for name, c := range n.dir.children {
 		e = append(e, vfs.DirEntry{Name: name, Type: c.typ})
 	}
 	slices.SortFunc(e, func(a, b vfs.DirEntry) int { return strings.Compare(a.Name, b.Name) })
@@ -193,14 +199,14 @@ func (n *node) listing(st *store) []vfs.DirEntry {
 // and read by other shared holders, so it is accessed through the node's mu.
 func (n *node) loadEntries() []vfs.DirEntry {
 	n.mu.RLock()
-	e := n.entries
+	e := n.dir.entries
 	n.mu.RUnlock()
 	return e
 }
 
 func (n *node) storeEntries(e []vfs.DirEntry) {
 	n.mu.Lock()
-	n.entries = e
+	n.dir.entries = e
 	n.mu.Unlock()
 }
 
@@ -210,11 +216,11 @@ func (n *node) storeEntries(e []vfs.DirEntry) {
 // The caller holds store.mu for writing.
 func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
 	st.gen++
-	d.children[name] = c
+	d.dir.children[name] = c
 	d.mu.Lock()
-	d.entries = nil
+	d.dir.entries = nil
 	d.beginMeta()
-	d.size.Store(int64(len(d.children)))
+	d.size.Store(int64(len(d.dir.children)))
 	d.setMtime(now)
 	if c.typ == fs.ModeDir {
 		d.nlink.Add(1)
@@ -222,7 +228,7 @@ func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
 	d.endMeta()
 	d.mu.Unlock()
 	if c.typ == fs.ModeDir {
-		c.parent = d
+		c.dir.parent = d
 	}
 }
 
@@ -230,11 +236,11 @@ func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
 // link count. The caller holds store.mu for writing.
 func (st *store) delEntry(d *node, name string, c *node, now time.Time) {
 	st.gen++
-	delete(d.children, name)
+	delete(d.dir.children, name)
 	d.mu.Lock()
-	d.entries = nil
+	d.dir.entries = nil
 	d.beginMeta()
-	d.size.Store(int64(len(d.children)))
+	d.size.Store(int64(len(d.dir.children)))
 	d.setMtime(now)
 	if c.typ == fs.ModeDir {
 		d.nlink.Add(-1)
@@ -250,8 +256,8 @@ func (st *store) delEntry(d *node, name string, c *node, now time.Time) {
 func (st *store) unlinked(n *node) {
 	switch n.typ {
 	case fs.ModeDir:
-		n.gone = true
-		n.parent = nil
+		n.dir.gone = true
+		n.dir.parent = nil
 		n.mu.Lock()
 		n.beginMeta()
 		n.nlink.Store(0)
@@ -270,7 +276,7 @@ func (st *store) unlinked(n *node) {
 // releaseIfUnused frees a regular file's data once no entry and no handle refers
 // to it. The caller holds n.mu.
 func (st *store) releaseIfUnused(n *node) {
-	if n.typ == 0 && n.nlink.Load() <= 0 && n.opens == 0 && n.data != nil {
+	if n.typ == 0 && n.nlink.Load() <= 0 && n.opens.Load() == 0 && n.data != nil {
 		st.reserve(-int64(len(n.data)))
 		n.data = nil
 	}
@@ -279,7 +285,7 @@ func (st *store) releaseIfUnused(n *node) {
 // isAncestor reports whether dir a is d or one of d's ancestors. The caller holds
 // store.mu.
 func isAncestor(a, d *node) bool {
-	for ; d != nil; d = d.parent {
+	for ; d != nil; d = d.dir.parent {
 		if d == a {
 			return true
 		}
