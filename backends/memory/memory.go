@@ -38,7 +38,8 @@
 //     ("file not open for writing"/"...reading"), where os reports EBADF.
 //   - WriteAt on an O_APPEND handle fails with invalid_path, as in package os.
 //   - Reading a directory handle, or opening a directory with a write mode, O_TRUNC
-//     or O_CREATE, fails with is_a_directory.
+//     or O_CREATE, fails with is_a_directory. O_TRUNC on a file truncates it
+//     whatever the access mode, as Linux does.
 //   - Remove or Rename of the root (or of a Sub's root, through that Sub) fails with
 //     invalid_path. Hard links to directories fail with fs_permission_denied (EPERM).
 //   - O_CREATE through a dangling final symlink creates the link's target when it
@@ -53,10 +54,12 @@
 //
 // # Not guaranteed
 //
-// Nothing survives the process (Features.Persistent is false). Without WithQuota
-// and WithMaxFileSize a caller can grow a file until the process runs out of memory;
-// hosts serving untrusted guests should set both. The number of entries is not
-// limited by the quota, which counts file data only.
+// Nothing survives the process (Features.Persistent is false). Files are stored
+// contiguously, so a sparse file (a write far past the end, a large Truncate) holds
+// its whole size in memory. Without WithQuota and WithMaxFileSize a caller can grow
+// a file until the process runs out of memory; hosts serving untrusted guests should
+// set both. The number of entries is not limited by the quota, which counts file data
+// only.
 package memory
 
 import (

@@ -128,6 +128,15 @@ func TestOpenFlags(t *testing.T) {
 		t.Fatalf("usage after truncate %d", m.Usage())
 	}
 
+	// O_TRUNC truncates even a read-only open, as on Linux.
+	writeFile(t, m, "f", "abc")
+	f, err = m.OpenFile(bg, P("f"), os.O_RDONLY|os.O_TRUNC, 0)
+	must(t, err)
+	if i, _ := f.Stat(); i.Size != 0 {
+		t.Fatalf("O_RDONLY|O_TRUNC left size %d", i.Size)
+	}
+	must(t, f.Close())
+
 	// Invalid access mode.
 	_, err = m.OpenFile(bg, P("f"), os.O_WRONLY|os.O_RDWR, 0)
 	wantCode(t, err, vfs.CodeInvalidPath)
