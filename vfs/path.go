@@ -44,18 +44,18 @@ func ParseGuest(s string) (Path, error) {
 	if len(s) > MaxPathLen {
 		return Path{}, &Error{Code: CodeInvalidPath, Op: "parse", Path: truncate(s), msg: "path too long"}
 	}
-	if i := strings.IndexAny(s, "\x00\\"); i >= 0 {
+	// One pass decides the common case: an already clean relative path.
+	switch scan(s) {
+	case scanClean:
+		return Path{p: s}, nil
+	case scanBadByte:
 		msg := "NUL byte in path"
-		if s[i] == '\\' {
+		if strings.IndexByte(s, 0) < 0 {
 			msg = "backslash in path"
 		}
 		return Path{}, &Error{Code: CodeInvalidPath, Op: "parse", Path: printable(s), msg: msg}
 	}
 	mustDir := strings.HasSuffix(s, "/") || strings.HasSuffix(s, "/.") || s == "." || strings.HasSuffix(s, "/..")
-	// Fast path: already clean and relative.
-	if isClean(s) {
-		return Path{p: s}, nil
-	}
 	var b strings.Builder
 	b.Grow(len(s))
 	// segs holds the start offsets of segments in b, to pop on "..".
@@ -98,23 +98,36 @@ func ParseGuest(s string) (Path, error) {
 	return p, nil
 }
 
-// isClean reports whether s is already a clean relative path with no trailing slash
-// and no over-long component, so ParseGuest can use it without copying.
-func isClean(s string) bool {
-	if s == "" || s[0] == '/' || s[len(s)-1] == '/' {
-		return false
+const (
+	scanClean   = iota // clean relative path: use as is
+	scanDirty          // valid bytes, but needs cleaning (or has an over-long component)
+	scanBadByte        // contains NUL or backslash
+)
+
+// scan classifies s in one pass: scanBadByte if it holds a NUL or backslash,
+// scanClean if it is already a clean relative path with no trailing slash and no
+// over-long component, scanDirty otherwise.
+func scan(s string) int {
+	result := scanClean
+	if s[0] == '/' || s[len(s)-1] == '/' {
+		result = scanDirty
 	}
 	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '/' {
-			seg := s[start:i]
-			if seg == "" || seg == "." || seg == ".." || len(seg) > MaxNameLen {
-				return false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 0, '\\':
+			return scanBadByte
+		case '/':
+			if n := i - start; n == 0 || n > MaxNameLen || (s[start] == '.' && (n == 1 || (n == 2 && s[start+1] == '.'))) {
+				result = scanDirty
 			}
 			start = i + 1
 		}
 	}
-	return true
+	if n := len(s) - start; n > MaxNameLen || (n > 0 && s[start] == '.' && (n == 1 || (n == 2 && s[start+1] == '.'))) {
+		result = scanDirty
+	}
+	return result
 }
 
 // ValidName reports whether name is usable as a single path component: non-empty, not

@@ -61,7 +61,7 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 		node N
 		name string
 	}
-	var buf [16]frame
+	var buf [32]frame // paths up to 31 directories deep resolve without allocating
 	stack := append(buf[:0], frame{node: root})
 	rest := p.p
 	if p.mustDir {
