@@ -4,7 +4,7 @@
 // capfs's speed as a ratio to each peer (peer time / capfs time: above 1× capfs is
 // faster).
 //
-//	go run ./bench/cmd/benchtable [-benchtime 300ms] [-count 3] [-run substring]
+//	go run ./bench/cmd/benchtable [-benchtime 200ms] [-count 3] [-run substring]
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -23,8 +23,8 @@ import (
 
 func main() {
 	testing.Init()
-	benchtime := flag.Duration("benchtime", 300*time.Millisecond, "target time of each testing.Benchmark run")
-	count := flag.Int("count", 3, "runs per cell; the median is reported")
+	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
+	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
 	run := flag.String("run", "", "only workloads whose name contains this")
 	flag.Parse()
 	start := time.Now()
@@ -46,14 +46,17 @@ type cell struct {
 // single cold run.
 const minIters = 3
 
-func measure(w bench.Workload, impl bench.Impl, count int, benchtime time.Duration) (cell, error) {
-	var ns []float64
-	var allocs []int64
+// sample runs w on impl once through testing.Benchmark and returns the time and
+// allocations per iteration.
+func sample(w bench.Workload, impl bench.Impl, benchtime time.Duration) (float64, int64, error) {
 	run := func(bt string) (testing.BenchmarkResult, error) {
 		if err := flag.Set("test.benchtime", bt); err != nil {
 			return testing.BenchmarkResult{}, err
 		}
-		runtime.GC()
+		// Every sample starts from the same state: garbage collected and freed
+		// memory returned to the OS, so no implementation inherits another's heap
+		// (or its page faults).
+		debug.FreeOSMemory()
 		r := testing.Benchmark(func(b *testing.B) {
 			b.ReportAllocs()
 			w.Run(b, impl.New)
@@ -63,20 +66,20 @@ func measure(w bench.Workload, impl bench.Impl, count int, benchtime time.Durati
 		}
 		return r, nil
 	}
-	for i := 0; i < count; i++ {
-		r, err := run(benchtime.String())
-		if err == nil && r.N < minIters {
-			r, err = run(fmt.Sprintf("%dx", minIters))
-		}
-		if err != nil {
-			return cell{}, err
-		}
-		ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
-		allocs = append(allocs, r.AllocsPerOp())
+	r, err := run(benchtime.String())
+	if err == nil && r.N < minIters {
+		r, err = run(fmt.Sprintf("%dx", minIters))
 	}
-	slices.Sort(ns)
-	slices.Sort(allocs)
-	return cell{ns: ns[len(ns)/2], allocs: allocs[len(allocs)/2]}, nil
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(r.T.Nanoseconds()) / float64(r.N), r.AllocsPerOp(), nil
+}
+
+func median[T int64 | float64](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 func table(out, progress io.Writer, count int, run string, benchtime time.Duration) error {
@@ -88,14 +91,24 @@ func table(out, progress io.Writer, count int, run string, benchtime time.Durati
 		if run != "" && !strings.Contains(w.Name, run) {
 			continue
 		}
-		res := map[string]cell{}
-		for _, im := range impls {
-			fmt.Fprintf(progress, "%s: %s…\n", w.Name, im.Name)
-			c, err := measure(w, im, count, benchtime)
-			if err != nil {
-				return err
+		// Rounds interleave the implementations, so a burst of load from elsewhere
+		// on the machine falls on all of them rather than on one.
+		ns := map[string][]float64{}
+		allocs := map[string][]int64{}
+		for i := 0; i < count; i++ {
+			for _, im := range impls {
+				t, a, err := sample(w, im, benchtime)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(progress, "%s: %s round %d: %s\n", w.Name, im.Name, i+1, dur(t))
+				ns[im.Name] = append(ns[im.Name], t)
+				allocs[im.Name] = append(allocs[im.Name], a)
 			}
-			res[im.Name] = c
+		}
+		res := map[string]cell{}
+		for name := range ns {
+			res[name] = cell{ns: median(ns[name]), allocs: median(allocs[name])}
 		}
 		af, bi := res[bench.AferoMem], res[bench.BillyMem]
 		for _, layer := range []string{bench.CapfsBackend, bench.CapfsDir} {
