@@ -47,8 +47,9 @@
 //     RenameExchange is three afero renames through a temporary name in the source's
 //     directory; a failure in the middle is rolled back where possible.
 //   - Hard links are not supported (afero has no Link). Chmod and Chtimes are passed
-//     to the filesystem, which may refuse them; afero has no access time argument of
-//     its own meaning, so a zero atime is passed as the current modification time.
+//     to the filesystem, which may refuse them. afero's Chtimes cannot leave a time
+//     unchanged: a zero mtime keeps the current modification time, and a zero atime
+//     is set to the resulting modification time.
 //   - A filesystem without afero.Lstater whose Stat follows symlinks resolves them
 //     itself, out of the adapter's sight; such a filesystem must only hold links that
 //     stay inside the tree mounted.
