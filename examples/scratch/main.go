@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -21,13 +22,14 @@ import (
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "scratch:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, out io.Writer) error {
+	fmt := printer{out}
 	// --- The host composes a namespace: a project tree and a scratch area. ---
 	project := memory.New()
 	scratch := memory.New(memory.WithQuota(1 << 20)) // 1 MiB of scratch space
@@ -125,7 +127,11 @@ func run(ctx context.Context) error {
 
 	fmt.Println("\n== Audit trail (one event per guest call) ==")
 	for _, e := range trail.Events() {
-		line := fmt.Sprintf("  %-7s %-8s %-28s %s", e.Op, e.Outcome, e.Path, e.Code)
+		path := e.Path
+		if path == "" { // the path did not parse: show what the guest wrote
+			path = e.GuestPath
+		}
+		line := fmt.Sprintf("  %-7s %-8s %-28s %s", e.Op, e.Outcome, path, e.Code)
 		fmt.Println(strings.TrimRight(line, " "))
 	}
 	return nil
@@ -136,4 +142,13 @@ func parentOf(p string) string {
 		return p[:i]
 	}
 	return "."
+}
+
+// printer writes the demo's output to w with fmt-like calls.
+type printer struct{ w io.Writer }
+
+func (p printer) Println(a ...any)               { fmt.Fprintln(p.w, a...) }
+func (p printer) Printf(format string, a ...any) { fmt.Fprintf(p.w, format, a...) }
+func (p printer) Sprintf(format string, a ...any) string {
+	return fmt.Sprintf(format, a...)
 }
