@@ -3,7 +3,6 @@ package dir
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -48,15 +47,6 @@ var (
 	_ afero.Symlinker = (*aferoView)(nil)
 	_ afero.File      = aferoFile{}
 )
-
-// createPerm keeps the bits a guest may set when creating an entry.
-func createPerm(perm fs.FileMode) fs.FileMode {
-	m := perm & (fs.ModePerm | fs.ModeSticky)
-	if perm&0o1000 != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
 
 // Name implements afero.Fs.
 func (v *aferoView) Name() string { return "capfs" }
@@ -119,11 +109,11 @@ func (v *aferoView) MkdirAll(name string, perm os.FileMode) error {
 				return addr(vfs.NewError(vfs.CodeNotDir, "MkdirAll", q, ""))
 			}
 			continue
-		case vfs.CodeOf(err) != vfs.CodeNotFound:
+		case codeOf(err) != vfs.CodeNotFound:
 			return addr(err)
 		}
 		err = v.b.Mkdir(ctx, q, createPerm(perm))
-		if vfs.CodeOf(err) == vfs.CodeExists {
+		if codeOf(err) == vfs.CodeExists {
 			// Created meanwhile; it must be a directory now.
 			if info, serr := v.b.Stat(ctx, q); serr != nil {
 				return addr(serr)
@@ -208,7 +198,7 @@ func (f aferoFile) Readdir(count int) ([]os.FileInfo, error) {
 	out := make([]os.FileInfo, 0, len(ents))
 	for _, e := range ents {
 		fi, err := e.Info()
-		if vfs.CodeOf(err) == vfs.CodeNotFound {
+		if codeOf(err) == vfs.CodeNotFound {
 			continue
 		}
 		if err != nil {

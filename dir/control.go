@@ -8,34 +8,77 @@ import (
 )
 
 // gate holds the host's switches for one Control (or one Revocable File): a
-// revocation flag and a write lock. Gates form a chain from a child to the root; a
-// capability is revoked (or locked) if any gate on its chain is. Checking walks the
-// chain, which is as long as the number of nested Child/Revocable calls.
+// revocation bit and a write-lock bit in one atomic word. Gates form a chain from a
+// child to the root; a capability is revoked (or locked) if any gate on its chain
+// is.
+//
+// Checking is one atomic load for a root gate. A deeper gate caches the state of
+// its whole chain, stamped with the tree's epoch, which every host change bumps
+// after setting its bit: a check loads the epoch and the cache (two loads) and
+// walks the chain only when the host changed something since the cache was filled.
+// A check that starts after Revoke or SetWritable returned loads the new epoch, so
+// it sees the change: either the cache carries that epoch, and was computed by a
+// walk that started after the bit was set, or it is refilled now.
 type gate struct {
-	parent  *gate
-	revoked atomic.Bool
-	locked  atomic.Bool // true after SetWritable(false)
+	parent *gate
+	tree   *gateTree
+	bits   atomic.Uint32 // this gate's own revokedBit and lockedBit
+	cache  atomic.Uint64 // epoch<<2 | the chain's bits; deeper gates only
 }
 
-func newGate(parent *gate) *gate { return &gate{parent: parent} }
+// gateTree is shared by every gate under one New.
+type gateTree struct {
+	epoch atomic.Uint64 // starts at 1, so an unfilled cache (0) never matches
+}
 
-func (g *gate) isRevoked() bool {
-	for ; g != nil; g = g.parent {
-		if g.revoked.Load() {
-			return true
-		}
+const (
+	revokedBit uint32 = 1 << iota
+	lockedBit
+)
+
+func newGate(parent *gate) *gate {
+	if parent == nil {
+		t := &gateTree{}
+		t.epoch.Store(1)
+		return &gate{tree: t}
 	}
-	return false
+	return &gate{parent: parent, tree: parent.tree}
 }
 
-func (g *gate) writable() bool {
-	for ; g != nil; g = g.parent {
-		if g.locked.Load() {
-			return false
-		}
+// state returns the chain's revokedBit and lockedBit.
+func (g *gate) state() uint32 {
+	if g.parent == nil {
+		return g.bits.Load()
 	}
-	return true
+	return g.chainState()
 }
+
+func (g *gate) chainState() uint32 {
+	e := g.tree.epoch.Load()
+	if c := g.cache.Load(); c>>2 == e {
+		return uint32(c & 3)
+	}
+	var st uint32
+	for p := g; p != nil; p = p.parent {
+		st |= p.bits.Load()
+	}
+	g.cache.Store(e<<2 | uint64(st))
+	return st
+}
+
+// set changes this gate's bits and publishes the change to the chains below it.
+func (g *gate) set(bit uint32, on bool) {
+	if on {
+		g.bits.Or(bit)
+	} else {
+		g.bits.And(^bit)
+	}
+	g.tree.epoch.Add(1)
+}
+
+func (g *gate) isRevoked() bool { return g.state()&revokedBit != 0 }
+
+func (g *gate) writable() bool { return g.state()&lockedBit == 0 }
 
 // Control is the host's caretaker facet for a Dir: it can lock writes and revoke
 // the Dir and every capability derived from it (Dirs, Files, Handles, views),
@@ -60,6 +103,8 @@ func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
 			o(e)
 		}
 	}
+	e.audited = e.audit != discardSink
+	e.plain = !e.customPolicy && len(e.hooks) == 0 && !e.audited
 	g := newGate(nil)
 	d := &Dir{s: scope{env: e, gate: g, b: b}}
 	return d, &Control{dir: d, gate: g}
@@ -73,7 +118,7 @@ func (c *Control) Dir() *Dir { return c.dir }
 // SetWritable(false) fails with read_only, including writes through Handles opened
 // before. Unlocking does not override a lock set by an ancestor Control, nor a
 // ReadOnly() attenuation.
-func (c *Control) SetWritable(writable bool) { c.gate.locked.Store(!writable) }
+func (c *Control) SetWritable(writable bool) { c.gate.set(lockedBit, !writable) }
 
 // Writable reports whether writes are currently allowed by this Control and every
 // ancestor Control (it does not consider revocation or ReadOnly attenuation).
@@ -83,7 +128,7 @@ func (c *Control) Writable() bool { return c.gate.writable() }
 // including Child controls' Dirs and Handles already open. Calls already running
 // may finish; every call that starts afterwards fails with revoked. There is no
 // way to undo it.
-func (c *Control) Revoke() { c.gate.revoked.Store(true) }
+func (c *Control) Revoke() { c.gate.set(revokedBit, true) }
 
 // Revoked reports whether this Control or an ancestor has been revoked.
 func (c *Control) Revoked() bool { return c.gate.isRevoked() }

@@ -31,7 +31,7 @@ const (
 // A Dir is immutable and safe for concurrent use.
 type Dir struct{ s scope }
 
-func (d *Dir) do(ctx context.Context, c *call, fn func(ctx context.Context, c *call) error) error {
+func (d *Dir) do(ctx context.Context, c *call, fn func(ctx context.Context) error) error {
 	return d.s.run(ctx, c, fn)
 }
 
@@ -47,7 +47,8 @@ func (d *Dir) derive(b vfs.Backend, p vfs.Path) *Dir {
 // List returns the names in directory path, sorted. "" means ".".
 func (d *Dir) List(ctx context.Context, path string) ([]string, error) {
 	var names []string
-	err := d.do(ctx, &call{op: policy.OpList, method: "List", path: path, emptyIsDot: true}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpList, method: "List", path: path, emptyIsDot: true}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		ents, err := d.s.b.ReadDir(ctx, c.p)
 		if err != nil {
 			return err
@@ -68,7 +69,8 @@ func (d *Dir) List(ctx context.Context, path string) ([]string, error) {
 // Each entry's Info is fetched on demand (without following symlinks).
 func (d *Dir) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
-	err := d.do(ctx, &call{op: policy.OpList, method: "ReadDir", path: path, emptyIsDot: true}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpList, method: "ReadDir", path: path, emptyIsDot: true}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		ents, err := d.s.b.ReadDir(ctx, c.p)
 		if err != nil {
 			return err
@@ -95,7 +97,8 @@ func (d *Dir) Lstat(ctx context.Context, path string) (fs.FileInfo, error) {
 
 func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.FileInfo, error) {
 	var fi fs.FileInfo
-	err := d.do(ctx, &call{op: policy.OpStat, method: method, path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpStat, method: method, path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		var info vfs.Info
 		var err error
 		if follow {
@@ -120,9 +123,10 @@ func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.Fi
 // a file used as a directory, are errors.
 func (d *Dir) Exists(ctx context.Context, path string) (bool, error) {
 	found := false
-	err := d.do(ctx, &call{op: policy.OpStat, method: "Exists", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpStat, method: "Exists", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		_, err := d.s.b.Lstat(ctx, c.p)
-		if vfs.CodeOf(err) == vfs.CodeNotFound {
+		if codeOf(err) == vfs.CodeNotFound {
 			return nil
 		}
 		found = err == nil
@@ -136,7 +140,8 @@ func (d *Dir) Exists(ctx context.Context, path string) (bool, error) {
 // restrictions and is pinned: renaming the directory later does not redirect it.
 func (d *Dir) OpenDir(ctx context.Context, name string) (*Dir, error) {
 	var out *Dir
-	err := d.do(ctx, &call{op: policy.OpSub, method: "OpenDir", path: name, single: true}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpSub, method: "OpenDir", path: name, single: true}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		sub, err := d.s.b.Sub(ctx, c.p)
 		if err != nil {
 			return err
@@ -157,7 +162,8 @@ func (d *Dir) OpenDir(ctx context.Context, name string) (*Dir, error) {
 // policy, audit). Sub(".") returns an equivalent Dir.
 func (d *Dir) Sub(ctx context.Context, path string) (*Dir, error) {
 	var out *Dir
-	err := d.do(ctx, &call{op: policy.OpSub, method: "Sub", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpSub, method: "Sub", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		sub, err := d.s.b.Sub(ctx, c.p)
 		if err != nil {
 			return err
@@ -184,7 +190,8 @@ func (d *Dir) ReadOnly() *Dir {
 // anything is there) with mode 0755 and returns it as a Dir.
 func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
 	var out *Dir
-	err := d.do(ctx, &call{op: policy.OpMkdir, method: "CreateDir", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpMkdir, method: "CreateDir", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		if err := d.s.b.Mkdir(ctx, c.p, dirPerm); err != nil {
 			return err
 		}
@@ -205,7 +212,8 @@ func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
 // succeeds if path already is a directory (or a symlink to one); a non-directory in
 // the way is not_a_directory.
 func (d *Dir) MkdirAll(ctx context.Context, path string) error {
-	return d.do(ctx, &call{op: policy.OpMkdir, method: "MkdirAll", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpMkdir, method: "MkdirAll", path: path}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		return mkdirAll(ctx, d.s.b, c.p.WithoutDirMark(), dirPerm)
 	})
 }
@@ -213,7 +221,8 @@ func (d *Dir) MkdirAll(ctx context.Context, path string) error {
 // Remove removes a file, a symlink (not its target) or an empty directory. The
 // Dir's own root cannot be removed (invalid_path).
 func (d *Dir) Remove(ctx context.Context, path string) error {
-	return d.do(ctx, &call{op: policy.OpRemove, method: "Remove", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpRemove, method: "Remove", path: path}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		if c.p.IsRoot() {
 			return errAt(vfs.CodeInvalidPath, "Remove", path, "", "cannot remove the root")
 		}
@@ -226,7 +235,8 @@ func (d *Dir) Remove(ctx context.Context, path string) error {
 // is_a_directory; a FIFO, socket or device is not_regular_file.
 func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	var data []byte
-	err := d.do(ctx, &call{op: policy.OpRead, method: "ReadFile", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpRead, method: "ReadFile", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		data, err = readAll(ctx, d.s.b, c.p, d.s.env.maxRead)
 		return err
@@ -245,7 +255,8 @@ func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // symlink, its target is replaced and the link kept. Other hard links to the old
 // file keep the old contents.
 func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
-	return d.do(ctx, &call{op: policy.OpWrite, method: "WriteFile", path: path, size: sized(len(data))}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpWrite, method: "WriteFile", path: path, size: sized(len(data))}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		return atomicWrite(ctx, d.s.b, c.p, bytesSource(data), perm&fs.ModePerm)
 	})
 }
@@ -253,7 +264,8 @@ func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 // Append appends data to file path, creating it (mode 0644) if missing. The append
 // is atomic with respect to other appends on backends that support O_APPEND.
 func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
-	return d.do(ctx, &call{op: policy.OpWrite, method: "Append", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpWrite, method: "Append", path: path}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		return appendTo(ctx, d.s.b, c.p, data)
 	})
 }
@@ -263,7 +275,8 @@ func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
 // (path_outside_sandbox): "../x" is fine in "a/l", not at the root. The target need
 // not exist.
 func (d *Dir) Symlink(ctx context.Context, target, link string) error {
-	return d.do(ctx, &call{op: policy.OpSymlink, method: "Symlink", path: link, dest: target, kind: destTarget}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpSymlink, method: "Symlink", path: link, dest: target, kind: destTarget}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.b.Symlink(ctx, target, c.p)
 	})
 }
@@ -271,7 +284,8 @@ func (d *Dir) Symlink(ctx context.Context, target, link string) error {
 // Readlink returns the target text of symlink path.
 func (d *Dir) Readlink(ctx context.Context, path string) (string, error) {
 	var t string
-	err := d.do(ctx, &call{op: policy.OpReadlink, method: "Readlink", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpReadlink, method: "Readlink", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		t, err = d.s.b.Readlink(ctx, c.p)
 		return err
@@ -285,7 +299,8 @@ func (d *Dir) Readlink(ctx context.Context, path string) (string, error) {
 // Link creates newname as a hard link to the existing file oldname, where the
 // backend supports hard links (not_supported otherwise).
 func (d *Dir) Link(ctx context.Context, oldname, newname string) error {
-	return d.do(ctx, &call{op: policy.OpLink, method: "Link", path: oldname, dest: newname, kind: destPath}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpLink, method: "Link", path: oldname, dest: newname, kind: destPath}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.b.Link(ctx, c.p, c.q)
 	})
 }
@@ -295,7 +310,8 @@ func (d *Dir) Link(ctx context.Context, oldname, newname string) error {
 // fs.ModeSetuid/fs.ModeSetgid or as Unix bits 0o4000/0o2000; 0o1000 means sticky;
 // other mode bits are ignored.
 func (d *Dir) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
-	return d.do(ctx, &call{op: policy.OpChmod, method: "Chmod", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpChmod, method: "Chmod", path: path}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		m, err := chmodMode(mode)
 		if err != nil {
 			return errAt(vfs.CodePermission, "Chmod", path, "", err.Error())
@@ -307,7 +323,8 @@ func (d *Dir) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 // Chtimes sets the access and modification times of path, following a symlink; a
 // zero time leaves that time unchanged.
 func (d *Dir) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
-	return d.do(ctx, &call{op: policy.OpChtimes, method: "Chtimes", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpChtimes, method: "Chtimes", path: path}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.b.Chtimes(ctx, c.p, atime, mtime)
 	})
 }
@@ -332,4 +349,16 @@ func chmodMode(mode fs.FileMode) (fs.FileMode, error) {
 		m |= fs.ModeSticky
 	}
 	return m, nil
+}
+
+// createPerm returns the mode bits a guest may give an entry it creates: the
+// permission bits and sticky (fs.ModeSticky or the Unix bit 0o1000). setuid and
+// setgid, in either spelling, and all other bits are dropped, the way a umask and a
+// nosuid mount would.
+func createPerm(perm fs.FileMode) fs.FileMode {
+	m := perm & (fs.ModePerm | fs.ModeSticky)
+	if perm&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }

@@ -36,7 +36,9 @@ const (
 	destTarget          // a symlink target, validated against the link's directory
 )
 
-// call is one public call on its way through run.
+// call is one public call on its way through run. Callers declare it as a local
+// and hand run a closure that reads it: nothing retains a *call after run returns,
+// so it stays on the caller's stack.
 type call struct {
 	op     policy.Op
 	method string // the public method, used as the error's Op
@@ -48,15 +50,18 @@ type call struct {
 	// single requires the path to be one name (OpenDir).
 	single bool
 	// fixed marks calls whose paths are already parsed (File, Backend view): p and q
-	// are set by the caller and step 2 only computes the tree paths.
+	// are set by the caller and step 2 leaves them alone.
 	fixed bool
 	// size is Request.Size plus one, so that the zero value means unknown (-1).
 	size int64
-	// prepare, when set, replaces path parsing in step 2 (Glob patterns).
-	prepare func(c *call) error
+	// prepare, when set, replaces path parsing in step 2 (Glob patterns); it fills
+	// the call it was made for.
+	prepare func() error
 
 	p, q vfs.Path // parsed paths, relative to the scope's backend
-	req  policy.Request
+	// req is the request the policy and hooks see, made in step 4 only when the Dir
+	// has a custom policy or hooks; nil otherwise.
+	req *policy.Request
 }
 
 // addressed marks an error that fn has already given its final, guest-facing form
@@ -80,43 +85,71 @@ func (a *addressed) Unwrap() error { return a.err }
 //
 // Errors returned to the guest are *vfs.Error addressed to the paths as the guest
 // wrote them (or, from composite operations, to the Dir-relative path that failed).
-func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c *call) error) (err error) {
-	start := time.Now()
+//
+// With the default options (policy.AllowAll, no hooks, audit.Discard) steps 4, 5, 7
+// and 8 can neither refuse nor be observed, so run takes a path that skips them:
+// no request, no request id, no clock reading, no event.
+func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context) error) error {
+	if s.env.plain {
+		st := s.gate.state()
+		if st&revokedBit != 0 {
+			return errAt(vfs.CodeRevoked, c.method, c.path, c.destForErr(), "capability revoked")
+		}
+		if err := s.parse(c); err != nil {
+			return err
+		}
+		if c.op.Writes() && (s.ro || st&lockedBit != 0) {
+			return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
+		}
+		return s.address(c, fn(ctx))
+	}
+	return s.runFull(ctx, c, fn)
+}
+
+// runFull is run with a policy, hooks or an audit sink to serve.
+func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Context) error) (err error) {
 	e := s.env
-	c.req = policy.Request{ID: newRequestID(), Subject: e.subject, Op: c.op, GuestPath: c.path, Size: c.size - 1}
+	var start time.Time
+	if e.audited {
+		start = time.Now()
+	}
+	id := newRequestID()
 	outcome, rule := audit.Failed, ""
-	var treePath, treeDest string // kept apart from c.req, which policy and hooks see
+	var treePath, treeDest string // the paths from the tree's root, once parsed
 	finished := false
-	defer func() {
-		ev := audit.Event{
-			Time:      start,
-			RequestID: c.req.ID,
-			Subject:   e.subject,
-			Op:        string(c.op),
-			Path:      treePath,
-			Dest:      treeDest,
-			GuestPath: auditGuestPath(c.path),
-			Outcome:   audit.OK,
-			Rule:      rule,
-		}
-		switch {
-		case !finished && err == nil:
-			// A policy, hook or backend panicked: record the call, let the panic go on.
-			ev.Outcome, ev.Code = audit.Failed, "panic"
-		case err != nil:
-			ev.Outcome = outcome
-			ev.Code = string(vfs.CodeOf(err))
-		}
-		ev.Duration = time.Since(start)
-		e.audit.Record(ctx, ev)
-	}()
+	if e.audited {
+		defer func() {
+			ev := audit.Event{
+				Time:      start,
+				RequestID: id,
+				Subject:   e.subject,
+				Op:        string(c.op),
+				Path:      treePath,
+				Dest:      treeDest,
+				GuestPath: auditGuestPath(c.path),
+				Outcome:   audit.OK,
+				Rule:      rule,
+			}
+			switch {
+			case !finished && err == nil:
+				// A policy, hook or backend panicked: record the call, let the panic go on.
+				ev.Outcome, ev.Code = audit.Failed, "panic"
+			case err != nil:
+				ev.Outcome = outcome
+				ev.Code = string(codeOf(err))
+			}
+			ev.Duration = time.Since(start)
+			e.audit.Record(ctx, ev)
+		}()
+	}
 
 	// (1) Revocation comes first: a revoked capability reveals nothing, not even
 	// whether a path is well formed.
-	if s.gate.isRevoked() {
+	st := s.gate.state()
+	if st&revokedBit != 0 {
 		outcome, rule = audit.Denied, "revoked"
-		if s.parse(c) == nil { // best effort, for the audit record only
-			treePath, treeDest = c.req.Path, c.req.Dest
+		if e.audited && s.parse(c) == nil { // best effort, for the audit record only
+			treePath, treeDest = s.treePaths(c)
 		}
 		finished = true
 		return errAt(vfs.CodeRevoked, c.method, c.path, c.destForErr(), "capability revoked")
@@ -126,27 +159,36 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c
 		finished = true
 		return perr
 	}
-	treePath, treeDest = c.req.Path, c.req.Dest
+	treePath, treeDest = s.treePaths(c)
 	// (3) Attenuation and the host's write lock.
-	if c.op.Writes() && (s.ro || !s.gate.writable()) {
+	if c.op.Writes() && (s.ro || st&lockedBit != 0) {
 		outcome, rule, finished = audit.Denied, "read-only", true
 		return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
 	}
 	// (4) Policy.
-	d, ok := e.decide(ctx, &c.req)
-	rule = d.Rule
-	if !ok {
-		outcome, finished = audit.Denied, true
-		return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
+	if !e.customPolicy && len(e.hooks) == 0 {
+		// The default policy allows every request; nothing else needs one.
+		rule = allowAllRule
+	} else {
+		c.req = &policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: treePath, Dest: treeDest, GuestPath: c.path, Size: c.size - 1}
+		d, ok := policy.Decision{Effect: policy.Allow, Rule: allowAllRule}, true
+		if e.customPolicy {
+			d, ok = e.decide(ctx, c.req)
+		}
+		rule = d.Rule
+		if !ok {
+			outcome, finished = audit.Denied, true
+			return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
+		}
 	}
 	// (5) Before hooks.
 	ran := 0
 	for _, h := range e.hooks {
-		if herr := h.Before(ctx, &c.req); herr != nil {
+		if herr := h.Before(ctx, c.req); herr != nil {
 			outcome, rule = audit.Denied, hookRule(h)
 			err = hookError(herr, c)
 			for i := ran - 1; i >= 0; i-- {
-				e.hooks[i].After(ctx, &c.req, err)
+				e.hooks[i].After(ctx, c.req, err)
 			}
 			finished = true
 			return err
@@ -154,20 +196,23 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context, c
 		ran++
 	}
 	// (6) The operation.
-	err = s.address(c, fn(ctx, c))
+	err = s.address(c, fn(ctx))
 	// (7) After hooks.
 	for i := len(e.hooks) - 1; i >= 0; i-- {
-		e.hooks[i].After(ctx, &c.req, err)
+		e.hooks[i].After(ctx, c.req, err)
 	}
 	finished = true
 	return err
 }
 
-// parse fills c.p, c.q and the request's tree paths (step 2).
+// allowAllRule is the rule the default policy names in its decisions.
+var allowAllRule = defaultPolicy.Decide(context.Background(), &policy.Request{}).Rule
+
+// parse fills c.p and c.q (step 2).
 func (s *scope) parse(c *call) error {
 	switch {
 	case c.prepare != nil:
-		if err := c.prepare(c); err != nil {
+		if err := c.prepare(); err != nil {
 			return err
 		}
 	case !c.fixed:
@@ -198,11 +243,22 @@ func (s *scope) parse(c *call) error {
 		}
 		c.q = q
 	}
-	c.req.Path = s.base.Join(c.p.WithoutDirMark()).String()
-	if c.kind != destNone {
-		c.req.Dest = s.base.Join(c.q.WithoutDirMark()).String()
-	}
 	return nil
+}
+
+// treePaths returns the parsed paths of c from the capability tree's root, as the
+// policy and the audit trail see them.
+func (s *scope) treePaths(c *call) (path, dest string) {
+	path = s.treePath(c.p)
+	if c.kind != destNone {
+		dest = s.treePath(c.q)
+	}
+	return path, dest
+}
+
+// treePath returns p (relative to the scope's backend) from the tree's root.
+func (s *scope) treePath(p vfs.Path) string {
+	return s.base.Join(p.WithoutDirMark()).String()
 }
 
 // destForErr is the second path an error names: the destination of two-path calls;
@@ -259,7 +315,7 @@ func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Pat
 	if !s.env.customPolicy {
 		return policy.Decision{Effect: policy.Allow}, true
 	}
-	r := c.req
+	r := *c.req
 	r.Op = op
 	r.Path = s.base.Join(p).String()
 	r.Dest = ""
@@ -380,3 +436,12 @@ func linkTarget(p vfs.Path, target string) (vfs.Path, error) {
 
 // sized returns the call field for a write that leaves n bytes in the file.
 func sized(n int) int64 { return int64(n) + 1 }
+
+// codeOf is vfs.CodeOf without its allocation (errors.AsType keeps the target on
+// the stack); the hot paths call it on nil and not_found errors.
+func codeOf(err error) vfs.Code {
+	if e, ok := errors.AsType[*vfs.Error](err); ok {
+		return e.Code
+	}
+	return ""
+}

@@ -34,7 +34,8 @@ type File struct {
 // not_regular_file.
 func (d *Dir) OpenFile(ctx context.Context, path string) (*File, error) {
 	var f *File
-	err := d.do(ctx, &call{op: policy.OpSub, method: "OpenFile", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpSub, method: "OpenFile", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		f, err = d.s.fileAt(ctx, c.p, false)
 		return err
@@ -50,7 +51,8 @@ func (d *Dir) OpenFile(ctx context.Context, path string) (*File, error) {
 // parent directory must exist.
 func (d *Dir) CreateFile(ctx context.Context, path string) (*File, error) {
 	var f *File
-	err := d.do(ctx, &call{op: policy.OpCreate, method: "CreateFile", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpCreate, method: "CreateFile", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		f, err = d.s.fileAt(ctx, c.p, true)
 		return err
@@ -94,7 +96,7 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 		}
 	} else {
 		info, err := parent.Stat(ctx, leaf)
-		if vfs.CodeOf(err) == vfs.CodeOutside {
+		if codeOf(err) == vfs.CodeOutside {
 			// A symlink leading above its own directory: name the file by its path
 			// from the Dir instead.
 			parent, base, leaf = s.b, s.base, p
@@ -117,8 +119,9 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 
 // do runs one enforced call on the file; size is the byte count a write leaves in
 // it, or -1 if unknown.
-func (f *File) do(ctx context.Context, op policy.Op, method string, size int64, fn func(ctx context.Context, c *call) error) error {
-	return f.s.run(ctx, &call{op: op, method: method, path: f.name, fixed: true, p: f.leaf, size: size + 1}, fn)
+func (f *File) do(ctx context.Context, op policy.Op, method string, size int64, fn func(ctx context.Context) error) error {
+	c := call{op: op, method: method, path: f.name, fixed: true, p: f.leaf, size: size + 1}
+	return f.s.run(ctx, &c, fn)
 }
 
 // Name returns the file's path relative to the Dir it was opened from.
@@ -128,7 +131,7 @@ func (f *File) Name() string { return f.name }
 // file_too_large (stream them with Open).
 func (f *File) ReadBytes(ctx context.Context) ([]byte, error) {
 	var data []byte
-	err := f.do(ctx, policy.OpRead, "ReadBytes", -1, func(ctx context.Context, c *call) error {
+	err := f.do(ctx, policy.OpRead, "ReadBytes", -1, func(ctx context.Context) error {
 		var err error
 		data, err = readAll(ctx, f.s.b, f.leaf, f.s.env.maxRead)
 		return err
@@ -143,7 +146,7 @@ func (f *File) ReadBytes(ctx context.Context) ([]byte, error) {
 // not checked). The read limit applies as for ReadBytes.
 func (f *File) ReadText(ctx context.Context) (string, error) {
 	var data []byte
-	err := f.do(ctx, policy.OpRead, "ReadText", -1, func(ctx context.Context, c *call) error {
+	err := f.do(ctx, policy.OpRead, "ReadText", -1, func(ctx context.Context) error {
 		var err error
 		data, err = readAll(ctx, f.s.b, f.leaf, f.s.env.maxRead)
 		return err
@@ -157,21 +160,21 @@ func (f *File) ReadText(ctx context.Context) (string, error) {
 // WriteBytes replaces the file's contents with b, atomically (see Dir.WriteFile),
 // creating the file again if it was removed.
 func (f *File) WriteBytes(ctx context.Context, b []byte) error {
-	return f.do(ctx, policy.OpWrite, "WriteBytes", int64(len(b)), func(ctx context.Context, c *call) error {
+	return f.do(ctx, policy.OpWrite, "WriteBytes", int64(len(b)), func(ctx context.Context) error {
 		return atomicWrite(ctx, f.s.b, f.leaf, bytesSource(b), filePerm)
 	})
 }
 
 // WriteText replaces the file's contents with s, atomically.
 func (f *File) WriteText(ctx context.Context, s string) error {
-	return f.do(ctx, policy.OpWrite, "WriteText", int64(len(s)), func(ctx context.Context, c *call) error {
+	return f.do(ctx, policy.OpWrite, "WriteText", int64(len(s)), func(ctx context.Context) error {
 		return atomicWrite(ctx, f.s.b, f.leaf, bytesSource([]byte(s)), filePerm)
 	})
 }
 
 // Append appends b to the file, creating it again if it was removed.
 func (f *File) Append(ctx context.Context, b []byte) error {
-	return f.do(ctx, policy.OpWrite, "Append", -1, func(ctx context.Context, c *call) error {
+	return f.do(ctx, policy.OpWrite, "Append", -1, func(ctx context.Context) error {
 		return appendTo(ctx, f.s.b, f.leaf, b)
 	})
 }
@@ -179,7 +182,7 @@ func (f *File) Append(ctx context.Context, b []byte) error {
 // Stat returns information on the file (following a symlink).
 func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 	var fi fs.FileInfo
-	err := f.do(ctx, policy.OpStat, "Stat", -1, func(ctx context.Context, c *call) error {
+	err := f.do(ctx, policy.OpStat, "Stat", -1, func(ctx context.Context) error {
 		info, err := f.s.b.Stat(ctx, f.leaf)
 		if err != nil {
 			return err
@@ -197,9 +200,9 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 // Handle; O_CREATE recreates a removed file with mode 0644.
 func (f *File) Open(ctx context.Context, flag int) (*Handle, error) {
 	var h *Handle
-	err := f.do(ctx, openFlagOp(flag), "Open", -1, func(ctx context.Context, c *call) error {
+	err := f.do(ctx, openFlagOp(flag), "Open", -1, func(ctx context.Context) error {
 		var err error
-		h, err = f.s.open(ctx, c, f.s.b, f.leaf, flag, filePerm)
+		h, err = f.s.open(ctx, f.name, f.leaf, flag, filePerm)
 		return err
 	})
 	if err != nil {
@@ -224,5 +227,5 @@ func (f *File) Revocable() (*File, func()) {
 	c := *f
 	g := newGate(f.s.gate)
 	c.s.gate = g
-	return &c, func() { g.revoked.Store(true) }
+	return &c, func() { g.set(revokedBit, true) }
 }

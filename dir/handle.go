@@ -31,16 +31,20 @@ import (
 type Handle struct {
 	s      scope
 	f      vfs.File
-	name   string      // the path as the guest wrote it, for errors
-	tree   string      // the path from the capability tree's root, for audit
-	base   string      // the name Stat reports
-	dir    vfs.Backend // the pinned directory, when the handle is a directory
+	name   string   // the path as the guest wrote it, for errors
+	p      vfs.Path // the path opened, relative to s.b (for Stat's name and the audit trail)
 	closed atomic.Bool
+	dir    *dirHandle // non-nil when the handle is a directory
+}
 
-	mu      sync.Mutex // guards the directory listing below
+// dirHandle is the directory state of a Handle on a directory.
+type dirHandle struct {
+	b       vfs.Backend // the directory, pinned
+	mu      sync.Mutex  // guards the listing below
 	listed  bool
 	entries []vfs.DirEntry
 	off     int
+	l       listing // what the entries ReadDir returns share
 }
 
 // openFlagOp is the policy op an open with flag performs.
@@ -60,9 +64,10 @@ func openFlagOp(flag int) policy.Op {
 // opened read-only, for ReadDir. Any write flag on a read-only Dir is read_only.
 func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode) (*Handle, error) {
 	var h *Handle
-	err := d.do(ctx, &call{op: openFlagOp(flag), method: "Open", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: openFlagOp(flag), method: "Open", path: path}
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
-		h, err = d.s.open(ctx, c, d.s.b, c.p, flag, perm&fs.ModePerm)
+		h, err = d.s.open(ctx, path, c.p, flag, createPerm(perm))
 		return err
 	})
 	if err != nil {
@@ -71,9 +76,10 @@ func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode)
 	return h, nil
 }
 
-// open opens p of b inside an enforced call c.
-func (s *scope) open(ctx context.Context, c *call, b vfs.Backend, p vfs.Path, flag int, perm fs.FileMode) (*Handle, error) {
-	f, err := b.OpenFile(ctx, p, flag, perm)
+// open opens p of the scope's backend inside an enforced call; name is the path as
+// the guest wrote it.
+func (s *scope) open(ctx context.Context, name string, p vfs.Path, flag int, perm fs.FileMode) (*Handle, error) {
+	f, err := s.b.OpenFile(ctx, p, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -82,15 +88,14 @@ func (s *scope) open(ctx context.Context, c *call, b vfs.Backend, p vfs.Path, fl
 		f.Close()
 		return nil, err
 	}
-	h := &Handle{s: *s, f: f, name: printable(c.path), tree: c.req.Path, base: p.Base()}
-	if p.IsRoot() {
-		h.base = "."
-	}
+	h := &Handle{s: *s, f: f, name: printable(name), p: p.WithoutDirMark()}
 	if info.Mode.IsDir() {
-		if h.dir, err = b.Sub(ctx, p); err != nil {
+		sub, err := s.b.Sub(ctx, p)
+		if err != nil {
 			f.Close()
 			return nil, err
 		}
+		h.dir = &dirHandle{b: sub}
 	}
 	return h, nil
 }
@@ -98,28 +103,28 @@ func (s *scope) open(ctx context.Context, c *call, b vfs.Backend, p vfs.Path, fl
 // check refuses a call on a revoked capability, or a write on a read-only or locked
 // one, recording the refusal in the audit trail.
 func (h *Handle) check(method string, write bool) error {
-	var code vfs.Code
-	switch {
-	case h.s.gate.isRevoked():
-		code = vfs.CodeRevoked
-	case write && (h.s.ro || !h.s.gate.writable()):
-		code = vfs.CodeReadOnly
-	default:
+	st := h.s.gate.state()
+	if st&revokedBit == 0 && (!write || (!h.s.ro && st&lockedBit == 0)) {
 		return nil
 	}
-	op := policy.OpRead
-	if write {
-		op = policy.OpWrite
+	return h.refuse(method, write, st)
+}
+
+func (h *Handle) refuse(method string, write bool, st uint32) error {
+	code, rule, msg := vfs.CodeRevoked, "revoked", "capability revoked"
+	if st&revokedBit == 0 {
+		code, rule, msg = vfs.CodeReadOnly, "read-only", "capability is read-only"
 	}
-	rule := "revoked"
-	msg := "capability revoked"
-	if code == vfs.CodeReadOnly {
-		rule, msg = "read-only", "capability is read-only"
+	if e := h.s.env; e.audited {
+		op := policy.OpRead
+		if write {
+			op = policy.OpWrite
+		}
+		e.audit.Record(context.Background(), audit.Event{
+			Time: time.Now(), RequestID: newRequestID(), Subject: e.subject, Op: string(op),
+			Path: h.s.treePath(h.p), GuestPath: h.name, Outcome: audit.Denied, Code: string(code), Rule: rule,
+		})
 	}
-	h.s.env.audit.Record(context.Background(), audit.Event{
-		Time: time.Now(), RequestID: newRequestID(), Subject: h.s.env.subject, Op: string(op),
-		Path: h.tree, GuestPath: h.name, Outcome: audit.Denied, Code: string(code), Rule: rule,
-	})
 	return errAt(code, method, h.name, "", msg)
 }
 
@@ -213,7 +218,10 @@ func (h *Handle) stat() (vfs.Info, error) {
 	if err != nil {
 		return vfs.Info{}, h.err("Stat", err)
 	}
-	info.Name = h.base
+	info.Name = h.p.Base()
+	if h.p.IsRoot() {
+		info.Name = "."
+	}
 	return info, nil
 }
 
@@ -238,79 +246,104 @@ func (h *Handle) ReadDir(n int) ([]fs.DirEntry, error) {
 	if h.dir == nil {
 		return nil, errAt(vfs.CodeNotDir, "ReadDir", h.name, "", "")
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.listed {
-		ents, err := h.dir.ReadDir(context.Background(), vfs.Root)
+	dh := h.dir
+	dh.mu.Lock()
+	defer dh.mu.Unlock()
+	if !dh.listed {
+		ents, err := dh.b.ReadDir(context.Background(), vfs.Root)
 		if err != nil {
 			return nil, h.err("ReadDir", err)
 		}
-		h.entries, h.listed = ents, true
+		dh.entries, dh.listed = ents, true
+		dh.l = listing{s: &h.s, b: dh.b, display: h.name}
 	}
-	rest := h.entries[h.off:]
+	rest := dh.entries[dh.off:]
 	if n > 0 {
 		if len(rest) == 0 {
 			return nil, io.EOF
 		}
 		rest = rest[:min(n, len(rest))]
 	}
-	h.off += len(rest)
-	out := make([]fs.DirEntry, len(rest))
-	for i, e := range rest {
-		out[i] = &dirEntry{s: &h.s, b: h.dir, p: vfs.Path{}, name: e.Name, typ: e.Type & fs.ModeType, display: path.Join(h.name, e.Name)}
-	}
-	return out, nil
+	dh.off += len(rest)
+	return dh.l.entries(rest), nil
+}
+
+// listing is what the entries of one directory listing share: the capability they
+// were listed through (so revocation still applies to Info) and the directory.
+type listing struct {
+	s       *scope
+	b       vfs.Backend
+	p       vfs.Path // the directory holding the entries, relative to b
+	display string   // the directory's path for errors
 }
 
 // dirEntry is an fs.DirEntry whose Info is fetched on demand, without following a
-// symlink, through the capability it was listed from (so revocation still applies).
+// symlink, through the capability it was listed from. It points into the listing
+// the backend returned, which nothing modifies.
 type dirEntry struct {
-	s       *scope
-	b       vfs.Backend
-	p       vfs.Path // the directory holding the entry, relative to b
-	name    string
-	typ     fs.FileMode
-	display string // the entry's path for errors
+	l *listing
+	e *vfs.DirEntry
 }
 
-func (e *dirEntry) Name() string               { return e.name }
-func (e *dirEntry) IsDir() bool                { return e.typ.IsDir() }
-func (e *dirEntry) Type() fs.FileMode          { return e.typ }
+func (e *dirEntry) Name() string               { return e.e.Name }
+func (e *dirEntry) IsDir() bool                { return e.Type().IsDir() }
+func (e *dirEntry) Type() fs.FileMode          { return e.e.Type & fs.ModeType }
 func (e *dirEntry) String() string             { return fs.FormatDirEntry(e) }
 func (e *dirEntry) Info() (fs.FileInfo, error) { return e.info() }
 
+// display is the entry's path for errors.
+func (e *dirEntry) display() string { return path.Join(e.l.display, e.e.Name) }
+
 func (e *dirEntry) info() (fs.FileInfo, error) {
-	if e.s.gate.isRevoked() {
-		return nil, errAt(vfs.CodeRevoked, "Info", e.display, "", "capability revoked")
+	if e.l.s.gate.isRevoked() {
+		return nil, errAt(vfs.CodeRevoked, "Info", e.display(), "", "capability revoked")
 	}
-	p := e.p
-	if e.name != "." || !p.IsRoot() {
+	p := e.l.p
+	if e.e.Name != "." || !p.IsRoot() {
 		var err error
-		if p, err = e.p.Child(e.name); err != nil {
-			return nil, readdress(err, "Info", e.display, "")
+		if p, err = p.Child(e.e.Name); err != nil {
+			return nil, readdress(err, "Info", e.display(), "")
 		}
 	}
-	info, err := e.b.Lstat(context.Background(), p)
+	info, err := e.l.b.Lstat(context.Background(), p)
 	if err != nil {
-		return nil, readdress(err, "Info", e.display, "")
+		return nil, readdress(err, "Info", e.display(), "")
 	}
-	info.Name = e.name
+	info.Name = e.e.Name
 	return info.FileInfo(), nil
 }
 
-// entries converts a listing of directory p of b.
-func (s *scope) entries(b vfs.Backend, p vfs.Path, ents []vfs.DirEntry) []fs.DirEntry {
+// entries returns ents, listed in l, as fs.DirEntry values: two allocations
+// whatever their number.
+func (l *listing) entries(ents []vfs.DirEntry) []fs.DirEntry {
+	des := make([]dirEntry, len(ents))
 	out := make([]fs.DirEntry, len(ents))
-	for i, e := range ents {
-		out[i] = &dirEntry{s: s, b: b, p: p, name: e.Name, typ: e.Type & fs.ModeType, display: path.Join(p.String(), e.Name)}
+	for i := range ents {
+		des[i] = dirEntry{l: l, e: &ents[i]}
+		out[i] = &des[i]
 	}
 	return out
 }
 
+// entries converts a listing of directory p of b.
+func (s *scope) entries(b vfs.Backend, p vfs.Path, ents []vfs.DirEntry) []fs.DirEntry {
+	l := &listing{s: s, b: b, p: p, display: p.String()}
+	return l.entries(ents)
+}
+
+// oneEntry is a dirEntry with its listing and entry, in one allocation.
+type oneEntry struct {
+	d dirEntry
+	l listing
+	e vfs.DirEntry
+}
+
 // entry returns the fs.DirEntry for the entry at p (whose listing said e).
 func (s *scope) entry(b vfs.Backend, p vfs.Path, e vfs.DirEntry) fs.DirEntry {
+	o := &oneEntry{l: listing{s: s, b: b, p: p.Dir(), display: p.Dir().String()}, e: vfs.DirEntry{Name: p.Base(), Type: e.Type}}
 	if p.IsRoot() {
-		return &dirEntry{s: s, b: b, name: ".", typ: e.Type & fs.ModeType, display: "."}
+		o.e.Name = "."
 	}
-	return &dirEntry{s: s, b: b, p: p.Dir(), name: p.Base(), typ: e.Type & fs.ModeType, display: p.String()}
+	o.d = dirEntry{l: &o.l, e: &o.e}
+	return &o.d
 }

@@ -187,7 +187,7 @@ func atomicWrite(ctx context.Context, b vfs.Backend, p vfs.Path, src source, per
 		}
 		perm = info.Mode & (fs.ModePerm | fs.ModeSticky)
 		replacing = true
-	case vfs.CodeOf(err) != vfs.CodeNotFound:
+	case codeOf(err) != vfs.CodeNotFound:
 		return err
 	}
 	var tmp vfs.Path
@@ -198,7 +198,7 @@ func atomicWrite(ctx context.Context, b vfs.Backend, p vfs.Path, src source, per
 			return err
 		}
 		f, err = b.OpenFile(ctx, tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		if vfs.CodeOf(err) != vfs.CodeExists {
+		if codeOf(err) != vfs.CodeExists {
 			break
 		}
 	}
@@ -222,7 +222,7 @@ func atomicWrite(ctx context.Context, b vfs.Backend, p vfs.Path, src source, per
 		return err
 	}
 	if replacing && b.Features().Chmod {
-		if err = b.Chmod(ctx, tmp, perm); err != nil && vfs.CodeOf(err) != vfs.CodeNotSupported {
+		if err = b.Chmod(ctx, tmp, perm); err != nil && codeOf(err) != vfs.CodeNotSupported {
 			return err
 		}
 	}
@@ -239,7 +239,7 @@ func finalTarget(ctx context.Context, b vfs.Backend, p vfs.Path) (target vfs.Pat
 	dotdot := false
 	for {
 		info, err := b.Lstat(ctx, cur)
-		if vfs.CodeOf(err) == vfs.CodeNotFound {
+		if codeOf(err) == vfs.CodeNotFound {
 			break
 		}
 		if err != nil {
@@ -318,7 +318,7 @@ func mkdirAll(ctx context.Context, b vfs.Backend, p vfs.Path, perm fs.FileMode) 
 		}
 		return vfs.NewError(vfs.CodeNotDir, "mkdir", p, "")
 	}
-	if c := vfs.CodeOf(err); c != vfs.CodeNotFound {
+	if c := codeOf(err); c != vfs.CodeNotFound {
 		return err
 	}
 	cur := vfs.Root
@@ -330,14 +330,14 @@ func mkdirAll(ctx context.Context, b vfs.Backend, p vfs.Path, perm fs.FileMode) 
 		if err == nil {
 			continue
 		}
-		if vfs.CodeOf(err) != vfs.CodeExists {
+		if codeOf(err) != vfs.CodeExists {
 			return err
 		}
 		info, serr := b.Stat(ctx, cur)
 		switch {
 		case serr == nil && info.Mode.IsDir():
 			continue
-		case serr == nil || vfs.CodeOf(serr) == vfs.CodeNotFound:
+		case serr == nil || codeOf(serr) == vfs.CodeNotFound:
 			// A file, or a dangling symlink: never create the link's target.
 			return vfs.NewError(vfs.CodeNotDir, "mkdir", cur, "")
 		default:
@@ -430,7 +430,7 @@ func (s *scope) removeAll(ctx context.Context, c *call, p vfs.Path, checkInner b
 	mustDir := p.MustBeDir()
 	p = p.WithoutDirMark()
 	info, err := s.b.Lstat(ctx, p)
-	if vfs.CodeOf(err) == vfs.CodeNotFound {
+	if codeOf(err) == vfs.CodeNotFound {
 		return nil
 	}
 	if err != nil {
@@ -459,11 +459,11 @@ func (s *scope) removeAll(ctx context.Context, c *call, p vfs.Path, checkInner b
 		if err := s.checkLive(ctx, method, q); err != nil {
 			return err
 		}
-		if err := s.b.Remove(ctx, q); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+		if err := s.b.Remove(ctx, q); err != nil && codeOf(err) != vfs.CodeNotFound {
 			return at(err, method, q)
 		}
 	}
-	if err := s.b.Remove(ctx, p); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+	if err := s.b.Remove(ctx, p); err != nil && codeOf(err) != vfs.CodeNotFound {
 		return err
 	}
 	return nil
@@ -557,7 +557,7 @@ func (s *scope) copyTree(ctx context.Context, c *call, method string, from, to v
 			err = vfs.NewError(vfs.CodeNotRegular, method, src, "")
 		}
 		if err != nil {
-			if vfs.CodeOf(err) != vfs.CodeExists {
+			if codeOf(err) != vfs.CodeExists {
 				// Created, perhaps partly (a file): remove it on the way out.
 				created = append(created, dst)
 			}

@@ -101,6 +101,8 @@ type env struct {
 	hooks        []Hook
 	audit        audit.Sink
 	maxRead      int64
+	audited      bool // audit is not audit.Discard
+	plain        bool // default policy, no hooks, audit.Discard: run's fast path
 }
 
 // Request IDs are a random per-process prefix and a counter: unique, ordered within
@@ -117,5 +119,9 @@ func newIDPrefix() string {
 }
 
 func newRequestID() string {
-	return idPrefix + "-" + strconv.FormatUint(idCounter.Add(1), 10)
+	var b [40]byte
+	buf := append(b[:0], idPrefix...)
+	buf = append(buf, '-')
+	buf = strconv.AppendUint(buf, idCounter.Add(1), 10)
+	return string(buf)
 }

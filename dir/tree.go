@@ -30,7 +30,8 @@ func AllowCopy() MoveOption { return func(m *moveConfig) { m.allowCopy = true } 
 // (invalid_path). With a custom policy, every path beneath is checked before
 // anything is removed: a refusal anywhere removes nothing.
 func (d *Dir) RemoveAll(ctx context.Context, path string) error {
-	return d.do(ctx, &call{op: policy.OpRemove, method: "RemoveAll", path: path}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpRemove, method: "RemoveAll", path: path}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.removeAll(ctx, c, c.p, true)
 	})
 }
@@ -47,7 +48,8 @@ func (d *Dir) Move(ctx context.Context, from, to string, opts ...MoveOption) err
 			o(&mc)
 		}
 	}
-	return d.do(ctx, &call{op: policy.OpRename, method: "Move", path: from, dest: to, kind: destPath}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpRename, method: "Move", path: from, dest: to, kind: destPath}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		const method = "Move"
 		if c.p.IsRoot() || c.q.IsRoot() {
 			return errAt(vfs.CodeInvalidPath, method, from, to, "cannot move the root")
@@ -58,7 +60,7 @@ func (d *Dir) Move(ctx context.Context, from, to string, opts ...MoveOption) err
 			}
 		}
 		err := d.s.b.Rename(ctx, c.p, c.q, 0)
-		if vfs.CodeOf(err) != vfs.CodeCrossMount || !mc.allowCopy {
+		if codeOf(err) != vfs.CodeCrossMount || !mc.allowCopy {
 			return err
 		}
 		if err := d.s.copyTree(ctx, c, method, c.p, c.q, policy.OpRename); err != nil {
@@ -98,7 +100,8 @@ func (s *scope) checkSubtree(ctx context.Context, c *call, method string, from, 
 // also decided as a read and every path beneath a copied directory as a copy,
 // before anything is created; if the copy fails midway, what it created is removed.
 func (d *Dir) Copy(ctx context.Context, from, to string) error {
-	return d.do(ctx, &call{op: policy.OpCopy, method: "Copy", path: from, dest: to, kind: destPath}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpCopy, method: "Copy", path: from, dest: to, kind: destPath}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		if c.q.IsRoot() {
 			return errAt(vfs.CodeExists, "Copy", from, to, "the destination is the root")
 		}
@@ -119,7 +122,8 @@ func (d *Dir) Copy(ctx context.Context, from, to string) error {
 // policy refuses are left out (and not descended into). An error fn returns is
 // returned unchanged.
 func (d *Dir) Walk(ctx context.Context, root string, fn fs.WalkDirFunc) error {
-	return d.do(ctx, &call{op: policy.OpList, method: "Walk", path: root, emptyIsDot: true}, func(ctx context.Context, c *call) error {
+	c := &call{op: policy.OpList, method: "Walk", path: root, emptyIsDot: true}
+	return d.do(ctx, c, func(ctx context.Context) error {
 		p := c.p
 		var info vfs.Info
 		var err error
@@ -195,7 +199,7 @@ func (s *scope) walk(ctx context.Context, c *call, name string, p vfs.Path, de f
 func (d *Dir) Glob(ctx context.Context, pattern string) ([]string, error) {
 	var out []string
 	c := &call{op: policy.OpList, method: "Glob", path: pattern}
-	c.prepare = func(c *call) error {
+	c.prepare = func() error {
 		pat, p, err := prepareGlob(pattern)
 		if err != nil {
 			return err
@@ -203,7 +207,7 @@ func (d *Dir) Glob(ctx context.Context, pattern string) ([]string, error) {
 		c.dest, c.p = pat, p // dest carries the cleaned pattern to fn
 		return nil
 	}
-	err := d.do(ctx, c, func(ctx context.Context, c *call) error {
+	err := d.do(ctx, c, func(ctx context.Context) error {
 		g := &innerFS{s: &d.s, ctx: ctx, c: c}
 		matches, err := doublestar.Glob(g, c.dest, doublestar.WithNoFollow())
 		if g.fatal != nil {

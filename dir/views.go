@@ -101,7 +101,7 @@ func (v *fsView) Sub(dir string) (fs.FS, error) {
 func (v *fsView) Glob(pattern string) ([]string, error) {
 	var out []string
 	c := &call{op: policy.OpList, method: "Glob", path: pattern}
-	c.prepare = func(c *call) error {
+	c.prepare = func() error {
 		if _, err := path.Match(pattern, ""); err != nil {
 			e := errAt(vfs.CodeInvalidPath, "Glob", pattern, "", "malformed glob pattern")
 			e.Err = err
@@ -114,7 +114,7 @@ func (v *fsView) Glob(pattern string) ([]string, error) {
 		c.p = lit
 		return nil
 	}
-	err := v.d.do(context.Background(), c, func(ctx context.Context, c *call) error {
+	err := v.d.do(context.Background(), c, func(ctx context.Context) error {
 		g := &innerFS{s: &v.d.s, ctx: ctx, c: c}
 		matches, err := matchGlob(g, pattern)
 		if g.fatal != nil {
@@ -152,12 +152,14 @@ type backendView struct {
 
 var _ vfs.Backend = (*backendView)(nil)
 
-func (v *backendView) do(ctx context.Context, op policy.Op, method string, p vfs.Path, fn func(ctx context.Context, c *call) error) error {
-	return v.d.s.run(ctx, &call{op: op, method: method, path: p.String(), fixed: true, p: p}, fn)
+func (v *backendView) do(ctx context.Context, op policy.Op, method string, p vfs.Path, fn func(ctx context.Context) error) error {
+	c := call{op: op, method: method, path: p.String(), fixed: true, p: p}
+	return v.d.s.run(ctx, &c, fn)
 }
 
-func (v *backendView) do2(ctx context.Context, op policy.Op, method string, p, q vfs.Path, fn func(ctx context.Context, c *call) error) error {
-	return v.d.s.run(ctx, &call{op: op, method: method, path: p.String(), dest: q.String(), kind: destPath, fixed: true, p: p, q: q}, fn)
+// call2 is the call of a two-path method.
+func call2(op policy.Op, method string, p, q vfs.Path) call {
+	return call{op: op, method: method, path: p.String(), dest: q.String(), kind: destPath, fixed: true, p: p, q: q}
 }
 
 func (v *backendView) Features() vfs.Features {
@@ -170,7 +172,7 @@ func (v *backendView) Features() vfs.Features {
 
 func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 	var info vfs.Info
-	err := v.do(ctx, policy.OpStat, "stat", p, func(ctx context.Context, c *call) error {
+	err := v.do(ctx, policy.OpStat, "stat", p, func(ctx context.Context) error {
 		var err error
 		info, err = v.d.s.b.Stat(ctx, p)
 		return err
@@ -180,7 +182,7 @@ func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 
 func (v *backendView) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 	var info vfs.Info
-	err := v.do(ctx, policy.OpStat, "lstat", p, func(ctx context.Context, c *call) error {
+	err := v.do(ctx, policy.OpStat, "lstat", p, func(ctx context.Context) error {
 		var err error
 		info, err = v.d.s.b.Lstat(ctx, p)
 		return err
@@ -190,7 +192,7 @@ func (v *backendView) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 
 func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	var ents []vfs.DirEntry
-	err := v.do(ctx, policy.OpList, "readdir", p, func(ctx context.Context, c *call) error {
+	err := v.do(ctx, policy.OpList, "readdir", p, func(ctx context.Context) error {
 		var err error
 		ents, err = v.d.s.b.ReadDir(ctx, p)
 		return err
@@ -203,9 +205,9 @@ func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, 
 
 func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	var h *Handle
-	err := v.do(ctx, openFlagOp(flag), "open", p, func(ctx context.Context, c *call) error {
+	err := v.do(ctx, openFlagOp(flag), "open", p, func(ctx context.Context) error {
 		var err error
-		h, err = v.d.s.open(ctx, c, v.d.s.b, p, flag, perm)
+		h, err = v.d.s.open(ctx, p.String(), p, flag, createPerm(perm))
 		return err
 	})
 	if err != nil {
@@ -215,25 +217,26 @@ func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm f
 }
 
 func (v *backendView) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return v.do(ctx, policy.OpMkdir, "mkdir", p, func(ctx context.Context, c *call) error {
-		return v.d.s.b.Mkdir(ctx, p, perm)
+	return v.do(ctx, policy.OpMkdir, "mkdir", p, func(ctx context.Context) error {
+		return v.d.s.b.Mkdir(ctx, p, createPerm(perm))
 	})
 }
 
 func (v *backendView) Remove(ctx context.Context, p vfs.Path) error {
-	return v.do(ctx, policy.OpRemove, "remove", p, func(ctx context.Context, c *call) error {
+	return v.do(ctx, policy.OpRemove, "remove", p, func(ctx context.Context) error {
 		return v.d.s.b.Remove(ctx, p)
 	})
 }
 
 func (v *backendView) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	return v.do2(ctx, policy.OpRename, "rename", from, to, func(ctx context.Context, c *call) error {
+	c := call2(policy.OpRename, "rename", from, to)
+	return v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		if v.d.s.env.customPolicy {
-			if err := v.d.s.checkSubtree(ctx, c, "rename", from, to, policy.OpRename); err != nil {
+			if err := v.d.s.checkSubtree(ctx, &c, "rename", from, to, policy.OpRename); err != nil {
 				return err
 			}
 			if flags&vfs.RenameExchange != 0 {
-				if err := v.d.s.checkSubtree(ctx, c, "rename", to, from, policy.OpRename); err != nil {
+				if err := v.d.s.checkSubtree(ctx, &c, "rename", to, from, policy.OpRename); err != nil {
 					return err
 				}
 			}
@@ -247,14 +250,14 @@ func (v *backendView) Symlink(ctx context.Context, target string, p vfs.Path) er
 	if v.verbatimLinks {
 		c.kind, c.dest = destNone, ""
 	}
-	return v.d.s.run(ctx, c, func(ctx context.Context, c *call) error {
+	return v.d.s.run(ctx, c, func(ctx context.Context) error {
 		return v.d.s.b.Symlink(ctx, target, p)
 	})
 }
 
 func (v *backendView) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	var t string
-	err := v.do(ctx, policy.OpReadlink, "readlink", p, func(ctx context.Context, c *call) error {
+	err := v.do(ctx, policy.OpReadlink, "readlink", p, func(ctx context.Context) error {
 		var err error
 		t, err = v.d.s.b.Readlink(ctx, p)
 		return err
@@ -263,13 +266,14 @@ func (v *backendView) Readlink(ctx context.Context, p vfs.Path) (string, error) 
 }
 
 func (v *backendView) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	return v.do2(ctx, policy.OpLink, "link", oldp, newp, func(ctx context.Context, c *call) error {
+	c := call2(policy.OpLink, "link", oldp, newp)
+	return v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		return v.d.s.b.Link(ctx, oldp, newp)
 	})
 }
 
 func (v *backendView) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return v.do(ctx, policy.OpChmod, "chmod", p, func(ctx context.Context, c *call) error {
+	return v.do(ctx, policy.OpChmod, "chmod", p, func(ctx context.Context) error {
 		m, err := chmodMode(mode)
 		if err != nil {
 			return vfs.NewError(vfs.CodePermission, "chmod", p, err.Error())
@@ -279,14 +283,14 @@ func (v *backendView) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) e
 }
 
 func (v *backendView) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return v.do(ctx, policy.OpChtimes, "chtimes", p, func(ctx context.Context, c *call) error {
+	return v.do(ctx, policy.OpChtimes, "chtimes", p, func(ctx context.Context) error {
 		return v.d.s.b.Chtimes(ctx, p, atime, mtime)
 	})
 }
 
 func (v *backendView) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	var out vfs.Backend
-	err := v.do(ctx, policy.OpSub, "sub", p, func(ctx context.Context, c *call) error {
+	err := v.do(ctx, policy.OpSub, "sub", p, func(ctx context.Context) error {
 		sub, err := v.d.s.b.Sub(ctx, p)
 		if err != nil {
 			return err
