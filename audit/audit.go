@@ -3,8 +3,19 @@
 //
 // A Sink receives events synchronously, in the caller's goroutine, after the call has
 // finished; it must be safe for concurrent use and must not block for long. This
-// package provides the interface and Ring, an in-memory sink for tests and
-// inspection. Events never contain host paths: paths are those of the capability tree.
+// package provides the interface and these sinks:
+//
+//   - Ring: the most recent events in memory, for tests and inspection.
+//   - JSONL: an append-only JSON Lines file, one event per line, with a chosen fsync
+//     policy (see OpenJSONL); ReadJSONL reads such a file back.
+//   - Slog: one log/slog record per event, refusals and failures at a higher level.
+//   - Multi and Filter: fan-out to several sinks, and a predicate in front of one.
+//
+// Events never contain host paths: paths are those of the capability tree. What this
+// package does not do: it does not sign or chain events (a JSONL file is tamper-evident
+// only as far as the host's file permissions make it), it does not rotate files, and
+// a sink that fails (a full disk, a closed file) does not fail the guest's call: the
+// failure is counted and reported to the host (JSONL.Errors, Slog.Errors).
 package audit
 
 import (
@@ -41,12 +52,21 @@ type Event struct {
 	Code      string        `json:"code,omitempty"` // the error code when not OK
 	Rule      string        `json:"rule,omitempty"` // the policy rule (or other source) that decided
 	Duration  time.Duration `json:"duration_ns"`
+	// Grant is the id of the authority grant the capability was issued under
+	// (package authority fills it in), "" for capabilities made without one.
+	Grant string `json:"grant,omitempty"`
 }
 
 // Sink receives events. Implementations must be safe for concurrent use.
 type Sink interface {
 	Record(ctx context.Context, e Event)
 }
+
+// Func adapts a function to a Sink. The function must be safe for concurrent use.
+type Func func(ctx context.Context, e Event)
+
+// Record calls f.
+func (f Func) Record(ctx context.Context, e Event) { f(ctx, e) }
 
 // Discard drops every event.
 var Discard Sink = discard{}

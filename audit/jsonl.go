@@ -1,0 +1,292 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultSyncInterval is how often, at most, a JSONL sink opened without a sync
+// option calls fsync: 1 s.
+const DefaultSyncInterval = time.Second
+
+// ErrSinkClosed is reported (through JSONL.Errors and the OnError callback) for
+// events recorded after Close, and returned by Sync and a second Close.
+var ErrSinkClosed = fmt.Errorf("audit: sink is closed: %w", fs.ErrClosed)
+
+// JSONL is a Sink that appends each event to a file as one line of JSON (JSON Lines).
+// Use OpenJSONL; the zero JSONL is unusable. It is safe for concurrent use.
+//
+// # Lines never interleave
+//
+// The file is opened O_APPEND, and each event is encoded in memory and handed to the
+// kernel in one write call of the whole line. Within one process the *os.File
+// serializes writes; across processes appending to the same file, O_APPEND makes
+// each write land whole at the end of the file (on local filesystems; not on NFS).
+// Nothing is buffered in user space: a line is visible to readers of the file as soon
+// as Record returns, whatever the sync policy.
+//
+// # Durability: the fsync policy
+//
+// Visible is not durable: until fsync, a line can be lost if the machine (not just
+// the process) goes down. The policy is chosen at open:
+//
+//   - SyncInterval(d), the default with d = DefaultSyncInterval: a background
+//     goroutine calls fsync at most every d, and only when something was written
+//     since the last one. A crash loses at most the last d of events. Record never
+//     waits for the disk beyond its one write call.
+//   - SyncEvery: Record calls fsync after each write, in the caller's goroutine, and
+//     returns only when the line is on stable storage. The guest's call waits for the
+//     disk: the one policy under which a slow disk slows guests.
+//   - SyncNever: fsync only at Close (and Sync); durability is left to the OS's
+//     writeback.
+//
+// Close always syncs. An event whose encoding fails (a time outside years 0-9999),
+// a failed write or fsync, and events recorded after Close are not returned to the
+// guest (the guest's call has already happened): they are counted (Errors) and passed
+// to the OnError callback, if any.
+type JSONL struct {
+	f       *os.File
+	every   bool
+	onError func(error)
+	sync    func(*os.File) error // f.Sync; replaced in tests
+
+	mu     sync.RWMutex // write lock: Close; read lock: Record, Sync
+	closed bool
+
+	dirty   atomic.Bool // written since the last fsync
+	written atomic.Uint64
+	errs    atomic.Uint64
+
+	stop chan struct{} // closed by Close to stop the interval syncer
+	done chan struct{} // closed by the interval syncer when it exits
+}
+
+// JSONLOption configures OpenJSONL.
+type JSONLOption func(*jsonlConfig)
+
+type syncMode int
+
+const (
+	syncInterval syncMode = iota
+	syncEvery
+	syncNever
+)
+
+type jsonlConfig struct {
+	mode     syncMode
+	interval time.Duration
+	onError  func(error)
+	// Test seams: the fsync call, the interval syncer's clock, and a signal that
+	// the syncer has handled a tick.
+	sync   func(*os.File) error
+	tick   func() (<-chan time.Time, func())
+	ticked func()
+}
+
+// SyncEvery makes Record fsync the file after every event, before returning.
+func SyncEvery() JSONLOption { return func(c *jsonlConfig) { c.mode = syncEvery } }
+
+// SyncInterval makes a background goroutine fsync the file at most every d, when
+// events were written since the last fsync. This is the default, with
+// DefaultSyncInterval; d <= 0 keeps DefaultSyncInterval.
+func SyncInterval(d time.Duration) JSONLOption {
+	return func(c *jsonlConfig) {
+		c.mode = syncInterval
+		if d > 0 {
+			c.interval = d
+		}
+	}
+}
+
+// SyncNever leaves durability to the OS until Sync or Close.
+func SyncNever() JSONLOption { return func(c *jsonlConfig) { c.mode = syncNever } }
+
+// OnError sets a callback for errors the sink cannot return to anyone: failed
+// encodes, writes and fsyncs, and events recorded after Close. It is called in the
+// goroutine that hit the error (a guest's, or the interval syncer's), so it must be
+// safe for concurrent use and quick. Errors may name the file's host path: they are
+// for the host, never the guest.
+func OnError(fn func(error)) JSONLOption { return func(c *jsonlConfig) { c.onError = fn } }
+
+// OpenJSONL opens (creating it with mode 0600 if needed) the file at path for
+// appending audit events. An existing file is appended to, never truncated, and keeps
+// its permissions. The caller must Close the sink, which stops its background syncer.
+func OpenJSONL(path string, opts ...JSONLOption) (*JSONL, error) {
+	cfg := jsonlConfig{mode: syncInterval, interval: DefaultSyncInterval}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open JSONL sink: %w", err)
+	}
+	j := &JSONL{f: f, every: cfg.mode == syncEvery, onError: cfg.onError, sync: cfg.sync}
+	if j.sync == nil {
+		j.sync = (*os.File).Sync
+	}
+	if cfg.mode == syncInterval {
+		tick := cfg.tick
+		if tick == nil {
+			tick = func() (<-chan time.Time, func()) {
+				t := time.NewTicker(cfg.interval)
+				return t.C, t.Stop
+			}
+		}
+		c, stopTicker := tick()
+		j.stop, j.done = make(chan struct{}), make(chan struct{})
+		go j.syncLoop(c, stopTicker, cfg.ticked)
+	}
+	return j, nil
+}
+
+// syncLoop is the SyncInterval policy's background goroutine.
+func (j *JSONL) syncLoop(tick <-chan time.Time, stopTicker, ticked func()) {
+	defer close(j.done)
+	defer stopTicker()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-tick:
+			if j.dirty.Swap(false) {
+				if err := j.sync(j.f); err != nil {
+					j.fail(fmt.Errorf("audit: fsync JSONL sink: %w", err))
+				}
+			}
+			if ticked != nil {
+				ticked()
+			}
+		}
+	}
+}
+
+var encBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// Record appends e to the file as one line, in one write call (and, under SyncEvery,
+// an fsync). Failures are counted and reported to the OnError callback.
+func (j *JSONL) Record(_ context.Context, e Event) {
+	buf := encBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			encBufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
+		j.fail(fmt.Errorf("audit: encode event %s: %w", e.RequestID, err))
+		return
+	}
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		j.fail(ErrSinkClosed)
+		return
+	}
+	if _, err := j.f.Write(buf.Bytes()); err != nil {
+		j.fail(fmt.Errorf("audit: write JSONL sink: %w", err))
+		return
+	}
+	j.written.Add(1)
+	if !j.every {
+		j.dirty.Store(true)
+		return
+	}
+	if err := j.sync(j.f); err != nil {
+		j.fail(fmt.Errorf("audit: fsync JSONL sink: %w", err))
+	}
+}
+
+// Sync commits every event written so far to stable storage (fsync), whatever the
+// policy. It returns ErrSinkClosed after Close.
+func (j *JSONL) Sync() error {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return ErrSinkClosed
+	}
+	j.dirty.Store(false)
+	return j.sync(j.f)
+}
+
+// Close stops the background syncer, fsyncs and closes the file. Events recorded
+// afterwards are dropped and counted as errors. A second Close returns ErrSinkClosed.
+func (j *JSONL) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return ErrSinkClosed
+	}
+	j.closed = true
+	j.mu.Unlock()
+	if j.stop != nil {
+		close(j.stop)
+		<-j.done
+	}
+	serr := j.sync(j.f)
+	if serr != nil {
+		serr = fmt.Errorf("audit: fsync JSONL sink: %w", serr)
+	}
+	return errors.Join(serr, j.f.Close())
+}
+
+// Written returns how many events have been written to the file by this sink.
+func (j *JSONL) Written() uint64 { return j.written.Load() }
+
+// Errors returns how many failures (encode, write, fsync, record after Close) the
+// sink has had.
+func (j *JSONL) Errors() uint64 { return j.errs.Load() }
+
+func (j *JSONL) fail(err error) {
+	j.errs.Add(1)
+	if j.onError != nil {
+		j.onError(err)
+	}
+}
+
+// maxJSONLLine bounds one line ReadJSONL accepts: events are small (paths are cut at
+// 512 bytes), so anything longer is not an event.
+const maxJSONLLine = 1 << 20
+
+// ReadJSONL reads events written by a JSONL sink, one per line, in file order. Blank
+// lines are skipped; fields it does not know are ignored (so files written by a newer
+// version still read). On a line that is not an event (including a last line cut short
+// by a crash), it returns the events before it and an error naming the line number.
+func ReadJSONL(r io.Reader) ([]Event, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxJSONLLine)
+	var out []Event
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var e Event
+		dec := json.NewDecoder(bytes.NewReader(line))
+		if err := dec.Decode(&e); err != nil {
+			return out, fmt.Errorf("audit: JSONL line %d: %w", n, err)
+		}
+		if dec.More() {
+			return out, fmt.Errorf("audit: JSONL line %d: more than one value", n)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("audit: reading JSONL: %w", err)
+	}
+	return out, nil
+}
