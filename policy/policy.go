@@ -4,9 +4,114 @@
 // Decision: Allow, Deny, or Ask, in which case the host's Asker settles it. A Policy
 // must be safe for concurrent use and should be fast: it runs on every call.
 //
-// This package holds the interfaces the Dir layer enforces and the simplest policies;
-// what it does not do is interpret paths for the host: a Request's Path is the path
-// from the capability tree's root, as the Dir knows it, not a host path.
+// This package holds the interfaces the Dir layer enforces, the simplest policies
+// (AllowAll, Func), and Engine, a rule engine built from a Config or a file. It does
+// not interpret paths for the host: a Request's Path is the path from the capability
+// tree's root, as the Dir knows it, not a host path.
+//
+// # The engine
+//
+// An Engine decides each request from its op and paths, in this order:
+//
+//  1. an unknown op, a nil request, or a Path or Dest that is not a clean relative
+//     path (io/fs.ValidPath; "." is the root) -> Deny (fail closed; the Dir only
+//     sends clean paths);
+//  2. Request.Size above Config.MaxFileSize -> Deny, rule "max-file-size" (Size is
+//     known for whole-file writes; streamed writes and appends are -1 and left to
+//     the backend's own size limit);
+//  3. each end of the request is decided on its own, as described next: the Path,
+//     and the Dest of a rename, copy, link or symlink (a symlink's Dest is its
+//     target, as a path from the tree's root). The Dest end has the request's op;
+//     so has the Path end, except for a copy, whose source is decided as a read
+//     (OpRead);
+//  4. the request gets the stronger of its ends' decisions, Deny over Ask over
+//     Allow: a rename, copy, link or symlink is denied if either end is.
+//
+// One end, a path with an op, is decided by the first of these that applies:
+//
+//   - a secret pattern matches -> Deny, rule "secret:<pattern>", whatever the op
+//     (except listing: see below);
+//   - the op writes (Op.Writes) and a persistence pattern matches -> Deny, rule
+//     "persistence:<pattern>";
+//   - a rule whose Ops include the op and whose Paths match denies -> Deny;
+//   - the first such rule that asks -> Ask; else the first that allows -> Allow;
+//   - Config.Default, rule "default".
+//
+// Deny overrides, so the order of the rules changes only which matching Ask or
+// Allow rule is named in the decision.
+//
+// No rule can allow what the secret or persistence patterns deny: to let a guest
+// read a file they cover, the host changes the lists (Config.SecretPatterns,
+// Config.PersistencePatterns), which replace the defaults.
+//
+// Patterns are doublestar globs (github.com/bmatcuk/doublestar/v4) matched against
+// the whole path: "*" and "?" within one element, "[a-z]" classes, "{a,b}"
+// alternatives, "**" for any number of elements (zero included), "\" escapes. A
+// pattern ending in "/**" matches the directory itself as well as everything
+// beneath it ("**/.ssh/**" matches "home/.ssh" and "home/.ssh/id_rsa"); "**/x"
+// matches x at any depth, the top included. The root "." is matched only by "."
+// and "**". With Config.CaseInsensitive, patterns and paths are case-folded before
+// matching.
+//
+// # Default patterns
+//
+// DefaultSecretPatterns: **/.ssh/**, **/.aws/**, **/.gnupg/**, **/.env, **/.env.*,
+// **/*.pem, **/*.key, **/credentials.json, **/.netrc, **/.npmrc. ".env.local" is a
+// secret, ".envrc" (a direnv script) and "a.pem.txt" are not; add patterns for such
+// files when they hold secrets in your trees.
+//
+// DefaultPersistencePatterns, writes only, at any depth: **/.bashrc, **/.zshrc,
+// **/.gitconfig, **/.git/hooks/**, **/.git/config, **/.vscode/**, **/.idea/**,
+// **/.mcp.json. Any depth, because a capability tree often holds a home
+// directory's dotfiles below its root, or nested repositories.
+//
+// # What a guest sees of secrets
+//
+// Every op on a path a secret pattern matches is denied: read, open (for reading or
+// writing), stat, readlink, sub, copy from or to it, rename from or to it, link,
+// symlink to it, write, create, remove, chmod, chtimes. So content and metadata are
+// out of reach through every Dir method. Listing (OpList) is the one exception: a
+// Dir's Walk and Glob decide every entry as an OpList of the entry's own path and
+// leave out the refused ones. For a file pattern (one not ending in "/**", such as
+// "**/.env" or "**/*.pem") that OpList is allowed, so Walk and Glob show the name,
+// unless Config.HideSecrets is set. A directory pattern's directory ("home/.ssh")
+// and everything beneath it are refused OpList always: listing such a directory
+// would show its contents. A Dir's List and ReadDir of the parent ("home") show
+// every name the backend returns, secrets included: the engine decides the
+// directory listed, not its entries.
+//
+// # Configuration files
+//
+// Parse and Load read TOML or JSON with these keys; unknown keys are errors, and a
+// pattern list that is present replaces the default list (an empty list means none):
+//
+//	default = "allow"                # effect when no rule matches: allow, deny or ask
+//	max_file_size = 10485760         # bytes; 0 or absent: no limit
+//	case_insensitive = false
+//	hide_secrets = false
+//	secret_patterns = ["**/.ssh/**", "**/.env", "**/*.pem"]    # absent: the defaults
+//	persistence_patterns = ["**/.git/hooks/**"]                # absent: the defaults
+//
+//	[[rules]]
+//	name = "no-vendor-edits"         # optional; default derived ("deny[@write]:vendor/**")
+//	effect = "deny"                  # required
+//	ops = ["@write"]                 # optional; ops, or the groups @read and @write
+//	paths = ["vendor/**"]            # optional; absent: every path
+//	reason = "vendor/ is generated"  # optional; shown to the guest
+//
+// The JSON form has the same keys: {"default": "allow", "rules": [{"effect":
+// "deny", "paths": ["vendor/**"]}]}. testdata/example.toml is a complete example.
+//
+// # What the engine cannot see
+//
+// It decides each request from its paths alone. A symlink or hard link elsewhere in
+// the tree that leads to a secret ("notes" -> "home/.ssh/id_rsa", made before the
+// guest got the capability, or by the host) is decided under its own name and is
+// not protected; creating such a link through a Dir is refused, since a symlink's
+// target and a hard link's source are decided like any path. A case-folding backend
+// needs CaseInsensitive, and even then other aliases (Unicode normalization,
+// Windows short names, trailing dots) are not folded. The deny patterns are a
+// safety net; the boundary is what the host mounts: keep secrets out of the tree.
 package policy
 
 import (

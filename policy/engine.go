@@ -1,0 +1,454 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+)
+
+// Pseudo-ops for Rule.Ops: each stands for a group of operations.
+const (
+	// GroupRead is every operation that does not write: stat, list, read, readlink, sub.
+	GroupRead Op = "@read"
+	// GroupWrite is every operation for which Op.Writes reports true.
+	GroupWrite Op = "@write"
+)
+
+// allOps lists the operations in a fixed order; an op's bit in a rule's mask is
+// 1 << its index.
+var allOps = [...]Op{
+	OpStat, OpList, OpRead, OpWrite, OpCreate, OpMkdir, OpRemove, OpRename,
+	OpCopy, OpSymlink, OpReadlink, OpLink, OpChmod, OpChtimes, OpSub,
+}
+
+type opMask uint32
+
+// opBit returns op's bit, or 0 for an unknown op.
+func opBit(op Op) opMask {
+	for i, o := range allOps {
+		if o == op {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+var (
+	maskAll   = opMask(1)<<len(allOps) - 1
+	maskRead  = groupMask(false)
+	maskWrite = groupMask(true)
+)
+
+func groupMask(writes bool) opMask {
+	var m opMask
+	for i, o := range allOps {
+		if o.Writes() == writes {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// Rule is one entry of a Config's rule list.
+type Rule struct {
+	// Effect is what the rule decides when it matches: Allow, Deny or Ask.
+	Effect Effect
+	// Ops are the operations the rule applies to; empty means every operation.
+	// GroupRead and GroupWrite stand for their groups.
+	Ops []Op
+	// Paths are doublestar patterns ("**" for any number of directories, "*", "?",
+	// "[a-z]", "{a,b}") matched against the request's Path and, when set, its Dest,
+	// both from the capability tree's root and without a leading "/" (one given is
+	// dropped). A pattern ending in "/**" also matches the directory itself. Empty
+	// means every path.
+	Paths []string
+	// Reason is shown to the guest when the rule denies (or asks).
+	Reason string
+	// Name identifies the rule in Decision.Rule and so in the audit trail. The
+	// default is derived from the rule: "deny:**/.ssh/**", "ask[@write]:src/**".
+	Name string
+}
+
+// Config configures an Engine. The zero Config is the default policy: allow
+// everything except the default secret and persistence patterns.
+type Config struct {
+	// Default is the effect when no rule matches. The zero value is Allow.
+	Default Effect
+	// Rules are the host's allow, deny and ask rules; see the package doc for how
+	// they combine (deny overrides).
+	Rules []Rule
+	// SecretPatterns name files whose contents, metadata and names must stay out of
+	// reach: every operation on a matching path (either end of a two-path call) is
+	// denied, except that listing is governed by HideSecrets. nil means
+	// DefaultSecretPatterns(); an empty non-nil slice means none.
+	SecretPatterns []string
+	// PersistencePatterns name files a guest could use to plant code that runs
+	// later (shell startup files, git hooks, editor tasks): every writing operation
+	// on a matching path is denied (both ends of a rename or link, the destination of
+	// a copy, a symlink and its target). nil means DefaultPersistencePatterns(); an
+	// empty non-nil slice means none.
+	PersistencePatterns []string
+	// MaxFileSize, when positive, denies writes whose known final size
+	// (Request.Size) exceeds it, with the rule "max-file-size". 0 means no limit.
+	MaxFileSize int64
+	// CaseInsensitive folds case when matching, for backends that fold case
+	// (".SSH/id_rsa" is then ".ssh/id_rsa").
+	CaseInsensitive bool
+	// HideSecrets hides the names of files matching a secret pattern from listings
+	// that check entry by entry (a Dir's Walk and Glob). Without it, such names
+	// are listed (their contents and metadata stay out of reach). Directories
+	// matched by a secret pattern ending in "/**" are always hidden, since listing
+	// one is reading its contents.
+	HideSecrets bool
+}
+
+// DefaultSecretPatterns returns the default secret patterns, a new slice each call:
+// SSH, AWS and GnuPG directories, dotenv files, PEM and key files, credentials.json,
+// .netrc and .npmrc, at any depth.
+func DefaultSecretPatterns() []string {
+	return []string{
+		"**/.ssh/**",
+		"**/.aws/**",
+		"**/.gnupg/**",
+		"**/.env",
+		"**/.env.*",
+		"**/*.pem",
+		"**/*.key",
+		"**/credentials.json",
+		"**/.netrc",
+		"**/.npmrc",
+	}
+}
+
+// DefaultPersistencePatterns returns the default persistence patterns, a new slice
+// each call: shell startup files, git configuration and hooks, editor workspace
+// settings and MCP server configuration, at any depth (a project often holds a home
+// directory's dotfiles, or nested repositories).
+func DefaultPersistencePatterns() []string {
+	return []string{
+		"**/.bashrc",
+		"**/.zshrc",
+		"**/.gitconfig",
+		"**/.git/hooks/**",
+		"**/.git/config",
+		"**/.vscode/**",
+		"**/.idea/**",
+		"**/.mcp.json",
+	}
+}
+
+// ErrInvalidConfig is wrapped by every error New, Parse and Load return for a bad
+// configuration (a malformed pattern, an unknown op or effect, an unknown key).
+var ErrInvalidConfig = errors.New("invalid policy configuration")
+
+// Engine is a rule-based Policy, built by New, Defaults, Parse or Load. It is
+// immutable and safe for concurrent use.
+type Engine struct {
+	cfg     Config // as configured, defaults filled in, names derived
+	def     Effect
+	rules   []rule
+	secrets []named
+	persist []named
+	maxSize int64
+	maxWhy  string
+	fold    bool
+	hide    bool
+}
+
+type rule struct {
+	effect       Effect
+	ops          opMask
+	pats         []pattern // empty: every path
+	name, reason string
+}
+
+// named is a secret or persistence pattern with its decision text.
+type named struct {
+	pattern
+	name, reason string
+}
+
+var _ Policy = (*Engine)(nil)
+
+// New compiles cfg into an Engine. It checks every pattern (doublestar syntax, no
+// empty, "." or ".." elements, no trailing "/"), op and effect, and returns an
+// error wrapping ErrInvalidConfig that names the first bad one.
+func New(cfg Config) (*Engine, error) {
+	e := &Engine{def: cfg.Default, maxSize: cfg.MaxFileSize, fold: cfg.CaseInsensitive, hide: cfg.HideSecrets}
+	if !validEffect(cfg.Default) {
+		return nil, fmt.Errorf("%w: default effect %v", ErrInvalidConfig, cfg.Default)
+	}
+	if cfg.MaxFileSize < 0 {
+		return nil, fmt.Errorf("%w: negative max file size %d", ErrInvalidConfig, cfg.MaxFileSize)
+	}
+	if cfg.MaxFileSize > 0 {
+		e.maxWhy = "files larger than " + strconv.FormatInt(cfg.MaxFileSize, 10) + " bytes may not be written"
+	}
+	if cfg.SecretPatterns == nil {
+		cfg.SecretPatterns = DefaultSecretPatterns()
+	}
+	if cfg.PersistencePatterns == nil {
+		cfg.PersistencePatterns = DefaultPersistencePatterns()
+	}
+	var err error
+	if e.secrets, err = compileNamed("secret", cfg.SecretPatterns, e.fold,
+		"the path matches a protected secret pattern"); err != nil {
+		return nil, err
+	}
+	if e.persist, err = compileNamed("persistence", cfg.PersistencePatterns, e.fold,
+		"writing here could plant code that runs later"); err != nil {
+		return nil, err
+	}
+	rules := make([]Rule, len(cfg.Rules))
+	for i, r := range cfg.Rules {
+		r.Ops = append([]Op(nil), r.Ops...)
+		r.Paths = append([]string(nil), r.Paths...)
+		where := fmt.Sprintf("rule %d", i)
+		if r.Name != "" {
+			where += fmt.Sprintf(" (%s)", r.Name)
+		}
+		if !validEffect(r.Effect) {
+			return nil, fmt.Errorf("%w: %s: effect %v", ErrInvalidConfig, where, r.Effect)
+		}
+		c := rule{effect: r.Effect, reason: r.Reason}
+		for _, op := range r.Ops {
+			switch op {
+			case GroupRead:
+				c.ops |= maskRead
+			case GroupWrite:
+				c.ops |= maskWrite
+			default:
+				bit := opBit(op)
+				if bit == 0 {
+					return nil, fmt.Errorf("%w: %s: unknown op %q", ErrInvalidConfig, where, op)
+				}
+				c.ops |= bit
+			}
+		}
+		if len(r.Ops) == 0 {
+			c.ops = maskAll
+		}
+		for _, src := range r.Paths {
+			p, err := compilePattern(src, e.fold)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: pattern %q: %v", ErrInvalidConfig, where, src, err)
+			}
+			c.pats = append(c.pats, p)
+		}
+		if r.Name == "" {
+			r.Name = ruleName(r)
+		}
+		c.name = r.Name
+		rules[i] = r
+		e.rules = append(e.rules, c)
+	}
+	cfg.Rules = rules
+	cfg.SecretPatterns = append([]string(nil), cfg.SecretPatterns...)
+	cfg.PersistencePatterns = append([]string(nil), cfg.PersistencePatterns...)
+	e.cfg = cfg
+	return e, nil
+}
+
+func compileNamed(kind string, srcs []string, fold bool, why string) ([]named, error) {
+	out := make([]named, 0, len(srcs))
+	for _, src := range srcs {
+		p, err := compilePattern(src, fold)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s pattern %q: %v", ErrInvalidConfig, kind, src, err)
+		}
+		out = append(out, named{pattern: p, name: kind + ":" + src, reason: why + " (" + src + ")"})
+	}
+	return out, nil
+}
+
+// ruleName derives a rule's default name: effect, ops in brackets when restricted,
+// and the patterns ("**" when the rule has none).
+func ruleName(r Rule) string {
+	var b strings.Builder
+	b.WriteString(r.Effect.String())
+	if len(r.Ops) > 0 {
+		b.WriteByte('[')
+		for i, op := range r.Ops {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(string(op))
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte(':')
+	if len(r.Paths) == 0 {
+		b.WriteString("**")
+	}
+	b.WriteString(strings.Join(r.Paths, ","))
+	return b.String()
+}
+
+func validEffect(e Effect) bool { return e == Allow || e == Deny || e == Ask }
+
+// Defaults returns the default Engine: the default secret and persistence patterns
+// denied, everything else allowed.
+func Defaults() *Engine {
+	e, err := New(Config{})
+	if err != nil {
+		panic("policy: default configuration rejected: " + err.Error()) // a bug in this package
+	}
+	return e
+}
+
+// Config returns the Engine's configuration, with the default pattern lists and
+// rule names filled in. The slices are copies.
+func (e *Engine) Config() Config {
+	c := e.cfg
+	c.SecretPatterns = append([]string(nil), c.SecretPatterns...)
+	c.PersistencePatterns = append([]string(nil), c.PersistencePatterns...)
+	c.Rules = make([]Rule, len(e.cfg.Rules))
+	for i, r := range e.cfg.Rules {
+		r.Ops = append([]Op(nil), r.Ops...)
+		r.Paths = append([]string(nil), r.Paths...)
+		c.Rules[i] = r
+	}
+	return c
+}
+
+// Fixed rule names of decisions that no configured rule made.
+const (
+	RuleDefault        = "default"         // no rule matched: the Config's Default
+	RuleMaxFileSize    = "max-file-size"   // Request.Size above Config.MaxFileSize
+	RuleInvalidPath    = "invalid-path"    // a Path or Dest that is not a clean relative path
+	RuleUnknownOp      = "unknown-op"      // an Op this package does not know
+	RuleInvalidRequest = "invalid-request" // a nil Request
+)
+
+// Decide implements Policy. It does not allocate, except to fold the case of paths
+// with upper-case letters when the Engine folds case.
+func (e *Engine) Decide(_ context.Context, r *Request) Decision {
+	if r == nil {
+		return Decision{Effect: Deny, Rule: RuleInvalidRequest, Reason: "no request"}
+	}
+	bit := opBit(r.Op)
+	if bit == 0 {
+		return Decision{Effect: Deny, Rule: RuleUnknownOp, Reason: "unknown operation"}
+	}
+	if e.maxSize > 0 && r.Size > e.maxSize {
+		return Decision{Effect: Deny, Rule: RuleMaxFileSize, Reason: e.maxWhy}
+	}
+	p, ok := e.clean(r.Path)
+	if !ok {
+		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
+	}
+	// The source of a copy is read, not written.
+	srcOp, srcBit := r.Op, bit
+	if r.Op == OpCopy {
+		srcOp, srcBit = OpRead, opBit(OpRead)
+	}
+	d := e.decideEnd(srcOp, srcBit, p)
+	if d.Effect == Deny || r.Dest == "" {
+		return d
+	}
+	q, ok := e.clean(r.Dest)
+	if !ok {
+		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
+	}
+	return combine(d, e.decideEnd(r.Op, bit, q))
+}
+
+// combine merges the decisions of a request's two ends: the stronger effect wins
+// (Deny over Ask over Allow); between equals, a rule's decision is reported rather
+// than the default, and the source's rather than the destination's.
+func combine(src, dst Decision) Decision {
+	rs, rd := strength(src.Effect), strength(dst.Effect)
+	if rd > rs || rd == rs && src.Rule == RuleDefault && dst.Rule != RuleDefault {
+		return dst
+	}
+	return src
+}
+
+func strength(e Effect) int {
+	switch e {
+	case Allow:
+		return 0
+	case Ask:
+		return 1
+	}
+	return 2
+}
+
+// clean checks that s is a clean relative path ("." for the root) and folds it.
+func (e *Engine) clean(s string) (string, bool) {
+	if !fs.ValidPath(s) {
+		return "", false
+	}
+	if e.fold {
+		s = foldCase(s)
+	}
+	return s, true
+}
+
+// decideEnd decides one path of a request: the secret patterns, then for writing
+// ops the persistence patterns, then the rules (any Deny wins; else the first Ask;
+// else the first Allow; else the default).
+func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
+	for i := range e.secrets {
+		s := &e.secrets[i]
+		if !s.match(p) {
+			continue
+		}
+		if op == OpList && !e.hide && !s.tree {
+			continue // the name may be listed; its contents stay out of reach
+		}
+		return Decision{Effect: Deny, Rule: s.name, Reason: s.reason}
+	}
+	if op.Writes() {
+		for i := range e.persist {
+			if s := &e.persist[i]; s.match(p) {
+				return Decision{Effect: Deny, Rule: s.name, Reason: s.reason}
+			}
+		}
+	}
+	var ask, allow *rule
+	for i := range e.rules {
+		r := &e.rules[i]
+		if r.ops&bit == 0 || !r.matches(p) {
+			continue
+		}
+		switch r.effect {
+		case Deny:
+			return Decision{Effect: Deny, Rule: r.name, Reason: r.reason}
+		case Ask:
+			if ask == nil {
+				ask = r
+			}
+		default:
+			if allow == nil {
+				allow = r
+			}
+		}
+	}
+	switch {
+	case ask != nil:
+		return Decision{Effect: Ask, Rule: ask.name, Reason: ask.reason}
+	case allow != nil:
+		return Decision{Effect: Allow, Rule: allow.name, Reason: allow.reason}
+	}
+	d := Decision{Effect: e.def, Rule: RuleDefault}
+	if e.def != Allow {
+		d.Reason = "no policy rule allows this"
+	}
+	return d
+}
+
+func (r *rule) matches(p string) bool {
+	if len(r.pats) == 0 {
+		return true
+	}
+	for i := range r.pats {
+		if r.pats[i].match(p) {
+			return true
+		}
+	}
+	return false
+}
