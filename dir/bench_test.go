@@ -156,3 +156,28 @@ func BenchmarkReadDir(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkExists is the enforcement path with nothing to allocate: a Dir call whose
+// result is a bool, beside the backend's Lstat.
+func BenchmarkExists(b *testing.B) {
+	m := memory.New()
+	seedBackend(b, m)
+	p := vfs.MustParse("dir/sub/deep/d.go")
+	b.Run("backend", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Lstat(bg, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dir", func(b *testing.B) {
+		b.ReportAllocs()
+		d, _ := dir.New(m)
+		for b.Loop() {
+			if ok, err := d.Exists(bg, "dir/sub/deep/d.go"); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}

@@ -336,8 +336,30 @@ func named(info vfs.Info, p vfs.Path) fs.FileInfo {
 	} else {
 		info.Name = p.Base()
 	}
-	return info.FileInfo()
+	return fileInfoOf(info)
 }
+
+// fileInfo is the fs.FileInfo the capabilities return: the fields fs.FileInfo
+// shows, and nothing else, so that the one allocation a Stat costs is small.
+type fileInfo struct {
+	name    string
+	size    int64
+	mode    fs.FileMode
+	modTime time.Time
+	sys     any
+}
+
+func fileInfoOf(i vfs.Info) fs.FileInfo {
+	return &fileInfo{name: i.Name, size: i.Size, mode: i.Mode, modTime: i.ModTime, sys: i.Sys}
+}
+
+func (f *fileInfo) Name() string       { return f.name }
+func (f *fileInfo) Size() int64        { return f.size }
+func (f *fileInfo) Mode() fs.FileMode  { return f.mode }
+func (f *fileInfo) ModTime() time.Time { return f.modTime }
+func (f *fileInfo) IsDir() bool        { return f.mode.IsDir() }
+func (f *fileInfo) Sys() any           { return f.sys }
+func (f *fileInfo) String() string     { return fs.FormatFileInfo(f) }
 
 // chmodMode turns a guest's Chmod mode into the bits passed to the backend.
 func chmodMode(mode fs.FileMode) (fs.FileMode, error) {

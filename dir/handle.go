@@ -29,7 +29,7 @@ import (
 // A Handle is safe for concurrent use; concurrent Read and Write calls share the
 // offset, as with *os.File.
 type Handle struct {
-	s      scope
+	s      *scope // the capability it was opened through (scopes are immutable)
 	f      vfs.File
 	name   string   // the path as the guest wrote it, for errors
 	p      vfs.Path // the path opened, relative to s.b (for Stat's name and the audit trail)
@@ -59,9 +59,11 @@ func openFlagOp(flag int) policy.Op {
 }
 
 // Open opens path with os-style flags (os.O_RDONLY, os.O_WRONLY, os.O_RDWR,
-// os.O_CREATE, os.O_EXCL, os.O_TRUNC, os.O_APPEND) and returns a streaming Handle;
-// perm's permission bits are used when O_CREATE creates the file. Directories can be
-// opened read-only, for ReadDir. Any write flag on a read-only Dir is read_only.
+// os.O_CREATE, os.O_EXCL, os.O_TRUNC, os.O_APPEND) and returns a streaming Handle.
+// When O_CREATE creates the file it gets perm's permission bits and sticky bit;
+// setuid and setgid (fs.ModeSetuid, fs.ModeSetgid, 0o4000, 0o2000) are dropped.
+// Directories can be opened read-only, for ReadDir. Any write flag on a read-only
+// Dir is read_only.
 func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode) (*Handle, error) {
 	var h *Handle
 	c := &call{op: openFlagOp(flag), method: "Open", path: path}
@@ -83,12 +85,15 @@ func (s *scope) open(ctx context.Context, name string, p vfs.Path, flag int, per
 	if err != nil {
 		return nil, err
 	}
+	h := &Handle{s: s, f: f, name: printable(name), p: p.WithoutDirMark()}
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return h, nil // directories open read-only only
+	}
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	h := &Handle{s: *s, f: f, name: printable(name), p: p.WithoutDirMark()}
 	if info.Mode.IsDir() {
 		sub, err := s.b.Sub(ctx, p)
 		if err != nil {
@@ -207,7 +212,7 @@ func (h *Handle) Stat() (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return info.FileInfo(), nil
+	return fileInfoOf(info), nil
 }
 
 func (h *Handle) stat() (vfs.Info, error) {
@@ -255,7 +260,7 @@ func (h *Handle) ReadDir(n int) ([]fs.DirEntry, error) {
 			return nil, h.err("ReadDir", err)
 		}
 		dh.entries, dh.listed = ents, true
-		dh.l = listing{s: &h.s, b: dh.b, display: h.name}
+		dh.l = listing{s: h.s, b: dh.b, display: h.name}
 	}
 	rest := dh.entries[dh.off:]
 	if n > 0 {
@@ -310,7 +315,7 @@ func (e *dirEntry) info() (fs.FileInfo, error) {
 		return nil, readdress(err, "Info", e.display(), "")
 	}
 	info.Name = e.e.Name
-	return info.FileInfo(), nil
+	return fileInfoOf(info), nil
 }
 
 // entries returns ents, listed in l, as fs.DirEntry values: two allocations

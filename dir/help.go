@@ -127,16 +127,19 @@ WRITING (fails with read_only on a read-only Dir)
   Link(ctx, oldname, newname) -> error
       Creates a hard link, where the storage supports it (not_supported otherwise).
   Chmod(ctx, path, mode) -> error
-      Sets permission bits, e.g. 0o755. setuid/setgid are refused.
+      Sets permission bits, e.g. 0o755, and sticky (0o1000). setuid/setgid are
+      refused (fs_permission_denied).
   Chtimes(ctx, path, atime, mtime) -> error
       Sets access and modification times; a zero time leaves one unchanged.
 
 STREAMING
   Open(ctx, path, flag, perm) -> (*Handle, error)
       Opens with os flags: os.O_RDONLY, O_WRONLY, O_RDWR, O_CREATE, O_EXCL,
-      O_TRUNC, O_APPEND (any write flag on a read-only Dir: read_only). A Handle
-      has Read, ReadAt, Write, WriteAt, Seek, Truncate, Stat, Sync, ReadDir (for
-      directories), Name and Close. Each call re-checks revocation and read-only.
+      O_TRUNC, O_APPEND (any write flag on a read-only Dir: read_only). A file
+      O_CREATE makes gets perm's permission and sticky bits; setuid and setgid
+      are silently dropped. A Handle has Read, ReadAt, Write, WriteAt, Seek,
+      Truncate, Stat, Sync, ReadDir (for directories), Name and Close. Each call
+      re-checks revocation and read-only.
       Example: h, _ := Open(ctx, "big.log", os.O_RDONLY, 0); defer h.Close()
 
 NARROWING (attenuation: one-way, chainable; the result keeps every restriction)

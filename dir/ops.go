@@ -168,7 +168,7 @@ func atomicWrite(ctx context.Context, b vfs.Backend, p vfs.Path, src source, per
 		}
 		return vfs.NewError(vfs.CodeIsDir, "write", p, "")
 	}
-	target, inPlace, err := finalTarget(ctx, b, p)
+	target, info, found, inPlace, err := finalTarget(ctx, b, p)
 	if err != nil {
 		return err
 	}
@@ -176,9 +176,7 @@ func atomicWrite(ctx context.Context, b vfs.Backend, p vfs.Path, src source, per
 		return writeInPlace(ctx, b, p, src, perm)
 	}
 	replacing := false
-	info, err := b.Stat(ctx, target)
-	switch {
-	case err == nil:
+	if found {
 		if info.Mode.IsDir() {
 			return vfs.NewError(vfs.CodeIsDir, "write", p, "")
 		}
@@ -187,8 +185,6 @@ func atomicWrite(ctx context.Context, b vfs.Backend, p vfs.Path, src source, per
 		}
 		perm = info.Mode & (fs.ModePerm | fs.ModeSticky)
 		replacing = true
-	case codeOf(err) != vfs.CodeNotFound:
-		return err
 	}
 	var tmp vfs.Path
 	var f vfs.File
@@ -230,56 +226,61 @@ func atomicWrite(ctx context.Context, b vfs.Backend, p vfs.Path, src source, per
 }
 
 // finalTarget follows final symlinks of p lexically, within the backend, to the path
-// an atomic write must replace. inPlace reports that the lexical answer cannot be
-// trusted to match the backend's physical resolution (a ".." in a target, with no
-// inode identity to confirm it): the caller then writes through p in place.
-func finalTarget(ctx context.Context, b vfs.Backend, p vfs.Path) (target vfs.Path, inPlace bool, err error) {
+// an atomic write must replace, and returns what is there (its Lstat, which is its
+// Stat since it is not a symlink) if found. inPlace reports that the lexical answer
+// cannot be trusted to match the backend's physical resolution (a ".." in a target,
+// with no inode identity to confirm it): the caller then writes through p in place.
+func finalTarget(ctx context.Context, b vfs.Backend, p vfs.Path) (target vfs.Path, info vfs.Info, found, inPlace bool, err error) {
 	cur := p
 	hops := 0
 	dotdot := false
 	for {
-		info, err := b.Lstat(ctx, cur)
+		info, err = b.Lstat(ctx, cur)
 		if codeOf(err) == vfs.CodeNotFound {
 			break
 		}
 		if err != nil {
-			return vfs.Path{}, false, err
+			return vfs.Path{}, vfs.Info{}, false, false, err
 		}
 		if info.Mode&fs.ModeSymlink == 0 {
+			found = true
 			break
 		}
 		if hops == vfs.MaxSymlinks {
-			return vfs.Path{}, false, vfs.NewError(vfs.CodeTooManyLinks, "write", p, "")
+			return vfs.Path{}, vfs.Info{}, false, false, vfs.NewError(vfs.CodeTooManyLinks, "write", p, "")
 		}
 		hops++
 		t, err := b.Readlink(ctx, cur)
 		if err != nil {
-			return vfs.Path{}, false, err
+			return vfs.Path{}, vfs.Info{}, false, false, err
 		}
 		if strings.HasPrefix(t, "/") {
-			return vfs.Path{}, false, vfs.NewError(vfs.CodeOutside, "write", p, "symlink target is absolute")
+			return vfs.Path{}, vfs.Info{}, false, false, vfs.NewError(vfs.CodeOutside, "write", p, "symlink target is absolute")
 		}
 		if strings.Contains(t, "..") {
 			dotdot = true
 		}
 		next, err := vfs.ParseGuest(cur.Dir().Raw() + "/" + t)
 		if err != nil {
-			return vfs.Path{}, false, vfs.Readdress(err, "write", p.String(), "")
+			return vfs.Path{}, vfs.Info{}, false, false, vfs.Readdress(err, "write", p.String(), "")
 		}
 		if next.MustBeDir() || next.IsRoot() {
-			return p, true, nil // let the backend report what writing there means
+			return p, vfs.Info{}, false, true, nil // let the backend report what writing there means
 		}
 		cur = next
 	}
+	if !found {
+		info = vfs.Info{}
+	}
 	if hops == 0 || !dotdot {
-		return cur, false, nil
+		return cur, info, found, false, nil
 	}
 	a, errA := b.Stat(ctx, p)
 	c, errC := b.Stat(ctx, cur)
 	if errA == nil && errC == nil && a.ID != 0 && a.ID == c.ID {
-		return cur, false, nil
+		return cur, info, found, false, nil
 	}
-	return p, true, nil
+	return p, vfs.Info{}, false, true, nil
 }
 
 func writeInPlace(ctx context.Context, b vfs.Backend, p vfs.Path, src source, perm fs.FileMode) error {

@@ -139,7 +139,9 @@ func (v *fsView) Glob(pattern string) ([]string, error) {
 // capability into another vfs.Namespace or to run the vfstest suite over a Dir.
 // Paths are relative to d's root; errors are addressed to them. Features reports
 // ReadOnly when d is read-only or locked at the time of the call. Files it opens are
-// Handles, with their per-call checks.
+// Handles, with their per-call checks. The perm given to OpenFile and Mkdir keeps
+// only the permission bits and sticky; setuid and setgid are dropped (Chmod refuses
+// them with fs_permission_denied, as Dir.Chmod does).
 func (d *Dir) Backend() vfs.Backend { return &backendView{d: d} }
 
 type backendView struct {
