@@ -50,6 +50,9 @@ func compilePattern(src string, fold bool) (pattern, error) {
 	}
 	if fold {
 		p = foldCase(p)
+		if !doublestar.ValidatePattern(p) {
+			return pattern{}, fmt.Errorf("malformed pattern once case-folded")
+		}
 	}
 	c := pattern{src: src, pat: p}
 	c.tree = p == "**" || strings.HasSuffix(p, "/**")
