@@ -1,0 +1,62 @@
+// Package authority is the host's Filesystem Authority: a registry of named roots
+// and the grants made over them. A host registers its roots once
+// (Register("workspace:conv1", backend)); when a subject (an agent run, an
+// extension, an automation) needs files, the host grants it a Dir over one root, or a
+// directory within it, with an access list, a reason, a source and optionally an
+// expiry, and keeps the grant's record. Records can be listed (Grants, ListAll,
+// SubjectGrants, Lookup), serialized to JSON for sandbox wrappers (which bind roots
+// read-only or read-write from them), and revoked (Revoke, RevokeSubject,
+// Unregister).
+//
+//	a := authority.New(authority.WithAudit(trail), authority.WithPolicy(hostRules))
+//	_ = a.Register("workspace:conv1", physicalBackend)
+//	ws, g, err := a.Grant(ctx, authority.GrantRequest{
+//		Subject: authority.Subject{Kind: authority.KindAgentRun, ID: "conv1/run7"},
+//		Root:    "workspace:conv1",
+//		Access:  []authority.Access{authority.List, authority.Metadata, authority.Read, authority.Write},
+//		Reason:  "apply model edit",
+//		Source:  authority.SourceConversation,
+//		TTL:     time.Hour,
+//	})
+//	// hand ws to the agent; a.Revoke(g.ID) when the run ends
+//
+// # What a grant guarantees
+//
+//   - Confinement: the Dir is a pinned Sub of the grant's Path within the root; the
+//     guest cannot name anything outside it (".." and symlinks stop at it), as for
+//     any dir.Dir.
+//   - The access list is enforced on every call, including the paths composite
+//     calls touch inside (RemoveAll needs Delete for every path, Copy needs Read on
+//     its source): each policy operation needs one Access (see Required and the
+//     Access constants). A grant without Write, Delete or Move gives a ReadOnly Dir.
+//   - The host-wide policy (WithPolicy) is consulted after the grant's own checks and
+//     can only refuse more.
+//   - Expiry is exact at every call, without timers: each decision compares the
+//     authority's clock with the grant's expiry. The first call that finds the grant
+//     expired is refused (fs_permission_denied, rule "grant:<id>:expired") and revokes
+//     the grant, so every later call, and Handles opened before, fail with revoked.
+//     With the default clock a timer also revokes the grant at its expiry; with
+//     WithClock, Sweep (or any listing) does.
+//   - Revoke and RevokeSubject are immediate for every call that starts after they
+//     return (the dir.Control's revocation): errors are revoked.
+//   - Every call through a grant's Dir leaves one audit.Event in the authority's sink
+//     with the subject ("kind:id") and the grant's id (Event.Grant); a refusal by the
+//     grant names its rule ("grant:<id>:access" or "grant:<id>:expired").
+//   - Records hold root names, never host paths.
+//
+// # What it does not do
+//
+//   - It does not authenticate subjects: the host asserts who a subject is.
+//   - It does not persist grants: records live in memory for the Authority's life
+//     (Prune forgets ended ones). A host that needs them across restarts serializes
+//     ListAll.
+//   - It has no "archive" or "watch" access (capfs has no such Dir operations).
+//   - It does not merge or deduplicate grants: two grants to one subject are two
+//     Dirs, each revocable on its own.
+//   - Calls already running when a grant is revoked or expires may finish, as with
+//     any dir.Control.
+//
+// Host-API errors wrap fs.ErrInvalid (a malformed request), fs.ErrNotExist (an
+// unknown root or grant) or fs.ErrExist (a root registered twice); errors resolving a
+// grant's Path are *vfs.Error values. An Authority is safe for concurrent use.
+package authority
