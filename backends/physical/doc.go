@@ -1,0 +1,111 @@
+// Package physical serves a host directory as a vfs.Backend, confined beneath a
+// directory handle so that no path, symlink, hard link, special file or race can
+// make it act outside that directory. It is the backend untrusted guests reach the
+// host's own files through, so it is written to be safer than os.Root and faster
+// than afero.
+//
+// New opens the root once (O_PATH|O_DIRECTORY); Sub opens a new handle beneath it.
+// Every later operation resolves relative to such a handle, never by host path.
+// The implementation needs Linux; elsewhere New fails with not_supported.
+//
+// # Guarantees
+//
+//   - Confinement. Every lookup is one openat2 call with RESOLVE_BENEATH and
+//     RESOLVE_NO_MAGICLINKS (plus RESOLVE_NO_SYMLINKS under SymlinksReject and
+//     RESOLVE_NO_XDEV under WithOneFilesystem): the kernel resolves the whole path,
+//     symlinks included, and refuses any step that would leave the root, atomically
+//     with respect to concurrent renames. Where openat2 is missing or refused (ENOSYS
+//     or EPERM when New probes it, as under some seccomp filters; ENOSYS later), a
+//     portable resolver walks the path one component at a time with openat(O_PATH|
+//     O_NOFOLLOW) from the root handle, reads symlinks with readlinkat and follows
+//     them by the same rules as vfs.Resolve, and takes ".." by returning to the
+//     directory handle it came from (never the directory's current parent), so a
+//     directory moved out mid-walk cannot lead it out. WithResolver forces either;
+//     the test suite runs both.
+//   - Symlinks resolve beneath the root: an absolute target, a ".." above the root
+//     (of the backend, or of a Sub) or a /proc magic link fails with
+//     path_outside_sandbox; more than vfs.MaxSymlinks (40, the kernel's own limit,
+//     which both resolvers apply) with too_many_links. Intermediate links are always
+//     followed; the final one as vfs.Backend documents.
+//   - Mutations act on a name in a resolved directory: Mkdir, Remove, Rename, Link,
+//     Symlink and Readlink resolve the parent directory (following links, beneath the
+//     root) to a handle and call mkdirat, unlinkat, renameat2 (RENAME_NOREPLACE and
+//     RENAME_EXCHANGE for the vfs flags), linkat (both ends resolved and confined
+//     separately; the source is never followed), symlinkat or readlinkat with the
+//     last name, which those calls never follow.
+//   - Symlink refuses, with path_outside_sandbox, a target that is absolute or
+//     climbs above the root from the link's directory: lexically from the link's
+//     path (vfs.SymlinkTarget, as package dir does) and physically from the directory
+//     the link is really created in, since host tools read this tree directly.
+//   - Special files are never opened. OpenFile first takes an O_PATH handle (which
+//     opens nothing) and refuses anything but a regular file or a directory with
+//     not_regular_file; the real open then runs with O_NONBLOCK|O_NOCTTY and is
+//     checked again, so a FIFO swapped in meanwhile can neither hang the call nor be
+//     used. ReadDir opens with O_DIRECTORY. Chmod and Chtimes refuse special files
+//     too.
+//   - Hard links. A regular file with more than one name may share its inode with a
+//     file outside the root (a link the host planted). Under HardLinksReplace (the
+//     default) it may be read, but it is never written: opening it for writing gives
+//     the name a private copy first (a new file in the same directory holding the old
+//     contents, or none for O_TRUNC, with the old mode, and the old owner where the
+//     process may set it), renamed over the name, and the handle writes that copy.
+//     Under HardLinksReject it cannot be opened at all. Chmod and Chtimes refuse it
+//     under either policy (fs_permission_denied). O_TRUNC is never handed to the
+//     kernel: the file is truncated with ftruncate only after the opened handle shows
+//     a single name, so a hard link renamed over the path between check and open is
+//     not emptied.
+//   - WithMaxFileSize(n): Write, WriteAt and Truncate that would make a file larger
+//     than n fail with file_too_large and write nothing; reads return at most n+1
+//     bytes of a file, the next read failing with file_too_large, so a huge, sparse
+//     or growing file cannot be read whole.
+//   - Sub pins its directory: it holds its own handle, so a later rename or
+//     replacement of the path does not redirect it (THREATS 51: it keeps working on
+//     the moved directory, as Go's os.Root does), and its links resolve beneath it.
+//     Open Files hold their own handles likewise.
+//   - Errors are *vfs.Error values with the guest's path relative to this backend:
+//     errnos only, never a host path (New's own errors, for the host, name the root).
+//     Info carries the guest's base name and no Sys. EAGAIN from openat2 (a burst of
+//     renames elsewhere on the system) is retried 64 times, then fails with io_error;
+//     it never falls back to weaker resolution.
+//   - Creation applies perm exactly (no umask), through the new file's handle;
+//     setuid and setgid are never set (dropped at creation, refused by Chmod).
+//   - An FS is safe for concurrent use. Close waits for running calls; calls after
+//     it fail with closed.
+//
+// # Policies pinned here
+//
+//   - O_CREATE through a dangling symlink whose target stays beneath the root
+//     creates the target, as Go's os does; one whose target leaves the root fails
+//     with path_outside_sandbox and creates nothing. O_CREATE|O_EXCL never follows.
+//   - Readlink returns the stored target text, except that an absolute target, which
+//     only the host can have planted and which would show a host path, fails with
+//     path_outside_sandbox.
+//   - Chmod and Chtimes act on a link's target inside the root: the target is
+//     resolved to an O_PATH handle and changed through it (fchmodat2 or utimensat
+//     with AT_EMPTY_PATH, or the handle's /proc/self/fd link on older kernels),
+//     never by name, so nothing is followed after the check.
+//   - Under WithOneFilesystem a path crossing a mount point fails with
+//     path_outside_sandbox ("crosses a mount point"); the portable resolver detects
+//     crossings by device number, so a bind mount of the same filesystem is not
+//     detected there.
+//   - Under SymlinksReject a path that would follow a symlink fails with
+//     fs_permission_denied; Lstat and Readlink still work on links.
+//   - Listings leave out names a vfs.Path cannot hold (containing a backslash);
+//     such entries cannot be addressed.
+//   - Remove and Rename of the root fail with invalid_path.
+//
+// # Not guaranteed
+//
+//   - Host processes changing the tree concurrently can make any single call see
+//     either state, but never make it act outside the root.
+//   - The stored text of relative links is checked when this backend creates them;
+//     links planted by the host, later renames, and links whose own target runs
+//     through another link to ".." can still point above the root for host tools
+//     that follow them. This backend never follows them out.
+//   - The hard-link check happens at open: a link the host adds to a file already
+//     open for writing is written through. WithMaxFileSize is checked against the
+//     size at the time of each call, so concurrent appenders can overshoot it by one
+//     write each.
+//   - A replaced file's copy is visible under a temporary name (".capfs-*.tmp") in
+//     its directory while it is made. Durability needs Sync.
+package physical

@@ -1,0 +1,1094 @@
+//go:build linux
+
+package physical
+
+import (
+	"context"
+	"encoding/binary"
+	"io/fs"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// FS is a host directory served as a vfs.Backend, through a directory handle
+// opened once by New (or Sub). The zero value is not usable. An FS is safe for
+// concurrent use.
+type FS struct {
+	cfg      config
+	portable atomic.Bool // resolve with the portable walker instead of openat2
+
+	mu      sync.RWMutex // held for reading by every call using fd; Close takes it for writing
+	fd      int          // O_PATH|O_DIRECTORY handle of the root
+	closed  bool
+	cleanup runtime.Cleanup
+
+	dev, ino uint64 // identity of the root directory
+	host     string // absolute host path given to New; "" for a Sub
+}
+
+var (
+	_ vfs.Backend    = (*FS)(nil)
+	_ vfs.HostPather = (*FS)(nil)
+)
+
+// New serves the host directory root. It opens root once, as a directory handle
+// (O_PATH|O_DIRECTORY|O_CLOEXEC, following symlinks in root itself, which the host
+// chose); every later call resolves beneath that handle, so renaming or replacing
+// root afterwards does not redirect the backend. New's own errors, meant for the
+// host, name root; no other error of the backend names a host path.
+func New(root string, opts ...Option) (*FS, error) {
+	const op = "physical.New"
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: op, Path: root, Err: err}
+	}
+	fd, err := openRetry(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, hostError(op, abs, err)
+	}
+	f, err := newFS(cfg, fd, abs)
+	if err != nil {
+		unix.Close(fd)
+		return nil, hostError(op, abs, err)
+	}
+	switch cfg.resolver {
+	case ResolverPortable:
+		f.portable.Store(true)
+	default:
+		pfd, err := openat2(fd, ".", unix.O_PATH, 0, f.resolveFlags())
+		if err == nil {
+			unix.Close(pfd)
+			break
+		}
+		if err != unix.ENOSYS && err != unix.EPERM {
+			f.Close()
+			return nil, hostError(op, abs, err)
+		}
+		if cfg.resolver == ResolverOpenat2 {
+			f.Close()
+			return nil, &vfs.Error{Code: vfs.CodeNotSupported, Op: op, Path: abs, Err: err}
+		}
+		f.portable.Store(true)
+	}
+	return f, nil
+}
+
+// hostError is an error of New, which may name the host path.
+func hostError(op, host string, err error) error {
+	e := vfs.Errno(op, vfs.Root, err).(*vfs.Error)
+	e.Path = host
+	return e
+}
+
+func openRetry(p string, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(p, flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// newFS wraps directory handle fd, which it owns from then on.
+func newFS(cfg config, fd int, host string) (*FS, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	f := &FS{cfg: cfg, fd: fd, dev: st.Dev, ino: st.Ino, host: host}
+	// A Sub nobody closes releases its handle when it becomes unreachable.
+	f.cleanup = runtime.AddCleanup(f, func(fd int) { unix.Close(fd) }, fd)
+	return f, nil
+}
+
+// Close releases the root handle. Calls already running finish first; later calls,
+// on f and not on Subs made from it or Files opened through it (which hold their
+// own handles), fail with closed.
+func (f *FS) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return vfs.NewError(vfs.CodeClosed, "close", vfs.Root, "backend already closed")
+	}
+	f.closed = true
+	f.cleanup.Stop()
+	return wrap("close", vfs.Root, unix.Close(f.fd))
+}
+
+// HostPath returns the directory's current host path, for binding it into a
+// sandbox without copying (vfs.HostPather). It is for the host only: a guest never
+// holds a Backend. It reads the kernel's name for the root handle, so it follows
+// renames of the directory; false if the handle is closed or the directory was
+// deleted.
+func (f *FS) HostPath() (string, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return "", false
+	}
+	if s, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(f.fd)); err == nil {
+		if strings.HasPrefix(s, "/") && !strings.HasSuffix(s, " (deleted)") {
+			return s, true
+		}
+		return "", false
+	}
+	return f.host, f.host != ""
+}
+
+// Features reports symlinks (unless SymlinksReject), hard links (unless
+// HardLinksReject), Chmod, Chtimes and persistence.
+func (f *FS) Features() vfs.Features {
+	return vfs.Features{
+		Symlinks:   f.cfg.symlinks != SymlinksReject,
+		HardLinks:  f.cfg.hardLinks != HardLinksReject,
+		Chmod:      true,
+		Chtimes:    true,
+		Persistent: true,
+	}
+}
+
+// enter starts a call: it checks ctx and holds the root handle open until leave.
+func (f *FS) enter(ctx context.Context, op string, p vfs.Path) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, wrap(op, p, err)
+	}
+	f.mu.RLock()
+	if f.closed {
+		f.mu.RUnlock()
+		return -1, vfs.NewError(vfs.CodeClosed, op, p, "backend closed")
+	}
+	return f.fd, nil
+}
+
+func (f *FS) leave() { f.mu.RUnlock() }
+
+// Stat returns information on p, following a final symlink.
+func (f *FS) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return f.stat(ctx, "stat", p, true)
+}
+
+// Lstat returns information on p without following a final symlink.
+func (f *FS) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return f.stat(ctx, "lstat", p, false)
+}
+
+func (f *FS) stat(ctx context.Context, op string, p vfs.Path, follow bool) (vfs.Info, error) {
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	defer f.leave()
+	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, follow)
+	if err != nil {
+		return vfs.Info{}, wrap(op, p, err)
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	if err != nil {
+		return vfs.Info{}, wrap(op, p, err)
+	}
+	return infoOf(&st, baseName(p), f.dev), nil
+}
+
+// ReadDir lists directory p, sorted by name. Entries whose names a vfs.Path cannot
+// hold (those containing a backslash) are left out.
+func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	const op = "readdir"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.leave()
+	// O_DIRECTORY fails before anything but a directory is opened: no FIFO hangs.
+	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_RDONLY|unix.O_DIRECTORY, 0, true)
+	if err != nil {
+		return nil, wrap(op, p, err)
+	}
+	ents, err := readDirFd(fd)
+	unix.Close(fd)
+	if err != nil {
+		return nil, wrap(op, p, err)
+	}
+	return ents, nil
+}
+
+// OpenFile opens p; see the package documentation for the checks it makes.
+func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	const op = "open"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.leave()
+	flag &= os.O_RDONLY | os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_EXCL | os.O_TRUNC | os.O_APPEND | os.O_SYNC
+	acc := flag & (os.O_WRONLY | os.O_RDWR)
+	if acc == os.O_WRONLY|os.O_RDWR {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid access mode")
+	}
+	var h *file
+	if acc == os.O_RDONLY && flag&(os.O_CREATE|os.O_TRUNC) == 0 {
+		h, err = f.openRead(ctx, root, p)
+	} else {
+		h, err = f.openWrite(ctx, root, p, flag, perm)
+	}
+	if err != nil {
+		return nil, wrap(op, p, err)
+	}
+	return h, nil
+}
+
+// openable checks that a file of status st may be opened: a regular file (with
+// one name, under HardLinksReject) or a directory.
+func (f *FS) openable(st *unix.Stat_t) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return nil
+	case unix.S_IFREG:
+		if st.Nlink > 1 && f.cfg.hardLinks == HardLinksReject {
+			return errHardLinked
+		}
+		return nil
+	}
+	return errNotRegular
+}
+
+var (
+	errNotRegular = &lookupErr{vfs.CodeNotRegular, "not a regular file or directory"}
+	errHardLinked = &lookupErr{vfs.CodePermission, "the file has other hard links (HardLinksReject)"}
+	errShared     = &lookupErr{vfs.CodePermission, "the file has other hard links, which may lie outside the root"}
+	errChanged    = &lookupErr{vfs.CodeConflict, "the file changed while it was being opened; try again"}
+)
+
+// openRead opens p for reading in two confined steps: an O_PATH handle (which
+// opens nothing) to check the type, then the real open with O_NONBLOCK|O_NOCTTY,
+// checked again, since the name may have changed in between. A FIFO, socket or
+// device is therefore never opened (and were one swapped in, O_NONBLOCK keeps the
+// open from waiting, and the second check refuses it).
+func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) {
+	s := pathArg(p)
+	var st unix.Stat_t
+	if err := f.precheck(ctx, root, s, &st); err != nil {
+		return nil, err
+	}
+	if err := f.openable(&st); err != nil {
+		return nil, err
+	}
+	fd, err := f.lookup(ctx, root, s, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	return f.finishOpen(fd, p, &st, os.O_RDONLY)
+}
+
+// precheck fills st with the status of s, following a final symlink.
+func (f *FS) precheck(ctx context.Context, root int, s string, st *unix.Stat_t) error {
+	fd, err := f.lookup(ctx, root, s, unix.O_PATH, 0, true)
+	if err != nil {
+		return err
+	}
+	err = unix.Fstat(fd, st)
+	unix.Close(fd)
+	return err
+}
+
+// finishOpen checks the opened fd again, clears O_NONBLOCK and wraps it. It owns fd.
+func (f *FS) finishOpen(fd int, p vfs.Path, st *unix.Stat_t, flag int) (*file, error) {
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := f.openable(st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flag&os.O_APPEND); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return f.newFile(fd, p, flag), nil
+}
+
+// openWrite opens p with a write mode, O_CREATE or O_TRUNC. The kernel never sees
+// O_TRUNC: the file is truncated with ftruncate only after the opened handle shows
+// one name, so a hard link renamed over p in the meantime is not emptied. A file
+// with other names is replaced (HardLinksReplace) or refused (HardLinksReject).
+func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm fs.FileMode) (*file, error) {
+	s := pathArg(p)
+	create := flag&os.O_CREATE != 0
+	excl := create && flag&os.O_EXCL != 0
+	acc := flag & (os.O_WRONLY | os.O_RDWR)
+	kflags := acc | flag&(os.O_CREATE|os.O_EXCL|os.O_APPEND|os.O_SYNC) | unix.O_NONBLOCK | unix.O_NOCTTY
+	if flag&os.O_TRUNC != 0 && acc == os.O_RDONLY {
+		kflags = kflags&^os.O_RDONLY | os.O_RDWR // Linux truncates read-only opens too; the handle stays read-only
+	}
+	var st unix.Stat_t
+	exists := true
+	if !excl {
+		switch err := f.precheck(ctx, root, s, &st); {
+		case err == nil:
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR { // a directory: the open below says is_a_directory
+				if err := f.openable(&st); err != nil {
+					return nil, err
+				}
+			}
+		case err == unix.ENOENT && create:
+			exists = false
+		default:
+			return nil, err
+		}
+	}
+	mode := createMode(perm)
+	fd, err := f.lookup(ctx, root, s, kflags, mode, !excl)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return nil, unix.EISDIR
+		}
+		return nil, errNotRegular
+	}
+	created := excl || !exists
+	if st.Nlink > 1 && !created {
+		unix.Close(fd)
+		if f.cfg.hardLinks == HardLinksReject {
+			return nil, errHardLinked
+		}
+		return f.replace(ctx, root, p, flag, &st)
+	}
+	if created {
+		if err := unix.Fchmod(fd, mode); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
+	if flag&os.O_TRUNC != 0 {
+		if err := unix.Ftruncate(fd, 0); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
+	return f.finishOpen(fd, p, &st, flag)
+}
+
+// replace gives p, a regular file with other hard links whose status is old, a
+// private copy before it is written: a new file in the same directory, holding the
+// old contents (none for O_TRUNC), with the old owner and mode, renamed over the
+// name. The returned handle writes the copy; the shared inode is never written.
+func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *unix.Stat_t) (*file, error) {
+	w, err := f.walkRetry(ctx, root, pathArg(p))
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	if w.obj < 0 || w.leaf == "." || w.st.Dev != old.Dev || w.st.Ino != old.Ino {
+		return nil, errChanged
+	}
+	name, tfd, err := createTemp(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(tfd)
+			unix.Unlinkat(w.dir, name, 0)
+		}
+	}()
+	if flag&os.O_TRUNC == 0 {
+		if f.cfg.maxSize > 0 && old.Size > f.cfg.maxSize {
+			return nil, errTooLarge
+		}
+		src, err := openatRetry(w.dir, w.leaf, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		var sst unix.Stat_t
+		if err := unix.Fstat(src, &sst); err != nil || sst.Dev != old.Dev || sst.Ino != old.Ino {
+			unix.Close(src)
+			if err == nil {
+				err = errChanged
+			}
+			return nil, err
+		}
+		limit := int64(-1)
+		if f.cfg.maxSize > 0 {
+			limit = f.cfg.maxSize
+		}
+		err = copyFd(tfd, src, limit)
+		unix.Close(src)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := unix.Fchown(tfd, int(old.Uid), int(old.Gid)); err != nil && err != unix.EPERM {
+		return nil, err
+	}
+	if err := unix.Fchmod(tfd, old.Mode&0o1777); err != nil {
+		return nil, err
+	}
+	if err := unix.Renameat(w.dir, name, w.dir, w.leaf); err != nil {
+		return nil, err
+	}
+	ok = true
+	var st unix.Stat_t
+	return f.finishOpen(tfd, p, &st, flag)
+}
+
+// walkRetry is the portable walk, following a final symlink, restarted a bounded
+// number of times when it loses a race.
+func (f *FS) walkRetry(ctx context.Context, root int, s string) (walkResult, error) {
+	for range maxRaces {
+		w, err := f.walk(ctx, root, s, true)
+		if err != errRaced {
+			return w, err
+		}
+	}
+	return walkResult{}, errRaced
+}
+
+// createTemp creates a new, empty, private file in dir.
+func createTemp(dir int) (string, int, error) {
+	var err error
+	for range 8 {
+		name := ".capfs-" + strconv.FormatUint(rand.Uint64(), 36) + ".tmp"
+		var fd int
+		fd, err = openatRetry(dir, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			return name, fd, nil
+		}
+		if err != unix.EEXIST {
+			break
+		}
+	}
+	return "", -1, err
+}
+
+// copyFd copies src to dst, failing with file_too_large past limit bytes (limit <
+// 0: no limit).
+func copyFd(dst, src int, limit int64) error {
+	var total int64
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(src, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if total += int64(n); limit >= 0 && total > limit {
+			return errTooLarge
+		}
+		for b := buf[:n]; len(b) > 0; {
+			m, err := unix.Write(dst, b)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			b = b[m:]
+		}
+	}
+}
+
+// createMode is the mode a new file or directory gets: the permission bits and
+// sticky. setuid and setgid are never set on the host.
+func createMode(perm fs.FileMode) uint32 {
+	m := uint32(perm.Perm())
+	if perm&fs.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return m
+}
+
+// parent resolves the directory holding p (following every link, beneath root)
+// and returns a handle of it, whether the caller must close it, and p's last
+// name, on which the caller acts with an *at syscall that never follows it.
+func (f *FS) parent(ctx context.Context, root int, p vfs.Path) (int, bool, string, error) {
+	d := p.Dir()
+	if d.IsRoot() {
+		return root, false, p.Base(), nil
+	}
+	fd, err := f.lookup(ctx, root, d.Raw(), unix.O_PATH|unix.O_DIRECTORY, 0, true)
+	if err != nil {
+		return -1, false, "", err
+	}
+	return fd, true, p.Base(), nil
+}
+
+func closeIf(fd int, own bool) {
+	if own {
+		unix.Close(fd)
+	}
+}
+
+// lstatAt is fstatat without following name.
+func lstatAt(dir int, name string, st *unix.Stat_t) error {
+	return unix.Fstatat(dir, name, st, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// needDir reports ENOTDIR unless name in dir is a directory (not a symlink).
+func needDir(dir int, name string) error {
+	var st unix.Stat_t
+	if err := lstatAt(dir, name, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return unix.ENOTDIR
+	}
+	return nil
+}
+
+// newName reports the error creating name in dir with a trailing slash gets on
+// Linux: EEXIST if it exists, ENOENT otherwise.
+func newName(dir int, name string) error {
+	var st unix.Stat_t
+	if err := lstatAt(dir, name, &st); err != nil {
+		return err
+	}
+	return unix.EEXIST
+}
+
+// Mkdir creates directory p with exactly perm (no umask; setuid and setgid
+// dropped).
+func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	const op = "mkdir"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	defer f.leave()
+	if p.IsRoot() {
+		return vfs.NewError(vfs.CodeExists, op, p, "")
+	}
+	dir, own, leaf, err := f.parent(ctx, root, p)
+	if err != nil {
+		return wrap(op, p, err)
+	}
+	defer closeIf(dir, own)
+	mode := createMode(perm)
+	if err := unix.Mkdirat(dir, leaf, mode); err != nil {
+		return wrap(op, p, err)
+	}
+	// Undo the umask through a handle of the new directory, never by name.
+	fd, err := openatRetry(dir, leaf, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // already renamed or replaced by someone else: theirs now
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err == nil && st.Mode&0o7777 == mode {
+		return nil
+	}
+	return wrap(op, p, chmodFd(fd, mode))
+}
+
+// Remove removes a file, symlink or empty directory.
+func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
+	const op = "remove"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	defer f.leave()
+	if p.IsRoot() {
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
+	}
+	dir, own, leaf, err := f.parent(ctx, root, p)
+	if err != nil {
+		return wrap(op, p, err)
+	}
+	defer closeIf(dir, own)
+	if p.MustBeDir() {
+		if err := needDir(dir, leaf); err != nil {
+			return wrap(op, p, err)
+		}
+		return wrap(op, p, unix.Unlinkat(dir, leaf, unix.AT_REMOVEDIR))
+	}
+	e := unix.Unlinkat(dir, leaf, 0)
+	if e == nil {
+		return nil
+	}
+	e1 := unix.Unlinkat(dir, leaf, unix.AT_REMOVEDIR)
+	if e1 == nil {
+		return nil
+	}
+	if e1 != unix.ENOTDIR { // as os.Remove: rmdir's error unless it says "not a directory"
+		e = e1
+	}
+	return wrap(op, p, e)
+}
+
+// wrap2 is wrap for two-path operations: p is Path and q is Dest.
+func wrap2(op string, p, q vfs.Path, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := wrap(op, p, err).(*vfs.Error)
+	e.Dest = q.String()
+	return e
+}
+
+// Rename moves from to to with renameat2 on the two resolved parent directories.
+// Errors carry from as Path and to as Dest.
+func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	const op = "rename"
+	root, err := f.enter(ctx, op, from)
+	if err != nil {
+		return err
+	}
+	defer f.leave()
+	fail := func(err error) error { return wrap2(op, from, to, err) }
+	if from.IsRoot() || to.IsRoot() {
+		return fail(&lookupErr{vfs.CodeInvalidPath, "cannot rename the root"})
+	}
+	var rflags uint
+	switch flags {
+	case 0:
+	case vfs.RenameNoReplace:
+		rflags = unix.RENAME_NOREPLACE
+	case vfs.RenameExchange:
+		rflags = unix.RENAME_EXCHANGE
+	default:
+		return fail(&lookupErr{vfs.CodeInvalidPath, "invalid rename flags"})
+	}
+	fdir, fown, fleaf, err := f.parent(ctx, root, from)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeIf(fdir, fown)
+	tdir, town, tleaf, err := f.parent(ctx, root, to)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeIf(tdir, town)
+	if from.MustBeDir() || to.MustBeDir() {
+		if err := needDir(fdir, fleaf); err != nil {
+			return fail(err)
+		}
+	}
+	return fail(unix.Renameat2(fdir, fleaf, tdir, tleaf, rflags))
+}
+
+// Symlink creates symlink p holding target, refusing (path_outside_sandbox) a
+// target that is absolute or climbs above the root from the link's directory.
+func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	const op = "symlink"
+	if f.cfg.symlinks == SymlinksReject {
+		return vfs.NewError(vfs.CodeNotSupported, op, p, "symlinks are rejected (SymlinksReject)")
+	}
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	defer f.leave()
+	if p.IsRoot() {
+		return vfs.NewError(vfs.CodeExists, op, p, "")
+	}
+	if _, err := vfs.SymlinkTarget(p, target); err != nil {
+		return err
+	}
+	dir, own, leaf, err := f.parent(ctx, root, p)
+	if err != nil {
+		return wrap(op, p, err)
+	}
+	defer closeIf(dir, own)
+	if p.MustBeDir() {
+		return wrap(op, p, newName(dir, leaf))
+	}
+	if err := f.checkClimb(dir, target); err != nil {
+		return wrap(op, p, err)
+	}
+	return wrap(op, p, unix.Symlinkat(target, dir, leaf))
+}
+
+// checkClimb refuses a relative target whose leading ".." segments (after lexical
+// cleaning) would climb above the root from dir, the directory the link is
+// actually created in. vfs.SymlinkTarget checks the same against the link's path;
+// this check also holds when that path ran through symlinks.
+func (f *FS) checkClimb(dir int, target string) error {
+	k := 0
+	for rest := path.Clean(target); rest == ".." || strings.HasPrefix(rest, "../"); rest = strings.TrimPrefix(rest[2:], "/") {
+		k++
+	}
+	cur, own := dir, false
+	defer func() { closeIf(cur, own) }()
+	var st unix.Stat_t
+	for range k {
+		if err := unix.Fstat(cur, &st); err != nil {
+			return err
+		}
+		if st.Dev == f.dev && st.Ino == f.ino {
+			return errClimb
+		}
+		next, err := openatRetry(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		var nst unix.Stat_t
+		if err := unix.Fstat(next, &nst); err != nil || (nst.Dev == st.Dev && nst.Ino == st.Ino) {
+			// The host's "/" without meeting the root: the directory left the tree.
+			unix.Close(next)
+			return errClimb
+		}
+		closeIf(cur, own)
+		cur, own = next, true
+	}
+	return nil
+}
+
+var (
+	errClimb    = &lookupErr{vfs.CodeOutside, "symlink target climbs above the root"}
+	errTooLarge = &lookupErr{vfs.CodeTooLarge, "larger than the maximum file size (WithMaxFileSize)"}
+)
+
+// Readlink returns the target of symlink p as stored, except that an absolute
+// target (which could only have been planted on the host) is never shown: it
+// fails with path_outside_sandbox.
+func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	const op = "readlink"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return "", err
+	}
+	defer f.leave()
+	if p.IsRoot() {
+		return "", vfs.NewError(vfs.CodeInvalidPath, op, p, "not a symlink")
+	}
+	if p.MustBeDir() {
+		// A trailing slash follows the link: what it reaches is a directory, never a link.
+		fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, true)
+		if err != nil {
+			return "", wrap(op, p, err)
+		}
+		unix.Close(fd)
+		return "", vfs.NewError(vfs.CodeInvalidPath, op, p, "not a symlink")
+	}
+	dir, own, leaf, err := f.parent(ctx, root, p)
+	if err != nil {
+		return "", wrap(op, p, err)
+	}
+	defer closeIf(dir, own)
+	target, err := readlinkFd(dir, leaf)
+	if err != nil {
+		return "", wrap(op, p, err)
+	}
+	if strings.HasPrefix(target, "/") {
+		return "", vfs.NewError(vfs.CodeOutside, op, p, "absolute symlink target (not shown)")
+	}
+	return target, nil
+}
+
+// Link creates hard link newp to oldp (which is not followed), both resolved to
+// parent directories beneath the root. Errors carry oldp as Path and newp as Dest.
+func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	const op = "link"
+	fail := func(err error) error { return wrap2(op, oldp, newp, err) }
+	if f.cfg.hardLinks == HardLinksReject {
+		return fail(&lookupErr{vfs.CodeNotSupported, "hard links are rejected (HardLinksReject)"})
+	}
+	root, err := f.enter(ctx, op, oldp)
+	if err != nil {
+		return err
+	}
+	defer f.leave()
+	switch {
+	case oldp.IsRoot():
+		return fail(unix.EPERM)
+	case newp.IsRoot():
+		return fail(unix.EEXIST)
+	}
+	odir, oown, oleaf, err := f.parent(ctx, root, oldp)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeIf(odir, oown)
+	ndir, nown, nleaf, err := f.parent(ctx, root, newp)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeIf(ndir, nown)
+	if oldp.MustBeDir() {
+		if err := needDir(odir, oleaf); err != nil {
+			return fail(err)
+		}
+		return fail(unix.EPERM) // a directory
+	}
+	if newp.MustBeDir() {
+		return fail(newName(ndir, nleaf))
+	}
+	return fail(unix.Linkat(odir, oleaf, ndir, nleaf, 0))
+}
+
+// target opens an O_PATH handle of what p names, following a final symlink, for
+// Chmod and Chtimes, which refuse special files and files with other hard links.
+func (f *FS) target(ctx context.Context, root int, p vfs.Path) (int, error) {
+	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, true)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+	case unix.S_IFREG:
+		if st.Nlink > 1 {
+			unix.Close(fd)
+			return -1, errShared
+		}
+	default:
+		unix.Close(fd)
+		return -1, errNotRegular
+	}
+	return fd, nil
+}
+
+// Chmod sets the permission and sticky bits of p, following a final symlink.
+// setuid and setgid are refused (fs_permission_denied).
+func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	const op = "chmod"
+	if mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		return vfs.NewError(vfs.CodePermission, op, p, "setuid and setgid bits are not allowed")
+	}
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	defer f.leave()
+	fd, err := f.target(ctx, root, p)
+	if err != nil {
+		return wrap(op, p, err)
+	}
+	defer unix.Close(fd)
+	return wrap(op, p, chmodFd(fd, createMode(mode)))
+}
+
+// Chtimes sets the access and modification times of p, following a final symlink;
+// a zero time is left unchanged.
+func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	const op = "chtimes"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	defer f.leave()
+	fd, err := f.target(ctx, root, p)
+	if err != nil {
+		return wrap(op, p, err)
+	}
+	defer unix.Close(fd)
+	ts := []unix.Timespec{timespec(atime), timespec(mtime)}
+	err = unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+	if err == unix.EINVAL || err == unix.ENOENT {
+		// A kernel without AT_EMPTY_PATH for utimensat: through the handle's /proc link.
+		err = procFallback(unix.UtimesNanoAt(unix.AT_FDCWD, procFd(fd), ts, 0))
+	}
+	return wrap(op, p, err)
+}
+
+func timespec(t time.Time) unix.Timespec {
+	if t.IsZero() {
+		return unix.Timespec{Nsec: unix.UTIME_OMIT}
+	}
+	return unix.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
+}
+
+// chmodFd changes the mode of the object an O_PATH handle names: fchmodat2 with
+// AT_EMPTY_PATH (Linux 6.6), or else chmod through the handle's /proc/self/fd link,
+// which also acts on exactly that object. Never by name.
+func chmodFd(fd int, mode uint32) error {
+	err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
+	if err == unix.EOPNOTSUPP || err == unix.ENOSYS || err == unix.EINVAL {
+		err = procFallback(unix.Fchmodat(unix.AT_FDCWD, procFd(fd), mode, 0))
+	}
+	return err
+}
+
+func procFd(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// procFallback turns the failure of a /proc fallback for want of /proc into
+// not_supported.
+func procFallback(err error) error {
+	if err == unix.ENOENT {
+		return &lookupErr{vfs.CodeNotSupported, "needs fchmodat2/utimensat with AT_EMPTY_PATH or a mounted /proc"}
+	}
+	return err
+}
+
+// Sub returns the backend rooted at directory p: a new directory handle, opened
+// now beneath this root. Later renames of p do not redirect it, and its symlinks
+// resolve beneath it. It has the same options; close it independently (or let it
+// be collected).
+func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	const op = "sub"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.leave()
+	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH|unix.O_DIRECTORY, 0, true)
+	if err != nil {
+		return nil, wrap(op, p, err)
+	}
+	sub, err := newFS(f.cfg, fd, "")
+	if err != nil {
+		unix.Close(fd)
+		return nil, wrap(op, p, err)
+	}
+	sub.portable.Store(f.portable.Load())
+	return sub, nil
+}
+
+// baseName is the Info.Name of p.
+func baseName(p vfs.Path) string {
+	if p.IsRoot() {
+		return "."
+	}
+	return p.Base()
+}
+
+// infoOf converts a stat result. ID is the inode number, mixed with the device
+// number for objects on another filesystem than the root's.
+func infoOf(st *unix.Stat_t, name string, rootDev uint64) vfs.Info {
+	id := st.Ino
+	if st.Dev != rootDev {
+		id ^= bits.RotateLeft64(st.Dev, 40)
+	}
+	return vfs.Info{
+		Name:    name,
+		Size:    st.Size,
+		Mode:    fileMode(st.Mode),
+		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+		Nlink:   int(st.Nlink),
+		ID:      id,
+	}
+}
+
+// fileMode converts st_mode as package os does.
+func fileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	}
+	if m&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+// readDirFd lists the open directory fd with getdents64, sorted by name. d_type
+// gives each entry's type; where the filesystem does not say, fstatat on the
+// directory handle does (never a path).
+func readDirFd(fd int) ([]vfs.DirEntry, error) {
+	buf := make([]byte, 32<<10)
+	var out []vfs.DirEntry
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		for off := 0; off+19 <= n; {
+			ino := binary.NativeEndian.Uint64(buf[off:])
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen == 0 || off+reclen > n {
+				return nil, unix.EIO
+			}
+			typ := buf[off+18]
+			nameb := buf[off+19 : off+reclen]
+			if i := slices.Index(nameb, 0); i >= 0 {
+				nameb = nameb[:i]
+			}
+			off += reclen
+			name := string(nameb)
+			if ino == 0 || name == "." || name == ".." || !vfs.ValidName(name) {
+				continue
+			}
+			t, ok := direntType(fd, name, typ)
+			if !ok {
+				continue // gone since the listing was read
+			}
+			out = append(out, vfs.DirEntry{Name: name, Type: t})
+		}
+	}
+	slices.SortFunc(out, func(a, b vfs.DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func direntType(dir int, name string, typ byte) (fs.FileMode, bool) {
+	switch typ {
+	case unix.DT_REG:
+		return 0, true
+	case unix.DT_DIR:
+		return fs.ModeDir, true
+	case unix.DT_LNK:
+		return fs.ModeSymlink, true
+	case unix.DT_FIFO:
+		return fs.ModeNamedPipe, true
+	case unix.DT_SOCK:
+		return fs.ModeSocket, true
+	case unix.DT_CHR:
+		return fs.ModeDevice | fs.ModeCharDevice, true
+	case unix.DT_BLK:
+		return fs.ModeDevice, true
+	}
+	var st unix.Stat_t
+	if err := lstatAt(dir, name, &st); err != nil {
+		return 0, false
+	}
+	return fileMode(st.Mode).Type(), true
+}

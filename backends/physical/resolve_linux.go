@@ -1,0 +1,470 @@
+//go:build linux
+
+package physical
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// Bounds on retries. Each only ever repeats work that is itself bounded.
+const (
+	// maxAgain is how many times an openat2 that fails with EAGAIN (the kernel saw
+	// a concurrent rename while resolving ".." or a mount change) is retried.
+	maxAgain = 64
+	// maxRaces is how many times the portable resolver restarts a lookup whose
+	// final open found the entry changed since the walk checked it.
+	maxRaces = 16
+	// fdWindow is how many directory fds of a portable walk stay open; deeper
+	// ancestors are reopened by name (without following links) when ".." needs them.
+	fdWindow = 16
+)
+
+// lookupErr is a resolution failure the kernel's errno does not say precisely
+// enough. It becomes a *vfs.Error addressed to the caller's path.
+type lookupErr struct {
+	code vfs.Code
+	msg  string
+}
+
+func (e *lookupErr) Error() string { return string(e.code) + ": " + e.msg }
+
+var (
+	errAgain = &lookupErr{vfs.CodeIO, "path resolution kept racing with concurrent renames (EAGAIN); try again"}
+	errRaced = &lookupErr{vfs.CodeConflict, "the path kept changing during the lookup; try again"}
+	errAbs   = &lookupErr{vfs.CodeOutside, "absolute symlink target"}
+	errAbove = &lookupErr{vfs.CodeOutside, "resolution climbs above the root"}
+	errLoop  = &lookupErr{vfs.CodeTooManyLinks, "too many levels of symbolic links"}
+	errNoSym = &lookupErr{vfs.CodePermission, "symlinks are not followed here (SymlinksReject)"}
+	errXdev  = &lookupErr{vfs.CodeOutside, "path crosses a mount point (WithOneFilesystem)"}
+	errMagic = &lookupErr{vfs.CodeOutside, "path leaves the root through a magic link or escaping symlink"}
+)
+
+// wrap turns an error from the resolver or a syscall into the *vfs.Error the SPI
+// returns, addressed to p. Host paths never enter: errnos carry none, and
+// lookupErr messages are fixed strings.
+func wrap(op string, p vfs.Path, err error) error {
+	if err == nil {
+		return nil
+	}
+	var le *lookupErr
+	if errors.As(err, &le) {
+		return vfs.NewError(le.code, op, p, le.msg)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+	}
+	return vfs.Errno(op, p, err)
+}
+
+// pathArg is p as the resolvers take it: "." for the root, and a trailing slash
+// when p must be a directory.
+func pathArg(p vfs.Path) string {
+	s := p.Raw()
+	if s == "" {
+		return "."
+	}
+	if p.MustBeDir() {
+		return s + "/"
+	}
+	return s
+}
+
+// resolveFlags returns the RESOLVE_* flags of the configured policies.
+func (f *FS) resolveFlags() uint64 {
+	r := uint64(unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS)
+	if f.cfg.symlinks == SymlinksReject {
+		r |= unix.RESOLVE_NO_SYMLINKS
+	}
+	if f.cfg.oneFS {
+		r |= unix.RESOLVE_NO_XDEV
+	}
+	return r
+}
+
+// openat2 is one openat2 call beneath root, retried on EAGAIN and EINTR a bounded
+// number of times.
+func openat2(root int, s string, flags int, mode uint32, resolve uint64) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolve}
+	if flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+		how.Mode = uint64(mode)
+	}
+	for range maxAgain {
+		fd, err := unix.Openat2(root, s, &how)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			continue
+		}
+		return fd, err
+	}
+	return -1, errAgain
+}
+
+// lookup opens s beneath root with flags (and mode, for O_CREAT), following a
+// final symlink if follow. Every symlink, intermediate or final, resolves beneath
+// root; nothing outside root is ever opened. It is the one entry point of both
+// resolvers.
+func (f *FS) lookup(ctx context.Context, root int, s string, flags int, mode uint32, follow bool) (int, error) {
+	if !f.portable.Load() {
+		fl := flags
+		if !follow {
+			fl |= unix.O_NOFOLLOW
+		}
+		fd, err := openat2(root, s, fl, mode, f.resolveFlags())
+		switch err {
+		case nil:
+			return fd, nil
+		case unix.EXDEV:
+			return -1, f.classifyXdev(root, s, follow)
+		case unix.ELOOP:
+			return -1, f.classifyLoop(ctx, root, s, follow)
+		case unix.ENOSYS:
+			if f.cfg.resolver != ResolverAuto {
+				return -1, &lookupErr{vfs.CodeNotSupported, "openat2 is not available (WithResolver(ResolverOpenat2))"}
+			}
+			f.portable.Store(true) // openat2 vanished (a seccomp filter): fall back for good
+		default:
+			return -1, err
+		}
+	}
+	return f.lookupPortable(ctx, root, s, flags, mode, follow)
+}
+
+// classifyXdev names the cause of an EXDEV from openat2: with RESOLVE_NO_XDEV it
+// may be a mount crossing rather than an escape, which a second resolution
+// without that flag (opening nothing but an O_PATH handle, closed at once) tells
+// apart.
+func (f *FS) classifyXdev(root int, s string, follow bool) error {
+	if !f.cfg.oneFS {
+		return errAbove
+	}
+	fl := unix.O_PATH
+	if !follow {
+		fl |= unix.O_NOFOLLOW
+	}
+	fd, err := openat2(root, s, fl, 0, f.resolveFlags()&^unix.RESOLVE_NO_XDEV)
+	if err == nil {
+		unix.Close(fd)
+	}
+	if err == unix.EXDEV {
+		return errAbove
+	}
+	return errXdev
+}
+
+// classifyLoop names the cause of an ELOOP from openat2: a symlink under
+// SymlinksReject, too many links, or a magic link (or, racing, an escaping link).
+// The portable resolver, which reads link targets itself, tells the last two apart;
+// its result only chooses the error code and is never used.
+func (f *FS) classifyLoop(ctx context.Context, root int, s string, follow bool) error {
+	if f.cfg.symlinks == SymlinksReject {
+		return errNoSym
+	}
+	w, err := f.walk(ctx, root, s, follow)
+	if err == nil {
+		w.close()
+		return errLoop
+	}
+	var le *lookupErr
+	if errors.As(err, &le) && le.code == vfs.CodeTooManyLinks {
+		return errLoop
+	}
+	return errMagic
+}
+
+// walkResult is where a portable walk ended: the directory dir that holds (or
+// would hold) the final entry leaf. leaf is "." when the final object is dir
+// itself. obj is an O_PATH handle of the final entry and st its status, when it
+// exists; obj is -1 otherwise. mustDir says a trailing slash demands a directory.
+type walkResult struct {
+	dir     int
+	ownDir  bool
+	leaf    string
+	obj     int
+	st      unix.Stat_t
+	mustDir bool
+}
+
+func (w *walkResult) close() {
+	if w.obj >= 0 {
+		unix.Close(w.obj)
+		w.obj = -1
+	}
+	if w.ownDir {
+		unix.Close(w.dir)
+		w.ownDir = false
+	}
+}
+
+// lookupPortable is lookup for the portable resolver: a walk, then one openat of
+// the final name with O_NOFOLLOW relative to the directory the walk reached. If the
+// name changed into a symlink meanwhile (ELOOP), the lookup starts over, a bounded
+// number of times.
+func (f *FS) lookupPortable(ctx context.Context, root int, s string, flags int, mode uint32, follow bool) (int, error) {
+	for range maxRaces {
+		w, err := f.walk(ctx, root, s, follow)
+		if err == errRaced {
+			continue
+		}
+		if err != nil {
+			return -1, err
+		}
+		if flags&unix.O_PATH != 0 {
+			// Metadata handle: the walk already holds one.
+			if w.obj < 0 {
+				w.close()
+				return -1, unix.ENOENT
+			}
+			if flags&unix.O_DIRECTORY != 0 && w.st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				w.close()
+				return -1, unix.ENOTDIR
+			}
+			fd := w.obj
+			w.obj = -1
+			w.close()
+			return fd, nil
+		}
+		if w.obj < 0 && (flags&unix.O_CREAT == 0 || w.mustDir) {
+			w.close()
+			if flags&unix.O_CREAT == 0 {
+				return -1, unix.ENOENT
+			}
+			return -1, unix.EISDIR
+		}
+		fl := flags | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if w.mustDir {
+			fl |= unix.O_DIRECTORY
+		}
+		if w.obj >= 0 && w.st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			// Only reached with follow false: O_CREAT|O_EXCL on an existing link.
+			w.close()
+			return -1, unix.EEXIST
+		}
+		fd, err := openatRetry(w.dir, w.leaf, fl, mode)
+		w.close()
+		if err == unix.ELOOP {
+			continue // the name became a symlink since the walk: start over
+		}
+		return fd, err
+	}
+	return -1, errRaced
+}
+
+func openatRetry(dir int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// walk resolves s beneath root component by component, the way vfs.Resolve does
+// for virtual backends and openat2(RESOLVE_BENEATH) does in the kernel: each
+// component is opened with O_PATH|O_NOFOLLOW relative to the directory handle
+// reached so far; symlinks (intermediate ones always, the final one if follow or a
+// trailing slash) are read with readlinkat and their targets spliced into the rest
+// of the path; ".." pops back to the handle the walk came from, so a directory
+// moved elsewhere mid-walk cannot lead it out. An absolute target, ".." above
+// root, more than vfs.MaxSymlinks links, and (WithOneFilesystem) a change of
+// device fail. On success the caller owns w and must close it.
+func (f *FS) walk(ctx context.Context, root int, s string, follow bool) (w walkResult, err error) {
+	var buf [fdWindow + 2]frame
+	stack := append(buf[:0], frame{fd: root})
+	defer func() {
+		// Close every handle not handed to the result.
+		for i := 1; i < len(stack); i++ {
+			if fd := stack[i].fd; fd >= 0 && !(err == nil && w.ownDir && fd == w.dir) {
+				unix.Close(fd)
+			}
+		}
+	}()
+	top := func() int { return stack[len(stack)-1].fd }
+	result := func(leaf string, obj int, st *unix.Stat_t, mustDir bool) walkResult {
+		r := walkResult{dir: top(), ownDir: len(stack) > 1, leaf: leaf, obj: obj, mustDir: mustDir}
+		if st != nil {
+			r.st = *st
+		}
+		return r
+	}
+	rest := s
+	links, steps := 0, 0
+	var st unix.Stat_t
+	for {
+		for rest != "" && (rest[0] == '/' || (rest[0] == '.' && (len(rest) == 1 || rest[1] == '/'))) {
+			rest = rest[1:]
+		}
+		if rest == "" {
+			// The final object is the directory on top of the stack.
+			obj, err := openatRetry(top(), ".", unix.O_PATH|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return walkResult{}, err
+			}
+			if err := unix.Fstat(obj, &st); err != nil {
+				unix.Close(obj)
+				return walkResult{}, err
+			}
+			return result(".", obj, &st, false), nil
+		}
+		if steps++; steps&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return walkResult{}, err
+			}
+		}
+		var seg string
+		var slash bool
+		seg, rest, slash = strings.Cut(rest, "/")
+		last, trailing := endOf(rest)
+		trailing = trailing || (last && slash)
+		if seg == ".." {
+			if len(stack) == 1 {
+				return walkResult{}, errAbove
+			}
+			unix.Close(top())
+			stack = stack[:len(stack)-1]
+			if top() < 0 {
+				fd, err := reopen(stack)
+				if err != nil {
+					return walkResult{}, err
+				}
+				stack[len(stack)-1].fd = fd
+			}
+			continue
+		}
+		fd, err := openatRetry(top(), seg, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT && last {
+			if !vfs.ValidName(seg) {
+				return walkResult{}, &lookupErr{vfs.CodeInvalidPath, "invalid name in symlink target"}
+			}
+			return result(seg, -1, nil, trailing), nil
+		}
+		if err != nil {
+			return walkResult{}, err
+		}
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return walkResult{}, err
+		}
+		if f.cfg.oneFS && st.Dev != f.dev {
+			unix.Close(fd)
+			return walkResult{}, errXdev
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			if last && !follow && !trailing {
+				return result(seg, fd, &st, false), nil
+			}
+			if f.cfg.symlinks == SymlinksReject {
+				unix.Close(fd)
+				return walkResult{}, errNoSym
+			}
+			if links++; links > vfs.MaxSymlinks {
+				unix.Close(fd)
+				return walkResult{}, errLoop
+			}
+			target, err := readlinkFd(fd, "")
+			unix.Close(fd)
+			switch {
+			case err != nil:
+				return walkResult{}, err
+			case target == "":
+				return walkResult{}, unix.ENOENT
+			case target[0] == '/':
+				return walkResult{}, errAbs
+			}
+			if rest == "" && !slash {
+				rest = target
+			} else { // keep a trailing slash: the target must then be a directory
+				rest = target + "/" + rest
+			}
+		case unix.S_IFDIR:
+			if last {
+				return result(seg, fd, &st, trailing), nil
+			}
+			stack = append(stack, frame{fd: fd, name: seg})
+			if i := len(stack) - 1 - fdWindow; i > 0 && stack[i].fd >= 0 {
+				unix.Close(stack[i].fd)
+				stack[i].fd = -1
+			}
+		default:
+			if trailing || !last {
+				unix.Close(fd)
+				return walkResult{}, unix.ENOTDIR
+			}
+			return result(seg, fd, &st, false), nil
+		}
+	}
+}
+
+// frame is one directory of a portable walk's stack.
+type frame struct {
+	fd   int // -1 once closed to stay within fdWindow
+	name string
+}
+
+// reopen opens the directory on top of stack, whose handle was closed, by walking
+// the recorded names down from the nearest ancestor still open, without following
+// any symlink: the result is beneath that ancestor, hence beneath the root. If a
+// name no longer is a directory the walk reports a race.
+func reopen(stack []frame) (int, error) {
+	j := len(stack) - 1
+	for j > 0 && stack[j].fd < 0 {
+		j--
+	}
+	cur, own := stack[j].fd, false
+	for i := j + 1; i < len(stack); i++ {
+		fd, err := openatRetry(cur, stack[i].name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if own {
+			unix.Close(cur)
+		}
+		if err != nil {
+			if err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
+				return -1, errRaced
+			}
+			return -1, err
+		}
+		cur, own = fd, true
+	}
+	return cur, nil
+}
+
+// endOf reports whether rest holds no further real component (only "/" and "."
+// segments), and whether it is non-empty, meaning a slash followed the component.
+func endOf(rest string) (last, trailing bool) {
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if c == '/' {
+			continue
+		}
+		if c == '.' && (i+1 == len(rest) || rest[i+1] == '/') {
+			continue
+		}
+		return false, false
+	}
+	return true, rest != ""
+}
+
+// readlinkFd reads the target of symlink name in dir (or of dir itself, an O_PATH
+// handle of a symlink, when name is "").
+func readlinkFd(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+		if size > 2*vfs.MaxPathLen {
+			return "", unix.ENAMETOOLONG
+		}
+	}
+}
