@@ -489,3 +489,44 @@ func jsonLine(e Event) ([]byte, error) {
 	}
 	return os.ReadFile(path)
 }
+
+func FuzzReadJSONL(f *testing.F) {
+	f.Add([]byte(`{"request_id":"1","op":"read","path":"a","outcome":"ok","duration_ns":5}` + "\n"))
+	f.Add([]byte("\n\n{}\n{\"time\":\"2025-01-01T00:00:00Z\"}"))
+	f.Add([]byte(`{"request_id":"x"} {"request_id":"y"}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		evs, err := ReadJSONL(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		// What was read writes back and reads again as the same events.
+		path := filepath.Join(t.TempDir(), "a.jsonl")
+		j, err := OpenJSONL(path, SyncNever())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			j.Record(context.Background(), e)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if j.Errors() != 0 {
+			return // an event JSON cannot write back (a time outside years 0-9999)
+		}
+		again := readEvents(t, path)
+		if len(again) != len(evs) {
+			t.Fatalf("%d events read back, want %d", len(again), len(evs))
+		}
+		for i := range evs {
+			if !again[i].Time.Equal(evs[i].Time) {
+				t.Fatalf("event %d: time %v, want %v", i, again[i].Time, evs[i].Time)
+			}
+			again[i].Time, evs[i].Time = time.Time{}, time.Time{}
+			if again[i] != evs[i] {
+				t.Fatalf("event %d: %+v, want %+v", i, again[i], evs[i])
+			}
+		}
+	})
+}

@@ -55,6 +55,9 @@ type grant struct {
 	ctl     *dir.Control // the root Control of the grant's Dir tree
 	ended   atomic.Bool  // set (under a.mu) when rec.Status leaves Active
 	timer   *time.Timer  // expiry timer, real clock only; guarded by a.mu
+
+	// The rules decisions name, built once.
+	ruleAllow, ruleAccess, ruleExpired string
 }
 
 // Option configures New.
@@ -251,11 +254,14 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 
 	id := fmt.Sprintf("g-%s-%06d", a.prefix, seq)
 	g := &grant{
-		a:       a,
-		seq:     seq,
-		set:     set,
-		expires: expires,
-		root:    r,
+		a:           a,
+		seq:         seq,
+		set:         set,
+		expires:     expires,
+		root:        r,
+		ruleAllow:   "grant:" + id,
+		ruleAccess:  "grant:" + id + ":access",
+		ruleExpired: "grant:" + id + ":expired",
 		rec: Grant{
 			ID:      id,
 			Subject: req.Subject,
@@ -503,7 +509,7 @@ func (p *grantPolicy) Decide(ctx context.Context, r *policy.Request) policy.Deci
 			g.expire(now)
 			return policy.Decision{
 				Effect: policy.Deny,
-				Rule:   "grant:" + g.rec.ID + ":expired",
+				Rule:   g.ruleExpired,
 				Reason: "the grant has expired",
 			}
 		}
@@ -514,10 +520,10 @@ func (p *grantPolicy) Decide(ctx context.Context, r *policy.Request) policy.Deci
 		if !known {
 			reason = "operation " + string(r.Op) + " is not covered by any access"
 		}
-		return policy.Decision{Effect: policy.Deny, Rule: "grant:" + g.rec.ID + ":access", Reason: reason}
+		return policy.Decision{Effect: policy.Deny, Rule: g.ruleAccess, Reason: reason}
 	}
 	if p.host == nil {
-		return policy.Decision{Effect: policy.Allow, Rule: "grant:" + g.rec.ID}
+		return policy.Decision{Effect: policy.Allow, Rule: g.ruleAllow}
 	}
 	return p.host.Decide(ctx, r)
 }

@@ -867,3 +867,25 @@ func TestSubjects(t *testing.T) {
 		t.Fatal("an unsupported access or source is valid")
 	}
 }
+
+func FuzzParseSubject(f *testing.F) {
+	for _, s := range []string{"agent-run:conv1/run7", "core:x", "a:", ":b", "Kind:x", "k:a\x00", "extension:a:b", "k:\u00a0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sub, err := ParseSubject(s)
+		if err != nil {
+			if !errors.Is(err, fs.ErrInvalid) {
+				t.Fatalf("ParseSubject(%q): error %v does not wrap fs.ErrInvalid", s, err)
+			}
+			return
+		}
+		if sub.String() != s || sub.Validate() != nil {
+			t.Fatalf("ParseSubject(%q) = %+v: does not round-trip", s, sub)
+		}
+		back, err := ParseSubject(sub.String())
+		if err != nil || back != sub {
+			t.Fatalf("reparse of %q: %+v, %v", sub.String(), back, err)
+		}
+	})
+}

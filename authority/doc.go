@@ -51,6 +51,12 @@
 //     (Prune forgets ended ones). A host that needs them across restarts serializes
 //     ListAll.
 //   - It has no "archive" or "watch" access (capfs has no such Dir operations).
+//   - The access list is checked per policy operation, and an Open is one
+//     operation: a Handle opened for writing (os.O_RDWR, which needs Write) can also
+//     read the file, and Append or Open for writing need only Write. A grant with
+//     Write but not Read can therefore read back files it may write.
+//   - Paths are checked lexically by the host-wide policy, as in package dir: the
+//     grant confines by directory (Path), not by pattern.
 //   - It does not merge or deduplicate grants: two grants to one subject are two
 //     Dirs, each revocable on its own.
 //   - Calls already running when a grant is revoked or expires may finish, as with
