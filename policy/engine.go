@@ -26,12 +26,39 @@ var allOps = [...]Op{
 
 type opMask uint32
 
-// opBit returns op's bit, or 0 for an unknown op.
+// opBit returns op's bit (1 << its index in allOps), or 0 for an unknown op.
 func opBit(op Op) opMask {
-	for i, o := range allOps {
-		if o == op {
-			return 1 << i
-		}
+	switch op {
+	case OpStat:
+		return 1 << 0
+	case OpList:
+		return 1 << 1
+	case OpRead:
+		return 1 << 2
+	case OpWrite:
+		return 1 << 3
+	case OpCreate:
+		return 1 << 4
+	case OpMkdir:
+		return 1 << 5
+	case OpRemove:
+		return 1 << 6
+	case OpRename:
+		return 1 << 7
+	case OpCopy:
+		return 1 << 8
+	case OpSymlink:
+		return 1 << 9
+	case OpReadlink:
+		return 1 << 10
+	case OpLink:
+		return 1 << 11
+	case OpChmod:
+		return 1 << 12
+	case OpChtimes:
+		return 1 << 13
+	case OpSub:
+		return 1 << 14
 	}
 	return 0
 }
@@ -392,27 +419,28 @@ func (e *Engine) clean(s string) (string, bool) {
 // ops the persistence patterns, then the rules (any Deny wins; else the first Ask;
 // else the first Allow; else the default).
 func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
+	s := newSubject(p)
 	for i := range e.secrets {
-		s := &e.secrets[i]
-		if !s.match(p) {
+		n := &e.secrets[i]
+		if !n.match(&s) {
 			continue
 		}
-		if op == OpList && !e.hide && !s.tree {
+		if op == OpList && !e.hide && !n.tree {
 			continue // the name may be listed; its contents stay out of reach
 		}
-		return Decision{Effect: Deny, Rule: s.name, Reason: s.reason}
+		return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 	}
 	if op.Writes() {
 		for i := range e.persist {
-			if s := &e.persist[i]; s.match(p) {
-				return Decision{Effect: Deny, Rule: s.name, Reason: s.reason}
+			if n := &e.persist[i]; n.match(&s) {
+				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 			}
 		}
 	}
 	var ask, allow *rule
 	for i := range e.rules {
 		r := &e.rules[i]
-		if r.ops&bit == 0 || !r.matches(p) {
+		if r.ops&bit == 0 || !r.matches(&s) {
 			continue
 		}
 		switch r.effect {
@@ -441,12 +469,12 @@ func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
 	return d
 }
 
-func (r *rule) matches(p string) bool {
+func (r *rule) matches(s *subject) bool {
 	if len(r.pats) == 0 {
 		return true
 	}
 	for i := range r.pats {
-		if r.pats[i].match(p) {
+		if r.pats[i].match(s) {
 			return true
 		}
 	}

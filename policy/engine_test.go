@@ -139,6 +139,17 @@ func TestDefaultPersistencePatterns(t *testing.T) {
 	}
 }
 
+func TestOpBits(t *testing.T) {
+	for i, op := range allOps {
+		if got := opBit(op); got != 1<<i {
+			t.Errorf("opBit(%s) = %b, want %b", op, got, 1<<i)
+		}
+	}
+	if opBit("@read") != 0 || opBit("") != 0 {
+		t.Error("opBit of a non-op")
+	}
+}
+
 func TestDenyOverrides(t *testing.T) {
 	allow := Rule{Effect: Allow, Paths: []string{"src/**"}, Name: "allow-src"}
 	deny := Rule{Effect: Deny, Paths: []string{"src/internal/**"}, Reason: "internal", Name: "deny-internal"}
@@ -523,11 +534,14 @@ func TestConfigCopies(t *testing.T) {
 func TestPrefilterAgrees(t *testing.T) {
 	pats := []string{"**/.ssh/**", "**/.env", "**/.env.*", "**/*.pem", "a/**/b", "**/x/y/**", "*.{go,mod}",
 		"src/*_test.go", "{a,b/c}/d", "[abc]x/**", "**/[.]env", "a?c/**/z*", "**/credentials.json",
-		"x/{a,[bc]}*y", "{**/,}k", "a/{b,c/**}/d", "lit/eral.txt", "**/*.[pk]e[my]"}
+		"x/{a,[bc]}*y", "{**/,}k", "a/{b,c/**}/d", "lit/eral.txt", "**/*.[pk]e[my]", "**/.git/hooks/**",
+		"**/.git/config", "src/**", "a/b/**", "**/x*", "**/*y", "**/a/b", "**/a"}
 	paths := []string{".ssh", "a/.ssh/x", ".env", "x/.env", ".env.local", "a.pem", "a/b", "a/x/b", "x/y",
 		"q/x/y/z", "main.go", "go.mod", "src/a_test.go", "a/d", "b/c/d", "c/d", "ax", "bx/q", ".env",
 		"abc/z", "abc/q/zz", "credentials.json", "x/ay", "x/bzy", "k", "a/k", "a/b/d", "a/c/e/d",
-		"lit/eral.txt", "lit/eral.txtx", "a.key", "b.pey", "x.pex"}
+		"lit/eral.txt", "lit/eral.txtx", "a.key", "b.pey", "x.pex", ".git/hooks", "a/.git/hooks/x", ".git/hooksx",
+		"x.git/hooks", ".git/config", "a/.git/config", "a.git/config", ".git/config/x", "src", "srcx", "src/a",
+		"xsrc/a", "a/b", "a/b/c", "a/bc", "ab/b", "x", "xa", "q/x", "qx/y", "y", "ay/b", "a/a/b", "za/b", "a/a"}
 	for _, src := range pats {
 		for _, fold := range []bool{false, true} {
 			c, err := compilePattern(src, fold)
@@ -536,8 +550,9 @@ func TestPrefilterAgrees(t *testing.T) {
 			}
 			for _, p := range paths {
 				want, _ := doublestar.Match(c.pat, p)
-				if got := c.match(p); got != want {
-					t.Errorf("%q (suffix %q, lit %q) on %q: %v, doublestar says %v", src, c.suffix, c.lit, p, got, want)
+				s := newSubject(p)
+				if got := c.match(&s); got != want {
+					t.Errorf("%q (shape %d %q, suffix %q, lit %q) on %q: %v, doublestar says %v", src, c.shape, c.k, c.suffix, c.lit, p, got, want)
 				}
 			}
 		}

@@ -8,15 +8,30 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
+// shape is how a pattern is matched: the common shapes by plain string
+// comparisons, any other by doublestar after a literal prefilter.
+type shape uint8
+
+const (
+	shapeGlob     shape = iota // any other pattern: prefilter, then doublestar
+	shapeExact                 // "k": the path is k
+	shapeBase                  // "**/k", k one element: the last element is k
+	shapeSuffix                // "**/*k": the last element ends with k
+	shapePrefix                // "**/k*": the last element begins with k
+	shapeTail                  // "**/k", k several elements: the path is k or ends with "/k"
+	shapeTree                  // "**/k/**": k's elements appear in a row in the path
+	shapeUnder                 // "k/**": the path is k or begins with "k/"
+)
+
 // pattern is one compiled path pattern.
 type pattern struct {
-	src string // as configured (names and reasons show it)
-	pat string // normalized (leading "/" removed, case-folded when folding) for doublestar
+	src   string // as configured (names and reasons show it)
+	pat   string // normalized (leading "/" removed, case-folded when folding) for doublestar
+	shape shape
+	k     string // the literal the shape compares with
 	// Prefilter: a path the pattern matches ends with suffix and contains lit. Both
 	// are "" when the pattern has no usable literal (or uses escapes).
 	suffix, lit string
-	// literal: pat has no meta characters at all; it matches exactly the path pat.
-	literal bool
 	// tree: the pattern is "**" or ends in "/**": it covers a directory and
 	// everything beneath it, so it also matches the directory itself.
 	tree bool
@@ -66,9 +81,44 @@ func compilePattern(src string, fold bool) (pattern, error) {
 			}
 		}
 	}
-	c.literal = !strings.ContainsAny(p, `*?[]{}\`)
+	c.shape, c.k = classify(p)
 	c.suffix, c.lit = prefilter(p)
 	return c, nil
+}
+
+// classify recognizes the shapes that plain string comparisons match exactly as
+// doublestar does.
+func classify(p string) (shape, string) {
+	if literal(p) {
+		return shapeExact, p
+	}
+	if rest, ok := strings.CutPrefix(p, "**/"); ok {
+		if mid, ok := strings.CutSuffix(rest, "/**"); ok && literal(mid) {
+			return shapeTree, mid
+		}
+		if literal(rest) {
+			if strings.IndexByte(rest, '/') >= 0 {
+				return shapeTail, rest
+			}
+			return shapeBase, rest
+		}
+		if k, ok := strings.CutPrefix(rest, "*"); ok && literal(k) && strings.IndexByte(k, '/') < 0 {
+			return shapeSuffix, k
+		}
+		if k, ok := strings.CutSuffix(rest, "*"); ok && literal(k) && strings.IndexByte(k, '/') < 0 {
+			return shapePrefix, k
+		}
+	}
+	if head, ok := strings.CutSuffix(p, "/**"); ok && literal(head) {
+		return shapeUnder, head
+	}
+	return shapeGlob, ""
+}
+
+// literal reports whether s is non-empty and has no character doublestar could
+// treat specially.
+func literal(s string) bool {
+	return s != "" && !strings.ContainsAny(s, `*?[]{}\,!^`)
 }
 
 // prefilter returns the literal text every path matching pat must end with, and the
@@ -132,18 +182,71 @@ func prefilter(pat string) (suffix, lit string) {
 	return suffix, lit
 }
 
-// match reports whether the (clean, already folded) path matches.
-func (c *pattern) match(path string) bool {
+// subject is a path being matched, with what every pattern would compute again.
+type subject struct {
+	path  string // clean, folded when folding
+	base  string // its last element
+	first uint64 // bit b%64 set for the first byte b of each element
+}
+
+func newSubject(path string) subject {
+	s := subject{path: path, base: baseOf(path), first: 1 << (path[0] & 63)}
+	for i := 0; i < len(path)-1; i++ {
+		if path[i] == '/' {
+			s.first |= 1 << (path[i+1] & 63)
+		}
+	}
+	return s
+}
+
+// match reports whether the subject matches.
+func (c *pattern) match(s *subject) bool {
+	path := s.path
 	if path == "." {
 		return c.root
 	}
-	if c.literal {
-		return path == c.pat
+	switch c.shape {
+	case shapeExact:
+		return path == c.k
+	case shapeBase:
+		return s.base == c.k
+	case shapeSuffix:
+		return strings.HasSuffix(s.base, c.k)
+	case shapePrefix:
+		return strings.HasPrefix(s.base, c.k)
+	case shapeTail:
+		return strings.HasSuffix(path, c.k) && (len(path) == len(c.k) || path[len(path)-len(c.k)-1] == '/')
+	case shapeTree:
+		return s.first&(1<<(c.k[0]&63)) != 0 && hasElements(path, c.k)
+	case shapeUnder:
+		return strings.HasPrefix(path, c.k) && (len(path) == len(c.k) || path[len(c.k)] == '/')
 	}
 	if !strings.HasSuffix(path, c.suffix) || !strings.Contains(path, c.lit) {
 		return false
 	}
 	return doublestar.MatchUnvalidated(c.pat, path)
+}
+
+// hasElements reports whether k, one or more whole path elements, occurs in path.
+func hasElements(path, k string) bool {
+	for i := 0; i+len(k) <= len(path); {
+		j := strings.Index(path[i:], k)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(k)
+		if (j == 0 || path[j-1] == '/') && (end == len(path) || path[end] == '/') {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+// baseOf returns the last element of a clean path.
+func baseOf(path string) string {
+	return path[strings.LastIndexByte(path, '/')+1:]
 }
 
 // foldCase folds s for case-insensitive matching: lower case after upper case, so
