@@ -13,14 +13,14 @@ import (
 type shape uint8
 
 const (
-	shapeGlob     shape = iota // any other pattern: prefilter, then doublestar
-	shapeExact                 // "k": the path is k
-	shapeBase                  // "**/k", k one element: the last element is k
-	shapeSuffix                // "**/*k": the last element ends with k
-	shapePrefix                // "**/k*": the last element begins with k
-	shapeTail                  // "**/k", k several elements: the path is k or ends with "/k"
-	shapeTree                  // "**/k/**": k's elements appear in a row in the path
-	shapeUnder                 // "k/**": the path is k or begins with "k/"
+	shapeGlob   shape = iota // any other pattern: prefilter, then doublestar
+	shapeExact               // "k": the path is k
+	shapeBase                // "**/k", k one element: the last element is k
+	shapeSuffix              // "**/*k": the last element ends with k
+	shapePrefix              // "**/k*": the last element begins with k
+	shapeTail                // "**/k", k several elements: the path is k or ends with "/k"
+	shapeTree                // "**/k/**": k's elements appear in a row in the path
+	shapeUnder               // "k/**": the path is k or begins with "k/"
 )
 
 // pattern is one compiled path pattern.
