@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -231,8 +232,8 @@ func New(cfg Config) (*Engine, error) {
 	}
 	rules := make([]Rule, len(cfg.Rules))
 	for i, r := range cfg.Rules {
-		r.Ops = append([]Op(nil), r.Ops...)
-		r.Paths = append([]string(nil), r.Paths...)
+		r.Ops = slices.Clone(r.Ops)
+		r.Paths = slices.Clone(r.Paths)
 		where := fmt.Sprintf("rule %d", i)
 		if r.Name != "" {
 			where += fmt.Sprintf(" (%s)", r.Name)
@@ -273,8 +274,8 @@ func New(cfg Config) (*Engine, error) {
 		e.rules = append(e.rules, c)
 	}
 	cfg.Rules = rules
-	cfg.SecretPatterns = append([]string(nil), cfg.SecretPatterns...)
-	cfg.PersistencePatterns = append([]string(nil), cfg.PersistencePatterns...)
+	cfg.SecretPatterns = slices.Clone(cfg.SecretPatterns) // never nil: an empty list stays empty
+	cfg.PersistencePatterns = slices.Clone(cfg.PersistencePatterns)
 	e.cfg = cfg
 	return e, nil
 }
@@ -327,15 +328,15 @@ func Defaults() *Engine {
 }
 
 // Config returns the Engine's configuration, with the default pattern lists and
-// rule names filled in. The slices are copies.
+// rule names filled in: New(e.Config()) decides as e does. The slices are copies.
 func (e *Engine) Config() Config {
 	c := e.cfg
-	c.SecretPatterns = append([]string(nil), c.SecretPatterns...)
-	c.PersistencePatterns = append([]string(nil), c.PersistencePatterns...)
+	c.SecretPatterns = slices.Clone(c.SecretPatterns)
+	c.PersistencePatterns = slices.Clone(c.PersistencePatterns)
 	c.Rules = make([]Rule, len(e.cfg.Rules))
 	for i, r := range e.cfg.Rules {
-		r.Ops = append([]Op(nil), r.Ops...)
-		r.Paths = append([]string(nil), r.Paths...)
+		r.Ops = slices.Clone(r.Ops)
+		r.Paths = slices.Clone(r.Paths)
 		c.Rules[i] = r
 	}
 	return c

@@ -525,8 +525,11 @@ func TestConfigCopies(t *testing.T) {
 		t.Errorf("secret list not replaced: %+v", d)
 	}
 	none := mustNew(t, Config{SecretPatterns: []string{}, PersistencePatterns: []string{}})
-	if d := decide(none, OpWrite, ".ssh/.bashrc", ""); d.Effect != Allow {
-		t.Errorf("empty lists: %+v", d)
+	again := mustNew(t, none.Config()) // an empty list stays empty, not the defaults
+	for _, e := range []*Engine{none, again} {
+		if d := decide(e, OpWrite, ".ssh/.bashrc", ""); d.Effect != Allow {
+			t.Errorf("empty lists: %+v", d)
+		}
 	}
 }
 
