@@ -87,6 +87,10 @@ func (f *FS) resolveFlags() uint64 {
 	return r
 }
 
+// openat2Call is the openat2 system call; tests replace it to simulate EAGAIN
+// storms and seccomp filters.
+var openat2Call = unix.Openat2
+
 // openat2 is one openat2 call beneath root, retried on EAGAIN and EINTR a bounded
 // number of times.
 func openat2(root int, s string, flags int, mode uint32, resolve uint64) (int, error) {
@@ -95,7 +99,7 @@ func openat2(root int, s string, flags int, mode uint32, resolve uint64) (int, e
 		how.Mode = uint64(mode)
 	}
 	for range maxAgain {
-		fd, err := unix.Openat2(root, s, &how)
+		fd, err := openat2Call(root, s, &how)
 		if err == unix.EAGAIN || err == unix.EINTR {
 			continue
 		}

@@ -1,0 +1,229 @@
+//go:build linux
+
+package physical
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// withOpenat2 replaces the openat2 system call for the rest of t.
+func withOpenat2(t *testing.T, fn func(dirfd int, path string, how *unix.OpenHow) (int, error)) {
+	old := openat2Call
+	openat2Call = fn
+	t.Cleanup(func() { openat2Call = old })
+}
+
+// TestEAGAINStorm: an openat2 that keeps failing with EAGAIN is retried a bounded
+// number of times, then fails with a typed error; it never falls back to the
+// portable resolver (THREATS 46).
+func TestEAGAINStorm(t *testing.T) {
+	f := newTestFS(t, WithResolver(ResolverOpenat2))
+	ctx := t.Context()
+	if err := writeAll(ctx, f, "x", os.O_WRONLY|os.O_CREATE, "X"); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	withOpenat2(t, func(int, string, *unix.OpenHow) (int, error) {
+		calls++
+		return -1, unix.EAGAIN
+	})
+	_, err := f.Stat(ctx, P("x"))
+	wantCode(t, err, vfs.CodeIO, "Stat during an EAGAIN storm")
+	if calls != maxAgain {
+		t.Errorf("openat2 called %d times; want the bound %d", calls, maxAgain)
+	}
+	if f.portable.Load() {
+		t.Error("an EAGAIN storm switched the backend to the portable resolver")
+	}
+	_, err = readAll(ctx, f, "x")
+	wantCode(t, err, vfs.CodeIO, "ReadFile during an EAGAIN storm")
+}
+
+// TestOpenat2Refused: a kernel or seccomp filter refusing openat2 (ENOSYS or
+// EPERM when New probes it; ENOSYS later) leaves ResolverAuto on the portable
+// resolver, which still confines; ResolverOpenat2 fails instead (THREATS 47).
+func TestOpenat2Refused(t *testing.T) {
+	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EPERM} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			h := newHost(t)
+			h.writeHost(h.in("f"), "F")
+			h.plant("../outside/secret", "esc")
+			withOpenat2(t, func(int, string, *unix.OpenHow) (int, error) { return -1, errno })
+			_, err := New(h.root, WithResolver(ResolverOpenat2))
+			wantCode(t, err, vfs.CodeNotSupported, "New(ResolverOpenat2) without openat2")
+			f := newAt(t, h.root)
+			if !f.portable.Load() {
+				t.Fatal("ResolverAuto did not fall back to the portable resolver")
+			}
+			ctx := t.Context()
+			if data, err := readAll(ctx, f, "f"); err != nil || string(data) != "F" {
+				t.Errorf("ReadFile(f) = %q, %v", data, err)
+			}
+			_, err = readAll(ctx, f, "esc")
+			wantCode(t, err, vfs.CodeOutside, "ReadFile(esc) on the fallback")
+		})
+	}
+	t.Run("vanishing", func(t *testing.T) {
+		f := newTestFS(t)
+		if f.portable.Load() {
+			t.Skip("openat2 is not available here")
+		}
+		ctx := t.Context()
+		if err := f.Mkdir(ctx, P("d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		withOpenat2(t, func(int, string, *unix.OpenHow) (int, error) { return -1, unix.ENOSYS })
+		if _, err := f.Stat(ctx, P("d")); err != nil {
+			t.Errorf("Stat after openat2 vanished: %v", err)
+		}
+		if !f.portable.Load() {
+			t.Error("ENOSYS at run time did not switch to the portable resolver")
+		}
+	})
+}
+
+// TestClose: calls after Close fail with closed; Subs and open files keep their
+// own handles.
+func TestClose(t *testing.T) {
+	f, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := writeAll(ctx, f, "d/f", os.O_WRONLY|os.O_CREATE, ""); vfs.CodeOf(err) != vfs.CodeNotFound {
+		t.Fatalf("write into a missing directory: %v", err)
+	}
+	if err := f.Mkdir(ctx, P("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAll(ctx, f, "d/f", os.O_WRONLY|os.O_CREATE, "F"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := f.Sub(ctx, P("d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.OpenFile(ctx, P("d/f"), os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, f.Close(), vfs.CodeClosed, "second Close")
+	_, err = f.Stat(ctx, P("d"))
+	wantCode(t, err, vfs.CodeClosed, "Stat after Close")
+	wantCode(t, f.Mkdir(ctx, P("e"), 0o755), vfs.CodeClosed, "Mkdir after Close")
+	if _, ok := f.HostPath(); ok {
+		t.Error("HostPath after Close reports a path")
+	}
+	if data, err := readAll(ctx, sub, "f"); err != nil || string(data) != "F" {
+		t.Errorf("Sub after its parent's Close: %q, %v", data, err)
+	}
+	buf := make([]byte, 1)
+	if n, err := h.Read(buf); n != 1 || err != nil {
+		t.Errorf("a file opened before Close reads %d, %v", n, err)
+	}
+	h.Close()
+	sub.(*FS).Close()
+}
+
+// TestHostPath: the host path follows the directory, for the root and a Sub.
+func TestHostPath(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	if err := os.MkdirAll(filepath.Join(root, "box"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newAt(t, root)
+	if got, ok := f.HostPath(); !ok || got != root {
+		t.Errorf("HostPath() = %q, %v; want %q", got, ok, root)
+	}
+	sub, err := f.Sub(t.Context(), P("box"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.(*FS).Close()
+	if got, ok := sub.(vfs.HostPather).HostPath(); !ok || got != filepath.Join(root, "box") {
+		t.Errorf("Sub(box).HostPath() = %q, %v", got, ok)
+	}
+	moved := filepath.Join(base, "moved")
+	if err := os.Rename(root, moved); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.HostPath(); !ok || got != moved {
+		t.Errorf("after a rename HostPath() = %q, %v; want %q", got, ok, moved)
+	}
+	if _, err := f.Stat(t.Context(), P("box")); err != nil {
+		t.Errorf("the backend stopped working after its directory moved: %v", err)
+	}
+}
+
+// TestNames: entries a vfs.Path cannot name are left out of listings; Info
+// carries the guest's name and no Sys.
+func TestNames(t *testing.T) {
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		h.writeHost(h.in(`back\slash`), "B")
+		h.writeHost(h.in("ok"), "O")
+		f := newAt(t, h.root, opts...)
+		ents, err := f.ReadDir(t.Context(), vfs.Root)
+		if err != nil || len(ents) != 1 || ents[0].Name != "ok" {
+			t.Errorf("ReadDir = %v, %v; want only ok", ents, err)
+		}
+		info, err := f.Stat(t.Context(), P("ok"))
+		if err != nil || info.Name != "ok" || info.Sys != nil || info.ID == 0 {
+			t.Errorf("Stat(ok) = %+v, %v", info, err)
+		}
+	})
+}
+
+// TestCanceled: a canceled context stops a call before it starts.
+func TestCanceled(t *testing.T) {
+	f := newTestFS(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := f.Stat(ctx, vfs.Root)
+	wantCode(t, err, vfs.CodeCanceled, "Stat with a canceled context")
+	wantCode(t, f.Mkdir(ctx, P("d"), 0o755), vfs.CodeCanceled, "Mkdir with a canceled context")
+}
+
+// TestCreateModes: creation applies perm exactly (no umask), drops setuid and
+// setgid, and Chmod refuses them.
+func TestCreateModes(t *testing.T) {
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		f := newAt(t, h.root, opts...)
+		ctx := t.Context()
+		if err := f.Mkdir(ctx, P("d"), 0o775|os.ModeSetgid|os.ModeSticky); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeAll(ctx, f, "f", os.O_WRONLY|os.O_CREATE|os.O_EXCL, ""); err != nil {
+			t.Fatal(err)
+		}
+		hf, err := f.OpenFile(ctx, P("x"), os.O_WRONLY|os.O_CREATE, 0o4755)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hf.Close()
+		for name, want := range map[string]os.FileMode{"d": os.ModeDir | os.ModeSticky | 0o775, "f": 0o644, "x": 0o755} {
+			fi, err := os.Lstat(h.in(name))
+			if err != nil || fi.Mode() != want {
+				t.Errorf("%s has mode %v, %v; want %v", name, fi.Mode(), err, want)
+			}
+		}
+		wantCode(t, f.Chmod(ctx, P("x"), 0o4755|os.ModeSetuid), vfs.CodePermission, "Chmod with setuid")
+		if err := f.Chmod(ctx, P("x"), 0o700); err != nil {
+			t.Errorf("Chmod(x, 0700): %v", err)
+		}
+	})
+}
