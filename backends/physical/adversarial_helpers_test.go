@@ -363,3 +363,21 @@ func closeHandle(h *dir.Handle, err error) error {
 	}
 	return h.Close()
 }
+
+// intactExceptNlink is intact, ignoring changes of link counts.
+func (w *world) intactExceptNlink(what string, before snapshot) {
+	w.t.Helper()
+	strip := func(s snapshot) snapshot {
+		out := snapshot{}
+		for k, v := range s {
+			if i := strings.Index(v, " nlink="); i >= 0 {
+				v = v[:i]
+			}
+			out[k] = v
+		}
+		return out
+	}
+	if d := strip(before).diff(strip(w.outsideSnap())); len(d) > 0 {
+		w.t.Errorf("%s: the tree outside the root changed: %v", what, d)
+	}
+}
