@@ -49,7 +49,7 @@ func TestCacheMatchesResolve(t *testing.T) {
 		defer f.st.mu.RUnlock()
 		for range 2 { // the second lookup is a cache hit if the first stored
 			got, gerr := f.lookup(bg, p, follow, "stat")
-			want, werr := f.resolve(bg, p, follow, "stat")
+			want, werr := vfs.Resolve[*node](bg, tree{}, f.root, p, follow, "stat")
 			if vfs.CodeOf(gerr) != vfs.CodeOf(werr) || got != want {
 				t.Fatalf("lookup(%s, %v) = %+v, %v; resolve = %+v, %v", p, follow, got, gerr, want, werr)
 			}

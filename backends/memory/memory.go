@@ -139,7 +139,12 @@ func canceled(op string, p vfs.Path, err error) error {
 	return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
 }
 
+// resolve is vfs.Resolve from f's root, answered by walk when the path has no
+// symlink to follow. The caller holds store.mu.
 func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[*node], error) {
+	if r, ok := walk(f.root, p, follow); ok {
+		return r, nil
+	}
 	return vfs.Resolve[*node](ctx, tree{}, f.root, p, follow, op)
 }
 
