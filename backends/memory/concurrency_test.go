@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -283,5 +284,83 @@ func TestConcurrentHandle(t *testing.T) {
 		if !bytes.Equal(data[i:i+4], bytes.Repeat(data[i:i+1], 4)) {
 			t.Fatalf("torn record at %d: %q", i, data[i:i+4])
 		}
+	}
+}
+
+// TestConcurrentReadsShareOffset reads one handle from several goroutines at once:
+// they share the offset, so every record is read exactly once, whole.
+func TestConcurrentReadsShareOffset(t *testing.T) {
+	m := New()
+	const records = 1 << 15
+	data := make([]byte, 0, records*4)
+	for i := range records {
+		data = binary.BigEndian.AppendUint32(data, uint32(i))
+	}
+	writeFile(t, m, "f", string(data))
+	f, err := m.OpenFile(bg, P("f"), os.O_RDONLY, 0)
+	must(t, err)
+	defer f.Close()
+	const workers = 4
+	seen := make([][]uint32, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 4)
+			for {
+				n, err := f.Read(buf)
+				if err == io.EOF {
+					return
+				}
+				if err != nil || n != 4 {
+					t.Errorf("Read = %d, %v", n, err)
+					return
+				}
+				seen[w] = append(seen[w], binary.BigEndian.Uint32(buf))
+			}
+		}()
+	}
+	wg.Wait()
+	count := make([]int, records)
+	for _, s := range seen {
+		for _, r := range s {
+			count[r]++
+		}
+	}
+	for r, c := range count {
+		if c != 1 {
+			t.Fatalf("record %d read %d times", r, c)
+		}
+	}
+}
+
+// TestCloseRacesRemove closes the last handle of a file while another goroutine
+// removes its last name: whichever comes second frees the data, exactly once.
+func TestCloseRacesRemove(t *testing.T) {
+	m := New(WithQuota(1 << 20))
+	for i := range 200 {
+		f, err := m.OpenFile(bg, P("f"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		must(t, err)
+		if _, err := f.Write([]byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+		g, err := m.OpenFile(bg, P("f"), os.O_RDONLY, 0)
+		must(t, err)
+		var wg sync.WaitGroup
+		wg.Add(3)
+		for _, op := range []func() error{f.Close, g.Close, func() error { return m.Remove(bg, P("f")) }} {
+			go func() {
+				defer wg.Done()
+				if err := op(); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if u := m.Usage(); u != 0 {
+			t.Fatalf("round %d: usage %d after the last name and handle are gone", i, u)
+		}
+		wantCode(t, f.Close(), vfs.CodeClosed)
 	}
 }

@@ -4,24 +4,26 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sync"
 	"sync/atomic"
 
 	"github.com/capfs/capfs/vfs"
 )
 
 // handle is an open file or directory. Its offset is its own; the inode is shared.
+//
+// The offset is guarded by the node's mu: Write and Seek change it holding mu for
+// writing; Read holds mu for reading only, so it advances the offset with a
+// compare-and-swap and starts over if a concurrent Read on the same handle moved
+// it first. Closing needs no lock (see Close).
 type handle struct {
 	st     *store
 	n      *node
 	p      vfs.Path
+	off    atomic.Int64
+	closed atomic.Bool
 	read   bool
 	write  bool
 	append bool
-
-	closed atomic.Bool // set under n.mu, so data operations see it consistently
-	mu     sync.Mutex  // guards off; held across Read, Write and Seek
-	off    int64
 }
 
 var _ vfs.File = (*handle)(nil)
@@ -69,23 +71,25 @@ func (h *handle) writable(op string) error {
 
 // Read reads from the handle's offset and advances it.
 func (h *handle) Read(b []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	n := h.n
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if err := h.readable("read"); err != nil {
 		return 0, err
 	}
-	if h.off >= int64(len(n.data)) {
-		if len(b) == 0 {
-			return 0, nil
+	for {
+		off := h.off.Load()
+		if off >= int64(len(n.data)) {
+			if len(b) == 0 {
+				return 0, nil
+			}
+			return 0, io.EOF
 		}
-		return 0, io.EOF
+		c := copy(b, n.data[off:])
+		if h.off.CompareAndSwap(off, off+int64(c)) {
+			return c, nil
+		}
 	}
-	c := copy(b, n.data[h.off:])
-	h.off += int64(c)
-	return c, nil
 }
 
 // ReadAt reads at off without moving the offset; a short read returns io.EOF.
@@ -116,22 +120,20 @@ func (h *handle) ReadAt(b []byte, off int64) (int, error) {
 // O_APPEND handle) and advances it. A write that would exceed the quota or the
 // maximum file size writes nothing.
 func (h *handle) Write(b []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	n := h.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := h.writable("write"); err != nil {
 		return 0, err
 	}
-	off := h.off
+	off := h.off.Load()
 	if h.append {
 		off = int64(len(n.data))
 	}
 	if err := h.writeLocked(b, off); err != nil {
 		return 0, err
 	}
-	h.off = off + int64(len(b))
+	h.off.Store(off + int64(len(b)))
 	return len(b), nil
 }
 
@@ -173,8 +175,9 @@ func (h *handle) writeLocked(b []byte, off int64) error {
 
 // Seek sets the offset for the next Read or Write; seeking past the end is allowed.
 func (h *handle) Seek(offset int64, whence int) (int64, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if h.closed.Load() {
 		return 0, h.fail(vfs.CodeClosed, "seek", "")
 	}
@@ -182,11 +185,9 @@ func (h *handle) Seek(offset int64, whence int) (int64, error) {
 	switch whence {
 	case io.SeekStart:
 	case io.SeekCurrent:
-		base = h.off
+		base = h.off.Load()
 	case io.SeekEnd:
-		h.n.mu.RLock()
-		base = int64(len(h.n.data))
-		h.n.mu.RUnlock()
+		base = int64(len(n.data))
 	default:
 		return 0, h.fail(vfs.CodeInvalidPath, "seek", "invalid whence")
 	}
@@ -194,7 +195,7 @@ func (h *handle) Seek(offset int64, whence int) (int64, error) {
 	if (offset > 0 && off < base) || off < 0 {
 		return 0, h.fail(vfs.CodeInvalidPath, "seek", "invalid offset")
 	}
-	h.off = off
+	h.off.Store(off)
 	return off, nil
 }
 
@@ -238,16 +239,21 @@ func (h *handle) Sync() error {
 
 // Close releases the handle. If the file has no name left and this was its last
 // handle, its data is freed and returned to the quota.
+//
+// Close takes no lock unless it may be the one to free the data: the open count
+// and the link count are atomics, and whichever of Close and the last unlink
+// (store.unlinked) comes second sees both at zero and frees the data under the
+// node's mu. An operation already past its closed check, under mu, completes
+// before any freeing.
 func (h *handle) Close() error {
-	n := h.n
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if h.closed.Swap(true) {
+	if !h.closed.CompareAndSwap(false, true) {
 		return h.fail(vfs.CodeClosed, "close", "")
 	}
-	if n.typ == 0 {
-		n.opens.Add(-1)
+	n := h.n
+	if n.typ == 0 && n.opens.Add(-1) == 0 && n.nlink.Load() <= 0 {
+		n.mu.Lock()
 		h.st.releaseIfUnused(n)
+		n.mu.Unlock()
 	}
 	return nil
 }

@@ -25,10 +25,11 @@ const maxSize = int64(min(math.MaxInt, 1<<47))
 // lock, the quota account and the inode counter.
 //
 // Locking: mu guards the tree structure (every directory's children, parent and
-// gone fields, and gen). Each node's own mu guards its data, listing cache and open
-// count, and serializes writers of its metadata, which readers load lock-free (see
-// node). The order is store.mu before node.mu, and a file handle's mu before
-// node.mu; node.mu is never held while acquiring store.mu.
+// gone fields, and gen). Each node's own mu guards its data and listing cache, and
+// serializes writers of its metadata, which readers load lock-free (see node); it
+// also guards the offsets of the node's handles (see handle). Open counts are
+// atomics (see handle.Close). The order
+// is store.mu before node.mu; node.mu is never held while acquiring store.mu.
 type store struct {
 	mu  sync.RWMutex
 	gen uint64 // guarded by mu; advanced by every change to any directory's entries
@@ -79,7 +80,7 @@ func (s *store) reserve(delta int64) bool {
 // OpenFile touch, the second what Read and Write touch. TestNodeLayout checks it.
 type node struct {
 	typ   fs.FileMode   // immutable: fs.ModeDir, fs.ModeSymlink, or 0 for a regular file
-	opens atomic.Int32  // open handles on a regular file; decremented under mu
+	opens atomic.Int32  // open handles on a regular file (see handle.Close)
 	perm  atomic.Uint32 // fs.FileMode permission, setuid, setgid and sticky bits
 	seq   atomic.Uint32
 	nlink atomic.Int32 // entries naming a file; 2 + subdirectories for a directory
