@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK_VERSION := v0.8.2
 GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
-FUZZTIME    ?= 10s
+FUZZTIME    ?= 8s
 PKGS        := ./...
 
 .PHONY: all demo test unit fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
@@ -25,7 +25,10 @@ unit:
 # Short, bounded fuzz runs of every fuzz target (longer ones: make fuzz).
 FUZZ_TARGETS := \
 	./vfs:FuzzParseGuest \
-	./dir:FuzzGlob
+	./vfs:FuzzResolve \
+	./dir:FuzzGlob \
+	./policy:FuzzRules \
+	./authority:FuzzParseSubject
 
 fuzz-short:
 	@set -e; for t in $(FUZZ_TARGETS); do \
