@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -224,6 +225,80 @@ func TestCreateModes(t *testing.T) {
 		wantCode(t, f.Chmod(ctx, P("x"), 0o4755|os.ModeSetuid), vfs.CodePermission, "Chmod with setuid")
 		if err := f.Chmod(ctx, P("x"), 0o700); err != nil {
 			t.Errorf("Chmod(x, 0700): %v", err)
+		}
+	})
+}
+
+// TestDeepDotDot: ".." in link targets far below the root, beyond the portable
+// walker's window of open directory handles, resolves physically and stops at the
+// root.
+func TestDeepDotDot(t *testing.T) {
+	const depth = 3 * fdWindow
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		deep := filepath.Join(h.root, "top", strings.Repeat("d/", depth))
+		if err := os.MkdirAll(deep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.writeHost(filepath.Join(h.root, "top", "t"), "T")
+		h.writeHost(filepath.Join(deep, "here"), "H")
+		// From the deepest directory, climb back to top, then above the root.
+		h.plant(strings.Repeat("../", depth)+"t", "top/"+strings.Repeat("d/", depth)+"up")
+		h.plant(strings.Repeat("../", depth+1)+"top/"+strings.Repeat("d/", depth)+"here", "top/"+strings.Repeat("d/", depth)+"round")
+		h.plant(strings.Repeat("../", depth+2)+"outside/secret", "top/"+strings.Repeat("d/", depth)+"out")
+		f := newAt(t, h.root, opts...)
+		ctx := t.Context()
+		base := "top/" + strings.Repeat("d/", depth)
+		for name, want := range map[string]string{"up": "T", "round": "H"} {
+			if data, err := readAll(ctx, f, base+name); err != nil || string(data) != want {
+				t.Errorf("ReadFile(%s) = %q, %v; want %q", name, data, err, want)
+			}
+		}
+		_, err := readAll(ctx, f, base+"out")
+		wantCode(t, err, vfs.CodeOutside, "ReadFile(out)")
+	})
+}
+
+// TestNewErrors: New's own errors are for the host and name the root.
+func TestNewErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, code := range map[string]vfs.Code{filepath.Join(dir, "missing"): vfs.CodeNotFound, file: vfs.CodeNotDir} {
+		_, err := New(path)
+		wantCode(t, err, code, "New(%s)", path)
+		if err != nil && !strings.Contains(err.Error(), path) {
+			t.Errorf("New's error %q does not name the root", err)
+		}
+	}
+}
+
+// TestOneFilesystem: under WithOneFilesystem a path crossing a mount point (here
+// /proc, beneath a root at /) fails with path_outside_sandbox; without it the same
+// path resolves.
+func TestOneFilesystem(t *testing.T) {
+	var root, proc unix.Stat_t
+	if unix.Stat("/", &root) != nil || unix.Stat("/proc/self", &proc) != nil || root.Dev == proc.Dev {
+		t.Skip("no /proc mount beneath / here")
+	}
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		ctx := t.Context()
+		one := newAt(t, "/", append(opts, WithOneFilesystem())...)
+		for _, s := range []string{"proc", "proc/self/status", "proc/"} {
+			_, err := one.Stat(ctx, P(s))
+			wantCode(t, err, vfs.CodeOutside, "Stat(%s) across a mount", s)
+			if err != nil && !strings.Contains(err.Error(), "mount point") {
+				t.Errorf("Stat(%s): %v; want it to say a mount point was crossed", s, err)
+			}
+		}
+		if _, err := one.Lstat(ctx, P("proc")); err != nil && vfs.CodeOf(err) != vfs.CodeOutside {
+			t.Errorf("Lstat(proc): %v", err)
+		}
+		all := newAt(t, "/", opts...)
+		if _, err := all.Stat(ctx, P("proc/self/status")); err != nil {
+			t.Errorf("Stat(proc/self/status) without WithOneFilesystem: %v", err)
 		}
 	})
 }
