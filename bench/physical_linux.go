@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// physicalImpls returns capfs's physical backend with the openat2 resolver (if
+// this kernel offers it), with the portable one, and a dir.Dir over the first.
+func physicalImpls() []HostImpl {
+	openat2 := physical.WithResolver(physical.ResolverOpenat2)
+	portable := physical.WithResolver(physical.ResolverPortable)
+	impls := []HostImpl{{Name: PhysicalPortable, New: physicalNew(portable)}}
+	if fsys, err := physical.New(os.TempDir(), openat2); err == nil {
+		fsys.Close()
+		impls = []HostImpl{
+			{Name: PhysicalOpenat2, New: physicalNew(openat2)},
+			impls[0],
+			{Name: PhysicalDir, Layered: true, New: func(root string) (HostTarget, error) {
+				fsys, err := physical.New(root, openat2)
+				if err != nil {
+					return nil, err
+				}
+				d, _ := dir.New(fsys)
+				return physicalDirTarget{DirTarget{D: d}, fsys}, nil
+			}},
+		}
+	}
+	return impls
+}
+
+func physicalNew(opts ...physical.Option) func(root string) (HostTarget, error) {
+	return func(root string) (HostTarget, error) {
+		fsys, err := physical.New(root, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return physicalTarget{BackendTarget{B: fsys}, fsys}, nil
+	}
+}
+
+// physicalTarget drives the physical backend through the vfs.Backend SPI, parsing
+// each path as a guest path first, as every layer above does.
+type physicalTarget struct {
+	BackendTarget
+	fsys *physical.FS
+}
+
+func (t physicalTarget) Rename(from, to string) error {
+	p, err := vfs.ParseGuest(from)
+	if err != nil {
+		return err
+	}
+	q, err := vfs.ParseGuest(to)
+	if err != nil {
+		return err
+	}
+	return t.fsys.Rename(context.Background(), p, q, 0)
+}
+
+func (t physicalTarget) Close() error { return t.fsys.Close() }
+
+// physicalDirTarget drives a dir.Dir (default options) over the physical backend.
+type physicalDirTarget struct {
+	DirTarget
+	fsys *physical.FS
+}
+
+func (t physicalDirTarget) Rename(from, to string) error {
+	return t.D.Move(context.Background(), from, to)
+}
+
+func (t physicalDirTarget) Close() error { return t.fsys.Close() }
+
+// TempFS describes the filesystem holding os.TempDir, where the host-directory
+// workloads run: its type and whether it lives in memory.
+func TempFS() string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(os.TempDir(), &st); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	switch st.Type {
+	case unix.TMPFS_MAGIC:
+		return "tmpfs (memory)"
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext2/3/4 (disk)"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs (disk)"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs (disk)"
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return "overlayfs"
+	}
+	return fmt.Sprintf("filesystem type %#x", st.Type)
+}
