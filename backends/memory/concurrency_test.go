@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -362,5 +363,66 @@ func TestCloseRacesRemove(t *testing.T) {
 			t.Fatalf("round %d: usage %d after the last name and handle are gone", i, u)
 		}
 		wantCode(t, f.Close(), vfs.CodeClosed)
+	}
+}
+
+// TestReadFollowsAppends reads a file while another handle appends to it: a Read
+// at the end reports io.EOF only until more data lands, and the reader sees every
+// byte in order.
+func TestReadFollowsAppends(t *testing.T) {
+	m := New()
+	w, err := m.OpenFile(bg, P("f"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	must(t, err)
+	defer w.Close()
+	r, err := m.OpenFile(bg, P("f"), os.O_RDONLY, 0)
+	must(t, err)
+	defer r.Close()
+	const total = 1 << 14
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < total; i += 16 {
+			rec := make([]byte, 16)
+			for j := range rec {
+				rec[j] = byte(i + j)
+			}
+			if _, err := w.Write(rec); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 7)
+	got := 0
+	for got < total {
+		n, err := r.Read(buf)
+		for j := range n {
+			if buf[j] != byte(got+j) {
+				t.Fatalf("byte %d = %d", got+j, buf[j])
+			}
+		}
+		got += n
+		if err == io.EOF {
+			select {
+			case <-done:
+				// Every append has returned: the next Read must make progress.
+				if n, err := r.Read(buf[:1]); got < total && (n != 1 || err != nil) {
+					t.Fatalf("after all appends, at %d of %d: Read = %d, %v", got, total, n, err)
+				} else if n == 1 {
+					if buf[0] != byte(got) {
+						t.Fatalf("byte %d = %d", got, buf[0])
+					}
+					got++
+				}
+			default:
+				runtime.Gosched()
+			}
+			continue
+		}
+		must(t, err)
+	}
+	<-done
+	if n, err := r.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("Read at the end = %d, %v; want 0, EOF", n, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/capfs/capfs/vfs"
@@ -15,10 +16,13 @@ import (
 // writing; Read holds mu for reading only, so it advances the offset with a
 // compare-and-swap and starts over if a concurrent Read on the same handle moved
 // it first. Closing needs no lock (see Close).
+//
+// A handle is 48 bytes, one small size class, since every open allocates one: it
+// keeps its path as the raw string (a vfs.Path is rebuilt only for errors).
 type handle struct {
 	st     *store
 	n      *node
-	p      vfs.Path
+	path   string // vfs.Path.Raw of the path it was opened by
 	off    atomic.Int64
 	closed atomic.Bool
 	read   bool
@@ -32,7 +36,7 @@ func newHandle(st *store, n *node, p vfs.Path, acc, flag int) *handle {
 	return &handle{
 		st:     st,
 		n:      n,
-		p:      p,
+		path:   p.Raw(),
 		read:   acc != os.O_WRONLY,
 		write:  acc != os.O_RDONLY,
 		append: flag&os.O_APPEND != 0,
@@ -40,10 +44,15 @@ func newHandle(st *store, n *node, p vfs.Path, acc, flag int) *handle {
 }
 
 func (h *handle) fail(code vfs.Code, op, msg string) error {
-	return vfs.NewError(code, op, h.p, msg)
+	p := vfs.Root
+	if h.path != "" {
+		p, _ = vfs.ParseGuest(h.path) // a Path's raw form parses back to itself
+	}
+	return vfs.NewError(code, op, p, msg)
 }
 
-// readable returns the error for reading through h, or nil. The caller holds n.mu.
+// readable returns the error for reading through h, or nil. It takes no lock:
+// the closed flag is atomic, the rest immutable.
 func (h *handle) readable(op string) error {
 	switch {
 	case h.closed.Load():
@@ -56,7 +65,8 @@ func (h *handle) readable(op string) error {
 	return nil
 }
 
-// writable returns the error for writing through h, or nil. The caller holds n.mu.
+// writable returns the error for writing through h, or nil. It takes no lock:
+// the closed flag is atomic, the rest immutable.
 func (h *handle) writable(op string) error {
 	switch {
 	case h.closed.Load():
@@ -71,12 +81,15 @@ func (h *handle) writable(op string) error {
 
 // Read reads from the handle's offset and advances it.
 func (h *handle) Read(b []byte) (int, error) {
-	n := h.n
-	n.mu.RLock()
-	defer n.mu.RUnlock()
 	if err := h.readable("read"); err != nil {
 		return 0, err
 	}
+	n := h.n
+	if len(b) > 0 && h.atEOF() {
+		return 0, io.EOF // the second call of every read-to-the-end loop
+	}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	for {
 		off := h.off.Load()
 		if off >= int64(len(n.data)) {
@@ -90,6 +103,20 @@ func (h *handle) Read(b []byte) (int, error) {
 			return c, nil
 		}
 	}
+}
+
+// atEOF reports, without locking, that the offset was at or past the end of the
+// file at one instant. The size only changes inside the node's seqlock bracket, so
+// an unchanged even seq around the two loads means the size held still while the
+// offset was loaded. False means "unknown" as well as "not at the end".
+func (h *handle) atEOF() bool {
+	n := h.n
+	s := n.seq.Load()
+	if s&1 != 0 {
+		return false
+	}
+	off, size := h.off.Load(), n.size.Load()
+	return n.seq.Load() == s && off >= size
 }
 
 // ReadAt reads at off without moving the offset; a short read returns io.EOF.
@@ -205,7 +232,13 @@ func (h *handle) Stat() (vfs.Info, error) {
 	if h.closed.Load() {
 		return vfs.Info{}, h.fail(vfs.CodeClosed, "stat", "")
 	}
-	return h.n.info(baseName(h.p)), nil
+	name := "."
+	if i := strings.LastIndexByte(h.path, '/'); i >= 0 {
+		name = h.path[i+1:]
+	} else if h.path != "" {
+		name = h.path
+	}
+	return h.n.info(name), nil
 }
 
 // Truncate changes the file's size, zero-filling growth. The offset is unchanged.

@@ -21,3 +21,13 @@ func TestNodeLayout(t *testing.T) {
 		t.Errorf("node.dir ends at %d, past the first cache line", o)
 	}
 }
+
+// TestHandleSize pins the handle to the 48-byte size class on 64-bit platforms.
+func TestHandleSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("layout is tuned for 64-bit platforms")
+	}
+	if s := unsafe.Sizeof(handle{}); s > 48 {
+		t.Errorf("handle is %d bytes, want at most 48", s)
+	}
+}

@@ -1180,3 +1180,53 @@ func TestContextCanceled(t *testing.T) {
 		t.Fatal("a canceled call changed the tree")
 	}
 }
+
+// TestReadAtEnd pins Read around the end of the file: the last byte, io.EOF, data
+// appended through another handle after an EOF, and a Seek back after an EOF.
+func TestReadAtEnd(t *testing.T) {
+	m := New()
+	writeFile(t, m, "f", "0123456789")
+	f, err := m.OpenFile(bg, P("f"), os.O_RDONLY, 0)
+	must(t, err)
+	defer f.Close()
+	buf := make([]byte, 9)
+	if n, err := f.Read(buf); n != 9 || err != nil {
+		t.Fatalf("Read = %d, %v", n, err)
+	}
+	if n, err := f.Read(buf); n != 1 || err != nil || buf[0] != '9' {
+		t.Fatalf("Read of the last byte = %d, %v", n, err)
+	}
+	for range 2 {
+		if n, err := f.Read(buf); n != 0 || err != io.EOF {
+			t.Fatalf("Read at the end = %d, %v; want 0, EOF", n, err)
+		}
+	}
+	if n, err := f.Read(nil); n != 0 || err != nil {
+		t.Fatalf("empty Read at the end = %d, %v; want 0, nil", n, err)
+	}
+	w, err := m.OpenFile(bg, P("f"), os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	defer w.Close()
+	if _, err := w.Write([]byte("ab")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.Read(buf); n != 2 || err != nil || string(buf[:2]) != "ab" {
+		t.Fatalf("Read after an append = %d, %v, %q", n, err, buf[:n])
+	}
+	if _, err := f.Seek(-3, io.SeekEnd); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.Read(buf); n != 3 || err != nil || string(buf[:3]) != "9ab" {
+		t.Fatalf("Read after Seek = %d, %v, %q", n, err, buf[:n])
+	}
+	must(t, w.Truncate(4))
+	if _, err := f.Seek(3, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.Read(buf); n != 1 || err != nil || buf[0] != '3' {
+		t.Fatalf("Read after Truncate = %d, %v", n, err)
+	}
+	if n, err := f.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("Read at the truncated end = %d, %v; want 0, EOF", n, err)
+	}
+}
