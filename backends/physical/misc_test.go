@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -27,7 +28,10 @@ func withOpenat2(t *testing.T, fn func(dirfd int, path string, how *unix.OpenHow
 func TestEAGAINStorm(t *testing.T) {
 	f := newTestFS(t, WithResolver(ResolverOpenat2))
 	ctx := t.Context()
-	if err := writeAll(ctx, f, "x", os.O_WRONLY|os.O_CREATE, "X"); err != nil {
+	if err := f.Mkdir(ctx, P("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAll(ctx, f, "d/x", os.O_WRONLY|os.O_CREATE, "X"); err != nil {
 		t.Fatal(err)
 	}
 	calls := 0
@@ -35,7 +39,7 @@ func TestEAGAINStorm(t *testing.T) {
 		calls++
 		return -1, unix.EAGAIN
 	})
-	_, err := f.Stat(ctx, P("x"))
+	_, err := f.Stat(ctx, P("d/x"))
 	wantCode(t, err, vfs.CodeIO, "Stat during an EAGAIN storm")
 	if calls != maxAgain {
 		t.Errorf("openat2 called %d times; want the bound %d", calls, maxAgain)
@@ -43,7 +47,7 @@ func TestEAGAINStorm(t *testing.T) {
 	if f.portable.Load() {
 		t.Error("an EAGAIN storm switched the backend to the portable resolver")
 	}
-	_, err = readAll(ctx, f, "x")
+	_, err = readAll(ctx, f, "d/x")
 	wantCode(t, err, vfs.CodeIO, "ReadFile during an EAGAIN storm")
 }
 
@@ -80,8 +84,11 @@ func TestOpenat2Refused(t *testing.T) {
 		if err := f.Mkdir(ctx, P("d"), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := f.Mkdir(ctx, P("d/e"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		withOpenat2(t, func(int, string, *unix.OpenHow) (int, error) { return -1, unix.ENOSYS })
-		if _, err := f.Stat(ctx, P("d")); err != nil {
+		if _, err := f.Stat(ctx, P("d/e")); err != nil {
 			t.Errorf("Stat after openat2 vanished: %v", err)
 		}
 		if !f.portable.Load() {
@@ -299,6 +306,47 @@ func TestOneFilesystem(t *testing.T) {
 		all := newAt(t, "/", opts...)
 		if _, err := all.Stat(ctx, P("proc/self/status")); err != nil {
 			t.Errorf("Stat(proc/self/status) without WithOneFilesystem: %v", err)
+		}
+	})
+}
+
+// TestChmodFallback: on a kernel without fchmodat2 or utimensat(AT_EMPTY_PATH),
+// Chmod and Chtimes act through the handle's /proc link: on the in-root target of
+// a link, never on what a link outside would reach (THREATS 28).
+func TestChmodFallback(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here")
+	}
+	oldChmod, oldUtimes := chmodEmptyPath, utimesEmptyPath
+	chmodEmptyPath = func(int, uint32) error { return unix.EOPNOTSUPP }
+	utimesEmptyPath = func(int, []unix.Timespec) error { return unix.EINVAL }
+	t.Cleanup(func() { chmodEmptyPath, utimesEmptyPath = oldChmod, oldUtimes })
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		h.writeHost(h.in("f"), "F")
+		h.plant("f", "lf")
+		h.plant("../outside/secret", "esc")
+		before := h.state()
+		f := newAt(t, h.root, opts...)
+		ctx := t.Context()
+		if err := f.Chmod(ctx, P("lf"), 0o600); err != nil {
+			t.Fatalf("Chmod(lf): %v", err)
+		}
+		mtime := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+		if err := f.Chtimes(ctx, P("lf"), time.Time{}, mtime); err != nil {
+			t.Fatalf("Chtimes(lf): %v", err)
+		}
+		fi, err := os.Lstat(h.in("f"))
+		if err != nil || fi.Mode().Perm() != 0o600 || !fi.ModTime().Equal(mtime) {
+			t.Errorf("f = %v %v, %v; want mode 0600 and the new time", fi.Mode(), fi.ModTime(), err)
+		}
+		if li, err := os.Lstat(h.in("lf")); err != nil || li.Mode().Type() != os.ModeSymlink {
+			t.Errorf("lf = %v, %v; want the link untouched", li, err)
+		}
+		wantCode(t, f.Chmod(ctx, P("esc"), 0o777), vfs.CodeOutside, "Chmod(esc)")
+		wantCode(t, f.Chtimes(ctx, P("esc"), mtime, mtime), vfs.CodeOutside, "Chtimes(esc)")
+		if after := h.state(); after != before {
+			t.Errorf("the outside directory changed:\n%s", after)
 		}
 	})
 }

@@ -196,17 +196,43 @@ func (f *FS) stat(ctx context.Context, op string, p vfs.Path, follow bool) (vfs.
 		return vfs.Info{}, err
 	}
 	defer f.leave()
-	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, follow)
-	if err != nil {
-		return vfs.Info{}, wrap(op, p, err)
-	}
 	var st unix.Stat_t
-	err = unix.Fstat(fd, &st)
-	unix.Close(fd)
-	if err != nil {
+	if err := f.statAt(ctx, root, p, follow, &st); err != nil {
 		return vfs.Info{}, wrap(op, p, err)
 	}
 	return infoOf(&st, baseName(p), f.dev), nil
+}
+
+// statAt fills st with the status of p beneath root, following a final symlink if
+// follow (or p must be a directory).
+func (f *FS) statAt(ctx context.Context, root int, p vfs.Path, follow bool, st *unix.Stat_t) error {
+	s := pathArg(p)
+	if f.portable.Load() {
+		return f.statPortable(ctx, root, s, follow, st)
+	}
+	if !p.IsRoot() && p.Dir().IsRoot() {
+		// A name directly in the root needs no resolution: fstatat, not following
+		// it, answers unless it is a link to follow, a mount point to refuse, or
+		// not the directory a trailing slash asks for.
+		err := unix.Fstatat(root, p.Base(), st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == unix.ENOENT {
+			return err
+		}
+		if err == nil {
+			typ := st.Mode & unix.S_IFMT
+			link := typ == unix.S_IFLNK && (follow || p.MustBeDir())
+			if !link && (!f.cfg.oneFS || st.Dev == f.dev) && (!p.MustBeDir() || typ == unix.S_IFDIR) {
+				return nil
+			}
+		}
+	}
+	fd, err := f.lookup(ctx, root, s, unix.O_PATH, 0, follow)
+	if err != nil {
+		return err
+	}
+	err = unix.Fstat(fd, st)
+	unix.Close(fd)
+	return err
 }
 
 // ReadDir lists directory p, sorted by name. Entries whose names a vfs.Path cannot
@@ -286,7 +312,7 @@ var (
 func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) {
 	s := pathArg(p)
 	var st unix.Stat_t
-	if err := f.precheck(ctx, root, s, &st); err != nil {
+	if err := f.statAt(ctx, root, p, true, &st); err != nil {
 		return nil, err
 	}
 	if err := f.openable(&st); err != nil {
@@ -299,28 +325,13 @@ func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) 
 	return f.finishOpen(fd, p, &st, os.O_RDONLY)
 }
 
-// precheck fills st with the status of s, following a final symlink.
-func (f *FS) precheck(ctx context.Context, root int, s string, st *unix.Stat_t) error {
-	fd, err := f.lookup(ctx, root, s, unix.O_PATH, 0, true)
-	if err != nil {
-		return err
-	}
-	err = unix.Fstat(fd, st)
-	unix.Close(fd)
-	return err
-}
-
-// finishOpen checks the opened fd again, clears O_NONBLOCK and wraps it. It owns fd.
+// finishOpen checks the opened fd again and wraps it. It owns fd.
 func (f *FS) finishOpen(fd int, p vfs.Path, st *unix.Stat_t, flag int) (*file, error) {
 	if err := unix.Fstat(fd, st); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
 	if err := f.openable(st); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flag&os.O_APPEND); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
@@ -343,7 +354,7 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 	var st unix.Stat_t
 	exists := true
 	if !excl {
-		switch err := f.precheck(ctx, root, s, &st); {
+		switch err := f.statAt(ctx, root, p, true, &st); {
 		case err == nil:
 			if st.Mode&unix.S_IFMT != unix.S_IFDIR { // a directory: the open below says is_a_directory
 				if err := f.openable(&st); err != nil {
@@ -405,7 +416,7 @@ func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *u
 		return nil, err
 	}
 	defer w.close()
-	if w.obj < 0 || w.leaf == "." || w.st.Dev != old.Dev || w.st.Ino != old.Ino {
+	if !w.found || w.leaf == "." || w.st.Dev != old.Dev || w.st.Ino != old.Ino {
 		return nil, errChanged
 	}
 	name, tfd, err := createTemp(w.dir)
@@ -451,6 +462,11 @@ func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *u
 	if err := unix.Fchmod(tfd, old.Mode&0o1777); err != nil {
 		return nil, err
 	}
+	if flag&os.O_APPEND != 0 {
+		if _, err := unix.FcntlInt(uintptr(tfd), unix.F_SETFL, unix.O_APPEND); err != nil {
+			return nil, err
+		}
+	}
 	if err := unix.Renameat(w.dir, name, w.dir, w.leaf); err != nil {
 		return nil, err
 	}
@@ -463,7 +479,7 @@ func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *u
 // number of times when it loses a race.
 func (f *FS) walkRetry(ctx context.Context, root int, s string) (walkResult, error) {
 	for range maxRaces {
-		w, err := f.walk(ctx, root, s, true)
+		w, err := f.walk(ctx, root, s, true, false)
 		if err != errRaced {
 			return w, err
 		}
@@ -910,7 +926,7 @@ func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) er
 	}
 	defer unix.Close(fd)
 	ts := []unix.Timespec{timespec(atime), timespec(mtime)}
-	err = unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+	err = utimesEmptyPath(fd, ts)
 	if err == unix.EINVAL || err == unix.ENOENT {
 		// A kernel without AT_EMPTY_PATH for utimensat: through the handle's /proc link.
 		err = procFallback(unix.UtimesNanoAt(unix.AT_FDCWD, procFd(fd), ts, 0))
@@ -929,12 +945,23 @@ func timespec(t time.Time) unix.Timespec {
 // AT_EMPTY_PATH (Linux 6.6), or else chmod through the handle's /proc/self/fd link,
 // which also acts on exactly that object. Never by name.
 func chmodFd(fd int, mode uint32) error {
-	err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
+	err := chmodEmptyPath(fd, mode)
 	if err == unix.EOPNOTSUPP || err == unix.ENOSYS || err == unix.EINVAL {
 		err = procFallback(unix.Fchmodat(unix.AT_FDCWD, procFd(fd), mode, 0))
 	}
 	return err
 }
+
+// chmodEmptyPath and utimesEmptyPath act on the object an O_PATH handle names;
+// tests replace them to take the fallbacks of older kernels.
+var (
+	chmodEmptyPath = func(fd int, mode uint32) error {
+		return unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
+	}
+	utimesEmptyPath = func(fd int, ts []unix.Timespec) error {
+		return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+	}
+)
 
 func procFd(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 

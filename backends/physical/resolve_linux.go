@@ -168,7 +168,7 @@ func (f *FS) classifyLoop(ctx context.Context, root int, s string, follow bool) 
 	if f.cfg.symlinks == SymlinksReject {
 		return errNoSym
 	}
-	w, err := f.walk(ctx, root, s, follow)
+	w, err := f.walk(ctx, root, s, follow, false)
 	if err == nil {
 		w.close()
 		return errLoop
@@ -182,12 +182,14 @@ func (f *FS) classifyLoop(ctx context.Context, root int, s string, follow bool) 
 
 // walkResult is where a portable walk ended: the directory dir that holds (or
 // would hold) the final entry leaf. leaf is "." when the final object is dir
-// itself. obj is an O_PATH handle of the final entry and st its status, when it
-// exists; obj is -1 otherwise. mustDir says a trailing slash demands a directory.
+// itself. found says the final entry exists, and st is then its status; obj is an
+// O_PATH handle of it when the walk was asked for one, -1 otherwise. mustDir says
+// a trailing slash demands a directory.
 type walkResult struct {
 	dir     int
 	ownDir  bool
 	leaf    string
+	found   bool
 	obj     int
 	st      unix.Stat_t
 	mustDir bool
@@ -209,17 +211,18 @@ func (w *walkResult) close() {
 // name changed into a symlink meanwhile (ELOOP), the lookup starts over, a bounded
 // number of times.
 func (f *FS) lookupPortable(ctx context.Context, root int, s string, flags int, mode uint32, follow bool) (int, error) {
+	opath := flags&unix.O_PATH != 0
 	for range maxRaces {
-		w, err := f.walk(ctx, root, s, follow)
+		w, err := f.walk(ctx, root, s, follow, opath)
 		if err == errRaced {
 			continue
 		}
 		if err != nil {
 			return -1, err
 		}
-		if flags&unix.O_PATH != 0 {
+		if opath {
 			// Metadata handle: the walk already holds one.
-			if w.obj < 0 {
+			if !w.found {
 				w.close()
 				return -1, unix.ENOENT
 			}
@@ -232,21 +235,21 @@ func (f *FS) lookupPortable(ctx context.Context, root int, s string, flags int, 
 			w.close()
 			return fd, nil
 		}
-		if w.obj < 0 && (flags&unix.O_CREAT == 0 || w.mustDir) {
+		if !w.found && (flags&unix.O_CREAT == 0 || w.mustDir) {
 			w.close()
 			if flags&unix.O_CREAT == 0 {
 				return -1, unix.ENOENT
 			}
 			return -1, unix.EISDIR
 		}
-		fl := flags | unix.O_NOFOLLOW | unix.O_CLOEXEC
-		if w.mustDir {
-			fl |= unix.O_DIRECTORY
-		}
-		if w.obj >= 0 && w.st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if w.found && w.st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			// Only reached with follow false: O_CREAT|O_EXCL on an existing link.
 			w.close()
 			return -1, unix.EEXIST
+		}
+		fl := flags | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if w.mustDir {
+			fl |= unix.O_DIRECTORY
 		}
 		fd, err := openatRetry(w.dir, w.leaf, fl, mode)
 		w.close()
@@ -256,6 +259,26 @@ func (f *FS) lookupPortable(ctx context.Context, root int, s string, flags int, 
 		return fd, err
 	}
 	return -1, errRaced
+}
+
+// statPortable fills st with the status of s, following a final symlink if follow.
+func (f *FS) statPortable(ctx context.Context, root int, s string, follow bool, st *unix.Stat_t) error {
+	for range maxRaces {
+		w, err := f.walk(ctx, root, s, follow, false)
+		if err == errRaced {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		w.close()
+		if !w.found {
+			return unix.ENOENT
+		}
+		*st = w.st
+		return nil
+	}
+	return errRaced
 }
 
 func openatRetry(dir int, name string, flags int, mode uint32) (int, error) {
@@ -269,14 +292,16 @@ func openatRetry(dir int, name string, flags int, mode uint32) (int, error) {
 
 // walk resolves s beneath root component by component, the way vfs.Resolve does
 // for virtual backends and openat2(RESOLVE_BENEATH) does in the kernel: each
-// component is opened with O_PATH|O_NOFOLLOW relative to the directory handle
-// reached so far; symlinks (intermediate ones always, the final one if follow or a
-// trailing slash) are read with readlinkat and their targets spliced into the rest
-// of the path; ".." pops back to the handle the walk came from, so a directory
-// moved elsewhere mid-walk cannot lead it out. An absolute target, ".." above
-// root, more than vfs.MaxSymlinks links, and (WithOneFilesystem) a change of
-// device fail. On success the caller owns w and must close it.
-func (f *FS) walk(ctx context.Context, root int, s string, follow bool) (w walkResult, err error) {
+// directory is opened with O_PATH|O_NOFOLLOW|O_DIRECTORY relative to the directory
+// handle reached so far, and anything else examined with fstatat without following
+// it; symlinks (intermediate ones always, the final one if follow or a trailing
+// slash) are read with readlinkat relative to that handle and their targets spliced
+// into the rest of the path; ".." pops back to the handle the walk came from, so a
+// directory moved elsewhere mid-walk cannot lead it out. An absolute target, ".."
+// above root, more than vfs.MaxSymlinks links, and (WithOneFilesystem) a change of
+// device fail. With needObj the result holds an O_PATH handle of the final entry.
+// On success the caller owns w and must close it.
+func (f *FS) walk(ctx context.Context, root int, s string, follow, needObj bool) (w walkResult, err error) {
 	var buf [fdWindow + 2]frame
 	stack := append(buf[:0], frame{fd: root})
 	defer func() {
@@ -291,9 +316,34 @@ func (f *FS) walk(ctx context.Context, root int, s string, follow bool) (w walkR
 	result := func(leaf string, obj int, st *unix.Stat_t, mustDir bool) walkResult {
 		r := walkResult{dir: top(), ownDir: len(stack) > 1, leaf: leaf, obj: obj, mustDir: mustDir}
 		if st != nil {
-			r.st = *st
+			r.found, r.st = true, *st
 		}
 		return r
+	}
+	// object opens the final entry leaf, already examined as st, when asked to,
+	// and checks that it still is what was examined.
+	object := func(leaf string, st *unix.Stat_t) (int, error) {
+		if !needObj {
+			return -1, nil
+		}
+		obj, err := openatRetry(top(), leaf, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if err == unix.ENOENT {
+				return -1, errRaced
+			}
+			return -1, err
+		}
+		var now unix.Stat_t
+		if err := unix.Fstat(obj, &now); err != nil {
+			unix.Close(obj)
+			return -1, err
+		}
+		if now.Dev != st.Dev || now.Ino != st.Ino {
+			unix.Close(obj)
+			return -1, errRaced
+		}
+		*st = now
+		return obj, nil
 	}
 	rest := s
 	links, steps := 0, 0
@@ -304,12 +354,11 @@ func (f *FS) walk(ctx context.Context, root int, s string, follow bool) (w walkR
 		}
 		if rest == "" {
 			// The final object is the directory on top of the stack.
-			obj, err := openatRetry(top(), ".", unix.O_PATH|unix.O_CLOEXEC, 0)
-			if err != nil {
+			if err := unix.Fstat(top(), &st); err != nil {
 				return walkResult{}, err
 			}
-			if err := unix.Fstat(obj, &st); err != nil {
-				unix.Close(obj)
+			obj, err := object(".", &st)
+			if err != nil {
 				return walkResult{}, err
 			}
 			return result(".", obj, &st, false), nil
@@ -339,7 +388,32 @@ func (f *FS) walk(ctx context.Context, root int, s string, follow bool) (w walkR
 			}
 			continue
 		}
-		fd, err := openatRetry(top(), seg, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if !last {
+			// Most intermediate components are directories: one open tells.
+			fd, err := openatRetry(top(), seg, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				if f.cfg.oneFS {
+					if err := unix.Fstat(fd, &st); err != nil || st.Dev != f.dev {
+						unix.Close(fd)
+						if err == nil {
+							err = errXdev
+						}
+						return walkResult{}, err
+					}
+				}
+				stack = append(stack, frame{fd: fd, name: seg})
+				if i := len(stack) - 1 - fdWindow; i > 0 && stack[i].fd >= 0 {
+					unix.Close(stack[i].fd)
+					stack[i].fd = -1
+				}
+				continue
+			}
+			if err != unix.ENOTDIR {
+				return walkResult{}, err // not_found for a missing directory
+			}
+			// A symlink, or something that is not a directory: see below.
+		}
+		err := unix.Fstatat(top(), seg, &st, unix.AT_SYMLINK_NOFOLLOW)
 		if err == unix.ENOENT && last {
 			if !vfs.ValidName(seg) {
 				return walkResult{}, &lookupErr{vfs.CodeInvalidPath, "invalid name in symlink target"}
@@ -347,32 +421,33 @@ func (f *FS) walk(ctx context.Context, root int, s string, follow bool) (w walkR
 			return result(seg, -1, nil, trailing), nil
 		}
 		if err != nil {
-			return walkResult{}, err
-		}
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
+			if err == unix.ENOENT {
+				err = errRaced // it was there a moment ago
+			}
 			return walkResult{}, err
 		}
 		if f.cfg.oneFS && st.Dev != f.dev {
-			unix.Close(fd)
 			return walkResult{}, errXdev
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFLNK:
 			if last && !follow && !trailing {
-				return result(seg, fd, &st, false), nil
+				obj, err := object(seg, &st)
+				if err != nil {
+					return walkResult{}, err
+				}
+				return result(seg, obj, &st, false), nil
 			}
 			if f.cfg.symlinks == SymlinksReject {
-				unix.Close(fd)
 				return walkResult{}, errNoSym
 			}
 			if links++; links > vfs.MaxSymlinks {
-				unix.Close(fd)
 				return walkResult{}, errLoop
 			}
-			target, err := readlinkFd(fd, "")
-			unix.Close(fd)
+			target, err := readlinkFd(top(), seg)
 			switch {
+			case err == unix.EINVAL || err == unix.ENOENT:
+				return walkResult{}, errRaced // no longer a symlink
 			case err != nil:
 				return walkResult{}, err
 			case target == "":
@@ -386,20 +461,23 @@ func (f *FS) walk(ctx context.Context, root int, s string, follow bool) (w walkR
 				rest = target + "/" + rest
 			}
 		case unix.S_IFDIR:
-			if last {
-				return result(seg, fd, &st, trailing), nil
+			if !last {
+				return walkResult{}, errRaced // was not a directory a moment ago
 			}
-			stack = append(stack, frame{fd: fd, name: seg})
-			if i := len(stack) - 1 - fdWindow; i > 0 && stack[i].fd >= 0 {
-				unix.Close(stack[i].fd)
-				stack[i].fd = -1
+			obj, err := object(seg, &st)
+			if err != nil {
+				return walkResult{}, err
 			}
+			return result(seg, obj, &st, trailing), nil
 		default:
 			if trailing || !last {
-				unix.Close(fd)
 				return walkResult{}, unix.ENOTDIR
 			}
-			return result(seg, fd, &st, false), nil
+			obj, err := object(seg, &st)
+			if err != nil {
+				return walkResult{}, err
+			}
+			return result(seg, obj, &st, false), nil
 		}
 	}
 }
