@@ -35,6 +35,9 @@
 // guest wrote it, relative to the capability it called (or, for a failure deep
 // inside a composite call, to the Dir-relative path that failed); never a host path.
 //
+// An open for reading and writing (O_RDWR) is decided as its write op and, with a
+// custom policy, as a read of the same path as well: both must be allowed.
+//
 // Composite calls (WriteFile's temporary file and rename, Copy, Move, RemoveAll,
 // Walk, Glob) are one decision and one audit event. When the Dir has a custom policy
 // (WithPolicy), they also consult it for every path they touch beneath the one the
@@ -43,6 +46,8 @@
 // (fs_permission_denied naming that path); Walk and Glob silently leave refused
 // entries out and do not descend into them. These inner decisions share the call's
 // request id and are not audited separately; an Ask among them goes to the Asker.
+// A composite call refused because of an inner path is audited as denied, with the
+// rule that refused that path.
 // With the default policy (allow all) the inner checks are skipped.
 //
 // Handles are checked at every call (revocation; read-only and the write lock for

@@ -54,6 +54,12 @@ type call struct {
 	fixed bool
 	// size is Request.Size plus one, so that the zero value means unknown (-1).
 	size int64
+	// alsoRead makes step 4 decide the path as a read too (an open for reading and
+	// writing), so a policy that guards reads cannot be bypassed with O_RDWR.
+	alsoRead bool
+	// innerRule is the rule that refused a path inside a composite call (set by
+	// allowInner); the call is then audited as denied by that rule.
+	innerRule string
 	// prepare, when set, replaces path parsing in step 2 (Glob patterns); it fills
 	// the call it was made for.
 	prepare func() error
@@ -175,6 +181,13 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		if e.customPolicy {
 			d, ok = e.decide(ctx, c.req)
 		}
+		if ok && c.alsoRead && e.customPolicy && c.op != policy.OpRead {
+			r := *c.req
+			r.Op, r.Dest, r.Size = policy.OpRead, "", -1
+			if rd, rok := e.decide(ctx, &r); !rok {
+				d, ok = rd, false
+			}
+		}
 		rule = d.Rule
 		if !ok {
 			outcome, finished = audit.Denied, true
@@ -197,6 +210,10 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	}
 	// (6) The operation.
 	err = s.address(c, fn(ctx))
+	if err != nil && c.innerRule != "" {
+		// A path inside the composite call was refused: the trail names that rule.
+		outcome, rule = audit.Denied, c.innerRule
+	}
 	// (7) After hooks.
 	for i := len(e.hooks) - 1; i >= 0; i-- {
 		e.hooks[i].After(ctx, c.req, err)
@@ -324,7 +341,14 @@ func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Pat
 	}
 	r.GuestPath = p.String()
 	r.Size = -1
-	return s.env.decide(ctx, &r)
+	d, ok := s.env.decide(ctx, &r)
+	if !ok && c.innerRule == "" {
+		c.innerRule = d.Rule
+		if c.innerRule == "" {
+			c.innerRule = "policy"
+		}
+	}
+	return d, ok
 }
 
 // innerDenied is the error for a composite call refused because of a path inside it.

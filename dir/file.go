@@ -200,7 +200,8 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 // Handle; O_CREATE recreates a removed file with mode 0644.
 func (f *File) Open(ctx context.Context, flag int) (*Handle, error) {
 	var h *Handle
-	err := f.do(ctx, openFlagOp(flag), "Open", -1, func(ctx context.Context) error {
+	c := call{op: openFlagOp(flag), method: "Open", path: f.name, fixed: true, p: f.leaf, alsoRead: flag&os.O_RDWR != 0}
+	err := f.s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
 		h, err = f.s.open(ctx, f.name, f.leaf, flag, filePerm)
 		return err

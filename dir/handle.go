@@ -66,7 +66,7 @@ func openFlagOp(flag int) policy.Op {
 // Dir is read_only.
 func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode) (*Handle, error) {
 	var h *Handle
-	c := &call{op: openFlagOp(flag), method: "Open", path: path}
+	c := &call{op: openFlagOp(flag), method: "Open", path: path, alsoRead: flag&os.O_RDWR != 0}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		h, err = d.s.open(ctx, path, c.p, flag, createPerm(perm))

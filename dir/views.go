@@ -207,7 +207,8 @@ func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, 
 
 func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	var h *Handle
-	err := v.do(ctx, openFlagOp(flag), "open", p, func(ctx context.Context) error {
+	c := call{op: openFlagOp(flag), method: "open", path: p.String(), fixed: true, p: p, alsoRead: flag&os.O_RDWR != 0}
+	err := v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
 		h, err = v.d.s.open(ctx, p.String(), p, flag, createPerm(perm))
 		return err
