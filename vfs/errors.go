@@ -140,8 +140,10 @@ func (e *Error) Message() string { return e.msg }
 
 // CodeOf returns the Code of the first *Error in err's chain, or "" if there is none.
 func CodeOf(err error) Code {
-	var e *Error
-	if errors.As(err, &e) {
+	if err == nil {
+		return ""
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
 	}
 	return ""
