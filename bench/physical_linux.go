@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
@@ -77,6 +78,15 @@ func (t physicalDirTarget) Rename(from, to string) error {
 }
 
 func (t physicalDirTarget) Close() error { return t.fsys.Close() }
+
+// threadCPU returns the CPU time the calling OS thread has used.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return -1
+	}
+	return time.Duration(ts.Nano())
+}
 
 // TempFS describes the filesystem holding os.TempDir, where the host-directory
 // workloads run: its type and whether it lives in memory.

@@ -91,13 +91,21 @@ func TestHostWorkloads(t *testing.T) {
 	}
 	defer flag.Set("test.benchtime", old)
 	for _, w := range HostWorkloads() {
+		root, err := w.Setup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(root)
 		for _, im := range HostImpls() {
 			if im.Layered && !w.Layered {
 				continue
 			}
-			r := testing.Benchmark(func(b *testing.B) { w.Run(b, im) })
-			if r.N != 1 {
-				t.Errorf("%s on %s: ran %d operations, not 1 (it failed: go test -bench Host ./bench shows why)", w.Name, im.Name, r.N)
+			// Twice: the second run finds the directory as the first found it.
+			for range 2 {
+				r := testing.Benchmark(func(b *testing.B) { w.Run(b, im, root) })
+				if r.N != 1 {
+					t.Errorf("%s on %s: ran %d operations, not 1 (it failed: go test -bench Host ./bench shows why)", w.Name, im.Name, r.N)
+				}
 			}
 		}
 	}
@@ -108,13 +116,16 @@ func TestHostWorkloads(t *testing.T) {
 func BenchmarkHost(b *testing.B) {
 	for _, w := range HostWorkloads() {
 		b.Run(benchName(w.Name), func(b *testing.B) {
+			root, err := w.Setup()
+			must(b, err)
+			defer os.RemoveAll(root)
 			for _, im := range HostImpls() {
 				if im.Layered && !w.Layered {
 					continue
 				}
 				b.Run(strings.ReplaceAll(im.Name, " ", "_"), func(b *testing.B) {
 					b.ReportAllocs()
-					w.Run(b, im)
+					w.Run(b, im, root)
 				})
 			}
 		})

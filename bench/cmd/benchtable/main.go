@@ -4,7 +4,16 @@
 // capfs's speed as a ratio to each peer (peer time / capfs time: above 1× capfs is
 // faster).
 //
+// A second section runs the host-directory workloads against capfs's physical
+// backend (openat2 and portable resolvers, and a dir.Dir over the first), plain os,
+// os.Root and afero's BasePathFs over OsFs, in a fresh directory under the default
+// temporary directory, with a table of the same form and the physical backend's
+// targets marked met or missed. Its operations take microseconds, so it runs more,
+// shorter rounds (-hostcount, -hostbenchtime): a burst of load from elsewhere then
+// skews fewer of them.
+//
 //	go run ./bench/cmd/benchtable [-benchtime 200ms] [-count 3] [-run substring]
+//		[-only memory|physical] [-hostbenchtime 100ms] [-hostcount 5]
 package main
 
 import (
@@ -26,9 +35,26 @@ func main() {
 	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
 	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
 	run := flag.String("run", "", "only workloads whose name contains this")
+	only := flag.String("only", "", "only one section: memory or physical (default both)")
+	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
+	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
+	if *only != "" && *only != "memory" && *only != "physical" {
+		fmt.Fprintf(os.Stderr, "-only %q: want memory or physical\n", *only)
+		os.Exit(2)
+	}
 	start := time.Now()
-	if err := table(os.Stdout, os.Stderr, *count, *run, *benchtime); err != nil {
+	var err error
+	if *only != "physical" {
+		err = table(os.Stdout, os.Stderr, *count, *run, *benchtime)
+	}
+	if err == nil && *only != "memory" {
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		err = hostTable(os.Stdout, os.Stderr, *hostCount, *run, *hostBenchtime)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -49,6 +75,16 @@ const minIters = 3
 // sample runs w on impl once through testing.Benchmark and returns the time and
 // allocations per iteration.
 func sample(w bench.Workload, impl bench.Impl, benchtime time.Duration) (float64, int64, error) {
+	r, err := measure(w.Name, impl.Name, func(b *testing.B) { w.Run(b, impl.New) }, benchtime)
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(r.T.Nanoseconds()) / float64(r.N), r.AllocsPerOp(), nil
+}
+
+// measure runs fn once through testing.Benchmark, for at least minIters
+// iterations, and returns the result.
+func measure(workload, impl string, fn func(b *testing.B), benchtime time.Duration) (testing.BenchmarkResult, error) {
 	run := func(bt string) (testing.BenchmarkResult, error) {
 		if err := flag.Set("test.benchtime", bt); err != nil {
 			return testing.BenchmarkResult{}, err
@@ -59,10 +95,10 @@ func sample(w bench.Workload, impl bench.Impl, benchtime time.Duration) (float64
 		debug.FreeOSMemory()
 		r := testing.Benchmark(func(b *testing.B) {
 			b.ReportAllocs()
-			w.Run(b, impl.New)
+			fn(b)
 		})
 		if r.N == 0 {
-			return r, fmt.Errorf("%s on %s failed (run `go test -bench . ./bench` for the message)", w.Name, impl.Name)
+			return r, fmt.Errorf("%s on %s failed (run `go test -bench . ./bench` for the message)", workload, impl)
 		}
 		return r, nil
 	}
@@ -70,10 +106,7 @@ func sample(w bench.Workload, impl bench.Impl, benchtime time.Duration) (float64
 	if err == nil && r.N < minIters {
 		r, err = run(fmt.Sprintf("%dx", minIters))
 	}
-	if err != nil {
-		return 0, 0, err
-	}
-	return float64(r.T.Nanoseconds()) / float64(r.N), r.AllocsPerOp(), nil
+	return r, err
 }
 
 func median[T int64 | float64](xs []T) T {
