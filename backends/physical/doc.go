@@ -12,16 +12,22 @@
 //
 //   - Confinement. Every lookup is one openat2 call with RESOLVE_BENEATH and
 //     RESOLVE_NO_MAGICLINKS (plus RESOLVE_NO_SYMLINKS under SymlinksReject and
-//     RESOLVE_NO_XDEV under WithOneFilesystem): the kernel resolves the whole path,
-//     symlinks included, and refuses any step that would leave the root, atomically
-//     with respect to concurrent renames. Where openat2 is missing or refused (ENOSYS
-//     or EPERM when New probes it, as under some seccomp filters; ENOSYS later), a
-//     portable resolver walks the path one component at a time with openat(O_PATH|
-//     O_NOFOLLOW) from the root handle, reads symlinks with readlinkat and follows
-//     them by the same rules as vfs.Resolve, and takes ".." by returning to the
-//     directory handle it came from (never the directory's current parent), so a
-//     directory moved out mid-walk cannot lead it out. WithResolver forces either;
-//     the test suite runs both.
+//     RESOLVE_NO_XDEV under WithOneFilesystem): the kernel resolves the whole
+//     path, symlinks included, and refuses any step that would leave the root,
+//     whatever renames run concurrently. (A name directly in the root is examined
+//     with fstatat relative to the root handle, without following it, which needs
+//     no resolution; a link there goes through openat2.) Where openat2 is missing
+//     or refused (ENOSYS or EPERM when New probes it, as under some seccomp
+//     filters; ENOSYS later), a portable resolver walks the path one component at a
+//     time from the root handle: directories are opened with O_PATH|O_NOFOLLOW|
+//     O_DIRECTORY relative to the directory reached so far, anything else examined
+//     with fstatat without following it, symlinks read with readlinkat and followed
+//     by the same rules as vfs.Resolve, and ".." taken by returning to the directory
+//     handle the walk came from (never the directory's current parent), so a
+//     directory moved out mid-walk cannot lead it out. The final name is then
+//     opened with O_NOFOLLOW relative to its directory; if it turned into a symlink
+//     meanwhile the lookup starts over, a bounded number of times. WithResolver
+//     forces either resolver; the tests run everything with both.
 //   - Symlinks resolve beneath the root: an absolute target, a ".." above the root
 //     (of the backend, or of a Sub) or a /proc magic link fails with
 //     path_outside_sandbox; more than vfs.MaxSymlinks (40, the kernel's own limit,
@@ -32,17 +38,20 @@
 //     root) to a handle and call mkdirat, unlinkat, renameat2 (RENAME_NOREPLACE and
 //     RENAME_EXCHANGE for the vfs flags), linkat (both ends resolved and confined
 //     separately; the source is never followed), symlinkat or readlinkat with the
-//     last name, which those calls never follow.
+//     last name, which those calls never follow. A trailing slash is checked by the
+//     backend, never handed to these calls.
 //   - Symlink refuses, with path_outside_sandbox, a target that is absolute or
 //     climbs above the root from the link's directory: lexically from the link's
 //     path (vfs.SymlinkTarget, as package dir does) and physically from the directory
-//     the link is really created in, since host tools read this tree directly.
-//   - Special files are never opened. OpenFile first takes an O_PATH handle (which
-//     opens nothing) and refuses anything but a regular file or a directory with
-//     not_regular_file; the real open then runs with O_NONBLOCK|O_NOCTTY and is
-//     checked again, so a FIFO swapped in meanwhile can neither hang the call nor be
-//     used. ReadDir opens with O_DIRECTORY. Chmod and Chtimes refuse special files
-//     too.
+//     the link is really created in (climbing its ".." handles up to the root), since
+//     host tools read this tree directly.
+//   - Special files are never opened. OpenFile first examines what the path names
+//     without opening it (an O_PATH handle, or fstatat) and refuses anything but a
+//     regular file or a directory with not_regular_file; the real open then runs
+//     with O_NONBLOCK|O_NOCTTY and its handle is checked again, so a FIFO, socket or
+//     device swapped in meanwhile can neither hang the call nor be used. ReadDir
+//     opens with O_DIRECTORY, which fails before anything else is opened. Chmod and
+//     Chtimes refuse special files too.
 //   - Hard links. A regular file with more than one name may share its inode with a
 //     file outside the root (a link the host planted). Under HardLinksReplace (the
 //     default) it may be read, but it is never written: opening it for writing gives
@@ -61,7 +70,7 @@
 //   - Sub pins its directory: it holds its own handle, so a later rename or
 //     replacement of the path does not redirect it (THREATS 51: it keeps working on
 //     the moved directory, as Go's os.Root does), and its links resolve beneath it.
-//     Open Files hold their own handles likewise.
+//     Open Files hold their own descriptors likewise.
 //   - Errors are *vfs.Error values with the guest's path relative to this backend:
 //     errnos only, never a host path (New's own errors, for the host, name the root).
 //     Info carries the guest's base name and no Sys. EAGAIN from openat2 (a burst of
@@ -69,8 +78,10 @@
 //     it never falls back to weaker resolution.
 //   - Creation applies perm exactly (no umask), through the new file's handle;
 //     setuid and setgid are never set (dropped at creation, refused by Chmod).
-//   - An FS is safe for concurrent use. Close waits for running calls; calls after
-//     it fail with closed.
+//   - An FS and its Files are safe for concurrent use. Close waits for calls still
+//     using the descriptor (so its number is never reused under them); calls after
+//     it fail with closed. A File or Sub nobody closes releases its descriptor when
+//     it is garbage collected.
 //
 // # Policies pinned here
 //
@@ -93,11 +104,23 @@
 //   - Listings leave out names a vfs.Path cannot hold (containing a backslash);
 //     such entries cannot be addressed.
 //   - Remove and Rename of the root fail with invalid_path.
+//   - A File's descriptor keeps O_NONBLOCK from the open; regular files on local
+//     filesystems ignore it, and the first EAGAIN (from one that does not) clears it.
+//
+// # Cost
+//
+// In system calls, with openat2: Stat and Lstat take openat2, fstat and close (one
+// fstatat for a name in the root); opening a file for reading takes those three
+// plus openat2 and fstat for the real open (fstatat, openat2 and fstat in the root).
+// The portable resolver takes an openat and a close per directory on the way.
 //
 // # Not guaranteed
 //
 //   - Host processes changing the tree concurrently can make any single call see
-//     either state, but never make it act outside the root.
+//     either state, but never make it act outside the root. A device node renamed
+//     over a regular file between the check and the open is opened once (without
+//     blocking, and refused): hosts that keep device nodes in a served tree should
+//     mount it nodev.
 //   - The stored text of relative links is checked when this backend creates them;
 //     links planted by the host, later renames, and links whose own target runs
 //     through another link to ".." can still point above the root for host tools

@@ -310,19 +310,69 @@ var (
 // device is therefore never opened (and were one swapped in, O_NONBLOCK keeps the
 // open from waiting, and the second check refuses it).
 func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) {
-	s := pathArg(p)
 	var st unix.Stat_t
-	if err := f.statAt(ctx, root, p, true, &st); err != nil {
-		return nil, err
-	}
-	if err := f.openable(&st); err != nil {
-		return nil, err
-	}
-	fd, err := f.lookup(ctx, root, s, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, true)
+	fd, err := f.openChecked(ctx, root, p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, true, func(st *unix.Stat_t) error {
+		if st == nil {
+			return unix.ENOENT
+		}
+		return f.openable(st)
+	})
 	if err != nil {
 		return nil, err
 	}
 	return f.finishOpen(fd, p, &st, os.O_RDONLY)
+}
+
+// openChecked opens p beneath root with flags (and mode, for O_CREAT), following
+// a final symlink if follow, once check has approved the status of what p names,
+// without opening it (check sees nil if p does not exist; its error stops the
+// open). The opened handle may name something else, if p changed in between: the
+// caller checks it again.
+func (f *FS) openChecked(ctx context.Context, root int, p vfs.Path, flags int, mode uint32, follow bool, check func(*unix.Stat_t) error) (int, error) {
+	if !f.portable.Load() {
+		var st unix.Stat_t
+		switch err := f.statAt(ctx, root, p, follow, &st); {
+		case err == nil:
+			err = check(&st)
+			if err != nil {
+				return -1, err
+			}
+		case err == unix.ENOENT:
+			if err := check(nil); err != nil {
+				return -1, err
+			}
+		default:
+			return -1, err
+		}
+		return f.lookup(ctx, root, pathArg(p), flags, mode, follow)
+	}
+	// One walk serves both the check and the open.
+	s := pathArg(p)
+	for range maxRaces {
+		w, err := f.walk(ctx, root, s, follow, false)
+		if err == errRaced {
+			continue
+		}
+		if err != nil {
+			return -1, err
+		}
+		var cerr error
+		if w.found {
+			cerr = check(&w.st)
+		} else {
+			cerr = check(nil)
+		}
+		if cerr != nil {
+			w.close()
+			return -1, cerr
+		}
+		fd, err := f.openWalked(&w, flags, mode)
+		if err == unix.ELOOP {
+			continue // the name became a symlink since the walk: start over
+		}
+		return fd, err
+	}
+	return -1, errRaced
 }
 
 // finishOpen checks the opened fd again and wraps it. It owns fd.
@@ -343,7 +393,6 @@ func (f *FS) finishOpen(fd int, p vfs.Path, st *unix.Stat_t, flag int) (*file, e
 // one name, so a hard link renamed over p in the meantime is not emptied. A file
 // with other names is replaced (HardLinksReplace) or refused (HardLinksReject).
 func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm fs.FileMode) (*file, error) {
-	s := pathArg(p)
 	create := flag&os.O_CREATE != 0
 	excl := create && flag&os.O_EXCL != 0
 	acc := flag & (os.O_WRONLY | os.O_RDWR)
@@ -351,27 +400,24 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 	if flag&os.O_TRUNC != 0 && acc == os.O_RDONLY {
 		kflags = kflags&^os.O_RDONLY | os.O_RDWR // Linux truncates read-only opens too; the handle stays read-only
 	}
-	var st unix.Stat_t
 	exists := true
-	if !excl {
-		switch err := f.statAt(ctx, root, p, true, &st); {
-		case err == nil:
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR { // a directory: the open below says is_a_directory
-				if err := f.openable(&st); err != nil {
-					return nil, err
-				}
-			}
-		case err == unix.ENOENT && create:
-			exists = false
-		default:
-			return nil, err
-		}
-	}
 	mode := createMode(perm)
-	fd, err := f.lookup(ctx, root, s, kflags, mode, !excl)
+	fd, err := f.openChecked(ctx, root, p, kflags, mode, !excl, func(st *unix.Stat_t) error {
+		switch {
+		case st == nil && create:
+			exists = false
+			return nil
+		case st == nil:
+			return unix.ENOENT
+		case excl || st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			return nil // the open says already_exists or is_a_directory
+		}
+		return f.openable(st)
+	})
 	if err != nil {
 		return nil, err
 	}
+	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -403,7 +449,7 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 			return nil, err
 		}
 	}
-	return f.finishOpen(fd, p, &st, flag)
+	return f.newFile(fd, p, flag), nil
 }
 
 // replace gives p, a regular file with other hard links whose status is old, a

@@ -235,30 +235,33 @@ func (f *FS) lookupPortable(ctx context.Context, root int, s string, flags int, 
 			w.close()
 			return fd, nil
 		}
-		if !w.found && (flags&unix.O_CREAT == 0 || w.mustDir) {
-			w.close()
-			if flags&unix.O_CREAT == 0 {
-				return -1, unix.ENOENT
-			}
-			return -1, unix.EISDIR
-		}
-		if w.found && w.st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			// Only reached with follow false: O_CREAT|O_EXCL on an existing link.
-			w.close()
-			return -1, unix.EEXIST
-		}
-		fl := flags | unix.O_NOFOLLOW | unix.O_CLOEXEC
-		if w.mustDir {
-			fl |= unix.O_DIRECTORY
-		}
-		fd, err := openatRetry(w.dir, w.leaf, fl, mode)
-		w.close()
+		fd, err := f.openWalked(&w, flags, mode)
 		if err == unix.ELOOP {
 			continue // the name became a symlink since the walk: start over
 		}
 		return fd, err
 	}
 	return -1, errRaced
+}
+
+// openWalked opens the final entry of a walk with flags, never following it, and
+// closes w.
+func (f *FS) openWalked(w *walkResult, flags int, mode uint32) (int, error) {
+	defer w.close()
+	switch {
+	case !w.found && flags&unix.O_CREAT == 0:
+		return -1, unix.ENOENT
+	case !w.found && w.mustDir:
+		return -1, unix.EISDIR
+	case w.found && w.st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		// Only reached with follow false: O_CREAT|O_EXCL on an existing link.
+		return -1, unix.EEXIST
+	}
+	fl := flags | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if w.mustDir {
+		fl |= unix.O_DIRECTORY
+	}
+	return openatRetry(w.dir, w.leaf, fl, mode)
 }
 
 // statPortable fills st with the status of s, following a final symlink if follow.
