@@ -73,9 +73,10 @@
 //     Open Files hold their own descriptors likewise.
 //   - Errors are *vfs.Error values with the guest's path relative to this backend:
 //     errnos only, never a host path (New's own errors, for the host, name the root).
-//     Info carries the guest's base name and no Sys. EAGAIN from openat2 (a burst of
-//     renames elsewhere on the system) is retried 64 times, then fails with io_error;
-//     it never falls back to weaker resolution.
+//     Info carries the guest's base name and no Sys. EAGAIN from openat2 (a rename
+//     or mount anywhere on the system while it resolved a "..") is retried, 64 times
+//     at once and then, yielding, until 10 ms have passed (4096 tries at most), then
+//     fails with io_error; it never falls back to weaker resolution.
 //   - Creation applies perm exactly (no umask), through the new file's handle;
 //     setuid and setgid are never set (dropped at creation, refused by Chmod).
 //   - An FS and its Files are safe for concurrent use. Close waits for calls still

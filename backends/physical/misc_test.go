@@ -23,8 +23,8 @@ func withOpenat2(t *testing.T, fn func(dirfd int, path string, how *unix.OpenHow
 }
 
 // TestEAGAINStorm: an openat2 that keeps failing with EAGAIN is retried a bounded
-// number of times, then fails with a typed error; it never falls back to the
-// portable resolver (THREATS 46).
+// number of times (and for a bounded time), then fails with a typed error; it
+// never falls back to the portable resolver (THREATS 46).
 func TestEAGAINStorm(t *testing.T) {
 	f := newTestFS(t, WithResolver(ResolverOpenat2))
 	ctx := t.Context()
@@ -41,8 +41,8 @@ func TestEAGAINStorm(t *testing.T) {
 	})
 	_, err := f.Stat(ctx, P("d/x"))
 	wantCode(t, err, vfs.CodeIO, "Stat during an EAGAIN storm")
-	if calls != maxAgain {
-		t.Errorf("openat2 called %d times; want the bound %d", calls, maxAgain)
+	if calls < maxAgain || calls > maxAgainTotal {
+		t.Errorf("openat2 called %d times; want between %d and the bound %d", calls, maxAgain, maxAgainTotal)
 	}
 	if f.portable.Load() {
 		t.Error("an EAGAIN storm switched the backend to the portable resolver")

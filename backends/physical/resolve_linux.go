@@ -5,7 +5,9 @@ package physical
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -14,9 +16,14 @@ import (
 
 // Bounds on retries. Each only ever repeats work that is itself bounded.
 const (
-	// maxAgain is how many times an openat2 that fails with EAGAIN (the kernel saw
-	// a concurrent rename while resolving ".." or a mount change) is retried.
-	maxAgain = 64
+	// An openat2 that fails with EAGAIN (the kernel saw a rename or mount change
+	// anywhere in the system while resolving a "..") is retried at once up to
+	// maxAgain times, then, yielding the processor between tries, until againWindow
+	// has passed since the first try, at most maxAgainTotal times in all. Then it
+	// fails with a typed error.
+	maxAgain      = 64
+	maxAgainTotal = 4096
+	againWindow   = 10 * time.Millisecond
 	// maxRaces is how many times the portable resolver restarts a lookup whose
 	// final open found the entry changed since the walk checked it.
 	maxRaces = 16
@@ -98,12 +105,25 @@ func openat2(root int, s string, flags int, mode uint32, resolve uint64) (int, e
 	if flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
 		how.Mode = uint64(mode)
 	}
-	for range maxAgain {
+	var start time.Time
+	for i := 0; i < maxAgainTotal; i++ {
 		fd, err := openat2Call(root, s, &how)
-		if err == unix.EAGAIN || err == unix.EINTR {
+		switch err {
+		case unix.EINTR:
 			continue
+		case unix.EAGAIN:
+		default:
+			return fd, err
 		}
-		return fd, err
+		switch {
+		case i+1 < maxAgain:
+		case i+1 == maxAgain:
+			start = time.Now()
+		case time.Since(start) > againWindow:
+			return -1, errAgain
+		default:
+			runtime.Gosched()
+		}
 	}
 	return -1, errAgain
 }
