@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -347,6 +348,84 @@ func TestChmodFallback(t *testing.T) {
 		wantCode(t, f.Chtimes(ctx, P("esc"), mtime, mtime), vfs.CodeOutside, "Chtimes(esc)")
 		if after := h.state(); after != before {
 			t.Errorf("the outside directory changed:\n%s", after)
+		}
+	})
+}
+
+// openFds counts the process's open descriptors, after letting pending cleanups
+// of unreachable Files and Subs run.
+func openFds(t *testing.T) int {
+	t.Helper()
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond) // cleanups run on their own goroutine
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd here")
+	}
+	return len(ents)
+}
+
+// TestNoDescriptorLeak runs every call, successful and failing, through both
+// resolvers, and checks that no descriptor stays open afterwards.
+func TestNoDescriptorLeak(t *testing.T) {
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		if err := os.MkdirAll(h.in("a/b/c"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.writeHost(h.in("a/b/c/f"), "F")
+		if err := os.Link(filepath.Join(h.outside, "secret"), h.in("a/hl")); err != nil {
+			t.Fatal(err)
+		}
+		h.plant("../../outside", "a/esc")
+		h.plant("loop", "a/loop")
+		h.plant("b/c/f", "a/lf")
+		if err := unix.Mkfifo(h.in("a/fifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		run := func() {
+			f, err := New(h.root, append(opts, WithMaxFileSize(100))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, s := range []string{"a/b/c/f", "a/lf", "a/esc/secret", "a/loop", "a/missing/x", "a/fifo", "a/b/c/f/", "a/hl", "a/b/../b/c"} {
+				q := P(s)
+				f.Stat(ctx, q)
+				f.Lstat(ctx, q)
+				f.ReadDir(ctx, q)
+				f.Readlink(ctx, q)
+				f.Chmod(ctx, q, 0o644)
+				f.Chtimes(ctx, q, time.Unix(1, 0), time.Unix(2, 0))
+				for _, flag := range []int{os.O_RDONLY, os.O_WRONLY | os.O_APPEND, os.O_RDWR | os.O_CREATE, os.O_WRONLY | os.O_CREATE | os.O_EXCL} {
+					if h, err := f.OpenFile(ctx, q, flag, 0o644); err == nil {
+						h.Write([]byte("x"))
+						h.Close()
+					}
+				}
+				if sub, err := f.Sub(ctx, q); err == nil {
+					sub.Stat(ctx, P("c/f"))
+					sub.(*FS).Close()
+				}
+			}
+			f.Mkdir(ctx, P("a/new"), 0o755)
+			f.Symlink(ctx, "../b", P("a/new/l"))
+			f.Symlink(ctx, "../../../x", P("a/new/bad"))
+			f.Link(ctx, P("a/b/c/f"), P("a/new/g"))
+			f.Rename(ctx, P("a/new/g"), P("a/new/h"), vfs.RenameNoReplace)
+			f.Remove(ctx, P("a/new/h"))
+			f.Remove(ctx, P("a/new/l"))
+			f.Remove(ctx, P("a/new"))
+			f.Remove(ctx, P("a/esc/secret"))
+		}
+		run() // warm up lazily opened runtime descriptors
+		before := openFds(t)
+		for range 3 {
+			run()
+		}
+		if after := openFds(t); after != before {
+			t.Errorf("%d descriptors open before, %d after", before, after)
 		}
 	})
 }
