@@ -34,12 +34,28 @@ type cacheEntry struct {
 
 var cacheSeed = maphash.MakeSeed()
 
+// deep reports whether path s has at least cacheMinDepth components.
+func deep(s string) bool {
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			if slashes++; slashes == cacheMinDepth-1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // lookup is vfs.Resolve from f's root, memoized for deep paths. Only found
 // results are cached. The caller holds store.mu for reading; callers holding it
 // for writing use resolve, since they are about to change the generation.
 func (f *FS) lookup(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[*node], error) {
-	if p.Depth() < cacheMinDepth {
-		return f.resolve(ctx, p, follow, op)
+	if !deep(p.Raw()) {
+		if r, ok := walk(f.root, p, follow); ok {
+			return r, nil
+		}
+		return vfs.Resolve[*node](ctx, tree{}, f.root, p, follow, op)
 	}
 	c := f.st.cache.Load()
 	if c == nil {

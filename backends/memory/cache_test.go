@@ -116,3 +116,13 @@ func TestCacheInvalidatedByRename(t *testing.T) {
 	_, err := m.Stat(bg, P("a/b/c/d/f"))
 	wantCode(t, err, vfs.CodeNotFound)
 }
+
+// TestDeep checks deep against Path.Depth.
+func TestDeep(t *testing.T) {
+	for _, s := range []string{".", "a", "a/b", "a/b/c", "a/b/c/d", "a/b/c/d/e", "aa/bb/cc/dd/ee/ff"} {
+		p := P(s)
+		if got, want := deep(p.Raw()), p.Depth() >= cacheMinDepth; got != want {
+			t.Errorf("deep(%q) = %v, want %v", p.Raw(), got, want)
+		}
+	}
+}

@@ -148,14 +148,6 @@ func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (v
 	return vfs.Resolve[*node](ctx, tree{}, f.root, p, follow, op)
 }
 
-// baseName is the Info name for p: its last component, or "." for the root.
-func baseName(p vfs.Path) string {
-	if p.IsRoot() {
-		return "."
-	}
-	return p.Base()
-}
-
 // Stat returns information on p, following a final symlink.
 func (f *FS) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 	return f.stat(ctx, p, true, "stat")
@@ -179,7 +171,15 @@ func (f *FS) stat(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.
 	if !r.Found {
 		return vfs.Info{}, vfs.NewError(vfs.CodeNotFound, op, p, "")
 	}
-	return r.Node.info(baseName(p)), nil
+	// The entry's own name is p's last component unless a final symlink was
+	// followed (Info is named by the path given, as os.Stat does).
+	name := r.Name
+	if r.Followed {
+		name = p.Base()
+	} else if name == "" {
+		name = "."
+	}
+	return r.Node.info(name), nil
 }
 
 // ReadDir lists directory p sorted by name. The listing is cached per directory
