@@ -131,5 +131,6 @@
 //     size at the time of each call, so concurrent appenders can overshoot it by one
 //     write each.
 //   - A replaced file's copy is visible under a temporary name (".capfs-*.tmp") in
-//     its directory while it is made. Durability needs Sync.
+//     its directory while it is made, and does not carry the old file's extended
+//     attributes or ACLs. Durability needs Sync.
 package physical

@@ -304,11 +304,12 @@ var (
 	errChanged    = &lookupErr{vfs.CodeConflict, "the file changed while it was being opened; try again"}
 )
 
-// openRead opens p for reading in two confined steps: an O_PATH handle (which
-// opens nothing) to check the type, then the real open with O_NONBLOCK|O_NOCTTY,
-// checked again, since the name may have changed in between. A FIFO, socket or
-// device is therefore never opened (and were one swapped in, O_NONBLOCK keeps the
-// open from waiting, and the second check refuses it).
+// openRead opens p for reading in two confined steps: what p names is examined
+// without being opened (see openChecked), then the real open runs with
+// O_NONBLOCK|O_NOCTTY and its handle is checked again, since the name may have
+// changed in between. A FIFO, socket or device is therefore never opened (and were
+// one swapped in, O_NONBLOCK keeps the open from waiting, and the second check
+// refuses it).
 func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) {
 	var st unix.Stat_t
 	fd, err := f.openChecked(ctx, root, p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, true, func(st *unix.Stat_t) error {
@@ -325,8 +326,11 @@ func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) 
 
 // openChecked opens p beneath root with flags (and mode, for O_CREAT), following
 // a final symlink if follow, once check has approved the status of what p names,
-// without opening it (check sees nil if p does not exist; its error stops the
-// open). The opened handle may name something else, if p changed in between: the
+// taken without opening it (check sees nil if p does not exist; its error stops
+// the open). With openat2 the status comes from statAt (an O_PATH handle, or
+// fstatat for a name in the root) and the open is a second openat2; the portable
+// resolver walks once and opens the final name relative to the directory it
+// reached. The opened handle may name something else if p changed in between: the
 // caller checks it again.
 func (f *FS) openChecked(ctx context.Context, root int, p vfs.Path, flags int, mode uint32, follow bool, check func(*unix.Stat_t) error) (int, error) {
 	if !f.portable.Load() {
@@ -398,11 +402,12 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 	acc := flag & (os.O_WRONLY | os.O_RDWR)
 	kflags := acc | flag&(os.O_CREATE|os.O_EXCL|os.O_APPEND|os.O_SYNC) | unix.O_NONBLOCK | unix.O_NOCTTY
 	if flag&os.O_TRUNC != 0 && acc == os.O_RDONLY {
-		kflags = kflags&^os.O_RDONLY | os.O_RDWR // Linux truncates read-only opens too; the handle stays read-only
+		kflags |= os.O_RDWR // Linux truncates read-only opens too; the handle stays read-only
 	}
 	exists := true
 	mode := createMode(perm)
 	fd, err := f.openChecked(ctx, root, p, kflags, mode, !excl, func(st *unix.Stat_t) error {
+		exists = true // the last check (of possibly several, if racing) counts
 		switch {
 		case st == nil && create:
 			exists = false
