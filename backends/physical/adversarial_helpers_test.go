@@ -43,9 +43,24 @@ var advResolvers = []struct {
 }
 
 // eachResolver runs fn as one subtest per resolver. The openat2 subtest is skipped,
-// with a message, where the kernel (or a seccomp filter) lacks openat2.
+// with a message, where the kernel (or a seccomp filter) lacks openat2. In a
+// child of TestAdvSeccompOpenat2, whose seccomp filter refuses openat2, it runs
+// one subtest with the default resolver (ResolverAuto), after checking that
+// ResolverOpenat2 is refused.
 func eachResolver(t *testing.T, fn func(t *testing.T, mode physical.ResolverMode)) {
 	t.Helper()
+	if errno := seccompChild(); errno != "" {
+		t.Run("auto-seccomp-"+errno, func(t *testing.T) {
+			if f, err := physical.New(t.TempDir(), physical.WithResolver(physical.ResolverOpenat2)); err == nil {
+				f.Close()
+				t.Fatal("New(ResolverOpenat2) succeeded under a filter refusing openat2")
+			} else if vfs.CodeOf(err) != vfs.CodeNotSupported {
+				t.Fatalf("New(ResolverOpenat2) under a filter refusing openat2: %v; want not_supported", err)
+			}
+			fn(t, physical.ResolverAuto)
+		})
+		return
+	}
 	for _, r := range advResolvers {
 		t.Run(r.name, func(t *testing.T) { fn(t, r.mode) })
 	}

@@ -317,6 +317,11 @@ func TestAdvReadLimit(t *testing.T) {
 		}
 		stop.Store(true)
 		wg.Wait()
+		// However far the writer got, make the file larger than the limit.
+		g, err := os.OpenFile(w.host("grow"), os.O_WRONLY|os.O_APPEND, 0)
+		must(t, err)
+		_, err = g.Write(bytes.Repeat([]byte("g"), limit+1))
+		must(t, errors.Join(err, g.Close()))
 		_, err = small.ReadFile(w.ctx, "grow")
 		w.wantCode("ReadFile(grow) once larger than the limit", err, vfs.CodeTooLarge)
 

@@ -95,10 +95,13 @@ func TestRaceExchangeDirWithLink(t *testing.T) {
 }
 
 func modeName(mode physical.ResolverMode) string {
-	if mode == physical.ResolverOpenat2 {
+	switch mode {
+	case physical.ResolverOpenat2:
 		return "openat2"
+	case physical.ResolverPortable:
+		return "portable"
 	}
-	return "portable"
+	return "auto"
 }
 
 // TestRaceRenameOutMidWalk covers line 38 (attack b): the victim resolves links
@@ -245,7 +248,7 @@ func TestRaceFileSwappedForLink(t *testing.T) {
 				}
 			case 3:
 				err := w.dir.Append(w.ctx, "f", nil)
-				r.failed("Append(f)", err, vfs.CodeOutside, vfs.CodeNotRegular, vfs.CodeNotFound, vfs.CodeConflict)
+				r.failed("Append(f)", err, vfs.CodeOutside, vfs.CodeNotRegular, vfs.CodeNotFound, vfs.CodeConflict, vfs.CodeIO)
 			}
 			if i%16 == 15 {
 				if b, _ := os.ReadFile(w.out("secret")); string(b) != outsideData {
