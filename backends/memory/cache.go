@@ -8,17 +8,17 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// Resolving a path costs one map lookup and some bookkeeping per component, so deep
-// paths dominate lookup-heavy workloads (build trees, node_modules). The store
-// memoizes vfs.Resolve results for deep paths in a small direct-mapped cache: every
-// answer still comes from vfs.Resolve, and an entry is only used while the tree
-// generation it was computed at is current. The generation advances on every change
+// Resolving a path costs one map lookup per component (see walk), so deep paths
+// dominate lookup-heavy workloads (build trees, node_modules). The store memoizes
+// resolutions of deep paths in a small direct-mapped cache: every answer still
+// comes from FS.resolve (walk, or vfs.Resolve), and an entry is only used while the
+// tree generation it was computed at is current. The generation advances on every change
 // to any directory's entries (store.addEntry, store.delEntry), which are the only
 // changes that can alter a resolution: node types and symlink targets never change.
 
 const (
 	cacheSlots    = 1024 // entries per store, direct-mapped
-	cacheMinDepth = 4    // shallower paths resolve about as fast as a cache probe
+	cacheMinDepth = 4    // shallower paths walk about as fast as a cache probe
 )
 
 type resCache [cacheSlots]atomic.Pointer[cacheEntry]
@@ -47,9 +47,9 @@ func deep(s string) bool {
 	return false
 }
 
-// lookup is vfs.Resolve from f's root, memoized for deep paths. Only found
-// results are cached. The caller holds store.mu for reading; callers holding it
-// for writing use resolve, since they are about to change the generation.
+// lookup is FS.resolve, memoized for deep paths. Only found results are cached.
+// The caller holds store.mu for reading; callers holding it for writing use
+// resolve, since they are about to change the generation.
 func (f *FS) lookup(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[*node], error) {
 	if !deep(p.Raw()) {
 		if r, ok := walk(f.root, p, follow); ok {

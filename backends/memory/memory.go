@@ -23,9 +23,10 @@
 //     readers-writer lock (lookups run in parallel); file contents have a lock per
 //     inode, so reads and writes of different files do not contend; Stat reads an
 //     inode's metadata without locking it, yet always sees one consistent state.
-//   - Lookups of deep paths are memoized (results of vfs.Resolve, valid until the
-//     next change to any directory's entries), and directory listings are cached
-//     sorted until the directory changes: a listing costs one copy.
+//   - A path with no symlink to follow resolves by a direct walk of the tree, to the
+//     answer vfs.Resolve would give; lookups of deep paths are memoized (valid until
+//     the next change to any directory's entries), and directory listings are
+//     cached sorted until the directory changes: a listing costs one copy.
 //
 // # Policies pinned here
 //
