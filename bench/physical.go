@@ -25,8 +25,9 @@ type HostTarget interface {
 	Create(name string) (io.WriteCloser, error)
 	// Stat returns the size of name, following a final symlink.
 	Stat(name string) (int64, error)
-	// ReadDir returns the number of entries of directory name, listed sorted, with
-	// their types and without a stat per entry.
+	// ReadDir returns the number of entries of directory name, listed sorted with
+	// their types: names and types only, no FileInfo (though os.Root, which cannot
+	// stat an entry lazily, lstats every one).
 	ReadDir(name string) (int, error)
 	// Rename moves from to to, replacing a file at to.
 	Rename(from, to string) error
