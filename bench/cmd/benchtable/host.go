@@ -96,11 +96,15 @@ func hostTable(out, progress io.Writer, count int, run string, benchtime time.Du
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "\nTargets (ratio = peer time / capfs time; %s first, wall-clock in parentheses):\n\n", strings.Split(what, " (")[0])
+	header := false
 	for _, g := range bench.HostGoals() {
 		res, ok := results[g.Workload]
 		if !ok {
 			continue
+		}
+		if !header {
+			fmt.Fprintf(out, "\nTargets (ratio = peer time / capfs time; %s first, wall-clock in parentheses):\n\n", strings.Split(what, " (")[0])
+			header = true
 		}
 		var verdicts []string
 		for _, im := range capfs {
