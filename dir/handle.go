@@ -89,12 +89,18 @@ func (s *scope) open(ctx context.Context, name string, p vfs.Path, flag int, per
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return h, nil // directories open read-only only
 	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
+	var typ fs.FileMode
+	if tf, ok := f.(vfs.TypedFile); ok {
+		typ = tf.Type()
+	} else {
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		typ = info.Mode.Type()
 	}
-	if info.Mode.IsDir() {
+	if typ.IsDir() {
 		sub, err := s.b.Sub(ctx, p)
 		if err != nil {
 			f.Close()

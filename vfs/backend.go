@@ -149,3 +149,12 @@ type HostPather interface {
 // the Linux kernel applies (and so openat2 in the physical backend): every backend
 // agrees.
 const MaxSymlinks = 40
+
+// TypedFile is implemented by Files that know the type of what they opened without
+// a Stat call (the physical backend checked it before opening; memory holds the
+// node). Type returns the type bits (fs.ModeDir, or 0 for a regular file). Layers
+// above use it to skip an fstat per open.
+type TypedFile interface {
+	File
+	Type() fs.FileMode
+}
