@@ -130,8 +130,8 @@ func TestAdvHardLinkDefault(t *testing.T) {
 			if ino, n := inode(t, w.host(hl)); ino == secretIno || n != 1 {
 				t.Errorf("%s: %s still shares the outside inode (ino %d, nlink %d)", wr.name, hl, ino, n)
 			}
-			if _, n := inode(t, w.out("secret")); n != 1 {
-				t.Errorf("%s: outside file nlink = %d; want 1 (the link was replaced)", wr.name, n)
+			if ino, n := inode(t, w.out("secret")); ino != secretIno || n != 1 {
+				t.Errorf("%s: outside file inode %d (was %d), nlink %d; want the same inode, nlink 1 (the link was replaced)", wr.name, ino, secretIno, n)
 			}
 		}
 		// Chmod and Chtimes refuse a file with other links.
