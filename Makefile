@@ -1,6 +1,7 @@
 # capfs — the two commands: `make demo` and `make test`. Everything they need is
 # installed here when missing (Go modules through the module proxy; staticcheck).
 
+SHELL       := /bin/bash
 GO          ?= go
 STATICCHECK_VERSION := v0.8.2
 GOBIN       := $(shell $(GO) env GOPATH)/bin
@@ -45,7 +46,8 @@ fuzz:
 
 ## stress: long race and concurrency runs (CAPFS_STRESS=1 scales the bounded tests up).
 stress:
-	CAPFS_STRESS=1 $(GO) test -race -count=1 -timeout 60m -run 'Concurren|Race|Stress' $(PKGS)
+	set -o pipefail; CAPFS_STRESS=1 $(GO) test -race -count=1 -timeout 90m -v -run 'Concurren|Race|Stress' $(PKGS) \
+		| grep -E '^(--- FAIL|FAIL|ok|panic|physical race)|raced operations'
 
 ## bench: our figures next to peers' from the same run, as ratios.
 bench:
