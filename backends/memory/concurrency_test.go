@@ -426,3 +426,36 @@ func TestReadFollowsAppends(t *testing.T) {
 		t.Fatalf("Read at the end = %d, %v; want 0, EOF", n, err)
 	}
 }
+
+// TestReadRacesClose reads an unlinked file through its last handle while another
+// goroutine closes that handle (which frees the data): the Read either sees the
+// whole contents or fails with closed, never an empty file.
+func TestReadRacesClose(t *testing.T) {
+	m := New()
+	for i := range 300 {
+		writeFile(t, m, "f", "0123456789")
+		f, err := m.OpenFile(bg, P("f"), os.O_RDONLY, 0)
+		must(t, err)
+		must(t, m.Remove(bg, P("f")))
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 16)
+			n, err := f.Read(buf)
+			if !(n == 10 && err == nil) && vfs.CodeOf(err) != vfs.CodeClosed {
+				t.Errorf("round %d: Read racing Close = %d, %v", i, n, err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if err := f.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		if u := m.Usage(); u != 0 {
+			t.Fatalf("round %d: usage %d after the last handle closed", i, u)
+		}
+	}
+}

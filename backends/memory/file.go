@@ -51,8 +51,9 @@ func (h *handle) fail(code vfs.Code, op, msg string) error {
 	return vfs.NewError(code, op, p, msg)
 }
 
-// readable returns the error for reading through h, or nil. It takes no lock:
-// the closed flag is atomic, the rest immutable.
+// readable returns the error for reading through h, or nil. The closed flag is
+// atomic and the rest immutable, but a data operation checks it under n.mu, so a
+// racing Close cannot free the data under it (see Close).
 func (h *handle) readable(op string) error {
 	switch {
 	case h.closed.Load():
@@ -65,8 +66,7 @@ func (h *handle) readable(op string) error {
 	return nil
 }
 
-// writable returns the error for writing through h, or nil. It takes no lock:
-// the closed flag is atomic, the rest immutable.
+// writable returns the error for writing through h, or nil. The caller holds n.mu.
 func (h *handle) writable(op string) error {
 	switch {
 	case h.closed.Load():
@@ -90,6 +90,9 @@ func (h *handle) Read(b []byte) (int, error) {
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
+	if h.closed.Load() { // again under mu: a Close racing this Read cannot free the data under it
+		return 0, h.fail(vfs.CodeClosed, "read", "")
+	}
 	for {
 		off := h.off.Load()
 		if off >= int64(len(n.data)) {
