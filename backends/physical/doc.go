@@ -37,21 +37,31 @@
 //     Symlink and Readlink resolve the parent directory (following links, beneath the
 //     root) to a handle and call mkdirat, unlinkat, renameat2 (RENAME_NOREPLACE and
 //     RENAME_EXCHANGE for the vfs flags), linkat (both ends resolved and confined
-//     separately; the source is never followed), symlinkat or readlinkat with the
-//     last name, which those calls never follow. A trailing slash is checked by the
-//     backend, never handed to these calls.
+//     separately, or once when both names are in the same directory; the source is
+//     never followed), symlinkat or readlinkat with the last name, which those calls
+//     never follow. A trailing slash is checked by the backend, never handed to these
+//     calls.
 //   - Symlink refuses, with path_outside_sandbox, a target that is absolute or
 //     climbs above the root from the link's directory: lexically from the link's
 //     path (vfs.SymlinkTarget, as package dir does) and physically from the directory
 //     the link is really created in (climbing its ".." handles up to the root), since
 //     host tools read this tree directly.
-//   - Special files are never opened. OpenFile first examines what the path names
-//     without opening it (an O_PATH handle, or fstatat) and refuses anything but a
-//     regular file or a directory with not_regular_file; the real open then runs
-//     with O_NONBLOCK|O_NOCTTY and its handle is checked again, so a FIFO, socket or
-//     device swapped in meanwhile can neither hang the call nor be used. ReadDir
-//     opens with O_DIRECTORY, which fails before anything else is opened. Chmod and
-//     Chtimes refuse special files too.
+//   - Special files are never opened. With openat2, OpenFile resolves the path once,
+//     to an O_PATH handle (which opens nothing), examines it with fstat, refuses
+//     anything but a regular file or a directory with not_regular_file, and then
+//     reopens that very handle through its entry in /proc/self/fd (a magic link to
+//     the inode examined; the /proc directory is opened once per process and
+//     checked to be procfs, reached from a procfs root without crossing a mount,
+//     listing this process's own descriptors): no second path walk, and nothing a
+//     concurrent rename puts at the path in between can be opened instead.
+//     O_CREATE first tries O_CREAT|O_EXCL, which creates a new regular file or opens
+//     nothing. Where that reopen is not available (no /proc, or one failing those
+//     checks, and always with the portable resolver), the path is examined without
+//     opening it (an O_PATH handle, fstatat, or the portable walk), then opened by
+//     name with O_NONBLOCK|O_NOCTTY and the handle checked again, so a FIFO, socket
+//     or device swapped in meanwhile can neither hang the call nor be used (it is,
+//     though, opened once: see below). ReadDir opens with O_DIRECTORY, which fails
+//     before anything else is opened. Chmod and Chtimes refuse special files too.
 //   - Hard links. A regular file with more than one name may share its inode with a
 //     file outside the root (a link the host planted). Under HardLinksReplace (the
 //     default) it may be read, but it is never written: opening it for writing gives
@@ -60,9 +70,10 @@
 //     process may set it), renamed over the name, and the handle writes that copy.
 //     Under HardLinksReject it cannot be opened at all. Chmod and Chtimes refuse it
 //     under either policy (fs_permission_denied). O_TRUNC is never handed to the
-//     kernel: the file is truncated with ftruncate only after the opened handle shows
-//     a single name, so a hard link renamed over the path between check and open is
-//     not emptied.
+//     kernel: the file is truncated with ftruncate only after the status of the
+//     inode opened shows a single name (and not at all when O_CREAT|O_EXCL has just
+//     created it), so a hard link renamed over the path meanwhile is not emptied.
+//     The write permission is checked (by the open) before any replacement.
 //   - WithMaxFileSize(n): Write, WriteAt and Truncate that would make a file larger
 //     than n fail with file_too_large and write nothing; reads return at most n+1
 //     bytes of a file, the next read failing with file_too_large, so a huge, sparse
@@ -105,23 +116,37 @@
 //   - Listings leave out names a vfs.Path cannot hold (containing a backslash);
 //     such entries cannot be addressed.
 //   - Remove and Rename of the root fail with invalid_path.
-//   - A File's descriptor keeps O_NONBLOCK from the open; regular files on local
-//     filesystems ignore it, and the first EAGAIN (from one that does not) clears it.
+//   - A File opened by name after a check (the fallback above) keeps O_NONBLOCK
+//     from the open; regular files on local filesystems ignore it, and the first
+//     EAGAIN (from one that does not) clears it. Reopened and newly created files
+//     are opened without it.
+//   - Files implement vfs.TypedFile: Type reports the type checked at the open
+//     (fs.ModeDir or 0), so layers above need no fstat to tell.
 //
 // # Cost
 //
 // In system calls, with openat2: Stat and Lstat take openat2, fstat and close (one
-// fstatat for a name in the root); opening a file for reading takes those three
-// plus openat2 and fstat for the real open (fstatat, openat2 and fstat in the root).
-// The portable resolver takes an openat and a close per directory on the way.
+// fstatat for a name in the root). Opening an existing file takes openat2
+// (O_PATH), fstat, the openat of the /proc/self/fd entry and the close of the
+// O_PATH handle, at any depth (plus ftruncate for O_TRUNC); creating a new file
+// takes openat2 (O_CREAT|O_EXCL) and fchmod. Without the reopen, opening takes the
+// three calls of Stat, then openat2 and fstat for the real open. Rename and Link
+// take an openat2 and a close per parent directory not the root, one for both
+// names when they share it, and the renameat2 or linkat. The portable resolver
+// takes an openat and a close per directory on the way.
 //
 // # Not guaranteed
 //
 //   - Host processes changing the tree concurrently can make any single call see
-//     either state, but never make it act outside the root. A device node renamed
-//     over a regular file between the check and the open is opened once (without
-//     blocking, and refused): hosts that keep device nodes in a served tree should
-//     mount it nodev.
+//     either state, but never make it act outside the root. Without the /proc
+//     reopen (see above), a FIFO or device node renamed over a regular file between
+//     the check and the open is opened once (without blocking, and refused): hosts
+//     that keep device nodes in a served tree should mount it nodev.
+//   - The reopen names descriptors in /proc/self/fd, the descriptor table that all
+//     threads of a Go program share. A program that gives a thread its own table
+//     (unshare(CLONE_FILES) on a locked thread; Go's runtime never does) must not
+//     call the backend from that thread. A host able to mount over /proc (or over
+//     this process's entries in it) after New is not defended against.
 //   - The stored text of relative links is checked when this backend creates them;
 //     links planted by the host, later renames, and links whose own target runs
 //     through another link to ".." can still point above the root for host tools

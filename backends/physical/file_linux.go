@@ -4,6 +4,7 @@ package physical
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"sync"
@@ -20,10 +21,11 @@ import (
 // reuse for another file) while a call still uses it. Errors name the guest path
 // only.
 //
-// The descriptor may still carry O_NONBLOCK from the open (which keeps a FIFO
-// swapped in at the last moment from blocking it); regular files ignore the flag
-// on local filesystems, and the first EAGAIN (from a filesystem that honours it)
-// clears it for good.
+// A descriptor opened by name after a check (without a verified /proc, or with
+// the portable resolver) may still carry O_NONBLOCK from that open (which keeps a
+// FIFO swapped in at the last moment from blocking it); regular files ignore the
+// flag on local filesystems, and the first EAGAIN (from a filesystem that honours
+// it) clears it for good.
 type file struct {
 	mu       sync.RWMutex
 	fd       int
@@ -32,7 +34,8 @@ type file struct {
 	blocking atomic.Bool // O_NONBLOCK has been cleared
 
 	p       vfs.Path
-	name    string // Info.Name
+	typ     fs.FileMode // fs.ModeDir or 0, as checked at the open
+	name    string      // Info.Name
 	rootDev uint64
 	max     int64 // WithMaxFileSize; 0 for none
 	read    bool  // opened for reading
@@ -40,14 +43,16 @@ type file struct {
 	append  bool  // O_APPEND
 }
 
-var _ vfs.File = (*file)(nil)
+var _ vfs.TypedFile = (*file)(nil)
 
-// newFile wraps fd, which it owns from then on, opened with flag.
-func (f *FS) newFile(fd int, p vfs.Path, flag int) *file {
+// newFile wraps fd, which it owns from then on, opened with flag, of type typ;
+// nonblock says fd carries O_NONBLOCK.
+func (f *FS) newFile(fd int, p vfs.Path, flag int, typ fs.FileMode, nonblock bool) *file {
 	acc := flag & (os.O_WRONLY | os.O_RDWR)
 	h := &file{
 		fd:      fd,
 		p:       p,
+		typ:     typ,
 		name:    baseName(p),
 		rootDev: f.dev,
 		max:     f.cfg.maxSize,
@@ -55,10 +60,15 @@ func (f *FS) newFile(fd int, p vfs.Path, flag int) *file {
 		write:   acc != os.O_RDONLY,
 		append:  flag&os.O_APPEND != 0,
 	}
+	h.blocking.Store(!nonblock)
 	// A File nobody closes releases its descriptor when it becomes unreachable.
 	h.cleanup = runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
 	return h
 }
+
+// Type returns the type of the open file, fs.ModeDir or 0 for a regular file, as
+// checked when it was opened, without a system call (vfs.TypedFile).
+func (h *file) Type() fs.FileMode { return h.typ }
 
 func (h *file) err(op string, err error) error {
 	if err == nil || err == io.EOF {
@@ -92,7 +102,8 @@ func (h *file) enter(op string, needRead, needWrite bool) (int, error) {
 func (h *file) leave() { h.mu.RUnlock() }
 
 // retry reports whether a call that failed with err should be repeated: after
-// EINTR, and after the first EAGAIN, once O_NONBLOCK is cleared.
+// EINTR, and after the first EAGAIN of a descriptor opened with O_NONBLOCK, once
+// that is cleared.
 func (h *file) retry(fd int, err error) bool {
 	switch err {
 	case unix.EINTR:

@@ -45,10 +45,14 @@ func newAt(t *testing.T, dir string, opts ...Option) *FS {
 	return f
 }
 
-// eachResolver runs fn as a subtest per resolver, with options for New.
+// eachResolver runs fn as a subtest per resolver, with options for New, and once
+// more with openat2 and the fallback way of opening (withoutReopen).
 func eachResolver(t *testing.T, fn func(t *testing.T, opts ...Option)) {
 	for _, r := range resolvers {
 		t.Run(r.name, func(t *testing.T) { fn(t, WithResolver(r.mode)) })
+		if r.mode == ResolverOpenat2 {
+			t.Run(r.name+"-noreopen", func(t *testing.T) { fn(t, WithResolver(r.mode), withoutReopen()) })
+		}
 	}
 }
 

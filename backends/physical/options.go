@@ -51,6 +51,7 @@ type config struct {
 	oneFS     bool
 	maxSize   int64
 	resolver  ResolverMode
+	noReopen  bool // tests: never reopen through /proc/self/fd (the fallback path)
 }
 
 // Option configures New.

@@ -38,6 +38,10 @@ type FS struct {
 
 	dev, ino uint64 // identity of the root directory
 	host     string // absolute host path given to New; "" for a Sub
+
+	// procfd is the verified /proc/self/fd handle that opens reopen checked O_PATH
+	// handles through (see procFdDir), or -1: then opens check, then open by path.
+	procfd int
 }
 
 var (
@@ -88,6 +92,9 @@ func New(root string, opts ...Option) (*FS, error) {
 		}
 		f.portable.Store(true)
 	}
+	if !f.portable.Load() && !cfg.noReopen {
+		f.procfd = procFdDir()
+	}
 	return f, nil
 }
 
@@ -113,7 +120,7 @@ func newFS(cfg config, fd int, host string) (*FS, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
-	f := &FS{cfg: cfg, fd: fd, dev: st.Dev, ino: st.Ino, host: host}
+	f := &FS{cfg: cfg, fd: fd, dev: st.Dev, ino: st.Ino, host: host, procfd: -1}
 	// A Sub nobody closes releases its handle when it becomes unreachable.
 	f.cleanup = runtime.AddCleanup(f, func(fd int) { unix.Close(fd) }, fd)
 	return f, nil
@@ -304,14 +311,63 @@ var (
 	errChanged    = &lookupErr{vfs.CodeConflict, "the file changed while it was being opened; try again"}
 )
 
-// openRead opens p for reading in two confined steps: what p names is examined
-// without being opened (see openChecked), then the real open runs with
-// O_NONBLOCK|O_NOCTTY and its handle is checked again, since the name may have
-// changed in between. A FIFO, socket or device is therefore never opened (and were
-// one swapped in, O_NONBLOCK keeps the open from waiting, and the second check
-// refuses it).
+// reopens reports whether opens go through a checked O_PATH handle reopened by
+// its /proc/self/fd entry (openat2 resolution and a verified /proc).
+func (f *FS) reopens() bool { return f.procfd >= 0 && !f.portable.Load() }
+
+// pathStat opens an O_PATH handle of what p names beneath root, following a final
+// symlink, and returns it with its status. Nothing is opened for I/O.
+func (f *FS) pathStat(ctx context.Context, root int, p vfs.Path, st *unix.Stat_t) (int, error) {
+	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, true)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// reopenChecked opens the object of the O_PATH handle opath, whose status the
+// caller has checked, through its /proc/self/fd entry with flags: the very inode
+// checked, found without a second path walk, so no other file can be opened in
+// its place. (/proc/self/fd shows the descriptor table all threads of a Go
+// program share; see the package documentation for a program that unshares it.)
+func (f *FS) reopenChecked(opath int, flags int) (int, error) {
+	return procReopen(f.procfd, opath, flags)
+}
+
+// openRead opens p for reading. With reopens, what p names is opened as an O_PATH
+// handle (one confined walk), examined with fstat and, only if it may be opened (a
+// regular file or a directory), reopened through that handle (reopenChecked), so a
+// FIFO, socket or device is never opened, whatever renames run meanwhile.
+// Otherwise it takes two confined steps: what p names is examined without being
+// opened (see openChecked), then the real open runs with O_NONBLOCK|O_NOCTTY and
+// its handle is checked again, since the name may have changed in between (were a
+// FIFO, socket or device swapped in, O_NONBLOCK keeps the open from waiting, and
+// the second check refuses it).
 func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) {
 	var st unix.Stat_t
+	if f.reopens() {
+		opath, err := f.pathStat(ctx, root, p, &st)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(opath)
+		if err := f.openable(&st); err != nil {
+			return nil, err
+		}
+		fl := unix.O_RDONLY | unix.O_NOCTTY
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			fl |= unix.O_DIRECTORY
+		}
+		fd, err := f.reopenChecked(opath, fl)
+		if err != nil {
+			return nil, err
+		}
+		return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false), nil
+	}
 	fd, err := f.openChecked(ctx, root, p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, true, func(st *unix.Stat_t) error {
 		if st == nil {
 			return unix.ENOENT
@@ -379,7 +435,8 @@ func (f *FS) openChecked(ctx context.Context, root int, p vfs.Path, flags int, m
 	return -1, errRaced
 }
 
-// finishOpen checks the opened fd again and wraps it. It owns fd.
+// finishOpen checks fd, opened with O_NONBLOCK after a check by name, again and
+// wraps it. It owns fd.
 func (f *FS) finishOpen(fd int, p vfs.Path, st *unix.Stat_t, flag int) (*file, error) {
 	if err := unix.Fstat(fd, st); err != nil {
 		unix.Close(fd)
@@ -389,23 +446,53 @@ func (f *FS) finishOpen(fd int, p vfs.Path, st *unix.Stat_t, flag int) (*file, e
 		unix.Close(fd)
 		return nil, err
 	}
-	return f.newFile(fd, p, flag), nil
+	return f.newFile(fd, p, flag, fileMode(st.Mode).Type(), true), nil
 }
 
 // openWrite opens p with a write mode, O_CREATE or O_TRUNC. The kernel never sees
-// O_TRUNC: the file is truncated with ftruncate only after the opened handle shows
-// one name, so a hard link renamed over p in the meantime is not emptied. A file
-// with other names is replaced (HardLinksReplace) or refused (HardLinksReject).
+// O_TRUNC: the file is truncated with ftruncate only after its status shows one
+// name (and never when O_CREAT|O_EXCL has just created it), so a hard link renamed
+// over p in the meantime is not emptied. A file with other names is replaced
+// (HardLinksReplace) or refused (HardLinksReject).
+//
+// With O_CREATE (and no trailing slash) and openat2, the open first tries
+// O_CREAT|O_EXCL, which creates a new regular file or opens nothing; if that
+// fails (the name exists, or the creation fails), the file is opened as if the
+// trial had not been made. An existing file is opened, with reopens, through a
+// checked O_PATH handle as openRead does; otherwise its status is checked by name
+// first and the opened handle checked again.
 func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm fs.FileMode) (*file, error) {
 	create := flag&os.O_CREATE != 0
 	excl := create && flag&os.O_EXCL != 0
 	acc := flag & (os.O_WRONLY | os.O_RDWR)
-	kflags := acc | flag&(os.O_CREATE|os.O_EXCL|os.O_APPEND|os.O_SYNC) | unix.O_NONBLOCK | unix.O_NOCTTY
+	oflags := acc | flag&(os.O_APPEND|os.O_SYNC) | unix.O_NOCTTY // opening what exists
 	if flag&os.O_TRUNC != 0 && acc == os.O_RDONLY {
-		kflags |= os.O_RDWR // Linux truncates read-only opens too; the handle stays read-only
+		oflags |= os.O_RDWR // Linux truncates read-only opens too; the handle stays read-only
 	}
-	exists := true
 	mode := createMode(perm)
+	if create && !p.MustBeDir() && !f.portable.Load() {
+		fd, err := f.lookup(ctx, root, pathArg(p), oflags|unix.O_CREAT|unix.O_EXCL, mode, false)
+		if err == nil {
+			return f.created(fd, p, flag, mode)
+		}
+		if excl {
+			return nil, err
+		}
+	}
+	if f.reopens() {
+		var st unix.Stat_t
+		opath, err := f.pathStat(ctx, root, p, &st)
+		if err == nil {
+			defer unix.Close(opath)
+			return f.reopenWrite(ctx, root, p, opath, &st, flag, oflags)
+		}
+		if err != unix.ENOENT || !create {
+			return nil, err
+		}
+		// Nothing there to open, or a dangling symlink: create as below.
+	}
+	kflags := oflags | flag&(os.O_CREATE|os.O_EXCL) | unix.O_NONBLOCK
+	exists := true
 	fd, err := f.openChecked(ctx, root, p, kflags, mode, !excl, func(st *unix.Stat_t) error {
 		exists = true // the last check (of possibly several, if racing) counts
 		switch {
@@ -448,13 +535,56 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 			return nil, err
 		}
 	}
+	if flag&os.O_TRUNC != 0 && !excl {
+		if err := unix.Ftruncate(fd, 0); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
+	return f.newFile(fd, p, flag, 0, true), nil
+}
+
+// created finishes the open of a file O_CREAT|O_EXCL has just created: a new,
+// empty regular file with one name, so neither a check nor O_TRUNC has anything
+// to do. Its mode is set exactly (undoing the umask) through the handle.
+func (f *FS) created(fd int, p vfs.Path, flag int, mode uint32) (*file, error) {
+	if err := unix.Fchmod(fd, mode); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return f.newFile(fd, p, flag, 0, false), nil
+}
+
+// reopenWrite opens for writing the existing object of the O_PATH handle opath,
+// of status st, through reopenChecked with oflags: only a regular file, with one
+// name unless the policy replaces it. The kernel checks write permission at the
+// reopen, before any replacement.
+func (f *FS) reopenWrite(ctx context.Context, root int, p vfs.Path, opath int, st *unix.Stat_t, flag, oflags int) (*file, error) {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return nil, unix.EISDIR
+	default:
+		return nil, errNotRegular
+	}
+	if st.Nlink > 1 && f.cfg.hardLinks == HardLinksReject {
+		return nil, errHardLinked
+	}
+	fd, err := f.reopenChecked(opath, oflags)
+	if err != nil {
+		return nil, err
+	}
+	if st.Nlink > 1 {
+		unix.Close(fd)
+		return f.replace(ctx, root, p, flag, st)
+	}
 	if flag&os.O_TRUNC != 0 {
 		if err := unix.Ftruncate(fd, 0); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}
 	}
-	return f.newFile(fd, p, flag), nil
+	return f.newFile(fd, p, flag, 0, false), nil
 }
 
 // replace gives p, a regular file with other hard links whose status is old, a
@@ -612,6 +742,25 @@ func (f *FS) parent(ctx context.Context, root int, p vfs.Path) (int, bool, strin
 	return fd, true, p.Base(), nil
 }
 
+// parents is parent for the two paths of Rename and Link. Paths in the same
+// directory share one handle of it, resolved once (the second is then not the
+// caller's to close).
+func (f *FS) parents(ctx context.Context, root int, p, q vfs.Path) (pdir int, pown bool, pleaf string, qdir int, qown bool, qleaf string, err error) {
+	pdir, pown, pleaf, err = f.parent(ctx, root, p)
+	if err != nil {
+		return -1, false, "", -1, false, "", err
+	}
+	if p.Dir().Equal(q.Dir()) {
+		return pdir, pown, pleaf, pdir, false, q.Base(), nil
+	}
+	qdir, qown, qleaf, err = f.parent(ctx, root, q)
+	if err != nil {
+		closeIf(pdir, pown)
+		return -1, false, "", -1, false, "", err
+	}
+	return pdir, pown, pleaf, qdir, qown, qleaf, nil
+}
+
 func closeIf(fd int, own bool) {
 	if own {
 		unix.Close(fd)
@@ -725,8 +874,9 @@ func wrap2(op string, p, q vfs.Path, err error) error {
 	return e
 }
 
-// Rename moves from to to with renameat2 on the two resolved parent directories.
-// Errors carry from as Path and to as Dest.
+// Rename moves from to to with renameat2 on the two resolved parent directories
+// (one, resolved once, when they are the same path). Errors carry from as Path and
+// to as Dest.
 func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
 	const op = "rename"
 	root, err := f.enter(ctx, op, from)
@@ -748,15 +898,11 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	default:
 		return fail(&lookupErr{vfs.CodeInvalidPath, "invalid rename flags"})
 	}
-	fdir, fown, fleaf, err := f.parent(ctx, root, from)
+	fdir, fown, fleaf, tdir, town, tleaf, err := f.parents(ctx, root, from, to)
 	if err != nil {
 		return fail(err)
 	}
 	defer closeIf(fdir, fown)
-	tdir, town, tleaf, err := f.parent(ctx, root, to)
-	if err != nil {
-		return fail(err)
-	}
 	defer closeIf(tdir, town)
 	if from.MustBeDir() || to.MustBeDir() {
 		if err := needDir(fdir, fleaf); err != nil {
@@ -894,15 +1040,11 @@ func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	case newp.IsRoot():
 		return fail(unix.EEXIST)
 	}
-	odir, oown, oleaf, err := f.parent(ctx, root, oldp)
+	odir, oown, oleaf, ndir, nown, nleaf, err := f.parents(ctx, root, oldp, newp)
 	if err != nil {
 		return fail(err)
 	}
 	defer closeIf(odir, oown)
-	ndir, nown, nleaf, err := f.parent(ctx, root, newp)
-	if err != nil {
-		return fail(err)
-	}
 	defer closeIf(ndir, nown)
 	if oldp.MustBeDir() {
 		if err := needDir(odir, oleaf); err != nil {
@@ -1046,6 +1188,7 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 		return nil, wrap(op, p, err)
 	}
 	sub.portable.Store(f.portable.Load())
+	sub.procfd = f.procfd
 	return sub, nil
 }
 

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -551,6 +553,90 @@ func endOf(rest string) (last, trailing bool) {
 		return false, false
 	}
 	return true, rest != ""
+}
+
+// procFdDir returns a handle of this process's descriptor directory in procfs
+// (/proc/self/fd), opened and verified on first use, or -1 where there is none
+// that passes the checks of openProcFdDir. It stays open for the life of the
+// process.
+var procFdDir = sync.OnceValue(openProcFdDir)
+
+// procRootIno is the inode number of every procfs root (PROC_ROOT_INO).
+const procRootIno = 1
+
+// openProcFdDir opens /proc/self/fd as an O_PATH handle and checks that it is what
+// it claims: /proc is the root of a procfs mount (its filesystem type is
+// PROC_SUPER_MAGIC and its inode number PROC_ROOT_INO), "self/fd" is reached from
+// it without crossing a mount or following a magic link (openat2 with
+// RESOLVE_NO_XDEV|RESOLVE_NO_MAGICLINKS; no openat2, no handle), the result is
+// procfs too, and it lists this process's own descriptors: the entry named after
+// the handle's own number leads back to the handle's directory, and reopening
+// through it works. Any failure gives -1. It calls unix.Openat2 directly, never
+// the openat2Call tests replace.
+func openProcFdDir() int {
+	root, err := openRetry("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+	if err != nil {
+		return -1
+	}
+	defer unix.Close(root)
+	var st unix.Stat_t
+	if !isProcfs(root) || unix.Fstat(root, &st) != nil || st.Ino != procRootIno {
+		return -1
+	}
+	var fd int
+	for {
+		fd, err = unix.Openat2(root, "self/fd", &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != unix.EINTR && err != unix.EAGAIN {
+			break
+		}
+	}
+	if err != nil {
+		return -1
+	}
+	var self unix.Stat_t
+	if !isProcfs(fd) || unix.Fstat(fd, &st) != nil ||
+		unix.Fstatat(fd, strconv.Itoa(fd), &self, 0) != nil || self.Dev != st.Dev || self.Ino != st.Ino {
+		unix.Close(fd)
+		return -1
+	}
+	// A reopen through it must work too (a security module may refuse opens of
+	// magic links): the handle reopens its own directory.
+	dfd, err := procReopen(fd, fd, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		unix.Close(fd)
+		return -1
+	}
+	err = unix.Fstat(dfd, &self)
+	unix.Close(dfd)
+	if err != nil || self.Dev != st.Dev || self.Ino != st.Ino {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
+}
+
+// isProcfs reports whether fd is on a procfs filesystem.
+func isProcfs(fd int) bool {
+	var sfs unix.Statfs_t
+	for {
+		err := unix.Fstatfs(fd, &sfs)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && sfs.Type == unix.PROC_SUPER_MAGIC
+	}
+}
+
+// procReopen opens the object that the O_PATH handle fd names, through its entry in
+// the verified descriptor directory procDir (the magic link /proc/self/fd/N): the
+// same inode, whatever its path now names, with no second path walk. flags is an
+// access mode with O_APPEND, O_SYNC, O_DIRECTORY or O_NOCTTY; never O_CREAT,
+// O_TRUNC or O_NOFOLLOW (which would refuse the magic link).
+func procReopen(procDir, fd, flags int) (int, error) {
+	return openatRetry(procDir, strconv.Itoa(fd), flags|unix.O_CLOEXEC, 0)
 }
 
 // readlinkFd reads the target of symlink name in dir (or of dir itself, an O_PATH
