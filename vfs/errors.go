@@ -232,6 +232,9 @@ func codeForErrno(e syscall.Errno) Code {
 		return CodeQuota
 	case syscall.EINVAL, syscall.ENAMETOOLONG:
 		return CodeInvalidPath
+	case syscall.ENXIO, syscall.ENODEV:
+		// Opening a FIFO with no reader, or a device with nothing behind it.
+		return CodeNotRegular
 	case syscall.ENOSYS, syscall.EOPNOTSUPP:
 		return CodeNotSupported
 	}

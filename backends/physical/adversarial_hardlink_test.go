@@ -50,6 +50,17 @@ func TestAdvHardLinkDefault(t *testing.T) {
 				}
 				return h.Close()
 			}, "GUEST"},
+			{"Open(O_RDWR)+Write", func(s string) error {
+				h, err := w.dir.Open(w.ctx, s, os.O_RDWR, 0)
+				if err != nil {
+					return err
+				}
+				// A fresh handle writes at offset 0, also after the private copy.
+				if _, err := h.Write([]byte("GU")); err != nil {
+					return err
+				}
+				return h.Close()
+			}, "GUTSIDE-SECRET"},
 			{"Open(O_RDWR)+WriteAt", func(s string) error {
 				h, err := w.dir.Open(w.ctx, s, os.O_RDWR, 0)
 				if err != nil {

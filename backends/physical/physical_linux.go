@@ -5,6 +5,7 @@ package physical
 import (
 	"context"
 	"encoding/binary"
+	"io"
 	"io/fs"
 	"math/bits"
 	"math/rand/v2"
@@ -634,6 +635,10 @@ func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *u
 		err = copyFd(tfd, src, limit)
 		unix.Close(src)
 		if err != nil {
+			return nil, err
+		}
+		// The copy left the offset at the end: a fresh handle starts at 0.
+		if _, err := unix.Seek(tfd, 0, io.SeekStart); err != nil {
 			return nil, err
 		}
 	}

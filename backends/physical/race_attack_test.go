@@ -237,18 +237,18 @@ func TestRaceFileSwappedForLink(t *testing.T) {
 					r.escape("backend read of f returned %q", got)
 				}
 			case 2:
-				// A FIFO swapped in between the backend's type check and its
-				// non-blocking open makes the open fail with ENXIO (no reader),
-				// which the backend reports as io_error.
+				// A FIFO swapped in between the type check and the open (on the
+				// fallback path) makes the non-blocking open fail with ENXIO (no
+				// reader): not_regular_file.
 				h, err := w.dir.Open(w.ctx, "f", os.O_WRONLY, 0)
-				r.failed("Open(f, O_WRONLY)", err, vfs.CodeOutside, vfs.CodeNotRegular, vfs.CodeNotFound, vfs.CodeConflict, vfs.CodeIO)
+				r.failed("Open(f, O_WRONLY)", err, vfs.CodeOutside, vfs.CodeNotRegular, vfs.CodeNotFound, vfs.CodeConflict)
 				if err == nil {
 					h.WriteAt([]byte("OK"), 0)
 					h.Close()
 				}
 			case 3:
 				err := w.dir.Append(w.ctx, "f", nil)
-				r.failed("Append(f)", err, vfs.CodeOutside, vfs.CodeNotRegular, vfs.CodeNotFound, vfs.CodeConflict, vfs.CodeIO)
+				r.failed("Append(f)", err, vfs.CodeOutside, vfs.CodeNotRegular, vfs.CodeNotFound, vfs.CodeConflict)
 			}
 			if i%16 == 15 {
 				if b, _ := os.ReadFile(w.out("secret")); string(b) != outsideData {
