@@ -63,8 +63,19 @@ func eachResolver(t *testing.T, fn func(t *testing.T, mode physical.ResolverMode
 	}
 	for _, r := range advResolvers {
 		t.Run(r.name, func(t *testing.T) { fn(t, r.mode) })
+		// The same attack through a Dir over a Namespace that mounts the backend.
+		t.Run(r.name+"-namespace", func(t *testing.T) {
+			advViaNamespace = true
+			defer func() { advViaNamespace = false }()
+			fn(t, r.mode)
+		})
 	}
 }
+
+// advViaNamespace makes newWorld build the world's Dir over a vfs.Namespace with
+// the physical backend mounted at its root, so the Namespace layer sits between
+// the guest and the backend. The adversarial tests do not run in parallel.
+var advViaNamespace bool
 
 // world is one adversarial setup on the host:
 //
@@ -107,7 +118,13 @@ func newWorld(t testing.TB, mode physical.ResolverMode, opts ...physical.Option)
 	must(t, os.WriteFile(filepath.Join(w.outside, "secret"), []byte(outsideData), 0o644))
 	must(t, os.WriteFile(filepath.Join(w.outside, "dir", "f"), []byte(outsideData), 0o644))
 	w.fs = openFS(t, w.root, mode, opts...)
-	w.dir, _ = dir.New(w.fs)
+	if advViaNamespace {
+		ns := vfs.NewNamespace()
+		must(t, ns.Mount(vfs.Root, w.fs, vfs.MountOptions{}))
+		w.dir, _ = dir.New(ns)
+	} else {
+		w.dir, _ = dir.New(w.fs)
+	}
 	return w
 }
 
