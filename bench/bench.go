@@ -1,6 +1,8 @@
 // Package bench measures capfs beside its peers on the same workloads, in one run:
 // the memory backend (through the raw vfs.Backend SPI and through a dir.Dir, with its
-// revocation, policy and audit path), afero's MemMapFs and go-billy's memfs.
+// revocation, policy and audit path) beside afero's MemMapFs and go-billy's memfs;
+// and the physical backend (each resolver, and through a dir.Dir) beside plain os,
+// os.Root and afero's BasePathFs over OsFs, on a host directory (HostWorkloads).
 //
 // The workloads are ordinary functions over a small Target interface, so the
 // benchmarks in this package's tests (go test -bench . ./bench) and the table program
