@@ -139,20 +139,7 @@ func (d *Dir) Exists(ctx context.Context, path string) (bool, error) {
 // element (no "/"): use Sub for deeper paths. The result keeps this Dir's
 // restrictions and is pinned: renaming the directory later does not redirect it.
 func (d *Dir) OpenDir(ctx context.Context, name string) (*Dir, error) {
-	var out *Dir
-	c := &call{op: policy.OpSub, method: "OpenDir", path: name, single: true}
-	err := d.do(ctx, c, func(ctx context.Context) error {
-		sub, err := d.s.b.Sub(ctx, c.p)
-		if err != nil {
-			return err
-		}
-		out = d.derive(sub, c.p)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return d.sub(ctx, &call{op: policy.OpSub, method: "OpenDir", path: name, single: true})
 }
 
 // Sub returns a Dir rooted at directory path: the recipient cannot name anything
@@ -161,8 +148,12 @@ func (d *Dir) OpenDir(ctx context.Context, name string) (*Dir, error) {
 // the result. The result keeps this Dir's restrictions (read-only, revocation,
 // policy, audit). Sub(".") returns an equivalent Dir.
 func (d *Dir) Sub(ctx context.Context, path string) (*Dir, error) {
+	return d.sub(ctx, &call{op: policy.OpSub, method: "Sub", path: path})
+}
+
+// sub runs c, a Sub or OpenDir call, and derives the pinned Dir it names.
+func (d *Dir) sub(ctx context.Context, c *call) (*Dir, error) {
 	var out *Dir
-	c := &call{op: policy.OpSub, method: "Sub", path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		sub, err := d.s.b.Sub(ctx, c.p)
 		if err != nil {

@@ -197,17 +197,11 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.lookup(ctx, p, true, op)
+	n, err := f.dirLocked(ctx, p, op)
 	if err != nil {
 		return nil, err
 	}
-	if !r.Found {
-		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
-	}
-	if r.Node.typ != fs.ModeDir {
-		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
-	}
-	e := r.Node.listing(f.st)
+	e := n.listing(f.st)
 	out := make([]vfs.DirEntry, len(e))
 	copy(out, e)
 	return out, nil
@@ -648,6 +642,16 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
+	n, err := f.dirLocked(ctx, p, op)
+	if err != nil {
+		return nil, err
+	}
+	return &FS{st: f.st, root: n}, nil
+}
+
+// dirLocked resolves p, following links, to a directory node; the caller holds the
+// tree lock.
+func (f *FS) dirLocked(ctx context.Context, p vfs.Path, op string) (*node, error) {
 	r, err := f.lookup(ctx, p, true, op)
 	if err != nil {
 		return nil, err
@@ -658,5 +662,5 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	if r.Node.typ != fs.ModeDir {
 		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
 	}
-	return &FS{st: f.st, root: r.Node}, nil
+	return r.Node, nil
 }
