@@ -1,0 +1,27 @@
+// Package gitree serves one revision of a git repository as a read-only capfs
+// Backend, reading objects straight from the repository's object store with go-git:
+// no checkout, no work tree, no index is touched.
+//
+// Guarantees:
+//   - Open resolves any revision go-git understands — branch, remote branch, tag
+//     (annotated or light), full or abbreviated commit id, HEAD~3, main^2 — and also a
+//     full tree id. A revision that names nothing is not_found; the error names the
+//     revision and never the repository's host path.
+//   - Every mutation fails with read_only; OpenFile with any write flag does too.
+//   - Modes are faithful: regular files are 0644, executables 0755, directories
+//     ModeDir|0755, symlinks (mode 120000) ModeSymlink|0777 with the blob's content as
+//     target. Symlinks are followed by the shared resolver vfs.Resolve beneath the
+//     backend's root, so absolute or escaping targets fail with path_outside_sandbox.
+//     A submodule (gitlink) is an empty directory whose Info.Sys is an *Entry of kind
+//     "submodule" carrying the commit id it pins.
+//   - A file's ModTime is the committer time of the revision's commit (zero when the
+//     backend was opened on a bare tree id).
+//   - Sub pins the subtree's tree id: nothing later can redirect it.
+//   - Decoded trees are kept in a bounded LRU cache keyed by tree id. All methods are
+//     safe for concurrent use.
+//
+// Not (yet) provided: files are read by loading the whole blob into memory at
+// OpenFile, so very large blobs cost their size in memory; go-git's object store is
+// used with its defaults and accessed under one mutex (its filesystem storage does
+// not promise concurrent safety), so readers are serialized while they fetch objects.
+package gitree

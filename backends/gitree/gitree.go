@@ -1,0 +1,345 @@
+package gitree
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// DefaultTreeCacheSize is how many decoded trees an FS keeps by default.
+const DefaultTreeCacheSize = 4096
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	treeCache int
+}
+
+// WithTreeCacheSize bounds the number of decoded trees kept in memory (at least 1).
+func WithTreeCacheSize(n int) Option {
+	return func(c *config) { c.treeCache = n }
+}
+
+// Entry is the Info.Sys of every entry an FS reports: what git object it is.
+type Entry struct {
+	// Kind is "tree", "blob", "executable", "symlink" or "submodule".
+	Kind string
+	// ID is the object id in hex: for a submodule, the commit it pins in the
+	// submodule's own repository.
+	ID string
+}
+
+// FS is one revision of a repository, as a read-only vfs.Backend. It is safe for
+// concurrent use.
+type FS struct {
+	r       *repoState
+	root    node
+	modTime time.Time
+}
+
+var _ vfs.Backend = (*FS)(nil)
+
+// Open opens the repository at repoPath (a work tree or a bare repository / .git
+// directory; parents are not searched) and returns its tree at rev. rev is any
+// revision go-git resolves (see the package doc) or a full tree id. A bad revision
+// is not_found, naming rev; no error carries repoPath.
+func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
+	cfg := config{treeCache: DefaultTreeCacheSize}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	repo, err := git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{DetectDotGit: false})
+	if err != nil {
+		code := vfs.CodeIO
+		if errors.Is(err, git.ErrRepositoryNotExists) || errors.Is(err, fs.ErrNotExist) {
+			code = vfs.CodeNotFound
+		}
+		return nil, vfs.NewError(code, "open", vfs.Path{}, "cannot open git repository")
+	}
+	r := &repoState{store: repo.Storer, cache: newLRU(cfg.treeCache)}
+	root, mtime, err := resolveRev(repo, r, rev)
+	if err != nil {
+		return nil, err
+	}
+	return &FS{r: r, root: root, modTime: mtime}, nil
+}
+
+func revNotFound(rev string) error {
+	return vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "revision "+quote(rev)+" not found")
+}
+
+// quote quotes a guest-supplied revision for a message, bounded in length.
+func quote(s string) string {
+	const max = 200
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return "\"" + s + "\""
+}
+
+func isFullHex(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// supportedSyntax reports whether rev uses only revision syntax go-git's
+// ResolveRevision honours. It silently ignores some forms (rev:path, @{...},
+// ^{tag}), which would otherwise resolve to the wrong object instead of failing.
+// None of ':', "@{" or "^{" can appear in a ref name, so this rejects no ref.
+func supportedSyntax(rev string) bool {
+	if strings.Contains(rev, ":") || strings.Contains(rev, "@{") {
+		return false
+	}
+	for rest := rev; ; {
+		i := strings.Index(rest, "^{")
+		if i < 0 {
+			return true
+		}
+		rest = rest[i+2:]
+		switch {
+		case strings.HasPrefix(rest, "}"), strings.HasPrefix(rest, "commit}"),
+			strings.HasPrefix(rest, "tree}"), strings.HasPrefix(rest, "/"):
+		default:
+			return false
+		}
+	}
+}
+
+// resolveRev maps rev to a root tree node and the modification time its files show.
+func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time, error) {
+	if rev == "" {
+		return node{}, time.Time{}, revNotFound(rev)
+	}
+	if isFullHex(rev) {
+		h := plumbing.NewHash(rev)
+		if t, err := object.GetTree(repo.Storer, h); err == nil {
+			return node{mode: filemode.Dir, hash: t.Hash}, time.Time{}, nil
+		}
+	}
+	if !supportedSyntax(rev) {
+		return node{}, time.Time{}, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "revision "+quote(rev)+" not found: unsupported revision syntax")
+	}
+	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil || h == nil || h.IsZero() {
+		return node{}, time.Time{}, revNotFound(rev)
+	}
+	c, err := object.GetCommit(repo.Storer, *h)
+	if err != nil {
+		return node{}, time.Time{}, revNotFound(rev)
+	}
+	return node{mode: filemode.Dir, hash: c.TreeHash}, c.Committer.When, nil
+}
+
+// Features reports a read-only backend with symlinks.
+func (f *FS) Features() vfs.Features {
+	return vfs.Features{ReadOnly: true, Symlinks: true}
+}
+
+// TreeID returns the id of the tree at this FS's root (the subtree for a Sub; for
+// a Sub taken at a submodule, the commit id it pins).
+func (f *FS) TreeID() string { return f.root.hash.String() }
+
+func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (node, string, error) {
+	if err := ctx.Err(); err != nil {
+		return node{}, "", &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+	}
+	res, err := vfs.Resolve[node](ctx, treeView{f.r}, f.root, p, follow, op)
+	if err != nil {
+		return node{}, "", err
+	}
+	if !res.Found {
+		return node{}, "", vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	return res.Node, res.Name, nil
+}
+
+func (f *FS) info(op string, p vfs.Path, n node, name string) (vfs.Info, error) {
+	if name == "" {
+		name = "."
+	}
+	i := vfs.Info{Name: name, ModTime: f.modTime, Nlink: 1, ID: binary.BigEndian.Uint64(n.hash[:8])}
+	switch n.mode {
+	case filemode.Dir:
+		i.Mode = fs.ModeDir | 0o755
+		i.Sys = &Entry{Kind: "tree", ID: n.hash.String()}
+	case filemode.Submodule:
+		i.Mode = fs.ModeDir | 0o755
+		i.Sys = &Entry{Kind: "submodule", ID: n.hash.String()}
+	case filemode.Symlink, filemode.Executable, filemode.Regular, filemode.Deprecated:
+		size, err := f.r.blobSize(n.hash)
+		if err != nil {
+			return vfs.Info{}, vfs.Errno(op, p, err)
+		}
+		i.Size = size
+		switch n.mode {
+		case filemode.Symlink:
+			i.Mode = fs.ModeSymlink | 0o777
+			i.Sys = &Entry{Kind: "symlink", ID: n.hash.String()}
+		case filemode.Executable:
+			i.Mode = 0o755
+			i.Sys = &Entry{Kind: "executable", ID: n.hash.String()}
+		default:
+			i.Mode = 0o644
+			i.Sys = &Entry{Kind: "blob", ID: n.hash.String()}
+		}
+	default:
+		return vfs.Info{}, vfs.NewError(vfs.CodeIO, op, p, "unknown git file mode")
+	}
+	return i, nil
+}
+
+// Stat returns information on p, following a final symlink.
+func (f *FS) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	n, name, err := f.resolve(ctx, p, true, "stat")
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	return f.info("stat", p, n, name)
+}
+
+// Lstat returns information on p without following a final symlink.
+func (f *FS) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	n, name, err := f.resolve(ctx, p, false, "lstat")
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	return f.info("lstat", p, n, name)
+}
+
+// ReadDir lists directory p sorted by name. A submodule lists as empty.
+func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	n, _, err := f.resolve(ctx, p, true, "readdir")
+	if err != nil {
+		return nil, err
+	}
+	if !typeOf(n).IsDir() {
+		return nil, vfs.NewError(vfs.CodeNotDir, "readdir", p, "")
+	}
+	d, err := f.r.loadDir(n)
+	if err != nil {
+		return nil, vfs.Errno("readdir", p, err)
+	}
+	out := make([]vfs.DirEntry, len(d.names))
+	for i, name := range d.names {
+		out[i] = vfs.DirEntry{Name: name, Type: typeOf(d.nodes[i])}
+	}
+	return out, nil
+}
+
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+
+// OpenFile opens p for reading; any write flag fails with read_only. A directory
+// opens too, but reading it fails with is_a_directory. A file's blob is loaded
+// into memory whole at open.
+func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	if flag&writeFlags != 0 {
+		return nil, denied("open", p)
+	}
+	n, name, err := f.resolve(ctx, p, true, "open")
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.info("open", p, n, name)
+	if err != nil {
+		return nil, err
+	}
+	h := &file{path: p, info: info}
+	if !info.Mode.IsDir() {
+		data, err := f.r.readBlob(n.hash)
+		if err != nil {
+			return nil, vfs.Errno("open", p, err)
+		}
+		h.data = data
+	}
+	return h, nil
+}
+
+// Readlink returns the target text of symlink p; invalid_path if p is not one.
+func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	n, _, err := f.resolve(ctx, p, false, "readlink")
+	if err != nil {
+		return "", err
+	}
+	if n.mode != filemode.Symlink {
+		return "", vfs.NewError(vfs.CodeInvalidPath, "readlink", p, "not a symlink")
+	}
+	t, err := treeView{f.r}.Target(n)
+	if err != nil {
+		return "", vfs.Errno("readlink", p, err)
+	}
+	return t, nil
+}
+
+// Sub returns an FS rooted at directory p, pinned to that subtree's id; symlinks in
+// it resolve beneath the new root. It shares the repository and tree cache.
+func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	n, _, err := f.resolve(ctx, p, true, "sub")
+	if err != nil {
+		return nil, err
+	}
+	if !typeOf(n).IsDir() {
+		return nil, vfs.NewError(vfs.CodeNotDir, "sub", p, "")
+	}
+	return &FS{r: f.r, root: n, modTime: f.modTime}, nil
+}
+
+func denied(op string, p vfs.Path) error {
+	return vfs.NewError(vfs.CodeReadOnly, op, p, "git revision is read-only")
+}
+
+// Mkdir fails with read_only.
+func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	return denied("mkdir", p)
+}
+
+// Remove fails with read_only.
+func (f *FS) Remove(ctx context.Context, p vfs.Path) error { return denied("remove", p) }
+
+// Rename fails with read_only.
+func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	e := vfs.NewError(vfs.CodeReadOnly, "rename", from, "git revision is read-only")
+	e.Dest = to.String()
+	return e
+}
+
+// Symlink fails with read_only.
+func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	return denied("symlink", p)
+}
+
+// Link fails with read_only.
+func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	e := vfs.NewError(vfs.CodeReadOnly, "link", oldp, "git revision is read-only")
+	e.Dest = newp.String()
+	return e
+}
+
+// Chmod fails with read_only.
+func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	return denied("chmod", p)
+}
+
+// Chtimes fails with read_only.
+func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	return denied("chtimes", p)
+}

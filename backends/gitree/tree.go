@@ -1,0 +1,196 @@
+package gitree
+
+import (
+	"container/list"
+	"io"
+	"io/fs"
+	"sort"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// node is one entry of a git tree: its mode and the object it names. The root of a
+// backend is a node of mode Dir (or Submodule, for a Sub taken at a gitlink).
+type node struct {
+	mode filemode.FileMode
+	hash plumbing.Hash
+}
+
+// typeOf returns n's fs type bits. A submodule is shown as a directory.
+func typeOf(n node) fs.FileMode {
+	switch n.mode {
+	case filemode.Dir, filemode.Submodule:
+		return fs.ModeDir
+	case filemode.Symlink:
+		return fs.ModeSymlink
+	}
+	return 0
+}
+
+// dir is a decoded tree, its entries sorted by name (git sorts directories as if
+// their names ended in "/", which is not the order ReadDir promises).
+type dir struct {
+	names []string
+	nodes []node
+}
+
+func (d *dir) lookup(name string) (node, bool) {
+	i := sort.SearchStrings(d.names, name)
+	if i < len(d.names) && d.names[i] == name {
+		return d.nodes[i], true
+	}
+	return node{}, false
+}
+
+var emptyDir = &dir{}
+
+// repoState is what every FS opened from one Open (and its Subs) shares: the object
+// store, guarded by mu, and the tree cache.
+type repoState struct {
+	mu    sync.Mutex // serializes object-store access
+	store storer.EncodedObjectStorer
+	cache *lru
+}
+
+// loadDir returns the decoded directory n, from the cache when possible.
+func (r *repoState) loadDir(n node) (*dir, error) {
+	if n.mode == filemode.Submodule {
+		return emptyDir, nil
+	}
+	if d, ok := r.cache.get(n.hash); ok {
+		return d, nil
+	}
+	r.mu.Lock()
+	t, err := object.GetTree(r.store, n.hash)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	d := &dir{names: make([]string, len(t.Entries)), nodes: make([]node, len(t.Entries))}
+	idx := make([]int, len(t.Entries))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return t.Entries[idx[a]].Name < t.Entries[idx[b]].Name })
+	for i, j := range idx {
+		e := t.Entries[j]
+		d.names[i] = e.Name
+		d.nodes[i] = node{mode: e.Mode, hash: e.Hash}
+	}
+	r.cache.put(n.hash, d)
+	return d, nil
+}
+
+// readBlob returns the whole content of blob h.
+func (r *repoState) readBlob(h plumbing.Hash) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o, err := r.store.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	buf := make([]byte, o.Size())
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// blobSize returns the size of blob h without decoding it where the store allows.
+func (r *repoState) blobSize(h plumbing.Hash) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.store.(interface {
+		EncodedObjectSize(plumbing.Hash) (int64, error)
+	}); ok {
+		return s.EncodedObjectSize(h)
+	}
+	o, err := r.store.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return 0, err
+	}
+	return o.Size(), nil
+}
+
+// treeView adapts a repoState to vfs.Tree for the shared resolver.
+type treeView struct{ r *repoState }
+
+func (t treeView) Lookup(d node, name string) (node, bool, error) {
+	dd, err := t.r.loadDir(d)
+	if err != nil {
+		return node{}, false, err
+	}
+	n, ok := dd.lookup(name)
+	return n, ok, nil
+}
+
+func (t treeView) Type(n node) fs.FileMode { return typeOf(n) }
+
+func (t treeView) Target(n node) (string, error) {
+	b, err := t.r.readBlob(n.hash)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// lru is a small mutex-guarded least-recently-used cache of decoded trees.
+type lru struct {
+	mu    sync.Mutex
+	max   int
+	ll    *list.List // front = most recent; values are *lruItem
+	items map[plumbing.Hash]*list.Element
+}
+
+type lruItem struct {
+	key plumbing.Hash
+	d   *dir
+}
+
+func newLRU(max int) *lru {
+	if max < 1 {
+		max = 1
+	}
+	return &lru{max: max, ll: list.New(), items: make(map[plumbing.Hash]*list.Element)}
+}
+
+func (c *lru) get(h plumbing.Hash) (*dir, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[h]
+	if !ok {
+		return nil, false
+	}
+	c.ll.MoveToFront(e)
+	return e.Value.(*lruItem).d, true
+}
+
+func (c *lru) put(h plumbing.Hash, d *dir) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[h]; ok {
+		c.ll.MoveToFront(e)
+		return
+	}
+	c.items[h] = c.ll.PushFront(&lruItem{key: h, d: d})
+	for c.ll.Len() > c.max {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*lruItem).key)
+	}
+}
+
+func (c *lru) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}
