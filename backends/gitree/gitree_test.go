@@ -110,6 +110,14 @@ func newFixture(t *testing.T) fixture {
 	runGit(t, d, "add", "a.txt")
 	runGit(t, d, "commit", "-q", "-m", "second")
 	fix.c2 = runGit(t, d, "rev-parse", "HEAD")
+	// A merge on branch merged: its second parent is topic, which adds side.txt.
+	runGit(t, d, "checkout", "-q", "-b", "topic", "old")
+	write(t, filepath.Join(d, "side.txt"), "side\n", 0o644)
+	runGit(t, d, "add", "side.txt")
+	runGit(t, d, "commit", "-q", "-m", "side")
+	runGit(t, d, "checkout", "-q", "-b", "merged", "main")
+	runGit(t, d, "merge", "-q", "--no-ff", "-m", "merge topic", "topic")
+	runGit(t, d, "checkout", "-q", "main")
 	return fix
 }
 
@@ -173,6 +181,9 @@ func TestRevisions(t *testing.T) {
 		{"v1^{}", "one\n"},
 		{"v1^{commit}", "one\n"},
 		{"HEAD^{/first}", "one\n"},
+		{"merged", "two\n"},
+		{"merged^1", "two\n"},
+		{"merged^2", "one\n"},
 	}
 	for _, c := range cases {
 		g, err := Open(f.dir, c.rev)
@@ -181,6 +192,17 @@ func TestRevisions(t *testing.T) {
 		}
 		if got := readAll(t, g, "a.txt"); got != c.want {
 			t.Errorf("rev %q: a.txt = %q, want %q", c.rev, got, c.want)
+		}
+	}
+	// side.txt exists on the merge and its second parent only.
+	for rev, want := range map[string]bool{"merged": true, "merged^2": true, "merged^1": false, "merged~1": false, "HEAD": false} {
+		g, err := Open(f.dir, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = g.Stat(context.Background(), vfs.MustParse("side.txt"))
+		if (err == nil) != want {
+			t.Errorf("rev %q: stat side.txt: %v, want exists=%v", rev, err, want)
 		}
 	}
 }
