@@ -20,8 +20,14 @@
 //   - Decoded trees are kept in a bounded LRU cache keyed by tree id. All methods are
 //     safe for concurrent use.
 //
+// The object store is go-git's filesystem storage, opened by Open itself (except
+// for a ".git" file, which go-git follows with its defaults) with a bounded number
+// of pack file descriptors kept open for reuse (WithMaxOpenDescriptors; Close
+// releases them) and an optional LargeObjectThreshold (WithLargeObjectThreshold).
+//
 // Not (yet) provided: files are read by loading the whole blob into memory at
-// OpenFile, so very large blobs cost their size in memory; go-git's object store is
-// used with its defaults and accessed under one mutex (its filesystem storage does
-// not promise concurrent safety), so readers are serialized while they fetch objects.
+// OpenFile, so very large blobs cost their size in memory; the object store is
+// accessed under one mutex (go-git's filesystem storage does not promise concurrent
+// safety), so readers are serialized while they fetch objects; the effect of the
+// tuning options has not been measured yet.
 package gitree

@@ -4,15 +4,20 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -25,6 +30,25 @@ type Option func(*config)
 
 type config struct {
 	treeCache int
+	maxFDs    int
+	largeObj  int64
+}
+
+// DefaultMaxOpenDescriptors is how many pack files an FS keeps open by default.
+const DefaultMaxOpenDescriptors = 16
+
+// WithMaxOpenDescriptors sets how many pack file descriptors the object store keeps
+// open for reuse between reads (go-git's MaxOpenDescriptors); 0 opens and closes a
+// pack file on every object read. Close releases them.
+func WithMaxOpenDescriptors(n int) Option {
+	return func(c *config) { c.maxFDs = n }
+}
+
+// WithLargeObjectThreshold sets go-git's LargeObjectThreshold: objects larger than
+// n bytes are not cached by go-git and are read from the pack file when asked
+// for. 0 (the default) means no threshold.
+func WithLargeObjectThreshold(n int64) Option {
+	return func(c *config) { c.largeObj = n }
 }
 
 // WithTreeCacheSize bounds the number of decoded trees kept in memory (at least 1).
@@ -56,24 +80,66 @@ var _ vfs.Backend = (*FS)(nil)
 // revision go-git resolves (see the package doc) or a full tree id. A bad revision
 // is not_found, naming rev; no error carries repoPath.
 func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
-	cfg := config{treeCache: DefaultTreeCacheSize}
+	cfg := config{treeCache: DefaultTreeCacheSize, maxFDs: DefaultMaxOpenDescriptors}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	repo, err := git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{DetectDotGit: false})
+	var repo *git.Repository
+	var closer io.Closer
+	var err error
+	if dot, ok := gitDir(repoPath); ok {
+		st := filesystem.NewStorageWithOptions(osfs.New(dot), cache.NewObjectLRUDefault(), filesystem.Options{
+			MaxOpenDescriptors:   cfg.maxFDs,
+			LargeObjectThreshold: cfg.largeObj,
+		})
+		closer = st
+		repo, err = git.Open(st, nil)
+	} else {
+		// A ".git" file (linked work tree, submodule): let go-git follow it, with its
+		// default storage options.
+		repo, err = git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
+	}
 	if err != nil {
+		if closer != nil {
+			closer.Close()
+		}
 		code := vfs.CodeIO
 		if errors.Is(err, git.ErrRepositoryNotExists) || errors.Is(err, fs.ErrNotExist) {
 			code = vfs.CodeNotFound
 		}
 		return nil, vfs.NewError(code, "open", vfs.Path{}, "cannot open git repository")
 	}
-	r := &repoState{store: repo.Storer, cache: newLRU(cfg.treeCache)}
+	r := &repoState{store: repo.Storer, cache: newLRU(cfg.treeCache), closer: closer}
 	root, mtime, err := resolveRev(repo, r, rev)
 	if err != nil {
+		r.close()
 		return nil, err
 	}
 	return &FS{r: r, root: root, modTime: mtime}, nil
+}
+
+// gitDir returns the git directory of repoPath: its ".git" directory, or repoPath
+// itself when it has none (a bare repository). ok is false when ".git" is a file.
+func gitDir(repoPath string) (string, bool) {
+	dot := filepath.Join(repoPath, ".git")
+	fi, err := os.Stat(dot)
+	switch {
+	case err == nil && fi.IsDir():
+		return dot, true
+	case err == nil:
+		return "", false
+	}
+	return repoPath, true
+}
+
+// Close releases the pack file descriptors kept open for reuse. It closes the
+// repository for every FS that shares it (the one Open returned and all its Subs):
+// later calls on any of them fail with closed. Closing again does nothing.
+func (f *FS) Close() error {
+	if err := f.r.close(); err != nil {
+		return vfs.Errno("close", vfs.Path{}, err)
+	}
+	return nil
 }
 
 func revNotFound(rev string) error {
@@ -162,6 +228,9 @@ func (f *FS) TreeID() string { return f.root.hash.String() }
 func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (node, string, error) {
 	if err := ctx.Err(); err != nil {
 		return node{}, "", &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+	}
+	if f.r.closed.Load() {
+		return node{}, "", vfs.NewError(vfs.CodeClosed, op, p, "repository closed")
 	}
 	res, err := vfs.Resolve[node](ctx, treeView{f.r}, f.root, p, follow, op)
 	if err != nil {

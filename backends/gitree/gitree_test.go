@@ -104,6 +104,8 @@ func newFixture(t *testing.T) fixture {
 	runGit(t, d, "tag", "-a", "v1", "-m", "version one")
 	runGit(t, d, "branch", "old")
 	runGit(t, d, "update-ref", "refs/remotes/origin/feature", "HEAD")
+	// The first commit's objects are packed, later ones stay loose: both stores are read.
+	runGit(t, d, "repack", "-adq")
 	write(t, filepath.Join(d, "a.txt"), "two\n", 0o644)
 	fix.smHash = "1234567890abcdef1234567890abcdef12345678"
 	runGit(t, d, "update-index", "--add", "--cacheinfo", "160000,"+fix.smHash+",sm")
@@ -545,5 +547,40 @@ func TestErrorsNeverNameHostPath(t *testing.T) {
 		if strings.Contains(err.Error(), f.dir) {
 			t.Fatalf("error %q contains host path", err)
 		}
+	}
+}
+
+func TestCloseAndStorageOptions(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, opts := range [][]Option{
+		nil,
+		{WithMaxOpenDescriptors(0)},
+		{WithLargeObjectThreshold(2), WithMaxOpenDescriptors(1)},
+	} {
+		g, err := Open(f.dir, "HEAD~1", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, g, "run.sh"); got != "#!/bin/sh\necho hi\n" {
+			t.Fatalf("run.sh = %q", got)
+		}
+		if got := readAll(t, g, "link_in"); got != "deep\n" {
+			t.Fatalf("link_in = %q", got)
+		}
+		s, err := g.Sub(ctx, vfs.MustParse("dir"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		_, err = g.Stat(ctx, vfs.MustParse("a.txt"))
+		wantCode(t, err, vfs.CodeClosed)
+		_, err = s.ReadDir(ctx, vfs.Path{})
+		wantCode(t, err, vfs.CodeClosed)
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"io/fs"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/capfs/capfs/vfs"
 )
 
 // node is one entry of a git tree: its mode and the object it names. The root of a
@@ -51,9 +54,37 @@ var emptyDir = &dir{}
 // repoState is what every FS opened from one Open (and its Subs) shares: the object
 // store, guarded by mu, and the tree cache.
 type repoState struct {
-	mu    sync.Mutex // serializes object-store access
-	store storer.EncodedObjectStorer
-	cache *lru
+	mu     sync.Mutex // serializes object-store access
+	store  storer.EncodedObjectStorer
+	closer io.Closer   // the storage, when Open built it; nil otherwise
+	closed atomic.Bool // set under mu
+	cache  *lru
+}
+
+var errClosed = &vfs.Error{Code: vfs.CodeClosed, Op: "read"}
+
+// close closes the storage once; later object reads fail with closed.
+func (r *repoState) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Load() {
+		return nil
+	}
+	r.closed.Store(true)
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
+
+// lock takes mu, failing if the repository was closed.
+func (r *repoState) lock() error {
+	r.mu.Lock()
+	if r.closed.Load() {
+		r.mu.Unlock()
+		return errClosed
+	}
+	return nil
 }
 
 // loadDir returns the decoded directory n, from the cache when possible.
@@ -64,7 +95,9 @@ func (r *repoState) loadDir(n node) (*dir, error) {
 	if d, ok := r.cache.get(n.hash); ok {
 		return d, nil
 	}
-	r.mu.Lock()
+	if err := r.lock(); err != nil {
+		return nil, err
+	}
 	t, err := object.GetTree(r.store, n.hash)
 	r.mu.Unlock()
 	if err != nil {
@@ -87,7 +120,9 @@ func (r *repoState) loadDir(n node) (*dir, error) {
 
 // readBlob returns the whole content of blob h.
 func (r *repoState) readBlob(h plumbing.Hash) ([]byte, error) {
-	r.mu.Lock()
+	if err := r.lock(); err != nil {
+		return nil, err
+	}
 	defer r.mu.Unlock()
 	o, err := r.store.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
@@ -107,7 +142,9 @@ func (r *repoState) readBlob(h plumbing.Hash) ([]byte, error) {
 
 // blobSize returns the size of blob h without decoding it where the store allows.
 func (r *repoState) blobSize(h plumbing.Hash) (int64, error) {
-	r.mu.Lock()
+	if err := r.lock(); err != nil {
+		return 0, err
+	}
 	defer r.mu.Unlock()
 	if s, ok := r.store.(interface {
 		EncodedObjectSize(plumbing.Hash) (int64, error)
