@@ -25,8 +25,12 @@
 // of pack file descriptors kept open for reuse (WithMaxOpenDescriptors; Close
 // releases them) and an optional LargeObjectThreshold (WithLargeObjectThreshold).
 //
-// Not (yet) provided: files are read by loading the whole blob into memory at
-// OpenFile, so very large blobs cost their size in memory; the object store is
+// Blobs up to 8 MiB (WithStreamThreshold) are loaded into memory whole at OpenFile;
+// larger ones are streamed, reopening the object for a read before the stream's
+// position. go-git itself decodes a packed object whole unless it exceeds
+// WithLargeObjectThreshold, and always for deltified objects.
+//
+// Not (yet) provided: the object store is
 // accessed under one mutex (go-git's filesystem storage does not promise concurrent
 // safety), so readers are serialized while they fetch objects; the effect of the
 // tuning options has not been measured yet.

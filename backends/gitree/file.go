@@ -5,19 +5,101 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/capfs/capfs/vfs"
 )
 
-// file is an open blob (or directory) of an FS. The blob's content is held in
-// memory whole; reads never touch the repository again.
+// file is an open blob (or directory) of an FS. A blob up to the FS's stream
+// threshold is held in memory whole, and reads never touch the repository again;
+// a larger one is streamed from the object store (see readStream).
 type file struct {
 	path vfs.Path
 	info vfs.Info
-	data []byte // nil for a directory
+	data []byte // content of a small blob; nil for a directory or a streamed blob
+
+	// Streamed blobs only.
+	r        *repoState
+	hash     plumbing.Hash
+	streamed bool
 
 	mu     sync.Mutex
 	off    int64
 	closed bool
+	stream io.ReadCloser // the blob's reader, positioned at spos; nil until needed
+	spos   int64
+}
+
+func (h *file) size() int64 {
+	if h.streamed {
+		return h.info.Size
+	}
+	return int64(len(h.data))
+}
+
+// readAt reads at off under h.mu, from memory or the stream.
+func (h *file) readAt(b []byte, off int64) (int, error) {
+	size := h.size()
+	if off >= size {
+		if len(b) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	if !h.streamed {
+		n := copy(b, h.data[off:])
+		if n < len(b) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+	want := b
+	if rem := size - off; int64(len(want)) > rem {
+		want = want[:rem]
+	}
+	n, err := h.readStream(want, off)
+	if err != nil {
+		return n, vfs.Errno("read", h.path, err)
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readStream fills b from the blob at off. A read at or after the stream's position
+// skips forward; one before it reopens the object: sequential reads cost one pass,
+// random reads backwards cost a reopen and a skip each.
+func (h *file) readStream(b []byte, off int64) (int, error) {
+	if err := h.r.lock(); err != nil {
+		return 0, err
+	}
+	defer h.r.mu.Unlock()
+	if h.stream == nil || off < h.spos {
+		if h.stream != nil {
+			h.stream.Close()
+			h.stream = nil
+		}
+		o, err := h.r.store.EncodedObject(plumbing.BlobObject, h.hash)
+		if err != nil {
+			return 0, err
+		}
+		rd, err := o.Reader()
+		if err != nil {
+			return 0, err
+		}
+		h.stream, h.spos = rd, 0
+	}
+	if off > h.spos {
+		k, err := io.CopyN(io.Discard, h.stream, off-h.spos)
+		h.spos += k
+		if err != nil {
+			return 0, err
+		}
+	}
+	n, err := io.ReadFull(h.stream, b)
+	h.spos += int64(n)
+	return n, err
 }
 
 var _ vfs.TypedFile = (*file)(nil)
@@ -44,15 +126,12 @@ func (h *file) Read(b []byte) (int, error) {
 	if err := h.readable("read"); err != nil {
 		return 0, err
 	}
-	if h.off >= int64(len(h.data)) {
-		if len(b) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	n := copy(b, h.data[h.off:])
+	n, err := h.readAt(b, h.off)
 	h.off += int64(n)
-	return n, nil
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
 }
 
 // ReadAt reads at off without moving the offset; a short read returns io.EOF.
@@ -65,17 +144,7 @@ func (h *file) ReadAt(b []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, h.fail(vfs.CodeInvalidPath, "read")
 	}
-	if off >= int64(len(h.data)) {
-		if len(b) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	n := copy(b, h.data[off:])
-	if n < len(b) {
-		return n, io.EOF
-	}
-	return n, nil
+	return h.readAt(b, off)
 }
 
 // Seek sets the offset; a negative result fails with invalid_path.
@@ -91,7 +160,7 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		base = h.off
 	case io.SeekEnd:
-		base = int64(len(h.data))
+		base = h.size()
 	default:
 		return 0, h.fail(vfs.CodeInvalidPath, "seek")
 	}
@@ -150,6 +219,10 @@ func (h *file) Close() error {
 	}
 	h.closed = true
 	h.data = nil
+	if h.stream != nil {
+		h.stream.Close()
+		h.stream = nil
+	}
 	return nil
 }
 

@@ -32,6 +32,19 @@ type config struct {
 	treeCache int
 	maxFDs    int
 	largeObj  int64
+	streamMin int64
+}
+
+// DefaultStreamThreshold is the blob size above which files are streamed from the
+// object store instead of loaded into memory at open.
+const DefaultStreamThreshold = 8 << 20
+
+// WithStreamThreshold sets the blob size above which an open file streams its
+// content from the object store rather than holding it in memory (n < 0 means
+// never stream). Streaming pays off with WithLargeObjectThreshold, below which
+// go-git decodes an object whole anyway.
+func WithStreamThreshold(n int64) Option {
+	return func(c *config) { c.streamMin = n }
 }
 
 // DefaultMaxOpenDescriptors is how many pack files an FS keeps open by default.
@@ -80,7 +93,7 @@ var _ vfs.Backend = (*FS)(nil)
 // revision go-git resolves (see the package doc) or a full tree id. A bad revision
 // is not_found, naming rev; no error carries repoPath.
 func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
-	cfg := config{treeCache: DefaultTreeCacheSize, maxFDs: DefaultMaxOpenDescriptors}
+	cfg := config{treeCache: DefaultTreeCacheSize, maxFDs: DefaultMaxOpenDescriptors, streamMin: DefaultStreamThreshold}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -109,7 +122,7 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 		}
 		return nil, vfs.NewError(code, "open", vfs.Path{}, "cannot open git repository")
 	}
-	r := &repoState{store: repo.Storer, cache: newLRU(cfg.treeCache), closer: closer}
+	r := &repoState{store: repo.Storer, cache: newLRU(cfg.treeCache), closer: closer, streamMin: cfg.streamMin}
 	root, mtime, err := resolveRev(repo, r, rev)
 	if err != nil {
 		r.close()
@@ -318,8 +331,9 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
 
 // OpenFile opens p for reading; any write flag fails with read_only. A directory
-// opens too, but reading it fails with is_a_directory. A file's blob is loaded
-// into memory whole at open.
+// opens too, but reading it fails with is_a_directory. A blob up to the stream
+// threshold (WithStreamThreshold) is loaded into memory whole at open; a larger one
+// is streamed.
 func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	if flag&writeFlags != 0 {
 		return nil, denied("open", p)
@@ -333,7 +347,9 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 		return nil, err
 	}
 	h := &file{path: p, info: info}
-	if !info.Mode.IsDir() {
+	if !info.Mode.IsDir() && f.r.streamMin >= 0 && info.Size > f.r.streamMin {
+		h.r, h.hash, h.streamed = f.r, n.hash, true
+	} else if !info.Mode.IsDir() {
 		data, err := f.r.readBlob(n.hash)
 		if err != nil {
 			return nil, vfs.Errno("open", p, err)

@@ -398,13 +398,32 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestFileReadAtSeek(t *testing.T) {
-	g := open(t, "HEAD")
+	f := newFixture(t)
+	for name, opts := range map[string][]Option{
+		"memory":   nil,
+		"streamed": {WithStreamThreshold(0), WithLargeObjectThreshold(1)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, err := Open(f.dir, "HEAD", opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			testFileReadAtSeek(t, g, name == "streamed")
+		})
+	}
+}
+
+func testFileReadAtSeek(t *testing.T, g *FS, streamed bool) {
 	ctx := context.Background()
 	h, err := g.OpenFile(ctx, vfs.MustParse("run.sh"), os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
+	if got := h.(*file).streamed; got != streamed {
+		t.Fatalf("streamed = %v, want %v", got, streamed)
+	}
 	content := "#!/bin/sh\necho hi\n"
 	b := make([]byte, 4)
 	if n, err := h.ReadAt(b, 10); n != 4 || err != nil || string(b) != "echo" {
@@ -419,6 +438,22 @@ func TestFileReadAtSeek(t *testing.T) {
 	rest, _ := io.ReadAll(h)
 	if string(rest) != "hi\n" {
 		t.Fatalf("after seek %q", rest)
+	}
+	// Backwards after reading to the end, then forwards past a gap.
+	if n, err := h.ReadAt(b[:2], 0); n != 2 || err != nil || string(b[:2]) != "#!" {
+		t.Fatalf("ReadAt(0) = %d %v %q", n, err, b[:2])
+	}
+	if n, err := h.ReadAt(b[:2], 15); n != 2 || err != nil || string(b[:2]) != "hi" {
+		t.Fatalf("ReadAt(15) = %d %v %q", n, err, b[:2])
+	}
+	if n, err := h.ReadAt(b, int64(len(content))); n != 0 || err != io.EOF {
+		t.Fatalf("ReadAt(end) = %d %v", n, err)
+	}
+	if _, err := h.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := io.ReadAll(h); err != nil || string(all) != content {
+		t.Fatalf("ReadAll after rewind = %q %v", all, err)
 	}
 	_, err = h.Seek(-1, io.SeekStart)
 	wantCode(t, err, vfs.CodeInvalidPath)
@@ -475,7 +510,7 @@ func TestSub(t *testing.T) {
 
 func TestConcurrentReadsAndSmallCache(t *testing.T) {
 	f := newFixture(t)
-	g, err := Open(f.dir, "HEAD", WithTreeCacheSize(2))
+	g, err := Open(f.dir, "HEAD", WithTreeCacheSize(2), WithStreamThreshold(2))
 	if err != nil {
 		t.Fatal(err)
 	}

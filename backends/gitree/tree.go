@@ -59,6 +59,8 @@ type repoState struct {
 	closer io.Closer   // the storage, when Open built it; nil otherwise
 	closed atomic.Bool // set under mu
 	cache  *lru
+
+	streamMin int64 // blobs larger than this are streamed; < 0: never
 }
 
 var errClosed = &vfs.Error{Code: vfs.CodeClosed, Op: "read"}
