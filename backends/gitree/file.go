@@ -220,7 +220,9 @@ func (h *file) Close() error {
 	h.closed = true
 	h.data = nil
 	if h.stream != nil {
+		h.r.mu.Lock() // the stream may read through descriptors the store shares
 		h.stream.Close()
+		h.r.mu.Unlock()
 		h.stream = nil
 	}
 	return nil

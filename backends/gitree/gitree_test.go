@@ -60,6 +60,8 @@ var (
 	fixOnce sync.Once
 	fix     fixture
 	fixErr  string
+	// fixStarted is set once a build began, so a failed build is not retried.
+	fixStarted bool
 )
 
 // newFixture builds (once per test binary) a repository with two commits, an
@@ -83,6 +85,10 @@ func newFixture(t *testing.T) fixture {
 	if fix.c1 != "" {
 		return fix
 	}
+	if fixStarted {
+		t.Fatal("building the fixture repository failed in an earlier test")
+	}
+	fixStarted = true
 	d := fix.dir
 	runGit(t, d, "init", "-q")
 	write(t, filepath.Join(d, "a.txt"), "one\n", 0o644)
@@ -97,6 +103,10 @@ func newFixture(t *testing.T) fixture {
 	symlink(t, "/etc/passwd", filepath.Join(d, "abs"))
 	symlink(t, "../../a.txt", filepath.Join(d, "dir/sub/top"))
 	runGit(t, d, "add", "-A")
+	// A symlink whose target is longer than any host allows: only git can hold it.
+	long := filepath.Join(t.TempDir(), "long")
+	write(t, long, strings.Repeat("x/", 2100)+"a.txt", 0o644)
+	runGit(t, d, "update-index", "--add", "--cacheinfo", "120000,"+runGit(t, d, "hash-object", "-w", long)+",dir/long")
 	runGit(t, d, "commit", "-q", "-m", "first")
 	fix.c1 = runGit(t, d, "rev-parse", "HEAD")
 	fix.tree1 = runGit(t, d, "rev-parse", "HEAD^{tree}")
@@ -343,6 +353,11 @@ func TestSymlinks(t *testing.T) {
 		t.Errorf("readlink esc = %q, %v", tgt, err)
 	}
 	_, err := g.Readlink(ctx, vfs.MustParse("a.txt"))
+	wantCode(t, err, vfs.CodeInvalidPath)
+	// A target longer than PATH_MAX is refused without being loaded.
+	_, err = g.Readlink(ctx, vfs.MustParse("dir/long"))
+	wantCode(t, err, vfs.CodeInvalidPath)
+	_, err = g.Stat(ctx, vfs.MustParse("dir/long"))
 	wantCode(t, err, vfs.CodeInvalidPath)
 	for _, p := range []string{"esc", "abs"} {
 		_, err := g.OpenFile(ctx, vfs.MustParse(p), os.O_RDONLY, 0)

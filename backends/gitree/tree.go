@@ -122,6 +122,18 @@ func (r *repoState) loadDir(n node) (*dir, error) {
 
 // readBlob returns the whole content of blob h.
 func (r *repoState) readBlob(h plumbing.Hash) ([]byte, error) {
+	return r.readBlobMax(h, -1)
+}
+
+// errLongTarget refuses a symlink blob longer than any target a host could hold.
+var errLongTarget = &vfs.Error{Code: vfs.CodeInvalidPath, Op: "readlink"}
+
+// maxTarget is the longest symlink target read (Linux's PATH_MAX).
+const maxTarget = 4096
+
+// readBlobMax is readBlob refusing, with invalid_path, a blob larger than max
+// bytes (max < 0: no limit) before reading it.
+func (r *repoState) readBlobMax(h plumbing.Hash, max int64) ([]byte, error) {
 	if err := r.lock(); err != nil {
 		return nil, err
 	}
@@ -129,6 +141,9 @@ func (r *repoState) readBlob(h plumbing.Hash) ([]byte, error) {
 	o, err := r.store.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
 		return nil, err
+	}
+	if max >= 0 && o.Size() > max {
+		return nil, errLongTarget
 	}
 	rd, err := o.Reader()
 	if err != nil {
@@ -174,8 +189,9 @@ func (t treeView) Lookup(d node, name string) (node, bool, error) {
 
 func (t treeView) Type(n node) fs.FileMode { return typeOf(n) }
 
+// Target returns the symlink's blob; a blob over maxTarget bytes is invalid_path.
 func (t treeView) Target(n node) (string, error) {
-	b, err := t.r.readBlob(n.hash)
+	b, err := t.r.readBlobMax(n.hash, maxTarget)
 	if err != nil {
 		return "", err
 	}
