@@ -2,7 +2,6 @@ package gitree
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
@@ -259,7 +258,10 @@ func (f *FS) info(op string, p vfs.Path, n node, name string) (vfs.Info, error) 
 	if name == "" {
 		name = "."
 	}
-	i := vfs.Info{Name: name, ModTime: f.modTime, Nlink: 1, ID: binary.BigEndian.Uint64(n.hash[:8])}
+	// ID stays 0 (unknown): git objects are content-addressed, so two distinct files
+	// with the same content share an object, and an object-derived ID would present
+	// them as hard links. Sys carries the object id instead.
+	i := vfs.Info{Name: name, ModTime: f.modTime, Nlink: 1}
 	switch n.mode {
 	case filemode.Dir:
 		i.Mode = fs.ModeDir | 0o755

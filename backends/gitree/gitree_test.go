@@ -276,6 +276,9 @@ func TestModesAndInfo(t *testing.T) {
 		if e, ok := i.Sys.(*Entry); !ok || e.Kind != c.kind {
 			t.Errorf("%s: Sys %#v, want kind %s", c.p, i.Sys, c.kind)
 		}
+		if i.ID != 0 {
+			t.Errorf("%s: ID %d; content-addressed objects must not pose as hard links", c.p, i.ID)
+		}
 		if i.ModTime.Unix() != 1577934245 {
 			t.Errorf("%s: mtime %v, want the commit time", c.p, i.ModTime)
 		}
@@ -310,6 +313,16 @@ func TestModesAndInfo(t *testing.T) {
 	wantCode(t, err, vfs.CodeNotFound)
 	_, err = g.Stat(ctx, vfs.MustParse("a.txt/x"))
 	wantCode(t, err, vfs.CodeNotDir)
+}
+
+func TestCanceledContext(t *testing.T) {
+	g := open(t, "HEAD")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := g.Stat(ctx, vfs.MustParse("a.txt"))
+	wantCode(t, err, vfs.CodeCanceled)
+	_, err = g.OpenFile(ctx, vfs.MustParse("a.txt"), os.O_RDONLY, 0)
+	wantCode(t, err, vfs.CodeCanceled)
 }
 
 func TestReadDirOrder(t *testing.T) {
