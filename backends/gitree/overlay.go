@@ -1,0 +1,490 @@
+package gitree
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Signature names the author (and committer) of a commit Overlay.Commit writes. A
+// zero When means the time of the call.
+type Signature struct {
+	Name  string
+	Email string
+	When  time.Time
+}
+
+// Overlay is a writable vfs.Backend over one branch of a repository: reads fall
+// through to the branch's tree as it was when the overlay was opened, writes go to
+// an in-memory layer, and Commit turns the merged view into a git commit on the
+// branch.
+//
+// Copy-up is whole-tree: the first mutation copies every entry of the base tree
+// into the memory layer (directories, blob contents, symlinks, modes), and from then
+// on every call is served by that layer, so deletions, renames (of files and whole
+// directories) and symlink resolution have exactly the memory backend's semantics
+// and need no whiteout bookkeeping. The cost is one pass over the base tree and
+// memory for all its blobs at the first write; reads before it cost nothing extra.
+//
+// Git records only what it can: a file's mode becomes 100755 if its owner-execute
+// bit is set and 100644 otherwise; symlinks become 120000 entries whose blob is the
+// target text; empty directories are dropped (git cannot store them); times,
+// other permission bits and hard-link identity are not recorded. A submodule of the
+// base tree stays a submodule (a gitlink to the same commit) while its directory in
+// the overlay is empty; it follows renames of its own path.
+//
+// All methods are safe for concurrent use. Commit excludes the overlay's own
+// mutating methods while it snapshots the tree, but not writes through files that
+// were already open for writing.
+type Overlay struct {
+	base  *FS
+	repo  *git.Repository
+	ref   plumbing.ReferenceName
+	head  plumbing.Hash // the commit the ref must still point at
+	mu    sync.RWMutex  // write: materialization and Commit; read: mutations
+	upper atomic.Pointer[memory.FS]
+	// gitlinks maps paths of submodules (copied up as empty directories) to the
+	// commit each pins; written under mu's write lock or under glMu with mu read-locked.
+	glMu     sync.Mutex
+	gitlinks map[string]plumbing.Hash
+}
+
+var _ vfs.Backend = (*Overlay)(nil)
+
+// OpenOverlay opens the repository at repoPath (a work tree or a bare repository)
+// and returns a writable overlay over the tip of branch (a short name such as
+// "main", or a full "refs/..." name). The branch's current commit is recorded:
+// Commit moves the branch only if it still points there. An unknown branch is
+// not_found; no error carries repoPath.
+func OpenOverlay(repoPath, branch string, opts ...Option) (*Overlay, error) {
+	repo, err := git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "cannot open git repository")
+	}
+	name := plumbing.ReferenceName(branch)
+	if !strings.HasPrefix(branch, "refs/") {
+		name = plumbing.NewBranchReferenceName(branch)
+	}
+	ref, err := repo.Storer.Reference(name)
+	if err != nil || ref.Type() != plumbing.HashReference {
+		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "branch "+quote(branch)+" not found")
+	}
+	base, err := Open(repoPath, ref.Hash().String(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), gitlinks: map[string]plumbing.Hash{}}, nil
+}
+
+// Base returns the commit id Commit expects the branch to point at: the one it
+// pointed at when the overlay was opened, or the last commit this overlay wrote.
+func (o *Overlay) Base() string {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.head.String()
+}
+
+// Close releases the base tree's repository handles. The overlay must not be used
+// afterwards.
+func (o *Overlay) Close() error { return o.base.Close() }
+
+func (o *Overlay) reader() vfs.Backend {
+	if u := o.upper.Load(); u != nil {
+		return u
+	}
+	return o.base
+}
+
+// write runs fn on the memory layer, copying the base tree up first if needed.
+func (o *Overlay) write(ctx context.Context, fn func(u *memory.FS) error) error {
+	if o.upper.Load() == nil {
+		o.mu.Lock()
+		if o.upper.Load() == nil {
+			u := memory.New()
+			if err := o.copyUp(ctx, u, vfs.Path{}); err != nil {
+				o.mu.Unlock()
+				return err
+			}
+			o.upper.Store(u)
+		}
+		o.mu.Unlock()
+	}
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return fn(o.upper.Load())
+}
+
+// copyUp copies directory dir of the base tree, recursively, into u.
+func (o *Overlay) copyUp(ctx context.Context, u *memory.FS, dir vfs.Path) error {
+	ents, err := o.base.ReadDir(ctx, dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p, err := dir.Child(e.Name)
+		if err != nil {
+			return err
+		}
+		info, err := o.base.Lstat(ctx, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case info.Mode&fs.ModeSymlink != 0:
+			t, err := o.base.Readlink(ctx, p)
+			if err != nil {
+				return err
+			}
+			if err := u.Symlink(ctx, t, p); err != nil {
+				return err
+			}
+		case info.Mode.IsDir():
+			if err := u.Mkdir(ctx, p, 0o755); err != nil {
+				return err
+			}
+			if en, ok := info.Sys.(*Entry); ok && en.Kind == "submodule" {
+				o.gitlinks[p.String()] = plumbing.NewHash(en.ID)
+				continue
+			}
+			if err := o.copyUp(ctx, u, p); err != nil {
+				return err
+			}
+		default:
+			if err := copyFile(ctx, o.base, u, p, info.Mode.Perm()); err != nil {
+				return err
+			}
+		}
+		if info.Mode&fs.ModeSymlink == 0 {
+			if err := u.Chtimes(ctx, p, info.ModTime, info.ModTime); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func copyFile(ctx context.Context, from, to vfs.Backend, p vfs.Path, perm fs.FileMode) error {
+	src, err := from.OpenFile(ctx, p, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := to.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return vfs.Errno("open", p, err)
+	}
+	return dst.Close()
+}
+
+// Features reports a writable, non-persistent backend with symlinks, Chmod and
+// Chtimes (only the execute bit survives a Commit). Hard links are not supported:
+// git has no notion of them.
+func (o *Overlay) Features() vfs.Features {
+	return vfs.Features{Symlinks: true, Chmod: true, Chtimes: true}
+}
+
+// Stat returns information on p in the merged view, following a final symlink.
+func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return o.reader().Stat(ctx, p)
+}
+
+// Lstat returns information on p in the merged view.
+func (o *Overlay) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return o.reader().Lstat(ctx, p)
+}
+
+// ReadDir lists directory p of the merged view, sorted by name.
+func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	return o.reader().ReadDir(ctx, p)
+}
+
+// OpenFile opens p; any write flag copies the tree up first (see Overlay).
+func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	if flag&writeFlags == 0 {
+		return o.reader().OpenFile(ctx, p, flag, perm)
+	}
+	var f vfs.File
+	err := o.write(ctx, func(u *memory.FS) error {
+		var err error
+		f, err = u.OpenFile(ctx, p, flag, perm)
+		return err
+	})
+	return f, err
+}
+
+// Mkdir creates directory p in the overlay.
+func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	return o.write(ctx, func(u *memory.FS) error { return u.Mkdir(ctx, p, perm) })
+}
+
+// Remove removes a file, symlink or empty directory from the overlay.
+func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
+	return o.write(ctx, func(u *memory.FS) error {
+		if err := u.Remove(ctx, p); err != nil {
+			return err
+		}
+		o.glMu.Lock()
+		delete(o.gitlinks, p.String())
+		o.glMu.Unlock()
+		return nil
+	})
+}
+
+// Rename moves from to to in the overlay; directories move with their subtree.
+func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	return o.write(ctx, func(u *memory.FS) error {
+		if err := u.Rename(ctx, from, to, flags); err != nil {
+			return err
+		}
+		o.glMu.Lock()
+		defer o.glMu.Unlock()
+		moved := map[string]plumbing.Hash{}
+		for k, h := range o.gitlinks {
+			kp := vfs.MustParse(k)
+			if flags&vfs.RenameExchange != 0 {
+				if rest, ok := kp.TrimPrefix(to); ok {
+					moved[from.Join(rest).String()] = h
+					delete(o.gitlinks, k)
+					continue
+				}
+			}
+			if rest, ok := kp.TrimPrefix(from); ok {
+				moved[to.Join(rest).String()] = h
+				delete(o.gitlinks, k)
+			}
+		}
+		for k, h := range moved {
+			o.gitlinks[k] = h
+		}
+		return nil
+	})
+}
+
+// Symlink creates symlink p with target text target in the overlay.
+func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	return o.write(ctx, func(u *memory.FS) error { return u.Symlink(ctx, target, p) })
+}
+
+// Readlink returns the target text of symlink p in the merged view.
+func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	return o.reader().Readlink(ctx, p)
+}
+
+// Link fails with not_supported: git cannot record hard links.
+func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	e := vfs.NewError(vfs.CodeNotSupported, "link", oldp, "git overlays have no hard links")
+	e.Dest = newp.String()
+	return e
+}
+
+// Chmod changes p's permission bits in the overlay; Commit keeps only the owner
+// execute bit.
+func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	return o.write(ctx, func(u *memory.FS) error { return u.Chmod(ctx, p, mode) })
+}
+
+// Chtimes changes p's times in the overlay; Commit does not record them.
+func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	return o.write(ctx, func(u *memory.FS) error { return u.Chtimes(ctx, p, atime, mtime) })
+}
+
+// Sub returns a writable Backend rooted at directory p of the overlay. It copies
+// the tree up first (so that writes through it land in the overlay) and is the
+// memory layer's Sub: later renames of p do not redirect it.
+func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	var b vfs.Backend
+	err := o.write(ctx, func(u *memory.FS) error {
+		var err error
+		b, err = u.Sub(ctx, p)
+		return err
+	})
+	return b, err
+}
+
+func validSig(s string) bool {
+	return s != "" && !strings.ContainsAny(s, "<>\n\x00")
+}
+
+// Commit writes the merged view into the repository's object store as blobs, trees
+// and a commit whose parent is Base(), with message (a final newline is added if
+// missing) and author as both author and committer. It touches no work tree and no
+// index. It then moves the branch to the new commit only if the branch still points
+// at Base() (compare-and-swap); otherwise it fails with conflict and the branch is
+// unchanged (the unreferenced objects stay until git gc). On success the new commit
+// becomes Base(), so a later Commit builds on it. An author with an empty name or
+// email, or one containing '<', '>' or a newline, is invalid_path.
+func (o *Overlay) Commit(ctx context.Context, message string, author Signature) (string, error) {
+	if !validSig(author.Name) || !validSig(author.Email) {
+		return "", vfs.NewError(vfs.CodeInvalidPath, "commit", vfs.Path{}, "invalid author name or email")
+	}
+	if author.When.IsZero() {
+		author.When = time.Now()
+	}
+	if !strings.HasSuffix(message, "\n") {
+		message += "\n"
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var tree plumbing.Hash
+	if u := o.upper.Load(); u == nil {
+		tree = o.base.root.hash
+	} else {
+		o.glMu.Lock()
+		h, _, err := o.writeTree(ctx, u, vfs.Path{})
+		o.glMu.Unlock()
+		if err != nil {
+			return "", err
+		}
+		tree = h
+	}
+	sig := object.Signature{Name: author.Name, Email: author.Email, When: author.When}
+	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree, ParentHashes: []plumbing.Hash{o.head}}
+	id, err := o.store(ctx, c.Encode, plumbing.CommitObject)
+	if err != nil {
+		return "", err
+	}
+	newRef := plumbing.NewHashReference(o.ref, id)
+	oldRef := plumbing.NewHashReference(o.ref, o.head)
+	if err := o.repo.Storer.CheckAndSetReference(newRef, oldRef); err != nil {
+		if errors.Is(err, storage.ErrReferenceHasChanged) {
+			return "", vfs.NewError(vfs.CodeConflict, "commit", vfs.Path{}, "branch moved since the overlay was opened")
+		}
+		return "", vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot update the branch")
+	}
+	o.head = id
+	return id.String(), nil
+}
+
+// store encodes an object with enc and writes it unless the store already has it.
+func (o *Overlay) store(ctx context.Context, enc func(plumbing.EncodedObject) error, t plumbing.ObjectType) (plumbing.Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return plumbing.ZeroHash, &vfs.Error{Code: vfs.CodeCanceled, Op: "commit", Err: err}
+	}
+	obj := o.repo.Storer.NewEncodedObject()
+	obj.SetType(t)
+	if err := enc(obj); err != nil {
+		return plumbing.ZeroHash, vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot encode object")
+	}
+	h := obj.Hash()
+	if o.repo.Storer.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	if _, err := o.repo.Storer.SetEncodedObject(obj); err != nil {
+		return plumbing.ZeroHash, vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot write object")
+	}
+	return h, nil
+}
+
+func (o *Overlay) blob(ctx context.Context, data []byte) (plumbing.Hash, error) {
+	return o.store(ctx, func(obj plumbing.EncodedObject) error {
+		w, err := obj.Writer()
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+		return w.Close()
+	}, plumbing.BlobObject)
+}
+
+// writeTree writes directory dir of u as a tree; empty reports a tree with no
+// entries (not written, dropped by the caller).
+func (o *Overlay) writeTree(ctx context.Context, u *memory.FS, dir vfs.Path) (plumbing.Hash, bool, error) {
+	ents, err := u.ReadDir(ctx, dir)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	var out []object.TreeEntry
+	for _, e := range ents {
+		p, err := dir.Child(e.Name)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		info, err := u.Lstat(ctx, p)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		var te object.TreeEntry
+		te.Name = e.Name
+		switch {
+		case info.Mode&fs.ModeSymlink != 0:
+			t, err := u.Readlink(ctx, p)
+			if err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+			te.Mode = filemode.Symlink
+			if te.Hash, err = o.blob(ctx, []byte(t)); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+		case info.Mode.IsDir():
+			h, empty, err := o.writeTree(ctx, u, p)
+			if err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+			if empty {
+				gl, ok := o.gitlinks[p.String()]
+				if !ok {
+					continue
+				}
+				te.Mode, te.Hash = filemode.Submodule, gl
+			} else {
+				te.Mode, te.Hash = filemode.Dir, h
+			}
+		case info.Mode.IsRegular():
+			f, err := u.OpenFile(ctx, p, os.O_RDONLY, 0)
+			if err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+			data, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return plumbing.ZeroHash, false, vfs.Errno("commit", p, err)
+			}
+			te.Mode = filemode.Regular
+			if info.Mode&0o100 != 0 {
+				te.Mode = filemode.Executable
+			}
+			if te.Hash, err = o.blob(ctx, data); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+		default:
+			return plumbing.ZeroHash, false, vfs.NewError(vfs.CodeNotSupported, "commit", p, "git cannot store this file type")
+		}
+		out = append(out, te)
+	}
+	if len(out) == 0 {
+		return plumbing.ZeroHash, true, nil
+	}
+	// Git orders entries by name, comparing a tree's name as if it ended in "/".
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	t := &object.Tree{Entries: out}
+	h, err := o.store(ctx, t.Encode, plumbing.TreeObject)
+	return h, false, err
+}

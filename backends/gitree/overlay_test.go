@@ -1,0 +1,237 @@
+package gitree
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// overlayRepo builds a fresh repository (commits move its refs, so tests do not
+// share it) and returns its directory and head commit.
+func overlayRepo(t *testing.T) (string, string) {
+	t.Helper()
+	newFixture(t) // skips without the git CLI
+	d := t.TempDir()
+	runGit(t, d, "init", "-q")
+	write(t, filepath.Join(d, "a.txt"), "one\n", 0o644)
+	write(t, filepath.Join(d, "run.sh"), "#!/bin/sh\n", 0o755)
+	write(t, filepath.Join(d, "dir/sub/deep.txt"), "deep\n", 0o644)
+	write(t, filepath.Join(d, "dir/keep.txt"), "keep\n", 0o644)
+	write(t, filepath.Join(d, "old/x.txt"), "x\n", 0o644)
+	symlink(t, "a.txt", filepath.Join(d, "link"))
+	runGit(t, d, "add", "-A")
+	runGit(t, d, "update-index", "--add", "--cacheinfo", "160000,1234567890abcdef1234567890abcdef12345678,sm")
+	runGit(t, d, "commit", "-q", "-m", "base")
+	return d, runGit(t, d, "rev-parse", "HEAD")
+}
+
+func overlayWrite(t *testing.T, b vfs.Backend, p, data string, perm fs.FileMode) {
+	t.Helper()
+	f, err := b.OpenFile(context.Background(), vfs.MustParse(p), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		t.Fatalf("create %s: %v", p, err)
+	}
+	if _, err := f.Write([]byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(es []vfs.DirEntry) string {
+	var s []string
+	for _, e := range es {
+		s = append(s, e.Name)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestOverlayCommit(t *testing.T) {
+	ctx := context.Background()
+	d, base := overlayRepo(t)
+	status := runGit(t, d, "status", "--porcelain")
+	index := runGit(t, d, "ls-files", "-s")
+	indexStat, err := os.Stat(filepath.Join(d, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := OpenOverlay(d, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if o.Base() != base {
+		t.Fatalf("Base %s, want %s", o.Base(), base)
+	}
+	if got := readAll(t, o, "a.txt"); got != "one\n" {
+		t.Fatalf("read-through: %q", got)
+	}
+	P := vfs.MustParse
+	overlayWrite(t, o, "a.txt", "changed\n", 0o644)
+	if _, err := o.OpenFile(ctx, P("new/file.txt"), os.O_WRONLY|os.O_CREATE, 0o644); vfs.CodeOf(err) != vfs.CodeNotFound {
+		t.Fatalf("create under a missing parent: %v", err)
+	}
+	if err := o.Mkdir(ctx, P("new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	overlayWrite(t, o, "new/file.txt", "fresh\n", 0o644)
+	overlayWrite(t, o, "tool", "#!/bin/sh\nexit 0\n", 0o644)
+	if err := o.Chmod(ctx, P("tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Chmod(ctx, P("run.sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Symlink(ctx, "new/file.txt", P("ln2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Remove(ctx, P("link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rename(ctx, P("dir"), P("moved"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Remove(ctx, P("old/x.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Mkdir(ctx, P("empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The merged view.
+	es, err := o.ReadDir(ctx, vfs.Path{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(es), "a.txt,empty,ln2,moved,new,old,run.sh,sm,tool"; got != want {
+		t.Fatalf("ReadDir: %s, want %s", got, want)
+	}
+	if got := readAll(t, o, "ln2"); got != "fresh\n" {
+		t.Fatalf("through new symlink: %q", got)
+	}
+	if got := readAll(t, o, "moved/sub/deep.txt"); got != "deep\n" {
+		t.Fatalf("renamed dir: %q", got)
+	}
+	if _, err := o.Lstat(ctx, P("dir")); vfs.CodeOf(err) != vfs.CodeNotFound {
+		t.Fatalf("renamed-away dir: %v", err)
+	}
+	// The base FS is untouched.
+	if got := readAll(t, o.base, "a.txt"); got != "one\n" {
+		t.Fatalf("base changed: %q", got)
+	}
+
+	when := time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)
+	id, err := o.Commit(ctx, "overlay commit", Signature{Name: "Ann", Email: "ann@example.com", When: when})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runGit(t, d, "rev-parse", "refs/heads/main"); got != id {
+		t.Fatalf("main at %s, want %s", got, id)
+	}
+	runGit(t, d, "fsck", "--strict")
+	cat := runGit(t, d, "cat-file", "-p", id)
+	if !strings.Contains(cat, "parent "+base+"\n") || !strings.HasSuffix(cat, "overlay commit") ||
+		!strings.Contains(cat, "author Ann <ann@example.com> 1620284889 +0000") {
+		t.Fatalf("commit:\n%s", cat)
+	}
+	for p, want := range map[string]string{
+		"a.txt": "changed", "new/file.txt": "fresh", "moved/sub/deep.txt": "deep",
+		"moved/keep.txt": "keep", "ln2": "new/file.txt", "tool": "#!/bin/sh\nexit 0",
+	} {
+		if got := runGit(t, d, "show", id+":"+p); got != want {
+			t.Errorf("git show %s: %q, want %q", p, got, want)
+		}
+	}
+	ls := runGit(t, d, "ls-tree", "-r", "--format=%(objectmode) %(path)", id)
+	wantLs := strings.Join([]string{
+		"100644 a.txt", "120000 ln2", "100644 moved/keep.txt", "100644 moved/sub/deep.txt",
+		"100644 new/file.txt", "100644 run.sh", "160000 sm", "100755 tool",
+	}, "\n")
+	if ls != wantLs {
+		t.Fatalf("ls-tree:\n%s\nwant:\n%s", ls, wantLs)
+	}
+	// Nothing in the work tree or index changed: only the ref moved, so the work
+	// tree now differs from HEAD exactly where the commit differs.
+	if data, err := os.ReadFile(filepath.Join(d, "a.txt")); err != nil || string(data) != "one\n" {
+		t.Fatalf("work tree a.txt: %q %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(d, "tool")); !os.IsNotExist(err) {
+		t.Fatalf("commit wrote into the work tree: %v", err)
+	}
+	if got := runGit(t, d, "ls-files", "-s"); got != index {
+		t.Fatalf("index changed:\n%s\nwant:\n%s", got, index)
+	}
+	if st, err := os.Stat(filepath.Join(d, ".git", "index")); err != nil || !st.ModTime().Equal(indexStat.ModTime()) || st.Size() != indexStat.Size() {
+		t.Fatalf("index file rewritten: %v", err)
+	}
+	runGit(t, d, "update-ref", "refs/heads/main", base) // back to base: clean again
+	if got := runGit(t, d, "status", "--porcelain"); got != status {
+		t.Fatalf("status after commit: %q, want %q", got, status)
+	}
+}
+
+func TestOverlayChainedCommitAndNoop(t *testing.T) {
+	ctx := context.Background()
+	d, base := overlayRepo(t)
+	o, err := OpenOverlay(d, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	sig := Signature{Name: "B", Email: "b@e"}
+	// No change: a commit with the base's tree.
+	id1, err := o.Commit(ctx, "noop\n", sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runGit(t, d, "rev-parse", id1+"^{tree}") != runGit(t, d, "rev-parse", base+"^{tree}") {
+		t.Fatal("noop commit changed the tree")
+	}
+	overlayWrite(t, o, "b.txt", "b\n", 0o644)
+	id2, err := o.Commit(ctx, "second", sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runGit(t, d, "rev-parse", id2+"^"); got != id1 {
+		t.Fatalf("parent %s, want %s", got, id1)
+	}
+	if got := runGit(t, d, "show", id2+":b.txt"); got != "b" {
+		t.Fatalf("b.txt: %q", got)
+	}
+	runGit(t, d, "fsck", "--strict")
+	if _, err := o.Commit(ctx, "x", Signature{Name: "a<b", Email: "e"}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
+		t.Fatalf("bad author: %v", err)
+	}
+	if err := o.Link(ctx, vfs.MustParse("b.txt"), vfs.MustParse("c")); vfs.CodeOf(err) != vfs.CodeNotSupported {
+		t.Fatalf("Link: %v", err)
+	}
+}
+
+func TestOverlayConflict(t *testing.T) {
+	ctx := context.Background()
+	d, _ := overlayRepo(t)
+	o, err := OpenOverlay(d, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	overlayWrite(t, o, "a.txt", "mine\n", 0o644)
+	write(t, filepath.Join(d, "other.txt"), "other\n", 0o644)
+	runGit(t, d, "add", "other.txt")
+	runGit(t, d, "commit", "-q", "-m", "moved on")
+	moved := runGit(t, d, "rev-parse", "main")
+	_, err = o.Commit(ctx, "late", Signature{Name: "C", Email: "c@e"})
+	wantCode(t, err, vfs.CodeConflict)
+	if got := runGit(t, d, "rev-parse", "main"); got != moved {
+		t.Fatalf("ref changed to %s, want %s", got, moved)
+	}
+	if _, err := OpenOverlay(d, "nope"); vfs.CodeOf(err) != vfs.CodeNotFound {
+		t.Fatalf("unknown branch: %v", err)
+	}
+}
