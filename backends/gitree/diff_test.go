@@ -382,3 +382,37 @@ func TestUnifiedDiffEdgeCases(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", buf.String(), want)
 	}
 }
+
+func TestDiffSubmodule(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not on PATH")
+	}
+	ctx := context.Background()
+	d := t.TempDir()
+	h1, h2 := strings.Repeat("1", 40), strings.Repeat("2", 40)
+	runGit(t, d, "init", "-q")
+	write(t, filepath.Join(d, "f"), "f\n", 0o644)
+	runGit(t, d, "add", "f")
+	runGit(t, d, "update-index", "--add", "--cacheinfo", "160000,"+h1+",sm")
+	runGit(t, d, "commit", "-q", "-m", "one")
+	c1 := runGit(t, d, "rev-parse", "HEAD")
+	runGit(t, d, "update-index", "--cacheinfo", "160000,"+h2+",sm")
+	runGit(t, d, "commit", "-q", "-m", "two")
+	a, b := openAt(t, d, c1), openAt(t, d, "HEAD")
+	want := []Change{{Kind: Modified, Path: "sm", OldMode: fs.ModeDir | 0o755, NewMode: fs.ModeDir | 0o755, OldID: h1, NewID: h2}}
+	got, err := Diff(ctx, a, b)
+	must(t, err)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Diff: %+v", got)
+	}
+	gen, err := DiffBackends(ctx, a, b)
+	must(t, err)
+	if !reflect.DeepEqual(gen, want) {
+		t.Fatalf("DiffBackends: %+v", gen)
+	}
+	var buf bytes.Buffer
+	must(t, UnifiedDiff(ctx, a, b, got, &buf))
+	if g, w := normalizeGit(buf.String()), normalizeGit(runGit(t, d, "diff", "--no-color", c1, "HEAD")+"\n"); g != w {
+		t.Fatalf("patch:\n%s\ngit:\n%s", g, w)
+	}
+}
