@@ -59,10 +59,10 @@ type Overlay struct {
 	head  plumbing.Hash // the commit the ref must still point at
 	mu    sync.RWMutex  // write: materialization and Commit; read: mutations
 	upper atomic.Pointer[memory.FS]
-	// gitlinks maps paths of submodules (copied up as empty directories) to the
-	// commit each pins; written under mu's write lock or under glMu with mu read-locked.
+	// special maps paths of submodules (copied up as empty directories) and of
+	// over-long symlinks (copied up as placeholders) to their object ids; written under mu's write lock or under glMu with mu read-locked.
 	glMu     sync.Mutex
-	gitlinks map[string]plumbing.Hash
+	special map[string]plumbing.Hash
 }
 
 var _ vfs.Backend = (*Overlay)(nil)
@@ -89,7 +89,7 @@ func OpenOverlay(repoPath, branch string, opts ...Option) (*Overlay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), gitlinks: map[string]plumbing.Hash{}}, nil
+	return &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), special: map[string]plumbing.Hash{}}, nil
 }
 
 // Base returns the commit id Commit expects the branch to point at: the one it
@@ -147,11 +147,22 @@ func (o *Overlay) copyUp(ctx context.Context, u *memory.FS, dir vfs.Path) error 
 		}
 		switch {
 		case info.Mode&fs.ModeSymlink != 0:
-			t, err := o.base.Readlink(ctx, p)
-			if err != nil {
-				return err
+			// Read the blob itself: git can hold a target longer than Readlink returns.
+			en, ok := info.Sys.(*Entry)
+			if !ok {
+				return vfs.NewError(vfs.CodeIO, "open", p, "symlink without an object id")
 			}
-			if err := u.Symlink(ctx, t, p); err != nil {
+			t, err := o.base.r.readBlob(plumbing.NewHash(en.ID))
+			if err != nil {
+				return vfs.Errno("open", p, err)
+			}
+			if len(t) > maxTarget {
+				// Longer than the memory layer takes: keep a placeholder that Commit
+				// turns back into the original object while it is left alone.
+				o.special[p.String()] = plumbing.NewHash(en.ID)
+				t = []byte(placeholder(en.ID))
+			}
+			if err := u.Symlink(ctx, string(t), p); err != nil {
 				return err
 			}
 		case info.Mode.IsDir():
@@ -159,7 +170,7 @@ func (o *Overlay) copyUp(ctx context.Context, u *memory.FS, dir vfs.Path) error 
 				return err
 			}
 			if en, ok := info.Sys.(*Entry); ok && en.Kind == "submodule" {
-				o.gitlinks[p.String()] = plumbing.NewHash(en.ID)
+				o.special[p.String()] = plumbing.NewHash(en.ID)
 				continue
 			}
 			if err := o.copyUp(ctx, u, p); err != nil {
@@ -240,12 +251,12 @@ func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 // Remove removes a file, symlink or empty directory from the overlay.
 func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 	return o.write(ctx, func(u *memory.FS) error {
+		o.glMu.Lock()
+		defer o.glMu.Unlock()
 		if err := u.Remove(ctx, p); err != nil {
 			return err
 		}
-		o.glMu.Lock()
-		delete(o.gitlinks, p.String())
-		o.glMu.Unlock()
+		delete(o.special, p.String())
 		return nil
 	})
 }
@@ -253,28 +264,32 @@ func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 // Rename moves from to to in the overlay; directories move with their subtree.
 func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
 	return o.write(ctx, func(u *memory.FS) error {
+		o.glMu.Lock() // held across the rename: bookkeeping follows in the same order
+		defer o.glMu.Unlock()
 		if err := u.Rename(ctx, from, to, flags); err != nil {
 			return err
 		}
-		o.glMu.Lock()
-		defer o.glMu.Unlock()
 		moved := map[string]plumbing.Hash{}
-		for k, h := range o.gitlinks {
+		for k, h := range o.special {
 			kp := vfs.MustParse(k)
 			if flags&vfs.RenameExchange != 0 {
 				if rest, ok := kp.TrimPrefix(to); ok {
 					moved[from.Join(rest).String()] = h
-					delete(o.gitlinks, k)
+					delete(o.special, k)
 					continue
 				}
 			}
+			if _, ok := kp.TrimPrefix(to); ok {
+				delete(o.special, k) // replaced by the moved entry
+				continue
+			}
 			if rest, ok := kp.TrimPrefix(from); ok {
 				moved[to.Join(rest).String()] = h
-				delete(o.gitlinks, k)
+				delete(o.special, k)
 			}
 		}
 		for k, h := range moved {
-			o.gitlinks[k] = h
+			o.special[k] = h
 		}
 		return nil
 	})
@@ -287,8 +302,19 @@ func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error 
 
 // Readlink returns the target text of symlink p in the merged view.
 func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
-	return o.reader().Readlink(ctx, p)
+	t, err := o.reader().Readlink(ctx, p)
+	if err == nil && strings.HasPrefix(t, placeholderPrefix) {
+		return "", vfs.NewError(vfs.CodeInvalidPath, "readlink", p, "symlink target too long")
+	}
+	return t, err
 }
+
+// placeholderPrefix starts the target of the memory layer's stand-in for a symlink
+// whose target is longer than maxTarget: absolute, so following it fails with
+// path_outside_sandbox.
+const placeholderPrefix = "/.capfs-overlong-symlink/"
+
+func placeholder(id string) string { return placeholderPrefix + id }
 
 // Link fails with not_supported: git cannot record hard links.
 func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
@@ -318,7 +344,33 @@ func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 		b, err = u.Sub(ctx, p)
 		return err
 	})
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	return noLinks{b}, nil
+}
+
+// noLinks is a Sub of the memory layer without hard links, like its Overlay.
+type noLinks struct{ vfs.Backend }
+
+func (n noLinks) Features() vfs.Features {
+	f := n.Backend.Features()
+	f.HardLinks = false
+	return f
+}
+
+func (n noLinks) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	e := vfs.NewError(vfs.CodeNotSupported, "link", oldp, "git overlays have no hard links")
+	e.Dest = newp.String()
+	return e
+}
+
+func (n noLinks) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	b, err := n.Backend.Sub(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return noLinks{b}, nil
 }
 
 func validSig(s string) bool {
@@ -434,7 +486,9 @@ func (o *Overlay) writeTree(ctx context.Context, u *memory.FS, dir vfs.Path) (pl
 				return plumbing.ZeroHash, false, err
 			}
 			te.Mode = filemode.Symlink
-			if te.Hash, err = o.blob(ctx, []byte(t)); err != nil {
+			if h, ok := o.special[p.String()]; ok && t == placeholder(h.String()) {
+				te.Hash = h
+			} else if te.Hash, err = o.blob(ctx, []byte(t)); err != nil {
 				return plumbing.ZeroHash, false, err
 			}
 		case info.Mode.IsDir():
@@ -443,7 +497,7 @@ func (o *Overlay) writeTree(ctx context.Context, u *memory.FS, dir vfs.Path) (pl
 				return plumbing.ZeroHash, false, err
 			}
 			if empty {
-				gl, ok := o.gitlinks[p.String()]
+				gl, ok := o.special[p.String()]
 				if !ok {
 					continue
 				}

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/capfs/capfs/vfs"
+	"github.com/capfs/capfs/vfs/vfstest"
 )
 
 // overlayRepo builds a fresh repository (commits move its refs, so tests do not
@@ -234,4 +236,98 @@ func TestOverlayConflict(t *testing.T) {
 	if _, err := OpenOverlay(d, "nope"); vfs.CodeOf(err) != vfs.CodeNotFound {
 		t.Fatalf("unknown branch: %v", err)
 	}
+}
+
+// TestOverlayOnFixture copies up the shared fixture, whose tree holds a symlink
+// target longer than PATH_MAX, escaping links and a submodule, and commits it back
+// unchanged (to a fresh clone: the fixture's refs stay put).
+func TestOverlayOnFixture(t *testing.T) {
+	f := newFixture(t)
+	d := t.TempDir()
+	runGit(t, d, "clone", "-q", "--bare", f.dir, "r.git")
+	repo := filepath.Join(d, "r.git")
+	o, err := OpenOverlay(repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx := context.Background()
+	overlayWrite(t, o, "scratch", "s", 0o644)
+	if err := o.Remove(ctx, vfs.MustParse("scratch")); err != nil {
+		t.Fatal(err)
+	}
+	id, err := o.Commit(ctx, "same", Signature{Name: "D", Email: "d@e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := runGit(t, repo, "rev-parse", id+"^{tree}"), runGit(t, repo, "rev-parse", f.c2+"^{tree}"); got != want {
+		t.Fatalf("round trip changed the tree: %s, want %s", got, want)
+	}
+	P := vfs.MustParse
+	if _, err := o.Readlink(ctx, P("dir/long")); vfs.CodeOf(err) != vfs.CodeInvalidPath {
+		t.Fatalf("Readlink of an over-long target: %v", err)
+	}
+	// Submodules and over-long links follow renames; one replaced by an empty
+	// directory is gone.
+	for _, r := range [][2]string{{"sm", "sm2"}, {"dir/long", "long2"}, {"b", "sm3"}} {
+		if err := o.Rename(ctx, P(r[0]), P(r[1]), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Mkdir(ctx, P("e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rename(ctx, P("sm3"), P("sm4"), 0); err != nil {
+		t.Fatal(err)
+	}
+	id2, err := o.Commit(ctx, "moves", Signature{Name: "D", Email: "d@e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, repo, "fsck", "--strict")
+	if got, want := runGit(t, repo, "rev-parse", id2+":long2"), runGit(t, repo, "rev-parse", f.c2+":dir/long"); got != want {
+		t.Fatalf("long2 is %s, want the original blob %s", got, want)
+	}
+	if got := runGit(t, repo, "ls-tree", "--format=%(objectmode) %(path)", id2, "sm", "sm2", "sm4", "long2", "b"); got != "120000 long2\n160000 sm2\n040000 sm4" {
+		t.Fatalf("ls-tree:\n%s", got)
+	}
+	if err := o.Rename(ctx, P("e"), P("sm2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	id3, err := o.Commit(ctx, "replace", Signature{Name: "D", Email: "d@e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runGit(t, repo, "ls-tree", id3, "sm2", "e"); got != "" {
+		t.Fatalf("empty directories committed: %q", got)
+	}
+}
+
+var (
+	emptyRepoOnce sync.Once
+	emptyRepoDir  string
+)
+
+// TestOverlayConformance runs the shared suite, writes included, over overlays of
+// an empty tree.
+func TestOverlayConformance(t *testing.T) {
+	newFixture(t)
+	emptyRepoOnce.Do(func() {
+		d, err := os.MkdirTemp("", "gitree-empty-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		emptyRepoDir = d
+		runGit(t, d, "init", "-q")
+		runGit(t, d, "commit", "-q", "--allow-empty", "-m", "empty")
+	})
+	t.Cleanup(func() { os.RemoveAll(emptyRepoDir) })
+	vfstest.TestBackend(t, vfstest.Config{New: func(t *testing.T) vfs.Backend {
+		o, err := OpenOverlay(emptyRepoDir, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o
+	}})
 }
