@@ -61,7 +61,7 @@ type Overlay struct {
 	upper atomic.Pointer[memory.FS]
 	// special maps paths of submodules (copied up as empty directories) and of
 	// over-long symlinks (copied up as placeholders) to their object ids; written under mu's write lock or under glMu with mu read-locked.
-	glMu     sync.Mutex
+	glMu    sync.Mutex
 	special map[string]plumbing.Hash
 }
 
