@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
@@ -535,7 +536,7 @@ const (
 // are known, "--- a/p" / "+++ b/p" and @@ hunks with 3 lines of context. A type
 // change is written as a deletion followed by an addition, as git does. Content
 // with a NUL byte in its first 8000 bytes is "Binary files a/p and b/p differ".
-// Hunk headers carry no function-name suffix. The line diff is Myers' algorithm,
+// Paths are quoted as git quotes them. Hunk headers carry no function-name suffix. The line diff is Myers' algorithm,
 // bounded in memory: files over MaxDiffBytes are not diffed, and a pair of files
 // with too many lines or differences becomes one whole-file replacement hunk.
 func UnifiedDiff(ctx context.Context, a, b vfs.Backend, changes []Change, w io.Writer) error {
@@ -613,6 +614,13 @@ func content(ctx context.Context, b vfs.Backend, path string, mode fs.FileMode, 
 	return data, false, nil
 }
 
+func spaceTab(name string) string {
+	if strings.IndexByte(name, ' ') >= 0 {
+		return "\t"
+	}
+	return ""
+}
+
 func isBinary(b []byte) bool {
 	if len(b) > binarySniff {
 		b = b[:binarySniff]
@@ -620,9 +628,59 @@ func isBinary(b []byte) bool {
 	return bytes.IndexByte(b, 0) >= 0
 }
 
+// quoteName renders prefix+path as git does (core.quotePath on): unchanged unless
+// it holds a control character, '"', '\\', DEL or a non-ASCII byte, in which case it
+// is a double-quoted C string with octal escapes.
+func quoteName(prefix, path string) string {
+	s := prefix + path
+	need := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\a':
+			b.WriteString(`\a`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\v':
+			b.WriteString(`\v`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		default:
+			if c < 0x20 || c >= 0x7f {
+				fmt.Fprintf(&b, "\\%03o", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
 func unifiedOne(ctx context.Context, a, b vfs.Backend, c Change, w io.Writer) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "diff --git a/%s b/%s\n", c.Path, c.Path)
+	fmt.Fprintf(&buf, "diff --git %s %s\n", quoteName("a/", c.Path), quoteName("b/", c.Path))
 	switch c.Kind {
 	case Added:
 		fmt.Fprintf(&buf, "new file mode %s\n", gitModeString(c.NewMode))
@@ -657,7 +715,7 @@ func unifiedOne(ctx context.Context, a, b vfs.Backend, c Change, w io.Writer) er
 			return err
 		}
 	}
-	from, to := "a/"+c.Path, "b/"+c.Path
+	from, to := quoteName("a/", c.Path), quoteName("b/", c.Path)
 	if c.Kind == Added {
 		from = "/dev/null"
 	}
@@ -670,7 +728,8 @@ func unifiedOne(ctx context.Context, a, b vfs.Backend, c Change, w io.Writer) er
 	case isBinary(old) || isBinary(cur):
 		fmt.Fprintf(&buf, "Binary files %s and %s differ\n", from, to)
 	default:
-		fmt.Fprintf(&buf, "--- %s\n+++ %s\n", from, to)
+		// Like git, a name with a space ends in a tab, for patch(1).
+		fmt.Fprintf(&buf, "--- %s%s\n+++ %s%s\n", from, spaceTab(from), to, spaceTab(to))
 		writeHunks(&buf, splitLines(old), splitLines(cur))
 	}
 	_, err = w.Write(buf.Bytes())

@@ -416,3 +416,37 @@ func TestDiffSubmodule(t *testing.T) {
 		t.Fatalf("patch:\n%s\ngit:\n%s", g, w)
 	}
 }
+
+func TestUnifiedDiffQuotesNamesLikeGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not on PATH")
+	}
+	ctx := context.Background()
+	d := t.TempDir()
+	names := []string{"tab\tname", "\u00e9t\u00e9.txt", `quo"te`, "plain name"}
+	runGit(t, d, "init", "-q")
+	for _, n := range names {
+		write(t, filepath.Join(d, n), "old\n", 0o644)
+	}
+	runGit(t, d, "add", "-A")
+	runGit(t, d, "commit", "-q", "-m", "one")
+	c1 := runGit(t, d, "rev-parse", "HEAD")
+	for _, n := range names {
+		write(t, filepath.Join(d, n), "new\n", 0o644)
+	}
+	runGit(t, d, "commit", "-q", "-am", "two")
+	a, b := openAt(t, d, c1), openAt(t, d, "HEAD")
+	changes, err := Diff(ctx, a, b)
+	must(t, err)
+	if len(changes) != len(names) {
+		t.Fatalf("Diff: %+v", changes)
+	}
+	var buf bytes.Buffer
+	must(t, UnifiedDiff(ctx, a, b, changes, &buf))
+	if g, w := normalizeGit(buf.String()), normalizeGit(runGit(t, d, "diff", "--no-color", c1, "HEAD")+"\n"); g != w {
+		t.Fatalf("patch:\n%s\ngit:\n%s", g, w)
+	}
+	if !strings.Contains(buf.String(), `diff --git "a/tab\tname" "b/tab\tname"`) {
+		t.Fatalf("tab not quoted:\n%s", buf.String())
+	}
+}
