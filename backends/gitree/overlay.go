@@ -57,7 +57,8 @@ type Overlay struct {
 	repo  *git.Repository
 	ref   plumbing.ReferenceName
 	head  plumbing.Hash // the commit the ref must still point at
-	mu    sync.RWMutex  // write: materialization and Commit; read: mutations
+	mem   []memory.Option
+	mu    sync.RWMutex // write: materialization and Commit; read: mutations
 	upper atomic.Pointer[memory.FS]
 	// special maps paths of submodules (copied up as empty directories) and of
 	// over-long symlinks (copied up as placeholders) to their object ids; written under mu's write lock or under glMu with mu read-locked.
@@ -72,7 +73,11 @@ var _ vfs.Backend = (*Overlay)(nil)
 // "main", or a full "refs/..." name). The branch's current commit is recorded:
 // Commit moves the branch only if it still points there. An unknown branch is
 // not_found; no error carries repoPath.
-func OpenOverlay(repoPath, branch string, opts ...Option) (*Overlay, error) {
+func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, error) {
+	var cfg overlayConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	repo, err := git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "cannot open git repository")
@@ -85,11 +90,32 @@ func OpenOverlay(repoPath, branch string, opts ...Option) (*Overlay, error) {
 	if err != nil || ref.Type() != plumbing.HashReference {
 		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "branch "+quote(branch)+" not found")
 	}
-	base, err := Open(repoPath, ref.Hash().String(), opts...)
+	base, err := Open(repoPath, ref.Hash().String(), cfg.tree...)
 	if err != nil {
 		return nil, err
 	}
-	return &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), special: map[string]plumbing.Hash{}}, nil
+	return &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), mem: cfg.mem, special: map[string]plumbing.Hash{}}, nil
+}
+
+// OverlayOption configures OpenOverlay.
+type OverlayOption func(*overlayConfig)
+
+type overlayConfig struct {
+	tree []Option
+	mem  []memory.Option
+}
+
+// OverlayTree passes options to the Open of the base tree.
+func OverlayTree(opts ...Option) OverlayOption {
+	return func(c *overlayConfig) { c.tree = append(c.tree, opts...) }
+}
+
+// OverlayMemory configures the memory layer, typically with memory.WithQuota and
+// memory.WithMaxFileSize, which hosts serving untrusted guests should set. The
+// copy-up of the base tree counts against them: a base tree larger than the quota
+// makes every write fail with quota_exceeded.
+func OverlayMemory(opts ...memory.Option) OverlayOption {
+	return func(c *overlayConfig) { c.mem = append(c.mem, opts...) }
 }
 
 // Base returns the commit id Commit expects the branch to point at: the one it
@@ -116,7 +142,7 @@ func (o *Overlay) write(ctx context.Context, fn func(u *memory.FS) error) error 
 	if o.upper.Load() == nil {
 		o.mu.Lock()
 		if o.upper.Load() == nil {
-			u := memory.New()
+			u := memory.New(o.mem...)
 			if err := o.copyUp(ctx, u, vfs.Path{}); err != nil {
 				o.mu.Unlock()
 				return err
@@ -397,17 +423,9 @@ func (o *Overlay) Commit(ctx context.Context, message string, author Signature) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var tree plumbing.Hash
-	if u := o.upper.Load(); u == nil {
-		tree = o.base.root.hash
-	} else {
-		o.glMu.Lock()
-		h, _, err := o.writeTree(ctx, u, vfs.Path{})
-		o.glMu.Unlock()
-		if err != nil {
-			return "", err
-		}
-		tree = h
+	tree, err := o.tree(ctx)
+	if err != nil {
+		return "", err
 	}
 	sig := object.Signature{Name: author.Name, Email: author.Email, When: author.When}
 	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree, ParentHashes: []plumbing.Hash{o.head}}
@@ -425,6 +443,36 @@ func (o *Overlay) Commit(ctx context.Context, message string, author Signature) 
 	}
 	o.head = id
 	return id.String(), nil
+}
+
+// WriteTree writes the merged view's blobs and trees into the object store, as
+// Commit does, and returns the root tree's id without writing a commit or moving
+// any ref: what a diff against the base needs. Before the first write it is the
+// base tree's id. An entirely empty view is an empty tree, which is written too.
+func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h, err := o.tree(ctx)
+	if err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}
+
+// tree writes the merged view's tree; o.mu is held.
+func (o *Overlay) tree(ctx context.Context) (plumbing.Hash, error) {
+	u := o.upper.Load()
+	if u == nil {
+		return o.base.root.hash, nil
+	}
+	o.glMu.Lock()
+	defer o.glMu.Unlock()
+	h, empty, err := o.writeTree(ctx, u, vfs.Path{})
+	if err != nil || !empty {
+		return h, err
+	}
+	t := &object.Tree{}
+	return o.store(ctx, t.Encode, plumbing.TreeObject)
 }
 
 // store encodes an object with enc and writes it unless the store already has it.

@@ -2,6 +2,8 @@ package gitree
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
 )
@@ -330,4 +333,102 @@ func TestOverlayConformance(t *testing.T) {
 		t.Cleanup(func() { o.Close() })
 		return o
 	}})
+}
+
+func TestOverlayWriteTreeEmptyAndQuota(t *testing.T) {
+	ctx := context.Background()
+	d, base := overlayRepo(t)
+	o, err := OpenOverlay(d, "refs/heads/main", OverlayMemory(memory.WithQuota(64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	tid, err := o.WriteTree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := runGit(t, d, "rev-parse", base+"^{tree}"); tid != want {
+		t.Fatalf("WriteTree before writes: %s, want %s", tid, want)
+	}
+	f, err := o.OpenFile(ctx, vfs.MustParse("big"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write(make([]byte, 100))
+	f.Close()
+	wantCode(t, err, vfs.CodeQuota)
+	// Empty the view entirely: the commit holds the empty tree.
+	for _, p := range []string{"a.txt", "run.sh", "dir/sub/deep.txt", "dir/sub", "dir/keep.txt", "dir", "old/x.txt", "old", "link", "sm", "big"} {
+		if err := o.Remove(ctx, vfs.MustParse(p)); err != nil {
+			t.Fatalf("remove %s: %v", p, err)
+		}
+	}
+	tid, err = o.WriteTree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tid != "4b825dc642cb6eb9a060e54bf8d69288fbee4904" { // git's empty tree
+		t.Fatalf("empty view tree %s", tid)
+	}
+	if got := runGit(t, d, "rev-parse", "main"); got != base {
+		t.Fatalf("WriteTree moved the branch to %s", got)
+	}
+	id, err := o.Commit(ctx, "empty", Signature{Name: "E", Email: "e@e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runGit(t, d, "rev-parse", id+"^{tree}"); got != tid {
+		t.Fatalf("commit tree %s, want %s", got, tid)
+	}
+	runGit(t, d, "fsck", "--strict")
+}
+
+// TestOverlayConcurrent races first writes (the copy-up), reads and a Commit; the
+// race detector and the final content check what it can.
+func TestOverlayConcurrent(t *testing.T) {
+	ctx := context.Background()
+	d, _ := overlayRepo(t)
+	o, err := OpenOverlay(d, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			f, err := o.OpenFile(ctx, vfs.MustParse(fmt.Sprintf("f%d", i)), os.O_WRONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Errorf("create f%d: %v", i, err)
+				return
+			}
+			if _, err := f.Write([]byte(fmt.Sprint(i))); err != nil {
+				t.Errorf("write f%d: %v", i, err)
+			}
+			f.Close()
+		}()
+		go func() {
+			defer wg.Done()
+			f, err := o.OpenFile(ctx, vfs.MustParse("dir/keep.txt"), os.O_RDONLY, 0)
+			if err != nil {
+				t.Errorf("open during copy-up: %v", err)
+				return
+			}
+			defer f.Close()
+			if got, err := io.ReadAll(f); err != nil || string(got) != "keep\n" {
+				t.Errorf("read during copy-up: %q %v", got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	id, err := o.Commit(ctx, "c", Signature{Name: "F", Email: "f@e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if got := runGit(t, d, "show", fmt.Sprintf("%s:f%d", id, i)); got != fmt.Sprint(i) {
+			t.Fatalf("f%d: %q", i, got)
+		}
+	}
 }
