@@ -536,7 +536,8 @@ const (
 // are known, "--- a/p" / "+++ b/p" and @@ hunks with 3 lines of context. A type
 // change is written as a deletion followed by an addition, as git does. Content
 // with a NUL byte in its first 8000 bytes is "Binary files a/p and b/p differ".
-// Paths are quoted as git quotes them. Hunk headers carry no function-name suffix. The line diff is Myers' algorithm,
+// Paths are quoted as git quotes them, and hunk headers carry git's default
+// function-name context (no diff drivers or attributes are consulted). The line diff is Myers' algorithm,
 // bounded in memory: files over MaxDiffBytes are not diffed, and a pair of files
 // with too many lines or differences becomes one whole-file replacement hunk.
 func UnifiedDiff(ctx context.Context, a, b vfs.Backend, changes []Change, w io.Writer) error {
@@ -893,6 +894,7 @@ func backtrack(trace [][]int, n, m, dEnd int) []op {
 // writeHunks writes the @@ hunks of the diff from x to y.
 func writeHunks(w *bytes.Buffer, x, y []string) {
 	ops := editScript(x, y)
+	fn := funcName{prev: -1}
 	for start := 0; start < len(ops); {
 		// Find the next change.
 		for start < len(ops) && ops[start].kind == ' ' {
@@ -918,7 +920,7 @@ func writeHunks(w *bytes.Buffer, x, y []string) {
 			end = k
 		}
 		hi := min(end+diffContext, len(ops))
-		writeHunk(w, ops[lo:hi], x, y)
+		writeHunk(w, ops[lo:hi], x, y, &fn)
 		start = hi
 	}
 }
@@ -933,7 +935,36 @@ func hunkRange(start, count int) string {
 	return strconv.Itoa(start) + "," + strconv.Itoa(count)
 }
 
-func writeHunk(w *bytes.Buffer, ops []op, x, y []string) {
+// funcName is git's default hunk-header context: the nearest old line above the
+// hunk that starts with a letter, '_' or '$' (cut to 80 bytes, trailing space
+// trimmed), searched back to where the previous hunk's search began; a hunk that
+// finds none keeps the previous hunk's name.
+type funcName struct {
+	text string
+	prev int
+}
+
+func (f *funcName) find(x []string, start int) string {
+	for l := start - 1; l > f.prev && l >= 0; l-- {
+		line := x[l]
+		if line == "" {
+			continue
+		}
+		c := line[0]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '$') {
+			continue
+		}
+		if len(line) > 80 {
+			line = line[:80]
+		}
+		f.text = strings.TrimRight(line, " \t\n\v\f\r")
+		break
+	}
+	f.prev = start - 1
+	return f.text
+}
+
+func writeHunk(w *bytes.Buffer, ops []op, x, y []string, fn *funcName) {
 	var nx, ny int
 	sx, sy := -1, -1
 	for _, o := range ops {
@@ -957,7 +988,12 @@ func writeHunk(w *bytes.Buffer, ops []op, x, y []string) {
 	if sy < 0 {
 		sy = ops[0].j
 	}
-	fmt.Fprintf(w, "@@ -%s +%s @@\n", hunkRange(sx+1, nx), hunkRange(sy+1, ny))
+	fmt.Fprintf(w, "@@ -%s +%s @@", hunkRange(sx+1, nx), hunkRange(sy+1, ny))
+	if name := fn.find(x, sx); name != "" {
+		w.WriteByte(' ')
+		w.WriteString(name)
+	}
+	w.WriteByte('\n')
 	for _, o := range ops {
 		var line string
 		switch o.kind {
