@@ -448,3 +448,28 @@ func TestUnifiedDiffQuotesNamesLikeGit(t *testing.T) {
 		t.Fatalf("tab not quoted:\n%s", buf.String())
 	}
 }
+
+func TestUnifiedDiffIndexLinesMatchGit(t *testing.T) {
+	// The fixture's objects are fixed (fixed content and dates), and none of their
+	// 7-digit prefixes collide, so git abbreviates to 7 as UnifiedDiff does.
+	f := newDiffFixture(t)
+	a, b := openAt(t, f.dir, f.c1), openAt(t, f.dir, f.c2)
+	changes, err := Diff(context.Background(), a, b)
+	must(t, err)
+	var buf bytes.Buffer
+	must(t, UnifiedDiff(context.Background(), a, b, changes, &buf))
+	if want := runGit(t, f.dir, "diff", "--no-color", "--no-renames", f.c1, f.c2) + "\n"; buf.String() != want {
+		t.Fatalf("patch:\n%s\ngit:\n%s", buf.String(), want)
+	}
+}
+
+func TestUnifiedDiffMissingPath(t *testing.T) {
+	f := newDiffFixture(t)
+	a, b := openAt(t, f.dir, f.c1), openAt(t, f.dir, f.c2)
+	var buf bytes.Buffer
+	err := UnifiedDiff(context.Background(), a, b, []Change{{Kind: Modified, Path: "nope", OldMode: 0o644, NewMode: 0o644}}, &buf)
+	wantCode(t, err, vfs.CodeNotFound)
+	if strings.Contains(err.Error(), f.dir) || buf.Len() != 0 {
+		t.Fatalf("err %v, output %q", err, buf.String())
+	}
+}
