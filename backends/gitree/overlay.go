@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -53,13 +54,16 @@ type Signature struct {
 // mutating methods while it snapshots the tree, but not writes through files that
 // were already open for writing.
 type Overlay struct {
-	base  *FS
-	repo  *git.Repository
-	ref   plumbing.ReferenceName
-	head  plumbing.Hash // the commit the ref must still point at
-	mem   []memory.Option
-	mu    sync.RWMutex // write: materialization and Commit; read: mutations
-	upper atomic.Pointer[memory.FS]
+	base *FS
+	repo *git.Repository
+	ref  plumbing.ReferenceName
+	head plumbing.Hash // the commit the ref must still point at
+	mem  []memory.Option
+	// gitDir is the repository's git directory for ref updates; "" for a ".git"
+	// file, where go-git's CheckAndSetReference is used.
+	gitDir string
+	mu     sync.RWMutex // write: materialization and Commit; read: mutations
+	upper  atomic.Pointer[memory.FS]
 	// special maps paths of submodules (copied up as empty directories) and of
 	// over-long symlinks (copied up as placeholders) to their object ids; written under mu's write lock or under glMu with mu read-locked.
 	glMu    sync.Mutex
@@ -94,7 +98,11 @@ func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), mem: cfg.mem, special: map[string]plumbing.Hash{}}, nil
+	ov := &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), mem: cfg.mem, special: map[string]plumbing.Hash{}}
+	if dir, ok := gitDir(repoPath); ok {
+		ov.gitDir = dir
+	}
+	return ov, nil
 }
 
 // OverlayOption configures OpenOverlay.
@@ -407,8 +415,9 @@ func validSig(s string) bool {
 // and a commit whose parent is Base(), with message (a final newline is added if
 // missing) and author as both author and committer. It touches no work tree and no
 // index. It then moves the branch to the new commit only if the branch still points
-// at Base() (compare-and-swap); otherwise it fails with conflict and the branch is
-// unchanged (the unreferenced objects stay until git gc). On success the new commit
+// at Base() (compare-and-swap under git's ref lock, see moveRef); otherwise, or while
+// another writer holds the branch's lock, it fails with conflict and the branch is
+// unchanged (the unreferenced objects stay until git gc). No reflog entry is written. On success the new commit
 // becomes Base(), so a later Commit builds on it. An author with an empty name or
 // email, or one containing '<', '>' or a newline, is invalid_path.
 func (o *Overlay) Commit(ctx context.Context, message string, author Signature) (string, error) {
@@ -433,16 +442,69 @@ func (o *Overlay) Commit(ctx context.Context, message string, author Signature) 
 	if err != nil {
 		return "", err
 	}
-	newRef := plumbing.NewHashReference(o.ref, id)
-	oldRef := plumbing.NewHashReference(o.ref, o.head)
-	if err := o.repo.Storer.CheckAndSetReference(newRef, oldRef); err != nil {
-		if errors.Is(err, storage.ErrReferenceHasChanged) {
-			return "", vfs.NewError(vfs.CodeConflict, "commit", vfs.Path{}, "branch moved since the overlay was opened")
-		}
-		return "", vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot update the branch")
+	if err := o.moveRef(id); err != nil {
+		return "", err
 	}
 	o.head = id
 	return id.String(), nil
+}
+
+var errMoved = vfs.NewError(vfs.CodeConflict, "commit", vfs.Path{}, "branch moved since the overlay was opened")
+
+// moveRef moves o.ref from o.head to id, or fails with conflict. In a repository
+// with a .git directory (or a bare one) it follows git's own locking protocol, so it
+// is atomic against the git CLI too: create "<ref>.lock" exclusively (an existing
+// lock means someone else is updating the ref: conflict), check the ref's current
+// value, write the new value into the lock file and rename it over the ref. For a
+// ".git" file (linked work tree) it falls back to go-git's CheckAndSetReference,
+// which is atomic only against other go-git writers.
+func (o *Overlay) moveRef(id plumbing.Hash) error {
+	if o.gitDir == "" {
+		err := o.repo.Storer.CheckAndSetReference(plumbing.NewHashReference(o.ref, id), plumbing.NewHashReference(o.ref, o.head))
+		if errors.Is(err, storage.ErrReferenceHasChanged) {
+			return errMoved
+		}
+		if err != nil {
+			return vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot update the branch")
+		}
+		return nil
+	}
+	refPath := filepath.Join(o.gitDir, filepath.FromSlash(o.ref.String()))
+	lock := refPath + ".lock"
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+		return vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot update the branch")
+	}
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return vfs.NewError(vfs.CodeConflict, "commit", vfs.Path{}, "branch is being updated by someone else (its lock file exists)")
+	}
+	if err != nil {
+		return vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot lock the branch")
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(lock)
+		}
+	}()
+	cur, err := o.repo.Storer.Reference(o.ref)
+	if err != nil || cur.Type() != plumbing.HashReference || cur.Hash() != o.head {
+		return errMoved
+	}
+	if _, err := f.WriteString(id.String() + "\n"); err != nil {
+		return vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot write the branch")
+	}
+	if err := f.Close(); err != nil {
+		return vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot write the branch")
+	}
+	if err := os.Rename(lock, refPath); err != nil {
+		os.Remove(lock)
+		done = true
+		return vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot move the branch")
+	}
+	done = true
+	return nil
 }
 
 // WriteTree writes the merged view's blobs and trees into the object store, as

@@ -236,6 +236,37 @@ func TestOverlayConflict(t *testing.T) {
 	if got := runGit(t, d, "rev-parse", "main"); got != moved {
 		t.Fatalf("ref changed to %s, want %s", got, moved)
 	}
+	// Someone else holds git's lock on the branch: conflict, and their lock stays.
+	o2, err := OpenOverlay(d, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close()
+	overlayWrite(t, o2, "a.txt", "second try\n", 0o644)
+	lock := filepath.Join(d, ".git", "refs", "heads", "main.lock")
+	write(t, lock, "held\n", 0o644)
+	_, err = o2.Commit(ctx, "locked", Signature{Name: "C", Email: "c@e"})
+	wantCode(t, err, vfs.CodeConflict)
+	if data, err := os.ReadFile(lock); err != nil || string(data) != "held\n" {
+		t.Fatalf("foreign lock file disturbed: %q %v", data, err)
+	}
+	if got := runGit(t, d, "rev-parse", "main"); got != moved {
+		t.Fatalf("ref changed to %s under a foreign lock", got)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	id, err := o2.Commit(ctx, "unlocked", Signature{Name: "C", Email: "c@e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runGit(t, d, "rev-parse", "main"); got != id {
+		t.Fatalf("main at %s, want %s", got, id)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatalf("lock file left behind: %v", err)
+	}
+	runGit(t, d, "fsck", "--strict")
 	if _, err := OpenOverlay(d, "nope"); vfs.CodeOf(err) != vfs.CodeNotFound {
 		t.Fatalf("unknown branch: %v", err)
 	}
