@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/vfs"
 )
@@ -471,5 +473,25 @@ func TestUnifiedDiffMissingPath(t *testing.T) {
 	wantCode(t, err, vfs.CodeNotFound)
 	if strings.Contains(err.Error(), f.dir) || buf.Len() != 0 {
 		t.Fatalf("err %v, output %q", err, buf.String())
+	}
+}
+
+func TestDiffSkipsUnchangedSubtrees(t *testing.T) {
+	f := newDiffFixture(t)
+	a, b := openAt(t, f.dir, f.c1), openAt(t, f.dir, f.c2)
+	_, err := Diff(context.Background(), a, b)
+	must(t, err)
+	for _, p := range []string{"sub", "sub/unchanged"} {
+		h := plumbing.NewHash(runGit(t, f.dir, "rev-parse", f.c1+":"+p))
+		if _, ok := a.r.cache.get(h); ok {
+			t.Fatalf("unchanged tree %s was decoded", p)
+		}
+		if _, ok := b.r.cache.get(h); ok {
+			t.Fatalf("unchanged tree %s was decoded", p)
+		}
+	}
+	// The changed directory d was read to list its deleted files.
+	if _, ok := a.r.cache.get(plumbing.NewHash(runGit(t, f.dir, "rev-parse", f.c1+":d"))); !ok {
+		t.Fatal("tree d was not decoded: the cache probe proves nothing")
 	}
 }
