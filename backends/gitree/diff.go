@@ -41,6 +41,7 @@ type Change struct {
 	Path string
 	// OldMode and NewMode are the modes in a and b (0 where absent): 0644 or 0755
 	// for files, fs.ModeSymlink|0777 for symlinks, fs.ModeDir|0755 for a submodule.
+	// DiffBackends reports other backends' Lstat permission bits as they are.
 	OldMode, NewMode fs.FileMode
 	// OldID and NewID are git object ids in hex ("" where absent): the blob id of a
 	// file or symlink, the pinned commit of a submodule. DiffBackends computes blob ids
@@ -210,8 +211,6 @@ func (d *treeDiffer) expand(path string, n node, r *repoState, kind ChangeKind) 
 }
 
 func sortChanges(cs []Change) {
-	// Stable: a path reported twice (a directory's files deleted, then a file added
-	// at its name) keeps deletion before addition.
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Path < cs[j].Path })
 }
 
