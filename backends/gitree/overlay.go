@@ -211,7 +211,7 @@ func (o *Overlay) copyUp(ctx context.Context, u *memory.FS, dir vfs.Path) error 
 				return err
 			}
 		default:
-			if err := copyFile(ctx, o.base, u, p, info.Mode.Perm()); err != nil {
+			if err := o.copyFile(ctx, u, p, info); err != nil {
 				return err
 			}
 		}
@@ -224,19 +224,24 @@ func (o *Overlay) copyUp(ctx context.Context, u *memory.FS, dir vfs.Path) error 
 	return nil
 }
 
-func copyFile(ctx context.Context, from, to vfs.Backend, p vfs.Path, perm fs.FileMode) error {
-	src, err := from.OpenFile(ctx, p, os.O_RDONLY, 0)
-	if err != nil {
-		return err
+// copyFile copies regular file p, whose base Info is info, into u, reading the
+// blob by the id the Info carries (no second path resolution).
+func (o *Overlay) copyFile(ctx context.Context, u *memory.FS, p vfs.Path, info vfs.Info) error {
+	en, ok := info.Sys.(*Entry)
+	if !ok {
+		return vfs.NewError(vfs.CodeIO, "open", p, "file without an object id")
 	}
-	defer src.Close()
-	dst, err := to.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	data, err := o.base.r.readBlob(plumbing.NewHash(en.ID))
 	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
 		return vfs.Errno("open", p, err)
+	}
+	dst, err := u.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := dst.Write(data); err != nil {
+		dst.Close()
+		return err
 	}
 	return dst.Close()
 }
