@@ -41,7 +41,13 @@ type Signature struct {
 // on every call is served by that layer, so deletions, renames (of files and whole
 // directories) and symlink resolution have exactly the memory backend's semantics
 // and need no whiteout bookkeeping. The cost is one pass over the base tree and
-// memory for all its blobs at the first write; reads before it cost nothing extra.
+// memory for all its blobs at the first write (about 0.18 s for Go's src/net, 415
+// files and 4.9 MB, on a 2-core machine; it grows linearly with the tree); reads
+// before it cost nothing extra. Commit rehashes every file of the view but writes
+// only objects the store lacks. Over-long symlink targets (beyond PATH_MAX, which
+// only git can hold) are kept as placeholders: Readlink fails with invalid_path,
+// following one fails with path_outside_sandbox, and Commit writes the original
+// object back while the link is left as it was.
 //
 // Git records only what it can: a file's mode becomes 100755 if its owner-execute
 // bit is set and 100644 otherwise; symlinks become 120000 entries whose blob is the
