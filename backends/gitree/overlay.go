@@ -60,11 +60,12 @@ type Signature struct {
 // mutating methods while it snapshots the tree, but not writes through files that
 // were already open for writing.
 type Overlay struct {
-	base *FS
-	repo *git.Repository
-	ref  plumbing.ReferenceName
-	head plumbing.Hash // the commit the ref must still point at
-	mem  []memory.Option
+	base   *FS
+	repo   *git.Repository
+	ref    plumbing.ReferenceName
+	head   plumbing.Hash // the commit the ref must still point at
+	mem    []memory.Option
+	closed atomic.Bool
 	// gitDir is the repository's git directory for ref updates; "" for a ".git"
 	// file, where go-git's CheckAndSetReference is used.
 	gitDir string
@@ -140,19 +141,71 @@ func (o *Overlay) Base() string {
 	return o.head.String()
 }
 
-// Close releases the base tree's repository handles. The overlay must not be used
-// afterwards.
-func (o *Overlay) Close() error { return o.base.Close() }
+// Close releases the base tree's repository handles and discards nothing else:
+// afterwards every method fails with closed (files already open stay usable).
+// Closing again does nothing.
+func (o *Overlay) Close() error {
+	o.closed.Store(true)
+	return o.base.Close()
+}
 
-func (o *Overlay) reader() vfs.Backend {
-	if u := o.upper.Load(); u != nil {
-		return u
+func (o *Overlay) reader(op string, p vfs.Path) closedOr {
+	if o.closed.Load() {
+		return closedOr{err: vfs.NewError(vfs.CodeClosed, op, p, "overlay closed")}
 	}
-	return o.base
+	if u := o.upper.Load(); u != nil {
+		return closedOr{Backend: u}
+	}
+	return closedOr{Backend: o.base}
+}
+
+// closedOr is the layer reads go to, or, once the overlay is closed, an error
+// every read method returns.
+type closedOr struct {
+	vfs.Backend
+	err error
+}
+
+func (c closedOr) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	if c.err != nil {
+		return vfs.Info{}, c.err
+	}
+	return c.Backend.Stat(ctx, p)
+}
+
+func (c closedOr) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	if c.err != nil {
+		return vfs.Info{}, c.err
+	}
+	return c.Backend.Lstat(ctx, p)
+}
+
+func (c closedOr) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.Backend.ReadDir(ctx, p)
+}
+
+func (c closedOr) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.Backend.OpenFile(ctx, p, flag, perm)
+}
+
+func (c closedOr) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	if c.err != nil {
+		return "", c.err
+	}
+	return c.Backend.Readlink(ctx, p)
 }
 
 // write runs fn on the memory layer, copying the base tree up first if needed.
-func (o *Overlay) write(ctx context.Context, fn func(u *memory.FS) error) error {
+func (o *Overlay) write(ctx context.Context, op string, p vfs.Path, fn func(u *memory.FS) error) error {
+	if o.closed.Load() {
+		return vfs.NewError(vfs.CodeClosed, op, p, "overlay closed")
+	}
 	if o.upper.Load() == nil {
 		o.mu.Lock()
 		if o.upper.Load() == nil {
@@ -261,26 +314,26 @@ func (o *Overlay) Features() vfs.Features {
 
 // Stat returns information on p in the merged view, following a final symlink.
 func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return o.reader().Stat(ctx, p)
+	return o.reader("stat", p).Stat(ctx, p)
 }
 
 // Lstat returns information on p in the merged view.
 func (o *Overlay) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return o.reader().Lstat(ctx, p)
+	return o.reader("lstat", p).Lstat(ctx, p)
 }
 
 // ReadDir lists directory p of the merged view, sorted by name.
 func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	return o.reader().ReadDir(ctx, p)
+	return o.reader("readdir", p).ReadDir(ctx, p)
 }
 
 // OpenFile opens p; any write flag copies the tree up first (see Overlay).
 func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	if flag&writeFlags == 0 {
-		return o.reader().OpenFile(ctx, p, flag, perm)
+		return o.reader("open", p).OpenFile(ctx, p, flag, perm)
 	}
 	var f vfs.File
-	err := o.write(ctx, func(u *memory.FS) error {
+	err := o.write(ctx, "open", p, func(u *memory.FS) error {
 		var err error
 		f, err = u.OpenFile(ctx, p, flag, perm)
 		return err
@@ -290,12 +343,12 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 
 // Mkdir creates directory p in the overlay.
 func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return o.write(ctx, func(u *memory.FS) error { return u.Mkdir(ctx, p, perm) })
+	return o.write(ctx, "mkdir", p, func(u *memory.FS) error { return u.Mkdir(ctx, p, perm) })
 }
 
 // Remove removes a file, symlink or empty directory from the overlay.
 func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
-	return o.write(ctx, func(u *memory.FS) error {
+	return o.write(ctx, "remove", p, func(u *memory.FS) error {
 		o.glMu.Lock()
 		defer o.glMu.Unlock()
 		if err := u.Remove(ctx, p); err != nil {
@@ -308,7 +361,7 @@ func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 
 // Rename moves from to to in the overlay; directories move with their subtree.
 func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	return o.write(ctx, func(u *memory.FS) error {
+	return o.write(ctx, "rename", from, func(u *memory.FS) error {
 		o.glMu.Lock() // held across the rename: bookkeeping follows in the same order
 		defer o.glMu.Unlock()
 		if err := u.Rename(ctx, from, to, flags); err != nil {
@@ -342,12 +395,12 @@ func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 
 // Symlink creates symlink p with target text target in the overlay.
 func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	return o.write(ctx, func(u *memory.FS) error { return u.Symlink(ctx, target, p) })
+	return o.write(ctx, "symlink", p, func(u *memory.FS) error { return u.Symlink(ctx, target, p) })
 }
 
 // Readlink returns the target text of symlink p in the merged view.
 func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
-	t, err := o.reader().Readlink(ctx, p)
+	t, err := o.reader("readlink", p).Readlink(ctx, p)
 	if err == nil && strings.HasPrefix(t, placeholderPrefix) {
 		return "", vfs.NewError(vfs.CodeInvalidPath, "readlink", p, "symlink target too long")
 	}
@@ -371,12 +424,12 @@ func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
 // Chmod changes p's permission bits in the overlay; Commit keeps only the owner
 // execute bit.
 func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return o.write(ctx, func(u *memory.FS) error { return u.Chmod(ctx, p, mode) })
+	return o.write(ctx, "chmod", p, func(u *memory.FS) error { return u.Chmod(ctx, p, mode) })
 }
 
 // Chtimes changes p's times in the overlay; Commit does not record them.
 func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return o.write(ctx, func(u *memory.FS) error { return u.Chtimes(ctx, p, atime, mtime) })
+	return o.write(ctx, "chtimes", p, func(u *memory.FS) error { return u.Chtimes(ctx, p, atime, mtime) })
 }
 
 // Sub returns a writable Backend rooted at directory p of the overlay. It copies
@@ -384,7 +437,7 @@ func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Tim
 // memory layer's Sub: later renames of p do not redirect it.
 func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	var b vfs.Backend
-	err := o.write(ctx, func(u *memory.FS) error {
+	err := o.write(ctx, "sub", p, func(u *memory.FS) error {
 		var err error
 		b, err = u.Sub(ctx, p)
 		return err
@@ -443,6 +496,9 @@ func (o *Overlay) Commit(ctx context.Context, message string, author Signature) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.closed.Load() {
+		return "", vfs.NewError(vfs.CodeClosed, "commit", vfs.Path{}, "overlay closed")
+	}
 	tree, err := o.tree(ctx)
 	if err != nil {
 		return "", err
@@ -525,6 +581,9 @@ func (o *Overlay) moveRef(id plumbing.Hash) error {
 func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.closed.Load() {
+		return "", vfs.NewError(vfs.CodeClosed, "writetree", vfs.Path{}, "overlay closed")
+	}
 	h, err := o.tree(ctx)
 	if err != nil {
 		return "", err

@@ -216,6 +216,17 @@ func TestOverlayChainedCommitAndNoop(t *testing.T) {
 	if err := o.Link(ctx, vfs.MustParse("b.txt"), vfs.MustParse("c")); vfs.CodeOf(err) != vfs.CodeNotSupported {
 		t.Fatalf("Link: %v", err)
 	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Stat(ctx, vfs.MustParse("b.txt"))
+	wantCode(t, err, vfs.CodeClosed)
+	wantCode(t, o.Mkdir(ctx, vfs.MustParse("m"), 0o755), vfs.CodeClosed)
+	_, err = o.Commit(ctx, "after close", sig)
+	wantCode(t, err, vfs.CodeClosed)
+	if got := runGit(t, d, "rev-parse", "main"); got != id2 {
+		t.Fatalf("main moved after Close: %s", got)
+	}
 }
 
 func TestOverlayConflict(t *testing.T) {
