@@ -312,6 +312,8 @@ func TestOverlayOnFixture(t *testing.T) {
 	if _, err := o.Readlink(ctx, P("dir/long")); vfs.CodeOf(err) != vfs.CodeInvalidPath {
 		t.Fatalf("Readlink of an over-long target: %v", err)
 	}
+	_, err = o.Stat(ctx, P("dir/long"))
+	wantCode(t, err, vfs.CodeOutside)
 	// Submodules and over-long links follow renames; one replaced by an empty
 	// directory is gone.
 	for _, r := range [][2]string{{"sm", "sm2"}, {"dir/long", "long2"}, {"b", "sm3"}} {
