@@ -72,7 +72,8 @@ type Overlay struct {
 	mu     sync.RWMutex // write: materialization and Commit; read: mutations
 	upper  atomic.Pointer[memory.FS]
 	// special maps paths of submodules (copied up as empty directories) and of
-	// over-long symlinks (copied up as placeholders) to their object ids; written under mu's write lock or under glMu with mu read-locked.
+	// over-long symlinks (copied up as placeholders) to their object ids; written
+	// under mu's write lock, or under glMu with mu read-locked.
 	glMu    sync.Mutex
 	special map[string]plumbing.Hash
 }
@@ -82,7 +83,9 @@ var _ vfs.Backend = (*Overlay)(nil)
 // OpenOverlay opens the repository at repoPath (a work tree or a bare repository)
 // and returns a writable overlay over the tip of branch (a short name such as
 // "main", or a full "refs/..." name). The branch's current commit is recorded:
-// Commit moves the branch only if it still points there. An unknown branch is
+// Commit moves the branch only if it still points there. A name git would refuse
+// (with "..", a component starting with '.', ending in ".lock", ...) is
+// invalid_path; an unknown branch, or a ref that does not point at a commit, is
 // not_found; no error carries repoPath.
 func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, error) {
 	var cfg overlayConfig
@@ -97,9 +100,16 @@ func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, erro
 	if !strings.HasPrefix(branch, "refs/") {
 		name = plumbing.NewBranchReferenceName(branch)
 	}
+	if name.Validate() != nil {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, "open", vfs.Path{}, "invalid branch name "+quote(branch))
+	}
 	ref, err := repo.Storer.Reference(name)
 	if err != nil || ref.Type() != plumbing.HashReference {
 		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "branch "+quote(branch)+" not found")
+	}
+	if _, err := object.GetCommit(repo.Storer, ref.Hash()); err != nil {
+		// An annotated tag, or a ref to a tree or blob: no parent for a commit.
+		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "ref "+quote(branch)+" does not point at a commit")
 	}
 	base, err := Open(repoPath, ref.Hash().String(), cfg.tree...)
 	if err != nil {

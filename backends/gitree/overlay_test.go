@@ -278,6 +278,15 @@ func TestOverlayConflict(t *testing.T) {
 		t.Fatalf("lock file left behind: %v", err)
 	}
 	runGit(t, d, "fsck", "--strict")
+	runGit(t, d, "tag", "-a", "t1", "-m", "annotated")
+	runGit(t, d, "update-ref", "ORIG_HEAD", "main")
+	for name, code := range map[string]vfs.Code{
+		"refs/tags/t1": vfs.CodeNotFound, "../../ORIG_HEAD": vfs.CodeInvalidPath,
+		"refs/heads/x.lock": vfs.CodeInvalidPath, "a..b": vfs.CodeInvalidPath,
+	} {
+		_, err := OpenOverlay(d, name)
+		wantCode(t, err, code)
+	}
 	if _, err := OpenOverlay(d, "nope"); vfs.CodeOf(err) != vfs.CodeNotFound {
 		t.Fatalf("unknown branch: %v", err)
 	}
