@@ -493,10 +493,14 @@ func validSig(s string) bool {
 // another writer holds the branch's lock, it fails with conflict and the branch is
 // unchanged (the unreferenced objects stay until git gc). No reflog entry is written. On success the new commit
 // becomes Base(), so a later Commit builds on it. An author with an empty name or
-// email, or one containing '<', '>' or a newline, is invalid_path.
+// email, or one containing '<', '>' or a newline, or a message with a NUL byte, is
+// invalid_path.
 func (o *Overlay) Commit(ctx context.Context, message string, author Signature) (string, error) {
 	if !validSig(author.Name) || !validSig(author.Email) {
 		return "", vfs.NewError(vfs.CodeInvalidPath, "commit", vfs.Path{}, "invalid author name or email")
+	}
+	if strings.ContainsRune(message, 0) {
+		return "", vfs.NewError(vfs.CodeInvalidPath, "commit", vfs.Path{}, "commit message contains a NUL byte")
 	}
 	if author.When.IsZero() {
 		author.When = time.Now()

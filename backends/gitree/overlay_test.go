@@ -213,6 +213,9 @@ func TestOverlayChainedCommitAndNoop(t *testing.T) {
 	if _, err := o.Commit(ctx, "x", Signature{Name: "a<b", Email: "e"}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
 		t.Fatalf("bad author: %v", err)
 	}
+	if _, err := o.Commit(ctx, "x\x00y", sig); vfs.CodeOf(err) != vfs.CodeInvalidPath {
+		t.Fatalf("NUL in message: %v", err)
+	}
 	if err := o.Link(ctx, vfs.MustParse("b.txt"), vfs.MustParse("c")); vfs.CodeOf(err) != vfs.CodeNotSupported {
 		t.Fatalf("Link: %v", err)
 	}
