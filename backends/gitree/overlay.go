@@ -491,8 +491,8 @@ func validSig(s string) bool {
 // index. It then moves the branch to the new commit only if the branch still points
 // at Base() (compare-and-swap under git's ref lock, see moveRef); otherwise, or while
 // another writer holds the branch's lock, it fails with conflict and the branch is
-// unchanged (the unreferenced objects stay until git gc). No reflog entry is written. On success the new commit
-// becomes Base(), so a later Commit builds on it. An author with an empty name or
+// unchanged (the unreferenced objects stay until git gc). No reflog entry is
+// written. On success the new commit becomes Base(), so a later Commit builds on it. An author with an empty name or
 // email, or one containing '<', '>' or a newline, or a message with a NUL byte, is
 // invalid_path.
 func (o *Overlay) Commit(ctx context.Context, message string, author Signature) (string, error) {
