@@ -2,6 +2,15 @@
 // Backend, reading objects straight from the repository's object store with go-git:
 // no checkout, no work tree, no index is touched.
 //
+// Beside the read-only FS, the package compares and writes revisions: Diff,
+// DiffBackends and UnifiedDiff compare two revisions (or any two backends) as a typed
+// list of changes and as git-style unified text; OpenOverlay gives a writable view of
+// a branch whose writes stay in memory until Overlay.Commit writes blobs, trees and a
+// commit into the object store and moves the branch only if it has not moved since
+// the overlay was opened (conflict otherwise), touching no work tree or index. The
+// overlay copies the whole base tree into memory at its first write (see
+// OpenOverlay).
+//
 // Guarantees:
 //   - Open resolves any revision go-git understands — branch, remote branch, tag
 //     (annotated or light), full or abbreviated commit id, HEAD~3, main^2 — and also a
