@@ -9,7 +9,7 @@ STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME    ?= 8s
 PKGS        := ./...
 
-.PHONY: all demo test unit fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
+.PHONY: all demo test unit sysdeps fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
 
 all: test
 
@@ -20,8 +20,16 @@ demo:
 ## test: everything CI runs: lint, race-enabled tests, short bounded fuzzing.
 test: lint unit fuzz-short
 
-unit:
+unit: sysdeps
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+
+# sysdeps installs the host tools tests use when missing (git builds the gitree
+# fixtures); without root it says which tests will skip.
+sysdeps:
+	@command -v git >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update && apt-get install -y git; \
+		else echo "git is missing and cannot be installed here: backends/gitree tests will skip"; fi; }
 
 # Short, bounded fuzz runs of every fuzz target (longer ones: make fuzz).
 FUZZ_TARGETS := \
