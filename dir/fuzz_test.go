@@ -52,7 +52,14 @@ func FuzzGlob(f *testing.F) {
 					t.Fatalf("Glob(%q) returned %q, which does not exist: %v", pattern, p, err)
 				}
 				if plain {
-					if ok, _ := doublestar.Match(pattern, p); !ok && p != "." {
+					ok, _ := doublestar.Match(pattern, p)
+					if !ok && strings.HasSuffix(pattern, "/**") {
+						// Glob documents that "x/**" includes x itself; doublestar's
+						// Match agrees for a literal x ("sub/**") but not for a
+						// wildcard one ("*b*/**" against "sub").
+						ok, _ = doublestar.Match(strings.TrimSuffix(pattern, "/**"), p)
+					}
+					if !ok && p != "." {
 						t.Fatalf("Glob(%q) returned %q, which does not match", pattern, p)
 					}
 				}
