@@ -23,13 +23,19 @@ test: lint unit fuzz-short
 unit: sysdeps
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 
-# sysdeps installs the host tools tests use when missing (git builds the gitree
-# fixtures); without root it says which tests will skip.
+# sysdeps installs the host tools tests use when missing: git builds the gitree
+# fixtures, bubblewrap runs the sandboxed builds. Without root (or apt-get) it says
+# which tests will skip.
+SYSDEPS := git:git bwrap:bubblewrap
+
 sysdeps:
-	@command -v git >/dev/null 2>&1 || { \
+	@missing=""; for d in $(SYSDEPS); do \
+		command -v $${d%%:*} >/dev/null 2>&1 || missing="$$missing $${d##*:}"; done; \
+	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			apt-get update && apt-get install -y git; \
-		else echo "git is missing and cannot be installed here: backends/gitree tests will skip"; fi; }
+			apt-get update && apt-get install -y $$missing; \
+		else echo "missing and not installable here:$$missing (the tests that need them will skip)"; fi; \
+	fi
 
 # Short, bounded fuzz runs of every fuzz target (longer ones: make fuzz).
 FUZZ_TARGETS := \
