@@ -55,6 +55,9 @@ type Event struct {
 	// Grant is the id of the authority grant the capability was issued under
 	// (package authority fills it in), "" for capabilities made without one.
 	Grant string `json:"grant,omitempty"`
+	// Tag names the outer request the call was made for (an MCP tool call, say),
+	// as set on the call's context with WithRequestTag; "" when none was set.
+	Tag string `json:"tag,omitempty"`
 }
 
 // Sink receives events. Implementations must be safe for concurrent use.

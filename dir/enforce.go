@@ -135,6 +135,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 				GuestPath: auditGuestPath(c.path),
 				Outcome:   audit.OK,
 				Rule:      rule,
+				Tag:       audit.RequestTag(ctx),
 			}
 			switch {
 			case !finished && err == nil:
