@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func newCatCmd(o *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cat PATH...",
+		Short: "Print files of the namespace",
+		Long: `Write the contents of each regular file PATH to standard output, in order.
+Directories, FIFOs, sockets and devices are refused; so are files the policy
+denies (secrets).`,
+		Args: cobra.MinimumNArgs(1),
+	}
+	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		for _, p := range args {
+			f, err := s.Root.OpenFile(ctx, p)
+			if err != nil {
+				return err
+			}
+			h, err := f.Open(ctx, 0)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(cmd.OutOrStdout(), h)
+			h.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return cmd
+}

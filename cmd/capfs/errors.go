@@ -1,0 +1,177 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// Exit codes. A sandboxed run exits with the command's own status instead of
+// exitOK/exitFailed, except when the run could not start or its changes could not
+// be synced back.
+const (
+	exitOK       = 0 // success
+	exitFailed   = 1 // an operation failed (or grep/glob found nothing)
+	exitUsage    = 2 // bad flags, arguments, mount specs or configuration
+	exitSyncBack = 3 // run: the sandbox's changes were refused or conflicted; the source is untouched
+)
+
+// cliError is an error with the exit code it maps to. quiet suppresses the message
+// (grep's "no match").
+type cliError struct {
+	code  int
+	err   error
+	quiet bool
+}
+
+func (e *cliError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *cliError) Unwrap() error { return e.err }
+
+// usageErrorf reports a usage problem (exit 2).
+func usageErrorf(format string, args ...any) error {
+	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// usageError marks err as a usage problem (exit 2).
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &cliError{code: exitUsage, err: err}
+}
+
+// failed marks err as an operation failure (exit 1) unless it already carries a code.
+func failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &cliError{code: exitFailed, err: err}
+}
+
+// exitStatus ends the process with code and no message.
+func exitStatus(code int) error {
+	return &cliError{code: code, quiet: true}
+}
+
+// exitCodeOf maps an error returned by the command tree to the process exit code.
+// Errors that carry no code come from cobra itself (unknown command, a bad flag or
+// argument count): usage errors.
+func exitCodeOf(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	return exitUsage
+}
+
+// reportError writes err to w as "capfs: <op> <guest path>: <message> (<code>)"
+// for capfs errors, or "capfs: <message>" for others. It writes nothing for quiet
+// errors.
+func reportError(w io.Writer, err error) {
+	if err == nil {
+		return
+	}
+	var ce *cliError
+	if errors.As(err, &ce) && ce.quiet && ce.err == nil {
+		return
+	}
+	fmt.Fprintln(w, "capfs: "+formatError(err))
+}
+
+// formatError renders err in the CLI's one-line form (without the "capfs: " prefix).
+func formatError(err error) string {
+	var ve *vfs.Error
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
+	var b strings.Builder
+	// A prefix added by the CLI (fmt.Errorf("...: %w", vfsErr)) is kept.
+	if outer := err.Error(); outer != ve.Error() && strings.HasSuffix(outer, ve.Error()) {
+		b.WriteString(strings.TrimSuffix(outer, ve.Error()))
+	}
+	head := ve.Op
+	if ve.Path != "" {
+		if head != "" {
+			head += " "
+		}
+		head += displayPath(ve.Path)
+	}
+	if ve.Dest != "" {
+		head += " -> " + displayPath(ve.Dest)
+	}
+	if head != "" {
+		b.WriteString(head)
+		b.WriteString(": ")
+	}
+	b.WriteString(messageOf(ve))
+	b.WriteString(" (")
+	b.WriteString(string(ve.Code))
+	b.WriteString(")")
+	return b.String()
+}
+
+// displayPath shows a guest path; the namespace root is "/".
+func displayPath(p string) string {
+	if p == "." || p == "" {
+		return "/"
+	}
+	return p
+}
+
+// messageOf is the human part of a capfs error: its message, its cause, or a
+// description of its code.
+func messageOf(e *vfs.Error) string {
+	if m := e.Message(); m != "" {
+		return m
+	}
+	if e.Err != nil {
+		var inner *vfs.Error
+		if errors.As(e.Err, &inner) && inner != e {
+			return messageOf(inner)
+		}
+		return e.Err.Error()
+	}
+	if d, ok := codeText[e.Code]; ok {
+		return d
+	}
+	return strings.ReplaceAll(string(e.Code), "_", " ")
+}
+
+var codeText = map[vfs.Code]string{
+	vfs.CodeOutside:      "path leaves the namespace",
+	vfs.CodeInvalidPath:  "invalid path",
+	vfs.CodePermission:   "permission denied",
+	vfs.CodeReadOnly:     "read-only",
+	vfs.CodeRevoked:      "capability revoked",
+	vfs.CodeNotFound:     "no such file or directory",
+	vfs.CodeExists:       "already exists",
+	vfs.CodeNotDir:       "not a directory",
+	vfs.CodeIsDir:        "is a directory",
+	vfs.CodeNotEmpty:     "directory not empty",
+	vfs.CodeTooLarge:     "file too large",
+	vfs.CodeQuota:        "quota exceeded",
+	vfs.CodeTooManyLinks: "too many levels of symbolic links",
+	vfs.CodeNotRegular:   "not a regular file",
+	vfs.CodeCrossMount:   "crosses mounts",
+	vfs.CodeConflict:     "conflict",
+	vfs.CodeClosed:       "closed",
+	vfs.CodeNotSupported: "not supported",
+	vfs.CodeIO:           "input/output error",
+	vfs.CodeCanceled:     "canceled",
+}

@@ -1,0 +1,145 @@
+// Command capfs composes a namespace of mounted backends (host directories, git
+// revisions, memory) and works on it through a capfs Dir, so every call is confined
+// to the namespace, decided by a policy and recorded in an audit log. Its main job
+// is `capfs run -- CMD…`: check the working mount out into a private directory,
+// run CMD under bubblewrap with only its grants visible, and bring the changes back
+// through the same checks.
+//
+// Run `capfs help` for the model, the mount syntax, the configuration format and the
+// exit codes; `capfs help <command>` for each subcommand.
+//
+// Adding a subcommand takes one file holding a constructor
+// `func newXCmd(o *globalOptions) *cobra.Command` whose RunE calls o.open to get the
+// session (namespace, root Dir, policy, audit sink), and one AddCommand line in
+// newRootCmd.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// execute runs the command line args and returns the process exit code.
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		reportError(stderr, err)
+		if exitCodeOf(err) == exitUsage && !isQuiet(err) {
+			fmt.Fprintln(stderr, "Run 'capfs --help' for usage.")
+		}
+	}
+	return exitCodeOf(err)
+}
+
+func isQuiet(err error) bool {
+	var ce *cliError
+	return errors.As(err, &ce) && ce.quiet
+}
+
+const rootLong = `capfs composes a virtual filesystem from mounted backends and works on it
+through a capability: every call is confined to the namespace (no path, "..",
+or symlink reaches outside it), decided by a policy (by default: secrets such as
+.ssh/, .env and *.pem are never read; persistence traps such as .git/hooks/ and
+.bashrc are never written) and recorded as one line in an audit log (JSON Lines).
+Paths on the command line are namespace paths: "project/main.go" or
+"/project/main.go" (a leading "/" is the namespace root), never host paths.
+
+"capfs run -- CMD..." is the sandboxed build: the working mount is checked out
+into a private directory, CMD runs under bubblewrap (no network, its own user
+namespace, a minimal environment) seeing only its grants, and its changes are
+validated (regular files, directories and in-tree relative symlinks only, no
+setuid bits, size limits, the policy) and synced back through the same checks.
+
+Mounts (repeatable --mount PATH=KIND:ARG[,ro]):
+  physical:HOSTDIR      a host directory (read-write unless ,ro)
+  git:REPO[@REV]        a git revision as a tree, always read-only (REV: HEAD)
+  memory:               an empty in-memory tree (gone when capfs exits)
+With no --mount and no --config, the namespace is:
+  project    the current directory (read-write, through run's checkout)
+  ref/head   the same directory at the git HEAD (read-only; inside a repository)
+  tmp        memory
+
+Configuration (--config FILE, TOML; relative paths are relative to FILE; --mount
+flags add mounts, --policy and --audit override):
+  policy = "policy.toml"    # policy file (see the policy package), optional
+  audit  = "audit.jsonl"    # audit log, optional
+  work   = "project"        # run's default --work, optional
+  [[mount]]
+  path = "project"          # namespace path
+  kind = "physical"         # physical, git or memory
+  source = "."              # host directory or repository
+  rev = "HEAD"              # git only
+  read_only = false
+
+Exit codes: 0 success; 1 an operation failed (grep: nothing matched); 2 bad
+flags, arguments, mount specs or configuration; run exits with the command's own
+status, or 3 when its changes were refused or conflicted at sync-back (the source
+is left untouched), or 125 when the sandbox could not start.
+Errors are printed on stderr as "capfs: <op> <path>: <message> (<code>)".`
+
+// newRootCmd builds the command tree.
+func newRootCmd() *cobra.Command {
+	o := &globalOptions{}
+	root := &cobra.Command{
+		Use:           "capfs",
+		Short:         "Capability filesystem: browse, grep and run sandboxed builds on a composed namespace",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	o.addFlags(root)
+	root.AddCommand(
+		newLsCmd(o),
+		newCatCmd(o),
+		newTreeCmd(o),
+		newStatCmd(o),
+		newGlobCmd(o),
+		newGrepCmd(o),
+		newDiffCmd(o),
+		// newRunCmd(o),
+		newMountsCmd(o),
+	)
+	return root
+}
+
+// action adapts a subcommand body: it opens the session, runs fn, closes the
+// session, and marks errors without an exit code as operation failures (exit 1).
+func action(o *globalOptions, fn func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		s, err := o.open(ctx, cmd.Name())
+		if err != nil {
+			return err
+		}
+		err = failed(fn(ctx, cmd, s, args))
+		if cerr := s.Close(); cerr != nil && err == nil {
+			err = failed(cerr)
+		}
+		return err
+	}
+}

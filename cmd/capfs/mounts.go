@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newMountsCmd(o *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mounts",
+		Short: "Show what is mounted where",
+		Long: `List the namespace's mounts: the mount point, the kind of backend, whether it is
+read-only, and its source as given (a host directory, or a repository and
+revision; "." for the defaults, meaning the current directory).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "PATH\tKIND\tMODE\tSOURCE")
+		for _, m := range s.Mounts {
+			mode := "rw"
+			if m.ReadOnly {
+				mode = "ro"
+			}
+			src := m.Source
+			if m.Kind == kindGit {
+				src += "@" + m.Rev
+			}
+			if src == "" {
+				src = "-"
+			}
+			fmt.Fprintf(w, "/%s\t%s\t%s\t%s\n", m.Path, m.Kind, mode, src)
+		}
+		return w.Flush()
+	})
+	return cmd
+}

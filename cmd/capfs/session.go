@@ -1,0 +1,585 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+
+	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/backends/gitree"
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Mount kinds accepted by --mount and the configuration file.
+const (
+	kindPhysical = "physical"
+	kindGit      = "git"
+	kindMemory   = "memory"
+)
+
+// defaultWork is the mount `run` checks out read-write when --work is not given
+// (and the configuration names none).
+const defaultWork = "project"
+
+// globalOptions are the flags every subcommand shares (persistent flags of the root
+// command). A subcommand turns them into a session with open.
+type globalOptions struct {
+	mounts     []string
+	configFile string
+	policyFile string
+	auditFile  string
+	subject    string
+}
+
+// addFlags registers the shared flags on the root command.
+func (o *globalOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringArrayVarP(&o.mounts, "mount", "m", nil,
+		"mount a backend: PATH=KIND:ARG[,ro] with KIND physical:HOSTDIR, git:REPO[@REV] or memory: (repeatable)")
+	f.StringVar(&o.configFile, "config", "", "read mounts, policy and audit settings from this TOML file")
+	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
+	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file (default: $XDG_STATE_HOME/capfs/audit.jsonl, else under the temp dir)")
+	f.StringVar(&o.subject, "subject", "", "subject recorded in audit events (default: capfs/<command>)")
+}
+
+// mountSpec is one mount as the user asked for it.
+type mountSpec struct {
+	Path     vfs.Path
+	Kind     string
+	Source   string // as the user wrote it (echoed back in listings and errors)
+	Host     string // absolute host path for physical and git mounts
+	Rev      string // git revision
+	ReadOnly bool
+	Origin   string // "--mount", the config file's name, or "default"
+}
+
+// mounted is a mountSpec with its backend.
+type mounted struct {
+	mountSpec
+	// Backend is the raw backend (host-only, without the namespace's read-only
+	// wrapper); the namespace reaches it through the mount options.
+	Backend vfs.Backend
+}
+
+// session is the composed namespace of one command: the mounts, the root Dir the
+// command works through (with the policy and the audit sink), and what to close.
+// Everything a guest-facing subcommand does goes through Root.
+type session struct {
+	NS        *vfs.Namespace
+	Root      *dir.Dir
+	Control   *dir.Control
+	Mounts    []*mounted
+	Policy    policy.Policy
+	AuditPath string
+	Subject   string
+	Work      string // the configured default work mount for run ("" = defaultWork)
+	closers   []func() error
+}
+
+// Close releases backends and flushes the audit sink.
+func (s *session) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// mountAt returns the mount whose path is the longest prefix of p, and p relative
+// to it.
+func (s *session) mountAt(p vfs.Path) (*mounted, vfs.Path, bool) {
+	var best *mounted
+	var rest vfs.Path
+	for _, m := range s.Mounts {
+		if r, ok := p.TrimPrefix(m.Path); ok && (best == nil || m.Path.Depth() > best.Path.Depth()) {
+			best, rest = m, r
+		}
+	}
+	return best, rest, best != nil
+}
+
+// configFile is the TOML configuration format (see the root command's help).
+type configFile struct {
+	Policy string        `toml:"policy"`
+	Audit  string        `toml:"audit"`
+	Work   string        `toml:"work"`
+	Mounts []configMount `toml:"mount"`
+}
+
+type configMount struct {
+	Path     string `toml:"path"`
+	Kind     string `toml:"kind"`
+	Source   string `toml:"source"`
+	Rev      string `toml:"rev"`
+	ReadOnly bool   `toml:"read_only"`
+}
+
+// open builds the session from the flags and the configuration file: the mounts
+// (or the defaults when none is given), the policy, the audit sink, and the root
+// Dir over the namespace. Errors in the user's input are usage errors (exit 2).
+// Every subcommand that works on the namespace (mcp included) calls it.
+func (o *globalOptions) open(ctx context.Context, command string) (*session, error) {
+	s := &session{Subject: o.subject}
+	if s.Subject == "" {
+		s.Subject = "capfs/" + command
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+
+	var specs []mountSpec
+	policyFile, auditFile := o.policyFile, o.auditFile
+	if o.configFile != "" {
+		cfg, err := loadConfig(o.configFile)
+		if err != nil {
+			return nil, err
+		}
+		if policyFile == "" {
+			policyFile = cfg.policy
+		}
+		if auditFile == "" {
+			auditFile = cfg.audit
+		}
+		s.Work = cfg.work
+		specs = append(specs, cfg.mounts...)
+	}
+	for _, arg := range o.mounts {
+		m, err := parseMountFlag(arg)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, m)
+	}
+
+	s.NS = vfs.NewNamespace()
+	if len(specs) == 0 {
+		ms, err := defaultMounts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.Mounts = ms
+		for _, m := range ms {
+			s.closers = append(s.closers, closerOf(m.Backend))
+		}
+	} else {
+		for _, spec := range specs {
+			m, err := openMount(spec)
+			if err != nil {
+				return nil, err
+			}
+			s.closers = append(s.closers, closerOf(m.Backend))
+			s.Mounts = append(s.Mounts, m)
+		}
+	}
+	for _, m := range s.Mounts {
+		if err := s.NS.Mount(m.Path, m.Backend, vfs.MountOptions{ReadOnly: m.ReadOnly}); err != nil {
+			if vfs.CodeOf(err) == vfs.CodeExists {
+				return nil, usageErrorf("mount %s: two mounts at the same path", displayPath(m.Path.String()))
+			}
+			return nil, usageErrorf("mount %s: %s", displayPath(m.Path.String()), formatError(err))
+		}
+	}
+
+	if policyFile != "" {
+		eng, err := policy.Load(policyFile)
+		if err != nil {
+			return nil, usageErrorf("--policy %s: %v", policyFile, err)
+		}
+		s.Policy = eng
+	} else {
+		s.Policy = policy.Defaults()
+	}
+
+	if auditFile == "" {
+		p, err := defaultAuditPath()
+		if err != nil {
+			return nil, failed(fmt.Errorf("audit log: %v", err))
+		}
+		auditFile = p
+	}
+	sink, err := audit.OpenJSONL(auditFile)
+	if err != nil {
+		return nil, usageErrorf("--audit %s: %v", auditFile, errors.Unwrap(err))
+	}
+	s.AuditPath = auditFile
+	s.closers = append(s.closers, sink.Close)
+
+	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(sink), dir.WithSubject(s.Subject))
+	ok = true
+	return s, nil
+}
+
+func closerOf(b vfs.Backend) func() error {
+	if c, ok := b.(interface{ Close() error }); ok {
+		return c.Close
+	}
+	return func() error { return nil }
+}
+
+// parseMountFlag parses PATH=KIND:ARG[,ro].
+func parseMountFlag(arg string) (mountSpec, error) {
+	bad := func(format string, a ...any) (mountSpec, error) {
+		return mountSpec{}, usageErrorf("--mount %s: %s", arg, fmt.Sprintf(format, a...))
+	}
+	at, rest, ok := strings.Cut(arg, "=")
+	if !ok {
+		return bad("want PATH=KIND:ARG[,ro]")
+	}
+	p, err := parseMountPath(at)
+	if err != nil {
+		return bad("%v", err)
+	}
+	kind, src, _ := strings.Cut(rest, ":")
+	spec := mountSpec{Path: p, Kind: kind, Origin: "--mount"}
+	// Trailing options: ",ro" or ",rw", in any number.
+	for {
+		i := strings.LastIndexByte(src, ',')
+		if i < 0 {
+			break
+		}
+		switch src[i+1:] {
+		case "ro":
+			spec.ReadOnly = true
+		case "rw":
+			spec.ReadOnly = false
+		default:
+			if kind == kindMemory {
+				return bad("unknown option %q (want ro)", src[i+1:])
+			}
+			goto done
+		}
+		src = src[:i]
+	}
+done:
+	switch kind {
+	case kindPhysical:
+		if src == "" {
+			return bad("physical needs a host directory: PATH=physical:HOSTDIR")
+		}
+		spec.Source = src
+	case kindGit:
+		if src == "" {
+			return bad("git needs a repository: PATH=git:REPO[@REV]")
+		}
+		spec.Source, spec.Rev = splitRepoRev(src)
+		spec.ReadOnly = true
+	case kindMemory:
+		if src != "" {
+			return bad("memory takes no argument: PATH=memory:")
+		}
+	case "":
+		return bad("missing kind: want PATH=KIND:ARG with KIND physical, git or memory")
+	default:
+		return bad("unknown kind %q (want physical, git or memory)", kind)
+	}
+	if err := resolveHost(&spec, ""); err != nil {
+		return bad("%v", err)
+	}
+	return spec, nil
+}
+
+// parseMountPath validates a namespace path for a mount point.
+func parseMountPath(s string) (vfs.Path, error) {
+	if s == "" {
+		return vfs.Path{}, errors.New("empty mount path")
+	}
+	p, err := vfs.ParseGuest(s)
+	if err != nil {
+		return vfs.Path{}, fmt.Errorf("bad mount path %q: %s", s, messageOrCode(err))
+	}
+	return p.WithoutDirMark(), nil
+}
+
+func messageOrCode(err error) string {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return messageOf(ve) + " (" + string(ve.Code) + ")"
+	}
+	return err.Error()
+}
+
+// splitRepoRev splits REPO[@REV] at the first "@" whose left part is an existing
+// directory; with none, the whole argument is the repository and the revision is
+// HEAD.
+func splitRepoRev(s string) (repo, rev string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '@' || i == 0 {
+			continue
+		}
+		if st, err := os.Stat(s[:i]); err == nil && st.IsDir() && i+1 < len(s) {
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, "HEAD"
+}
+
+// resolveHost makes a physical or git source absolute (relative to base, or the
+// current directory when base is "") and checks it is a directory.
+func resolveHost(spec *mountSpec, base string) error {
+	if spec.Kind != kindPhysical && spec.Kind != kindGit {
+		return nil
+	}
+	h := spec.Source
+	if !filepath.IsAbs(h) && base != "" {
+		h = filepath.Join(base, h)
+	}
+	h, err := filepath.Abs(h)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(h)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such directory", spec.Source)
+	case err != nil:
+		return fmt.Errorf("%s: %v", spec.Source, errors.Unwrap(err))
+	case !st.IsDir():
+		return fmt.Errorf("%s: not a directory", spec.Source)
+	}
+	spec.Host = h
+	return nil
+}
+
+// configResult is a parsed configuration file.
+type configResult struct {
+	mounts        []mountSpec
+	policy, audit string
+	work          string
+}
+
+// loadConfig reads the TOML configuration file at name. Relative paths in it are
+// relative to the file's directory.
+func loadConfig(name string) (configResult, error) {
+	bad := func(format string, a ...any) (configResult, error) {
+		return configResult{}, usageErrorf("--config %s: %s", name, fmt.Sprintf(format, a...))
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return bad("%v", errors.Unwrap(err))
+	}
+	var cf configFile
+	md, err := toml.Decode(string(data), &cf)
+	if err != nil {
+		return bad("%v", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return bad("unknown keys: %s", strings.Join(keys, ", "))
+	}
+	base, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		return bad("%v", err)
+	}
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	res := configResult{policy: rel(cf.Policy), audit: rel(cf.Audit), work: cf.Work}
+	if cf.Work != "" {
+		if _, err := vfs.ParseGuest(cf.Work); err != nil {
+			return bad("work = %q: %s", cf.Work, messageOrCode(err))
+		}
+	}
+	for i, cm := range cf.Mounts {
+		where := fmt.Sprintf("mount #%d", i+1)
+		p, err := parseMountPath(cm.Path)
+		if err != nil {
+			return bad("%s: %v", where, err)
+		}
+		spec := mountSpec{Path: p, Kind: cm.Kind, Source: cm.Source, Rev: cm.Rev, ReadOnly: cm.ReadOnly, Origin: name}
+		switch cm.Kind {
+		case kindPhysical:
+			if cm.Source == "" {
+				return bad("%s: physical needs source", where)
+			}
+			if cm.Rev != "" {
+				return bad("%s: rev applies to git mounts only", where)
+			}
+		case kindGit:
+			if cm.Source == "" {
+				return bad("%s: git needs source", where)
+			}
+			if spec.Rev == "" {
+				spec.Rev = "HEAD"
+			}
+			spec.ReadOnly = true
+		case kindMemory:
+			if cm.Source != "" || cm.Rev != "" {
+				return bad("%s: memory takes no source or rev", where)
+			}
+		case "":
+			return bad("%s: missing kind (physical, git or memory)", where)
+		default:
+			return bad("%s: unknown kind %q (want physical, git or memory)", where, cm.Kind)
+		}
+		if err := resolveHost(&spec, base); err != nil {
+			return bad("%s: %v", where, err)
+		}
+		res.mounts = append(res.mounts, spec)
+	}
+	return res, nil
+}
+
+// openMount opens the backend a spec names.
+func openMount(spec mountSpec) (*mounted, error) {
+	m := &mounted{mountSpec: spec}
+	where := "--mount " + spec.Path.String() + "=" + spec.Kind + ":" + spec.Source
+	if spec.Origin != "--mount" {
+		where = spec.Origin + ": mount " + spec.Path.String()
+	}
+	switch spec.Kind {
+	case kindPhysical:
+		b, err := physical.New(spec.Host)
+		if err != nil {
+			return nil, usageErrorf("%s: %s", where, messageOrCode(vfs.Readdress(err, "open", spec.Source, "")))
+		}
+		m.Backend = b
+	case kindGit:
+		b, err := gitree.Open(spec.Host, spec.Rev)
+		if err != nil {
+			return nil, usageErrorf("%s: %s", where, messageOrCode(err))
+		}
+		m.Backend = b
+	case kindMemory:
+		m.Backend = memory.New()
+	default:
+		return nil, usageErrorf("%s: unknown kind %q", where, spec.Kind)
+	}
+	return m, nil
+}
+
+// defaultMounts is the namespace used when no mount is given: the current directory
+// as project (read-write), the same directory at the git HEAD as ref/head
+// (read-only, when inside a repository whose HEAD has it), and a memory tmp.
+func defaultMounts(ctx context.Context) ([]*mounted, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, failed(fmt.Errorf("current directory: %v", errors.Unwrap(err)))
+	}
+	var ms []*mounted
+	proj, err := openMount(mountSpec{Path: vfs.MustParse(defaultWork), Kind: kindPhysical, Source: ".", Host: cwd, Origin: "default"})
+	if err != nil {
+		return nil, err
+	}
+	ms = append(ms, proj)
+	if top, rel, ok := gitTop(cwd); ok {
+		if g, err := gitree.Open(top, "HEAD"); err == nil {
+			var b vfs.Backend = g
+			if rel != "." {
+				p, perr := vfs.ParseGuest(filepath.ToSlash(rel))
+				if perr == nil {
+					b, err = g.Sub(ctx, p)
+				} else {
+					err = perr
+				}
+			}
+			if err == nil {
+				ms = append(ms, &mounted{
+					mountSpec: mountSpec{Path: vfs.MustParse("ref/head"), Kind: kindGit, Source: ".", Host: top, Rev: "HEAD", ReadOnly: true, Origin: "default"},
+					Backend:   closeWith(b, g),
+				})
+			} else {
+				g.Close()
+			}
+		}
+	}
+	ms = append(ms, &mounted{
+		mountSpec: mountSpec{Path: vfs.MustParse("tmp"), Kind: kindMemory, Origin: "default"},
+		Backend:   memory.New(),
+	})
+	return ms, nil
+}
+
+// closeWith makes a Sub of a gitree FS close the repository it came from.
+func closeWith(b vfs.Backend, owner *gitree.FS) vfs.Backend {
+	if b == vfs.Backend(owner) {
+		return b
+	}
+	return &ownedBackend{Backend: b, owner: owner}
+}
+
+type ownedBackend struct {
+	vfs.Backend
+	owner *gitree.FS
+}
+
+func (o *ownedBackend) Close() error { return o.owner.Close() }
+
+// gitTop finds the git work tree containing dir: the nearest ancestor (dir
+// included) holding a .git entry, and dir relative to it.
+func gitTop(dir string) (top, rel string, ok bool) {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			r, err := filepath.Rel(d, dir)
+			if err != nil {
+				return "", "", false
+			}
+			return d, r, true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", "", false
+		}
+		d = parent
+	}
+}
+
+// defaultAuditPath is $XDG_STATE_HOME/capfs/audit.jsonl, or, without
+// XDG_STATE_HOME, capfs-<uid>/audit.jsonl under the temporary directory. The
+// directory is created 0700 and must be a directory owned by this user.
+func defaultAuditPath() (string, error) {
+	var d string
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		d = filepath.Join(x, "capfs")
+	} else {
+		d = filepath.Join(os.TempDir(), fmt.Sprintf("capfs-%d", os.Getuid()))
+	}
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	if err := checkPrivateDir(d); err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "audit.jsonl"), nil
+}
+
+// checkPrivateDir refuses a directory that is a symlink, is not owned by this user or
+// is writable by others (a shared temporary directory could hold one planted by
+// another user).
+func checkPrivateDir(d string) error {
+	st, err := os.Lstat(d)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", d)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("%s is owned by another user", d)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is writable by other users", d)
+	}
+	return nil
+}
