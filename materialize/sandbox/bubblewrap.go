@@ -1,0 +1,366 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// DefaultUID and DefaultGID are the ids a bubblewrap-sandboxed command runs as
+// inside its user namespace.
+const (
+	DefaultUID = 1000
+	DefaultGID = 1000
+)
+
+// BubblewrapOptions configures the bubblewrap sandbox. The zero value is ready.
+type BubblewrapOptions struct {
+	// Path is the bwrap binary; "" looks "bwrap" up in the caller's PATH.
+	Path string
+	// UID and GID are the ids inside the sandbox; 0 means DefaultUID/DefaultGID
+	// (root inside is never offered).
+	UID, GID int
+	// GoRoot, if set, is a host Go toolchain (see DetectGoRoot) to make usable
+	// inside: bound read-only at the same path (unless it is under /usr, bound
+	// already), its bin directory first in PATH, and GOTOOLCHAIN=local so that
+	// go never tries to download another toolchain (there is no network).
+	GoRoot string
+	// ShowPrivateEtc binds /etc as it is. By default the entries of /etc that an
+	// ordinary user could not read are hidden (see the package documentation).
+	ShowPrivateEtc bool
+}
+
+// BubblewrapWrapper is the bubblewrap Sandbox. Use Bubblewrap to make one; it is
+// safe for concurrent use.
+type BubblewrapWrapper struct {
+	opts BubblewrapOptions
+
+	mu     sync.Mutex
+	bin    string // resolved binary, once found
+	probed bool   // a probe succeeded
+}
+
+// Bubblewrap returns the bubblewrap sandbox wrapper. Its Name is "bubblewrap".
+func Bubblewrap(opts BubblewrapOptions) *BubblewrapWrapper {
+	if opts.UID == 0 {
+		opts.UID = DefaultUID
+	}
+	if opts.GID == 0 {
+		opts.GID = DefaultGID
+	}
+	if opts.GoRoot != "" {
+		opts.GoRoot = filepath.Clean(opts.GoRoot)
+	}
+	return &BubblewrapWrapper{opts: opts}
+}
+
+// Name returns "bubblewrap".
+func (b *BubblewrapWrapper) Name() string { return "bubblewrap" }
+
+// binary returns the bwrap binary's path.
+func (b *BubblewrapWrapper) binary() (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bin != "" {
+		return b.bin, nil
+	}
+	name := b.opts.Path
+	if name == "" {
+		name = "bwrap"
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", unavailable("bubblewrap (bwrap) is not installed or not executable")
+	}
+	if !filepath.IsAbs(p) {
+		if p, err = filepath.Abs(p); err != nil {
+			return "", unavailable("bubblewrap path: " + err.Error())
+		}
+	}
+	b.bin = p
+	return p, nil
+}
+
+// probeTimeout bounds one probe run.
+const probeTimeout = 30 * time.Second
+
+// Probe checks that bwrap exists and can create its namespaces here, by running
+// `true` under the same options as a real run (including a descriptor bind). A
+// success is remembered; after a failure the next call probes again. The error
+// matches ErrUnavailable and carries bwrap's first line of complaint.
+func (b *BubblewrapWrapper) Probe(ctx context.Context) error {
+	b.mu.Lock()
+	ok := b.probed
+	b.mu.Unlock()
+	if ok {
+		return nil
+	}
+	bin, err := b.binary()
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Open("/usr", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return unavailable("cannot open /usr for the probe: " + err.Error())
+	}
+	f := os.NewFile(uintptr(fd), "probe")
+	defer f.Close()
+	l, err := b.Wrap(ctx, &Launch{Path: "true", Mounts: []Mount{{File: f, Target: "/run/capfs-probe"}}})
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(pctx, bin, l.Args...)
+	cmd.Env = MinimalEnv()
+	cmd.Dir = "/"
+	cmd.ExtraFiles = l.ExtraFiles
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: ctx.Err()}
+		}
+		msg := firstLine(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return unavailable("bubblewrap cannot create its sandbox here: " + msg)
+	}
+	b.mu.Lock()
+	b.probed = true
+	b.mu.Unlock()
+	return nil
+}
+
+// systemTargets are the paths of the new root the wrapper itself mounts; grants may
+// neither sit on nor above nor below them.
+var systemTargets = []string{"/usr", "/etc", "/proc", "/dev", "/tmp", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
+
+// hostLinkDirs are the top-level names re-created as the host has them.
+var hostLinkDirs = []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
+
+// Wrap returns a launch of bwrap running l inside the sandbox. It refuses (code
+// invalid_path) a mount target that is not absolute and clean, that is "/", that
+// is, contains or lies under a system bind (/usr, /etc, /proc, /dev, /tmp, /bin,
+// /sbin, /lib, /lib64, /lib32, /libx32, the Go root), or that nests with or
+// repeats another mount's target.
+func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error) {
+	if err := validateLaunch(l); err != nil {
+		return nil, err
+	}
+	bin, err := b.binary()
+	if err != nil {
+		return nil, err
+	}
+	reserved := systemTargets
+	goroot := b.opts.GoRoot
+	bindGo := goroot != "" && !within(goroot, "/usr")
+	if bindGo {
+		reserved = append(append([]string(nil), systemTargets...), goroot)
+	}
+	for i, m := range l.Mounts {
+		for _, s := range reserved {
+			if within(m.Target, s) || within(s, m.Target) {
+				return nil, mountError(m.Target, "collides with the sandbox's own "+s)
+			}
+		}
+		for _, o := range l.Mounts[:i] {
+			if within(m.Target, o.Target) || within(o.Target, m.Target) {
+				return nil, mountError(m.Target, "nests with or repeats the mount at "+o.Target)
+			}
+		}
+	}
+
+	a := []string{
+		"--unshare-all", "--unshare-user", "--disable-userns",
+		"--uid", strconv.Itoa(b.opts.UID), "--gid", strconv.Itoa(b.opts.GID),
+		"--hostname", "capfs",
+		"--die-with-parent", "--new-session", "--clearenv",
+		"--ro-bind", "/usr", "/usr",
+	}
+	for _, d := range hostLinkDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(d)
+			if err != nil {
+				continue
+			}
+			a = append(a, "--symlink", t, d)
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	a = append(a, "--ro-bind", "/etc", "/etc")
+	if !b.opts.ShowPrivateEtc {
+		a = append(a, etcMasks("/etc")...)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	if bindGo {
+		a = append(a, "--ro-bind", goroot, goroot)
+	}
+
+	extra := append([]*os.File(nil), l.ExtraFiles...)
+	dir := l.Dir
+	for _, m := range l.Mounts {
+		if dir == "" && m.Writable {
+			dir = m.Target
+		}
+		if m.File != nil {
+			extra = append(extra, m.File)
+			fd := strconv.Itoa(2 + len(extra))
+			if m.Writable {
+				a = append(a, "--bind-fd", fd, m.Target)
+			} else {
+				a = append(a, "--ro-bind-fd", fd, m.Target)
+			}
+			continue
+		}
+		if m.Writable {
+			a = append(a, "--bind", m.Source, m.Target)
+		} else {
+			a = append(a, "--ro-bind", m.Source, m.Target)
+		}
+	}
+	if dir == "" {
+		dir = "/"
+	}
+	a = append(a, "--chdir", dir)
+
+	base := MinimalEnv()
+	if goroot != "" {
+		base = mergeEnv(base, []string{
+			"PATH=" + filepath.Join(goroot, "bin") + ":" + envValue(base, "PATH"),
+			"GOTOOLCHAIN=local",
+		})
+	}
+	for _, e := range mergeEnv(base, l.Env) {
+		k, v, _ := strings.Cut(e, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	a = append(a, "--")
+	a = append(a, l.Path)
+	a = append(a, l.Args...)
+
+	return &Launch{
+		Path:       bin,
+		Args:       a,
+		Dir:        "/",
+		Subject:    l.Subject,
+		Stdin:      l.Stdin,
+		Stdout:     l.Stdout,
+		Stderr:     l.Stderr,
+		ExtraFiles: extra,
+		Wrappers:   l.Wrappers,
+	}, nil
+}
+
+func mountError(target, why string) error {
+	return &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Path: target, Err: errors.New("mount target " + why)}
+}
+
+// etcMasks returns the bwrap arguments hiding the entries under root that "other"
+// may not read: files are covered with /dev/null bound without device access (so
+// they cannot be opened), directories (also those "other" may not search) with an
+// empty read-only tmpfs. Symbolic links are left alone: they point at entries that
+// are masked or bound on their own terms.
+func etcMasks(root string) []string {
+	var a []string
+	var walk func(d string, depth int)
+	walk = func(d string, depth int) {
+		if depth > 32 {
+			return
+		}
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			p := filepath.Join(d, e.Name())
+			fi, err := os.Lstat(p)
+			if err != nil {
+				continue
+			}
+			mode := fi.Mode()
+			switch {
+			case mode&fs.ModeSymlink != 0:
+			case mode.IsDir():
+				if mode.Perm()&0o005 != 0o005 {
+					a = append(a, "--tmpfs", p, "--remount-ro", p)
+					continue
+				}
+				walk(p, depth+1)
+			default:
+				if mode.Perm()&0o004 == 0 {
+					a = append(a, "--ro-bind", "/dev/null", p)
+				}
+			}
+		}
+	}
+	walk(root, 0)
+	return a
+}
+
+// DetectGoRoot returns the GOROOT of the `go` command in the caller's PATH, or ""
+// when there is none (or it does not answer within a few seconds).
+func DetectGoRoot() string {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOROOT").Output()
+	if err != nil {
+		return ""
+	}
+	root := strings.TrimSpace(string(out))
+	if root == "" || !filepath.IsAbs(root) {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Join(root, "bin", "go")); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return filepath.Clean(root)
+}
+
+// limitedWriter keeps the first n bytes written to it and discards the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.n -= k
+		if _, err := l.w.Write(p[:k]); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return cut(s, 300)
+}

@@ -1,0 +1,69 @@
+// Package sandbox runs a command inside an isolation boundary that sees only the
+// grants it is given: a chain of process wrappers, the built-in one being bubblewrap.
+//
+// # The wrapper chain
+//
+// A Launch describes one command: program, arguments, working directory,
+// environment, the subject's grants (Mounts) and standard streams. A Runner applies
+// its Wrappers to it in registration order; each Wrapper receives the launch as the
+// previous one left it and returns the launch to hand to the next one (usually a
+// new program that runs the old one, as bubblewrap does). The last launch is started
+// with os/exec. The Result names every wrapper that handled the run: this is the
+// visibility contract, so a user or an agent can always tell which execution
+// boundary ran a command.
+//
+// A Wrapper that also implements Sandbox (has a Probe method) is an isolation
+// boundary. Run probes every Sandbox in the chain before running anything. If a
+// probe fails, or the chain has no Sandbox at all, Run refuses with an error
+// matching ErrUnavailable (and errors.ErrUnsupported, code not_supported) unless
+// Runner.AllowUnsandboxed is set; then the Sandbox wrappers are left out, the other
+// wrappers still apply, the Result says Sandboxed=false, and the audit trail gets a
+// "sandbox_probe" event recording that the run went ahead without isolation.
+// Every run, refused or not, is recorded as one "run" event (see Runner.Run).
+//
+// # The bubblewrap sandbox
+//
+// Bubblewrap (bwrap ≥ 0.7) runs the command
+//
+//   - in new user, mount, pid, network, ipc, uts and cgroup namespaces
+//     (--unshare-all --unshare-user), as uid/gid 1000 inside its own user namespace,
+//     with no capabilities and with further user namespaces disabled. As root
+//     without a user namespace, a sandboxed process could remount / read-write;
+//     inside one it cannot touch the read-only binds, which are locked by the kernel;
+//   - with no network: only a loopback interface of its own;
+//   - with --die-with-parent and --new-session (no terminal injection through the
+//     caller's tty);
+//   - with a cleared environment plus a minimal one (PATH, HOME=/tmp, LANG=C.UTF-8,
+//     TERM when the host has it) and what the Launch passes;
+//   - on a new root holding /usr and /etc read-only (/bin, /lib, /lib64, /sbin,
+//     /lib32, /libx32 as the host has them: symlinks re-created, directories
+//     bound read-only), a fresh /proc, a minimal /dev and an empty tmpfs /tmp;
+//   - with the writable grants bound read-write and every other grant read-only,
+//     at their Target. A grant given as an open descriptor (Mount.File, e.g. an
+//     O_PATH directory fd) is passed to bwrap as an extra file and bound with
+//     --bind-fd / --ro-bind-fd, which bind /proc/self/fd/N: no host path is
+//     resolved again, and bwrap closes the descriptor before running the command,
+//     so the command never holds it.
+//
+// Optionally (BubblewrapOptions.GoRoot) the Go toolchain is bound read-only at its
+// host path and its bin directory put first in PATH, with GOTOOLCHAIN=local, so
+// `go build` works inside on modules whose dependencies need no download.
+//
+// What it guarantees: the command cannot write outside its writable grants and /tmp
+// (a tmpfs that disappears with the run), cannot reach any network, not even the
+// host's loopback, does not inherit the caller's environment or descriptors, and
+// dies with the caller (and with ctx: Run kills the whole process group).
+//
+// What it does not guarantee: confidentiality of what /usr and /etc hold. The
+// caller is usually root, and bwrap maps the sandbox uid onto the caller's uid, so
+// to the host kernel the command owns root's files (without any capability). The
+// wrapper therefore hides every entry of /etc that an ordinary user could not read
+// (shadow, private keys: files become unreadable, directories empty) at each run,
+// but /usr is bound as it is. Resource limits (CPU, memory, disk in /tmp) and
+// syscall filtering (seccomp) are not applied. Mount targets may not nest or
+// overlap each other or the system binds: Wrap refuses such a launch.
+//
+// Unsandboxed runs (AllowUnsandboxed) have none of these properties: the command
+// runs as the caller, on the host filesystem, with the minimal environment; its
+// working directory is mapped from the grant holding it.
+package sandbox

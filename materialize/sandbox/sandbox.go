@@ -1,0 +1,554 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Mount is one grant of the subject: a host directory (or file) made visible inside
+// the sandbox at Target.
+type Mount struct {
+	// Source is the host path to bind. It is ignored when File is set.
+	Source string
+	// File is an optional open descriptor (typically an O_PATH directory fd) of what
+	// to bind. It is passed to the wrapper's process and bound as /proc/self/fd/N,
+	// so the host path is never resolved again. The caller keeps ownership: Run does
+	// not close it.
+	File *os.File
+	// Target is the absolute, clean path inside the sandbox.
+	Target string
+	// Writable binds the grant read-write; otherwise it is read-only.
+	Writable bool
+}
+
+// Launch is the launch context a wrapper receives and returns: what to run, where,
+// with which environment, grants and streams.
+type Launch struct {
+	// Path is the program. When it contains no slash it is looked up in the PATH of
+	// the environment it runs in (inside the sandbox, the sandbox's PATH).
+	Path string
+	// Args are the arguments after the program name (argv[1:]).
+	Args []string
+	// Dir is the working directory inside the sandbox; "" means the Target of the
+	// first writable mount, else "/".
+	Dir string
+	// Env holds "KEY=value" entries added to the minimal environment (MinimalEnv),
+	// replacing entries with the same key. The caller's environment is never
+	// inherited.
+	Env []string
+	// Mounts are the subject's grants.
+	Mounts []Mount
+	// Subject names who runs the command, for the audit trail.
+	Subject string
+	// Stdin, Stdout and Stderr are the command's standard streams; nil means
+	// /dev/null.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// ExtraFiles are descriptors passed to the final process as fd 3, 4, ...
+	// (see os/exec.Cmd.ExtraFiles). A wrapper that needs a descriptor in the
+	// process it starts appends it here.
+	ExtraFiles []*os.File
+	// Wrappers lists, in order, the names of the wrappers that have handled this
+	// launch so far. The Runner maintains it; wrappers read it.
+	Wrappers []string
+}
+
+// clone returns a copy of l whose slices can be changed without touching l's.
+func (l *Launch) clone() *Launch {
+	c := *l
+	c.Args = append([]string(nil), l.Args...)
+	c.Env = append([]string(nil), l.Env...)
+	c.Mounts = append([]Mount(nil), l.Mounts...)
+	c.ExtraFiles = append([]*os.File(nil), l.ExtraFiles...)
+	c.Wrappers = append([]string(nil), l.Wrappers...)
+	return &c
+}
+
+// Wrapper is one link of the chain. Wrap receives the launch as the previous
+// wrappers left it and returns the launch to hand on: usually a new program that
+// runs the old one. It may modify l and return it, or return a new Launch.
+// Implementations must be safe for concurrent use.
+type Wrapper interface {
+	// Name is a stable identifier, reported in Result.Wrappers and the audit trail.
+	Name() string
+	// Wrap returns the next launch, or an error to refuse the run.
+	Wrap(ctx context.Context, l *Launch) (*Launch, error)
+}
+
+// Sandbox is a Wrapper that is an isolation boundary. Probe reports whether it can
+// work on this host; the Runner calls it before every run.
+type Sandbox interface {
+	Wrapper
+	Probe(ctx context.Context) error
+}
+
+// ErrUnavailable is matched (errors.Is) by the error of a run refused because no
+// sandbox can work here (a probe failed, or the chain has none).
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// Runner runs launches through a chain of wrappers. Its fields must not change while
+// runs are in progress; Run is safe for concurrent use if the wrappers are.
+type Runner struct {
+	// Wrappers are applied in registration order (index 0 first).
+	Wrappers []Wrapper
+	// AllowUnsandboxed lets a run go ahead without its Sandbox wrappers when a probe
+	// fails (or the chain has none). Such a run is audited as unsandboxed.
+	AllowUnsandboxed bool
+	// Audit, if set, receives a "run" event for every run (and a "sandbox_probe"
+	// event when a probe fails).
+	Audit audit.Sink
+	// WaitDelay bounds how long Run waits for the standard streams after the
+	// process exits or is killed (a daemonized grandchild holding a pipe);
+	// 0 means 5 seconds.
+	WaitDelay time.Duration
+}
+
+// Result is the outcome of a run that started.
+type Result struct {
+	// ExitCode is the command's exit status; 128+N when it was killed by signal N.
+	// Under a sandbox it is the sandbox tool's status, which is the command's own
+	// (bubblewrap exits 1 with a message on stderr when it cannot start the command).
+	ExitCode int
+	// Wrappers names, in order, the wrappers that handled the run.
+	Wrappers []string
+	// Sandboxed reports whether a Sandbox wrapper isolated the run.
+	Sandboxed bool
+	// Duration is the wall time from start to exit.
+	Duration time.Duration
+}
+
+// Default returns a Runner whose chain is the bubblewrap sandbox (with the host's
+// Go toolchain, see DetectGoRoot), probed at each run, refusing unsandboxed runs.
+func Default() *Runner {
+	return &Runner{Wrappers: []Wrapper{Bubblewrap(BubblewrapOptions{GoRoot: DetectGoRoot()})}}
+}
+
+// Probe probes every Sandbox in the chain and returns the first failure, or an
+// error matching ErrUnavailable if the chain has no Sandbox.
+func (r *Runner) Probe(ctx context.Context) error {
+	n := 0
+	for _, w := range r.Wrappers {
+		if s, ok := w.(Sandbox); ok {
+			n++
+			if err := s.Probe(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if n == 0 {
+		return unavailable("no sandbox wrapper is configured")
+	}
+	return nil
+}
+
+func unavailable(detail string) error {
+	return &vfs.Error{Code: vfs.CodeNotSupported, Op: "run", Err: fmt.Errorf("%w: %s", ErrUnavailable, detail)}
+}
+
+// Run applies the wrappers to a copy of l and runs the final command, wiring its
+// standard streams. A command that runs and exits non-zero is not an error: its
+// status is in Result.ExitCode. An error is returned (a *vfs.Error) when the run is
+// refused (no working sandbox without AllowUnsandboxed: not_supported matching
+// ErrUnavailable; a launch a wrapper rejects), when the process cannot start, or
+// when ctx ends first: the whole process group is then killed, and the error has
+// code canceled and wraps ctx's error (the Result is returned as well).
+//
+// One audit event is recorded per call: op "run", path the command line, dest the
+// working directory, outcome ok (exit 0), failed (non-zero exit, code
+// "exit_status_N"; start failure or cancellation, with the error's code) or denied
+// (refused), and rule "sandboxed wrappers=a,b" or "unsandboxed wrappers=...".
+func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
+	if l == nil {
+		return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Err: errors.New("nil launch")}
+	}
+	ev := audit.Event{
+		Time:      time.Now(),
+		RequestID: newRunID(),
+		Subject:   l.Subject,
+		Op:        "run",
+		Path:      commandLine(l.Path, l.Args),
+		Dest:      l.Dir,
+	}
+	sandboxed := false
+	var names []string
+	defer func() {
+		ev.Duration = time.Since(ev.Time)
+		mode := "unsandboxed"
+		if sandboxed {
+			mode = "sandboxed"
+		}
+		ev.Rule = mode + " wrappers=" + strings.Join(names, ",")
+		switch {
+		case err != nil:
+			if ev.Outcome == "" {
+				ev.Outcome = audit.Failed
+			}
+			ev.Code = string(vfs.CodeOf(err))
+		case res.ExitCode != 0:
+			ev.Outcome = audit.Failed
+			ev.Code = "exit_status_" + strconv.Itoa(res.ExitCode)
+		default:
+			ev.Outcome = audit.OK
+		}
+		r.record(ctx, ev)
+	}()
+	if err := validateLaunch(l); err != nil {
+		ev.Outcome = audit.Denied
+		return nil, err
+	}
+
+	// Probe the sandboxes.
+	sandboxed = true
+	var probeErr error
+	nsb := 0
+	for _, w := range r.Wrappers {
+		if s, ok := w.(Sandbox); ok {
+			nsb++
+			if probeErr == nil {
+				probeErr = s.Probe(ctx)
+			}
+		}
+	}
+	if nsb == 0 {
+		probeErr = unavailable("no sandbox wrapper is configured")
+	}
+	if probeErr != nil {
+		sandboxed = false
+		pe := audit.Event{
+			Time: time.Now(), RequestID: ev.RequestID, Subject: l.Subject,
+			Op: "sandbox_probe", Path: ev.Path, Outcome: audit.Failed,
+			Code: string(vfs.CodeNotSupported), Rule: "sandbox_required",
+		}
+		if r.AllowUnsandboxed {
+			pe.Rule = "allow_unsandboxed"
+		}
+		r.record(ctx, pe)
+		if !r.AllowUnsandboxed {
+			ev.Outcome = audit.Denied
+			return nil, probeErr
+		}
+	}
+
+	cur := l.clone()
+	cur.Wrappers = nil
+	for _, w := range r.Wrappers {
+		if _, ok := w.(Sandbox); ok && !sandboxed {
+			continue
+		}
+		next, err := w.Wrap(ctx, cur)
+		if err != nil {
+			ev.Outcome = audit.Denied
+			return nil, err
+		}
+		if next == nil {
+			ev.Outcome = audit.Denied
+			return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Err: fmt.Errorf("wrapper %q returned no launch", w.Name())}
+		}
+		names = append(names, w.Name())
+		next.Wrappers = append(append([]string(nil), cur.Wrappers...), w.Name())
+		cur = next
+	}
+
+	cmd, err := r.command(ctx, cur, sandboxed)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, startError(cur.Path, err)
+	}
+	werr := cmd.Wait()
+	res = &Result{
+		ExitCode:  exitCode(cmd.ProcessState),
+		Wrappers:  names,
+		Sandboxed: sandboxed,
+		Duration:  time.Since(start),
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return res, &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: cerr}
+	}
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		// The process ran but copying its streams failed, or WaitDelay expired.
+		return res, &vfs.Error{Code: vfs.CodeIO, Op: "run", Err: werr}
+	}
+	return res, nil
+}
+
+func (r *Runner) record(ctx context.Context, e audit.Event) {
+	if r.Audit != nil {
+		r.Audit.Record(context.WithoutCancel(ctx), e)
+	}
+}
+
+// command builds the exec.Cmd of the final launch. When the run is unsandboxed,
+// the working directory is mapped from the grant holding it to the host.
+func (r *Runner) command(ctx context.Context, l *Launch, sandboxed bool) (*exec.Cmd, error) {
+	env := mergeEnv(MinimalEnv(), l.Env)
+	prog := l.Path
+	if !strings.Contains(prog, "/") {
+		p, err := lookPath(prog, envValue(env, "PATH"))
+		if err != nil {
+			return nil, &vfs.Error{Code: vfs.CodeNotFound, Op: "run", Path: l.Path, Err: errors.New("executable not found in PATH")}
+		}
+		prog = p
+	}
+	cmd := exec.CommandContext(ctx, prog, l.Args...)
+	cmd.Args[0] = l.Path
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.Stdin, l.Stdout, l.Stderr
+	cmd.ExtraFiles = l.ExtraFiles
+	cmd.Dir = l.Dir
+	if !sandboxed {
+		d, err := hostDir(l)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Dir = d
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The negative pid names the process group Setpgid created.
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return cmd.Process.Kill()
+		}
+		return nil
+	}
+	cmd.WaitDelay = r.WaitDelay
+	if cmd.WaitDelay <= 0 {
+		cmd.WaitDelay = 5 * time.Second
+	}
+	return cmd, nil
+}
+
+// hostDir maps an unsandboxed launch's working directory to the host through the
+// mount holding it.
+func hostDir(l *Launch) (string, error) {
+	d := l.Dir
+	if d == "" {
+		for _, m := range l.Mounts {
+			if m.Writable {
+				d = m.Target
+				break
+			}
+		}
+		if d == "" {
+			return "", nil // the caller's own working directory
+		}
+	}
+	var best *Mount
+	for i := range l.Mounts {
+		m := &l.Mounts[i]
+		if within(d, m.Target) && (best == nil || len(m.Target) > len(best.Target)) {
+			best = m
+		}
+	}
+	if best == nil {
+		return "", &vfs.Error{Code: vfs.CodeNotFound, Op: "run", Path: d, Err: errors.New("working directory is in no grant (unsandboxed run)")}
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(d, best.Target), "/")
+	base := best.Source
+	if best.File != nil {
+		// Resolved by the child through its own descriptor table (a copy of ours).
+		base = "/proc/self/fd/" + strconv.Itoa(int(best.File.Fd()))
+	}
+	if rel == "" {
+		return base, nil
+	}
+	return filepath.Join(base, filepath.FromSlash(rel)), nil
+}
+
+// within reports whether p is t or below it (both absolute and clean).
+func within(p, t string) bool {
+	if t == "/" {
+		return true
+	}
+	return p == t || strings.HasPrefix(p, t+"/")
+}
+
+func startError(prog string, err error) error {
+	var errno syscall.Errno
+	code := vfs.CodeIO
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.ENOENT:
+			code = vfs.CodeNotFound
+		case syscall.EACCES, syscall.EPERM:
+			code = vfs.CodePermission
+		case syscall.ENOEXEC:
+			code = vfs.CodeNotSupported
+		}
+		return &vfs.Error{Code: code, Op: "run", Path: prog, Err: errno}
+	}
+	return &vfs.Error{Code: code, Op: "run", Path: prog, Err: errors.New("cannot start the process")}
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// validateLaunch checks what every wrapper relies on.
+func validateLaunch(l *Launch) error {
+	bad := func(p, why string) error {
+		return &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Path: p, Err: errors.New(why)}
+	}
+	if l.Path == "" {
+		return bad("", "empty program path")
+	}
+	if strings.IndexByte(l.Path, 0) >= 0 {
+		return bad("", "NUL in program path")
+	}
+	for _, a := range l.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return bad(l.Path, "NUL in an argument")
+		}
+	}
+	for _, e := range l.Env {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" || strings.IndexByte(e, 0) >= 0 {
+			return bad(l.Path, fmt.Sprintf("environment entry %q is not KEY=value", cut(e, 64)))
+		}
+	}
+	if l.Dir != "" && !cleanAbs(l.Dir) {
+		return bad(l.Dir, "working directory is not an absolute clean path")
+	}
+	for _, m := range l.Mounts {
+		if !cleanAbs(m.Target) || m.Target == "/" {
+			return bad(m.Target, "mount target is not an absolute clean path below /")
+		}
+		if m.File == nil && (m.Source == "" || !filepath.IsAbs(m.Source)) {
+			return bad(m.Target, "mount source is not an absolute host path")
+		}
+	}
+	return nil
+}
+
+func cleanAbs(p string) bool {
+	return p != "" && p[0] == '/' && path.Clean(p) == p && strings.IndexByte(p, 0) < 0
+}
+
+// MinimalEnv returns the environment every run starts from: PATH (the standard
+// directories), HOME=/tmp, LANG=C.UTF-8, and TERM when the caller has it.
+func MinimalEnv() []string {
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/tmp",
+		"LANG=C.UTF-8",
+	}
+	if t, ok := os.LookupEnv("TERM"); ok && t != "" {
+		env = append(env, "TERM="+t)
+	}
+	return env
+}
+
+// mergeEnv returns base with add applied: an entry of add replaces base's entry of
+// the same key, in place; new keys are appended in add's order. The last entry of a
+// key wins.
+func mergeEnv(base, add []string) []string {
+	out := append([]string(nil), base...)
+	idx := make(map[string]int, len(out))
+	for i, e := range out {
+		k, _, _ := strings.Cut(e, "=")
+		idx[k] = i
+	}
+	for _, e := range add {
+		k, _, _ := strings.Cut(e, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = e
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+func envValue(env []string, key string) string {
+	v := ""
+	for _, e := range env {
+		if k, val, ok := strings.Cut(e, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// lookPath finds an executable regular file named file in the directories of
+// pathList.
+func lookPath(file, pathList string) (string, error) {
+	for _, d := range filepath.SplitList(pathList) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, file)
+		fi, err := os.Stat(p)
+		if err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// commandLine renders a command for the audit trail: shell-quoted where needed,
+// cut at 512 bytes.
+func commandLine(prog string, args []string) string {
+	var b strings.Builder
+	for i, a := range append([]string{prog}, args...) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(shellQuote(a))
+		if b.Len() > 512 {
+			break
+		}
+	}
+	return cut(b.String(), 512)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "'", `'\''`), "\x00", `\0`) + "'"
+}
+
+// cut shortens s to at most n bytes, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
