@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -36,18 +35,28 @@ type Signature struct {
 // an in-memory layer, and Commit turns the merged view into a git commit on the
 // branch.
 //
-// Copy-up is whole-tree: the first mutation copies every entry of the base tree
-// into the memory layer (directories, blob contents, symlinks, modes), and from then
-// on every call is served by that layer, so deletions, renames (of files and whole
-// directories) and symlink resolution have exactly the memory backend's semantics
-// and need no whiteout bookkeeping. The cost is one pass over the base tree and
-// memory for all its blobs at the first write (about 0.18 s for Go's src/net, 415
-// files and 4.9 MB, on a 2-core machine; it grows linearly with the tree); reads
-// before it cost nothing extra. Commit rehashes every file of the view but writes
-// only objects the store lacks. Over-long symlink targets (beyond PATH_MAX, which
-// only git can hold) are kept as placeholders: Readlink fails with invalid_path,
-// following one fails with path_outside_sandbox, and Commit writes the original
-// object back while the link is left as it was.
+// Copy-up is per path. Reading an untouched path reads the base revision; nothing
+// is copied. The first write to a base file (an open for writing or with O_TRUNC,
+// a Chmod, a Chtimes) copies that one file into the memory layer; the directories
+// on its path become upper directories that record only their differences from the
+// base tree beneath them (entries added or replaced, and whiteouts for deleted
+// base entries), so the cost of a write is proportional to the length of its path
+// and the size of the file, not to the size of the tree. Removing a base entry
+// records a whiteout: the path, and everything beneath a removed directory,
+// disappears from Stat, ReadDir and OpenFile; creating it again works and shows
+// only the new entry. Renaming a base directory is lazy: the directory keeps
+// overlaying the same base tree under its new name (nothing beneath it is copied
+// until it is written) and a whiteout hides the old name; renames otherwise follow
+// rename(2), flags included. ReadDir merges the upper entries with the base tree's,
+// minus whiteouts, sorted by name. Symlinks resolve with the shared resolver
+// vfs.Resolve over the merged view, beneath the overlay's root.
+//
+// A handle opened for reading on a base file reads the base blob: if the file is
+// copied up later (written through another handle), the earlier handle keeps
+// reading the old content, as on Linux's overlayfs. A base symlink whose target is
+// longer than PATH_MAX (which only git can hold) is kept as a reference: Readlink
+// and following it fail with invalid_path, as on the read-only FS, and Commit
+// writes the original object back wherever it was moved.
 //
 // Git records only what it can: a file's mode becomes 100755 if its owner-execute
 // bit is set and 100644 otherwise; symlinks become 120000 entries whose blob is the
@@ -56,26 +65,27 @@ type Signature struct {
 // base tree stays a submodule (a gitlink to the same commit) while its directory in
 // the overlay is empty; it follows renames of its own path.
 //
-// All methods are safe for concurrent use. Commit excludes the overlay's own
+// Commit builds the new tree from the base tree and the upper layer: a directory
+// the overlay did not change keeps its tree id without being read, and a changed
+// directory whose entries end up equal to its base tree's keeps that id too; only
+// the others are encoded and hashed, and only objects the store lacks are written.
+//
+// All methods are safe for concurrent use: the merged view is guarded by one
+// readers-writer lock (lookups run in parallel; mutations are exclusive), and file
+// contents by the memory layer's per-file locks. Commit excludes the overlay's own
 // mutating methods while it snapshots the tree, but not writes through files that
 // were already open for writing.
 type Overlay struct {
-	base   *FS
-	repo   *git.Repository
-	ref    plumbing.ReferenceName
-	head   plumbing.Hash // the commit the ref must still point at
-	mem    []memory.Option
-	closed atomic.Bool
+	v    *view
+	repo *git.Repository
+	ref  plumbing.ReferenceName
 	// gitDir is the repository's git directory for ref updates; "" for a ".git"
 	// file, where go-git's CheckAndSetReference is used.
 	gitDir string
-	mu     sync.RWMutex // write: materialization and Commit; read: mutations
-	upper  atomic.Pointer[memory.FS]
-	// special maps paths of submodules (copied up as empty directories) and of
-	// over-long symlinks (copied up as placeholders) to their object ids; written
-	// under mu's write lock, or under glMu with mu read-locked.
-	glMu    sync.Mutex
-	special map[string]plumbing.Hash
+
+	commitMu sync.Mutex // serializes Commit and WriteTree
+	headMu   sync.Mutex
+	head     plumbing.Hash // the commit the ref must still point at; guarded by headMu
 }
 
 var _ vfs.Backend = (*Overlay)(nil)
@@ -86,7 +96,7 @@ var _ vfs.Backend = (*Overlay)(nil)
 // Commit moves the branch only if it still points there. A name git would refuse
 // (with "..", a component starting with '.', ending in ".lock", ...) is
 // invalid_path; an unknown branch, or a ref that does not point at a commit, is
-// not_found; no error carries repoPath.
+// not_found; no error carries repoPath. Opening reads only the branch's commit.
 func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, error) {
 	var cfg overlayConfig
 	for _, o := range opts {
@@ -115,7 +125,10 @@ func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, erro
 	if err != nil {
 		return nil, err
 	}
-	ov := &Overlay{base: base, repo: repo, ref: name, head: ref.Hash(), mem: cfg.mem, special: map[string]plumbing.Hash{}}
+	s := &ovState{base: base, store: memory.New(cfg.mem...)}
+	root := &unode{typ: fs.ModeDir, lo: base.root}
+	s.materialize(root, nil)
+	ov := &Overlay{v: &view{s: s, root: root}, repo: repo, ref: name, head: ref.Hash()}
 	if dir, ok := gitDir(repoPath); ok {
 		ov.gitDir = dir
 	}
@@ -135,10 +148,11 @@ func OverlayTree(opts ...Option) OverlayOption {
 	return func(c *overlayConfig) { c.tree = append(c.tree, opts...) }
 }
 
-// OverlayMemory configures the memory layer, typically with memory.WithQuota and
-// memory.WithMaxFileSize, which hosts serving untrusted guests should set. The
-// copy-up of the base tree counts against them: a base tree larger than the quota
-// makes every write fail with quota_exceeded.
+// OverlayMemory configures the memory layer that holds the contents of written
+// files, typically with memory.WithQuota and memory.WithMaxFileSize, which hosts
+// serving untrusted guests should set. A base file copied up counts against them
+// with its whole size. The number of directories, symlinks and whiteouts is not
+// limited by the quota, which counts file data only.
 func OverlayMemory(opts ...memory.Option) OverlayOption {
 	return func(c *overlayConfig) { c.mem = append(c.mem, opts...) }
 }
@@ -146,339 +160,95 @@ func OverlayMemory(opts ...memory.Option) OverlayOption {
 // Base returns the commit id Commit expects the branch to point at: the one it
 // pointed at when the overlay was opened, or the last commit this overlay wrote.
 func (o *Overlay) Base() string {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
+	o.headMu.Lock()
+	defer o.headMu.Unlock()
 	return o.head.String()
 }
 
 // Close releases the base tree's repository handles and discards nothing else:
-// afterwards every method fails with closed (files already open stay usable).
-// Closing again does nothing.
+// afterwards every method fails with closed (files already open on written files
+// stay usable). Closing again does nothing.
 func (o *Overlay) Close() error {
-	o.closed.Store(true)
-	return o.base.Close()
-}
-
-func (o *Overlay) reader(op string, p vfs.Path) closedOr {
-	if o.closed.Load() {
-		return closedOr{err: vfs.NewError(vfs.CodeClosed, op, p, "overlay closed")}
-	}
-	if u := o.upper.Load(); u != nil {
-		return closedOr{Backend: u}
-	}
-	return closedOr{Backend: o.base}
-}
-
-// closedOr is the layer reads go to, or, once the overlay is closed, an error
-// every read method returns.
-type closedOr struct {
-	vfs.Backend
-	err error
-}
-
-func (c closedOr) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	if c.err != nil {
-		return vfs.Info{}, c.err
-	}
-	return c.Backend.Stat(ctx, p)
-}
-
-func (c closedOr) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	if c.err != nil {
-		return vfs.Info{}, c.err
-	}
-	return c.Backend.Lstat(ctx, p)
-}
-
-func (c closedOr) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
-	return c.Backend.ReadDir(ctx, p)
-}
-
-func (c closedOr) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
-	return c.Backend.OpenFile(ctx, p, flag, perm)
-}
-
-func (c closedOr) Readlink(ctx context.Context, p vfs.Path) (string, error) {
-	if c.err != nil {
-		return "", c.err
-	}
-	return c.Backend.Readlink(ctx, p)
-}
-
-// write runs fn on the memory layer, copying the base tree up first if needed.
-func (o *Overlay) write(ctx context.Context, op string, p vfs.Path, fn func(u *memory.FS) error) error {
-	if o.closed.Load() {
-		return vfs.NewError(vfs.CodeClosed, op, p, "overlay closed")
-	}
-	if o.upper.Load() == nil {
-		o.mu.Lock()
-		if o.upper.Load() == nil {
-			u := memory.New(o.mem...)
-			if err := o.copyUp(ctx, u, vfs.Path{}); err != nil {
-				o.mu.Unlock()
-				return err
-			}
-			o.upper.Store(u)
-		}
-		o.mu.Unlock()
-	}
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	return fn(o.upper.Load())
-}
-
-// copyUp copies directory dir of the base tree, recursively, into u.
-func (o *Overlay) copyUp(ctx context.Context, u *memory.FS, dir vfs.Path) error {
-	ents, err := o.base.ReadDir(ctx, dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		p, err := dir.Child(e.Name)
-		if err != nil {
-			return err
-		}
-		info, err := o.base.Lstat(ctx, p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.Mode&fs.ModeSymlink != 0:
-			// Read the blob itself: git can hold a target longer than Readlink returns.
-			en, ok := info.Sys.(*Entry)
-			if !ok {
-				return vfs.NewError(vfs.CodeIO, "open", p, "symlink without an object id")
-			}
-			t, err := o.base.r.readBlob(plumbing.NewHash(en.ID))
-			if err != nil {
-				return vfs.Errno("open", p, err)
-			}
-			if len(t) > maxTarget {
-				// Longer than the memory layer takes: keep a placeholder that Commit
-				// turns back into the original object while it is left alone.
-				o.special[p.String()] = plumbing.NewHash(en.ID)
-				t = []byte(placeholder(en.ID))
-			}
-			if err := u.Symlink(ctx, string(t), p); err != nil {
-				return err
-			}
-		case info.Mode.IsDir():
-			if err := u.Mkdir(ctx, p, 0o755); err != nil {
-				return err
-			}
-			if en, ok := info.Sys.(*Entry); ok && en.Kind == "submodule" {
-				o.special[p.String()] = plumbing.NewHash(en.ID)
-				continue
-			}
-			if err := o.copyUp(ctx, u, p); err != nil {
-				return err
-			}
-		default:
-			if err := o.copyFile(ctx, u, p, info); err != nil {
-				return err
-			}
-		}
-		if info.Mode&fs.ModeSymlink == 0 {
-			if err := u.Chtimes(ctx, p, info.ModTime, info.ModTime); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// copyFile copies regular file p, whose base Info is info, into u, reading the
-// blob by the id the Info carries (no second path resolution).
-func (o *Overlay) copyFile(ctx context.Context, u *memory.FS, p vfs.Path, info vfs.Info) error {
-	en, ok := info.Sys.(*Entry)
-	if !ok {
-		return vfs.NewError(vfs.CodeIO, "open", p, "file without an object id")
-	}
-	data, err := o.base.r.readBlob(plumbing.NewHash(en.ID))
-	if err != nil {
-		return vfs.Errno("open", p, err)
-	}
-	dst, err := u.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := dst.Write(data); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
+	o.v.s.closed.Store(true)
+	return o.v.s.base.Close()
 }
 
 // Features reports a writable, non-persistent backend with symlinks, Chmod and
 // Chtimes (only the execute bit survives a Commit). Hard links are not supported:
 // git has no notion of them.
-func (o *Overlay) Features() vfs.Features {
-	return vfs.Features{Symlinks: true, Chmod: true, Chtimes: true}
-}
+func (o *Overlay) Features() vfs.Features { return o.v.Features() }
 
 // Stat returns information on p in the merged view, following a final symlink.
+// An entry the overlay has not changed reports what the read-only FS does (its
+// Info.Sys is an *Entry).
 func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return o.reader("stat", p).Stat(ctx, p)
+	return o.v.Stat(ctx, p)
 }
 
 // Lstat returns information on p in the merged view.
 func (o *Overlay) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return o.reader("lstat", p).Lstat(ctx, p)
+	return o.v.Lstat(ctx, p)
 }
 
-// ReadDir lists directory p of the merged view, sorted by name.
+// ReadDir lists directory p of the merged view, sorted by name: the base tree's
+// entries minus whiteouts, merged with the upper layer's.
 func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	return o.reader("readdir", p).ReadDir(ctx, p)
+	return o.v.ReadDir(ctx, p)
 }
 
-// OpenFile opens p; any write flag copies the tree up first (see Overlay).
+// OpenFile opens p. Opening a base file for writing (or with O_TRUNC) copies that
+// file up first; opening it for reading does not.
 func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
-	if flag&writeFlags == 0 {
-		return o.reader("open", p).OpenFile(ctx, p, flag, perm)
-	}
-	var f vfs.File
-	err := o.write(ctx, "open", p, func(u *memory.FS) error {
-		var err error
-		f, err = u.OpenFile(ctx, p, flag, perm)
-		return err
-	})
-	return f, err
+	return o.v.OpenFile(ctx, p, flag, perm)
 }
 
 // Mkdir creates directory p in the overlay.
 func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return o.write(ctx, "mkdir", p, func(u *memory.FS) error { return u.Mkdir(ctx, p, perm) })
+	return o.v.Mkdir(ctx, p, perm)
 }
 
-// Remove removes a file, symlink or empty directory from the overlay.
-func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
-	return o.write(ctx, "remove", p, func(u *memory.FS) error {
-		o.glMu.Lock()
-		defer o.glMu.Unlock()
-		if err := u.Remove(ctx, p); err != nil {
-			return err
-		}
-		delete(o.special, p.String())
-		return nil
-	})
-}
+// Remove removes a file, symlink or empty directory from the overlay; a base entry
+// is hidden by a whiteout.
+func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error { return o.v.Remove(ctx, p) }
 
-// Rename moves from to to in the overlay; directories move with their subtree.
+// Rename moves from to to in the overlay; a directory moves with its subtree
+// (lazily, for a base directory: see Overlay).
 func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	return o.write(ctx, "rename", from, func(u *memory.FS) error {
-		o.glMu.Lock() // held across the rename: bookkeeping follows in the same order
-		defer o.glMu.Unlock()
-		if err := u.Rename(ctx, from, to, flags); err != nil {
-			return err
-		}
-		moved := map[string]plumbing.Hash{}
-		for k, h := range o.special {
-			kp := vfs.MustParse(k)
-			if flags&vfs.RenameExchange != 0 {
-				if rest, ok := kp.TrimPrefix(to); ok {
-					moved[from.Join(rest).String()] = h
-					delete(o.special, k)
-					continue
-				}
-			}
-			if _, ok := kp.TrimPrefix(to); ok {
-				delete(o.special, k) // replaced by the moved entry
-				continue
-			}
-			if rest, ok := kp.TrimPrefix(from); ok {
-				moved[to.Join(rest).String()] = h
-				delete(o.special, k)
-			}
-		}
-		for k, h := range moved {
-			o.special[k] = h
-		}
-		return nil
-	})
+	return o.v.Rename(ctx, from, to, flags)
 }
 
 // Symlink creates symlink p with target text target in the overlay.
 func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	return o.write(ctx, "symlink", p, func(u *memory.FS) error { return u.Symlink(ctx, target, p) })
+	return o.v.Symlink(ctx, target, p)
 }
 
 // Readlink returns the target text of symlink p in the merged view.
 func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
-	t, err := o.reader("readlink", p).Readlink(ctx, p)
-	if err == nil && strings.HasPrefix(t, placeholderPrefix) {
-		return "", vfs.NewError(vfs.CodeInvalidPath, "readlink", p, "symlink target too long")
-	}
-	return t, err
+	return o.v.Readlink(ctx, p)
 }
-
-// placeholderPrefix starts the target of the memory layer's stand-in for a symlink
-// whose target is longer than maxTarget: absolute, so following it fails with
-// path_outside_sandbox.
-const placeholderPrefix = "/.capfs-overlong-symlink/"
-
-func placeholder(id string) string { return placeholderPrefix + id }
 
 // Link fails with not_supported: git cannot record hard links.
 func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	e := vfs.NewError(vfs.CodeNotSupported, "link", oldp, "git overlays have no hard links")
-	e.Dest = newp.String()
-	return e
+	return o.v.Link(ctx, oldp, newp)
 }
 
-// Chmod changes p's permission bits in the overlay; Commit keeps only the owner
-// execute bit.
+// Chmod changes p's permission bits in the overlay (a base file is copied up);
+// Commit keeps only the owner execute bit of files.
 func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return o.write(ctx, "chmod", p, func(u *memory.FS) error { return u.Chmod(ctx, p, mode) })
+	return o.v.Chmod(ctx, p, mode)
 }
 
-// Chtimes changes p's times in the overlay; Commit does not record them.
+// Chtimes changes p's modification time in the overlay (a base file is copied up);
+// Commit does not record it.
 func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return o.write(ctx, "chtimes", p, func(u *memory.FS) error { return u.Chtimes(ctx, p, atime, mtime) })
+	return o.v.Chtimes(ctx, p, atime, mtime)
 }
 
-// Sub returns a writable Backend rooted at directory p of the overlay. It copies
-// the tree up first (so that writes through it land in the overlay) and is the
-// memory layer's Sub: later renames of p do not redirect it.
+// Sub returns a writable Backend rooted at directory p of the overlay, pinned to
+// that directory: writes through it land in the overlay (and in the next Commit),
+// and a later rename of p does not redirect it. It has no Commit of its own.
 func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
-	var b vfs.Backend
-	err := o.write(ctx, "sub", p, func(u *memory.FS) error {
-		var err error
-		b, err = u.Sub(ctx, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return noLinks{b}, nil
-}
-
-// noLinks is a Sub of the memory layer without hard links, like its Overlay.
-type noLinks struct{ vfs.Backend }
-
-func (n noLinks) Features() vfs.Features {
-	f := n.Backend.Features()
-	f.HardLinks = false
-	return f
-}
-
-func (n noLinks) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	e := vfs.NewError(vfs.CodeNotSupported, "link", oldp, "git overlays have no hard links")
-	e.Dest = newp.String()
-	return e
-}
-
-func (n noLinks) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
-	b, err := n.Backend.Sub(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return noLinks{b}, nil
+	return o.v.Sub(ctx, p)
 }
 
 func validSig(s string) bool {
@@ -492,9 +262,10 @@ func validSig(s string) bool {
 // at Base() (compare-and-swap under git's ref lock, see moveRef); otherwise, or while
 // another writer holds the branch's lock, it fails with conflict and the branch is
 // unchanged (the unreferenced objects stay until git gc). No reflog entry is
-// written. On success the new commit becomes Base(), so a later Commit builds on it. An author with an empty name or
-// email, or one containing '<', '>' or a newline, or a message with a NUL byte, is
-// invalid_path.
+// written. On success the new commit becomes Base(), so a later Commit builds on
+// it (the overlay's view is unchanged: it already shows that commit's tree). An
+// author with an empty name or email, or one containing '<', '>' or a newline, or
+// a message with a NUL byte, is invalid_path.
 func (o *Overlay) Commit(ctx context.Context, message string, author Signature) (string, error) {
 	if !validSig(author.Name) || !validSig(author.Email) {
 		return "", vfs.NewError(vfs.CodeInvalidPath, "commit", vfs.Path{}, "invalid author name or email")
@@ -508,40 +279,43 @@ func (o *Overlay) Commit(ctx context.Context, message string, author Signature) 
 	if !strings.HasSuffix(message, "\n") {
 		message += "\n"
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed.Load() {
+	o.commitMu.Lock()
+	defer o.commitMu.Unlock()
+	if o.v.s.closed.Load() {
 		return "", vfs.NewError(vfs.CodeClosed, "commit", vfs.Path{}, "overlay closed")
 	}
 	tree, err := o.tree(ctx)
 	if err != nil {
 		return "", err
 	}
+	head := plumbing.NewHash(o.Base())
 	sig := object.Signature{Name: author.Name, Email: author.Email, When: author.When}
-	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree, ParentHashes: []plumbing.Hash{o.head}}
+	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree, ParentHashes: []plumbing.Hash{head}}
 	id, err := o.store(ctx, c.Encode, plumbing.CommitObject)
 	if err != nil {
 		return "", err
 	}
-	if err := o.moveRef(id); err != nil {
+	if err := o.moveRef(head, id); err != nil {
 		return "", err
 	}
+	o.headMu.Lock()
 	o.head = id
+	o.headMu.Unlock()
 	return id.String(), nil
 }
 
 var errMoved = vfs.NewError(vfs.CodeConflict, "commit", vfs.Path{}, "branch moved since the overlay was opened")
 
-// moveRef moves o.ref from o.head to id, or fails with conflict. In a repository
+// moveRef moves o.ref from head to id, or fails with conflict. In a repository
 // with a .git directory (or a bare one) it follows git's own locking protocol, so it
 // is atomic against the git CLI too: create "<ref>.lock" exclusively (an existing
 // lock means someone else is updating the ref: conflict), check the ref's current
 // value, write the new value into the lock file and rename it over the ref. For a
 // ".git" file (linked work tree) it falls back to go-git's CheckAndSetReference,
 // which is atomic only against other go-git writers.
-func (o *Overlay) moveRef(id plumbing.Hash) error {
+func (o *Overlay) moveRef(head, id plumbing.Hash) error {
 	if o.gitDir == "" {
-		err := o.repo.Storer.CheckAndSetReference(plumbing.NewHashReference(o.ref, id), plumbing.NewHashReference(o.ref, o.head))
+		err := o.repo.Storer.CheckAndSetReference(plumbing.NewHashReference(o.ref, id), plumbing.NewHashReference(o.ref, head))
 		if errors.Is(err, storage.ErrReferenceHasChanged) {
 			return errMoved
 		}
@@ -570,7 +344,7 @@ func (o *Overlay) moveRef(id plumbing.Hash) error {
 		}
 	}()
 	cur, err := o.repo.Storer.Reference(o.ref)
-	if err != nil || cur.Type() != plumbing.HashReference || cur.Hash() != o.head {
+	if err != nil || cur.Type() != plumbing.HashReference || cur.Hash() != head {
 		return errMoved
 	}
 	if _, err := f.WriteString(id.String() + "\n"); err != nil {
@@ -593,9 +367,9 @@ func (o *Overlay) moveRef(id plumbing.Hash) error {
 // any ref: what a diff against the base needs. Before the first write it is the
 // base tree's id. An entirely empty view is an empty tree, which is written too.
 func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed.Load() {
+	o.commitMu.Lock()
+	defer o.commitMu.Unlock()
+	if o.v.s.closed.Load() {
 		return "", vfs.NewError(vfs.CodeClosed, "writetree", vfs.Path{}, "overlay closed")
 	}
 	h, err := o.tree(ctx)
@@ -605,15 +379,13 @@ func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
 	return h.String(), nil
 }
 
-// tree writes the merged view's tree; o.mu is held.
+// tree writes the merged view's tree and returns its id; o.commitMu is held. It
+// excludes mutations (not readers) while it walks the view.
 func (o *Overlay) tree(ctx context.Context) (plumbing.Hash, error) {
-	u := o.upper.Load()
-	if u == nil {
-		return o.base.root.hash, nil
-	}
-	o.glMu.Lock()
-	defer o.glMu.Unlock()
-	h, empty, err := o.writeTree(ctx, u, vfs.Path{})
+	s := o.v.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, empty, err := o.writeDir(ctx, o.v.root, vfs.Root)
 	if err != nil || !empty {
 		return h, err
 	}
@@ -654,75 +426,71 @@ func (o *Overlay) blob(ctx context.Context, data []byte) (plumbing.Hash, error) 
 	}, plumbing.BlobObject)
 }
 
-// writeTree writes directory dir of u as a tree; empty reports a tree with no
-// entries (not written, dropped by the caller).
-func (o *Overlay) writeTree(ctx context.Context, u *memory.FS, dir vfs.Path) (plumbing.Hash, bool, error) {
-	ents, err := u.ReadDir(ctx, dir)
+// writeDir writes up directory d (at path p, for errors) as a tree and returns its
+// id; empty reports a tree with no entries (not written, dropped by the caller).
+// A directory with no changes of its own returns its base tree's id unread; one
+// whose merged entries equal its base tree's returns that id without encoding.
+func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (plumbing.Hash, bool, error) {
+	s := o.v.s
+	if !d.up || (len(d.ents) == 0 && len(d.white) == 0 && !d.lo.hash.IsZero()) {
+		return d.lo.hash, false, nil
+	}
+	ld, err := s.lower(d)
 	if err != nil {
-		return plumbing.ZeroHash, false, err
+		return plumbing.ZeroHash, false, vfs.Errno("commit", p, err)
 	}
 	var out []object.TreeEntry
-	for _, e := range ents {
-		p, err := dir.Child(e.Name)
+	if ld != nil {
+		for i, name := range ld.names {
+			if _, ok := d.ents[name]; ok {
+				continue
+			}
+			if _, ok := d.white[name]; ok {
+				continue
+			}
+			out = append(out, object.TreeEntry{Name: name, Mode: ld.nodes[i].mode, Hash: ld.nodes[i].hash})
+		}
+	}
+	for name, c := range d.ents {
+		cp, err := p.Child(name)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
-		info, err := u.Lstat(ctx, p)
-		if err != nil {
-			return plumbing.ZeroHash, false, err
-		}
-		var te object.TreeEntry
-		te.Name = e.Name
+		te := object.TreeEntry{Name: name}
 		switch {
-		case info.Mode&fs.ModeSymlink != 0:
-			t, err := u.Readlink(ctx, p)
+		case !c.up:
+			te.Mode, te.Hash = c.lo.mode, c.lo.hash
+		case c.typ == fs.ModeDir:
+			h, empty, err := o.writeDir(ctx, c, cp)
 			if err != nil {
 				return plumbing.ZeroHash, false, err
 			}
-			te.Mode = filemode.Symlink
-			if h, ok := o.special[p.String()]; ok && t == placeholder(h.String()) {
-				te.Hash = h
-			} else if te.Hash, err = o.blob(ctx, []byte(t)); err != nil {
-				return plumbing.ZeroHash, false, err
-			}
-		case info.Mode.IsDir():
-			h, empty, err := o.writeTree(ctx, u, p)
-			if err != nil {
-				return plumbing.ZeroHash, false, err
-			}
-			if empty {
-				gl, ok := o.special[p.String()]
-				if !ok {
-					continue
-				}
-				te.Mode, te.Hash = filemode.Submodule, gl
-			} else {
+			switch {
+			case !empty:
 				te.Mode, te.Hash = filemode.Dir, h
+			case !c.gitlink.IsZero():
+				te.Mode, te.Hash = filemode.Submodule, c.gitlink
+			default:
+				continue // git cannot hold an empty directory
 			}
-		case info.Mode.IsRegular():
-			f, err := u.OpenFile(ctx, p, os.O_RDONLY, 0)
-			if err != nil {
-				return plumbing.ZeroHash, false, err
-			}
-			data, err := io.ReadAll(f)
-			f.Close()
-			if err != nil {
-				return plumbing.ZeroHash, false, vfs.Errno("commit", p, err)
-			}
-			te.Mode = filemode.Regular
-			if info.Mode&0o100 != 0 {
-				te.Mode = filemode.Executable
-			}
-			if te.Hash, err = o.blob(ctx, data); err != nil {
+		case c.typ == fs.ModeSymlink:
+			te.Mode = filemode.Symlink
+			if te.Hash, err = o.blob(ctx, []byte(c.target)); err != nil {
 				return plumbing.ZeroHash, false, err
 			}
 		default:
-			return plumbing.ZeroHash, false, vfs.NewError(vfs.CodeNotSupported, "commit", p, "git cannot store this file type")
+			if te.Mode, te.Hash, err = o.writeFile(ctx, c, cp); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
 		}
 		out = append(out, te)
 	}
 	if len(out) == 0 {
 		return plumbing.ZeroHash, true, nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if ld != nil && sameEntries(out, ld) {
+		return d.lo.hash, false, nil
 	}
 	// Git orders entries by name, comparing a tree's name as if it ended in "/".
 	key := func(e object.TreeEntry) string {
@@ -735,4 +503,42 @@ func (o *Overlay) writeTree(ctx context.Context, u *memory.FS, dir vfs.Path) (pl
 	t := &object.Tree{Entries: out}
 	h, err := o.store(ctx, t.Encode, plumbing.TreeObject)
 	return h, false, err
+}
+
+// sameEntries reports whether out (sorted by name) lists exactly the entries of d.
+func sameEntries(out []object.TreeEntry, d *dir) bool {
+	if len(out) != len(d.names) {
+		return false
+	}
+	for i, e := range out {
+		if e.Name != d.names[i] || e.Mode != d.nodes[i].mode || e.Hash != d.nodes[i].hash {
+			return false
+		}
+	}
+	return true
+}
+
+// writeFile writes up file c's contents as a blob and returns its git mode.
+func (o *Overlay) writeFile(ctx context.Context, c *unode, p vfs.Path) (filemode.FileMode, plumbing.Hash, error) {
+	s := o.v.s
+	ip := inoPath(c.ino)
+	f, err := s.store.OpenFile(ctx, ip, os.O_RDONLY, 0)
+	if err != nil {
+		return 0, plumbing.ZeroHash, vfs.Readdress(err, "commit", p.String(), "")
+	}
+	info, err := f.Stat()
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(f)
+	}
+	f.Close()
+	if err != nil {
+		return 0, plumbing.ZeroHash, vfs.Errno("commit", p, err)
+	}
+	mode := filemode.Regular
+	if info.Mode&0o100 != 0 {
+		mode = filemode.Executable
+	}
+	h, err := o.blob(ctx, data)
+	return mode, h, err
 }
