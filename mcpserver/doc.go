@@ -1,0 +1,48 @@
+// Package mcpserver serves a capfs Dir to AI agents as a Model Context Protocol
+// server (github.com/modelcontextprotocol/go-sdk), over any MCP transport: stdio,
+// streamable HTTP, or in memory.
+//
+// New registers tools with the argument names agents already know: read (numbered
+// lines, offset/limit), read_many, write (atomic, create_only), append, edit
+// (old_string/new_string, replace_all, dry_run), apply_patch (the "*** Begin Patch"
+// format, all files or none), list, tree, glob, grep, stat, mkdir, move, copy,
+// remove, mounts and help. See README.md for what each does.
+//
+// # Guarantees
+//
+//   - Every file access is a call on the Dir given to New, so it is confined,
+//     checked against the Dir's policy and audited exactly as any other guest
+//     call: the server holds no other handle on storage and never parses a path
+//     into a host path. Paths in tool arguments (including apply_patch headers,
+//     "Move to" lines and move/copy destinations) are guest paths of that Dir.
+//   - A Dir that can never write (dir.Dir.IsReadOnly) gets no mutating tool at
+//     all: they are not registered, so they are not even listed.
+//   - Once the Dir is revoked, every tool fails with the revoked code.
+//   - A tool error is a result with IsError set whose text starts with
+//     "error <code>:" and whose _meta holds the stable code (MetaCode) and the
+//     guest path (MetaPath); it never holds a host path.
+//   - Every tool call's context carries a request tag (audit.WithRequestTag):
+//     "mcp:<session>:<tool>#<n>". Every audit event of the Dir calls the tool
+//     makes has it in Event.Tag, and the result's _meta has it under
+//     MetaRequestTag.
+//   - apply_patch parses and checks every file, computes every new content and
+//     refuses existing Add/Move targets before writing anything; if a write
+//     then fails, the changes already made are reverted, newest first.
+//   - Tool annotations are truthful: reading tools are ReadOnlyHint, write/copy/
+//     mkdir/remove are idempotent, append and mkdir are not destructive, and no
+//     tool reaches an open world.
+//
+// # Not guaranteed
+//
+//   - apply_patch and the other multi-step tools are atomic with respect to
+//     failures of their own writes, not to concurrent writers: another client can
+//     change a file between the check and the write, and a rollback restores the
+//     contents the patch read. Readers may briefly see some files patched and
+//     others not.
+//   - write with create_only creates the empty file first (already_exists is
+//     decided by the backend, so two writers cannot both create it) and then
+//     replaces it atomically: a reader can see it empty in between.
+//   - move across mounts copies and then deletes (dir.AllowCopy).
+//   - Limits bound what one call returns (Options), not what it reads: grep reads
+//     every file it searches, up to the Dir's own read limit.
+package mcpserver

@@ -1,0 +1,349 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+type patchIn struct {
+	Patch  string `json:"patch,omitempty" jsonschema:"the patch: *** Begin Patch, then *** Add File: / *** Delete File: / *** Update File: (optionally *** Move to:) sections with @@ hunks, then *** End Patch"`
+	Input  string `json:"input,omitempty" jsonschema:"the same as patch (for clients that name it input)"`
+	DryRun bool   `json:"dry_run,omitempty" jsonschema:"change nothing; return the unified diff the patch would make"`
+}
+
+// plannedFile is one file change of a patch, computed before anything is written.
+type plannedFile struct {
+	f      patchFile
+	path   string // canonical guest path (from the root, without leading "/")
+	dest   string // canonical Move to, or ""
+	old    string // contents before (Update, Delete of a regular file)
+	new    string // contents after (Add, Update)
+	perm   fs.FileMode
+	link   string // Delete of a symlink: its target
+	isLink bool
+}
+
+// undo is one step that reverts an applied change.
+type undo struct {
+	what string
+	fn   func(ctx context.Context) error
+}
+
+func canonical(p string) (string, error) {
+	q, err := vfs.ParseGuest(p)
+	if err != nil {
+		return "", err
+	}
+	if q.IsRoot() {
+		return "", toolError(vfs.CodeInvalidPath, "apply_patch", p, "the root is not a file")
+	}
+	return q.String(), nil
+}
+
+// checkPath validates a patch path, letting the Dir report (and audit) a path it
+// refuses, so an escaping header fails with the Dir's own error.
+func (s *server) checkPath(ctx context.Context, p string) (string, error) {
+	c, err := canonical(p)
+	if err != nil {
+		if _, derr := s.root.Lstat(ctx, p); derr != nil && vfs.CodeOf(derr) != vfs.CodeNotFound {
+			return "", derr
+		}
+		return "", err
+	}
+	return c, nil
+}
+
+func (s *server) applyPatch(ctx context.Context, in patchIn) (string, error) {
+	text := in.Patch
+	if text == "" {
+		text = in.Input
+	} else if in.Input != "" && in.Input != in.Patch {
+		return "", toolError(vfs.CodeInvalidPath, "apply_patch", "", "give the patch once, as patch or as input")
+	}
+	files, err := parsePatch(text)
+	if err != nil {
+		return "", toolError(vfs.CodeInvalidPath, "apply_patch", "", "malformed patch: %v", err)
+	}
+	plan, err := s.planPatch(ctx, files)
+	if err != nil {
+		return "", err
+	}
+	if in.DryRun {
+		var b strings.Builder
+		for _, p := range plan {
+			b.WriteString(p.diff())
+		}
+		if b.Len() == 0 {
+			b.WriteString("(the patch changes nothing)\n")
+		}
+		return b.String(), nil
+	}
+	var undos []undo
+	for _, p := range plan {
+		u, err := s.applyOne(ctx, p)
+		undos = append(undos, u...)
+		if err != nil {
+			return "", s.rollback(ctx, err, undos)
+		}
+	}
+	var b strings.Builder
+	for _, p := range plan {
+		b.WriteString(p.summary())
+	}
+	return b.String(), nil
+}
+
+func (p plannedFile) summary() string {
+	switch {
+	case p.f.Kind == patchAdd:
+		return "A " + p.path + "\n"
+	case p.f.Kind == patchDelete:
+		return "D " + p.path + "\n"
+	case p.dest != "":
+		return "R " + p.path + " -> " + p.dest + "\n"
+	}
+	return "M " + p.path + "\n"
+}
+
+func (p plannedFile) diff() string {
+	switch p.f.Kind {
+	case patchAdd:
+		d := unifiedDiff(p.path, "", p.new)
+		if d == "" {
+			return "--- /dev/null\n+++ b/" + p.path + " (empty file)\n"
+		}
+		return strings.Replace(d, "--- a/"+p.path, "--- /dev/null", 1)
+	case patchDelete:
+		if p.isLink {
+			return "deleted symlink " + p.path + " -> " + p.link + "\n"
+		}
+		d := unifiedDiff(p.path, p.old, "")
+		if d == "" {
+			return "--- a/" + p.path + " (empty file)\n+++ /dev/null\n"
+		}
+		return strings.Replace(d, "+++ b/"+p.path, "+++ /dev/null", 1)
+	}
+	d := unifiedDiff(p.path, p.old, p.new)
+	if p.dest != "" {
+		if d == "" {
+			return "rename " + p.path + " -> " + p.dest + "\n"
+		}
+		return strings.Replace(d, "+++ b/"+p.path, "+++ b/"+p.dest, 1)
+	}
+	return d
+}
+
+// planPatch checks every file of the patch and computes its new contents, reading
+// but writing nothing.
+func (s *server) planPatch(ctx context.Context, files []patchFile) ([]plannedFile, error) {
+	seen := map[string]bool{}
+	claim := func(orig, c string) error {
+		if seen[c] {
+			return toolError(vfs.CodeInvalidPath, "apply_patch", orig, "the patch names this file more than once")
+		}
+		seen[c] = true
+		return nil
+	}
+	plan := make([]plannedFile, 0, len(files))
+	for n, f := range files {
+		p := plannedFile{f: f}
+		var err error
+		if p.path, err = s.checkPath(ctx, f.Path); err != nil {
+			return nil, err
+		}
+		if err := claim(f.Path, p.path); err != nil {
+			return nil, err
+		}
+		if f.MoveTo != "" {
+			if p.dest, err = s.checkPath(ctx, f.MoveTo); err != nil {
+				return nil, err
+			}
+			if p.dest == p.path {
+				p.dest = ""
+			} else if err := claim(f.MoveTo, p.dest); err != nil {
+				return nil, err
+			}
+		}
+		switch f.Kind {
+		case patchAdd:
+			if err := s.refuseAny(ctx, f.Path); err != nil {
+				return nil, err
+			}
+			if len(f.Lines) > 0 {
+				p.new = strings.Join(f.Lines, "\n") + "\n"
+			}
+			p.perm = 0o644
+		case patchDelete:
+			info, err := s.root.Lstat(ctx, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case info.IsDir():
+				return nil, toolError(vfs.CodeIsDir, "apply_patch", f.Path, "Delete File names a directory: use remove")
+			case info.Mode()&fs.ModeSymlink != 0:
+				p.isLink = true
+				if p.link, err = s.root.Readlink(ctx, f.Path); err != nil {
+					return nil, err
+				}
+			default:
+				data, err := s.root.ReadFile(ctx, f.Path)
+				if err != nil {
+					return nil, err
+				}
+				p.old, p.perm = string(data), info.Mode().Perm()
+			}
+		case patchUpdate:
+			info, err := s.root.Stat(ctx, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			if info.IsDir() {
+				return nil, toolError(vfs.CodeIsDir, "apply_patch", f.Path, "Update File names a directory")
+			}
+			data, err := s.root.ReadFile(ctx, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			p.old, p.perm = string(data), info.Mode().Perm()
+			if p.new, err = applyChunks(p.old, f.Chunks); err != nil {
+				return nil, toolError(vfs.CodeConflict, "apply_patch", f.Path, "file %d of the patch does not apply (nothing was changed): %v", n+1, err)
+			}
+			if len(f.Chunks) == 0 {
+				p.new = p.old
+			}
+			if p.dest != "" {
+				if err := s.refuseAny(ctx, f.MoveTo); err != nil {
+					return nil, err
+				}
+			}
+		}
+		plan = append(plan, p)
+	}
+	return plan, nil
+}
+
+// refuseAny fails with already_exists when something is at p.
+func (s *server) refuseAny(ctx context.Context, p string) error {
+	ok, err := s.root.Exists(ctx, p)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return toolError(vfs.CodeExists, "apply_patch", p, "already exists (nothing was changed)")
+	}
+	return nil
+}
+
+// topMissing returns the highest missing ancestor directory of p ("" if every
+// ancestor exists), so that a rollback can remove the directories it created.
+func (s *server) topMissing(ctx context.Context, p string) (string, error) {
+	q, err := vfs.ParseGuest(p)
+	if err != nil {
+		return "", err
+	}
+	elems := q.Elems()
+	for i := 1; i < len(elems); i++ {
+		a := strings.Join(elems[:i], "/")
+		ok, err := s.root.Exists(ctx, a)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return a, nil
+		}
+	}
+	return "", nil
+}
+
+// createParents makes p's missing parents and returns the undo that removes them.
+func (s *server) createParents(ctx context.Context, p string) ([]undo, error) {
+	top, err := s.topMissing(ctx, p)
+	if err != nil || top == "" {
+		return nil, err
+	}
+	if err := s.ensureParent(ctx, p); err != nil {
+		return nil, err
+	}
+	return []undo{{"remove directory " + top, func(ctx context.Context) error { return s.root.RemoveAll(ctx, top) }}}, nil
+}
+
+// applyOne writes one planned change and returns the steps that revert what it did.
+func (s *server) applyOne(ctx context.Context, p plannedFile) ([]undo, error) {
+	var undos []undo
+	switch {
+	case p.f.Kind == patchAdd:
+		u, err := s.createParents(ctx, p.path)
+		undos = append(undos, u...)
+		if err != nil {
+			return undos, err
+		}
+		if err := s.root.WriteFile(ctx, p.path, []byte(p.new), p.perm); err != nil {
+			return undos, err
+		}
+		undos = append(undos, undo{"remove " + p.path, func(ctx context.Context) error { return s.root.Remove(ctx, p.path) }})
+	case p.f.Kind == patchDelete:
+		if err := s.root.Remove(ctx, p.path); err != nil {
+			return undos, err
+		}
+		if p.isLink {
+			undos = append(undos, undo{"restore symlink " + p.path, func(ctx context.Context) error { return s.root.Symlink(ctx, p.link, p.path) }})
+		} else {
+			undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
+				return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
+			}})
+		}
+	case p.dest != "":
+		u, err := s.createParents(ctx, p.dest)
+		undos = append(undos, u...)
+		if err != nil {
+			return undos, err
+		}
+		if err := s.root.WriteFile(ctx, p.dest, []byte(p.new), p.perm); err != nil {
+			return undos, err
+		}
+		undos = append(undos, undo{"remove " + p.dest, func(ctx context.Context) error { return s.root.Remove(ctx, p.dest) }})
+		if err := s.root.Remove(ctx, p.path); err != nil {
+			return undos, err
+		}
+		undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
+			return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
+		}})
+	default:
+		if err := s.root.WriteFile(ctx, p.path, []byte(p.new), p.perm); err != nil {
+			return undos, err
+		}
+		undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
+			return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
+		}})
+	}
+	return undos, nil
+}
+
+// rollback reverts the applied steps, newest first, and returns the error to
+// report: cause (the failure that stopped the patch), with any step that could
+// not be reverted.
+func (s *server) rollback(ctx context.Context, cause error, undos []undo) error {
+	// Revert even if the caller's context is done: a half-applied patch is worse.
+	ctx = context.WithoutCancel(ctx)
+	var failed []string
+	for i := len(undos) - 1; i >= 0; i-- {
+		if err := undos[i].fn(ctx); err != nil {
+			failed = append(failed, undos[i].what+" ("+string(vfs.CodeOf(err))+")")
+		}
+	}
+	var ve *vfs.Error
+	if !errors.As(cause, &ve) {
+		ve = &vfs.Error{Code: vfs.CodeOf(cause), Op: "apply_patch", Err: cause}
+	}
+	msg := "the patch was rolled back: no file was changed"
+	if len(failed) > 0 {
+		msg = "the rollback failed for: " + strings.Join(failed, ", ")
+	}
+	return &vfs.Error{Code: ve.Code, Op: "apply_patch", Path: ve.Path, Dest: ve.Dest, Err: fmt.Errorf("%w; %s", cause, msg)}
+}

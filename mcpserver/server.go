@@ -1,0 +1,244 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Default limits, used when the matching Options field is zero.
+const (
+	// DefaultMaxReadBytes is the most text one read or read_many call returns.
+	DefaultMaxReadBytes = 256 << 10
+	// DefaultLineWidth is the longest line read and grep show before cutting it.
+	DefaultLineWidth = 2000
+	// DefaultReadLines is how many lines read returns when no limit is given.
+	DefaultReadLines = 2000
+	// DefaultHeadLimit is how many results grep, glob and tree return when the
+	// caller gives no head_limit.
+	DefaultHeadLimit = 250
+	// DefaultTreeDepth is how deep tree descends when no depth is given.
+	DefaultTreeDepth = 3
+)
+
+// MountInfo describes one mount for the mounts tool.
+type MountInfo struct {
+	Path     string `json:"path"`             // guest path of the mount point ("/" for the root)
+	Backend  string `json:"backend"`          // the kind of storage ("memory", "host", "git", ...)
+	Source   string `json:"source,omitempty"` // what it serves, as the host wants the guest to see it
+	ReadOnly bool   `json:"read_only"`        // writes under it fail with read_only
+	Note     string `json:"note,omitempty"`   // anything else worth telling the guest
+}
+
+// Options configure New. The zero value is usable.
+type Options struct {
+	// Name and Version identify the server to clients (default "capfs", "dev").
+	Name, Version string
+	// Instructions are sent to clients at initialization; the default explains the
+	// path rules in two sentences.
+	Instructions string
+	// Mounts reports the namespace's mounts for the mounts tool; nil reports a single
+	// mount at "/" described by the root Dir alone.
+	Mounts func() []MountInfo
+	// MaxReadBytes caps the text one read or read_many call returns
+	// (DefaultMaxReadBytes when zero).
+	MaxReadBytes int
+	// LineWidth is the longest line read and grep show; longer lines are cut and
+	// marked (DefaultLineWidth when zero).
+	LineWidth int
+	// ReadLines is how many lines read returns without a limit (DefaultReadLines).
+	ReadLines int
+	// HeadLimit is the default head_limit of grep, glob and tree (DefaultHeadLimit).
+	HeadLimit int
+}
+
+func (o *Options) defaults() {
+	if o.Name == "" {
+		o.Name = "capfs"
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Instructions == "" {
+		o.Instructions = "Files are reached through a capfs capability: paths are slash-separated and " +
+			"relative to its root (a leading / means that root, never the host's; .. cannot climb above it). " +
+			"Errors carry a stable code (not_found, read_only, path_outside_sandbox, fs_permission_denied, ...); " +
+			"call help for the full rules."
+	}
+	if o.MaxReadBytes <= 0 {
+		o.MaxReadBytes = DefaultMaxReadBytes
+	}
+	if o.LineWidth <= 0 {
+		o.LineWidth = DefaultLineWidth
+	}
+	if o.ReadLines <= 0 {
+		o.ReadLines = DefaultReadLines
+	}
+	if o.HeadLimit <= 0 {
+		o.HeadLimit = DefaultHeadLimit
+	}
+}
+
+// MetaRequestTag is the key, in every tool result's _meta, of the request tag the
+// call's audit events carry (audit.Event.Tag).
+const MetaRequestTag = "capfs/request"
+
+// MetaCode and MetaPath are the keys, in an error result's _meta, of the stable
+// error code and the guest path it concerns.
+const (
+	MetaCode = "capfs/code"
+	MetaPath = "capfs/path"
+)
+
+type server struct {
+	root *dir.Dir
+	opts Options
+	seq  atomic.Uint64
+}
+
+// New returns an MCP server whose tools act on root. A Dir that can never write
+// (root.IsReadOnly) gets only the reading tools. The server holds root and nothing
+// else: revoking root's Control makes every tool fail with revoked.
+func New(root *dir.Dir, opts Options) *mcp.Server {
+	opts.defaults()
+	s := &server{root: root, opts: opts}
+	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version},
+		&mcp.ServerOptions{Instructions: opts.Instructions, Capabilities: &mcp.ServerCapabilities{}})
+	s.addReadTools(srv)
+	if !root.IsReadOnly() {
+		s.addWriteTools(srv)
+	}
+	return srv
+}
+
+// ReadOnlyTools and WriteTools are the names of the tools New registers: a
+// read-only Dir gets ReadOnlyTools only.
+var (
+	ReadOnlyTools = []string{"read", "read_many", "list", "tree", "glob", "grep", "stat", "mounts", "help"}
+	WriteTools    = []string{"write", "append", "edit", "apply_patch", "mkdir", "move", "copy", "remove"}
+)
+
+// toolFunc is a tool body: it returns the text shown to the model or an error.
+type toolFunc[In any] func(ctx context.Context, in In) (string, error)
+
+func boolp(b bool) *bool { return &b }
+
+// kind says which annotations a tool gets.
+type kind int
+
+const (
+	readOnly        kind = iota
+	additive             // writes, never destroys: idempotent or not
+	additiveIdem         // writes, never destroys, idempotent
+	destructive          // may overwrite or delete
+	destructiveIdem      // may overwrite or delete; repeating changes nothing more
+)
+
+func annotations(k kind) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{OpenWorldHint: boolp(false)}
+	switch k {
+	case readOnly:
+		a.ReadOnlyHint = true
+		a.IdempotentHint = true
+		a.DestructiveHint = boolp(false)
+	case additive:
+		a.DestructiveHint = boolp(false)
+	case additiveIdem:
+		a.DestructiveHint = boolp(false)
+		a.IdempotentHint = true
+	case destructive:
+		a.DestructiveHint = boolp(true)
+	case destructiveIdem:
+		a.DestructiveHint = boolp(true)
+		a.IdempotentHint = true
+	}
+	return a
+}
+
+// add registers one tool whose body is fn, wrapping it with the request tag and
+// the error shape every tool shares.
+func add[In any](s *server, srv *mcp.Server, name, desc string, k kind, fn toolFunc[In]) {
+	tool := &mcp.Tool{Name: name, Description: desc, Annotations: annotations(k)}
+	mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		tag := s.tag(req, name)
+		ctx = audit.WithRequestTag(ctx, tag)
+		text, err := fn(ctx, in)
+		res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: tag}}
+		if err != nil {
+			code, path := errorInfo(err)
+			res.IsError = true
+			res.Meta[MetaCode] = code
+			if path != "" {
+				res.Meta[MetaPath] = path
+			}
+			res.Content = []mcp.Content{&mcp.TextContent{Text: errorText(err)}}
+			return res, nil, nil
+		}
+		res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
+		return res, nil, nil
+	})
+}
+
+// tag names one tool call: the session, the tool and a per-server sequence number.
+func (s *server) tag(req *mcp.CallToolRequest, tool string) string {
+	sid := ""
+	if req != nil && req.Session != nil {
+		sid = req.Session.ID()
+	}
+	if sid == "" {
+		sid = "-"
+	}
+	return "mcp:" + sid + ":" + tool + "#" + strconv.FormatUint(s.seq.Add(1), 10)
+}
+
+// toolError builds an error of the server's own (not from the Dir): a stable code,
+// the tool as op, the guest path.
+func toolError(code vfs.Code, op, path, format string, args ...any) error {
+	return &vfs.Error{Code: code, Op: op, Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+func errorInfo(err error) (code, path string) {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return string(ve.Code), ve.Path
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return string(vfs.CodeCanceled), ""
+	}
+	return string(vfs.CodeIO), ""
+}
+
+// errorText is what the model reads: the code first, then the error, then a hint.
+func errorText(err error) string {
+	code, _ := errorInfo(err)
+	msg := "error " + code + ": " + err.Error()
+	if h := hints[vfs.Code(code)]; h != "" {
+		msg += "\n" + h
+	}
+	return msg
+}
+
+var hints = map[vfs.Code]string{
+	vfs.CodeOutside:     "Paths are relative to the capability's root; \"..\" cannot climb above it and symlinks cannot lead out of it.",
+	vfs.CodeReadOnly:    "This location cannot be written through this server.",
+	vfs.CodeRevoked:     "Access has been revoked by the host; no tool will work any more.",
+	vfs.CodePermission:  "The host's policy refuses this path; do not retry it under another name.",
+	vfs.CodeInvalidPath: "Use a slash-separated path relative to the root, without NUL bytes or backslashes.",
+}
+
+// guard fails with revoked when the root is revoked; tools that touch no path
+// (mounts, help) call it so that every tool fails once access is revoked. It is an
+// ordinary, audited Dir call.
+func (s *server) guard(ctx context.Context) error {
+	if _, err := s.root.Stat(ctx, "/"); err != nil && vfs.CodeOf(err) == vfs.CodeRevoked {
+		return err
+	}
+	return nil
+}
