@@ -1,0 +1,790 @@
+package materialize
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"crypto/sha256"
+	"encoding/hex"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+)
+
+// EnvTmpDir names the environment variable that sets the default base directory
+// of checkouts.
+const EnvTmpDir = "CAPFS_TMPDIR"
+
+// DefaultProgressInterval is how often, at most, Options.Progress is called while
+// files are copied (besides its final call).
+const DefaultProgressInterval = 100 * time.Millisecond
+
+// Options configures Checkout.
+type Options struct {
+	// Base is the parent directory of the checkout; the checkout itself is a new
+	// directory, mode 0700, under it. "" means $CAPFS_TMPDIR when set, else
+	// /dev/shm when it is a writable tmpfs, else os.TempDir().
+	Base string
+	// ReadOnly promises that the sandbox will see the checkout read-only (the
+	// caller binds it read-only). It enables the zero-copy strategies: a bind of
+	// the physical directory itself, and hard links. SyncBack of a read-only
+	// checkout applies nothing.
+	ReadOnly bool
+	// Host is optional and host-only: the backend that serves the same tree as the
+	// source Dir (the mount's backend, already Sub'd to the subtree). When it is
+	// (or wraps, like vfs.ReadOnly) a physical directory (vfs.HostPather), a
+	// ReadOnly checkout binds or hard-links instead of copying. Checkout verifies
+	// that the directory it opens is the backend's root (same inode).
+	Host vfs.Backend
+	// Workers is the number of parallel copy workers; 0 means runtime.GOMAXPROCS(0).
+	Workers int
+	// Progress, when set, is called from one goroutine at most every
+	// ProgressInterval while files are copied or hashed, and a last time with
+	// Done set.
+	Progress func(Progress)
+	// ProgressInterval throttles Progress; 0 means DefaultProgressInterval.
+	ProgressInterval time.Duration
+}
+
+// Strategy names how a checkout was made.
+type Strategy string
+
+// The strategies, fastest first.
+const (
+	// StrategyBind: Path is the physical source directory itself, for a read-only
+	// bind; nothing was copied. Chosen when Options.ReadOnly is set, Options.Host
+	// is a physical directory whose root is the very directory opened (same
+	// inode), and the walk through the Dir left nothing out (no path denied by the
+	// policy, no special file, no escaping symlink): a bind shows the sandbox the
+	// whole directory, so it is only used when the Dir would have shown all of it.
+	StrategyBind Strategy = "bind"
+	// StrategyHardLink: a private directory whose regular files are hard links to
+	// the source's inodes. Chosen when Options.ReadOnly is set, Options.Host is
+	// a physical directory (verified as for StrategyBind) on the same filesystem as
+	// the checkout, but binding is ruled out. A file is linked only when it is not
+	// setuid or setgid, its size and modification time match what the Dir showed,
+	// and the kernel allows the link; any other file is copied. The condition that
+	// makes this safe: the sandbox cannot write the linked inodes, because the
+	// checkout is bound read-only (Options.ReadOnly is the caller's promise) and
+	// the inodes belong to a directory the host controls. The host's own later
+	// edits of those files show through the links.
+	StrategyHardLink Strategy = "hardlink"
+	// StrategyCopy: a private directory holding copies, read through the Dir by
+	// parallel workers and hashed while copied.
+	StrategyCopy Strategy = "copy"
+)
+
+// Tree is a checkout: a real host directory holding a Dir's subtree, with the
+// Manifest of what it held at checkout. Its methods are safe for concurrent use,
+// except that Close must not run concurrently with Diff or SyncBack.
+type Tree struct {
+	src      *dir.Dir
+	opts     Options
+	path     string
+	rootFd   int // O_PATH handle of the checkout root (or of the bound directory)
+	bindFile *os.File
+	strategy Strategy
+	created  bool // path is a directory Checkout created (and Close removes)
+	manifest *Manifest
+	skipped  []Skip
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// srcEntry is one source path found by the walk.
+type srcEntry struct {
+	rel    string
+	typ    fs.FileMode
+	size   int64
+	mode   fs.FileMode // permission bits only (special bits stripped)
+	mtime  time.Time
+	target string
+	// filled by the copy
+	digest string
+	key    statKey
+	ok     bool
+}
+
+// Checkout copies the tree of src into a new private directory (or, for a
+// read-only checkout of a physical directory, binds it; see Strategy) and records
+// its Manifest. Everything is read through src, so its policy decides and its
+// audit trail records every read: a path the policy denies is left out and
+// reported by Skipped, not an error, as are special files (FIFOs, sockets,
+// devices) and symlinks that are absolute or climb above src's root. Setuid,
+// setgid and sticky bits are not copied.
+//
+// Files are created with O_CREAT|O_EXCL|O_NOFOLLOW beneath a handle on the new
+// directory, with openat2 refusing every symlink on the way, so nothing Checkout
+// writes is ever followed. On failure or cancellation everything created is
+// removed. Errors are *vfs.Error addressed to paths relative to src.
+func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
+	const op = "checkout"
+	if src == nil {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "nil source Dir")
+	}
+	t := &Tree{src: src, opts: opts, rootFd: -1, manifest: &Manifest{
+		Entries: map[string]Entry{}, stat: map[string]statKey{}, Created: time.Now(),
+	}}
+	ok := false
+	defer func() {
+		if !ok {
+			t.Close()
+		}
+	}()
+
+	hostFd := -1
+	if opts.ReadOnly && opts.Host != nil {
+		hostFd = openHost(ctx, opts.Host)
+	}
+	defer func() {
+		if hostFd >= 0 && (t.strategy != StrategyBind || !ok) {
+			unix.Close(hostFd)
+		}
+	}()
+
+	entries, err := t.walk(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	if hostFd >= 0 && len(t.skipped) == 0 {
+		t.strategy = StrategyBind
+		if err := t.bind(ctx, hostFd, entries); err != nil {
+			return nil, err
+		}
+		ok = true
+		return t, nil
+	}
+
+	base, err := chooseBase(opts.Base)
+	if err != nil {
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	p, err := os.MkdirTemp(base, "capfs-checkout-")
+	if err != nil {
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	t.path, t.created = p, true
+	if err := os.Chmod(p, 0o700); err != nil {
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	t.rootFd = fd
+	t.strategy = StrategyCopy
+	if hostFd >= 0 && sameDevice(hostFd, fd) {
+		t.strategy = StrategyHardLink
+	} else if hostFd >= 0 {
+		unix.Close(hostFd)
+		hostFd = -1
+	}
+	if err := t.populate(ctx, entries, hostFd); err != nil {
+		return nil, err
+	}
+	ok = true
+	return t, nil
+}
+
+// chooseBase picks the parent directory of a checkout.
+func chooseBase(base string) (string, error) {
+	if base != "" {
+		return base, nil
+	}
+	if b := os.Getenv(EnvTmpDir); b != "" {
+		return b, nil
+	}
+	var sfs unix.Statfs_t
+	if unix.Statfs("/dev/shm", &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC &&
+		unix.Access("/dev/shm", unix.W_OK|unix.X_OK) == nil {
+		return "/dev/shm", nil
+	}
+	return os.TempDir(), nil
+}
+
+func sameDevice(a, b int) bool {
+	var sa, sb unix.Stat_t
+	return unix.Fstat(a, &sa) == nil && unix.Fstat(b, &sb) == nil && sa.Dev == sb.Dev
+}
+
+// openHost opens the host directory behind h as an O_PATH handle, or returns -1.
+// The path comes from the backend (vfs.HostPather); it is opened without
+// following any symlink and accepted only if it is the backend's root directory
+// (same inode number as the backend reports for its root), so a rename racing
+// with the lookup cannot substitute another directory.
+func openHost(ctx context.Context, h vfs.Backend) int {
+	hp, ok := h.(vfs.HostPather)
+	if !ok {
+		return -1
+	}
+	p, ok := hp.HostPath()
+	if !ok || !path.IsAbs(p) {
+		return -1
+	}
+	info, err := h.Lstat(ctx, vfs.Root)
+	if err != nil || !info.Mode.IsDir() || info.ID == 0 {
+		return -1
+	}
+	how := &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, how)
+	if err == unix.ENOSYS || err == unix.EPERM {
+		fd, err = unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return -1
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Ino != info.ID {
+		unix.Close(fd)
+		return -1
+	}
+	again, ok := hp.HostPath()
+	if !ok || again != p {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
+}
+
+// denied reports whether err is a refusal to record as a Skip rather than fail.
+func skippable(err error) bool {
+	switch vfs.CodeOf(err) {
+	case vfs.CodePermission, vfs.CodeNotFound, vfs.CodeNotRegular, vfs.CodeOutside, vfs.CodeTooManyLinks:
+		return true
+	}
+	return false
+}
+
+func (t *Tree) skip(rel string, err error) {
+	e := Skip{Path: rel, Code: vfs.CodeOf(err)}
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		e.Reason = ve.Message()
+		if e.Reason == "" {
+			e.Reason = ve.Error()
+		}
+	}
+	t.mu.Lock()
+	t.skipped = append(t.skipped, e)
+	t.mu.Unlock()
+}
+
+// walk lists the source through the Dir, depth first in lexical order (so a
+// directory comes before its contents), and returns what to check out.
+func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
+	root, err := t.src.ReadDir(ctx, ".")
+	if err != nil {
+		return nil, err
+	}
+	var out []*srcEntry
+	type frame struct {
+		rel  string
+		ents []fs.DirEntry
+	}
+	stack := []frame{{"", root}}
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, canceled("checkout", vfs.Root, err)
+		}
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		var subdirs []frame
+		for _, de := range f.ents {
+			rel := de.Name()
+			if f.rel != "" {
+				rel = f.rel + "/" + rel
+			}
+			info, err := de.Info()
+			if err != nil {
+				if skippable(err) {
+					t.skip(rel, err)
+					continue
+				}
+				return nil, err
+			}
+			e := &srcEntry{rel: rel, typ: info.Mode().Type(), size: info.Size(),
+				mode: info.Mode().Perm(), mtime: info.ModTime()}
+			switch {
+			case e.typ == fs.ModeDir:
+				ents, err := t.src.ReadDir(ctx, rel)
+				if err != nil {
+					if skippable(err) {
+						t.skip(rel, err)
+						continue
+					}
+					return nil, err
+				}
+				e.size = 0
+				out = append(out, e)
+				subdirs = append(subdirs, frame{rel, ents})
+			case e.typ == fs.ModeSymlink:
+				target, err := t.src.Readlink(ctx, rel)
+				if err == nil {
+					p := vfs.MustParse(rel)
+					_, err = vfs.SymlinkTarget(p, target)
+				}
+				if err != nil {
+					if skippable(err) {
+						t.skip(rel, err)
+						continue
+					}
+					return nil, err
+				}
+				e.size, e.target = 0, target
+				out = append(out, e)
+			case e.typ == 0:
+				out = append(out, e)
+			default:
+				t.skip(rel, vfs.NewError(vfs.CodeNotRegular, "checkout", vfs.MustParse(rel),
+					"special file ("+e.typ.String()+") not checked out"))
+			}
+		}
+		// Push in reverse so the first subdirectory is walked next (depth first,
+		// lexical order).
+		for i := len(subdirs) - 1; i >= 0; i-- {
+			stack = append(stack, subdirs[i])
+		}
+	}
+	return out, nil
+}
+
+// progress runs the throttled Progress callback until stop is closed.
+type progress struct {
+	files, bytes atomic.Int64
+	total        Progress
+	stop, done   chan struct{}
+}
+
+func (t *Tree) startProgress(entries []*srcEntry) *progress {
+	pr := &progress{stop: make(chan struct{}), done: make(chan struct{})}
+	for _, e := range entries {
+		if e.typ == 0 {
+			pr.total.TotalFiles++
+			pr.total.TotalBytes += e.size
+		}
+	}
+	if t.opts.Progress == nil {
+		close(pr.done)
+		return pr
+	}
+	every := t.opts.ProgressInterval
+	if every <= 0 {
+		every = DefaultProgressInterval
+	}
+	go func() {
+		defer close(pr.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				t.opts.Progress(pr.snapshot(false))
+			case <-pr.stop:
+				t.opts.Progress(pr.snapshot(true))
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+func (pr *progress) snapshot(done bool) Progress {
+	p := pr.total
+	p.Files, p.Bytes, p.Done = int(pr.files.Load()), pr.bytes.Load(), done
+	return p
+}
+
+func (pr *progress) finish() {
+	close(pr.stop)
+	<-pr.done
+}
+
+// runWorkers calls fn for every regular file of entries on Options.Workers
+// goroutines, stopping at the first error.
+func (t *Tree) runWorkers(ctx context.Context, entries []*srcEntry, pr *progress, fn func(ctx context.Context, e *srcEntry, buf []byte) error) error {
+	n := t.opts.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan *srcEntry)
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bp := bufPool.Get().(*[]byte)
+			defer bufPool.Put(bp)
+			for e := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := fn(ctx, e, *bp); err != nil {
+					once.Do(func() { first = err; cancel() })
+					continue
+				}
+				pr.files.Add(1)
+			}
+		}()
+	}
+	for _, e := range entries {
+		if e.typ != 0 {
+			continue
+		}
+		select {
+		case jobs <- e:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return canceled("checkout", vfs.Root, err)
+	}
+	return nil
+}
+
+// canceled is the error of a call stopped by its context.
+func canceled(op string, p vfs.Path, err error) error {
+	return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+}
+
+// populate creates the checkout's directories, copies (or links) its files on
+// the worker pool, recreates its symlinks, then sets directory modes and records
+// the manifest.
+func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) error {
+	const op = "checkout"
+	for _, e := range entries {
+		if e.typ != fs.ModeDir {
+			continue
+		}
+		if err := mkdirBeneath(t.rootFd, e.rel, 0o700); err != nil {
+			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		}
+		e.ok = true
+	}
+	pr := t.startProgress(entries)
+	err := t.runWorkers(ctx, entries, pr, func(ctx context.Context, e *srcEntry, buf []byte) error {
+		return t.copyFile(ctx, e, buf, hostFd, pr)
+	})
+	pr.finish()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.typ != fs.ModeSymlink {
+			continue
+		}
+		if err := symlinkBeneath(t.rootFd, e.target, e.rel); err != nil {
+			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		}
+		e.ok = true
+	}
+	// Directory modes and times last (deepest first), once nothing more is
+	// written into them.
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if e.typ != fs.ModeDir {
+			continue
+		}
+		fd, err := openBeneath(t.rootFd, e.rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		}
+		proc := "/proc/self/fd/" + strconv.Itoa(fd)
+		err = unix.Fchmodat(unix.AT_FDCWD, proc, uint32(e.mode), 0)
+		if err == nil {
+			err = unix.UtimesNanoAt(unix.AT_FDCWD, proc, times(e.mtime), 0)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		}
+	}
+	t.record(entries)
+	return nil
+}
+
+func times(mtime time.Time) []unix.Timespec {
+	ts := unix.NsecToTimespec(mtime.UnixNano())
+	return []unix.Timespec{ts, ts}
+}
+
+// record fills the manifest from the entries that made it into the checkout.
+func (t *Tree) record(entries []*srcEntry) {
+	m := t.manifest
+	for _, e := range entries {
+		if !e.ok {
+			continue
+		}
+		en := Entry{Type: e.typ, Mode: e.mode, ModTime: e.mtime}
+		switch e.typ {
+		case 0:
+			en.Size, en.Digest = e.size, e.digest
+			k := e.key
+			k.racy = !time.Unix(0, k.mtime).Before(m.Created.Add(-time.Second))
+			m.stat[e.rel] = k
+		case fs.ModeSymlink:
+			en.Target = e.target
+		}
+		m.Entries[e.rel] = en
+	}
+	sort.Slice(t.skipped, func(i, j int) bool { return t.skipped[i].Path < t.skipped[j].Path })
+}
+
+// copyFile checks out one regular file: it opens it through the Dir (the
+// policy decides; a refusal is a Skip), then hard-links the host's inode when
+// the strategy allows it, or else creates the copy and hashes while copying.
+func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int, pr *progress) error {
+	const op = "checkout"
+	h, err := t.src.Open(ctx, e.rel, os.O_RDONLY, 0)
+	if err != nil {
+		if skippable(err) {
+			t.skip(e.rel, err)
+			return nil
+		}
+		return err
+	}
+	defer h.Close()
+	fi, err := h.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		t.skip(e.rel, vfs.NewError(vfs.CodeNotRegular, op, vfs.MustParse(e.rel), "changed during checkout"))
+		return nil
+	}
+	e.size, e.mtime, e.mode = fi.Size(), fi.ModTime(), fi.Mode().Perm()
+	if hostFd >= 0 {
+		linked, err := t.linkFile(e, fi, hostFd)
+		if err != nil {
+			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		}
+		if linked {
+			pr.bytes.Add(e.size)
+			return nil
+		}
+	}
+	fd, err := openBeneath(t.rootFd, e.rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+	}
+	f := os.NewFile(uintptr(fd), e.rel)
+	defer f.Close()
+	hash := sha256.New()
+	var n int64
+	for {
+		if ctx.Err() != nil {
+			return canceled(op, vfs.MustParse(e.rel), ctx.Err())
+		}
+		k, rerr := h.Read(buf)
+		if k > 0 {
+			hash.Write(buf[:k])
+			if _, err := f.Write(buf[:k]); err != nil {
+				return vfs.Errno(op, vfs.MustParse(e.rel), err)
+			}
+			n += int64(k)
+			pr.bytes.Add(int64(k))
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	e.size = n
+	e.digest = hex.EncodeToString(hash.Sum(nil))
+	proc := "/proc/self/fd/" + strconv.Itoa(fd)
+	if err := unix.Fchmod(fd, uint32(e.mode)); err != nil {
+		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+	}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, proc, times(e.mtime), 0); err != nil {
+		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+	}
+	e.key = keyOf(&st)
+	e.ok = true
+	return nil
+}
+
+// linkFile hard-links the host file behind e into the checkout when that is safe
+// (see StrategyHardLink) and reports whether it did.
+func (t *Tree) linkFile(e *srcEntry, fi fs.FileInfo, hostFd int) (bool, error) {
+	hfd, err := openBeneath(hostFd, e.rel, unix.O_PATH, 0)
+	if err != nil {
+		return false, nil // not reachable without a symlink, or gone: copy it
+	}
+	defer unix.Close(hfd)
+	var st unix.Stat_t
+	if unix.Fstat(hfd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG ||
+		st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 || st.Size != fi.Size() ||
+		st.Mtim.Nano() != fi.ModTime().UnixNano() {
+		return false, nil
+	}
+	pfd, name, err := parentOf(t.rootFd, e.rel)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(pfd)
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(hfd), pfd, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return false, nil // EXDEV, EPERM (protected_hardlinks), ...: copy it
+	}
+	// The manifest describes the very inode linked.
+	f, lst, err := openRegularAt(pfd, name, &st)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	d, n, err := hashFile(f)
+	if err != nil {
+		return false, err
+	}
+	e.digest, e.size, e.mode, e.key, e.ok = d, n, fs.FileMode(lst.Mode&0o777), keyOf(&lst), true
+	return true, nil
+}
+
+// bind makes t a zero-copy checkout of the host directory hostFd: the stat cache
+// first (so an edit racing with the hashing shows up in Diff), then the digests
+// through the Dir.
+func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) error {
+	keys := map[string]statKey{}
+	if err := walkHost(hostFd, 0, func(e *hostEntry) error {
+		if e.st.Mode&unix.S_IFMT == unix.S_IFREG {
+			keys[e.rel] = keyOf(&e.st)
+		}
+		return nil
+	}); err != nil {
+		return vfs.Errno("checkout", vfs.Root, err)
+	}
+	pr := t.startProgress(entries)
+	err := t.runWorkers(ctx, entries, pr, func(ctx context.Context, e *srcEntry, buf []byte) error {
+		h, err := t.src.Open(ctx, e.rel, os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		hash := sha256.New()
+		n, err := io.CopyBuffer(hash, h, buf)
+		if err != nil {
+			return err
+		}
+		pr.bytes.Add(n)
+		e.size, e.digest, e.key, e.ok = n, hex.EncodeToString(hash.Sum(nil)), keys[e.rel], true
+		return nil
+	})
+	pr.finish()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.typ != 0 {
+			e.ok = true
+		}
+	}
+	t.record(entries)
+	p, _ := t.opts.Host.(vfs.HostPather).HostPath()
+	t.path, t.rootFd = p, hostFd
+	t.bindFile = os.NewFile(uintptr(hostFd), p)
+	return nil
+}
+
+// Path returns the host path the sandbox should bind: the checkout root, or the
+// physical source directory itself when Bound.
+func (t *Tree) Path() string { return t.path }
+
+// Bound reports whether Path is the physical source directory (StrategyBind),
+// which must be bound read-only, rather than a directory Checkout made.
+func (t *Tree) Bound() bool { return t.strategy == StrategyBind }
+
+// BindFile returns, when Bound, an O_PATH handle on the directory (verified to be
+// the backend's root), for the sandbox to bind as /proc/self/fd/N so that no
+// host path is resolved again; nil otherwise. It stays owned by the Tree: Close
+// closes it.
+func (t *Tree) BindFile() *os.File {
+	if t.strategy != StrategyBind {
+		return nil
+	}
+	return t.bindFile
+}
+
+// Strategy returns how the checkout was made.
+func (t *Tree) Strategy() Strategy { return t.strategy }
+
+// Manifest returns what Checkout recorded. It must not be modified.
+func (t *Tree) Manifest() *Manifest { return t.manifest }
+
+// Skipped returns the source paths Checkout left out, sorted: paths the Dir's
+// policy denied (fs_permission_denied), special files (not_regular_file),
+// symlinks that are absolute or climb above the source's root
+// (path_outside_sandbox), and entries that vanished during the walk (not_found).
+func (t *Tree) Skipped() []Skip {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Skip(nil), t.skipped...)
+}
+
+// Close removes everything Checkout created: the checkout directory and all it
+// holds, whatever the sandbox left there (directories without permissions
+// included; symlinks are removed, never followed). A bound physical directory is
+// never touched: only the handle is closed. Close is idempotent.
+func (t *Tree) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	if t.bindFile != nil {
+		t.bindFile.Close()
+		t.rootFd = -1
+	}
+	if t.rootFd >= 0 {
+		unix.Close(t.rootFd)
+		t.rootFd = -1
+	}
+	if t.created {
+		if err := removeTree(t.path); err != nil {
+			return vfs.Errno("close", vfs.Root, err)
+		}
+	}
+	return nil
+}
+
+func (t *Tree) live(op string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return vfs.NewError(vfs.CodeClosed, op, vfs.Root, "checkout closed")
+	}
+	return nil
+}

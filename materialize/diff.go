@@ -1,0 +1,158 @@
+package materialize
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// Diff compares the checkout as it is now with the Manifest and returns the
+// changes, sorted by path: added, modified (a file's size or digest, a symlink's
+// target), deleted, type_changed and mode_changed (permission or special bits
+// only; symlinks have no mode). A directory that is gone reports each of its
+// manifest entries deleted; a new directory reports its contents added.
+//
+// The walk never follows a symlink and opens nothing but regular files (with
+// O_NOFOLLOW|O_NONBLOCK, checked to be the inode just examined), so a FIFO or a
+// link planted by the sandbox cannot block it or lead it out of the checkout.
+//
+// Stat cache: like git's index, Diff does not re-read a file whose inode,
+// size, modification time, change time and mode are what Checkout recorded
+// right after writing it; any write, truncation, chmod, rename over it or
+// utimes call changes at least the change time, which user space cannot set.
+// Files whose recorded modification time is within a second of the checkout
+// (or later) are "racy" (an edit in the same clock tick could leave every field
+// equal) and always re-hashed. Everything else that differs is re-hashed, so
+// Modified means the contents really differ, not just the times.
+//
+// For a Bound checkout, Diff compares the physical directory with the manifest:
+// it shows the host's own edits since the checkout.
+func (t *Tree) Diff(ctx context.Context) ([]Change, error) {
+	if err := t.live("diff"); err != nil {
+		return nil, err
+	}
+	changes, _, err := t.scan(ctx, Limits{MaxFiles: -1, MaxBytes: -1, MaxDepth: -1})
+	return changes, err
+}
+
+// limitHit is the change at which a scan stopped because a limit was exceeded.
+type limitHit struct {
+	change Change
+	reason string
+}
+
+// scan is Diff with limits: it stops, returning the change that crossed it,
+// once the changes to write exceed lim.MaxFiles entries or lim.MaxBytes bytes.
+// Paths deeper than lim.MaxDepth (below every manifest path) are reported, not
+// entered. Negative limits are off.
+func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error) {
+	m := t.manifest
+	maxDepth := 0
+	if lim.MaxDepth >= 0 {
+		deepest := 0
+		for p := range m.Entries {
+			deepest = max(deepest, strings.Count(p, "/")+1)
+		}
+		maxDepth = max(lim.MaxDepth, deepest) + 1
+	}
+	seen := make(map[string]bool, len(m.Entries))
+	var out []Change
+	var hit *limitHit
+	files, bytes := 0, int64(0)
+	errStop := errors.New("stop")
+	n := 0
+	err := walkHost(t.rootFd, maxDepth, func(he *hostEntry) error {
+		if n++; n&255 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		typ, mode := typeOf(&he.st)
+		ne := &Entry{Type: typ, Mode: mode, ModTime: time.Unix(0, he.st.Mtim.Nano())}
+		old, had := m.Entries[he.rel]
+		if had {
+			seen[he.rel] = true
+		}
+		switch typ {
+		case 0:
+			ne.Size = he.st.Size
+			if had && old.IsRegular() {
+				if k, ok := m.stat[he.rel]; ok && !k.racy && sameKey(k, keyOf(&he.st)) {
+					ne.Digest = old.Digest
+				}
+			}
+			if ne.Digest == "" {
+				f, _, err := openRegularAt(he.dirfd, he.name, &he.st)
+				if err != nil {
+					return err
+				}
+				d, size, err := hashFile(f)
+				f.Close()
+				if err != nil {
+					return err
+				}
+				ne.Digest, ne.Size = d, size
+			}
+		case fs.ModeSymlink:
+			ne.Target = he.target
+			ne.Mode = 0
+		}
+		var c Change
+		switch {
+		case !had:
+			c = Change{Kind: Added, Path: he.rel, New: ne}
+		case old.Type != typ:
+			c = Change{Kind: TypeChanged, Path: he.rel, Old: &old, New: ne}
+		case typ == 0 && (old.Size != ne.Size || old.Digest != ne.Digest):
+			c = Change{Kind: Modified, Path: he.rel, Old: &old, New: ne}
+		case typ == fs.ModeSymlink && old.Target != ne.Target:
+			c = Change{Kind: Modified, Path: he.rel, Old: &old, New: ne}
+		case typ != fs.ModeSymlink && old.Mode != mode:
+			c = Change{Kind: ModeChanged, Path: he.rel, Old: &old, New: ne}
+		default:
+			return nil
+		}
+		out = append(out, c)
+		if c.Kind != ModeChanged {
+			files++
+			if typ == 0 {
+				bytes += ne.Size
+			}
+			switch {
+			case lim.MaxFiles >= 0 && files > lim.MaxFiles:
+				hit = &limitHit{c, "more entries to write than the limit of " + strconv.Itoa(lim.MaxFiles)}
+			case lim.MaxBytes >= 0 && bytes > lim.MaxBytes:
+				hit = &limitHit{c, "more bytes to write than the limit of " + strconv.FormatInt(lim.MaxBytes, 10)}
+			}
+			if hit != nil {
+				return errStop
+			}
+		}
+		return nil
+	})
+	if err == errStop {
+		return out, hit, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, canceled("diff", vfs.Root, ctx.Err())
+		}
+		if err == errChanged || err == errNotRegular {
+			return nil, nil, vfs.NewError(vfs.CodeConflict, "diff", vfs.Root, "checkout changed while it was scanned")
+		}
+		return nil, nil, vfs.Errno("diff", vfs.Root, err)
+	}
+	for p, e := range m.Entries {
+		if !seen[p] {
+			old := e
+			out = append(out, Change{Kind: Deleted, Path: p, Old: &old})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil, nil
+}
+

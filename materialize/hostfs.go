@@ -1,0 +1,346 @@
+package materialize
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file holds the host-side file operations on a checkout. Every one of them
+// names a path relative to a directory handle and never follows a symlink: with
+// openat2 (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS) where the
+// kernel has it, else by opening one component at a time with O_NOFOLLOW. So
+// whatever a sandboxed process left in the checkout (a symlink to /etc in place
+// of a directory, a FIFO in place of a file), reading or writing the checkout
+// never reaches outside it and never blocks on a special file.
+
+const resolveNoLinks = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// openat2State: 0 untried, 1 works, 2 unavailable (use the component walk).
+var openat2State atomic.Int32
+
+// openBeneath opens rel ("" or "." for root itself) beneath the directory handle
+// root without following any symlink. O_NOFOLLOW and O_CLOEXEC are always added.
+func openBeneath(root int, rel string, flags int, mode uint32) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if openat2State.Load() != 2 {
+		how := &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode), Resolve: resolveNoLinks}
+		for i := 0; ; i++ {
+			fd, err := unix.Openat2(root, rel, how)
+			if err == unix.EINTR || (err == unix.EAGAIN && i < 64) {
+				continue
+			}
+			if err == unix.ENOSYS || (err == unix.EPERM && openat2State.Load() == 0) {
+				openat2State.Store(2)
+				break
+			}
+			if err == nil {
+				openat2State.Store(1)
+			}
+			return fd, err
+		}
+	}
+	return openWalk(root, rel, flags, mode)
+}
+
+// openWalk is openBeneath without openat2: every intermediate component is opened
+// with O_PATH|O_DIRECTORY|O_NOFOLLOW relative to the previous one.
+func openWalk(root int, rel string, flags int, mode uint32) (int, error) {
+	elems := strings.Split(rel, "/")
+	cur := root
+	for _, e := range elems[:len(elems)-1] {
+		if e == "." || e == "" {
+			continue
+		}
+		if e == ".." {
+			if cur != root {
+				unix.Close(cur)
+			}
+			return -1, unix.EXDEV
+		}
+		fd, err := openatRetry(cur, e, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if cur != root {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return -1, err
+		}
+		cur = fd
+	}
+	last := elems[len(elems)-1]
+	if last == ".." {
+		if cur != root {
+			unix.Close(cur)
+		}
+		return -1, unix.EXDEV
+	}
+	fd, err := openatRetry(cur, last, flags, mode)
+	if cur != root {
+		unix.Close(cur)
+	}
+	return fd, err
+}
+
+func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// parentOf opens rel's parent directory beneath root (as an O_PATH handle) and
+// returns it with rel's last element. The caller closes the handle.
+func parentOf(root int, rel string) (int, string, error) {
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	fd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	return fd, name, err
+}
+
+// mkdirBeneath creates directory rel beneath root with mode.
+func mkdirBeneath(root int, rel string, mode uint32) error {
+	pfd, name, err := parentOf(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	return unix.Mkdirat(pfd, name, mode)
+}
+
+// symlinkBeneath creates symlink rel beneath root with the given target text.
+func symlinkBeneath(root int, target, rel string) error {
+	pfd, name, err := parentOf(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	return unix.Symlinkat(target, pfd, name)
+}
+
+// readlinkAt returns the target of symlink name in directory dirfd.
+func readlinkAt(dirfd int, name string) (string, error) {
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+	return "", unix.ENAMETOOLONG
+}
+
+// typeOf returns the fs type bits and the permission-plus-special bits of st.
+func typeOf(st *unix.Stat_t) (typ, mode fs.FileMode) {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		typ = fs.ModeDir
+	case unix.S_IFLNK:
+		typ = fs.ModeSymlink
+	case unix.S_IFIFO:
+		typ = fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		typ = fs.ModeSocket
+	case unix.S_IFCHR:
+		typ = fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		typ = fs.ModeDevice
+	default:
+		typ = fs.ModeIrregular
+	}
+	mode = fs.FileMode(st.Mode & 0o777)
+	if st.Mode&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if st.Mode&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if st.Mode&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return typ, mode
+}
+
+// keyOf is st's stat-cache key.
+func keyOf(st *unix.Stat_t) statKey {
+	return statKey{
+		dev: st.Dev, ino: int64(st.Ino), size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: st.Mode,
+	}
+}
+
+// sameKey reports whether two cache keys describe the same unchanged file.
+func sameKey(a, b statKey) bool {
+	return a.dev == b.dev && a.ino == b.ino && a.size == b.size &&
+		a.mtime == b.mtime && a.ctime == b.ctime && a.mode == b.mode
+}
+
+// bufPool holds copy and hash buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// openRegularAt opens name in dirfd for reading, without following it and
+// without blocking on a special file, and checks that it is the regular file
+// want describes (same inode); want may be nil.
+func openRegularAt(dirfd int, name string, want *unix.Stat_t) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := openatRetry(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, st, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, st, errNotRegular
+	}
+	if want != nil && (st.Ino != want.Ino || st.Dev != want.Dev) {
+		unix.Close(fd)
+		return nil, st, errChanged
+	}
+	return os.NewFile(uintptr(fd), name), st, nil
+}
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errChanged    = errors.New("changed while being read")
+)
+
+// hashFile returns the hex SHA-256 of r's contents and their length.
+func hashFile(r io.Reader) (string, int64, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, r, *bp)
+	if err != nil {
+		return "", n, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// hostEntry is one entry met by walkHost.
+type hostEntry struct {
+	rel    string
+	st     unix.Stat_t
+	dirfd  int    // the directory holding it (valid during the callback only)
+	name   string // its name in dirfd
+	target string // symlink target
+}
+
+// walkHost walks the tree beneath the directory handle root in lexical order,
+// calling fn for every entry (not the root). Nothing is followed: a directory
+// is entered by opening its name with O_NOFOLLOW|O_DIRECTORY relative to its
+// parent's handle, so a directory swapped for a symlink is not entered. fn
+// returning fs.SkipDir skips a directory's contents. maxDepth > 0 bounds the
+// depth entered; deeper directories are reported but not entered.
+func walkHost(root int, maxDepth int, fn func(e *hostEntry) error) error {
+	fd, err := openatRetry(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	return walkDir(fd, "", 0, maxDepth, fn)
+}
+
+func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) error) error {
+	f := os.NewFile(uintptr(fd), "dir")
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	defer f.Close()
+	sort.Strings(names)
+	for _, name := range names {
+		e := hostEntry{dirfd: fd, name: name, rel: name}
+		if rel != "" {
+			e.rel = rel + "/" + name
+		}
+		if err := unix.Fstatat(fd, name, &e.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err == unix.ENOENT {
+				continue
+			}
+			return err
+		}
+		if e.st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			if e.target, err = readlinkAt(fd, name); err != nil {
+				return err
+			}
+		}
+		err := fn(&e)
+		if err == fs.SkipDir {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if e.st.Mode&unix.S_IFMT != unix.S_IFDIR || (maxDepth > 0 && depth+1 >= maxDepth) {
+			continue
+		}
+		cfd, err := openatRetry(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOTDIR || err == unix.ELOOP || err == unix.ENOENT {
+			continue // replaced meanwhile: not entered
+		}
+		if err != nil {
+			return err
+		}
+		if err := walkDir(cfd, e.rel, depth+1, maxDepth, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeTree removes the directory at host path dir and everything beneath it,
+// never following a symlink. Directories a sandboxed process left without
+// write or search permission are made accessible first.
+func removeTree(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil {
+		return nil
+	}
+	fd, oerr := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if oerr != nil {
+		return err
+	}
+	_ = unix.Fchmod(fd, 0o700)
+	_ = walkHost(fd, 0, func(e *hostEntry) error {
+		if e.st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			chmodDirAt(e.dirfd, e.name, 0o700)
+		}
+		return nil
+	})
+	unix.Close(fd)
+	return os.RemoveAll(dir)
+}
+
+// chmodDirAt sets the mode of directory name in dirfd without following a
+// symlink: it opens the name with O_PATH|O_NOFOLLOW|O_DIRECTORY (which needs no
+// permission on the directory itself) and changes the inode that handle names.
+func chmodDirAt(dirfd int, name string, mode uint32) {
+	fd, err := openatRetry(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	_ = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+}

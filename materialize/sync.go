@@ -1,0 +1,657 @@
+package materialize
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// ConflictMode says what SyncBack does with a path that changed in the source
+// since the checkout.
+type ConflictMode int
+
+// The conflict modes.
+const (
+	// ConflictFail (the default) refuses the whole sync: nothing is written and
+	// the error (code conflict) names the paths.
+	ConflictFail ConflictMode = iota
+	// ConflictKeepOurs applies the sandbox's change anyway (the sandbox wins),
+	// replacing whatever the source has there.
+	ConflictKeepOurs
+	// ConflictKeepTheirs keeps the source's version (the source wins): the change
+	// is skipped, and so are the changes that depend on it (the contents of a
+	// directory it would have created, the removal of a directory that still
+	// holds it).
+	ConflictKeepTheirs
+)
+
+// Default limits of SyncBack, used where a Limits field is 0.
+const (
+	DefaultMaxFiles       = 100_000 // entries created or rewritten
+	DefaultMaxBytes int64 = 1 << 30 // bytes of regular files written (1 GiB)
+	DefaultMaxDepth       = 64      // path components of any path written
+)
+
+// Limits bound what one SyncBack may write. A zero field means its default
+// (DefaultMaxFiles, DefaultMaxBytes, DefaultMaxDepth); a negative one, no limit.
+type Limits struct {
+	MaxFiles int   // entries added, modified or type-changed (deletions and mode changes are not counted)
+	MaxBytes int64 // total size of the regular files written
+	MaxDepth int   // number of components of the deepest path written
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxFiles == 0 {
+		l.MaxFiles = DefaultMaxFiles
+	}
+	if l.MaxBytes == 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxDepth == 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	return l
+}
+
+// SyncOptions configures SyncBack.
+type SyncOptions struct {
+	Conflict ConflictMode
+	Limits   Limits
+	// DryRun validates and checks for conflicts, then returns the report without
+	// writing: Applied lists what would have been applied.
+	DryRun bool
+	// Policy validates every change before anything is written (the Dir does not
+	// offer a decision without acting). nil means policy.Defaults(): the default
+	// secret and persistence patterns. Pass the policy the source Dir was built
+	// with so that nothing the Dir would refuse midway gets through validation.
+	Policy policy.Policy
+	// PolicyRoot is the source Dir's path from the root of its capability tree
+	// ("" for the root), prefixed to the paths given to Policy, as the Dir itself
+	// does.
+	PolicyRoot string
+	// Asker settles Ask decisions of Policy during validation; without one they
+	// are refusals. (The Dir consults its own Asker again when writing.)
+	Asker policy.Asker
+	// Subject is put in the validation requests' Subject.
+	Subject string
+}
+
+// SyncReport says what SyncBack did.
+type SyncReport struct {
+	Applied   []Change  // applied, in order (or, for a DryRun, to be applied)
+	Refused   []Refusal // changes validation refused (then nothing was applied)
+	Conflicts []string  // paths changed in the source since the checkout, sorted
+	Skipped   []Change  // not applied: ConflictKeepTheirs, or nothing to do (a change of special bits only, a deletion already made in the source)
+}
+
+// Refusal is a change validation refused.
+type Refusal struct {
+	Change Change
+	Code   vfs.Code
+	Reason string
+}
+
+// SyncBack brings the checkout's changes (see Diff) back into the source Dir.
+//
+// Validation comes first and covers every change before anything is written:
+// only regular files, directories and symlinks whose target is relative and,
+// resolved lexically from the link's directory, stays inside the tree (FIFOs,
+// sockets and devices are refused with not_regular_file; other links with
+// path_outside_sandbox); names the Dir could not hold (invalid_path); the
+// Limits (quota_exceeded); and SyncOptions.Policy, asked as the Dir will be
+// (writes with their size, mkdir, symlink with its target, remove, chmod), so
+// the persistence traps (.git/hooks/**, .bashrc, ...) and secret patterns are
+// refused (fs_permission_denied). Setuid, setgid and sticky bits are stripped,
+// not refused. Then every path to change is compared with the source as it is
+// now, through the Dir (Lstat, the digest of a file, a symlink's target, the
+// names in a directory to delete): a path that changed since the checkout is a
+// conflict, handled by SyncOptions.Conflict. A refusal, or a conflict under
+// ConflictFail, returns an error (its code, naming the paths) with the report,
+// and the source is untouched.
+//
+// Then the changes are applied through the Dir, so its policy, hooks and audit
+// apply to each: removals first (deepest first), then creations in path order
+// (each file with Dir.WriteFile, atomically: the old contents or the new, never a
+// mix; the data is read back from the checkout and must still have the digest
+// validated), then modes (directories last, deepest first). Symlinks are
+// replaced by removing and recreating them. If the Dir refuses or fails a call
+// midway (its own policy stricter than SyncOptions.Policy, a full disk, the
+// checkout edited during the sync), SyncBack stops there and returns the error
+// with the report, whose Applied lists what was applied: it is not a
+// transaction.
+//
+// A ReadOnly checkout has nothing to sync: with no changes SyncBack returns an
+// empty report, otherwise read_only naming them.
+func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, error) {
+	const op = "syncback"
+	if err := t.live(op); err != nil {
+		return nil, err
+	}
+	lim := opts.Limits.withDefaults()
+	rep := &SyncReport{}
+	changes, hit, err := t.scan(ctx, lim)
+	if err != nil {
+		return nil, err
+	}
+	if t.opts.ReadOnly {
+		if len(changes) == 0 {
+			return rep, nil
+		}
+		return rep, listError(vfs.CodeReadOnly, op, "read-only checkout has changes", paths(changes))
+	}
+	if hit != nil {
+		rep.Refused = append(rep.Refused, Refusal{hit.change, vfs.CodeQuota, hit.reason})
+		return rep, refusalError(op, rep.Refused)
+	}
+	if opts.Policy == nil {
+		opts.Policy = policy.Defaults()
+	}
+	v := &validator{ctx: ctx, opts: opts, lim: lim}
+	var plan []*step
+	for _, c := range changes {
+		s, refusals := v.check(c)
+		rep.Refused = append(rep.Refused, refusals...)
+		if s != nil {
+			plan = append(plan, s)
+		} else if len(refusals) == 0 {
+			rep.Skipped = append(rep.Skipped, c)
+		}
+	}
+	if len(rep.Refused) > 0 {
+		return rep, refusalError(op, rep.Refused)
+	}
+	if len(plan) > 0 && t.src.Backend().Features().ReadOnly {
+		return rep, listError(vfs.CodeReadOnly, op, "source is read-only", stepPaths(plan))
+	}
+
+	// Conflicts.
+	var conflicted []*step
+	for _, s := range plan {
+		conflict, gone, err := t.changedInSource(ctx, s)
+		if err != nil {
+			if skippable(err) {
+				rep.Refused = append(rep.Refused, Refusal{s.c, vfs.CodeOf(err), "cannot check the source: " + err.Error()})
+				continue
+			}
+			return rep, err
+		}
+		s.gone = gone
+		if conflict {
+			s.conflict = true
+			conflicted = append(conflicted, s)
+			rep.Conflicts = append(rep.Conflicts, s.c.Path)
+		}
+	}
+	if len(rep.Refused) > 0 {
+		return rep, refusalError(op, rep.Refused)
+	}
+	if len(conflicted) > 0 {
+		switch opts.Conflict {
+		case ConflictKeepOurs:
+			for _, s := range conflicted {
+				s.force = true
+			}
+		case ConflictKeepTheirs:
+			skipDependents(plan)
+		default:
+			return rep, listError(vfs.CodeConflict, op, "changed in the source since the checkout", rep.Conflicts)
+		}
+	}
+	var todo []*step
+	for _, s := range plan {
+		switch {
+		case s.skip:
+			rep.Skipped = append(rep.Skipped, s.c)
+		case s.c.Kind == Deleted && s.gone:
+			rep.Skipped = append(rep.Skipped, s.c) // already deleted in the source
+		default:
+			todo = append(todo, s)
+		}
+	}
+	if opts.DryRun {
+		for _, s := range todo {
+			rep.Applied = append(rep.Applied, s.c)
+		}
+		return rep, nil
+	}
+	return rep, t.apply(ctx, todo, rep)
+}
+
+// step is one validated change and how to apply it.
+type step struct {
+	c        Change
+	p        vfs.Path
+	perm     fs.FileMode // the permission bits to leave (special bits stripped)
+	chmod    bool        // set perm explicitly
+	conflict bool
+	force    bool // ConflictKeepOurs: replace whatever is in the way
+	skip     bool // ConflictKeepTheirs
+	gone     bool // the source has nothing at the path
+}
+
+func (s *step) removes() bool {
+	return s.c.Kind == Deleted || s.c.Kind == TypeChanged
+}
+
+func (s *step) creates() bool {
+	return s.c.Kind == Added || s.c.Kind == TypeChanged || s.c.Kind == Modified
+}
+
+// validator checks changes against the file rules, the limits and the policy.
+type validator struct {
+	ctx  context.Context
+	opts SyncOptions
+	lim  Limits
+}
+
+func refuse(c Change, code vfs.Code, reason string) []Refusal {
+	return []Refusal{{Change: c, Code: code, Reason: reason}}
+}
+
+// check validates c and returns its step, or refusals, or neither (nothing to do).
+func (v *validator) check(c Change) (*step, []Refusal) {
+	p, err := vfs.ParseGuest(c.Path)
+	if err != nil || p.String() != c.Path {
+		return nil, refuse(c, vfs.CodeInvalidPath, "name not allowed in the tree")
+	}
+	s := &step{c: c, p: p}
+	if c.New != nil {
+		s.perm = c.New.Mode.Perm()
+		switch {
+		case c.New.IsRegular(), c.New.IsDir():
+		case c.New.IsSymlink():
+			if _, err := vfs.SymlinkTarget(p, c.New.Target); err != nil {
+				code := vfs.CodeOf(err)
+				return nil, refuse(c, code, "symlink target "+quote(c.New.Target)+" is absolute or leaves the tree")
+			}
+		default:
+			return nil, refuse(c, vfs.CodeNotRegular, "special file ("+c.New.Type.String()+")")
+		}
+		if v.lim.MaxDepth >= 0 && p.Depth() > v.lim.MaxDepth {
+			return nil, refuse(c, vfs.CodeQuota, fmt.Sprintf("deeper than the limit of %d", v.lim.MaxDepth))
+		}
+	}
+	var reqs []policy.Request
+	if s.removes() {
+		reqs = append(reqs, v.req(policy.OpRemove, c.Path, "", -1))
+	}
+	if s.creates() {
+		switch {
+		case c.New.IsRegular():
+			reqs = append(reqs, v.req(policy.OpWrite, c.Path, "", c.New.Size))
+			if c.Kind == Modified {
+				s.chmod = s.perm != c.Old.Mode.Perm()
+			}
+		case c.New.IsDir():
+			reqs = append(reqs, v.req(policy.OpMkdir, c.Path, "", -1))
+			s.chmod = s.perm != 0o755
+		case c.New.IsSymlink():
+			if c.Kind == Modified {
+				reqs = append(reqs, v.req(policy.OpRemove, c.Path, "", -1))
+			}
+			dest, _ := vfs.SymlinkTarget(p, c.New.Target)
+			reqs = append(reqs, v.req(policy.OpSymlink, c.Path, dest.String(), -1))
+		}
+	}
+	if c.Kind == ModeChanged {
+		if c.New.Mode.Perm() == c.Old.Mode.Perm() {
+			return nil, nil // only special bits, which are stripped: nothing to do
+		}
+		s.chmod = true
+	}
+	if s.chmod {
+		reqs = append(reqs, v.req(policy.OpChmod, c.Path, "", -1))
+	}
+	for i := range reqs {
+		if reason, ok := v.allowed(&reqs[i]); !ok {
+			return nil, refuse(c, vfs.CodePermission, reason)
+		}
+	}
+	return s, nil
+}
+
+func (v *validator) req(op policy.Op, p, dest string, size int64) policy.Request {
+	r := policy.Request{Op: op, Path: v.treePath(p), GuestPath: p, Size: size, Subject: v.opts.Subject, ID: "syncback-validate"}
+	if dest != "" {
+		r.Dest = v.treePath(dest)
+	}
+	return r
+}
+
+func (v *validator) treePath(p string) string {
+	root := strings.Trim(v.opts.PolicyRoot, "/")
+	if root == "" || root == "." {
+		return p
+	}
+	if p == "." {
+		return path.Clean(root)
+	}
+	return path.Clean(root + "/" + p)
+}
+
+func (v *validator) allowed(r *policy.Request) (string, bool) {
+	d := v.opts.Policy.Decide(v.ctx, r)
+	reason := d.Reason
+	if reason == "" {
+		reason = "denied by policy rule " + quote(d.Rule)
+	}
+	switch d.Effect {
+	case policy.Allow:
+		return "", true
+	case policy.Ask:
+		if v.opts.Asker != nil {
+			ok, err := v.opts.Asker.Ask(v.ctx, r, d)
+			if err == nil && ok {
+				return "", true
+			}
+		}
+		return string(r.Op) + ": policy asks and nobody allowed it (" + reason + ")", false
+	}
+	return string(r.Op) + ": " + reason, false
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// changedInSource compares the source's current state at s's path with the
+// manifest (or, for an added path, with nothing) and reports a conflict, and
+// whether the source has nothing there.
+func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict, gone bool, err error) {
+	fi, err := t.src.Lstat(ctx, s.c.Path)
+	if vfs.CodeOf(err) == vfs.CodeNotFound {
+		// Added: nothing in the way. Otherwise the source deleted it: a conflict
+		// unless the sandbox deleted it too.
+		return s.c.Old != nil && s.c.Kind != Deleted, true, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	old := s.c.Old
+	if old == nil {
+		// Added in both: only two directories agree.
+		return !(s.c.New.IsDir() && fi.IsDir()), false, nil
+	}
+	if fi.Mode().Type() != old.Type || fi.Mode().Perm() != old.Mode.Perm() {
+		return true, false, nil
+	}
+	switch {
+	case old.IsRegular():
+		if fi.Size() != old.Size {
+			return true, false, nil
+		}
+		d, err := t.sourceDigest(ctx, s.c.Path)
+		if err != nil {
+			return false, false, err
+		}
+		return d != old.Digest, false, nil
+	case old.IsSymlink():
+		target, err := t.src.Readlink(ctx, s.c.Path)
+		if err != nil {
+			return false, false, err
+		}
+		return target != old.Target, false, nil
+	case old.IsDir() && s.removes():
+		names, err := t.src.List(ctx, s.c.Path)
+		if err != nil {
+			return false, false, err
+		}
+		for _, n := range names {
+			if _, ok := t.manifest.Entries[s.c.Path+"/"+n]; !ok {
+				return true, false, nil // the source added something inside
+			}
+		}
+	}
+	return false, false, nil
+}
+
+func (t *Tree) sourceDigest(ctx context.Context, p string) (string, error) {
+	h, err := t.src.Open(ctx, p, os.O_RDONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer h.Close()
+	d, _, err := hashFile(h)
+	return d, err
+}
+
+// skipDependents marks the conflicted steps skipped (ConflictKeepTheirs) and,
+// with them, creations beneath a skipped path and removals of directories above
+// one.
+func skipDependents(plan []*step) {
+	var skipped []vfs.Path
+	for _, s := range plan {
+		if s.conflict {
+			s.skip = true
+			skipped = append(skipped, s.p)
+		}
+	}
+	for _, s := range plan {
+		if s.skip {
+			continue
+		}
+		for _, q := range skipped {
+			if (s.creates() && s.p.HasPrefix(q)) || (s.removes() && q.HasPrefix(s.p)) {
+				s.skip = true
+				break
+			}
+		}
+	}
+}
+
+// apply writes the plan through the Dir, recording each applied change.
+func (t *Tree) apply(ctx context.Context, plan []*step, rep *SyncReport) error {
+	var removals, creations, dirModes []*step
+	for _, s := range plan {
+		if s.removes() {
+			removals = append(removals, s)
+		}
+		if s.creates() {
+			creations = append(creations, s)
+		}
+	}
+	sort.SliceStable(removals, func(i, j int) bool { return removals[i].p.Depth() > removals[j].p.Depth() })
+	done := map[*step]bool{}
+	finish := func(s *step) {
+		if !done[s] {
+			done[s] = true
+			rep.Applied = append(rep.Applied, s.c)
+		}
+	}
+	for _, s := range removals {
+		if err := t.remove(ctx, s); err != nil {
+			return err
+		}
+		if s.c.Kind == Deleted {
+			finish(s)
+		}
+	}
+	for _, s := range creations {
+		if err := t.create(ctx, s); err != nil {
+			return err
+		}
+		if s.chmod && s.c.New.IsDir() {
+			dirModes = append(dirModes, s)
+			continue
+		}
+		finish(s)
+	}
+	for _, s := range plan {
+		if s.c.Kind != ModeChanged {
+			continue
+		}
+		if s.c.New.IsDir() {
+			dirModes = append(dirModes, s)
+			continue
+		}
+		if err := t.src.Chmod(ctx, s.c.Path, s.perm); err != nil {
+			return err
+		}
+		finish(s)
+	}
+	sort.SliceStable(dirModes, func(i, j int) bool { return dirModes[i].p.Depth() > dirModes[j].p.Depth() })
+	for _, s := range dirModes {
+		if err := t.src.Chmod(ctx, s.c.Path, s.perm); err != nil {
+			return err
+		}
+		finish(s)
+	}
+	return nil
+}
+
+// remove removes the source's entry at s's path (the old one of a type change).
+func (t *Tree) remove(ctx context.Context, s *step) error {
+	if s.gone {
+		return nil
+	}
+	if s.force {
+		return t.src.RemoveAll(ctx, s.c.Path)
+	}
+	return t.src.Remove(ctx, s.c.Path)
+}
+
+// create writes the new entry at s's path.
+func (t *Tree) create(ctx context.Context, s *step) error {
+	n := s.c.New
+	if s.force && !s.gone && s.c.Kind != TypeChanged {
+		// Keep ours: clear what the source put in the way, unless it can be
+		// written over as it is (a file by a file, a directory kept for one).
+		fi, err := t.src.Lstat(ctx, s.c.Path)
+		if err == nil && !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir()) {
+			if err := t.src.RemoveAll(ctx, s.c.Path); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case n.IsDir():
+		if _, err := t.src.CreateDir(ctx, s.c.Path); err != nil {
+			if fi, serr := t.src.Lstat(ctx, s.c.Path); serr != nil || !fi.IsDir() {
+				return err
+			}
+		}
+	case n.IsSymlink():
+		if s.c.Kind == Modified {
+			if err := t.src.Remove(ctx, s.c.Path); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+				return err
+			}
+		}
+		return t.src.Symlink(ctx, n.Target, s.c.Path)
+	default:
+		data, err := t.readCheckout(s.c.Path, n)
+		if err != nil {
+			return err
+		}
+		if err := t.src.WriteFile(ctx, s.c.Path, data, s.perm); err != nil {
+			return err
+		}
+		if s.chmod || (s.force && s.c.Kind == Modified) {
+			return t.src.Chmod(ctx, s.c.Path, s.perm)
+		}
+	}
+	return nil
+}
+
+// readCheckout reads a regular file of the checkout (never following a link,
+// never opening anything else) and checks it still has the validated digest.
+func (t *Tree) readCheckout(rel string, want *Entry) ([]byte, error) {
+	const op = "syncback"
+	p := vfs.MustParse(rel)
+	pfd, name, err := parentOf(t.rootFd, rel)
+	if err != nil {
+		return nil, vfs.Errno(op, p, err)
+	}
+	defer unix.Close(pfd)
+	f, st, err := openRegularAt(pfd, name, nil)
+	if err != nil {
+		if errors.Is(err, errNotRegular) {
+			return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
+		}
+		return nil, vfs.Errno(op, p, err)
+	}
+	defer f.Close()
+	if st.Size != want.Size {
+		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
+	}
+	data := make([]byte, 0, st.Size)
+	h := sha256.New()
+	buf := bytesWriter{&data}
+	if _, err := io.Copy(io.MultiWriter(h, buf), io.LimitReader(f, want.Size+1)); err != nil {
+		return nil, vfs.Errno(op, p, err)
+	}
+	if int64(len(data)) != want.Size || hex.EncodeToString(h.Sum(nil)) != want.Digest {
+		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
+	}
+	return data, nil
+}
+
+type bytesWriter struct{ b *[]byte }
+
+func (w bytesWriter) Write(p []byte) (int, error) {
+	*w.b = append(*w.b, p...)
+	return len(p), nil
+}
+
+func paths(cs []Change) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Path
+	}
+	return out
+}
+
+func stepPaths(ss []*step) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.c.Path
+	}
+	return out
+}
+
+// listError is an error naming paths: the first as its Path, all (up to ten) in
+// its message.
+func listError(code vfs.Code, op, what string, ps []string) error {
+	const show = 10
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: ", what)
+	for i, p := range ps {
+		if i == show {
+			fmt.Fprintf(&b, ", and %d more", len(ps)-show)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p)
+	}
+	first := ""
+	if len(ps) > 0 {
+		first = ps[0]
+	}
+	e := vfs.NewError(code, op, vfs.Root, b.String())
+	e.Path = first
+	return e
+}
+
+// refusalError is the error of a refused sync: the first refusal's code, every
+// refused path with its reason.
+func refusalError(op string, rs []Refusal) error {
+	ps := make([]string, len(rs))
+	for i, r := range rs {
+		ps[i] = r.Change.Path + " (" + string(r.Code) + ": " + r.Reason + ")"
+	}
+	e := listError(rs[0].Code, op, fmt.Sprintf("%d change(s) refused, nothing written", len(rs)), ps).(*vfs.Error)
+	e.Path = rs[0].Change.Path
+	return e
+}
