@@ -488,3 +488,298 @@ func TestOverlayConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// lsTree lists a commit's tree recursively as "mode path" lines.
+func lsTree(t *testing.T, d, rev string) string {
+	t.Helper()
+	return runGit(t, d, "ls-tree", "-r", "--format=%(objectmode) %(path)", rev)
+}
+
+func openOverlay(t *testing.T, d string) *Overlay {
+	t.Helper()
+	o, err := OpenOverlay(d, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+var sigT = Signature{Name: "T", Email: "t@e", When: time.Date(2022, 1, 2, 3, 4, 5, 0, time.UTC)}
+
+// TestOverlayCopyUpIsPerPath checks that reads copy nothing and a write copies only
+// the file written: the memory layer holds that file's bytes and nothing else, and
+// untouched siblings still report their base objects.
+func TestOverlayCopyUpIsPerPath(t *testing.T) {
+	ctx := context.Background()
+	d, _ := overlayRepo(t)
+	o := openOverlay(t, d)
+	P := vfs.MustParse
+	for _, p := range []string{"a.txt", "dir/keep.txt", "dir/sub/deep.txt", "link"} {
+		readAll(t, o, p)
+	}
+	if _, err := o.ReadDir(ctx, P("dir/sub")); err != nil {
+		t.Fatal(err)
+	}
+	if u := o.v.s.store.Usage(); u != 0 {
+		t.Fatalf("reads copied %d bytes up", u)
+	}
+	// Appending to a deep base file copies exactly that file.
+	f, err := o.OpenFile(ctx, P("dir/sub/deep.txt"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("more\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if u := o.v.s.store.Usage(); u != int64(len("deep\nmore\n")) {
+		t.Fatalf("memory layer holds %d bytes, want only the written file's %d", u, len("deep\nmore\n"))
+	}
+	if got := readAll(t, o, "dir/sub/deep.txt"); got != "deep\nmore\n" {
+		t.Fatalf("after append: %q", got)
+	}
+	// A sibling is still the base object; the parent directories are upper now but
+	// list the same entries.
+	info, err := o.Lstat(ctx, P("dir/keep.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := info.Sys.(*Entry); !ok || e.Kind != "blob" {
+		t.Fatalf("untouched sibling: Sys %#v", info.Sys)
+	}
+	es, err := o.ReadDir(ctx, P("dir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(es); got != "keep.txt,sub" {
+		t.Fatalf("ReadDir(dir): %s", got)
+	}
+	// The upper layer of the root records only the changed directory.
+	if n := len(o.v.root.ents); n != 1 || o.v.root.ents["dir"] == nil {
+		t.Fatalf("root's upper entries: %v", o.v.root.ents)
+	}
+}
+
+// TestOverlayWhiteouts deletes a file, a whole directory, and deletes then
+// recreates, checking the merged view and the commit with the git CLI.
+func TestOverlayWhiteouts(t *testing.T) {
+	ctx := context.Background()
+	d, base := overlayRepo(t)
+	o := openOverlay(t, d)
+	P := vfs.MustParse
+	// Delete a file.
+	if err := o.Remove(ctx, P("a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	// A non-empty base directory cannot be removed; its files can, then it can.
+	wantCode(t, o.Remove(ctx, P("dir")), vfs.CodeNotEmpty)
+	for _, p := range []string{"dir/sub/deep.txt", "dir/sub", "dir/keep.txt", "dir"} {
+		if err := o.Remove(ctx, P(p)); err != nil {
+			t.Fatalf("remove %s: %v", p, err)
+		}
+	}
+	for _, p := range []string{"a.txt", "dir", "dir/keep.txt", "dir/sub", "dir/sub/deep.txt"} {
+		_, err := o.Lstat(ctx, P(p))
+		wantCode(t, err, vfs.CodeNotFound)
+		_, err = o.OpenFile(ctx, P(p), os.O_RDONLY, 0)
+		wantCode(t, err, vfs.CodeNotFound)
+	}
+	_, err := o.ReadDir(ctx, P("dir"))
+	wantCode(t, err, vfs.CodeNotFound)
+	// The symlink to the deleted file dangles now.
+	_, err = o.Stat(ctx, P("link"))
+	wantCode(t, err, vfs.CodeNotFound)
+	// Delete a file then recreate it; delete a directory's content and the directory,
+	// then recreate the directory: only the new entries show.
+	if err := o.Remove(ctx, P("old/x.txt")); err != nil {
+		t.Fatal(err)
+	}
+	overlayWrite(t, o, "old/x.txt", "recreated\n", 0o644)
+	if err := o.Mkdir(ctx, P("dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	overlayWrite(t, o, "dir/new.txt", "new\n", 0o644)
+	es, err := o.ReadDir(ctx, P("dir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(es); got != "new.txt" {
+		t.Fatalf("recreated dir lists %s", got)
+	}
+	_, err = o.Stat(ctx, P("dir/keep.txt"))
+	wantCode(t, err, vfs.CodeNotFound)
+	es, err = o.ReadDir(ctx, vfs.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(es), "dir,link,old,run.sh,sm"; got != want {
+		t.Fatalf("root lists %s, want %s", got, want)
+	}
+	id, err := o.Commit(ctx, "whiteouts", sigT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, d, "fsck", "--strict")
+	want := strings.Join([]string{"100644 dir/new.txt", "120000 link", "100644 old/x.txt", "100755 run.sh", "160000 sm"}, "\n")
+	if got := lsTree(t, d, id); got != want {
+		t.Fatalf("ls-tree:\n%s\nwant:\n%s", got, want)
+	}
+	if got := runGit(t, d, "show", id+":old/x.txt"); got != "recreated" {
+		t.Fatalf("old/x.txt: %q", got)
+	}
+	// Unchanged subtrees keep their ids; git sees exactly these changes.
+	if got := runGit(t, d, "diff", "--name-status", base, id); got != "D\ta.txt\nD\tdir/keep.txt\nA\tdir/new.txt\nD\tdir/sub/deep.txt\nM\told/x.txt" {
+		t.Fatalf("git diff:\n%s", got)
+	}
+}
+
+// TestOverlayDirRename renames base directories (lazily: nothing copied), writes
+// inside the renamed one, renames over an empty and onto a non-empty directory, and
+// checks the commit: an untouched renamed directory keeps its tree id.
+func TestOverlayDirRename(t *testing.T) {
+	ctx := context.Background()
+	d, base := overlayRepo(t)
+	o := openOverlay(t, d)
+	P := vfs.MustParse
+	if err := o.Rename(ctx, P("dir/sub"), P("sub2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rename(ctx, P("old"), P("dir/old"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if u := o.v.s.store.Usage(); u != 0 {
+		t.Fatalf("directory renames copied %d bytes", u)
+	}
+	if got := readAll(t, o, "sub2/deep.txt"); got != "deep\n" {
+		t.Fatalf("sub2/deep.txt: %q", got)
+	}
+	for _, p := range []string{"dir/sub", "dir/sub/deep.txt", "old", "old/x.txt"} {
+		_, err := o.Lstat(ctx, P(p))
+		wantCode(t, err, vfs.CodeNotFound)
+	}
+	// Into its own subtree: refused.
+	wantCode(t, o.Rename(ctx, P("dir"), P("dir/old/in"), 0), vfs.CodeInvalidPath)
+	// Onto a non-empty directory: not_empty; onto a file: not_a_directory; over an
+	// empty directory: replaces it.
+	wantCode(t, o.Rename(ctx, P("sub2"), P("dir"), 0), vfs.CodeNotEmpty)
+	wantCode(t, o.Rename(ctx, P("sub2"), P("a.txt"), 0), vfs.CodeNotDir)
+	wantCode(t, o.Rename(ctx, P("a.txt"), P("dir"), 0), vfs.CodeIsDir)
+	if err := o.Mkdir(ctx, P("empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, o.Rename(ctx, P("sub2"), P("empty"), vfs.RenameNoReplace), vfs.CodeExists)
+	if err := o.Rename(ctx, P("sub2"), P("empty"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Write inside the renamed directory, rename a base file over another.
+	overlayWrite(t, o, "dir/old/y.txt", "y\n", 0o644)
+	if err := o.Rename(ctx, P("dir/keep.txt"), P("run.sh"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Exchange a base directory with a base file's... directory.
+	if err := o.Mkdir(ctx, P("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	overlayWrite(t, o, "x/f", "f\n", 0o644)
+	if err := o.Rename(ctx, P("x"), P("dir/old"), vfs.RenameExchange); err != nil {
+		t.Fatal(err)
+	}
+	es, err := o.ReadDir(ctx, P("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(es); got != "x.txt,y.txt" {
+		t.Fatalf("exchanged x lists %s", got)
+	}
+	id, err := o.Commit(ctx, "renames", sigT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, d, "fsck", "--strict")
+	want := strings.Join([]string{
+		"100644 a.txt", "100644 dir/old/f", "100644 empty/deep.txt", "120000 link",
+		"100644 run.sh", "160000 sm", "100644 x/x.txt", "100644 x/y.txt",
+	}, "\n")
+	if got := lsTree(t, d, id); got != want {
+		t.Fatalf("ls-tree:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := runGit(t, d, "rev-parse", id+":empty"), runGit(t, d, "rev-parse", base+":dir/sub"); got != want {
+		t.Fatalf("renamed untouched directory has tree %s, want the base's %s", got, want)
+	}
+	if got := runGit(t, d, "show", id+":run.sh"); got != "keep" {
+		t.Fatalf("run.sh replaced by keep.txt: %q", got)
+	}
+}
+
+// TestOverlayModesAndUnchanged checks chmod +x of a base file (same blob, new mode),
+// a symlink created in a base directory, and that changes undone (written back
+// identical, created and removed, renamed away and back) commit the base tree id.
+func TestOverlayModesAndUnchanged(t *testing.T) {
+	ctx := context.Background()
+	d, base := overlayRepo(t)
+	baseTree := runGit(t, d, "rev-parse", base+"^{tree}")
+	o := openOverlay(t, d)
+	P := vfs.MustParse
+	// Undone changes.
+	f, err := o.OpenFile(ctx, P("dir/keep.txt"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	overlayWrite(t, o, "a.txt", "one\n", 0o644)
+	overlayWrite(t, o, "dir/sub/tmp", "tmp", 0o644)
+	if err := o.Remove(ctx, P("dir/sub/tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rename(ctx, P("old"), P("old2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rename(ctx, P("old2"), P("old"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Chtimes(ctx, P("run.sh"), time.Time{}, time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Mkdir(ctx, P("dir/emptydir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tid, err := o.WriteTree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tid != baseTree {
+		t.Fatalf("undone changes give tree %s, want the base tree %s", tid, baseTree)
+	}
+	// chmod +x, chmod -x, and a new symlink.
+	if err := o.Chmod(ctx, P("dir/keep.txt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Chmod(ctx, P("run.sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Symlink(ctx, "../../a.txt", P("dir/sub/up")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, o, "dir/sub/up"); got != "one\n" {
+		t.Fatalf("through the new symlink: %q", got)
+	}
+	id, err := o.Commit(ctx, "modes", sigT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, d, "fsck", "--strict")
+	got := runGit(t, d, "ls-tree", "-r", "--format=%(objectmode) %(objectname) %(path)", id, "dir/keep.txt", "run.sh", "dir/sub/up")
+	lines := strings.Split(got, "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "100755 "+runGit(t, d, "rev-parse", base+":dir/keep.txt")) ||
+		!strings.HasPrefix(lines[1], "120000 ") || !strings.HasPrefix(lines[2], "100644 "+runGit(t, d, "rev-parse", base+":run.sh")) {
+		t.Fatalf("ls-tree:\n%s", got)
+	}
+	if got := runGit(t, d, "cat-file", "-p", id+":dir/sub/up"); got != "../../a.txt" {
+		t.Fatalf("symlink blob %q", got)
+	}
+	// Subtrees the commit did not touch keep their ids.
+	if runGit(t, d, "rev-parse", id+":old") != runGit(t, d, "rev-parse", base+":old") {
+		t.Fatal("untouched subtree re-hashed to a different id")
+	}
+}
