@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/vfs"
 )
@@ -269,6 +271,7 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	closeOnExec()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, startError(cur.Path, err)
@@ -335,6 +338,29 @@ func (r *Runner) command(ctx context.Context, l *Launch, sandboxed bool) (*exec.
 		cmd.WaitDelay = 5 * time.Second
 	}
 	return cmd, nil
+}
+
+// closeOnExec marks close-on-exec every descriptor of this process above 2 that is
+// not: descriptors inherited from the process's own parent (a shell, a supervisor)
+// would otherwise leak into every command, sandboxed or not, since neither os/exec
+// nor bubblewrap closes them. Descriptors Go opens are close-on-exec already;
+// those a launch passes on purpose (ExtraFiles) are made inheritable again in the
+// child by os/exec.
+func closeOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err == nil && flags&unix.FD_CLOEXEC == 0 {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, flags|unix.FD_CLOEXEC)
+		}
+	}
 }
 
 // hostDir maps an unsandboxed launch's working directory to the host through the
