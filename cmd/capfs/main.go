@@ -121,7 +121,7 @@ func newRootCmd() *cobra.Command {
 		newGlobCmd(o),
 		newGrepCmd(o),
 		newDiffCmd(o),
-		// newRunCmd(o),
+		newRunCmd(o),
 		newMountsCmd(o),
 	)
 	return root

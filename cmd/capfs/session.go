@@ -82,6 +82,7 @@ type session struct {
 	Control   *dir.Control
 	Mounts    []*mounted
 	Policy    policy.Policy
+	Audit     audit.Sink // the sink Root records to (host use: also given to the sandbox runner)
 	AuditPath string
 	Subject   string
 	Work      string // the configured default work mount for run ("" = defaultWork)
@@ -218,6 +219,7 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 		return nil, usageErrorf("--audit %s: %v", auditFile, errors.Unwrap(err))
 	}
 	s.AuditPath = auditFile
+	s.Audit = sink
 	s.closers = append(s.closers, sink.Close)
 
 	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(sink), dir.WithSubject(s.Subject))

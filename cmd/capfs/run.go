@@ -1,0 +1,422 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/vfs"
+)
+
+// sandboxRoot is where grants appear inside the sandbox: namespace path P is bound
+// at sandboxRoot/P, so relative references between mounts keep working.
+const sandboxRoot = "/capfs"
+
+// exitRunFailed is run's exit code when the command could not be run at all (no
+// working sandbox, a launch the sandbox refused, a failed start), as with
+// container runners.
+const exitRunFailed = 125
+
+func newRunCmd(o *globalOptions) *cobra.Command {
+	var (
+		work             string
+		grants           []string
+		env              []string
+		allowUnsandboxed bool
+		conflict         string
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARGS...]",
+		Short: "Run a command in a sandbox on a checkout of the namespace and sync its changes back",
+		Long: `Run CMD in a bubblewrap sandbox on a private checkout of the work mount, then
+bring its changes back through the namespace's checks.
+
+  1. The work path (--work, default "project", or the configuration's "work")
+     is checked out read-write into a private 0700 directory (under
+     $CAPFS_TMPDIR, else /dev/shm, else the temp dir). Every file is read
+     through the capability: paths the policy denies (secrets) are left out.
+  2. Every other physical mount, and each --grant path, is made visible
+     read-only (a physical directory is bound without copying when the policy
+     hides nothing in it).
+  3. CMD runs under bubblewrap: its own user namespace as a non-root uid, no
+     network, a cleared environment (plus --env), /usr and /etc read-only, a
+     private /tmp. Namespace path P appears at /capfs/P; the working directory
+     is /capfs/<work path>, e.g. /capfs/project.
+  4. The checkout's changes are validated (regular files, directories and
+     relative symlinks that stay inside only; no FIFOs or devices; no setuid
+     or setgid bits; size, count and depth limits; the policy, e.g. nothing
+     under .git/hooks) and, only if all pass, applied through the capability,
+     each file atomically. A path that also changed in the source since the
+     checkout is a conflict: --conflict fail (default) applies nothing,
+     ours keeps the sandbox's version, theirs keeps the source's.
+
+A summary of the changes, the sandbox that ran the command and the audit log's
+path go to stderr. capfs exits with CMD's status; with 3 when sync-back refused
+a change or found a conflict (the source is left untouched), whatever CMD's
+status; with 125 when the command could not be started (e.g. bubblewrap cannot
+work here: --allow-unsandboxed runs it without isolation, audited as such).
+Changes are synced back whatever CMD's exit status.`,
+		Example: `  capfs run -- make
+  capfs run --work project/sub --env CGO_ENABLED=0 -- go build ./...
+  capfs -m src=physical:. -m deps=physical:../vendor,ro run --work src -- make test`,
+		Args: cobra.MinimumNArgs(1),
+	}
+	f := cmd.Flags()
+	f.StringVarP(&work, "work", "w", "", `namespace path checked out read-write (default "project")`)
+	f.StringArrayVarP(&grants, "grant", "g", nil, "also show this namespace path read-only inside the sandbox (repeatable)")
+	f.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
+	f.BoolVar(&allowUnsandboxed, "allow-unsandboxed", false, "run without isolation when bubblewrap cannot work here (audited)")
+	f.StringVar(&conflict, "conflict", "fail", "when a changed path also changed in the source: fail, ours (sandbox wins) or theirs (source wins)")
+	f.SetInterspersed(false)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var mode materialize.ConflictMode
+		switch conflict {
+		case "fail":
+			mode = materialize.ConflictFail
+		case "ours":
+			mode = materialize.ConflictKeepOurs
+		case "theirs":
+			mode = materialize.ConflictKeepTheirs
+		default:
+			return usageErrorf("--conflict %s: want fail, ours or theirs", conflict)
+		}
+		for _, kv := range env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return usageErrorf("--env %s: want KEY=VALUE", kv)
+			}
+		}
+		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+			r := &runner{
+				s: s, stderr: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(),
+				work: work, grants: grants, env: env, allowUnsandboxed: allowUnsandboxed, conflict: mode,
+			}
+			defer r.close()
+			return r.run(ctx, args)
+		})(cmd, args)
+	}
+	return cmd
+}
+
+// runner is one `capfs run`.
+type runner struct {
+	s                *session
+	stdin            io.Reader
+	stdout, stderr   io.Writer
+	work             string
+	grants           []string
+	env              []string
+	allowUnsandboxed bool
+	conflict         materialize.ConflictMode
+	trees            []*materialize.Tree
+	workTree         *materialize.Tree
+	workPath         vfs.Path
+	mounts           []sandbox.Mount
+	seenTargets      []vfs.Path
+}
+
+func (r *runner) close() {
+	for _, t := range r.trees {
+		if err := t.Close(); err != nil {
+			fmt.Fprintf(r.stderr, "capfs: run: removing a checkout: %s\n", formatError(err))
+		}
+	}
+}
+
+func (r *runner) run(ctx context.Context, argv []string) error {
+	s := r.s
+	work := r.work
+	if work == "" {
+		work = s.Work
+	}
+	if work == "" {
+		work = defaultWork
+	}
+	wp, err := vfs.ParseGuest(work)
+	if err != nil {
+		return usageErrorf("--work %s: %s", work, messageOrCode(err))
+	}
+	r.workPath = wp.WithoutDirMark()
+	m, _, ok := s.mountAt(r.workPath)
+	if !ok {
+		return usageErrorf("--work %s: not inside any mount (see capfs mounts)", work)
+	}
+	if m.ReadOnly {
+		return usageErrorf("--work %s: the %s mount at %s is read-only", work, m.Kind, displayPath(m.Path.String()))
+	}
+	workDir, err := s.Root.Sub(ctx, r.workPath.String())
+	if err != nil {
+		return err
+	}
+
+	// The work checkout, read-write.
+	t, err := r.checkout(ctx, r.workPath, workDir, false, nil)
+	if err != nil {
+		return err
+	}
+	r.workTree = t
+	r.addMount(t, r.workPath, true)
+
+	// Read-only grants: the other physical mounts, then --grant paths.
+	var ro []vfs.Path
+	for _, om := range s.Mounts {
+		if om.Kind == kindPhysical && om != m {
+			ro = append(ro, om.Path)
+		}
+	}
+	for _, g := range r.grants {
+		gp, err := vfs.ParseGuest(g)
+		if err != nil {
+			return usageErrorf("--grant %s: %s", g, messageOrCode(err))
+		}
+		ro = append(ro, gp.WithoutDirMark())
+	}
+	sort.SliceStable(ro, func(i, j int) bool { return ro[i].Depth() < ro[j].Depth() })
+	for _, p := range ro {
+		if r.covered(p) {
+			continue // inside (or holding) a grant already given
+		}
+		d, err := s.Root.ReadOnly().Sub(ctx, p.String())
+		if err != nil {
+			return err
+		}
+		t, err := r.checkout(ctx, p, d, true, r.hostFor(p))
+		if err != nil {
+			return err
+		}
+		r.addMount(t, p, false)
+	}
+
+	// Run.
+	runner := sandbox.Default()
+	runner.AllowUnsandboxed = r.allowUnsandboxed
+	runner.Audit = s.Audit
+	launch := &sandbox.Launch{
+		Path:    argv[0],
+		Args:    argv[1:],
+		Dir:     sandboxTarget(r.workPath),
+		Env:     r.env,
+		Mounts:  r.mounts,
+		Subject: s.Subject,
+		Stdin:   r.stdin,
+		Stdout:  r.stdout,
+		Stderr:  r.stderr,
+	}
+	res, err := runner.Run(ctx, launch)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			fmt.Fprintf(r.stderr, "capfs: run: %s\ncapfs: run: no sandbox can work here; --allow-unsandboxed runs the command without isolation (audited)\n", formatError(err))
+		} else {
+			fmt.Fprintf(r.stderr, "capfs: run %s: %s\n", argv[0], formatError(err))
+		}
+		fmt.Fprintf(r.stderr, "capfs: audit log: %s\n", s.AuditPath)
+		return exitStatus(exitRunFailed)
+	}
+	how := "sandboxed"
+	if !res.Sandboxed {
+		how = "UNSANDBOXED"
+	}
+	fmt.Fprintf(r.stderr, "capfs: run: %s exited with status %d (%s; wrappers: %s)\n", argv[0], res.ExitCode, how, strings.Join(res.Wrappers, ", "))
+
+	// Sync back.
+	rep, serr := r.workTree.SyncBack(ctx, materialize.SyncOptions{
+		Conflict:   r.conflict,
+		Policy:     s.Policy,
+		PolicyRoot: r.workPath.String(),
+		Subject:    s.Subject,
+	})
+	r.summary(rep, serr)
+	fmt.Fprintf(r.stderr, "capfs: audit log: %s\n", s.AuditPath)
+	if serr != nil {
+		return exitStatus(exitSyncBack)
+	}
+	return exitStatus(res.ExitCode)
+}
+
+// checkout materializes d (namespace path p), with a progress bar on stderr when
+// it is a terminal.
+func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly bool, host vfs.Backend) (*materialize.Tree, error) {
+	opts := materialize.Options{ReadOnly: readOnly, Host: host}
+	var bar *progressbar.ProgressBar
+	if f, ok := r.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		opts.Progress = func(pr materialize.Progress) {
+			if bar == nil {
+				if pr.Done || pr.TotalBytes < 8<<20 {
+					return // small checkouts finish before a bar would help
+				}
+				bar = progressbar.NewOptions64(pr.TotalBytes,
+					progressbar.OptionSetWriter(f),
+					progressbar.OptionSetDescription("checkout "+displayPath(p.String())),
+					progressbar.OptionShowBytes(true),
+					progressbar.OptionShowCount(),
+					progressbar.OptionClearOnFinish(),
+					progressbar.OptionThrottle(0))
+			}
+			_ = bar.Set64(pr.Bytes)
+			if pr.Done {
+				_ = bar.Finish()
+			}
+		}
+	}
+	t, err := materialize.Checkout(ctx, d, opts)
+	if err != nil {
+		return nil, readdressUnder(err, p)
+	}
+	r.trees = append(r.trees, t)
+	for _, sk := range t.Skipped() {
+		fmt.Fprintf(r.stderr, "capfs: run: not in the sandbox: %s (%s)\n", joinGuest(p, sk.Path), sk.Code)
+	}
+	return t, nil
+}
+
+// addMount binds checkout t at the sandbox target of namespace path p.
+func (r *runner) addMount(t *materialize.Tree, p vfs.Path, writable bool) {
+	m := sandbox.Mount{Source: t.Path(), Target: sandboxTarget(p), Writable: writable}
+	if t.Bound() {
+		m.File = t.BindFile()
+	}
+	r.mounts = append(r.mounts, m)
+	r.seenTargets = append(r.seenTargets, p)
+}
+
+// covered reports whether p is, lies under, or holds a path already granted: the
+// sandbox cannot nest binds, and a granted tree already shows what lies beneath it.
+func (r *runner) covered(p vfs.Path) bool {
+	for _, q := range r.seenTargets {
+		if p.HasPrefix(q) || q.HasPrefix(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostFor returns the backend serving namespace path p directly (the mount's
+// backend, Sub'd to p), for a zero-copy read-only checkout; nil when another mount
+// lies beneath p (the namespace then shows more than the backend does).
+func (r *runner) hostFor(p vfs.Path) vfs.Backend {
+	m, rel, ok := r.s.mountAt(p)
+	if !ok {
+		return nil
+	}
+	for _, om := range r.s.Mounts {
+		if om != m && om.Path.HasPrefix(p) {
+			return nil
+		}
+	}
+	if rel.IsRoot() {
+		return m.Backend
+	}
+	b, err := m.Backend.Sub(context.Background(), rel)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// sandboxTarget is where namespace path p appears inside the sandbox.
+func sandboxTarget(p vfs.Path) string {
+	if p.IsRoot() {
+		return sandboxRoot
+	}
+	return path.Join(sandboxRoot, p.String())
+}
+
+// joinGuest joins a namespace path and a path relative to it.
+func joinGuest(p vfs.Path, rel string) string {
+	if p.IsRoot() {
+		return rel
+	}
+	if rel == "" || rel == "." {
+		return p.String()
+	}
+	return p.String() + "/" + rel
+}
+
+// readdressUnder re-addresses an error whose path is relative to the Dir at p to the
+// namespace root.
+func readdressUnder(err error, p vfs.Path) error {
+	var ve *vfs.Error
+	if !errors.As(err, &ve) {
+		return err
+	}
+	dest := ""
+	if ve.Dest != "" {
+		dest = joinGuest(p, ve.Dest)
+	}
+	return vfs.Readdress(err, "", joinGuest(p, ve.Path), dest)
+}
+
+// summary prints what sync-back did, or why it refused.
+func (r *runner) summary(rep *materialize.SyncReport, err error) {
+	w := r.stderr
+	at := r.workPath
+	if rep != nil && len(rep.Refused) > 0 {
+		for _, rf := range rep.Refused {
+			fmt.Fprintf(w, "capfs: sync-back refused %s %s: %s (%s)\n", rf.Change.Kind, joinGuest(at, rf.Change.Path), rf.Reason, rf.Code)
+		}
+	}
+	if rep != nil && len(rep.Conflicts) > 0 {
+		for _, c := range rep.Conflicts {
+			fmt.Fprintf(w, "capfs: sync-back conflict: %s changed in the source and in the sandbox\n", joinGuest(at, c))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(w, "capfs: sync-back: %s\n", formatError(readdressUnder(err, at)))
+		fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", displayPath(at.String()))
+		return
+	}
+	if rep == nil {
+		return
+	}
+	var added, modified, deleted, other int
+	for _, c := range rep.Applied {
+		switch c.Kind {
+		case materialize.Added:
+			added++
+		case materialize.Modified:
+			modified++
+		case materialize.Deleted:
+			deleted++
+		default:
+			other++
+		}
+	}
+	fmt.Fprintf(w, "capfs: synced back to %s: %d added, %d modified, %d deleted", displayPath(at.String()), added, modified, deleted)
+	if other > 0 {
+		fmt.Fprintf(w, ", %d type or mode changes", other)
+	}
+	fmt.Fprintln(w)
+	for _, c := range rep.Applied {
+		fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), joinGuest(at, c.Path))
+	}
+	for _, c := range rep.Skipped {
+		fmt.Fprintf(w, "  (kept the source's) %s %s\n", c.Kind, joinGuest(at, c.Path))
+	}
+}
+
+func changeLetter(k materialize.ChangeKind) string {
+	switch k {
+	case materialize.Added:
+		return "A"
+	case materialize.Modified:
+		return "M"
+	case materialize.Deleted:
+		return "D"
+	case materialize.TypeChanged:
+		return "T"
+	case materialize.ModeChanged:
+		return "P"
+	}
+	return "?"
+}
