@@ -1,0 +1,539 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capfs/capfs/audit"
+)
+
+// capfsBin is the capfs binary TestMain builds once for every test.
+var capfsBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "capfs-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	capfsBin = filepath.Join(tmp, "capfs")
+	build := exec.Command("go", "build", "-o", capfsBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building capfs:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// result is one run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCapfs runs the binary in dir with args, with its state (the default audit log)
+// under a temporary XDG_STATE_HOME.
+func runCapfs(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	return runCapfsEnv(t, dir, nil, args...)
+}
+
+func runCapfsEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(capfsBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("capfs %q: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// want fails the test unless r exited with code; it shows the run otherwise.
+func (r result) want(t *testing.T, code int) result {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// writeTree creates files (path -> contents) under root.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// project makes a small host tree and returns its path.
+func project(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"README.md":        "# demo\nHello, capfs.\n",
+		"src/main.go":      "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n",
+		"src/util/util.go": "package util\n\n// Hello says hello.\nfunc Hello() string { return \"HELLO\" }\n",
+		"data/blob.bin":    "hello\x00binary\n",
+		".env":             "TOKEN=hello-secret\n",
+	})
+	if err := os.Symlink("src/main.go", filepath.Join(root, "main-link")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// noHostPath fails if s mentions the host path root.
+func noHostPath(t *testing.T, s, root string) {
+	t.Helper()
+	if strings.Contains(s, root) {
+		t.Errorf("output names the host path %s:\n%s", root, s)
+	}
+}
+
+func TestLs(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	m := "p=physical:" + root
+	r := runCapfs(t, root, "--mount", m, "ls", "p").want(t, 0)
+	want := ".env\nREADME.md\ndata/\nmain-link\nsrc/\n"
+	if r.stdout != want {
+		t.Errorf("ls p = %q, want %q", r.stdout, want)
+	}
+	r = runCapfs(t, root, "--mount", m, "ls", "-l", "p").want(t, 0)
+	if !strings.Contains(r.stdout, "main-link -> src/main.go") || !strings.Contains(r.stdout, "drwx") {
+		t.Errorf("ls -l p lacks the link target or a directory mode:\n%s", r.stdout)
+	}
+	r = runCapfs(t, root, "--mount", m, "ls").want(t, 0)
+	if r.stdout != "p/\n" {
+		t.Errorf("ls of the root = %q, want p/", r.stdout)
+	}
+	r = runCapfs(t, root, "--mount", m, "ls", "/p/src/main.go").want(t, 0)
+	if r.stdout != "/p/src/main.go\n" {
+		t.Errorf("ls of a file = %q", r.stdout)
+	}
+	r = runCapfs(t, root, "--mount", m, "ls", "p/missing").want(t, 1)
+	if !strings.HasPrefix(r.stderr, "capfs: ") || !strings.Contains(r.stderr, "p/missing") || !strings.Contains(r.stderr, "(not_found)") {
+		t.Errorf("ls of a missing path: stderr %q", r.stderr)
+	}
+	noHostPath(t, r.stderr, root)
+}
+
+func TestCat(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	m := "p=physical:" + root
+	r := runCapfs(t, root, "-m", m, "cat", "p/README.md", "p/main-link").want(t, 0)
+	if want := "# demo\nHello, capfs.\npackage main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n"; r.stdout != want {
+		t.Errorf("cat = %q, want %q", r.stdout, want)
+	}
+	for _, tc := range []struct {
+		path, code string
+	}{
+		{"p/missing.txt", "not_found"},
+		{"p/src", "is_a_directory"},
+		{"p/.env", "fs_permission_denied"},
+		{"p/../../etc/passwd", "path_outside_sandbox"},
+	} {
+		r := runCapfs(t, root, "-m", m, "cat", tc.path).want(t, 1)
+		if !strings.HasPrefix(r.stderr, "capfs: ") || !strings.Contains(r.stderr, "("+tc.code+")") {
+			t.Errorf("cat %s: stderr %q, want code %s", tc.path, r.stderr, tc.code)
+		}
+		if r.stdout != "" {
+			t.Errorf("cat %s printed %q", tc.path, r.stdout)
+		}
+		noHostPath(t, r.stderr, root)
+	}
+	// The exact form of an error line.
+	r = runCapfs(t, root, "-m", m, "cat", "p/missing.txt").want(t, 1)
+	if want := "capfs: OpenFile p/missing.txt: no such file or directory (not_found)\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+}
+
+func TestTree(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	m := "p=physical:" + root
+	r := runCapfs(t, root, "-m", m, "tree", "p").want(t, 0)
+	for _, want := range []string{"└── src\n", "    └── util\n", "        └── util.go\n", "├── data\n│   └── blob.bin\n", "main-link -> src/main.go", "3 directories, 6 files\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("tree lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCapfs(t, root, "-m", m, "tree", "--depth", "1", "p").want(t, 0)
+	if strings.Contains(r.stdout, "── main.go") || !strings.Contains(r.stdout, "└── src\n") {
+		t.Errorf("tree --depth 1 went too deep or missed src:\n%s", r.stdout)
+	}
+	runCapfs(t, root, "-m", m, "tree", "--depth", "-1", "p").want(t, 2)
+	runCapfs(t, root, "-m", m, "tree", "p/nope").want(t, 1)
+}
+
+func TestStat(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	r := runCapfs(t, root, "-m", "p=physical:"+root+",ro", "stat", "p/main-link").want(t, 0)
+	for _, want := range []string{"type:     symlink", "target:   src/main.go", "mount:    p (physical, read-only)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stat lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCapfs(t, root, "-m", "p=physical:"+root, "stat", "p/src/main.go").want(t, 0)
+	if !strings.Contains(r.stdout, "size:     48") || !strings.Contains(r.stdout, "(physical, read-write)") {
+		t.Errorf("stat of a file:\n%s", r.stdout)
+	}
+	runCapfs(t, root, "-m", "p=physical:"+root, "stat").want(t, 2)
+}
+
+func TestGlob(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	m := "p=physical:" + root
+	r := runCapfs(t, root, "-m", m, "glob", "p/**/*.go").want(t, 0)
+	if want := "p/src/main.go\np/src/util/util.go\n"; r.stdout != want {
+		t.Errorf("glob = %q, want %q", r.stdout, want)
+	}
+	r = runCapfs(t, root, "-m", m, "glob", "p/**/*.rs").want(t, 1)
+	if r.stdout != "" || r.stderr != "" {
+		t.Errorf("glob without match printed %q / %q", r.stdout, r.stderr)
+	}
+	r = runCapfs(t, root, "-m", m, "glob", "p/[").want(t, 1)
+	if !strings.Contains(r.stderr, "invalid_path") {
+		t.Errorf("malformed glob: %q", r.stderr)
+	}
+}
+
+func TestGrep(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	m := "p=physical:" + root
+	r := runCapfs(t, root, "-m", m, "grep", "hello", "p").want(t, 0)
+	// Not the binary file, not the secret .env, and case-sensitive.
+	if want := "p/src/main.go:\tprintln(\"hello\")\np/src/util/util.go:// Hello says hello.\n"; r.stdout != want {
+		t.Errorf("grep hello = %q, want %q", r.stdout, want)
+	}
+	r = runCapfs(t, root, "-m", m, "grep", "-i", "-n", "hello", "p").want(t, 0)
+	want := "p/README.md:2:Hello, capfs.\np/src/main.go:4:\tprintln(\"hello\")\np/src/util/util.go:3:// Hello says hello.\np/src/util/util.go:4:func Hello() string { return \"HELLO\" }\n"
+	if r.stdout != want {
+		t.Errorf("grep -i -n = %q, want %q", r.stdout, want)
+	}
+	r = runCapfs(t, root, "-m", m, "grep", "-il", "hello").want(t, 0)
+	if want := "p/README.md\np/src/main.go\np/src/util/util.go\n"; r.stdout != want {
+		t.Errorf("grep -il = %q, want %q", r.stdout, want)
+	}
+	r = runCapfs(t, root, "-m", m, "grep", "-n", "Hello", "p/src/util/util.go").want(t, 0)
+	if !strings.HasPrefix(r.stdout, "p/src/util/util.go:3:") {
+		t.Errorf("grep on one file = %q", r.stdout)
+	}
+	r = runCapfs(t, root, "-m", m, "grep", "nothing-matches-this", "p").want(t, 1)
+	if r.stdout != "" || r.stderr != "" {
+		t.Errorf("grep without match printed %q / %q", r.stdout, r.stderr)
+	}
+	r = runCapfs(t, root, "-m", m, "grep", "(", "p").want(t, 2)
+	if !strings.Contains(r.stderr, "bad regular expression") {
+		t.Errorf("bad regexp: %q", r.stderr)
+	}
+	runCapfs(t, root, "-m", m, "grep", "x", "p/missing").want(t, 1)
+}
+
+func TestDiff(t *testing.T) {
+	t.Parallel()
+	a, b := t.TempDir(), t.TempDir()
+	writeTree(t, a, map[string]string{"same.txt": "same\n", "f.txt": "one\ntwo\nthree\n", "gone.txt": "bye\n"})
+	writeTree(t, b, map[string]string{"same.txt": "same\n", "f.txt": "one\n2\nthree\n", "new.txt": "hi\n"})
+	args := []string{"-m", "a=physical:" + a + ",ro", "-m", "b=physical:" + b}
+	r := runCapfs(t, a, append(args, "diff", "a", "b")...).want(t, 0)
+	for _, want := range []string{
+		"diff --git a/f.txt b/f.txt\n", "-two\n+2\n",
+		"diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n",
+		"diff --git a/new.txt b/new.txt\nnew file mode 100644\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("diff lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "same.txt") {
+		t.Errorf("diff shows an unchanged file:\n%s", r.stdout)
+	}
+	r = runCapfs(t, a, append(args, "diff", "-x", "*.txt", "a", "b")...).want(t, 0)
+	if r.stdout != "" {
+		t.Errorf("diff --exclude '*.txt' = %q", r.stdout)
+	}
+	r = runCapfs(t, a, append(args, "diff", "a/f.txt", "b/f.txt")...).want(t, 0)
+	if !strings.HasPrefix(r.stdout, "diff --git a/f.txt b/f.txt\n") || !strings.Contains(r.stdout, "-two\n+2\n") {
+		t.Errorf("file diff:\n%s", r.stdout)
+	}
+	r = runCapfs(t, a, append(args, "diff", "a/same.txt", "b/same.txt")...).want(t, 0)
+	if r.stdout != "" {
+		t.Errorf("diff of equal files = %q", r.stdout)
+	}
+	r = runCapfs(t, a, append(args, "diff", "a", "b/f.txt")...).want(t, 1)
+	if !strings.Contains(r.stderr, "(is_a_directory)") {
+		t.Errorf("diff dir file: %q", r.stderr)
+	}
+	runCapfs(t, a, append(args, "diff", "a")...).want(t, 2)
+}
+
+func TestMounts(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	r := runCapfs(t, root, "-m", "src=physical:"+root+"/src,ro", "-m", "deep/tmp=memory:", "mounts").want(t, 0)
+	for _, want := range []string{"/src", "physical", "ro", "/deep/tmp", "memory", "rw"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("mounts lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCapfs(t, root, "-m", "src=physical:"+root+"/src,ro", "-m", "deep/tmp=memory:", "ls", "deep").want(t, 0)
+	if r.stdout != "tmp/\n" {
+		t.Errorf("ls deep = %q", r.stdout)
+	}
+}
+
+// TestBadInput checks usage errors: bad flags, arguments, mount specs and
+// configuration files exit 2 with a message on stderr and nothing on stdout.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	badConfig := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(badConfig, []byte("[[mount]]\npath = \"x\"\nkind = \"memory\"\ncolour = \"blue\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badPolicy := filepath.Join(t.TempDir(), "policy.toml")
+	if err := os.WriteFile(badPolicy, []byte("default = \"maybe\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--no-such-flag", "ls"}, "unknown flag"},
+		{[]string{"ls", "--no-such-flag"}, "unknown flag"},
+		{[]string{"no-such-command"}, "unknown command"},
+		{[]string{"cat"}, "requires at least 1 arg"},
+		{[]string{"ls", "a", "b"}, "accepts at most 1 arg"},
+		{[]string{"-m", "p", "ls"}, "want PATH=KIND:ARG"},
+		{[]string{"-m", "p=nfs:server", "ls"}, `unknown kind "nfs"`},
+		{[]string{"-m", "p=physical:", "ls"}, "needs a host directory"},
+		{[]string{"-m", "p=physical:" + root + "/nope", "ls"}, "no such directory"},
+		{[]string{"-m", "p=physical:" + root + "/README.md", "ls"}, "not a directory"},
+		{[]string{"-m", "../up=memory:", "ls"}, "bad mount path"},
+		{[]string{"-m", "a\\b=memory:", "ls"}, "bad mount path"},
+		{[]string{"-m", "=memory:", "ls"}, "empty mount path"},
+		{[]string{"-m", "t=memory:stuff", "ls"}, "memory takes no argument"},
+		{[]string{"-m", "t=memory:,rx", "ls"}, "unknown option"},
+		{[]string{"-m", "t=memory:", "-m", "t=memory:", "ls"}, "two mounts at the same path"},
+		{[]string{"-m", "g=git:" + root, "ls"}, "--mount g=git:"},
+		{[]string{"--config", filepath.Join(root, "nope.toml"), "ls"}, "no such file"},
+		{[]string{"--config", badConfig, "ls"}, "unknown keys: mount.colour"},
+		{[]string{"--policy", badPolicy, "ls"}, "--policy"},
+		{[]string{"--audit", filepath.Join(root, "nodir", "audit.jsonl"), "ls"}, "--audit"},
+	} {
+		r := runCapfs(t, root, tc.args...)
+		if r.code != 2 {
+			t.Errorf("capfs %q: exit %d, want 2 (stderr %q)", tc.args, r.code, r.stderr)
+			continue
+		}
+		if !strings.HasPrefix(r.stderr, "capfs: ") || !strings.Contains(r.stderr, tc.msg) {
+			t.Errorf("capfs %q: stderr %q, want it to contain %q", tc.args, r.stderr, tc.msg)
+		}
+		if r.stdout != "" {
+			t.Errorf("capfs %q: stdout %q", tc.args, r.stdout)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := runCapfs(t, dir, "--help").want(t, 0)
+	for _, want := range []string{"capability", "Exit codes", "[[mount]]", "ls", "run", "grep", "--mount"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("capfs --help lacks %q", want)
+		}
+	}
+	r = runCapfs(t, dir, "help", "grep").want(t, 0)
+	if !strings.Contains(r.stdout, "--files-with-matches") {
+		t.Errorf("capfs help grep:\n%s", r.stdout)
+	}
+	r = runCapfs(t, dir, "ls", "--help").want(t, 0)
+	if !strings.Contains(r.stdout, "--long") {
+		t.Errorf("capfs ls --help:\n%s", r.stdout)
+	}
+}
+
+// TestConfigFile runs the documented example configuration.
+func TestConfigFile(t *testing.T) {
+	t.Parallel()
+	cfg, err := filepath.Abs("testdata/capfs.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r := runCapfs(t, dir, "--config", cfg, "mounts").want(t, 0)
+	for _, want := range []string{"/project", "/docs", "ro", "/scratch", "memory"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("mounts from the example config lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCapfs(t, dir, "--config", cfg, "cat", "project/README.txt").want(t, 0)
+	if r.stdout != "hello from the config example\n" {
+		t.Errorf("cat = %q", r.stdout)
+	}
+	// The example's policy file denies private.txt.
+	r = runCapfs(t, dir, "--config", cfg, "cat", "docs/private.txt").want(t, 1)
+	if !strings.Contains(r.stderr, "private notes (fs_permission_denied)") {
+		t.Errorf("cat of a denied file: %q", r.stderr)
+	}
+	// --mount adds to the configuration's mounts.
+	r = runCapfs(t, dir, "--config", cfg, "-m", "extra=memory:", "ls").want(t, 0)
+	if r.stdout != "docs/\nextra/\nproject/\nscratch/\n" {
+		t.Errorf("ls = %q", r.stdout)
+	}
+}
+
+// TestAudit checks that the commands' calls land in the audit log, and that the
+// default log goes under $XDG_STATE_HOME.
+func TestAudit(t *testing.T) {
+	t.Parallel()
+	root := project(t)
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	runCapfs(t, root, "-m", "p=physical:"+root, "--audit", logPath, "--subject", "tester", "cat", "p/README.md").want(t, 0)
+	runCapfs(t, root, "-m", "p=physical:"+root, "--audit", logPath, "cat", "p/.env").want(t, 1)
+	evs := readAudit(t, logPath)
+	var sawRead, sawDenied bool
+	for _, e := range evs {
+		if e.Path == "p/README.md" && e.Outcome == audit.OK && e.Subject == "tester" {
+			sawRead = true
+		}
+		if e.Path == "p/.env" && e.Outcome == audit.Denied && e.Subject == "capfs/cat" {
+			sawDenied = true
+		}
+		noHostPath(t, e.Path+e.Dest+e.GuestPath, root)
+	}
+	if !sawRead || !sawDenied {
+		t.Errorf("audit log lacks the read (%v) or the denial (%v): %+v", sawRead, sawDenied, evs)
+	}
+
+	state := t.TempDir()
+	runCapfsEnvState(t, root, state, "-m", "p=physical:"+root, "ls", "p").want(t, 0)
+	if evs := readAudit(t, filepath.Join(state, "capfs", "audit.jsonl")); len(evs) == 0 {
+		t.Error("the default audit log is empty")
+	}
+}
+
+func runCapfsEnvState(t *testing.T, dir, state string, args ...string) result {
+	t.Helper()
+	return runCapfsEnv(t, dir, []string{"XDG_STATE_HOME=" + state}, args...)
+}
+
+func readAudit(t *testing.T, name string) []audit.Event {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := audit.ReadJSONL(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// gitRepo makes a git repository with one commit and returns its work tree.
+func gitRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	root := t.TempDir()
+	writeTree(t, root, files)
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return root
+}
+
+// TestDefaults checks the no-flag namespace inside a git repository: project is
+// the current directory, ref/head the same directory at HEAD (read-only), tmp a
+// memory mount.
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	root := gitRepo(t, map[string]string{"a.txt": "committed\n", "sub/b.txt": "b\n"})
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCapfs(t, root, "ls").want(t, 0)
+	if r.stdout != "project/\nref/\ntmp/\n" {
+		t.Errorf("ls = %q", r.stdout)
+	}
+	r = runCapfs(t, root, "mounts").want(t, 0)
+	for _, line := range []string{"/project", "/ref/head", "/tmp"} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("mounts lacks %s:\n%s", line, r.stdout)
+		}
+	}
+	noHostPath(t, r.stdout, root)
+	r = runCapfs(t, root, "cat", "ref/head/a.txt", "project/a.txt").want(t, 0)
+	if r.stdout != "committed\nedited\n" {
+		t.Errorf("cat = %q", r.stdout)
+	}
+	r = runCapfs(t, root, "stat", "ref/head/a.txt").want(t, 0)
+	if !strings.Contains(r.stdout, "(git, read-only)") {
+		t.Errorf("ref/head is not read-only:\n%s", r.stdout)
+	}
+	r = runCapfs(t, root, "diff", "-x", ".git/**", "ref/head", "project").want(t, 0)
+	if !strings.Contains(r.stdout, "diff --git a/a.txt b/a.txt") || !strings.Contains(r.stdout, "-committed\n+edited\n") || strings.Contains(r.stdout, "b.txt") {
+		t.Errorf("diff ref/head project:\n%s", r.stdout)
+	}
+	// In a subdirectory, ref/head is that subdirectory at HEAD.
+	r = runCapfs(t, filepath.Join(root, "sub"), "ls", "ref/head").want(t, 0)
+	if r.stdout != "b.txt\n" {
+		t.Errorf("ls ref/head from sub = %q", r.stdout)
+	}
+
+	// Outside a repository: no ref/head.
+	plain := t.TempDir()
+	if _, _, inRepo := gitTop(plain); inRepo {
+		t.Skip("the temporary directory is inside a git repository")
+	}
+	r = runCapfs(t, plain, "ls").want(t, 0)
+	if r.stdout != "project/\ntmp/\n" {
+		t.Errorf("ls outside a repository = %q", r.stdout)
+	}
+}
