@@ -32,6 +32,10 @@ type config struct {
 	maxFDs    int
 	largeObj  int64
 	streamMin int64
+
+	directPacks bool
+	deltaCache  int64
+	objectCache int64
 }
 
 // DefaultStreamThreshold is the blob size above which files are streamed from the
@@ -92,20 +96,25 @@ var _ vfs.Backend = (*FS)(nil)
 // revision go-git resolves (see the package doc) or a full tree id. A bad revision
 // is not_found, naming rev; no error carries repoPath.
 func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
-	cfg := config{treeCache: DefaultTreeCacheSize, maxFDs: DefaultMaxOpenDescriptors, streamMin: DefaultStreamThreshold}
+	cfg := config{treeCache: DefaultTreeCacheSize, maxFDs: DefaultMaxOpenDescriptors, streamMin: DefaultStreamThreshold,
+		directPacks: true, deltaCache: DefaultDeltaBaseCacheSize, objectCache: DefaultObjectCacheSize}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	var repo *git.Repository
 	var closer io.Closer
 	var err error
+	var packs *packStore
 	if dot, ok := gitDir(repoPath); ok {
-		st := filesystem.NewStorageWithOptions(osfs.New(dot), cache.NewObjectLRUDefault(), filesystem.Options{
+		st := filesystem.NewStorageWithOptions(osfs.New(dot), cache.NewObjectLRU(cache.FileSize(max(cfg.objectCache, 1))), filesystem.Options{
 			MaxOpenDescriptors:   cfg.maxFDs,
 			LargeObjectThreshold: cfg.largeObj,
 		})
 		closer = st
 		repo, err = git.Open(st, nil)
+		if err == nil && cfg.directPacks {
+			packs = openPacks(dot, cfg.deltaCache)
+		}
 	} else {
 		// A ".git" file (linked work tree, submodule): let go-git follow it, with its
 		// default storage options.
@@ -121,7 +130,7 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 		}
 		return nil, vfs.NewError(code, "open", vfs.Path{}, "cannot open git repository")
 	}
-	r := &repoState{store: repo.Storer, cache: newLRU(cfg.treeCache), closer: closer, streamMin: cfg.streamMin}
+	r := &repoState{store: repo.Storer, packs: packs, cache: newLRU(cfg.treeCache), closer: closer, streamMin: cfg.streamMin}
 	root, mtime, err := resolveRev(repo, r, rev)
 	if err != nil {
 		r.close()

@@ -1,6 +1,7 @@
 package gitree
 
 import (
+	"bytes"
 	"container/list"
 	"io"
 	"io/fs"
@@ -56,6 +57,7 @@ var emptyDir = &dir{}
 type repoState struct {
 	mu     sync.Mutex // serializes object-store access
 	store  storer.EncodedObjectStorer
+	packs  *packStore  // the direct pack reader; nil when off or without packs
 	closer io.Closer   // the storage, when Open built it; nil otherwise
 	closed atomic.Bool // set under mu
 	cache  *lru
@@ -73,10 +75,16 @@ func (r *repoState) close() error {
 		return nil
 	}
 	r.closed.Store(true)
-	if r.closer != nil {
-		return r.closer.Close()
+	var err error
+	if r.packs != nil {
+		err = r.packs.close()
 	}
-	return nil
+	if r.closer != nil {
+		if e := r.closer.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
 }
 
 // lock takes mu, failing if the repository was closed.
@@ -97,27 +105,107 @@ func (r *repoState) loadDir(n node) (*dir, error) {
 	if d, ok := r.cache.get(n.hash); ok {
 		return d, nil
 	}
+	var d *dir
+	typ, data, err := r.packs.read(n.hash, -1)
+	switch {
+	case err == nil && typ != plumbing.TreeObject:
+		return nil, plumbing.ErrObjectNotFound
+	case err == nil:
+		if d, err = parseTree(data); err != nil {
+			return nil, err
+		}
+	case err == errNotPacked:
+		if d, err = r.goGitTree(n.hash); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	r.cache.put(n.hash, d)
+	return d, nil
+}
+
+// goGitTree reads tree h through go-git's storage.
+func (r *repoState) goGitTree(h plumbing.Hash) (*dir, error) {
 	if err := r.lock(); err != nil {
 		return nil, err
 	}
-	t, err := object.GetTree(r.store, n.hash)
+	t, err := object.GetTree(r.store, h)
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	d := &dir{names: make([]string, len(t.Entries)), nodes: make([]node, len(t.Entries))}
-	idx := make([]int, len(t.Entries))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool { return t.Entries[idx[a]].Name < t.Entries[idx[b]].Name })
-	for i, j := range idx {
-		e := t.Entries[j]
+	for i, e := range t.Entries {
 		d.names[i] = e.Name
 		d.nodes[i] = node{mode: e.Mode, hash: e.Hash}
 	}
-	r.cache.put(n.hash, d)
+	d.sort()
 	return d, nil
+}
+
+// parseTree decodes a raw tree object: entries of "<octal mode> <name>\0<20-byte id>".
+func parseTree(data []byte) (*dir, error) {
+	n := bytes.Count(data, []byte{0})
+	d := &dir{names: make([]string, 0, n), nodes: make([]node, 0, n)}
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp <= 0 || nul <= sp+1 || nul+21 > len(data) {
+			return nil, errCorrupt
+		}
+		mode, err := parseMode(data[:sp])
+		if err != nil {
+			return nil, err
+		}
+		var nd node
+		nd.mode = mode
+		copy(nd.hash[:], data[nul+1:nul+21])
+		d.names = append(d.names, string(data[sp+1:nul]))
+		d.nodes = append(d.nodes, nd)
+		data = data[nul+21:]
+	}
+	d.sort()
+	return d, nil
+}
+
+// parseMode parses a tree entry's octal mode, the common ones without allocating.
+func parseMode(b []byte) (filemode.FileMode, error) {
+	switch string(b) {
+	case "100644":
+		return filemode.Regular, nil
+	case "40000":
+		return filemode.Dir, nil
+	case "100755":
+		return filemode.Executable, nil
+	case "120000":
+		return filemode.Symlink, nil
+	case "160000":
+		return filemode.Submodule, nil
+	}
+	m, err := filemode.New(string(b))
+	if err != nil {
+		return 0, errCorrupt
+	}
+	return m, nil
+}
+
+// sort orders d's entries by name, unless they already are (git orders a
+// directory as if its name ended in "/").
+func (d *dir) sort() {
+	if sort.StringsAreSorted(d.names) {
+		return
+	}
+	idx := make([]int, len(d.names))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return d.names[idx[a]] < d.names[idx[b]] })
+	names, nodes := make([]string, len(idx)), make([]node, len(idx))
+	for i, j := range idx {
+		names[i], nodes[i] = d.names[j], d.nodes[j]
+	}
+	d.names, d.nodes = names, nodes
 }
 
 // readBlob returns the whole content of blob h.
@@ -134,6 +222,15 @@ const maxTarget = 4096
 // readBlobMax is readBlob refusing, with invalid_path, a blob larger than max
 // bytes (max < 0: no limit) before reading it.
 func (r *repoState) readBlobMax(h plumbing.Hash, max int64) ([]byte, error) {
+	typ, data, err := r.packs.read(h, max)
+	switch {
+	case err == errTooLarge:
+		return nil, errLongTarget
+	case err == nil && typ != plumbing.BlobObject:
+		return nil, plumbing.ErrObjectNotFound
+	case err != errNotPacked:
+		return data, err
+	}
 	if err := r.lock(); err != nil {
 		return nil, err
 	}
@@ -159,6 +256,13 @@ func (r *repoState) readBlobMax(h plumbing.Hash, max int64) ([]byte, error) {
 
 // blobSize returns the size of blob h without decoding it where the store allows.
 func (r *repoState) blobSize(h plumbing.Hash) (int64, error) {
+	typ, size, err := r.packs.info(h)
+	switch {
+	case err == nil && typ != plumbing.BlobObject:
+		return 0, plumbing.ErrObjectNotFound
+	case err != errNotPacked:
+		return size, err
+	}
 	if err := r.lock(); err != nil {
 		return 0, err
 	}

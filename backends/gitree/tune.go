@@ -1,0 +1,31 @@
+package gitree
+
+// Options that trade memory for speed. The package documentation has the figures
+// behind the defaults.
+
+// WithDirectPacks turns the direct pack reader on (the default) or off. On, the
+// objects of pack files are read without go-git's object storage: concurrently, in
+// one positioned read per entry, with delta bases cached (WithDeltaBaseCacheSize).
+// Off, every object is read through go-git's storage under one lock, as objects
+// outside packs (loose objects, alternates) always are.
+func WithDirectPacks(on bool) Option {
+	return func(c *config) { c.directPacks = on }
+}
+
+// WithDeltaBaseCacheSize sets the byte budget of the direct pack reader's cache of
+// delta bases (DefaultDeltaBaseCacheSize by default; 0 disables it, and every
+// deltified object then inflates its whole chain). Objects larger than a quarter
+// of the budget are not cached.
+func WithDeltaBaseCacheSize(n int64) Option {
+	return func(c *config) { c.deltaCache = n }
+}
+
+// DefaultObjectCacheSize is the default byte budget of go-git's object cache
+// (WithObjectCacheSize), go-git's own default.
+const DefaultObjectCacheSize = 96 << 20
+
+// WithObjectCacheSize sets the byte budget of go-git's object cache, which serves
+// the objects read through go-git's storage (see WithDirectPacks); at least 1.
+func WithObjectCacheSize(n int64) Option {
+	return func(c *config) { c.objectCache = n }
+}
