@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/capfs/capfs/backends/memory"
+	capdir "github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
 )
@@ -782,4 +784,142 @@ func TestOverlayModesAndUnchanged(t *testing.T) {
 	if runGit(t, d, "rev-parse", id+":old") != runGit(t, d, "rev-parse", base+":old") {
 		t.Fatal("untouched subtree re-hashed to a different id")
 	}
+}
+
+var (
+	fullRepoOnce sync.Once
+	fullRepoDir  string
+)
+
+// removeAll removes p and everything beneath it from b.
+func removeAll(t *testing.T, b vfs.Backend, p vfs.Path) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := b.Lstat(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode.IsDir() {
+		es, err := b.ReadDir(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			c, _ := p.Child(e.Name)
+			removeAll(t, b, c)
+		}
+	}
+	if !p.IsRoot() {
+		if err := b.Remove(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOverlayConformanceWhiteouts runs the shared suite over overlays of a full
+// tree whose every entry was removed first: the empty view is all whiteouts over
+// the base, so every lookup, listing and creation goes through them.
+func TestOverlayConformanceWhiteouts(t *testing.T) {
+	newFixture(t)
+	fullRepoOnce.Do(func() {
+		d, err := os.MkdirTemp("", "gitree-full-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fullRepoDir = d
+		runGit(t, d, "init", "-q")
+		// Names the suite uses, so its creations land on whiteouts.
+		for _, p := range []string{"a", "b", "f", "d/e/y", "x/y", "link", "sub/f"} {
+			write(t, filepath.Join(d, p), "base "+p, 0o644)
+		}
+		symlink(t, "f", filepath.Join(d, "l"))
+		runGit(t, d, "add", "-A")
+		runGit(t, d, "commit", "-q", "-m", "full")
+	})
+	t.Cleanup(func() { os.RemoveAll(fullRepoDir) })
+	vfstest.TestBackend(t, vfstest.Config{New: func(t *testing.T) vfs.Backend {
+		o, err := OpenOverlay(fullRepoDir, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		removeAll(t, o, vfs.Root)
+		if es, err := o.ReadDir(context.Background(), vfs.Root); err != nil || len(es) != 0 {
+			t.Fatalf("whited-out root lists %v, %v", es, err)
+		}
+		return o
+	}})
+}
+
+// TestOverlayFSView runs testing/fstest over a Dir on an overlay with base files,
+// copied-up and new files, a whiteout, a renamed directory and symlinks.
+func TestOverlayFSView(t *testing.T) {
+	ctx := context.Background()
+	d, _ := overlayRepo(t)
+	o := openOverlay(t, d)
+	P := vfs.MustParse
+	overlayWrite(t, o, "a.txt", "changed\n", 0o644)
+	overlayWrite(t, o, "dir/sub/new.txt", "new\n", 0o644)
+	if err := o.Remove(ctx, P("old/x.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rename(ctx, P("dir/sub"), P("moved"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Symlink(ctx, "moved/deep.txt", P("ln")); err != nil {
+		t.Fatal(err)
+	}
+	rd, _ := capdir.New(o)
+	if err := fstest.TestFS(rd.FS(), "a.txt", "run.sh", "dir/keep.txt", "moved/deep.txt", "moved/new.txt", "link", "ln", "old", "sm"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOverlaySub writes through a Sub of a base directory: the writes are in the
+// overlay and its commit, and the Sub stays pinned when the directory is renamed.
+func TestOverlaySub(t *testing.T) {
+	ctx := context.Background()
+	d, _ := overlayRepo(t)
+	o := openOverlay(t, d)
+	P := vfs.MustParse
+	sub, err := o.Sub(ctx, P("dir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, sub, "sub/deep.txt"); got != "deep\n" {
+		t.Fatalf("through Sub: %q", got)
+	}
+	overlayWrite(t, sub, "fromsub.txt", "s\n", 0o644)
+	if err := o.Rename(ctx, P("dir"), P("renamed"), 0); err != nil {
+		t.Fatal(err)
+	}
+	overlayWrite(t, sub, "after.txt", "a\n", 0o644)
+	if got := readAll(t, o, "renamed/after.txt"); got != "a\n" {
+		t.Fatalf("write through pinned Sub: %q", got)
+	}
+	if err := sub.Symlink(ctx, "../a.txt", P("esc")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sub.Stat(ctx, P("esc"))
+	wantCode(t, err, vfs.CodeOutside) // a link in a Sub resolves beneath it
+	if got := readAll(t, o, "renamed/esc"); got != "one\n" {
+		t.Fatalf("the same link from the overlay's root: %q", got)
+	}
+	if err := sub.Remove(ctx, P("esc")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Sub(ctx, P("a.txt"))
+	wantCode(t, err, vfs.CodeNotDir)
+	wantCode(t, sub.Link(ctx, P("after.txt"), P("l")), vfs.CodeNotSupported)
+	id, err := o.Commit(ctx, "sub", sigT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lsTree(t, d, id+":renamed"); got != "100644 after.txt\n100644 fromsub.txt\n100644 keep.txt\n100644 sub/deep.txt" {
+		t.Fatalf("ls-tree renamed:\n%s", got)
+	}
+	// Removing the directory leaves the Sub on a removed directory.
+	removeAll(t, o, P("renamed"))
+	err = sub.Mkdir(ctx, P("x"), 0o755)
+	wantCode(t, err, vfs.CodeNotFound)
 }
