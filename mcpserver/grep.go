@@ -55,6 +55,14 @@ func (s *server) grep(ctx context.Context, in grepIn) (string, error) {
 	if err != nil {
 		return "", toolError(vfs.CodeInvalidPath, "grep", in.Path, "bad regular expression: %v", err)
 	}
+	// The prefilter runs the expression over the whole file in multi-line mode: a
+	// file it rejects has no matching line, so most files are never split into
+	// lines. (\A and \z mean line ends per line but text ends here, so such
+	// expressions skip the prefilter, as do files with a CR.)
+	var pre *regexp.Regexp
+	if !strings.Contains(in.Pattern, `\A`) && !strings.Contains(in.Pattern, `\z`) {
+		pre, _ = regexp.Compile("(?m)" + expr)
+	}
 	if in.Glob != "" && !doublestar.ValidatePattern(in.Glob) {
 		return "", toolError(vfs.CodeInvalidPath, "grep", in.Path, "malformed glob %q", in.Glob)
 	}
@@ -99,11 +107,19 @@ func (s *server) grep(ctx context.Context, in grepIn) (string, error) {
 			return nil
 		}
 		st.files++
-		if !re.Match(data) {
+		if pre != nil && bytes.IndexByte(data, '\r') < 0 && !pre.Match(data) {
 			return nil
 		}
 		switch mode {
 		case "files_with_matches":
+			found := false
+			forEachLine(data, func(_ int, line []byte) bool {
+				found = re.Match(line)
+				return !found
+			})
+			if !found {
+				return nil
+			}
 			if emitted == limit {
 				cutoff = true
 				return fs.SkipAll
@@ -112,10 +128,6 @@ func (s *server) grep(ctx context.Context, in grepIn) (string, error) {
 			b.WriteByte('\n')
 			emitted++
 		case "count":
-			if emitted == limit {
-				cutoff = true
-				return fs.SkipAll
-			}
 			n := 0
 			forEachLine(data, func(_ int, line []byte) bool {
 				if re.Match(line) {
@@ -123,6 +135,13 @@ func (s *server) grep(ctx context.Context, in grepIn) (string, error) {
 				}
 				return true
 			})
+			if n == 0 {
+				return nil
+			}
+			if emitted == limit {
+				cutoff = true
+				return fs.SkipAll
+			}
 			fmt.Fprintf(&b, "%s:%d\n", p, n)
 			emitted++
 		case "content":

@@ -51,9 +51,9 @@ func newFixture(t *testing.T, files map[string]string, opts ...dir.Option) *fixt
 	t.Helper()
 	ring := audit.NewRing(4096)
 	m := memory.New()
+	plain, _ := dir.New(m)
+	populate(t, plain, files)
 	d, ctl := dir.New(m, append([]dir.Option{dir.WithAudit(ring)}, opts...)...)
-	populate(t, d, files)
-	ring.Reset()
 	return &fixture{t: t, cs: connect(t, d, mcpserver.Options{}), root: d, ctl: ctl, ring: ring, backend: m}
 }
 

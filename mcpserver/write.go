@@ -64,16 +64,39 @@ func (s *server) ensureParent(ctx context.Context, p string) error {
 	return s.root.MkdirAll(ctx, "/"+parent.Dir().String())
 }
 
+// withParents runs fn, and if it fails with not_found, creates path's missing
+// parent directories and runs it again: a refused call creates nothing.
+func (s *server) withParents(ctx context.Context, path string, fn func() error) error {
+	return s.withParentsOf(ctx, "", path, fn)
+}
+
+// withParentsOf is withParents for a call with a source: the parents are created
+// only if source exists.
+func (s *server) withParentsOf(ctx context.Context, source, path string, fn func() error) error {
+	err := fn()
+	if vfs.CodeOf(err) != vfs.CodeNotFound {
+		return err
+	}
+	if source != "" {
+		if _, serr := s.root.Lstat(ctx, source); serr != nil {
+			return serr
+		}
+	}
+	if perr := s.ensureParent(ctx, path); perr != nil {
+		if vfs.CodeOf(perr) == vfs.CodeNotFound {
+			return err
+		}
+		return perr
+	}
+	return fn()
+}
+
 func (s *server) write(ctx context.Context, in writeIn) (string, error) {
-	if _, err := vfs.ParseGuest(in.Path); err != nil {
-		// Let the Dir refuse (and audit) a bad path.
-		return "", s.root.WriteFile(ctx, in.Path, nil, 0o644)
-	}
-	if err := s.ensureParent(ctx, in.Path); err != nil {
-		return "", err
-	}
 	if in.CreateOnly {
-		if _, err := s.root.CreateFile(ctx, in.Path); err != nil {
+		if err := s.withParents(ctx, in.Path, func() error {
+			_, err := s.root.CreateFile(ctx, in.Path)
+			return err
+		}); err != nil {
 			return "", err
 		}
 		if err := s.root.WriteFile(ctx, in.Path, []byte(in.Content), 0o644); err != nil {
@@ -82,7 +105,9 @@ func (s *server) write(ctx context.Context, in writeIn) (string, error) {
 		}
 		return fmt.Sprintf("created %s (%d bytes)\n", in.Path, len(in.Content)), nil
 	}
-	if err := s.root.WriteFile(ctx, in.Path, []byte(in.Content), 0o644); err != nil {
+	if err := s.withParents(ctx, in.Path, func() error {
+		return s.root.WriteFile(ctx, in.Path, []byte(in.Content), 0o644)
+	}); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("wrote %s (%d bytes)\n", in.Path, len(in.Content)), nil
@@ -271,10 +296,9 @@ func (s *server) move(ctx context.Context, in moveIn) (string, error) {
 			return "", err
 		}
 	}
-	if err := s.ensureParent(ctx, in.Destination); err != nil {
-		return "", err
-	}
-	if err := s.root.Move(ctx, in.Source, in.Destination, dir.AllowCopy()); err != nil {
+	if err := s.withParentsOf(ctx, in.Source, in.Destination, func() error {
+		return s.root.Move(ctx, in.Source, in.Destination, dir.AllowCopy())
+	}); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("moved %s to %s\n", in.Source, in.Destination), nil
@@ -286,10 +310,9 @@ func (s *server) copyTool(ctx context.Context, in copyIn) (string, error) {
 			return "", err
 		}
 	}
-	if err := s.ensureParent(ctx, in.Destination); err != nil {
-		return "", err
-	}
-	if err := s.root.Copy(ctx, in.Source, in.Destination); err != nil {
+	if err := s.withParentsOf(ctx, in.Source, in.Destination, func() error {
+		return s.root.Copy(ctx, in.Source, in.Destination)
+	}); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("copied %s to %s\n", in.Source, in.Destination), nil
