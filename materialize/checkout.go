@@ -162,11 +162,20 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 
 	if hostFd >= 0 && len(t.skipped) == 0 {
 		t.strategy = StrategyBind
-		if err := t.bind(ctx, hostFd, entries); err != nil {
+		bound, err := t.bind(ctx, hostFd, entries)
+		if err != nil {
 			return nil, err
 		}
-		ok = true
-		return t, nil
+		if bound {
+			ok = true
+			return t, nil
+		}
+		// The policy refused a file: the bind would show it. Check out the rest.
+		t.skipped = nil
+		t.manifest.Entries, t.manifest.stat = map[string]Entry{}, map[string]statKey{}
+		for _, e := range entries {
+			e.ok = false
+		}
 	}
 
 	base, err := chooseBase(opts.Base)
@@ -676,7 +685,8 @@ func (t *Tree) linkFile(e *srcEntry, fi fs.FileInfo, hostFd int) (bool, error) {
 // bind makes t a zero-copy checkout of the host directory hostFd: the stat cache
 // first (so an edit racing with the hashing shows up in Diff), then the digests
 // through the Dir.
-func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) error {
+// It reports false, having changed nothing, if the Dir's policy refused a file.
+func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) (bool, error) {
 	keys := map[string]statKey{}
 	if err := walkHost(hostFd, 0, func(e *hostEntry) error {
 		if e.st.Mode&unix.S_IFMT == unix.S_IFREG {
@@ -684,12 +694,16 @@ func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) error 
 		}
 		return nil
 	}); err != nil {
-		return vfs.Errno("checkout", vfs.Root, err)
+		return false, vfs.Errno("checkout", vfs.Root, err)
 	}
 	pr := t.startProgress(entries)
 	err := t.runWorkers(ctx, entries, pr, func(ctx context.Context, e *srcEntry, buf []byte) error {
 		h, err := t.src.Open(ctx, e.rel, os.O_RDONLY, 0)
 		if err != nil {
+			if skippable(err) {
+				t.skip(e.rel, err)
+				return nil
+			}
 			return err
 		}
 		defer h.Close()
@@ -704,7 +718,10 @@ func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) error 
 	})
 	pr.finish()
 	if err != nil {
-		return err
+		return false, err
+	}
+	if len(t.Skipped()) > 0 {
+		return false, nil
 	}
 	for _, e := range entries {
 		if e.typ != 0 {
@@ -715,7 +732,7 @@ func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) error 
 	p, _ := t.opts.Host.(vfs.HostPather).HostPath()
 	t.path, t.rootFd = p, hostFd
 	t.bindFile = os.NewFile(uintptr(hostFd), p)
-	return nil
+	return true, nil
 }
 
 // Path returns the host path the sandbox should bind: the checkout root, or the

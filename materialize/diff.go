@@ -155,4 +155,3 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil, nil
 }
-

@@ -344,9 +344,9 @@ func (v *validator) treePath(p string) string {
 
 func (v *validator) allowed(r *policy.Request) (string, bool) {
 	d := v.opts.Policy.Decide(v.ctx, r)
-	reason := d.Reason
-	if reason == "" {
-		reason = "denied by policy rule " + quote(d.Rule)
+	reason := "rule " + quote(d.Rule)
+	if d.Reason != "" {
+		reason = d.Reason + " (" + reason + ")"
 	}
 	switch d.Effect {
 	case policy.Allow:
@@ -370,7 +370,8 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // whether the source has nothing there.
 func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict, gone bool, err error) {
 	fi, err := t.src.Lstat(ctx, s.c.Path)
-	if vfs.CodeOf(err) == vfs.CodeNotFound {
+	if code := vfs.CodeOf(err); code == vfs.CodeNotFound || code == vfs.CodeNotDir {
+		// Nothing there (a parent may be a file the plan replaces by a directory).
 		// Added: nothing in the way. Otherwise the source deleted it: a conflict
 		// unless the sandbox deleted it too.
 		return s.c.Old != nil && s.c.Kind != Deleted, true, nil

@@ -1,0 +1,884 @@
+package materialize_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// source is a Dir to check out, with the host directory behind it when physical.
+type source struct {
+	name string
+	d    *dir.Dir
+	b    vfs.Backend
+	host string // "" for memory
+}
+
+func sources(t *testing.T, opts ...dir.Option) []source {
+	t.Helper()
+	mb := memory.New()
+	md, _ := dir.New(mb, opts...)
+	host := t.TempDir()
+	pb, err := physical.New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pb.Close() })
+	pd, _ := dir.New(pb, opts...)
+	return []source{{"memory", md, mb, ""}, {"physical", pd, pb, host}}
+}
+
+func forEach(t *testing.T, fn func(t *testing.T, s source), opts ...dir.Option) {
+	for _, name := range []string{"memory", "physical"} {
+		t.Run(name, func(t *testing.T) {
+			for _, s := range sources(t, opts...) {
+				if s.name == name {
+					fn(t, s)
+				}
+			}
+		})
+	}
+}
+
+var ctx = context.Background()
+
+// fill writes the standard fixture into d.
+func fill(t *testing.T, d *dir.Dir) {
+	t.Helper()
+	must(t, d.MkdirAll(ctx, "src/sub"))
+	must(t, d.WriteFile(ctx, "README", []byte("hello\n"), 0o644))
+	must(t, d.WriteFile(ctx, "src/main.go", []byte("package main\n"), 0o644))
+	must(t, d.WriteFile(ctx, "src/sub/util.go", []byte("package sub\n"), 0o600))
+	must(t, d.WriteFile(ctx, "run.sh", []byte("#!/bin/sh\n"), 0o755))
+	must(t, d.Symlink(ctx, "src/main.go", "main-link"))
+	must(t, d.Symlink(ctx, "../main.go", "src/sub/up"))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkout(t *testing.T, d *dir.Dir, o materialize.Options) *materialize.Tree {
+	t.Helper()
+	if o.Base == "" {
+		o.Base = t.TempDir()
+	}
+	tr, err := materialize.Checkout(ctx, d, o)
+	if err != nil {
+		t.Fatalf("Checkout: %v", err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// snapshot describes every entry of d: "f 0644 contents", "d 0755", "l target".
+func snapshot(t *testing.T, d *dir.Dir) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := d.Walk(ctx, ".", func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		fi, err := d.Lstat(ctx, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			tg, err := d.Readlink(ctx, p)
+			if err != nil {
+				return err
+			}
+			out[p] = "l " + tg
+		case fi.IsDir():
+			out[p] = "d " + fi.Mode().Perm().String()
+		default:
+			b, err := d.ReadFile(ctx, p)
+			if err != nil {
+				return err
+			}
+			out[p] = "f " + (fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)).String() + " " + string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameMap(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	var diffs []string
+	for k, v := range want {
+		if got[k] != v {
+			diffs = append(diffs, k+": got "+strings.TrimSpace(got[k])+", want "+strings.TrimSpace(v))
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, k+": unexpected "+v)
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("trees differ:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+func kinds(cs []materialize.Change) map[string]materialize.ChangeKind {
+	out := map[string]materialize.ChangeKind{}
+	for _, c := range cs {
+		out[c.Path] = c.Kind
+	}
+	return out
+}
+
+func TestCheckoutContents(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		old := time.Date(2020, 1, 2, 3, 4, 5, 6000, time.UTC)
+		must(t, s.d.Chtimes(ctx, "README", old, old))
+		tr := checkout(t, s.d, materialize.Options{})
+		if tr.Strategy() != materialize.StrategyCopy || tr.Bound() || tr.BindFile() != nil {
+			t.Fatalf("strategy %s, bound %v", tr.Strategy(), tr.Bound())
+		}
+		root := tr.Path()
+		fi, err := os.Lstat(root)
+		must(t, err)
+		if fi.Mode().Perm() != 0o700 || !fi.IsDir() {
+			t.Fatalf("checkout root mode %v", fi.Mode())
+		}
+		b, err := os.ReadFile(filepath.Join(root, "src/sub/util.go"))
+		must(t, err)
+		if string(b) != "package sub\n" {
+			t.Fatalf("contents %q", b)
+		}
+		fi, err = os.Lstat(filepath.Join(root, "run.sh"))
+		must(t, err)
+		if fi.Mode().Perm() != 0o755 {
+			t.Fatalf("run.sh mode %v", fi.Mode())
+		}
+		fi, err = os.Lstat(filepath.Join(root, "README"))
+		must(t, err)
+		if !fi.ModTime().Equal(old) {
+			t.Fatalf("README mtime %v, want %v", fi.ModTime(), old)
+		}
+		tg, err := os.Readlink(filepath.Join(root, "src/sub/up"))
+		must(t, err)
+		if tg != "../main.go" {
+			t.Fatalf("link target %q", tg)
+		}
+		m := tr.Manifest()
+		e := m.Entries["README"]
+		// sha256("hello\n")
+		if e.Digest != "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03" || e.Size != 6 || !e.ModTime.Equal(old) {
+			t.Fatalf("README entry %+v", e)
+		}
+		if m.Entries["main-link"].Target != "src/main.go" || !m.Entries["src"].IsDir() {
+			t.Fatalf("manifest %+v", m.Entries)
+		}
+		if len(m.Entries) != 8 {
+			t.Fatalf("manifest has %d entries: %v", len(m.Entries), m.Paths())
+		}
+		if n, _ := m.Files(); n != 4 {
+			t.Fatalf("Files() = %d", n)
+		}
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		if len(cs) != 0 {
+			t.Fatalf("fresh checkout has changes: %+v", cs)
+		}
+	})
+}
+
+func TestRoundTrip(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		root := tr.Path()
+		w := func(p, data string, perm os.FileMode) {
+			must(t, os.WriteFile(filepath.Join(root, p), []byte(data), perm))
+		}
+		w("README", "changed\n", 0)
+		w("new.txt", "new\n", 0o640)
+		must(t, os.MkdirAll(filepath.Join(root, "out/bin"), 0o755))
+		w("out/bin/tool", "binary", 0o755)
+		must(t, os.Remove(filepath.Join(root, "src/sub/util.go")))
+		must(t, os.Chmod(filepath.Join(root, "run.sh"), 0o700))
+		must(t, os.Remove(filepath.Join(root, "main-link")))
+		must(t, os.Symlink("README", filepath.Join(root, "main-link")))
+		// a file becomes a directory and a directory a file
+		must(t, os.Remove(filepath.Join(root, "src/main.go")))
+		must(t, os.Mkdir(filepath.Join(root, "src/main.go"), 0o755))
+		w("src/main.go/inner", "x", 0o644)
+		must(t, os.RemoveAll(filepath.Join(root, "src/sub")))
+		w("src/sub", "now a file", 0o644)
+
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		want := map[string]materialize.ChangeKind{
+			"README": materialize.Modified, "new.txt": materialize.Added, "out": materialize.Added,
+			"out/bin": materialize.Added, "out/bin/tool": materialize.Added,
+			"src/sub/util.go": materialize.Deleted, "src/sub/up": materialize.Deleted,
+			"run.sh": materialize.ModeChanged, "main-link": materialize.Modified,
+			"src/main.go": materialize.TypeChanged, "src/main.go/inner": materialize.Added,
+			"src/sub": materialize.TypeChanged,
+		}
+		got := kinds(cs)
+		if len(got) != len(want) {
+			t.Fatalf("changes %v, want %v", got, want)
+		}
+		for p, k := range want {
+			if got[p] != k {
+				t.Fatalf("%s: %q, want %q (all: %v)", p, got[p], k, got)
+			}
+		}
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		must(t, err)
+		if len(rep.Applied) != len(want) {
+			t.Fatalf("applied %d changes: %+v", len(rep.Applied), rep)
+		}
+		sameMap(t, snapshot(t, s.d), map[string]string{
+			"README":            "f -rw-r--r-- changed\n",
+			"new.txt":           "f -rw-r----- new\n",
+			"out":               "d -rwxr-xr-x",
+			"out/bin":           "d -rwxr-xr-x",
+			"out/bin/tool":      "f -rwxr-xr-x binary",
+			"run.sh":            "f -rwx------ #!/bin/sh\n",
+			"main-link":         "l README",
+			"src":               "d -rwxr-xr-x",
+			"src/main.go":       "d -rwxr-xr-x",
+			"src/main.go/inner": "f -rw-r--r-- x",
+			"src/sub":           "f -rw-r--r-- now a file",
+		})
+	})
+}
+
+// refused runs a sync that must be refused with code and leave the source as it was.
+func refused(t *testing.T, s source, tr *materialize.Tree, code vfs.Code, path string) *materialize.SyncReport {
+	t.Helper()
+	before := snapshot(t, s.d)
+	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+	if vfs.CodeOf(err) != code {
+		t.Fatalf("SyncBack: %v, want code %s", err, code)
+	}
+	var ve *vfs.Error
+	if !errors.As(err, &ve) || ve.Path != path || !strings.Contains(ve.Error(), path) {
+		t.Fatalf("error %v does not name %s", err, path)
+	}
+	if rep == nil || len(rep.Refused) == 0 || rep.Refused[0].Change.Path != path || len(rep.Applied) != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	sameMap(t, snapshot(t, s.d), before)
+	return rep
+}
+
+func TestSyncBackRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(t *testing.T, root string)
+		code vfs.Code
+		path string
+	}{
+		{"escaping symlink", func(t *testing.T, root string) {
+			must(t, os.Symlink("../../etc/passwd", filepath.Join(root, "src/esc")))
+		}, vfs.CodeOutside, "src/esc"},
+		{"absolute symlink", func(t *testing.T, root string) {
+			must(t, os.Symlink("/etc/passwd", filepath.Join(root, "abs")))
+		}, vfs.CodeOutside, "abs"},
+		{"fifo", func(t *testing.T, root string) {
+			must(t, unix.Mkfifo(filepath.Join(root, "pipe"), 0o644))
+		}, vfs.CodeNotRegular, "pipe"},
+		{"socket", func(t *testing.T, root string) {
+			fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+			must(t, err)
+			defer unix.Close(fd)
+			must(t, unix.Bind(fd, &unix.SockaddrUnix{Name: filepath.Join(root, "sock")}))
+		}, vfs.CodeNotRegular, "sock"},
+		{"git hook", func(t *testing.T, root string) {
+			must(t, os.MkdirAll(filepath.Join(root, ".git/hooks"), 0o755))
+			must(t, os.WriteFile(filepath.Join(root, ".git/hooks/pre-commit"), []byte("#!/bin/sh\ncurl evil\n"), 0o755))
+		}, vfs.CodePermission, ".git/hooks"},
+		{"bashrc", func(t *testing.T, root string) {
+			must(t, os.WriteFile(filepath.Join(root, "src/.bashrc"), []byte("evil"), 0o644))
+		}, vfs.CodePermission, "src/.bashrc"},
+		{"backslash name", func(t *testing.T, root string) {
+			must(t, os.WriteFile(filepath.Join(root, `a\b`), []byte("x"), 0o644))
+		}, vfs.CodeInvalidPath, `a\b`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forEach(t, func(t *testing.T, s source) {
+				fill(t, s.d)
+				tr := checkout(t, s.d, materialize.Options{})
+				// A harmless change beside the bad one: it must not be applied either.
+				must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("edited"), 0o644))
+				must(t, os.WriteFile(filepath.Join(tr.Path(), "fine.txt"), []byte("fine"), 0o644))
+				c.make(t, tr.Path())
+				refused(t, s, tr, c.code, c.path)
+			})
+		})
+	}
+}
+
+func TestSyncBackGitHookAllRefused(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		must(t, os.MkdirAll(filepath.Join(tr.Path(), ".git/hooks"), 0o755))
+		must(t, os.WriteFile(filepath.Join(tr.Path(), ".git/hooks/post-checkout"), []byte("x"), 0o755))
+		rep := refused(t, s, tr, vfs.CodePermission, ".git/hooks")
+		var ps []string
+		for _, r := range rep.Refused {
+			ps = append(ps, r.Change.Path)
+			if !strings.Contains(r.Reason, "persistence:**/.git/hooks/**") {
+				t.Fatalf("reason %q does not name the persistence rule", r.Reason)
+			}
+		}
+		if strings.Join(ps, ",") != ".git/hooks,.git/hooks/post-checkout" {
+			t.Fatalf("refused %v", ps)
+		}
+		if ok, _ := s.d.Exists(ctx, ".git"); ok {
+			t.Fatal(".git was created in the source")
+		}
+	})
+}
+
+func TestSyncBackStripsSetuid(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		p := filepath.Join(tr.Path(), "suid")
+		must(t, os.WriteFile(p, []byte("payload"), 0o755))
+		must(t, os.Chmod(p, 0o755|os.ModeSetuid|os.ModeSetgid|os.ModeSticky))
+		fi, err := os.Lstat(p)
+		must(t, err)
+		if fi.Mode()&os.ModeSetuid == 0 {
+			t.Skip("cannot set setuid here")
+		}
+		// a setuid bit added to an existing file is a no-op change
+		must(t, os.Chmod(filepath.Join(tr.Path(), "run.sh"), 0o755|os.ModeSetuid))
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		if k := kinds(cs); k["suid"] != materialize.Added || k["run.sh"] != materialize.ModeChanged {
+			t.Fatalf("changes %v", k)
+		}
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		must(t, err)
+		if len(rep.Applied) != 1 || len(rep.Skipped) != 1 || rep.Skipped[0].Path != "run.sh" {
+			t.Fatalf("report %+v", rep)
+		}
+		snap := snapshot(t, s.d)
+		if snap["suid"] != "f -rwxr-xr-x payload" || snap["run.sh"] != "f -rwxr-xr-x #!/bin/sh\n" {
+			t.Fatalf("suid %q, run.sh %q", snap["suid"], snap["run.sh"])
+		}
+	})
+}
+
+func TestSyncBackLimits(t *testing.T) {
+	cases := []struct {
+		name string
+		lim  materialize.Limits
+		make func(t *testing.T, root string)
+		path string
+	}{
+		{"files", materialize.Limits{MaxFiles: 2}, func(t *testing.T, root string) {
+			for _, n := range []string{"a", "b", "c"} {
+				must(t, os.WriteFile(filepath.Join(root, n), []byte(n), 0o644))
+			}
+		}, "c"},
+		{"bytes", materialize.Limits{MaxBytes: 10}, func(t *testing.T, root string) {
+			must(t, os.WriteFile(filepath.Join(root, "big"), bytes.Repeat([]byte("x"), 11), 0o644))
+		}, "big"},
+		{"depth", materialize.Limits{MaxDepth: 3}, func(t *testing.T, root string) {
+			must(t, os.MkdirAll(filepath.Join(root, "a/b/c"), 0o755))
+			must(t, os.WriteFile(filepath.Join(root, "a/b/c/d"), []byte("deep"), 0o644))
+		}, "a/b/c/d"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forEach(t, func(t *testing.T, s source) {
+				fill(t, s.d)
+				tr := checkout(t, s.d, materialize.Options{})
+				c.make(t, tr.Path())
+				before := snapshot(t, s.d)
+				rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Limits: c.lim})
+				if vfs.CodeOf(err) != vfs.CodeQuota {
+					t.Fatalf("SyncBack: %v", err)
+				}
+				if len(rep.Refused) != 1 || rep.Refused[0].Change.Path != c.path {
+					t.Fatalf("refused %+v", rep.Refused)
+				}
+				sameMap(t, snapshot(t, s.d), before)
+				// Within the limits, the same sync passes.
+				if _, err := tr.SyncBack(ctx, materialize.SyncOptions{}); err != nil {
+					t.Fatalf("default limits: %v", err)
+				}
+			})
+		})
+	}
+}
+
+func TestSyncBackConflicts(t *testing.T) {
+	setup := func(t *testing.T, s source) *materialize.Tree {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		// both sides edit README; only the sandbox edits run.sh and adds new.txt
+		must(t, s.d.WriteFile(ctx, "README", []byte("theirs\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("ours\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "run.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "new.txt"), []byte("n"), 0o644))
+		// the host adds a file where the sandbox adds one too
+		must(t, s.d.WriteFile(ctx, "both", []byte("theirs"), 0o644))
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "both"), []byte("ours"), 0o644))
+		return tr
+	}
+	t.Run("fail", func(t *testing.T) {
+		forEach(t, func(t *testing.T, s source) {
+			tr := setup(t, s)
+			before := snapshot(t, s.d)
+			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+			if vfs.CodeOf(err) != vfs.CodeConflict || !strings.Contains(err.Error(), "README") || !strings.Contains(err.Error(), "both") {
+				t.Fatalf("SyncBack: %v", err)
+			}
+			if strings.Join(rep.Conflicts, ",") != "README,both" || len(rep.Applied) != 0 {
+				t.Fatalf("report %+v", rep)
+			}
+			sameMap(t, snapshot(t, s.d), before)
+		})
+	})
+	t.Run("keep ours", func(t *testing.T) {
+		forEach(t, func(t *testing.T, s source) {
+			tr := setup(t, s)
+			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: materialize.ConflictKeepOurs})
+			must(t, err)
+			if strings.Join(rep.Conflicts, ",") != "README,both" || len(rep.Applied) != 4 {
+				t.Fatalf("report %+v", rep)
+			}
+			snap := snapshot(t, s.d)
+			if snap["README"] != "f -rw-r--r-- ours\n" || snap["both"] != "f -rw-r--r-- ours" || snap["new.txt"] != "f -rw-r--r-- n" {
+				t.Fatalf("source %v", snap)
+			}
+		})
+	})
+	t.Run("keep theirs", func(t *testing.T) {
+		forEach(t, func(t *testing.T, s source) {
+			tr := setup(t, s)
+			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: materialize.ConflictKeepTheirs})
+			must(t, err)
+			if strings.Join(rep.Conflicts, ",") != "README,both" || len(rep.Applied) != 2 || len(rep.Skipped) != 2 {
+				t.Fatalf("report %+v", rep)
+			}
+			snap := snapshot(t, s.d)
+			if snap["README"] != "f -rw-r--r-- theirs\n" || snap["both"] != "f -rw-r--r-- theirs" ||
+				snap["new.txt"] != "f -rw-r--r-- n" || snap["run.sh"] != "f -rwxr-xr-x #!/bin/sh\nexit 0\n" {
+				t.Fatalf("source %v", snap)
+			}
+		})
+	})
+	t.Run("keep theirs skips dependents", func(t *testing.T) {
+		forEach(t, func(t *testing.T, s source) {
+			fill(t, s.d)
+			tr := checkout(t, s.d, materialize.Options{})
+			// the sandbox deletes src/sub; the host edits a file in it
+			must(t, os.RemoveAll(filepath.Join(tr.Path(), "src/sub")))
+			must(t, s.d.WriteFile(ctx, "src/sub/util.go", []byte("host edit"), 0o600))
+			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: materialize.ConflictKeepTheirs})
+			must(t, err)
+			if strings.Join(rep.Conflicts, ",") != "src/sub/util.go" || len(rep.Applied) != 1 || rep.Applied[0].Path != "src/sub/up" {
+				t.Fatalf("report %+v", rep)
+			}
+			snap := snapshot(t, s.d)
+			if snap["src/sub/util.go"] != "f -rw------- host edit" || snap["src/sub/up"] != "" {
+				t.Fatalf("source %v", snap)
+			}
+		})
+	})
+}
+
+func TestSyncBackDryRunAndReadOnlySource(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "new.txt"), []byte("n"), 0o644))
+		before := snapshot(t, s.d)
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{DryRun: true})
+		must(t, err)
+		if len(rep.Applied) != 1 || rep.Applied[0].Path != "new.txt" {
+			t.Fatalf("report %+v", rep)
+		}
+		sameMap(t, snapshot(t, s.d), before)
+
+		ro := checkout(t, s.d.ReadOnly(), materialize.Options{})
+		must(t, os.WriteFile(filepath.Join(ro.Path(), "new.txt"), []byte("n"), 0o644))
+		if _, err := ro.SyncBack(ctx, materialize.SyncOptions{}); vfs.CodeOf(err) != vfs.CodeReadOnly {
+			t.Fatalf("read-only source: %v", err)
+		}
+		sameMap(t, snapshot(t, s.d), before)
+	})
+}
+
+func TestSyncBackCustomPolicy(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "src/gen.go"), []byte("x"), 0o644))
+		pol, err := policy.New(policy.Config{Rules: []policy.Rule{{
+			Effect: policy.Deny, Ops: []policy.Op{policy.GroupWrite}, Paths: []string{"proj/src/**"}, Reason: "src is frozen",
+		}}})
+		must(t, err)
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Policy: pol, PolicyRoot: "proj"})
+		if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0].Reason, "src is frozen") {
+			t.Fatalf("SyncBack: %v %+v", err, rep)
+		}
+		// The same change under another root is allowed.
+		if _, err := tr.SyncBack(ctx, materialize.SyncOptions{Policy: pol, PolicyRoot: "other"}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := s.d.ReadFile(ctx, "src/gen.go"); string(b) != "x" {
+			t.Fatalf("src/gen.go = %q", b)
+		}
+	})
+}
+
+func TestDiffStatCache(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		old := time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)
+		must(t, s.d.Chtimes(ctx, "src/main.go", old, old))
+		tr := checkout(t, s.d, materialize.Options{})
+		p := filepath.Join(tr.Path(), "src/main.go")
+		// Same size, modification time put back: only the change time tells.
+		must(t, os.WriteFile(p, []byte("package xxxx\n"), 0))
+		must(t, os.Chtimes(p, old, old))
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		if len(cs) != 1 || cs[0].Kind != materialize.Modified || cs[0].Path != "src/main.go" ||
+			cs[0].New.Digest == cs[0].Old.Digest || cs[0].New.Size != 13 {
+			t.Fatalf("changes %+v", cs)
+		}
+		// Touching a file without changing its contents is not a change.
+		must(t, os.Chtimes(filepath.Join(tr.Path(), "README"), time.Now(), time.Now()))
+		cs, err = tr.Diff(ctx)
+		must(t, err)
+		if len(cs) != 1 {
+			t.Fatalf("changes %+v", cs)
+		}
+	})
+}
+
+func TestCheckoutSkipsDenied(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		must(t, s.d.MkdirAll(ctx, "home/.ssh"))
+		must(t, s.d.WriteFile(ctx, "home/.ssh/id_rsa", []byte("secret"), 0o600))
+		must(t, s.d.MkdirAll(ctx, "app"))
+		must(t, s.d.WriteFile(ctx, "app/.env", []byte("TOKEN=1"), 0o600))
+		// The checkout reads through a Dir with the default policy.
+		guarded, _ := dir.New(s.b, dir.WithPolicy(policy.Defaults()))
+		tr := checkout(t, guarded, materialize.Options{})
+		var got []string
+		for _, sk := range tr.Skipped() {
+			if sk.Code != vfs.CodePermission {
+				t.Fatalf("skip %+v", sk)
+			}
+			got = append(got, sk.Path)
+		}
+		if strings.Join(got, ",") != "app/.env,home/.ssh" {
+			t.Fatalf("skipped %v", got)
+		}
+		for _, p := range []string{"home/.ssh", "app/.env"} {
+			if _, err := os.Lstat(filepath.Join(tr.Path(), p)); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("%s checked out: %v", p, err)
+			}
+			if _, ok := tr.Manifest().Entries[p]; ok {
+				t.Fatalf("%s in manifest", p)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(tr.Path(), "src/main.go")); err != nil {
+			t.Fatal(err)
+		}
+		// Skipped paths are not "deleted" by a sync.
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		must(t, err)
+		if len(rep.Applied) != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+	})
+}
+
+func TestCheckoutSkipsHostSpecials(t *testing.T) {
+	host := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(host, "ok"), []byte("ok"), 0o644))
+	must(t, unix.Mkfifo(filepath.Join(host, "fifo"), 0o644))
+	must(t, os.Symlink("/etc/passwd", filepath.Join(host, "abs")))
+	must(t, os.Symlink("../outside", filepath.Join(host, "esc")))
+	must(t, os.WriteFile(filepath.Join(host, "suid"), []byte("s"), 0o755))
+	must(t, os.Chmod(filepath.Join(host, "suid"), 0o755|os.ModeSetuid))
+	pb, err := physical.New(host)
+	must(t, err)
+	defer pb.Close()
+	d, _ := dir.New(pb)
+	tr := checkout(t, d, materialize.Options{})
+	got := map[string]vfs.Code{}
+	for _, sk := range tr.Skipped() {
+		got[sk.Path] = sk.Code
+	}
+	if len(got) != 3 || got["fifo"] != vfs.CodeNotRegular || got["abs"] != vfs.CodeOutside || got["esc"] != vfs.CodeOutside {
+		t.Fatalf("skipped %v", got)
+	}
+	fi, err := os.Lstat(filepath.Join(tr.Path(), "suid"))
+	must(t, err)
+	if fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0 || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("suid checked out as %v", fi.Mode())
+	}
+}
+
+func TestClose(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		base := t.TempDir()
+		tr, err := materialize.Checkout(ctx, s.d, materialize.Options{Base: base})
+		must(t, err)
+		root := tr.Path()
+		if filepath.Dir(root) != base {
+			t.Fatalf("checkout %s not under %s", root, base)
+		}
+		// What a sandbox might leave: an unreadable directory, a link out.
+		must(t, os.MkdirAll(filepath.Join(root, "locked/inner"), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, "locked/inner/f"), []byte("x"), 0o644))
+		must(t, os.Chmod(filepath.Join(root, "locked/inner"), 0))
+		must(t, os.Chmod(filepath.Join(root, "locked"), 0))
+		keep := t.TempDir()
+		must(t, os.WriteFile(filepath.Join(keep, "precious"), []byte("p"), 0o644))
+		must(t, os.Symlink(keep, filepath.Join(root, "out")))
+		must(t, tr.Close())
+		if _, err := os.Lstat(root); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("checkout still there: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(keep, "precious")); err != nil {
+			t.Fatalf("Close followed a link: %v", err)
+		}
+		ents, _ := os.ReadDir(base)
+		if len(ents) != 0 {
+			t.Fatalf("base not empty: %v", ents)
+		}
+		must(t, tr.Close())
+		if _, err := tr.Diff(ctx); vfs.CodeOf(err) != vfs.CodeClosed {
+			t.Fatalf("Diff after Close: %v", err)
+		}
+	})
+}
+
+func TestBind(t *testing.T) {
+	host := t.TempDir()
+	pb, err := physical.New(host)
+	must(t, err)
+	defer pb.Close()
+	d, _ := dir.New(pb)
+	fill(t, d)
+	sub, err := pb.Sub(ctx, vfs.MustParse("src"))
+	must(t, err)
+	subDir, err := d.Sub(ctx, "src")
+	must(t, err)
+	for _, c := range []struct {
+		name string
+		d    *dir.Dir
+		b    vfs.Backend
+		path string
+	}{{"root", d.ReadOnly(), vfs.ReadOnly(pb), host}, {"sub", subDir, sub, filepath.Join(host, "src")}} {
+		t.Run(c.name, func(t *testing.T) {
+			var last materialize.Progress
+			calls := 0
+			tr := checkout(t, c.d, materialize.Options{ReadOnly: true, Host: c.b, Progress: func(p materialize.Progress) {
+				calls++
+				last = p
+			}})
+			if !tr.Bound() || tr.Strategy() != materialize.StrategyBind || tr.Path() != c.path {
+				t.Fatalf("bound %v strategy %s path %s", tr.Bound(), tr.Strategy(), tr.Path())
+			}
+			f := tr.BindFile()
+			if f == nil {
+				t.Fatal("no BindFile")
+			}
+			var a, b unix.Stat_t
+			must(t, unix.Fstat(int(f.Fd()), &a))
+			must(t, unix.Stat(c.path, &b))
+			if a.Ino != b.Ino || a.Dev != b.Dev {
+				t.Fatal("BindFile is not the directory")
+			}
+			if tr.Manifest().Entries["main.go"].Digest == "" && tr.Manifest().Entries["src/main.go"].Digest == "" {
+				t.Fatalf("manifest %+v", tr.Manifest().Entries)
+			}
+			if !last.Done || last.Files != last.TotalFiles || calls == 0 {
+				t.Fatalf("progress %+v after %d calls", last, calls)
+			}
+			cs, err := tr.Diff(ctx)
+			must(t, err)
+			if len(cs) != 0 {
+				t.Fatalf("changes %+v", cs)
+			}
+			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+			if err != nil || len(rep.Applied) != 0 {
+				t.Fatalf("SyncBack %+v %v", rep, err)
+			}
+			must(t, tr.Close())
+			if _, err := os.Stat(filepath.Join(c.path, "main.go")); err != nil && c.name == "sub" {
+				t.Fatalf("Close touched the bound directory: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(host, "README")); err != nil {
+				t.Fatalf("Close touched the bound directory: %v", err)
+			}
+		})
+	}
+}
+
+func TestHostEditsShowInBoundDiff(t *testing.T) {
+	host := t.TempDir()
+	pb, err := physical.New(host)
+	must(t, err)
+	defer pb.Close()
+	d, _ := dir.New(pb)
+	fill(t, d)
+	tr := checkout(t, d, materialize.Options{ReadOnly: true, Host: pb})
+	if !tr.Bound() {
+		t.Fatal("not bound")
+	}
+	must(t, os.WriteFile(filepath.Join(host, "README"), []byte("host edit"), 0o644))
+	cs, err := tr.Diff(ctx)
+	must(t, err)
+	if len(cs) != 1 || cs[0].Path != "README" || cs[0].Kind != materialize.Modified {
+		t.Fatalf("changes %+v", cs)
+	}
+	if _, err := tr.SyncBack(ctx, materialize.SyncOptions{}); vfs.CodeOf(err) != vfs.CodeReadOnly {
+		t.Fatalf("SyncBack of a read-only checkout with changes: %v", err)
+	}
+}
+
+func TestHardLinks(t *testing.T) {
+	host := t.TempDir()
+	pb, err := physical.New(host)
+	must(t, err)
+	defer pb.Close()
+	d, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
+	fill(t, d)
+	must(t, os.WriteFile(filepath.Join(host, ".env"), []byte("SECRET=1"), 0o600))
+	must(t, os.WriteFile(filepath.Join(host, "suid"), []byte("s"), 0o755))
+	must(t, os.Chmod(filepath.Join(host, "suid"), 0o755|os.ModeSetuid))
+	// The denied .env rules out a bind; the base is on the host's filesystem.
+	tr := checkout(t, d.ReadOnly(), materialize.Options{ReadOnly: true, Host: pb, Base: t.TempDir()})
+	if !sameFS(t, host, tr.Path()) {
+		t.Skip("temporary directories on different filesystems")
+	}
+	if tr.Strategy() != materialize.StrategyHardLink || tr.Bound() {
+		t.Fatalf("strategy %s", tr.Strategy())
+	}
+	var a, b unix.Stat_t
+	must(t, unix.Stat(filepath.Join(host, "src/main.go"), &a))
+	must(t, unix.Stat(filepath.Join(tr.Path(), "src/main.go"), &b))
+	if a.Ino != b.Ino {
+		t.Fatal("src/main.go was copied, not linked")
+	}
+	must(t, unix.Stat(filepath.Join(host, "suid"), &a))
+	must(t, unix.Stat(filepath.Join(tr.Path(), "suid"), &b))
+	if a.Ino == b.Ino || b.Mode&unix.S_ISUID != 0 {
+		t.Fatal("a setuid file was linked")
+	}
+	if _, err := os.Lstat(filepath.Join(tr.Path(), ".env")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(".env checked out")
+	}
+	if tr.Manifest().Entries["src/main.go"].Digest == "" {
+		t.Fatal("no digest for a linked file")
+	}
+	cs, err := tr.Diff(ctx)
+	must(t, err)
+	if len(cs) != 0 {
+		t.Fatalf("changes %+v", cs)
+	}
+	must(t, tr.Close())
+	if b, err := os.ReadFile(filepath.Join(host, "src/main.go")); err != nil || string(b) != "package main\n" {
+		t.Fatalf("source after Close: %q %v", b, err)
+	}
+}
+
+func sameFS(t *testing.T, a, b string) bool {
+	var sa, sb unix.Stat_t
+	must(t, unix.Stat(a, &sa))
+	must(t, unix.Stat(b, &sb))
+	return sa.Dev == sb.Dev
+}
+
+func TestProgress(t *testing.T) {
+	m := memory.New()
+	d, _ := dir.New(m)
+	for i := range 50 {
+		must(t, d.WriteFile(ctx, "f"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune('a'+i/26)), bytes.Repeat([]byte("y"), i), 0o644))
+	}
+	var calls []materialize.Progress
+	tr := checkout(t, d, materialize.Options{Workers: 3, Progress: func(p materialize.Progress) { calls = append(calls, p) }})
+	if len(calls) == 0 {
+		t.Fatal("no progress call")
+	}
+	last := calls[len(calls)-1]
+	n, size := tr.Manifest().Files()
+	if !last.Done || last.Files != 50 || last.TotalFiles != 50 || last.Bytes != size || last.TotalBytes != size || n != 50 {
+		t.Fatalf("last progress %+v (manifest %d files, %d bytes)", last, n, size)
+	}
+	for _, p := range calls[:len(calls)-1] {
+		if p.Done {
+			t.Fatal("Done before the end")
+		}
+	}
+}
+
+func TestCheckoutCanceled(t *testing.T) {
+	m := memory.New()
+	d, _ := dir.New(m)
+	fill(t, d)
+	base := t.TempDir()
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := materialize.Checkout(c, d, materialize.Options{Base: base}); err == nil {
+		t.Fatal("canceled checkout succeeded")
+	}
+	ents, _ := os.ReadDir(base)
+	if len(ents) != 0 {
+		t.Fatalf("canceled checkout left %v", ents)
+	}
+}
+
+func TestBaseFromEnvironment(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv(materialize.EnvTmpDir, base)
+	d, _ := dir.New(memory.New())
+	fill(t, d)
+	tr, err := materialize.Checkout(ctx, d, materialize.Options{})
+	must(t, err)
+	defer tr.Close()
+	if filepath.Dir(tr.Path()) != base {
+		t.Fatalf("checkout at %s, not under %s", tr.Path(), base)
+	}
+}
