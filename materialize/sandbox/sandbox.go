@@ -169,7 +169,11 @@ func unavailable(detail string) error {
 // refused (no working sandbox without AllowUnsandboxed: not_supported matching
 // ErrUnavailable; a launch a wrapper rejects), when the process cannot start, or
 // when ctx ends first: the whole process group is then killed, and the error has
-// code canceled and wraps ctx's error (the Result is returned as well).
+// code canceled and wraps ctx's error (the Result is returned as well). A ctx that
+// has ended before the start is never taken for a sandbox failure: it does not lead
+// to an unsandboxed run. When the process has exited but its output streams stay
+// open (a daemonized descendant of an unsandboxed run holding a pipe), Run waits
+// WaitDelay, then returns the Result with an io_error.
 //
 // One audit event is recorded per call: op "run", path the command line, dest the
 // working directory, outcome ok (exit 0), failed (non-zero exit, code
@@ -214,6 +218,9 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 		ev.Outcome = audit.Denied
 		return nil, err
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: cerr}
+	}
 
 	// Probe the sandboxes.
 	sandboxed = true
@@ -229,6 +236,14 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	}
 	if nsb == 0 {
 		probeErr = unavailable("no sandbox wrapper is configured")
+	}
+	if probeErr != nil && (ctx.Err() != nil || vfs.CodeOf(probeErr) == vfs.CodeCanceled) {
+		// Ending ctx is never a reason to fall back to an unsandboxed run.
+		sandboxed = false
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: cerr}
+		}
+		return nil, probeErr
 	}
 	if probeErr != nil {
 		sandboxed = false

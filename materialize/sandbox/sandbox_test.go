@@ -422,3 +422,36 @@ func TestInheritedDescriptorsNotPassed(t *testing.T) {
 		t.Fatalf("descriptors of the command: %q, want only 0 1 2 (fd %d leaked)", out, w.Fd())
 	}
 }
+
+func TestCanceledContextNeverFallsBack(t *testing.T) {
+	bin, count := fakeBwrap(t, noNamespaces, 1)
+	r := &Runner{Wrappers: []Wrapper{Bubblewrap(BubblewrapOptions{Path: bin})}, AllowUnsandboxed: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	work := t.TempDir()
+	res, err := r.Run(ctx, sh("echo ran > ran.txt", Mount{Source: work, Target: "/work", Writable: true}))
+	if res != nil || vfs.CodeOf(err) != vfs.CodeCanceled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run with a canceled ctx = %+v, %v", res, err)
+	}
+	if _, err := os.Lstat(filepath.Join(work, "ran.txt")); err == nil || calls(t, count) != 0 {
+		t.Fatal("something ran under a canceled context")
+	}
+}
+
+func TestDefaultRunner(t *testing.T) {
+	r := Default()
+	if len(r.Wrappers) != 1 || r.Wrappers[0].Name() != "bubblewrap" || r.AllowUnsandboxed {
+		t.Fatalf("Default() = %+v, want the bubblewrap sandbox alone, refusing unsandboxed runs", r)
+	}
+	if _, ok := r.Wrappers[0].(Sandbox); !ok {
+		t.Fatal("the bubblewrap wrapper is not a Sandbox")
+	}
+	needBwrap(t)
+	if DetectGoRoot() == "" {
+		t.Skip("no go command on this host")
+	}
+	res, out, _ := runOut(t, r, sh("id -u; command -v go"))
+	if !res.Sandboxed || !strings.HasPrefix(out, "1000\n/") || !strings.HasSuffix(out, "/bin/go\n") {
+		t.Fatalf("Default run: %q %+v", out, res)
+	}
+}
