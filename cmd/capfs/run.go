@@ -372,7 +372,9 @@ func (r *runner) summary(rep *materialize.SyncReport, err error) {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(w, "capfs: sync-back: %s\n", formatError(readdressUnder(err, at)))
+		if rep == nil || len(rep.Refused)+len(rep.Conflicts) == 0 {
+			fmt.Fprintf(w, "capfs: sync-back: %s\n", formatError(readdressUnder(err, at)))
+		}
 		fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", displayPath(at.String()))
 		return
 	}

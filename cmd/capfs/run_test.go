@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	sandboxOnce   sync.Once
+	sandboxReason string
+)
+
+// needSandbox skips the test when bubblewrap cannot run here (not installed, or
+// user namespaces refused), saying why.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	sandboxOnce.Do(func() {
+		if _, err := exec.LookPath("bwrap"); err != nil {
+			sandboxReason = "bwrap (bubblewrap) is not installed"
+			return
+		}
+		dir := t.TempDir()
+		r := runCapfs(t, dir, "-m", "p=physical:"+dir, "run", "--work", "p", "--", "true")
+		if r.code != 0 {
+			sandboxReason = fmt.Sprintf("bubblewrap cannot run here (capfs run -- true exited %d: %s)", r.code, strings.TrimSpace(r.stderr))
+		}
+	})
+	if sandboxReason != "" {
+		t.Skip(sandboxReason)
+	}
+}
+
+// snapshot records every path under root with its type, mode and contents, to
+// check that a refused sync-back left the source untouched.
+func snapshot(t *testing.T, root string) map[string]string {
+	t.Helper()
+	snap := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := info.Mode().String()
+		switch {
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + string(b)
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			v += " -> " + target
+		}
+		snap[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func sameSnapshot(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	var diffs []string
+	for k, v := range before {
+		if after[k] != v {
+			diffs = append(diffs, fmt.Sprintf("%s: %q -> %q", k, v, after[k]))
+		}
+	}
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: new %q", k, v))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Errorf("the source changed:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+// TestRunBuildSyncsBack runs a real make in the sandbox (no flags: the current
+// directory is the project) and checks that its outputs, edits and deletions come
+// back, with the summary and the audit trail.
+func TestRunBuildSyncsBack(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"Makefile": "all:\n\tmkdir -p out\n\techo built > out/result.txt\n\techo changed > a.txt\n\trm b.txt\n\tpwd > out/pwd.txt\n",
+		"a.txt":    "original\n",
+		"b.txt":    "to delete\n",
+		".env":     "SECRET=1\n",
+	})
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	r := runCapfs(t, root, "--audit", logPath, "run", "--", "make").want(t, 0)
+	for name, want := range map[string]string{
+		"out/result.txt": "built\n",
+		"out/pwd.txt":    "/capfs/project\n",
+		"a.txt":          "changed\n",
+		".env":           "SECRET=1\n",
+	} {
+		got, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, "b.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("b.txt was not deleted: %v", err)
+	}
+	for _, want := range []string{
+		"exited with status 0 (sandboxed; wrappers: bubblewrap)",
+		"3 added, 1 modified, 1 deleted",
+		"  A project/out/result.txt\n", "  M project/a.txt\n", "  D project/b.txt\n",
+		"not in the sandbox: project/.env (fs_permission_denied)",
+		"audit log: " + logPath + "\n",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stdout, "capfs:") {
+		t.Errorf("capfs's own messages went to stdout:\n%s", r.stdout)
+	}
+	var sawRun, sawWrite bool
+	for _, e := range readAudit(t, logPath) {
+		if e.Op == "run" && strings.Contains(e.Rule, "sandboxed") {
+			sawRun = true
+		}
+		if e.Path == "project/out/result.txt" && e.Subject == "capfs/run" {
+			sawWrite = true
+		}
+		noHostPath(t, e.Path+e.Dest+e.GuestPath, root)
+	}
+	if !sawRun || !sawWrite {
+		t.Errorf("audit log lacks the run (%v) or the synced write (%v)", sawRun, sawWrite)
+	}
+}
+
+// TestRunExitStatus checks that the command's status is capfs's.
+func TestRunExitStatus(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"f": "x"})
+	r := runCapfs(t, root, "run", "--", "sh", "-c", "echo partial > out.txt; echo to-stdout; exit 7").want(t, 7)
+	if r.stdout != "to-stdout\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	// Changes are synced back whatever the status.
+	if b, err := os.ReadFile(filepath.Join(root, "out.txt")); err != nil || string(b) != "partial\n" {
+		t.Errorf("out.txt = %q, %v", b, err)
+	}
+	runCapfs(t, root, "run", "--", "false").want(t, 1)
+	r = runCapfs(t, root, "run", "--", "no-such-program-xyz")
+	if r.code == 0 {
+		t.Errorf("a missing program exited 0")
+	}
+}
+
+// TestRunWriteOutside checks that the sandboxed command cannot write outside its
+// checkout: not to a read-only grant, not to the system, not beside the project.
+func TestRunWriteOutside(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	top := t.TempDir()
+	proj, other := filepath.Join(top, "proj"), filepath.Join(top, "other")
+	writeTree(t, proj, map[string]string{"f.txt": "f\n"})
+	writeTree(t, other, map[string]string{"lib.txt": "library\n"})
+	before := snapshot(t, top)
+	script := `
+		cat /capfs/other/lib.txt || exit 10
+		echo x > /capfs/other/evil && exit 11
+		echo x > /capfs/other/lib.txt && exit 12
+		echo x > /usr/evil && exit 13
+		echo x > /etc/evil && exit 14
+		echo x > ../escape
+		echo x > /capfs/escape
+		exit 0`
+	r := runCapfs(t, top, "-m", "p=physical:"+proj, "-m", "other=physical:"+other, "run", "--work", "p", "--", "sh", "-c", script).want(t, 0)
+	if !strings.Contains(r.stdout, "library") {
+		t.Errorf("the read-only grant was not readable: %q", r.stdout)
+	}
+	sameSnapshot(t, before, snapshot(t, top))
+}
+
+// TestRunRefusals checks that sync-back refuses what must not reach the source,
+// leaving it untouched (a legitimate change made in the same run included).
+func TestRunRefusals(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name, script, path, code string
+	}{
+		{"escaping symlink", "ln -s ../../../etc/passwd leak", "project/leak", "path_outside_sandbox"},
+		{"absolute symlink", "ln -s /etc/passwd abs", "project/abs", "path_outside_sandbox"},
+		{"fifo", "mkfifo pipe", "project/pipe", "not_regular_file"},
+		{"git hook", "mkdir -p .git/hooks && printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit", "project/.git/hooks/pre-commit", "fs_permission_denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			writeTree(t, root, map[string]string{"a.txt": "a\n", ".git/HEAD": "ref: refs/heads/main\n"})
+			before := snapshot(t, root)
+			r := runCapfs(t, root, "run", "--", "sh", "-c", "echo legit > a.txt && "+tc.script).want(t, exitSyncBack)
+			if !strings.Contains(r.stderr, "sync-back refused") || !strings.Contains(r.stderr, tc.path) || !strings.Contains(r.stderr, "("+tc.code+")") {
+				t.Errorf("stderr does not name the refusal of %s (%s):\n%s", tc.path, tc.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "applied nothing") {
+				t.Errorf("stderr does not say nothing was applied:\n%s", r.stderr)
+			}
+			noHostPath(t, r.stderr, root)
+			sameSnapshot(t, before, snapshot(t, root))
+		})
+	}
+}
+
+// TestRunSetuidStripped checks that a setuid file made in the sandbox comes back
+// without its setuid bit (sync-back strips setuid, setgid and sticky).
+func TestRunSetuidStripped(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := t.TempDir()
+	r := runCapfs(t, root, "run", "--", "sh", "-c", "printf '#!/bin/sh\\n' > su && chmod 6755 su && ls -l su").want(t, 0)
+	if !strings.Contains(r.stdout, "rws") {
+		t.Logf("the sandbox could not set the setuid bit itself: %s", r.stdout)
+	}
+	st, err := os.Lstat(filepath.Join(root, "su"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		t.Errorf("su came back with mode %v", st.Mode())
+	}
+}
+
+// TestRunNoNetwork checks that the sandbox has no network: not even the host's
+// loopback is reachable, and only a loopback interface of its own exists.
+func TestRunNoNetwork(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	root := t.TempDir()
+	script := fmt.Sprintf(`cat /proc/net/dev; if exec 3<>/dev/tcp/127.0.0.1/%d; then exit 0; else exit 9; fi`, port)
+	r := runCapfs(t, root, "run", "--", "bash", "-c", script).want(t, 9)
+	var ifaces []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok && !strings.Contains(name, "|") {
+			ifaces = append(ifaces, strings.TrimSpace(name))
+		}
+	}
+	if len(ifaces) != 1 || ifaces[0] != "lo" {
+		t.Errorf("interfaces inside the sandbox: %q", ifaces)
+	}
+}
+
+// TestRunConflict edits the source while the sandboxed command runs (a file
+// handshake, no timing): the same file changed on both sides is a conflict.
+func TestRunConflict(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		mode     string
+		code     int
+		want     string // a.txt afterwards
+		stderrOK string
+	}{
+		{"fail", exitSyncBack, "theirs\n", "conflict: project/a.txt changed in the source and in the sandbox"},
+		{"theirs", 0, "theirs\n", "(kept the source's) modified project/a.txt"},
+		{"ours", 0, "ours\n", "  M project/a.txt\n"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			root, base := t.TempDir(), t.TempDir()
+			writeTree(t, root, map[string]string{"a.txt": "original\n", "b.txt": "b\n"})
+			// The command changes a.txt and b.txt, says so (ready), and waits for the
+			// test's go-ahead (go), which the test drops into the checkout.
+			script := `echo ours > a.txt; echo b2 > b.txt; touch ready; while [ ! -e go ]; do sleep 0.05; done; rm -f ready go`
+			cmd := exec.Command(capfsBin, "run", "--conflict", tc.mode, "--", "sh", "-c", script)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "CAPFS_TMPDIR="+base)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var checkout string
+			for checkout == "" {
+				select {
+				case err := <-done:
+					t.Fatalf("capfs exited before the handshake: %v\n%s", err, stderr.String())
+				case <-time.After(20 * time.Millisecond):
+				}
+				if m, _ := filepath.Glob(filepath.Join(base, "*", "ready")); len(m) == 1 {
+					checkout = filepath.Dir(m[0])
+				}
+			}
+			if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("theirs\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(checkout, "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := <-done
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.stderrOK) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderrOK, stderr.String())
+			}
+			got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+			if string(got) != tc.want {
+				t.Errorf("a.txt = %q, want %q", got, tc.want)
+			}
+			gotB, _ := os.ReadFile(filepath.Join(root, "b.txt"))
+			wantB := "b2\n"
+			if tc.mode == "fail" {
+				wantB = "b\n" // a conflict applies nothing
+			}
+			if string(gotB) != wantB {
+				t.Errorf("b.txt = %q, want %q", gotB, wantB)
+			}
+			if _, err := os.Stat(checkout); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the checkout was not removed: %v", err)
+			}
+		})
+	}
+}
+
+// TestRunUsage checks run's own usage errors and the refusal to run without a
+// sandbox.
+func TestRunUsage(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	ro := "r=physical:" + root + ",ro"
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"run"}, "requires at least 1 arg"},
+		{[]string{"run", "--conflict", "maybe", "--", "true"}, "--conflict maybe"},
+		{[]string{"run", "--env", "NOEQUALS", "--", "true"}, "--env NOEQUALS"},
+		{[]string{"-m", ro, "run", "--work", "elsewhere", "--", "true"}, "not inside any mount"},
+		{[]string{"-m", ro, "run", "--work", "r", "--", "true"}, "is read-only"},
+		{[]string{"run", "--work", "../x", "--", "true"}, "--work ../x"},
+	} {
+		r := runCapfs(t, root, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.msg) {
+			t.Errorf("capfs %q: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.msg)
+		}
+	}
+	// A missing work path inside a mount is an operation failure.
+	r := runCapfs(t, root, "run", "--work", "project/missing", "--", "true").want(t, exitFailed)
+	if !strings.Contains(r.stderr, "project/missing") || !strings.Contains(r.stderr, "(not_found)") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+
+	// Without bubblewrap in PATH, run refuses (125) unless unsandboxed runs are allowed.
+	writeTree(t, root, map[string]string{"f.txt": "f\n"})
+	noBwrap := []string{"PATH=" + t.TempDir()}
+	r = runCapfsEnv(t, root, noBwrap, "run", "--", "true").want(t, exitRunFailed)
+	if !strings.Contains(r.stderr, "--allow-unsandboxed") {
+		t.Errorf("stderr does not suggest --allow-unsandboxed:\n%s", r.stderr)
+	}
+	r = runCapfsEnv(t, root, noBwrap, "run", "--allow-unsandboxed", "--", "sh", "-c", "cat f.txt && echo new > g.txt").want(t, 0)
+	if !strings.Contains(r.stderr, "UNSANDBOXED") || r.stdout != "f\n" {
+		t.Errorf("unsandboxed run: stdout %q, stderr:\n%s", r.stdout, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "g.txt")); err != nil || string(b) != "new\n" {
+		t.Errorf("g.txt = %q, %v", b, err)
+	}
+}
