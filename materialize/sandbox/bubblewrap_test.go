@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -369,6 +370,14 @@ head -c 5 /etc/passwd; echo`
 	if out != "shadow-hidden\nroot:\n" {
 		t.Fatalf("output %q: want /etc/shadow hidden and /etc/passwd readable", out)
 	}
+	if ents, err := os.ReadDir("/etc/ssl/private"); err == nil && len(ents) > 0 {
+		if fi, _ := os.Stat("/etc/ssl/private"); fi.Mode().Perm()&0o005 != 0o005 {
+			_, out, _ := runOut(t, bwrapRunner(BubblewrapOptions{}), sh("ls -A /etc/ssl/private | wc -l"))
+			if strings.TrimSpace(out) != "0" {
+				t.Fatalf("/etc/ssl/private shows %s entries inside, want none", out)
+			}
+		}
+	}
 	_, out, _ = runOut(t, bwrapRunner(BubblewrapOptions{ShowPrivateEtc: true}), sh(script))
 	if !strings.HasPrefix(out, "shadow-readable") {
 		t.Fatalf("ShowPrivateEtc: output %q, want /etc/shadow as it is", out)
@@ -393,5 +402,25 @@ func TestBwrapGoToolchain(t *testing.T) {
 	_, out, _ := runOut(t, bwrapRunner(BubblewrapOptions{GoRoot: root}), l)
 	if out != root+"\nlocal\nmain false\nfmt true\n" {
 		t.Fatalf("output %q", out)
+	}
+}
+
+func TestBwrapBuildsC(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler on this host")
+	}
+	work := t.TempDir()
+	src := "#include <stdio.h>\nint main(void) { puts(\"built inside\"); return 3; }\n"
+	if err := os.WriteFile(filepath.Join(work, "hello.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, out, _ := runOut(t, bwrapRunner(BubblewrapOptions{}), sh("cc -o hello hello.c && ./hello",
+		Mount{Source: work, Target: "/src", Writable: true}))
+	if res.ExitCode != 3 || out != "built inside\n" {
+		t.Fatalf("exit %d output %q, want the built program's status 3 and its line", res.ExitCode, out)
+	}
+	if fi, err := os.Stat(filepath.Join(work, "hello")); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("the built binary is not on the host: %v", err)
 	}
 }

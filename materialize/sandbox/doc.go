@@ -23,7 +23,7 @@
 //
 // # The bubblewrap sandbox
 //
-// Bubblewrap (bwrap ≥ 0.7) runs the command
+// Bubblewrap (bwrap ≥ 0.8) runs the command
 //
 //   - in new user, mount, pid, network, ipc, uts and cgroup namespaces
 //     (--unshare-all --unshare-user), as uid/gid 1000 inside its own user namespace,
@@ -35,7 +35,8 @@
 //     caller's tty);
 //   - with a cleared environment plus a minimal one (PATH, HOME=/tmp, LANG=C.UTF-8,
 //     TERM when the host has it) and what the Launch passes;
-//   - on a new root holding /usr and /etc read-only (/bin, /lib, /lib64, /sbin,
+//   - on a new root (a private tmpfs, gone with the run) holding /usr and /etc
+//     read-only (/bin, /lib, /lib64, /sbin,
 //     /lib32, /libx32 as the host has them: symlinks re-created, directories
 //     bound read-only), a fresh /proc, a minimal /dev and an empty tmpfs /tmp;
 //   - with the writable grants bound read-write and every other grant read-only,
@@ -53,6 +54,14 @@
 // (a tmpfs that disappears with the run), cannot reach any network, not even the
 // host's loopback, does not inherit the caller's environment or descriptors, and
 // dies with the caller (and with ctx: Run kills the whole process group).
+//
+// Descriptors: Go opens every file close-on-exec, but a descriptor the host
+// process itself inherited (from a shell or a supervisor) is not, and neither
+// os/exec nor bubblewrap would close it. Run therefore marks every descriptor of
+// the process above 2 close-on-exec before it starts a command (a process-wide
+// change: a host program that hands descriptors to its children implicitly, rather
+// than through exec.Cmd.ExtraFiles, loses that). Launch.ExtraFiles are still
+// passed.
 //
 // What it does not guarantee: confidentiality of what /usr and /etc hold. The
 // caller is usually root, and bwrap maps the sandbox uid onto the caller's uid, so
