@@ -173,8 +173,8 @@ func parseChunks(lines []string, i, end int) ([]patchChunk, int, error) {
 	blanks := 0      // raw empty lines at the end of cur, dropped if the section ends
 	finish := func() {
 		if cur != nil && blanks > 0 && blanks < max(len(cur.Old), len(cur.New)) {
-			cur.Old = cur.Old[:len(cur.Old)-blanks]
-			cur.New = cur.New[:len(cur.New)-blanks]
+			cur.Old = nilIfEmpty(cur.Old[:len(cur.Old)-blanks])
+			cur.New = nilIfEmpty(cur.New[:len(cur.New)-blanks])
 		}
 		blanks = 0
 	}
@@ -213,6 +213,9 @@ func parseChunks(lines []string, i, end int) ([]patchChunk, int, error) {
 				cur.Context = append(cur.Context, ctx)
 			}
 		case strings.HasPrefix(line, " ") || strings.HasPrefix(line, "-") || strings.HasPrefix(line, "+") || line == "":
+			if cur == nil && line == "" {
+				break // a blank line between hunks or sections
+			}
 			if cur == nil {
 				if len(chunks) > 0 {
 					return nil, i, &patchError{i + 1, "a new hunk must start with @@"}
@@ -391,4 +394,11 @@ func findSeq(lines, want []string, from int, atEOF bool) int {
 		}
 	}
 	return -1
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
