@@ -178,7 +178,9 @@ func unavailable(detail string) error {
 // One audit event is recorded per call: op "run", path the command line, dest the
 // working directory, outcome ok (exit 0), failed (non-zero exit, code
 // "exit_status_N"; start failure or cancellation, with the error's code) or denied
-// (refused), and rule "sandboxed wrappers=a,b" or "unsandboxed wrappers=...".
+// (refused), and rule "sandboxed wrappers=a,b" or "unsandboxed wrappers=..." once
+// the chain is decided, "sandbox_required" when refused for want of a sandbox,
+// "not_started" when refused earlier (an invalid launch, an ended ctx).
 func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	if l == nil {
 		return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Err: errors.New("nil launch")}
@@ -192,14 +194,14 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 		Dest:      l.Dir,
 	}
 	sandboxed := false
+	mode := "not_started" // the rule of a run refused before its chain was decided
 	var names []string
 	defer func() {
 		ev.Duration = time.Since(ev.Time)
-		mode := "unsandboxed"
-		if sandboxed {
-			mode = "sandboxed"
+		ev.Rule = mode
+		if mode == "sandboxed" || mode == "unsandboxed" {
+			ev.Rule += " wrappers=" + strings.Join(names, ",")
 		}
-		ev.Rule = mode + " wrappers=" + strings.Join(names, ",")
 		switch {
 		case err != nil:
 			if ev.Outcome == "" {
@@ -239,7 +241,6 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	}
 	if probeErr != nil && (ctx.Err() != nil || vfs.CodeOf(probeErr) == vfs.CodeCanceled) {
 		// Ending ctx is never a reason to fall back to an unsandboxed run.
-		sandboxed = false
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: cerr}
 		}
@@ -257,9 +258,14 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 		}
 		r.record(ctx, pe)
 		if !r.AllowUnsandboxed {
+			mode = "sandbox_required"
 			ev.Outcome = audit.Denied
 			return nil, probeErr
 		}
+	}
+	mode = "unsandboxed"
+	if sandboxed {
+		mode = "sandboxed"
 	}
 
 	cur := l.clone()

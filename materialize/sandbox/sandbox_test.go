@@ -75,7 +75,7 @@ func TestProbeFailureRefusesRun(t *testing.T) {
 	if p := evs[0]; p.Op != "sandbox_probe" || p.Outcome != audit.Failed || p.Rule != "sandbox_required" || p.Subject != "builder" {
 		t.Fatalf("probe event %+v", p)
 	}
-	if e := evs[1]; e.Op != "run" || e.Outcome != audit.Denied || e.Code != "not_supported" || e.Rule != "unsandboxed wrappers=" ||
+	if e := evs[1]; e.Op != "run" || e.Outcome != audit.Denied || e.Code != "not_supported" || e.Rule != "sandbox_required" ||
 		e.RequestID != evs[0].RequestID {
 		t.Fatalf("run event %+v", e)
 	}
@@ -259,7 +259,8 @@ func TestWrapValidatesMounts(t *testing.T) {
 }
 
 func TestValidateLaunch(t *testing.T) {
-	r := &Runner{AllowUnsandboxed: true}
+	ring := audit.NewRing(16)
+	r := &Runner{AllowUnsandboxed: true, Audit: ring}
 	for _, l := range []*Launch{
 		nil,
 		{},
@@ -272,6 +273,15 @@ func TestValidateLaunch(t *testing.T) {
 	} {
 		if _, err := r.Run(context.Background(), l); vfs.CodeOf(err) != vfs.CodeInvalidPath {
 			t.Errorf("Run(%+v) = %v, want invalid_path", l, err)
+		}
+	}
+	evs := ring.Events()
+	if len(evs) != 7 { // the nil launch is not recorded: it names no subject or command
+		t.Fatalf("%d events, want 7", len(evs))
+	}
+	for _, e := range evs {
+		if e.Op != "run" || e.Outcome != audit.Denied || e.Code != "invalid_path" || e.Rule != "not_started" {
+			t.Fatalf("event of an invalid launch: %+v", e)
 		}
 	}
 }
@@ -394,7 +404,7 @@ func TestWrapperErrorAndNilLaunch(t *testing.T) {
 		t.Fatalf("nil launch from a wrapper: %v", err)
 	}
 	evs := ring.Events()
-	if e := evs[len(evs)-1]; e.Op != "run" || e.Outcome != audit.Denied {
+	if e := evs[len(evs)-1]; e.Op != "run" || e.Outcome != audit.Denied || e.Rule != "unsandboxed wrappers=" {
 		t.Fatalf("run event %+v, want denied", e)
 	}
 }
