@@ -536,8 +536,56 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 			return vfs.Errno(op, vfs.MustParse(e.rel), err)
 		}
 	}
-	t.record(entries)
+	t.record(entries, settleClock(t.rootFd, entries))
 	return nil
+}
+
+// settleClock waits until a file changed now gets a later change time than every
+// file the checkout wrote (the kernel stamps change times from a coarse clock,
+// so an edit in the same tick as the checkout's own last write could otherwise
+// leave every field the stat cache compares equal). It returns the change time
+// from which files count as racy: the probe's, which no recorded file reaches
+// once it has settled; if the clock does not move within a second, every file
+// is racy (always re-hashed).
+func settleClock(root int, entries []*srcEntry) int64 {
+	var newest int64
+	for _, e := range entries {
+		if e.typ == 0 && e.ok {
+			newest = max(newest, e.key.ctime)
+		}
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		name := ".capfs-clock-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		fd, err := openatRetry(root, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return 0
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		unix.Unlinkat(root, name, 0)
+		if err != nil {
+			return 0
+		}
+		if st.Ctim.Nano() > newest {
+			return st.Ctim.Nano()
+		}
+		if time.Now().After(deadline) {
+			return 0
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// futimes sets the access and modification times of the open file fd to mtime:
+// utimensat with AT_EMPTY_PATH, or through /proc/self/fd on kernels without it.
+func futimes(fd int, mtime time.Time) error {
+	err := unix.UtimesNanoAt(fd, "", times(mtime), unix.AT_EMPTY_PATH)
+	if err == unix.EINVAL || err == unix.ENOENT {
+		err = unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), times(mtime), 0)
+	}
+	return err
 }
 
 func times(mtime time.Time) []unix.Timespec {
@@ -546,7 +594,8 @@ func times(mtime time.Time) []unix.Timespec {
 }
 
 // record fills the manifest from the entries that made it into the checkout.
-func (t *Tree) record(entries []*srcEntry) {
+// Files whose recorded change time is racyFrom (ns) or later are marked racy.
+func (t *Tree) record(entries []*srcEntry, racyFrom int64) {
 	m := t.manifest
 	for _, e := range entries {
 		if !e.ok {
@@ -557,7 +606,7 @@ func (t *Tree) record(entries []*srcEntry) {
 		case 0:
 			en.Size, en.Digest = e.size, e.digest
 			k := e.key
-			k.racy = !time.Unix(0, k.mtime).Before(m.Created.Add(-time.Second))
+			k.racy = k.ctime >= racyFrom
 			m.stat[e.rel] = k
 		case fs.ModeSymlink:
 			en.Target = e.target
@@ -630,11 +679,10 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 	}
 	e.size = n
 	e.digest = hex.EncodeToString(hash.Sum(nil))
-	proc := "/proc/self/fd/" + strconv.Itoa(fd)
 	if err := unix.Fchmod(fd, uint32(e.mode)); err != nil {
 		return vfs.Errno(op, vfs.MustParse(e.rel), err)
 	}
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, proc, times(e.mtime), 0); err != nil {
+	if err := futimes(fd, e.mtime); err != nil {
 		return vfs.Errno(op, vfs.MustParse(e.rel), err)
 	}
 	var st unix.Stat_t
@@ -728,7 +776,9 @@ func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) (bool,
 			e.ok = true
 		}
 	}
-	t.record(entries)
+	// The host may edit its files at any time: those changed in the last second
+	// before the checkout are racy.
+	t.record(entries, t.manifest.Created.Add(-time.Second).UnixNano())
 	p, _ := t.opts.Host.(vfs.HostPather).HostPath()
 	t.path, t.rootFd = p, hostFd
 	t.bindFile = os.NewFile(uintptr(hostFd), p)

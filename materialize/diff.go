@@ -26,10 +26,12 @@ import (
 // size, modification time, change time and mode are what Checkout recorded
 // right after writing it; any write, truncation, chmod, rename over it or
 // utimes call changes at least the change time, which user space cannot set.
-// Files whose recorded modification time is within a second of the checkout
-// (or later) are "racy" (an edit in the same clock tick could leave every field
-// equal) and always re-hashed. Everything else that differs is re-hashed, so
-// Modified means the contents really differ, not just the times.
+// Checkout waits (a clock tick, a few milliseconds) until a new change gets a
+// later change time than any it recorded, so an edit right after the checkout
+// cannot leave every field equal. (For a Bound checkout, files the host changed
+// within a second before the checkout are "racy" and always re-hashed.)
+// Everything else that differs is re-hashed, so Modified means the contents
+// really differ, not just the times.
 //
 // For a Bound checkout, Diff compares the physical directory with the manifest:
 // it shows the host's own edits since the checkout.

@@ -195,7 +195,7 @@ func sameKey(a, b statKey) bool {
 }
 
 // bufPool holds copy and hash buffers.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 // openRegularAt opens name in dirfd for reading, without following it and
 // without blocking on a special file, and checks that it is the regular file

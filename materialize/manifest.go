@@ -80,7 +80,7 @@ type statKey struct {
 	ino, size    int64
 	mtime, ctime int64 // nanoseconds since the epoch
 	mode         uint32
-	racy         bool // mtime too close to the checkout to trust: always re-hash
+	racy         bool // changed too close to the checkout to trust: always re-hash
 }
 
 // Progress reports how far a Checkout has come. Totals are known once the walk of
