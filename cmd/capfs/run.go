@@ -375,7 +375,14 @@ func (r *runner) summary(rep *materialize.SyncReport, err error) {
 		if rep == nil || len(rep.Refused)+len(rep.Conflicts) == 0 {
 			fmt.Fprintf(w, "capfs: sync-back: %s\n", formatError(readdressUnder(err, at)))
 		}
-		fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", displayPath(at.String()))
+		if rep == nil || len(rep.Applied) == 0 {
+			fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", displayPath(at.String()))
+			return
+		}
+		fmt.Fprintf(w, "capfs: sync-back stopped after applying %d change(s):\n", len(rep.Applied))
+		for _, c := range rep.Applied {
+			fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), joinGuest(at, c.Path))
+		}
 		return
 	}
 	if rep == nil {
