@@ -35,7 +35,8 @@ const DefaultProgressInterval = 100 * time.Millisecond
 type Options struct {
 	// Base is the parent directory of the checkout; the checkout itself is a new
 	// directory, mode 0700, under it. "" means $CAPFS_TMPDIR when set, else
-	// /dev/shm when it is a writable tmpfs, else os.TempDir().
+	// /dev/shm when it is a writable tmpfs with room for the files (plus 10% and
+	// 64 MiB), else os.TempDir().
 	Base string
 	// ReadOnly promises that the sandbox will see the checkout read-only (the
 	// caller binds it read-only). It enables the zero-copy strategies: a bind of
@@ -178,7 +179,13 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 		}
 	}
 
-	base, err := chooseBase(opts.Base)
+	var need int64
+	for _, e := range entries {
+		if e.typ == 0 {
+			need += e.size
+		}
+	}
+	base, err := chooseBase(opts.Base, need)
 	if err != nil {
 		return nil, vfs.Errno(op, vfs.Root, err)
 	}
@@ -209,20 +216,31 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 	return t, nil
 }
 
-// chooseBase picks the parent directory of a checkout.
-func chooseBase(base string) (string, error) {
+// chooseBase picks the parent directory of a checkout of need bytes.
+func chooseBase(base string, need int64) (string, error) {
 	if base != "" {
 		return base, nil
 	}
 	if b := os.Getenv(EnvTmpDir); b != "" {
 		return b, nil
 	}
-	var sfs unix.Statfs_t
-	if unix.Statfs("/dev/shm", &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC &&
-		unix.Access("/dev/shm", unix.W_OK|unix.X_OK) == nil {
+	if shmFits(need) {
 		return "/dev/shm", nil
 	}
 	return os.TempDir(), nil
+}
+
+// shmFits reports whether /dev/shm is a tmpfs this process can create
+// directories in, with room for need bytes and a margin (tmpfs is memory: a
+// checkout that would fill it goes to os.TempDir() instead).
+func shmFits(need int64) bool {
+	var sfs unix.Statfs_t
+	if unix.Statfs("/dev/shm", &sfs) != nil || sfs.Type != unix.TMPFS_MAGIC ||
+		unix.Access("/dev/shm", unix.W_OK|unix.X_OK) != nil {
+		return false
+	}
+	free := int64(sfs.Bavail) * sfs.Bsize
+	return need+need/10+64<<20 <= free
 }
 
 func sameDevice(a, b int) bool {

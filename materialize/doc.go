@@ -5,7 +5,7 @@
 // Checkout walks the source through its *dir.Dir (so the Dir's policy decides
 // and its audit trail records every read) and writes a new directory, mode 0700,
 // under a base directory (Options.Base, else $CAPFS_TMPDIR, else /dev/shm when it
-// is a writable tmpfs, else os.TempDir()), recording a Manifest: every path's
+// is a writable tmpfs with room, else os.TempDir()), recording a Manifest: every path's
 // type, size, mode, modification time, SHA-256 digest (files) and target
 // (symlinks). The strategy is the fastest safe one (see Strategy): a read-only
 // bind of the physical directory itself, hard links, or a parallel copy that
@@ -51,7 +51,10 @@
 //     the check; an edit racing with the apply phase is overwritten.
 //   - A bound or hard-linked checkout shares inodes with the host directory:
 //     the sandbox must see it read-only (Options.ReadOnly is that promise), and
-//     the host's own later edits show through.
+//     the host's own later edits show through. A bind shows the directory as it
+//     is while the sandbox runs: what the Dir allowed at checkout, plus whatever
+//     the host adds afterwards, and any name the physical backend leaves out of
+//     listings (names holding a backslash).
 //   - A file is held in memory while it is written back (Dir.WriteFile takes
 //     the contents): the largest file synced bounds the memory used.
 //   - Linux only (openat2, /proc/self/fd).
