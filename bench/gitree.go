@@ -116,6 +116,30 @@ func GitreeWorkloads() []GitreeWorkload {
 	}
 }
 
+// GitreeSetting is one configuration of gitree whose cost the tuning table
+// measures.
+type GitreeSetting struct {
+	Name    string
+	Workers int // goroutines reading blobs
+	Opts    []gitree.Option
+}
+
+// GitreeSettings returns the configurations the tuning table compares: the
+// defaults, then one change at a time.
+func GitreeSettings() []GitreeSetting {
+	workers := runtime.GOMAXPROCS(0)
+	return []GitreeSetting{
+		{Name: "defaults (direct pack reads, 32 MiB delta base cache)", Workers: 1},
+		{Name: fmt.Sprintf("defaults, %d goroutines", workers), Workers: workers},
+		{Name: "no delta base cache", Workers: 1, Opts: []gitree.Option{gitree.WithDeltaBaseCacheSize(0)}},
+		{Name: "go-git storage (16 pack descriptors kept, 96 MiB object cache)", Workers: 1, Opts: []gitree.Option{gitree.WithDirectPacks(false)}},
+		{Name: fmt.Sprintf("go-git storage, %d goroutines", workers), Workers: workers, Opts: []gitree.Option{gitree.WithDirectPacks(false)}},
+		{Name: "go-git storage, descriptors not kept (MaxOpenDescriptors 0)", Workers: 1, Opts: []gitree.Option{gitree.WithDirectPacks(false), gitree.WithMaxOpenDescriptors(0)}},
+		{Name: "go-git storage, LargeObjectThreshold 64 KiB", Workers: 1, Opts: []gitree.Option{gitree.WithDirectPacks(false), gitree.WithLargeObjectThreshold(64 << 10)}},
+		{Name: "go-git storage, 1 MiB object cache", Workers: 1, Opts: []gitree.Option{gitree.WithDirectPacks(false), gitree.WithObjectCacheSize(1 << 20)}},
+	}
+}
+
 // walkTree calls leaf for every non-directory of g, depth first in name order,
 // and dir for every directory below the root before its contents.
 func walkTree(g vfs.Backend, p vfs.Path, dir func(vfs.Path) error, leaf func(vfs.Path, fs.FileMode) error) error {
@@ -146,17 +170,20 @@ func walkTree(g vfs.Backend, p vfs.Path, dir func(vfs.Path) error, leaf func(vfs
 	return nil
 }
 
-func openGitree(b *testing.B, fx *GitreeFixture) *gitree.FS {
-	g, err := gitree.Open(fx.Repo, "HEAD")
+func openGitree(b *testing.B, fx *GitreeFixture, opts ...gitree.Option) *gitree.FS {
+	g, err := gitree.Open(fx.Repo, "HEAD", opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return g
 }
 
-func gitreeList(b *testing.B, fx *GitreeFixture) {
+func gitreeList(b *testing.B, fx *GitreeFixture) { GitreeList(b, fx) }
+
+// GitreeList is the listing workload with gitree opened with opts.
+func GitreeList(b *testing.B, fx *GitreeFixture, opts ...gitree.Option) {
 	for i := 0; i < b.N; i++ {
-		g := openGitree(b, fx)
+		g := openGitree(b, fx, opts...)
 		n := 0
 		err := walkTree(g, vfs.Path{}, nil, func(vfs.Path, fs.FileMode) error { n++; return nil })
 		g.Close()
@@ -234,12 +261,15 @@ type item struct {
 	mode fs.FileMode
 }
 
-// gitreeRead opens and reads every file and symlink of HEAD to its end.
-func gitreeRead(b *testing.B, fx *GitreeFixture, workers int) {
+func gitreeRead(b *testing.B, fx *GitreeFixture, workers int) { GitreeRead(b, fx, workers) }
+
+// GitreeRead is the reading workload in workers goroutines with gitree opened
+// with opts: it opens and reads every file and symlink of HEAD to its end.
+func GitreeRead(b *testing.B, fx *GitreeFixture, workers int, opts ...gitree.Option) {
 	b.SetBytes(fx.Bytes)
 	bufs := sync.Pool{New: func() any { return new([64 << 10]byte) }}
 	for i := 0; i < b.N; i++ {
-		g := openGitree(b, fx)
+		g := openGitree(b, fx, opts...)
 		var total, files atomic.Int64
 		err := parallel(workers, func(send func(item) error) error {
 			return walkTree(g, vfs.Path{}, nil, func(p vfs.Path, m fs.FileMode) error {

@@ -4,6 +4,13 @@
 // capfs's speed as a ratio to each peer (peer time / capfs time: above 1× capfs is
 // faster).
 //
+// A third section (-only gitree, or by default after the others) runs the git
+// revision workloads of issue 4 on a repository holding Go's own source tree
+// (built once and cached, see bench.GoSrcRepo): capfs's gitree backend listing every
+// path, reading every blob and checking the tree out, beside git ls-tree -r,
+// git cat-file --batch and git archive | tar -x, in wall-clock time, then a tuning
+// table of gitree's storage settings (-gitreetune=false leaves it out).
+//
 // A second section runs the host-directory workloads against capfs's physical
 // backend (openat2 and portable resolvers, and a dir.Dir over the first), plain os,
 // os.Root and afero's BasePathFs over OsFs, in a fresh directory under the default
@@ -13,7 +20,8 @@
 // skews fewer of them.
 //
 //	go run ./bench/cmd/benchtable [-benchtime 200ms] [-count 3] [-run substring]
-//		[-only memory|physical] [-hostbenchtime 100ms] [-hostcount 5]
+//		[-only memory|physical|gitree] [-hostbenchtime 100ms] [-hostcount 5]
+//		[-gitreetune=true]
 package main
 
 import (
@@ -35,24 +43,31 @@ func main() {
 	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
 	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
 	run := flag.String("run", "", "only workloads whose name contains this")
-	only := flag.String("only", "", "only one section: memory or physical (default both)")
+	only := flag.String("only", "", "only one section: memory, physical or gitree (default all three)")
+	gitreeTune := flag.Bool("gitreetune", true, "in the gitree section, also measure each storage setting")
 	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
 	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
-	if *only != "" && *only != "memory" && *only != "physical" {
-		fmt.Fprintf(os.Stderr, "-only %q: want memory or physical\n", *only)
+	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" {
+		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical or gitree\n", *only)
 		os.Exit(2)
 	}
 	start := time.Now()
 	var err error
-	if *only != "physical" {
+	if *only == "" || *only == "memory" {
 		err = table(os.Stdout, os.Stderr, *count, *run, *benchtime)
 	}
-	if err == nil && *only != "memory" {
+	if err == nil && (*only == "" || *only == "physical") {
 		if *only == "" {
 			fmt.Fprintln(os.Stdout)
 		}
 		err = hostTable(os.Stdout, os.Stderr, *hostCount, *run, *hostBenchtime)
+	}
+	if err == nil && (*only == "" || *only == "gitree") {
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		err = gitreeTable(os.Stdout, os.Stderr, *count, *run, *benchtime, *gitreeTune)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

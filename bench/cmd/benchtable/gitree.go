@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capfs/capfs/bench"
+)
+
+// gitreeTable measures the git revision workloads on the Go source repository
+// (bench.GoSrcRepo, built on first use) and prints, per workload, capfs's gitree
+// beside the git CLI peer with the ratio and the issue's target, then the tuning
+// table: what each storage setting costs on listing and reading.
+func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.Duration, tune bool) error {
+	start := time.Now()
+	fx, err := bench.NewGitreeFixture()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "gitree fixture ready in %s\n", time.Since(start).Round(time.Millisecond))
+	gitVersion, _ := exec.Command("git", "version").Output()
+	fmt.Fprintf(out, "Git revisions: %s, %s; one commit of Go %s's src (%d paths, %d blobs, %.1f MB), one pack. "+
+		"Cells: median wall-clock time per iteration over %d rounds; ratio = peer time / capfs time (above 1× capfs is faster).\n\n",
+		fx.Repo, strings.TrimSpace(string(gitVersion)), runtime.Version(), fx.Paths, len(fx.BlobIDs), float64(fx.Bytes)/1e6, count)
+	fmt.Fprintf(out, "| workload | capfs | time | peer | time | ratio | target |\n|---|---|---:|---|---:|---:|---|\n")
+	for _, w := range bench.GitreeWorkloads() {
+		if run != "" && !strings.Contains(w.Name, run) {
+			continue
+		}
+		walls := map[string][]float64{}
+		for i := 0; i < count; i++ {
+			for _, im := range w.Impls {
+				r, err := measure(w.Name, im.Name, func(b *testing.B) { im.Run(b, fx) }, benchtime)
+				if err != nil {
+					return err
+				}
+				t := float64(r.T.Nanoseconds()) / float64(r.N)
+				fmt.Fprintf(progress, "%s: %s round %d: %s\n", w.Name, im.Name, i+1, dur(t))
+				walls[im.Name] = append(walls[im.Name], t)
+			}
+		}
+		var peer bench.GitreeImpl
+		for _, im := range w.Impls {
+			if im.Peer {
+				peer = im
+			}
+		}
+		p := median(walls[peer.Name])
+		for _, im := range w.Impls {
+			if im.Peer {
+				continue
+			}
+			c := median(walls[im.Name])
+			target := "–"
+			if w.Target > 0 {
+				verdict := "met"
+				if c/p > w.Target {
+					verdict = "missed"
+				}
+				target = fmt.Sprintf("≤ %.1f× git's time: %.2f×, %s", w.Target, c/p, verdict)
+			}
+			fmt.Fprintf(out, "| %s | %s | %s | `%s` | %s | %s | %s |\n", w.Name, im.Name, dur(c),
+				strings.ReplaceAll(peer.Name, "|", `\|`), dur(p), ratio(p, c), target)
+		}
+	}
+	if !tune {
+		return nil
+	}
+	fmt.Fprintf(out, "\nTuning: each setting against the defaults (median wall-clock time per iteration over %d rounds):\n\n", count)
+	fmt.Fprintf(out, "| setting | list every path | read every blob |\n|---|---:|---:|\n")
+	settings := bench.GitreeSettings()
+	list, read := map[string][]float64{}, map[string][]float64{}
+	for i := 0; i < count; i++ {
+		for _, s := range settings {
+			r, err := measure("list every path", s.Name, func(b *testing.B) { bench.GitreeList(b, fx, s.Opts...) }, benchtime)
+			if err != nil {
+				return err
+			}
+			l := float64(r.T.Nanoseconds()) / float64(r.N)
+			r, err = measure("read every blob", s.Name, func(b *testing.B) { bench.GitreeRead(b, fx, s.Workers, s.Opts...) }, benchtime)
+			if err != nil {
+				return err
+			}
+			t := float64(r.T.Nanoseconds()) / float64(r.N)
+			fmt.Fprintf(progress, "tuning %s round %d: list %s, read %s\n", s.Name, i+1, dur(l), dur(t))
+			list[s.Name], read[s.Name] = append(list[s.Name], l), append(read[s.Name], t)
+		}
+	}
+	for _, s := range settings {
+		fmt.Fprintf(out, "| %s | %s | %s |\n", s.Name, dur(median(list[s.Name])), dur(median(read[s.Name])))
+	}
+	return nil
+}
