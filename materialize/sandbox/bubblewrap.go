@@ -38,6 +38,12 @@ type BubblewrapOptions struct {
 	// already), its bin directory first in PATH, and GOTOOLCHAIN=local so that
 	// go never tries to download another toolchain (there is no network).
 	GoRoot string
+	// GoModCache, if set, is a host Go module cache (see DetectGoModCache) bound
+	// read-only at the same path, with GOMODCACHE pointing at it and GOPROXY=off,
+	// so that `go build` works inside on modules whose dependencies the host has
+	// downloaded (and fails at once, not after a network timeout, on the others).
+	// The build cache is not shared: the sandbox could poison it for the host.
+	GoModCache string
 	// ShowPrivateEtc binds /etc as it is. By default the entries of /etc that an
 	// ordinary user could not read are hidden (see the package documentation).
 	ShowPrivateEtc bool
@@ -63,6 +69,9 @@ func Bubblewrap(opts BubblewrapOptions) *BubblewrapWrapper {
 	}
 	if opts.GoRoot != "" {
 		opts.GoRoot = filepath.Clean(opts.GoRoot)
+	}
+	if opts.GoModCache != "" {
+		opts.GoModCache = filepath.Clean(opts.GoModCache)
 	}
 	return &BubblewrapWrapper{opts: opts}
 }
@@ -167,10 +176,17 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		return nil, err
 	}
 	reserved := systemTargets
-	goroot := b.opts.GoRoot
+	goroot, modcache := b.opts.GoRoot, b.opts.GoModCache
 	bindGo := goroot != "" && !within(goroot, "/usr")
-	if bindGo {
-		reserved = append(append([]string(nil), systemTargets...), goroot)
+	bindMod := modcache != "" && !within(modcache, "/usr")
+	if bindGo || bindMod {
+		reserved = append([]string(nil), systemTargets...)
+		if bindGo {
+			reserved = append(reserved, goroot)
+		}
+		if bindMod {
+			reserved = append(reserved, modcache)
+		}
 	}
 	for i, m := range l.Mounts {
 		for _, s := range reserved {
@@ -212,8 +228,13 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		a = append(a, etcMasks("/etc")...)
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
-	if bindGo {
+	// A toolchain GOTOOLCHAIN downloaded lives in the module cache: one bind then
+	// shows both.
+	if bindGo && !(bindMod && within(goroot, modcache)) {
 		a = append(a, "--ro-bind", goroot, goroot)
+	}
+	if bindMod && !(bindGo && within(modcache, goroot)) {
+		a = append(a, "--ro-bind", modcache, modcache)
 	}
 
 	extra := append([]*os.File(nil), l.ExtraFiles...)
@@ -249,6 +270,9 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 			"PATH=" + filepath.Join(goroot, "bin") + ":" + envValue(base, "PATH"),
 			"GOTOOLCHAIN=local",
 		})
+	}
+	if modcache != "" {
+		base = mergeEnv(base, []string{"GOMODCACHE=" + modcache, "GOPROXY=off"})
 	}
 	for _, e := range mergeEnv(base, l.Env) {
 		k, v, _ := strings.Cut(e, "=")
@@ -317,27 +341,46 @@ func etcMasks(root string) []string {
 	return a
 }
 
+// DetectGoModCache returns the module cache (GOMODCACHE) of the `go` command in
+// the caller's PATH when it exists, or "".
+func DetectGoModCache() string {
+	return goEnvDir("GOMODCACHE", "cache")
+}
+
 // DetectGoRoot returns the GOROOT of the `go` command in the caller's PATH, or ""
 // when there is none (or it does not answer within a few seconds).
 func DetectGoRoot() string {
+	root := goEnvDir("GOROOT", "bin")
+	if root == "" {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Join(root, "bin", "go")); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return root
+}
+
+// goEnvDir returns `go env key` when it is an absolute path to a directory holding
+// the directory probe.
+func goEnvDir(key, probe string) string {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOROOT").Output()
+	out, err := exec.CommandContext(ctx, goBin, "env", key).Output()
 	if err != nil {
 		return ""
 	}
-	root := strings.TrimSpace(string(out))
-	if root == "" || !filepath.IsAbs(root) {
+	d := strings.TrimSpace(string(out))
+	if d == "" || !filepath.IsAbs(d) {
 		return ""
 	}
-	if fi, err := os.Stat(filepath.Join(root, "bin", "go")); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Stat(filepath.Join(d, probe)); err != nil || !fi.IsDir() {
 		return ""
 	}
-	return filepath.Clean(root)
+	return filepath.Clean(d)
 }
 
 // limitedWriter keeps the first n bytes written to it and discards the rest.

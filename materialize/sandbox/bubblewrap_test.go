@@ -424,3 +424,20 @@ func TestBwrapBuildsC(t *testing.T) {
 		t.Fatalf("the built binary is not on the host: %v", err)
 	}
 }
+
+func TestBwrapGoModCache(t *testing.T) {
+	needBwrap(t)
+	mc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(mc, "cache", "download"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `echo "$GOMODCACHE $GOPROXY"; ls "$GOMODCACHE/cache"
+if (echo x > "$GOMODCACHE/poison") 2>/dev/null; then echo writable; else echo read-only; fi`
+	_, out, _ := runOut(t, bwrapRunner(BubblewrapOptions{GoModCache: mc}), sh(script))
+	if want := mc + " off\ndownload\nread-only\n"; out != want {
+		t.Fatalf("output %q, want %q", out, want)
+	}
+	if _, err := os.Lstat(filepath.Join(mc, "poison")); err == nil {
+		t.Fatal("the sandbox wrote into the host module cache")
+	}
+}

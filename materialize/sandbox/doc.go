@@ -48,7 +48,11 @@
 //
 // Optionally (BubblewrapOptions.GoRoot) the Go toolchain is bound read-only at its
 // host path and its bin directory put first in PATH, with GOTOOLCHAIN=local, so
-// `go build` works inside on modules whose dependencies need no download.
+// `go build` works inside on modules whose dependencies need no download; with
+// BubblewrapOptions.GoModCache the host's module cache is bound read-only too
+// (GOPROXY=off), so dependencies the host has downloaded resolve. Default sets
+// both from the host's `go env`. The build cache is never shared (the sandbox
+// could poison it for the host): each run starts with an empty one in /tmp.
 //
 // What it guarantees: the command cannot write outside its writable grants and /tmp
 // (a tmpfs that disappears with the run), cannot reach any network, not even the

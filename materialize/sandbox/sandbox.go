@@ -136,9 +136,13 @@ type Result struct {
 }
 
 // Default returns a Runner whose chain is the bubblewrap sandbox (with the host's
-// Go toolchain, see DetectGoRoot), probed at each run, refusing unsandboxed runs.
+// Go toolchain and module cache, read-only: see DetectGoRoot, DetectGoModCache),
+// probed at each run, refusing unsandboxed runs.
 func Default() *Runner {
-	return &Runner{Wrappers: []Wrapper{Bubblewrap(BubblewrapOptions{GoRoot: DetectGoRoot()})}}
+	return &Runner{Wrappers: []Wrapper{Bubblewrap(BubblewrapOptions{
+		GoRoot:     DetectGoRoot(),
+		GoModCache: DetectGoModCache(),
+	})}}
 }
 
 // Probe probes every Sandbox in the chain and returns the first failure, or an

@@ -252,6 +252,10 @@ func TestWrapValidatesMounts(t *testing.T) {
 			t.Errorf("%s: Wrap = %v, want invalid_path", c.name, err)
 		}
 	}
+	wm := Bubblewrap(BubblewrapOptions{Path: bin, GoModCache: "/root/go/pkg/mod"})
+	if _, err := wm.Wrap(context.Background(), &Launch{Path: "true", Mounts: []Mount{m("/root/go")}}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
+		t.Errorf("mount holding the module cache: Wrap = %v, want invalid_path", err)
+	}
 	// Siblings and look-alike prefixes are fine.
 	if _, err := w.Wrap(context.Background(), &Launch{Path: "true", Mounts: []Mount{m("/work"), m("/workshop"), m("/usrdata"), m("/ref/head")}}); err != nil {
 		t.Fatalf("valid mounts refused: %v", err)
@@ -329,6 +333,18 @@ func TestWrapArguments(t *testing.T) {
 	}
 	if !strings.HasSuffix(args, " -- make -j2 all") {
 		t.Errorf("bwrap args do not end with the command: %s", args)
+	}
+	// A toolchain inside the module cache is shown by the cache's bind alone.
+	out, err = Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/m/golang.org/toolchain@v1/go", GoModCache: "/m"}).Wrap(context.Background(), &Launch{Path: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(out.Args, " "); strings.Contains(args, "--ro-bind /m/golang.org") || !strings.Contains(args, "--ro-bind /m /m") ||
+		!strings.Contains(args, "--setenv GOMODCACHE /m --setenv GOPROXY off") {
+		t.Errorf("args with GOROOT in the module cache: %s", args)
+	}
+	if _, err := w.Wrap(context.Background(), &Launch{Path: "go", Mounts: []Mount{{Source: src, Target: "/m/x"}}}); err != nil {
+		t.Errorf("a mount beside an unset module cache refused: %v", err)
 	}
 	// A Go root under /usr is bound already.
 	out, err = Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/usr/local/go"}).Wrap(context.Background(), &Launch{Path: "go"})
