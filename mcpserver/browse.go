@@ -229,8 +229,19 @@ func (s *server) glob(ctx context.Context, in globIn) (string, error) {
 		return "", toolError(vfs.CodeInvalidPath, "glob", "", "pattern is empty")
 	}
 	pattern := in.Pattern
-	if base := cleanGuest(in.Path); base != "." && in.Path != "" && !strings.HasPrefix(pattern, "/") {
-		pattern = quoteGlob(base) + "/" + pattern
+	if in.Path != "" && !strings.HasPrefix(pattern, "/") {
+		// The base directory is checked by the Dir (confinement, existence) and
+		// then joined to the pattern as a literal.
+		info, err := s.root.Stat(ctx, in.Path)
+		if err != nil {
+			return "", err
+		}
+		if !info.IsDir() {
+			return "", toolError(vfs.CodeNotDir, "glob", in.Path, "path must be a directory")
+		}
+		if base := cleanGuest(in.Path); base != "." {
+			pattern = quoteGlob(base) + "/" + pattern
+		}
 	}
 	matches, err := s.root.Glob(ctx, pattern)
 	if err != nil {
