@@ -537,3 +537,30 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("ls outside a repository = %q", r.stdout)
 	}
 }
+
+// TestGitMount mounts git revisions with --mount.
+func TestGitMount(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"a.txt": "committed\n"})
+	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r := runCapfs(t, dir, "-m", "r="+"git:"+repo+"@main", "-m", "h=git:"+repo, "cat", "r/a.txt", "h/a.txt").want(t, 0)
+	if r.stdout != "committed\ncommitted\n" {
+		t.Errorf("cat = %q", r.stdout)
+	}
+	r = runCapfs(t, dir, "-m", "r=git:"+repo+"@main", "mounts").want(t, 0)
+	if lines := strings.Split(r.stdout, "\n"); len(lines) < 2 || strings.Join(strings.Fields(lines[1])[:3], " ") != "/r git ro" {
+		t.Errorf("mounts:\n%s", r.stdout)
+	}
+	r = runCapfs(t, dir, "-m", "r=git:"+repo+"@no-such-rev", "ls").want(t, 2)
+	if !strings.Contains(r.stderr, "no-such-rev") || !strings.Contains(r.stderr, "(not_found)") {
+		t.Errorf("bad revision: %q", r.stderr)
+	}
+	// ",rw" cannot make a git mount writable.
+	r = runCapfs(t, dir, "-m", "r=git:"+repo+",rw", "stat", "r/a.txt").want(t, 0)
+	if !strings.Contains(r.stdout, "(git, read-only)") {
+		t.Errorf("a git mount is writable:\n%s", r.stdout)
+	}
+}

@@ -32,7 +32,7 @@ revision; "." for the defaults, meaning the current directory).`,
 			if src == "" {
 				src = "-"
 			}
-			fmt.Fprintf(w, "/%s\t%s\t%s\t%s\n", m.Path, m.Kind, mode, src)
+			fmt.Fprintf(w, "/%s\t%s\t%s\t%s\n", m.Path.Raw(), m.Kind, mode, src)
 		}
 		return w.Flush()
 	})

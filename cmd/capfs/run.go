@@ -233,7 +233,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	rep, serr := r.workTree.SyncBack(ctx, materialize.SyncOptions{
 		Conflict:   r.conflict,
 		Policy:     s.Policy,
-		PolicyRoot: r.workPath.String(),
+		PolicyRoot: r.workPath.Raw(),
 		Subject:    s.Subject,
 	})
 	r.summary(rep, serr)

@@ -406,3 +406,18 @@ func TestRunUsage(t *testing.T) {
 		t.Errorf("g.txt = %q, %v", b, err)
 	}
 }
+
+// TestRunGrant shows a git revision read-only inside the sandbox with --grant.
+func TestRunGrant(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := gitRepo(t, map[string]string{"a.txt": "committed\n"})
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `cat /capfs/ref/head/a.txt a.txt; echo x > /capfs/ref/head/a.txt && exit 5; exit 0`
+	r := runCapfs(t, root, "run", "--grant", "ref/head", "--", "sh", "-c", script).want(t, 0)
+	if r.stdout != "committed\nedited\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+}
