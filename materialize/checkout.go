@@ -88,8 +88,9 @@ const (
 )
 
 // Tree is a checkout: a real host directory holding a Dir's subtree, with the
-// Manifest of what it held at checkout. Its methods are safe for concurrent use,
-// except that Close must not run concurrently with Diff or SyncBack.
+// Manifest of what it held at checkout. Path, Bound, BindFile, Strategy,
+// Manifest, Skipped and Diff may be called concurrently; SyncBack and Close must
+// not run concurrently with any other call on the same Tree.
 type Tree struct {
 	src      *dir.Dir
 	opts     Options

@@ -3,11 +3,11 @@
 // the changes back through the same Dir.
 //
 // Checkout walks the source through its *dir.Dir (so the Dir's policy decides
-// and its audit trail records every read) and writes a new directory, mode 0700,
-// under a base directory (Options.Base, else $CAPFS_TMPDIR, else /dev/shm when it
-// is a writable tmpfs with room, else os.TempDir()), recording a Manifest: every path's
-// type, size, mode, modification time, SHA-256 digest (files) and target
-// (symlinks). The strategy is the fastest safe one (see Strategy): a read-only
+// and its audit trail records every read) and writes a new directory, mode
+// 0700, under a base directory (Options.Base, else $CAPFS_TMPDIR, else /dev/shm
+// when it is a writable tmpfs with room, else os.TempDir()), recording a
+// Manifest: every path's type, size, mode, modification time, SHA-256 digest
+// (files) and target (symlinks). The strategy is the fastest safe one (see Strategy): a read-only
 // bind of the physical directory itself, hard links, or a parallel copy that
 // hashes while it copies. Tree.Diff lists what changed since; Tree.SyncBack
 // validates every change, checks the source for conflicting edits, and only then

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
@@ -880,5 +882,72 @@ func TestBaseFromEnvironment(t *testing.T) {
 	defer tr.Close()
 	if filepath.Dir(tr.Path()) != base {
 		t.Fatalf("checkout at %s, not under %s", tr.Path(), base)
+	}
+}
+
+func TestDiffNeverFollowsOrBlocks(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		root := tr.Path()
+		outside := t.TempDir()
+		must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("host file"), 0o600))
+		// a directory swapped for a link out; a file swapped for a FIFO
+		must(t, os.RemoveAll(filepath.Join(root, "src")))
+		must(t, os.Symlink(outside, filepath.Join(root, "src")))
+		must(t, os.Remove(filepath.Join(root, "README")))
+		must(t, unix.Mkfifo(filepath.Join(root, "README"), 0o644))
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		got := kinds(cs)
+		if got["src"] != materialize.TypeChanged || got["README"] != materialize.TypeChanged ||
+			got["src/main.go"] != materialize.Deleted || got["src/secret"] != "" {
+			t.Fatalf("changes %v", got)
+		}
+		for _, c := range cs {
+			if c.Path == "README" && c.New.Type != fs.ModeNamedPipe {
+				t.Fatalf("README new type %v", c.New.Type)
+			}
+		}
+		before := snapshot(t, s.d)
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		if err == nil || len(rep.Refused) != 2 {
+			t.Fatalf("SyncBack: %v %+v", err, rep)
+		}
+		sameMap(t, snapshot(t, s.d), before)
+	})
+}
+
+func TestCheckoutIsAudited(t *testing.T) {
+	var mu sync.Mutex
+	var events []audit.Event
+	sink := audit.Func(func(_ context.Context, e audit.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})
+	b := memory.New()
+	host, _ := dir.New(b)
+	fill(t, host)
+	must(t, host.WriteFile(ctx, "id.pem", []byte("key"), 0o600))
+	d, _ := dir.New(b, dir.WithAudit(sink), dir.WithPolicy(policy.Defaults()), dir.WithSubject("builder"))
+	mu.Lock()
+	events = nil
+	mu.Unlock()
+	tr := checkout(t, d, materialize.Options{})
+	must(t, os.WriteFile(filepath.Join(tr.Path(), "out.txt"), []byte("built"), 0o644))
+	_, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+	must(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[string]audit.Outcome{}
+	for _, e := range events {
+		if e.Subject != "builder" {
+			t.Fatalf("event without the subject: %+v", e)
+		}
+		seen[e.Op+" "+e.Path] = e.Outcome
+	}
+	if seen["read src/main.go"] != audit.OK || seen["read id.pem"] != audit.Denied || seen["write out.txt"] != audit.OK {
+		t.Fatalf("audit trail %v", seen)
 	}
 }
