@@ -2,11 +2,13 @@ package gitree
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -93,8 +95,10 @@ var _ vfs.Backend = (*FS)(nil)
 
 // Open opens the repository at repoPath (a work tree or a bare repository / .git
 // directory; parents are not searched) and returns its tree at rev. rev is any
-// revision go-git resolves (see the package doc) or a full tree id. A bad revision
-// is not_found, naming rev; no error carries repoPath.
+// revision go-git resolves (see the package doc), or a tree id, full or
+// abbreviated (at least 4 hex digits). A bad revision is not_found, naming rev, and
+// so is an abbreviated id that more than one tree or commit starts with (the
+// message says it is ambiguous and lists them); no error carries repoPath.
 func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 	cfg := config{treeCache: DefaultTreeCacheSize, maxFDs: DefaultMaxOpenDescriptors, streamMin: DefaultStreamThreshold,
 		directPacks: true, deltaCache: DefaultDeltaBaseCacheSize, objectCache: DefaultObjectCacheSize}
@@ -189,6 +193,93 @@ func isFullHex(s string) bool {
 	return true
 }
 
+// isShortHex reports whether s could be an abbreviated object id: 4 to 39 hex
+// digits.
+func isShortHex(s string) bool {
+	if len(s) < 4 || len(s) >= 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveShortTree resolves an abbreviated id as git does where a tree is
+// expected: among the objects whose id starts with prefix, only tree-ish ones
+// count (trees, commits, and tags that peel to either). ok is true when prefix
+// names exactly one tree; when it names exactly one commit (or tag), ok is false
+// and the caller resolves the commit as usual, with its time. Several tree-ish
+// objects are an ambiguous revision: not_found, saying so. A branch or tag
+// named like a short id is found by the caller only if no object matches.
+func resolveShortTree(repo *git.Repository, r *repoState, prefix string) (node, bool, error) {
+	lower := strings.ToLower(prefix)
+	pfx, err := hex.DecodeString(lower[:len(lower)&^1])
+	if err != nil {
+		return node{}, false, nil
+	}
+	ps, ok := repo.Storer.(interface {
+		HashesWithPrefix([]byte) ([]plumbing.Hash, error)
+	})
+	if !ok {
+		return node{}, false, nil
+	}
+	if err := r.lock(); err != nil {
+		return node{}, false, vfs.NewError(vfs.CodeClosed, "open", vfs.Path{}, "repository closed")
+	}
+	defer r.mu.Unlock()
+	hashes, err := ps.HashesWithPrefix(pfx)
+	if err != nil {
+		return node{}, false, vfs.NewError(vfs.CodeIO, "open", vfs.Path{}, "cannot list objects for "+quote(prefix))
+	}
+	var trees, commits []string
+	for _, h := range hashes {
+		if !strings.HasPrefix(h.String(), lower) {
+			continue
+		}
+		o, err := r.store.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			continue
+		}
+		t := o.Type()
+		for t == plumbing.TagObject {
+			tag, err := object.DecodeTag(r.store, o)
+			if err != nil {
+				break
+			}
+			if o, err = r.store.EncodedObject(plumbing.AnyObject, tag.Target); err != nil {
+				break
+			}
+			t = o.Type()
+		}
+		switch t {
+		case plumbing.TreeObject:
+			trees = append(trees, h.String())
+		case plumbing.CommitObject:
+			commits = append(commits, h.String())
+		}
+	}
+	switch {
+	case len(trees)+len(commits) > 1:
+		var names []string
+		for _, h := range commits {
+			names = append(names, "commit "+h[:12])
+		}
+		for _, h := range trees {
+			names = append(names, "tree "+h[:12])
+		}
+		sort.Strings(names)
+		return node{}, false, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{},
+			"revision "+quote(prefix)+" is ambiguous: it abbreviates "+strings.Join(names, ", "))
+	case len(trees) == 1:
+		return node{mode: filemode.Dir, hash: plumbing.NewHash(trees[0])}, true, nil
+	}
+	return node{}, false, nil
+}
+
 // supportedSyntax reports whether rev uses only revision syntax go-git's
 // ResolveRevision honours. It silently ignores some forms (rev:path, @{...},
 // ^{tag}), which would otherwise resolve to the wrong object instead of failing.
@@ -221,6 +312,11 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 		h := plumbing.NewHash(rev)
 		if t, err := object.GetTree(repo.Storer, h); err == nil {
 			return node{mode: filemode.Dir, hash: t.Hash}, time.Time{}, nil
+		}
+	}
+	if isShortHex(rev) {
+		if n, ok, err := resolveShortTree(repo, r, rev); err != nil || ok {
+			return n, time.Time{}, err
 		}
 	}
 	if !supportedSyntax(rev) {

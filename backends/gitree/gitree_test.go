@@ -1,7 +1,11 @@
 package gitree
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
 	"errors"
 	"io"
 	"io/fs"
@@ -646,4 +650,97 @@ func TestCloseAndStorageOptions(t *testing.T) {
 		_, err = s.ReadDir(ctx, vfs.Path{})
 		wantCode(t, err, vfs.CodeClosed)
 	}
+}
+
+// treeWithPrefix returns the body of a one-entry tree (an empty file named by a
+// counter) whose id starts with prefix, and that id, trying names from start on.
+func treeWithPrefix(t *testing.T, prefix string, start int) ([]byte, string, int) {
+	t.Helper()
+	empty, _ := hex.DecodeString("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
+	for i := start; i < start+1<<24; i++ {
+		body := append([]byte(fmt.Sprintf("100644 f%d\x00", i)), empty...)
+		h := sha1.Sum(append([]byte(fmt.Sprintf("tree %d\x00", len(body))), body...))
+		if id := hex.EncodeToString(h[:]); strings.HasPrefix(id, prefix) {
+			return body, id, i
+		}
+	}
+	t.Fatalf("no tree id starts with %s", prefix)
+	return nil, "", 0
+}
+
+// TestAbbreviatedTreeID opens revisions by unique prefixes of a tree id, and
+// refuses a prefix that two trees, or a tree and a commit, share.
+func TestAbbreviatedTreeID(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not on PATH")
+	}
+	d := t.TempDir()
+	runGit(t, d, "init", "-q")
+	write(t, filepath.Join(d, "a.txt"), "one\n", 0o644)
+	runGit(t, d, "add", "-A")
+	runGit(t, d, "commit", "-q", "-m", "one")
+	tree := runGit(t, d, "rev-parse", "HEAD^{tree}")
+	commit := runGit(t, d, "rev-parse", "HEAD")
+	for _, n := range []int{4, 7, 12, 39} {
+		for _, rev := range []string{tree[:n], strings.ToUpper(tree[:n])} {
+			g, err := Open(d, rev)
+			if err != nil {
+				t.Fatalf("Open(%q): %v", rev, err)
+			}
+			if g.TreeID() != tree || !g.modTime.IsZero() {
+				t.Fatalf("Open(%q): tree %s, time %v; want %s, zero", rev, g.TreeID(), g.modTime, tree)
+			}
+			if got := readAll(t, g, "a.txt"); got != "one\n" {
+				t.Fatalf("a.txt = %q", got)
+			}
+			g.Close()
+		}
+	}
+	// A short commit id still resolves to the commit, with its time.
+	g, err := Open(d, commit[:7])
+	if err != nil || g.TreeID() != tree || g.modTime.IsZero() {
+		t.Fatalf("Open(short commit): %v", err)
+	}
+	g.Close()
+
+	// Two trees that share a 4-digit prefix, and a tree sharing the commit's.
+	hashObject := func(body []byte) string {
+		cmd := exec.Command("git", "hash-object", "-w", "-t", "tree", "--stdin")
+		cmd.Dir = d
+		cmd.Stdin = bytes.NewReader(body)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	runGit(t, d, "hash-object", "-w", "a.txt")
+	b1, id1, i := treeWithPrefix(t, "", 0)
+	b2, id2, _ := treeWithPrefix(t, id1[:4], i+1)
+	b3, id3, _ := treeWithPrefix(t, commit[:4], 0)
+	if hashObject(b1) != id1 || hashObject(b2) != id2 || hashObject(b3) != id3 {
+		t.Fatal("git computed other tree ids")
+	}
+	for _, c := range []struct{ prefix, a, b string }{{id1[:4], id1, id2}, {commit[:4], commit, id3}} {
+		_, err := Open(d, c.prefix)
+		wantCode(t, err, vfs.CodeNotFound)
+		msg := err.Error()
+		if !strings.Contains(msg, "ambiguous") || !strings.Contains(msg, c.a[:12]) || !strings.Contains(msg, c.b[:12]) {
+			t.Fatalf("Open(%q): %v", c.prefix, err)
+		}
+	}
+	// One more digit tells them apart again (unless they share it too).
+	for _, id := range []string{id1, id2} {
+		k := 5
+		for id1[:k] == id2[:k] {
+			k++
+		}
+		g, err := Open(d, id[:k])
+		if err != nil || g.TreeID() != id {
+			t.Fatalf("Open(%q): %v", id[:k], err)
+		}
+		g.Close()
+	}
+	_, err = Open(d, "0000000")
+	wantCode(t, err, vfs.CodeNotFound)
 }
