@@ -87,6 +87,25 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 					ne.Digest = old.Digest
 				}
 			}
+			if ne.Digest == "" && lim.MaxBytes >= 0 && bytes+ne.Size > lim.MaxBytes {
+				// Over the limit whatever the contents: do not read them.
+				kind := Added
+				if had {
+					kind = Modified
+					if !old.IsRegular() {
+						kind = TypeChanged
+					}
+				}
+				if !had || !old.IsRegular() || old.Size != ne.Size {
+					c := Change{Kind: kind, Path: he.rel, New: ne}
+					if had {
+						c.Old = &old
+					}
+					out = append(out, c)
+					hit = &limitHit{c, "more bytes to write than the limit of " + strconv.FormatInt(lim.MaxBytes, 10)}
+					return errStop
+				}
+			}
 			if ne.Digest == "" {
 				f, _, err := openRegularAt(he.dirfd, he.name, &he.st)
 				if err != nil {

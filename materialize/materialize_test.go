@@ -951,3 +951,21 @@ func TestCheckoutIsAudited(t *testing.T) {
 		t.Fatalf("audit trail %v", seen)
 	}
 }
+
+func TestSyncBackHugeFileNotRead(t *testing.T) {
+	d, _ := dir.New(memory.New())
+	fill(t, d)
+	tr := checkout(t, d, materialize.Options{})
+	// A sparse terabyte: reading it would never finish within the test's time.
+	f, err := os.Create(filepath.Join(tr.Path(), "huge"))
+	must(t, err)
+	must(t, f.Truncate(1<<40))
+	must(t, f.Close())
+	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+	if vfs.CodeOf(err) != vfs.CodeQuota || len(rep.Refused) != 1 || rep.Refused[0].Change.Path != "huge" {
+		t.Fatalf("SyncBack: %v %+v", err, rep)
+	}
+	if ok, _ := d.Exists(ctx, "huge"); ok {
+		t.Fatal("huge was synced")
+	}
+}
