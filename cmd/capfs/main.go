@@ -93,7 +93,8 @@ flags add mounts, --policy and --audit override):
 Exit codes: 0 success; 1 an operation failed (grep: nothing matched); 2 bad
 flags, arguments, mount specs or configuration; run exits with the command's own
 status, or 3 when its changes were refused or conflicted at sync-back (the source
-is left untouched), or 125 when the sandbox could not start.
+is left untouched), 125 when the command could not be started (no working
+sandbox), or 130 when interrupted.
 Errors are printed on stderr as "capfs: <op> <path>: <message> (<code>)".`
 
 // newRootCmd builds the command tree.
@@ -123,6 +124,7 @@ func newRootCmd() *cobra.Command {
 		newDiffCmd(o),
 		newRunCmd(o),
 		newMountsCmd(o),
+		newMCPCmd(o),
 	)
 	return root
 }

@@ -29,6 +29,10 @@ const sandboxRoot = "/capfs"
 // container runners.
 const exitRunFailed = 125
 
+// exitInterrupted is run's exit code when capfs was interrupted (SIGINT, SIGTERM)
+// while the command ran: the command is killed and nothing is synced back.
+const exitInterrupted = 130
+
 func newRunCmd(o *globalOptions) *cobra.Command {
 	var (
 		work             string
@@ -66,8 +70,9 @@ A summary of the changes, the sandbox that ran the command and the audit log's
 path go to stderr. capfs exits with CMD's status; with 3 when sync-back refused
 a change or found a conflict (the source is left untouched), whatever CMD's
 status; with 125 when the command could not be started (e.g. bubblewrap cannot
-work here: --allow-unsandboxed runs it without isolation, audited as such).
-Changes are synced back whatever CMD's exit status.`,
+work here: --allow-unsandboxed runs it without isolation, audited as such);
+with 130 when capfs is interrupted (the command is killed, nothing is synced
+back). Changes are synced back whatever CMD's exit status.`,
 		Example: `  capfs run -- make
   capfs run --work project/sub --env CGO_ENABLED=0 -- go build ./...
   capfs -m src=physical:. -m deps=physical:../vendor,ro run --work src -- make test`,
@@ -215,6 +220,10 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	}
 	res, err := runner.Run(ctx, launch)
 	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(r.stderr, "capfs: run %s: interrupted; nothing synced back\ncapfs: audit log: %s\n", argv[0], s.AuditPath)
+			return exitStatus(exitInterrupted)
+		}
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			fmt.Fprintf(r.stderr, "capfs: run: %s\ncapfs: run: no sandbox can work here; --allow-unsandboxed runs the command without isolation (audited)\n", formatError(err))
 		} else {

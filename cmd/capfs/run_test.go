@@ -421,3 +421,58 @@ func TestRunGrant(t *testing.T) {
 		t.Errorf("stdout = %q", r.stdout)
 	}
 }
+
+// TestRunEnv checks the command's environment: the minimal one plus --env, never
+// capfs's own.
+func TestRunEnv(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := t.TempDir()
+	r := runCapfsEnv(t, root, []string{"CAPFS_TEST_LEAK=leaked"}, "run", "--env", "FOO=bar baz", "--",
+		"sh", "-c", `echo "$FOO|$HOME|${CAPFS_TEST_LEAK:-unset}|$(id -u)"`).want(t, 0)
+	if r.stdout != "bar baz|/tmp|unset|1000\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+}
+
+// TestRunInterrupted checks that an interrupted run kills the command, syncs
+// nothing back and exits 130 (a file handshake tells the test the command runs).
+func TestRunInterrupted(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root, base := t.TempDir(), t.TempDir()
+	cmd := exec.Command(capfsBin, "run", "--", "sh", "-c", "echo new > out.txt; touch ready; while :; do sleep 0.05; done")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "CAPFS_TMPDIR="+base)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		if m, _ := filepath.Glob(filepath.Join(base, "*", "ready")); len(m) == 1 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("capfs exited early: %v\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v, want %d\n%s", err, exitInterrupted, stderr.String())
+	}
+	if _, err := os.Lstat(filepath.Join(root, "out.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("out.txt was synced back after an interrupt: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(base, "*")); len(m) != 0 {
+		t.Errorf("checkouts left behind: %q", m)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/capfs/capfs/mcpserver"
+)
+
+// version is reported to MCP clients.
+const version = "dev"
+
+func newMCPCmd(o *globalOptions) *cobra.Command {
+	var httpAddr string
+	var readOnly bool
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the namespace to AI agents over the Model Context Protocol",
+		Long: `Serve the namespace as a Model Context Protocol server, over stdio (the
+default: register "capfs mcp" as a command with your MCP client) or, with
+--http ADDR, over streamable HTTP at http://ADDR/mcp on a loopback address only.
+
+Tools: read, read_many, write, append, edit, apply_patch, list, tree, glob,
+grep, stat, mkdir, move, copy, remove, mounts, help. Every tool call goes
+through the namespace's capability: confined to it, decided by the policy,
+and recorded in the audit log, each event tagged with the MCP request. With
+--read-only (or when every mount is read-only) no writing tool is offered.
+
+Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
+  {"mcpServers": {"capfs": {"command": "capfs",
+    "args": ["mcp", "--mount", "project=physical:/path/to/project"]}}}`,
+		Args: cobra.NoArgs,
+	}
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT) instead of stdio")
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "serve a read-only view: no writing tool is offered")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if httpAddr != "" {
+			if err := checkLoopback(httpAddr); err != nil {
+				return usageError(err)
+			}
+		}
+		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+			root := s.Root
+			if readOnly {
+				root = root.ReadOnly()
+			}
+			srv := mcpserver.New(root, mcpserver.Options{
+				Name:    "capfs",
+				Version: version,
+				Mounts:  func() []mcpserver.MountInfo { return mcpMounts(s, readOnly) },
+			})
+			if httpAddr == "" {
+				err := srv.Run(ctx, &mcp.StdioTransport{})
+				if ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
+					return nil
+				}
+				return err
+			}
+			return serveHTTP(ctx, cmd, srv, httpAddr)
+		})(cmd, args)
+	}
+	return cmd
+}
+
+// mcpMounts describes the session's mounts for the mounts tool, without host
+// paths: the kind, and a git mount's revision.
+func mcpMounts(s *session, readOnly bool) []mcpserver.MountInfo {
+	out := make([]mcpserver.MountInfo, 0, len(s.Mounts))
+	for _, m := range s.Mounts {
+		mi := mcpserver.MountInfo{Path: "/" + m.Path.Raw(), Backend: m.Kind, ReadOnly: m.ReadOnly || readOnly}
+		switch m.Kind {
+		case kindGit:
+			mi.Backend, mi.Note = "git", "revision "+m.Rev+" (read-only)"
+		case kindPhysical:
+			mi.Backend = "host directory"
+		case kindMemory:
+			mi.Note = "in memory: gone when the server exits"
+		}
+		out = append(out, mi)
+	}
+	return out
+}
+
+// checkLoopback accepts only host:port addresses whose host is a loopback IP or
+// "localhost": the server has no authentication of its own.
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want HOST:PORT on a loopback address, e.g. 127.0.0.1:8080", addr)
+	}
+	if port == "" {
+		return fmt.Errorf("--http %q: no port", addr)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http %q: refusing a non-loopback address (the MCP server has no authentication); use 127.0.0.1, [::1] or localhost", addr)
+	}
+	return nil
+}
+
+// serveHTTP serves srv over streamable HTTP at /mcp until ctx is done.
+func serveHTTP(ctx context.Context, cmd *cobra.Command, srv *mcp.Server, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	// A name that resolved to something else than loopback is refused too.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		ln.Close()
+		return usageErrorf("--http %q: listening address %s is not loopback", addr, ln.Addr())
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(cmd.ErrOrStderr(), "capfs mcp: serving streamable HTTP at http://%s/mcp\n", ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+		<-done
+		return nil
+	}
+}
