@@ -44,6 +44,10 @@ type BubblewrapOptions struct {
 	// downloaded (and fails at once, not after a network timeout, on the others).
 	// The build cache is not shared: the sandbox could poison it for the host.
 	GoModCache string
+	// TmpSize caps the sandbox's /tmp (a tmpfs in memory; HOME and the Go build
+	// cache live there) at this many bytes; 0 leaves the kernel's default (half of
+	// RAM).
+	TmpSize int64
 	// ShowPrivateEtc binds /etc as it is. By default the entries of /etc that an
 	// ordinary user could not read are hidden (see the package documentation).
 	ShowPrivateEtc bool
@@ -165,8 +169,10 @@ var hostLinkDirs = []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx3
 // Wrap returns a launch of bwrap running l inside the sandbox. It refuses (code
 // invalid_path) a mount target that is not absolute and clean, that is "/", that
 // is, contains or lies under a system bind (/usr, /etc, /proc, /dev, /tmp, /bin,
-// /sbin, /lib, /lib64, /lib32, /libx32, the Go root), or that nests with or
-// repeats another mount's target.
+// /sbin, /lib, /lib64, /lib32, /libx32, the Go root and module cache), or that
+// nests with or repeats another mount's target. The launch it returns has no
+// Mounts (they are inside) and Dir "/" (bwrap's own, on the host); its
+// ExtraFiles are l's followed by the descriptors of l's Mounts.
 func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error) {
 	if err := validateLaunch(l); err != nil {
 		return nil, err
@@ -227,7 +233,11 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	if !b.opts.ShowPrivateEtc {
 		a = append(a, etcMasks("/etc")...)
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	if b.opts.TmpSize > 0 {
+		a = append(a, "--size", strconv.FormatInt(b.opts.TmpSize, 10))
+	}
+	a = append(a, "--tmpfs", "/tmp")
 	// A toolchain GOTOOLCHAIN downloaded lives in the module cache: one bind then
 	// shows both.
 	if bindGo && !(bindMod && within(goroot, modcache)) {

@@ -441,3 +441,17 @@ if (echo x > "$GOMODCACHE/poison") 2>/dev/null; then echo writable; else echo re
 		t.Fatal("the sandbox wrote into the host module cache")
 	}
 }
+
+func TestBwrapTmpSize(t *testing.T) {
+	needBwrap(t)
+	script := `if head -c 2097152 /dev/zero > /tmp/big 2>/dev/null; then echo fit; else echo full; fi
+rm /tmp/big; head -c 1000 /dev/zero > /tmp/small && echo small`
+	_, out, _ := runOut(t, bwrapRunner(BubblewrapOptions{TmpSize: 1 << 20}), sh(script))
+	if out != "full\nsmall\n" {
+		t.Fatalf("with a 1 MiB /tmp: %q, want a 2 MiB write refused", out)
+	}
+	_, out, _ = runOut(t, bwrapRunner(BubblewrapOptions{}), sh(script))
+	if out != "fit\nsmall\n" {
+		t.Fatalf("default /tmp: %q", out)
+	}
+}

@@ -26,8 +26,8 @@
 // Bubblewrap (bwrap ≥ 0.8) runs the command
 //
 //   - in new user, mount, pid, network, ipc, uts and cgroup namespaces
-//     (--unshare-all --unshare-user), as uid/gid 1000 inside its own user namespace,
-//     with no capabilities and with further user namespaces disabled. As root
+//     (--unshare-all --unshare-user), as uid/gid 1000 (configurable, never 0)
+//     inside its own user namespace, with no capabilities and with further user namespaces disabled. As root
 //     without a user namespace, a sandboxed process could remount / read-write;
 //     inside one it cannot touch the read-only binds, which are locked by the kernel;
 //   - with no network: only a loopback interface of its own;
@@ -72,11 +72,12 @@
 // to the host kernel the command owns root's files (without any capability). The
 // wrapper therefore hides every entry of /etc that an ordinary user could not read
 // (shadow, private keys: files become unreadable, directories empty) at each run,
-// but /usr is bound as it is. Resource limits (CPU, memory, disk in /tmp) and
-// syscall filtering (seccomp) are not applied. Mount targets may not nest or
+// but /usr is bound as it is. Resource limits (CPU, memory; /tmp only with
+// BubblewrapOptions.TmpSize) and syscall filtering (seccomp) are not applied. Mount targets may not nest or
 // overlap each other or the system binds: Wrap refuses such a launch.
 //
 // Unsandboxed runs (AllowUnsandboxed) have none of these properties: the command
-// runs as the caller, on the host filesystem, with the minimal environment; its
-// working directory is mapped from the grant holding it.
+// runs as the caller, on the host filesystem, with the minimal environment plus the
+// Launch's; its working directory is mapped to the host through the grant holding
+// it (a descriptor grant through /proc/self/fd/N).
 package sandbox
