@@ -117,13 +117,25 @@ func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, erro
 	if err != nil || ref.Type() != plumbing.HashReference {
 		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "branch "+quote(branch)+" not found")
 	}
-	if _, err := object.GetCommit(repo.Storer, ref.Hash()); err != nil {
-		// An annotated tag, or a ref to a tree or blob: no parent for a commit.
-		return nil, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "ref "+quote(branch)+" does not point at a commit")
-	}
+	notCommit := vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "ref "+quote(branch)+" does not point at a commit")
+	// The base FS's object store serves reads and, under its lock, the objects
+	// Commit writes: one pack index is loaded, not two.
 	base, err := Open(repoPath, ref.Hash().String(), cfg.tree...)
 	if err != nil {
+		if vfs.CodeOf(err) == vfs.CodeNotFound {
+			return nil, notCommit
+		}
 		return nil, err
+	}
+	if err := base.r.lock(); err != nil {
+		return nil, vfs.NewError(vfs.CodeClosed, "open", vfs.Path{}, "repository closed")
+	}
+	_, err = object.GetCommit(base.r.store, ref.Hash())
+	base.r.mu.Unlock()
+	if err != nil {
+		// An annotated tag, or a ref to a tree or blob: no parent for a commit.
+		base.Close()
+		return nil, notCommit
 	}
 	s := &ovState{base: base, store: memory.New(cfg.mem...)}
 	root := &unode{typ: fs.ModeDir, lo: base.root}
@@ -393,21 +405,27 @@ func (o *Overlay) tree(ctx context.Context) (plumbing.Hash, error) {
 	return o.store(ctx, t.Encode, plumbing.TreeObject)
 }
 
-// store encodes an object with enc and writes it unless the store already has it.
+// store encodes an object with enc and writes it into the base FS's object store
+// (under its lock) unless the store already has it.
 func (o *Overlay) store(ctx context.Context, enc func(plumbing.EncodedObject) error, t plumbing.ObjectType) (plumbing.Hash, error) {
 	if err := ctx.Err(); err != nil {
 		return plumbing.ZeroHash, &vfs.Error{Code: vfs.CodeCanceled, Op: "commit", Err: err}
 	}
-	obj := o.repo.Storer.NewEncodedObject()
+	r := o.v.s.base.r
+	if err := r.lock(); err != nil {
+		return plumbing.ZeroHash, vfs.NewError(vfs.CodeClosed, "commit", vfs.Path{}, "overlay closed")
+	}
+	defer r.mu.Unlock()
+	obj := r.store.NewEncodedObject()
 	obj.SetType(t)
 	if err := enc(obj); err != nil {
 		return plumbing.ZeroHash, vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot encode object")
 	}
 	h := obj.Hash()
-	if o.repo.Storer.HasEncodedObject(h) == nil {
+	if r.store.HasEncodedObject(h) == nil {
 		return h, nil
 	}
-	if _, err := o.repo.Storer.SetEncodedObject(obj); err != nil {
+	if _, err := r.store.SetEncodedObject(obj); err != nil {
 		return plumbing.ZeroHash, vfs.NewError(vfs.CodeIO, "commit", vfs.Path{}, "cannot write object")
 	}
 	return h, nil
