@@ -8,8 +8,10 @@
 // a branch whose writes stay in memory until Overlay.Commit writes blobs, trees and a
 // commit into the object store and moves the branch only if it has not moved since
 // the overlay was opened (conflict otherwise), touching no work tree or index. The
-// overlay copies the whole base tree into memory at its first write (see
-// OpenOverlay).
+// overlay copies up per path: reads of untouched paths go to the base revision, the
+// first write to a file copies that one file, deletions are whiteouts, a renamed
+// base directory keeps overlaying its base tree, and Commit re-hashes only the
+// directories that changed (see Overlay).
 //
 // Guarantees:
 //   - Open resolves any revision go-git understands — branch, remote branch, tag
