@@ -826,7 +826,8 @@ func (t *Tree) BindFile() *os.File {
 // Strategy returns how the checkout was made.
 func (t *Tree) Strategy() Strategy { return t.strategy }
 
-// Manifest returns what Checkout recorded. It must not be modified.
+// Manifest returns what Checkout recorded, updated by each SyncBack with what it
+// applied. It must not be modified, nor read while SyncBack runs.
 func (t *Tree) Manifest() *Manifest { return t.manifest }
 
 // Skipped returns the source paths Checkout left out, sorted: paths the Dir's

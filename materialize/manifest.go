@@ -39,8 +39,8 @@ func (e Entry) IsSymlink() bool { return e.Type&fs.ModeSymlink != 0 }
 // Manifest is what Checkout copied: every path of the checkout, relative to the
 // checkout root in slash form ("a/b.go"; the root itself is not listed), with its
 // type, size, mode, modification time, digest (files) and target (symlinks).
-// A Manifest is not modified after Checkout returns, so it is safe for
-// concurrent reads.
+// Only SyncBack modifies a Manifest after Checkout returns (recording what it
+// applied); read it only while no SyncBack runs.
 type Manifest struct {
 	// Entries maps each path to its entry.
 	Entries map[string]Entry

@@ -276,6 +276,22 @@ func TestRoundTrip(t *testing.T) {
 			"src/main.go/inner": "f -rw-r--r-- x",
 			"src/sub":           "f -rw-r--r-- now a file",
 		})
+		// The manifest now records the applied state: nothing more to sync.
+		cs, err = tr.Diff(ctx)
+		must(t, err)
+		if len(cs) != 0 {
+			t.Fatalf("changes after SyncBack: %+v", cs)
+		}
+		// A later edit is synced on its own, without a conflict.
+		must(t, os.WriteFile(filepath.Join(root, "new.txt"), []byte("again\n"), 0o640))
+		rep, err = tr.SyncBack(ctx, materialize.SyncOptions{})
+		must(t, err)
+		if len(rep.Applied) != 1 || rep.Applied[0].Path != "new.txt" {
+			t.Fatalf("second sync %+v", rep)
+		}
+		if b, _ := s.d.ReadFile(ctx, "new.txt"); string(b) != "again\n" {
+			t.Fatalf("new.txt = %q", b)
+		}
 	})
 }
 

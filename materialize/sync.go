@@ -133,6 +133,10 @@ type Refusal struct {
 // with the report, whose Applied lists what was applied: it is not a
 // transaction.
 //
+// Applied changes are recorded in the Manifest, so a later Diff no longer
+// reports them and a later SyncBack does not apply them again; changes not
+// applied (skipped, or after a failure) are still reported.
+//
 // A ReadOnly checkout has nothing to sync: with no changes SyncBack returns an
 // empty report, otherwise read_only naming them.
 func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, error) {
@@ -227,7 +231,28 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		}
 		return rep, nil
 	}
-	return rep, t.apply(ctx, todo, rep)
+	err = t.apply(ctx, todo, rep)
+	t.advance(rep.Applied)
+	return rep, err
+}
+
+// advance records applied changes in the manifest, so that the next Diff or
+// SyncBack starts from the state the source now has. Their files are marked
+// racy: the next Diff re-reads them rather than trust a stat taken now.
+func (t *Tree) advance(applied []Change) {
+	m := t.manifest
+	for _, c := range applied {
+		if c.Kind == Deleted {
+			delete(m.Entries, c.Path)
+			delete(m.stat, c.Path)
+			continue
+		}
+		m.Entries[c.Path] = *c.New
+		delete(m.stat, c.Path)
+		if c.New.IsRegular() {
+			m.stat[c.Path] = statKey{racy: true}
+		}
+	}
 }
 
 // step is one validated change and how to apply it.
