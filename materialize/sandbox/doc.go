@@ -76,8 +76,16 @@
 // BubblewrapOptions.TmpSize) and syscall filtering (seccomp) are not applied. Mount targets may not nest or
 // overlap each other or the system binds: Wrap refuses such a launch.
 //
+// Files the command creates in a writable grant belong, on the host, to the
+// caller's uid (root, when capfs runs as root), and the command may set their
+// setuid and setgid bits (the sandbox's own view mounts them nosuid; the host's does
+// not). A writable grant must therefore be a directory no other user can reach,
+// such as materialize's 0700 checkouts (whose sync-back strips those bits), never a
+// shared host directory.
+//
 // Unsandboxed runs (AllowUnsandboxed) have none of these properties: the command
 // runs as the caller, on the host filesystem, with the minimal environment plus the
 // Launch's; its working directory is mapped to the host through the grant holding
-// it (a descriptor grant through /proc/self/fd/N).
+// it (a descriptor grant through /proc/self/fd/N). It still runs in a session of
+// its own, killed as a whole when ctx ends.
 package sandbox

@@ -350,9 +350,13 @@ func (r *Runner) command(ctx context.Context, l *Launch, sandboxed bool) (*exec.
 		}
 		cmd.Dir = d
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A new session (and so a new process group, killed as one on cancel) with no
+	// controlling terminal: the command cannot inject input into the caller's
+	// terminal (TIOCSTI), and reading a terminal stdin does not stop it (SIGTTIN)
+	// as it would a background process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error {
-		// The negative pid names the process group Setpgid created.
+		// The negative pid names the process group Setsid created.
 		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return cmd.Process.Kill()
 		}

@@ -180,6 +180,14 @@ func TestUnsandboxedStartFailure(t *testing.T) {
 	}
 }
 
+func TestUnsandboxedNewSession(t *testing.T) {
+	_, out, _ := runOut(t, &Runner{AllowUnsandboxed: true}, sh(`set -- $(cat /proc/$$/stat); echo "$1 $5 $6"`))
+	f := strings.Fields(out)
+	if len(f) != 3 || f[0] != f[1] || f[0] != f[2] {
+		t.Fatalf("pid, pgrp, session = %q: want the command to lead its own session", out)
+	}
+}
+
 func TestUnsandboxedFileMountDir(t *testing.T) {
 	work := t.TempDir()
 	f := openPath(t, work)
