@@ -53,7 +53,6 @@ stops N levels below PATH (0: no limit).`,
 			}
 			if first {
 				first, base = false, p
-				top.dir = d.IsDir()
 				return nil
 			}
 			rel := p
