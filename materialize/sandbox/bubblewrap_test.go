@@ -455,3 +455,13 @@ rm /tmp/big; head -c 1000 /dev/zero > /tmp/small && echo small`
 		t.Fatalf("default /tmp: %q", out)
 	}
 }
+
+func TestBwrapStdin(t *testing.T) {
+	needBwrap(t)
+	l := sh("tr a-z A-Z; echo err >&2")
+	l.Stdin = strings.NewReader("piped in\n")
+	_, out, errOut := runOut(t, bwrapRunner(BubblewrapOptions{}), l)
+	if out != "PIPED IN\n" || errOut != "err\n" {
+		t.Fatalf("stdout %q stderr %q", out, errOut)
+	}
+}
