@@ -42,7 +42,11 @@
 //   - write with create_only creates the empty file first (already_exists is
 //     decided by the backend, so two writers cannot both create it) and then
 //     replaces it atomically: a reader can see it empty in between.
-//   - move across mounts copies and then deletes (dir.AllowCopy).
+//   - move across mounts copies and then deletes (dir.AllowCopy). The
+//     already_exists check of move and copy without overwrite is made just
+//     before the call, so a destination created in between is replaced.
+//   - Annotations are hints for clients; what a tool can do is decided by the
+//     Dir, not by them.
 //   - Limits bound what one call returns (Options), not what it reads: grep reads
 //     every file it searches, up to the Dir's own read limit.
 package mcpserver

@@ -80,6 +80,11 @@ func (s *server) readLines(ctx context.Context, out *bytes.Buffer, op, path stri
 			return err
 		}
 		lineNo++
+		if lineNo%4096 == 0 {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+		}
 		if lineNo >= offset {
 			if shown == limit {
 				fmt.Fprintf(out, "(more lines follow: continue with offset=%d)\n", lineNo)

@@ -119,7 +119,7 @@ func New(root *dir.Dir, opts Options) *mcp.Server {
 }
 
 // ReadOnlyTools and WriteTools are the names of the tools New registers: a
-// read-only Dir gets ReadOnlyTools only.
+// read-only Dir gets ReadOnlyTools only. Callers must not modify them.
 var (
 	ReadOnlyTools = []string{"read", "read_many", "list", "tree", "glob", "grep", "stat", "mounts", "help"}
 	WriteTools    = []string{"write", "append", "edit", "apply_patch", "mkdir", "move", "copy", "remove"}
