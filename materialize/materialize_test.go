@@ -985,3 +985,49 @@ func TestSyncBackHugeFileNotRead(t *testing.T) {
 		t.Fatal("huge was synced")
 	}
 }
+
+func TestSyncBackSourceDeleted(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		for _, mode := range []materialize.ConflictMode{materialize.ConflictFail, materialize.ConflictKeepOurs, materialize.ConflictKeepTheirs} {
+			d, err := s.d.CreateDir(ctx, "case"+string(rune('0'+mode)))
+			must(t, err)
+			fill(t, d)
+			tr := checkout(t, d, materialize.Options{})
+			// the sandbox edits README and chmods run.sh; the host deletes both,
+			// and both sides delete src/sub/up
+			must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("ours"), 0o644))
+			must(t, os.Chmod(filepath.Join(tr.Path(), "run.sh"), 0o700))
+			must(t, os.Remove(filepath.Join(tr.Path(), "src/sub/up")))
+			for _, p := range []string{"README", "run.sh", "src/sub/up"} {
+				must(t, d.Remove(ctx, p))
+			}
+			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: mode})
+			if strings.Join(rep.Conflicts, ",") != "README,run.sh" {
+				t.Fatalf("mode %d: conflicts %v", mode, rep.Conflicts)
+			}
+			snap := snapshot(t, d)
+			switch mode {
+			case materialize.ConflictFail:
+				if vfs.CodeOf(err) != vfs.CodeConflict || snap["README"] != "" || snap["run.sh"] != "" {
+					t.Fatalf("fail: %v %v", err, snap)
+				}
+			case materialize.ConflictKeepOurs:
+				if err != nil || snap["README"] != "f -rw-r--r-- ours" || snap["run.sh"] != "f -rwx------ #!/bin/sh\n" {
+					t.Fatalf("keep ours: %v %v", err, snap)
+				}
+			case materialize.ConflictKeepTheirs:
+				if err != nil || snap["README"] != "" || snap["run.sh"] != "" || len(rep.Skipped) != 3 {
+					t.Fatalf("keep theirs: %v %v %+v", err, snap, rep)
+				}
+			}
+			if mode != materialize.ConflictFail {
+				// the deletion both sides made is settled
+				cs, err := tr.Diff(ctx)
+				must(t, err)
+				if kinds(cs)["src/sub/up"] != "" {
+					t.Fatalf("settled deletion still reported: %v", kinds(cs))
+				}
+			}
+		}
+	})
+}

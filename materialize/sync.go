@@ -215,12 +215,14 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		}
 	}
 	var todo []*step
+	var settled []Change
 	for _, s := range plan {
 		switch {
 		case s.skip:
 			rep.Skipped = append(rep.Skipped, s.c)
 		case s.c.Kind == Deleted && s.gone:
 			rep.Skipped = append(rep.Skipped, s.c) // already deleted in the source
+			settled = append(settled, s.c)
 		default:
 			todo = append(todo, s)
 		}
@@ -232,7 +234,7 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		return rep, nil
 	}
 	err = t.apply(ctx, todo, rep)
-	t.advance(rep.Applied)
+	t.advance(append(settled, rep.Applied...))
 	return rep, err
 }
 
@@ -516,6 +518,12 @@ func (t *Tree) apply(ctx context.Context, plan []*step, rep *SyncReport) error {
 	for _, s := range plan {
 		if s.c.Kind != ModeChanged {
 			continue
+		}
+		if s.gone {
+			// Keep ours, and the source deleted it: bring the whole entry back.
+			if err := t.create(ctx, s); err != nil {
+				return err
+			}
 		}
 		if s.c.New.IsDir() {
 			dirModes = append(dirModes, s)
