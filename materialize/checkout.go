@@ -83,7 +83,11 @@ const (
 	// edits of those files show through the links.
 	StrategyHardLink Strategy = "hardlink"
 	// StrategyCopy: a private directory holding copies, read through the Dir by
-	// parallel workers and hashed while copied.
+	// parallel workers (Options.Workers) and hashed while copied: each file is
+	// read once into a buffer that feeds both the digest and the write.
+	// copy_file_range is not used: a Dir's Handle exposes no host descriptor
+	// (reading through the Dir is what lets its policy decide and its audit
+	// trail record each file), and the digest needs the bytes in user space.
 	StrategyCopy Strategy = "copy"
 )
 

@@ -17,7 +17,9 @@ type Entry struct {
 	// Size is the length of a regular file in bytes; 0 for other types.
 	Size int64
 	// Mode is the permission bits plus fs.ModeSetuid, fs.ModeSetgid and
-	// fs.ModeSticky when set. Checkout never records those three: it strips them.
+	// fs.ModeSticky when set. Checkout never records those three (it strips
+	// them); an entry SyncBack recorded describes the checkout's file as synced
+	// (the source got it without them).
 	Mode fs.FileMode
 	// ModTime is the modification time. A checkout file gets its source's.
 	ModTime time.Time
