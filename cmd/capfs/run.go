@@ -51,9 +51,11 @@ bring its changes back through the namespace's checks.
      is checked out read-write into a private 0700 directory (under
      $CAPFS_TMPDIR, else /dev/shm, else the temp dir). Every file is read
      through the capability: paths the policy denies (secrets) are left out.
-  2. Every other physical mount, and each --grant path, is made visible
-     read-only (a physical directory is bound without copying when the policy
-     hides nothing in it).
+  2. Every other physical mount, and each --grant path (e.g. ref/head), is
+     made visible read-only: a physical directory is bound without copying when
+     the policy hides nothing in it, anything else is copied. A path inside, or
+     holding, one already granted is left out: the grant already shows it, and
+     binds cannot nest. Git and memory mounts are visible only through --grant.
   3. CMD runs under bubblewrap: its own user namespace as a non-root uid, no
      network, a cleared environment (plus --env), /usr and /etc read-only, a
      private /tmp. Namespace path P appears at /capfs/P; the working directory
@@ -129,6 +131,7 @@ type runner struct {
 	workPath         vfs.Path
 	mounts           []sandbox.Mount
 	seenTargets      []vfs.Path
+	subs             []func() error // Subs of mount backends made for zero-copy checkouts
 }
 
 func (r *runner) close() {
@@ -136,6 +139,9 @@ func (r *runner) close() {
 		if err := t.Close(); err != nil {
 			fmt.Fprintf(r.stderr, "capfs: run: removing a checkout: %s\n", formatError(err))
 		}
+	}
+	for _, c := range r.subs {
+		c()
 	}
 }
 
@@ -330,6 +336,7 @@ func (r *runner) hostFor(p vfs.Path) vfs.Backend {
 	if err != nil {
 		return nil
 	}
+	r.subs = append(r.subs, closerOf(b))
 	return b
 }
 

@@ -476,3 +476,27 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("checkouts left behind: %q", m)
 	}
 }
+
+// TestRunWorkSubdir checks out a subdirectory of a mount: the command starts there,
+// its changes land there, and the default audit log is under $XDG_STATE_HOME.
+func TestRunWorkSubdir(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	proj, state := t.TempDir(), t.TempDir()
+	writeTree(t, proj, map[string]string{"sub/a.txt": "a\n", "top.txt": "top\n"})
+	r := runCapfsEnv(t, proj, []string{"XDG_STATE_HOME=" + state}, "-m", "p=physical:"+proj, "run", "--work", "p/sub", "--",
+		"sh", "-c", "pwd; ls; echo x > new.txt").want(t, 0)
+	if r.stdout != "/capfs/p/sub\na.txt\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	if b, err := os.ReadFile(filepath.Join(proj, "sub", "new.txt")); err != nil || string(b) != "x\n" {
+		t.Errorf("sub/new.txt = %q, %v", b, err)
+	}
+	logPath := filepath.Join(state, "capfs", "audit.jsonl")
+	if !strings.Contains(r.stderr, "  A p/sub/new.txt\n") || !strings.Contains(r.stderr, "audit log: "+logPath+"\n") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	if len(readAudit(t, logPath)) == 0 {
+		t.Error("the default audit log is empty")
+	}
+}
