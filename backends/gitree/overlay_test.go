@@ -1071,3 +1071,84 @@ func copyWhole(ctx context.Context, src, dst vfs.Backend, p vfs.Path) error {
 	}
 	return nil
 }
+
+// TestOverlayConcurrentCopyUp races copy-ups of the same base files (appends from
+// several goroutines), lazy renames of a base directory back and forth, and
+// readers of the merged view; every append must survive into the commit.
+func TestOverlayConcurrentCopyUp(t *testing.T) {
+	ctx := context.Background()
+	d, _ := overlayRepo(t)
+	o := openOverlay(t, d)
+	P := vfs.MustParse
+	const writers, rounds = 4, 10
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				for _, p := range []string{"a.txt", "dir/keep.txt"} {
+					f, err := o.OpenFile(ctx, P(p), os.O_WRONLY|os.O_APPEND, 0)
+					if err != nil {
+						t.Errorf("open %s: %v", p, err)
+						return
+					}
+					if _, err := f.Write([]byte{byte('a' + w)}); err != nil {
+						t.Errorf("append %s: %v", p, err)
+					}
+					f.Close()
+				}
+			}
+		}()
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < rounds; i++ {
+			if err := o.Rename(ctx, P("old"), P("old2"), 0); err != nil {
+				t.Errorf("rename: %v", err)
+				return
+			}
+			if err := o.Rename(ctx, P("old2"), P("old"), 0); err != nil {
+				t.Errorf("rename back: %v", err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < rounds*4; i++ {
+			es, err := o.ReadDir(ctx, vfs.Root)
+			if err != nil {
+				t.Errorf("readdir: %v", err)
+				return
+			}
+			if n := len(es); n != 6 {
+				t.Errorf("root lists %d entries mid-rename, want 6: %s", n, names(es))
+			}
+			if _, err := o.Stat(ctx, P("dir/sub/deep.txt")); err != nil {
+				t.Errorf("stat: %v", err)
+			}
+		}
+	}()
+	wg.Wait()
+	id, err := o.Commit(ctx, "concurrent", sigT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, d, "fsck", "--strict")
+	for p, base := range map[string]string{"a.txt": "one\n", "dir/keep.txt": "keep\n"} {
+		got := runGit(t, d, "show", id+":"+p)
+		if !strings.HasPrefix(got, strings.TrimSpace(base)) || len(got) != len(base)+writers*rounds {
+			t.Errorf("%s: %q, want the base content and %d appended bytes", p, got, writers*rounds)
+		}
+		for w := 0; w < writers; w++ {
+			if c := strings.Count(got, string(rune('a'+w))); c < rounds {
+				t.Errorf("%s holds %d appends of writer %d, want %d", p, c, w, rounds)
+			}
+		}
+	}
+	if got := lsTree(t, d, id+":old"); got != "100644 x.txt" {
+		t.Fatalf("old after renames: %q", got)
+	}
+}

@@ -227,8 +227,9 @@ func (s *ovState) unlinked(ctx context.Context, n *unode) {
 		n.gone = true
 		n.parent = nil
 	case n.typ == 0 && n.up:
-		// The store keeps the data for handles still open, as POSIX does.
-		_ = s.store.Remove(ctx, inoPath(n.ino))
+		// The store keeps the data for handles still open, as POSIX does. The
+		// name is gone already, so a canceled context must not keep the data.
+		_ = s.store.Remove(context.WithoutCancel(ctx), inoPath(n.ino))
 	}
 }
 
