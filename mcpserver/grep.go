@@ -7,8 +7,11 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/capfs/capfs/vfs"
@@ -81,84 +84,15 @@ func (s *server) grep(ctx context.Context, in grepIn) (string, error) {
 	if root == "" {
 		root = "."
 	}
-	var b strings.Builder
-	var st grepStats
-	emitted, cutoff := 0, false
-	search := func(p string) error {
-		if in.Glob != "" && !globMatch(in.Glob, relTo(root, p), p) {
-			return nil
-		}
-		data, err := s.root.ReadFile(ctx, p)
-		if err != nil {
-			switch vfs.CodeOf(err) {
-			case vfs.CodeRevoked, vfs.CodeCanceled:
-				return err
-			case vfs.CodePermission:
-				st.denied++
-			case vfs.CodeTooLarge:
-				st.tooLarge++
-			default:
-				st.unreadable++
-			}
-			return nil
-		}
-		if bytes.IndexByte(data[:min(len(data), sniffLen)], 0) >= 0 {
-			st.binary++
-			return nil
-		}
-		st.files++
-		if pre != nil && bytes.IndexByte(data, '\r') < 0 && !pre.Match(data) {
-			return nil
-		}
-		switch mode {
-		case "files_with_matches":
-			found := false
-			forEachLine(data, func(_ int, line []byte) bool {
-				found = re.Match(line)
-				return !found
-			})
-			if !found {
-				return nil
-			}
-			if emitted == limit {
-				cutoff = true
-				return fs.SkipAll
-			}
-			b.WriteString(p)
-			b.WriteByte('\n')
-			emitted++
-		case "count":
-			n := 0
-			forEachLine(data, func(_ int, line []byte) bool {
-				if re.Match(line) {
-					n++
-				}
-				return true
-			})
-			if n == 0 {
-				return nil
-			}
-			if emitted == limit {
-				cutoff = true
-				return fs.SkipAll
-			}
-			fmt.Fprintf(&b, "%s:%d\n", p, n)
-			emitted++
-		case "content":
-			if !s.grepContent(&b, p, data, re, before, after, numbers, limit, &emitted) {
-				cutoff = true
-				return fs.SkipAll
-			}
-		}
-		return ctx.Err()
-	}
-
+	g := &grepper{s: s, re: re, pre: pre, mode: mode, before: before, after: after, numbers: numbers}
 	info, err := s.root.Stat(ctx, root)
 	if err != nil {
 		return "", err
 	}
+	var st grepStats
+	var files []string
 	if !info.IsDir() {
-		err = search(root)
+		files = []string{root}
 	} else {
 		err = s.root.Walk(ctx, root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -168,14 +102,62 @@ func (s *server) grep(ctx context.Context, in grepIn) (string, error) {
 				st.unreadable++
 				return nil
 			}
-			if !d.Type().IsRegular() {
-				return nil
+			if d.Type().IsRegular() && (in.Glob == "" || globMatch(in.Glob, relTo(root, p), p)) {
+				files = append(files, p)
 			}
-			return search(p)
+			return nil
 		})
+		if err != nil {
+			return "", err
+		}
 	}
-	if err != nil && err != fs.SkipAll {
-		return "", err
+
+	// Files are searched in parallel, a batch at a time, and reported in walk order.
+	var b strings.Builder
+	emitted, cutoff := 0, false
+	results := make([]grepResult, grepBatch)
+	for start := 0; start < len(files) && !cutoff; start += grepBatch {
+		batch := files[start:min(len(files), start+grepBatch)]
+		g.searchAll(ctx, batch, results[:len(batch)])
+		for i := range batch {
+			r := &results[i]
+			if r.fatal != nil {
+				return "", r.fatal
+			}
+			st.add(r.status)
+			switch {
+			case len(r.lines) == 0:
+			case mode == "content":
+				if (before > 0 || after > 0) && emitted > 0 {
+					b.WriteString("--\n")
+				}
+				for _, l := range r.lines {
+					if l.sep {
+						b.WriteString("--\n")
+						continue
+					}
+					if emitted == limit {
+						cutoff = true
+						break
+					}
+					b.WriteString(l.text)
+					emitted++
+				}
+			default:
+				if emitted == limit {
+					cutoff = true
+					break
+				}
+				b.WriteString(r.lines[0].text)
+				emitted++
+			}
+			if cutoff {
+				break
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
 	}
 	if emitted == 0 {
 		b.WriteString("(no matches)\n")
@@ -224,60 +206,181 @@ func forEachLine(data []byte, fn func(n int, line []byte) bool) {
 	}
 }
 
-// grepContent writes the matching lines of one file with their context, in grep's
-// format (path:n:line for matches, path-n-line for context, "--" between groups).
-// It returns false when the head limit cut the output.
-func (s *server) grepContent(b *strings.Builder, p string, data []byte, re *regexp.Regexp,
-	before, after int, numbers bool, limit int, emitted *int) bool {
+// grepBatch is how many files grep searches in parallel before reporting them.
+const grepBatch = 64
+
+// grepStatus is how one file's search went.
+type grepStatus int
+
+const (
+	grepSearched grepStatus = iota
+	grepDenied
+	grepBinary
+	grepTooLarge
+	grepUnreadable
+)
+
+func (st *grepStats) add(s grepStatus) {
+	switch s {
+	case grepSearched:
+		st.files++
+	case grepDenied:
+		st.denied++
+	case grepBinary:
+		st.binary++
+	case grepTooLarge:
+		st.tooLarge++
+	default:
+		st.unreadable++
+	}
+}
+
+// outLine is one line of grep output (with its newline), or a "--" group separator.
+type outLine struct {
+	text string
+	sep  bool
+}
+
+// grepResult is the outcome of searching one file.
+type grepResult struct {
+	status grepStatus
+	lines  []outLine // the file's output: one line (files, count modes) or its matches
+	fatal  error     // revoked or canceled: the whole call fails
+}
+
+// grepper searches files for one grep call; it is safe for concurrent use.
+type grepper struct {
+	s             *server
+	re, pre       *regexp.Regexp
+	mode          string
+	before, after int
+	numbers       bool
+}
+
+// searchAll searches files into results (same indexes), with one goroutine per
+// processor.
+func (g *grepper) searchAll(ctx context.Context, files []string, results []grepResult) {
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) {
+					return
+				}
+				results[i] = g.search(ctx, files[i])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (g *grepper) search(ctx context.Context, p string) grepResult {
+	data, err := g.s.root.ReadFile(ctx, p)
+	if err != nil {
+		switch vfs.CodeOf(err) {
+		case vfs.CodeRevoked, vfs.CodeCanceled:
+			return grepResult{fatal: err}
+		case vfs.CodePermission:
+			return grepResult{status: grepDenied}
+		case vfs.CodeTooLarge:
+			return grepResult{status: grepTooLarge}
+		}
+		if ctx.Err() != nil {
+			return grepResult{fatal: ctx.Err()}
+		}
+		return grepResult{status: grepUnreadable}
+	}
+	if bytes.IndexByte(data[:min(len(data), sniffLen)], 0) >= 0 {
+		return grepResult{status: grepBinary}
+	}
+	if g.pre != nil && bytes.IndexByte(data, '\r') < 0 && !g.pre.Match(data) {
+		return grepResult{}
+	}
+	switch g.mode {
+	case "files_with_matches":
+		found := false
+		forEachLine(data, func(_ int, line []byte) bool {
+			found = g.re.Match(line)
+			return !found
+		})
+		if found {
+			return grepResult{lines: []outLine{{text: p + "\n"}}}
+		}
+	case "count":
+		n := 0
+		forEachLine(data, func(_ int, line []byte) bool {
+			if g.re.Match(line) {
+				n++
+			}
+			return true
+		})
+		if n > 0 {
+			return grepResult{lines: []outLine{{text: p + ":" + strconv.Itoa(n) + "\n"}}}
+		}
+	case "content":
+		return grepResult{lines: g.content(p, data)}
+	}
+	return grepResult{}
+}
+
+// content returns the matching lines of one file with their context, in grep's
+// format: path:n:line for matches, path-n-line for context, and a separator
+// between groups that are not contiguous.
+func (g *grepper) content(p string, data []byte) []outLine {
 	var lines [][]byte
 	forEachLine(data, func(_ int, line []byte) bool {
 		lines = append(lines, line)
 		return true
 	})
+	var out []outLine
+	var b strings.Builder
+	width := g.s.opts.LineWidth
 	last := -1 // index of the last line written
 	for i := 0; i < len(lines); i++ {
-		if !re.Match(lines[i]) {
+		if !g.re.Match(lines[i]) {
 			continue
 		}
-		from := max(0, i-before, last+1)
-		if last >= 0 && from > last+1 {
-			b.WriteString("--\n")
+		from := max(0, i-g.before, last+1)
+		if last >= 0 && from > last+1 && (g.before > 0 || g.after > 0) {
+			out = append(out, outLine{sep: true})
 		}
-		to := min(len(lines)-1, i+after)
+		to := min(len(lines)-1, i+g.after)
 		// Extend the group while more matches fall inside the trailing context.
 		for j := from; j <= to; j++ {
-			if *emitted == limit {
-				return false
-			}
-			match := j == i || (j > i && re.Match(lines[j]))
+			match := j == i || (j > i && g.re.Match(lines[j]))
 			if match && j > i {
-				to = min(len(lines)-1, j+after)
+				to = min(len(lines)-1, j+g.after)
 			}
 			sep := "-"
-			if match || j == i {
+			if match {
 				sep = ":"
 			}
+			b.Reset()
 			b.WriteString(p)
-			if numbers {
+			if g.numbers {
 				b.WriteString(sep)
 				b.WriteString(strconv.Itoa(j + 1))
 			}
 			b.WriteString(sep)
 			line, cut := lines[j], 0
-			if len(line) > s.opts.LineWidth {
-				cut = len(line) - s.opts.LineWidth
-				line = line[:s.opts.LineWidth]
-				line = trimRune(line, &cut)
+			if len(line) > width {
+				cut = len(line) - width
+				line = trimRune(line[:width], &cut)
 			}
 			b.Write(line)
 			if cut > 0 {
-				fmt.Fprintf(b, " …[line cut: %d more bytes]", cut)
+				fmt.Fprintf(&b, " …[line cut: %d more bytes]", cut)
 			}
 			b.WriteByte('\n')
-			*emitted++
+			out = append(out, outLine{text: b.String()})
 			last = j
 		}
 		i = last
 	}
-	return true
+	return out
 }

@@ -258,6 +258,13 @@ func TestGrep(t *testing.T) {
 	}
 	mustContain(t, f.ok("grep", map[string]any{"pattern": ".", "output_mode": "content", "path": "notes.md", "head_limit": 2}),
 		"notes.md:1:one\nnotes.md:2:two\n(results cut at head_limit=2")
+	multi := f.ok("grep", map[string]any{"pattern": "(?i)hello", "output_mode": "content"})
+	mustContain(t, multi, "a.go:3:func Hello() {}\na.go:5:// hello again\nb/c.txt:1:Hello text\n", "notes.md:8:hello\n")
+	mustNotContain(t, multi, "--")
+	sepd := f.ok("grep", map[string]any{"pattern": "^func Hello|^Hello", "output_mode": "content", "-A": 1})
+	if !strings.HasPrefix(sepd, "a.go:3:func Hello() {}\na.go-4-func other() {}\n--\nb/c.txt:1:Hello text\n") {
+		t.Fatalf("context across files: %q", sepd)
+	}
 	mustContain(t, f.ok("grep", map[string]any{"pattern": "zzz"}), "(no matches)")
 	mustContain(t, f.ok("grep", map[string]any{"pattern": "package", "glob": "b/**"}), "b/b.go")
 	f.fail("grep", map[string]any{"pattern": "("}, "invalid_path")
