@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -18,7 +17,11 @@ import (
 // goSrc serves $GOROOT/src read-only through a physical backend, or skips.
 func goSrc(b *testing.B) (*mcp.ClientSession, string) {
 	b.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src")
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skip("go env GOROOT:", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(out)), "src")
 	if _, err := os.Stat(filepath.Join(src, "go", "build")); err != nil {
 		b.Skip("no Go source tree:", err)
 	}
