@@ -266,7 +266,7 @@ func (h *Handle) ReadDir(n int) ([]fs.DirEntry, error) {
 			return nil, h.err("ReadDir", err)
 		}
 		dh.entries, dh.listed = ents, true
-		dh.l = listing{s: h.s, b: dh.b, display: h.name}
+		dh.l = listing{s: h.s, b: dh.b, display: h.name, base: h.p}
 	}
 	rest := dh.entries[dh.off:]
 	if n > 0 {
@@ -286,6 +286,9 @@ type listing struct {
 	b       vfs.Backend
 	p       vfs.Path // the directory holding the entries, relative to b
 	display string   // the directory's path for errors
+	// base is b's root relative to s.b, so that Info can ask the policy about an
+	// entry by the path it has from the capability tree's root.
+	base vfs.Path
 }
 
 // dirEntry is an fs.DirEntry whose Info is fetched on demand, without following a
@@ -315,6 +318,9 @@ func (e *dirEntry) info() (fs.FileInfo, error) {
 		if p, err = p.Child(e.e.Name); err != nil {
 			return nil, readdress(err, "Info", e.display(), "")
 		}
+	}
+	if err := e.l.s.allowInfo(e.l.base.Join(p), e.display()); err != nil {
+		return nil, err
 	}
 	info, err := e.l.b.Lstat(context.Background(), p)
 	if err != nil {
@@ -357,4 +363,28 @@ func (s *scope) entry(b vfs.Backend, p vfs.Path, e vfs.DirEntry) fs.DirEntry {
 	}
 	o.d = dirEntry{l: &o.l, e: &o.e}
 	return &o.d
+}
+
+// allowInfo asks a custom policy whether the metadata of p (relative to s.b) may be
+// read, as a Stat of p would: a listing shows every name the policy lets it show,
+// but an entry's Info is the same information Stat gives, so a path whose Stat is
+// refused has its Info refused too (fs_permission_denied). The decision is not
+// audited: the listing it comes from was. With the default policy it costs nothing.
+func (s *scope) allowInfo(p vfs.Path, display string) error {
+	if !s.env.customPolicy {
+		return nil
+	}
+	ctx := context.Background()
+	r := policy.Request{
+		ID:        newRequestID(),
+		Subject:   s.env.subject,
+		Op:        policy.OpStat,
+		Path:      s.base.Join(p).String(),
+		GuestPath: p.String(),
+		Size:      -1,
+	}
+	if d, ok := s.env.decide(ctx, &r); !ok {
+		return errAt(vfs.CodePermission, "Info", display, "", denyReason(d))
+	}
+	return nil
 }

@@ -154,6 +154,9 @@ NARROWING (attenuation: one-way, chainable; the result keeps every restriction)
       The same tree, read-only, permanently (so are Dirs, Files and Handles
       derived from it). Example: ReadOnly().Sub(ctx, "src") is a read-only Dir
       of src; so is Sub(ctx, "src") followed by ReadOnly().
+  IsReadOnly() -> bool
+      true when no write through this Dir can ever succeed (it was made
+      read-only, or its storage is). Example: if d.IsReadOnly() { ... }
   OpenFile(ctx, path) -> (*File, error)
       A File capability for one existing regular file (File has its own Help).
 

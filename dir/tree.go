@@ -217,6 +217,14 @@ func (d *Dir) Glob(ctx context.Context, pattern string) ([]string, error) {
 		if err != nil {
 			return errAt(vfs.CodeInvalidPath, "Glob", pattern, "", "malformed glob pattern")
 		}
+		for i, m := range matches {
+			// An alternative that ends in a slash ("*/{,x}") makes the engine
+			// report a directory with its slash: give the io/fs name.
+			if m = strings.TrimRight(m, "/"); m == "" {
+				m = "."
+			}
+			matches[i] = m
+		}
 		slices.Sort(matches)
 		out = slices.Compact(matches)
 		if out == nil {
