@@ -85,6 +85,7 @@ func (s *Slog) Record(ctx context.Context, e Event) {
 	attrs = append(attrs, slog.String("request_id", e.RequestID))
 	attrs = appendNonEmpty(attrs, "subject", e.Subject)
 	attrs = appendNonEmpty(attrs, "grant", e.Grant)
+	attrs = appendNonEmpty(attrs, "tag", e.Tag)
 	attrs = append(attrs, slog.String("op", e.Op), slog.String("path", e.Path))
 	attrs = appendNonEmpty(attrs, "dest", e.Dest)
 	if e.GuestPath != e.Path {

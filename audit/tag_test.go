@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -17,5 +20,26 @@ func TestRequestTag(t *testing.T) {
 	long := strings.Repeat("x", 1000)
 	if got := RequestTag(WithRequestTag(ctx, long)); len(got) != maxTagLen {
 		t.Fatalf("long tag kept %d bytes, want %d", len(got), maxTagLen)
+	}
+}
+
+func TestTagInSinks(t *testing.T) {
+	e := Event{RequestID: "r", Op: "read", Path: "a", Outcome: OK, Tag: "mcp:s:read#1"}
+	var buf bytes.Buffer
+	NewSlog(slog.New(slog.NewJSONHandler(&buf, nil))).Record(context.Background(), e)
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["tag"] != "mcp:s:read#1" {
+		t.Fatalf("slog record tag %v, want mcp:s:read#1: %s", rec["tag"], buf.String())
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSONL(bytes.NewReader(line))
+	if err != nil || len(back) != 1 || back[0].Tag != e.Tag {
+		t.Fatalf("JSONL round trip of the tag: %v %+v", err, back)
 	}
 }
