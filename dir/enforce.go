@@ -60,6 +60,8 @@ type call struct {
 	// innerRule is the rule that refused a path inside a composite call (set by
 	// allowInner); the call is then audited as denied by that rule.
 	innerRule string
+	// checkOnly stops the call after step 4 (Dir.Check): no hooks, no backend.
+	checkOnly bool
 	// prepare, when set, replaces path parsing in step 2 (Glob patterns); it fills
 	// the call it was made for.
 	prepare func() error
@@ -129,7 +131,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 				Time:      start,
 				RequestID: id,
 				Subject:   e.subject,
-				Op:        string(c.op),
+				Op:        c.auditOp(),
 				Path:      treePath,
 				Dest:      treeDest,
 				GuestPath: auditGuestPath(c.path),
@@ -194,6 +196,10 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 			outcome, finished = audit.Denied, true
 			return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
 		}
+	}
+	if c.checkOnly {
+		finished = true
+		return nil
 	}
 	// (5) Before hooks.
 	ran := 0
@@ -469,4 +475,13 @@ func codeOf(err error) vfs.Code {
 		return e.Code
 	}
 	return ""
+}
+
+// auditOp is the op an audit event names: the policy op, or for Dir.Check
+// "check." and the op checked, so the trail never shows a check as the operation.
+func (c *call) auditOp() string {
+	if c.checkOnly {
+		return "check." + string(c.op)
+	}
+	return string(c.op)
 }

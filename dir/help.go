@@ -154,6 +154,12 @@ NARROWING (attenuation: one-way, chainable; the result keeps every restriction)
       The same tree, read-only, permanently (so are Dirs, Files and Handles
       derived from it). Example: ReadOnly().Sub(ctx, "src") is a read-only Dir
       of src; so is Sub(ctx, "src") followed by ReadOnly().
+  Check(ctx, op, path, dest, size) -> error
+      Would a call doing op ("read", "write", "mkdir", "remove", "rename", ...)
+      on path be allowed? Runs the checks (revoked, path, read-only, policy)
+      without doing anything; dest is the second path of rename/copy/link or a
+      symlink's target, size the bytes a write would leave (-1: unknown).
+      Example: Check(ctx, "write", "src/a.go", "", 120)
   IsReadOnly() -> bool
       true when no write through this Dir can ever succeed (it was made
       read-only, or its storage is). Example: if d.IsReadOnly() { ... }
