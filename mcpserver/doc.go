@@ -45,6 +45,9 @@
 //   - move across mounts copies and then deletes (dir.AllowCopy). The
 //     already_exists check of move and copy without overwrite is made just
 //     before the call, so a destination created in between is replaced.
+//   - The tool list is decided once, by New: a namespace that later gains a
+//     writable mount keeps offering only the reading tools, and one that becomes
+//     read-only keeps offering writing tools that then fail with read_only.
 //   - Annotations are hints for clients; what a tool can do is decided by the
 //     Dir, not by them.
 //   - Limits bound what one call returns (Options), not what it reads: grep reads

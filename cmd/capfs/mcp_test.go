@@ -209,3 +209,26 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Fatalf("list over HTTP: %q", text)
 	}
 }
+
+// TestMCPAllMountsReadOnly: a namespace of read-only mounts gets no writing tool,
+// without --read-only.
+func TestMCPAllMountsReadOnly(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"a.txt": "from git\n"})
+	cs := mcpClient(t, repo, "-m", "ref=git:"+repo+"@main", "-m", "src=physical:"+repo+",ro")
+	defer cs.Close()
+	tools := toolNames(t, cs)
+	for _, name := range mcpserver.WriteTools {
+		if tools[name] {
+			t.Errorf("a read-only namespace offers %s", name)
+		}
+	}
+	text, isErr, _ := mcpCall(t, cs, "read", map[string]any{"path": "ref/a.txt"})
+	if isErr || !strings.Contains(text, "from git") {
+		t.Errorf("read from the git mount: %q", text)
+	}
+	text, _, _ = mcpCall(t, cs, "mounts", map[string]any{})
+	if !strings.Contains(text, "revision main") || strings.Contains(text, repo) {
+		t.Errorf("mounts: %s", text)
+	}
+}
