@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
 )
 
 func newLsCmd(o *globalOptions) *cobra.Command {
@@ -21,7 +22,8 @@ func newLsCmd(o *globalOptions) *cobra.Command {
 		Long: `List the entries of directory PATH (default "/", the namespace root), sorted by
 name; directories end in "/". A file is listed by itself. With -l, each line
 shows the type and permission bits, the size, the modification time, the name,
-and a symlink's target.`,
+and a symlink's target; an entry whose metadata the policy hides (a secret) shows
+"?" in place of them.`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "long format: mode, size, modification time, name, link target")
@@ -48,7 +50,24 @@ and a symlink's target.`,
 			return err
 		}
 		for _, e := range entries {
+			if !long {
+				name := e.Name()
+				if e.IsDir() {
+					name += "/"
+				}
+				if _, err := fmt.Fprintln(w, name); err != nil {
+					return err
+				}
+				continue
+			}
 			info, err := e.Info()
+			if vfs.CodeOf(err) == vfs.CodePermission {
+				// The policy hides this entry's metadata (a secret): show the name only.
+				if _, err := fmt.Fprintf(w, "%-10s %10s %16s %s\n", "?", "?", "?", e.Name()); err != nil {
+					return err
+				}
+				continue
+			}
 			if err != nil {
 				return err
 			}

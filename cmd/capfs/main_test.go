@@ -135,6 +135,9 @@ func TestLs(t *testing.T) {
 	if !strings.Contains(r.stdout, "main-link -> src/main.go") || !strings.Contains(r.stdout, "drwx") {
 		t.Errorf("ls -l p lacks the link target or a directory mode:\n%s", r.stdout)
 	}
+	if lines := strings.Split(r.stdout, "\n"); !strings.HasPrefix(lines[0], "?") || !strings.HasSuffix(lines[0], " .env") {
+		t.Errorf("ls -l p shows the secret .env's metadata, or not its name: %q", lines[0])
+	}
 	r = runCapfs(t, root, "--mount", m, "ls").want(t, 0)
 	if r.stdout != "p/\n" {
 		t.Errorf("ls of the root = %q, want p/", r.stdout)

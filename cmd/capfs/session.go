@@ -216,7 +216,7 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	}
 	sink, err := audit.OpenJSONL(auditFile)
 	if err != nil {
-		return nil, usageErrorf("--audit %s: %v", auditFile, errors.Unwrap(err))
+		return nil, usageErrorf("--audit %s: %v", auditFile, cause(err))
 	}
 	s.AuditPath = auditFile
 	s.Audit = sink
@@ -350,7 +350,7 @@ func resolveHost(spec *mountSpec, base string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: no such directory", spec.Source)
 	case err != nil:
-		return fmt.Errorf("%s: %v", spec.Source, errors.Unwrap(err))
+		return fmt.Errorf("%s: %v", spec.Source, cause(err))
 	case !st.IsDir():
 		return fmt.Errorf("%s: not a directory", spec.Source)
 	}
@@ -373,7 +373,7 @@ func loadConfig(name string) (configResult, error) {
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return bad("%v", errors.Unwrap(err))
+		return bad("%v", cause(err))
 	}
 	var cf configFile
 	md, err := toml.Decode(string(data), &cf)
@@ -477,7 +477,7 @@ func openMount(spec mountSpec) (*mounted, error) {
 func defaultMounts(ctx context.Context) ([]*mounted, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return nil, failed(fmt.Errorf("current directory: %v", errors.Unwrap(err)))
+		return nil, failed(fmt.Errorf("current directory: %v", cause(err)))
 	}
 	var ms []*mounted
 	proj, err := openMount(mountSpec{Path: vfs.MustParse(defaultWork), Kind: kindPhysical, Source: ".", Host: cwd, Origin: "default"})
@@ -584,4 +584,13 @@ func checkPrivateDir(d string) error {
 		return fmt.Errorf("%s is writable by other users", d)
 	}
 	return nil
+}
+
+// cause is the error a *fs.PathError (or similar) wraps, without the host path the
+// wrapper adds, or err itself when it wraps nothing.
+func cause(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
 }
