@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/mcpserver"
@@ -294,6 +295,42 @@ func TestApplyPatch(t *testing.T) {
 	f.fail("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch", "input": "other"}, "invalid_path")
 	if f.content("b.txt") != files["b.txt"] {
 		t.Fatal("a refused patch changed b.txt")
+	}
+}
+
+// TestApplyPatchChecksWritesFirst: a write the policy refuses stops the patch
+// before anything is written (no write is even tried); a read-only mount, which
+// only the backend knows about, is met at the write and rolled back.
+func TestApplyPatchChecksWritesFirst(t *testing.T) {
+	files := map[string]string{"a.txt": "a\n", "home/.bashrc": "# rc\n", "ro/r.txt": "r\n"}
+	m := memory.New()
+	plain, _ := dir.New(m)
+	populate(t, plain, files)
+	ns := vfs.NewNamespace()
+	if err := ns.Mount(vfs.MustParse("w"), m, vfs.MountOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Mount(vfs.MustParse("ro"), m, vfs.MountOptions{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	ring := audit.NewRing(1024)
+	d, _ := dir.New(ns, dir.WithPolicy(policy.Defaults()), dir.WithAudit(ring))
+	cs := connect(t, d, mcpserver.Options{})
+	patch := func(target string) map[string]any {
+		return map[string]any{"patch": "*** Begin Patch\n*** Update File: w/a.txt\n@@\n-a\n+A\n*** Delete File: " + target + "\n*** End Patch"}
+	}
+	r := failWith(t, cs, "apply_patch", patch("w/home/.bashrc"), "fs_permission_denied")
+	mustContain(t, r.text, "nothing was changed")
+	mustNotContain(t, r.text, "rolled back")
+	for _, e := range ring.Events() {
+		if e.Op == "write" || e.Op == "remove" {
+			t.Fatalf("a refused patch tried %s %s", e.Op, e.Path)
+		}
+	}
+	r = failWith(t, cs, "apply_patch", patch("ro/a.txt"), "read_only")
+	mustContain(t, r.text, "the patch was rolled back: no file was changed")
+	if got, _ := plain.ReadFile(context.Background(), "a.txt"); string(got) != "a\n" {
+		t.Fatalf("a.txt changed: %q", got)
 	}
 }
 

@@ -25,9 +25,11 @@
 //     "mcp:<session>:<tool>#<n>". Every audit event of the Dir calls the tool
 //     makes has it in Event.Tag, and the result's _meta has it under
 //     MetaRequestTag.
-//   - apply_patch parses and checks every file, computes every new content and
-//     refuses existing Add/Move targets before writing anything; if a write
-//     then fails, the changes already made are reverted, newest first.
+//   - apply_patch parses and checks every file, computes every new content,
+//     refuses existing Add/Move targets and asks the Dir (dir.Dir.Check) whether
+//     every write and removal would be allowed, all before writing anything;
+//     if a write then fails (a read-only mount, a hook, the backend), the
+//     changes already made are reverted, newest first.
 //   - Tool annotations are truthful: reading tools are ReadOnlyHint, write/copy/
 //     mkdir/remove are idempotent, append and mkdir are not destructive, and no
 //     tool reaches an open world.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -223,9 +224,43 @@ func (s *server) planPatch(ctx context.Context, files []patchFile) ([]plannedFil
 				}
 			}
 		}
+		if err := s.checkWrites(ctx, p); err != nil {
+			return nil, err
+		}
 		plan = append(plan, p)
 	}
 	return plan, nil
+}
+
+// checkWrites asks the Dir whether the writes p needs would be allowed (revocation,
+// read-only mounts and attenuation, the policy), so that a refusal stops the patch
+// before anything is written rather than at the write, with a rollback.
+func (s *server) checkWrites(ctx context.Context, p plannedFile) error {
+	size := int64(len(p.new))
+	var err error
+	switch {
+	case p.f.Kind == patchDelete:
+		err = s.root.Check(ctx, policy.OpRemove, p.path, "", -1)
+	case p.dest != "":
+		if err = s.root.Check(ctx, policy.OpWrite, p.dest, "", size); err == nil {
+			err = s.root.Check(ctx, policy.OpRemove, p.path, "", -1)
+		}
+	default:
+		err = s.root.Check(ctx, policy.OpWrite, p.path, "", size)
+	}
+	if err != nil {
+		var ve *vfs.Error
+		if errors.As(err, &ve) {
+			msg := ve.Message()
+			if msg == "" {
+				msg = string(ve.Code)
+			}
+			return &vfs.Error{Code: ve.Code, Op: "apply_patch", Path: ve.Path, Dest: ve.Dest,
+				Err: fmt.Errorf("%s (nothing was changed)", msg)}
+		}
+		return err
+	}
+	return nil
 }
 
 // refuseAny fails with already_exists when something is at p.
