@@ -245,12 +245,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	fmt.Fprintf(r.stderr, "capfs: run: %s exited with status %d (%s; wrappers: %s)\n", argv[0], res.ExitCode, how, strings.Join(res.Wrappers, ", "))
 
 	// Sync back.
-	rep, serr := r.workTree.SyncBack(ctx, materialize.SyncOptions{
-		Conflict:   r.conflict,
-		Policy:     s.Policy,
-		PolicyRoot: r.workPath.Raw(),
-		Subject:    s.Subject,
-	})
+	// The work Dir's own policy (s.Policy) validates every change (Dir.Check):
+	// no extra SyncOptions.Policy is needed.
+	rep, serr := r.workTree.SyncBack(ctx, materialize.SyncOptions{Conflict: r.conflict})
 	r.summary(rep, serr)
 	fmt.Fprintf(r.stderr, "capfs: audit log: %s\n", s.AuditPath)
 	if serr != nil {
