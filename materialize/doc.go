@@ -28,9 +28,12 @@
 //     sandbox leaves cannot lead them out or block them.
 //   - Nothing leaves the checkout except through the Dir. SyncBack refuses
 //     special files, absolute and escaping symlinks, names the Dir cannot hold,
-//     changes beyond the Limits, and changes its validation Policy denies
-//     (by default the secret and persistence patterns, such as .git/hooks/**),
-//     strips setuid, setgid and sticky bits, and checks every changed path for a
+//     changes beyond the Limits, and every change the source Dir would refuse:
+//     each call the sync will make is first put to Dir.Check, which applies the
+//     Dir's read-only and lock state and its own policy (with its Asker), such
+//     as the secret and persistence patterns of policy.Defaults()
+//     (.git/hooks/**); SyncOptions.Policy can add stricter rules. It strips
+//     setuid, setgid and sticky bits and checks every changed path for a
 //     conflicting edit in the source, all before writing anything: a refusal or
 //     a conflict (under ConflictFail) leaves the source untouched. Files are
 //     written atomically (Dir.WriteFile).
@@ -39,11 +42,15 @@
 //
 // # Not guaranteed
 //
-//   - SyncBack is not a transaction. Validation uses SyncOptions.Policy because
-//     package dir offers no decision without acting; if the Dir's own policy
-//     (or a hook, or the backend) refuses a call that validation allowed,
-//     SyncBack stops there and reports what it had applied. Pass the Dir's
-//     policy as SyncOptions.Policy to rule this out.
+//   - SyncBack is not a transaction. Dir.Check stops before the Dir's hooks and
+//     its backend, so a hook refusing a call, a backend failing one (a full
+//     disk, a quota), or the host revoking or locking the Dir (or its Asker
+//     answering differently) after validation stops SyncBack partway; it
+//     reports what it had applied.
+//   - The policy decides what a sync may write: a Dir with the default
+//     policy.AllowAll lets the sandbox write anything beneath it, .git/hooks
+//     included. Build the source Dir with a policy (policy.Defaults() at
+//     least), or pass one as SyncOptions.Policy.
 //   - The checkout must not be modified while SyncBack runs (run it after the
 //     sandboxed process has exited): a file whose contents changed after
 //     validation stops the sync with conflict, leaving earlier changes applied.

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -73,19 +74,22 @@ type SyncOptions struct {
 	// DryRun validates and checks for conflicts, then returns the report without
 	// writing: Applied lists what would have been applied.
 	DryRun bool
-	// Policy validates every change before anything is written (the Dir does not
-	// offer a decision without acting). nil means policy.Defaults(): the default
-	// secret and persistence patterns. Pass the policy the source Dir was built
-	// with so that nothing the Dir would refuse midway gets through validation.
+	// Policy is an optional extra policy every change must pass as well, asked
+	// during validation with the same requests as the Dir (writes with their
+	// size, mkdir, remove, symlink with its target, chmod). The source Dir's own
+	// policy is always applied (through Dir.Check) whatever this is; nil means
+	// nothing beyond it. Use it to hold a sync to stricter rules than the Dir's,
+	// such as policy.Defaults() for a Dir that allows everything.
 	Policy policy.Policy
-	// PolicyRoot is the source Dir's path from the root of its capability tree
-	// ("" for the root), prefixed to the paths given to Policy, as the Dir itself
-	// does.
+	// PolicyRoot is prefixed to the paths given to Policy (not to the Dir's own
+	// policy, which knows where the Dir is): the source Dir's path from the root
+	// of its capability tree ("" for the root), as the Dir itself does.
 	PolicyRoot string
-	// Asker settles Ask decisions of Policy during validation; without one they
-	// are refusals. (The Dir consults its own Asker again when writing.)
+	// Asker settles Ask decisions of Policy; without one they are refusals. (The
+	// Dir's own Ask decisions go to the Dir's Asker, both when checking and when
+	// writing.)
 	Asker policy.Asker
-	// Subject is put in the validation requests' Subject.
+	// Subject is put in the Subject of Policy's requests.
 	Subject string
 }
 
@@ -111,27 +115,36 @@ type Refusal struct {
 // resolved lexically from the link's directory, stays inside the tree (FIFOs,
 // sockets and devices are refused with not_regular_file; other links with
 // path_outside_sandbox); names the Dir could not hold (invalid_path); the
-// Limits (quota_exceeded); and SyncOptions.Policy, asked as the Dir will be
-// (writes with their size, mkdir, symlink with its target, remove, chmod), so
-// the persistence traps (.git/hooks/**, .bashrc, ...) and secret patterns are
-// refused (fs_permission_denied). Setuid, setgid and sticky bits are stripped,
-// not refused. Then every path to change is compared with the source as it is
-// now, through the Dir (Lstat, the digest of a file, a symlink's target, the
-// names in a directory to delete): a path that changed since the checkout is a
-// conflict, handled by SyncOptions.Conflict. A refusal, or a conflict under
-// ConflictFail, returns an error (its code, naming the paths) with the report,
-// and the source is untouched.
+// Limits (quota_exceeded); and every call the apply phase will make through the
+// Dir (a write with its size, mkdir, remove, symlink with its target, chmod),
+// asked first of the source Dir itself with Dir.Check (its read-only and lock
+// state, its policy and its Asker: with policy.Defaults(), for one, the
+// persistence traps such as .git/hooks/** and .bashrc and the secret patterns
+// are refused, fs_permission_denied) and then of SyncOptions.Policy when set.
+// Each check is in the Dir's audit trail as "check.<op>". Setuid, setgid and
+// sticky bits are stripped, not refused. Then every path to change is compared
+// with the source as it is now, through the Dir (Lstat, the digest of a file, a
+// symlink's target, the names in a directory to delete): a path that changed
+// since the checkout is a conflict, handled by SyncOptions.Conflict; the calls
+// keeping ours adds (removing what the source put in the way, restoring what it
+// deleted) are checked in turn. A refusal, or a conflict under ConflictFail,
+// returns an error (its code, naming the paths) with the report, and the source
+// is untouched. A revoked Dir or a canceled context ends the sync with that
+// error, nothing written.
 //
 // Then the changes are applied through the Dir, so its policy, hooks and audit
-// apply to each: removals first (deepest first), then creations in path order
-// (each file with Dir.WriteFile, atomically: the old contents or the new, never a
-// mix; the data is read back from the checkout and must still have the digest
-// validated), then modes (directories last, deepest first). Symlinks are
-// replaced by removing and recreating them. If the Dir refuses or fails a call
-// midway (its own policy stricter than SyncOptions.Policy, a full disk, the
-// checkout edited during the sync), SyncBack stops there and returns the error
-// with the report, whose Applied lists what was applied: it is not a
-// transaction.
+// apply to each again: removals first (deepest first), then creations in path
+// order (each file with Dir.WriteFile, atomically: the old contents or the new,
+// never a mix; the data is read back from the checkout and must still have the
+// digest validated), then modes (directories last, deepest first). Symlinks are
+// replaced by removing and recreating them. Dir.Check covers everything but the
+// Dir's hooks and backend, so a call can still fail midway: a hook refusing it,
+// the backend failing (a full disk, a quota), the host revoking or locking the
+// Dir or changing its answer (an Asker saying no the second time), a RemoveAll
+// under ConflictKeepOurs meeting a path the source added that the policy
+// protects, or the checkout edited during the sync. SyncBack then stops there
+// and returns the error with the report, whose Applied lists what was applied:
+// it is not a transaction.
 //
 // Applied changes are recorded in the Manifest, so a later Diff no longer
 // reports them and a later SyncBack does not apply them again; changes not
@@ -160,13 +173,13 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		rep.Refused = append(rep.Refused, Refusal{hit.change, vfs.CodeQuota, hit.reason})
 		return rep, refusalError(op, rep.Refused)
 	}
-	if opts.Policy == nil {
-		opts.Policy = policy.Defaults()
-	}
-	v := &validator{ctx: ctx, opts: opts, lim: lim}
+	v := &validator{ctx: ctx, src: t.src, opts: opts, lim: lim}
 	var plan []*step
 	for _, c := range changes {
-		s, refusals := v.check(c)
+		s, refusals, err := v.check(c)
+		if err != nil {
+			return rep, err
+		}
 		rep.Refused = append(rep.Refused, refusals...)
 		if s != nil {
 			plan = append(plan, s)
@@ -227,6 +240,18 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 			todo = append(todo, s)
 		}
 	}
+	// What keeping ours adds (clearing the way, restoring what the source
+	// deleted) is checked too, still before anything is written.
+	for _, s := range todo {
+		refusals, err := v.vet(s, s.forcedCalls())
+		if err != nil {
+			return rep, err
+		}
+		rep.Refused = append(rep.Refused, refusals...)
+	}
+	if len(rep.Refused) > 0 {
+		return rep, refusalError(op, rep.Refused)
+	}
 	if opts.DryRun {
 		for _, s := range todo {
 			rep.Applied = append(rep.Applied, s.c)
@@ -267,6 +292,7 @@ type step struct {
 	force    bool // ConflictKeepOurs: replace whatever is in the way
 	skip     bool // ConflictKeepTheirs
 	gone     bool // the source has nothing at the path
+	inTheWay bool // the source has an entry there that creating the new one must first remove
 }
 
 func (s *step) removes() bool {
@@ -277,9 +303,11 @@ func (s *step) creates() bool {
 	return s.c.Kind == Added || s.c.Kind == TypeChanged || s.c.Kind == Modified
 }
 
-// validator checks changes against the file rules, the limits and the policy.
+// validator checks changes against the file rules, the limits, the source Dir's
+// own checks (Dir.Check) and the extra policy.
 type validator struct {
 	ctx  context.Context
+	src  *dir.Dir
 	opts SyncOptions
 	lim  Limits
 }
@@ -288,11 +316,79 @@ func refuse(c Change, code vfs.Code, reason string) []Refusal {
 	return []Refusal{{Change: c, Code: code, Reason: reason}}
 }
 
-// check validates c and returns its step, or refusals, or neither (nothing to do).
-func (v *validator) check(c Change) (*step, []Refusal) {
+// dirCall is one call apply makes through the Dir at a step's path, as Dir.Check
+// and the extra policy are asked about it.
+type dirCall struct {
+	op     policy.Op
+	target string // a symlink's target text (OpSymlink)
+	size   int64  // the bytes a write leaves in the file (OpWrite), else -1
+}
+
+// calls returns the Dir calls applying s makes when nothing in the source is in
+// the way: the removal of the old entry, the creation of the new one, its chmod.
+func (s *step) calls() []dirCall {
+	var out []dirCall
+	if s.removes() {
+		out = append(out, dirCall{op: policy.OpRemove, size: -1})
+	}
+	if s.creates() {
+		out = append(out, s.createCalls()...)
+	}
+	if s.chmod {
+		out = append(out, dirCall{op: policy.OpChmod, size: -1})
+	}
+	return out
+}
+
+// createCalls returns the calls that create s's new entry (see Tree.create).
+func (s *step) createCalls() []dirCall {
+	n := s.c.New
+	switch {
+	case n.IsRegular():
+		return []dirCall{{op: policy.OpWrite, size: n.Size}}
+	case n.IsDir():
+		return []dirCall{{op: policy.OpMkdir, size: -1}}
+	case n.IsSymlink():
+		var out []dirCall
+		if s.c.Kind == Modified {
+			out = append(out, dirCall{op: policy.OpRemove, size: -1})
+		}
+		return append(out, dirCall{op: policy.OpSymlink, target: n.Target, size: -1})
+	}
+	return nil
+}
+
+// forcedCalls returns the calls beyond calls() that applying s makes once the
+// conflict check has settled it: under ConflictKeepOurs, the removal of what the
+// source put in the way, the chmod that puts a rewritten file's mode back, and
+// the re-creation of an entry the source deleted.
+func (s *step) forcedCalls() []dirCall {
+	if !s.force {
+		return nil
+	}
+	if s.c.Kind == ModeChanged {
+		if s.gone {
+			return s.createCalls()
+		}
+		return nil
+	}
+	var out []dirCall
+	if s.creates() && s.c.Kind != TypeChanged && s.inTheWay {
+		out = append(out, dirCall{op: policy.OpRemove, size: -1})
+	}
+	if s.c.Kind == Modified && s.c.New.IsRegular() && !s.chmod {
+		out = append(out, dirCall{op: policy.OpChmod, size: -1})
+	}
+	return out
+}
+
+// check validates c and returns its step, or refusals, or neither (nothing to
+// do). The error is one that ends the whole sync (the Dir revoked, the context
+// canceled).
+func (v *validator) check(c Change) (*step, []Refusal, error) {
 	p, err := vfs.ParseGuest(c.Path)
 	if err != nil || p.String() != c.Path {
-		return nil, refuse(c, vfs.CodeInvalidPath, "name not allowed in the tree")
+		return nil, refuse(c, vfs.CodeInvalidPath, "name not allowed in the tree"), nil
 	}
 	s := &step{c: c, p: p}
 	if c.New != nil {
@@ -302,52 +398,70 @@ func (v *validator) check(c Change) (*step, []Refusal) {
 		case c.New.IsSymlink():
 			if _, err := vfs.SymlinkTarget(p, c.New.Target); err != nil {
 				code := vfs.CodeOf(err)
-				return nil, refuse(c, code, "symlink target "+quote(c.New.Target)+" is absolute or leaves the tree")
+				return nil, refuse(c, code, "symlink target "+quote(c.New.Target)+" is absolute or leaves the tree"), nil
 			}
 		default:
-			return nil, refuse(c, vfs.CodeNotRegular, "special file ("+c.New.Type.String()+")")
+			return nil, refuse(c, vfs.CodeNotRegular, "special file ("+c.New.Type.String()+")"), nil
 		}
 		if v.lim.MaxDepth >= 0 && p.Depth() > v.lim.MaxDepth {
-			return nil, refuse(c, vfs.CodeQuota, fmt.Sprintf("deeper than the limit of %d", v.lim.MaxDepth))
+			return nil, refuse(c, vfs.CodeQuota, fmt.Sprintf("deeper than the limit of %d", v.lim.MaxDepth)), nil
 		}
-	}
-	var reqs []policy.Request
-	if s.removes() {
-		reqs = append(reqs, v.req(policy.OpRemove, c.Path, "", -1))
 	}
 	if s.creates() {
 		switch {
-		case c.New.IsRegular():
-			reqs = append(reqs, v.req(policy.OpWrite, c.Path, "", c.New.Size))
-			if c.Kind == Modified {
-				s.chmod = s.perm != c.Old.Mode.Perm()
-			}
+		case c.New.IsRegular() && c.Kind == Modified:
+			s.chmod = s.perm != c.Old.Mode.Perm()
 		case c.New.IsDir():
-			reqs = append(reqs, v.req(policy.OpMkdir, c.Path, "", -1))
 			s.chmod = s.perm != 0o755
-		case c.New.IsSymlink():
-			if c.Kind == Modified {
-				reqs = append(reqs, v.req(policy.OpRemove, c.Path, "", -1))
-			}
-			dest, _ := vfs.SymlinkTarget(p, c.New.Target)
-			reqs = append(reqs, v.req(policy.OpSymlink, c.Path, dest.String(), -1))
 		}
 	}
 	if c.Kind == ModeChanged {
 		if c.New.Mode.Perm() == c.Old.Mode.Perm() {
-			return nil, nil // only special bits, which are stripped: nothing to do
+			return nil, nil, nil // only special bits, which are stripped: nothing to do
 		}
 		s.chmod = true
 	}
-	if s.chmod {
-		reqs = append(reqs, v.req(policy.OpChmod, c.Path, "", -1))
+	r, err := v.vet(s, s.calls())
+	if r != nil || err != nil {
+		return nil, r, err
 	}
-	for i := range reqs {
-		if reason, ok := v.allowed(&reqs[i]); !ok {
-			return nil, refuse(c, vfs.CodePermission, reason)
+	return s, nil, nil
+}
+
+// vet asks the source Dir (Dir.Check: its revocation, read-only and lock state,
+// its policy and Asker) and then the extra policy, if any, about each call, and
+// returns the first refusal.
+func (v *validator) vet(s *step, calls []dirCall) ([]Refusal, error) {
+	for _, dc := range calls {
+		if err := v.src.Check(v.ctx, dc.op, s.c.Path, dc.target, dc.size); err != nil {
+			switch vfs.CodeOf(err) {
+			case vfs.CodeRevoked, vfs.CodeCanceled:
+				return nil, vfs.Readdress(err, "syncback", s.c.Path, "")
+			}
+			if v.ctx.Err() != nil {
+				return nil, vfs.Readdress(err, "syncback", s.c.Path, "")
+			}
+			reason := err.Error()
+			var ve *vfs.Error
+			if errors.As(err, &ve) && ve.Message() != "" {
+				reason = ve.Message()
+			}
+			return refuse(s.c, vfs.CodeOf(err), string(dc.op)+": "+reason), nil
+		}
+		if v.opts.Policy == nil {
+			continue
+		}
+		dest := ""
+		if dc.op == policy.OpSymlink {
+			q, _ := vfs.SymlinkTarget(s.p, dc.target) // validated by check
+			dest = q.String()
+		}
+		r := v.req(dc.op, s.c.Path, dest, dc.size)
+		if reason, ok := v.allowed(&r); !ok {
+			return refuse(s.c, vfs.CodePermission, reason), nil
 		}
 	}
-	return s, nil
+	return nil, nil
 }
 
 func (v *validator) req(op policy.Op, p, dest string, size int64) policy.Request {
@@ -405,6 +519,9 @@ func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict, gone boo
 	}
 	if err != nil {
 		return false, false, err
+	}
+	if n := s.c.New; n != nil {
+		s.inTheWay = !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir())
 	}
 	old := s.c.Old
 	if old == nil {
