@@ -210,12 +210,18 @@ func (d *Dir) Glob(ctx context.Context, pattern string) ([]string, error) {
 	}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		g := &innerFS{s: &d.s, ctx: ctx, c: c}
-		matches, err := doublestar.Glob(g, c.dest, doublestar.WithNoFollow())
-		if g.fatal != nil {
-			return g.fatal
-		}
-		if err != nil {
-			return errAt(vfs.CodeInvalidPath, "Glob", pattern, "", "malformed glob pattern")
+		var matches []string
+		// The groups are expanded here, not by the engine, which mishandles a
+		// slash inside a group ("{,a*/}*").
+		for _, alt := range expandBraces(c.dest) {
+			m, err := doublestar.Glob(g, alt, doublestar.WithNoFollow())
+			if g.fatal != nil {
+				return g.fatal
+			}
+			if err != nil {
+				return errAt(vfs.CodeInvalidPath, "Glob", pattern, "", "malformed glob pattern")
+			}
+			matches = append(matches, m...)
 		}
 		for i, m := range matches {
 			// An alternative that ends in a slash ("*/{,x}") makes the engine
@@ -319,6 +325,45 @@ func alternatives(pat string) int {
 		}
 	}
 	return total
+}
+
+// expandBraces returns the patterns pat's "{a,b}" groups expand to, the first
+// group outermost, nested groups included; a pattern without a complete,
+// unescaped group is returned as it is. prepareGlob has bounded their number
+// (maxGlobAlternatives).
+func expandBraces(pat string) []string {
+	start, depth := -1, 0
+	var commas []int
+	for i := 0; i < len(pat); i++ {
+		switch pat[i] {
+		case '\\':
+			i++
+		case '{':
+			if depth == 0 {
+				start, commas = i, commas[:0]
+			}
+			depth++
+		case ',':
+			if depth == 1 {
+				commas = append(commas, i)
+			}
+		case '}':
+			if depth == 0 {
+				continue
+			}
+			if depth--; depth > 0 {
+				continue
+			}
+			var out []string
+			from := start + 1
+			for _, end := range append(commas, i) {
+				out = append(out, expandBraces(pat[:start]+pat[from:end]+pat[i+1:])...)
+				from = end + 1
+			}
+			return out
+		}
+	}
+	return []string{pat}
 }
 
 // innerFS is an unaudited io/fs view of a scope used inside one enforced call (Glob):
