@@ -9,12 +9,24 @@ STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME    ?= 8s
 PKGS        := ./...
 
-.PHONY: all demo test unit sysdeps fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
+.PHONY: all demo demo-scratch test unit sysdeps fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
 
 all: test
 
-## demo: the main job on embedded defaults (no config, no server).
-demo:
+## demo: the main job on embedded defaults (no config, no server): `capfs run -- make`
+## on the sample project (a temporary copy): checkout, a build under bubblewrap, the
+## outputs synced back through the capability, then the built program and the
+## audit trail's last lines. The capability tour without a sandbox: make demo-scratch.
+demo: sysdeps
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r examples/build/hello "$$tmp/" && $(GO) build -o "$$tmp/capfs" ./cmd/capfs && \
+	cd "$$tmp/hello" && echo "\$$ capfs run -- make   (in a copy of examples/build/hello)" && \
+	../capfs --audit "$$tmp/audit.jsonl" run -- make && \
+	echo "\$$ ./bin/hello   (built in the sandbox, synced back)" && ./bin/hello && \
+	echo "--- audit trail, last lines of $$tmp/audit.jsonl" && tail -n 5 "$$tmp/audit.jsonl"
+
+## demo-scratch: the capability tour (compose, grant, attenuate, revoke) in memory.
+demo-scratch:
 	$(GO) run ./examples/scratch
 
 ## test: everything CI runs: lint, race-enabled tests, short bounded fuzzing.
@@ -24,9 +36,9 @@ unit: sysdeps
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 
 # sysdeps installs the host tools tests use when missing: git builds the gitree
-# fixtures, bubblewrap runs the sandboxed builds. Without root (or apt-get) it says
+# fixtures, bubblewrap runs the sandboxed builds, cc builds the sample project. Without root (or apt-get) it says
 # which tests will skip.
-SYSDEPS := git:git bwrap:bubblewrap
+SYSDEPS := git:git bwrap:bubblewrap cc:gcc
 
 sysdeps:
 	@missing=""; for d in $(SYSDEPS); do \
@@ -43,7 +55,9 @@ FUZZ_TARGETS := \
 	./vfs:FuzzResolve \
 	./dir:FuzzGlob \
 	./policy:FuzzRules \
-	./authority:FuzzParseSubject
+	./authority:FuzzParseSubject \
+	./cmd/capfs:FuzzParseMountFlag \
+	./mcpserver:FuzzParsePatch
 
 fuzz-short:
 	@set -e; for t in $(FUZZ_TARGETS); do \
