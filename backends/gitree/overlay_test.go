@@ -365,27 +365,15 @@ func TestOverlayOnFixture(t *testing.T) {
 	}
 }
 
-var (
-	emptyRepoOnce sync.Once
-	emptyRepoDir  string
-)
-
 // TestOverlayConformance runs the shared suite, writes included, over overlays of
 // an empty tree.
 func TestOverlayConformance(t *testing.T) {
 	newFixture(t)
-	emptyRepoOnce.Do(func() {
-		d, err := os.MkdirTemp("", "gitree-empty-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		emptyRepoDir = d
-		runGit(t, d, "init", "-q")
-		runGit(t, d, "commit", "-q", "--allow-empty", "-m", "empty")
-	})
-	t.Cleanup(func() { os.RemoveAll(emptyRepoDir) })
+	d := t.TempDir()
+	runGit(t, d, "init", "-q")
+	runGit(t, d, "commit", "-q", "--allow-empty", "-m", "empty")
 	vfstest.TestBackend(t, vfstest.Config{New: func(t *testing.T) vfs.Backend {
-		o, err := OpenOverlay(emptyRepoDir, "main")
+		o, err := OpenOverlay(d, "main")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -787,11 +775,6 @@ func TestOverlayModesAndUnchanged(t *testing.T) {
 	}
 }
 
-var (
-	fullRepoOnce sync.Once
-	fullRepoDir  string
-)
-
 // removeAll removes p and everything beneath it from b.
 func removeAll(t *testing.T, b vfs.Backend, p vfs.Path) {
 	t.Helper()
@@ -822,24 +805,17 @@ func removeAll(t *testing.T, b vfs.Backend, p vfs.Path) {
 // the base, so every lookup, listing and creation goes through them.
 func TestOverlayConformanceWhiteouts(t *testing.T) {
 	newFixture(t)
-	fullRepoOnce.Do(func() {
-		d, err := os.MkdirTemp("", "gitree-full-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		fullRepoDir = d
-		runGit(t, d, "init", "-q")
-		// Names the suite uses, so its creations land on whiteouts.
-		for _, p := range []string{"a", "b", "f", "d/e/y", "x/y", "link", "sub/f"} {
-			write(t, filepath.Join(d, p), "base "+p, 0o644)
-		}
-		symlink(t, "f", filepath.Join(d, "l"))
-		runGit(t, d, "add", "-A")
-		runGit(t, d, "commit", "-q", "-m", "full")
-	})
-	t.Cleanup(func() { os.RemoveAll(fullRepoDir) })
+	d := t.TempDir()
+	runGit(t, d, "init", "-q")
+	// Names the suite uses, so its creations land on whiteouts.
+	for _, p := range []string{"a", "b", "f", "d/e/y", "x/y", "link", "sub/f"} {
+		write(t, filepath.Join(d, p), "base "+p, 0o644)
+	}
+	symlink(t, "f", filepath.Join(d, "l"))
+	runGit(t, d, "add", "-A")
+	runGit(t, d, "commit", "-q", "-m", "full")
 	vfstest.TestBackend(t, vfstest.Config{New: func(t *testing.T) vfs.Backend {
-		o, err := OpenOverlay(fullRepoDir, "main")
+		o, err := OpenOverlay(d, "main")
 		if err != nil {
 			t.Fatal(err)
 		}
