@@ -84,6 +84,7 @@ type Overlay struct {
 	gitDir string
 
 	commitMu sync.Mutex // serializes Commit and WriteTree
+	encoded  int        // trees encoded by writeDir, for tests; guarded by commitMu
 	headMu   sync.Mutex
 	head     plumbing.Hash // the commit the ref must still point at; guarded by headMu
 }
@@ -518,6 +519,7 @@ func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (plumbing.
 		return e.Name
 	}
 	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	o.encoded++
 	t := &object.Tree{Entries: out}
 	h, err := o.store(ctx, t.Encode, plumbing.TreeObject)
 	return h, false, err

@@ -550,6 +550,13 @@ func TestOverlayCopyUpIsPerPath(t *testing.T) {
 	if n := len(o.v.root.ents); n != 1 || o.v.root.ents["dir"] == nil {
 		t.Fatalf("root's upper entries: %v", o.v.root.ents)
 	}
+	// The commit's tree encodes only the three trees on the written path.
+	if _, err := o.WriteTree(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o.encoded != 3 {
+		t.Fatalf("WriteTree encoded %d trees, want 3 (root, dir, dir/sub)", o.encoded)
+	}
 }
 
 // TestOverlayWhiteouts deletes a file, a whole directory, and deletes then
