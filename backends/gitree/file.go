@@ -12,7 +12,7 @@ import (
 
 // file is an open blob (or directory) of an FS. A blob up to the FS's stream
 // threshold is held in memory whole, and reads never touch the repository again;
-// a larger one is streamed from the object store (see readStream).
+// a larger one is streamed from the object store (see blobSource).
 type file struct {
 	path vfs.Path
 	info vfs.Info
@@ -26,8 +26,7 @@ type file struct {
 	mu     sync.Mutex
 	off    int64
 	closed bool
-	stream io.ReadCloser // the blob's reader, positioned at spos; nil until needed
-	spos   int64
+	src    blobSource // a streamed blob's reader; nil until the first read
 }
 
 func (h *file) size() int64 {
@@ -67,39 +66,17 @@ func (h *file) readAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// readStream fills b from the blob at off. A read at or after the stream's position
-// skips forward; one before it reopens the object: sequential reads cost one pass,
-// random reads backwards cost a reopen and a skip each.
+// readStream fills b from the streamed blob at off, through the blob source
+// chosen at the first read (see blobSource).
 func (h *file) readStream(b []byte, off int64) (int, error) {
-	if err := h.r.lock(); err != nil {
-		return 0, err
-	}
-	defer h.r.mu.Unlock()
-	if h.stream == nil || off < h.spos {
-		if h.stream != nil {
-			h.stream.Close()
-			h.stream = nil
-		}
-		o, err := h.r.store.EncodedObject(plumbing.BlobObject, h.hash)
+	if h.src == nil {
+		src, err := h.r.openStream(h.hash, h.info.Size)
 		if err != nil {
 			return 0, err
 		}
-		rd, err := o.Reader()
-		if err != nil {
-			return 0, err
-		}
-		h.stream, h.spos = rd, 0
+		h.src = src
 	}
-	if off > h.spos {
-		k, err := io.CopyN(io.Discard, h.stream, off-h.spos)
-		h.spos += k
-		if err != nil {
-			return 0, err
-		}
-	}
-	n, err := io.ReadFull(h.stream, b)
-	h.spos += int64(n)
-	return n, err
+	return h.src.readAt(b, off)
 }
 
 var _ vfs.TypedFile = (*file)(nil)
@@ -219,11 +196,9 @@ func (h *file) Close() error {
 	}
 	h.closed = true
 	h.data = nil
-	if h.stream != nil {
-		h.r.mu.Lock() // the stream may read through descriptors the store shares
-		h.stream.Close()
-		h.r.mu.Unlock()
-		h.stream = nil
+	if h.src != nil {
+		h.src.close()
+		h.src = nil
 	}
 	return nil
 }

@@ -548,21 +548,11 @@ func (z *inflater) release() {
 }
 
 // inflateAll inflates the zlib stream raw, which must produce exactly size bytes
-// and end there (its checksum verified).
+// and end there, its checksum verified.
 func inflateAll(raw []byte, size int64) ([]byte, error) {
-	br := bytes.NewReader(raw)
-	z, err := newInflater(br, 0)
-	if err != nil {
-		return nil, errCorrupt
-	}
-	defer z.release()
 	out := make([]byte, size)
-	if _, err := io.ReadFull(z, out); err != nil {
+	if err := inflateInto(out, raw); err != nil {
 		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	var one [1]byte
-	if n, err := z.Read(one[:]); n != 0 || err != io.EOF {
-		return nil, fmt.Errorf("%w: object longer than its header says", errCorrupt)
 	}
 	return out, nil
 }

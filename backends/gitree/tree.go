@@ -63,6 +63,10 @@ type repoState struct {
 	cache  *lru
 
 	streamMin int64 // blobs larger than this are streamed; < 0: never
+
+	ckMu    sync.Mutex // guards ck and ckOrder
+	ck      map[plumbing.Hash]*ckIndex
+	ckOrder []plumbing.Hash // ck's keys, oldest first
 }
 
 var errClosed = &vfs.Error{Code: vfs.CodeClosed, Op: "read"}

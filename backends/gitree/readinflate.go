@@ -1,0 +1,762 @@
+package gitree
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash"
+	"hash/adler32"
+	"io"
+	"math/bits"
+	"sync"
+)
+
+// A DEFLATE (RFC 1951) decoder inside a zlib (RFC 1950) stream that can stop and
+// restart at block boundaries. compress/flate cannot: it hides where a block
+// ends, and a deflate stream is only resumable there, from the bit position the
+// next block starts at and the 32 KiB of output before it. The decoder reports
+// those positions (its checkpoints) and can start from one, which is what lets a
+// large blob's ReadAt jump near any offset instead of inflating from the start.
+//
+// It decodes in one of two modes: into a caller's buffer of the exact object
+// size (whole objects), or through a sliding window (streams).
+
+var errFlate = errors.New("corrupt deflate stream")
+
+// windowSize is deflate's largest match distance: the history a checkpoint keeps.
+const windowSize = 32 << 10
+
+// maxMatch is the longest match deflate can copy.
+const maxMatch = 258
+
+// Decoder states.
+const (
+	stHeader  = iota // at a block boundary: the next block's header comes next
+	stStored         // inside a stored block
+	stHuffman        // inside a compressed block
+	stDone           // after the final block
+)
+
+// primaryBits is the width of the first-level Huffman lookup.
+const primaryBits = 9
+
+// huffman is a two-level table for canonical Huffman codes of at most 15 bits. An
+// entry is either a leaf (bit 8 clear): symbol << 16 | code length, or a link
+// (bit 8 set): sub-table start << 16 | 0x100 | sub-table index bits.
+type huffman struct {
+	primary [1 << primaryBits]uint32
+	sub     []uint32
+}
+
+// init builds h from code lengths (0: symbol unused). Incomplete codes are
+// accepted (a missing code decodes as an error); over-subscribed ones are not.
+func (h *huffman) init(lengths []uint8) error {
+	var count [16]int
+	maxLen := 0
+	for _, l := range lengths {
+		count[l]++
+		if int(l) > maxLen {
+			maxLen = int(l)
+		}
+	}
+	count[0] = 0
+	left := 1
+	for l := 1; l <= 15; l++ {
+		left = left<<1 - count[l]
+		if left < 0 {
+			return errFlate
+		}
+	}
+	var next [16]int
+	code := 0
+	for l := 1; l <= 15; l++ {
+		code = (code + count[l-1]) << 1
+		next[l] = code
+	}
+	clear(h.primary[:])
+	h.sub = h.sub[:0]
+	subBits := max(maxLen-primaryBits, 0)
+	for s, l := range lengths {
+		if l == 0 {
+			continue
+		}
+		c := next[l]
+		next[l]++
+		rev := int(bits.Reverse16(uint16(c)) >> (16 - l))
+		if int(l) <= primaryBits {
+			leaf := uint32(s)<<16 | uint32(l)
+			for j := rev; j < 1<<primaryBits; j += 1 << l {
+				h.primary[j] = leaf
+			}
+			continue
+		}
+		low := rev & (1<<primaryBits - 1)
+		link := h.primary[low]
+		if link&0x100 == 0 {
+			link = uint32(len(h.sub))<<16 | 0x100 | uint32(subBits)
+			h.primary[low] = link
+			h.sub = append(h.sub, make([]uint32, 1<<subBits)...)
+		}
+		start := int(link >> 16)
+		leaf := uint32(s)<<16 | uint32(l)
+		for j := rev >> primaryBits; j < 1<<subBits; j += 1 << (int(l) - primaryBits) {
+			h.sub[start+j] = leaf
+		}
+	}
+	return nil
+}
+
+var (
+	fixedOnce           sync.Once
+	fixedLit, fixedDist huffman
+)
+
+func fixedTables() (*huffman, *huffman) {
+	fixedOnce.Do(func() {
+		var l [288]uint8
+		for i := range l {
+			switch {
+			case i < 144:
+				l[i] = 8
+			case i < 256:
+				l[i] = 9
+			case i < 280:
+				l[i] = 7
+			default:
+				l[i] = 8
+			}
+		}
+		fixedLit.init(l[:])
+		var d [30]uint8
+		for i := range d {
+			d[i] = 5
+		}
+		fixedDist.init(d[:])
+	})
+	return &fixedLit, &fixedDist
+}
+
+var (
+	lenBase   = [29]uint16{3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258}
+	lenExtra  = [29]uint8{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0}
+	distBase  = [30]uint32{1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577}
+	distExtra = [30]uint8{0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13}
+	clenOrder = [19]int{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
+)
+
+// checkpoint is where a deflate stream can be resumed: the bit after a block's
+// end, the output offset there, and the output's last (up to) 32 KiB before it.
+type checkpoint struct {
+	bit    int64 // in the input, counted from the input's start
+	out    int64
+	window []byte
+}
+
+// inflate is a deflate decoder over an input given whole (in) or read from an
+// io.ReaderAt in chunks (src).
+type inflate struct {
+	src       io.ReaderAt // nil: in holds the whole input
+	srcOff    int64       // offset in src of in[0]
+	srcEnd    int64
+	in        []byte
+	ip        int
+	bits      uint64
+	nb        uint
+	inputBase int64 // offset in src (or in) where the deflate data starts
+
+	win    []byte // output: history, then output not yet consumed
+	wpos   int    // end of the output in win
+	rpos   int    // start of the output not yet consumed
+	margin int    // room kept free at win's end in stream mode (maxMatch); 0 in whole mode
+	out    int64  // stream offset of win[wpos]
+
+	state     int
+	final     bool
+	stored    int
+	lit, dist *huffman
+	dyn       [2]huffman
+	lens      [320]uint8
+
+	// adler is the running checksum of the output, valid when the decoder started
+	// at the stream's start (checkAdler).
+	adler      uint32
+	checkAdler bool
+	adlerPos   int // win offset up to which output has been summed
+
+	// onBoundary, if set, is called at each block boundary before a non-final
+	// block.
+	onBoundary func(d *inflate)
+}
+
+// bitPos returns the input bit the decoder is at, counted from the deflate data's
+// start.
+func (d *inflate) bitPos() int64 {
+	return (d.srcOff+int64(d.ip)-d.inputBase)*8 - int64(d.nb)
+}
+
+// refill tops the bit buffer up to at least 56 bits, or all the input left.
+func (d *inflate) refill() error {
+	for d.nb < 56 {
+		if d.ip+8 <= len(d.in) {
+			v := binary.LittleEndian.Uint64(d.in[d.ip:])
+			d.bits |= v << d.nb
+			k := (63 - d.nb) >> 3
+			d.ip += int(k)
+			d.nb += k << 3
+			continue
+		}
+		if d.ip < len(d.in) {
+			d.bits |= uint64(d.in[d.ip]) << d.nb
+			d.ip++
+			d.nb += 8
+			continue
+		}
+		if d.src == nil || d.srcOff+int64(len(d.in)) >= d.srcEnd {
+			return nil // end of input: callers check they have the bits they use
+		}
+		if err := d.fill(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fill reads the next chunk of input from src.
+func (d *inflate) fill() error {
+	d.srcOff += int64(len(d.in))
+	n := min(int64(cap(d.in)), d.srcEnd-d.srcOff)
+	d.in = d.in[:n]
+	d.ip = 0
+	k, err := d.src.ReadAt(d.in, d.srcOff)
+	if k < len(d.in) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return nil
+}
+
+// getBits consumes n ≤ 32 bits.
+func (d *inflate) getBits(n uint) (uint32, error) {
+	if d.nb < n {
+		if err := d.refill(); err != nil {
+			return 0, err
+		}
+		if d.nb < n {
+			return 0, io.ErrUnexpectedEOF
+		}
+	}
+	v := uint32(d.bits & (1<<n - 1))
+	d.bits >>= n
+	d.nb -= n
+	return v, nil
+}
+
+// symbol decodes one symbol of h.
+func (d *inflate) symbol(h *huffman) (int, error) {
+	if d.nb < 15 {
+		if err := d.refill(); err != nil {
+			return 0, err
+		}
+	}
+	e := h.primary[d.bits&(1<<primaryBits-1)]
+	if e&0x100 != 0 {
+		e = h.sub[int(e>>16)+int((d.bits>>primaryBits)&(1<<(e&0xff)-1))]
+	}
+	l := uint(e & 0xff)
+	if l == 0 || l > d.nb {
+		if l == 0 {
+			return 0, errFlate
+		}
+		return 0, io.ErrUnexpectedEOF
+	}
+	d.bits >>= l
+	d.nb -= l
+	return int(e >> 16), nil
+}
+
+// header reads a block header and sets up the block.
+func (d *inflate) header() error {
+	h, err := d.getBits(3)
+	if err != nil {
+		return err
+	}
+	d.final = h&1 != 0
+	switch h >> 1 {
+	case 0:
+		// Stored: skip to a byte boundary, then LEN and its complement.
+		d.bits >>= d.nb & 7
+		d.nb -= d.nb & 7
+		v, err := d.getBits(32)
+		if err != nil {
+			return err
+		}
+		if uint16(v) != ^uint16(v>>16) {
+			return errFlate
+		}
+		d.stored = int(uint16(v))
+		d.state = stStored
+	case 1:
+		d.lit, d.dist = fixedTables()
+		d.state = stHuffman
+	case 2:
+		if err := d.dynamic(); err != nil {
+			return err
+		}
+		d.state = stHuffman
+	default:
+		return errFlate
+	}
+	return nil
+}
+
+// dynamic reads the code lengths of a dynamic block and builds its tables.
+func (d *inflate) dynamic() error {
+	v, err := d.getBits(14)
+	if err != nil {
+		return err
+	}
+	nlit, ndist, nclen := int(v&31)+257, int(v>>5&31)+1, int(v>>10)+4
+	if nlit > 286 || ndist > 30 {
+		return errFlate
+	}
+	var cl [19]uint8
+	for i := 0; i < nclen; i++ {
+		b, err := d.getBits(3)
+		if err != nil {
+			return err
+		}
+		cl[clenOrder[i]] = uint8(b)
+	}
+	var ch huffman
+	if err := ch.init(cl[:]); err != nil {
+		return err
+	}
+	lens := d.lens[:nlit+ndist]
+	for i := 0; i < len(lens); {
+		s, err := d.symbol(&ch)
+		if err != nil {
+			return err
+		}
+		if s < 16 {
+			lens[i] = uint8(s)
+			i++
+			continue
+		}
+		var rep int
+		var val uint8
+		switch s {
+		case 16:
+			if i == 0 {
+				return errFlate
+			}
+			b, err := d.getBits(2)
+			if err != nil {
+				return err
+			}
+			rep, val = 3+int(b), lens[i-1]
+		case 17:
+			b, err := d.getBits(3)
+			if err != nil {
+				return err
+			}
+			rep = 3 + int(b)
+		default:
+			b, err := d.getBits(7)
+			if err != nil {
+				return err
+			}
+			rep = 11 + int(b)
+		}
+		if i+rep > len(lens) {
+			return errFlate
+		}
+		for ; rep > 0; rep-- {
+			lens[i] = val
+			i++
+		}
+	}
+	if lens[256] == 0 {
+		return errFlate
+	}
+	if err := d.dyn[0].init(lens[:nlit]); err != nil {
+		return err
+	}
+	if err := d.dyn[1].init(lens[nlit:]); err != nil {
+		return err
+	}
+	d.lit, d.dist = &d.dyn[0], &d.dyn[1]
+	return nil
+}
+
+// step decodes until win has no room left (short of the margin) or the stream
+// ends.
+func (d *inflate) step() error {
+	limit := len(d.win) - d.margin
+	for d.wpos < limit {
+		switch d.state {
+		case stDone:
+			return nil
+		case stHeader:
+			if d.onBoundary != nil && d.out > 0 {
+				d.onBoundary(d)
+			}
+			if err := d.header(); err != nil {
+				return err
+			}
+		case stStored:
+			if err := d.copyStored(limit); err != nil {
+				return err
+			}
+		case stHuffman:
+			if err := d.huffmanBlock(limit); err != nil {
+				return err
+			}
+		}
+		if d.state == stHeader && d.final {
+			d.state = stDone
+		}
+	}
+	return nil
+}
+
+func (d *inflate) copyStored(limit int) error {
+	for d.stored > 0 && d.wpos < limit {
+		if d.nb == 0 {
+			d.bits = 0 // drop bytes refill loaded ahead: they are copied directly
+		}
+		if d.nb >= 8 {
+			d.win[d.wpos] = byte(d.bits)
+			d.bits >>= 8
+			d.nb -= 8
+			d.wpos++
+			d.out++
+			d.stored--
+			continue
+		}
+		if d.ip == len(d.in) {
+			if d.src == nil || d.srcOff+int64(len(d.in)) >= d.srcEnd {
+				return io.ErrUnexpectedEOF
+			}
+			if err := d.fill(); err != nil {
+				return err
+			}
+		}
+		n := min(d.stored, limit-d.wpos, len(d.in)-d.ip)
+		copy(d.win[d.wpos:], d.in[d.ip:d.ip+n])
+		d.ip += n
+		d.wpos += n
+		d.out += int64(n)
+		d.stored -= n
+	}
+	if d.stored == 0 {
+		d.state = stHeader
+	}
+	return nil
+}
+
+// huffmanBlock decodes symbols of a compressed block until the block ends or win
+// is full up to limit. It keeps the bit buffer in locals and refills it once per
+// symbol pair: 48 bits cover a literal/length code (15), its extra bits (5), a
+// distance code (15) and its extra bits (13).
+func (d *inflate) huffmanBlock(limit int) (err error) {
+	win, in := d.win, d.in
+	wpos, ip := d.wpos, d.ip
+	bitv, nb := d.bits, d.nb
+	lit, dist := d.lit, d.dist
+	start := wpos
+	defer func() {
+		d.wpos, d.ip, d.bits, d.nb = wpos, ip, bitv, nb
+		d.out += int64(wpos - start)
+	}()
+	for wpos < limit {
+		if nb < 48 {
+			if ip+8 <= len(in) {
+				bitv |= binary.LittleEndian.Uint64(in[ip:]) << nb
+				k := (63 - nb) >> 3
+				ip += int(k)
+				nb += k << 3
+			} else {
+				d.ip, d.bits, d.nb = ip, bitv, nb
+				if err := d.refill(); err != nil {
+					return err
+				}
+				in, ip, bitv, nb = d.in, d.ip, d.bits, d.nb
+			}
+		}
+		e := lit.primary[bitv&(1<<primaryBits-1)]
+		if e&0x100 != 0 {
+			e = lit.sub[int(e>>16)+int((bitv>>primaryBits)&(1<<(e&0xff)-1))]
+		}
+		l := uint(e & 0xff)
+		if l == 0 || l > nb {
+			return truncatedOr(l)
+		}
+		bitv >>= l
+		nb -= l
+		s := int(e >> 16)
+		if s < 256 {
+			win[wpos] = byte(s)
+			wpos++
+			continue
+		}
+		if s == 256 {
+			d.state = stHeader
+			return nil
+		}
+		s -= 257
+		if s >= 29 {
+			return errFlate
+		}
+		length := int(lenBase[s])
+		if x := uint(lenExtra[s]); x > 0 {
+			if x > nb {
+				return io.ErrUnexpectedEOF
+			}
+			length += int(bitv & (1<<x - 1))
+			bitv >>= x
+			nb -= x
+		}
+		e = dist.primary[bitv&(1<<primaryBits-1)]
+		if e&0x100 != 0 {
+			e = dist.sub[int(e>>16)+int((bitv>>primaryBits)&(1<<(e&0xff)-1))]
+		}
+		l = uint(e & 0xff)
+		if l == 0 || l > nb {
+			return truncatedOr(l)
+		}
+		bitv >>= l
+		nb -= l
+		ds := int(e >> 16)
+		if ds >= 30 {
+			return errFlate
+		}
+		dd := int(distBase[ds])
+		if x := uint(distExtra[ds]); x > 0 {
+			if x > nb {
+				return io.ErrUnexpectedEOF
+			}
+			dd += int(bitv & (1<<x - 1))
+			bitv >>= x
+			nb -= x
+		}
+		if dd > wpos || wpos+length > len(win) {
+			return errFlate
+		}
+		from := wpos - dd
+		if dd >= length {
+			copy(win[wpos:wpos+length], win[from:from+length])
+		} else {
+			for i := range length {
+				win[wpos+i] = win[from+i]
+			}
+		}
+		wpos += length
+	}
+	return nil
+}
+
+// truncatedOr is the error of a code of length l that could not be decoded: no
+// such code (l = 0), or not enough input left.
+func truncatedOr(l uint) error {
+	if l == 0 {
+		return errFlate
+	}
+	return io.ErrUnexpectedEOF
+}
+
+// zlibHeader checks a zlib stream's two-byte header (no preset dictionary).
+func zlibHeader(b0, b1 byte) error {
+	if b0&0x0f != 8 || (uint16(b0)<<8|uint16(b1))%31 != 0 || b1&0x20 != 0 {
+		return errFlate
+	}
+	return nil
+}
+
+// trailer reads the zlib trailer (Adler-32 of the output, big-endian) after the
+// final block and checks it when the whole output was summed.
+func (d *inflate) trailer() error {
+	d.bits >>= d.nb & 7
+	d.nb -= d.nb & 7
+	v, err := d.getBits(32)
+	if err != nil {
+		return err
+	}
+	if d.checkAdler && bits.ReverseBytes32(v) != d.adler {
+		return errFlate
+	}
+	return nil
+}
+
+// inflateInto inflates the zlib stream raw into out, which must be exactly the
+// output's size, and verifies its checksum.
+func inflateInto(out, raw []byte) error {
+	if len(raw) < 2 {
+		return errFlate
+	}
+	if err := zlibHeader(raw[0], raw[1]); err != nil {
+		return err
+	}
+	d := inflatePool.Get().(*inflate)
+	defer inflatePool.Put(d)
+	*d = inflate{in: raw, ip: 2, inputBase: 2, win: out, checkAdler: true, dyn: d.dyn}
+	if err := d.step(); err != nil {
+		return err
+	}
+	if d.state != stDone {
+		// out is full: the stream may only end here (an empty final block, say).
+		d.margin = 0
+		var one [1]byte
+		d.win, d.wpos = one[:], 0
+		if err := d.step(); err != nil || d.wpos != 0 || d.state != stDone {
+			return errFlate
+		}
+	}
+	d.adler = adler32.Checksum(out)
+	return d.trailer()
+}
+
+var inflatePool = sync.Pool{New: func() any { return new(inflate) }}
+
+// streamInflate reads a zlib stream of known output size from src[start:end]
+// through a sliding window, recording checkpoints.
+type streamInflate struct {
+	d          inflate
+	src        io.ReaderAt
+	start, end int64 // the zlib stream in src
+	size       int64 // the output's size
+	h          hash.Hash32
+}
+
+// streamChunk is how much output one step produces at most, beyond the window.
+const streamChunk = 256 << 10
+
+// reset positions s at checkpoint c (nil: the stream's start).
+func (s *streamInflate) reset(c *checkpoint) error {
+	win := s.d.win
+	if cap(win) < windowSize+streamChunk {
+		win = make([]byte, windowSize+streamChunk)
+	}
+	in := s.d.in
+	if cap(in) < 64<<10 {
+		in = make([]byte, 0, 64<<10)
+	}
+	dyn := s.d.dyn
+	s.d = inflate{src: s.src, srcEnd: s.end, in: in[:0], win: win[:cap(win)], margin: maxMatch, dyn: dyn, inputBase: s.start + 2}
+	if c == nil {
+		var h [2]byte
+		if _, err := s.src.ReadAt(h[:], s.start); err != nil {
+			return err
+		}
+		if err := zlibHeader(h[0], h[1]); err != nil {
+			return err
+		}
+		s.d.srcOff = s.start + 2
+		s.d.checkAdler = true
+		s.h = adler32.New()
+		return nil
+	}
+	byteOff := s.start + 2 + c.bit/8
+	s.d.srcOff = byteOff
+	s.d.wpos = copy(s.d.win, c.window)
+	s.d.rpos, s.d.adlerPos = s.d.wpos, s.d.wpos
+	s.d.out = c.out
+	s.h = nil
+	if sh := uint(c.bit % 8); sh > 0 {
+		if _, err := s.d.getBits(sh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pos returns the stream offset of the next byte Read returns.
+func (s *streamInflate) pos() int64 { return s.d.out - int64(s.d.wpos-s.d.rpos) }
+
+// more decodes the next piece of output, sliding the window first when the buffer
+// is full. It returns io.EOF at the stream's end, once the trailer checks out.
+func (s *streamInflate) more() error {
+	d := &s.d
+	if d.state == stDone {
+		if d.rpos == d.wpos {
+			return io.EOF
+		}
+		return nil
+	}
+	if d.wpos >= len(d.win)-d.margin {
+		s.sum()
+		keep := min(d.wpos, windowSize)
+		copy(d.win, d.win[d.wpos-keep:d.wpos])
+		d.rpos -= d.wpos - keep
+		d.adlerPos -= d.wpos - keep
+		d.wpos = keep
+	}
+	if err := d.step(); err != nil {
+		return err
+	}
+	if d.out > s.size {
+		return errFlate
+	}
+	if d.state == stDone {
+		if d.out != s.size {
+			return errFlate
+		}
+		s.sum()
+		if s.h != nil {
+			d.adler = s.h.Sum32()
+		}
+		if err := d.trailer(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sum adds the output not yet summed to the running checksum.
+func (s *streamInflate) sum() {
+	d := &s.d
+	if s.h != nil && d.adlerPos < d.wpos {
+		s.h.Write(d.win[d.adlerPos:d.wpos])
+	}
+	d.adlerPos = d.wpos
+}
+
+// read copies decoded output into p.
+func (s *streamInflate) read(p []byte) (int, error) {
+	d := &s.d
+	for d.rpos == d.wpos {
+		if err := s.more(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, d.win[d.rpos:d.wpos])
+	d.rpos += n
+	return n, nil
+}
+
+// skip discards n bytes of output.
+func (s *streamInflate) skip(n int64) error {
+	d := &s.d
+	for n > 0 {
+		if d.rpos == d.wpos {
+			if err := s.more(); err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return err
+			}
+			continue
+		}
+		k := min(n, int64(d.wpos-d.rpos))
+		d.rpos += int(k)
+		n -= k
+	}
+	return nil
+}
+
+// snapshot returns a checkpoint at the decoder's current position, which must be
+// a block boundary.
+func (d *inflate) snapshot() checkpoint {
+	keep := min(d.wpos, windowSize)
+	return checkpoint{bit: d.bitPos(), out: d.out, window: append([]byte(nil), d.win[d.wpos-keep:d.wpos]...)}
+}
