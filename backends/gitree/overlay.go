@@ -68,7 +68,9 @@ type Signature struct {
 // Commit builds the new tree from the base tree and the upper layer: a directory
 // the overlay did not change keeps its tree id without being read, and a changed
 // directory whose entries end up equal to its base tree's keeps that id too; only
-// the others are encoded and hashed, and only objects the store lacks are written.
+// the others are encoded and hashed. Every file in the memory layer is hashed at
+// each Commit (base files that were never copied up are not read), and only
+// objects the store lacks are written.
 //
 // All methods are safe for concurrent use: the merged view is guarded by one
 // readers-writer lock (lookups run in parallel; mutations are exclusive), and file
