@@ -360,6 +360,19 @@ func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (n
 }
 
 func (f *FS) info(op string, p vfs.Path, n node, name string) (vfs.Info, error) {
+	var size int64
+	switch n.mode {
+	case filemode.Symlink, filemode.Executable, filemode.Regular, filemode.Deprecated:
+		var err error
+		if size, err = f.r.blobSize(n.hash); err != nil {
+			return vfs.Info{}, vfs.Errno(op, p, err)
+		}
+	}
+	return f.infoSized(op, p, n, name, size)
+}
+
+// infoSized is info for a node whose blob size (for a file or symlink) is known.
+func (f *FS) infoSized(op string, p vfs.Path, n node, name string, size int64) (vfs.Info, error) {
 	if name == "" {
 		name = "."
 	}
@@ -375,10 +388,6 @@ func (f *FS) info(op string, p vfs.Path, n node, name string) (vfs.Info, error) 
 		i.Mode = fs.ModeDir | 0o755
 		i.Sys = &Entry{Kind: "submodule", ID: n.hash.String()}
 	case filemode.Symlink, filemode.Executable, filemode.Regular, filemode.Deprecated:
-		size, err := f.r.blobSize(n.hash)
-		if err != nil {
-			return vfs.Info{}, vfs.Errno(op, p, err)
-		}
 		i.Size = size
 		switch n.mode {
 		case filemode.Symlink:
@@ -448,6 +457,23 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	n, name, err := f.resolve(ctx, p, true, "open")
 	if err != nil {
 		return nil, err
+	}
+	if !typeOf(n).IsDir() && f.r.packs != nil {
+		// One read of a packed blob gives its size and, below the stream
+		// threshold, its content.
+		typ, data, err := f.r.packs.read(n.hash, f.r.streamMin)
+		switch {
+		case err == nil && typ == plumbing.BlobObject:
+			info, err := f.infoSized("open", p, n, name, int64(len(data)))
+			if err != nil {
+				return nil, err
+			}
+			return &file{path: p, info: info, data: data}, nil
+		case err == nil:
+			return nil, vfs.Errno("open", p, plumbing.ErrObjectNotFound)
+		case err != errTooLarge && err != errNotPacked:
+			return nil, vfs.Errno("open", p, err)
+		}
 	}
 	info, err := f.info("open", p, n, name)
 	if err != nil {
