@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/backends/gitree"
 	"github.com/capfs/capfs/vfs"
@@ -140,6 +141,23 @@ func GitreeSettings() []GitreeSetting {
 	}
 }
 
+// GitreeCPUMetric names the extra metric the git revision workloads report: CPU
+// time (user and system, all threads) per iteration of the process doing the
+// work: this one for gitree (the timed parts only), the git CLI's processes
+// (the shell and the processes it waited for) for the peers, not counting this
+// process reading their output.
+const GitreeCPUMetric = "proc-cpu-ns/op"
+
+// cpuMeter sums the CPU time of the timed parts of a benchmark.
+type cpuMeter struct{ total, from time.Duration }
+
+func (m *cpuMeter) start()              { m.from = processCPU() }
+func (m *cpuMeter) stop()               { m.total += processCPU() - m.from }
+func (m *cpuMeter) add(d time.Duration) { m.total += d }
+func (m *cpuMeter) report(b *testing.B) {
+	b.ReportMetric(float64(m.total)/float64(b.N), GitreeCPUMetric)
+}
+
 // walkTree calls leaf for every non-directory of g, depth first in name order,
 // and dir for every directory below the root before its contents.
 func walkTree(g vfs.Backend, p vfs.Path, dir func(vfs.Path) error, leaf func(vfs.Path, fs.FileMode) error) error {
@@ -182,6 +200,10 @@ func gitreeList(b *testing.B, fx *GitreeFixture) { GitreeList(b, fx) }
 
 // GitreeList is the listing workload with gitree opened with opts.
 func GitreeList(b *testing.B, fx *GitreeFixture, opts ...gitree.Option) {
+	var m cpuMeter
+	m.start()
+	defer m.report(b)
+	defer m.stop()
 	for i := 0; i < b.N; i++ {
 		g := openGitree(b, fx, opts...)
 		n := 0
@@ -194,6 +216,8 @@ func GitreeList(b *testing.B, fx *GitreeFixture, opts ...gitree.Option) {
 }
 
 func gitLsTree(b *testing.B, fx *GitreeFixture) {
+	var m cpuMeter
+	defer m.report(b)
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command("git", "--git-dir="+fx.Repo, "ls-tree", "-r", "--name-only", "HEAD")
 		cmd.Env = GitEnv()
@@ -209,7 +233,9 @@ func gitLsTree(b *testing.B, fx *GitreeFixture) {
 		for sc.Scan() {
 			n++
 		}
-		if err := cmd.Wait(); err != nil || n != fx.Paths {
+		err = cmd.Wait()
+		m.add(childCPU(cmd.ProcessState))
+		if err != nil || n != fx.Paths {
 			b.Fatalf("git ls-tree: %d paths (want %d), %v", n, fx.Paths, err)
 		}
 	}
@@ -268,6 +294,10 @@ func gitreeRead(b *testing.B, fx *GitreeFixture, workers int) { GitreeRead(b, fx
 func GitreeRead(b *testing.B, fx *GitreeFixture, workers int, opts ...gitree.Option) {
 	b.SetBytes(fx.Bytes)
 	bufs := sync.Pool{New: func() any { return new([64 << 10]byte) }}
+	var m cpuMeter
+	m.start()
+	defer m.report(b)
+	defer m.stop()
 	for i := 0; i < b.N; i++ {
 		g := openGitree(b, fx, opts...)
 		var total, files atomic.Int64
@@ -322,6 +352,8 @@ func readAll(g vfs.Backend, p vfs.Path, mode fs.FileMode, buf []byte) (int64, er
 func gitCatFile(b *testing.B, fx *GitreeFixture) {
 	b.SetBytes(fx.Bytes)
 	input := strings.Join(fx.BlobIDs, "\n") + "\n"
+	var m cpuMeter
+	defer m.report(b)
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command("git", "--git-dir="+fx.Repo, "cat-file", "--batch")
 		cmd.Env = GitEnv()
@@ -334,7 +366,9 @@ func gitCatFile(b *testing.B, fx *GitreeFixture) {
 			b.Fatal(err)
 		}
 		total, files, perr := countBatch(bufio.NewReaderSize(out, 64<<10))
-		if err := cmd.Wait(); err != nil || perr != nil || total != fx.Bytes || files != len(fx.BlobIDs) {
+		err = cmd.Wait()
+		m.add(childCPU(cmd.ProcessState))
+		if err != nil || perr != nil || total != fx.Bytes || files != len(fx.BlobIDs) {
 			b.Fatalf("git cat-file: %d bytes in %d objects (want %d in %d), %v, %v", total, files, fx.Bytes, len(fx.BlobIDs), err, perr)
 		}
 	}
@@ -375,8 +409,12 @@ func gitreeCheckout(b *testing.B, fx *GitreeFixture, workers int) {
 	b.SetBytes(fx.Bytes)
 	ctx := context.Background()
 	bufs := sync.Pool{New: func() any { return new([]byte) }}
+	var m cpuMeter
+	m.start()
+	defer m.report(b)
+	defer m.stop()
 	for i := 0; i < b.N; i++ {
-		dst := checkoutDir(b)
+		dst := checkoutDir(b, &m)
 		g := openGitree(b, fx)
 		var files atomic.Int64
 		err := parallel(workers, func(send func(item) error) error {
@@ -422,28 +460,33 @@ func gitreeCheckout(b *testing.B, fx *GitreeFixture, workers int) {
 		if err != nil || files.Load() != int64(len(fx.BlobIDs)) {
 			b.Fatalf("gitree checkout: %d files (want %d), %v", files.Load(), len(fx.BlobIDs), err)
 		}
-		checkCheckout(b, fx, dst, i)
+		checkCheckout(b, fx, dst, i, &m)
 	}
 }
 
 func gitArchive(b *testing.B, fx *GitreeFixture) {
 	b.SetBytes(fx.Bytes)
+	var m cpuMeter
+	defer m.report(b)
 	for i := 0; i < b.N; i++ {
-		dst := checkoutDir(b)
+		dst := checkoutDir(b, nil)
 		cmd := exec.Command("sh", "-c", `git --git-dir="$1" archive HEAD | tar -x -C "$2"`, "sh", fx.Repo, dst)
 		cmd.Env = GitEnv()
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		m.add(childCPU(cmd.ProcessState))
+		if err != nil {
 			b.Fatalf("git archive | tar: %v: %s", err, out)
 		}
-		checkCheckout(b, fx, dst, i)
+		checkCheckout(b, fx, dst, i, nil)
 	}
 }
 
 // checkoutDir makes a new empty directory for one checkout, outside the timed
-// part, and removes it when the benchmark ends.
-func checkoutDir(b *testing.B) string {
-	b.StopTimer()
-	defer b.StartTimer()
+// part (and outside m's, when m is not nil), and removes it when the benchmark
+// ends.
+func checkoutDir(b *testing.B, m *cpuMeter) string {
+	untimed(b, m)
+	defer timed(b, m)
 	dst, err := os.MkdirTemp("", "capfs-bench-checkout-")
 	if err != nil {
 		b.Fatal(err)
@@ -454,9 +497,9 @@ func checkoutDir(b *testing.B) string {
 
 // checkCheckout checks, outside the timed part, that the first checkout of a
 // run holds every file with the right total size, and removes every checkout.
-func checkCheckout(b *testing.B, fx *GitreeFixture, dst string, i int) {
-	b.StopTimer()
-	defer b.StartTimer()
+func checkCheckout(b *testing.B, fx *GitreeFixture, dst string, i int, m *cpuMeter) {
+	untimed(b, m)
+	defer timed(b, m)
 	defer os.RemoveAll(dst)
 	if i > 0 {
 		return
@@ -464,6 +507,22 @@ func checkCheckout(b *testing.B, fx *GitreeFixture, dst string, i int) {
 	n, size, err := countTree(dst)
 	if err != nil || n != len(fx.BlobIDs) || size != fx.Bytes {
 		b.Fatalf("checkout holds %d files of %d bytes (want %d, %d), %v", n, size, len(fx.BlobIDs), fx.Bytes, err)
+	}
+}
+
+// untimed stops the benchmark's timer and m.
+func untimed(b *testing.B, m *cpuMeter) {
+	if m != nil {
+		m.stop()
+	}
+	b.StopTimer()
+}
+
+// timed restarts the benchmark's timer and m.
+func timed(b *testing.B, m *cpuMeter) {
+	b.StartTimer()
+	if m != nil {
+		m.start()
 	}
 }
 

@@ -85,6 +85,9 @@ func TestGitreeWorkloads(t *testing.T) {
 				if r.N == 0 {
 					t.Fatalf("%s on %s failed", w.Name, im.Name)
 				}
+				if cpu := r.Extra[GitreeCPUMetric]; cpu <= 0 && processCPU() > 0 {
+					t.Fatalf("%s on %s: CPU time %v", w.Name, im.Name, cpu)
+				}
 			})
 		}
 		if peers != 1 || w.Impls[0].Peer {

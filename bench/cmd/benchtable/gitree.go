@@ -28,11 +28,12 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 		"Cells: median wall-clock time per iteration over %d rounds; ratio = peer time / capfs time (above 1× capfs is faster).\n\n",
 		fx.Repo, strings.TrimSpace(string(gitVersion)), runtime.Version(), fx.Paths, len(fx.BlobIDs), float64(fx.Bytes)/1e6, count)
 	fmt.Fprintf(out, "| workload | capfs | time | peer | time | ratio | target |\n|---|---|---:|---|---:|---:|---|\n")
+	var cpuRows []string
 	for _, w := range bench.GitreeWorkloads() {
 		if run != "" && !strings.Contains(w.Name, run) {
 			continue
 		}
-		walls := map[string][]float64{}
+		walls, cpus := map[string][]float64{}, map[string][]float64{}
 		for i := 0; i < count; i++ {
 			for _, im := range w.Impls {
 				r, err := measure(w.Name, im.Name, func(b *testing.B) { im.Run(b, fx) }, benchtime)
@@ -40,8 +41,10 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 					return err
 				}
 				t := float64(r.T.Nanoseconds()) / float64(r.N)
-				fmt.Fprintf(progress, "%s: %s round %d: %s\n", w.Name, im.Name, i+1, dur(t))
+				c := r.Extra[bench.GitreeCPUMetric]
+				fmt.Fprintf(progress, "%s: %s round %d: %s wall, %s CPU\n", w.Name, im.Name, i+1, dur(t), dur(c))
 				walls[im.Name] = append(walls[im.Name], t)
+				cpus[im.Name] = append(cpus[im.Name], c)
 			}
 		}
 		var peer bench.GitreeImpl
@@ -66,6 +69,18 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 			}
 			fmt.Fprintf(out, "| %s | %s | %s | `%s` | %s | %s | %s |\n", w.Name, im.Name, dur(c),
 				strings.ReplaceAll(peer.Name, "|", `\|`), dur(p), ratio(p, c), target)
+			cc, pc := median(cpus[im.Name]), median(cpus[peer.Name])
+			if cc > 0 && pc > 0 {
+				cpuRows = append(cpuRows, fmt.Sprintf("| %s | %s | %s | %s | %s |", w.Name, im.Name, dur(cc), dur(pc), ratio(pc, cc)))
+			}
+		}
+	}
+	if len(cpuRows) > 0 {
+		fmt.Fprintf(out, "\nCPU time (user+system, all threads) per iteration, same run: gitree's process in its timed parts; "+
+			"the peer's processes (git, and tar and the shell for the checkout), not this process reading their output:\n\n")
+		fmt.Fprintf(out, "| workload | capfs | capfs CPU | peer CPU | ratio |\n|---|---|---:|---:|---:|\n")
+		for _, r := range cpuRows {
+			fmt.Fprintln(out, r)
 		}
 	}
 	if !tune {
