@@ -48,8 +48,8 @@ func main() {
 	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
 	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
-	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" {
-		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical or gitree\n", *only)
+	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" {
+		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree or materialize\n", *only)
 		os.Exit(2)
 	}
 	start := time.Now()
@@ -68,6 +68,12 @@ func main() {
 			fmt.Fprintln(os.Stdout)
 		}
 		err = gitreeTable(os.Stdout, os.Stderr, *count, *run, *benchtime, *gitreeTune)
+	}
+	if err == nil && (*only == "" || *only == "materialize") { // issue 5: checkout, sync-back scan
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		err = materializeTable(os.Stdout, os.Stderr, *count, *run, *benchtime)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
