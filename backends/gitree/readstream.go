@@ -14,13 +14,15 @@ import (
 //   - packedBlob, for a blob stored whole (not as a delta) in a pack: the entry's
 //     zlib stream is inflated on demand through a sliding window, and the
 //     decoder records checkpoints (the input bit and the last 32 KiB of output
-//     at a deflate block boundary) about every 1/64 of the blob, at least 1 MiB
-//     apart. A read at any offset restarts from the nearest checkpoint at or
+//     at a deflate block boundary) about every 1/64 of the blob, at least 256
+//     KiB apart. A read at any offset restarts from the nearest checkpoint at or
 //     before it, or carries on from where the previous read stopped, whichever
-//     is closer, so it inflates at most about a 64th of the blob (or 1 MiB) more
-//     than it returns once the region was decoded once. The first read past the
-//     decoded region inflates up to it. Checkpoints are shared by every open
-//     file of the same blob (the last 16 blobs of an FS).
+//     is closer, so it inflates at most about a 64th of the blob (or 256 KiB,
+//     plus the rest of a deflate block) more than it returns once the region was
+//     decoded once. The first read past the decoded region inflates up to it.
+//     Checkpoints are shared by every open file of the same blob, for the last 8
+//     blobs opened streamed on an FS, each holding at most 128 of them (32 KiB
+//     each: 4 MiB).
 //   - memBlob, for a deltified blob: the delta chain is resolved once, at the
 //     first read, into memory, and every read is a copy.
 //   - goGitBlob, for anything else (a loose object, one go-git alone finds):
@@ -37,11 +39,11 @@ type blobSource interface {
 // minCheckpointSpacing bytes of output apart.
 const (
 	checkpointsPerBlob = 64
-	checkpointBlobs    = 16 // blobs whose checkpoints an FS keeps
+	checkpointBlobs    = 8 // blobs whose checkpoints an FS keeps
 )
 
 // minCheckpointSpacing is a variable only so that tests can use small blobs.
-var minCheckpointSpacing int64 = 1 << 20
+var minCheckpointSpacing int64 = 256 << 10
 
 // ckIndex is the checkpoints of one blob, sorted by output offset.
 type ckIndex struct {
