@@ -112,12 +112,14 @@ type Tree struct {
 
 // srcEntry is one source path found by the walk.
 type srcEntry struct {
-	rel    string
-	typ    fs.FileMode
-	size   int64
-	mode   fs.FileMode // permission bits only (special bits stripped)
-	mtime  time.Time
-	target string
+	rel     string
+	typ     fs.FileMode
+	size    int64
+	mode    fs.FileMode // permission bits only (special bits stripped)
+	mtime   time.Time
+	target  string
+	de      fs.DirEntry // set by the walk until fileInfos fills in the fields above
+	dropped bool        // skipped by fileInfos
 	// filled by the copy
 	digest string
 	key    statKey
@@ -319,7 +321,10 @@ func (t *Tree) skip(rel string, err error) {
 }
 
 // walk lists the source through the Dir, depth first in lexical order (so a
-// directory comes before its contents), and returns what to check out.
+// directory comes before its contents), and returns what to check out. The
+// metadata of the entries the listings call regular files is fetched afterwards
+// by Options.Workers goroutines (fileInfos): on a git tree a file's size is a
+// read of its object's header, most of the walk's time.
 func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
 	root, err := t.src.ReadDir(ctx, ".")
 	if err != nil {
@@ -342,6 +347,10 @@ func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
 			rel := de.Name()
 			if f.rel != "" {
 				rel = f.rel + "/" + rel
+			}
+			if de.Type() == 0 {
+				out = append(out, &srcEntry{rel: rel, de: de})
+				continue
 			}
 			info, err := de.Info()
 			if err != nil {
@@ -394,7 +403,86 @@ func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
 			stack = append(stack, subdirs[i])
 		}
 	}
+	return t.fileInfos(ctx, out)
+}
+
+// fileInfos fills in the metadata of the entries the walk left for it (those
+// with de set) on Options.Workers goroutines, and returns entries without the
+// ones it skipped (refused by the policy, gone, or no longer regular files).
+func (t *Tree) fileInfos(ctx context.Context, entries []*srcEntry) ([]*srcEntry, error) {
+	var todo []*srcEntry
+	for _, e := range entries {
+		if e.de != nil {
+			todo = append(todo, e)
+		}
+	}
+	err := t.parallel(ctx, todo, func(_ context.Context, e *srcEntry) error {
+		de := e.de
+		e.de = nil
+		info, err := de.Info()
+		if err == nil && !info.Mode().IsRegular() {
+			err = vfs.NewError(vfs.CodeNotRegular, "checkout", vfs.MustParse(e.rel), "changed during checkout")
+		}
+		if err != nil {
+			if skippable(err) {
+				t.skip(e.rel, err)
+				e.dropped = true
+				return nil
+			}
+			return err
+		}
+		e.size, e.mode, e.mtime = info.Size(), info.Mode().Perm(), info.ModTime()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if !e.dropped {
+			out = append(out, e)
+		}
+	}
 	return out, nil
+}
+
+// parallel calls fn for every entry on Options.Workers goroutines (at most one
+// per entry), stopping at the first error.
+func (t *Tree) parallel(ctx context.Context, entries []*srcEntry, fn func(ctx context.Context, e *srcEntry) error) error {
+	n := t.opts.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	n = min(n, len(entries))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= int64(len(entries)) {
+					return
+				}
+				if err := fn(ctx, entries[i]); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return canceled("checkout", vfs.Root, err)
+	}
+	return nil
 }
 
 // progress runs the throttled Progress callback until stop is closed.
@@ -672,7 +760,9 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 			return nil
 		}
 	}
-	fd, err := openBeneath(t.rootFd, e.rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	// Created with its mode (less the umask) in the private checkout: the chmod
+	// below is only needed where the umask took bits away.
+	fd, err := openBeneath(t.rootFd, e.rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, uint32(e.mode))
 	if err != nil {
 		return vfs.Errno(op, vfs.MustParse(e.rel), err)
 	}
@@ -702,15 +792,20 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 	}
 	e.size = n
 	e.digest = hex.EncodeToString(hash.Sum(nil))
-	if err := unix.Fchmod(fd, uint32(e.mode)); err != nil {
-		return vfs.Errno(op, vfs.MustParse(e.rel), err)
-	}
 	if err := futimes(fd, e.mtime); err != nil {
 		return vfs.Errno(op, vfs.MustParse(e.rel), err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+	}
+	if fs.FileMode(st.Mode&0o7777) != e.mode {
+		if err := unix.Fchmod(fd, uint32(e.mode)); err != nil {
+			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		}
+		if err := unix.Fstat(fd, &st); err != nil {
+			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		}
 	}
 	e.key = keyOf(&st)
 	e.ok = true
