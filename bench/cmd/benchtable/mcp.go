@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capfs/capfs/bench"
+)
+
+// mcpTable measures issue 6's workloads: grep over $(go env GOROOT)/src through
+// capfs's MCP server (the SDK's client over in-memory transports) beside grep -rn
+// and grep -rl on the same tree, and one read call's round trip beside
+// os.ReadFile of the same file. It prints, per workload, capfs beside its peer
+// with the ratio; the issue sets no target.
+func mcpTable(out, progress io.Writer, count int, run string, benchtime time.Duration) error {
+	start := time.Now()
+	fx, err := bench.NewMCPFixture()
+	if err != nil {
+		return err
+	}
+	defer fx.Close()
+	fmt.Fprintf(progress, "mcp fixture ready in %s\n", time.Since(start).Round(time.Millisecond))
+	grepVersion, _ := exec.Command("grep", "--version").Output()
+	grepFirst, _, _ := strings.Cut(string(grepVersion), "\n")
+	fmt.Fprintf(out, "MCP server: %s (Go %s) served read-only by mcpserver over a physical backend and a dir.Dir with default options, "+
+		"called through the go-sdk client over in-memory transports; the pattern `%s` matches %d lines in %d files; %s, LC_ALL=C; GOMAXPROCS %d. "+
+		"Cells: median wall-clock time per call over %d rounds; ratio = peer time / capfs time (above 1× capfs is faster).\n\n",
+		fx.Src, runtime.Version(), bench.MCPPattern, fx.Lines, fx.Files, strings.TrimSpace(grepFirst), runtime.GOMAXPROCS(0), count)
+	fmt.Fprintf(out, "| workload | capfs | time | peer | time | ratio |\n|---|---|---:|---|---:|---:|\n")
+	for _, w := range bench.MCPWorkloads() {
+		if run != "" && !strings.Contains(w.Name, run) {
+			continue
+		}
+		walls := map[string][]float64{}
+		for i := 0; i < count; i++ {
+			for _, im := range w.Impls {
+				r, err := measure(w.Name, im.Name, func(b *testing.B) { im.Run(b, fx) }, benchtime)
+				if err != nil {
+					return err
+				}
+				t := float64(r.T.Nanoseconds()) / float64(r.N)
+				fmt.Fprintf(progress, "%s: %s round %d: %s\n", w.Name, im.Name, i+1, dur(t))
+				walls[im.Name] = append(walls[im.Name], t)
+			}
+		}
+		var peer bench.MCPImpl
+		for _, im := range w.Impls {
+			if im.Peer {
+				peer = im
+			}
+		}
+		p := median(walls[peer.Name])
+		for _, im := range w.Impls {
+			if im.Peer {
+				continue
+			}
+			c := median(walls[im.Name])
+			fmt.Fprintf(out, "| `%s` | %s | %s | `%s` | %s | %s |\n", strings.ReplaceAll(w.Name, "|", `\|`), im.Name, dur(c),
+				strings.ReplaceAll(peer.Name, "|", `\|`), dur(p), ratio(p, c))
+		}
+	}
+	return nil
+}
