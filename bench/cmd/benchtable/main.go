@@ -20,7 +20,7 @@
 // skews fewer of them.
 //
 //	go run ./bench/cmd/benchtable [-benchtime 200ms] [-count 3] [-run substring]
-//		[-only memory|physical|gitree] [-hostbenchtime 100ms] [-hostcount 5]
+//		[-only memory|physical|gitree|materialize|mcp] [-hostbenchtime 100ms] [-hostcount 5]
 //		[-gitreetune=true]
 package main
 
@@ -43,13 +43,13 @@ func main() {
 	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
 	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
 	run := flag.String("run", "", "only workloads whose name contains this")
-	only := flag.String("only", "", "only one section: memory, physical or gitree (default all three)")
+	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize or mcp (default all)")
 	gitreeTune := flag.Bool("gitreetune", true, "in the gitree section, also measure each storage setting")
 	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
 	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
-	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" {
-		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree or materialize\n", *only)
+	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" && *only != "mcp" {
+		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize or mcp\n", *only)
 		os.Exit(2)
 	}
 	start := time.Now()
@@ -74,6 +74,12 @@ func main() {
 			fmt.Fprintln(os.Stdout)
 		}
 		err = materializeTable(os.Stdout, os.Stderr, *count, *run, *benchtime)
+	}
+	if err == nil && (*only == "" || *only == "mcp") { // issue 6: grep and read through the MCP server
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		err = mcpTable(os.Stdout, os.Stderr, *count, *run, *benchtime)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
