@@ -46,8 +46,8 @@ const DefaultStreamThreshold = 8 << 20
 
 // WithStreamThreshold sets the blob size above which an open file streams its
 // content from the object store rather than holding it in memory (n < 0 means
-// never stream). Streaming pays off with WithLargeObjectThreshold, below which
-// go-git decodes an object whole anyway.
+// never stream). How a streamed blob is read, and which reads are random-access,
+// depends on how it is stored: see the package documentation.
 func WithStreamThreshold(n int64) Option {
 	return func(c *config) { c.streamMin = n }
 }
@@ -55,16 +55,19 @@ func WithStreamThreshold(n int64) Option {
 // DefaultMaxOpenDescriptors is how many pack files an FS keeps open by default.
 const DefaultMaxOpenDescriptors = 16
 
-// WithMaxOpenDescriptors sets how many pack file descriptors the object store keeps
-// open for reuse between reads (go-git's MaxOpenDescriptors); 0 opens and closes a
-// pack file on every object read. Close releases them.
+// WithMaxOpenDescriptors sets how many pack file descriptors go-git's object
+// storage keeps open for reuse between reads (go-git's MaxOpenDescriptors); 0
+// opens and closes a pack file on every object read it serves. It bounds only
+// go-git's descriptors: the direct pack reader (WithDirectPacks) holds one per
+// pack file. Close releases both.
 func WithMaxOpenDescriptors(n int) Option {
 	return func(c *config) { c.maxFDs = n }
 }
 
 // WithLargeObjectThreshold sets go-git's LargeObjectThreshold: objects larger than
 // n bytes are not cached by go-git and are read from the pack file when asked
-// for. 0 (the default) means no threshold.
+// for. 0 (the default) means no threshold. It applies to the objects go-git's
+// storage serves (see WithDirectPacks).
 func WithLargeObjectThreshold(n int64) Option {
 	return func(c *config) { c.largeObj = n }
 }
@@ -449,7 +452,7 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 // OpenFile opens p for reading; any write flag fails with read_only. A directory
 // opens too, but reading it fails with is_a_directory. A blob up to the stream
 // threshold (WithStreamThreshold) is loaded into memory whole at open; a larger one
-// is streamed.
+// is streamed, with random access as the package documentation describes.
 func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	if flag&writeFlags != 0 {
 		return nil, denied("open", p)
