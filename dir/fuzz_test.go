@@ -2,6 +2,7 @@ package dir_test
 
 import (
 	"io/fs"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -69,6 +70,14 @@ func FuzzGlob(f *testing.F) {
 // itself, and a directory matches an alternative that ends in a slash ("{*/}").
 func globOracle(pattern, name string, isDir bool) bool {
 	for _, q := range expandBraces(pattern, 4096) {
+		// Each alternative is cleaned as a path is: "*//" is "*/".
+		slash := strings.HasSuffix(q, "/")
+		q = path.Clean("/" + q)[1:]
+		if q == "" {
+			q = "."
+		} else if slash {
+			q += "/"
+		}
 		if ok, _ := doublestar.Match(q, name); ok {
 			return true
 		}

@@ -214,6 +214,10 @@ func (d *Dir) Glob(ctx context.Context, pattern string) ([]string, error) {
 		// The groups are expanded here, not by the engine, which mishandles a
 		// slash inside a group ("{,a*/}*").
 		for _, alt := range expandBraces(c.dest) {
+			alt, ok := cleanGlob(alt)
+			if !ok {
+				return errAt(vfs.CodeOutside, "Glob", pattern, "", `".." is not allowed in a pattern`)
+			}
 			m, err := doublestar.Glob(g, alt, doublestar.WithNoFollow())
 			if g.fatal != nil {
 				return g.fatal
@@ -325,6 +329,31 @@ func alternatives(pat string) int {
 		}
 	}
 	return total
+}
+
+// cleanGlob cleans one brace-free alternative of a pattern as prepareGlob
+// cleaned the whole ("//" and "." elements dropped: "*{/}/" is "*/"), keeping a
+// trailing slash, which asks for directories. ok is false if an element is "..",
+// which an expansion can form ("{.}{.}/x").
+func cleanGlob(alt string) (string, bool) {
+	var segs []string
+	for _, s := range strings.Split(alt, "/") {
+		switch s {
+		case "", ".":
+			continue
+		case "..":
+			return "", false
+		}
+		segs = append(segs, s)
+	}
+	if len(segs) == 0 {
+		return ".", true
+	}
+	out := strings.Join(segs, "/")
+	if strings.HasSuffix(alt, "/") {
+		out += "/"
+	}
+	return out, true
 }
 
 // expandBraces returns the patterns pat's "{a,b}" groups expand to, the first
