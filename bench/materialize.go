@@ -185,6 +185,7 @@ func peerDir(b *testing.B, fx *MaterializeFixture) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { os.RemoveAll(dst) }) // after a failed check
 	return dst
 }
 
@@ -220,6 +221,7 @@ func checkoutPhysical(b *testing.B, fx *MaterializeFixture) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { tr.Close() }) // after a failed check (Close is idempotent)
 		checkManifest(b, fx, tr)
 		if i == 0 {
 			checkTree(b, fx, tr.Path())
@@ -255,6 +257,7 @@ func checkoutGit(b *testing.B, fx *MaterializeFixture) {
 			b.Fatal(err)
 		}
 		g.Close()
+		b.Cleanup(func() { tr.Close() }) // after a failed check (Close is idempotent)
 		checkManifest(b, fx, tr)
 		if i == 0 {
 			checkTree(b, fx, tr.Path())
@@ -299,6 +302,8 @@ func newScanTree(b *testing.B, fx *MaterializeFixture) *scanTree {
 	}
 	idx, err := os.MkdirTemp(fx.Base, "capfs-bench-index-")
 	if err != nil {
+		tr.Close()
+		pb.Close()
 		b.Fatal(err)
 	}
 	st := &scanTree{tr: tr, pb: pb, repo: fx.Repo, index: filepath.Join(idx, "index")}

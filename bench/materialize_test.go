@@ -2,7 +2,10 @@ package bench
 
 import (
 	"flag"
+	"os"
 	"testing"
+
+	"github.com/capfs/capfs/materialize"
 )
 
 // TestMaterializeWorkloads runs every implementation of every materialize
@@ -11,13 +14,21 @@ import (
 // tree's; an empty Diff and an empty git status), so they all do the same work.
 func TestMaterializeWorkloads(t *testing.T) {
 	repo, work := smallGitRepo(t)
+	base := t.TempDir()
+	t.Setenv(materialize.EnvTmpDir, base) // the default base, here private
 	fx, err := materializeFixtureAt(repo, work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fx.Files != 5 || fx.Links != 1 || fx.Dirs != 2 || fx.Bytes != int64(6+10+30000+6+10) || fx.Base == "" {
+	if fx.Files != 5 || fx.Links != 1 || fx.Dirs != 2 || fx.Bytes != int64(6+10+30000+6+10) || fx.Base != base {
 		t.Fatalf("fixture %+v", fx)
 	}
+	defer func() {
+		// Every checkout, peer directory and index is removed again.
+		if left, _ := os.ReadDir(base); len(left) != 0 {
+			t.Errorf("left in the base: %v", left)
+		}
+	}()
 	old := flag.Lookup("test.benchtime").Value.String()
 	if err := flag.Set("test.benchtime", "1x"); err != nil {
 		t.Fatal(err)
