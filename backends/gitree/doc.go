@@ -72,8 +72,9 @@
 //
 // Measured: issue 4's benchmark (bench/RESULTS.md, go run ./bench/cmd/benchtable
 // -only gitree) on one commit of Go's own src (11,478 files, 128 MB, one pack,
-// 1,324 blobs deltified), on a loaded 2-core VM, median wall-clock time per
-// iteration, each from a fresh Open: listing every path 19.5 ms against git
+// 1,324 blobs deltified), in one run on a loaded 2-core VM (wall-clock figures
+// vary by tens of percent between runs there; RESULTS.md has two), median
+// wall-clock time per iteration, each from a fresh Open: listing every path 19.5 ms against git
 // ls-tree -r's 20.3 ms; reading every blob 811 ms single-threaded and 598 ms in two
 // goroutines against git cat-file --batch's 654 ms (single-threaded); checking the
 // tree out into a directory 4.8 s against git archive | tar -x's 5.0 s (ext4's file
