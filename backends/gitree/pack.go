@@ -550,6 +550,11 @@ func (z *inflater) release() {
 // inflateAll inflates the zlib stream raw, which must produce exactly size bytes
 // and end there, its checksum verified.
 func inflateAll(raw []byte, size int64) ([]byte, error) {
+	// Deflate expands at most 1032:1: a larger claimed size is a corrupt header,
+	// refused before allocating for it.
+	if size > int64(len(raw))*1032+64 {
+		return nil, fmt.Errorf("%w: entry claims %d bytes from %d compressed", errCorrupt, size, len(raw))
+	}
 	out := make([]byte, size)
 	if err := inflateInto(out, raw); err != nil {
 		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
@@ -593,7 +598,9 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 	if !ok || dstSize > 1<<40 {
 		return nil, errCorrupt
 	}
-	out := make([]byte, 0, dstSize)
+	// The claimed size is trusted for the allocation only up to 64 MiB: beyond,
+	// out grows with what the instructions actually produce.
+	out := make([]byte, 0, min(dstSize, 64<<20))
 	for len(rest) > 0 {
 		op := rest[0]
 		rest = rest[1:]

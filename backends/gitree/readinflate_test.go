@@ -7,12 +7,23 @@ import (
 	"io"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // testStreams returns zlib streams of varied data at every kind of block git's
 // zlib can emit: stored (level 0), fixed and dynamic Huffman, long runs.
 func testStreams(t testing.TB) map[string][2][]byte {
+	streamsOnce.Do(func() { streams = makeTestStreams() })
+	return streams
+}
+
+var (
+	streamsOnce sync.Once
+	streams     map[string][2][]byte
+)
+
+func makeTestStreams() map[string][2][]byte {
 	rng := rand.New(rand.NewSource(7))
 	text := func(n int) []byte {
 		words := []string{"func", "return", "if err != nil {", "}", "package", "import", "\n", "\t", "x", "yy"}
@@ -152,4 +163,44 @@ func BenchmarkInflate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestInflateCorrupt mutates valid streams at random (flipped bits, truncation,
+// spliced bytes): decoding each must fail or produce exactly the original data,
+// never panic.
+func TestInflateCorrupt(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	all := testStreams(t)
+	for _, name := range []string{"text/level-1", "text/level1", "text/level0", "text/level9", "one/level-2"} {
+		data, z := all[name][0], all[name][1]
+		if len(z) == 0 {
+			t.Fatalf("no stream %s", name)
+		}
+		for i := 0; i < 120; i++ {
+			bad := bytes.Clone(z)
+			switch i % 3 {
+			case 0:
+				for k := 0; k < 1+rng.Intn(3); k++ {
+					bad[rng.Intn(len(bad))] ^= 1 << rng.Intn(8)
+				}
+			case 1:
+				bad = bad[:rng.Intn(len(bad))]
+			default:
+				j := rng.Intn(len(bad))
+				bad = append(bad[:j:j], append(make([]byte, 1+rng.Intn(8)), bad[j:]...)...)
+				rng.Read(bad[j : j+1])
+			}
+			out := make([]byte, len(data))
+			if err := inflateInto(out, bad); err == nil && !bytes.Equal(out, data) {
+				t.Fatalf("%s mutation %d: wrong data accepted", name, i)
+			}
+			si := &streamInflate{src: bytes.NewReader(bad), end: int64(len(bad)), size: int64(len(data))}
+			if err := si.reset(nil); err == nil {
+				got, err := io.ReadAll(readerFunc(si.read))
+				if err == nil && !bytes.Equal(got, data) {
+					t.Fatalf("%s mutation %d: stream accepted wrong data", name, i)
+				}
+			}
+		}
+	}
 }
