@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -254,5 +255,70 @@ func TestApplyDeltaRejectsCorruption(t *testing.T) {
 		if out, err := applyDelta(base, bad); err == nil {
 			t.Fatalf("delta %v applied: %q", bad, out)
 		}
+	}
+}
+
+// TestCorruptPack flips bytes inside a pack's entries: every object then reads
+// either correctly or with an error, never wrong bytes or a panic. A pack whose
+// trailer no longer matches its index is left to go-git.
+func TestCorruptPack(t *testing.T) {
+	d := deltaRepo(t, false)
+	objs := gitObjects(t, d)
+	packs, _ := filepath.Glob(filepath.Join(d, ".git", "objects", "pack", "pack-*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs: %v", packs)
+	}
+	orig, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(5))
+	for round := 0; round < 4; round++ {
+		bad := bytes.Clone(orig)
+		for k := 0; k < 20; k++ {
+			bad[12+rng.Intn(len(bad)-32)] ^= byte(1 + rng.Intn(255))
+		}
+		if err := os.WriteFile(packs[0], bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g, err := Open(d, "HEAD", WithDeltaBaseCacheSize(int64(round%2)*DefaultDeltaBaseCacheSize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.r.packs == nil {
+			t.Fatal("pack refused: only its entries were changed")
+		}
+		failed := 0
+		for h, o := range objs {
+			if o.typ != "blob" {
+				continue
+			}
+			_, data, err := g.r.packs.read(h, -1)
+			if err != nil {
+				failed++
+				continue
+			}
+			if !bytes.Equal(data, o.data) {
+				t.Fatalf("round %d: blob %s read wrong bytes without an error", round, h)
+			}
+		}
+		g.Close()
+		if failed == 0 {
+			t.Fatalf("round %d: 20 corrupted bytes went unnoticed", round)
+		}
+	}
+	// A changed trailer no longer matches the index: the pack is left to go-git.
+	bad := bytes.Clone(orig)
+	bad[len(bad)-1] ^= 1
+	if err := os.WriteFile(packs[0], bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(d, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.r.packs != nil {
+		t.Fatal("a pack whose trailer differs from its index was used")
 	}
 }
