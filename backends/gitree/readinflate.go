@@ -633,13 +633,17 @@ const streamChunk = 256 << 10
 
 // reset positions s at checkpoint c (nil: the stream's start).
 func (s *streamInflate) reset(c *checkpoint) error {
+	// Buffers: a window of 32 KiB of history plus a chunk of output, and 64 KiB of
+	// input, each no larger than a small stream needs.
+	winSize := int(min(windowSize+streamChunk, s.size+maxMatch+1))
 	win := s.d.win
-	if cap(win) < windowSize+streamChunk {
-		win = make([]byte, windowSize+streamChunk)
+	if cap(win) < winSize {
+		win = make([]byte, winSize)
 	}
+	inSize := int(max(min(64<<10, s.end-s.start), 1))
 	in := s.d.in
-	if cap(in) < 64<<10 {
-		in = make([]byte, 0, 64<<10)
+	if cap(in) < inSize {
+		in = make([]byte, 0, inSize)
 	}
 	dyn := s.d.dyn
 	s.d = inflate{src: s.src, srcEnd: s.end, in: in[:0], win: win[:cap(win)], margin: maxMatch, dyn: dyn, inputBase: s.start + 2}
