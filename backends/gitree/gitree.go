@@ -306,6 +306,19 @@ func supportedSyntax(rev string) bool {
 	}
 }
 
+// dwimRef returns the full name of the ref that name means, in git's order
+// (name itself, refs/name, refs/tags/name, refs/heads/name, refs/remotes/name,
+// refs/remotes/name/HEAD), and whether there is one.
+func dwimRef(repo *git.Repository, name string) (string, bool) {
+	for _, full := range []string{name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name,
+		"refs/remotes/" + name, "refs/remotes/" + name + "/HEAD"} {
+		if _, err := repo.Reference(plumbing.ReferenceName(full), false); err == nil {
+			return full, true
+		}
+	}
+	return "", false
+}
+
 // resolveRev maps rev to a root tree node and the modification time its files show.
 func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time, error) {
 	if rev == "" {
@@ -318,7 +331,11 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 		}
 	}
 	if isShortHex(rev) {
-		if n, ok, err := resolveShortTree(repo, r, rev); err != nil || ok {
+		if ref, ok := dwimRef(repo, rev); ok {
+			// git prefers a ref to an abbreviated id ("cafe" the branch over
+			// cafe… the object).
+			rev = ref
+		} else if n, ok, err := resolveShortTree(repo, r, rev); err != nil || ok {
 			return n, time.Time{}, err
 		}
 	}
