@@ -9,9 +9,15 @@ STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME    ?= 8s
 PKGS        := ./...
 
-.PHONY: all demo demo-scratch test unit sysdeps fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
+.PHONY: all build demo demo-scratch test unit sysdeps fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
 
-all: test
+# The default goal builds the command: bin/capfs. It needs no network once the
+# module cache holds the dependencies, so `capfs run -- make` works in a clone.
+all: build
+
+## build: the capfs command, as bin/capfs.
+build:
+	$(GO) build -o bin/capfs ./cmd/capfs
 
 ## demo: the main job on embedded defaults (no config, no server): `capfs run -- make`
 ## on the sample project (a temporary copy): checkout, a build under bubblewrap, the
