@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 	files, bytes := 0, int64(0)
 	errStop := errors.New("stop")
 	n := 0
-	err := walkHost(t.rootFd, maxDepth, func(he *hostEntry) error {
+	err := walkHostParallel(t.rootFd, maxDepth, runtime.GOMAXPROCS(0), func(he *hostEntry) error {
 		if n++; n&255 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
