@@ -253,6 +253,9 @@ type hostEntry struct {
 // parent's handle, so a directory swapped for a symlink is not entered. fn
 // returning fs.SkipDir skips a directory's contents. maxDepth > 0 bounds the
 // depth entered; deeper directories are reported but not entered.
+// walkHostParallel (parwalk.go) is the same walk with the directory reads done
+// ahead on worker goroutines; removeTree stays on this one, because its callback
+// must make a directory searchable before the walk opens it.
 func walkHost(root int, maxDepth int, fn func(e *hostEntry) error) error {
 	fd, err := openatRetry(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
