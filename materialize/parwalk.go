@@ -303,8 +303,10 @@ func (w *parWalker) read(n *walkNode) {
 	w.mu.Unlock()
 }
 
-// release closes n's handle, if it has one, and gives back its slot.
+// release closes n's handle, if it has one, and gives back its slot; it drops
+// n's entries, which the walk is done with.
 func (w *parWalker) release(n *walkNode) {
+	n.entries, n.kids = nil, nil
 	if n.f == nil {
 		return
 	}
