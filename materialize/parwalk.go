@@ -3,7 +3,6 @@ package materialize
 import (
 	"container/heap"
 	"io/fs"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,8 +48,7 @@ type walkNode struct {
 	ready   chan struct{} // closed when a worker has read it
 
 	// Set by the reader, before ready is closed.
-	f       *os.File    // the open directory, nil if never opened or closed
-	fd      int         // f's descriptor
+	fd      int         // the open directory, -1 if never opened or closed
 	slot    bool        // opened by a worker: holds a window slot until closed
 	gone    bool        // no longer a directory when opened: not entered
 	entries []hostEntry // sorted by name (up to the entry where err was met)
@@ -101,7 +99,7 @@ func walkHostParallel(root int, maxDepth, workers int, fn func(e *hostEntry) err
 		w.wg.Add(1)
 		go w.work()
 	}
-	return w.consume(&walkNode{ready: make(chan struct{})}, fn)
+	return w.consume(&walkNode{fd: -1, ready: make(chan struct{})}, fn)
 }
 
 // work reads queued nodes until the walk ends.
@@ -122,7 +120,7 @@ func (w *parWalker) work() {
 			continue
 		}
 		w.read(n)
-		if n.f != nil {
+		if n.fd >= 0 {
 			n.slot = true
 		} else {
 			<-w.slots
@@ -156,8 +154,8 @@ func (w *parWalker) stop() {
 	close(w.done)
 	w.wg.Wait()
 	for n := range w.open {
-		n.f.Close()
-		n.f = nil
+		unix.Close(n.fd)
+		n.fd = -1
 	}
 	w.open = nil
 }
@@ -256,11 +254,11 @@ func (w *parWalker) read(n *walkNode) {
 		n.err = err
 		return
 	}
-	n.f, n.fd = os.NewFile(uintptr(fd), "dir"), fd
+	n.fd = fd
 	w.mu.Lock()
 	w.open[n] = struct{}{}
 	w.mu.Unlock()
-	names, err := n.f.Readdirnames(-1)
+	names, err := readDirNames(fd)
 	if err != nil {
 		n.err = err
 		return
@@ -287,7 +285,7 @@ func (w *parWalker) read(n *walkNode) {
 		}
 		n.entries = append(n.entries, e)
 		if w.enters(n, &e) {
-			n.kids = append(n.kids, &walkNode{parent: n, name: name, rel: e.rel, depth: n.depth + 1, ready: make(chan struct{})})
+			n.kids = append(n.kids, &walkNode{parent: n, name: name, rel: e.rel, depth: n.depth + 1, fd: -1, ready: make(chan struct{})})
 		}
 	}
 	if len(n.kids) == 0 {
@@ -307,16 +305,42 @@ func (w *parWalker) read(n *walkNode) {
 // n's entries, which the walk is done with.
 func (w *parWalker) release(n *walkNode) {
 	n.entries, n.kids = nil, nil
-	if n.f == nil {
+	if n.fd < 0 {
 		return
 	}
 	w.mu.Lock()
 	delete(w.open, n)
 	w.mu.Unlock()
-	n.f.Close()
-	n.f = nil
+	unix.Close(n.fd)
+	n.fd = -1
 	if n.slot {
 		<-w.slots
+	}
+}
+
+// dirBufPool holds getdents buffers.
+var dirBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readDirNames lists the directory open as fd (but "." and ".."), reading it
+// with getdents directly: a walk of many small directories spends much of its
+// time per directory, and an os.File would add a system call (to learn whether
+// the descriptor is non-blocking) and allocations to each.
+func readDirNames(fd int) ([]string, error) {
+	bp := dirBufPool.Get().(*[]byte)
+	defer dirBufPool.Put(bp)
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, *bp)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent((*bp)[:n], -1, names)
 	}
 }
 
