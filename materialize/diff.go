@@ -50,6 +50,21 @@ func (t *Tree) Diff(ctx context.Context) ([]Change, error) {
 	return changes, err
 }
 
+// newChange returns a change of path rel with copies of old and ne (either may
+// be nil), so that the scan's own entries need not live on the heap.
+func newChange(kind ChangeKind, rel string, old, ne *Entry) Change {
+	c := Change{Kind: kind, Path: rel}
+	if old != nil {
+		o := *old
+		c.Old = &o
+	}
+	if ne != nil {
+		n := *ne
+		c.New = &n
+	}
+	return c
+}
+
 // limitHit is the change at which a scan stopped because a limit was exceeded.
 type limitHit struct {
 	change Change
@@ -81,10 +96,13 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 			return ctx.Err()
 		}
 		typ, mode := typeOf(&he.st)
-		ne := &Entry{Type: typ, Mode: mode, ModTime: time.Unix(0, he.st.Mtim.Nano())}
+		// ne and old stay on the stack; newChange copies them for a change.
+		ne := Entry{Type: typ, Mode: mode, ModTime: time.Unix(0, he.st.Mtim.Nano())}
 		old, had := m.Entries[he.rel]
+		var oldp *Entry
 		if had {
 			seen[he.rel] = true
+			oldp = &old
 		}
 		switch typ {
 		case 0:
@@ -104,10 +122,7 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 					}
 				}
 				if !had || !old.IsRegular() || old.Size != ne.Size {
-					c := Change{Kind: kind, Path: he.rel, New: ne}
-					if had {
-						c.Old = &old
-					}
+					c := newChange(kind, he.rel, oldp, &ne)
 					out = append(out, c)
 					hit = &limitHit{c, "more bytes to write than the limit of " + strconv.FormatInt(lim.MaxBytes, 10)}
 					return errStop
@@ -132,15 +147,15 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 		var c Change
 		switch {
 		case !had:
-			c = Change{Kind: Added, Path: he.rel, New: ne}
+			c = newChange(Added, he.rel, nil, &ne)
 		case old.Type != typ:
-			c = Change{Kind: TypeChanged, Path: he.rel, Old: &old, New: ne}
+			c = newChange(TypeChanged, he.rel, oldp, &ne)
 		case typ == 0 && (old.Size != ne.Size || old.Digest != ne.Digest):
-			c = Change{Kind: Modified, Path: he.rel, Old: &old, New: ne}
+			c = newChange(Modified, he.rel, oldp, &ne)
 		case typ == fs.ModeSymlink && old.Target != ne.Target:
-			c = Change{Kind: Modified, Path: he.rel, Old: &old, New: ne}
+			c = newChange(Modified, he.rel, oldp, &ne)
 		case typ != fs.ModeSymlink && old.Mode != mode:
-			c = Change{Kind: ModeChanged, Path: he.rel, Old: &old, New: ne}
+			c = newChange(ModeChanged, he.rel, oldp, &ne)
 		default:
 			return nil
 		}
