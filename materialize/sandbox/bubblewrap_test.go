@@ -343,11 +343,11 @@ func TestBwrapFileMounts(t *testing.T) {
 	script := `cat /in/in.txt; echo
 echo out > /out/o.txt && echo wrote
 if (echo x > /in/x) 2>/dev/null; then echo "in writable"; else echo "in refused"; fi
-ls /proc/$$/fd | tr '\n' ' '`
+ls /proc/$$/fd`
 	_, out, _ := runOut(t, bwrapRunner(BubblewrapOptions{}), sh(script,
 		Mount{File: rwf, Target: "/out", Writable: true},
 		Mount{File: rof, Target: "/in"}))
-	if out != "input\nwrote\nin refused\n0 1 2 " {
+	if out != "input\nwrote\nin refused\n0\n1\n2\n" {
 		t.Fatalf("output %q: want the read-only input, a write, a refusal and only fds 0-2", out)
 	}
 	if b, err := os.ReadFile(filepath.Join(rw+".moved", "o.txt")); err != nil || string(b) != "out\n" {
