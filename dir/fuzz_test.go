@@ -66,8 +66,9 @@ func FuzzGlob(f *testing.F) {
 
 // globOracle reports whether name matches pattern by Glob's documented rules,
 // using doublestar.Match on each textual expansion of pattern's "{,}" groups
-// (Glob expands them before matching, so "*{*}" is "**"). "x/**" also matches x
-// itself, and a directory matches an alternative that ends in a slash ("{*/}").
+// (Glob expands them before matching, so "*{*}" is "**"), cleaned as a path is.
+// "x/**" also matches x itself, and an alternative that ends in a slash matches
+// the directories its slashless form matches ("{*/}", "*/**/{}").
 func globOracle(pattern, name string, isDir bool) bool {
 	for _, q := range expandBraces(pattern, 4096) {
 		// Each alternative is cleaned as a path is: "*//" is "*/".
@@ -75,8 +76,9 @@ func globOracle(pattern, name string, isDir bool) bool {
 		q = path.Clean("/" + q)[1:]
 		if q == "" {
 			q = "."
-		} else if slash {
-			q += "/"
+		}
+		if slash && !isDir {
+			continue // a trailing slash asks for directories
 		}
 		if ok, _ := doublestar.Match(q, name); ok {
 			return true
@@ -84,11 +86,6 @@ func globOracle(pattern, name string, isDir bool) bool {
 		for r := q; strings.HasSuffix(r, "/**"); {
 			r = strings.TrimSuffix(r, "/**")
 			if ok, _ := doublestar.Match(r, name); ok {
-				return true
-			}
-		}
-		if isDir {
-			if ok, _ := doublestar.Match(q, name+"/"); ok {
 				return true
 			}
 		}

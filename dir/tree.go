@@ -192,7 +192,8 @@ func (s *scope) walk(ctx context.Context, c *call, name string, p vfs.Path, de f
 // syntax is doublestar's: "*" and "?" match within one path element, "[a-z]" and
 // "[!x]" classes, "{a,b}" alternatives, "**" any number of directories (zero
 // included), "\" escapes. "{}" groups are expanded textually before matching, so
-// "*{*}" means "**" and "{*/}" means "*/". A leading "/" means this Dir's root; ".." is
+// "*{*}" means "**" and "{*/}" means "*/". A trailing slash matches directories
+// only; "x/**" matches x too. A leading "/" means this Dir's root; ".." is
 // path_outside_sandbox; a malformed pattern, or one whose "{}" groups expand to more
 // than 1024 patterns, is invalid_path. Symlinks to directories
 // are matched but not descended into by wildcards. With a custom policy, entries the
