@@ -36,32 +36,22 @@ func mcpTable(out, progress io.Writer, count int, run string, benchtime time.Dur
 		if run != "" && !strings.Contains(w.Name, run) {
 			continue
 		}
-		walls := map[string][]float64{}
-		for i := 0; i < count; i++ {
-			for _, im := range w.Impls {
-				r, err := measure(w.Name, im.Name, func(b *testing.B) { im.Run(b, fx) }, benchtime)
-				if err != nil {
-					return err
-				}
-				t := float64(r.T.Nanoseconds()) / float64(r.N)
-				fmt.Fprintf(progress, "%s: %s round %d: %s\n", w.Name, im.Name, i+1, dur(t))
-				walls[im.Name] = append(walls[im.Name], t)
-			}
+		cs := make([]contender, len(w.Impls))
+		for i, im := range w.Impls {
+			cs[i] = contender{im.Name, im.Peer, func(b *testing.B) { im.Run(b, fx) }}
 		}
-		var peer bench.MCPImpl
-		for _, im := range w.Impls {
-			if im.Peer {
-				peer = im
-			}
+		med, peer, err := interleaved(w.Name, cs, count, benchtime, progress)
+		if err != nil {
+			return err
 		}
-		p := median(walls[peer.Name])
+		p := med[peer]
 		for _, im := range w.Impls {
 			if im.Peer {
 				continue
 			}
-			c := median(walls[im.Name])
+			c := med[im.Name]
 			fmt.Fprintf(out, "| `%s` | %s | %s | `%s` | %s | %s |\n", strings.ReplaceAll(w.Name, "|", `\|`), im.Name, dur(c),
-				strings.ReplaceAll(peer.Name, "|", `\|`), dur(p), ratio(p, c))
+				strings.ReplaceAll(peer, "|", `\|`), dur(p), ratio(p, c))
 		}
 	}
 	return nil
