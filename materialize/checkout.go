@@ -108,6 +108,9 @@ type Tree struct {
 
 	mu     sync.Mutex
 	closed bool
+	// keepUser (Keep) and keepSync (a SyncBack left changes unapplied) make
+	// Close leave the checkout directory in place (see sync.go).
+	keepUser, keepSync bool
 }
 
 // srcEntry is one source path found by the walk.
@@ -297,7 +300,7 @@ func openHost(ctx context.Context, h vfs.Backend) int {
 	return fd
 }
 
-// denied reports whether err is a refusal to record as a Skip rather than fail.
+// skippable reports whether err is a refusal to record as a Skip rather than fail.
 func skippable(err error) bool {
 	switch vfs.CodeOf(err) {
 	case vfs.CodePermission, vfs.CodeNotFound, vfs.CodeNotRegular, vfs.CodeOutside, vfs.CodeTooManyLinks:
@@ -941,8 +944,10 @@ func (t *Tree) Skipped() []Skip {
 
 // Close removes everything Checkout created: the checkout directory and all it
 // holds, whatever the sandbox left there (directories without permissions
-// included; symlinks are removed, never followed). A bound physical directory is
-// never touched: only the handle is closed. Close is idempotent.
+// included; symlinks are removed, never followed), unless the checkout is kept
+// (Kept: Keep was called, or the last SyncBack left changes unapplied), when
+// only its handle is closed. A bound physical directory is never touched: only
+// the handle is closed. Close is idempotent.
 func (t *Tree) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -958,7 +963,7 @@ func (t *Tree) Close() error {
 		unix.Close(t.rootFd)
 		t.rootFd = -1
 	}
-	if t.created {
+	if t.created && !t.keepUser && !t.keepSync {
 		if err := removeTree(t.path); err != nil {
 			return vfs.Errno("close", vfs.Root, err)
 		}
