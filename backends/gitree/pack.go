@@ -3,11 +3,13 @@ package gitree
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/zlib"
 	"container/list"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/capfs/capfs/vfs"
 )
 
 // The direct pack reader. go-git's filesystem storage serves objects through one
@@ -25,19 +29,68 @@ import (
 // the objects of pack files, which is where nearly all of a cloned or garbage-
 // collected repository lives, this file reads the pack index (.idx, version 2)
 // itself and the pack with positioned reads (pread), which need no lock: any
-// number of goroutines read objects at once. It inflates each entry with
-// compress/zlib, resolves delta chains (OFS_DELTA and REF_DELTA) itself with a
-// bounded cache of delta bases, and reads an entry's compressed bytes in one
-// system call, its length known from the next entry's offset.
+// number of goroutines read objects at once. It inflates each entry with the
+// package's own DEFLATE decoder (readinflate.go), resolves delta chains
+// (OFS_DELTA and REF_DELTA) itself with a bounded cache of delta bases, and reads
+// an entry's compressed bytes in one system call, its length known from the next
+// entry's offset (an entry over wholeEntryMax compressed bytes has its header
+// read first, so that a large blob is never read whole to learn its size).
 //
-// Objects it does not hold (loose objects, packs added after Open, alternates)
-// are reported as errNotPacked, and the caller falls back to go-git.
+// It trusts nothing in the pack. Every entry read whole is checked against the
+// CRC-32 its index records before it is parsed; every inflated size must match
+// the entry header exactly (inflating stops one byte past it); delta chains are
+// walked with cycle detection and a depth limit (maxDeltaDepth); a delta's
+// instructions are checked against its base and its declared result size before
+// anything is allocated for the result, and a result is allocated at exactly the
+// size the instructions produce, at most maxDeltaResult. A malformed or hostile
+// entry reads as an io_error (errCorrupt in its chain) naming the reason, an
+// object rebuilt from deltas over maxDeltaResult as file_too_large: in time
+// bounded by the pack's size and memory bounded by the object's size (and
+// maxDeltaResult for deltas), never a hang, a panic or wrong bytes.
+//
+// Objects it does not hold (loose objects, packs added after Open, alternates,
+// packs whose index it cannot use) are reported as errNotPacked, and the caller
+// falls back to go-git.
 
 // errNotPacked says an object is in none of the packs the reader knows.
 var errNotPacked = errors.New("object not in a known pack")
 
-// errCorrupt reports a malformed pack or index entry.
+// errCorrupt is in the chain of every error reporting a malformed pack or index
+// entry (see corrupt).
 var errCorrupt = errors.New("corrupt git pack")
+
+// corrupt returns the error of a malformed or hostile pack entry: io_error, with
+// errCorrupt as its cause and the reason as its message. Reasons name offsets,
+// ids and sizes, never a host path.
+func corrupt(format string, args ...any) error {
+	e := vfs.NewError(vfs.CodeIO, "read", vfs.Path{}, "corrupt git pack: "+fmt.Sprintf(format, args...))
+	e.Err = errCorrupt
+	return e
+}
+
+// Limits of the direct pack reader.
+const (
+	// maxDeltaDepth is the longest delta chain the reader follows: a deeper one
+	// is an io_error. git's pack-objects never writes a chain deeper than 4095 (it
+	// clamps --depth; its default is 50), so no pack git writes comes near it.
+	maxDeltaDepth = 10000
+	// maxDeltaResult is the largest object the reader rebuilds from deltas, and
+	// the largest delta base it holds: larger is file_too_large. A deltified
+	// object is rebuilt in memory (as git and go-git do), so this bounds the
+	// memory one read of a hostile pack can claim through a chain of deltas that
+	// each double their base. git does not deltify blobs over
+	// core.bigFileThreshold (512 MiB by default).
+	maxDeltaResult = 1 << 30
+	// wholeEntryMax is the largest entry (compressed) read in one pread with its
+	// header; a larger one has its header read first.
+	wholeEntryMax = 1 << 20
+)
+
+// tooLargeDelta is the error of a delta result or base over maxDeltaResult.
+func tooLargeDelta(size int64) error {
+	return vfs.NewError(vfs.CodeTooLarge, "read", vfs.Path{},
+		fmt.Sprintf("git object of %d bytes rebuilt from deltas exceeds the %d-byte limit", size, int64(maxDeltaResult)))
+}
 
 // Pack entry types (the 3-bit type of an entry header).
 const (
@@ -72,8 +125,10 @@ type pack struct {
 	off32  []byte // n × 4
 	off64  []byte // 8 × (entries with the high bit set)
 	// ends holds every entry's offset ascending, then the trailer's: an entry runs
-	// from its offset to the next one in ends.
+	// from its offset to the next one in ends. crcs[i] is the CRC-32 the index
+	// records for the entry at ends[i] (its header and compressed data).
 	ends []int64
+	crcs []uint32
 }
 
 // openPacks opens every pack of gitDir's object store whose index is a well-formed
@@ -141,16 +196,31 @@ func openPack(base string) (*pack, error) {
 		return nil, errCorrupt
 	}
 	p.f, p.size = f, fi.Size()
-	p.ends = make([]int64, 0, p.n+1)
+	crcs := body[20*p.n : 24*p.n]
+	type offCRC struct {
+		off int64
+		crc uint32
+	}
+	byOff := make([]offCRC, 0, p.n)
 	for i := 0; i < p.n; i++ {
 		off, ok := p.offsetAt(i)
 		if !ok || off < 12 || off >= p.size-20 {
 			f.Close()
 			return nil, errCorrupt
 		}
-		p.ends = append(p.ends, off)
+		byOff = append(byOff, offCRC{off, binary.BigEndian.Uint32(crcs[4*i:])})
 	}
-	slices.Sort(p.ends)
+	slices.SortFunc(byOff, func(a, b offCRC) int { return cmp.Compare(a.off, b.off) })
+	p.ends = make([]int64, 0, p.n+1)
+	p.crcs = make([]uint32, 0, p.n)
+	for i, oc := range byOff {
+		if i > 0 && oc.off == byOff[i-1].off {
+			f.Close()
+			return nil, errCorrupt // two objects at one offset
+		}
+		p.ends = append(p.ends, oc.off)
+		p.crcs = append(p.crcs, oc.crc)
+	}
 	p.ends = append(p.ends, p.size-20)
 	return p, nil
 }
@@ -185,13 +255,21 @@ func (p *pack) find(h plumbing.Hash) (int64, bool) {
 	return 0, false
 }
 
-// end returns where the entry at off ends (the next entry's offset).
+// end returns where the entry at off ends (the next entry's offset); -1 when no
+// entry starts at off.
 func (p *pack) end(off int64) int64 {
+	_, end := p.entryAt(off)
+	return end
+}
+
+// entryAt returns the position in ends of the entry at off and where it ends
+// (-1, -1 when no entry starts at off).
+func (p *pack) entryAt(off int64) (int, int64) {
 	i, found := slices.BinarySearch(p.ends, off)
 	if !found || i+1 >= len(p.ends) {
-		return -1
+		return -1, -1
 	}
-	return p.ends[i+1]
+	return i, p.ends[i+1]
 }
 
 // entry is a parsed pack entry header.
@@ -212,8 +290,14 @@ const maxHeader = 32
 // first bytes.
 func (p *pack) parseHeader(b []byte, off int64) (entry, error) {
 	e := entry{end: p.end(off)}
-	if e.end < 0 || len(b) == 0 {
-		return e, errCorrupt
+	if e.end < 0 {
+		return e, corrupt("no entry at offset %d", off)
+	}
+	bad := func(what string) (entry, error) {
+		return e, corrupt("entry at offset %d: %s", off, what)
+	}
+	if len(b) == 0 {
+		return bad("truncated header")
 	}
 	c := b[0]
 	e.typ = int(c>>4) & 7
@@ -221,7 +305,7 @@ func (p *pack) parseHeader(b []byte, off int64) (entry, error) {
 	i, shift := 1, 4
 	for c&0x80 != 0 {
 		if i >= len(b) || shift > 56 {
-			return e, errCorrupt
+			return bad("bad size in header")
 		}
 		c = b[i]
 		i++
@@ -232,35 +316,38 @@ func (p *pack) parseHeader(b []byte, off int64) (entry, error) {
 	case packCommit, packTree, packBlob, packTag:
 	case packOfsDelta:
 		if i >= len(b) {
-			return e, errCorrupt
+			return bad("truncated header")
 		}
 		c = b[i]
 		i++
 		n := int64(c & 0x7f)
 		for c&0x80 != 0 {
 			if i >= len(b) || n >= 1<<48 {
-				return e, errCorrupt
+				return bad("bad delta base offset")
 			}
 			c = b[i]
 			i++
 			n = (n+1)<<7 | int64(c&0x7f)
 		}
 		if n <= 0 || n > off {
-			return e, errCorrupt
+			return bad(fmt.Sprintf("delta base offset %d out of range", n))
 		}
 		e.baseOff = off - n
 	case packRefDelta:
 		if i+20 > len(b) {
-			return e, errCorrupt
+			return bad("truncated header")
 		}
 		copy(e.baseID[:], b[i:i+20])
 		i += 20
 	default:
-		return e, errCorrupt
+		return bad(fmt.Sprintf("unknown type %d", e.typ))
 	}
 	e.dataOff = off + int64(i)
-	if e.dataOff > e.end || e.size < 0 {
-		return e, errCorrupt
+	if e.dataOff > e.end {
+		return bad("header runs past the entry's end")
+	}
+	if e.size < 0 {
+		return bad("bad size in header")
 	}
 	return e, nil
 }
@@ -319,6 +406,8 @@ func objectType(t int) plumbing.ObjectType {
 
 // info returns the type and size of object h without inflating it, except for a
 // delta, whose result size is the second number at the start of its delta data.
+// It walks a delta chain's headers down to its base (whose type is the object's)
+// with cycle detection and at most maxDeltaDepth steps.
 func (ps *packStore) info(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 	if ps == nil {
 		return 0, 0, errNotPacked
@@ -337,33 +426,77 @@ func (ps *packStore) info(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 		return 0, 0, err
 	}
 	size := e.size
-	if e.typ == packOfsDelta || e.typ == packRefDelta {
+	if isDelta(e.typ) {
 		if size, err = p.deltaTargetSize(e); err != nil {
 			return 0, 0, err
 		}
 	}
-	t := e.typ
-	for t == packOfsDelta || t == packRefDelta {
+	var walk chainWalk
+	for isDelta(e.typ) {
 		// The type is the chain's base's: walk the headers down to it.
-		bp, boff := p, e.baseOff
-		if t == packRefDelta {
-			if bp, boff, ok = ps.locate(e.baseID); !ok {
-				return 0, 0, errNotPacked
-			}
-		}
-		if e, err = bp.header(boff, hb[:]); err != nil {
+		if p, off, err = walk.next(ps, p, off, e); err != nil {
 			return 0, 0, err
 		}
-		p, t = bp, e.typ
+		if e, err = p.header(off, hb[:]); err != nil {
+			return 0, 0, err
+		}
 	}
-	return objectType(t), size, nil
+	return objectType(e.typ), size, nil
+}
+
+func isDelta(typ int) bool { return typ == packOfsDelta || typ == packRefDelta }
+
+// chainWalk follows a delta chain from entry to base, refusing a cycle and a
+// chain deeper than maxDeltaDepth.
+type chainWalk struct {
+	depth int
+	seen  []baseKey // the entries met, while few
+	set   map[baseKey]struct{}
+}
+
+// next returns the base of delta entry e, which is at off in p.
+func (w *chainWalk) next(ps *packStore, p *pack, off int64, e entry) (*pack, int64, error) {
+	k := baseKey{p, off}
+	if len(w.seen) < 32 {
+		w.seen = append(w.seen, k)
+	} else {
+		if w.set == nil {
+			w.set = make(map[baseKey]struct{}, 2*len(w.seen))
+			for _, s := range w.seen {
+				w.set[s] = struct{}{}
+			}
+		}
+		w.set[k] = struct{}{}
+	}
+	w.depth++
+	if w.depth > maxDeltaDepth {
+		return nil, 0, corrupt("delta chain deeper than %d", maxDeltaDepth)
+	}
+	bp, boff := p, e.baseOff
+	if e.typ == packRefDelta {
+		var ok bool
+		if bp, boff, ok = ps.locate(e.baseID); !ok {
+			return nil, 0, corrupt("entry at offset %d: REF_DELTA base %s is in no pack", off, e.baseID)
+		}
+	}
+	bk := baseKey{bp, boff}
+	cycle := false
+	if w.set != nil {
+		_, cycle = w.set[bk]
+	} else {
+		cycle = slices.Contains(w.seen, bk)
+	}
+	if cycle {
+		return nil, 0, corrupt("entry at offset %d: delta chain loops back to offset %d", off, boff)
+	}
+	return bp, boff, nil
 }
 
 // header reads and parses the header of the entry at off, using buf.
 func (p *pack) header(off int64, buf []byte) (entry, error) {
 	n := min(int64(len(buf)), p.size-off)
 	if n <= 0 {
-		return entry{}, errCorrupt
+		return entry{}, corrupt("offset %d past the pack's end", off)
 	}
 	k, err := p.f.ReadAt(buf[:n], off)
 	if err != nil && k < int(n) {
@@ -377,27 +510,20 @@ func (p *pack) header(off int64, buf []byte) (entry, error) {
 func (p *pack) deltaTargetSize(e entry) (int64, error) {
 	zr, err := newInflater(io.NewSectionReader(p.f, e.dataOff, e.end-e.dataOff), 512)
 	if err != nil {
-		return 0, err
+		return 0, corrupt("delta at offset %d: %v", e.dataOff, err)
 	}
 	defer zr.release()
 	var b [20]byte
 	n, err := io.ReadFull(zr, b[:min(int64(len(b)), e.size)])
 	if err != nil && err != io.ErrUnexpectedEOF {
-		return 0, err
+		return 0, corrupt("delta at offset %d: %v", e.dataOff, err)
 	}
-	_, rest, ok := uvarint(b[:n])
-	if !ok {
-		return 0, errCorrupt
-	}
-	size, _, ok := uvarint(rest)
-	if !ok {
-		return 0, errCorrupt
-	}
-	return int64(size), nil
+	return deltaSize(b[:n])
 }
 
 // read returns the type and whole content of object h; max ≥ 0 refuses (with
-// errTooLarge) an object larger than max before inflating it.
+// errTooLarge) an object larger than max before inflating it (for a delta, before
+// reading its base).
 func (ps *packStore) read(h plumbing.Hash, max int64) (plumbing.ObjectType, []byte, error) {
 	if ps == nil {
 		return 0, nil, errNotPacked
@@ -420,88 +546,148 @@ var errTooLarge = errors.New("object too large")
 type link struct {
 	p     *pack
 	off   int64
-	delta []byte
+	e     entry
+	raw   []byte // the entry's compressed data; nil: not read yet (a large entry)
+	delta []byte // the inflated delta, when already inflated
 }
 
+// maxDeltaLen is the longest delta that can produce size bytes: two varint
+// sizes (at most 10 bytes each) and instructions of at most 8 bytes (a copy)
+// per byte produced.
+func maxDeltaLen(size int64) int64 { return 20 + 8*size }
+
 // readAt returns the pack type and content of the entry at off of p, resolving
-// delta chains. Bases met on the way are cached.
+// delta chains. Bases met on the way are cached. The chain is walked down first,
+// keeping only the entries' compressed bytes (and not those of large entries),
+// then applied from the base up, one delta inflated at a time.
 func (ps *packStore) readAt(p *pack, off int64, max int64) (int, []byte, error) {
 	var chain []link
+	var walk chainWalk
 	var typ int
 	var data []byte
+	cached := false
 	for {
-		if t, d, ok := ps.bases.get(p, off); ok && len(chain) > 0 {
-			typ, data = t, d
-			break
+		if len(chain) > 0 {
+			if t, d, ok := ps.bases.get(p, off); ok {
+				typ, data, cached = t, d, true
+				break
+			}
 		}
-		raw, e, err := p.readEntry(off)
+		raw, e, err := p.readEntry(off, wholeEntryMax)
 		if err != nil {
 			return 0, nil, err
 		}
-		if len(chain) == 0 && max >= 0 && e.typ != packOfsDelta && e.typ != packRefDelta && e.size > max {
-			return 0, nil, errTooLarge
-		}
-		body, err := inflateAll(raw, e.size)
-		if err != nil {
-			return 0, nil, err
-		}
-		if e.typ != packOfsDelta && e.typ != packRefDelta {
-			typ, data = e.typ, body
+		if !isDelta(e.typ) {
+			if len(chain) == 0 && max >= 0 && e.size > max {
+				return 0, nil, errTooLarge
+			}
+			if len(chain) > 0 && e.size > maxDeltaResult {
+				return 0, nil, tooLargeDelta(e.size)
+			}
+			if data, err = p.inflateEntry(raw, e, off); err != nil {
+				return 0, nil, err
+			}
+			typ = e.typ
 			break
 		}
-		if len(chain) > 10000 {
-			return 0, nil, errCorrupt // a cycle
-		}
-		chain = append(chain, link{p, off, body})
-		if e.typ == packOfsDelta {
-			off = e.baseOff
-			continue
-		}
-		bp, boff, ok := ps.locate(e.baseID)
-		if !ok {
-			return 0, nil, errNotPacked
-		}
-		p, off = bp, boff
-	}
-	if len(chain) > 0 {
-		ps.bases.put(p, off, typ, data)
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		if i == 0 && max >= 0 {
-			if size, err := deltaSize(chain[i].delta); err != nil {
+		l := link{p: p, off: off, e: e, raw: raw}
+		if len(chain) == 0 && max >= 0 {
+			// Refuse an object over max before reading its chain.
+			if e.size > maxDeltaLen(max) {
+				return 0, nil, errTooLarge
+			}
+			if l.delta, err = p.inflateEntry(raw, e, off); err != nil {
+				return 0, nil, err
+			}
+			if size, err := deltaSize(l.delta); err != nil {
 				return 0, nil, err
 			} else if size > max {
 				return 0, nil, errTooLarge
 			}
 		}
-		out, err := applyDelta(data, chain[i].delta)
-		if err != nil {
+		chain = append(chain, l)
+		if p, off, err = walk.next(ps, p, off, e); err != nil {
 			return 0, nil, err
 		}
+	}
+	if len(chain) > 0 && !cached {
+		ps.bases.put(p, off, typ, data)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		l := &chain[i]
+		delta := l.delta
+		if delta == nil {
+			if l.e.size > maxDeltaLen(maxDeltaResult) {
+				return 0, nil, tooLargeDelta(l.e.size)
+			}
+			var err error
+			if delta, err = l.p.inflateEntry(l.raw, l.e, l.off); err != nil {
+				return 0, nil, err
+			}
+		}
+		out, err := applyDelta(data, delta)
+		if err != nil {
+			return 0, nil, corruptDelta(l.off, err)
+		}
 		data = out
+		l.raw, l.delta = nil, nil
 		if i > 0 {
-			ps.bases.put(chain[i].p, chain[i].off, typ, data)
+			ps.bases.put(l.p, l.off, typ, data)
 		}
 	}
 	return typ, data, nil
 }
 
-// readEntry reads the whole entry at off in one positioned read and returns its
-// compressed data and parsed header.
-func (p *pack) readEntry(off int64) ([]byte, entry, error) {
-	end := p.end(off)
-	if end < 0 {
-		return nil, entry{}, errCorrupt
+// corruptDelta is the error of delta entry off that applyDelta refused.
+func corruptDelta(off int64, err error) error {
+	if vfs.CodeOf(err) != "" {
+		return err
+	}
+	return corrupt("delta at offset %d: %v", off, err)
+}
+
+// readEntry reads the entry at off and returns its compressed data and parsed
+// header. An entry of at most limit bytes is read whole in one positioned read
+// and checked against its index CRC; a larger one has only its header read, and
+// its data is nil (inflateEntry reads it).
+func (p *pack) readEntry(off int64, limit int64) ([]byte, entry, error) {
+	i, end := p.entryAt(off)
+	if i < 0 {
+		return nil, entry{}, corrupt("no entry at offset %d", off)
+	}
+	if end-off > limit {
+		var hb [maxHeader]byte
+		e, err := p.header(off, hb[:])
+		return nil, e, err
 	}
 	buf := make([]byte, end-off)
 	if _, err := p.f.ReadAt(buf, off); err != nil {
 		return nil, entry{}, err
+	}
+	if crc32.ChecksumIEEE(buf) != p.crcs[i] {
+		return nil, entry{}, corrupt("entry at offset %d does not match its index CRC", off)
 	}
 	e, err := p.parseHeader(buf[:min(len(buf), maxHeader)], off)
 	if err != nil {
 		return nil, entry{}, err
 	}
 	return buf[e.dataOff-off:], e, nil
+}
+
+// inflateEntry inflates entry e at off, whose compressed data is raw (nil: read
+// it now, whole).
+func (p *pack) inflateEntry(raw []byte, e entry, off int64) ([]byte, error) {
+	if raw == nil {
+		var err error
+		if raw, _, err = p.readEntry(off, e.end-off); err != nil {
+			return nil, err
+		}
+	}
+	out, err := inflateAll(raw, e.size)
+	if err != nil {
+		return nil, corrupt("entry at offset %d: %v", off, err)
+	}
+	return out, nil
 }
 
 // inflater is a pooled zlib reader over an input.
@@ -548,16 +734,17 @@ func (z *inflater) release() {
 }
 
 // inflateAll inflates the zlib stream raw, which must produce exactly size bytes
-// and end there, its checksum verified.
+// and end there, its checksum verified. It allocates size bytes, and refuses
+// before allocating a size that raw cannot produce.
 func inflateAll(raw []byte, size int64) ([]byte, error) {
 	// Deflate expands at most 1032:1: a larger claimed size is a corrupt header,
 	// refused before allocating for it.
 	if size > int64(len(raw))*1032+64 {
-		return nil, fmt.Errorf("%w: entry claims %d bytes from %d compressed", errCorrupt, size, len(raw))
+		return nil, fmt.Errorf("entry claims %d bytes from %d compressed", size, len(raw))
 	}
 	out := make([]byte, size)
 	if err := inflateInto(out, raw); err != nil {
-		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+		return nil, fmt.Errorf("inflating %d bytes: %w", size, err)
 	}
 	return out, nil
 }
@@ -574,75 +761,113 @@ func uvarint(b []byte) (uint64, []byte, bool) {
 	return 0, nil, false
 }
 
-// deltaSize returns the size of the object delta produces.
+// deltaSize returns the size of the object delta produces, as its header
+// declares it.
 func deltaSize(delta []byte) (int64, error) {
 	_, rest, ok := uvarint(delta)
 	if !ok {
-		return 0, errCorrupt
+		return 0, corrupt("bad delta header")
 	}
 	n, _, ok := uvarint(rest)
 	if !ok || n > 1<<62 {
-		return 0, errCorrupt
+		return 0, corrupt("bad delta header")
 	}
 	return int64(n), nil
 }
 
 // applyDelta applies a git delta (source size, target size, then copy and insert
-// instructions) to base.
+// instructions) to base. It checks every instruction against base and counts
+// what they produce before allocating the result, which it allocates at exactly
+// the declared size, and only when the instructions produce exactly that and it
+// is at most maxDeltaResult.
 func applyDelta(base, delta []byte) ([]byte, error) {
 	srcSize, rest, ok := uvarint(delta)
-	if !ok || srcSize != uint64(len(base)) {
-		return nil, errCorrupt
+	if !ok {
+		return nil, errors.New("bad base size in delta header")
+	}
+	if srcSize != uint64(len(base)) {
+		return nil, fmt.Errorf("delta expects a base of %d bytes, its base has %d", srcSize, len(base))
 	}
 	dstSize, rest, ok := uvarint(rest)
-	if !ok || dstSize > 1<<40 {
-		return nil, errCorrupt
+	if !ok {
+		return nil, errors.New("bad result size in delta header")
 	}
-	// The claimed size is trusted for the allocation only up to 64 MiB: beyond,
-	// out grows with what the instructions actually produce.
-	out := make([]byte, 0, min(dstSize, 64<<20))
+	if dstSize > maxDeltaResult {
+		return nil, tooLargeDelta(int64(min(dstSize, 1<<62)))
+	}
+	// First pass: validate, and count the output.
+	var produced uint64
+	for ops := rest; len(ops) > 0; {
+		op := ops[0]
+		ops = ops[1:]
+		var n uint64
+		if op&0x80 == 0 {
+			// Insert the next op bytes (op = 0 is reserved).
+			if op == 0 {
+				return nil, errors.New("reserved delta instruction 0")
+			}
+			if int(op) > len(ops) {
+				return nil, errors.New("delta insert runs past the delta's end")
+			}
+			n, ops = uint64(op), ops[op:]
+		} else {
+			off, size, r, ok := copyOp(op, ops)
+			if !ok {
+				return nil, errors.New("truncated delta copy instruction")
+			}
+			if off+size > uint64(len(base)) {
+				return nil, fmt.Errorf("delta copies %d bytes at %d from a base of %d", size, off, len(base))
+			}
+			n, ops = size, r
+		}
+		produced += n
+		if produced > dstSize {
+			return nil, fmt.Errorf("delta produces more than the %d bytes it declares", dstSize)
+		}
+	}
+	if produced != dstSize {
+		return nil, fmt.Errorf("delta produces %d bytes, declares %d", produced, dstSize)
+	}
+	// Second pass: build the result; every instruction is known good.
+	out := make([]byte, dstSize)
+	w := 0
 	for len(rest) > 0 {
 		op := rest[0]
 		rest = rest[1:]
 		if op&0x80 == 0 {
-			// Insert the next op bytes (op = 0 is reserved).
-			n := int(op)
-			if n == 0 || n > len(rest) {
-				return nil, errCorrupt
-			}
-			out = append(out, rest[:n]...)
-			rest = rest[n:]
+			w += copy(out[w:], rest[:op])
+			rest = rest[op:]
 			continue
 		}
-		// Copy from base: offset in up to four bytes, size in up to three, each
-		// present when its bit of op is set.
-		var off, size uint64
-		for i := 0; i < 7; i++ {
-			if op&(1<<i) == 0 {
-				continue
-			}
-			if len(rest) == 0 {
-				return nil, errCorrupt
-			}
-			if i < 4 {
-				off |= uint64(rest[0]) << (8 * i)
-			} else {
-				size |= uint64(rest[0]) << (8 * (i - 4))
-			}
-			rest = rest[1:]
-		}
-		if size == 0 {
-			size = 0x10000
-		}
-		if off+size > uint64(len(base)) || uint64(len(out))+size > dstSize {
-			return nil, errCorrupt
-		}
-		out = append(out, base[off:off+size]...)
-	}
-	if uint64(len(out)) != dstSize {
-		return nil, errCorrupt
+		off, size, r, _ := copyOp(op, rest)
+		w += copy(out[w:], base[off:off+size])
+		rest = r
 	}
 	return out, nil
+}
+
+// copyOp decodes a delta copy instruction's operands after its opcode op: an
+// offset in up to four bytes and a size in up to three, each present when its
+// bit of op is set; a size of 0 means 0x10000.
+func copyOp(op byte, b []byte) (off, size uint64, rest []byte, ok bool) {
+	for i := 0; i < 7; i++ {
+		if op&(1<<i) == 0 {
+			continue
+		}
+		if len(b) == 0 {
+			return 0, 0, nil, false
+		}
+		if i < 4 {
+			off |= uint64(b[0]) << (8 * i)
+		} else {
+			size |= uint64(b[0]) << (8 * (i - 4))
+		}
+		b = b[1:]
+	}
+	if size == 0 {
+		size = 0x10000
+	}
+	return off, size, b, true
 }
 
 // baseCache is a byte-bounded LRU cache of delta bases, keyed by pack and offset.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash"
 	"hash/adler32"
+	"hash/crc32"
 	"io"
 	"math/bits"
 	"sync"
@@ -47,8 +48,11 @@ type huffman struct {
 	sub     []uint32
 }
 
-// init builds h from code lengths (0: symbol unused). Incomplete codes are
-// accepted (a missing code decodes as an error); over-subscribed ones are not.
+// init builds h from code lengths (0: symbol unused). As compress/flate does,
+// it accepts only complete codes, and two degenerate ones zlib also accepts: no
+// code at all (decoding any symbol is then an error) and a single code of one
+// bit (decoding the other bit is an error). Incomplete and over-subscribed codes
+// are refused.
 func (h *huffman) init(lengths []uint8) error {
 	var count [16]int
 	maxLen := 0
@@ -63,8 +67,11 @@ func (h *huffman) init(lengths []uint8) error {
 	for l := 1; l <= 15; l++ {
 		left = left<<1 - count[l]
 		if left < 0 {
-			return errFlate
+			return errFlate // over-subscribed
 		}
+	}
+	if left != 0 && maxLen != 0 && !(maxLen == 1 && count[1] == 1) {
+		return errFlate // incomplete
 	}
 	var next [16]int
 	code := 0
@@ -126,7 +133,9 @@ func fixedTables() (*huffman, *huffman) {
 			}
 		}
 		fixedLit.init(l[:])
-		var d [30]uint8
+		// 32 distance codes of 5 bits: 30 and 31 decode, and are refused where
+		// they are used.
+		var d [32]uint8
 		for i := range d {
 			d[i] = 5
 		}
@@ -182,6 +191,10 @@ type inflate struct {
 	checkAdler bool
 	adlerPos   int // win offset up to which output has been summed
 
+	// crc is the running CRC-32 of the input chunks fill has read, when crcOn.
+	crc   uint32
+	crcOn bool
+
 	// onBoundary, if set, is called at each block boundary before a non-final
 	// block.
 	onBoundary func(d *inflate)
@@ -232,6 +245,9 @@ func (d *inflate) fill() error {
 			err = io.ErrUnexpectedEOF
 		}
 		return err
+	}
+	if d.crcOn {
+		d.crc = crc32.Update(d.crc, crc32.IEEETable, d.in)
 	}
 	return nil
 }
@@ -565,9 +581,10 @@ func truncatedOr(l uint) error {
 	return io.ErrUnexpectedEOF
 }
 
-// zlibHeader checks a zlib stream's two-byte header (no preset dictionary).
+// zlibHeader checks a zlib stream's two-byte header: deflate with a window of at
+// most 32 KiB (CINFO ≤ 7), a valid check value, no preset dictionary.
 func zlibHeader(b0, b1 byte) error {
-	if b0&0x0f != 8 || (uint16(b0)<<8|uint16(b1))%31 != 0 || b1&0x20 != 0 {
+	if b0&0x0f != 8 || b0>>4 > 7 || (uint16(b0)<<8|uint16(b1))%31 != 0 || b1&0x20 != 0 {
 		return errFlate
 	}
 	return nil
@@ -603,6 +620,9 @@ func inflateInto(out, raw []byte) error {
 	if err := d.step(); err != nil {
 		return err
 	}
+	if d.state == stDone && d.wpos != len(out) {
+		return errFlate // the stream ended before filling out
+	}
 	if d.state != stDone {
 		// out is full: the stream may only end here (an empty final block, say).
 		d.margin = 0
@@ -626,7 +646,17 @@ type streamInflate struct {
 	start, end int64 // the zlib stream in src
 	size       int64 // the output's size
 	h          hash.Hash32
+
+	// With crcCheck, a pass from the start to the end also checks that the
+	// CRC-32 of crcHead (the pack entry's header) and of src[start:end] is
+	// crcWant, the entry's index CRC.
+	crcCheck bool
+	crcHead  []byte
+	crcWant  uint32
 }
+
+// errStreamCRC reports a streamed entry whose bytes do not match its index CRC.
+var errStreamCRC = errors.New("entry does not match its index CRC")
 
 // streamChunk is how much output one step produces at most, beyond the window.
 const streamChunk = 256 << 10
@@ -657,6 +687,10 @@ func (s *streamInflate) reset(c *checkpoint) error {
 		}
 		s.d.srcOff = s.start + 2
 		s.d.checkAdler = true
+		if s.crcCheck {
+			s.d.crcOn = true
+			s.d.crc = crc32.Update(crc32.ChecksumIEEE(s.crcHead), crc32.IEEETable, h[:])
+		}
 		s.h = adler32.New()
 		return nil
 	}
@@ -711,6 +745,17 @@ func (s *streamInflate) more() error {
 		}
 		if err := d.trailer(); err != nil {
 			return err
+		}
+		if d.crcOn {
+			// The CRC covers the entry to its end: read what the decoder left.
+			for d.srcOff+int64(len(d.in)) < d.srcEnd {
+				if err := d.fill(); err != nil {
+					return err
+				}
+			}
+			if d.crc != s.crcWant {
+				return errStreamCRC
+			}
 		}
 	}
 	return nil

@@ -126,17 +126,23 @@ func (r *repoState) openStream(h plumbing.Hash, size int64) (blobSource, error) 
 			return nil, err
 		case e.typ == packBlob:
 			if e.size != size {
-				return nil, errCorrupt
+				return nil, corrupt("entry at offset %d: blob of %d bytes, %d expected", off, e.size, size)
 			}
-			return &packedBlob{ps: r.packs, idx: r.checkpoints(h, size),
-				s: streamInflate{src: p.f, start: e.dataOff, end: e.end, size: size}}, nil
+			i, _ := p.entryAt(off)
+			head := make([]byte, e.dataOff-off)
+			if _, err := p.f.ReadAt(head, off); err != nil {
+				return nil, err
+			}
+			return &packedBlob{ps: r.packs, idx: r.checkpoints(h, size), off: off,
+				s: streamInflate{src: p.f, start: e.dataOff, end: e.end, size: size,
+					crcCheck: true, crcHead: head, crcWant: p.crcs[i]}}, nil
 		default:
 			_, data, err := r.packs.read(h, -1)
 			if err != nil {
 				return nil, err
 			}
 			if int64(len(data)) != size {
-				return nil, errCorrupt
+				return nil, corrupt("entry at offset %d: blob of %d bytes, %d expected", off, len(data), size)
 			}
 			return memBlob(data), nil
 		}
@@ -147,6 +153,7 @@ func (r *repoState) openStream(h plumbing.Hash, size int64) (blobSource, error) 
 // packedBlob streams an undeltified packed blob with checkpoints.
 type packedBlob struct {
 	ps      *packStore
+	off     int64 // the entry's offset in its pack
 	idx     *ckIndex
 	s       streamInflate
 	started bool
@@ -158,6 +165,14 @@ func (pb *packedBlob) readAt(b []byte, off int64) (int, error) {
 		return 0, err
 	}
 	defer pb.ps.mu.RUnlock()
+	n, err := pb.readLocked(b, off)
+	if err == errFlate || err == io.ErrUnexpectedEOF || err == errStreamCRC {
+		err = corrupt("entry at offset %d: %v", pb.off, err)
+	}
+	return n, err
+}
+
+func (pb *packedBlob) readLocked(b []byte, off int64) (int, error) {
 	c := pb.idx.before(off)
 	if !pb.started || pb.s.pos() > off || (c != nil && c.out > pb.s.pos()) {
 		if err := pb.s.reset(c); err != nil {

@@ -156,7 +156,7 @@ func parseTree(data []byte) (*dir, error) {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
 		if sp <= 0 || nul <= sp+1 || nul+21 > len(data) {
-			return nil, errCorrupt
+			return nil, corrupt("malformed tree entry")
 		}
 		mode, err := parseMode(data[:sp])
 		if err != nil {
@@ -189,7 +189,7 @@ func parseMode(b []byte) (filemode.FileMode, error) {
 	}
 	m, err := filemode.New(string(b))
 	if err != nil {
-		return 0, errCorrupt
+		return 0, corrupt("malformed tree entry mode")
 	}
 	return m, nil
 }
