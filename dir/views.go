@@ -311,3 +311,15 @@ func (v *backendView) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) 
 type handleFile struct{ *Handle }
 
 func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
+
+// Resolve resolves p in d as one enforced call (decided as a stat of p: it reveals
+// what a stat would).
+func (v *backendView) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	var out vfs.Location
+	err := v.do(ctx, policy.OpStat, "resolve", p, func(ctx context.Context) error {
+		loc, err := v.d.s.b.Resolve(ctx, p, follow)
+		out = loc
+		return err
+	})
+	return out, err
+}

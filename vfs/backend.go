@@ -118,6 +118,40 @@ type Backend interface {
 	// replacement of p does not redirect it. Symlinks in the result resolve beneath
 	// the new root.
 	Sub(ctx context.Context, p Path) (Backend, error)
+	// Resolve returns the location p reaches: every intermediate symlink followed,
+	// the final one only if follow (or p is MustBeDir), ".." in link targets taken
+	// physically, and, in a Namespace, mounts mapped, so that the result names the
+	// place in the mount that really serves it. The result's Path holds no symlink
+	// before its last component and carries the Resolved mark, so acting on it
+	// follows nothing again. A missing final entry is not an error (Found is false:
+	// the Path is where a creation would land, through a followed dangling link
+	// too); a missing or non-directory intermediate is, with the code the
+	// operation itself would return. Resolve follows the same rules as every other
+	// method (MaxSymlinks, path_outside_sandbox), and a Resolved p resolves to itself
+	// or fails with conflict if a symlink now stands on it.
+	Resolve(ctx context.Context, p Path, follow bool) (Location, error)
+}
+
+// Location is where a path leads, as Backend.Resolve reports it.
+type Location struct {
+	// Path is the canonical path, marked Resolved; relative to the backend's root.
+	Path Path
+	// Found reports whether the final entry exists.
+	Found bool
+	// Type is the final entry's type bits (fs.ModeDir, fs.ModeSymlink when not
+	// followed, another fs.ModeType bit, or 0 for a regular file); 0 when !Found.
+	Type fs.FileMode
+}
+
+// Locator is implemented by Backends that Sub returned and that can say where their
+// root is now: Locate returns its current path relative to the root of the backend
+// the first Sub was called on (the origin), after any renames since. A Dir uses it
+// so that a pinned capability decides on where its directory is now, not where it
+// was when pinned. A root moved out of the origin's tree, or removed, fails with
+// not_found. Backends whose Subs cannot move (immutable trees) or that re-resolve
+// their root by name on every call need not implement it.
+type Locator interface {
+	Locate(ctx context.Context) (Path, error)
 }
 
 // File is an open file of a Backend. Each File has its own offset. Methods on a

@@ -131,6 +131,9 @@ type table struct {
 	sorted   []*mount         // by path, component-wise
 	maxDepth int              // depth of the deepest mount point
 	root     *mount           // the mount at the root, or nil
+	// shadowing holds the mounts with another mount strictly below their mount
+	// point: paths in them are resolved through the namespace (see route).
+	shadowing map[*mount]bool
 }
 
 var emptyTable = newTable(nil)
@@ -176,10 +179,19 @@ func newTable(ms []*mount) *table {
 		}
 		return nd
 	}
-	for _, m := range t.sorted {
+	for i, m := range t.sorted {
 		get(m.path).mount = m
 		if m.path.IsRoot() {
 			t.root = m
+		}
+		for _, o := range t.sorted[i+1:] {
+			if !o.path.Equal(m.path) && o.path.HasPrefix(m.path) {
+				if t.shadowing == nil {
+					t.shadowing = map[*mount]bool{}
+				}
+				t.shadowing[m] = true
+				break
+			}
 		}
 		t.maxDepth = max(t.maxDepth, m.path.Depth())
 		for q := m.path; !q.IsRoot(); q = q.Dir() {
@@ -258,7 +270,7 @@ func (t *table) locate(p Path) loc {
 	}
 	for {
 		if x := t.nodes[s[:i]]; x != nil && x.mount != nil {
-			rel := Path{p: s, mustDir: p.mustDir}
+			rel := Path{p: s, mustDir: p.mustDir, resolved: p.resolved}
 			if i > 0 {
 				rel.p = s[i+1:]
 			}
@@ -354,6 +366,8 @@ func reaches(b Backend, target *Namespace) bool {
 	switch x := b.(type) {
 	case *readOnlyBackend:
 		return reaches(x.b, target)
+	case *locatedBackend:
+		return reaches(x.Backend, target)
 	case *Namespace:
 		if x == target {
 			return true
@@ -491,7 +505,12 @@ func (n *Namespace) Lstat(ctx context.Context, p Path) (Info, error) {
 }
 
 func (n *Namespace) stat(ctx context.Context, op string, p Path, follow bool) (Info, error) {
-	l := n.table().locate(p)
+	t := n.table()
+	q, err := n.route(ctx, t, p, follow || p.mustDir, op)
+	if err != nil {
+		return Info{}, readdress(op, p, err)
+	}
+	l := t.locate(q)
 	switch l.kind {
 	case kindInMount, kindMountPoint:
 		var info Info
@@ -504,7 +523,7 @@ func (n *Namespace) stat(ctx context.Context, op string, p Path, follow bool) (I
 		if err != nil {
 			return Info{}, readdress(op, p, err)
 		}
-		if l.kind == kindMountPoint && !p.IsRoot() {
+		if (l.kind == kindMountPoint || q.resolved) && !p.IsRoot() {
 			info.Name = p.Base()
 		}
 		return info, nil
@@ -523,7 +542,12 @@ func (n *Namespace) stat(ctx context.Context, op string, p Path, follow bool) (I
 // ReadDir lists directory p, sorted by name. A namespace directory's listing merges
 // the backend's entries with its mount-point and synthetic children.
 func (n *Namespace) ReadDir(ctx context.Context, p Path) ([]DirEntry, error) {
-	l := n.table().locate(p)
+	t := n.table()
+	q, err := n.route(ctx, t, p, true, "readdir")
+	if err != nil {
+		return nil, readdress("readdir", p, err)
+	}
+	l := t.locate(q)
 	switch l.kind {
 	case kindInMount:
 		ents, err := l.m.b.ReadDir(ctx, l.rel)
@@ -577,7 +601,15 @@ func mergeEntries(ents, kids []DirEntry) []DirEntry {
 // O_CREATE|O_EXCL).
 func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.FileMode) (File, error) {
 	t := n.table()
-	l := t.locate(p)
+	// O_CREATE|O_EXCL does not follow a final link (already_exists, as on POSIX).
+	q, err := n.route(ctx, t, p, flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL, "open")
+	if err != nil {
+		if flag&os.O_CREATE != 0 {
+			return nil, n.mutateErr(ctx, t, "open", p, err)
+		}
+		return nil, readdress("open", p, err)
+	}
+	l := t.locate(q)
 	switch l.kind {
 	case kindInMount, kindMountPoint:
 		f, err := l.m.b.OpenFile(ctx, l.rel, flag, perm)
@@ -624,7 +656,11 @@ func (n *Namespace) openSynthetic(p Path, flag int) (File, error) {
 // already_exists; inside a synthetic directory, with read_only.
 func (n *Namespace) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
 	t := n.table()
-	l := t.locate(p)
+	q, err := n.route(ctx, t, p, false, "mkdir")
+	if err != nil {
+		return n.mutateErr(ctx, t, "mkdir", p, err)
+	}
+	l := t.locate(q)
 	switch {
 	case l.kind == kindInMount:
 		if err := l.m.b.Mkdir(ctx, l.rel, perm); err != nil {
@@ -641,7 +677,11 @@ func (n *Namespace) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
 // read_only.
 func (n *Namespace) Remove(ctx context.Context, p Path) error {
 	t := n.table()
-	l := t.locate(p)
+	q, err := n.route(ctx, t, p, false, "remove")
+	if err != nil {
+		return n.mutateErr(ctx, t, "remove", p, err)
+	}
+	l := t.locate(q)
 	if l.kind != kindInMount {
 		return errReadOnly("remove", p)
 	}
@@ -656,7 +696,18 @@ func (n *Namespace) Remove(ctx context.Context, p Path) error {
 // two paths lying in different mounts, with cross_mount.
 func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags) error {
 	t := n.table()
-	lf, lt := t.locate(from), t.locate(to)
+	rf, err := n.route(ctx, t, from, false, "rename")
+	var rt Path
+	if err == nil {
+		rt, err = n.route(ctx, t, to, false, "rename")
+	}
+	if err != nil {
+		if n.inSynthetic(ctx, t, from, err) || n.inSynthetic(ctx, t, to, err) {
+			return errReadOnly2("rename", from, to)
+		}
+		return readdress2("rename", from, to, err)
+	}
+	lf, lt := t.locate(rf), t.locate(rt)
 	if lf.kind != kindInMount || lt.kind != kindInMount {
 		return errReadOnly2("rename", from, to)
 	}
@@ -677,7 +728,11 @@ func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags
 // resolves beneath its own root.
 func (n *Namespace) Symlink(ctx context.Context, target string, p Path) error {
 	t := n.table()
-	l := t.locate(p)
+	q, err := n.route(ctx, t, p, false, "symlink")
+	if err != nil {
+		return n.mutateErr(ctx, t, "symlink", p, err)
+	}
+	l := t.locate(q)
 	switch {
 	case l.kind == kindInMount:
 		if err := l.m.b.Symlink(ctx, target, l.rel); err != nil {
@@ -693,7 +748,12 @@ func (n *Namespace) Symlink(ctx context.Context, target string, p Path) error {
 // Readlink returns the target text of symlink p. A namespace directory is not a
 // symlink: invalid_path.
 func (n *Namespace) Readlink(ctx context.Context, p Path) (string, error) {
-	l := n.table().locate(p)
+	t := n.table()
+	q, err := n.route(ctx, t, p, p.mustDir, "readlink")
+	if err != nil {
+		return "", readdress("readlink", p, err)
+	}
+	l := t.locate(q)
 	switch l.kind {
 	case kindInMount, kindMountPoint:
 		s, err := l.m.b.Readlink(ctx, l.rel)
@@ -711,7 +771,18 @@ func (n *Namespace) Readlink(ctx context.Context, p Path) (string, error) {
 // (cross_mount otherwise).
 func (n *Namespace) Link(ctx context.Context, oldp, newp Path) error {
 	t := n.table()
-	lo, ln := t.locate(oldp), t.locate(newp)
+	ro, err := n.route(ctx, t, oldp, false, "link")
+	var rn Path
+	if err == nil {
+		rn, err = n.route(ctx, t, newp, false, "link")
+	}
+	if err != nil {
+		if n.inSynthetic(ctx, t, newp, err) {
+			return errReadOnly2("link", oldp, newp)
+		}
+		return readdress2("link", oldp, newp, err)
+	}
+	lo, ln := t.locate(ro), t.locate(rn)
 	switch {
 	case ln.isNode():
 		return &Error{Code: CodeExists, Op: "link", Path: oldp.String(), Dest: newp.String(), msg: "a namespace directory"}
@@ -747,7 +818,12 @@ func (n *Namespace) Chtimes(ctx context.Context, p Path, atime, mtime time.Time)
 }
 
 func (n *Namespace) setattr(ctx context.Context, op string, p Path, do func(Backend, Path) error) error {
-	l := n.table().locate(p)
+	t := n.table()
+	q, err := n.route(ctx, t, p, true, op)
+	if err != nil {
+		return readdress(op, p, err)
+	}
+	l := t.locate(q)
 	switch l.kind {
 	case kindCovered:
 		_, ok, err := n.coveredDir(ctx, op, p, &l)
@@ -778,7 +854,12 @@ func (n *Namespace) setattr(ctx context.Context, op string, p Path, do func(Back
 func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 	p = p.WithoutDirMark()
 	t := n.table()
-	l := t.locate(p)
+	q, err := n.route(ctx, t, p, true, "sub")
+	if err != nil {
+		return nil, readdress("sub", p, err)
+	}
+	p = q.WithoutDirMark().Unresolved()
+	l := t.locate(q)
 	switch l.kind {
 	case kindNone:
 		return nil, NewError(CodeNotFound, "sub", p, "")
@@ -786,6 +867,9 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 		b, err := l.m.b.Sub(ctx, l.rel)
 		if err != nil {
 			return nil, readdress("sub", p, err)
+		}
+		if _, ok := b.(Locator); ok {
+			return &locatedBackend{Backend: b, at: l.m.path}, nil
 		}
 		return b, nil
 	}

@@ -93,7 +93,25 @@ type underMount struct {
 	at vfs.Path
 }
 
-func (u *underMount) full(p vfs.Path) vfs.Path { return u.at.Join(p) }
+func (u *underMount) full(p vfs.Path) vfs.Path {
+	if p.IsResolved() {
+		return u.at.Join(p).Resolved()
+	}
+	return u.at.Join(p)
+}
+
+func (u *underMount) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	loc, err := u.n.Resolve(ctx, u.full(p), follow)
+	if err != nil {
+		return loc, u.back(err, p, nil)
+	}
+	rel, ok := loc.Path.TrimPrefix(u.at)
+	if !ok {
+		u.t.Errorf("Resolve(%s) left the mount: %s", p, loc.Path)
+	}
+	loc.Path = rel
+	return loc, nil
+}
 
 // back checks that err is addressed with the namespace paths of p (and q, for the
 // two-path operations) and re-addresses it to the view.

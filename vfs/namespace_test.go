@@ -756,15 +756,26 @@ func TestNamespaceSymlinkConfinement(t *testing.T) {
 	}
 	_, err := n.OpenFile(nsCtx, nsP("m/up"), os.O_WRONLY|os.O_CREATE, 0o644)
 	nsWantErr(t, err, vfs.CodeOutside, "m/up", "")
-	for name, want := range map[string]string{"m/in": "mount f", "m/d/back": "mount f", "toshadowed": "base shadowed"} {
+	for name, want := range map[string]string{"m/in": "mount f", "m/d/back": "mount f", "tomount": "mount f"} {
 		if got := nsRead(t, n, name); got != want {
 			t.Errorf("read %s = %q, want %q", name, got, want)
 		}
 	}
-	// A link in the base backend resolves in the base backend: it cannot reach the
-	// mount, only the base's own (shadowed) entries.
-	_, err = n.Stat(nsCtx, nsP("tomount"))
-	nsWantErr(t, err, vfs.CodeNotFound, "tomount", "")
+	// A link in the base backend resolves through the namespace: its target lands
+	// in the mount that serves it, never in the base's own shadowed entries
+	// (THREATS line 56).
+	_, err = n.Stat(nsCtx, nsP("toshadowed"))
+	nsWantErr(t, err, vfs.CodeNotFound, "toshadowed", "")
+	_, err = n.OpenFile(nsCtx, nsP("toshadowed"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatalf("create through toshadowed: %v", err)
+	}
+	if got := nsRead(t, n, "m/shadowed"); got != "" {
+		t.Errorf("m/shadowed = %q, want the new empty file in the mount", got)
+	}
+	if got := nsRead(t, base, "m/shadowed"); got != "base shadowed" {
+		t.Errorf("the base's shadowed file changed: %q", got)
+	}
 	// A link created through the namespace is stored verbatim and confined on use.
 	nsMust(t, n.Symlink(nsCtx, "../secret", nsP("m/new")))
 	if s, err := n.Readlink(nsCtx, nsP("m/new")); err != nil || s != "../secret" {

@@ -20,9 +20,14 @@ const (
 // raw guest string. A Path may carry a "must be a directory" mark, set when the guest
 // wrote a trailing slash ("a/b/"); backends then require the final object, after
 // following a final symlink, to be a directory (not_a_directory otherwise).
+//
+// A Path may also be marked Resolved (see Path.Resolved): it then names a location
+// that a Backend's Resolve already reached, and the backend acting on it follows no
+// symlink at all.
 type Path struct {
-	p       string // "" for the root, else "a/b/c"
-	mustDir bool
+	p        string // "" for the root, else "a/b/c"
+	mustDir  bool
+	resolved bool // follow nothing: see Resolved
 }
 
 // Root is the Path of the root directory.
@@ -167,8 +172,24 @@ func (p Path) IsRoot() bool { return p.p == "" }
 // MustBeDir reports whether the guest required a directory (wrote a trailing slash).
 func (p Path) MustBeDir() bool { return p.mustDir }
 
-// WithoutDirMark returns p without the trailing-slash mark.
-func (p Path) WithoutDirMark() Path { return Path{p: p.p} }
+// WithoutDirMark returns p without the trailing-slash mark (keeping the Resolved
+// mark).
+func (p Path) WithoutDirMark() Path { return Path{p: p.p, resolved: p.resolved} }
+
+// Resolved returns p marked as already resolved: a location that Backend.Resolve
+// returned, whose every component but the last is a real directory (no symlink) and
+// whose last component is whatever the resolution stopped at. A backend given a
+// Resolved path follows no symlink at all, intermediate or final: where it would
+// follow one (a symlink swapped in after the resolution, or a final link under an
+// operation that follows it) the call fails with conflict and reaches nothing. This
+// is how a Dir acts on exactly the location its policy decided on.
+func (p Path) Resolved() Path { p.resolved = true; return p }
+
+// IsResolved reports whether p carries the Resolved mark.
+func (p Path) IsResolved() bool { return p.resolved }
+
+// Unresolved returns p without the Resolved mark.
+func (p Path) Unresolved() Path { p.resolved = false; return p }
 
 // Base returns the last component, or "" for the root.
 func (p Path) Base() string {
@@ -178,35 +199,39 @@ func (p Path) Base() string {
 	return p.p
 }
 
-// Dir returns the parent path; the parent of the root is the root.
+// Dir returns the parent path; the parent of the root is the root. The parent of a
+// Resolved path is Resolved.
 func (p Path) Dir() Path {
 	if i := strings.LastIndexByte(p.p, '/'); i >= 0 {
-		return Path{p: p.p[:i]}
+		return Path{p: p.p[:i], resolved: p.resolved}
 	}
-	return Path{}
+	return Path{resolved: p.resolved}
 }
 
-// Join appends a relative Path.
+// Join appends a relative Path. The result is Resolved if q is and p is either
+// Resolved or the root.
 func (p Path) Join(q Path) Path {
+	res := q.resolved && (p.resolved || p.p == "")
 	switch {
 	case q.p == "":
-		return Path{p: p.p, mustDir: p.mustDir}
+		return Path{p: p.p, mustDir: p.mustDir, resolved: res}
 	case p.p == "":
-		return q
+		return Path{p: q.p, mustDir: q.mustDir, resolved: res}
 	}
-	return Path{p: p.p + "/" + q.p, mustDir: q.mustDir}
+	return Path{p: p.p + "/" + q.p, mustDir: q.mustDir, resolved: res}
 }
 
 // Child appends a single validated component. It returns invalid_path if name is not
-// a ValidName.
+// a ValidName. The child of a Resolved path is Resolved (an entry listed in a real
+// directory, to be acted on without following it).
 func (p Path) Child(name string) (Path, error) {
 	if !ValidName(name) {
 		return Path{}, &Error{Code: CodeInvalidPath, Op: "join", Path: printable(name), msg: "invalid name"}
 	}
 	if p.p == "" {
-		return Path{p: name}, nil
+		return Path{p: name, resolved: p.resolved}, nil
 	}
-	return Path{p: p.p + "/" + name}, nil
+	return Path{p: p.p + "/" + name, resolved: p.resolved}, nil
 }
 
 // Elems returns the components of p; nil for the root.
@@ -243,12 +268,13 @@ func (p Path) TrimPrefix(q Path) (Path, bool) {
 		return p, true
 	}
 	if p.p == q.p {
-		return Path{mustDir: p.mustDir}, true
+		return Path{mustDir: p.mustDir, resolved: p.resolved}, true
 	}
-	return Path{p: p.p[len(q.p)+1:], mustDir: p.mustDir}, true
+	return Path{p: p.p[len(q.p)+1:], mustDir: p.mustDir, resolved: p.resolved}, true
 }
 
-// Equal reports whether p and q name the same path (ignoring the directory mark).
+// Equal reports whether p and q name the same path (ignoring the directory and
+// Resolved marks).
 func (p Path) Equal(q Path) bool { return p.p == q.p }
 
 // truncate shortens over-long paths for error messages.

@@ -108,6 +108,20 @@ func (r *readOnlyBackend) Sub(ctx context.Context, p Path) (Backend, error) {
 	return ReadOnly(s), nil
 }
 
+// Resolve forwards to the wrapped backend: resolution reads only.
+func (r *readOnlyBackend) Resolve(ctx context.Context, p Path, follow bool) (Location, error) {
+	return r.b.Resolve(ctx, p, follow)
+}
+
+// Locate forwards to the wrapped backend when it is a Locator (not_supported
+// otherwise).
+func (r *readOnlyBackend) Locate(ctx context.Context) (Path, error) {
+	if l, ok := r.b.(Locator); ok {
+		return l.Locate(ctx)
+	}
+	return Path{}, NewError(CodeNotSupported, "locate", Root, "")
+}
+
 // HostPath forwards to the wrapped backend when it is a HostPather.
 func (r *readOnlyBackend) HostPath() (string, bool) {
 	if h, ok := r.b.(HostPather); ok {

@@ -56,7 +56,20 @@ type Resolution[N any] struct {
 //
 // Errors are *Error values with Op op and Path p. The context is checked
 // periodically, so a very long walk can be cancelled.
+//
+// A Resolved p follows no symlink: where one stands on it, the result is conflict.
 func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool, op string) (Resolution[N], error) {
+	res, _, err := resolve(ctx, t, root, p, follow, op, false)
+	return res, err
+}
+
+// ResolveLocation is Resolve that also reports the canonical Location it reached,
+// for a backend's Resolve method.
+func ResolveLocation[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool, op string) (Resolution[N], Location, error) {
+	return resolve(ctx, t, root, p, follow, op, true)
+}
+
+func resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool, op string, canon bool) (Resolution[N], Location, error) {
 	type frame struct {
 		node N
 		name string
@@ -70,8 +83,33 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 	links := 0
 	steps := 0
 	followed := false
-	fail := func(code Code, msg string) (Resolution[N], error) {
-		return Resolution[N]{}, &Error{Code: code, Op: op, Path: p.String(), msg: msg}
+	fail := func(code Code, msg string) (Resolution[N], Location, error) {
+		return Resolution[N]{}, Location{}, &Error{Code: code, Op: op, Path: p.String(), msg: msg}
+	}
+	// done builds the Location when canon asks for it: the names on the stack, then
+	// the final name.
+	done := func(r Resolution[N], final string, typ fs.FileMode) (Resolution[N], Location, error) {
+		if !canon {
+			return r, Location{}, nil
+		}
+		var b strings.Builder
+		for _, f := range stack[1:] {
+			if b.Len() > 0 {
+				b.WriteByte('/')
+			}
+			b.WriteString(f.name)
+		}
+		if final != "" {
+			if b.Len() > 0 {
+				b.WriteByte('/')
+			}
+			b.WriteString(final)
+		}
+		loc := Location{Path: Path{p: b.String(), resolved: true}, Found: r.Found}
+		if r.Found {
+			loc.Type = typ
+		}
+		return r, loc, nil
 	}
 	for {
 		// Skip separators and "." segments.
@@ -84,12 +122,16 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 			if len(stack) > 1 {
 				parent = stack[len(stack)-2]
 			}
-			return Resolution[N]{Parent: parent.node, Name: top.name, Node: top.node, Found: true, Followed: followed}, nil
+			r := Resolution[N]{Parent: parent.node, Name: top.name, Node: top.node, Found: true, Followed: followed}
+			if canon && len(stack) > 1 {
+				stack = stack[:len(stack)-1] // the final directory is named by done
+			}
+			return done(r, top.name, fs.ModeDir)
 		}
 		steps++
 		if steps&63 == 0 {
 			if err := ctx.Err(); err != nil {
-				return Resolution[N]{}, &Error{Code: CodeCanceled, Op: op, Path: p.String(), Err: err}
+				return Resolution[N]{}, Location{}, &Error{Code: CodeCanceled, Op: op, Path: p.String(), Err: err}
 			}
 		}
 		var seg string
@@ -109,7 +151,7 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 		top := stack[len(stack)-1]
 		child, ok, err := t.Lookup(top.node, seg)
 		if err != nil {
-			return Resolution[N]{}, Errno(op, p, err)
+			return Resolution[N]{}, Location{}, Errno(op, p, err)
 		}
 		if !ok {
 			if !last {
@@ -119,13 +161,16 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 				// Only a symlink target can carry such a name: a Path cannot.
 				return fail(CodeInvalidPath, "invalid name in symlink target")
 			}
-			return Resolution[N]{Parent: top.node, Name: seg, Found: false, Followed: followed}, nil
+			return done(Resolution[N]{Parent: top.node, Name: seg, Found: false, Followed: followed}, seg, 0)
 		}
 		typ := t.Type(child)
 		switch {
 		case typ&fs.ModeSymlink != 0:
 			if last && !follow && !trailing {
-				return Resolution[N]{Parent: top.node, Name: seg, Node: child, Found: true, Followed: followed}, nil
+				return done(Resolution[N]{Parent: top.node, Name: seg, Node: child, Found: true, Followed: followed}, seg, fs.ModeSymlink)
+			}
+			if p.resolved {
+				return fail(CodeConflict, "a symlink stands on a resolved path (it changed after the decision)")
 			}
 			links++
 			if links > MaxSymlinks {
@@ -133,7 +178,7 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 			}
 			target, err := t.Target(child)
 			if err != nil {
-				return Resolution[N]{}, Errno(op, p, err)
+				return Resolution[N]{}, Location{}, Errno(op, p, err)
 			}
 			if target == "" {
 				return fail(CodeNotFound, "empty symlink target")
@@ -154,14 +199,14 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 			}
 		case typ.IsDir():
 			if last {
-				return Resolution[N]{Parent: top.node, Name: seg, Node: child, Found: true, Followed: followed}, nil
+				return done(Resolution[N]{Parent: top.node, Name: seg, Node: child, Found: true, Followed: followed}, seg, fs.ModeDir)
 			}
 			stack = append(stack, frame{node: child, name: seg})
 		default:
 			if trailing || !last {
 				return fail(CodeNotDir, "")
 			}
-			return Resolution[N]{Parent: top.node, Name: seg, Node: child, Found: true, Followed: followed}, nil
+			return done(Resolution[N]{Parent: top.node, Name: seg, Node: child, Found: true, Followed: followed}, seg, typ&fs.ModeType)
 		}
 	}
 }
@@ -181,3 +226,41 @@ func endOf(rest string) (last, trailing bool) {
 	}
 	return true, rest != ""
 }
+
+// ResolveBackend resolves p in b with the shared resolver, looking each component
+// up with b.Lstat and reading links with b.Readlink, each on a Resolved path. It is
+// Backend.Resolve for a backend with no cheaper way: correct, one Lstat per
+// component.
+func ResolveBackend(ctx context.Context, b Backend, p Path, follow bool, op string) (Location, error) {
+	_, loc, err := ResolveLocation[lstatNode](ctx, lstatTree{b: b, ctx: ctx}, lstatNode{typ: fs.ModeDir, p: Path{resolved: true}}, p, follow, op)
+	return loc, err
+}
+
+type lstatNode struct {
+	p   Path
+	typ fs.FileMode
+}
+
+type lstatTree struct {
+	b   Backend
+	ctx context.Context
+}
+
+func (x lstatTree) Lookup(dir lstatNode, name string) (lstatNode, bool, error) {
+	child, err := dir.p.Child(name)
+	if err != nil {
+		return lstatNode{}, false, err
+	}
+	info, err := x.b.Lstat(x.ctx, child)
+	if err != nil {
+		if CodeOf(err) == CodeNotFound {
+			return lstatNode{}, false, nil
+		}
+		return lstatNode{}, false, err
+	}
+	return lstatNode{p: child, typ: info.Mode.Type()}, true, nil
+}
+
+func (x lstatTree) Type(n lstatNode) fs.FileMode { return n.typ }
+
+func (x lstatTree) Target(n lstatNode) (string, error) { return x.b.Readlink(x.ctx, n.p) }

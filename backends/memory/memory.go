@@ -75,11 +75,15 @@ import (
 // FS is an in-memory filesystem tree. The zero value is not usable; call New.
 // An FS is safe for concurrent use.
 type FS struct {
-	st   *store
-	root *node
+	st     *store
+	root   *node
+	origin *node // the root of the FS that New returned and Sub chains started from
 }
 
-var _ vfs.Backend = (*FS)(nil)
+var (
+	_ vfs.Backend = (*FS)(nil)
+	_ vfs.Locator = (*FS)(nil)
+)
 
 // Option configures New.
 type Option func(*store)
@@ -123,7 +127,8 @@ func New(opts ...Option) *FS {
 	for _, o := range opts {
 		o(st)
 	}
-	return &FS{st: st, root: st.newNode(fs.ModeDir, 0o755, st.now())}
+	root := st.newNode(fs.ModeDir, 0o755, st.now())
+	return &FS{st: st, root: root, origin: root}
 }
 
 // Usage returns the bytes of file data currently held, across the whole store
@@ -646,7 +651,50 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FS{st: f.st, root: n}, nil
+	return &FS{st: f.st, root: n, origin: f.origin}, nil
+}
+
+// Resolve returns the canonical location of p (see vfs.Backend.Resolve).
+func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	const op = "resolve"
+	if err := ctx.Err(); err != nil {
+		return vfs.Location{}, canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	if r, ok := walk(f.root, p, follow); ok {
+		// No symlink on the way: p is its own canonical path.
+		loc := vfs.Location{Path: p.Resolved(), Found: r.Found}
+		if r.Found {
+			loc.Type = r.Node.typ
+		}
+		return loc, nil
+	}
+	_, loc, err := vfs.ResolveLocation[*node](ctx, tree{}, f.root, p, follow, op)
+	return loc, err
+}
+
+// Locate returns the current path of this FS's root from the root of the FS New
+// returned, following renames made since Sub pinned it; not_found once the
+// directory was removed.
+func (f *FS) Locate(ctx context.Context) (vfs.Path, error) {
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	var names []string
+	for n := f.root; n != f.origin; n = n.dir.parent {
+		if n == nil || n.dir.gone {
+			return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the directory was removed")
+		}
+		names = append(names, n.dir.name)
+	}
+	p := vfs.Root
+	for i := len(names) - 1; i >= 0; i-- {
+		var err error
+		if p, err = p.Child(names[i]); err != nil {
+			return vfs.Path{}, err
+		}
+	}
+	return p, nil
 }
 
 // dirLocked resolves p, following links, to a directory node; the caller holds the

@@ -100,6 +100,7 @@ type node struct {
 type dirInfo struct {
 	children map[string]*node // guarded by store.mu
 	parent   *node            // guarded by store.mu; nil for the top root and removed directories
+	name     string           // guarded by store.mu; the directory's name in parent
 	gone     bool             // guarded by store.mu; removed: nothing can be created in it
 	entries  []vfs.DirEntry   // guarded by the node's mu: sorted listing cache; nil when stale
 }
@@ -230,6 +231,7 @@ func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
 	d.mu.Unlock()
 	if c.typ == fs.ModeDir {
 		c.dir.parent = d
+		c.dir.name = name
 	}
 }
 

@@ -1318,3 +1318,8 @@ func direntType(dir int, name string, typ byte) (fs.FileMode, bool) {
 	}
 	return fileMode(st.Mode).Type(), true
 }
+
+// Resolve returns the canonical location of p (see vfs.Backend.Resolve).
+func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	return vfs.ResolveBackend(ctx, f, p, follow, "resolve")
+}

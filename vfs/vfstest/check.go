@@ -279,3 +279,11 @@ func (f *checkedFile) Truncate(size int64) error {
 }
 
 func (f *checkedFile) Sync() error { return f.checkErr("Sync", f.f.Sync(), false) }
+
+func (c *checked) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	loc, err := c.b.Resolve(ctx, p, follow)
+	if err == nil && !loc.Path.IsResolved() {
+		c.t.Errorf("Resolve(%s) returned %s without the Resolved mark", p, loc.Path)
+	}
+	return loc, c.check("Resolve("+p.String()+")", err)
+}

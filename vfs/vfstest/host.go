@@ -181,3 +181,8 @@ func baseName(p vfs.Path) string {
 	}
 	return p.Base()
 }
+
+// Resolve resolves p through the os reference, one Lstat per component.
+func (h *hostRef) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	return vfs.ResolveBackend(ctx, h, p, follow, "resolve")
+}

@@ -86,6 +86,10 @@ type broken struct {
 	kind string
 }
 
+func (b *broken) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	return b.b.Resolve(ctx, p, follow)
+}
+
 func (m *broken) fix(err error) error {
 	e, ok := err.(*vfs.Error)
 	if !ok {

@@ -1,0 +1,169 @@
+package vfs
+
+import (
+	"context"
+	"io/fs"
+)
+
+// Resolve returns the location p reaches in the namespace (see Backend.Resolve). In
+// a mount with no other mount below it, that is the mount backend's own resolution,
+// re-based at the mount point. In a mount that another mount shadows (a read-only
+// mount over a directory of a read-write one, say), the namespace walks p itself,
+// component by component, so a symlink whose target lands under the inner mount
+// reaches the inner mount and not the directory it hides. Namespace directories
+// resolve to themselves. A link still never leaves the backend that holds it: a
+// target climbing above its own mount's root is path_outside_sandbox, as inside
+// the backend.
+func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location, error) {
+	t := n.table()
+	l := t.locate(p)
+	switch l.kind {
+	case kindInMount, kindMountPoint:
+		if t.shadowing[l.m] && !(l.kind == kindMountPoint && p.IsRoot()) {
+			return n.walk(ctx, t, p, follow, "resolve")
+		}
+		loc, err := l.m.b.Resolve(ctx, l.rel, follow)
+		if err != nil {
+			return Location{}, readdress("resolve", p, err)
+		}
+		loc.Path = l.m.path.Join(loc.Path).Resolved()
+		return loc, nil
+	case kindCovered, kindSynthetic:
+		return Location{Path: p.WithoutDirMark().Resolved(), Found: true, Type: fs.ModeDir}, nil
+	}
+	if pl := t.locate(p.Dir()); pl.isNode() && !p.MustBeDir() {
+		return Location{Path: p.Resolved()}, nil
+	}
+	return Location{}, NewError(CodeNotFound, "resolve", p, "")
+}
+
+// route returns the path an operation on p must act on: p itself, unless p lies in
+// a shadowing mount and is not yet Resolved; then the namespace's own resolution
+// of p (Resolved), so the operation reaches the mount that really serves what p
+// leads to. follow says whether the operation follows a final symlink; one that
+// does not (Remove, Rename, Mkdir, ...) acts on the entry itself even when p ends
+// in a slash, and the backend then checks the slash against that entry.
+func (n *Namespace) route(ctx context.Context, t *table, p Path, follow bool, op string) (Path, error) {
+	if len(t.shadowing) == 0 || p.resolved {
+		return p, nil
+	}
+	l := t.locate(p)
+	if (l.kind != kindInMount && l.kind != kindMountPoint) || !t.shadowing[l.m] {
+		return p, nil
+	}
+	w := p
+	if !follow {
+		w = p.WithoutDirMark()
+	}
+	loc, err := n.walk(ctx, t, w, follow, op)
+	if err != nil {
+		return Path{}, err
+	}
+	q := loc.Path
+	q.mustDir = p.mustDir
+	return q, nil
+}
+
+// walk resolves p component by component through the mount table: every step
+// looks its name up in the mount that serves the directory reached so far.
+func (n *Namespace) walk(ctx context.Context, t *table, p Path, follow bool, op string) (Location, error) {
+	_, loc, err := ResolveLocation[nsNode](ctx, nsTree{n: n, t: t, ctx: ctx}, nsNode{typ: fs.ModeDir}, p, follow, op)
+	if err != nil {
+		return Location{}, err
+	}
+	return loc, nil
+}
+
+// nsTree is the namespace seen by the shared resolver: nodes are namespace paths,
+// each reached without a symlink on the way.
+type nsTree struct {
+	n   *Namespace
+	t   *table
+	ctx context.Context
+}
+
+type nsNode struct {
+	p   Path
+	typ fs.FileMode
+}
+
+func (x nsTree) Lookup(dir nsNode, name string) (nsNode, bool, error) {
+	child, err := dir.p.Child(name)
+	if err != nil {
+		return nsNode{}, false, err
+	}
+	child = child.Resolved()
+	info, err := x.n.lstatAt(x.ctx, x.t, child)
+	if err != nil {
+		if CodeOf(err) == CodeNotFound {
+			return nsNode{}, false, nil
+		}
+		return nsNode{}, false, err
+	}
+	return nsNode{p: child, typ: info.Mode.Type()}, true, nil
+}
+
+func (x nsTree) Type(n nsNode) fs.FileMode { return n.typ }
+
+// Target reads link n and refuses a target that would climb above the root of the
+// mount holding the link: links stay inside their backend, as everywhere else.
+func (x nsTree) Target(n nsNode) (string, error) {
+	p := n.p
+	l := x.t.locate(p)
+	if l.m == nil {
+		return "", NewError(CodeInvalidPath, "readlink", p, "not a symbolic link")
+	}
+	target, err := l.m.b.Readlink(x.ctx, l.rel)
+	if err != nil {
+		return "", err
+	}
+	if target != "" && target[0] != '/' {
+		q, err := ParseGuest(p.Dir().Raw() + "/" + target)
+		if err != nil || !q.HasPrefix(l.m.path) {
+			return "", NewError(CodeOutside, "resolve", p, "symlink target climbs above its mount")
+		}
+	}
+	return target, nil
+}
+
+// lstatAt is Lstat without routing, for a path the walk already made canonical.
+func (n *Namespace) lstatAt(ctx context.Context, t *table, p Path) (Info, error) {
+	l := t.locate(p)
+	switch l.kind {
+	case kindInMount:
+		return l.m.b.Lstat(ctx, l.rel)
+	case kindMountPoint, kindSynthetic:
+		return Info{Name: p.Base(), Mode: fs.ModeDir | 0o555}, nil
+	case kindCovered:
+		return Info{Name: p.Base(), Mode: fs.ModeDir | 0o555}, nil
+	}
+	return Info{}, NewError(CodeNotFound, "lstat", p, "")
+}
+
+// locatedBackend is a mount's Sub seen from the namespace: Locate re-bases the
+// backend's own location at the mount point.
+type locatedBackend struct {
+	Backend
+	at Path // the mount point
+}
+
+// Locate returns the Sub's current path in the namespace.
+func (b *locatedBackend) Locate(ctx context.Context) (Path, error) {
+	l, ok := b.Backend.(Locator)
+	if !ok {
+		return Path{}, NewError(CodeNotSupported, "locate", Root, "")
+	}
+	p, err := l.Locate(ctx)
+	if err != nil {
+		return Path{}, err
+	}
+	return b.at.Join(p), nil
+}
+
+// HostPath forwards to the wrapped backend when it is a HostPather.
+func (b *locatedBackend) HostPath() (string, bool) {
+	if h, ok := b.Backend.(HostPather); ok {
+		return h.HostPath()
+	}
+	return "", false
+}
