@@ -15,8 +15,9 @@ import (
 
 // Diff compares the checkout as it is now with the Manifest and returns the
 // changes, sorted by path: added, modified (a file's size or digest, a symlink's
-// target), deleted, type_changed and mode_changed (permission or special bits
-// only; symlinks have no mode). A directory that is gone reports each of its
+// target), deleted, type_changed, mode_changed (permission or special bits
+// only; symlinks have no mode) and touched (a regular file with the same
+// contents and mode and another modification time). A directory that is gone reports each of its
 // manifest entries deleted; a new directory reports its contents added.
 //
 // The walk never follows a symlink and opens nothing but regular files (with
@@ -156,11 +157,13 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 			c = newChange(Modified, he.rel, oldp, &ne)
 		case typ != fs.ModeSymlink && old.Mode != mode:
 			c = newChange(ModeChanged, he.rel, oldp, &ne)
+		case typ == 0 && !old.ModTime.Equal(ne.ModTime):
+			c = newChange(Touched, he.rel, oldp, &ne)
 		default:
 			return nil
 		}
 		out = append(out, c)
-		if c.Kind != ModeChanged {
+		if c.Kind != ModeChanged && c.Kind != Touched {
 			files++
 			if typ == 0 {
 				bytes += ne.Size

@@ -103,11 +103,17 @@ const (
 	Deleted     ChangeKind = "deleted"      // in the manifest, gone from the checkout
 	TypeChanged ChangeKind = "type_changed" // a file became a directory, and the like
 	ModeChanged ChangeKind = "mode_changed" // only the permission (or special) bits differ
+	// Touched: a regular file's contents and mode are unchanged but its
+	// modification time differs (rewritten with the same bytes, or touched).
+	// SyncBack applies it by setting the source's modification time, so that
+	// tools comparing times (make) see what the sandbox left.
+	Touched ChangeKind = "touched"
 )
 
 // Change is one difference between the manifest and the checkout. Old is the
 // manifest's entry (nil for Added), New the checkout's (nil for Deleted).
-// A Modified change whose mode also differs carries the new mode in New.
+// A Modified change whose mode also differs carries the new mode in New; New's
+// ModTime is the checkout's, which SyncBack gives the source's file.
 type Change struct {
 	Kind ChangeKind
 	Path string

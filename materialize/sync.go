@@ -26,17 +26,40 @@ type ConflictMode int
 
 // The conflict modes.
 const (
-	// ConflictFail (the default) refuses the whole sync: nothing is written and
-	// the error (code conflict) names the paths.
+	// ConflictFail (the default) leaves the conflicting change unapplied: with
+	// RejectAbort nothing at all is applied, with RejectApplyRest the changes
+	// that do not depend on a conflicting one are. The error (code conflict)
+	// names the paths.
 	ConflictFail ConflictMode = iota
 	// ConflictKeepOurs applies the sandbox's change anyway (the sandbox wins),
-	// replacing whatever the source has there.
+	// replacing whatever the source has there, and recreating the directories
+	// above it that the source removed. A path whose parent the source replaced
+	// by something other than a directory stays a conflict, as under
+	// ConflictFail.
 	ConflictKeepOurs
 	// ConflictKeepTheirs keeps the source's version (the source wins): the change
-	// is skipped, and so are the changes that depend on it (the contents of a
-	// directory it would have created, the removal of a directory that still
-	// holds it).
+	// is not applied, and neither are the changes that depend on it (the
+	// contents of a directory it would have created, the removal of a directory
+	// that still holds it). They are listed in NotApplied and Skipped; the
+	// checkout is kept.
 	ConflictKeepTheirs
+)
+
+// RejectMode says what SyncBack does with the rest of its plan when some
+// changes cannot be applied: refused by validation, or in a conflict the
+// ConflictMode does not settle.
+type RejectMode int
+
+// The reject modes.
+const (
+	// RejectAbort (the default) applies nothing: every change is listed in
+	// NotApplied and the checkout is kept.
+	RejectAbort RejectMode = iota
+	// RejectApplyRest applies every change that is neither refused nor in
+	// conflict and does not depend on one that is (a file inside a directory
+	// whose creation was refused, the removal of a directory holding a path in
+	// conflict); the others are listed in NotApplied and the checkout is kept.
+	RejectApplyRest
 )
 
 // Default limits of SyncBack, used where a Limits field is 0.
@@ -49,7 +72,7 @@ const (
 // Limits bound what one SyncBack may write. A zero field means its default
 // (DefaultMaxFiles, DefaultMaxBytes, DefaultMaxDepth); a negative one, no limit.
 type Limits struct {
-	MaxFiles int   // entries added, modified or type-changed (deletions and mode changes are not counted)
+	MaxFiles int   // entries added, modified or type-changed (deletions, mode and time changes are not counted)
 	MaxBytes int64 // total size of the regular files written
 	MaxDepth int   // number of components of the deepest path written
 }
@@ -70,16 +93,21 @@ func (l Limits) withDefaults() Limits {
 // SyncOptions configures SyncBack.
 type SyncOptions struct {
 	Conflict ConflictMode
+	// OnReject says what happens to the other changes when some are refused or
+	// in an unsettled conflict: RejectAbort (the default) applies none,
+	// RejectApplyRest applies those that do not depend on one.
+	OnReject RejectMode
 	Limits   Limits
 	// DryRun validates and checks for conflicts, then returns the report without
-	// writing: Applied lists what would have been applied.
+	// writing: Applied lists what would have been applied, and nothing is kept
+	// or journaled.
 	DryRun bool
 	// Policy is an optional extra policy every change must pass as well, asked
 	// during validation with the same requests as the Dir (writes with their
-	// size, mkdir, remove, symlink with its target, chmod). The source Dir's own
-	// policy is always applied (through Dir.Check) whatever this is; nil means
-	// nothing beyond it. Use it to hold a sync to stricter rules than the Dir's,
-	// such as policy.Defaults() for a Dir that allows everything.
+	// size, mkdir, remove, symlink with its target, chmod, chtimes). The source
+	// Dir's own policy is always applied (through Dir.Check) whatever this is;
+	// nil means nothing beyond it. Use it to hold a sync to stricter rules than
+	// the Dir's, such as policy.Defaults() for a Dir that allows everything.
 	Policy policy.Policy
 	// PolicyRoot is prefixed to the paths given to Policy (not to the Dir's own
 	// policy, which knows where the Dir is): the source Dir's path from the root
@@ -91,14 +119,30 @@ type SyncOptions struct {
 	Asker policy.Asker
 	// Subject is put in the Subject of Policy's requests.
 	Subject string
+	// JournalDir is the host directory holding sync journals (see Journal);
+	// "" means DefaultJournalDir(). It must not lie inside the checkout.
+	JournalDir string
+	// Label is recorded in the journal for the caller to recognise its source
+	// after a crash (PendingJournals): for instance the source's host path. It
+	// is host-private: never put in an error.
+	Label string
 }
 
-// SyncReport says what SyncBack did.
+// SyncReport says what SyncBack (or Recover) did. Every change the scan found
+// is in exactly one of Applied, NotApplied and Settled; Refused, Conflicts and
+// Skipped are views kept for callers that want them.
 type SyncReport struct {
-	Applied   []Change  // applied, in order (or, for a DryRun, to be applied)
-	Refused   []Refusal // changes validation refused (then nothing was applied)
-	Conflicts []string  // paths changed in the source since the checkout, sorted
-	Skipped   []Change  // not applied: ConflictKeepTheirs, or nothing to do (a change of special bits only, a deletion already made in the source)
+	Applied    []Change    // applied, in the order applied (for a DryRun: what would be)
+	NotApplied []Unapplied // not applied, each with its cause; the checkout is kept when this is not empty
+	Settled    []Change    // nothing to do: a change of special bits only, a deletion the source had made too
+	Refused    []Refusal   // changes validation refused
+	Conflicts  []string    // paths changed in the source since the checkout, sorted
+	Skipped    []Change    // not applied without an error: ConflictKeepTheirs, and the Settled ones
+	// Checkout is the host path of the checkout when it was kept (NotApplied is
+	// not empty, or Tree.Keep was called), for the host to inspect; "" when
+	// Close will remove it. It is host-private: show it to the host's user,
+	// never to a guest.
+	Checkout string
 }
 
 // Refusal is a change validation refused.
@@ -108,47 +152,116 @@ type Refusal struct {
 	Reason string
 }
 
-// SyncBack brings the checkout's changes (see Diff) back into the source Dir.
+// Cause says why a change was not applied.
+type Cause string
+
+// The causes.
+const (
+	CauseRefused  Cause = "refused"  // validation refused it (Code says why)
+	CauseConflict Cause = "conflict" // the source changed it too, and the ConflictMode did not settle it
+	CauseTheirs   Cause = "theirs"   // ConflictKeepTheirs kept the source's version
+	CauseDepends  Cause = "depends"  // it depends on a change not applied (Reason names it)
+	CauseAborted  Cause = "aborted"  // RejectAbort: other changes were refused or in conflict
+	CauseLimit    Cause = "limit"    // the changes exceed the Limits: nothing was applied
+	CauseFailed   Cause = "failed"   // applying it failed (Code says why)
+	CauseStopped  Cause = "stopped"  // the sync stopped before it (a failure, a cancellation)
+)
+
+// Unapplied is a change that was not applied, and why. Reason names guest
+// paths only.
+type Unapplied struct {
+	Change Change
+	Cause  Cause
+	Code   vfs.Code
+	Reason string
+}
+
+// Keep makes Close leave the checkout directory in place, for the host to
+// inspect it (a bound checkout is never removed anyway). It cannot be undone.
+func (t *Tree) Keep() {
+	t.mu.Lock()
+	t.keepUser = true
+	t.mu.Unlock()
+}
+
+// Kept reports whether Close will leave the checkout directory in place: Keep
+// was called, or the last SyncBack left changes unapplied.
+func (t *Tree) Kept() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.created && (t.keepUser || t.keepSync)
+}
+
+func (t *Tree) setKeepSync(v bool) {
+	t.mu.Lock()
+	t.keepSync = v
+	t.mu.Unlock()
+}
+
+// SyncBack brings the checkout's changes (see Diff) back into the source Dir as
+// one plan: all of it is validated and reported before anything is written,
+// then it is applied under a journal.
 //
-// Validation comes first and covers every change before anything is written:
-// only regular files, directories and symlinks whose target is relative and,
-// resolved lexically from the link's directory, stays inside the tree (FIFOs,
-// sockets and devices are refused with not_regular_file; other links with
-// path_outside_sandbox); names the Dir could not hold (invalid_path); the
-// Limits (quota_exceeded); and every call the apply phase will make through the
-// Dir (a write with its size, mkdir, remove, symlink with its target, chmod),
-// asked first of the source Dir itself with Dir.Check (its read-only and lock
-// state, its policy and its Asker: with policy.Defaults(), for one, the
-// persistence traps such as .git/hooks/** and .bashrc and the secret patterns
-// are refused, fs_permission_denied) and then of SyncOptions.Policy when set.
-// Each check is in the Dir's audit trail as "check.<op>". Setuid, setgid and
-// sticky bits are stripped, not refused. Then every path to change is compared
-// with the source as it is now, through the Dir (Lstat, the digest of a file, a
-// symlink's target, the names in a directory to delete): a path that changed
-// since the checkout is a conflict, handled by SyncOptions.Conflict; the calls
-// keeping ours adds (removing what the source put in the way, restoring what it
-// deleted) are checked in turn. A refusal, or a conflict under ConflictFail,
-// returns an error (its code, naming the paths) with the report, and the source
-// is untouched. A revoked Dir or a canceled context ends the sync with that
-// error, nothing written.
+// Plan. Every change (added, modified, deleted, type, mode and time changes)
+// becomes a step with the base it assumes: its manifest entry (type, mode,
+// digest or target), or nothing for an added path.
 //
-// Then the changes are applied through the Dir, so its policy, hooks and audit
-// apply to each again: removals first (deepest first), then creations in path
-// order (each file with Dir.WriteFile, atomically: the old contents or the new,
-// never a mix; the data is read back from the checkout and must still have the
-// digest validated), then modes (directories last, deepest first). Symlinks are
-// replaced by removing and recreating them. Dir.Check covers everything but the
-// Dir's hooks and backend, so a call can still fail midway: a hook refusing it,
-// the backend failing (a full disk, a quota), the host revoking or locking the
-// Dir or changing its answer (an Asker saying no the second time), a RemoveAll
-// under ConflictKeepOurs meeting a path the source added that the policy
-// protects, or the checkout edited during the sync. SyncBack then stops there
-// and returns the error with the report, whose Applied lists what was applied:
-// it is not a transaction.
+// Validation covers every step before anything is written, and reports every
+// problem, not the first: only regular files, directories and symlinks whose
+// target is relative and, resolved lexically from the link's directory, stays
+// inside the tree (FIFOs, sockets and devices are refused with
+// not_regular_file; other links with path_outside_sandbox); names the Dir
+// could not hold (invalid_path); the Limits (quota_exceeded: then nothing is
+// applied whatever OnReject says, since the scan stopped there); and every call
+// the apply phase will make through the Dir (a write with its size, mkdir,
+// remove, symlink with its target, chmod, chtimes), asked first of the source
+// Dir itself with Dir.Check (its read-only and lock state, its policy and its
+// Asker: with policy.Defaults(), for one, the persistence traps such as
+// .git/hooks/** and .bashrc and the secret patterns are refused,
+// fs_permission_denied) and then of SyncOptions.Policy when set. Each check is
+// in the Dir's audit trail as "check.<op>". Setuid, setgid and sticky bits are
+// stripped, not refused. Then every step is compared with the source as it is
+// now, through the Dir (Lstat, the digest of a file, a symlink's target, the
+// names in a directory to delete, and every directory above a path to write):
+// a path the source changed since the checkout, and a path written beneath a
+// directory the source removed, renamed or replaced, is a conflict, handled by
+// SyncOptions.Conflict; the calls keeping ours adds (removing what the source
+// put in the way, restoring what it deleted, recreating removed parents) are
+// checked in turn.
 //
-// Applied changes are recorded in the Manifest, so a later Diff no longer
-// reports them and a later SyncBack does not apply them again; changes not
-// applied (skipped, or after a failure) are still reported.
+// Decision. Refused steps and unsettled conflicts are not applied. Under
+// RejectAbort (the default) then nothing is; under RejectApplyRest every step
+// that does not depend on one of them is. A revoked Dir or a canceled context
+// ends the sync with that error, nothing written.
+//
+// Apply. The plan is written to a journal (see Journal) and flushed to disk
+// before the first change, then applied through the Dir, so its policy, hooks
+// and audit apply to each call again: removals first (deepest first), then
+// creations in path order (each file with Dir.WriteFile, atomically: the old
+// contents or the new, never a mix; the data is read back from the checkout
+// and must still have the digest validated), then modes and times (directories
+// last, deepest first). Every regular file written, and every file whose only
+// change is its modification time, gets the checkout's modification time
+// (Dir.Chtimes), so the source's times are the sandbox's and make sees what
+// the sandbox's make left; directories' times are not synced. Just before each
+// step the source's entry is looked at again (an Lstat compared with what
+// validation saw, the full comparison when it differs): a step whose base
+// changed meanwhile is not applied (a conflict), and neither are the steps
+// that depend on it; under RejectAbort the sync stops there. Dir.Check covers
+// everything but the Dir's hooks and backend, so a call can still fail: a hook
+// refusing it, the backend failing (a full disk), the host revoking or locking
+// the Dir. SyncBack then stops, returns the error, and lists that step and the
+// ones after it in NotApplied. If the process dies while applying (a crash,
+// kill -9), each file is wholly old or wholly new, and Recover (given the
+// journal PendingJournals finds) finishes the plan.
+//
+// The report lists every change: Applied, NotApplied (with its cause), or
+// Settled. When NotApplied is not empty the checkout is kept (Close leaves it;
+// Report.Checkout names it for the host) and the error is non-nil, except for
+// changes ConflictKeepTheirs left out on purpose, which are listed without an
+// error. Applied changes are recorded in the Manifest, so a later Diff no
+// longer reports them and a later SyncBack does not apply them again; the
+// changes not applied are still pending there.
 //
 // A ReadOnly checkout has nothing to sync: with no changes SyncBack returns an
 // empty report, otherwise read_only naming them.
@@ -170,97 +283,102 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		return rep, listError(vfs.CodeReadOnly, op, "read-only checkout has changes", paths(changes))
 	}
 	if hit != nil {
-		rep.Refused = append(rep.Refused, Refusal{hit.change, vfs.CodeQuota, hit.reason})
-		return rep, refusalError(op, rep.Refused)
+		rep.Refused = []Refusal{{hit.change, vfs.CodeQuota, hit.reason}}
+		for _, c := range changes {
+			u := Unapplied{c, CauseLimit, vfs.CodeQuota, "not applied: the changes exceed the limits at " + hit.change.Path}
+			if c.Path == hit.change.Path {
+				u = Unapplied{c, CauseRefused, vfs.CodeQuota, hit.reason}
+			}
+			rep.NotApplied = append(rep.NotApplied, u)
+		}
+		t.keepFor(rep, opts.DryRun)
+		return rep, refusalError(op, rep.Refused, 0)
 	}
 	v := &validator{ctx: ctx, src: t.src, opts: opts, lim: lim}
-	var plan []*step
-	for _, c := range changes {
-		s, refusals, err := v.check(c)
-		if err != nil {
-			return rep, err
-		}
-		rep.Refused = append(rep.Refused, refusals...)
-		if s != nil {
-			plan = append(plan, s)
-		} else if len(refusals) == 0 {
-			rep.Skipped = append(rep.Skipped, c)
-		}
+	plan, err := t.plan(v, changes)
+	if err != nil {
+		return rep, err
 	}
-	if len(rep.Refused) > 0 {
-		return rep, refusalError(op, rep.Refused)
-	}
-	if len(plan) > 0 && t.src.Backend().Features().ReadOnly {
-		return rep, listError(vfs.CodeReadOnly, op, "source is read-only", stepPaths(plan))
-	}
-
-	// Conflicts.
-	var conflicted []*step
+	pending := 0
 	for _, s := range plan {
-		conflict, gone, err := t.changedInSource(ctx, s)
-		if err != nil {
-			if skippable(err) {
-				rep.Refused = append(rep.Refused, Refusal{s.c, vfs.CodeOf(err), "cannot check the source: " + err.Error()})
-				continue
+		if s.state == stPending {
+			pending++
+		}
+	}
+	if pending > 0 && t.src.Backend().Features().ReadOnly {
+		var ps []string
+		for _, s := range plan {
+			if s.state == stPending {
+				s.refuse(vfs.CodeReadOnly, "the source is read-only")
+				ps = append(ps, s.c.Path)
 			}
-			return rep, err
 		}
-		s.gone = gone
-		if conflict {
-			s.conflict = true
-			conflicted = append(conflicted, s)
-			rep.Conflicts = append(rep.Conflicts, s.c.Path)
-		}
+		fillReport(rep, plan)
+		t.keepFor(rep, opts.DryRun)
+		return rep, listError(vfs.CodeReadOnly, op, "source is read-only", ps)
 	}
-	if len(rep.Refused) > 0 {
-		return rep, refusalError(op, rep.Refused)
-	}
-	if len(conflicted) > 0 {
-		switch opts.Conflict {
-		case ConflictKeepOurs:
-			for _, s := range conflicted {
-				s.force = true
-			}
-		case ConflictKeepTheirs:
-			skipDependents(plan)
-		default:
-			return rep, listError(vfs.CodeConflict, op, "changed in the source since the checkout", rep.Conflicts)
-		}
-	}
-	var todo []*step
-	var settled []Change
-	for _, s := range plan {
-		switch {
-		case s.skip:
-			rep.Skipped = append(rep.Skipped, s.c)
-		case s.c.Kind == Deleted && s.gone:
-			rep.Skipped = append(rep.Skipped, s.c) // already deleted in the source
-			settled = append(settled, s.c)
-		default:
-			todo = append(todo, s)
-		}
-	}
-	// What keeping ours adds (clearing the way, restoring what the source
-	// deleted) is checked too, still before anything is written.
-	for _, s := range todo {
-		refusals, err := v.vet(s, s.forcedCalls())
-		if err != nil {
-			return rep, err
-		}
-		rep.Refused = append(rep.Refused, refusals...)
-	}
-	if len(rep.Refused) > 0 {
-		return rep, refusalError(op, rep.Refused)
-	}
+	problem := decide(plan, opts)
 	if opts.DryRun {
-		for _, s := range todo {
-			rep.Applied = append(rep.Applied, s.c)
+		fillReport(rep, plan)
+		for _, s := range plan {
+			if s.state == stPending {
+				rep.Applied = append(rep.Applied, s.c)
+			}
 		}
-		return rep, nil
+		return rep, problem
 	}
-	err = t.apply(ctx, todo, rep)
-	t.advance(append(settled, rep.Applied...))
-	return rep, err
+	var applyErr error
+	if ops := opsOf(plan); len(ops) > 0 {
+		j, err := t.startJournal(opts, plan, ops)
+		if err != nil {
+			for _, s := range plan {
+				if s.state == stPending {
+					s.state, s.code, s.reason = stStopped, vfs.CodeOf(err), "not applied: no journal could be written"
+				}
+			}
+			fillReport(rep, plan)
+			t.keepFor(rep, false)
+			return rep, err
+		}
+		a := &applier{src: t.src, rootFd: t.rootFd, onReject: opts.OnReject, fast: true, j: j, plan: plan}
+		applyErr = a.run(ctx, ops, nil, rep)
+		if err := j.finish(); err != nil && applyErr == nil {
+			applyErr = err
+		}
+	}
+	fillReport(rep, plan)
+	var done []Change
+	for _, s := range plan {
+		if s.state == stApplied || (s.state == stSettled && s.c.Kind == Deleted) {
+			done = append(done, s.c)
+		}
+	}
+	t.advance(done)
+	t.keepFor(rep, false)
+	if applyErr != nil {
+		return rep, applyErr
+	}
+	return rep, problem
+}
+
+// startJournal writes the plan's journal, flushed, before anything is applied.
+func (t *Tree) startJournal(opts SyncOptions, plan []*step, ops []op) (*journal, error) {
+	jdir, err := openJournalDir(opts.JournalDir, t.path)
+	if err != nil {
+		return nil, err
+	}
+	return writeJournal(jdir, opts.Label, t.path, plan, ops)
+}
+
+// keepFor keeps the checkout when rep leaves changes unapplied (and lets Close
+// remove it again when a later sync applied everything), and reports where.
+func (t *Tree) keepFor(rep *SyncReport, dryRun bool) {
+	if !dryRun {
+		t.setKeepSync(len(rep.NotApplied) > 0)
+	}
+	if t.Kept() {
+		rep.Checkout = t.path
+	}
 }
 
 // advance records applied changes in the manifest, so that the next Diff or
@@ -282,17 +400,57 @@ func (t *Tree) advance(applied []Change) {
 	}
 }
 
-// step is one validated change and how to apply it.
+// stepState is where a step of the plan stands.
+type stepState int
+
+const (
+	stPending  stepState = iota // to apply
+	stSettled                   // nothing to do
+	stRefused                   // validation refused it
+	stConflict                  // an unsettled conflict
+	stTheirs                    // ConflictKeepTheirs
+	stBlocked                   // depends on a step not applied
+	stAborted                   // RejectAbort and another step is not applied
+	stApplied
+	stFailed  // applying it failed
+	stStopped // the sync stopped before it
+)
+
+// step is one change of the plan: the base it assumes (c.Old), what it makes
+// (c.New), how to apply it, and where it stands. Its exported fields are what a
+// journal records.
 type step struct {
 	c        Change
-	p        vfs.Path
 	perm     fs.FileMode // the permission bits to leave (special bits stripped)
 	chmod    bool        // set perm explicitly
-	conflict bool
-	force    bool // ConflictKeepOurs: replace whatever is in the way
-	skip     bool // ConflictKeepTheirs
-	gone     bool // the source has nothing at the path
-	inTheWay bool // the source has an entry there that creating the new one must first remove
+	force    bool        // ConflictKeepOurs: replace whatever is in the way
+	gone     bool        // the source had nothing at the path at validation
+	inTheWay bool        // the source had an entry there that creating the new one must first remove
+	parents  []string    // directories above the path to recreate (keep ours, removed in the source)
+
+	state    stepState
+	conflict bool // changed in the source since the checkout
+	code     vfs.Code
+	reason   string
+	seen     *seenInfo // the source's entry at validation (nil: none there, or unknown)
+	seenSet  bool      // seen was recorded
+	ops      int       // ops of this step not yet done
+	started  bool      // an op of it was done
+}
+
+// seenInfo is what an Lstat of the source showed at validation.
+type seenInfo struct {
+	mode  fs.FileMode
+	size  int64
+	mtime int64
+}
+
+func seenOf(fi fs.FileInfo) *seenInfo {
+	return &seenInfo{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+}
+
+func (s *step) refuse(code vfs.Code, reason string) {
+	s.state, s.code, s.reason = stRefused, code, reason
 }
 
 func (s *step) removes() bool {
@@ -301,6 +459,24 @@ func (s *step) removes() bool {
 
 func (s *step) creates() bool {
 	return s.c.Kind == Added || s.c.Kind == TypeChanged || s.c.Kind == Modified
+}
+
+// createsDir reports whether s makes a directory where the manifest had none.
+func (s *step) createsDir() bool {
+	return (s.c.Kind == Added || s.c.Kind == TypeChanged) && s.c.New.IsDir()
+}
+
+// setsTime reports whether applying s sets the file's modification time.
+func (s *step) setsTime() bool {
+	n := s.c.New
+	if n == nil || !n.IsRegular() {
+		return false
+	}
+	switch s.c.Kind {
+	case ModeChanged:
+		return !n.ModTime.Equal(s.c.Old.ModTime) || s.gone
+	}
+	return true
 }
 
 // validator checks changes against the file rules, the limits, the source Dir's
@@ -312,20 +488,18 @@ type validator struct {
 	lim  Limits
 }
 
-func refuse(c Change, code vfs.Code, reason string) []Refusal {
-	return []Refusal{{Change: c, Code: code, Reason: reason}}
-}
-
 // dirCall is one call apply makes through the Dir at a step's path, as Dir.Check
 // and the extra policy are asked about it.
 type dirCall struct {
 	op     policy.Op
+	path   string // "" for the step's own path
 	target string // a symlink's target text (OpSymlink)
 	size   int64  // the bytes a write leaves in the file (OpWrite), else -1
 }
 
 // calls returns the Dir calls applying s makes when nothing in the source is in
-// the way: the removal of the old entry, the creation of the new one, its chmod.
+// the way: the removal of the old entry, the creation of the new one, its chmod
+// and its times.
 func (s *step) calls() []dirCall {
 	var out []dirCall
 	if s.removes() {
@@ -337,10 +511,13 @@ func (s *step) calls() []dirCall {
 	if s.chmod {
 		out = append(out, dirCall{op: policy.OpChmod, size: -1})
 	}
+	if s.setsTime() {
+		out = append(out, dirCall{op: policy.OpChtimes, size: -1})
+	}
 	return out
 }
 
-// createCalls returns the calls that create s's new entry (see Tree.create).
+// createCalls returns the calls that create s's new entry (see applier.create).
 func (s *step) createCalls() []dirCall {
 	n := s.c.New
 	switch {
@@ -359,20 +536,27 @@ func (s *step) createCalls() []dirCall {
 }
 
 // forcedCalls returns the calls beyond calls() that applying s makes once the
-// conflict check has settled it: under ConflictKeepOurs, the removal of what the
-// source put in the way, the chmod that puts a rewritten file's mode back, and
-// the re-creation of an entry the source deleted.
+// conflict check has settled it: under ConflictKeepOurs, the mkdir of each
+// parent to recreate, the removal of what the source put in the way, the chmod
+// that puts a rewritten file's mode back, and the re-creation of an entry the
+// source deleted.
 func (s *step) forcedCalls() []dirCall {
 	if !s.force {
 		return nil
 	}
-	if s.c.Kind == ModeChanged {
-		if s.gone {
-			return s.createCalls()
-		}
-		return nil
-	}
 	var out []dirCall
+	for _, p := range s.parents {
+		out = append(out, dirCall{op: policy.OpMkdir, path: p, size: -1})
+	}
+	if s.c.Kind == ModeChanged || s.c.Kind == Touched {
+		if s.gone {
+			out = append(out, s.createCalls()...)
+			if s.c.Kind == Touched {
+				out = append(out, dirCall{op: policy.OpChmod, size: -1})
+			}
+		}
+		return out
+	}
 	if s.creates() && s.c.Kind != TypeChanged && s.inTheWay {
 		out = append(out, dirCall{op: policy.OpRemove, size: -1})
 	}
@@ -382,29 +566,32 @@ func (s *step) forcedCalls() []dirCall {
 	return out
 }
 
-// check validates c and returns its step, or refusals, or neither (nothing to
-// do). The error is one that ends the whole sync (the Dir revoked, the context
-// canceled).
-func (v *validator) check(c Change) (*step, []Refusal, error) {
+// check validates c and returns its step: pending, refused or settled (nothing
+// to do). The error is one that ends the whole sync (the Dir revoked, the
+// context canceled).
+func (v *validator) check(c Change) (*step, error) {
+	s := &step{c: c}
 	p, err := vfs.ParseGuest(c.Path)
 	if err != nil || p.String() != c.Path {
-		return nil, refuse(c, vfs.CodeInvalidPath, "name not allowed in the tree"), nil
+		s.refuse(vfs.CodeInvalidPath, "name not allowed in the tree")
+		return s, nil
 	}
-	s := &step{c: c, p: p}
 	if c.New != nil {
 		s.perm = c.New.Mode.Perm()
 		switch {
 		case c.New.IsRegular(), c.New.IsDir():
 		case c.New.IsSymlink():
 			if _, err := vfs.SymlinkTarget(p, c.New.Target); err != nil {
-				code := vfs.CodeOf(err)
-				return nil, refuse(c, code, "symlink target "+quote(c.New.Target)+" is absolute or leaves the tree"), nil
+				s.refuse(vfs.CodeOf(err), "symlink target "+quote(c.New.Target)+" is absolute or leaves the tree")
+				return s, nil
 			}
 		default:
-			return nil, refuse(c, vfs.CodeNotRegular, "special file ("+c.New.Type.String()+")"), nil
+			s.refuse(vfs.CodeNotRegular, "special file ("+c.New.Type.String()+")")
+			return s, nil
 		}
 		if v.lim.MaxDepth >= 0 && p.Depth() > v.lim.MaxDepth {
-			return nil, refuse(c, vfs.CodeQuota, fmt.Sprintf("deeper than the limit of %d", v.lim.MaxDepth)), nil
+			s.refuse(vfs.CodeQuota, fmt.Sprintf("deeper than the limit of %d", v.lim.MaxDepth))
+			return s, nil
 		}
 	}
 	if s.creates() {
@@ -416,52 +603,58 @@ func (v *validator) check(c Change) (*step, []Refusal, error) {
 		}
 	}
 	if c.Kind == ModeChanged {
-		if c.New.Mode.Perm() == c.Old.Mode.Perm() {
-			return nil, nil, nil // only special bits, which are stripped: nothing to do
+		s.chmod = c.New.Mode.Perm() != c.Old.Mode.Perm()
+		if !s.chmod && !s.setsTime() {
+			s.state = stSettled // only special bits, which are stripped: nothing to do
+			return s, nil
 		}
-		s.chmod = true
 	}
-	r, err := v.vet(s, s.calls())
-	if r != nil || err != nil {
-		return nil, r, err
-	}
-	return s, nil, nil
+	return s, v.vet(s, s.calls())
 }
 
 // vet asks the source Dir (Dir.Check: its revocation, read-only and lock state,
 // its policy and Asker) and then the extra policy, if any, about each call, and
-// returns the first refusal.
-func (v *validator) vet(s *step, calls []dirCall) ([]Refusal, error) {
+// refuses s at the first call refused. The error ends the whole sync.
+func (v *validator) vet(s *step, calls []dirCall) error {
 	for _, dc := range calls {
-		if err := v.src.Check(v.ctx, dc.op, s.c.Path, dc.target, dc.size); err != nil {
+		at := s.c.Path
+		if dc.path != "" {
+			at = dc.path
+		}
+		if err := v.src.Check(v.ctx, dc.op, at, dc.target, dc.size); err != nil {
 			switch vfs.CodeOf(err) {
 			case vfs.CodeRevoked, vfs.CodeCanceled:
-				return nil, vfs.Readdress(err, "syncback", s.c.Path, "")
+				return vfs.Readdress(err, "syncback", s.c.Path, "")
 			}
 			if v.ctx.Err() != nil {
-				return nil, vfs.Readdress(err, "syncback", s.c.Path, "")
+				return vfs.Readdress(err, "syncback", s.c.Path, "")
 			}
 			reason := err.Error()
 			var ve *vfs.Error
 			if errors.As(err, &ve) && ve.Message() != "" {
 				reason = ve.Message()
 			}
-			return refuse(s.c, vfs.CodeOf(err), string(dc.op)+": "+reason), nil
+			if at != s.c.Path {
+				reason = at + ": " + reason
+			}
+			s.refuse(vfs.CodeOf(err), string(dc.op)+": "+reason)
+			return nil
 		}
 		if v.opts.Policy == nil {
 			continue
 		}
 		dest := ""
 		if dc.op == policy.OpSymlink {
-			q, _ := vfs.SymlinkTarget(s.p, dc.target) // validated by check
+			q, _ := vfs.SymlinkTarget(vfs.MustParse(s.c.Path), dc.target) // validated by check
 			dest = q.String()
 		}
-		r := v.req(dc.op, s.c.Path, dest, dc.size)
+		r := v.req(dc.op, at, dest, dc.size)
 		if reason, ok := v.allowed(&r); !ok {
-			return refuse(s.c, vfs.CodePermission, reason), nil
+			s.refuse(vfs.CodePermission, reason)
+			return nil
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 func (v *validator) req(op policy.Op, p, dest string, size int64) policy.Request {
@@ -506,63 +699,242 @@ func (v *validator) allowed(r *policy.Request) (string, bool) {
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
+// plan validates every change and checks every valid one against the source.
+func (t *Tree) plan(v *validator, changes []Change) ([]*step, error) {
+	ctx := v.ctx
+	plan := make([]*step, 0, len(changes))
+	for _, c := range changes {
+		s, err := v.check(c)
+		if err != nil {
+			return nil, err
+		}
+		plan = append(plan, s)
+	}
+	// Directories the plan itself creates: what is written beneath them needs
+	// nothing from the source.
+	made := map[string]bool{}
+	for _, s := range plan {
+		if s.state != stSettled && s.createsDir() {
+			made[s.c.Path] = true
+		}
+	}
+	parents := map[string]parentState{}
+	for _, s := range plan {
+		if s.state == stSettled {
+			continue
+		}
+		conflict, why, err := t.changedInSource(ctx, s)
+		if err == nil && s.c.Kind != Deleted {
+			var pc bool
+			var pwhy string
+			pc, pwhy, err = t.checkParents(ctx, s, made, parents)
+			if pc && !conflict {
+				conflict, why = true, pwhy
+			}
+		}
+		if err != nil {
+			if s.state == stRefused && vfs.CodeOf(err) != vfs.CodeRevoked && vfs.CodeOf(err) != vfs.CodeCanceled {
+				continue // refused already: no need to know more
+			}
+			if skippable(err) {
+				if s.state == stPending {
+					s.refuse(vfs.CodeOf(err), "cannot check the source: "+messageOf(err))
+				}
+				continue
+			}
+			return nil, err
+		}
+		if conflict {
+			s.conflict = true
+			if s.state == stPending {
+				s.state, s.code, s.reason = stConflict, vfs.CodeConflict, why
+			}
+		} else if s.c.Kind == Deleted && s.gone && s.state == stPending {
+			s.state = stSettled // already deleted in the source
+		}
+	}
+	// Keeping ours settles conflicts, adding calls that are checked in turn,
+	// still before anything is written.
+	if v.opts.Conflict == ConflictKeepOurs {
+		for _, s := range plan {
+			if s.state != stConflict || s.reason == whyParentNotDir {
+				continue
+			}
+			s.state, s.code, s.reason, s.force = stPending, "", "", true
+			if err := v.vet(s, s.forcedCalls()); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, s := range plan {
+			s.parents = nil
+		}
+	}
+	return plan, nil
+}
+
+func messageOf(err error) string {
+	var ve *vfs.Error
+	if errors.As(err, &ve) && ve.Message() != "" {
+		return ve.Message()
+	}
+	return string(vfs.CodeOf(err))
+}
+
+// parentState is what the source has at a directory above a path to write.
+type parentState int
+
+const (
+	parentDir     parentState = iota // a directory
+	parentMissing                    // nothing
+	parentOther                      // a file, a symlink, ...
+)
+
+const whyParentNotDir = "a directory above it is no longer a directory in the source"
+
+// checkParents checks that every directory above s's path is still a directory
+// in the source (not removed, renamed away or replaced by a file or a symlink),
+// or is one the plan creates. Missing ones are recorded in s.parents (outermost
+// first), for ConflictKeepOurs to recreate.
+func (t *Tree) checkParents(ctx context.Context, s *step, made map[string]bool, cache map[string]parentState) (bool, string, error) {
+	var above []string
+	for p := path.Dir(s.c.Path); p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		above = append(above, p)
+	}
+	s.parents = nil
+	for i := len(above) - 1; i >= 0; i-- {
+		p := above[i]
+		if made[p] {
+			break
+		}
+		st, ok := cache[p]
+		if !ok {
+			fi, err := t.src.Lstat(ctx, p)
+			switch code := vfs.CodeOf(err); {
+			case err == nil && fi.IsDir():
+				st = parentDir
+			case err == nil:
+				st = parentOther
+			case code == vfs.CodeNotFound || code == vfs.CodeNotDir:
+				st = parentMissing
+			default:
+				return false, "", err
+			}
+			cache[p] = st
+		}
+		switch st {
+		case parentOther:
+			s.parents = nil
+			return true, whyParentNotDir, nil
+		case parentMissing:
+			for j := i; j >= 0 && !made[above[j]]; j-- {
+				s.parents = append(s.parents, above[j])
+			}
+			return true, "parent " + p + " was removed or renamed in the source", nil
+		}
+	}
+	return false, "", nil
+}
+
 // changedInSource compares the source's current state at s's path with the
-// manifest (or, for an added path, with nothing) and reports a conflict, and
-// whether the source has nothing there.
-func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict, gone bool, err error) {
+// manifest (or, for an added path, with nothing) and reports a conflict, with
+// why. It records what it saw in s (seen, gone, inTheWay).
+func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict bool, why string, err error) {
 	fi, err := t.src.Lstat(ctx, s.c.Path)
+	s.seenSet = true
 	if code := vfs.CodeOf(err); code == vfs.CodeNotFound || code == vfs.CodeNotDir {
 		// Nothing there (a parent may be a file the plan replaces by a directory).
 		// Added: nothing in the way. Otherwise the source deleted it: a conflict
 		// unless the sandbox deleted it too.
-		return s.c.Old != nil && s.c.Kind != Deleted, true, nil
+		s.gone = true
+		if s.c.Old != nil && s.c.Kind != Deleted {
+			return true, "deleted or renamed in the source", nil
+		}
+		return false, "", nil
 	}
 	if err != nil {
-		return false, false, err
+		return false, "", err
 	}
+	s.seen = seenOf(fi)
 	if n := s.c.New; n != nil {
 		s.inTheWay = !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir())
 	}
 	old := s.c.Old
 	if old == nil {
 		// Added in both: only two directories agree.
-		return !(s.c.New.IsDir() && fi.IsDir()), false, nil
+		if s.c.New.IsDir() && fi.IsDir() {
+			return false, "", nil
+		}
+		return true, "added in the source too", nil
 	}
-	if fi.Mode().Type() != old.Type || fi.Mode().Perm() != old.Mode.Perm() {
-		return true, false, nil
+	same, err := t.sameAs(ctx, s.c.Path, fi, old, s.removes() && old.IsDir())
+	if err != nil {
+		return false, "", err
+	}
+	if !same {
+		return true, "changed in the source since the checkout", nil
+	}
+	return false, "", nil
+}
+
+// sameAs reports whether the source's entry at p (whose Lstat is fi) is what e
+// describes: type, permission bits, and a file's digest or a symlink's target.
+// With names set, a directory must hold nothing the manifest does not list.
+func (t *Tree) sameAs(ctx context.Context, p string, fi fs.FileInfo, e *Entry, names bool) (bool, error) {
+	if fi.Mode().Type() != e.Type&fs.ModeType {
+		return false, nil
+	}
+	if !e.IsSymlink() && fi.Mode().Perm() != e.Mode.Perm() {
+		return false, nil
+	}
+	return sameContent(ctx, t.src, p, fi, e, func(name string) bool {
+		if !names {
+			return true
+		}
+		_, ok := t.manifest.Entries[p+"/"+name]
+		return ok
+	})
+}
+
+// sameContent reports whether the entry at p (whose Lstat is fi, of e's type)
+// has e's contents: a file's digest, a symlink's target, and for a directory,
+// only names known says are expected.
+func sameContent(ctx context.Context, src *dir.Dir, p string, fi fs.FileInfo, e *Entry, known func(string) bool) (bool, error) {
+	if fi.Mode().Type() != e.Type&fs.ModeType {
+		return false, nil
 	}
 	switch {
-	case old.IsRegular():
-		if fi.Size() != old.Size {
-			return true, false, nil
+	case e.IsRegular():
+		if fi.Size() != e.Size {
+			return false, nil
 		}
-		d, err := t.sourceDigest(ctx, s.c.Path)
+		d, err := sourceDigest(ctx, src, p)
 		if err != nil {
-			return false, false, err
+			return false, err
 		}
-		return d != old.Digest, false, nil
-	case old.IsSymlink():
-		target, err := t.src.Readlink(ctx, s.c.Path)
+		return d == e.Digest, nil
+	case e.IsSymlink():
+		target, err := src.Readlink(ctx, p)
 		if err != nil {
-			return false, false, err
+			return false, err
 		}
-		return target != old.Target, false, nil
-	case old.IsDir() && s.removes():
-		names, err := t.src.List(ctx, s.c.Path)
+		return target == e.Target, nil
+	case e.IsDir():
+		names, err := src.List(ctx, p)
 		if err != nil {
-			return false, false, err
+			return false, err
 		}
 		for _, n := range names {
-			if _, ok := t.manifest.Entries[s.c.Path+"/"+n]; !ok {
-				return true, false, nil // the source added something inside
+			if !known(n) {
+				return false, nil // the source added something inside
 			}
 		}
 	}
-	return false, false, nil
+	return true, nil
 }
 
-func (t *Tree) sourceDigest(ctx context.Context, p string) (string, error) {
-	h, err := t.src.Open(ctx, p, os.O_RDONLY, 0)
+func sourceDigest(ctx context.Context, src *dir.Dir, p string) (string, error) {
+	h, err := src.Open(ctx, p, os.O_RDONLY, 0)
 	if err != nil {
 		return "", err
 	}
@@ -571,155 +943,152 @@ func (t *Tree) sourceDigest(ctx context.Context, p string) (string, error) {
 	return d, err
 }
 
-// skipDependents marks the conflicted steps skipped (ConflictKeepTheirs) and,
-// with them, creations beneath a skipped path and removals of directories above
-// one.
-func skipDependents(plan []*step) {
-	var skipped []vfs.Path
+// under reports whether p is q or lies beneath it.
+func under(p, q string) bool {
+	return p == q || strings.HasPrefix(p, q+"/")
+}
+
+// decide settles what is applied: conflicts under ConflictKeepTheirs are the
+// source's, and steps depending on a step not applied are blocked; under
+// RejectAbort any refusal or unsettled conflict aborts every pending step. It
+// returns the error to report (nil when nothing is refused or in conflict).
+func decide(plan []*step, opts SyncOptions) error {
+	if opts.Conflict == ConflictKeepTheirs {
+		for _, s := range plan {
+			if s.state == stConflict {
+				s.state, s.reason = stTheirs, "the source's version kept ("+s.reason+")"
+			}
+		}
+	}
+	var refused []Refusal
+	var conflicts []string
+	for _, s := range plan {
+		switch s.state {
+		case stRefused:
+			refused = append(refused, Refusal{s.c, s.code, s.reason})
+		case stConflict:
+			conflicts = append(conflicts, s.c.Path)
+		}
+	}
+	block(plan)
+	var err error
+	switch {
+	case len(refused) > 0:
+		err = refusalError("syncback", refused, len(conflicts))
+	case len(conflicts) > 0:
+		err = listError(vfs.CodeConflict, "syncback", "changed in the source since the checkout", conflicts)
+	}
+	if err != nil && opts.OnReject == RejectAbort {
+		for _, s := range plan {
+			if s.state == stPending || s.state == stBlocked {
+				s.state, s.code, s.reason = stAborted, vfs.CodeOf(err), "not applied: other changes were refused or in conflict, and the sync was aborted"
+			}
+		}
+	}
+	return err
+}
+
+// block marks blocked the pending steps that depend on a step not applied: a
+// step beneath a directory that is not created, a removal of a directory above
+// a path that stays. It repeats until nothing more is blocked.
+func block(plan []*step) {
+	for {
+		notMade := map[string]string{} // directories not created -> the path that caused it
+		kept := map[string]string{}    // every directory above a path that stays -> that path
+		for _, s := range plan {
+			switch s.state {
+			case stPending, stApplied, stSettled:
+				continue
+			}
+			if s.createsDir() || s.c.Kind == TypeChanged {
+				notMade[s.c.Path] = s.c.Path
+			}
+			for p := path.Dir(s.c.Path); p != "." && p != "/"; p = path.Dir(p) {
+				if _, ok := kept[p]; !ok {
+					kept[p] = s.c.Path
+				}
+			}
+			kept[s.c.Path] = s.c.Path
+		}
+		changed := false
+		for _, s := range plan {
+			if s.state != stPending || s.started {
+				continue
+			}
+			why := ""
+			if s.c.Kind != Deleted {
+				for p := path.Dir(s.c.Path); p != "." && p != "/" && why == ""; p = path.Dir(p) {
+					if q, ok := notMade[p]; ok {
+						why = "not applied: it depends on " + q + ", which is not applied"
+					}
+				}
+			}
+			if why == "" && s.removes() {
+				if q, ok := kept[s.c.Path]; ok && q != s.c.Path {
+					why = "not applied: " + q + " stays, and is inside it"
+				}
+			}
+			if why != "" {
+				s.state, s.code, s.reason = stBlocked, vfs.CodeConflict, why
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+// fillReport lists every step of the plan in the report's views.
+func fillReport(rep *SyncReport, plan []*step) {
+	rep.Refused, rep.Conflicts, rep.Skipped, rep.Settled, rep.NotApplied = nil, nil, nil, nil, nil
 	for _, s := range plan {
 		if s.conflict {
-			s.skip = true
-			skipped = append(skipped, s.p)
+			rep.Conflicts = append(rep.Conflicts, s.c.Path)
 		}
-	}
-	for _, s := range plan {
-		if s.skip {
+		var cause Cause
+		switch s.state {
+		case stSettled:
+			rep.Settled = append(rep.Settled, s.c)
+			rep.Skipped = append(rep.Skipped, s.c)
 			continue
+		case stPending:
+			continue // a dry run's
+		case stApplied:
+			continue // listed in order by the applier
+		case stRefused:
+			rep.Refused = append(rep.Refused, Refusal{s.c, s.code, s.reason})
+			cause = CauseRefused
+		case stConflict:
+			cause = CauseConflict
+		case stTheirs:
+			rep.Skipped = append(rep.Skipped, s.c)
+			cause = CauseTheirs
+		case stBlocked:
+			cause = CauseDepends
+		case stAborted:
+			cause = CauseAborted
+		case stFailed:
+			cause = CauseFailed
+		case stStopped:
+			cause = CauseStopped
 		}
-		for _, q := range skipped {
-			if (s.creates() && s.p.HasPrefix(q)) || (s.removes() && q.HasPrefix(s.p)) {
-				s.skip = true
-				break
-			}
+		code := s.code
+		if code == "" {
+			code = vfs.CodeConflict
 		}
+		rep.NotApplied = append(rep.NotApplied, Unapplied{s.c, cause, code, s.reason})
 	}
+	sort.Strings(rep.Conflicts)
 }
 
-// apply writes the plan through the Dir, recording each applied change.
-func (t *Tree) apply(ctx context.Context, plan []*step, rep *SyncReport) error {
-	var removals, creations, dirModes []*step
-	for _, s := range plan {
-		if s.removes() {
-			removals = append(removals, s)
-		}
-		if s.creates() {
-			creations = append(creations, s)
-		}
-	}
-	sort.SliceStable(removals, func(i, j int) bool { return removals[i].p.Depth() > removals[j].p.Depth() })
-	done := map[*step]bool{}
-	finish := func(s *step) {
-		if !done[s] {
-			done[s] = true
-			rep.Applied = append(rep.Applied, s.c)
-		}
-	}
-	for _, s := range removals {
-		if err := t.remove(ctx, s); err != nil {
-			return err
-		}
-		if s.c.Kind == Deleted {
-			finish(s)
-		}
-	}
-	for _, s := range creations {
-		if err := t.create(ctx, s); err != nil {
-			return err
-		}
-		if s.chmod && s.c.New.IsDir() {
-			dirModes = append(dirModes, s)
-			continue
-		}
-		finish(s)
-	}
-	for _, s := range plan {
-		if s.c.Kind != ModeChanged {
-			continue
-		}
-		if s.gone {
-			// Keep ours, and the source deleted it: bring the whole entry back.
-			if err := t.create(ctx, s); err != nil {
-				return err
-			}
-		}
-		if s.c.New.IsDir() {
-			dirModes = append(dirModes, s)
-			continue
-		}
-		if err := t.src.Chmod(ctx, s.c.Path, s.perm); err != nil {
-			return err
-		}
-		finish(s)
-	}
-	sort.SliceStable(dirModes, func(i, j int) bool { return dirModes[i].p.Depth() > dirModes[j].p.Depth() })
-	for _, s := range dirModes {
-		if err := t.src.Chmod(ctx, s.c.Path, s.perm); err != nil {
-			return err
-		}
-		finish(s)
-	}
-	return nil
-}
-
-// remove removes the source's entry at s's path (the old one of a type change).
-func (t *Tree) remove(ctx context.Context, s *step) error {
-	if s.gone {
-		return nil
-	}
-	if s.force {
-		return t.src.RemoveAll(ctx, s.c.Path)
-	}
-	return t.src.Remove(ctx, s.c.Path)
-}
-
-// create writes the new entry at s's path.
-func (t *Tree) create(ctx context.Context, s *step) error {
-	n := s.c.New
-	if s.force && !s.gone && s.c.Kind != TypeChanged {
-		// Keep ours: clear what the source put in the way, unless it can be
-		// written over as it is (a file by a file, a directory kept for one).
-		fi, err := t.src.Lstat(ctx, s.c.Path)
-		if err == nil && !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir()) {
-			if err := t.src.RemoveAll(ctx, s.c.Path); err != nil {
-				return err
-			}
-		}
-	}
-	switch {
-	case n.IsDir():
-		if _, err := t.src.CreateDir(ctx, s.c.Path); err != nil {
-			if fi, serr := t.src.Lstat(ctx, s.c.Path); serr != nil || !fi.IsDir() {
-				return err
-			}
-		}
-	case n.IsSymlink():
-		if s.c.Kind == Modified {
-			if err := t.src.Remove(ctx, s.c.Path); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
-				return err
-			}
-		}
-		return t.src.Symlink(ctx, n.Target, s.c.Path)
-	default:
-		data, err := t.readCheckout(s.c.Path, n)
-		if err != nil {
-			return err
-		}
-		if err := t.src.WriteFile(ctx, s.c.Path, data, s.perm); err != nil {
-			return err
-		}
-		if s.chmod || (s.force && s.c.Kind == Modified) {
-			return t.src.Chmod(ctx, s.c.Path, s.perm)
-		}
-	}
-	return nil
-}
-
-// readCheckout reads a regular file of the checkout (never following a link,
-// never opening anything else) and checks it still has the validated digest.
-func (t *Tree) readCheckout(rel string, want *Entry) ([]byte, error) {
+// readCheckoutAt reads a regular file of the checkout whose root handle is root
+// (never following a link, never opening anything else) and checks it still
+// has the validated digest.
+func readCheckoutAt(root int, rel string, want *Entry) ([]byte, error) {
 	const op = "syncback"
 	p := vfs.MustParse(rel)
-	pfd, name, err := parentOf(t.rootFd, rel)
+	pfd, name, err := parentOf(root, rel)
 	if err != nil {
 		return nil, vfs.Errno(op, p, err)
 	}
@@ -762,14 +1131,6 @@ func paths(cs []Change) []string {
 	return out
 }
 
-func stepPaths(ss []*step) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.c.Path
-	}
-	return out
-}
-
 // listError is an error naming paths: the first as its Path, all (up to ten) in
 // its message.
 func listError(code vfs.Code, op, what string, ps []string) error {
@@ -795,14 +1156,18 @@ func listError(code vfs.Code, op, what string, ps []string) error {
 	return e
 }
 
-// refusalError is the error of a refused sync: the first refusal's code, every
-// refused path with its reason.
-func refusalError(op string, rs []Refusal) error {
+// refusalError is the error of a sync with refusals: the first refusal's code,
+// every refused path with its reason, and how many conflicts there were too.
+func refusalError(op string, rs []Refusal, conflicts int) error {
 	ps := make([]string, len(rs))
 	for i, r := range rs {
 		ps[i] = r.Change.Path + " (" + string(r.Code) + ": " + r.Reason + ")"
 	}
-	e := listError(rs[0].Code, op, fmt.Sprintf("%d change(s) refused, nothing written", len(rs)), ps).(*vfs.Error)
+	what := fmt.Sprintf("%d change(s) refused", len(rs))
+	if conflicts > 0 {
+		what += fmt.Sprintf(" and %d in conflict", conflicts)
+	}
+	e := listError(rs[0].Code, op, what, ps).(*vfs.Error)
 	e.Path = rs[0].Change.Path
 	return e
 }
