@@ -3,9 +3,13 @@ package mcpserver
 import (
 	"fmt"
 	"strings"
+
+	"github.com/capfs/capfs/vfs"
 )
 
-// The apply_patch format (the one coding agents are trained on):
+// apply_patch reads two formats, told apart by their first line.
+//
+// The "*** Begin Patch" format (the one coding agents are trained on):
 //
 //	*** Begin Patch
 //	*** Add File: path/new.txt
@@ -13,12 +17,16 @@ import (
 //	*** Delete File: path/old.txt
 //	*** Update File: path/file.go
 //	*** Move to: path/renamed.go        (optional)
-//	@@ func main() {                     (optional context line to find first)
+//	@@ func main() {                     (optional line to find first)
 //	 unchanged line
 //	-removed line
 //	+added line
+//	\ No newline at end of file          (optional: the line above has no newline)
 //	*** End of File                      (optional: the chunk ends the file)
 //	*** End Patch
+//
+// and unified diffs as git diff writes them (unidiff.go). Both parse to the same
+// []patchFile, applied by applyChunks (patchapply.go).
 
 // patchKind is what a file section of a patch does.
 type patchKind int
@@ -41,26 +49,63 @@ func (k patchKind) String() string {
 
 // patchFile is one file section of a parsed patch.
 type patchFile struct {
-	Kind   patchKind
-	Path   string
-	MoveTo string       // Update only; "" when the file keeps its name
-	Lines  []string     // Add only: the new file's lines (without "\n")
-	Chunks []patchChunk // Update only
+	Kind    patchKind
+	Path    string
+	MoveTo  string       // Update only; "" when the file keeps its name
+	Content string       // Add only: the new file's bytes
+	Chunks  []patchChunk // Update; the hunks of a unified diff's Delete (checked, not needed)
+	// Unified is set for a section of a unified diff: its hunks carry line
+	// numbers, and a Delete's hunks must remove the whole file.
+	Unified bool
+	// OldMode and NewMode are the git modes a unified diff's headers give (old
+	// mode, new mode, new file mode, deleted file mode); 0 when not given.
+	OldMode, NewMode uint32
 }
 
-// patchChunk is one "@@" hunk of an update: the lines it expects (Old) are
-// replaced by New.
+// hunkLine is one line of a hunk: Op is ' ' (unchanged), '-' (removed) or '+'
+// (added). Text is the line's bytes with its line end ("\n", or "\r\n" when the
+// patch carries the CR), or without one when a "\ No newline at end of file"
+// marker follows it.
+type hunkLine struct {
+	Op   byte
+	Text string
+}
+
+// patchChunk is one hunk of an update: its old side (the ' ' and '-' lines) is
+// replaced by its new side (the ' ' and '+' lines).
 type patchChunk struct {
-	Context []string // "@@ text" anchors, in order, each searched for before Old
-	Old     []string
-	New     []string
-	EOF     bool // "*** End of File": Old must end the file
+	Context []string // "@@ text" anchors, in order, each searched for before the hunk
+	Lines   []hunkLine
+	// Soft is how many of the last Lines are empty lines of a "*** Begin Patch"
+	// hunk written without their leading space: they are unchanged blank lines
+	// if the hunk matches with them, separators otherwise.
+	Soft int
+	EOF  bool // "*** End of File": the old side must end the file
+	// Numbered is set for a unified diff's hunk, whose header gives where its
+	// old side starts (OldStart, 1-based; 0 for an empty old side at the top)
+	// and how long each side is.
+	Numbered                               bool
+	OldStart, OldCount, NewStart, NewCount int
 }
 
-// patchError is a parse error with its 1-based line number.
+// oldLines returns the texts of the ' ' and '-' lines of ls.
+func oldLines(ls []hunkLine) []string {
+	var out []string
+	for _, l := range ls {
+		if l.Op != '+' {
+			out = append(out, l.Text)
+		}
+	}
+	return out
+}
+
+// patchError is a parse error with its 1-based line number. Code is the error
+// code the tool reports (invalid_path, the code of a malformed patch, when empty;
+// not_supported for what the engine does not do, such as binary patches).
 type patchError struct {
 	Line int
 	Msg  string
+	Code vfs.Code
 }
 
 func (e *patchError) Error() string { return fmt.Sprintf("patch line %d: %s", e.Line, e.Msg) }
@@ -73,18 +118,55 @@ const (
 	updateFile  = "*** Update File: "
 	moveTo      = "*** Move to: "
 	endOfFile   = "*** End of File"
+	noNewline   = `\ No newline at end of file`
 	maxPatchLen = 16 << 20
 )
 
-// parsePatch parses the apply_patch format. It is strict about structure (one
-// Begin, one End, known headers, prefixed lines) and lenient about what
-// agents commonly add: surrounding blank lines, CRLF line ends, a heredoc wrapper
-// ("<<'EOF'" ... "EOF") around the patch, and a bare "@@".
+// parsePatch parses a patch in either format: a "*** Begin Patch" patch when its
+// first non-blank line (after an optional heredoc line such as "<<'EOF'") is
+// "*** Begin Patch", else a unified diff when it has a "diff --git" line or a
+// "--- " line followed by a "+++ " line. The result is deterministic: the same
+// text always parses to the same files.
 func parsePatch(text string) ([]patchFile, error) {
 	if len(text) > maxPatchLen {
-		return nil, &patchError{1, fmt.Sprintf("patch is larger than %d bytes", maxPatchLen)}
+		return nil, &patchError{Line: 1, Msg: fmt.Sprintf("patch is larger than %d bytes", maxPatchLen)}
 	}
-	text = strings.ReplaceAll(text, "\r\n", "\n")
+	if !looksBeginPatch(text) && looksUnified(text) {
+		return parseUnified(text)
+	}
+	return parseBeginPatch(text)
+}
+
+// looksBeginPatch reports whether the first non-blank line of text, or the one
+// after a heredoc line, is "*** Begin Patch".
+func looksBeginPatch(text string) bool {
+	seen := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" {
+			continue
+		}
+		if t == beginPatch {
+			return true
+		}
+		if seen > 0 || !strings.HasPrefix(t, "<<") {
+			return false
+		}
+		seen++
+	}
+	return false
+}
+
+// parseBeginPatch parses the "*** Begin Patch" format. It is strict about
+// structure (one Begin, one End, known headers, prefixed lines) and lenient about
+// what agents commonly add: surrounding blank lines, a heredoc wrapper ("<<'EOF'"
+// ... "EOF") around the patch, a bare "@@", blank lines between sections and
+// hunks, and blank unchanged lines written without their leading space.
+//
+// Line ends: when the "*** Begin Patch" line ends with CR, the whole patch came
+// with CRLF line ends and one CR is removed from the end of every line; otherwise
+// a CR before a line's newline belongs to the line (as in a diff of a CRLF file).
+func parseBeginPatch(text string) ([]patchFile, error) {
 	lines := strings.Split(text, "\n")
 	// Trim blank lines around, and a heredoc wrapper.
 	lo, hi := 0, len(lines)
@@ -99,10 +181,15 @@ func parsePatch(text string) ([]patchFile, error) {
 		hi--
 	}
 	if lo >= hi || strings.TrimSpace(lines[lo]) != beginPatch {
-		return nil, &patchError{lo + 1, "the patch must start with " + beginPatch}
+		return nil, &patchError{Line: lo + 1, Msg: "the patch must start with " + beginPatch + " (or be a unified diff, as git diff writes it)"}
+	}
+	if strings.HasSuffix(lines[lo], "\r") {
+		for i := lo; i < hi; i++ {
+			lines[i] = strings.TrimSuffix(lines[i], "\r")
+		}
 	}
 	if strings.TrimSpace(lines[hi-1]) != endPatch || hi-1 == lo {
-		return nil, &patchError{hi, "the patch must end with " + endPatch}
+		return nil, &patchError{Line: hi, Msg: "the patch must end with " + endPatch}
 	}
 	var files []patchFile
 	i := lo + 1
@@ -113,34 +200,50 @@ func parsePatch(text string) ([]patchFile, error) {
 		case strings.HasPrefix(line, addFile):
 			f := patchFile{Kind: patchAdd, Path: strings.TrimSpace(line[len(addFile):])}
 			if f.Path == "" {
-				return nil, &patchError{i + 1, "Add File without a path"}
+				return nil, &patchError{Line: i + 1, Msg: "Add File without a path"}
 			}
 			i++
+			var b strings.Builder
 			for i < end && !strings.HasPrefix(lines[i], "*** ") {
-				if !strings.HasPrefix(lines[i], "+") {
-					return nil, &patchError{i + 1, "every line of an added file must start with +"}
+				switch l := lines[i]; {
+				case strings.HasPrefix(l, "+"):
+					if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+						return nil, &patchError{Line: i + 1, Msg: "a line after " + noNewline}
+					}
+					b.WriteString(l[1:] + "\n")
+				case strings.HasPrefix(l, `\`):
+					s := b.String()
+					if !strings.HasSuffix(s, "\n") {
+						return nil, &patchError{Line: i + 1, Msg: "a no-newline marker must follow a + line"}
+					}
+					b.Reset()
+					b.WriteString(s[:len(s)-1])
+				case strings.TrimSpace(l) == "" && blankToHeader(lines, i, end):
+					// Blank lines between this section and the next.
+				default:
+					return nil, &patchError{Line: i + 1, Msg: "every line of an added file must start with +"}
 				}
-				f.Lines = append(f.Lines, lines[i][1:])
 				i++
 			}
+			f.Content = b.String()
 			files = append(files, f)
 		case strings.HasPrefix(line, deleteFile):
 			f := patchFile{Kind: patchDelete, Path: strings.TrimSpace(line[len(deleteFile):])}
 			if f.Path == "" {
-				return nil, &patchError{i + 1, "Delete File without a path"}
+				return nil, &patchError{Line: i + 1, Msg: "Delete File without a path"}
 			}
 			files = append(files, f)
 			i++
 		case strings.HasPrefix(line, updateFile):
 			f := patchFile{Kind: patchUpdate, Path: strings.TrimSpace(line[len(updateFile):])}
 			if f.Path == "" {
-				return nil, &patchError{i + 1, "Update File without a path"}
+				return nil, &patchError{Line: i + 1, Msg: "Update File without a path"}
 			}
 			i++
 			if i < end && strings.HasPrefix(lines[i], moveTo) {
 				f.MoveTo = strings.TrimSpace(lines[i][len(moveTo):])
 				if f.MoveTo == "" {
-					return nil, &patchError{i + 1, "Move to without a path"}
+					return nil, &patchError{Line: i + 1, Msg: "Move to without a path"}
 				}
 				i++
 			}
@@ -149,124 +252,152 @@ func parsePatch(text string) ([]patchFile, error) {
 				return nil, err
 			}
 			if len(f.Chunks) == 0 && f.MoveTo == "" {
-				return nil, &patchError{i + 1, "Update File " + f.Path + " has no hunks"}
+				return nil, &patchError{Line: i + 1, Msg: "Update File " + f.Path + " has no hunks"}
 			}
 			files = append(files, f)
 		case strings.TrimSpace(line) == "":
 			i++ // blank lines between sections
 		default:
-			return nil, &patchError{i + 1, fmt.Sprintf("expected *** Add File:, *** Delete File: or *** Update File:, got %q", clip(line, 80))}
+			return nil, &patchError{Line: i + 1, Msg: fmt.Sprintf("expected *** Add File:, *** Delete File: or *** Update File:, got %q", clip(line, 80))}
 		}
 	}
 	if len(files) == 0 {
-		return nil, &patchError{lo + 1, "the patch changes no file"}
+		return nil, &patchError{Line: lo + 1, Msg: "the patch changes no file"}
 	}
 	return files, nil
 }
+
+// blankToHeader reports whether lines[i:end] are blank up to the next "*** "
+// line or end.
+func blankToHeader(lines []string, i, end int) bool {
+	for ; i < end && !strings.HasPrefix(lines[i], "*** "); i++ {
+		if strings.TrimSpace(lines[i]) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// rawBlank reports whether a hunk line is an empty line without its prefix.
+func rawBlank(line string) bool { return line == "" || line == "\r" }
 
 // parseChunks parses the hunks of one Update File section, from line i up to the
 // next file header (or end); it returns the index of the line after them.
 func parseChunks(lines []string, i, end int) ([]patchChunk, int, error) {
 	var chunks []patchChunk
 	var cur *patchChunk
-	started := false // cur has change lines
-	blanks := 0      // raw empty lines at the end of cur, dropped if the section ends
-	finish := func() {
-		if cur != nil && blanks > 0 && blanks < max(len(cur.Old), len(cur.New)) {
-			cur.Old = nilIfEmpty(cur.Old[:len(cur.Old)-blanks])
-			cur.New = nilIfEmpty(cur.New[:len(cur.New)-blanks])
-		}
-		blanks = 0
+	flush := func() {
+		chunks = append(chunks, *cur)
+		cur = nil
 	}
 	for i < end {
 		line := lines[i]
 		switch {
 		case strings.HasPrefix(line, "*** "):
 			if strings.TrimSpace(line) == endOfFile {
-				if cur == nil || !started {
-					return nil, i, &patchError{i + 1, endOfFile + " outside a hunk"}
+				if cur == nil || len(cur.Lines) == cur.Soft {
+					return nil, i, &patchError{Line: i + 1, Msg: endOfFile + " outside a hunk"}
 				}
 				cur.EOF = true
-				chunks = append(chunks, *cur)
-				cur, started, blanks = nil, false, 0
+				flush()
 				i++
 				continue
 			}
 			if cur != nil {
-				if !started {
-					return nil, i, &patchError{i + 1, "a @@ hunk without lines"}
+				if len(cur.Lines) == cur.Soft {
+					return nil, i, &patchError{Line: i + 1, Msg: "a @@ hunk without lines"}
 				}
-				finish()
-				chunks = append(chunks, *cur)
+				flush()
 			}
 			return chunks, i, nil
 		case line == "@@" || strings.HasPrefix(line, "@@ "):
-			ctx := strings.TrimPrefix(strings.TrimPrefix(line, "@@"), " ")
-			if cur != nil && started {
-				chunks = append(chunks, *cur)
-				cur, started, blanks = nil, false, 0
+			if cur != nil && len(cur.Lines) > cur.Soft {
+				flush()
 			}
 			if cur == nil {
 				cur = &patchChunk{}
 			}
-			if ctx != "" {
+			cur.Lines, cur.Soft = nil, 0 // blank lines before a @@ only separate hunks
+			if ctx := strings.TrimPrefix(line[2:], " "); ctx != "" {
 				cur.Context = append(cur.Context, ctx)
 			}
-		case strings.HasPrefix(line, " ") || strings.HasPrefix(line, "-") || strings.HasPrefix(line, "+") || line == "":
-			if cur == nil && line == "" {
+		case strings.HasPrefix(line, `\`):
+			if cur == nil || len(cur.Lines) == 0 {
+				return nil, i, &patchError{Line: i + 1, Msg: "a no-newline marker must follow a hunk line"}
+			}
+			last := &cur.Lines[len(cur.Lines)-1]
+			if !strings.HasSuffix(last.Text, "\n") {
+				return nil, i, &patchError{Line: i + 1, Msg: "two no-newline markers for one line"}
+			}
+			last.Text = last.Text[:len(last.Text)-1]
+			cur.Soft = 0
+		case rawBlank(line) || line[0] == ' ' || line[0] == '-' || line[0] == '+':
+			if cur == nil && rawBlank(line) {
 				break // a blank line between hunks or sections
 			}
 			if cur == nil {
 				if len(chunks) > 0 {
-					return nil, i, &patchError{i + 1, "a new hunk must start with @@"}
+					return nil, i, &patchError{Line: i + 1, Msg: "a new hunk must start with @@"}
 				}
 				cur = &patchChunk{} // the first hunk may omit its @@
 			}
-			started = true
-			if line != "" {
-				blanks = 0
+			l := hunkLine{Op: ' ', Text: line + "\n"}
+			if rawBlank(line) {
+				cur.Soft++
+			} else {
+				l = hunkLine{Op: line[0], Text: line[1:] + "\n"}
+				cur.Soft = 0
 			}
-			switch {
-			case line == "":
-				// An empty line in a hunk is an unchanged empty line (unless it
-				// only separates this section from the next).
-				cur.Old = append(cur.Old, "")
-				cur.New = append(cur.New, "")
-				blanks++
-			case line[0] == ' ':
-				cur.Old = append(cur.Old, line[1:])
-				cur.New = append(cur.New, line[1:])
-			case line[0] == '-':
-				cur.Old = append(cur.Old, line[1:])
-			default:
-				cur.New = append(cur.New, line[1:])
+			if err := checkAfterMarker(cur.Lines, l.Op); err != "" {
+				return nil, i, &patchError{Line: i + 1, Msg: err}
 			}
+			cur.Lines = append(cur.Lines, l)
 		default:
-			return nil, i, &patchError{i + 1, fmt.Sprintf("a hunk line must start with ' ', '-', '+' or @@, got %q", clip(line, 80))}
+			return nil, i, &patchError{Line: i + 1, Msg: fmt.Sprintf("a hunk line must start with ' ', '-', '+' or @@, got %q", clip(line, 80))}
 		}
 		i++
 	}
 	if cur != nil {
-		if !started {
-			return nil, i, &patchError{i + 1, "a @@ hunk without lines"}
+		if len(cur.Lines) == cur.Soft {
+			return nil, i, &patchError{Line: i + 1, Msg: "a @@ hunk without lines"}
 		}
-		finish()
-		chunks = append(chunks, *cur)
+		flush()
 	}
 	return chunks, i, nil
 }
 
-// formatPatch renders files in the canonical form parsePatch reads back to the
-// same value.
+// checkAfterMarker returns why a line with op cannot follow ls (a line of the
+// same side after one marked as having no newline), or "".
+func checkAfterMarker(ls []hunkLine, op byte) string {
+	for _, p := range ls {
+		if strings.HasSuffix(p.Text, "\n") {
+			continue
+		}
+		if p.Op == ' ' || op == ' ' || p.Op == op {
+			return "a line after one marked " + noNewline
+		}
+	}
+	return ""
+}
+
+// formatPatch renders files in the "*** Begin Patch" form parseBeginPatch reads
+// back to the same value. Line numbers of unified hunks, modes and the
+// Unified flag have no place in it and are left out.
 func formatPatch(files []patchFile) string {
 	var b strings.Builder
 	b.WriteString(beginPatch + "\n")
+	line := func(prefix, text string) {
+		b.WriteString(prefix + strings.TrimSuffix(text, "\n") + "\n")
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteString(noNewline + "\n")
+		}
+	}
 	for _, f := range files {
 		fmt.Fprintf(&b, "*** %s: %s\n", f.Kind, f.Path)
 		switch f.Kind {
 		case patchAdd:
-			for _, l := range f.Lines {
-				b.WriteString("+" + l + "\n")
+			for _, l := range splitLines(f.Content) {
+				line("+", l)
 			}
 		case patchUpdate:
 			if f.MoveTo != "" {
@@ -279,8 +410,12 @@ func formatPatch(files []patchFile) string {
 				for _, x := range c.Context {
 					b.WriteString("@@ " + x + "\n")
 				}
-				for _, l := range hunkLines(c) {
-					b.WriteString(l + "\n")
+				for k, l := range c.Lines {
+					if k >= len(c.Lines)-c.Soft {
+						line("", l.Text)
+					} else {
+						line(string(l.Op), l.Text)
+					}
 				}
 				if c.EOF {
 					b.WriteString(endOfFile + "\n")
@@ -290,115 +425,4 @@ func formatPatch(files []patchFile) string {
 	}
 	b.WriteString(endPatch + "\n")
 	return b.String()
-}
-
-// hunkLines turns a chunk's Old and New back into prefixed lines: a common prefix
-// and suffix as context, the rest as removals then additions.
-func hunkLines(c patchChunk) []string {
-	pre := 0
-	for pre < len(c.Old) && pre < len(c.New) && c.Old[pre] == c.New[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(c.Old)-pre && suf < len(c.New)-pre && c.Old[len(c.Old)-1-suf] == c.New[len(c.New)-1-suf] {
-		suf++
-	}
-	var out []string
-	for _, l := range c.Old[:pre] {
-		out = append(out, " "+l)
-	}
-	for _, l := range c.Old[pre : len(c.Old)-suf] {
-		out = append(out, "-"+l)
-	}
-	for _, l := range c.New[pre : len(c.New)-suf] {
-		out = append(out, "+"+l)
-	}
-	for _, l := range c.Old[len(c.Old)-suf:] {
-		out = append(out, " "+l)
-	}
-	return out
-}
-
-// applyChunks returns content with the chunks applied in order, each found at or
-// after the previous one's end. A chunk's context lines and Old lines are matched
-// exactly first, then ignoring trailing whitespace, then ignoring surrounding
-// whitespace. A chunk that cannot be found is an error naming it.
-func applyChunks(content string, chunks []patchChunk) (string, error) {
-	lines := strings.Split(content, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	var out []string
-	pos := 0
-	for n, c := range chunks {
-		for _, x := range c.Context {
-			at := findSeq(lines, []string{x}, pos, false)
-			if at < 0 {
-				return "", fmt.Errorf("hunk %d: context line %q not found after line %d", n+1, clip(x, 120), pos)
-			}
-			out = append(out, lines[pos:at+1]...)
-			pos = at + 1
-		}
-		if len(c.Old) == 0 {
-			// Pure addition: after the context line if there was one, else at the end.
-			at := pos
-			if len(c.Context) == 0 {
-				at = len(lines)
-			}
-			out = append(out, lines[pos:at]...)
-			out = append(out, c.New...)
-			pos = at
-			continue
-		}
-		at := findSeq(lines, c.Old, pos, c.EOF)
-		if at < 0 {
-			return "", fmt.Errorf("hunk %d: the lines to change were not found after line %d; expected:\n%s",
-				n+1, pos, clip(strings.Join(c.Old, "\n"), 1000))
-		}
-		out = append(out, lines[pos:at]...)
-		out = append(out, c.New...)
-		pos = at + len(c.Old)
-	}
-	out = append(out, lines[pos:]...)
-	if len(out) == 0 {
-		return "", nil
-	}
-	return strings.Join(out, "\n") + "\n", nil // patched files end with a newline
-}
-
-// findSeq returns the index at or after from where want occurs in lines, trying
-// an exact match, then one ignoring trailing whitespace, then one ignoring
-// surrounding whitespace; with atEOF, only a match ending the file counts.
-func findSeq(lines, want []string, from int, atEOF bool) int {
-	norms := []func(string) string{
-		func(s string) string { return s },
-		func(s string) string { return strings.TrimRight(s, " \t") },
-		strings.TrimSpace,
-	}
-	for _, norm := range norms {
-		start, stop := from, len(lines)-len(want)
-		if atEOF {
-			start = max(from, stop)
-		}
-		for i := start; i <= stop; i++ {
-			ok := true
-			for j := range want {
-				if norm(lines[i+j]) != norm(want[j]) {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-func nilIfEmpty(s []string) []string {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }

@@ -12,7 +12,7 @@ import (
 )
 
 type patchIn struct {
-	Patch  string `json:"patch,omitempty" jsonschema:"the patch: *** Begin Patch, then *** Add File: / *** Delete File: / *** Update File: (optionally *** Move to:) sections with @@ hunks, then *** End Patch"`
+	Patch  string `json:"patch,omitempty" jsonschema:"the patch: *** Begin Patch, then *** Add File: / *** Delete File: / *** Update File: (optionally *** Move to:) sections with @@ hunks, then *** End Patch; or a unified diff as git diff writes it"`
 	Input  string `json:"input,omitempty" jsonschema:"the same as patch (for clients that name it input)"`
 	DryRun bool   `json:"dry_run,omitempty" jsonschema:"change nothing; return the unified diff the patch would make"`
 }
@@ -24,8 +24,9 @@ type plannedFile struct {
 	dest   string // canonical Move to, or ""
 	old    string // contents before (Update, Delete of a regular file)
 	new    string // contents after (Add, Update)
-	perm   fs.FileMode
-	link   string // Delete of a symlink: its target
+	perm   fs.FileMode // the file's permission bits before (Update, Delete) or when created (Add)
+	chmod  fs.FileMode // Update: the permission bits a unified diff's new mode asks for, when they differ from perm
+	link   string      // Delete of a symlink: its target
 	isLink bool
 }
 
@@ -68,7 +69,12 @@ func (s *server) applyPatch(ctx context.Context, in patchIn) (string, error) {
 	}
 	files, err := parsePatch(text)
 	if err != nil {
-		return "", toolError(vfs.CodeInvalidPath, "apply_patch", "", "malformed patch: %v", err)
+		code := vfs.CodeInvalidPath
+		if pe, ok := err.(*patchError); ok && pe.Code != "" {
+			code = pe.Code
+			return "", toolError(code, "apply_patch", "", "%v", err)
+		}
+		return "", toolError(code, "apply_patch", "", "malformed patch: %v", err)
 	}
 	plan, err := s.planPatch(ctx, files)
 	if err != nil {
@@ -107,6 +113,8 @@ func (p plannedFile) summary() string {
 		return "D " + p.path + "\n"
 	case p.dest != "":
 		return "R " + p.path + " -> " + p.dest + "\n"
+	case p.chmod != 0 && p.new == p.old:
+		return fmt.Sprintf("M %s (mode %04o)\n", p.path, p.chmod)
 	}
 	return "M " + p.path + "\n"
 }
@@ -130,6 +138,9 @@ func (p plannedFile) diff() string {
 		return strings.Replace(d, "+++ b/"+p.path, "+++ /dev/null", 1)
 	}
 	d := unifiedDiff(p.path, p.old, p.new)
+	if p.chmod != 0 {
+		d = fmt.Sprintf("mode %04o -> %04o %s\n", p.perm, p.chmod, p.path) + d
+	}
 	if p.dest != "" {
 		if d == "" {
 			return "rename " + p.path + " -> " + p.dest + "\n"
@@ -175,10 +186,8 @@ func (s *server) planPatch(ctx context.Context, files []patchFile) ([]plannedFil
 			if err := s.refuseAny(ctx, f.Path); err != nil {
 				return nil, err
 			}
-			if len(f.Lines) > 0 {
-				p.new = strings.Join(f.Lines, "\n") + "\n"
-			}
-			p.perm = 0o644
+			p.new = f.Content
+			p.perm = gitPerm(0o644, f.NewMode)
 		case patchDelete:
 			info, err := s.root.Lstat(ctx, f.Path)
 			if err != nil {
@@ -198,6 +207,16 @@ func (s *server) planPatch(ctx context.Context, files []patchFile) ([]plannedFil
 					return nil, err
 				}
 				p.old, p.perm = string(data), info.Mode().Perm()
+				if f.Unified {
+					// git apply checks that a deletion removes the whole file.
+					rest, err := applyChunks(p.old, f.Chunks)
+					if err == nil && rest != "" {
+						err = errors.New("the file has lines the patch does not remove")
+					}
+					if err != nil {
+						return nil, toolError(vfs.CodeConflict, "apply_patch", f.Path, "file %d of the patch does not apply (nothing was changed): %v", n+1, err)
+					}
+				}
 			}
 		case patchUpdate:
 			info, err := s.root.Stat(ctx, f.Path)
@@ -217,6 +236,9 @@ func (s *server) planPatch(ctx context.Context, files []patchFile) ([]plannedFil
 			}
 			if len(f.Chunks) == 0 {
 				p.new = p.old
+			}
+			if m := gitPerm(p.perm, f.NewMode); m != p.perm {
+				p.chmod = m
 			}
 			if p.dest != "" {
 				if err := s.refuseAny(ctx, f.MoveTo); err != nil {
@@ -245,8 +267,11 @@ func (s *server) checkWrites(ctx context.Context, p plannedFile) error {
 		if err = s.root.Check(ctx, policy.OpWrite, p.dest, "", size); err == nil {
 			err = s.root.Check(ctx, policy.OpRemove, p.path, "", -1)
 		}
-	default:
+	case p.f.Kind == patchAdd || p.new != p.old:
 		err = s.root.Check(ctx, policy.OpWrite, p.path, "", size)
+	}
+	if err == nil && p.chmod != 0 && p.dest == "" {
+		err = s.root.Check(ctx, policy.OpChmod, p.path, "", -1)
 	}
 	if err != nil {
 		var ve *vfs.Error
@@ -339,7 +364,11 @@ func (s *server) applyOne(ctx context.Context, p plannedFile) ([]undo, error) {
 		if err != nil {
 			return undos, err
 		}
-		if err := s.root.WriteFile(ctx, p.dest, []byte(p.new), p.perm); err != nil {
+		perm := p.perm
+		if p.chmod != 0 {
+			perm = p.chmod
+		}
+		if err := s.root.WriteFile(ctx, p.dest, []byte(p.new), perm); err != nil {
 			return undos, err
 		}
 		undos = append(undos, undo{"remove " + p.dest, func(ctx context.Context) error { return s.root.Remove(ctx, p.dest) }})
@@ -350,12 +379,22 @@ func (s *server) applyOne(ctx context.Context, p plannedFile) ([]undo, error) {
 			return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
 		}})
 	default:
-		if err := s.root.WriteFile(ctx, p.path, []byte(p.new), p.perm); err != nil {
-			return undos, err
+		if p.new != p.old {
+			if err := s.root.WriteFile(ctx, p.path, []byte(p.new), p.perm); err != nil {
+				return undos, err
+			}
+			undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
+				return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
+			}})
 		}
-		undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
-			return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
-		}})
+		if p.chmod != 0 {
+			if err := s.root.Chmod(ctx, p.path, p.chmod); err != nil {
+				return undos, err
+			}
+			undos = append(undos, undo{"restore the mode of " + p.path, func(ctx context.Context) error {
+				return s.root.Chmod(ctx, p.path, p.perm)
+			}})
+		}
 	}
 	return undos, nil
 }
@@ -381,4 +420,18 @@ func (s *server) rollback(ctx context.Context, cause error, undos []undo) error 
 		msg = "the rollback failed for: " + strings.Join(failed, ", ")
 	}
 	return &vfs.Error{Code: ve.Code, Op: "apply_patch", Path: ve.Path, Dest: ve.Dest, Err: fmt.Errorf("%w; %s", cause, msg)}
+}
+
+// gitPerm returns perm changed as a git mode asks (0: unchanged): with the
+// executable bit set (100755), perm gains an x bit for each r bit it has; without
+// (100644), it loses its x bits. Other bits are kept, so a 0600 file made
+// executable becomes 0700, never readable by others.
+func gitPerm(perm fs.FileMode, gitMode uint32) fs.FileMode {
+	switch {
+	case gitMode == 0:
+		return perm
+	case gitMode&0o100 != 0:
+		return perm | (perm&0o444)>>2
+	}
+	return perm &^ 0o111
 }

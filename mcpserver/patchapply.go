@@ -1,0 +1,302 @@
+package mcpserver
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// How apply_patch finds where a hunk goes (applyChunks). A file is a list of
+// lines, each with its line end ("\n", "\r\n", or none for a last line without
+// a newline); so is a hunk's old side.
+//
+//  1. Hunks of one file apply in order: each is searched for from the end of
+//     the previous one.
+//  2. A hunk's old side is compared with the file's lines at three levels, each
+//     tried only when the one before matches nowhere:
+//     exact (bytes and line ends equal);
+//     line-end-insensitive ("\n", "\r\n" and a missing final newline are equal);
+//     trailing-whitespace-insensitive (spaces and tabs before the line end are
+//     ignored too). Leading whitespace always counts.
+//  3. At the first level that matches somewhere: a unified diff's hunk goes where
+//     its "@@ -l" header puts it, shifted by how far the file's previous hunk
+//     landed from its own header, if it matches there (as git apply does); else
+//     a hunk that matches in exactly one place goes there; one that matches in
+//     several places is refused as ambiguous, naming the lines, and never
+//     applied at the first one.
+//  4. As in git apply, a unified hunk whose header starts at line 0 or 1 must
+//     match at the top of the file and one without trailing unchanged lines must
+//     match at its end; "*** End of File" anchors a Begin Patch hunk at the end;
+//     a side whose last line is marked "\ No newline at end of file" must end
+//     the file.
+//  5. A Begin Patch "@@ text" line is found first: the first line at or after
+//     the search start equal to text (exactly, then ignoring trailing, then
+//     surrounding whitespace). The hunk must then start after that line and
+//     before the next line equal to it. A hunk with no old side goes right after
+//     its last @@ line, or at the end of the file when it has none.
+//  6. Blank lines ending a Begin Patch hunk written without their leading space
+//     are unchanged lines if the hunk matches with them, separators otherwise.
+//
+// What is written: where the old side matched exactly, the new side is written
+// as the patch gives it, byte for byte (git apply's result). Where it matched
+// only after normalization (or there was nothing to match in a non-empty file),
+// unchanged lines keep the file's bytes and each added line gets the file's line
+// end: CRLF when most of the file's lines end in CRLF, else LF. So a patch
+// written with LF line ends keeps a CRLF file CRLF. When no hunk of the file has
+// a no-newline marker, the file keeps its final-newline state: one that ended
+// without a newline still does.
+
+// hunkError is why a hunk does not apply.
+type hunkError struct {
+	Hunk       int   // 1-based
+	Candidates []int // the 1-based lines an ambiguous hunk matches at
+	Msg        string
+}
+
+func (e *hunkError) Error() string {
+	if len(e.Candidates) > 0 {
+		var ls []string
+		for k, c := range e.Candidates {
+			if k == 10 {
+				ls = append(ls, fmt.Sprintf("… (%d places)", len(e.Candidates)))
+				break
+			}
+			ls = append(ls, strconv.Itoa(c))
+		}
+		return fmt.Sprintf("hunk %d is ambiguous: it matches at lines %s; add unchanged lines around it to tell which", e.Hunk, strings.Join(ls, ", "))
+	}
+	return fmt.Sprintf("hunk %d: %s", e.Hunk, e.Msg)
+}
+
+// lineLevels are the comparisons of rule 2, in order.
+var lineLevels = []func(string) string{
+	func(s string) string { return s },
+	stripEOL,
+	func(s string) string { return strings.TrimRight(s, " \t\r\n") },
+}
+
+// anchorLevels are the comparisons of an @@ line (rule 5), whose text has no line end.
+var anchorLevels = []func(string) string{
+	stripEOL,
+	func(s string) string { return strings.TrimRight(s, " \t\r\n") },
+	strings.TrimSpace,
+}
+
+// stripEOL removes a line's "\n" or "\r\n".
+func stripEOL(s string) string {
+	if strings.HasSuffix(s, "\n") {
+		s = s[:len(s)-1]
+		s = strings.TrimSuffix(s, "\r")
+	}
+	return s
+}
+
+// fileStyle is the line end added lines get (see above).
+func fileStyle(img []string) string {
+	crlf, lf := 0, 0
+	for _, l := range img {
+		switch {
+		case strings.HasSuffix(l, "\r\n"):
+			crlf++
+		case strings.HasSuffix(l, "\n"):
+			lf++
+		}
+	}
+	if crlf > lf {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// applyChunks returns content with the chunks applied, following the rules
+// above, or a *hunkError naming the first hunk that does not apply.
+func applyChunks(content string, chunks []patchChunk) (string, error) {
+	img := splitLines(content)
+	style := fileStyle(img)
+	marked := false
+	for _, c := range chunks {
+		for _, l := range c.Lines {
+			if !strings.HasSuffix(l.Text, "\n") {
+				marked = true
+			}
+		}
+	}
+	var out []string
+	pos, drift := 0, 0
+	for n, c := range chunks {
+		from, limit := pos, len(img)
+		for _, a := range c.Context {
+			at, next := findAnchor(img, a, from)
+			if at < 0 {
+				return "", &hunkError{Hunk: n + 1, Msg: fmt.Sprintf("the @@ line %q was not found after line %d", clip(a, 120), from)}
+			}
+			from, limit = at+1, next
+		}
+		lines := c.Lines
+		at, level, err := locate(img, c, lines, from, limit, drift)
+		if err != nil && len(err.Candidates) == 0 && c.Soft > 0 {
+			lines = lines[:len(lines)-c.Soft]
+			at, level, err = locate(img, c, lines, from, limit, drift)
+		}
+		if err != nil {
+			err.Hunk = n + 1
+			return "", err
+		}
+		old := 0
+		for _, l := range lines {
+			if l.Op != '+' {
+				old++
+			}
+		}
+		if c.Numbered {
+			drift = at - hintOf(c)
+		}
+		out = append(out, img[pos:at]...)
+		verbatim := level == 0 && (old > 0 || len(img) == 0)
+		k := at
+		for _, l := range lines {
+			switch l.Op {
+			case ' ':
+				if verbatim {
+					out = append(out, l.Text)
+				} else {
+					out = append(out, img[k])
+				}
+				k++
+			case '-':
+				k++
+			default:
+				if verbatim || !strings.HasSuffix(l.Text, "\n") {
+					out = append(out, l.Text)
+				} else {
+					out = append(out, stripEOL(l.Text)+style)
+				}
+			}
+		}
+		pos = at + old
+	}
+	out = append(out, img[pos:]...)
+	for k := 0; k+1 < len(out); k++ {
+		if !strings.HasSuffix(out[k], "\n") {
+			out[k] += style
+		}
+	}
+	if !marked && len(out) > 0 && content != "" && !strings.HasSuffix(content, "\n") {
+		out[len(out)-1] = stripEOL(out[len(out)-1])
+	}
+	return strings.Join(out, ""), nil
+}
+
+// hintOf is the index where a numbered hunk's old side starts by its header.
+func hintOf(c patchChunk) int {
+	if c.OldCount == 0 {
+		return c.OldStart // an insertion after line OldStart
+	}
+	return c.OldStart - 1
+}
+
+// findAnchor returns the index of the first line at or after from equal to a
+// (rule 5) and the index of the next line equal to it at the same level (or
+// len(img)); -1 if there is none.
+func findAnchor(img []string, a string, from int) (int, int) {
+	for _, norm := range anchorLevels {
+		want := norm(a)
+		at := -1
+		for i := from; i < len(img); i++ {
+			if norm(img[i]) == want {
+				if at >= 0 {
+					return at, i
+				}
+				at = i
+			}
+		}
+		if at >= 0 {
+			return at, len(img)
+		}
+	}
+	return -1, 0
+}
+
+// locate finds where lines' old side goes (rules 2-4): its index in img and the
+// level it matched at.
+func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int) (int, int, *hunkError) {
+	old := oldLines(lines)
+	atEnd := c.EOF
+	atTop := c.Numbered && c.OldStart <= 1
+	if c.Numbered {
+		trailing := 0
+		for k := len(lines) - 1; k >= 0 && lines[k].Op == ' '; k-- {
+			trailing++
+		}
+		atEnd = atEnd || trailing == 0
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l.Text, "\n") {
+			atEnd = true // a side without a final newline ends the file
+		}
+	}
+	if !c.Numbered && len(old) == 0 {
+		// A Begin Patch insertion: after its @@ line, or at the end.
+		at := len(img)
+		if len(c.Context) > 0 {
+			at = from
+		}
+		if at < from || (atEnd && at != len(img)) {
+			return 0, 0, &hunkError{Msg: "the lines to add have no place to go"}
+		}
+		return at, 0, nil
+	}
+	start, stop := from, min(limit, len(img)-len(old)+1) // candidate starts in [start, stop)
+	if atTop {
+		stop = min(stop, 1)
+	}
+	if atEnd {
+		start = max(start, len(img)-len(old))
+	}
+	hint := -1
+	if c.Numbered {
+		hint = hintOf(c) + drift
+	}
+	for level, norm := range lineLevels {
+		match := func(i int) bool {
+			for j, w := range old {
+				if norm(img[i+j]) != norm(w) {
+					return false
+				}
+			}
+			return true
+		}
+		if hint >= start && hint < stop && match(hint) {
+			return hint, level, nil
+		}
+		var cands []int
+		for i := start; i < stop; i++ {
+			if match(i) {
+				cands = append(cands, i)
+			}
+		}
+		switch len(cands) {
+		case 0:
+			continue
+		case 1:
+			return cands[0], level, nil
+		}
+		for k := range cands {
+			cands[k]++
+		}
+		return 0, 0, &hunkError{Candidates: cands}
+	}
+	where := fmt.Sprintf("after line %d", from)
+	switch {
+	case atTop && atEnd:
+		where = "as the whole file"
+	case atTop:
+		where = "at the top of the file (its header starts at line " + strconv.Itoa(c.OldStart) + ")"
+	case atEnd:
+		where = "at the end of the file"
+	}
+	if limit < len(img) {
+		where += fmt.Sprintf(" and before line %d (the next line equal to the @@ line)", limit+1)
+	}
+	return 0, 0, &hunkError{Msg: fmt.Sprintf("the lines to change were not found %s; expected:\n%s", where, clip(strings.Join(old, ""), 1000))}
+}
