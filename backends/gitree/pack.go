@@ -494,10 +494,11 @@ func (w *chainWalk) next(ps *packStore, p *pack, off int64, e entry) (*pack, int
 
 // header reads and parses the header of the entry at off, using buf.
 func (p *pack) header(off int64, buf []byte) (entry, error) {
-	n := min(int64(len(buf)), p.size-off)
-	if n <= 0 {
-		return entry{}, corrupt("offset %d past the pack's end", off)
+	_, end := p.entryAt(off)
+	if end < 0 {
+		return entry{}, corrupt("no entry at offset %d", off)
 	}
+	n := min(int64(len(buf)), end-off)
 	k, err := p.f.ReadAt(buf[:n], off)
 	if err != nil && k < int(n) {
 		return entry{}, err
@@ -591,18 +592,26 @@ func (ps *packStore) readAt(p *pack, off int64, max int64) (int, []byte, error) 
 			break
 		}
 		l := link{p: p, off: off, e: e, raw: raw}
-		if len(chain) == 0 && max >= 0 {
-			// Refuse an object over max before reading its chain.
-			if e.size > maxDeltaLen(max) {
+		if len(chain) == 0 {
+			// Refuse an object over max, or over maxDeltaResult, before reading
+			// its chain.
+			if max >= 0 && e.size > maxDeltaLen(max) {
 				return 0, nil, errTooLarge
+			}
+			if e.size > maxDeltaLen(maxDeltaResult) {
+				return 0, nil, tooLargeDelta(e.size)
 			}
 			if l.delta, err = p.inflateEntry(raw, e, off); err != nil {
 				return 0, nil, err
 			}
-			if size, err := deltaSize(l.delta); err != nil {
+			size, err := deltaSize(l.delta)
+			switch {
+			case err != nil:
 				return 0, nil, err
-			} else if size > max {
+			case max >= 0 && size > max:
 				return 0, nil, errTooLarge
+			case size > maxDeltaResult:
+				return 0, nil, tooLargeDelta(size)
 			}
 		}
 		chain = append(chain, l)
