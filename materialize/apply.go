@@ -260,7 +260,9 @@ func (a *applier) where(ctx context.Context, s *step, ph phase) (where, fs.FileI
 			return atBase, fi, nil
 		}
 	case phMeta:
-		if fi != nil && yes(a.isNew(ctx, s, fi)) {
+		// Keeping ours, a change of mode or time applies to whatever file
+		// the source has there (the sandbox did not change the contents).
+		if fi != nil && ((s.force && fi.Mode().IsRegular()) || yes(a.isNew(ctx, s, fi))) {
 			return atBase, fi, nil
 		}
 	case phDirMode:

@@ -802,6 +802,9 @@ func (t *Tree) checkParents(ctx context.Context, s *step, made map[string]bool, 
 		above = append(above, p)
 	}
 	s.parents = nil
+	if len(above) > 0 && made[above[0]] {
+		return false, "", nil // its parent's own step checks what lies above
+	}
 	for i := len(above) - 1; i >= 0; i-- {
 		p := above[i]
 		if made[p] {

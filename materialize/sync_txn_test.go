@@ -1,0 +1,406 @@
+package materialize_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// journalDir gives the test's syncs a journal directory of their own, and
+// checks that none is left behind once the test ends.
+func journalDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	t.Cleanup(func() {
+		if js, err := materialize.PendingJournals(d); err != nil || len(js) != 0 {
+			t.Errorf("journals left: %v %+v", err, js)
+		}
+	})
+	return d
+}
+
+// accounted checks that every change Diff saw before the sync is in exactly
+// one of the report's Applied, NotApplied and Settled lists, and that the
+// checkout is kept, and reported, exactly when something was not applied.
+func accounted(t *testing.T, before []materialize.Change, rep *materialize.SyncReport, tr *materialize.Tree) {
+	t.Helper()
+	seen := map[string]string{}
+	add := func(list string, cs ...materialize.Change) {
+		for _, c := range cs {
+			if prev, ok := seen[c.Path]; ok {
+				t.Errorf("%s in %s and %s", c.Path, prev, list)
+			}
+			seen[c.Path] = list
+		}
+	}
+	add("Applied", rep.Applied...)
+	add("Settled", rep.Settled...)
+	for _, u := range rep.NotApplied {
+		add("NotApplied", u.Change)
+		if u.Cause == "" || u.Code == "" || u.Reason == "" {
+			t.Errorf("not applied without a cause: %+v", u)
+		}
+	}
+	for _, c := range before {
+		if _, ok := seen[c.Path]; !ok {
+			t.Errorf("change %s %s not listed", c.Kind, c.Path)
+		}
+		delete(seen, c.Path)
+	}
+	for p := range seen {
+		t.Errorf("%s listed but not a change", p)
+	}
+	kept := len(rep.NotApplied) > 0
+	if tr.Kept() != kept || (rep.Checkout != "") != kept || (kept && rep.Checkout != tr.Path()) {
+		t.Errorf("kept %v, report's checkout %q, with %d not applied", tr.Kept(), rep.Checkout, len(rep.NotApplied))
+	}
+	if kept {
+		if _, err := os.Stat(rep.Checkout); err != nil {
+			t.Errorf("kept checkout: %v", err)
+		}
+	}
+}
+
+func causes(rep *materialize.SyncReport) map[string]materialize.Cause {
+	out := map[string]materialize.Cause{}
+	for _, u := range rep.NotApplied {
+		out[u.Change.Path] = u.Cause
+	}
+	return out
+}
+
+// The host removes a directory while the sandbox adds files beneath it: a
+// conflict for each file, never a partial apply, under every choice.
+func TestSyncBackParentRemovedIsConflict(t *testing.T) {
+	for _, hostOp := range []string{"remove", "rename", "replace by a file"} {
+		for _, mode := range []materialize.ConflictMode{materialize.ConflictFail, materialize.ConflictKeepOurs, materialize.ConflictKeepTheirs} {
+			for _, rej := range []materialize.RejectMode{materialize.RejectAbort, materialize.RejectApplyRest} {
+				name := hostOp + "/" + []string{"fail", "ours", "theirs"}[mode] + "/" + []string{"abort", "apply-rest"}[rej]
+				t.Run(name, func(t *testing.T) {
+					forEach(t, func(t *testing.T, s source) {
+						fill(t, s.d)
+						tr := checkout(t, s.d, materialize.Options{})
+						root := tr.Path()
+						must(t, os.WriteFile(filepath.Join(root, "src/sub/new1"), []byte("n1"), 0o644))
+						must(t, os.MkdirAll(filepath.Join(root, "src/sub/deeper"), 0o755))
+						must(t, os.WriteFile(filepath.Join(root, "src/sub/deeper/new2"), []byte("n2"), 0o644))
+						must(t, os.WriteFile(filepath.Join(root, "README"), []byte("edited"), 0o644))
+						switch hostOp {
+						case "remove":
+							must(t, s.d.RemoveAll(ctx, "src/sub"))
+						case "rename":
+							must(t, s.d.Move(ctx, "src/sub", "src/moved"))
+						case "replace by a file":
+							must(t, s.d.RemoveAll(ctx, "src/sub"))
+							must(t, s.d.WriteFile(ctx, "src/sub", []byte("host file"), 0o644))
+						}
+						cs, err := tr.Diff(ctx)
+						must(t, err)
+						before := snapshot(t, s.d)
+						rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
+						accounted(t, cs, rep, tr)
+						after := snapshot(t, s.d)
+						// src/sub/new1 and src/sub/deeper are in conflict (src/sub/deeper/new2
+						// is beneath a directory the sync creates: it depends on it).
+						ours := mode == materialize.ConflictKeepOurs && hostOp != "replace by a file"
+						if ours {
+							must(t, err)
+							if after["src/sub/new1"] != "f -rw-r--r-- n1" || after["src/sub/deeper/new2"] != "f -rw-r--r-- n2" || after["README"] != "f -rw-r--r-- edited" {
+								t.Fatalf("keep ours: %v", after)
+							}
+							return
+						}
+						c := causes(rep)
+						if strings.Join(rep.Conflicts, ",") != "src/sub/deeper,src/sub/new1" {
+							t.Fatalf("conflicts %v (%v)", rep.Conflicts, c)
+						}
+						for _, p := range []string{"src/sub/deeper", "src/sub/deeper/new2", "src/sub/new1"} {
+							if _, ok := c[p]; !ok {
+								t.Fatalf("%s applied: %+v", p, rep)
+							}
+						}
+						if after["src/sub/new1"] != "" || after["src/sub/deeper/new2"] != "" {
+							t.Fatalf("applied beneath the removed directory: %v", after)
+						}
+						switch {
+						case mode == materialize.ConflictKeepTheirs:
+							if err != nil || c["src/sub/new1"] != materialize.CauseTheirs || c["src/sub/deeper/new2"] != materialize.CauseDepends ||
+								after["README"] != "f -rw-r--r-- edited" {
+								t.Fatalf("keep theirs: %v %v %v", err, c, after)
+							}
+						case rej == materialize.RejectAbort:
+							if vfs.CodeOf(err) != vfs.CodeConflict || len(rep.Applied) != 0 || c["README"] != materialize.CauseAborted {
+								t.Fatalf("abort: %v %+v", err, rep)
+							}
+							sameMap(t, after, before)
+						default:
+							if vfs.CodeOf(err) != vfs.CodeConflict || c["src/sub/new1"] != materialize.CauseConflict ||
+								after["README"] != "f -rw-r--r-- edited" || len(rep.Applied) != 1 {
+								t.Fatalf("apply rest: %v %+v %v", err, rep, after)
+							}
+						}
+					})
+				})
+			}
+		}
+	}
+}
+
+// The sync-back matrix: host edits, deletions and renames racing the
+// sandbox's adds, edits, deletions and mode changes, under every conflict and
+// reject choice. Each case checks what is applied, what is not and why, that
+// nothing else changed, and that an unrelated change goes through or not as the
+// choice says.
+func TestSyncBackRaceMatrix(t *testing.T) {
+	type sandboxOp struct {
+		name, path string
+		do         func(t *testing.T, root string)
+		want       string // the path's snapshot once applied ("" for gone)
+	}
+	sbOps := []sandboxOp{
+		{"add", "d/new", func(t *testing.T, root string) {
+			must(t, os.WriteFile(filepath.Join(root, "d/new"), []byte("ours"), 0o644))
+		}, "f -rw-r--r-- ours"},
+		{"edit", "d/f", func(t *testing.T, root string) {
+			must(t, os.WriteFile(filepath.Join(root, "d/f"), []byte("ours"), 0o644))
+		}, "f -rw-r--r-- ours"},
+		{"delete", "d/f", func(t *testing.T, root string) {
+			must(t, os.Remove(filepath.Join(root, "d/f")))
+		}, ""},
+		{"chmod", "d/f", func(t *testing.T, root string) {
+			must(t, os.Chmod(filepath.Join(root, "d/f"), 0o600))
+		}, "f -rw------- base"},
+	}
+	type hostOp struct {
+		name string
+		do   func(t *testing.T, d *dir.Dir)
+	}
+	hostOps := []hostOp{
+		{"edit", func(t *testing.T, d *dir.Dir) { must(t, d.WriteFile(ctx, "d/f", []byte("theirs"), 0o644)) }},
+		{"delete", func(t *testing.T, d *dir.Dir) { must(t, d.Remove(ctx, "d/f")) }},
+		{"delete dir", func(t *testing.T, d *dir.Dir) { must(t, d.RemoveAll(ctx, "d")) }},
+		{"rename dir", func(t *testing.T, d *dir.Dir) { must(t, d.Move(ctx, "d", "e")) }},
+		{"rename file", func(t *testing.T, d *dir.Dir) { must(t, d.Move(ctx, "d/f", "d/f2")) }},
+	}
+	// conflict[host][sandbox]: whether the sandbox's change is in conflict;
+	// "settled" when the source already has what it wants.
+	conflict := map[string]map[string]string{
+		"edit":        {"add": "", "edit": "yes", "delete": "yes", "chmod": "yes"},
+		"delete":      {"add": "", "edit": "yes", "delete": "settled", "chmod": "yes"},
+		"delete dir":  {"add": "yes", "edit": "yes", "delete": "settled", "chmod": "yes"},
+		"rename dir":  {"add": "yes", "edit": "yes", "delete": "settled", "chmod": "yes"},
+		"rename file": {"add": "", "edit": "yes", "delete": "settled", "chmod": "yes"},
+	}
+	modes := []materialize.ConflictMode{materialize.ConflictFail, materialize.ConflictKeepOurs, materialize.ConflictKeepTheirs}
+	rejects := []materialize.RejectMode{materialize.RejectAbort, materialize.RejectApplyRest}
+	for _, h := range hostOps {
+		for _, sb := range sbOps {
+			for _, mode := range modes {
+				for _, rej := range rejects {
+					name := h.name + "/" + sb.name + "/" + []string{"fail", "ours", "theirs"}[mode] + "/" + []string{"abort", "apply-rest"}[rej]
+					t.Run(name, func(t *testing.T) {
+						forEach(t, func(t *testing.T, s source) {
+							must(t, s.d.MkdirAll(ctx, "d"))
+							must(t, s.d.WriteFile(ctx, "d/f", []byte("base"), 0o644))
+							must(t, s.d.WriteFile(ctx, "d/g", []byte("g"), 0o644))
+							must(t, s.d.WriteFile(ctx, "other", []byte("o"), 0o644))
+							tr := checkout(t, s.d, materialize.Options{})
+							sb.do(t, tr.Path())
+							// An unrelated change beside it.
+							must(t, os.WriteFile(filepath.Join(tr.Path(), "other"), []byte("o2"), 0o644))
+							h.do(t, s.d)
+							cs, err := tr.Diff(ctx)
+							must(t, err)
+							before := snapshot(t, s.d)
+							rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
+							accounted(t, cs, rep, tr)
+							after := snapshot(t, s.d)
+							c := causes(rep)
+							want := map[string]string{}
+							for k, v := range before {
+								want[k] = v
+							}
+							set := func(p, v string) {
+								if v == "" {
+									delete(want, p)
+								} else {
+									want[p] = v
+								}
+							}
+							switch conflict[h.name][sb.name] {
+							case "":
+								must(t, err)
+								set(sb.path, sb.want)
+								set("other", "f -rw-r--r-- o2")
+							case "settled":
+								must(t, err)
+								if len(rep.Settled) != 1 || rep.Settled[0].Path != sb.path {
+									t.Fatalf("settled %+v", rep)
+								}
+								set("other", "f -rw-r--r-- o2")
+							default:
+								if strings.Join(rep.Conflicts, ",") != sb.path {
+									t.Fatalf("conflicts %v, want %s", rep.Conflicts, sb.path)
+								}
+								switch {
+								case mode == materialize.ConflictKeepOurs:
+									must(t, err)
+									if _, ok := want["d"]; !ok && sb.want != "" {
+										want["d"] = "d -rwxr-xr-x" // recreated
+									}
+									if sb.name == "chmod" && h.name == "edit" {
+										// The sandbox changed the mode only: its mode, their contents.
+										set(sb.path, "f -rw------- theirs")
+									} else {
+										set(sb.path, sb.want)
+									}
+									set("other", "f -rw-r--r-- o2")
+								case mode == materialize.ConflictKeepTheirs:
+									must(t, err)
+									if c[sb.path] != materialize.CauseTheirs {
+										t.Fatalf("causes %v", c)
+									}
+									set("other", "f -rw-r--r-- o2")
+								case rej == materialize.RejectAbort:
+									if vfs.CodeOf(err) != vfs.CodeConflict || c[sb.path] != materialize.CauseConflict || c["other"] != materialize.CauseAborted {
+										t.Fatalf("abort: %v %v", err, c)
+									}
+								default:
+									if vfs.CodeOf(err) != vfs.CodeConflict || c[sb.path] != materialize.CauseConflict {
+										t.Fatalf("apply rest: %v %v", err, c)
+									}
+									set("other", "f -rw-r--r-- o2")
+								}
+							}
+							sameMap(t, after, want)
+						})
+					})
+				}
+			}
+		}
+	}
+}
+
+// A refusal under RejectApplyRest applies the rest and keeps the checkout;
+// once the refused change is undone in the checkout, the next sync applies
+// nothing more and Close removes the checkout.
+func TestSyncBackApplyRestKeepsCheckout(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		root := tr.Path()
+		must(t, os.WriteFile(filepath.Join(root, "README"), []byte("edited"), 0o644))
+		must(t, os.MkdirAll(filepath.Join(root, ".git/hooks"), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, ".git/hooks/post-checkout"), []byte("#!/bin/sh\n"), 0o755))
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		jd := journalDir(t)
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Policy: policy.Defaults(), OnReject: materialize.RejectApplyRest, JournalDir: jd})
+		if vfs.CodeOf(err) != vfs.CodePermission || strings.Contains(err.Error(), root) {
+			t.Fatalf("SyncBack: %v", err)
+		}
+		accounted(t, cs, rep, tr)
+		c := causes(rep)
+		// .git/hooks is refused (mkdir) and so is the file in it (write); README
+		// and .git go through.
+		if c[".git/hooks"] != materialize.CauseRefused || c[".git/hooks/post-checkout"] != materialize.CauseRefused ||
+			len(rep.Applied) != 2 || rep.Applied[0].Path != ".git" || rep.Applied[1].Path != "README" {
+			t.Fatalf("report %+v", rep)
+		}
+		if b, _ := s.d.ReadFile(ctx, "README"); string(b) != "edited" {
+			t.Fatalf("README %q", b)
+		}
+		if ok, _ := s.d.Exists(ctx, ".git/hooks/post-checkout"); ok {
+			t.Fatal("hook written")
+		}
+		must(t, os.RemoveAll(filepath.Join(root, ".git/hooks")))
+		rep, err = tr.SyncBack(ctx, materialize.SyncOptions{Policy: policy.Defaults(), JournalDir: jd})
+		must(t, err)
+		if len(rep.Applied) != 0 || len(rep.NotApplied) != 0 || tr.Kept() || rep.Checkout != "" {
+			t.Fatalf("second sync %+v kept %v", rep, tr.Kept())
+		}
+		must(t, tr.Close())
+		if _, err := os.Stat(root); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("checkout not removed: %v", err)
+		}
+	})
+}
+
+// Keep keeps a checkout whose changes were all applied.
+func TestKeepCheckout(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("edited"), 0o644))
+		tr.Keep()
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{JournalDir: journalDir(t)})
+		must(t, err)
+		if len(rep.Applied) != 1 || rep.Checkout != tr.Path() || !tr.Kept() {
+			t.Fatalf("report %+v", rep)
+		}
+		must(t, tr.Close())
+		if _, err := os.Stat(tr.Path()); err != nil {
+			t.Fatalf("kept checkout removed: %v", err)
+		}
+	})
+}
+
+// Applied files keep the sandbox's modification times, and a file rewritten
+// with the same bytes gets the sandbox's new time.
+func TestSyncBackKeepsTimes(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+		for _, p := range []string{"README", "src/main.go", "run.sh"} {
+			must(t, s.d.Chtimes(ctx, p, old, old))
+		}
+		tr := checkout(t, s.d, materialize.Options{})
+		root := tr.Path()
+		t1 := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
+		t2 := t1.Add(-time.Hour) // older than t1, and written after it
+		t3 := t1.Add(time.Minute)
+		must(t, os.WriteFile(filepath.Join(root, "src/main.go"), []byte("package main // edited\n"), 0o644))
+		must(t, os.Chtimes(filepath.Join(root, "src/main.go"), t1, t1))
+		must(t, os.WriteFile(filepath.Join(root, "a-new"), []byte("new"), 0o644))
+		must(t, os.Chtimes(filepath.Join(root, "a-new"), t2, t2))
+		// Same bytes, new time: a touched file.
+		must(t, os.WriteFile(filepath.Join(root, "README"), []byte("hello\n"), 0o644))
+		must(t, os.Chtimes(filepath.Join(root, "README"), t3, t3))
+		// A mode change keeps its time too.
+		must(t, os.Chmod(filepath.Join(root, "run.sh"), 0o700))
+		must(t, os.Chtimes(filepath.Join(root, "run.sh"), t3, t3))
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		if k := kinds(cs); k["README"] != materialize.Touched || k["run.sh"] != materialize.ModeChanged || len(k) != 4 {
+			t.Fatalf("changes %v", k)
+		}
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{JournalDir: journalDir(t)})
+		must(t, err)
+		accounted(t, cs, rep, tr)
+		for p, want := range map[string]time.Time{"src/main.go": t1, "a-new": t2, "README": t3, "run.sh": t3} {
+			fi, err := s.d.Lstat(ctx, p)
+			must(t, err)
+			if !fi.ModTime().Equal(want) {
+				t.Errorf("%s: mtime %v, want %v", p, fi.ModTime(), want)
+			}
+		}
+		if b, _ := s.d.ReadFile(ctx, "README"); string(b) != "hello\n" {
+			t.Fatalf("README %q", b)
+		}
+		// Nothing is left to sync.
+		cs, err = tr.Diff(ctx)
+		must(t, err)
+		if len(cs) != 0 {
+			t.Fatalf("still changed: %v", kinds(cs))
+		}
+	})
+}
