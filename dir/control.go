@@ -105,6 +105,11 @@ func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
 	}
 	e.audited = e.audit != discardSink
 	e.plain = !e.customPolicy && len(e.hooks) == 0 && !e.audited
+	e.root = b
+	if l, ok := b.(vfs.Locator); ok {
+		e.rootLoc = l
+	}
+	e.tmu = treeLock(b)
 	g := newGate(nil)
 	d := &Dir{s: scope{env: e, gate: g, b: b}}
 	return d, &Control{dir: d, gate: g}

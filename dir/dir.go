@@ -49,7 +49,7 @@ func (d *Dir) List(ctx context.Context, path string) ([]string, error) {
 	var names []string
 	c := &call{op: policy.OpList, method: "List", path: path, emptyIsDot: true}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		ents, err := d.s.b.ReadDir(ctx, c.p)
+		ents, err := d.s.b.ReadDir(ctx, c.rp)
 		if err != nil {
 			return err
 		}
@@ -71,11 +71,11 @@ func (d *Dir) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
 	c := &call{op: policy.OpList, method: "ReadDir", path: path, emptyIsDot: true}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		ents, err := d.s.b.ReadDir(ctx, c.p)
+		ents, err := d.s.b.ReadDir(ctx, c.rp)
 		if err != nil {
 			return err
 		}
-		out = d.s.entries(d.s.b, c.p.WithoutDirMark(), ents)
+		out = d.s.entries(d.s.b, c.rp.WithoutDirMark(), ents)
 		return nil
 	})
 	if err != nil {
@@ -98,13 +98,16 @@ func (d *Dir) Lstat(ctx context.Context, path string) (fs.FileInfo, error) {
 func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	c := &call{op: policy.OpStat, method: method, path: path}
+	if !follow {
+		c.fol = followNone
+	}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var info vfs.Info
 		var err error
 		if follow {
-			info, err = d.s.b.Stat(ctx, c.p)
+			info, err = d.s.b.Stat(ctx, c.rp)
 		} else {
-			info, err = d.s.b.Lstat(ctx, c.p)
+			info, err = d.s.b.Lstat(ctx, c.rp)
 		}
 		if err != nil {
 			return err
@@ -123,9 +126,9 @@ func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.Fi
 // a file used as a directory, are errors.
 func (d *Dir) Exists(ctx context.Context, path string) (bool, error) {
 	found := false
-	c := &call{op: policy.OpStat, method: "Exists", path: path}
+	c := &call{op: policy.OpStat, method: "Exists", path: path, fol: followNone}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		_, err := d.s.b.Lstat(ctx, c.p)
+		_, err := d.s.b.Lstat(ctx, c.rp)
 		if codeOf(err) == vfs.CodeNotFound {
 			return nil
 		}
@@ -155,11 +158,11 @@ func (d *Dir) Sub(ctx context.Context, path string) (*Dir, error) {
 func (d *Dir) sub(ctx context.Context, c *call) (*Dir, error) {
 	var out *Dir
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		sub, err := d.s.b.Sub(ctx, c.p)
+		sub, err := d.s.b.Sub(ctx, c.rp)
 		if err != nil {
 			return err
 		}
-		out = d.derive(sub, c.p)
+		out = d.derive(sub, c.rp)
 		return nil
 	})
 	if err != nil {
@@ -181,16 +184,16 @@ func (d *Dir) ReadOnly() *Dir {
 // anything is there) with mode 0755 and returns it as a Dir.
 func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
 	var out *Dir
-	c := &call{op: policy.OpMkdir, method: "CreateDir", path: path}
+	c := &call{op: policy.OpMkdir, method: "CreateDir", path: path, fol: followEntry}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		if err := d.s.b.Mkdir(ctx, c.p, dirPerm); err != nil {
+		if err := d.s.b.Mkdir(ctx, c.rp, dirPerm); err != nil {
 			return err
 		}
-		sub, err := d.s.b.Sub(ctx, c.p)
+		sub, err := d.s.b.Sub(ctx, c.rp)
 		if err != nil {
 			return err
 		}
-		out = d.derive(sub, c.p)
+		out = d.derive(sub, c.rp)
 		return nil
 	})
 	if err != nil {
@@ -205,19 +208,19 @@ func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
 func (d *Dir) MkdirAll(ctx context.Context, path string) error {
 	c := &call{op: policy.OpMkdir, method: "MkdirAll", path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		return mkdirAll(ctx, d.s.b, c.p.WithoutDirMark(), dirPerm)
+		return mkdirAll(ctx, d.s.b, c.rp.WithoutDirMark(), dirPerm)
 	})
 }
 
 // Remove removes a file, a symlink (not its target) or an empty directory. The
 // Dir's own root cannot be removed (invalid_path).
 func (d *Dir) Remove(ctx context.Context, path string) error {
-	c := &call{op: policy.OpRemove, method: "Remove", path: path}
+	c := &call{op: policy.OpRemove, method: "Remove", path: path, fol: followEntry}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		if c.p.IsRoot() {
 			return errAt(vfs.CodeInvalidPath, "Remove", path, "", "cannot remove the root")
 		}
-		return d.s.b.Remove(ctx, c.p)
+		return d.s.b.Remove(ctx, c.rp)
 	})
 }
 
@@ -229,7 +232,7 @@ func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	c := &call{op: policy.OpRead, method: "ReadFile", path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
-		data, err = readAll(ctx, d.s.b, c.p, d.s.env.maxRead)
+		data, err = readAll(ctx, d.s.b, c.rp, d.s.env.maxRead)
 		return err
 	})
 	if err != nil {
@@ -248,7 +251,7 @@ func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	c := &call{op: policy.OpWrite, method: "WriteFile", path: path, size: sized(len(data))}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		return atomicWrite(ctx, d.s.b, c.p, bytesSource(data), perm&fs.ModePerm)
+		return atomicWrite(ctx, d.s.b, c.rp, bytesSource(data), perm&fs.ModePerm)
 	})
 }
 
@@ -257,7 +260,7 @@ func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
 	c := &call{op: policy.OpWrite, method: "Append", path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		return appendTo(ctx, d.s.b, c.p, data)
+		return appendTo(ctx, d.s.b, c.rp, data)
 	})
 }
 
@@ -266,19 +269,19 @@ func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
 // (path_outside_sandbox): "../x" is fine in "a/l", not at the root. The target need
 // not exist.
 func (d *Dir) Symlink(ctx context.Context, target, link string) error {
-	c := &call{op: policy.OpSymlink, method: "Symlink", path: link, dest: target, kind: destTarget}
+	c := &call{op: policy.OpSymlink, method: "Symlink", path: link, dest: target, kind: destTarget, fol: followEntry}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		return d.s.b.Symlink(ctx, target, c.p)
+		return d.s.b.Symlink(ctx, target, c.rp)
 	})
 }
 
 // Readlink returns the target text of symlink path.
 func (d *Dir) Readlink(ctx context.Context, path string) (string, error) {
 	var t string
-	c := &call{op: policy.OpReadlink, method: "Readlink", path: path}
+	c := &call{op: policy.OpReadlink, method: "Readlink", path: path, fol: followNone}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
-		t, err = d.s.b.Readlink(ctx, c.p)
+		t, err = d.s.b.Readlink(ctx, c.rp)
 		return err
 	})
 	if err != nil {
@@ -290,9 +293,9 @@ func (d *Dir) Readlink(ctx context.Context, path string) (string, error) {
 // Link creates newname as a hard link to the existing file oldname, where the
 // backend supports hard links (not_supported otherwise).
 func (d *Dir) Link(ctx context.Context, oldname, newname string) error {
-	c := &call{op: policy.OpLink, method: "Link", path: oldname, dest: newname, kind: destPath}
+	c := &call{op: policy.OpLink, method: "Link", path: oldname, dest: newname, kind: destPath, fol: followEntry}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		return d.s.b.Link(ctx, c.p, c.q)
+		return d.s.b.Link(ctx, c.rp, c.rq)
 	})
 }
 
@@ -307,7 +310,7 @@ func (d *Dir) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 		if err != nil {
 			return errAt(vfs.CodePermission, "Chmod", path, "", err.Error())
 		}
-		return d.s.b.Chmod(ctx, c.p, m)
+		return d.s.b.Chmod(ctx, c.rp, m)
 	})
 }
 
@@ -316,7 +319,7 @@ func (d *Dir) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 func (d *Dir) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
 	c := &call{op: policy.OpChtimes, method: "Chtimes", path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		return d.s.b.Chtimes(ctx, c.p, atime, mtime)
+		return d.s.b.Chtimes(ctx, c.rp, atime, mtime)
 	})
 }
 

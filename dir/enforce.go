@@ -67,6 +67,14 @@ type call struct {
 	prepare func() error
 
 	p, q vfs.Path // parsed paths, relative to the scope's backend
+	// fol says how the operation treats p's final component (and q's, for
+	// destPath calls), for canonical resolution.
+	fol follow
+	// rp and rq are the paths the operation acts on: p and q, or with a policy or
+	// hooks to serve, their canonical locations, marked Resolved.
+	rp, rq vfs.Path
+	// base is the scope's root from the tree's root at the time of the call.
+	base vfs.Path
 	// req is the request the policy and hooks see, made in step 4 only when the Dir
 	// has a custom policy or hooks; nil otherwise.
 	req *policy.Request
@@ -174,21 +182,47 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		outcome, rule, finished = audit.Denied, "read-only", true
 		return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
 	}
-	// (4) Policy.
+	// (4) Policy, on the paths as written and on the canonical paths they reach.
 	if !e.customPolicy && len(e.hooks) == 0 {
 		// The default policy allows every request; nothing else needs one.
 		rule = allowAllRule
 	} else {
-		c.req = &policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: treePath, Dest: treeDest, GuestPath: c.path, Size: c.size - 1}
+		if e.customPolicy && c.op.Writes() && !c.checkOnly {
+			// Decide and act under the tree lock: a structural change cannot
+			// interleave with another call's decision and action.
+			if c.structural() {
+				e.tmu.Lock()
+				defer e.tmu.Unlock()
+			} else {
+				e.tmu.RLock()
+				defer e.tmu.RUnlock()
+			}
+		}
+		base, werr := s.where(ctx)
+		if werr != nil {
+			finished = true
+			return readdress(werr, c.method, c.path, c.destForErr())
+		}
+		c.base = base
+		lexPath, lexDest := c.treePaths()
+		treePath, treeDest = lexPath, lexDest
+		c.req = &policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: lexPath, Dest: lexDest, GuestPath: c.path, Size: c.size - 1}
 		d, ok := policy.Decision{Effect: policy.Allow, Rule: allowAllRule}, true
 		if e.customPolicy {
-			d, ok = e.decide(ctx, c.req)
+			// The guest's own paths first: a refused name reveals nothing more.
+			d, ok = e.decideAll(ctx, c, c.req)
 		}
-		if ok && c.alsoRead && e.customPolicy && c.op != policy.OpRead {
-			r := *c.req
-			r.Op, r.Dest, r.Size = policy.OpRead, "", -1
-			if rd, rok := e.decide(ctx, &r); !rok {
-				d, ok = rd, false
+		if ok {
+			if rerr := s.resolveCall(ctx, c); rerr != nil {
+				finished = true
+				return s.address(c, rerr)
+			}
+			treePath, treeDest = c.treePaths()
+			if treePath != lexPath || treeDest != lexDest {
+				c.req.Path, c.req.Dest = treePath, treeDest
+				if e.customPolicy {
+					d, ok = e.decideAll(ctx, c, c.req)
+				}
 			}
 		}
 		rule = d.Rule
@@ -229,6 +263,48 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	return err
 }
 
+// decideAll decides r, and for an open that also reads, r as a read.
+func (e *env) decideAll(ctx context.Context, c *call, r *policy.Request) (policy.Decision, bool) {
+	d, ok := e.decide(ctx, r)
+	if ok && c.alsoRead && c.op != policy.OpRead {
+		rr := *r
+		rr.Op, rr.Dest, rr.Size = policy.OpRead, "", -1
+		if rd, rok := e.decide(ctx, &rr); !rok {
+			return rd, false
+		}
+	}
+	return d, ok
+}
+
+// resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q.
+func (s *scope) resolveCall(ctx context.Context, c *call) error {
+	rp, err := s.canon(ctx, c.p, c.fol)
+	if err != nil {
+		return err
+	}
+	c.rp = rp
+	switch c.kind {
+	case destPath:
+		fq := c.fol
+		if c.op == policy.OpCopy {
+			fq = followFinal // Copy writes through a link at its destination, as WriteFile
+		}
+		rq, err := s.canon(ctx, c.q, fq)
+		if err != nil {
+			return &addressed{readdress(err, c.method, c.path, c.dest)}
+		}
+		c.rq = rq
+	case destTarget:
+		// The link's target: what the new name will reach.
+		rq, err := s.canon(ctx, c.q, followFinal)
+		if err != nil {
+			return err
+		}
+		c.rq = rq
+	}
+	return nil
+}
+
 // allowAllRule is the rule the default policy names in its decisions.
 var allowAllRule = defaultPolicy.Decide(context.Background(), &policy.Request{}).Rule
 
@@ -267,6 +343,7 @@ func (s *scope) parse(c *call) error {
 		}
 		c.q = q
 	}
+	c.rp, c.rq = c.p, c.q
 	return nil
 }
 
@@ -276,6 +353,15 @@ func (s *scope) treePaths(c *call) (path, dest string) {
 	path = s.treePath(c.p)
 	if c.kind != destNone {
 		dest = s.treePath(c.q)
+	}
+	return path, dest
+}
+
+// treePaths returns the paths c acts on (rp, rq) from the tree's root at c.base.
+func (c *call) treePaths() (path, dest string) {
+	path = c.base.Join(c.rp.WithoutDirMark().Unresolved()).String()
+	if c.kind != destNone {
+		dest = c.base.Join(c.rq.WithoutDirMark().Unresolved()).String()
 	}
 	return path, dest
 }
@@ -341,14 +427,29 @@ func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Pat
 	}
 	r := *c.req
 	r.Op = op
-	r.Path = s.base.Join(p).String()
+	lexPath := c.base.Join(p.WithoutDirMark().Unresolved()).String()
+	lexDest := ""
+	r.Path = lexPath
 	r.Dest = ""
+	// An entry listed beneath a canonical directory is canonical itself; a path
+	// named otherwise (a Glob's) is decided where it leads too.
+	if !p.IsResolved() {
+		if rp, err := s.canon(ctx, p, followEntry); err == nil {
+			r.Path = c.base.Join(rp.WithoutDirMark().Unresolved()).String()
+		}
+	}
 	if dest != nil {
-		r.Dest = s.base.Join(*dest).String()
+		lexDest = c.base.Join(dest.WithoutDirMark().Unresolved()).String()
+		r.Dest = lexDest
+		if !dest.IsResolved() {
+			if rq, err := s.canon(ctx, *dest, followEntry); err == nil {
+				r.Dest = c.base.Join(rq.WithoutDirMark().Unresolved()).String()
+			}
+		}
 	}
 	r.GuestPath = p.String()
 	r.Size = -1
-	d, ok := s.env.decide(ctx, &r)
+	d, ok := s.env.decideBoth(ctx, &r, lexPath, lexDest)
 	if !ok && c.innerRule == "" {
 		c.innerRule = d.Rule
 		if c.innerRule == "" {

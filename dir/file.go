@@ -37,7 +37,7 @@ func (d *Dir) OpenFile(ctx context.Context, path string) (*File, error) {
 	c := &call{op: policy.OpSub, method: "OpenFile", path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
-		f, err = d.s.fileAt(ctx, c.p, false)
+		f, err = d.s.fileAt(ctx, c.rp, false)
 		return err
 	})
 	if err != nil {
@@ -51,10 +51,10 @@ func (d *Dir) OpenFile(ctx context.Context, path string) (*File, error) {
 // parent directory must exist.
 func (d *Dir) CreateFile(ctx context.Context, path string) (*File, error) {
 	var f *File
-	c := &call{op: policy.OpCreate, method: "CreateFile", path: path}
+	c := &call{op: policy.OpCreate, method: "CreateFile", path: path, fol: followEntry}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
-		f, err = d.s.fileAt(ctx, c.p, true)
+		f, err = d.s.fileAt(ctx, c.rp, true)
 		return err
 	})
 	if err != nil {
@@ -80,7 +80,7 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 		if err != nil {
 			return nil, err
 		}
-		parent, base = sub, s.base.Join(dir)
+		parent, base = sub, s.base.Join(dir.Unresolved())
 	}
 	leaf, err := vfs.Root.Child(p.Base())
 	if err != nil {
@@ -99,7 +99,7 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 		if codeOf(err) == vfs.CodeOutside {
 			// A symlink leading above its own directory: name the file by its path
 			// from the Dir instead.
-			parent, base, leaf = s.b, s.base, p
+			parent, base, leaf = s.b, s.base, p.Unresolved()
 			info, err = parent.Stat(ctx, leaf)
 		}
 		if err != nil {
@@ -119,9 +119,12 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 
 // do runs one enforced call on the file; size is the byte count a write leaves in
 // it, or -1 if unknown.
-func (f *File) do(ctx context.Context, op policy.Op, method string, size int64, fn func(ctx context.Context) error) error {
+//
+// fn is given the path to act on: the leaf, or where the leaf leads now (canonical,
+// Resolved) when the call was decided there.
+func (f *File) do(ctx context.Context, op policy.Op, method string, size int64, fn func(ctx context.Context, p vfs.Path) error) error {
 	c := call{op: op, method: method, path: f.name, fixed: true, p: f.leaf, size: size + 1}
-	return f.s.run(ctx, &c, fn)
+	return f.s.run(ctx, &c, func(ctx context.Context) error { return fn(ctx, c.rp) })
 }
 
 // Name returns the file's path relative to the Dir it was opened from.
@@ -131,9 +134,9 @@ func (f *File) Name() string { return f.name }
 // file_too_large (stream them with Open).
 func (f *File) ReadBytes(ctx context.Context) ([]byte, error) {
 	var data []byte
-	err := f.do(ctx, policy.OpRead, "ReadBytes", -1, func(ctx context.Context) error {
+	err := f.do(ctx, policy.OpRead, "ReadBytes", -1, func(ctx context.Context, p vfs.Path) error {
 		var err error
-		data, err = readAll(ctx, f.s.b, f.leaf, f.s.env.maxRead)
+		data, err = readAll(ctx, f.s.b, p, f.s.env.maxRead)
 		return err
 	})
 	if err != nil {
@@ -146,9 +149,9 @@ func (f *File) ReadBytes(ctx context.Context) ([]byte, error) {
 // not checked). The read limit applies as for ReadBytes.
 func (f *File) ReadText(ctx context.Context) (string, error) {
 	var data []byte
-	err := f.do(ctx, policy.OpRead, "ReadText", -1, func(ctx context.Context) error {
+	err := f.do(ctx, policy.OpRead, "ReadText", -1, func(ctx context.Context, p vfs.Path) error {
 		var err error
-		data, err = readAll(ctx, f.s.b, f.leaf, f.s.env.maxRead)
+		data, err = readAll(ctx, f.s.b, p, f.s.env.maxRead)
 		return err
 	})
 	if err != nil {
@@ -160,30 +163,30 @@ func (f *File) ReadText(ctx context.Context) (string, error) {
 // WriteBytes replaces the file's contents with b, atomically (see Dir.WriteFile),
 // creating the file again if it was removed.
 func (f *File) WriteBytes(ctx context.Context, b []byte) error {
-	return f.do(ctx, policy.OpWrite, "WriteBytes", int64(len(b)), func(ctx context.Context) error {
-		return atomicWrite(ctx, f.s.b, f.leaf, bytesSource(b), filePerm)
+	return f.do(ctx, policy.OpWrite, "WriteBytes", int64(len(b)), func(ctx context.Context, p vfs.Path) error {
+		return atomicWrite(ctx, f.s.b, p, bytesSource(b), filePerm)
 	})
 }
 
 // WriteText replaces the file's contents with s, atomically.
 func (f *File) WriteText(ctx context.Context, s string) error {
-	return f.do(ctx, policy.OpWrite, "WriteText", int64(len(s)), func(ctx context.Context) error {
-		return atomicWrite(ctx, f.s.b, f.leaf, bytesSource([]byte(s)), filePerm)
+	return f.do(ctx, policy.OpWrite, "WriteText", int64(len(s)), func(ctx context.Context, p vfs.Path) error {
+		return atomicWrite(ctx, f.s.b, p, bytesSource([]byte(s)), filePerm)
 	})
 }
 
 // Append appends b to the file, creating it again if it was removed.
 func (f *File) Append(ctx context.Context, b []byte) error {
-	return f.do(ctx, policy.OpWrite, "Append", -1, func(ctx context.Context) error {
-		return appendTo(ctx, f.s.b, f.leaf, b)
+	return f.do(ctx, policy.OpWrite, "Append", -1, func(ctx context.Context, p vfs.Path) error {
+		return appendTo(ctx, f.s.b, p, b)
 	})
 }
 
 // Stat returns information on the file (following a symlink).
 func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 	var fi fs.FileInfo
-	err := f.do(ctx, policy.OpStat, "Stat", -1, func(ctx context.Context) error {
-		info, err := f.s.b.Stat(ctx, f.leaf)
+	err := f.do(ctx, policy.OpStat, "Stat", -1, func(ctx context.Context, p vfs.Path) error {
+		info, err := f.s.b.Stat(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -203,7 +206,7 @@ func (f *File) Open(ctx context.Context, flag int) (*Handle, error) {
 	c := call{op: openFlagOp(flag), method: "Open", path: f.name, fixed: true, p: f.leaf, alsoRead: flag&os.O_RDWR != 0}
 	err := f.s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
-		h, err = f.s.open(ctx, f.name, f.leaf, flag, filePerm)
+		h, err = f.s.open(ctx, f.name, c.rp, flag, filePerm)
 		return err
 	})
 	if err != nil {

@@ -66,10 +66,10 @@ func openFlagOp(flag int) policy.Op {
 // Dir is read_only.
 func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode) (*Handle, error) {
 	var h *Handle
-	c := &call{op: openFlagOp(flag), method: "Open", path: path, alsoRead: flag&os.O_RDWR != 0}
+	c := &call{op: openFlagOp(flag), method: "Open", path: path, alsoRead: flag&os.O_RDWR != 0, fol: openFollow(flag)}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
-		h, err = d.s.open(ctx, path, c.p, flag, createPerm(perm))
+		h, err = d.s.open(ctx, path, c.rp, flag, createPerm(perm))
 		return err
 	})
 	if err != nil {

@@ -30,9 +30,9 @@ func AllowCopy() MoveOption { return func(m *moveConfig) { m.allowCopy = true } 
 // (invalid_path). With a custom policy, every path beneath is checked before
 // anything is removed: a refusal anywhere removes nothing.
 func (d *Dir) RemoveAll(ctx context.Context, path string) error {
-	c := &call{op: policy.OpRemove, method: "RemoveAll", path: path}
+	c := &call{op: policy.OpRemove, method: "RemoveAll", path: path, fol: followEntry}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		return d.s.removeAll(ctx, c, c.p, true)
+		return d.s.removeAll(ctx, c, c.rp, true)
 	})
 }
 
@@ -48,25 +48,25 @@ func (d *Dir) Move(ctx context.Context, from, to string, opts ...MoveOption) err
 			o(&mc)
 		}
 	}
-	c := &call{op: policy.OpRename, method: "Move", path: from, dest: to, kind: destPath}
+	c := &call{op: policy.OpRename, method: "Move", path: from, dest: to, kind: destPath, fol: followEntry}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		const method = "Move"
 		if c.p.IsRoot() || c.q.IsRoot() {
 			return errAt(vfs.CodeInvalidPath, method, from, to, "cannot move the root")
 		}
 		if d.s.env.customPolicy {
-			if err := d.s.checkSubtree(ctx, c, method, c.p, c.q, policy.OpRename); err != nil {
+			if err := d.s.checkSubtree(ctx, c, method, c.rp, c.rq, policy.OpRename); err != nil {
 				return err
 			}
 		}
-		err := d.s.b.Rename(ctx, c.p, c.q, 0)
+		err := d.s.b.Rename(ctx, c.rp, c.rq, 0)
 		if codeOf(err) != vfs.CodeCrossMount || !mc.allowCopy {
 			return err
 		}
-		if err := d.s.copyTree(ctx, c, method, c.p, c.q, policy.OpRename); err != nil {
+		if err := d.s.copyTree(ctx, c, method, c.rp, c.rq, policy.OpRename); err != nil {
 			return err
 		}
-		return d.s.removeAll(ctx, c, c.p, false)
+		return d.s.removeAll(ctx, c, c.rp, false)
 	})
 }
 
@@ -100,17 +100,17 @@ func (s *scope) checkSubtree(ctx context.Context, c *call, method string, from, 
 // also decided as a read and every path beneath a copied directory as a copy,
 // before anything is created; if the copy fails midway, what it created is removed.
 func (d *Dir) Copy(ctx context.Context, from, to string) error {
-	c := &call{op: policy.OpCopy, method: "Copy", path: from, dest: to, kind: destPath}
+	c := &call{op: policy.OpCopy, method: "Copy", path: from, dest: to, kind: destPath, fol: followEntry}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		if c.q.IsRoot() {
 			return errAt(vfs.CodeExists, "Copy", from, to, "the destination is the root")
 		}
 		// The source is also decided as a read, so a policy that guards reads of a
 		// file guards copying it.
-		if dd, ok := d.s.allowInner(ctx, c, policy.OpRead, c.p.WithoutDirMark(), nil); !ok {
+		if dd, ok := d.s.allowInner(ctx, c, policy.OpRead, c.rp.WithoutDirMark(), nil); !ok {
 			return innerDenied("Copy", c.p.WithoutDirMark(), dd)
 		}
-		return d.s.copyTree(ctx, c, "Copy", c.p, c.q, policy.OpCopy)
+		return d.s.copyTree(ctx, c, "Copy", c.rp, c.rq, policy.OpCopy)
 	})
 }
 
@@ -124,7 +124,7 @@ func (d *Dir) Copy(ctx context.Context, from, to string) error {
 func (d *Dir) Walk(ctx context.Context, root string, fn fs.WalkDirFunc) error {
 	c := &call{op: policy.OpList, method: "Walk", path: root, emptyIsDot: true}
 	return d.do(ctx, c, func(ctx context.Context) error {
-		p := c.p
+		p := c.rp
 		var info vfs.Info
 		var err error
 		if p.MustBeDir() {

@@ -154,14 +154,14 @@ type backendView struct {
 
 var _ vfs.Backend = (*backendView)(nil)
 
-func (v *backendView) do(ctx context.Context, op policy.Op, method string, p vfs.Path, fn func(ctx context.Context) error) error {
-	c := call{op: op, method: method, path: p.String(), fixed: true, p: p}
-	return v.d.s.run(ctx, &c, fn)
+func (v *backendView) do(ctx context.Context, op policy.Op, method string, p vfs.Path, fol follow, fn func(ctx context.Context, p vfs.Path) error) error {
+	c := call{op: op, method: method, path: p.String(), fixed: true, p: p, fol: fol}
+	return v.d.s.run(ctx, &c, func(ctx context.Context) error { return fn(ctx, c.rp) })
 }
 
-// call2 is the call of a two-path method.
+// call2 is the call of a two-path method (neither end followed).
 func call2(op policy.Op, method string, p, q vfs.Path) call {
-	return call{op: op, method: method, path: p.String(), dest: q.String(), kind: destPath, fixed: true, p: p, q: q}
+	return call{op: op, method: method, path: p.String(), dest: q.String(), kind: destPath, fixed: true, p: p, q: q, fol: followEntry}
 }
 
 func (v *backendView) Features() vfs.Features {
@@ -174,29 +174,35 @@ func (v *backendView) Features() vfs.Features {
 
 func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 	var info vfs.Info
-	err := v.do(ctx, policy.OpStat, "stat", p, func(ctx context.Context) error {
+	err := v.do(ctx, policy.OpStat, "stat", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
 		var err error
-		info, err = v.d.s.b.Stat(ctx, p)
+		info, err = v.d.s.b.Stat(ctx, rp)
 		return err
 	})
+	if err == nil {
+		info.Name = baseOrDot(p)
+	}
 	return info, err
 }
 
 func (v *backendView) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 	var info vfs.Info
-	err := v.do(ctx, policy.OpStat, "lstat", p, func(ctx context.Context) error {
+	err := v.do(ctx, policy.OpStat, "lstat", p, followNone, func(ctx context.Context, rp vfs.Path) error {
 		var err error
-		info, err = v.d.s.b.Lstat(ctx, p)
+		info, err = v.d.s.b.Lstat(ctx, rp)
 		return err
 	})
+	if err == nil {
+		info.Name = baseOrDot(p)
+	}
 	return info, err
 }
 
 func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	var ents []vfs.DirEntry
-	err := v.do(ctx, policy.OpList, "readdir", p, func(ctx context.Context) error {
+	err := v.do(ctx, policy.OpList, "readdir", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
 		var err error
-		ents, err = v.d.s.b.ReadDir(ctx, p)
+		ents, err = v.d.s.b.ReadDir(ctx, rp)
 		return err
 	})
 	if err != nil {
@@ -207,10 +213,10 @@ func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, 
 
 func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	var h *Handle
-	c := call{op: openFlagOp(flag), method: "open", path: p.String(), fixed: true, p: p, alsoRead: flag&os.O_RDWR != 0}
+	c := call{op: openFlagOp(flag), method: "open", path: p.String(), fixed: true, p: p, alsoRead: flag&os.O_RDWR != 0, fol: openFollow(flag)}
 	err := v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
-		h, err = v.d.s.open(ctx, p.String(), p, flag, createPerm(perm))
+		h, err = v.d.s.open(ctx, p.String(), c.rp, flag, createPerm(perm))
 		return err
 	})
 	if err != nil {
@@ -220,14 +226,14 @@ func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm f
 }
 
 func (v *backendView) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return v.do(ctx, policy.OpMkdir, "mkdir", p, func(ctx context.Context) error {
-		return v.d.s.b.Mkdir(ctx, p, createPerm(perm))
+	return v.do(ctx, policy.OpMkdir, "mkdir", p, followEntry, func(ctx context.Context, rp vfs.Path) error {
+		return v.d.s.b.Mkdir(ctx, rp, createPerm(perm))
 	})
 }
 
 func (v *backendView) Remove(ctx context.Context, p vfs.Path) error {
-	return v.do(ctx, policy.OpRemove, "remove", p, func(ctx context.Context) error {
-		return v.d.s.b.Remove(ctx, p)
+	return v.do(ctx, policy.OpRemove, "remove", p, followEntry, func(ctx context.Context, rp vfs.Path) error {
+		return v.d.s.b.Remove(ctx, rp)
 	})
 }
 
@@ -235,34 +241,34 @@ func (v *backendView) Rename(ctx context.Context, from, to vfs.Path, flags vfs.R
 	c := call2(policy.OpRename, "rename", from, to)
 	return v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		if v.d.s.env.customPolicy {
-			if err := v.d.s.checkSubtree(ctx, &c, "rename", from, to, policy.OpRename); err != nil {
+			if err := v.d.s.checkSubtree(ctx, &c, "rename", c.rp, c.rq, policy.OpRename); err != nil {
 				return err
 			}
 			if flags&vfs.RenameExchange != 0 {
-				if err := v.d.s.checkSubtree(ctx, &c, "rename", to, from, policy.OpRename); err != nil {
+				if err := v.d.s.checkSubtree(ctx, &c, "rename", c.rq, c.rp, policy.OpRename); err != nil {
 					return err
 				}
 			}
 		}
-		return v.d.s.b.Rename(ctx, from, to, flags)
+		return v.d.s.b.Rename(ctx, c.rp, c.rq, flags)
 	})
 }
 
 func (v *backendView) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	c := &call{op: policy.OpSymlink, method: "symlink", path: p.String(), dest: target, kind: destTarget, fixed: true, p: p}
+	c := &call{op: policy.OpSymlink, method: "symlink", path: p.String(), dest: target, kind: destTarget, fixed: true, p: p, fol: followEntry}
 	if v.verbatimLinks {
 		c.kind, c.dest = destNone, ""
 	}
 	return v.d.s.run(ctx, c, func(ctx context.Context) error {
-		return v.d.s.b.Symlink(ctx, target, p)
+		return v.d.s.b.Symlink(ctx, target, c.rp)
 	})
 }
 
 func (v *backendView) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	var t string
-	err := v.do(ctx, policy.OpReadlink, "readlink", p, func(ctx context.Context) error {
+	err := v.do(ctx, policy.OpReadlink, "readlink", p, followNone, func(ctx context.Context, rp vfs.Path) error {
 		var err error
-		t, err = v.d.s.b.Readlink(ctx, p)
+		t, err = v.d.s.b.Readlink(ctx, rp)
 		return err
 	})
 	return t, err
@@ -271,40 +277,48 @@ func (v *backendView) Readlink(ctx context.Context, p vfs.Path) (string, error) 
 func (v *backendView) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	c := call2(policy.OpLink, "link", oldp, newp)
 	return v.d.s.run(ctx, &c, func(ctx context.Context) error {
-		return v.d.s.b.Link(ctx, oldp, newp)
+		return v.d.s.b.Link(ctx, c.rp, c.rq)
 	})
 }
 
 func (v *backendView) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return v.do(ctx, policy.OpChmod, "chmod", p, func(ctx context.Context) error {
+	return v.do(ctx, policy.OpChmod, "chmod", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
 		m, err := chmodMode(mode)
 		if err != nil {
 			return vfs.NewError(vfs.CodePermission, "chmod", p, err.Error())
 		}
-		return v.d.s.b.Chmod(ctx, p, m)
+		return v.d.s.b.Chmod(ctx, rp, m)
 	})
 }
 
 func (v *backendView) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return v.do(ctx, policy.OpChtimes, "chtimes", p, func(ctx context.Context) error {
-		return v.d.s.b.Chtimes(ctx, p, atime, mtime)
+	return v.do(ctx, policy.OpChtimes, "chtimes", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+		return v.d.s.b.Chtimes(ctx, rp, atime, mtime)
 	})
 }
 
 func (v *backendView) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	var out vfs.Backend
-	err := v.do(ctx, policy.OpSub, "sub", p, func(ctx context.Context) error {
-		sub, err := v.d.s.b.Sub(ctx, p)
+	err := v.do(ctx, policy.OpSub, "sub", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+		sub, err := v.d.s.b.Sub(ctx, rp)
 		if err != nil {
 			return err
 		}
-		out = &backendView{d: v.d.derive(sub, p), verbatimLinks: v.verbatimLinks}
+		out = &backendView{d: v.d.derive(sub, rp), verbatimLinks: v.verbatimLinks}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// baseOrDot is p's name as a Stat of it reports it.
+func baseOrDot(p vfs.Path) string {
+	if p.IsRoot() {
+		return "."
+	}
+	return p.Base()
 }
 
 // handleFile presents a Handle as a vfs.File.
@@ -316,7 +330,7 @@ func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
 // what a stat would).
 func (v *backendView) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
 	var out vfs.Location
-	err := v.do(ctx, policy.OpStat, "resolve", p, func(ctx context.Context) error {
+	err := v.do(ctx, policy.OpStat, "resolve", p, followNone, func(ctx context.Context, _ vfs.Path) error {
 		loc, err := v.d.s.b.Resolve(ctx, p, follow)
 		out = loc
 		return err

@@ -176,6 +176,13 @@ func (p Path) MustBeDir() bool { return p.mustDir }
 // mark).
 func (p Path) WithoutDirMark() Path { return Path{p: p.p, resolved: p.resolved} }
 
+// WithDirMark returns p with the trailing-slash mark set as must says (the root
+// never carries it).
+func (p Path) WithDirMark(must bool) Path {
+	p.mustDir = must && p.p != ""
+	return p
+}
+
 // Resolved returns p marked as already resolved: a location that Backend.Resolve
 // returned, whose every component but the last is a real directory (no symlink) and
 // whose last component is whatever the resolution stopped at. A backend given a

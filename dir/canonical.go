@@ -1,0 +1,153 @@
+package dir
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Canonical decisions. With a policy or hooks to serve, every call resolves each
+// path it touches to the location it really reaches (vfs.Backend.Resolve: symlinks
+// followed the way the operation follows them, ".." in link targets taken
+// physically, mounts mapped) and the policy decides on that canonical path as well
+// as on the path the guest wrote: a refusal of either refuses the call. The backend
+// then acts on the canonical path, marked Resolved, so it follows nothing again: a
+// symlink swapped in after the decision makes the call fail with conflict, never
+// reach something undecided. A pinned capability (Sub, OpenDir, File) decides on
+// where its directory is now (vfs.Locator), not where it was when pinned.
+
+// follow says how an operation treats the final component of its path.
+type follow uint8
+
+const (
+	// followFinal follows a final symlink (Stat, ReadFile, Open, Chmod, Sub, ...).
+	followFinal follow = iota
+	// followNone does not follow it, but a trailing slash does, as in POSIX path
+	// resolution (Lstat, Exists, Readlink).
+	followNone
+	// followEntry acts on the entry itself even with a trailing slash, which the
+	// backend then checks against it (Mkdir, Remove, Rename, Symlink, Link,
+	// O_CREATE|O_EXCL).
+	followEntry
+)
+
+// treeLocks maps a root backend to the lock its Dirs share, so Dirs made by
+// separate New calls over one Namespace serialize their structural changes too.
+var treeLocks sync.Map // vfs.Backend -> *sync.RWMutex
+
+func treeLock(b vfs.Backend) *sync.RWMutex {
+	defer func() { _ = recover() }() // an uncomparable backend value: a private lock
+	if mu, ok := treeLocks.Load(b); ok {
+		return mu.(*sync.RWMutex)
+	}
+	mu, _ := treeLocks.LoadOrStore(b, new(sync.RWMutex))
+	return mu.(*sync.RWMutex)
+}
+
+// structural reports whether c changes what names reach what (a rename, a copy,
+// a new link) and so must hold the tree lock exclusively while it decides and
+// acts; every other mutation holds it shared.
+func (c *call) structural() bool {
+	switch c.op {
+	case policy.OpRename, policy.OpCopy, policy.OpSymlink, policy.OpLink:
+		return true
+	}
+	return false
+}
+
+// where returns the current path of the scope's root from the tree's root: its
+// Locator's answer for a pinned capability whose directory may have moved, else
+// the path it was derived at.
+func (s *scope) where(ctx context.Context) (vfs.Path, error) {
+	if s.b == s.env.root {
+		return vfs.Root, nil
+	}
+	l, ok := s.b.(vfs.Locator)
+	if !ok {
+		return s.base, nil
+	}
+	p, err := l.Locate(ctx)
+	if err != nil {
+		if codeOf(err) == vfs.CodeNotSupported {
+			return s.base, nil
+		}
+		return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the capability's directory is no longer in the tree")
+	}
+	if s.env.rootLoc != nil {
+		r, err := s.env.rootLoc.Locate(ctx)
+		if err != nil {
+			return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the tree's root directory is gone")
+		}
+		rel, ok := p.TrimPrefix(r)
+		if !ok {
+			return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the capability's directory is no longer in the tree")
+		}
+		p = rel
+	}
+	return p.Unresolved(), nil
+}
+
+// canon returns the canonical path p reaches in the scope's backend, marked
+// Resolved, with p's trailing-slash mark. A path whose parent directories do not
+// all exist yet resolves as far as they do, the missing names appended as written
+// (they hold no symlink, since they do not exist): that is where a creation would
+// land, and where MkdirAll's directories will be.
+func (s *scope) canon(ctx context.Context, p vfs.Path, f follow) (vfs.Path, error) {
+	if p.IsResolved() {
+		return p, nil
+	}
+	q := p
+	if f == followEntry {
+		q = p.WithoutDirMark()
+	}
+	fol := f == followFinal || (f == followNone && p.MustBeDir())
+	loc, err := s.b.Resolve(ctx, q, fol)
+	if err != nil {
+		if codeOf(err) != vfs.CodeNotFound || q.IsRoot() {
+			return vfs.Path{}, err
+		}
+		parent, perr := s.canon(ctx, q.Dir().WithoutDirMark(), followFinal)
+		if perr != nil {
+			return vfs.Path{}, err
+		}
+		r, cerr := parent.Child(q.Base())
+		if cerr != nil {
+			return vfs.Path{}, err
+		}
+		// A dangling link whose target's directory is missing: the entry itself
+		// exists, so the operation reports what it reports (not_found).
+		if l, lerr := s.b.Resolve(ctx, r, false); lerr == nil && l.Found {
+			return vfs.Path{}, err
+		}
+		loc.Path = r
+	}
+	return loc.Path.WithDirMark(p.MustBeDir()), nil
+}
+
+// decideBoth asks the policy about r as given (its Path and Dest being the
+// canonical paths) and, where the guest's own paths differ, about those too. ok is
+// false if either is refused; d is the refusing decision (or the canonical one).
+func (e *env) decideBoth(ctx context.Context, r *policy.Request, lexPath, lexDest string) (policy.Decision, bool) {
+	d, ok := e.decide(ctx, r)
+	if !ok || (lexPath == r.Path && lexDest == r.Dest) {
+		return d, ok
+	}
+	lr := *r
+	lr.Path, lr.Dest = lexPath, lexDest
+	if ld, lok := e.decide(ctx, &lr); !lok {
+		return ld, false
+	}
+	return d, ok
+}
+
+// openFollow is how an open treats a final symlink: O_CREATE|O_EXCL does not
+// follow it (already_exists, even for a dangling link); every other open does.
+func openFollow(flag int) follow {
+	if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
+		return followEntry
+	}
+	return followFinal
+}
