@@ -385,7 +385,8 @@ func TestOverlayConformance(t *testing.T) {
 func TestOverlayWriteTreeEmptyAndQuota(t *testing.T) {
 	ctx := context.Background()
 	d, base := overlayRepo(t)
-	o, err := OpenOverlay(d, "refs/heads/main", OverlayMemory(memory.WithQuota(64)))
+	// 64 bytes of data besides the charges for one file node and its name.
+	o, err := OpenOverlay(d, "refs/heads/main", OverlayMemory(memory.WithQuota(64+memory.NodeCharge+memory.EntryCharge+16)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestOverlayCopyUpIsPerPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if u := o.v.s.store.Usage(); u != int64(len("deep\nmore\n")) {
+	if u := o.v.s.store.DataUsage(); u != int64(len("deep\nmore\n")) {
 		t.Fatalf("memory layer holds %d bytes, want only the written file's %d", u, len("deep\nmore\n"))
 	}
 	if got := readAll(t, o, "dir/sub/deep.txt"); got != "deep\nmore\n" {

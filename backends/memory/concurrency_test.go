@@ -169,9 +169,10 @@ func TestConcurrentMixedOps(t *testing.T) {
 // quota accounting and that every entry is reachable. No handles may be open.
 func checkInvariants(t *testing.T, m *FS, quota int64) {
 	t.Helper()
+	structure, data := charges(m)
+	used := structure + data
 	m.st.mu.RLock()
 	defer m.st.mu.RUnlock()
-	var used int64
 	seen := map[*node]bool{}
 	var walk func(d *node, path string)
 	walk = func(d *node, path string) {
@@ -191,7 +192,6 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 			if c.typ == 0 && !seen[c] {
 				seen[c] = true
 				c.mu.RLock()
-				used += int64(len(c.data))
 				if c.size.Load() != int64(len(c.data)) {
 					t.Errorf("%s/%s: size %d, data %d", path, name, c.size.Load(), len(c.data))
 				}
@@ -242,7 +242,10 @@ func checkInvariants(t *testing.T, m *FS, quota int64) {
 		}
 	}
 	if got := m.Usage(); got != used {
-		t.Errorf("Usage() = %d, reachable file data is %d", got, used)
+		t.Errorf("Usage() = %d, the reachable tree is charged %d (%d structure, %d file capacity)", got, used, structure, data)
+	}
+	if got := m.DataUsage(); got != data {
+		t.Errorf("DataUsage() = %d, reachable file capacity is %d", got, data)
 	}
 	if used > quota {
 		t.Errorf("usage %d exceeds quota %d", used, quota)

@@ -89,3 +89,57 @@ func names(es []vfs.DirEntry) []string {
 	}
 	return out
 }
+
+// charges walks the tree from the top root and returns what WithQuota should be
+// charging for it: structure (nodes, entries, names, symlink targets) and file
+// data (capacity). Files open but unlinked are not reachable and not counted.
+func charges(m *FS) (structure, data int64) {
+	m.st.mu.RLock()
+	defer m.st.mu.RUnlock()
+	seen := map[*node]bool{}
+	var walk func(d *node)
+	walk = func(d *node) {
+		for name, c := range d.dir.children {
+			structure += EntryCharge + int64(len(name))
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			switch c.typ {
+			case fs.ModeDir:
+				structure += DirCharge
+				walk(c)
+			case fs.ModeSymlink:
+				structure += NodeCharge + int64(len(c.target))
+			default:
+				structure += NodeCharge
+				c.mu.RLock()
+				data += int64(cap(c.data))
+				c.mu.RUnlock()
+			}
+		}
+	}
+	walk(m.origin)
+	return structure, data
+}
+
+// dataUsage is Usage less the structure charges of the reachable tree: the file
+// capacity charged (plus anything held by unlinked open files).
+func dataUsage(m *FS) int64 {
+	s, _ := charges(m)
+	return m.Usage() - s
+}
+
+func TestDataUsage(t *testing.T) {
+	m := New()
+	writeFile(t, m, "f", "12345")
+	mkdirs(t, m, "d")
+	must(t, m.Symlink(bg, "target", P("l")))
+	if s, d := charges(m); m.DataUsage() != d || d != 5 || m.Usage() != s+d {
+		t.Fatalf("DataUsage %d, Usage %d; tree: %d data, %d structure", m.DataUsage(), m.Usage(), d, s)
+	}
+	must(t, m.Remove(bg, P("f")))
+	if m.DataUsage() != 0 {
+		t.Fatalf("DataUsage %d after remove", m.DataUsage())
+	}
+}

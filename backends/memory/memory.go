@@ -15,10 +15,14 @@
 //     resolve beneath the new root.
 //   - Every File has its own offset; O_APPEND writes land at the end of the file
 //     atomically; writes and truncations past the end zero-fill; O_EXCL is atomic.
-//   - With WithQuota, the total bytes of file data (counted once per inode, freed
-//     when the last name and the last handle are gone) never exceed the quota: a
-//     Write, WriteAt or Truncate that would exceed it fails with quota_exceeded and
-//     changes nothing (no partial write).
+//   - With WithQuota, the bytes charged never exceed the quota, and they are what
+//     the tree really holds (see WithQuota): file data by capacity, symlink targets,
+//     and a fixed charge per node and per entry plus the entry's name. An
+//     operation that would exceed it (a Write, WriteAt or Truncate, creating a
+//     file, directory, symlink or hard link, or renaming to a longer name) fails
+//     with quota_exceeded and changes nothing (no partial write). Names and
+//     symlink targets are copied in, so a stored name never keeps a larger guest
+//     string alive.
 //   - All methods are safe for concurrent use. Tree operations share a
 //     readers-writer lock (lookups run in parallel); file contents have a lock per
 //     inode, so reads and writes of different files do not contend; Stat reads an
@@ -59,14 +63,19 @@
 // contiguously, so a sparse file (a write far past the end, a large Truncate) holds
 // its whole size in memory. Without WithQuota and WithMaxFileSize a caller can grow
 // a file until the process runs out of memory; hosts serving untrusted guests should
-// set both. The number of entries is not limited by the quota, which counts file data
-// only.
+// set both. What the quota charges is the data structures' measured size, not the
+// Go allocator's: an allocation is rounded up to its size class (at most an eighth
+// more for a file up to 32 KiB, less than 8 KiB more for a larger one), a file
+// being reallocated briefly holds its old and new copies, and the store keeps a
+// fixed-size cache of resolved paths (at most 1024 paths). Handles, Subs and open
+// listings are the caller's, not charged.
 package memory
 
 import (
 	"context"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/capfs/capfs/vfs"
@@ -88,9 +97,24 @@ var (
 // Option configures New.
 type Option func(*store)
 
-// WithQuota limits the total bytes of file data held by the filesystem (and every
-// FS Sub derives from it) to bytes. A write or truncation that would exceed it fails
-// with quota_exceeded, leaving the file unchanged. bytes <= 0 means no limit.
+// WithQuota limits the bytes charged for what the filesystem (and every FS Sub
+// derives from it) holds to bytes. bytes <= 0 means no limit. Charged are:
+//
+//   - a regular file's data by its capacity, not its length, once per inode (hard
+//     links share it), until its last name and last handle are gone. A file written
+//     from empty in one call is allocated at exactly its size; a file that grows
+//     past its capacity is reallocated with slack (twice the old capacity below
+//     256 KiB, 1.25 times above, never past WithMaxFileSize), and the slack is
+//     charged too, taken only as far as the quota allows. A truncation that leaves
+//     at least 4 KiB and more than half of the capacity unused reallocates the file
+//     at its size and gives the rest back;
+//   - NodeCharge per file or symlink, DirCharge per directory (the root aside);
+//   - a symlink's target, byte for byte;
+//   - EntryCharge plus the name's length per directory entry, hard links included.
+//
+// An operation that would exceed the quota fails with quota_exceeded, changing
+// nothing: Write, WriteAt, Truncate, OpenFile with O_CREATE, Mkdir, Symlink, Link,
+// and Rename to a longer name. Usage reports the total.
 func WithQuota(bytes int64) Option {
 	return func(s *store) {
 		if bytes < 0 {
@@ -131,9 +155,14 @@ func New(opts ...Option) *FS {
 	return &FS{st: st, root: root, origin: root}
 }
 
-// Usage returns the bytes of file data currently held, across the whole store
-// (shared with every Sub). It is what WithQuota limits.
+// Usage returns the bytes currently charged, across the whole store (shared with
+// every Sub): what WithQuota limits (see there for what is charged). An empty FS
+// uses 0.
 func (f *FS) Usage() int64 { return f.st.used.Load() }
+
+// DataUsage returns the part of Usage that is file data: the capacity held by
+// files, counted once per inode, open but unlinked files included.
+func (f *FS) DataUsage() int64 { return f.st.data.Load() }
 
 // Features reports symlinks, hard links, Chmod and Chtimes; the tree is not
 // persistent.
@@ -285,6 +314,9 @@ func (f *FS) openLocked(ctx context.Context, p vfs.Path, flag, acc int, perm fs.
 	if err := f.canCreate(r, op, p); err != nil {
 		return nil, err
 	}
+	if !f.st.reserve(NodeCharge + entryCharge(r.Name)) {
+		return nil, quotaError(op, p)
+	}
 	now := f.st.now()
 	n = f.st.newNode(0, perm, now)
 	n.opens.Store(1)
@@ -323,6 +355,9 @@ func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 	}
 	if err := f.canCreate(r, op, p); err != nil {
 		return err
+	}
+	if !f.st.reserve(DirCharge + entryCharge(r.Name)) {
+		return quotaError(op, p)
 	}
 	now := f.st.now()
 	f.st.addEntry(r.Parent, r.Name, f.st.newNode(fs.ModeDir, perm, now), now)
@@ -367,6 +402,7 @@ func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
 		return vfs.NewError(vfs.CodeNotEmpty, op, p, "")
 	}
 	f.st.delEntry(r.Parent, r.Name, n, f.st.now())
+	f.st.reserve(-entryCharge(r.Name))
 	f.st.unlinked(n)
 	return nil
 }
@@ -454,6 +490,8 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 		f.st.delEntry(dst.Parent, dst.Name, dn, now)
 		f.st.unlinked(dn)
 		f.st.addEntry(dst.Parent, dst.Name, sn, now)
+		// The destination's entry now names sn; the source's is gone.
+		f.st.reserve(-entryCharge(src.Name))
 		return nil
 	}
 
@@ -462,6 +500,10 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	}
 	if err := f.canCreate(dst, op, to); err != nil {
 		return wrap(err)
+	}
+	// The entry changes name: a longer one is charged the difference.
+	if !f.st.reserve(entryCharge(dst.Name) - entryCharge(src.Name)) {
+		return wrap(quotaError(op, to))
 	}
 	f.st.delEntry(src.Parent, src.Name, sn, now)
 	f.st.addEntry(dst.Parent, dst.Name, sn, now)
@@ -497,12 +539,21 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	if err := f.canCreate(r, op, p); err != nil {
 		return err
 	}
+	if !f.st.reserve(NodeCharge + int64(len(target)) + entryCharge(r.Name)) {
+		return quotaError(op, p)
+	}
 	now := f.st.now()
 	n := f.st.newNode(fs.ModeSymlink, fs.ModePerm, now)
-	n.target = target
+	// A copy: the target may share memory with a much larger string.
+	n.target = strings.Clone(target)
 	n.size.Store(int64(len(target)))
 	f.st.addEntry(r.Parent, r.Name, n, now)
 	return nil
+}
+
+// quotaError is the error of an operation refused by the quota.
+func quotaError(op string, p vfs.Path) error {
+	return vfs.NewError(vfs.CodeQuota, op, p, "storage quota exceeded")
 }
 
 func containsNUL(s string) bool {
@@ -574,6 +625,9 @@ func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	}
 	if err := f.canCreate(dst, op, newp); err != nil {
 		return wrap(err)
+	}
+	if !f.st.reserve(entryCharge(dst.Name)) {
+		return fail(vfs.CodeQuota, "storage quota exceeded")
 	}
 	n := src.Node
 	n.mu.Lock()

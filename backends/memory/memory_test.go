@@ -44,8 +44,8 @@ func TestWriteReadStat(t *testing.T) {
 	if i.Name != "f" || i.Size != 5 || i.Mode != 0o644 || i.Nlink != 1 || i.ModTime.IsZero() {
 		t.Fatalf("info %+v", i)
 	}
-	if m.Usage() != 5 {
-		t.Fatalf("usage %d", m.Usage())
+	if u := dataUsage(m); u != 5 {
+		t.Fatalf("data usage %d", u)
 	}
 	_, err = m.Stat(bg, P("d/missing"))
 	wantCode(t, err, vfs.CodeNotFound)
@@ -124,8 +124,8 @@ func TestOpenFlags(t *testing.T) {
 	if got := readFile(t, m, "f"); got != "" {
 		t.Fatalf("O_TRUNC left %q", got)
 	}
-	if m.Usage() != 0 {
-		t.Fatalf("usage after truncate %d", m.Usage())
+	if u := dataUsage(m); u != 0 {
+		t.Fatalf("data usage after truncate %d", u)
 	}
 
 	// O_TRUNC truncates even a read-only open, as on Linux.
@@ -384,8 +384,8 @@ func TestTruncate(t *testing.T) {
 	if off, _ := f.Seek(0, io.SeekCurrent); off != 5 {
 		t.Fatalf("offset %d", off)
 	}
-	if m.Usage() != 0 {
-		t.Fatalf("usage %d", m.Usage())
+	if u := dataUsage(m); u != 0 {
+		t.Fatalf("data usage %d", u)
 	}
 }
 
@@ -586,7 +586,7 @@ func TestRemoveOpenFile(t *testing.T) {
 	if i.Nlink != 0 || i.Size != 9 {
 		t.Fatalf("unlinked stat %+v", i)
 	}
-	if m.Usage() != 9 {
+	if m.Usage() != NodeCharge+9 {
 		t.Fatalf("usage %d while the unlinked file is open", m.Usage())
 	}
 	// A new file under the old name is a different inode.
@@ -595,8 +595,8 @@ func TestRemoveOpenFile(t *testing.T) {
 		t.Fatalf("old handle sees %q", buf)
 	}
 	must(t, h.Close())
-	if m.Usage() != 3 {
-		t.Fatalf("usage %d after last close, want 3", m.Usage())
+	if want := NodeCharge + entryCharge("f") + 3; m.Usage() != want {
+		t.Fatalf("usage %d after last close, want %d (the new f only)", m.Usage(), want)
 	}
 }
 
@@ -663,8 +663,8 @@ func TestRenameReplace(t *testing.T) {
 	if exists(t, m, "f1") || readFile(t, m, "f2") != "one" {
 		t.Fatal("file over file")
 	}
-	if m.Usage() != 3 {
-		t.Fatalf("usage %d, replaced file not released", m.Usage())
+	if u := dataUsage(m); u != 3 {
+		t.Fatalf("data usage %d, replaced file not released", u)
 	}
 	// Dir over non-empty dir.
 	wantCode(t, m.Rename(bg, P("d1"), P("full"), 0), vfs.CodeNotEmpty)
@@ -947,8 +947,8 @@ func TestHardLinks(t *testing.T) {
 	if got := readFile(t, m, "f"); got != "changed" {
 		t.Fatalf("shared data: %q", got)
 	}
-	if m.Usage() != 7 {
-		t.Fatalf("usage %d, links must count once", m.Usage())
+	if u := dataUsage(m); u != 7 {
+		t.Fatalf("data usage %d, links must count once", u)
 	}
 	must(t, m.Remove(bg, P("f")))
 	if got := readFile(t, m, "d/g"); got != "changed" {
@@ -957,8 +957,8 @@ func TestHardLinks(t *testing.T) {
 	if i, _ := m.Stat(bg, P("d/g")); i.Nlink != 1 {
 		t.Fatalf("nlink %d", i.Nlink)
 	}
-	if m.Usage() != 7 {
-		t.Fatalf("usage %d", m.Usage())
+	if want := DirCharge + entryCharge("d") + NodeCharge + entryCharge("g") + 7; m.Usage() != want {
+		t.Fatalf("usage %d, want %d", m.Usage(), want)
 	}
 
 	wantCode(t, m.Link(bg, P("d"), P("d2")), vfs.CodePermission)
@@ -982,8 +982,8 @@ func TestHardLinks(t *testing.T) {
 		t.Fatalf("error %#v", err)
 	}
 	must(t, m.Remove(bg, P("d/g")))
-	if m.Usage() != 0 {
-		t.Fatalf("usage %d after last link removed", m.Usage())
+	if want := DirCharge + entryCharge("d") + NodeCharge + 3 + entryCharge("sl") + entryCharge("sl2"); m.Usage() != want {
+		t.Fatalf("usage %d after last link removed, want %d (d and the symlink sl, sl2)", m.Usage(), want)
 	}
 }
 

@@ -36,9 +36,10 @@ type store struct {
 
 	cache atomic.Pointer[resCache] // memoized resolutions of deep paths; allocated on first use
 
-	quota   int64 // total bytes of file data allowed; 0 means unlimited
-	maxFile int64 // largest single file; 0 means unlimited
-	used    atomic.Int64
+	quota   int64        // total bytes charged allowed (see WithQuota); 0 means unlimited
+	maxFile int64        // largest single file; 0 means unlimited
+	used    atomic.Int64 // bytes charged (see WithQuota)
+	data    atomic.Int64 // of which file data capacity
 	nextID  atomic.Uint64
 	clock   func() time.Time
 
@@ -49,7 +50,37 @@ type store struct {
 
 func (s *store) now() time.Time { return s.clock().Round(0) }
 
-// reserve accounts for delta more bytes of file data (delta may be negative). It
+// Charges, in bytes, besides file capacity and symlink targets (see WithQuota).
+// They are measured costs rounded up: a node is 128 bytes, a directory adds its
+// dirInfo and map header (about 110 bytes), and an entry costs its map slot at the
+// worst load factor, its line in the listing cache and its name's allocation
+// (about 60 + 24 + len(name) bytes).
+const (
+	// NodeCharge is charged for every file and symlink node.
+	NodeCharge = 160
+	// DirCharge is charged for every directory node.
+	DirCharge = 320
+	// EntryCharge is charged for every directory entry (every name, hard links
+	// included), plus the length of the name.
+	EntryCharge = 96
+)
+
+// entryCharge is what an entry named name costs.
+func entryCharge(name string) int64 { return EntryCharge + int64(len(name)) }
+
+// nodeCharge is what node n costs besides file data (a file's data is charged by
+// its capacity, separately, as it changes).
+func nodeCharge(n *node) int64 {
+	switch n.typ {
+	case fs.ModeDir:
+		return DirCharge
+	case fs.ModeSymlink:
+		return NodeCharge + int64(len(n.target))
+	}
+	return NodeCharge
+}
+
+// reserve accounts for delta more bytes charged (delta may be negative). It
 // reports false, changing nothing, if a positive delta would exceed the quota.
 func (s *store) reserve(delta int64) bool {
 	if delta <= 0 || s.quota <= 0 {
@@ -63,6 +94,27 @@ func (s *store) reserve(delta int64) bool {
 		}
 		if s.used.CompareAndSwap(u, u+delta) {
 			return true
+		}
+	}
+}
+
+// reserveUpTo charges at least lo and at most hi bytes (0 <= lo <= hi), as much as
+// the quota leaves, and returns the amount charged; false, changing nothing, if
+// not even lo fits.
+func (s *store) reserveUpTo(lo, hi int64) (int64, bool) {
+	if s.quota <= 0 {
+		s.used.Add(hi)
+		return hi, true
+	}
+	for {
+		u := s.used.Load()
+		avail := s.quota - u
+		if avail < lo {
+			return 0, false
+		}
+		take := min(hi, avail)
+		if s.used.CompareAndSwap(u, u+take) {
+			return take, true
 		}
 	}
 }
@@ -89,10 +141,11 @@ type node struct {
 	msec  atomic.Int64 // modification time: Unix seconds
 	id    uint64       // immutable
 	dir   *dirInfo     // immutable: directories only
-	_     [8]byte      // start mu on the second line
+	freed bool         // guarded by mu: the node's charges were given back (see releaseIfUnused)
+	_     [7]byte      // start mu on the second line
 
 	mu     sync.RWMutex // guards data and dir.entries, and serializes metadata writers
-	data   []byte       // regular file contents
+	data   []byte       // regular file contents; cap(data) is charged to the quota
 	target string       // immutable: symlink target
 }
 
@@ -218,6 +271,9 @@ func (n *node) storeEntries(e []vfs.DirEntry) {
 // The caller holds store.mu for writing.
 func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
 	st.gen++
+	// The name is often a substring of a longer guest path (or request): keep
+	// only its own bytes, which is what the entry is charged for.
+	name = strings.Clone(name)
 	d.dir.children[name] = c
 	d.mu.Lock()
 	d.dir.entries = nil
@@ -253,8 +309,9 @@ func (st *store) delEntry(d *node, name string, c *node, now time.Time) {
 }
 
 // unlinked records that one directory entry naming n is gone, after delEntry or
-// when n is replaced by a rename. A directory is marked gone; a file whose last link
-// and last handle are gone gives its bytes back to the quota. The caller holds
+// when n is replaced by a rename. A directory is marked gone and its charge given
+// back; a file or symlink whose last link and last handle are gone gives its
+// charges (node, data capacity or target) back to the quota. The caller holds
 // store.mu for writing.
 func (st *store) unlinked(n *node) {
 	switch n.typ {
@@ -265,6 +322,10 @@ func (st *store) unlinked(n *node) {
 		n.beginMeta()
 		n.nlink.Store(0)
 		n.endMeta()
+		if !n.freed {
+			n.freed = true
+			st.reserve(-DirCharge)
+		}
 		n.mu.Unlock()
 	default:
 		n.mu.Lock()
@@ -276,11 +337,15 @@ func (st *store) unlinked(n *node) {
 	}
 }
 
-// releaseIfUnused frees a regular file's data once no entry and no handle refers
-// to it. The caller holds n.mu.
+// releaseIfUnused frees a file's data and gives back a file's or symlink's
+// charges once no entry and no handle refers to it. It runs at most once per node
+// (whichever of the last unlink and the last Close comes second). The caller holds
+// n.mu.
 func (st *store) releaseIfUnused(n *node) {
-	if n.typ == 0 && n.nlink.Load() <= 0 && n.opens.Load() == 0 && n.data != nil {
-		st.reserve(-int64(len(n.data)))
+	if n.typ != fs.ModeDir && !n.freed && n.nlink.Load() <= 0 && n.opens.Load() == 0 {
+		n.freed = true
+		st.reserve(-nodeCharge(n) - int64(cap(n.data)))
+		st.data.Add(-int64(cap(n.data)))
 		n.data = nil
 	}
 }
@@ -325,25 +390,78 @@ func (st *store) resizeData(n *node, size int64) vfs.Code {
 		return c
 	}
 	if size > old {
-		if !st.reserve(size - old) {
-			return vfs.CodeQuota
+		if c := st.growData(n, size); c != "" {
+			return c
 		}
-		n.data = grow(n.data, int(size))
 		clear(n.data[old:])
 		return ""
 	}
-	st.reserve(size - old)
+	c := int64(cap(n.data))
 	switch {
 	case size == 0:
+		st.reserve(-c)
+		st.data.Add(-c)
 		n.data = nil
-	case size < int64(cap(n.data))/4 && cap(n.data) > 64<<10:
-		// Give back memory after a large shrink.
-		n.data = append([]byte(nil), n.data[:size]...)
+	case c-size >= shrinkSlack && c > 2*size:
+		// Give back memory after a large shrink: the file is reallocated at its
+		// size and the capacity it no longer holds returned to the quota.
+		nb := make([]byte, size)
+		copy(nb, n.data)
+		n.data = nb
+		st.reserve(size - c)
+		st.data.Add(size - c)
 	default:
 		n.data = n.data[:size]
 	}
 	return ""
 }
+
+// shrinkSlack is the least spare capacity a truncation reallocates to give back.
+const shrinkSlack = 4 << 10
+
+// growData extends n's data to size bytes (size > len), charging the quota for
+// any capacity added. Bytes past the old length are not guaranteed to be zero.
+// On error n is unchanged. The caller holds n.mu for writing and has checked size
+// with checkSize.
+//
+// Capacity is what is charged, so growth slack is bounded and paid for: a file
+// written from empty in one call gets exactly its size; a file growing past its
+// capacity gets twice it (below growDouble) or 1.25 times it (above), never past
+// the maximum file size, and only as much beyond size as the quota has left.
+// Appends therefore copy a file O(log size) times, and a store at its quota holds
+// at most the quota in capacity.
+func (st *store) growData(n *node, size int64) vfs.Code {
+	c := int64(cap(n.data))
+	if size <= c {
+		n.data = n.data[:size]
+		return ""
+	}
+	want := size
+	if c > 0 {
+		if c < growDouble {
+			want = max(want, 2*c)
+		} else {
+			want = max(want, c+c/4)
+		}
+		want = min(want, maxSize)
+		if st.maxFile > 0 {
+			want = max(size, min(want, st.maxFile))
+		}
+	}
+	got, ok := st.reserveUpTo(size-c, want-c)
+	if !ok {
+		return vfs.CodeQuota
+	}
+	st.data.Add(got)
+	nb := make([]byte, size, c+got)
+	copy(nb, n.data)
+	n.data = nb
+	return ""
+}
+
+// growDouble is the capacity below which a growing file's capacity doubles;
+// above, it grows by a quarter (as Go's append does for large slices).
+const growDouble = 256 << 10
 
 // writeAt copies p into n's data at off, growing (zero-filled) as needed and
 // charging the quota, and updates n's size and mtime. On error n is unchanged. The
@@ -369,35 +487,13 @@ func (st *store) writeData(n *node, p []byte, off int64) vfs.Code {
 		if c := st.checkSize(end); c != "" {
 			return c
 		}
-		if !st.reserve(end - old) {
-			return vfs.CodeQuota
+		if c := st.growData(n, end); c != "" {
+			return c
 		}
-		if off == old && end > int64(cap(n.data)) && old == 0 {
-			// First write of a new or emptied file: copy in without zeroing first.
-			n.data = append([]byte(nil), p...)
-			return ""
-		}
-		n.data = grow(n.data, int(end))
 		if off > old {
 			clear(n.data[old:off])
 		}
 	}
 	copy(n.data[off:], p)
 	return ""
-}
-
-// grow returns b extended to length n (n > len(b)), reallocating with doubling
-// capacity so a file written by appends is copied O(log size) times, not once per
-// append. Bytes between len(b) and n are not guaranteed to be zero.
-func grow(b []byte, n int) []byte {
-	if n <= cap(b) {
-		return b[:n]
-	}
-	c := n
-	if cap(b) > 0 && 2*cap(b) > n {
-		c = 2 * cap(b)
-	}
-	nb := make([]byte, n, c)
-	copy(nb, b)
-	return nb
 }
