@@ -151,3 +151,35 @@ func openFollow(flag int) follow {
 	}
 	return followFinal
 }
+
+// allowLink decides a symlink that a composite call (Copy, a copying Move) is
+// about to recreate at link with the given target text: as a Symlink call would
+// be, its target decided both as written and where it leads from link's place.
+func (s *scope) allowLink(ctx context.Context, c *call, method string, link vfs.Path, target string) error {
+	q, err := vfs.SymlinkTarget(link, target)
+	if err != nil {
+		return at(vfs.Readdress(err, method, link.String(), ""), method, link)
+	}
+	if !s.env.customPolicy {
+		return nil
+	}
+	r := *c.req
+	r.Op = policy.OpSymlink
+	lexPath := c.base.Join(link.WithoutDirMark().Unresolved()).String()
+	lexDest := c.base.Join(q.Unresolved()).String()
+	r.Path, r.Dest, r.GuestPath, r.Size = lexPath, lexDest, link.String(), -1
+	if rq, err := s.canon(ctx, q, followFinal); err == nil {
+		r.Dest = c.base.Join(rq.WithoutDirMark().Unresolved()).String()
+	}
+	d, ok := s.env.decideBoth(ctx, &r, lexPath, lexDest)
+	if !ok {
+		if c.innerRule == "" {
+			c.innerRule = d.Rule
+			if c.innerRule == "" {
+				c.innerRule = "policy"
+			}
+		}
+		return innerDenied(method, link, d)
+	}
+	return nil
+}

@@ -496,8 +496,8 @@ func (s *scope) copyTree(ctx context.Context, c *call, method string, from, to v
 		if err != nil {
 			return err
 		}
-		if _, err := linkTarget(to, t); err != nil {
-			return at(vfs.Readdress(err, method, to.String(), ""), method, to)
+		if err := s.allowLink(ctx, c, method, to, t); err != nil {
+			return err
 		}
 		return s.b.Symlink(ctx, t, to)
 	case typ == 0:
@@ -525,6 +525,9 @@ func (s *scope) copyTree(ctx context.Context, c *call, method string, from, to v
 			}
 			if _, err := linkTarget(dst, t); err != nil {
 				return at(vfs.Readdress(err, method, src.String(), dst.String()), method, src)
+			}
+			if err := s.allowLink(ctx, c, method, dst, t); err != nil {
+				return err
 			}
 			targets[i] = t
 		}

@@ -1,0 +1,306 @@
+package dir_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Policy aliasing (THREATS lines 52–56): a rule must hold under every name a guest
+// can give a path. Each test runs over memory and over the physical backend with
+// openat2 and with the portable resolver.
+
+// aliasBackend is one storage under test: the backend, and a host-side Dir over it
+// (the default policy, none: what the host may do) to plant and inspect.
+type aliasBackend struct {
+	name string
+	new  func(t *testing.T) vfs.Backend
+}
+
+var aliasBackends = []aliasBackend{
+	{"memory", func(t *testing.T) vfs.Backend { return memory.New() }},
+	{"physical-openat2", func(t *testing.T) vfs.Backend { return newPhysical(t, physical.ResolverAuto) }},
+	{"physical-portable", func(t *testing.T) vfs.Backend { return newPhysical(t, physical.ResolverPortable) }},
+}
+
+func newPhysical(t *testing.T, mode physical.ResolverMode) vfs.Backend {
+	t.Helper()
+	fs, err := physical.New(t.TempDir(), physical.WithResolver(mode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return fs
+}
+
+// aliasPolicy is the default policy plus an anchored rule: nothing under the
+// top-level "protected" directory may be written.
+func aliasPolicy(t testing.TB) policy.Policy {
+	t.Helper()
+	e, err := policy.New(policy.Config{Rules: []policy.Rule{{
+		Effect: policy.Deny, Ops: []policy.Op{policy.OpWrite, policy.OpCreate, policy.OpMkdir, policy.OpRemove, policy.OpRename, policy.OpSymlink, policy.OpLink, policy.OpChmod, policy.OpChtimes, policy.OpCopy},
+		Paths: []string{"protected", "protected/**"}, Reason: "protected",
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// plant builds the host's tree: a git repository's config and hook, a secret, the
+// protected directory, and a work directory.
+func plant(t *testing.T, b vfs.Backend) *dir.Dir {
+	t.Helper()
+	host, _ := dir.New(b)
+	for _, d := range []string{".git/hooks", ".ssh", "protected", "work/sub"} {
+		must(t, host.MkdirAll(bg, d))
+	}
+	for name, body := range map[string]string{
+		".git/config": "[core]\n", ".git/hooks/pre-commit": "#!/bin/sh\n", ".ssh/id_rsa": "KEY",
+		"protected/p.txt": "p", "work/f.txt": "f",
+	} {
+		must(t, host.WriteFile(bg, name, []byte(body), 0o644))
+	}
+	return host
+}
+
+func eachAlias(t *testing.T, fn func(t *testing.T, guest, host *dir.Dir, b vfs.Backend)) {
+	for _, ab := range aliasBackends {
+		t.Run(ab.name, func(t *testing.T) {
+			b := ab.new(t)
+			host := plant(t, b)
+			guest, _ := dir.New(b, dir.WithPolicy(aliasPolicy(t)))
+			fn(t, guest, host, b)
+		})
+	}
+}
+
+// unchanged fails the test if the host's planted files changed.
+func unchanged(t *testing.T, host *dir.Dir) {
+	t.Helper()
+	for name, body := range map[string]string{".git/config": "[core]\n", ".git/hooks/pre-commit": "#!/bin/sh\n", "protected/p.txt": "p"} {
+		if got := readString(t, host, name); got != body {
+			t.Errorf("%s = %q, want %q: a guest changed it", name, got, body)
+		}
+	}
+}
+
+func TestAliasBySymlink(t *testing.T) {
+	eachAlias(t, func(t *testing.T, guest, host *dir.Dir, b vfs.Backend) {
+		// Links a host (or a sandboxed run, or an earlier session) left in place.
+		must(t, host.Symlink(bg, ".git", "g"))
+		must(t, host.Symlink(bg, ".ssh", "s"))
+		must(t, host.Symlink(bg, "..", "work/up"))
+		must(t, host.Symlink(bg, "../../.git/hooks", "work/sub/h"))
+		for _, name := range []string{"g/config", "g/hooks/pre-commit", "g/hooks/post-checkout", "work/up/.git/config", "work/up/protected/p.txt", "work/up/protected/new", "work/sub/h/pre-commit"} {
+			wantCode(t, guest.WriteFile(bg, name, []byte("PAYLOAD"), 0o755), vfs.CodePermission)
+			wantCode(t, guest.Append(bg, name, []byte("PAYLOAD")), vfs.CodePermission)
+			h, err := guest.Open(bg, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+			if err == nil {
+				h.Close()
+			}
+			wantCode(t, err, vfs.CodePermission)
+			if err := guest.Chmod(bg, name, 0o777); vfs.CodeOf(err) != vfs.CodePermission && vfs.CodeOf(err) != vfs.CodeNotFound {
+				t.Errorf("Chmod(%s) = %v, want fs_permission_denied (or not_found for a new name)", name, err)
+			}
+		}
+		wantCode(t, guest.MkdirAll(bg, "g/hooks/x/y"), vfs.CodePermission)
+		wantCode(t, guest.Remove(bg, "g/config"), vfs.CodePermission)
+		wantCode(t, guest.Move(bg, "work/f.txt", "g/hooks/pre-push"), vfs.CodePermission)
+		// Reads of a secret are refused under every name too.
+		for _, name := range []string{"s/id_rsa", "work/up/.ssh/id_rsa"} {
+			_, err := guest.ReadFile(bg, name)
+			wantCode(t, err, vfs.CodePermission)
+			_, err = guest.Stat(bg, name)
+			wantCode(t, err, vfs.CodePermission)
+		}
+		_, err := guest.List(bg, "s")
+		wantCode(t, err, vfs.CodePermission)
+		// A guest cannot make such a link itself.
+		wantCode(t, guest.Symlink(bg, ".git/hooks", "gh"), vfs.CodePermission)
+		wantCode(t, guest.Symlink(bg, "g/hooks", "gh2"), vfs.CodePermission)
+		wantCode(t, guest.Symlink(bg, "../protected", "work/pp"), vfs.CodePermission)
+		// The same work goes through where nothing is protected.
+		must(t, guest.WriteFile(bg, "work/up/work/new.txt", []byte("ok"), 0o644))
+		if got := readString(t, host, "work/new.txt"); got != "ok" {
+			t.Errorf("work/new.txt = %q", got)
+		}
+		unchanged(t, host)
+	})
+}
+
+func TestAliasByMove(t *testing.T) {
+	eachAlias(t, func(t *testing.T, guest, host *dir.Dir, b vfs.Backend) {
+		// Moving a protected directory, or a parent of one, is refused.
+		wantCode(t, guest.Move(bg, ".git", "g"), vfs.CodePermission)
+		wantCode(t, guest.Move(bg, ".git/hooks", "hooks"), vfs.CodePermission)
+		wantCode(t, guest.Move(bg, "protected", "unprotected"), vfs.CodePermission)
+		must(t, host.MkdirAll(bg, "nest/.git/hooks"))
+		must(t, host.WriteFile(bg, "nest/.git/config", []byte("[core]\n"), 0o644))
+		wantCode(t, guest.Move(bg, "nest", "moved"), vfs.CodePermission)
+		// Moving something to a protected name is refused.
+		wantCode(t, guest.Move(bg, "work", "protected/work"), vfs.CodePermission)
+		wantCode(t, guest.Move(bg, "work/sub", ".git/hooks/sub"), vfs.CodePermission)
+		// After a refused move every name is where it was.
+		for _, name := range []string{".git/config", "protected/p.txt", "nest/.git/config", "work/f.txt"} {
+			if _, err := host.Stat(bg, name); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		unchanged(t, host)
+	})
+}
+
+// TestAliasByMoveRace races guests that move a directory in and out of the
+// protected place and write inside it under its other name: no write may land
+// inside protected/ (THREATS 53, the check and the change atomic).
+func TestAliasByMoveRace(t *testing.T) {
+	eachAlias(t, func(t *testing.T, guest, host *dir.Dir, b vfs.Backend) {
+		must(t, host.MkdirAll(bg, "d"))
+		// The host (not the guest) can move d into and out of protected: the guest
+		// must never write under protected/ whichever way the race goes.
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300 && !stop.Load(); i++ {
+				_ = host.Move(bg, "d", "protected/d")
+				_ = host.Move(bg, "protected/d", "d")
+			}
+		}()
+		for i := 0; i < 300; i++ {
+			_ = guest.WriteFile(bg, "d/x", []byte("PAYLOAD"), 0o644)
+			_ = guest.Remove(bg, "d/x")
+		}
+		stop.Store(true)
+		wg.Wait()
+		// Whatever landed in d while it sat in protected/ was written before it
+		// moved there; count what the guest could have written there directly.
+		_ = guest
+		ents, _ := host.ReadDir(bg, "protected")
+		for _, e := range ents {
+			if e.Name() != "p.txt" && e.Name() != "d" {
+				t.Errorf("protected/%s appeared", e.Name())
+			}
+		}
+		unchanged(t, host)
+	})
+}
+
+func TestPinnedSubFollowsItsDirectory(t *testing.T) {
+	eachAlias(t, func(t *testing.T, guest, host *dir.Dir, b vfs.Backend) {
+		sub, err := guest.Sub(bg, "work")
+		must(t, err)
+		f, err := guest.OpenFile(bg, "work/f.txt")
+		must(t, err)
+		must(t, sub.WriteFile(bg, "before.txt", []byte("ok"), 0o644))
+		// The host moves the directory into a protected place.
+		must(t, host.Move(bg, "work", "protected/work"))
+		wantCode(t, sub.WriteFile(bg, "after.txt", []byte("PAYLOAD"), 0o644), vfs.CodePermission)
+		wantCode(t, f.WriteBytes(bg, []byte("PAYLOAD")), vfs.CodePermission)
+		if _, err := host.Stat(bg, "protected/work/after.txt"); err == nil {
+			t.Error("a pinned Sub wrote into protected/ after its directory moved there")
+		}
+		if got := readString(t, host, "protected/work/f.txt"); got != "f" {
+			t.Errorf("a pinned File wrote into protected/: %q", got)
+		}
+		// And back out: it decides on where it is now again.
+		must(t, host.Move(bg, "protected/work", "work"))
+		must(t, sub.WriteFile(bg, "after.txt", []byte("ok"), 0o644))
+		must(t, f.WriteBytes(bg, []byte("ok")))
+		// A Sub whose directory moves under .git is protected by the git rules.
+		must(t, host.Move(bg, "work", ".git/hooks/work"))
+		wantCode(t, sub.WriteFile(bg, "pre-commit", []byte("PAYLOAD"), 0o755), vfs.CodePermission)
+		unchanged(t, host)
+	})
+}
+
+func TestCopyDecidesLinkTargets(t *testing.T) {
+	eachAlias(t, func(t *testing.T, guest, host *dir.Dir, b vfs.Backend) {
+		must(t, host.MkdirAll(bg, "tree/a"))
+		must(t, host.Symlink(bg, "../../protected", "tree/a/l"))
+		// Copied one level deeper, "../../protected" would name "tree2/protected"
+		// and back at the root it names protected itself: every recreated link's
+		// target is decided where it leads from its new place.
+		must(t, host.Symlink(bg, "../.git/hooks", "tree/h"))
+		wantCode(t, guest.Copy(bg, "tree", "tree2"), vfs.CodePermission)
+		if _, err := host.Lstat(bg, "tree2"); err == nil {
+			t.Error("a refused Copy left tree2 behind")
+		}
+		wantCode(t, guest.Copy(bg, "tree/h", "tree/h2"), vfs.CodePermission)
+		wantCode(t, guest.Copy(bg, "tree/h", "h2"), vfs.CodeOutside)
+		wantCode(t, guest.Copy(bg, "work/f.txt", "g/x"), vfs.CodeNotFound)
+		unchanged(t, host)
+	})
+}
+
+// TestSwapAfterDecision swaps a directory for a link to .git between the
+// decision and the action (a hook runs between them): the call fails and reaches
+// nothing undecided.
+func TestSwapAfterDecision(t *testing.T) {
+	for _, ab := range aliasBackends {
+		t.Run(ab.name, func(t *testing.T) {
+			b := ab.new(t)
+			host := plant(t, b)
+			must(t, host.MkdirAll(bg, "d"))
+			swap := hookFunc(func(ctx context.Context, r *policy.Request) error {
+				if r.Op == policy.OpWrite {
+					_ = host.Move(bg, "d", "d.old")
+					_ = host.Symlink(bg, ".git", "d")
+				}
+				return nil
+			})
+			guest, _ := dir.New(b, dir.WithPolicy(aliasPolicy(t)), dir.WithHooks(swap))
+			err := guest.WriteFile(bg, "d/config", []byte("PAYLOAD"), 0o644)
+			if err == nil {
+				t.Fatal("a write decided on d/config landed after d became a link to .git")
+			}
+			unchanged(t, host)
+		})
+	}
+}
+
+type hookFunc func(ctx context.Context, r *policy.Request) error
+
+func (h hookFunc) Before(ctx context.Context, r *policy.Request) error { return h(ctx, r) }
+func (h hookFunc) After(context.Context, *policy.Request, error)       {}
+
+// TestLinkIntoReadOnlyMount: a link in a read-write mount to a path a read-only
+// mount serves reaches the read-only mount (THREATS 56).
+func TestLinkIntoReadOnlyMount(t *testing.T) {
+	base := memory.New()
+	hb, _ := dir.New(base)
+	must(t, hb.MkdirAll(bg, "vendor"))
+	must(t, hb.WriteFile(bg, "vendor/lib.go", []byte("base"), 0o644))
+	must(t, hb.Symlink(bg, "vendor", "v"))
+	vendor := memory.New()
+	hv, _ := dir.New(vendor)
+	must(t, hv.WriteFile(bg, "lib.go", []byte("vendored"), 0o644))
+	ns := vfs.NewNamespace()
+	must(t, ns.Mount(vfs.Root, base, vfs.MountOptions{}))
+	must(t, ns.Mount(vfs.MustParse("vendor"), vendor, vfs.MountOptions{ReadOnly: true}))
+	for _, opts := range [][]dir.Option{nil, {dir.WithPolicy(aliasPolicy(t))}} {
+		guest, _ := dir.New(ns, opts...)
+		if got := readString(t, guest, "v/lib.go"); got != "vendored" {
+			t.Errorf("v/lib.go = %q, want the mounted file", got)
+		}
+		wantCode(t, guest.WriteFile(bg, "v/lib.go", []byte("PAYLOAD"), 0o644), vfs.CodeReadOnly)
+		wantCode(t, guest.WriteFile(bg, "v/new.go", []byte("PAYLOAD"), 0o644), vfs.CodeReadOnly)
+		wantCode(t, guest.Remove(bg, "v/lib.go"), vfs.CodeReadOnly)
+	}
+	if got := readString(t, hb, "vendor/lib.go"); got != "base" {
+		t.Errorf("the shadowed directory changed: %q", got)
+	}
+	if _, err := hb.Stat(bg, "vendor/new.go"); err == nil {
+		t.Error("a file was created in the shadowed directory")
+	}
+}
