@@ -8,12 +8,16 @@ import (
 
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
 // physicalImpls returns capfs's physical backend with the openat2 resolver (if
-// this kernel offers it), with the portable one, and a dir.Dir over the first.
+// this kernel offers it), with the portable one, and two dir.Dirs over the first:
+// one with default options (policy.AllowAll, which skips per-path decisions) and
+// one with policy.Defaults(), a custom policy, so every call resolves its path
+// (Backend.Resolve) and then acts on the canonical location.
 func physicalImpls() []HostImpl {
 	openat2 := physical.WithResolver(physical.ResolverOpenat2)
 	portable := physical.WithResolver(physical.ResolverPortable)
@@ -23,17 +27,24 @@ func physicalImpls() []HostImpl {
 		impls = []HostImpl{
 			{Name: PhysicalOpenat2, New: physicalNew(openat2)},
 			impls[0],
-			{Name: PhysicalDir, Layered: true, New: func(root string) (HostTarget, error) {
-				fsys, err := physical.New(root, openat2)
-				if err != nil {
-					return nil, err
-				}
-				d, _ := dir.New(fsys)
-				return physicalDirTarget{DirTarget{D: d}, fsys}, nil
-			}},
+			{Name: PhysicalDir, Layered: true, New: physicalDirNew(openat2)},
+			{Name: PhysicalDirPolicy, Layered: true, New: physicalDirNew(openat2, dir.WithPolicy(policy.Defaults()))},
 		}
 	}
 	return impls
+}
+
+// physicalDirNew serves root through a dir.Dir with dopts over the physical
+// backend with opt.
+func physicalDirNew(opt physical.Option, dopts ...dir.Option) func(root string) (HostTarget, error) {
+	return func(root string) (HostTarget, error) {
+		fsys, err := physical.New(root, opt)
+		if err != nil {
+			return nil, err
+		}
+		d, _ := dir.New(fsys, dopts...)
+		return physicalDirTarget{DirTarget{D: d}, fsys}, nil
+	}
 }
 
 func physicalNew(opts ...physical.Option) func(root string) (HostTarget, error) {

@@ -39,6 +39,9 @@ type FS struct {
 
 	dev, ino uint64 // identity of the root directory
 	host     string // absolute host path given to New; "" for a Sub
+	// origin is the FS New returned, which Sub chains started from (Locate
+	// reports where this FS's root is beneath it); nil for that FS itself.
+	origin *FS
 
 	// procfd is the verified /proc/self/fd handle that opens reopen checked O_PATH
 	// handles through (see procFdDir), or -1: then opens check, then open by path.
@@ -216,7 +219,7 @@ func (f *FS) stat(ctx context.Context, op string, p vfs.Path, follow bool) (vfs.
 func (f *FS) statAt(ctx context.Context, root int, p vfs.Path, follow bool, st *unix.Stat_t) error {
 	s := pathArg(p)
 	if f.portable.Load() {
-		return f.statPortable(ctx, root, s, follow, st)
+		return f.statPortable(ctx, root, s, follow, p.IsResolved(), st)
 	}
 	if !p.IsRoot() && p.Dir().IsRoot() {
 		// A name directly in the root needs no resolution: fstatat, not following
@@ -234,7 +237,7 @@ func (f *FS) statAt(ctx context.Context, root int, p vfs.Path, follow bool, st *
 			}
 		}
 	}
-	fd, err := f.lookup(ctx, root, s, unix.O_PATH, 0, follow)
+	fd, err := f.lookup(ctx, root, s, unix.O_PATH, 0, follow, p.IsResolved())
 	if err != nil {
 		return err
 	}
@@ -253,7 +256,7 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	}
 	defer f.leave()
 	// O_DIRECTORY fails before anything but a directory is opened: no FIFO hangs.
-	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_RDONLY|unix.O_DIRECTORY, 0, true)
+	fd, err := f.lookupP(ctx, root, p, unix.O_RDONLY|unix.O_DIRECTORY, 0, true)
 	if err != nil {
 		return nil, wrap(op, p, err)
 	}
@@ -319,7 +322,7 @@ func (f *FS) reopens() bool { return f.procfd >= 0 && !f.portable.Load() }
 // pathStat opens an O_PATH handle of what p names beneath root, following a final
 // symlink, and returns it with its status. Nothing is opened for I/O.
 func (f *FS) pathStat(ctx context.Context, root int, p vfs.Path, st *unix.Stat_t) (int, error) {
-	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, true)
+	fd, err := f.lookupP(ctx, root, p, unix.O_PATH, 0, true)
 	if err != nil {
 		return -1, err
 	}
@@ -405,12 +408,12 @@ func (f *FS) openChecked(ctx context.Context, root int, p vfs.Path, flags int, m
 		default:
 			return -1, err
 		}
-		return f.lookup(ctx, root, pathArg(p), flags, mode, follow)
+		return f.lookupP(ctx, root, p, flags, mode, follow)
 	}
 	// One walk serves both the check and the open.
 	s := pathArg(p)
 	for range maxRaces {
-		w, err := f.walk(ctx, root, s, follow, false)
+		w, err := f.walk(ctx, root, s, walkOpts{follow: follow, noSym: p.IsResolved()})
 		if err == errRaced {
 			continue
 		}
@@ -472,7 +475,7 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 	}
 	mode := createMode(perm)
 	if create && !p.MustBeDir() && !f.portable.Load() {
-		fd, err := f.lookup(ctx, root, pathArg(p), oflags|unix.O_CREAT|unix.O_EXCL, mode, false)
+		fd, err := f.lookupP(ctx, root, p, oflags|unix.O_CREAT|unix.O_EXCL, mode, false)
 		if err == nil {
 			return f.created(fd, p, flag, mode)
 		}
@@ -593,7 +596,7 @@ func (f *FS) reopenWrite(ctx context.Context, root int, p vfs.Path, opath int, s
 // old contents (none for O_TRUNC), with the old owner and mode, renamed over the
 // name. The returned handle writes the copy; the shared inode is never written.
 func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *unix.Stat_t) (*file, error) {
-	w, err := f.walkRetry(ctx, root, pathArg(p))
+	w, err := f.walkRetry(ctx, root, pathArg(p), p.IsResolved())
 	if err != nil {
 		return nil, err
 	}
@@ -661,11 +664,11 @@ func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *u
 	return f.finishOpen(tfd, p, &st, flag)
 }
 
-// walkRetry is the portable walk, following a final symlink, restarted a bounded
-// number of times when it loses a race.
-func (f *FS) walkRetry(ctx context.Context, root int, s string) (walkResult, error) {
+// walkRetry is the portable walk, following a final symlink (none at all if
+// noSym), restarted a bounded number of times when it loses a race.
+func (f *FS) walkRetry(ctx context.Context, root int, s string, noSym bool) (walkResult, error) {
 	for range maxRaces {
-		w, err := f.walk(ctx, root, s, true, false)
+		w, err := f.walk(ctx, root, s, walkOpts{follow: true, noSym: noSym})
 		if err != errRaced {
 			return w, err
 		}
@@ -740,7 +743,7 @@ func (f *FS) parent(ctx context.Context, root int, p vfs.Path) (int, bool, strin
 	if d.IsRoot() {
 		return root, false, p.Base(), nil
 	}
-	fd, err := f.lookup(ctx, root, d.Raw(), unix.O_PATH|unix.O_DIRECTORY, 0, true)
+	fd, err := f.lookup(ctx, root, d.Raw(), unix.O_PATH|unix.O_DIRECTORY, 0, true, p.IsResolved())
 	if err != nil {
 		return -1, false, "", err
 	}
@@ -1004,7 +1007,7 @@ func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	}
 	if p.MustBeDir() {
 		// A trailing slash follows the link: what it reaches is a directory, never a link.
-		fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, true)
+		fd, err := f.lookupP(ctx, root, p, unix.O_PATH, 0, true)
 		if err != nil {
 			return "", wrap(op, p, err)
 		}
@@ -1066,7 +1069,7 @@ func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 // target opens an O_PATH handle of what p names, following a final symlink, for
 // Chmod and Chtimes, which refuse special files and files with other hard links.
 func (f *FS) target(ctx context.Context, root int, p vfs.Path) (int, error) {
-	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH, 0, true)
+	fd, err := f.lookupP(ctx, root, p, unix.O_PATH, 0, true)
 	if err != nil {
 		return -1, err
 	}
@@ -1183,7 +1186,7 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 		return nil, err
 	}
 	defer f.leave()
-	fd, err := f.lookup(ctx, root, pathArg(p), unix.O_PATH|unix.O_DIRECTORY, 0, true)
+	fd, err := f.lookupP(ctx, root, p, unix.O_PATH|unix.O_DIRECTORY, 0, true)
 	if err != nil {
 		return nil, wrap(op, p, err)
 	}
@@ -1194,6 +1197,10 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	}
 	sub.portable.Store(f.portable.Load())
 	sub.procfd = f.procfd
+	sub.origin = f.origin
+	if sub.origin == nil {
+		sub.origin = f
+	}
 	return sub, nil
 }
 
@@ -1317,9 +1324,4 @@ func direntType(dir int, name string, typ byte) (fs.FileMode, bool) {
 		return 0, false
 	}
 	return fileMode(st.Mode).Type(), true
-}
-
-// Resolve returns the canonical location of p (see vfs.Backend.Resolve).
-func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
-	return vfs.ResolveBackend(ctx, f, p, follow, "resolve")
 }

@@ -98,3 +98,13 @@ func (f *FS) Chtimes(_ context.Context, p vfs.Path, _, _ time.Time) error {
 func (f *FS) Sub(_ context.Context, p vfs.Path) (vfs.Backend, error) {
 	return nil, unsupported("sub", p)
 }
+
+// Resolve fails with not_supported.
+func (f *FS) Resolve(_ context.Context, p vfs.Path, _ bool) (vfs.Location, error) {
+	return vfs.Location{}, unsupported("resolve", p)
+}
+
+// Locate fails with not_supported.
+func (f *FS) Locate(_ context.Context) (vfs.Path, error) {
+	return vfs.Path{}, unsupported("locate", vfs.Root)
+}

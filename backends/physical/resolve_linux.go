@@ -52,6 +52,10 @@ var (
 	errNoSym = &lookupErr{vfs.CodePermission, "symlinks are not followed here (SymlinksReject)"}
 	errXdev  = &lookupErr{vfs.CodeOutside, "path crosses a mount point (WithOneFilesystem)"}
 	errMagic = &lookupErr{vfs.CodeOutside, "path leaves the root through a magic link or escaping symlink"}
+	// errResolvedLink: a symlink stands where a Resolved path (vfs.Path.Resolved)
+	// would follow one. The path was resolved before a decision; the link came
+	// after it, so nothing is followed and nothing reached.
+	errResolvedLink = &lookupErr{vfs.CodeConflict, "a symlink stands on a resolved path (it changed after the decision)"}
 )
 
 // wrap turns an error from the resolver or a syscall into the *vfs.Error the SPI
@@ -130,23 +134,38 @@ func openat2(root int, s string, flags int, mode uint32, resolve uint64) (int, e
 	return -1, errAgain
 }
 
+// lookupP is lookup of the guest path p: a Resolved p follows no symlink.
+func (f *FS) lookupP(ctx context.Context, root int, p vfs.Path, flags int, mode uint32, follow bool) (int, error) {
+	return f.lookup(ctx, root, pathArg(p), flags, mode, follow, p.IsResolved())
+}
+
 // lookup opens s beneath root with flags (and mode, for O_CREAT), following a
 // final symlink if follow. Every symlink, intermediate or final, resolves beneath
-// root; nothing outside root is ever opened. It is the one entry point of both
-// resolvers.
-func (f *FS) lookup(ctx context.Context, root int, s string, flags int, mode uint32, follow bool) (int, error) {
+// root; nothing outside root is ever opened. With noSym (a Resolved path) no
+// symlink is followed at all: where one would be, the lookup fails with
+// errResolvedLink (conflict). It is the one entry point of both resolvers.
+func (f *FS) lookup(ctx context.Context, root int, s string, flags int, mode uint32, follow, noSym bool) (int, error) {
 	if !f.portable.Load() {
 		fl := flags
 		if !follow {
 			fl |= unix.O_NOFOLLOW
 		}
-		fd, err := openat2(root, s, fl, mode, f.resolveFlags())
+		rf := f.resolveFlags()
+		if noSym {
+			// The kernel then refuses every symlink with ELOOP, the final one too
+			// unless O_PATH|O_NOFOLLOW asks for the link itself (follow false).
+			rf |= unix.RESOLVE_NO_SYMLINKS
+		}
+		fd, err := openat2(root, s, fl, mode, rf)
 		switch err {
 		case nil:
 			return fd, nil
 		case unix.EXDEV:
 			return -1, f.classifyXdev(root, s, follow)
 		case unix.ELOOP:
+			if noSym {
+				return -1, errResolvedLink
+			}
 			return -1, f.classifyLoop(ctx, root, s, follow)
 		case unix.ENOSYS:
 			if f.cfg.resolver != ResolverAuto {
@@ -157,7 +176,7 @@ func (f *FS) lookup(ctx context.Context, root int, s string, flags int, mode uin
 			return -1, err
 		}
 	}
-	return f.lookupPortable(ctx, root, s, flags, mode, follow)
+	return f.lookupPortable(ctx, root, s, flags, mode, walkOpts{follow: follow, noSym: noSym})
 }
 
 // classifyXdev names the cause of an EXDEV from openat2: with RESOLVE_NO_XDEV it
@@ -190,7 +209,7 @@ func (f *FS) classifyLoop(ctx context.Context, root int, s string, follow bool) 
 	if f.cfg.symlinks == SymlinksReject {
 		return errNoSym
 	}
-	w, err := f.walk(ctx, root, s, follow, false)
+	w, err := f.walk(ctx, root, s, walkOpts{follow: follow})
 	if err == nil {
 		w.close()
 		return errLoop
@@ -215,6 +234,16 @@ type walkResult struct {
 	obj     int
 	st      unix.Stat_t
 	mustDir bool
+	canon   string // with walkOpts.canon: the canonical path reached, "" for the root
+}
+
+// walkOpts says how a portable walk treats its path. follow: follow a final
+// symlink (a trailing slash always does). needObj: the result holds an O_PATH
+// handle of the final entry. noSym: follow no symlink at all (a Resolved path);
+// where one would be followed the walk fails with errResolvedLink. canon: record
+// the canonical path reached in walkResult.canon.
+type walkOpts struct {
+	follow, needObj, noSym, canon bool
 }
 
 func (w *walkResult) close() {
@@ -232,10 +261,11 @@ func (w *walkResult) close() {
 // the final name with O_NOFOLLOW relative to the directory the walk reached. If the
 // name changed into a symlink meanwhile (ELOOP), the lookup starts over, a bounded
 // number of times.
-func (f *FS) lookupPortable(ctx context.Context, root int, s string, flags int, mode uint32, follow bool) (int, error) {
+func (f *FS) lookupPortable(ctx context.Context, root int, s string, flags int, mode uint32, o walkOpts) (int, error) {
 	opath := flags&unix.O_PATH != 0
+	o.needObj = opath
 	for range maxRaces {
-		w, err := f.walk(ctx, root, s, follow, opath)
+		w, err := f.walk(ctx, root, s, o)
 		if err == errRaced {
 			continue
 		}
@@ -286,10 +316,11 @@ func (f *FS) openWalked(w *walkResult, flags int, mode uint32) (int, error) {
 	return openatRetry(w.dir, w.leaf, fl, mode)
 }
 
-// statPortable fills st with the status of s, following a final symlink if follow.
-func (f *FS) statPortable(ctx context.Context, root int, s string, follow bool, st *unix.Stat_t) error {
+// statPortable fills st with the status of s, following a final symlink if
+// follow (none at all if noSym).
+func (f *FS) statPortable(ctx context.Context, root int, s string, follow, noSym bool, st *unix.Stat_t) error {
 	for range maxRaces {
-		w, err := f.walk(ctx, root, s, follow, false)
+		w, err := f.walk(ctx, root, s, walkOpts{follow: follow, noSym: noSym})
 		if err == errRaced {
 			continue
 		}
@@ -324,9 +355,10 @@ func openatRetry(dir int, name string, flags int, mode uint32) (int, error) {
 // into the rest of the path; ".." pops back to the handle the walk came from, so a
 // directory moved elsewhere mid-walk cannot lead it out. An absolute target, ".."
 // above root, more than vfs.MaxSymlinks links, and (WithOneFilesystem) a change of
-// device fail. With needObj the result holds an O_PATH handle of the final entry.
-// On success the caller owns w and must close it.
-func (f *FS) walk(ctx context.Context, root int, s string, follow, needObj bool) (w walkResult, err error) {
+// device fail. o says what else the walk does (see walkOpts). On success the caller
+// owns w and must close it.
+func (f *FS) walk(ctx context.Context, root int, s string, o walkOpts) (w walkResult, err error) {
+	follow, needObj := o.follow, o.needObj
 	var buf [fdWindow + 2]frame
 	stack := append(buf[:0], frame{fd: root})
 	defer func() {
@@ -342,6 +374,17 @@ func (f *FS) walk(ctx context.Context, root int, s string, follow, needObj bool)
 		r := walkResult{dir: top(), ownDir: len(stack) > 1, leaf: leaf, obj: obj, mustDir: mustDir}
 		if st != nil {
 			r.found, r.st = true, *st
+		}
+		if o.canon {
+			var b strings.Builder
+			for _, fr := range stack[1:] {
+				b.WriteString(fr.name)
+				b.WriteByte('/')
+			}
+			if leaf != "." {
+				b.WriteString(leaf)
+			}
+			r.canon = strings.TrimSuffix(b.String(), "/")
 		}
 		return r
 	}
@@ -462,6 +505,9 @@ func (f *FS) walk(ctx context.Context, root int, s string, follow, needObj bool)
 					return walkResult{}, err
 				}
 				return result(seg, obj, &st, false), nil
+			}
+			if o.noSym {
+				return walkResult{}, errResolvedLink
 			}
 			if f.cfg.symlinks == SymlinksReject {
 				return walkResult{}, errNoSym

@@ -192,6 +192,8 @@ func shortName(name string) string {
 		return "portable"
 	case bench.PhysicalDir:
 		return "Dir, openat2"
+	case bench.PhysicalDirPolicy:
+		return "Dir+policy, openat2"
 	}
 	return name
 }

@@ -1,0 +1,358 @@
+//go:build linux
+
+package physical
+
+import (
+	"context"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+var _ vfs.Locator = (*FS)(nil)
+
+// Resolve returns the canonical location p reaches (see vfs.Backend.Resolve): every
+// intermediate symlink followed, the final one if follow (or p must be a
+// directory), ".." in link targets taken physically, by the same rules and limits
+// as every other call (beneath the root, vfs.MaxSymlinks, WithOneFilesystem,
+// SymlinksReject). The result's Path carries no trailing-slash mark.
+//
+// With openat2 the common case, a path with no symlink on it, costs one openat2
+// (O_PATH|O_NOFOLLOW, RESOLVE_NO_SYMLINKS) and a close, or one fstatat for a name
+// directly in the root: the path is then its own canonical path. Only when the
+// kernel meets a symlink (ELOOP) does Resolve walk the path component by
+// component (the portable walk, which reads each link and pops ".." back to the
+// directory handle it came from) to compute where it leads. The portable resolver
+// always walks.
+//
+// A Resolved p resolves to itself, or fails with conflict if a symlink now stands
+// where it would be followed.
+func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	const op = "resolve"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return vfs.Location{}, err
+	}
+	defer f.leave()
+	loc, err := f.resolve(ctx, root, p, follow || p.MustBeDir())
+	if err != nil {
+		return vfs.Location{}, wrap(op, p, err)
+	}
+	return loc, nil
+}
+
+func (f *FS) resolve(ctx context.Context, root int, p vfs.Path, follow bool) (vfs.Location, error) {
+	if p.IsRoot() {
+		return vfs.Location{Path: vfs.Root.Resolved(), Found: true, Type: fs.ModeDir}, nil
+	}
+	if !f.portable.Load() {
+		loc, done, err := f.resolveFast(root, p, follow)
+		if done || err != nil {
+			return loc, err
+		}
+		if p.IsResolved() {
+			return vfs.Location{}, errResolvedLink
+		}
+	}
+	return f.resolveWalk(ctx, root, p, follow)
+}
+
+// resolveFast answers Resolve when no symlink stands on p, with openat2 and
+// RESOLVE_NO_SYMLINKS: done is false when the kernel met a symlink it would have
+// to follow, and the caller walks.
+func (f *FS) resolveFast(root int, p vfs.Path, follow bool) (loc vfs.Location, done bool, err error) {
+	self := func(st *unix.Stat_t) (vfs.Location, bool, error) {
+		l := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: st != nil}
+		if st != nil {
+			l.Type = fileMode(st.Mode).Type()
+		}
+		return l, true, nil
+	}
+	var st unix.Stat_t
+	if p.Dir().IsRoot() && !p.MustBeDir() {
+		// A name directly in the root: fstatat without following it decides,
+		// unless it is a link to follow or, WithOneFilesystem, a mount point.
+		switch err := lstatAt(root, p.Base(), &st); {
+		case err == unix.ENOENT:
+			return self(nil)
+		case err != nil:
+			return vfs.Location{}, true, err
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK && follow:
+			return vfs.Location{}, false, nil
+		case !f.cfg.oneFS || st.Dev == f.dev:
+			return self(&st)
+		}
+	}
+	rf := f.resolveFlags() | unix.RESOLVE_NO_SYMLINKS
+	fd, err := openat2(root, pathArg(p), unix.O_PATH|unix.O_NOFOLLOW, 0, rf)
+	switch err {
+	case nil:
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err != nil {
+			return vfs.Location{}, true, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK && follow {
+			return vfs.Location{}, false, nil
+		}
+		return self(&st)
+	case unix.ENOENT:
+		// The final name is missing, or a directory before it: its parent says.
+		d := p.Dir()
+		if d.IsRoot() {
+			return self(nil)
+		}
+		pfd, err := openat2(root, d.Raw(), unix.O_PATH|unix.O_DIRECTORY, 0, rf)
+		switch err {
+		case nil:
+			unix.Close(pfd)
+			return self(nil)
+		case unix.ELOOP:
+			return vfs.Location{}, false, nil
+		case unix.EXDEV:
+			return vfs.Location{}, true, errXdev
+		}
+		return vfs.Location{}, true, err
+	case unix.ELOOP:
+		return vfs.Location{}, false, nil
+	case unix.EXDEV:
+		// p holds no ".." and no link was followed: only RESOLVE_NO_XDEV refuses.
+		return vfs.Location{}, true, errXdev
+	}
+	// ENOTDIR: the kernel stops at the first symlink (ELOOP), so the non-directory
+	// it met stands on the canonical path itself.
+	return vfs.Location{}, true, err
+}
+
+// resolveWalk resolves p with the portable walk, recording the names of the
+// directories it really passes through.
+func (f *FS) resolveWalk(ctx context.Context, root int, p vfs.Path, follow bool) (vfs.Location, error) {
+	s := pathArg(p)
+	for range maxRaces {
+		w, err := f.walk(ctx, root, s, walkOpts{follow: follow, noSym: p.IsResolved(), canon: true})
+		if err == errRaced {
+			continue
+		}
+		if err != nil {
+			return vfs.Location{}, err
+		}
+		w.close()
+		q, err := pathOf(w.canon)
+		if err != nil {
+			return vfs.Location{}, err
+		}
+		loc := vfs.Location{Path: q.Resolved(), Found: w.found}
+		if w.found {
+			loc.Type = fileMode(w.st.Mode).Type()
+		}
+		return loc, nil
+	}
+	return vfs.Location{}, errRaced
+}
+
+// pathOf builds the Path of the slash-separated names s ("" for the root), each
+// checked as a vfs.ValidName.
+func pathOf(s string) (vfs.Path, error) {
+	q := vfs.Root
+	for s != "" {
+		var name string
+		name, s, _ = strings.Cut(s, "/")
+		var err error
+		if q, err = q.Child(name); err != nil {
+			return vfs.Path{}, &lookupErr{vfs.CodeInvalidPath, "a name on the path cannot be addressed"}
+		}
+	}
+	return q, nil
+}
+
+// Locate returns the current path of this FS's root directory relative to the root
+// of the FS that New returned (its origin), after whatever renames the host or a
+// guest made since Sub opened it (vfs.Locator); vfs.Root for the FS New returned.
+// A directory removed, or moved out of the origin's tree, fails with not_found;
+// a closed FS or origin with closed.
+//
+// It reads the kernel's names of both directory handles (their /proc/self/fd
+// entries, re-read on every call, so a moved origin is followed too) and, where
+// those are unavailable or ambiguous, climbs ".." from the Sub's handle, finding
+// each directory's name in its parent by identity. Either way the answer is
+// checked before it is returned: opened beneath the origin's handle without
+// following any symlink, it must be the very directory this FS holds (else the
+// lookup is retried, a bounded number of times, then fails with conflict).
+func (f *FS) Locate(ctx context.Context) (vfs.Path, error) {
+	const op = "locate"
+	o := f.origin
+	if o == nil || o == f {
+		if _, err := f.enter(ctx, op, vfs.Root); err != nil {
+			return vfs.Path{}, err
+		}
+		f.leave()
+		return vfs.Root, nil
+	}
+	sfd, err := f.enter(ctx, op, vfs.Root)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	defer f.leave()
+	ofd, err := o.enter(ctx, op, vfs.Root)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	defer o.leave()
+	q, err := o.locate(ctx, ofd, sfd)
+	if err != nil {
+		return vfs.Path{}, wrap(op, vfs.Root, err)
+	}
+	return q, nil
+}
+
+var (
+	errGone   = &lookupErr{vfs.CodeNotFound, "the directory was removed or moved out of the tree"}
+	errMoving = &lookupErr{vfs.CodeConflict, "the directory kept moving while it was located; try again"}
+	errNoName = &lookupErr{vfs.CodeNotFound, "the kernel gives no usable name for the directory"}
+)
+
+// locate finds directory handle sfd beneath o's root handle ofd.
+func (o *FS) locate(ctx context.Context, ofd, sfd int) (vfs.Path, error) {
+	var sst, ost unix.Stat_t
+	for range maxRaces {
+		if err := unix.Fstat(sfd, &sst); err != nil {
+			return vfs.Path{}, err
+		}
+		if err := unix.Fstat(ofd, &ost); err != nil {
+			return vfs.Path{}, err
+		}
+		if sst.Nlink == 0 || ost.Nlink == 0 {
+			return vfs.Path{}, errGone // removed (a removed directory has no links)
+		}
+		if sst.Dev == ost.Dev && sst.Ino == ost.Ino {
+			return vfs.Root, nil
+		}
+		rel, err := relByProc(ofd, sfd)
+		if err != nil {
+			if rel, err = relByParents(ctx, ofd, sfd, &ost); err != nil {
+				return vfs.Path{}, err
+			}
+		}
+		q, err := pathOf(rel)
+		if err != nil {
+			return vfs.Path{}, err
+		}
+		// Check the answer: beneath the origin, following nothing, it must lead to
+		// the very directory held.
+		fd, err := o.lookup(ctx, ofd, rel, unix.O_PATH|unix.O_DIRECTORY, 0, true, true)
+		if err == nil {
+			var now unix.Stat_t
+			err = unix.Fstat(fd, &now)
+			unix.Close(fd)
+			if err == nil && now.Dev == sst.Dev && now.Ino == sst.Ino {
+				return q, nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return vfs.Path{}, err
+		}
+		// Moved between the reading and the check: again.
+	}
+	return vfs.Path{}, errMoving
+}
+
+// relByProc returns the path of sfd relative to ofd from the kernel's names of
+// the two handles (their /proc/self/fd links). It fails where /proc is missing,
+// a name cannot be read, or sfd's name does not lie beneath ofd's (moved out, or
+// a race: the caller then climbs parents, which decides).
+func relByProc(ofd, sfd int) (string, error) {
+	procDir := procFdDir()
+	if procDir < 0 {
+		return "", errNoName
+	}
+	op, err := readlinkFd(procDir, strconv.Itoa(ofd))
+	if err != nil {
+		return "", err
+	}
+	sp, err := readlinkFd(procDir, strconv.Itoa(sfd))
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(op, "/") || !strings.HasPrefix(sp, "/") {
+		return "", errNoName // not reachable from this process's root
+	}
+	prefix := op + "/"
+	if op == "/" {
+		prefix = "/"
+	}
+	rel, ok := strings.CutPrefix(sp, prefix)
+	if !ok || rel == "" {
+		return "", errNoName
+	}
+	return rel, nil
+}
+
+// maxLocateDepth bounds the climb of relByParents.
+const maxLocateDepth = vfs.MaxPathLen / 2
+
+// relByParents returns the path of sfd relative to the origin (of status ost) by
+// climbing "..": at each level it lists the parent and finds the entry that is the
+// directory it came from (same device and inode, by fstatat without following).
+// Reaching the top of the host's tree (a directory that is its own parent) means
+// the directory is not beneath the origin: not_found.
+func relByParents(ctx context.Context, ofd, sfd int, ost *unix.Stat_t) (string, error) {
+	var names []string
+	cur, own := sfd, false
+	defer func() { closeIf(cur, own) }()
+	var st unix.Stat_t
+	for range maxLocateDepth {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		if err := unix.Fstat(cur, &st); err != nil {
+			return "", err
+		}
+		if st.Dev == ost.Dev && st.Ino == ost.Ino {
+			var b strings.Builder
+			for i := len(names) - 1; i >= 0; i-- {
+				b.WriteString(names[i])
+				if i > 0 {
+					b.WriteByte('/')
+				}
+			}
+			return b.String(), nil
+		}
+		parent, err := openatRetry(cur, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", err
+		}
+		var pst unix.Stat_t
+		if err := unix.Fstat(parent, &pst); err != nil || (pst.Dev == st.Dev && pst.Ino == st.Ino) {
+			unix.Close(parent)
+			if err == nil {
+				err = errGone // the host's "/": the origin was never met
+			}
+			return "", err
+		}
+		ents, err := readDirFd(parent)
+		if err != nil {
+			unix.Close(parent)
+			return "", err
+		}
+		name := ""
+		for _, e := range ents {
+			var est unix.Stat_t
+			if e.Type.IsDir() && lstatAt(parent, e.Name, &est) == nil && est.Dev == st.Dev && est.Ino == st.Ino {
+				name = e.Name
+				break
+			}
+		}
+		if name == "" {
+			unix.Close(parent)
+			return "", errMoving // renamed meanwhile, or a name a Path cannot hold
+		}
+		names = append(names, name)
+		closeIf(cur, own)
+		cur, own = parent, true
+	}
+	return "", errGone
+}
