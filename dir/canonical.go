@@ -183,3 +183,33 @@ func (s *scope) allowLink(ctx context.Context, c *call, method string, link vfs.
 	}
 	return nil
 }
+
+// allowSize decides a write that leaves size bytes in file p (an Append, a file a
+// Copy creates), so the policy's size limit holds for them as for WriteFile. The
+// size is taken before the write: appends racing each other are each decided on
+// what they saw.
+func (s *scope) allowSize(ctx context.Context, c *call, method string, op policy.Op, p vfs.Path, size int64) error {
+	if !s.env.customPolicy || c.req == nil {
+		return nil
+	}
+	r := *c.req
+	r.Op, r.Dest, r.Size = op, "", size
+	r.Path = c.base.Join(p.WithoutDirMark().Unresolved()).String()
+	if d, ok := s.env.decide(ctx, &r); !ok {
+		if c.innerRule == "" {
+			c.innerRule = d.Rule
+		}
+		return innerDenied(method, p, d)
+	}
+	return nil
+}
+
+// appendSize is the size file p will have after appending n bytes (n for a file
+// not there yet).
+func appendSize(ctx context.Context, b vfs.Backend, p vfs.Path, n int) int64 {
+	info, err := b.Stat(ctx, p)
+	if err != nil {
+		return int64(n)
+	}
+	return info.Size + int64(n)
+}

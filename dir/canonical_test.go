@@ -2,11 +2,14 @@ package dir_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
@@ -302,5 +305,59 @@ func TestLinkIntoReadOnlyMount(t *testing.T) {
 	}
 	if _, err := hb.Stat(bg, "vendor/new.go"); err == nil {
 		t.Error("a file was created in the shadowed directory")
+	}
+}
+
+// TestSizeLimitHoldsForAppendAndCopy: the policy's file size limit holds for an
+// Append and a Copy as for WriteFile (THREATS item 7).
+func TestSizeLimitHoldsForAppendAndCopy(t *testing.T) {
+	e, err := policy.New(policy.Config{MaxFileSize: 10})
+	must(t, err)
+	d, _, _ := newTree(t, dir.WithPolicy(e))
+	must(t, d.WriteFile(bg, "small", []byte("0123456789"), 0o644))
+	wantCode(t, d.WriteFile(bg, "big", []byte("0123456789x"), 0o644), vfs.CodePermission)
+	wantCode(t, d.Append(bg, "small", []byte("x")), vfs.CodePermission)
+	f, err := d.OpenFile(bg, "small")
+	must(t, err)
+	wantCode(t, f.Append(bg, []byte("x")), vfs.CodePermission)
+	if got := readString(t, d, "small"); got != "0123456789" {
+		t.Errorf("small = %q after refused appends", got)
+	}
+	must(t, d.Append(bg, "new", []byte("0123456789")))
+	// A host-made large file cannot be copied past the limit either.
+	_, _, m := newTree(t)
+	hd, _ := dir.New(m)
+	must(t, hd.WriteFile(bg, "huge", make([]byte, 100), 0o644))
+	must(t, hd.MkdirAll(bg, "t"))
+	must(t, hd.WriteFile(bg, "t/huge", make([]byte, 100), 0o644))
+	g, _ := dir.New(m, dir.WithPolicy(e))
+	wantCode(t, g.Copy(bg, "huge", "huge2"), vfs.CodePermission)
+	wantCode(t, g.Copy(bg, "t", "t2"), vfs.CodePermission)
+	for _, name := range []string{"huge2", "t2"} {
+		if _, err := hd.Lstat(bg, name); err == nil {
+			t.Errorf("%s exists after a refused copy", name)
+		}
+	}
+}
+
+// TestFSViewRefusalsAudited: a name the io/fs view refuses is audited like every
+// other refusal.
+func TestFSViewRefusalsAudited(t *testing.T) {
+	ring := audit.NewRing(16)
+	d, _, _ := newTree(t, dir.WithAudit(ring))
+	fsys := d.FS()
+	for _, name := range []string{"../x", "/etc/passwd", "a//b"} {
+		if _, err := fsys.Open(name); !errors.Is(err, fs.ErrInvalid) {
+			t.Errorf("Open(%q) = %v, want fs.ErrInvalid", name, err)
+		}
+	}
+	evs := ring.Events()
+	if len(evs) != 3 {
+		t.Fatalf("%d audit events, want 3: %+v", len(evs), evs)
+	}
+	for _, ev := range evs {
+		if ev.Outcome != audit.Denied || ev.Code != string(vfs.CodeInvalidPath) {
+			t.Errorf("event %+v: want denied invalid_path", ev)
+		}
 	}
 }

@@ -260,6 +260,11 @@ func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
 	c := &call{op: policy.OpWrite, method: "Append", path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
+		if d.s.env.customPolicy {
+			if err := d.s.allowSize(ctx, c, "Append", policy.OpWrite, c.rp, appendSize(ctx, d.s.b, c.rp, len(data))); err != nil {
+				return err
+			}
+		}
 		return appendTo(ctx, d.s.b, c.rp, data)
 	})
 }

@@ -127,6 +127,20 @@ func (f *File) do(ctx context.Context, op policy.Op, method string, size int64, 
 	return f.s.run(ctx, &c, func(ctx context.Context) error { return fn(ctx, c.rp) })
 }
 
+// doAppend is do for an append of n bytes: the size the file will have is decided
+// too, once the call knows where the file is.
+func (f *File) doAppend(ctx context.Context, n int, fn func(ctx context.Context, p vfs.Path) error) error {
+	c := call{op: policy.OpWrite, method: "Append", path: f.name, fixed: true, p: f.leaf}
+	return f.s.run(ctx, &c, func(ctx context.Context) error {
+		if f.s.env.customPolicy {
+			if err := f.s.allowSize(ctx, &c, "Append", policy.OpWrite, c.rp, appendSize(ctx, f.s.b, c.rp, n)); err != nil {
+				return err
+			}
+		}
+		return fn(ctx, c.rp)
+	})
+}
+
 // Name returns the file's path relative to the Dir it was opened from.
 func (f *File) Name() string { return f.name }
 
@@ -177,7 +191,7 @@ func (f *File) WriteText(ctx context.Context, s string) error {
 
 // Append appends b to the file, creating it again if it was removed.
 func (f *File) Append(ctx context.Context, b []byte) error {
-	return f.do(ctx, policy.OpWrite, "Append", -1, func(ctx context.Context, p vfs.Path) error {
+	return f.doAppend(ctx, len(b), func(ctx context.Context, p vfs.Path) error {
 		return appendTo(ctx, f.s.b, p, b)
 	})
 }

@@ -501,6 +501,9 @@ func (s *scope) copyTree(ctx context.Context, c *call, method string, from, to v
 		}
 		return s.b.Symlink(ctx, t, to)
 	case typ == 0:
+		if err := s.allowSize(ctx, c, method, op, to, info.Size); err != nil {
+			return err
+		}
 		return atomicWrite(ctx, s.b, to, streamSource(ctx, s.b, from, method, from.String()), info.Mode&fs.ModePerm)
 	case typ != fs.ModeDir:
 		return vfs.NewError(vfs.CodeNotRegular, method, from, "")
@@ -582,6 +585,11 @@ func (s *scope) allowCopy(ctx context.Context, c *call, method string, op policy
 	}
 	if d, ok := s.allowInner(ctx, c, op, src, &dst); !ok {
 		return innerDenied(method, src, d)
+	}
+	if s.env.customPolicy {
+		if info, err := s.b.Lstat(ctx, src); err == nil && info.Mode.IsRegular() {
+			return s.allowSize(ctx, c, method, op, dst, info.Size)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -38,9 +39,23 @@ func invalidName(op, name string) error {
 	return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 }
 
+// refuse is the io/fs view's answer to a name io/fs does not accept ("../x",
+// "/etc", "a//b"): fs.ErrInvalid, as fs.ValidPath requires, and like every
+// refusal, one audit event (outcome denied, code invalid_path).
+func (v *fsView) refuse(op policy.Op, method, name string) error {
+	e := v.d.s.env
+	if e.audited {
+		e.audit.Record(context.Background(), audit.Event{
+			Time: time.Now(), RequestID: newRequestID(), Subject: e.subject, Op: string(op),
+			GuestPath: auditGuestPath(name), Outcome: audit.Denied, Code: string(vfs.CodeInvalidPath), Rule: "invalid-name",
+		})
+	}
+	return invalidName(method, name)
+}
+
 func (v *fsView) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
-		return nil, invalidName("open", name)
+		return nil, v.refuse(policy.OpRead, "open", name)
 	}
 	h, err := v.d.Open(context.Background(), name, os.O_RDONLY, 0)
 	if err != nil {
@@ -51,42 +66,42 @@ func (v *fsView) Open(name string) (fs.File, error) {
 
 func (v *fsView) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fs.ValidPath(name) {
-		return nil, invalidName("readdir", name)
+		return nil, v.refuse(policy.OpList, "readdir", name)
 	}
 	return v.d.ReadDir(context.Background(), name)
 }
 
 func (v *fsView) ReadFile(name string) ([]byte, error) {
 	if !fs.ValidPath(name) {
-		return nil, invalidName("readfile", name)
+		return nil, v.refuse(policy.OpRead, "readfile", name)
 	}
 	return v.d.ReadFile(context.Background(), name)
 }
 
 func (v *fsView) Stat(name string) (fs.FileInfo, error) {
 	if !fs.ValidPath(name) {
-		return nil, invalidName("stat", name)
+		return nil, v.refuse(policy.OpStat, "stat", name)
 	}
 	return v.d.Stat(context.Background(), name)
 }
 
 func (v *fsView) Lstat(name string) (fs.FileInfo, error) {
 	if !fs.ValidPath(name) {
-		return nil, invalidName("lstat", name)
+		return nil, v.refuse(policy.OpStat, "lstat", name)
 	}
 	return v.d.Lstat(context.Background(), name)
 }
 
 func (v *fsView) ReadLink(name string) (string, error) {
 	if !fs.ValidPath(name) {
-		return "", invalidName("readlink", name)
+		return "", v.refuse(policy.OpReadlink, "readlink", name)
 	}
 	return v.d.Readlink(context.Background(), name)
 }
 
 func (v *fsView) Sub(dir string) (fs.FS, error) {
 	if !fs.ValidPath(dir) {
-		return nil, invalidName("sub", dir)
+		return nil, v.refuse(policy.OpSub, "sub", dir)
 	}
 	if dir == "." {
 		return v, nil
