@@ -60,6 +60,7 @@ type fileConfig struct {
 	MaxFileSize         int64      `toml:"max_file_size" json:"max_file_size"`
 	CaseInsensitive     bool       `toml:"case_insensitive" json:"case_insensitive"`
 	HideSecrets         bool       `toml:"hide_secrets" json:"hide_secrets"`
+	AllowGitWrites      bool       `toml:"allow_git_writes" json:"allow_git_writes"`
 	SecretPatterns      *[]string  `toml:"secret_patterns" json:"secret_patterns"`
 	PersistencePatterns *[]string  `toml:"persistence_patterns" json:"persistence_patterns"`
 	Rules               []fileRule `toml:"rules" json:"rules"`
@@ -114,6 +115,7 @@ func ParseConfig(data []byte, format Format) (Config, error) {
 	cfg.MaxFileSize = fc.MaxFileSize
 	cfg.CaseInsensitive = fc.CaseInsensitive
 	cfg.HideSecrets = fc.HideSecrets
+	cfg.AllowGitWrites = fc.AllowGitWrites
 	if fc.SecretPatterns != nil {
 		cfg.SecretPatterns = append([]string{}, *fc.SecretPatterns...)
 	}

@@ -125,6 +125,15 @@ type Config struct {
 	// CaseInsensitive folds case when matching, for backends that fold case
 	// (".SSH/id_rsa" is then ".ssh/id_rsa").
 	CaseInsensitive bool
+	// AllowGitWrites lets guests write inside git directories: GitDirPattern (and
+	// "**/.git", if listed) is removed from the persistence patterns, whether they
+	// are the defaults or the host's list. The patterns for what git executes or
+	// reads as configuration (.git/hooks, .git/config, the config, hooks and
+	// commondir of submodule and worktree git dirs, a rebase's todo list) stay. The
+	// default (false) keeps git read-only to guests; a host that wants an agent to
+	// commit should rather give it the git overlay backend, which builds commits
+	// without touching .git.
+	AllowGitWrites bool
 	// HideSecrets hides the names of files matching a secret pattern from listings
 	// that check entry by entry (a Dir's Walk and Glob). Without it, such names
 	// are listed (their contents and metadata stay out of reach). Directories
@@ -152,20 +161,18 @@ func DefaultSecretPatterns() []string {
 }
 
 // DefaultPersistencePatterns returns the default persistence patterns, a new slice
-// each call: shell startup files, git configuration and hooks, editor workspace
-// settings and MCP server configuration, at any depth (a project often holds a home
-// directory's dotfiles, or nested repositories).
+// each call: everything git, shells, direnv and other environment managers,
+// editors, agent tools, language runtimes and a desktop session execute or load
+// without being asked (git hooks and configuration, every .git as GitDirPattern,
+// shell startup files, .envrc, .vscode/**, .claude/**, .mcp.json, ...), at any depth
+// (a project often holds a home directory's dotfiles, or nested repositories).
+// docs/policy-defaults.md names what executes or loads each one.
 func DefaultPersistencePatterns() []string {
-	return []string{
-		"**/.bashrc",
-		"**/.zshrc",
-		"**/.gitconfig",
-		"**/.git/hooks/**",
-		"**/.git/config",
-		"**/.vscode/**",
-		"**/.idea/**",
-		"**/.mcp.json",
+	out := make([]string, len(defaultPersistence))
+	for i, e := range defaultPersistence {
+		out[i] = e.pattern
 	}
+	return out
 }
 
 // ErrInvalidConfig is wrapped by every error New, Parse and Load return for a bad
@@ -180,10 +187,16 @@ type Engine struct {
 	rules   []rule
 	secrets []named
 	persist []named
-	maxSize int64
-	maxWhy  string
-	fold    bool
-	hide    bool
+	// persistBase maps the last element k of each "**/k" persistence pattern to
+	// the index of the first such pattern; persistOther lists the indices of the
+	// others, in order. Together they find the first match without trying every
+	// pattern.
+	persistBase  map[string]int
+	persistOther []int
+	maxSize      int64
+	maxWhy       string
+	fold         bool
+	hide         bool
 }
 
 type rule struct {
@@ -221,6 +234,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PersistencePatterns == nil {
 		cfg.PersistencePatterns = DefaultPersistencePatterns()
 	}
+	if cfg.AllowGitWrites {
+		cfg.PersistencePatterns = slices.DeleteFunc(slices.Clone(cfg.PersistencePatterns), func(p string) bool {
+			p = strings.TrimPrefix(p, "/")
+			return p == GitDirPattern || p == "**/.git"
+		})
+	}
 	var err error
 	if e.secrets, err = compileNamed("secret", cfg.SecretPatterns, e.fold,
 		"the path matches a protected secret pattern"); err != nil {
@@ -229,6 +248,18 @@ func New(cfg Config) (*Engine, error) {
 	if e.persist, err = compileNamed("persistence", cfg.PersistencePatterns, e.fold,
 		"writing here could plant code that runs later"); err != nil {
 		return nil, err
+	}
+	e.persistBase = make(map[string]int)
+	for i := range e.persist {
+		n := &e.persist[i]
+		if strings.TrimPrefix(n.src, "/") == GitDirPattern {
+			n.reason = "git is read-only here: commit through the git overlay (" + n.src + ")"
+		}
+		if n.shape != shapeBase {
+			e.persistOther = append(e.persistOther, i)
+		} else if _, dup := e.persistBase[n.k]; !dup {
+			e.persistBase[n.k] = i
+		}
 	}
 	rules := make([]Rule, len(cfg.Rules))
 	for i, r := range cfg.Rules {
@@ -432,10 +463,9 @@ func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
 		return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 	}
 	if op.Writes() {
-		for i := range e.persist {
-			if n := &e.persist[i]; n.match(&s) {
-				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
-			}
+		if i := e.firstPersist(&s); i >= 0 {
+			n := &e.persist[i]
+			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 		}
 	}
 	var ask, allow *rule
@@ -468,6 +498,23 @@ func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
 		d.Reason = "no policy rule allows this"
 	}
 	return d
+}
+
+// firstPersist returns the index of the first persistence pattern s matches, or -1.
+func (e *Engine) firstPersist(s *subject) int {
+	first := -1
+	if i, ok := e.persistBase[s.base]; ok {
+		first = i
+	}
+	for _, i := range e.persistOther {
+		if first >= 0 && i > first {
+			break
+		}
+		if e.persist[i].match(s) {
+			return i
+		}
+	}
+	return first
 }
 
 func (r *rule) matches(s *subject) bool {

@@ -69,8 +69,14 @@ func TestDefaultSecretPatterns(t *testing.T) {
 			t.Errorf("list %q: %+v, want %v", s.path, d, want)
 		}
 	}
+	// .envrc is no secret (reading it is allowed); writing it is persistence.
+	for _, op := range append(slices.Clone(nonListOps), OpList) {
+		if d := decide(e, op, ".envrc", ""); (op.Writes() && op != OpCopy) != (d.Effect == Deny) {
+			t.Errorf("%s .envrc: %+v", op, d)
+		}
+	}
 	nearMisses := []string{
-		".envrc", "a.pem.txt", "pem", "a.pemx", ".env-example", "env", "my.env", ".environment",
+		"a.pem.txt", "pem", "a.pemx", ".env-example", "env", "my.env", ".environment",
 		"ssh/id_rsa", ".sshx/id_rsa", "x.ssh/id_rsa", "ssh", "keys/a.txt", "a.key.bak",
 		"credentials.json.bak", "mycredentials.json", ".netrc.bak", "npmrc", ".aws2/x", "aws/x",
 		".", "README.md", "src/main.go",
@@ -84,24 +90,122 @@ func TestDefaultSecretPatterns(t *testing.T) {
 	}
 }
 
+// persistenceSamples has, for every default persistence pattern, paths it must
+// deny writes to. TestDefaultPersistencePatterns fails for a pattern without one.
+var persistenceSamples = map[string][]string{
+	"**/.git/hooks/**":           {".git/hooks", ".git/hooks/pre-commit", "vendor/lib/.git/hooks/post-checkout"},
+	"**/.git/config":             {".git/config", "sub/.git/config"},
+	"**/.git/**/hooks/**":        {".git/modules/lib/hooks/pre-commit", "a/.git/modules/x/y/hooks", ".git/modules/a/modules/b/hooks/post-merge"},
+	"**/.git/**/config":          {".git/modules/lib/config", ".git/modules/a/modules/b/config"},
+	"**/.git/**/config.worktree": {".git/config.worktree", ".git/worktrees/w/config.worktree"},
+	"**/.git/**/commondir":       {".git/commondir", ".git/worktrees/w/commondir"},
+	"**/.git/**/rebase-merge/**": {".git/rebase-merge/git-rebase-todo", ".git/modules/m/rebase-merge"},
+	GitDirPattern:                {".git", "sub/.git", ".git/HEAD", ".git/objects/ab/cd", ".git/refs/heads/main", ".git/index", ".git/config.bak", ".git/hooksx/y", ".git/info/exclude", ".git/worktrees/w/HEAD", ".git/modules/m/HEAD"},
+	"**/.gitconfig":              {".gitconfig", "home/u/.gitconfig"},
+	"**/.config/git/**":          {".config/git/config", "home/u/.config/git/attributes"},
+	"**/.gitmodules":             {".gitmodules", "lib/.gitmodules"},
+	"**/.husky/**":               {".husky/pre-commit", ".husky/_/h", "web/.husky"},
+	"**/.githooks/**":            {".githooks/pre-commit"},
+	"**/.pre-commit-config.yaml": {".pre-commit-config.yaml"},
+	"**/lefthook{,-local}.{yml,yaml,toml,json,jsonc}": {"lefthook.yml", "a/lefthook-local.yaml", "lefthook.toml", "lefthook.jsonc"},
+	"**/.lefthook*/**":              {".lefthook.yml", ".lefthook-local.yml", ".lefthook/pre-commit/fmt.sh"},
+	"**/.overcommit.yml":            {".overcommit.yml"},
+	"**/.profile":                   {".profile", "home/u/.profile"},
+	"**/.bash_profile":              {".bash_profile"},
+	"**/.bash_login":                {".bash_login"},
+	"**/.bashrc":                    {".bashrc", "home/user/.bashrc"},
+	"**/.bash_logout":               {".bash_logout"},
+	"**/.bash_aliases":              {".bash_aliases"},
+	"**/.bash_completion":           {".bash_completion"},
+	"**/.inputrc":                   {".inputrc"},
+	"**/.zshenv":                    {".zshenv"},
+	"**/.zprofile":                  {".zprofile"},
+	"**/.zshrc":                     {".zshrc"},
+	"**/.zlogin":                    {".zlogin"},
+	"**/.zlogout":                   {".zlogout"},
+	"**/.zcompdump*":                {".zcompdump", ".zcompdump-host-5.9"},
+	"**/*.zwc":                      {".zshrc.zwc", ".zfunc/f.zwc"},
+	"**/.cshrc":                     {".cshrc"},
+	"**/.tcshrc":                    {".tcshrc"},
+	"**/.login":                     {".login"},
+	"**/.logout":                    {".logout"},
+	"**/.kshrc":                     {".kshrc"},
+	"**/.mkshrc":                    {".mkshrc"},
+	"**/.config/fish/**":            {".config/fish/config.fish", ".config/fish/conf.d/x.fish"},
+	"**/.tmux.conf":                 {".tmux.conf"},
+	"**/.config/tmux/**":            {".config/tmux/tmux.conf"},
+	"**/.screenrc":                  {".screenrc"},
+	"**/.lessfilter":                {".lessfilter"},
+	"**/.envrc":                     {".envrc", "app/.envrc"},
+	"**/.direnv/**":                 {".direnv/python-3.12/bin/git"},
+	"**/.config/direnv/**":          {".config/direnv/direnvrc"},
+	"**/mise*.toml":                 {"mise.toml", "mise.local.toml"},
+	"**/.mise*.toml":                {".mise.toml"},
+	"**/.mise/**":                   {".mise/config.toml"},
+	"**/.config/mise/**":            {".config/mise/config.toml"},
+	"**/.vscode/**":                 {".vscode", ".vscode/tasks.json", ".vscode/mcp.json"},
+	"**/*.code-workspace":           {"proj.code-workspace"},
+	"**/.devcontainer/**":           {".devcontainer/devcontainer.json"},
+	"**/.devcontainer.json":         {".devcontainer.json"},
+	"**/.idea/**":                   {".idea/workspace.xml"},
+	"**/.exrc":                      {".exrc"},
+	"**/.nvimrc":                    {".nvimrc"},
+	"**/.nvim.lua":                  {".nvim.lua"},
+	"**/.vimrc":                     {".vimrc"},
+	"**/.gvimrc":                    {".gvimrc"},
+	"**/.vim/**":                    {".vim/plugin/x.vim"},
+	"**/.config/nvim/**":            {".config/nvim/init.lua"},
+	"**/.emacs":                     {".emacs"},
+	"**/.emacs.el":                  {".emacs.el"},
+	"**/.emacs.d/**":                {".emacs.d/init.el"},
+	"**/.config/emacs/**":           {".config/emacs/init.el"},
+	"**/.zed/**":                    {".zed/settings.json"},
+	"**/.helix/**":                  {".helix/languages.toml"},
+	"**/.mcp.json":                  {".mcp.json", "proj/.mcp.json"},
+	"**/.claude/**":                 {".claude/settings.json", ".claude/settings.local.json", ".claude/commands/x.md"},
+	"**/.claude.json":               {".claude.json"},
+	"**/.cursor/**":                 {".cursor/mcp.json", ".cursor/rules/x.mdc"},
+	"**/.gemini/**":                 {".gemini/settings.json"},
+	"**/.codex/**":                  {".codex/config.toml"},
+	"**/.continue/**":               {".continue/config.yaml"},
+	"**/.aider*/**":                 {".aider.conf.yml", ".aider.tags.cache.v3/cache.db"},
+	"**/.windsurf/**":               {".windsurf/rules/x.md"},
+	"**/.codeium/**":                {".codeium/windsurf/mcp_config.json"},
+	"**/.roo/**":                    {".roo/mcp.json"},
+	"**/.amazonq/**":                {".amazonq/mcp.json"},
+	"**/.opencode/**":               {".opencode/plugin/x.ts"},
+	"**/opencode.json{,c}":          {"opencode.json", "opencode.jsonc"},
+	"**/.config/opencode/**":        {".config/opencode/agent/x.md"},
+	"**/.config/goose/**":           {".config/goose/config.yaml"},
+	"**/.junie/**":                  {".junie/mcp/mcp.json"},
+	"**/{site,dist}-packages/*.pth": {".venv/lib/python3.12/site-packages/evil.pth", "usr/lib/python3/dist-packages/x.pth"},
+	"**/{site,dist}-packages/{site,user}customize.py": {".venv/lib/python3.12/site-packages/sitecustomize.py", ".local/lib/python3.12/site-packages/usercustomize.py"},
+	"**/.pythonrc*":               {".pythonrc", ".pythonrc.py"},
+	"**/.irbrc":                   {".irbrc"},
+	"**/.pryrc":                   {".pryrc"},
+	"**/.cargo/**":                {".cargo/config.toml", ".cargo/config", ".cargo/bin/cargo"},
+	"**/.config/go/env":           {".config/go/env"},
+	"**/.config/autostart/**":     {".config/autostart/x.desktop"},
+	"**/.config/systemd/**":       {".config/systemd/user/x.service"},
+	"**/.config/environment.d/**": {".config/environment.d/10-x.conf"},
+	"**/.xprofile":                {".xprofile"},
+	"**/.xinitrc":                 {".xinitrc"},
+	"**/.xsession":                {".xsession"},
+	"**/.xsessionrc":              {".xsessionrc"},
+}
+
+// persistenceNearMisses are paths no default persistence pattern may match: files
+// the package doc decides to leave writable, and names close to listed ones.
+var persistenceNearMisses = []string{
+	"bashrc", ".bashrc.bak", "profile", "src/.profilex", ".gitx/config", "a.git/config", "git/hooks/x",
+	".gitattributes", ".gitignore", ".github/workflows/ci.yml", ".github/copilot-instructions.md",
+	"CLAUDE.md", "AGENTS.md", "GEMINI.md", ".cursorrules", ".editorconfig", ".dir-locals.el",
+	".vscodex/a", "mcp.json", "a.mcp.json", ".claudeignore", "Makefile", "package.json", "go.mod",
+	"flake.nix", "build.rs", "src/main.go", "site-packages/pkg/mod.pth", "x.pth", "README.md", ".",
+}
+
 func TestDefaultPersistencePatterns(t *testing.T) {
 	e := Defaults()
-	traps := []struct{ path, rule string }{
-		{".bashrc", "persistence:**/.bashrc"},
-		{"home/user/.bashrc", "persistence:**/.bashrc"},
-		{".zshrc", "persistence:**/.zshrc"},
-		{".gitconfig", "persistence:**/.gitconfig"},
-		{".git/hooks", "persistence:**/.git/hooks/**"},
-		{".git/hooks/pre-commit", "persistence:**/.git/hooks/**"},
-		{"vendor/lib/.git/hooks/post-checkout", "persistence:**/.git/hooks/**"},
-		{".git/config", "persistence:**/.git/config"},
-		{"sub/.git/config", "persistence:**/.git/config"},
-		{".vscode", "persistence:**/.vscode/**"},
-		{".vscode/tasks.json", "persistence:**/.vscode/**"},
-		{".idea/workspace.xml", "persistence:**/.idea/**"},
-		{".mcp.json", "persistence:**/.mcp.json"},
-		{"proj/.mcp.json", "persistence:**/.mcp.json"},
-	}
 	var writes, reads []Op
 	for _, op := range allOps {
 		if op.Writes() {
@@ -110,31 +214,129 @@ func TestDefaultPersistencePatterns(t *testing.T) {
 			reads = append(reads, op)
 		}
 	}
-	for _, tr := range traps {
-		for _, op := range writes {
-			if op == OpCopy {
-				continue // a copy's source is read: below
-			}
-			if d := decide(e, op, tr.path, ""); d.Effect != Deny || d.Rule != tr.rule {
-				t.Errorf("%s %q: %+v, want deny by %s", op, tr.path, d, tr.rule)
-			}
+	seen := map[string]bool{}
+	for _, pat := range DefaultPersistencePatterns() {
+		if seen[pat] {
+			t.Errorf("%q listed twice", pat)
 		}
-		for _, op := range reads {
-			if d := decide(e, op, tr.path, ""); d.Effect != Allow {
-				t.Errorf("%s %q: %+v, want allow (reads are not persistence)", op, tr.path, d)
+		seen[pat] = true
+		paths := persistenceSamples[pat]
+		if len(paths) == 0 {
+			t.Errorf("no sample path for %q", pat)
+		}
+		for _, p := range paths {
+			rule := "persistence:" + pat
+			for _, op := range writes {
+				if op == OpCopy {
+					continue // a copy's source is read: below
+				}
+				if d := decide(e, op, p, ""); d.Effect != Deny || d.Rule != rule || d.Reason == "" {
+					t.Errorf("%s %q: %+v, want deny by %s", op, p, d, rule)
+				}
 			}
-		}
-		if d := decide(e, OpCopy, tr.path, "copy"); d.Effect != Allow {
-			t.Errorf("copy from %q: %+v, want allow", tr.path, d)
-		}
-		if d := decide(e, OpCopy, "x", tr.path); d.Effect != Deny || d.Rule != tr.rule {
-			t.Errorf("copy to %q: %+v, want deny by %s", tr.path, d, tr.rule)
+			for _, op := range reads {
+				if d := decide(e, op, p, ""); d.Effect != Allow {
+					t.Errorf("%s %q: %+v, want allow (reads are not persistence)", op, p, d)
+				}
+			}
+			if d := decide(e, OpCopy, p, "copy"); d.Effect != Allow {
+				t.Errorf("copy from %q: %+v, want allow", p, d)
+			}
+			if d := decide(e, OpCopy, "x", p); d.Effect != Deny || d.Rule != rule {
+				t.Errorf("copy to %q: %+v, want deny by %s", p, d, rule)
+			}
+			if d := decide(e, OpRename, p, "elsewhere"); d.Effect != Deny || d.Rule != rule {
+				t.Errorf("rename from %q: %+v, want deny by %s", p, d, rule)
+			}
 		}
 	}
-	for _, p := range []string{".git/HEAD", ".git/objects/ab/cd", ".git/config.bak", ".bashrc.bak", "bashrc",
-		".vscodex/a", "git/hooks/x", ".git/hooksx/y", "mcp.json", "a.mcp.json"} {
-		if d := decide(e, OpWrite, p, ""); d.Effect != Allow {
-			t.Errorf("write %q: %+v, want allow", p, d)
+	for pat := range persistenceSamples {
+		if !seen[pat] {
+			t.Errorf("sample for %q, which is not a default", pat)
+		}
+	}
+	for _, p := range persistenceNearMisses {
+		for _, op := range writes {
+			if d := decide(e, op, p, ""); d.Effect != Allow {
+				t.Errorf("%s %q: %+v, want allow", op, p, d)
+			}
+		}
+	}
+}
+
+// TestPersistenceIndex checks the base-name index against trying every pattern in
+// order, on the samples, the near misses and their case variants.
+func TestPersistenceIndex(t *testing.T) {
+	var paths []string
+	for _, ps := range persistenceSamples {
+		paths = append(paths, ps...)
+	}
+	paths = append(paths, persistenceNearMisses...)
+	for _, fold := range []bool{false, true} {
+		e := mustNew(t, Config{CaseInsensitive: fold, PersistencePatterns: append(DefaultPersistencePatterns(), "**/.bashrc", "**/x")})
+		for _, p := range paths {
+			for _, q := range []string{p, strings.ToUpper(p)} {
+				q, _ = e.clean(q)
+				s := newSubject(q)
+				want := -1
+				for i := range e.persist {
+					if e.persist[i].match(&s) {
+						want = i
+						break
+					}
+				}
+				if got := e.firstPersist(&s); got != want {
+					t.Errorf("fold %v, %q: index %d, want %d", fold, q, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestAllowGitWrites(t *testing.T) {
+	e := mustNew(t, Config{AllowGitWrites: true})
+	for _, p := range []string{".git", "sub/.git", ".git/HEAD", ".git/objects/ab/cd", ".git/refs/heads/main", ".git/index",
+		".git/modules/m/HEAD", ".git/worktrees/w/HEAD", ".git/info/exclude"} {
+		for _, op := range []Op{OpWrite, OpCreate, OpMkdir, OpRemove, OpRename, OpSymlink, OpLink, OpChmod, OpChtimes} {
+			if d := decide(e, op, p, ""); d.Effect != Allow {
+				t.Errorf("%s %q: %+v, want allow with AllowGitWrites", op, p, d)
+			}
+		}
+	}
+	for _, p := range []string{".git/hooks/pre-commit", ".git/config", ".git/modules/m/config", ".git/modules/a/b/hooks/post-checkout",
+		".git/worktrees/w/commondir", ".git/worktrees/w/config.worktree", ".git/rebase-merge/git-rebase-todo", ".bashrc"} {
+		if d := decide(e, OpWrite, p, ""); d.Effect != Deny {
+			t.Errorf("write %q: %+v, want deny with AllowGitWrites", p, d)
+		}
+	}
+	if slices.Contains(e.Config().PersistencePatterns, GitDirPattern) {
+		t.Errorf("Config() still lists %s", GitDirPattern)
+	}
+	// A host's own list loses its .git patterns too; New(e.Config()) decides alike.
+	own := mustNew(t, Config{AllowGitWrites: true, PersistencePatterns: []string{"**/.git", "/**/.git/**", "**/.git/hooks/**"}})
+	for _, e := range []*Engine{own, mustNew(t, own.Config())} {
+		if d := decide(e, OpWrite, ".git/HEAD", ""); d.Effect != Allow {
+			t.Errorf("own list: write .git/HEAD: %+v", d)
+		}
+		if d := decide(e, OpWrite, ".git/hooks/x", ""); d.Effect != Deny {
+			t.Errorf("own list: write .git/hooks/x: %+v", d)
+		}
+	}
+	// The default denies, naming the git rule and the overlay.
+	if d := decide(Defaults(), OpWrite, ".git/HEAD", ""); d.Effect != Deny || d.Rule != "persistence:"+GitDirPattern || !strings.Contains(d.Reason, "git overlay") {
+		t.Errorf("default write .git/HEAD: %+v", d)
+	}
+	for _, src := range []string{"allow_git_writes = true", `{"allow_git_writes": true}`} {
+		f := TOML
+		if src[0] == '{' {
+			f = JSON
+		}
+		pe, err := Parse([]byte(src), f)
+		if err != nil || !pe.Config().AllowGitWrites {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if d := decide(pe, OpWrite, ".git/index", ""); d.Effect != Allow {
+			t.Errorf("%s: write .git/index: %+v", src, d)
 		}
 	}
 }

@@ -60,10 +60,38 @@
 // secret, ".envrc" (a direnv script) and "a.pem.txt" are not; add patterns for such
 // files when they hold secrets in your trees.
 //
-// DefaultPersistencePatterns, writes only, at any depth: **/.bashrc, **/.zshrc,
-// **/.gitconfig, **/.git/hooks/**, **/.git/config, **/.vscode/**, **/.idea/**,
-// **/.mcp.json. Any depth, because a capability tree often holds a home
-// directory's dotfiles below its root, or nested repositories.
+// DefaultPersistencePatterns, writes only, at any depth: everything git, shells,
+// direnv and other environment managers, editors, agent tools, language runtimes
+// and a desktop session execute or load without being asked. Among them:
+//
+//   - git: every .git, directory or gitdir file, and everything beneath it
+//     (GitDirPattern, "**/.git/**": git is read-only to guests), with hooks,
+//     config, config.worktree and commondir of submodule and worktree git dirs
+//     named on their own; .gitconfig, .config/git/**, .gitmodules, .husky/**,
+//     .githooks/**, .pre-commit-config.yaml, lefthook and overcommit files;
+//   - shells: .profile, .bash_profile, .bash_login, .bashrc, .bash_logout,
+//     .bash_aliases, .inputrc, .zshenv, .zprofile, .zshrc, .zlogin, .zlogout,
+//     *.zwc, .cshrc, .tcshrc, .login, .kshrc, .config/fish/**, .tmux.conf, ...;
+//   - .envrc, .direnv/**, mise files;
+//   - editors: .vscode/**, *.code-workspace, .devcontainer/**, .idea/**, .exrc,
+//     .nvimrc, .nvim.lua, .vimrc, .vim/**, .emacs.d/**, .zed/**, .helix/**;
+//   - agent tools: .mcp.json, .claude/**, .claude.json, .cursor/**, .gemini/**,
+//     .codex/**, .continue/**, .aider*, .windsurf/**, .roo/**, .amazonq/**, ...;
+//   - runtimes: *.pth, sitecustomize.py and usercustomize.py in site-packages,
+//     .cargo/**, .config/go/env, .pythonrc*, .irbrc.
+//
+// docs/policy-defaults.md lists every pattern with what executes or loads it, and
+// the files deliberately left off (.gitattributes, .editorconfig, CLAUDE.md and
+// other agent instructions, .github/workflows, build files) with the reason. Any
+// depth, because a capability tree often holds a home directory's dotfiles below
+// its root, or nested repositories.
+//
+// Config.AllowGitWrites (allow_git_writes) lets guests write inside .git: it removes
+// GitDirPattern and keeps the patterns for hooks and git configuration. Two git
+// indirections are not names: ForProject turns the project's git configuration
+// (core.hooksPath, a core.fsmonitor hook, commands and included files) into deny
+// rules for the paths it names, and dir.GitGuard refuses writes that make or
+// change a directory laid out as a git dir under another name.
 //
 // # What a guest sees of secrets
 //
@@ -89,6 +117,7 @@
 //	max_file_size = 10485760         # bytes; 0 or absent: no limit
 //	case_insensitive = false
 //	hide_secrets = false
+//	allow_git_writes = false         # true: guests may write inside .git (hooks and config stay denied)
 //	secret_patterns = ["**/.ssh/**", "**/.env", "**/*.pem"]    # absent: the defaults
 //	persistence_patterns = ["**/.git/hooks/**"]                # absent: the defaults
 //
@@ -104,14 +133,22 @@
 //
 // # What the engine cannot see
 //
-// It decides each request from its paths alone. A symlink or hard link elsewhere in
-// the tree that leads to a secret ("notes" -> "home/.ssh/id_rsa", made before the
-// guest got the capability, or by the host) is decided under its own name and is
-// not protected; creating such a link through a Dir is refused, since a symlink's
-// target and a hard link's source are decided like any path. A case-folding backend
-// needs CaseInsensitive, and even then other aliases (Unicode normalization,
-// Windows short names, trailing dots) are not folded. The deny patterns are a
-// safety net; the boundary is what the host mounts: keep secrets out of the tree.
+// It decides each request from its paths alone. A dir.Dir asks it about the path a
+// call really reaches, symlinks followed (the final one exactly as the operation
+// will), ".." taken physically and mounts mapped, and about the guest's path too,
+// and denies if either is denied; it refuses a rename, symlink, link or copy that
+// would give something protected a new name, and moves that would carry one. So a
+// symlink ("g" -> ".git", "up" -> "..") or a move cannot alias a protected path
+// for a guest: the patterns hold under every name a guest can make.
+//
+// What it cannot see are aliases made outside capfs. A hard link the host made
+// ("notes" hard-linked to "home/.ssh/id_rsa") is the same file under an unprotected
+// name: nothing in its path says what it is. Symlinks, renames and mounts changed
+// by the host (or another process) while a Dir is live are seen at the next call,
+// not the one in progress. A case-folding backend needs CaseInsensitive, and even
+// then other aliases (Unicode normalization, Windows short names, trailing dots)
+// are not folded. The deny patterns are a safety net; the boundary is what the host
+// mounts: keep secrets out of the tree.
 package policy
 
 import (
