@@ -23,6 +23,10 @@
 //     vfs.MaxSymlinks are too_many_links, trailing slashes demand directories,
 //     dangling links create inside but never outside, and Sub both confines its
 //     links and pins its directory against later renames.
+//   - Resolve: Backend.Resolve's canonical locations (links followed as the call
+//     would, ".." in targets physical), its errors, agreement with
+//     vfs.ResolveBackend, and the Resolved mark: a Resolved path with a symlink
+//     on it makes every call fail with conflict and change nothing.
 //   - Errors: every error code a backend must produce, each a *vfs.Error (not
 //     wrapped) with the caller's path, an Op, the io/fs sentinel, and no host path;
 //     every call on a closed File fails with closed.
@@ -104,6 +108,7 @@ func TestBackend(t *testing.T, cfg Config) {
 	t.Run("Differential", func(t *testing.T) { testDifferential(t, cfg) })
 	t.Run("Threats", func(t *testing.T) { testThreats(t, cfg) })
 	t.Run("Sub", func(t *testing.T) { testSub(t, cfg) })
+	t.Run("Resolve", func(t *testing.T) { testResolve(t, cfg) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, cfg) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, cfg) })
 }
