@@ -45,9 +45,18 @@ type BubblewrapOptions struct {
 	// The build cache is not shared: the sandbox could poison it for the host.
 	GoModCache string
 	// TmpSize caps the sandbox's /tmp (a tmpfs in memory; HOME and the Go build
-	// cache live there) at this many bytes; 0 leaves the kernel's default (half of
-	// RAM).
+	// cache live there) at this many bytes: a write past it fails with ENOSPC.
+	// 0 means DefaultTmpSize; a negative value leaves the kernel's default (half
+	// of RAM).
 	TmpSize int64
+	// MaxProcs bounds the processes and threads inside the sandbox: a fork past
+	// it fails with EAGAIN. 0 means DefaultMaxProcs; negative, no limit.
+	MaxProcs int
+	// MaxMemory bounds the sandbox's memory in bytes: under a cgroup, a sandbox
+	// going past it has a process killed by the kernel's OOM killer; under
+	// rlimits, an allocation past it fails. 0 means DefaultMaxMemory (or half of
+	// the host's RAM, when less); negative, no limit.
+	MaxMemory int64
 	// ShowPrivateEtc binds /etc as it is. By default the entries of /etc that an
 	// ordinary user could not read are hidden (see the package documentation).
 	ShowPrivateEtc bool
@@ -121,8 +130,7 @@ func (b *BubblewrapWrapper) Probe(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	bin, err := b.binary()
-	if err != nil {
+	if _, err := b.binary(); err != nil {
 		return err
 	}
 	fd, err := unix.Open("/usr", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -135,9 +143,14 @@ func (b *BubblewrapWrapper) Probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		for i := len(l.Cleanup) - 1; i >= 0; i-- {
+			l.Cleanup[i]()
+		}
+	}()
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(pctx, bin, l.Args...)
+	cmd := exec.CommandContext(pctx, l.Path, l.Args...)
 	cmd.Env = MinimalEnv()
 	cmd.Dir = "/"
 	cmd.ExtraFiles = l.ExtraFiles
@@ -234,8 +247,9 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		a = append(a, etcMasks("/etc")...)
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	if b.opts.TmpSize > 0 {
-		a = append(a, "--size", strconv.FormatInt(b.opts.TmpSize, 10))
+	lim := b.opts.limits()
+	if lim.TmpSize > 0 {
+		a = append(a, "--size", strconv.FormatInt(lim.TmpSize, 10))
 	}
 	a = append(a, "--tmpfs", "/tmp")
 	// A toolchain GOTOOLCHAIN downloaded lives in the module cache: one bind then
@@ -253,20 +267,26 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		if dir == "" && m.Writable {
 			dir = m.Target
 		}
-		if m.File != nil {
+		src := m.Source
+		switch {
+		case m.File != nil:
 			extra = append(extra, m.File)
 			fd := strconv.Itoa(2 + len(extra))
+			src = "/proc/self/fd/" + fd
 			if m.Writable {
 				a = append(a, "--bind-fd", fd, m.Target)
 			} else {
 				a = append(a, "--ro-bind-fd", fd, m.Target)
 			}
-			continue
-		}
-		if m.Writable {
+		case m.Writable:
 			a = append(a, "--bind", m.Source, m.Target)
-		} else {
+		default:
 			a = append(a, "--ro-bind", m.Source, m.Target)
+		}
+		// Write-protected entries of the grant, bound over themselves (after
+		// the grant, so on top of it; parents before children).
+		for _, p := range m.ReadOnly {
+			a = append(a, "--ro-bind", src+"/"+p, m.Target+"/"+p)
 		}
 	}
 	if dir == "" {
@@ -292,9 +312,18 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	a = append(a, l.Path)
 	a = append(a, l.Args...)
 
+	prog, argv, _, cleanup, err := applyLimits(lim, bin, a)
+	if err != nil {
+		return nil, &vfs.Error{Code: vfs.CodeNotSupported, Op: "run", Err: err}
+	}
+	var cleanups []func()
+	if cleanup != nil {
+		cleanups = []func(){cleanup}
+	}
 	return &Launch{
-		Path:       bin,
-		Args:       a,
+		Path:       prog,
+		Args:       argv,
+		Cleanup:    cleanups,
 		Dir:        "/",
 		Subject:    l.Subject,
 		Stdin:      l.Stdin,
@@ -303,6 +332,25 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		ExtraFiles: extra,
 		Wrappers:   l.Wrappers,
 	}, nil
+}
+
+// Limits reports the limits a run gets from this wrapper on this host, and how
+// they are enforced: a cgroup of its own per run (v2 when the caller's cgroup
+// delegates the pids and memory controllers; else v1 when the caller may create
+// cgroups in the pids and memory hierarchies, as root usually may), else
+// rlimits (RLIMIT_NPROC, which does not bind a sandbox whose uid maps to root on
+// the host; RLIMIT_DATA, per process). /tmp is a tmpfs of TmpSize either way.
+func (b *BubblewrapWrapper) Limits() Limits {
+	l := b.opts.limits()
+	switch {
+	case l.MaxProcs <= 0 && l.MaxMemory <= 0:
+		l.Mechanism = "none"
+	case planCgroup(l) != nil:
+		l.Mechanism = "cgroup v" + strconv.Itoa(planCgroup(l).version)
+	default:
+		l.Mechanism, l.Note = "rlimit", rlimitNote(l)
+	}
+	return l
 }
 
 func mountError(target, why string) error {

@@ -213,7 +213,7 @@ func (w *recorder) Wrap(_ context.Context, l *Launch) (*Launch, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.saw = append(w.saw, l.clone())
-	if strings.HasSuffix(l.Path, "bwrap") {
+	if slices.Contains(l.Wrappers, "bubblewrap") {
 		return l, nil // after the sandbox: only look
 	}
 	l.Args = append(l.Args, "from-"+w.name)
@@ -237,12 +237,38 @@ func TestWrapperChainOrder(t *testing.T) {
 	if got := b.saw[0]; !slices.Equal(got.Wrappers, []string{"a"}) || got.Args[len(got.Args)-1] != "from-a" {
 		t.Fatalf("b saw wrappers %v args %q: want a's launch", got.Wrappers, got.Args)
 	}
-	if got := c.saw[0]; !slices.Equal(got.Wrappers, []string{"a", "b", "bubblewrap"}) || !strings.HasSuffix(got.Path, "bwrap") {
-		t.Fatalf("c saw %s with wrappers %v: want the bwrap launch", got.Path, got.Wrappers)
+	if got := c.saw[0]; !slices.Equal(got.Wrappers, []string{"a", "b", "bubblewrap"}) || !launchesBwrap(got) {
+		t.Fatalf("c saw %s %q with wrappers %v: want the bwrap launch", got.Path, got.Args, got.Wrappers)
 	}
 	if len(l.Args) != 4 || len(l.Env) != 0 {
 		t.Fatalf("the caller's launch was modified: %q %q", l.Args, l.Env)
 	}
+}
+
+// launchesBwrap reports whether l runs bwrap, directly or through the limits
+// launcher.
+func launchesBwrap(l *Launch) bool {
+	if strings.HasSuffix(l.Path, "bwrap") {
+		return true
+	}
+	i := slices.Index(l.Args, "--")
+	return l.Path == launcherShell && i >= 0 && i+1 < len(l.Args) && strings.HasSuffix(l.Args[i+1], "bwrap")
+}
+
+// bwrapArgs returns the arguments l passes to bwrap, and l's Cleanup run.
+func bwrapArgs(t *testing.T, l *Launch) []string {
+	t.Helper()
+	for i := len(l.Cleanup) - 1; i >= 0; i-- {
+		l.Cleanup[i]()
+	}
+	if strings.HasSuffix(l.Path, "bwrap") {
+		return l.Args
+	}
+	i := slices.Index(l.Args, "--")
+	if !launchesBwrap(l) {
+		t.Fatalf("launch %s %q does not run bwrap", l.Path, l.Args)
+	}
+	return l.Args[i+2:]
 }
 
 func TestBwrapCancelKillsProcess(t *testing.T) {

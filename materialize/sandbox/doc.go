@@ -72,9 +72,49 @@
 // to the host kernel the command owns root's files (without any capability). The
 // wrapper therefore hides every entry of /etc that an ordinary user could not read
 // (shadow, private keys: files become unreadable, directories empty) at each run,
-// but /usr is bound as it is. Resource limits (CPU, memory; /tmp only with
-// BubblewrapOptions.TmpSize) and syscall filtering (seccomp) are not applied. Mount targets may not nest or
-// overlap each other or the system binds: Wrap refuses such a launch.
+// but /usr is bound as it is. CPU time and syscall filtering (seccomp) are not
+// limited. Mount targets may not nest or overlap each other or the system binds:
+// Wrap refuses such a launch; inside a writable grant, Mount.ReadOnly names
+// entries bound read-only over themselves (a write there fails with EROFS).
+//
+// # Limits
+//
+// Every run is bounded (BubblewrapOptions; defaults DefaultMaxProcs = 1024
+// processes and threads, DefaultMaxMemory = 4 GiB or half of the host's RAM,
+// DefaultTmpSize = 1 GiB of /tmp; a negative value lifts a limit):
+//
+//   - /tmp is a tmpfs of TmpSize bytes (bwrap --size): a write past it fails
+//     with ENOSPC;
+//   - processes and memory are bounded by a cgroup made for the run, when one
+//     can be made here: cgroup v2 when the caller's own cgroup delegates the pids
+//     and memory controllers (its cgroup.subtree_control lists them), else cgroup
+//     v1 when the caller may create cgroups in the pids and memory hierarchies
+//     (root usually may). A fork past MaxProcs fails with EAGAIN; a sandbox past
+//     MaxMemory (its processes, its /tmp and page cache together, no swap) has a
+//     process killed by the OOM killer. bwrap is started by a /bin/sh launcher
+//     that moves itself into the cgroup and execs bwrap, so every process of the
+//     run is born inside; the cgroup is removed when the run ends (what is left
+//     in it is killed first);
+//   - otherwise rlimits, set by the same launcher: RLIMIT_NPROC (which the
+//     kernel does not apply to a sandbox whose uid maps to root on the host: a
+//     root caller then has no process limit) and RLIMIT_DATA (per process, not
+//     for the sandbox as a whole).
+//
+// BubblewrapWrapper.Limits reports the limits and the mechanism in use; capfs run
+// prints them.
+//
+// # Host paths in /proc/self/mountinfo
+//
+// A bind mount's entry in mountinfo names, as its root, the bound directory's
+// path within its filesystem: a command inside can read where on the host each
+// grant comes from. The system binds show /usr, /etc (and its masks, as
+// /null of devtmpfs), the Go root and module cache at their own paths, which
+// the mount points show anyway. A grant shows its Source's path within its
+// filesystem, whether given by path or by descriptor (Mount.File changes how the
+// source is resolved, not what mountinfo prints): a caller that must not reveal
+// its paths gives grants that are the root of a filesystem of their own (as
+// materialize's private checkouts are: see materialize.Options.Private), whose
+// entry then shows "/".
 //
 // Files the command creates in a writable grant belong, on the host, to the
 // caller's uid (root, when capfs runs as root), and the command may set their

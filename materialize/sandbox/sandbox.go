@@ -37,6 +37,13 @@ type Mount struct {
 	Target string
 	// Writable binds the grant read-write; otherwise it is read-only.
 	Writable bool
+	// ReadOnly lists paths inside a writable grant, relative to it (clean,
+	// slash-separated, no ".."), to bind read-only over themselves: directories
+	// and regular files that already exist in the grant and that the command must
+	// not change (it gets EROFS at once). Each is bound from the grant's source by
+	// the same name; the grant must hold no symlink on the way to it (materialize's
+	// checkouts do not).
+	ReadOnly []string
 }
 
 // Launch is the launch context a wrapper receives and returns: what to run, where,
@@ -69,6 +76,12 @@ type Launch struct {
 	// Wrappers lists, in order, the names of the wrappers that have handled this
 	// launch so far. The Runner maintains it; wrappers read it.
 	Wrappers []string
+	// Cleanup holds functions to call once the command has exited (or could not
+	// start), such as removing what a wrapper made for the run. A wrapper sets
+	// it on the launch it returns; the Runner takes them from every launch (and
+	// clears the field before handing the launch on) and calls them all, the
+	// last added first.
+	Cleanup []func()
 }
 
 // clone returns a copy of l whose slices can be changed without touching l's.
@@ -79,6 +92,10 @@ func (l *Launch) clone() *Launch {
 	c.Mounts = append([]Mount(nil), l.Mounts...)
 	c.ExtraFiles = append([]*os.File(nil), l.ExtraFiles...)
 	c.Wrappers = append([]string(nil), l.Wrappers...)
+	c.Cleanup = append([]func(){}, l.Cleanup...)
+	for i := range c.Mounts {
+		c.Mounts[i].ReadOnly = append([]string(nil), l.Mounts[i].ReadOnly...)
+	}
 	return &c
 }
 
@@ -274,6 +291,13 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 
 	cur := l.clone()
 	cur.Wrappers = nil
+	cleanup := cur.Cleanup
+	cur.Cleanup = nil
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
 	for _, w := range r.Wrappers {
 		if _, ok := w.(Sandbox); ok && !sandboxed {
 			continue
@@ -289,6 +313,8 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 		}
 		names = append(names, w.Name())
 		next.Wrappers = append(append([]string(nil), cur.Wrappers...), w.Name())
+		cleanup = append(cleanup, next.Cleanup...)
+		next.Cleanup = nil
 		cur = next
 	}
 
@@ -495,6 +521,14 @@ func validateLaunch(l *Launch) error {
 		}
 		if m.File == nil && (m.Source == "" || !filepath.IsAbs(m.Source)) {
 			return bad(m.Target, "mount source is not an absolute host path")
+		}
+		if len(m.ReadOnly) > 0 && !m.Writable {
+			return bad(m.Target, "read-only paths inside a read-only mount")
+		}
+		for _, p := range m.ReadOnly {
+			if p == "" || p == "." || p[0] == '/' || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.IndexByte(p, 0) >= 0 {
+				return bad(m.Target, "a read-only path inside the mount is not a clean relative path")
+			}
 		}
 	}
 	return nil

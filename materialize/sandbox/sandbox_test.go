@@ -94,7 +94,7 @@ func TestProbeMissingBinary(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "not installed") {
 		t.Fatalf("Probe = %v, want unavailable: not installed", err)
 	}
-	if _, err := w.Wrap(context.Background(), sh("true")); !errors.Is(err, ErrUnavailable) {
+	if _, err := wrapNow(w, sh("true")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Wrap without a binary = %v", err)
 	}
 }
@@ -255,17 +255,17 @@ func TestWrapValidatesMounts(t *testing.T) {
 		{"no source", []Mount{{Target: "/work"}}},
 		{"NUL", []Mount{m("/wo\x00rk")}},
 	} {
-		_, err := w.Wrap(context.Background(), &Launch{Path: "true", Mounts: c.mounts})
+		_, err := wrapNow(w, &Launch{Path: "true", Mounts: c.mounts})
 		if vfs.CodeOf(err) != vfs.CodeInvalidPath {
 			t.Errorf("%s: Wrap = %v, want invalid_path", c.name, err)
 		}
 	}
 	wm := Bubblewrap(BubblewrapOptions{Path: bin, GoModCache: "/root/go/pkg/mod"})
-	if _, err := wm.Wrap(context.Background(), &Launch{Path: "true", Mounts: []Mount{m("/root/go")}}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
+	if _, err := wrapNow(wm, &Launch{Path: "true", Mounts: []Mount{m("/root/go")}}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
 		t.Errorf("mount holding the module cache: Wrap = %v, want invalid_path", err)
 	}
 	// Siblings and look-alike prefixes are fine.
-	if _, err := w.Wrap(context.Background(), &Launch{Path: "true", Mounts: []Mount{m("/work"), m("/workshop"), m("/usrdata"), m("/ref/head")}}); err != nil {
+	if _, err := wrapNow(w, &Launch{Path: "true", Mounts: []Mount{m("/work"), m("/workshop"), m("/usrdata"), m("/ref/head")}}); err != nil {
 		t.Fatalf("valid mounts refused: %v", err)
 	}
 }
@@ -298,6 +298,18 @@ func TestValidateLaunch(t *testing.T) {
 	}
 }
 
+// wrapNow wraps l with w and runs the launch's Cleanup at once (the launch is
+// only inspected, never run).
+func wrapNow(w Wrapper, l *Launch) (*Launch, error) {
+	out, err := w.Wrap(context.Background(), l)
+	if out != nil {
+		for i := len(out.Cleanup) - 1; i >= 0; i-- {
+			out.Cleanup[i]()
+		}
+	}
+	return out, err
+}
+
 func TestWrapArguments(t *testing.T) {
 	bin, _ := fakeBwrap(t, "", 0)
 	w := Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/opt/go"})
@@ -315,22 +327,22 @@ func TestWrapArguments(t *testing.T) {
 		},
 		Subject: "s",
 	}
-	out, err := w.Wrap(context.Background(), in)
+	out, err := wrapNow(w, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Path != bin || out.Dir != "/" || out.Mounts != nil || out.Subject != "s" {
+	if !launchesBwrap(out) || out.Dir != "/" || out.Mounts != nil || out.Subject != "s" {
 		t.Fatalf("wrapped launch %+v", out)
 	}
 	if !slices.Equal(out.ExtraFiles, []*os.File{pre, f}) {
 		t.Fatalf("extra files %v, want the launch's then the mount's", out.ExtraFiles)
 	}
-	args := strings.Join(out.Args, " ")
+	args := strings.Join(bwrapArgs(t, out), " ")
 	for _, want := range []string{
 		"--unshare-all --unshare-user --disable-userns --uid 1000 --gid 1000",
 		"--die-with-parent --new-session --clearenv --ro-bind /usr /usr",
 		"--ro-bind /etc /etc",
-		"--proc /proc --dev /dev --tmpfs /tmp --ro-bind /opt/go /opt/go",
+		"--proc /proc --dev /dev --size 1073741824 --tmpfs /tmp --ro-bind /opt/go /opt/go",
 		"--ro-bind " + src + " /ref --bind-fd 4 /work --bind " + src + " /out --chdir /work",
 		"--setenv PATH /opt/go/bin:/usr/local/sbin:",
 		"--setenv HOME /tmp", "--setenv GOTOOLCHAIN local", "--setenv CC gcc",
@@ -343,23 +355,23 @@ func TestWrapArguments(t *testing.T) {
 		t.Errorf("bwrap args do not end with the command: %s", args)
 	}
 	// A toolchain inside the module cache is shown by the cache's bind alone.
-	out, err = Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/m/golang.org/toolchain@v1/go", GoModCache: "/m"}).Wrap(context.Background(), &Launch{Path: "go"})
+	out, err = wrapNow(Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/m/golang.org/toolchain@v1/go", GoModCache: "/m"}), &Launch{Path: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args := strings.Join(out.Args, " "); strings.Contains(args, "--ro-bind /m/golang.org") || !strings.Contains(args, "--ro-bind /m /m") ||
+	if args := strings.Join(bwrapArgs(t, out), " "); strings.Contains(args, "--ro-bind /m/golang.org") || !strings.Contains(args, "--ro-bind /m /m") ||
 		!strings.Contains(args, "--setenv GOMODCACHE /m --setenv GOPROXY off") {
 		t.Errorf("args with GOROOT in the module cache: %s", args)
 	}
-	if _, err := w.Wrap(context.Background(), &Launch{Path: "go", Mounts: []Mount{{Source: src, Target: "/m/x"}}}); err != nil {
+	if _, err := wrapNow(w, &Launch{Path: "go", Mounts: []Mount{{Source: src, Target: "/m/x"}}}); err != nil {
 		t.Errorf("a mount beside an unset module cache refused: %v", err)
 	}
 	// A Go root under /usr is bound already.
-	out, err = Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/usr/local/go"}).Wrap(context.Background(), &Launch{Path: "go"})
+	out, err = wrapNow(Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/usr/local/go"}), &Launch{Path: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args := strings.Join(out.Args, " "); strings.Contains(args, "--ro-bind /usr/local/go") || !strings.Contains(args, "--chdir / ") {
+	if args := strings.Join(bwrapArgs(t, out), " "); strings.Contains(args, "--ro-bind /usr/local/go") || !strings.Contains(args, "--chdir / ") {
 		t.Errorf("args with GOROOT under /usr: %s", args)
 	}
 }
