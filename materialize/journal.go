@@ -187,9 +187,13 @@ func writeJournal(jdir, label, checkout string, plan []*step, ops []op) (*journa
 		}
 		return nil
 	}
-	if err := put(jRecord{Version: 1, Label: label, Checkout: checkout, Created: &now, Steps: len(plan), Ops: len(ops)}); err != nil {
+	// The header first, on its own: whatever happens next, the journal names
+	// the checkout that holds the changes.
+	head, _ := json.Marshal(jRecord{Version: 1, Label: label, Checkout: checkout, Created: &now, Steps: len(plan), Ops: len(ops)})
+	if _, err := f.Write(append(head, '\n')); err != nil {
 		return fail(err)
 	}
+	hook("journal")
 	for _, s := range plan {
 		js := jStep{Kind: s.c.Kind, Path: s.c.Path, Old: s.c.Old, New: s.c.New, Perm: s.perm, Chmod: s.chmod,
 			Force: s.force, Gone: s.gone, Parents: s.parents, State: stateNames[s.state], Code: s.code, Reason: s.reason, Clash: s.conflict}
@@ -307,6 +311,7 @@ var errBusy = errors.New("journal in use")
 // readJ is a journal as read back.
 type readJ struct {
 	f         *os.File
+	version   int
 	label     string
 	checkout  string
 	created   time.Time
@@ -346,6 +351,7 @@ func readJournal(p string, full bool) (*readJ, error) {
 				f.Close()
 				return nil, bad
 			}
+			j.version = r.Version
 			j.label, j.checkout = r.Label, r.Checkout
 			if r.Created != nil {
 				j.created = *r.Created
@@ -431,12 +437,20 @@ func Recover(ctx context.Context, src *dir.Dir, journalPath string, opts Recover
 		return nil, vfs.NewError(vfs.CodeOf(vfs.Errno(op, vfs.Root, err)), op, vfs.Root, "cannot read the sync journal")
 	}
 	defer j.f.Close()
+	if j.version == 0 {
+		// Not even a header: the sync died creating the journal, before it
+		// could apply anything.
+		if err := os.Remove(journalPath); err == nil {
+			_ = syncDir(filepath.Dir(journalPath))
+		}
+		return &SyncReport{}, nil
+	}
 	rep := &SyncReport{Checkout: j.checkout}
 	var runErr error
 	if !j.committed {
 		for _, s := range j.plan {
 			if s.state == stPending {
-				s.state, s.code, s.reason = stStopped, vfs.CodeCanceled, "not applied: the sync was interrupted before it started"
+				s.state, s.code, s.reason = stStopped, vfs.CodeCanceled, "not applied: the sync was interrupted before it started (the checkout holds the change)"
 			}
 		}
 	} else {
@@ -461,7 +475,7 @@ func Recover(ctx context.Context, src *dir.Dir, journalPath string, opts Recover
 		}
 	}
 	fillReport(rep, j.plan)
-	if len(rep.NotApplied) == 0 && !opts.KeepCheckout && j.checkout != "" {
+	if j.committed && len(rep.NotApplied) == 0 && !opts.KeepCheckout && j.checkout != "" {
 		if err := removeTree(j.checkout); err == nil || errors.Is(err, fs.ErrNotExist) {
 			rep.Checkout = ""
 		}
