@@ -72,23 +72,33 @@ setuid bits, size limits, the policy) and synced back through the same checks.
 Mounts (repeatable --mount PATH=KIND:ARG[,ro]):
   physical:HOSTDIR      a host directory (read-write unless ,ro)
   git:REPO[@REV]        a git revision as a tree, always read-only (REV: HEAD)
-  memory:               an empty in-memory tree (gone when capfs exits)
+  memory:[,quota=SIZE]  an empty in-memory tree (gone when capfs exits)
 With no --mount and no --config, the namespace is:
   project    the current directory (read-write, through run's checkout)
   ref/head   the same directory at the git HEAD (read-only; inside a repository)
   tmp        memory
+
+Every memory mount has a quota: its own quota=SIZE, else --memory-quota, else
+the configuration's memory_quota, else 256MiB. It counts what the tree holds:
+file data by allocated capacity, symlink targets, and a fixed charge per file,
+directory and name (see the memory package); a write, create, link or rename
+past it fails with quota_exceeded, and no file grows past the quota. SIZE is
+bytes with an optional binary unit (64MiB, 1GiB, 512K); 0 or none means no
+limit, which lets a guest fill the host's memory.
 
 Configuration (--config FILE, TOML; relative paths are relative to FILE; --mount
 flags add mounts, --policy and --audit override):
   policy = "policy.toml"    # policy file (see the policy package), optional
   audit  = "audit.jsonl"    # audit log, optional
   work   = "project"        # run's default --work, optional
+  memory_quota = "256MiB"   # memory mounts' default quota, optional
   [[mount]]
   path = "project"          # namespace path
   kind = "physical"         # physical, git or memory
   source = "."              # host directory or repository
   rev = "HEAD"              # git only
   read_only = false
+  quota = "64MiB"           # memory only, optional
 
 Exit codes: 0 success; 1 an operation failed (grep: nothing matched); 2 bad
 flags, arguments, mount specs or configuration; run exits with the command's own

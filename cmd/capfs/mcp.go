@@ -83,6 +83,9 @@ func mcpMounts(s *session, readOnly bool) []mcpserver.MountInfo {
 			mi.Backend = "host directory"
 		case kindMemory:
 			mi.Note = "in memory: gone when the server exits"
+			if m.Quota > 0 {
+				mi.Note += "; quota " + formatQuota(m.Quota) + " (file data, names and links; writes past it fail with quota_exceeded)"
+			}
 		}
 		out = append(out, mi)
 	}

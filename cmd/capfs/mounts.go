@@ -14,7 +14,8 @@ func newMountsCmd(o *globalOptions) *cobra.Command {
 		Short: "Show what is mounted where",
 		Long: `List the namespace's mounts: the mount point, the kind of backend, whether it is
 read-only, and its source as given (a host directory, or a repository and
-revision; "." for the defaults, meaning the current directory).`,
+revision; "." for the defaults, meaning the current directory), and a memory
+mount's quota.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
@@ -31,6 +32,9 @@ revision; "." for the defaults, meaning the current directory).`,
 			}
 			if src == "" {
 				src = "-"
+			}
+			if m.Kind == kindMemory {
+				src += " (quota " + formatQuota(m.Quota) + ")"
 			}
 			fmt.Fprintf(w, "/%s\t%s\t%s\t%s\n", m.Path.Raw(), m.Kind, mode, src)
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -41,17 +43,26 @@ type globalOptions struct {
 	policyFile string
 	auditFile  string
 	subject    string
+	// memoryQuota is --memory-quota as given ("" = the configuration's, else
+	// defaultMemoryQuota).
+	memoryQuota string
 }
+
+// defaultMemoryQuota is the quota of a memory mount given none (--memory-quota,
+// the configuration's memory_quota, or the mount's own quota=): a guest filling
+// a scratch mount cannot take the host's memory.
+const defaultMemoryQuota = 256 << 20
 
 // addFlags registers the shared flags on the root command.
 func (o *globalOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringArrayVarP(&o.mounts, "mount", "m", nil,
-		"mount a backend: PATH=KIND:ARG[,ro] with KIND physical:HOSTDIR, git:REPO[@REV] or memory: (repeatable)")
+		"mount a backend: PATH=KIND:ARG[,ro] with KIND physical:HOSTDIR, git:REPO[@REV] or memory:[,quota=SIZE] (repeatable)")
 	f.StringVar(&o.configFile, "config", "", "read mounts, policy and audit settings from this TOML file")
 	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
 	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file (default: $XDG_STATE_HOME/capfs/audit.jsonl, else under the temp dir)")
 	f.StringVar(&o.subject, "subject", "", "subject recorded in audit events (default: capfs/<command>)")
+	f.StringVar(&o.memoryQuota, "memory-quota", "", "quota of each memory mount without its own quota=, e.g. 64MiB; 0 or none for no limit (default 256MiB)")
 }
 
 // mountSpec is one mount as the user asked for it.
@@ -63,6 +74,9 @@ type mountSpec struct {
 	Rev      string // git revision
 	ReadOnly bool
 	Origin   string // "--mount", the config file's name, or "default"
+	// Quota is a memory mount's quota in bytes: 0 for the session's default,
+	// negative for no limit.
+	Quota int64
 }
 
 // mounted is a mountSpec with its backend.
@@ -114,10 +128,11 @@ func (s *session) mountAt(p vfs.Path) (*mounted, vfs.Path, bool) {
 
 // configFile is the TOML configuration format (see the root command's help).
 type configFile struct {
-	Policy string        `toml:"policy"`
-	Audit  string        `toml:"audit"`
-	Work   string        `toml:"work"`
-	Mounts []configMount `toml:"mount"`
+	Policy      string        `toml:"policy"`
+	Audit       string        `toml:"audit"`
+	Work        string        `toml:"work"`
+	MemoryQuota string        `toml:"memory_quota"`
+	Mounts      []configMount `toml:"mount"`
 }
 
 type configMount struct {
@@ -126,6 +141,7 @@ type configMount struct {
 	Source   string `toml:"source"`
 	Rev      string `toml:"rev"`
 	ReadOnly bool   `toml:"read_only"`
+	Quota    string `toml:"quota"`
 }
 
 // open builds the session from the flags and the configuration file: the mounts
@@ -146,6 +162,15 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 
 	var specs []mountSpec
 	policyFile, auditFile := o.policyFile, o.auditFile
+	memQuota := int64(defaultMemoryQuota)
+	quotaSet := false
+	if o.memoryQuota != "" {
+		q, err := parseQuota(o.memoryQuota)
+		if err != nil {
+			return nil, usageErrorf("--memory-quota %s: %v", o.memoryQuota, err)
+		}
+		memQuota, quotaSet = q, true
+	}
 	if o.configFile != "" {
 		cfg, err := loadConfig(o.configFile)
 		if err != nil {
@@ -158,6 +183,9 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 			auditFile = cfg.audit
 		}
 		s.Work = cfg.work
+		if !quotaSet && cfg.memoryQuota != 0 {
+			memQuota = cfg.memoryQuota
+		}
 		specs = append(specs, cfg.mounts...)
 	}
 	for _, arg := range o.mounts {
@@ -170,7 +198,7 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 
 	s.NS = vfs.NewNamespace()
 	if len(specs) == 0 {
-		ms, err := defaultMounts(ctx)
+		ms, err := defaultMounts(ctx, memQuota)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +208,7 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 		}
 	} else {
 		for _, spec := range specs {
-			m, err := openMount(spec)
+			m, err := openMount(spec, memQuota)
 			if err != nil {
 				return nil, err
 			}
@@ -249,20 +277,28 @@ func parseMountFlag(arg string) (mountSpec, error) {
 	}
 	kind, src, _ := strings.Cut(rest, ":")
 	spec := mountSpec{Path: p, Kind: kind, Origin: "--mount"}
-	// Trailing options: ",ro" or ",rw", in any number.
+	// Trailing options: ",ro" or ",rw", in any number, and for memory
+	// ",quota=SIZE".
 	for {
 		i := strings.LastIndexByte(src, ',')
 		if i < 0 {
 			break
 		}
-		switch src[i+1:] {
-		case "ro":
+		opt := src[i+1:]
+		switch {
+		case opt == "ro":
 			spec.ReadOnly = true
-		case "rw":
+		case opt == "rw":
 			spec.ReadOnly = false
+		case kind == kindMemory && strings.HasPrefix(opt, "quota="):
+			q, err := parseQuota(strings.TrimPrefix(opt, "quota="))
+			if err != nil {
+				return bad("%s: %v", opt, err)
+			}
+			spec.Quota = q
 		default:
 			if kind == kindMemory {
-				return bad("unknown option %q (want ro)", src[i+1:])
+				return bad("unknown option %q (want ro, rw or quota=SIZE)", opt)
 			}
 			goto done
 		}
@@ -283,7 +319,7 @@ done:
 		spec.ReadOnly = true
 	case kindMemory:
 		if src != "" {
-			return bad("memory takes no argument: PATH=memory:")
+			return bad("memory takes no argument: PATH=memory:[,quota=SIZE]")
 		}
 	case "":
 		return bad("missing kind: want PATH=KIND:ARG with KIND physical, git or memory")
@@ -363,6 +399,7 @@ type configResult struct {
 	mounts        []mountSpec
 	policy, audit string
 	work          string
+	memoryQuota   int64 // 0: not set
 }
 
 // loadConfig reads the TOML configuration file at name. Relative paths in it are
@@ -403,6 +440,13 @@ func loadConfig(name string) (configResult, error) {
 			return bad("work = %q: %s", cf.Work, messageOrCode(err))
 		}
 	}
+	if cf.MemoryQuota != "" {
+		q, err := parseQuota(cf.MemoryQuota)
+		if err != nil {
+			return bad("memory_quota = %q: %v", cf.MemoryQuota, err)
+		}
+		res.memoryQuota = q
+	}
 	for i, cm := range cf.Mounts {
 		where := fmt.Sprintf("mount #%d", i+1)
 		p, err := parseMountPath(cm.Path)
@@ -430,6 +474,13 @@ func loadConfig(name string) (configResult, error) {
 			if cm.Source != "" || cm.Rev != "" {
 				return bad("%s: memory takes no source or rev", where)
 			}
+			if cm.Quota != "" {
+				q, err := parseQuota(cm.Quota)
+				if err != nil {
+					return bad("%s: quota = %q: %v", where, cm.Quota, err)
+				}
+				spec.Quota = q
+			}
 		case "":
 			return bad("%s: missing kind (physical, git or memory)", where)
 		default:
@@ -443,8 +494,9 @@ func loadConfig(name string) (configResult, error) {
 	return res, nil
 }
 
-// openMount opens the backend a spec names.
-func openMount(spec mountSpec) (*mounted, error) {
+// openMount opens the backend a spec names; a memory mount without its own quota
+// gets memQuota (negative: no limit).
+func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
 	m := &mounted{mountSpec: spec}
 	where := "--mount " + spec.Path.String() + "=" + spec.Kind + ":" + spec.Source
 	if spec.Origin != "--mount" {
@@ -464,7 +516,10 @@ func openMount(spec mountSpec) (*mounted, error) {
 		}
 		m.Backend = b
 	case kindMemory:
-		m.Backend = memory.New()
+		if m.Quota == 0 {
+			m.Quota = memQuota
+		}
+		m.Backend = newMemory(m.Quota)
 	default:
 		return nil, usageErrorf("%s: unknown kind %q", where, spec.Kind)
 	}
@@ -474,13 +529,13 @@ func openMount(spec mountSpec) (*mounted, error) {
 // defaultMounts is the namespace used when no mount is given: the current directory
 // as project (read-write), the same directory at the git HEAD as ref/head
 // (read-only, when inside a repository whose HEAD has it), and a memory tmp.
-func defaultMounts(ctx context.Context) ([]*mounted, error) {
+func defaultMounts(ctx context.Context, memQuota int64) ([]*mounted, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, failed(fmt.Errorf("current directory: %v", cause(err)))
 	}
 	var ms []*mounted
-	proj, err := openMount(mountSpec{Path: vfs.MustParse(defaultWork), Kind: kindPhysical, Source: ".", Host: cwd, Origin: "default"})
+	proj, err := openMount(mountSpec{Path: vfs.MustParse(defaultWork), Kind: kindPhysical, Source: ".", Host: cwd, Origin: "default"}, memQuota)
 	if err != nil {
 		return nil, err
 	}
@@ -506,11 +561,78 @@ func defaultMounts(ctx context.Context) ([]*mounted, error) {
 			}
 		}
 	}
-	ms = append(ms, &mounted{
-		mountSpec: mountSpec{Path: vfs.MustParse("tmp"), Kind: kindMemory, Origin: "default"},
-		Backend:   memory.New(),
-	})
+	tmp, err := openMount(mountSpec{Path: vfs.MustParse("tmp"), Kind: kindMemory, Origin: "default"}, memQuota)
+	if err != nil {
+		return nil, err
+	}
+	ms = append(ms, tmp)
 	return ms, nil
+}
+
+// newMemory is a memory backend with quota bytes (negative: no limit). The quota
+// bounds every file too: growing one past it fails with quota_exceeded.
+func newMemory(quota int64) *memory.FS {
+	if quota < 0 {
+		return memory.New()
+	}
+	return memory.New(memory.WithQuota(quota))
+}
+
+// parseQuota parses a memory quota: a byte count with an optional binary unit
+// (K, KiB, M, MiB, G, GiB, T, TiB; KB, MB, GB and TB mean the same, any case), or
+// "0" or "none" for no limit, returned as -1.
+func parseQuota(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if strings.EqualFold(t, "none") || t == "0" {
+		return -1, nil
+	}
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 15 {
+		return 0, errors.New("want a size such as 64MiB, 1GiB or 1048576, or none")
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, errors.New("want a size such as 64MiB, 1GiB or 1048576, or none")
+	}
+	var shift uint
+	switch strings.ToLower(strings.TrimSpace(t[i:])) {
+	case "", "b":
+	case "k", "kb", "kib":
+		shift = 10
+	case "m", "mb", "mib":
+		shift = 20
+	case "g", "gb", "gib":
+		shift = 30
+	case "t", "tb", "tib":
+		shift = 40
+	default:
+		return 0, fmt.Errorf("unknown unit %q (want K, M, G or T, binary)", t[i:])
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, errors.New("too large")
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n << shift, nil
+}
+
+// formatQuota shows a quota the way parseQuota reads it.
+func formatQuota(q int64) string {
+	switch {
+	case q < 0:
+		return "none"
+	case q >= 1<<30 && q%(1<<30) == 0:
+		return strconv.FormatInt(q>>30, 10) + "GiB"
+	case q >= 1<<20 && q%(1<<20) == 0:
+		return strconv.FormatInt(q>>20, 10) + "MiB"
+	case q >= 1<<10 && q%(1<<10) == 0:
+		return strconv.FormatInt(q>>10, 10) + "KiB"
+	}
+	return strconv.FormatInt(q, 10)
 }
 
 // closeWith makes a Sub of a gitree FS close the repository it came from.
