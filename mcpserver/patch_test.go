@@ -238,11 +238,11 @@ func TestApplyRegressions(t *testing.T) {
 	})
 	t.Run("pure addition at EOF", func(t *testing.T) {
 		for _, tc := range []struct{ src, patch, want string }{
-			{"a\nb", bp("@@\n+c\n"), "a\nb\nc"},                                    // no final newline: kept, and b is not glued to c
-			{"a\r\nb\r\n", bp("@@\n+c\n"), "a\r\nb\r\nc\r\n"},                      // CRLF kept
-			{"a\nb\n", bp("@@\n+c\n*** End of File\n"), "a\nb\nc\n"},               // with the end marker
-			{"a\nb\n", bp("@@\n b\n+c\n*** End of File\n"), "a\nb\nc\n"},           // with context
-			{"", bp("@@\n+c\n"), "c\n"},                                            // empty file
+			{"a\nb", bp("@@\n+c\n"), "a\nb\nc"},                                     // no final newline: kept, and b is not glued to c
+			{"a\r\nb\r\n", bp("@@\n+c\n"), "a\r\nb\r\nc\r\n"},                       // CRLF kept
+			{"a\nb\n", bp("@@\n+c\n*** End of File\n"), "a\nb\nc\n"},                // with the end marker
+			{"a\nb\n", bp("@@\n b\n+c\n*** End of File\n"), "a\nb\nc\n"},            // with context
+			{"", bp("@@\n+c\n"), "c\n"},                                             // empty file
 			{"a\nb\n", bp("@@\n b\n+c\n\\ No newline at end of file\n"), "a\nb\nc"}, // marker
 		} {
 			got, err := apply(t, tc.src, tc.patch)

@@ -124,7 +124,7 @@ func applyChunks(content string, chunks []patchChunk) (string, error) {
 	var out []string
 	pos, drift := 0, 0
 	for n, c := range chunks {
-		from, limit := pos, len(img)
+		from, limit := pos, len(img)+1 // the hunk starts in [from, limit)
 		for _, a := range c.Context {
 			at, next := findAnchor(img, a, from)
 			if at < 0 {
@@ -197,7 +197,7 @@ func hintOf(c patchChunk) int {
 
 // findAnchor returns the index of the first line at or after from equal to a
 // (rule 5) and the index of the next line equal to it at the same level (or
-// len(img)); -1 if there is none.
+// len(img)+1); -1 if there is none.
 func findAnchor(img []string, a string, from int) (int, int) {
 	for _, norm := range anchorLevels {
 		want := norm(a)
@@ -211,7 +211,7 @@ func findAnchor(img []string, a string, from int) (int, int) {
 			}
 		}
 		if at >= 0 {
-			return at, len(img)
+			return at, len(img) + 1
 		}
 	}
 	return -1, 0
@@ -295,7 +295,7 @@ func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int
 	case atEnd:
 		where = "at the end of the file"
 	}
-	if limit < len(img) {
+	if limit <= len(img) {
 		where += fmt.Sprintf(" and before line %d (the next line equal to the @@ line)", limit+1)
 	}
 	return 0, 0, &hunkError{Msg: fmt.Sprintf("the lines to change were not found %s; expected:\n%s", where, clip(strings.Join(old, ""), 1000))}

@@ -20,10 +20,10 @@ type patchIn struct {
 // plannedFile is one file change of a patch, computed before anything is written.
 type plannedFile struct {
 	f      patchFile
-	path   string // canonical guest path (from the root, without leading "/")
-	dest   string // canonical Move to, or ""
-	old    string // contents before (Update, Delete of a regular file)
-	new    string // contents after (Add, Update)
+	path   string      // canonical guest path (from the root, without leading "/")
+	dest   string      // canonical Move to, or ""
+	old    string      // contents before (Update, Delete of a regular file)
+	new    string      // contents after (Add, Update)
 	perm   fs.FileMode // the file's permission bits before (Update, Delete) or when created (Add)
 	chmod  fs.FileMode // Update: the permission bits a unified diff's new mode asks for, when they differ from perm
 	link   string      // Delete of a symlink: its target
