@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/capfs/capfs/internal/termsafe"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -91,7 +92,7 @@ func reportError(w io.Writer, err error) {
 	if errors.As(err, &ce) && ce.quiet && ce.err == nil {
 		return
 	}
-	fmt.Fprintln(w, "capfs: "+formatError(err))
+	fmt.Fprintln(w, "capfs: "+showError(err))
 }
 
 // formatError renders err in the CLI's one-line form (without the "capfs: " prefix).
@@ -126,7 +127,23 @@ func formatError(err error) string {
 	return b.String()
 }
 
-// displayPath shows a guest path; the namespace root is "/".
+// show escapes guest-controlled text (names, paths, messages that quote them)
+// for the terminal: control characters, bidi overrides and invalid UTF-8 are
+// shown as Go/JSON escapes and backslashes doubled (see internal/termsafe). Every
+// line the CLI prints that holds a guest name goes through it exactly once.
+func show(s string) string { return termsafe.Escape(s) }
+
+// showPath is displayPath, escaped for the terminal.
+func showPath(p string) string { return show(displayPath(p)) }
+
+// showError is formatError, escaped for the terminal.
+func showError(err error) string { return show(formatError(err)) }
+
+// showGuest is joinGuest, escaped for the terminal.
+func showGuest(p vfs.Path, rel string) string { return show(joinGuest(p, rel)) }
+
+// displayPath shows a guest path; the namespace root is "/". It does not escape
+// (see showPath).
 func displayPath(p string) string {
 	if p == "." || p == "" {
 		return "/"

@@ -137,7 +137,7 @@ type runner struct {
 func (r *runner) close() {
 	for _, t := range r.trees {
 		if err := t.Close(); err != nil {
-			fmt.Fprintf(r.stderr, "capfs: run: removing a checkout: %s\n", formatError(err))
+			fmt.Fprintf(r.stderr, "capfs: run: removing a checkout: %s\n", showError(err))
 		}
 	}
 	for _, c := range r.subs {
@@ -231,9 +231,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 			return exitStatus(exitInterrupted)
 		}
 		if errors.Is(err, sandbox.ErrUnavailable) {
-			fmt.Fprintf(r.stderr, "capfs: run: %s\ncapfs: run: no sandbox can work here; --allow-unsandboxed runs the command without isolation (audited)\n", formatError(err))
+			fmt.Fprintf(r.stderr, "capfs: run: %s\ncapfs: run: no sandbox can work here; --allow-unsandboxed runs the command without isolation (audited)\n", showError(err))
 		} else {
-			fmt.Fprintf(r.stderr, "capfs: run %s: %s\n", argv[0], formatError(err))
+			fmt.Fprintf(r.stderr, "capfs: run %s: %s\n", argv[0], showError(err))
 		}
 		fmt.Fprintf(r.stderr, "capfs: audit log: %s\n", s.AuditPath)
 		return exitStatus(exitRunFailed)
@@ -269,7 +269,7 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 				}
 				bar = progressbar.NewOptions64(pr.TotalBytes,
 					progressbar.OptionSetWriter(f),
-					progressbar.OptionSetDescription("checkout "+displayPath(p.String())),
+					progressbar.OptionSetDescription("checkout "+showPath(p.String())),
 					progressbar.OptionShowBytes(true),
 					progressbar.OptionShowCount(),
 					progressbar.OptionClearOnFinish(),
@@ -287,7 +287,7 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 	}
 	r.trees = append(r.trees, t)
 	for _, sk := range t.Skipped() {
-		fmt.Fprintf(r.stderr, "capfs: run: not in the sandbox: %s (%s)\n", joinGuest(p, sk.Path), sk.Code)
+		fmt.Fprintf(r.stderr, "capfs: run: not in the sandbox: %s (%s)\n", showGuest(p, sk.Path), sk.Code)
 	}
 	return t, nil
 }
@@ -376,25 +376,25 @@ func (r *runner) summary(rep *materialize.SyncReport, err error) {
 	at := r.workPath
 	if rep != nil && len(rep.Refused) > 0 {
 		for _, rf := range rep.Refused {
-			fmt.Fprintf(w, "capfs: sync-back refused %s %s: %s (%s)\n", rf.Change.Kind, joinGuest(at, rf.Change.Path), rf.Reason, rf.Code)
+			fmt.Fprintf(w, "capfs: sync-back refused %s %s: %s (%s)\n", rf.Change.Kind, showGuest(at, rf.Change.Path), show(rf.Reason), rf.Code)
 		}
 	}
 	if rep != nil && len(rep.Conflicts) > 0 {
 		for _, c := range rep.Conflicts {
-			fmt.Fprintf(w, "capfs: sync-back conflict: %s changed in the source and in the sandbox\n", joinGuest(at, c))
+			fmt.Fprintf(w, "capfs: sync-back conflict: %s changed in the source and in the sandbox\n", showGuest(at, c))
 		}
 	}
 	if err != nil {
 		if rep == nil || len(rep.Refused)+len(rep.Conflicts) == 0 {
-			fmt.Fprintf(w, "capfs: sync-back: %s\n", formatError(readdressUnder(err, at)))
+			fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(readdressUnder(err, at)))
 		}
 		if rep == nil || len(rep.Applied) == 0 {
-			fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", displayPath(at.String()))
+			fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", showPath(at.String()))
 			return
 		}
 		fmt.Fprintf(w, "capfs: sync-back stopped after applying %d change(s):\n", len(rep.Applied))
 		for _, c := range rep.Applied {
-			fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), joinGuest(at, c.Path))
+			fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), showGuest(at, c.Path))
 		}
 		return
 	}
@@ -414,16 +414,16 @@ func (r *runner) summary(rep *materialize.SyncReport, err error) {
 			other++
 		}
 	}
-	fmt.Fprintf(w, "capfs: synced back to %s: %d added, %d modified, %d deleted", displayPath(at.String()), added, modified, deleted)
+	fmt.Fprintf(w, "capfs: synced back to %s: %d added, %d modified, %d deleted", showPath(at.String()), added, modified, deleted)
 	if other > 0 {
 		fmt.Fprintf(w, ", %d type or mode changes", other)
 	}
 	fmt.Fprintln(w)
 	for _, c := range rep.Applied {
-		fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), joinGuest(at, c.Path))
+		fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), showGuest(at, c.Path))
 	}
 	for _, c := range rep.Skipped {
-		fmt.Fprintf(w, "  (kept the source's) %s %s\n", c.Kind, joinGuest(at, c.Path))
+		fmt.Fprintf(w, "  (kept the source's) %s %s\n", c.Kind, showGuest(at, c.Path))
 	}
 }
 
