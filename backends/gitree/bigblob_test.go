@@ -159,4 +159,3 @@ func (c *compareWriter) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
-
