@@ -4,9 +4,10 @@ package physical
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,17 +353,42 @@ func TestChmodFallback(t *testing.T) {
 	})
 }
 
-// openFds counts the process's open descriptors, after letting pending cleanups
-// of unreachable Files and Subs run.
-func openFds(t *testing.T) int {
+// fdsInto returns the process's open descriptors that refer to something under
+// the host directory base (the kernel's name of each, /proc/self/fd/N, relative
+// to base), sorted.
+//
+// Counting every descriptor of the process instead, as this test once did, made it
+// flaky under load: the count then includes descriptors the test does not own.
+// Files and Subs that earlier tests dropped without closing are closed by
+// runtime cleanups, which run on their own goroutine whenever it gets scheduled (a
+// runtime.GC and a short sleep do not make them run first), so descriptors of
+// other trees closed in the middle of the measurement, and other goroutines or the
+// runtime may open and close theirs at any time. Every descriptor the backend
+// opens for this test refers to something in this test's own directory (the
+// process-wide /proc/self/fd handle aside, opened once and kept), so these, and
+// only these, are the backend's to close.
+func fdsInto(t *testing.T, base string) []string {
 	t.Helper()
-	runtime.GC()
-	time.Sleep(10 * time.Millisecond) // cleanups run on their own goroutine
+	base, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skip("no /proc/self/fd here")
 	}
-	return len(ents)
+	var out []string
+	for _, e := range ents {
+		s, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // closed since the listing (the listing's own descriptor, too)
+		}
+		if rel, ok := strings.CutPrefix(s, base); ok && (rel == "" || rel[0] == '/') {
+			out = append(out, fmt.Sprintf("fd %s: %q", e.Name(), "."+rel))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestNoDescriptorLeak runs every call, successful and failing, through both
@@ -418,14 +444,39 @@ func TestNoDescriptorLeak(t *testing.T) {
 			f.Remove(ctx, P("a/new/l"))
 			f.Remove(ctx, P("a/new"))
 			f.Remove(ctx, P("a/esc/secret"))
+			for _, s := range []string{"a/b/c/f", "a/lf", "a/esc/secret", "a/loop", "a/missing/x", "a/b/c/f/", "a/b/../b/c", "a/fifo", "a/b"} {
+				for _, follow := range []bool{false, true} {
+					if loc, err := f.Resolve(ctx, P(s), follow); err == nil {
+						f.Stat(ctx, loc.Path)
+						f.Lstat(ctx, loc.Path)
+					}
+				}
+			}
+			if sub, err := f.Sub(ctx, P("a/b")); err == nil {
+				sub.(*FS).Locate(ctx)
+				os.Rename(h.in("a/b"), h.in("a/b2"))
+				sub.(*FS).Locate(ctx)
+				os.Rename(h.in("a/b2"), h.in("a/b"))
+				sub.(*FS).Close()
+			}
 		}
-		run() // warm up lazily opened runtime descriptors
-		before := openFds(t)
+		// The check can see a descriptor into the tree.
+		probe, err := os.Open(h.in("a/b/c/f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fdsInto(t, h.base); len(got) != 1 {
+			t.Fatalf("with one file of the tree open, fdsInto = %q", got)
+		}
+		probe.Close()
+		if got := fdsInto(t, h.base); len(got) != 0 {
+			t.Fatalf("before the calls, descriptors into the tree: %q", got)
+		}
 		for range 3 {
 			run()
 		}
-		if after := openFds(t); after != before {
-			t.Errorf("%d descriptors open before, %d after", before, after)
+		if got := fdsInto(t, h.base); len(got) != 0 {
+			t.Errorf("descriptors into the tree still open after every FS, File and Sub was closed: %q", got)
 		}
 	})
 }
