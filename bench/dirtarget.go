@@ -7,6 +7,7 @@ import (
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 )
 
 // DirTarget drives a dir.Dir: every call is a full enforcement pass (revocation,
@@ -15,6 +16,11 @@ type DirTarget struct{ D *dir.Dir }
 
 func newDirTarget() Target {
 	d, _ := dir.New(memory.New())
+	return DirTarget{D: d}
+}
+
+func newDirPolicyTarget() Target {
+	d, _ := dir.New(memory.New(), dir.WithPolicy(policy.Defaults()))
 	return DirTarget{D: d}
 }
 

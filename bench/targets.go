@@ -140,8 +140,11 @@ func (t BillyTarget) Mkdir(name string) error { return t.Fs.MkdirAll(name, 0o755
 const (
 	CapfsBackend = "capfs backend"
 	CapfsDir     = "capfs Dir"
-	AferoMem     = "afero MemMapFs"
-	BillyMem     = "go-billy memfs"
+	// CapfsDirPolicy is a Dir with the default policy: every call resolves its
+	// path to the canonical location and decides there too.
+	CapfsDirPolicy = "capfs Dir+policy"
+	AferoMem       = "afero MemMapFs"
+	BillyMem       = "go-billy memfs"
 )
 
 // Impls returns every implementation measured, capfs first.
@@ -149,6 +152,7 @@ func Impls() []Impl {
 	return []Impl{
 		{Name: CapfsBackend, New: func() Target { return BackendTarget{B: memory.New()} }},
 		{Name: CapfsDir, New: newDirTarget},
+		{Name: CapfsDirPolicy, New: newDirPolicyTarget},
 		{Name: AferoMem, New: func() Target { return AferoTarget{Fs: afero.NewMemMapFs()} }},
 		{Name: BillyMem, New: func() Target { return BillyTarget{Fs: memfs.New()} }},
 	}
