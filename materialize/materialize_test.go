@@ -339,7 +339,7 @@ func TestSyncBackRefusals(t *testing.T) {
 		{"git hook", func(t *testing.T, root string) {
 			must(t, os.MkdirAll(filepath.Join(root, ".git/hooks"), 0o755))
 			must(t, os.WriteFile(filepath.Join(root, ".git/hooks/pre-commit"), []byte("#!/bin/sh\ncurl evil\n"), 0o755))
-		}, vfs.CodePermission, ".git/hooks"},
+		}, vfs.CodePermission, ".git"}, // git is read-only to guests (and hooks are persistence)
 		{"bashrc", func(t *testing.T, root string) {
 			must(t, os.WriteFile(filepath.Join(root, "src/.bashrc"), []byte("evil"), 0o644))
 		}, vfs.CodePermission, "src/.bashrc"},
@@ -368,15 +368,15 @@ func TestSyncBackGitHookAllRefused(t *testing.T) {
 		tr := checkout(t, s.d, materialize.Options{})
 		must(t, os.MkdirAll(filepath.Join(tr.Path(), ".git/hooks"), 0o755))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), ".git/hooks/post-checkout"), []byte("x"), 0o755))
-		rep := refused(t, s, tr, vfs.CodePermission, ".git/hooks")
+		rep := refused(t, s, tr, vfs.CodePermission, ".git")
 		var ps []string
 		for _, r := range rep.Refused {
 			ps = append(ps, r.Change.Path)
-			if !strings.Contains(r.Reason, "**/.git/hooks/**") {
+			if r.Change.Path != ".git" && !strings.Contains(r.Reason, "**/.git/hooks/**") {
 				t.Fatalf("reason %q does not name the persistence pattern", r.Reason)
 			}
 		}
-		if strings.Join(ps, ",") != ".git/hooks,.git/hooks/post-checkout" {
+		if strings.Join(ps, ",") != ".git,.git/hooks,.git/hooks/post-checkout" {
 			t.Fatalf("refused %v", ps)
 		}
 		if ok, _ := s.d.Exists(ctx, ".git"); ok {
