@@ -403,9 +403,22 @@ func countBatch(r *bufio.Reader) (int64, int, error) {
 	}
 }
 
-// gitreeCheckout writes every directory, file (0644 or 0755) and symlink of HEAD
-// into a new directory.
-func gitreeCheckout(b *testing.B, fx *GitreeFixture, workers int) {
+func gitreeCheckout(b *testing.B, fx *GitreeFixture, workers int) { GitreeCheckout(b, fx, workers) }
+
+// GitreeInflaters returns the two ways of inflating whole objects the inflater
+// table compares: gitree's own decoder (the default) and klauspost/compress's
+// zlib reader (gitree.WithLibraryInflater), each in one goroutine.
+func GitreeInflaters() []GitreeSetting {
+	return []GitreeSetting{
+		{Name: "gitree's inflater", Workers: 1},
+		{Name: "klauspost/compress", Workers: 1, Opts: []gitree.Option{gitree.WithLibraryInflater(true)}},
+	}
+}
+
+// GitreeCheckout is the checkout workload in workers goroutines with gitree
+// opened with opts: it writes every directory, file (0644 or 0755) and symlink
+// of HEAD into a new directory.
+func GitreeCheckout(b *testing.B, fx *GitreeFixture, workers int, opts ...gitree.Option) {
 	b.SetBytes(fx.Bytes)
 	ctx := context.Background()
 	bufs := sync.Pool{New: func() any { return new([]byte) }}
@@ -415,7 +428,7 @@ func gitreeCheckout(b *testing.B, fx *GitreeFixture, workers int) {
 	defer m.stop()
 	for i := 0; i < b.N; i++ {
 		dst := checkoutDir(b, &m)
-		g := openGitree(b, fx)
+		g := openGitree(b, fx, opts...)
 		var files atomic.Int64
 		err := parallel(workers, func(send func(item) error) error {
 			return walkTree(g, vfs.Path{}, func(p vfs.Path) error {

@@ -38,6 +38,7 @@ type config struct {
 	directPacks bool
 	deltaCache  int64
 	objectCache int64
+	libInflate  bool
 }
 
 // DefaultStreamThreshold is the blob size above which files are streamed from the
@@ -120,7 +121,7 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 		closer = st
 		repo, err = git.Open(st, nil)
 		if err == nil && cfg.directPacks {
-			packs = openPacks(dot, cfg.deltaCache)
+			packs = openPacks(dot, cfg.deltaCache, cfg.libInflate)
 		}
 	} else {
 		// A ".git" file (linked work tree, submodule): let go-git follow it, with its

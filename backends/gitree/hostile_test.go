@@ -44,6 +44,7 @@ type hostileCase struct {
 	stream  int64  // the stream threshold to open with (0: the default)
 	code    vfs.Code
 	msg     string // in the first error's message
+	lib     bool   // read with WithLibraryInflater
 }
 
 const hostileDir = "testdata/hostile"
@@ -338,56 +339,66 @@ func hostileRepo(t *testing.T, name string) (string, string) {
 	return d, hex.EncodeToString(names[20*best : 20*best+20])
 }
 
-// TestHostilePacks opens every case of the corpus and reads its hostile object:
+// TestHostilePacks opens every case of the corpus and reads its hostile object,
+// with the package's inflater and with klauspost/compress's:
 // each answers the case's error code, with the guest path and never the host
 // one, within a watchdog that fails only on a hang (60 s), allocating at most
 // hostileMaxAlloc bytes from Open to Close; Close then returns.
 func TestHostilePacks(t *testing.T) {
 	for _, c := range hostileCases() {
-		t.Run(c.name, func(t *testing.T) {
-			repo, root := hostileRepo(t, c.name)
-			type result struct {
-				err   error
-				alloc uint64
+		for _, lib := range []bool{false, true} {
+			c.lib = lib
+			name := c.name
+			if lib {
+				name += "/klauspost"
 			}
-			done := make(chan result, 1)
-			go func() {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				err := readHostile(repo, root, c)
-				runtime.ReadMemStats(&after)
-				done <- result{err, after.TotalAlloc - before.TotalAlloc}
-			}()
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(60 * time.Second):
-				t.Fatalf("%s: no answer in 60 s (a hang)", c.name)
-			}
-			if r.err == nil {
-				t.Fatalf("%s: read without an error", c.name)
-			}
-			var ve *vfs.Error
-			if !errors.As(r.err, &ve) || ve.Code != c.code || !strings.Contains(ve.Error(), c.msg) {
-				t.Fatalf("%s: error %v (%T); want code %s with %q", c.name, r.err, r.err, c.code, c.msg)
-			}
-			if ve.Path != c.path || strings.Contains(r.err.Error(), repo) {
-				t.Fatalf("%s: error %q: want the guest path %q and no host path", c.name, r.err, c.path)
-			}
-			if r.alloc > hostileMaxAlloc {
-				t.Fatalf("%s: %d bytes allocated (bound %d)", c.name, r.alloc, hostileMaxAlloc)
-			}
-			t.Logf("%s: %v (%d KiB allocated)", c.name, r.err, r.alloc>>10)
-		})
+			t.Run(name, func(t *testing.T) { testHostile(t, c) })
+		}
 	}
+}
+
+func testHostile(t *testing.T, c hostileCase) {
+	repo, root := hostileRepo(t, c.name)
+	type result struct {
+		err   error
+		alloc uint64
+	}
+	done := make(chan result, 1)
+	go func() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		err := readHostile(repo, root, c)
+		runtime.ReadMemStats(&after)
+		done <- result{err, after.TotalAlloc - before.TotalAlloc}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: no answer in 60 s (a hang)", c.name)
+	}
+	if r.err == nil {
+		t.Fatalf("%s: read without an error", c.name)
+	}
+	var ve *vfs.Error
+	if !errors.As(r.err, &ve) || ve.Code != c.code || !strings.Contains(ve.Error(), c.msg) {
+		t.Fatalf("%s: error %v (%T); want code %s with %q", c.name, r.err, r.err, c.code, c.msg)
+	}
+	if ve.Path != c.path || strings.Contains(r.err.Error(), repo) {
+		t.Fatalf("%s: error %q: want the guest path %q and no host path", c.name, r.err, c.path)
+	}
+	if r.alloc > hostileMaxAlloc {
+		t.Fatalf("%s: %d bytes allocated (bound %d)", c.name, r.alloc, hostileMaxAlloc)
+	}
+	t.Logf("%s: %v (%d KiB allocated)", c.name, r.err, r.alloc>>10)
 }
 
 // readHostile opens the case's repository at its root tree and reads the hostile
 // object: a file's Lstat, OpenFile and content, or a directory's ReadDir. It
 // returns the first error, or nil if everything read, after closing the FS.
 func readHostile(repo, root string, c hostileCase) (err error) {
-	var opts []Option
+	opts := []Option{WithLibraryInflater(c.lib)}
 	if c.stream > 0 {
 		opts = append(opts, WithStreamThreshold(c.stream))
 	}

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	kzlib "github.com/klauspost/compress/zlib"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -129,17 +130,21 @@ type pack struct {
 	// records for the entry at ends[i] (its header and compressed data).
 	ends []int64
 	crcs []uint32
+	// lib inflates with klauspost/compress instead of the package's decoder
+	// (WithLibraryInflater).
+	lib bool
 }
 
 // openPacks opens every pack of gitDir's object store whose index is a well-formed
 // version 2 index with SHA-1 ids matching its pack. Packs it cannot use are left to
 // go-git. It returns nil when there is none.
-func openPacks(gitDir string, baseCache int64) *packStore {
+func openPacks(gitDir string, baseCache int64, libInflate bool) *packStore {
 	idxs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.idx"))
 	ps := &packStore{bases: newBaseCache(baseCache)}
 	for _, idx := range idxs {
 		p, err := openPack(strings.TrimSuffix(idx, ".idx"))
 		if err == nil {
+			p.lib = libInflate
 			ps.packs = append(ps.packs, p)
 		}
 	}
@@ -692,7 +697,11 @@ func (p *pack) inflateEntry(raw []byte, e entry, off int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out, err := inflateAll(raw, e.size)
+	inflate := inflateAll
+	if p.lib {
+		inflate = libInflateAll
+	}
+	out, err := inflate(raw, e.size)
 	if err != nil {
 		return nil, corrupt("entry at offset %d: %v", off, err)
 	}
@@ -757,6 +766,41 @@ func inflateAll(raw []byte, size int64) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// libInflateAll is inflateAll through klauspost/compress's zlib reader, for
+// WithLibraryInflater: the same checks (the size, exactly, then the checksum).
+func libInflateAll(raw []byte, size int64) ([]byte, error) {
+	if size > int64(len(raw))*1032+64 {
+		return nil, fmt.Errorf("entry claims %d bytes from %d compressed", size, len(raw))
+	}
+	br := bytes.NewReader(raw)
+	zr, _ := libInflaters.Get().(io.ReadCloser)
+	var err error
+	if zr == nil {
+		zr, err = kzlib.NewReader(br)
+	} else {
+		err = zr.(kzlib.Resetter).Reset(br, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inflating %d bytes: %w", size, err)
+	}
+	defer libInflaters.Put(zr)
+	out := make([]byte, size)
+	if _, err := io.ReadFull(zr, out); err != nil {
+		return nil, fmt.Errorf("inflating %d bytes: %w", size, err)
+	}
+	// The stream must end here: reading on verifies the checksum.
+	var one [1]byte
+	if n, err := zr.Read(one[:]); n != 0 || err != io.EOF {
+		if err == nil || err == io.EOF {
+			err = errors.New("stream longer than its entry's size")
+		}
+		return nil, fmt.Errorf("inflating %d bytes: %w", size, err)
+	}
+	return out, nil
+}
+
+var libInflaters sync.Pool
 
 // uvarint decodes a delta header's little-endian base-128 number.
 func uvarint(b []byte) (uint64, []byte, bool) {

@@ -138,7 +138,8 @@ type readerFunc func([]byte) (int, error)
 func (f readerFunc) Read(b []byte) (int, error) { return f(b) }
 
 // BenchmarkInflate compares the package's whole-object inflate with
-// compress/zlib on Go-like text.
+// klauspost/compress's (as WithLibraryInflater uses it, allocating the output)
+// and compress/zlib on Go-like text.
 func BenchmarkInflate(b *testing.B) {
 	s := testStreams(b)["mixed/level-1"]
 	data, z := s[0], s[1]
@@ -147,6 +148,15 @@ func BenchmarkInflate(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
 			if err := inflateInto(out, z); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("klauspost/compress", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			got, err := libInflateAll(z, int64(len(data)))
+			if err != nil || len(got) != len(data) {
 				b.Fatal(err)
 			}
 		}

@@ -29,3 +29,13 @@ const DefaultObjectCacheSize = 96 << 20
 func WithObjectCacheSize(n int64) Option {
 	return func(c *config) { c.objectCache = n }
 }
+
+// WithLibraryInflater makes the direct pack reader inflate whole objects with
+// github.com/klauspost/compress's zlib reader instead of the package's own
+// DEFLATE decoder (the default), with the same checks: exact size, checksum,
+// index CRC. It exists to compare the two (go run ./bench/cmd/benchtable -only
+// gitree prints both); streamed blobs always use the package's decoder, which
+// alone can resume at a checkpoint.
+func WithLibraryInflater(on bool) Option {
+	return func(c *config) { c.libInflate = on }
+}

@@ -83,6 +83,9 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 			fmt.Fprintln(out, r)
 		}
 	}
+	if err := inflaterTable(out, progress, fx, count, run, benchtime); err != nil {
+		return err
+	}
 	if !tune {
 		return nil
 	}
@@ -116,6 +119,52 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 			l = dur(median(list[s.Name]))
 		}
 		fmt.Fprintf(out, "| %s | %s | %s |\n", s.Name, l, dur(median(read[s.Name])))
+	}
+	return nil
+}
+
+// inflaterTable compares gitree's own DEFLATE decoder with klauspost/compress's
+// zlib reader (gitree.WithLibraryInflater) on reading every blob and on the
+// checkout, in interleaved rounds of the same run, one goroutine each. The
+// package keeps its decoder only while it is at least as fast.
+func inflaterTable(out, progress io.Writer, fx *bench.GitreeFixture, count int, run string, benchtime time.Duration) error {
+	inf := bench.GitreeInflaters()
+	type workload struct {
+		name string
+		run  func(b *testing.B, s bench.GitreeSetting)
+	}
+	var rows []string
+	for _, w := range []workload{
+		{"read every blob", func(b *testing.B, s bench.GitreeSetting) { bench.GitreeRead(b, fx, s.Workers, s.Opts...) }},
+		{"check out into a directory", func(b *testing.B, s bench.GitreeSetting) { bench.GitreeCheckout(b, fx, s.Workers, s.Opts...) }},
+	} {
+		if run != "" && !strings.Contains(w.name, run) {
+			continue
+		}
+		var cs []contender
+		for _, s := range inf {
+			cs = append(cs, contender{Name: s.Name, Peer: len(cs) == 0, Run: func(b *testing.B) { w.run(b, s) }})
+		}
+		med, _, err := interleaved("inflater: "+w.name, cs, count, benchtime, progress)
+		if err != nil {
+			return err
+		}
+		own, lib := med[inf[0].Name], med[inf[1].Name]
+		verdict := "gitree's is at least as fast: kept"
+		if own > lib {
+			verdict = "gitree's is slower"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |", w.name, dur(own), dur(lib), ratio(lib, own), verdict))
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\nInflater: whole objects inflated by gitree's own DEFLATE decoder or by klauspost/compress's zlib reader "+
+		"(gitree.WithLibraryInflater), one goroutine, interleaved rounds of this run; median wall-clock time per iteration over %d rounds; "+
+		"ratio = klauspost time / gitree time (above 1× gitree's decoder is faster):\n\n", count)
+	fmt.Fprintf(out, "| workload | %s | %s | ratio | |\n|---|---:|---:|---:|---|\n", inf[0].Name, inf[1].Name)
+	for _, r := range rows {
+		fmt.Fprintln(out, r)
 	}
 	return nil
 }
