@@ -166,7 +166,7 @@ func (a *applier) finish(s *step, rep *SyncReport) {
 	}
 }
 
-// errConflict marks a step whose base changed during the apply.
+// conflictErr marks a step whose base changed during the apply.
 type conflictErr struct{ msg string }
 
 func (e *conflictErr) Error() string { return e.msg }
@@ -180,10 +180,6 @@ func isConflict(err error) bool {
 		return true
 	}
 	return false
-}
-
-func conflictf(msg string) error {
-	return vfs.NewError(vfs.CodeConflict, "syncback", vfs.Root, msg)
 }
 
 // lstat is the source's Lstat of p, nil when nothing is there.
