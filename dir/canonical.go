@@ -3,6 +3,7 @@ package dir
 import (
 	"context"
 	"os"
+	"runtime"
 	"sync"
 
 	"github.com/capfs/capfs/policy"
@@ -36,15 +37,54 @@ const (
 
 // treeLocks maps a root backend to the lock its Dirs share, so Dirs made by
 // separate New calls over one Namespace serialize their structural changes too.
-var treeLocks sync.Map // vfs.Backend -> *sync.RWMutex
+// An entry lives while some env made by New over that backend does.
+var (
+	treeLocksMu sync.Mutex
+	treeLocks   = map[vfs.Backend]*treeLockEntry{}
+)
 
-func treeLock(b vfs.Backend) *sync.RWMutex {
-	defer func() { _ = recover() }() // an uncomparable backend value: a private lock
-	if mu, ok := treeLocks.Load(b); ok {
-		return mu.(*sync.RWMutex)
+type treeLockEntry struct {
+	mu   sync.RWMutex
+	refs int
+}
+
+// treeLock returns the lock shared by every env over root b, and holds a
+// reference for e, released once e is unreachable.
+func treeLock(e *env, b vfs.Backend) *sync.RWMutex {
+	if !hashable(b) {
+		return new(sync.RWMutex)
 	}
-	mu, _ := treeLocks.LoadOrStore(b, new(sync.RWMutex))
-	return mu.(*sync.RWMutex)
+	treeLocksMu.Lock()
+	defer treeLocksMu.Unlock()
+	ent := treeLocks[b]
+	if ent == nil {
+		ent = &treeLockEntry{}
+		treeLocks[b] = ent
+	}
+	ent.refs++
+	runtime.AddCleanup(e, releaseTreeLock, b)
+	return &ent.mu
+}
+
+func releaseTreeLock(b vfs.Backend) {
+	treeLocksMu.Lock()
+	defer treeLocksMu.Unlock()
+	if ent := treeLocks[b]; ent != nil {
+		if ent.refs--; ent.refs <= 0 {
+			delete(treeLocks, b)
+		}
+	}
+}
+
+// hashable reports whether b can be a map key (its dynamic type is comparable).
+func hashable(b vfs.Backend) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = b == b //nolint:staticcheck // the comparison panics for an uncomparable type
+	return true
 }
 
 // structural reports whether c changes what names reach what (a rename, a copy,

@@ -109,7 +109,7 @@ func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
 	if l, ok := b.(vfs.Locator); ok {
 		e.rootLoc = l
 	}
-	e.tmu = treeLock(b)
+	e.tmu = treeLock(e, b)
 	g := newGate(nil)
 	d := &Dir{s: scope{env: e, gate: g, b: b}}
 	return d, &Control{dir: d, gate: g}
