@@ -26,7 +26,7 @@ left out. Exits 1 when nothing matches.`,
 		}
 		w := bufio.NewWriter(cmd.OutOrStdout())
 		for _, m := range matches {
-			fmt.Fprintln(w, m)
+			fmt.Fprintln(w, show(m))
 		}
 		if err := w.Flush(); err != nil {
 			return err

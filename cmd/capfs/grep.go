@@ -82,7 +82,7 @@ not followed. Exits 0 when a line matched, 1 when none did or on an error.`,
 			if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
 				return nil
 			}
-			name := displayPath(p)
+			name := showPath(p)
 			for n := 1; len(data) > 0; n++ {
 				line := data
 				if i := bytes.IndexByte(data, '\n'); i >= 0 {

@@ -51,7 +51,7 @@ and a symlink's target; an entry whose metadata the policy hides (a secret) show
 		}
 		for _, e := range entries {
 			if !long {
-				name := e.Name()
+				name := show(e.Name())
 				if e.IsDir() {
 					name += "/"
 				}
@@ -63,7 +63,7 @@ and a symlink's target; an entry whose metadata the policy hides (a secret) show
 			info, err := e.Info()
 			if vfs.CodeOf(err) == vfs.CodePermission {
 				// The policy hides this entry's metadata (a secret): show the name only.
-				if _, err := fmt.Fprintf(w, "%-10s %10s %16s %s\n", "?", "?", "?", e.Name()); err != nil {
+				if _, err := fmt.Fprintf(w, "%-10s %10s %16s %s\n", "?", "?", "?", show(e.Name())); err != nil {
 					return err
 				}
 				continue
@@ -83,6 +83,7 @@ and a symlink's target; an entry whose metadata the policy hides (a secret) show
 // lsLine writes one entry: its name (directories with a trailing "/"), or with long
 // its mode, size, time, name and link target.
 func lsLine(ctx context.Context, w io.Writer, d *dir.Dir, full, name string, info fs.FileInfo, long bool) error {
+	name = show(name)
 	if info.IsDir() {
 		name += "/"
 	}
@@ -96,7 +97,7 @@ func lsLine(ctx context.Context, w io.Writer, d *dir.Dir, full, name string, inf
 		if err != nil {
 			return err
 		}
-		target = " -> " + t
+		target = " -> " + show(t)
 	}
 	_, err := fmt.Fprintf(w, "%s %10d %s %s%s\n", info.Mode(), info.Size(), info.ModTime().Format("2006-01-02 15:04"), name, target)
 	return err

@@ -36,7 +36,7 @@ mount's quota.`,
 			if m.Kind == kindMemory {
 				src += " (quota " + formatQuota(m.Quota) + ")"
 			}
-			fmt.Fprintf(w, "/%s\t%s\t%s\t%s\n", m.Path.Raw(), m.Kind, mode, src)
+			fmt.Fprintf(w, "/%s\t%s\t%s\t%s\n", show(m.Path.Raw()), m.Kind, mode, show(src))
 		}
 		return w.Flush()
 	})

@@ -27,7 +27,7 @@ the mount's kind and whether it is read-only.`,
 		}
 		w := cmd.OutOrStdout()
 		vp, _ := vfs.ParseGuest(p)
-		fmt.Fprintf(w, "path:     %s\n", displayPath(vp.String()))
+		fmt.Fprintf(w, "path:     %s\n", showPath(vp.String()))
 		fmt.Fprintf(w, "type:     %s\n", typeName(info.Mode()))
 		fmt.Fprintf(w, "size:     %d\n", info.Size())
 		fmt.Fprintf(w, "mode:     %s (%#o)\n", info.Mode(), info.Mode().Perm())
@@ -37,10 +37,10 @@ the mount's kind and whether it is read-only.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "target:   %s\n", t)
+			fmt.Fprintf(w, "target:   %s\n", show(t))
 		}
 		if m, _, ok := s.mountAt(vp); ok {
-			fmt.Fprintf(w, "mount:    %s (%s%s)\n", displayPath(m.Path.String()), m.Kind, roSuffix(m.ReadOnly))
+			fmt.Fprintf(w, "mount:    %s (%s%s)\n", showPath(m.Path.String()), m.Kind, roSuffix(m.ReadOnly))
 		} else {
 			fmt.Fprintf(w, "mount:    none (namespace directory, read-only)\n")
 		}

@@ -83,7 +83,7 @@ stops N levels below PATH (0: no limit).`,
 			return err
 		}
 		w := bufio.NewWriter(cmd.OutOrStdout())
-		fmt.Fprintln(w, root)
+		fmt.Fprintln(w, show(root))
 		var draw func(n *node, prefix string)
 		draw = func(n *node, prefix string) {
 			for i, c := range n.children {
@@ -91,9 +91,9 @@ stops N levels below PATH (0: no limit).`,
 				if i == len(n.children)-1 {
 					branch, next = "└── ", "    "
 				}
-				line := c.name
+				line := show(c.name)
 				if c.target != "" {
-					line += " -> " + c.target
+					line += " -> " + show(c.target)
 				}
 				fmt.Fprintln(w, prefix+branch+line)
 				draw(c, prefix+next)
