@@ -29,8 +29,11 @@ func (s *server) addWriteTools(srv *mcp.Server) {
 		"occur exactly once, unless replace_all is set; otherwise the error gives the number of matches and the nearest "+
 		"near-miss. dry_run returns the unified diff without writing.", destructive, s.edit)
 	add(s, srv, "apply_patch", "Apply a patch in the *** Begin Patch format (Add File, Delete File, Update File with optional "+
-		"Move to, @@ hunks with ' ', '-' and '+' lines, *** End Patch). All files change or none: every hunk is checked "+
-		"before anything is written, and a failed write rolls back the others. dry_run returns the diff.", destructive, s.applyPatch)
+		"Move to, @@ hunks with ' ', '-' and '+' lines, *** End Patch) or a unified diff as git diff writes it (renames, "+
+		"added and deleted files, mode changes; hunk headers must count their lines). All files change or none: every hunk is checked "+
+		"before anything is written, and a failed write rolls back the others. Lines match exactly, else ignoring line ends "+
+		"(a CRLF file stays CRLF), else ignoring trailing whitespace; a hunk matching in several places is refused with "+
+		"conflict naming the lines (add context). dry_run returns the diff.", destructive, s.applyPatch)
 	add(s, srv, "mkdir", "Create a directory and any missing parents; succeeds if it already exists.", additiveIdem, s.mkdir)
 	add(s, srv, "move", "Move or rename a file or directory. Fails with already_exists if destination exists, unless overwrite.",
 		destructive, s.move)
