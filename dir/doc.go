@@ -20,9 +20,12 @@
 //  3. a writing operation on a ReadOnly capability, or while the host has called
 //     Control.SetWritable(false) -> read_only
 //  4. the Policy decides (an Ask goes to the Asker; with no Asker it is refused) ->
-//     fs_permission_denied with the decision's reason
+//     fs_permission_denied with the decision's reason. It decides twice when the
+//     two differ: on the paths as the guest wrote them, and on the canonical
+//     locations they reach (see "Decide on what is reached" below); a refusal of
+//     either refuses the call
 //  5. the Hooks' Before, in order; an error refuses the call
-//  6. the backend operation
+//  6. the backend operation, on the canonical location, following nothing again
 //  7. the Hooks' After, in reverse order (also for hooks whose Before ran when a
 //     later hook refused)
 //  8. exactly one audit.Event, whatever happened: outcome (ok, denied, failed),
@@ -37,6 +40,34 @@
 //
 // An open for reading and writing (O_RDWR) is decided as its write op and, with a
 // custom policy, as a read of the same path as well: both must be allowed.
+//
+// # Decide on what is reached
+//
+// With a policy or hooks to serve, step 4 first resolves every path the call
+// touches through the backend (vfs.Backend.Resolve): each symlink followed the way
+// the operation will follow it (the final one by Stat, ReadFile, Open, Chmod, Sub;
+// not by Lstat, Remove, Move, Symlink, Link, Mkdir, O_CREATE|O_EXCL), ".." in link
+// targets taken physically, and in a vfs.Namespace, mounts mapped, so a link in a
+// read-write mount to a path a read-only mount serves reaches that mount. The
+// policy and the hooks see the canonical paths (policy.Request.Path and Dest; the
+// guest's text stays in GuestPath), and so does the audit trail. The backend then
+// acts on the canonical path marked vfs.Path.Resolved, following no symlink: a
+// link swapped in after the decision makes the call fail with conflict, never
+// reach something undecided. A symlink's target (Symlink, links Copy recreates) is
+// decided where it leads, so a new name for a protected path is refused, and so is
+// a Move, Rename or Copy of something protected or onto a protected name: the
+// paths beneath a directory that moves are decided under their old and their new
+// names. A pinned capability (Sub, OpenDir, CreateDir, OpenFile's File,
+// Control.Child) decides on where its directory is now, asking the backend
+// (vfs.Locator: physical, memory and the git overlay answer), not on where it was
+// pinned.
+//
+// Deciding and acting are atomic with respect to other calls through Dirs over the
+// same root backend (every New over one Namespace shares a lock): a Move, Copy,
+// Symlink or Link holds the lock alone from its decision to its last change, every
+// other mutation holds it shared, so no write can be decided on a name that a
+// concurrent move is about to change. Hooks must not call back into a Dir over the
+// same root with a policy (they would wait for the lock their own call holds).
 //
 // Composite calls (WriteFile's temporary file and rename, Copy, Move, RemoveAll,
 // Walk, Glob) are one decision and one audit event. When the Dir has a custom policy
@@ -92,19 +123,28 @@
 //
 // # Not guaranteed
 //
-//   - The policy sees paths lexically, as the guest named them (from the tree's
-//     root): a symlink elsewhere in the tree can reach a file under another name,
-//     and a pinned Sub keeps reporting the path it had when it was made. Deny
-//     patterns are a safety net; keep secrets out of the tree (do not mount them).
+//   - The policy sees paths, not inodes: a hard link the host made to a protected
+//     file is another path to it, and aliases made outside capfs while a Dir is
+//     live (a host process renaming a protected directory to an unprotected name)
+//     are decided by their new names. Hard links a guest makes are decided on both
+//     names. Deny patterns are a safety net; keep secrets out of the tree (do not
+//     mount them).
+//   - Without a policy or hooks (policy.AllowAll, the default) nothing is decided,
+//     so paths are not resolved ahead of the operation: the backend resolves them
+//     as it always does, beneath its root, and a Namespace still maps links across
+//     its mounts.
+//   - The size a policy limits (policy.Config.MaxFileSize) is decided for
+//     WriteFile, Append and every file Copy creates; bytes streamed through a
+//     Handle are limited by the backend (its quota or maximum file size) only.
 //   - List and ReadDir show every name in a directory the policy lets the guest
 //     list, including names it would refuse to open; only Walk and Glob filter
 //     entry by entry.
-//   - The symlink creation rule is lexical and knows only this capability's root,
-//     not the mounts of a Namespace beneath it: a link may climb out of the mount
-//     that holds it into another part of the same tree. Backends never follow such
-//     a link (each resolves beneath its own root), and a backend whose tree host
-//     tools read directly (the physical backend) must refuse to create one itself,
-//     with vfs.SymlinkTarget, the check this package applies.
+//   - The symlink creation rule knows only this capability's root, not the mounts
+//     of a Namespace beneath it: a link may climb out of the mount that holds it
+//     into another part of the same tree. Backends never follow such a link (each
+//     resolves beneath its own root), and a backend whose tree host tools read
+//     directly (the physical backend) must refuse to create one itself, with
+//     vfs.SymlinkTarget, the check this package applies.
 //   - Calls already running when the host revokes or locks may finish.
 //   - RemoveAll, Copy and Move are not atomic against concurrent changes: entries
 //     created meanwhile can make RemoveAll fail with not_empty, and a directory
@@ -125,7 +165,9 @@
 // number of entries. Revocation and the write lock cost one or two atomic loads per
 // call whatever the depth of Control.Child and File.Revocable chains (the first
 // check after a host change walks the chain once). With a policy, hooks or a sink,
-// each call makes its request id and, for a policy or hooks, one policy.Request.
+// each call makes its request id and, for a policy or hooks, one policy.Request,
+// and resolves its paths once (on the physical backend, one openat2 when no symlink
+// lies on the path), plus one Locate for a pinned capability.
 //
 // Every type here is safe for concurrent use.
 package dir
