@@ -5,7 +5,7 @@
 // New registers tools with the argument names agents already know: read (numbered
 // lines, offset/limit), read_many, write (atomic, create_only), append, edit
 // (old_string/new_string, replace_all, dry_run), apply_patch (the "*** Begin Patch"
-// format, all files or none), list, tree, glob, grep, stat, mkdir, move, copy,
+// format or a unified diff as git diff writes it, all files or none), list, tree, glob, grep, stat, mkdir, move, copy,
 // remove, mounts and help. See README.md for what each does.
 //
 // # Guarantees
@@ -30,12 +30,30 @@
 //     every write and removal would be allowed, all before writing anything;
 //     if a write then fails (a read-only mount, a hook, the backend), the
 //     changes already made are reverted, newest first.
+//   - apply_patch places a hunk where its old lines match exactly, else ignoring
+//     line ends, else also ignoring trailing whitespace (leading whitespace always
+//     counts). A hunk that matches in several places at the first level that
+//     matches at all, and that no unified-diff line number decides, is refused
+//     with conflict naming the candidate lines, never applied at the first. Lines
+//     added at a normalized match get the file's line ends, so a CRLF file patched
+//     with LF lines stays CRLF; a file keeps its final-newline state unless the
+//     patch has a "\ No newline at end of file" line. Applied to the file it was
+//     made from, a git diff gives git apply's bytes and executable bits (a corpus
+//     test compares the two on hundreds of real patches).
 //   - Tool annotations are truthful: reading tools are ReadOnlyHint, write/copy/
 //     mkdir/remove are idempotent, append and mkdir are not destructive, and no
 //     tool reaches an open world.
 //
 // # Not guaranteed
 //
+//   - apply_patch is not git apply on a file that changed since the diff was
+//     made: where git apply takes the match nearest the hunk's line number,
+//     apply_patch refuses when several places match; it accepts matches that
+//     differ in line ends or trailing whitespace, which git apply refuses; it
+//     keeps the directories a deletion empties. Binary patches, copies, symlinks
+//     and submodules are refused (not_supported), and so is a patch naming one
+//     path twice (git apply accepts, for example, a rename followed by a new
+//     file at the old name).
 //   - apply_patch and the other multi-step tools are atomic with respect to
 //     failures of their own writes, not to concurrent writers: another client can
 //     change a file between the check and the write, and a rollback restores the
