@@ -57,6 +57,22 @@ type Options struct {
 	Progress func(Progress)
 	// ProgressInterval throttles Progress; 0 means DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Private asks for a checkout that does not reveal host paths to a sandbox
+	// it is bound into: StrategyBind is ruled out (a bind of the source shows
+	// the source's path in the sandbox's /proc/self/mountinfo), and when the
+	// base is a tmpfs and this process may mount (root), the checkout directory
+	// is a tmpfs of its own, so its bind shows "/" as its root. Otherwise the
+	// checkout directory's own path within its filesystem shows (such as
+	// /capfs-checkout-123 on /dev/shm): capfs's temporary name, not the source's.
+	// A kept checkout (Keep) stays mounted.
+	Private bool
+	// Git says what to do with the .git directories of the tree (see
+	// GitPolicy); the zero value, GitAuto, leaves out those whose history shows
+	// paths the policy hides.
+	Git GitPolicy
+	// GitScanBudget bounds GitAuto's scan: the tree objects it may read in all
+	// (0 means DefaultGitScanBudget). A history larger than that is left out.
+	GitScanBudget int
 }
 
 // Strategy names how a checkout was made.
@@ -105,6 +121,8 @@ type Tree struct {
 	created  bool // path is a directory Checkout created (and Close removes)
 	manifest *Manifest
 	skipped  []Skip
+	readOnly []string // ReadOnlyPaths
+	mounted  bool     // path is a tmpfs mounted by mountPrivate
 
 	mu     sync.Mutex
 	closed bool
@@ -171,7 +189,10 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 		return nil, err
 	}
 
-	if hostFd >= 0 && len(t.skipped) == 0 {
+	// A bind shows the whole directory: only when the Dir showed all of it, the
+	// checkout need not hide its path, and no .git needs scanning (a scan reads
+	// the checkout's own copy).
+	if hostFd >= 0 && len(t.skipped) == 0 && !opts.Private && (opts.Git == GitKeep || !hasGit(entries)) {
 		t.strategy = StrategyBind
 		bound, err := t.bind(ctx, hostFd, entries)
 		if err != nil {
@@ -207,6 +228,9 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 	if err := os.Chmod(p, 0o700); err != nil {
 		return nil, vfs.Errno(op, vfs.Root, err)
 	}
+	if opts.Private {
+		t.mounted = mountPrivate(p)
+	}
 	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, vfs.Errno(op, vfs.Root, err)
@@ -220,6 +244,9 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 		hostFd = -1
 	}
 	if err := t.populate(ctx, entries, hostFd); err != nil {
+		return nil, err
+	}
+	if err := t.mirror(ctx); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -854,15 +881,30 @@ func (t *Tree) linkFile(e *srcEntry, fi fs.FileInfo, hostFd int) (bool, error) {
 // bind makes t a zero-copy checkout of the host directory hostFd: the stat cache
 // first (so an edit racing with the hashing shows up in Diff), then the digests
 // through the Dir.
-// It reports false, having changed nothing, if the Dir's policy refused a file.
+// It reports false, having changed nothing, if the directory holds an entry the
+// Dir's walk did not show, or the Dir's policy refused a file.
 func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) (bool, error) {
+	// Every entry of the directory must be one the Dir showed: the bind shows
+	// them all, and the Dir leaves out names it cannot address (the physical
+	// backend drops names holding a backslash from its listings) as well as
+	// whatever its policy hides.
+	shown := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		shown[e.rel] = true
+	}
 	keys := map[string]statKey{}
+	errHidden := errors.New("an entry the Dir does not show")
 	if err := walkHost(hostFd, 0, func(e *hostEntry) error {
+		if !shown[e.rel] {
+			return errHidden
+		}
 		if e.st.Mode&unix.S_IFMT == unix.S_IFREG {
 			keys[e.rel] = keyOf(&e.st)
 		}
 		return nil
-	}); err != nil {
+	}); err == errHidden {
+		return false, nil
+	} else if err != nil {
 		return false, vfs.Errno("checkout", vfs.Root, err)
 	}
 	pr := t.startProgress(entries)
@@ -964,6 +1006,12 @@ func (t *Tree) Close() error {
 		t.rootFd = -1
 	}
 	if t.created && !t.keepUser && !t.keepSync {
+		if t.mounted {
+			// The tmpfs goes with its contents; the directory under it is empty.
+			if err := unmountPrivate(t.path); err != nil {
+				return vfs.Errno("close", vfs.Root, err)
+			}
+		}
 		if err := removeTree(t.path); err != nil {
 			return vfs.Errno("close", vfs.Root, err)
 		}

@@ -40,6 +40,32 @@
 //   - Close removes the checkout directory and everything in it, and nothing
 //     else; a bound physical directory is left alone.
 //
+// # The checkout mirrors the policy
+//
+// A sandbox sees what the Dir would show it, and no more:
+//
+//   - Paths the policy hides are absent (above). A bind (StrategyBind) is used
+//     only when the physical directory holds nothing but what the Dir's walk
+//     showed: a name the Dir cannot address (the physical backend drops names
+//     holding a backslash from listings) or a path it hides rules the bind out.
+//   - Write-denied paths are read-only inside: Tree.ReadOnlyPaths lists every
+//     .git directory or file and every entry Dir.Check refuses to write (the
+//     persistence files of policy.Defaults(), say), for the sandbox to bind
+//     read-only over themselves (sandbox.Mount.ReadOnly): a process gets EROFS
+//     at once rather than a refusal at sync-back, and git inside cannot commit,
+//     tag, reset or otherwise move the host's refs, objects or index.
+//   - git's object database shows no more than the checkout: under GitAuto (the
+//     default) each .git directory's history (every commit in its object store,
+//     reachable or not, its index and its submodules' git directories) is
+//     scanned, and a .git whose history names a path the policy hides (or that
+//     is too large to scan: Options.GitScanBudget) is emptied and reported in
+//     Skipped, so `git show HEAD:.env` finds no repository. GitOmit always
+//     empties .git; GitKeep keeps it unscanned.
+//   - With Options.Private, no host path of the source shows in the sandbox's
+//     /proc/self/mountinfo: nothing is bound from the source, and the checkout
+//     is a tmpfs of its own where this process may mount one (root), so its
+//     entry's root is "/" (else its own temporary name shows).
+//
 // # Not guaranteed
 //
 //   - SyncBack is not a transaction. Dir.Check stops before the Dir's hooks and
@@ -60,8 +86,14 @@
 //     the sandbox must see it read-only (Options.ReadOnly is that promise), and
 //     the host's own later edits show through. A bind shows the directory as it
 //     is while the sandbox runs: what the Dir allowed at checkout, plus whatever
-//     the host adds afterwards, and any name the physical backend leaves out of
-//     listings (names holding a backslash).
+//     the host adds afterwards (a name the physical backend cannot address
+//     included, if the host adds one after the checkout).
+//   - ReadOnlyPaths covers entries that exist at checkout: creating a new
+//     refused file (a .bashrc where there was none) is refused at sync-back
+//     only, and so is a change to a refused symlink (a bind cannot cover one).
+//   - The git scan knows paths only from trees and the index: a blob no tree
+//     or index entry names (git add, then git rm --cached, before gc) is not
+//     recognized as a hidden file's contents.
 //   - A file is held in memory while it is written back (Dir.WriteFile takes
 //     the contents): the largest file synced bounds the memory used.
 //   - Linux only (openat2, /proc/self/fd).

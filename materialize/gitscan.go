@@ -1,0 +1,160 @@
+package materialize
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// errGitBudget stops a history scan that has read its budget of tree objects.
+var errGitBudget = errors.New("history larger than the scan budget")
+
+// errGitFound stops a history scan at the first path the callback flags.
+var errGitFound = errors.New("found")
+
+// gitScan lists the paths a git directory can show: every path of every tree
+// of every commit in its object store (reachable or not: branches, tags,
+// reflogs, stashes and dangling commits alike), of trees that annotated tags
+// name, and of its index; then the same for the repositories under its
+// modules/ directory (submodules), whose paths are taken to lie under their
+// module name. Each tree is read once per path it appears at.
+type gitScan struct {
+	ctx    context.Context
+	budget int                 // tree objects left to read
+	found  func(p string) bool // true stops the scan (errGitFound)
+	seen   map[string]struct{} // prefix + "\x00" + tree id
+	trees  map[plumbing.Hash]*object.Tree
+}
+
+// scan scans the git directory gitdir (a host path) whose work tree is prefix
+// ("" for the root) and, recursively, its modules.
+func (s *gitScan) scan(gitdir, prefix string) error {
+	st := filesystem.NewStorage(osfs.New(gitdir, osfs.WithBoundOS()), cache.NewObjectLRU(8<<20))
+	defer st.Close()
+	s.trees = map[plumbing.Hash]*object.Tree{}
+	if idx, err := st.Index(); err == nil {
+		for _, e := range idx.Entries {
+			if s.found(join(prefix, e.Name)) {
+				return errGitFound
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	commits, err := st.IterEncodedObjects(plumbing.CommitObject)
+	if err != nil {
+		return err
+	}
+	err = commits.ForEach(func(o plumbing.EncodedObject) error {
+		c, err := object.DecodeCommit(st, o)
+		if err != nil {
+			return err
+		}
+		return s.tree(st, c.TreeHash, prefix)
+	})
+	if err != nil {
+		return err
+	}
+	tags, err := st.IterEncodedObjects(plumbing.TagObject)
+	if err != nil {
+		return err
+	}
+	err = tags.ForEach(func(o plumbing.EncodedObject) error {
+		tag, err := object.DecodeTag(st, o)
+		if err != nil {
+			return err
+		}
+		if tag.TargetType == plumbing.TreeObject {
+			return s.tree(st, tag.Target, prefix)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.modules(filepath.Join(gitdir, "modules"), "", prefix)
+}
+
+// tree visits tree h at prefix.
+func (s *gitScan) tree(st *filesystem.Storage, h plumbing.Hash, prefix string) error {
+	key := prefix + "\x00" + h.String()
+	if _, ok := s.seen[key]; ok {
+		return nil
+	}
+	s.seen[key] = struct{}{}
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	s.budget--
+	if s.budget < 0 {
+		return errGitBudget
+	}
+	t, ok := s.trees[h]
+	if !ok {
+		var err error
+		if t, err = object.GetTree(st, h); err != nil {
+			return err
+		}
+		if len(s.trees) < 4096 {
+			s.trees[h] = t
+		}
+	}
+	for _, e := range t.Entries {
+		p := join(prefix, e.Name)
+		if s.found(p) {
+			return errGitFound
+		}
+		if e.Mode == filemode.Dir {
+			if err := s.tree(st, e.Hash, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// modules scans the git directories under dir (a .git/modules directory):
+// rel is the module name so far.
+func (s *gitScan) modules(dir, rel, prefix string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	isGit := false
+	for _, e := range ents {
+		if e.Name() == "objects" && e.IsDir() {
+			isGit = true
+		}
+	}
+	if isGit && rel != "" {
+		return s.scan(dir, join(prefix, rel))
+	}
+	for _, e := range ents {
+		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+			if err := s.modules(filepath.Join(dir, e.Name()), join(rel, e.Name()), prefix); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// join appends name to prefix without cleaning: a name git should never hold
+// ("..", one with a slash) yields a path the Dir refuses, which counts as hidden.
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "/" + name
+}

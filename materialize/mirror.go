@@ -1,0 +1,375 @@
+package materialize
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// GitPolicy says what a checkout does with the git directories (.git) it holds.
+type GitPolicy int
+
+const (
+	// GitAuto (the default) keeps a .git directory unless the paths its object
+	// store and index can show include one the source Dir's policy hides (or
+	// that the scan cannot check within Options.GitScanBudget): git's object
+	// database would otherwise show, through `git show HEAD:.env` or `git
+	// cat-file`, what the checkout leaves out. Such a .git is emptied (see
+	// GitOmit).
+	GitAuto GitPolicy = iota
+	// GitOmit leaves every .git directory's contents out: the checkout holds it
+	// empty, so git inside finds no repository, and (bound read-only with the
+	// rest of ReadOnlyPaths) cannot create one there.
+	GitOmit
+	// GitKeep keeps every .git directory without scanning it: the host vouches
+	// that its history holds nothing the policy hides.
+	GitKeep
+)
+
+// DefaultGitScanBudget is the default of Options.GitScanBudget: the tree
+// objects a GitAuto scan may read per checkout (each tree once per path it
+// appears at) before it gives up and leaves .git out.
+const DefaultGitScanBudget = 200000
+
+// gitCheckBudget bounds the Dir.Check calls a GitAuto scan makes (one per path
+// of the history the checkout neither holds nor skipped).
+const gitCheckBudget = 20000
+
+// ReadOnlyPaths returns the paths of a writable checkout (relative to it,
+// sorted, parents before children) that the sandbox must bind read-only over
+// themselves (sandbox.Mount.ReadOnly): every .git directory or file, at any
+// depth, and every directory or file the source Dir refuses to write
+// (Dir.Check(OpWrite)), such as the persistence files of policy.Defaults(). A
+// directory is listed as a whole when it is refused, a new entry in it would be
+// refused, and so is everything beneath it; otherwise its refused entries are
+// listed one by one. A process inside then gets EROFS at once rather than a
+// refusal at sync-back. Symlinks are not listed on their own (a bind cannot
+// cover a link; sync-back still refuses a change to one; a directory bound as a
+// whole covers those it holds), nor are paths that do not exist yet:
+// creating a refused file is refused at sync-back only. Nil for a read-only
+// checkout (it is all bound read-only).
+func (t *Tree) ReadOnlyPaths() []string {
+	return append([]string(nil), t.readOnly...)
+}
+
+// isGit reports whether rel names a git directory or gitdir file.
+func isGit(rel string) bool { return path.Base(rel) == ".git" }
+
+// hasGit reports whether the walk found a .git entry.
+func hasGit(entries []*srcEntry) bool {
+	for _, e := range entries {
+		if isGit(e.rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// mirror applies the policy's decisions to a populated (copied or hard-linked)
+// checkout: it empties the .git directories the GitPolicy leaves out, then, for
+// a writable checkout, computes ReadOnlyPaths.
+func (t *Tree) mirror(ctx context.Context) error {
+	if err := t.decideGit(ctx); err != nil {
+		return err
+	}
+	if t.opts.ReadOnly {
+		return nil
+	}
+	return t.protect(ctx)
+}
+
+// decideGit empties each .git directory of the checkout that the GitPolicy
+// leaves out, recording it in Skipped.
+func (t *Tree) decideGit(ctx context.Context) error {
+	if t.opts.Git == GitKeep {
+		return nil
+	}
+	var gits []string
+	for rel, e := range t.manifest.Entries {
+		if isGit(rel) && e.Type.IsDir() {
+			gits = append(gits, rel)
+		}
+	}
+	sort.Strings(gits)
+	budget := t.opts.GitScanBudget
+	if budget <= 0 {
+		budget = DefaultGitScanBudget
+	}
+	var omitted []string
+	for _, rel := range gits {
+		if underAny(rel, omitted) {
+			continue // emptied with an outer one
+		}
+		why := "left out (GitOmit)"
+		if t.opts.Git == GitAuto {
+			var err error
+			if why, err = t.gitHides(ctx, rel, &budget); err != nil {
+				return err
+			}
+			if why == "" {
+				continue
+			}
+		}
+		if err := t.emptyGit(rel); err != nil {
+			return vfs.Errno("checkout", vfs.MustParse(rel), err)
+		}
+		omitted = append(omitted, rel)
+		t.mu.Lock()
+		t.skipped = append(t.skipped, Skip{Path: rel, Code: vfs.CodePermission, Reason: "git directory emptied: " + why})
+		t.mu.Unlock()
+	}
+	sort.Slice(t.skipped, func(i, j int) bool { return t.skipped[i].Path < t.skipped[j].Path })
+	return nil
+}
+
+// under reports whether rel lies strictly beneath one of dirs.
+func underAny(rel string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// gitHides scans the checkout's copy of the git directory rel and returns why
+// it must be left out ("" when it may stay): a path of its history the source
+// Dir hides, a history too large for the budget, or one it cannot read.
+func (t *Tree) gitHides(ctx context.Context, rel string, budget *int) (string, error) {
+	prefix := path.Dir(path.Dir(rel + "/x")) // the work tree: rel's parent
+	if prefix == "." {
+		prefix = ""
+	}
+	skipped := map[string]vfs.Code{}
+	for _, s := range t.Skipped() {
+		skipped[s.Path] = s.Code
+	}
+	checks, hidden := 0, 0
+	decided := map[string]bool{}
+	var failure error
+	s := &gitScan{ctx: ctx, budget: *budget, seen: map[string]struct{}{}}
+	s.found = func(p string) bool {
+		if _, ok := t.manifest.Entries[p]; ok {
+			return false // the checkout shows it
+		}
+		if h, ok := decided[p]; ok {
+			return h
+		}
+		h := false
+		if code, ok := skipped[p]; ok {
+			h = code == vfs.CodePermission
+		} else {
+			checks++
+			if checks > gitCheckBudget {
+				failure = errGitBudget
+				return true
+			}
+			err := t.src.Check(ctx, policy.OpRead, p, "", -1)
+			switch vfs.CodeOf(err) {
+			case "":
+			case vfs.CodePermission, vfs.CodeInvalidPath, vfs.CodeOutside:
+				h = true
+			default:
+				failure = err
+				return true
+			}
+		}
+		decided[p] = h
+		if h {
+			hidden++
+		}
+		return h
+	}
+	err := s.scan(filepath.Join(t.path, filepath.FromSlash(rel)), prefix)
+	*budget = max(s.budget, 0)
+	if failure != nil {
+		err = failure
+	}
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.Is(err, errGitFound):
+		return "its history holds a path the policy hides", nil
+	case errors.Is(err, errGitBudget):
+		return "its history is too large to check (see Options.GitScanBudget)", nil
+	case ctx.Err() != nil:
+		return "", canceled("checkout", vfs.Root, ctx.Err())
+	default:
+		return "its history cannot be read to check it", nil
+	}
+}
+
+// emptyGit removes the contents of the checkout's directory rel (a .git) and
+// their manifest entries; the directory itself stays, as it was recorded.
+func (t *Tree) emptyGit(rel string) error {
+	fd, err := openBeneath(t.rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	// The checkout is private and nothing has run in it yet: the path is the
+	// one Checkout made, and RemoveAll does not follow symlinks.
+	for _, n := range names {
+		if err := removeTree(filepath.Join(t.path, filepath.FromSlash(rel), n)); err != nil {
+			return err
+		}
+	}
+	for p := range t.manifest.Entries {
+		if strings.HasPrefix(p, rel+"/") {
+			delete(t.manifest.Entries, p)
+			delete(t.manifest.stat, p)
+		}
+	}
+	return nil
+}
+
+// protect computes ReadOnlyPaths from the manifest, deciding each entry with
+// Dir.Check on Options.Workers goroutines.
+func (t *Tree) protect(ctx context.Context) error {
+	m := t.manifest.Entries
+	paths := make([]string, 0, len(m))
+	for p, e := range m {
+		if e.Type != os.ModeSymlink {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	// Decide every path (and, for directories, a new entry in it) in parallel.
+	type verdict struct{ self, create bool }
+	verdicts := make([]verdict, len(paths))
+	denied := func(op policy.Op, p string) (bool, error) {
+		err := t.src.Check(ctx, op, p, "", -1)
+		switch vfs.CodeOf(err) {
+		case "":
+			return false, nil
+		case vfs.CodePermission, vfs.CodeReadOnly:
+			return true, nil
+		}
+		return false, err
+	}
+	n := t.opts.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	next := make(chan int)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				p := paths[i]
+				if isGit(p) || strings.Contains(p, "/.git/") || strings.HasPrefix(p, ".git/") {
+					verdicts[i] = verdict{true, true}
+					continue
+				}
+				self, err := denied(policy.OpWrite, p)
+				if err == nil && self && m[p].Type.IsDir() {
+					verdicts[i].create, err = denied(policy.OpCreate, p+"/.capfs-new-entry")
+				}
+				if err != nil {
+					once.Do(func() { first = err })
+					continue
+				}
+				verdicts[i].self = self
+			}
+		}()
+	}
+	for i := range paths {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return canceled("checkout", vfs.Root, err)
+	}
+	// Bottom-up: a directory is whole when it is refused, new entries are, and
+	// every entry beneath it is whole. paths is sorted, so a directory's
+	// entries follow it; walking backwards sees them first.
+	whole := make(map[string]bool, len(paths))
+	partial := map[string]bool{} // directories with an entry that is not whole
+	for i := len(paths) - 1; i >= 0; i-- {
+		p := paths[i]
+		v := verdicts[i]
+		w := v.self
+		if m[p].Type.IsDir() {
+			w = v.self && v.create && !partial[p]
+		}
+		whole[p] = w
+		if !w {
+			for d := relParent(p); d != ""; d = relParent(d) {
+				if partial[d] {
+					break
+				}
+				partial[d] = true
+			}
+		}
+	}
+	var out []string
+	var covered []string
+	for _, p := range paths {
+		if !whole[p] || underAny(p, covered) {
+			continue
+		}
+		out = append(out, p)
+		if m[p].Type.IsDir() {
+			covered = append(covered, p)
+		}
+	}
+	t.readOnly = out
+	return nil
+}
+
+// relParent returns the parent of the relative path p, "" for a top-level one.
+func relParent(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// mountPrivate mounts a tmpfs of its own on the new, empty checkout directory
+// p when Options.Private asks for one, the base is itself a tmpfs (the checkout
+// is in memory either way) and this process may mount (root). A bind of the
+// checkout then shows "/" as its root in the sandbox's mountinfo rather than
+// the directory's path. It reports whether it mounted.
+func mountPrivate(p string) bool {
+	var sfs unix.Statfs_t
+	if unix.Statfs(filepath.Dir(p), &sfs) != nil || sfs.Type != unix.TMPFS_MAGIC {
+		return false
+	}
+	return unix.Mount("capfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700") == nil
+}
+
+// unmountPrivate detaches the tmpfs mountPrivate mounted on p.
+func unmountPrivate(p string) error {
+	err := unix.Unmount(p, unix.MNT_DETACH)
+	if err == unix.EINVAL || err == unix.ENOENT {
+		return nil
+	}
+	return err
+}
