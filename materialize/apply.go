@@ -166,15 +166,9 @@ func (a *applier) finish(s *step, rep *SyncReport) {
 	}
 }
 
-// conflictErr marks a step whose base changed during the apply.
-type conflictErr struct{ msg string }
-
-func (e *conflictErr) Error() string { return e.msg }
-
+// isConflict reports whether err, met applying a step, means that the source
+// changed under it (rather than that the call failed).
 func isConflict(err error) bool {
-	if _, ok := err.(*conflictErr); ok {
-		return true
-	}
 	switch vfs.CodeOf(err) {
 	case vfs.CodeNotFound, vfs.CodeNotDir, vfs.CodeExists, vfs.CodeNotEmpty, vfs.CodeIsDir, vfs.CodeConflict:
 		return true
@@ -283,7 +277,7 @@ func (a *applier) do(ctx context.Context, s *step, ph phase) error {
 		return err
 	}
 	if w == elsewhere {
-		return &conflictErr{"the source's entry is not the one the sync assumed"}
+		return vfs.NewError(vfs.CodeConflict, "syncback", vfs.MustParse(s.c.Path), "the source's entry is no longer the one the sync assumed")
 	}
 	src := a.src
 	p := s.c.Path

@@ -401,3 +401,56 @@ func TestSyncBackKeepsTimes(t *testing.T) {
 		}
 	})
 }
+
+// The source changing between validation and the apply: the step whose base
+// changed is not applied (a conflict) and the host's edit stays; under
+// RejectApplyRest the others are applied, under RejectAbort the sync stops
+// there and lists the rest.
+func TestSyncBackSourceChangesDuringApply(t *testing.T) {
+	for _, rej := range []materialize.RejectMode{materialize.RejectAbort, materialize.RejectApplyRest} {
+		t.Run([]string{"abort", "apply-rest"}[rej], func(t *testing.T) {
+			forEach(t, func(t *testing.T, s source) {
+				fill(t, s.d)
+				tr := checkout(t, s.d, materialize.Options{})
+				root := tr.Path()
+				// Applied in path order: README, run.sh, src/main.go, then z-new.
+				must(t, os.WriteFile(filepath.Join(root, "README"), []byte("ours"), 0o644))
+				must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte("#!/bin/sh\necho ours\n"), 0o755))
+				must(t, os.WriteFile(filepath.Join(root, "src/main.go"), []byte("package ours\n"), 0o644))
+				must(t, os.WriteFile(filepath.Join(root, "z-new"), []byte("new"), 0o644))
+				cs, err := tr.Diff(ctx)
+				must(t, err)
+				materialize.SetTestHook(func(point string) {
+					if point == "committed" {
+						// After validation, before the first change.
+						must(t, s.d.WriteFile(ctx, "run.sh", []byte("#!/bin/sh\necho the host's edit\n"), 0o755))
+					}
+				})
+				defer materialize.SetTestHook(nil)
+				rep, err := tr.SyncBack(ctx, materialize.SyncOptions{OnReject: rej, JournalDir: journalDir(t)})
+				accounted(t, cs, rep, tr)
+				if vfs.CodeOf(err) != vfs.CodeConflict {
+					t.Fatalf("SyncBack: %v", err)
+				}
+				if b, _ := s.d.ReadFile(ctx, "run.sh"); string(b) != "#!/bin/sh\necho the host's edit\n" {
+					t.Fatalf("run.sh %q", b)
+				}
+				c := causes(rep)
+				if c["run.sh"] != materialize.CauseConflict || strings.Join(rep.Conflicts, ",") != "run.sh" {
+					t.Fatalf("report %+v", rep)
+				}
+				if b, _ := s.d.ReadFile(ctx, "README"); string(b) != "ours" {
+					t.Fatalf("README %q", b)
+				}
+				b, _ := s.d.ReadFile(ctx, "src/main.go")
+				if rej == materialize.RejectAbort {
+					if c["src/main.go"] != materialize.CauseStopped || c["z-new"] != materialize.CauseStopped || string(b) != "package main\n" {
+						t.Fatalf("abort: %v main.go %q", c, b)
+					}
+				} else if len(rep.Applied) != 3 || string(b) != "package ours\n" {
+					t.Fatalf("apply rest: %+v", rep)
+				}
+			})
+		})
+	}
+}
