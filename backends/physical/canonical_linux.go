@@ -5,6 +5,7 @@ package physical
 import (
 	"context"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 
@@ -38,19 +39,54 @@ func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location
 		return vfs.Location{}, err
 	}
 	defer f.leave()
-	loc, err := f.resolve(ctx, root, p, follow || p.MustBeDir())
+	loc, err := f.resolve(ctx, root, p, follow || p.MustBeDir(), nil)
 	if err != nil {
 		return vfs.Location{}, wrap(op, p, err)
 	}
 	return loc, nil
 }
 
-func (f *FS) resolve(ctx context.Context, root int, p vfs.Path, follow bool) (vfs.Location, error) {
+// ResolveStat is Resolve that also returns the final entry's Info when it is
+// found: what Stat (follow) or Lstat would return for the canonical path at the
+// moment of the resolution (Name is p's last name, as Stat gives). It costs what
+// Resolve costs: the status is the one the resolution took anyway. A layer that
+// decides on the canonical path before it reveals anything (a Dir's Stat) can
+// answer from it without a second lookup.
+func (f *FS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	const op = "resolve"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return vfs.Location{}, vfs.Info{}, err
+	}
+	defer f.leave()
+	var st unix.Stat_t
+	loc, err := f.resolve(ctx, root, p, follow || p.MustBeDir(), &st)
+	if err != nil {
+		return vfs.Location{}, vfs.Info{}, wrap(op, p, err)
+	}
+	if !loc.Found {
+		return loc, vfs.Info{}, nil
+	}
+	return loc, infoOf(&st, baseName(p), f.dev), nil
+}
+
+// resolve is Resolve beneath root; st, if not nil, receives the final entry's
+// status when it is found.
+func (f *FS) resolve(ctx context.Context, root int, p vfs.Path, follow bool, st *unix.Stat_t) (vfs.Location, error) {
 	if p.IsRoot() {
+		if st != nil {
+			if err := unix.Fstat(root, st); err != nil {
+				return vfs.Location{}, err
+			}
+		}
 		return vfs.Location{Path: vfs.Root.Resolved(), Found: true, Type: fs.ModeDir}, nil
 	}
+	var tmp unix.Stat_t
+	if st == nil {
+		st = &tmp
+	}
 	if !f.portable.Load() {
-		loc, done, err := f.resolveFast(root, p, follow)
+		loc, done, err := f.resolveFast(root, p, follow, st)
 		if done || err != nil {
 			return loc, err
 		}
@@ -58,13 +94,13 @@ func (f *FS) resolve(ctx context.Context, root int, p vfs.Path, follow bool) (vf
 			return vfs.Location{}, errResolvedLink
 		}
 	}
-	return f.resolveWalk(ctx, root, p, follow)
+	return f.resolveWalk(ctx, root, p, follow, st)
 }
 
 // resolveFast answers Resolve when no symlink stands on p, with openat2 and
 // RESOLVE_NO_SYMLINKS: done is false when the kernel met a symlink it would have
 // to follow, and the caller walks.
-func (f *FS) resolveFast(root int, p vfs.Path, follow bool) (loc vfs.Location, done bool, err error) {
+func (f *FS) resolveFast(root int, p vfs.Path, follow bool, st *unix.Stat_t) (loc vfs.Location, done bool, err error) {
 	self := func(st *unix.Stat_t) (vfs.Location, bool, error) {
 		l := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: st != nil}
 		if st != nil {
@@ -72,11 +108,10 @@ func (f *FS) resolveFast(root int, p vfs.Path, follow bool) (loc vfs.Location, d
 		}
 		return l, true, nil
 	}
-	var st unix.Stat_t
 	if p.Dir().IsRoot() && !p.MustBeDir() {
 		// A name directly in the root: fstatat without following it decides,
 		// unless it is a link to follow or, WithOneFilesystem, a mount point.
-		switch err := lstatAt(root, p.Base(), &st); {
+		switch err := lstatAt(root, p.Base(), st); {
 		case err == unix.ENOENT:
 			return self(nil)
 		case err != nil:
@@ -84,14 +119,14 @@ func (f *FS) resolveFast(root int, p vfs.Path, follow bool) (loc vfs.Location, d
 		case st.Mode&unix.S_IFMT == unix.S_IFLNK && follow:
 			return vfs.Location{}, false, nil
 		case !f.cfg.oneFS || st.Dev == f.dev:
-			return self(&st)
+			return self(st)
 		}
 	}
 	rf := f.resolveFlags() | unix.RESOLVE_NO_SYMLINKS
 	fd, err := openat2(root, pathArg(p), unix.O_PATH|unix.O_NOFOLLOW, 0, rf)
 	switch err {
 	case nil:
-		err = unix.Fstat(fd, &st)
+		err = unix.Fstat(fd, st)
 		unix.Close(fd)
 		if err != nil {
 			return vfs.Location{}, true, err
@@ -99,7 +134,7 @@ func (f *FS) resolveFast(root int, p vfs.Path, follow bool) (loc vfs.Location, d
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK && follow {
 			return vfs.Location{}, false, nil
 		}
-		return self(&st)
+		return self(st)
 	case unix.ENOENT:
 		// The final name is missing, or a directory before it: its parent says.
 		d := p.Dir()
@@ -130,7 +165,7 @@ func (f *FS) resolveFast(root int, p vfs.Path, follow bool) (loc vfs.Location, d
 
 // resolveWalk resolves p with the portable walk, recording the names of the
 // directories it really passes through.
-func (f *FS) resolveWalk(ctx context.Context, root int, p vfs.Path, follow bool) (vfs.Location, error) {
+func (f *FS) resolveWalk(ctx context.Context, root int, p vfs.Path, follow bool, st *unix.Stat_t) (vfs.Location, error) {
 	s := pathArg(p)
 	for range maxRaces {
 		w, err := f.walk(ctx, root, s, walkOpts{follow: follow, noSym: p.IsResolved(), canon: true})
@@ -148,6 +183,7 @@ func (f *FS) resolveWalk(ctx context.Context, root int, p vfs.Path, follow bool)
 		loc := vfs.Location{Path: q.Resolved(), Found: w.found}
 		if w.found {
 			loc.Type = fileMode(w.st.Mode).Type()
+			*st = w.st
 		}
 		return loc, nil
 	}
@@ -358,4 +394,122 @@ func relByParents(ctx context.Context, ofd, sfd int, ost *unix.Stat_t) (string, 
 		cur, own = parent, true
 	}
 	return "", errGone
+}
+
+// ResolveOpen opens p for reading, as OpenFile(p, O_RDONLY) does, and decides in
+// between: once it knows the canonical location p reaches (as Resolve with follow
+// reports it), it calls decide with it, without holding any lock of f; an error
+// from decide is returned as is and nothing is opened. Where decide allows it, the
+// very object the resolution reached is opened, through the O_PATH handle the
+// resolution holds (no second lookup), so nothing renamed or swapped in after the
+// decision can be opened instead, and the open does not fail with conflict
+// because of such a swap either. With openat2 and a path with no symlink on it,
+// this costs what OpenFile costs: one resolution serves the decision and the open.
+// A missing p reaches decide with Found false, then fails with not_found.
+//
+// It is the read path of a layer that decides on canonical paths (a Dir with a
+// policy); its errors are addressed to p with Op "open".
+func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	const op = "open"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return nil, vfs.Location{}, err
+	}
+	if f.reopens() {
+		obj, loc, st, err := f.resolveObject(ctx, root, p)
+		if err == nil {
+			f.leave()
+			defer unix.Close(obj)
+			if err := decide(loc); err != nil {
+				return nil, loc, err
+			}
+			if err := f.openable(&st); err != nil {
+				return nil, loc, wrap(op, p, err)
+			}
+			fl := unix.O_RDONLY | unix.O_NOCTTY
+			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				fl |= unix.O_DIRECTORY
+			}
+			fd, err := f.reopenChecked(obj, fl)
+			if err != nil {
+				return nil, loc, wrap(op, p, err)
+			}
+			return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false), loc, nil
+		}
+		if err != errNotObject {
+			f.leave()
+			return nil, vfs.Location{}, wrap(op, p, err)
+		}
+	}
+	// Resolve, decide, then open the Resolved path (which follows nothing).
+	loc, err := f.resolve(ctx, root, p, true, nil)
+	f.leave()
+	if err != nil {
+		return nil, vfs.Location{}, wrap(op, p, err)
+	}
+	if err := decide(loc); err != nil {
+		return nil, loc, err
+	}
+	h, err := f.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
+	if err != nil {
+		if e, ok := err.(*vfs.Error); ok {
+			e.Path = p.String()
+		}
+		return nil, loc, err
+	}
+	if fh, ok := h.(*file); ok {
+		fh.p, fh.name = p, baseName(p)
+	}
+	return h, loc, nil
+}
+
+// errNotObject: resolveObject has no handle to give (p is missing, or the walk
+// needs what the general path does); the caller resolves and opens the usual way.
+var errNotObject = &lookupErr{vfs.CodeNotFound, "no object"}
+
+// resolveObject resolves p with openat2, following a final link, to an O_PATH
+// handle of what it reaches, with that object's canonical location and status:
+// one openat2 with RESOLVE_NO_SYMLINKS when no symlink stands on p, else the
+// portable walk, which records the canonical path and holds a handle of the final
+// object. errNotObject when p reaches nothing.
+func (f *FS) resolveObject(ctx context.Context, root int, p vfs.Path) (int, vfs.Location, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := openat2(root, pathArg(p), unix.O_PATH, 0, f.resolveFlags()|unix.RESOLVE_NO_SYMLINKS)
+	switch {
+	case err == nil:
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, vfs.Location{}, st, err
+		}
+		loc := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: true, Type: fileMode(st.Mode).Type()}
+		return fd, loc, st, nil
+	case err == unix.ELOOP && !p.IsResolved():
+		for range maxRaces {
+			w, err := f.walk(ctx, root, pathArg(p), walkOpts{follow: true, needObj: true, canon: true})
+			if err == errRaced {
+				continue
+			}
+			if err != nil {
+				return -1, vfs.Location{}, st, err
+			}
+			if !w.found {
+				w.close()
+				return -1, vfs.Location{}, st, errNotObject
+			}
+			q, err := pathOf(w.canon)
+			if err != nil {
+				w.close()
+				return -1, vfs.Location{}, st, err
+			}
+			obj := w.obj
+			w.obj = -1
+			st = w.st
+			w.close()
+			return obj, vfs.Location{Path: q.Resolved(), Found: true, Type: fileMode(st.Mode).Type()}, st, nil
+		}
+		return -1, vfs.Location{}, st, errRaced
+	case err == unix.ELOOP:
+		return -1, vfs.Location{}, st, errResolvedLink
+	}
+	return -1, vfs.Location{}, st, errNotObject
 }

@@ -130,6 +130,14 @@ func TestResolveDifferential(t *testing.T) {
 					case serr != nil || info.Mode.Type() != got.Type:
 						t.Errorf("seed %d %s: Resolve(%s, follow=%v) found type %v; Stat/Lstat: %v, %s", seed, c.name, s, follow, got.Type, info.Mode.Type(), errText(serr))
 					}
+					// ResolveStat: the same location, and Stat's or Lstat's Info.
+					sloc, sinfo, rserr := f.ResolveStat(t.Context(), q, follow)
+					if g, w := locString(sloc, rserr), locString(got, gerr); g != w {
+						t.Errorf("seed %d %s: ResolveStat(%s, follow=%v) = %s; Resolve: %s", seed, c.name, s, follow, g, w)
+					}
+					if rserr == nil && sloc.Found && sinfo != info {
+						t.Errorf("seed %d %s: ResolveStat(%s, follow=%v) info %+v; Stat/Lstat: %+v", seed, c.name, s, follow, sinfo, info)
+					}
 					compared++
 				}
 			}
@@ -274,7 +282,7 @@ func TestResolvedMarkRace(t *testing.T) {
 				}
 			}
 		}()
-		leaks, reads, conflicts, resolved := 0, 0, 0, 0
+		leaks, reads, conflicts, resolved, fused := 0, 0, 0, 0, 0
 		for i := 0; i < 2000; i++ {
 			loc, err := f.Resolve(ctx, P("d/f"), true)
 			if err != nil || loc.Path.String() != "d/f" {
@@ -296,10 +304,26 @@ func TestResolvedMarkRace(t *testing.T) {
 				w.Write([]byte("."))
 				w.Close()
 			}
+			// The fused read: decided on d/f, it opens what was decided on.
+			r, _, err := f.ResolveOpen(ctx, P("d/f"), func(l vfs.Location) error {
+				if l.Path.String() != "d/f" {
+					return vfs.NewError(vfs.CodePermission, "open", P("d/f"), "decided elsewhere")
+				}
+				return nil
+			})
+			if err == nil {
+				buf := make([]byte, 16)
+				k, _ := r.Read(buf)
+				r.Close()
+				fused++
+				if strings.HasPrefix(string(buf[:k]), "PROTECTED") {
+					leaks++
+				}
+			}
 		}
 		close(stop)
 		swaps := <-done
-		t.Logf("%d swaps, %d resolutions to d/f, %d reads, %d conflicts, %d leaks", swaps, resolved, reads, conflicts, leaks)
+		t.Logf("%d swaps, %d resolutions to d/f, %d reads, %d conflicts, %d ResolveOpen reads, %d leaks", swaps, resolved, reads, conflicts, fused, leaks)
 		if leaks != 0 {
 			t.Errorf("read prot/f %d times through the Resolved path d/f", leaks)
 		}
@@ -461,5 +485,104 @@ func TestLocateThroughNamespace(t *testing.T) {
 	}
 	if q, err := l.Locate(ctx); err != nil || q.String() != "m/z/b" {
 		t.Errorf("Locate = %q, %v; want m/z/b", q, err)
+	}
+}
+
+// TestResolveOpen checks the fused read: decide sees the canonical location, a
+// refusal opens nothing, the object opened is the one resolved, and errors are
+// those of OpenFile, addressed to the guest's path.
+func TestResolveOpen(t *testing.T) {
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		if err := os.MkdirAll(h.in("d/e"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.writeHost(h.in("d/e/f"), "F")
+		h.plant("d/e", "le")
+		h.plant("le/f", "lf")
+		h.plant("../outside/secret", "esc")
+		if err := unix.Mkfifo(h.in("fifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f := newAt(t, h.root, opts...)
+		ctx := t.Context()
+		var seen []string
+		allow := func(l vfs.Location) error {
+			seen = append(seen, fmt.Sprintf("%s %v %v", l.Path, l.Found, l.Path.IsResolved()))
+			return nil
+		}
+		for _, c := range []struct{ path, canon, data string }{
+			{"d/e/f", "d/e/f", "F"},
+			{"lf", "d/e/f", "F"},
+			{"le/f", "d/e/f", "F"},
+		} {
+			seen = nil
+			h2, loc, err := f.ResolveOpen(ctx, P(c.path), allow)
+			if err != nil {
+				t.Errorf("ResolveOpen(%s): %v", c.path, err)
+				continue
+			}
+			buf := make([]byte, 8)
+			k, _ := h2.Read(buf)
+			info, _ := h2.Stat()
+			h2.Close()
+			if string(buf[:k]) != c.data || loc.Path.String() != c.canon || len(seen) != 1 || seen[0] != c.canon+" true true" {
+				t.Errorf("ResolveOpen(%s) read %q at %s, decide saw %q; want %q at %s", c.path, buf[:k], loc.Path, seen, c.data, c.canon)
+			}
+			if want := filepath.Base(c.path); info.Name != want {
+				t.Errorf("ResolveOpen(%s): the file's name is %q, want %q", c.path, info.Name, want)
+			}
+		}
+		// A refusal is returned as is and opens nothing.
+		deny := vfs.NewError(vfs.CodePermission, "open", P("lf"), "denied")
+		if _, _, err := f.ResolveOpen(ctx, P("lf"), func(vfs.Location) error { return deny }); err != deny {
+			t.Errorf("ResolveOpen with a refusing decide: %v", err)
+		}
+		// Missing: decided (Found false), then not_found.
+		seen = nil
+		_, _, err := f.ResolveOpen(ctx, P("d/missing"), allow)
+		wantCode(t, err, vfs.CodeNotFound, "ResolveOpen(d/missing)")
+		if len(seen) != 1 || seen[0] != "d/missing false true" {
+			t.Errorf("ResolveOpen(d/missing): decide saw %q", seen)
+		}
+		// Errors before a decision: no decision.
+		seen = nil
+		_, _, err = f.ResolveOpen(ctx, P("esc"), allow)
+		wantCode(t, err, vfs.CodeOutside, "ResolveOpen(esc)")
+		if err != nil {
+			checkErr(t, err, h)
+			if e := err.(*vfs.Error); e.Path != "esc" || e.Op != "open" {
+				t.Errorf("ResolveOpen(esc) error addressed to %q, op %q", e.Path, e.Op)
+			}
+		}
+		if len(seen) != 0 {
+			t.Errorf("ResolveOpen(esc) asked for a decision: %q", seen)
+		}
+		// A FIFO is decided on, then refused without being opened.
+		_, _, err = f.ResolveOpen(ctx, P("fifo"), allow)
+		wantCode(t, err, vfs.CodeNotRegular, "ResolveOpen(fifo)")
+		// A Resolved path with a link on it: conflict.
+		_, _, err = f.ResolveOpen(ctx, P("le/f").Resolved(), allow)
+		wantCode(t, err, vfs.CodeConflict, "ResolveOpen(le/f) Resolved")
+	})
+}
+
+// TestResolveOpenFastPath checks that a fused read of a path with no symlink on
+// it resolves once: one openat2.
+func TestResolveOpenFastPath(t *testing.T) {
+	h := newHost(t)
+	if err := os.MkdirAll(h.in("d1/d2/d3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.writeHost(h.in("d1/d2/d3/f"), "F")
+	f := newAt(t, h.root, WithResolver(ResolverOpenat2))
+	n := countOpenat2(t)
+	r, _, err := f.ResolveOpen(t.Context(), P("d1/d2/d3/f"), func(vfs.Location) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if *n != 1 {
+		t.Errorf("ResolveOpen made %d openat2 calls; want 1", *n)
 	}
 }
