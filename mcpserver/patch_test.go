@@ -198,6 +198,10 @@ func TestApplyChunks(t *testing.T) {
 	if he, ok := err.(*hunkError); !ok || !reflect.DeepEqual(he.Candidates, []int{2, 6}) || !strings.Contains(err.Error(), "lines 2, 6") {
 		t.Errorf("ambiguous hunk: %v", err)
 	}
+	_, err = apply(t, strings.Repeat("x\n", 50), bp("@@\n-x\n+y\n"))
+	if he, ok := err.(*hunkError); !ok || len(he.Candidates) != maxCandidates || !strings.Contains(err.Error(), "1, 2, 3") || !strings.Contains(err.Error(), "maybe more") {
+		t.Errorf("a hunk matching 50 places: %v", err)
+	}
 	if got, err := apply(t, "no newline", bp("@@\n-no newline\n+fixed\n")); err != nil || got != "fixed" {
 		t.Errorf("no final newline kept: %q %v", got, err)
 	}

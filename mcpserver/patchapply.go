@@ -49,19 +49,21 @@ import (
 // hunkError is why a hunk does not apply.
 type hunkError struct {
 	Hunk       int   // 1-based
-	Candidates []int // the 1-based lines an ambiguous hunk matches at
+	Candidates []int // the 1-based lines an ambiguous hunk matches at (the first maxCandidates)
 	Msg        string
 }
+
+// maxCandidates bounds the places an ambiguous hunk's search collects.
+const maxCandidates = 10
 
 func (e *hunkError) Error() string {
 	if len(e.Candidates) > 0 {
 		var ls []string
-		for k, c := range e.Candidates {
-			if k == 10 {
-				ls = append(ls, fmt.Sprintf("… (%d places)", len(e.Candidates)))
-				break
-			}
+		for _, c := range e.Candidates {
 			ls = append(ls, strconv.Itoa(c))
+		}
+		if len(e.Candidates) >= maxCandidates {
+			ls = append(ls, "… (and maybe more)")
 		}
 		return fmt.Sprintf("hunk %d is ambiguous: it matches at lines %s; add unchanged lines around it to tell which", e.Hunk, strings.Join(ls, ", "))
 	}
@@ -270,7 +272,7 @@ func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int
 			return hint, level, nil
 		}
 		var cands []int
-		for i := start; i < stop; i++ {
+		for i := start; i < stop && len(cands) < maxCandidates; i++ {
 			if match(i) {
 				cands = append(cands, i)
 			}
