@@ -171,7 +171,7 @@ func table(out, progress io.Writer, count int, run string, benchtime time.Durati
 			res[name] = cell{ns: median(ns[name]), allocs: median(allocs[name])}
 		}
 		af, bi := res[bench.AferoMem], res[bench.BillyMem]
-		for _, layer := range []string{bench.CapfsBackend, bench.CapfsDir} {
+		for _, layer := range []string{bench.CapfsBackend, bench.CapfsDir, bench.CapfsDirPolicy} {
 			c := res[layer]
 			fmt.Fprintf(out, "| %s [%s] | %s | %s | %s | %s | %s |\n", w.Name, strings.TrimPrefix(layer, "capfs "),
 				dur(c.ns), dur(af.ns), dur(bi.ns), ratio(af.ns, c.ns), ratio(bi.ns, c.ns))
