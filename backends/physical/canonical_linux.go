@@ -238,11 +238,38 @@ func (f *FS) Locate(ctx context.Context) (vfs.Path, error) {
 		return vfs.Path{}, err
 	}
 	defer o.leave()
-	q, err := o.locate(ctx, ofd, sfd)
+	// The last answer, if it still leads to this directory (three calls).
+	if last := f.located.Load(); last != nil && o.leadsTo(ctx, ofd, last.rel, f.dev, f.ino) {
+		return last.p, nil
+	}
+	q, rel, err := o.locate(ctx, ofd, sfd)
 	if err != nil {
 		return vfs.Path{}, wrap(op, vfs.Root, err)
 	}
+	f.located.Store(&location{p: q, rel: rel})
 	return q, nil
+}
+
+// location is an answer of Locate, kept to be checked first next time.
+type location struct {
+	p   vfs.Path
+	rel string
+}
+
+// leadsTo reports whether rel, opened beneath the root handle ofd without
+// following any symlink, is the directory dev/ino.
+func (o *FS) leadsTo(ctx context.Context, ofd int, rel string, dev, ino uint64) bool {
+	if rel == "" {
+		return dev == o.dev && ino == o.ino
+	}
+	fd, err := o.lookup(ctx, ofd, rel, unix.O_PATH|unix.O_DIRECTORY, 0, true, true)
+	if err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	return err == nil && st.Dev == dev && st.Ino == ino
 }
 
 var (
@@ -251,49 +278,44 @@ var (
 	errNoName = &lookupErr{vfs.CodeNotFound, "the kernel gives no usable name for the directory"}
 )
 
-// locate finds directory handle sfd beneath o's root handle ofd.
-func (o *FS) locate(ctx context.Context, ofd, sfd int) (vfs.Path, error) {
+// locate finds directory handle sfd beneath o's root handle ofd: its Path and
+// the slash-separated names.
+func (o *FS) locate(ctx context.Context, ofd, sfd int) (vfs.Path, string, error) {
 	var sst, ost unix.Stat_t
 	for range maxRaces {
 		if err := unix.Fstat(sfd, &sst); err != nil {
-			return vfs.Path{}, err
+			return vfs.Path{}, "", err
 		}
 		if err := unix.Fstat(ofd, &ost); err != nil {
-			return vfs.Path{}, err
+			return vfs.Path{}, "", err
 		}
 		if sst.Nlink == 0 || ost.Nlink == 0 {
-			return vfs.Path{}, errGone // removed (a removed directory has no links)
+			return vfs.Path{}, "", errGone // removed (a removed directory has no links)
 		}
 		if sst.Dev == ost.Dev && sst.Ino == ost.Ino {
-			return vfs.Root, nil
+			return vfs.Root, "", nil
 		}
 		rel, err := procNames(ofd, sfd)
 		if err != nil {
 			if rel, err = relByParents(ctx, ofd, sfd, &ost); err != nil {
-				return vfs.Path{}, err
+				return vfs.Path{}, "", err
 			}
 		}
 		q, err := pathOf(rel)
 		if err != nil {
-			return vfs.Path{}, err
+			return vfs.Path{}, "", err
 		}
 		// Check the answer: beneath the origin, following nothing, it must lead to
 		// the very directory held.
-		fd, err := o.lookup(ctx, ofd, rel, unix.O_PATH|unix.O_DIRECTORY, 0, true, true)
-		if err == nil {
-			var now unix.Stat_t
-			err = unix.Fstat(fd, &now)
-			unix.Close(fd)
-			if err == nil && now.Dev == sst.Dev && now.Ino == sst.Ino {
-				return q, nil
-			}
+		if o.leadsTo(ctx, ofd, rel, sst.Dev, sst.Ino) {
+			return q, rel, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return vfs.Path{}, err
+			return vfs.Path{}, "", err
 		}
 		// Moved between the reading and the check: again.
 	}
-	return vfs.Path{}, errMoving
+	return vfs.Path{}, "", errMoving
 }
 
 // procNames is relByProc; tests replace it to take the climb of relByParents.

@@ -41,7 +41,8 @@ type FS struct {
 	host     string // absolute host path given to New; "" for a Sub
 	// origin is the FS New returned, which Sub chains started from (Locate
 	// reports where this FS's root is beneath it); nil for that FS itself.
-	origin *FS
+	origin  *FS
+	located atomic.Pointer[location] // Locate's last answer
 
 	// procfd is the verified /proc/self/fd handle that opens reopen checked O_PATH
 	// handles through (see procFdDir), or -1: then opens check, then open by path.
