@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/capfs/capfs/internal/termsafe"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -61,23 +63,31 @@ func (s *server) list(ctx context.Context, in listIn) (string, error) {
 		info, ierr := e.Info()
 		switch {
 		case ierr != nil:
-			fmt.Fprintf(&b, "[?]    %s (%s)\n", e.Name(), vfs.CodeOf(ierr))
+			fmt.Fprintf(&b, "[?]    %s (%s)\n", esc(e.Name()), vfs.CodeOf(ierr))
 		case e.IsDir():
-			fmt.Fprintf(&b, "[DIR]  %s/\n", e.Name())
+			fmt.Fprintf(&b, "[DIR]  %s/\n", esc(e.Name()))
 		case info.Mode()&fs.ModeSymlink != 0:
 			target, lerr := s.root.Readlink(ctx, joinGuest(p, e.Name()))
 			if lerr != nil {
 				target = "?"
 			}
-			fmt.Fprintf(&b, "[LINK] %s -> %s\n", e.Name(), target)
+			fmt.Fprintf(&b, "[LINK] %s -> %s\n", esc(e.Name()), esc(target))
 		case info.Mode().IsRegular():
-			fmt.Fprintf(&b, "[FILE] %s  %d bytes\n", e.Name(), info.Size())
+			fmt.Fprintf(&b, "[FILE] %s  %d bytes\n", esc(e.Name()), info.Size())
 		default:
-			fmt.Fprintf(&b, "[SPECIAL] %s (%s)\n", e.Name(), info.Mode().Type())
+			fmt.Fprintf(&b, "[SPECIAL] %s (%s)\n", esc(e.Name()), info.Mode().Type())
 		}
 	}
 	return b.String(), nil
 }
+
+// esc escapes a guest-controlled name, path or symlink target for a text result:
+// control characters, bidi overrides and invalid UTF-8 are written as Go/JSON
+// escapes (\n, \u001b, \u202e, \xff) and backslashes doubled, so one entry is
+// one line and a name cannot forge another (see internal/termsafe). Every text
+// result puts each name through it once; JSON results (stat, mounts) hold raw
+// names, which JSON escapes itself.
+func esc(s string) string { return termsafe.Escape(s) }
 
 func joinGuest(dir, name string) string {
 	if dir == "" || dir == "." || dir == "/" {
@@ -118,7 +128,7 @@ func (s *server) tree(ctx context.Context, in treeIn) (string, error) {
 			if vfs.CodeOf(err) == vfs.CodeRevoked || p == cleanGuest(root) {
 				return err
 			}
-			fmt.Fprintf(&b, "%s%s (%s)\n", indent(relDepth(root, p)), path.Base(p), vfs.CodeOf(err))
+			fmt.Fprintf(&b, "%s%s (%s)\n", indent(relDepth(root, p)), esc(path.Base(p)), vfs.CodeOf(err))
 			return nil
 		}
 		rel := relTo(root, p)
@@ -138,6 +148,7 @@ func (s *server) tree(ctx context.Context, in treeIn) (string, error) {
 		if rel == "." {
 			name = cleanGuest(root)
 		}
+		name = esc(name)
 		switch {
 		case d.IsDir():
 			fmt.Fprintf(&b, "%s%s/\n", indent(lvl), name)
@@ -149,7 +160,7 @@ func (s *server) tree(ctx context.Context, in treeIn) (string, error) {
 			if lerr != nil {
 				target = "?"
 			}
-			fmt.Fprintf(&b, "%s%s -> %s\n", indent(lvl), name, target)
+			fmt.Fprintf(&b, "%s%s -> %s\n", indent(lvl), name, esc(target))
 		default:
 			size := int64(-1)
 			if info, ierr := d.Info(); ierr == nil {
@@ -277,7 +288,7 @@ func (s *server) glob(ctx context.Context, in globIn) (string, error) {
 			fmt.Fprintf(&b, "(%d more matches not shown: raise head_limit or narrow the pattern)\n", len(hits)-i)
 			break
 		}
-		b.WriteString(h.p)
+		b.WriteString(esc(h.p))
 		b.WriteByte('\n')
 	}
 	return b.String(), nil
@@ -363,4 +374,9 @@ read/read_many = ReadFile (numbered lines), write = WriteFile (atomic), append =
 edit and apply_patch = ReadFile then WriteFile, list = ReadDir, tree = Walk, glob = Glob,
 grep = Walk + ReadFile, stat = Lstat, mkdir = MkdirAll, move = Move, copy = Copy,
 remove = Remove / RemoveAll. Every call is checked and recorded as described below.
+In text results, names holding control characters, bidi controls or invalid UTF-8
+are shown escaped as in a JSON string (\n, \t, \u001b, \u202e; \xff for a byte
+that is not UTF-8) and a backslash in a name is shown doubled; write the name the
+same way inside a JSON string argument to address it. stat and mounts answer in
+JSON, with names as they are.
 `

@@ -111,7 +111,7 @@ func unifiedDiff(name, old, new string) string {
 	}
 	ops := editScript(splitLines(old), splitLines(new))
 	var b strings.Builder
-	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", name, name)
+	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", esc(name), esc(name))
 	// Positions: for each op, the line numbers in a and b before it.
 	type pos struct{ a, b int }
 	ps := make([]pos, len(ops)+1)

@@ -309,7 +309,7 @@ func (g *grepper) search(ctx context.Context, p string) grepResult {
 			return !found
 		})
 		if found {
-			return grepResult{lines: []outLine{{text: p + "\n"}}}
+			return grepResult{lines: []outLine{{text: esc(p) + "\n"}}}
 		}
 	case "count":
 		n := 0
@@ -320,7 +320,7 @@ func (g *grepper) search(ctx context.Context, p string) grepResult {
 			return true
 		})
 		if n > 0 {
-			return grepResult{lines: []outLine{{text: p + ":" + strconv.Itoa(n) + "\n"}}}
+			return grepResult{lines: []outLine{{text: esc(p) + ":" + strconv.Itoa(n) + "\n"}}}
 		}
 	case "content":
 		return grepResult{lines: g.content(p, data)}
@@ -332,6 +332,7 @@ func (g *grepper) search(ctx context.Context, p string) grepResult {
 // format: path:n:line for matches, path-n-line for context, and a separator
 // between groups that are not contiguous.
 func (g *grepper) content(p string, data []byte) []outLine {
+	p = esc(p)
 	var lines [][]byte
 	forEachLine(data, func(_ int, line []byte) bool {
 		lines = append(lines, line)

@@ -192,7 +192,7 @@ func (s *server) readMany(ctx context.Context, in readManyIn) (string, error) {
 				s.opts.MaxReadBytes, len(in.Paths)-i, p)
 			break
 		}
-		fmt.Fprintf(&b, "==> %s <==\n", p)
+		fmt.Fprintf(&b, "==> %s <==\n", esc(p))
 		var one bytes.Buffer
 		if err := s.readLines(ctx, &one, "read_many", p, 1, 0, left); err != nil {
 			if vfs.CodeOf(err) == vfs.CodeRevoked {

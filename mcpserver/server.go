@@ -215,10 +215,11 @@ func errorInfo(err error) (code, path string) {
 	return string(vfs.CodeIO), ""
 }
 
-// errorText is what the model reads: the code first, then the error, then a hint.
+// errorText is what the model reads: the code first, then the error (escaped:
+// it quotes guest paths), then a hint.
 func errorText(err error) string {
 	code, _ := errorInfo(err)
-	msg := "error " + code + ": " + err.Error()
+	msg := "error " + code + ": " + esc(err.Error())
 	if h := hints[vfs.Code(code)]; h != "" {
 		msg += "\n" + h
 	}

@@ -103,21 +103,21 @@ func (s *server) write(ctx context.Context, in writeIn) (string, error) {
 			_ = s.root.Remove(ctx, in.Path)
 			return "", err
 		}
-		return fmt.Sprintf("created %s (%d bytes)\n", in.Path, len(in.Content)), nil
+		return fmt.Sprintf("created %s (%d bytes)\n", esc(in.Path), len(in.Content)), nil
 	}
 	if err := s.withParents(ctx, in.Path, func() error {
 		return s.root.WriteFile(ctx, in.Path, []byte(in.Content), 0o644)
 	}); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("wrote %s (%d bytes)\n", in.Path, len(in.Content)), nil
+	return fmt.Sprintf("wrote %s (%d bytes)\n", esc(in.Path), len(in.Content)), nil
 }
 
 func (s *server) appendTool(ctx context.Context, in appendIn) (string, error) {
 	if err := s.root.Append(ctx, in.Path, []byte(in.Content)); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("appended %d bytes to %s\n", len(in.Content), in.Path), nil
+	return fmt.Sprintf("appended %d bytes to %s\n", len(in.Content), esc(in.Path)), nil
 }
 
 func (s *server) edit(ctx context.Context, in editIn) (string, error) {
@@ -151,7 +151,7 @@ func (s *server) edit(ctx context.Context, in editIn) (string, error) {
 	if err := s.root.WriteFile(ctx, in.Path, []byte(updated), 0o644); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("edited %s: %d replacement(s)\n", in.Path, n), nil
+	return fmt.Sprintf("edited %s: %d replacement(s)\n", esc(in.Path), n), nil
 }
 
 // displayName is a guest path without its leading "/", for diff headers.
@@ -275,7 +275,7 @@ func (s *server) mkdir(ctx context.Context, in mkdirIn) (string, error) {
 	if err := s.root.MkdirAll(ctx, in.Path); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("directory %s exists\n", in.Path), nil
+	return fmt.Sprintf("directory %s exists\n", esc(in.Path)), nil
 }
 
 // refuseExisting fails with already_exists when something is at p.
@@ -301,7 +301,7 @@ func (s *server) move(ctx context.Context, in moveIn) (string, error) {
 	}); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("moved %s to %s\n", in.Source, in.Destination), nil
+	return fmt.Sprintf("moved %s to %s\n", esc(in.Source), esc(in.Destination)), nil
 }
 
 func (s *server) copyTool(ctx context.Context, in copyIn) (string, error) {
@@ -315,7 +315,7 @@ func (s *server) copyTool(ctx context.Context, in copyIn) (string, error) {
 	}); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("copied %s to %s\n", in.Source, in.Destination), nil
+	return fmt.Sprintf("copied %s to %s\n", esc(in.Source), esc(in.Destination)), nil
 }
 
 func (s *server) remove(ctx context.Context, in removeIn) (string, error) {
@@ -326,7 +326,7 @@ func (s *server) remove(ctx context.Context, in removeIn) (string, error) {
 			}
 			return "", err
 		}
-		return fmt.Sprintf("removed %s\n", in.Path), nil
+		return fmt.Sprintf("removed %s\n", esc(in.Path)), nil
 	}
 	info, err := s.root.Lstat(ctx, in.Path)
 	if err != nil {
@@ -339,5 +339,5 @@ func (s *server) remove(ctx context.Context, in removeIn) (string, error) {
 	if info.Mode()&fs.ModeDir != 0 {
 		what = "directory tree"
 	}
-	return fmt.Sprintf("removed %s %s\n", what, path.Clean(in.Path)), nil
+	return fmt.Sprintf("removed %s %s\n", what, esc(path.Clean(in.Path))), nil
 }
