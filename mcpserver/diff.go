@@ -104,14 +104,15 @@ func lcsScript(a, b []string) []op {
 }
 
 // unifiedDiff returns the unified diff (diff -u, 3 lines of context) from old to
-// new under the names a/name and b/name; "" when they are equal.
+// new under the names a/name and b/name; "" when they are equal. name is written
+// as given: a caller showing a guest's name passes it escaped (esc).
 func unifiedDiff(name, old, new string) string {
 	if old == new {
 		return ""
 	}
 	ops := editScript(splitLines(old), splitLines(new))
 	var b strings.Builder
-	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", esc(name), esc(name))
+	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", name, name)
 	// Positions: for each op, the line numbers in a and b before it.
 	type pos struct{ a, b int }
 	ps := make([]pos, len(ops)+1)

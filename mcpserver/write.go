@@ -146,7 +146,7 @@ func (s *server) edit(ctx context.Context, in editIn) (string, error) {
 		updated = strings.Replace(old, in.OldString, in.NewString, 1)
 	}
 	if in.DryRun {
-		return unifiedDiff(displayName(in.Path), old, updated), nil
+		return unifiedDiff(esc(displayName(in.Path)), old, updated), nil
 	}
 	if err := s.root.WriteFile(ctx, in.Path, []byte(updated), 0o644); err != nil {
 		return "", err
