@@ -94,6 +94,41 @@
 //     using the descriptor (so its number is never reused under them); calls after
 //     it fail with closed. A File or Sub nobody closes releases its descriptor when
 //     it is garbage collected.
+//   - Canonical locations (vfs.Backend.Resolve). Resolve reports where a path
+//     leads, by the same rules and limits as every other call: intermediate links
+//     followed, the final one as asked, ".." in link targets taken physically
+//     (back to the directory the walk came from), beneath the root. With openat2
+//     a path with no symlink on it costs one openat2 (O_PATH|O_NOFOLLOW with
+//     RESOLVE_NO_SYMLINKS), an fstat and a close, or one fstatat for a name in the
+//     root, and is its own canonical path; a missing final name costs one more
+//     openat2 (its parent). Only a path on which the kernel meets a symlink
+//     (ELOOP) is walked component by component, as the portable resolver always
+//     does, recording the names of the directories it really passes through.
+//     Location.Path carries no trailing-slash mark.
+//   - The Resolved mark. A path marked Resolved (vfs.Path.Resolved) follows no
+//     symlink at all in any call: with openat2 every lookup adds
+//     RESOLVE_NO_SYMLINKS (the final link too, except where the call does not
+//     follow it: Lstat, Readlink, Remove, Rename, Link and O_CREATE|O_EXCL act on
+//     the link itself), and the portable walk refuses any link it would follow.
+//     A call that meets one fails with conflict ("a symlink stands on a resolved
+//     path") before acting: this holds for Stat, Lstat, ReadDir, OpenFile (every
+//     flag set, O_CREATE included), Sub, Readlink, Chmod, Chtimes, and for the
+//     parents of Mkdir, Remove, Rename, Symlink and Link. A layer that resolved a
+//     path, decided on it and then acts on it thus reaches the place it decided
+//     on or nothing. ResolveStat and ResolveOpen fuse the two steps for Stat and
+//     reads: one lookup serves the decision (a callback, for ResolveOpen) and the
+//     call, and ResolveOpen opens the very object decided on, through the O_PATH
+//     handle of the resolution.
+//   - Locate (vfs.Locator): a Sub reports the current path of its directory beneath
+//     the root of the FS New returned, after any renames of either, from the
+//     kernel's names of both handles (/proc/self/fd, re-read each time) or, where
+//     those are missing or do not agree, by climbing ".." and finding each
+//     directory in its parent by device and inode. An answer is returned only
+//     once it is checked: opened beneath the origin's handle with no symlink
+//     followed, it must be the Sub's own directory. The last answer is checked
+//     first on the next call. A directory removed or moved out of the tree fails
+//     with not_found; the FS New returned (and a Sub of its root) locates at the
+//     root.
 //
 // # Policies pinned here
 //
@@ -126,7 +161,8 @@
 // # Cost
 //
 // In system calls, with openat2: Stat and Lstat take openat2, fstat and close (one
-// fstatat for a name in the root). Opening an existing file takes openat2
+// fstatat for a name in the root); so does Resolve of a path with no symlink on
+// it, and ResolveStat, which answers both. Opening an existing file takes openat2
 // (O_PATH), fstat, the openat of the /proc/self/fd entry and the close of the
 // O_PATH handle, at any depth (plus ftruncate for O_TRUNC); creating a new file
 // takes openat2 (O_CREAT|O_EXCL) and fchmod. Without the reopen, opening takes the
