@@ -9,6 +9,7 @@ import (
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -31,6 +32,28 @@ func BenchmarkStat(b *testing.B) {
 		d, _ := dir.New(m)
 		for b.Loop() {
 			if _, err := d.Stat(bg, "dir/sub/deep/d.go"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dir-policy", func(b *testing.B) {
+		b.ReportAllocs()
+		d, _ := dir.New(m, dir.WithPolicy(policy.Defaults()))
+		for b.Loop() {
+			if _, err := d.Stat(bg, "dir/sub/deep/d.go"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dir-policy-sub", func(b *testing.B) {
+		b.ReportAllocs()
+		d, _ := dir.New(m, dir.WithPolicy(policy.Defaults()))
+		sub, err := d.Sub(bg, "dir/sub")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := sub.Stat(bg, "deep/d.go"); err != nil {
 				b.Fatal(err)
 			}
 		}
