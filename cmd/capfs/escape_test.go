@@ -203,3 +203,35 @@ func TestRunSummaryEscapesNames(t *testing.T) {
 		t.Errorf("refusal not reported escaped on one line:\n%s", r.stderr)
 	}
 }
+
+// TestMCPEscapesNames: through the real binary's MCP server, list and glob show
+// hostile names escaped, one per line, and an error quoting one is escaped.
+func TestMCPEscapesNames(t *testing.T) {
+	t.Parallel()
+	root := hostileTree(t)
+	cs := mcpClient(t, root, "-m", "p=physical:"+root)
+	defer cs.Close()
+	list, isErr, _ := mcpCall(t, cs, "list", map[string]any{"path": "p/sub"})
+	if isErr {
+		t.Fatalf("list: %s", list)
+	}
+	glob, _, _ := mcpCall(t, cs, "glob", map[string]any{"pattern": "p/sub/*"})
+	errText, isErr, _ := mcpCall(t, cs, "read", map[string]any{"path": "p/sub/" + hostileNames[2] + "-missing"})
+	if !isErr {
+		t.Fatalf("read of a missing file succeeded: %s", errText)
+	}
+	for what, out := range map[string]string{"list": list, "glob": glob, "error": errText + "\n"} {
+		clean(t, "mcp "+what, out)
+	}
+	if got := strings.Count(list, "\n"); got != 2*len(hostileNames) {
+		t.Errorf("list: %d lines for %d entries:\n%s", got, 2*len(hostileNames), list)
+	}
+	for i, e := range escapedNames[:utf8Hostile] {
+		if linesWith(list, "[LINK] L"+e+" -> "+e) != 1 || linesWith(glob, "p/sub/"+e) != 1 {
+			t.Errorf("%q is not shown escaped on its own line:\nlist:\n%s\nglob:\n%s", hostileNames[i], list, glob)
+		}
+	}
+	if !strings.Contains(errText, "p/sub/"+escapedNames[2]+"-missing") {
+		t.Errorf("error text: %q", errText)
+	}
+}
