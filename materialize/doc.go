@@ -53,8 +53,8 @@
 //     the checkout's host path is in the report alone.
 //   - The apply is crash-safe. The plan is written to a journal outside the
 //     project and the checkout (SyncOptions.JournalDir, else
-//     $CAPFS_STATE_DIR/journal, else capfs/journal in the user's cache
-//     directory) and flushed to disk before the first change. Each file is
+//     $CAPFS_STATE_DIR/journal, else $XDG_STATE_HOME/capfs/journal, else
+//     ~/.local/state/capfs/journal) and flushed to disk before the first change. Each file is
 //     written atomically (Dir.WriteFile: a temporary file, fsync'ed, renamed
 //     over the target), so if the process dies (kill -9) each file is wholly
 //     old or wholly new; Recover, given the journal PendingJournals finds,

@@ -29,17 +29,21 @@ const journalSuffix = ".journal"
 
 // DefaultJournalDir returns where SyncBack keeps its journals when
 // SyncOptions.JournalDir is "": $CAPFS_STATE_DIR/journal, else
-// capfs/journal under the user's cache directory (os.UserCacheDir). It is
-// outside every project and every checkout.
+// $XDG_STATE_HOME/capfs/journal, else ~/.local/state/capfs/journal (state, not
+// cache: a journal is what lets Recover finish a sync). It is outside every
+// project and every checkout.
 func DefaultJournalDir() (string, error) {
 	if d := os.Getenv(EnvStateDir); d != "" {
 		return filepath.Join(d, "journal"), nil
 	}
-	c, err := os.UserCacheDir()
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "capfs", "journal"), nil
+	}
+	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(c, "capfs", "journal"), nil
+	return filepath.Join(home, ".local", "state", "capfs", "journal"), nil
 }
 
 // A journal is the on-disk record of one sync's plan, written and flushed
