@@ -40,6 +40,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		env              []string
 		allowUnsandboxed bool
 		conflict         string
+		lim              limitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -59,7 +60,14 @@ bring its changes back through the namespace's checks.
   3. CMD runs under bubblewrap: its own user namespace as a non-root uid, no
      network, a cleared environment (plus --env), /usr and /etc read-only, a
      private /tmp. Namespace path P appears at /capfs/P; the working directory
-     is /capfs/<work path>, e.g. /capfs/project.
+     is /capfs/<work path>, e.g. /capfs/project. What the policy forbids to
+     write (.git, persistence files such as .bashrc or .vscode/) is bound
+     read-only: a write there fails at once (EROFS). A .git whose history names
+     a path the policy hides is left empty (--git). No host path of the
+     project shows in the sandbox's /proc/self/mountinfo (unless
+     --bind-grants). The sandbox is limited to --max-procs processes,
+     --max-memory of memory and a /tmp of --tmp-size (a cgroup per run where
+     one can be made, else rlimits; the summary says which).
   4. The checkout's changes are validated (regular files, directories and
      relative symlinks that stay inside only; no FIFOs or devices; no setuid
      or setgid bits; size, count and depth limits; the policy, e.g. nothing
@@ -86,6 +94,7 @@ back). Changes are synced back whatever CMD's exit status.`,
 	f.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
 	f.BoolVar(&allowUnsandboxed, "allow-unsandboxed", false, "run without isolation when bubblewrap cannot work here (audited)")
 	f.StringVar(&conflict, "conflict", "fail", "when a changed path also changed in the source: fail, ours (sandbox wins) or theirs (source wins)")
+	lim.add(cmd)
 	f.SetInterspersed(false)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var mode materialize.ConflictMode
@@ -104,10 +113,14 @@ back). Changes are synced back whatever CMD's exit status.`,
 				return usageErrorf("--env %s: want KEY=VALUE", kv)
 			}
 		}
+		if err := lim.parse(); err != nil {
+			return err
+		}
 		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
 			r := &runner{
 				s: s, stderr: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(),
 				work: work, grants: grants, env: env, allowUnsandboxed: allowUnsandboxed, conflict: mode,
+				lim: lim,
 			}
 			defer r.close()
 			return r.run(ctx, args)
@@ -126,6 +139,7 @@ type runner struct {
 	env              []string
 	allowUnsandboxed bool
 	conflict         materialize.ConflictMode
+	lim              limitFlags
 	trees            []*materialize.Tree
 	workTree         *materialize.Tree
 	workPath         vfs.Path
@@ -210,7 +224,8 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	}
 
 	// Run.
-	runner := sandbox.Default()
+	bw := sandbox.Bubblewrap(r.lim.options())
+	runner := &sandbox.Runner{Wrappers: []sandbox.Wrapper{bw}}
 	runner.AllowUnsandboxed = r.allowUnsandboxed
 	runner.Audit = s.Audit
 	launch := &sandbox.Launch{
@@ -243,6 +258,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		how = "UNSANDBOXED"
 	}
 	fmt.Fprintf(r.stderr, "capfs: run: %s exited with status %d (%s; wrappers: %s)\n", argv[0], res.ExitCode, how, strings.Join(res.Wrappers, ", "))
+	if res.Sandboxed {
+		fmt.Fprintf(r.stderr, "capfs: run: limits: %s\n", bw.Limits())
+	}
 
 	// Sync back.
 	// The work Dir's own policy (s.Policy) validates every change (Dir.Check):
@@ -259,7 +277,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 // checkout materializes d (namespace path p), with a progress bar on stderr when
 // it is a terminal.
 func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly bool, host vfs.Backend) (*materialize.Tree, error) {
-	opts := materialize.Options{ReadOnly: readOnly, Host: host}
+	opts := materialize.Options{ReadOnly: readOnly, Host: host, Git: r.lim.git, Private: !r.lim.bindGrants}
 	var bar *progressbar.ProgressBar
 	if f, ok := r.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opts.Progress = func(pr materialize.Progress) {
@@ -287,6 +305,10 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 	}
 	r.trees = append(r.trees, t)
 	for _, sk := range t.Skipped() {
+		if strings.HasPrefix(sk.Reason, "git directory emptied") {
+			fmt.Fprintf(r.stderr, "capfs: run: not in the sandbox: %s's contents: %s (--git keep shows it)\n", showGuest(p, sk.Path), sk.Reason)
+			continue
+		}
 		fmt.Fprintf(r.stderr, "capfs: run: not in the sandbox: %s (%s)\n", showGuest(p, sk.Path), sk.Code)
 	}
 	return t, nil
@@ -295,6 +317,9 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 // addMount binds checkout t at the sandbox target of namespace path p.
 func (r *runner) addMount(t *materialize.Tree, p vfs.Path, writable bool) {
 	m := sandbox.Mount{Source: t.Path(), Target: sandboxTarget(p), Writable: writable}
+	if writable {
+		m.ReadOnly = t.ReadOnlyPaths()
+	}
 	if t.Bound() {
 		m.File = t.BindFile()
 	}
@@ -441,4 +466,69 @@ func changeLetter(k materialize.ChangeKind) string {
 		return "P"
 	}
 	return "?"
+}
+
+// limitFlags are run's flags for the sandbox's limits, .git and binds.
+type limitFlags struct {
+	maxProcs                   int
+	maxMemory, tmpSize, gitArg string
+	bindGrants                 bool
+	memory, tmp                int64
+	git                        materialize.GitPolicy
+}
+
+func (l *limitFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&l.maxProcs, "max-procs", sandbox.DefaultMaxProcs, "most processes and threads in the sandbox (0: no limit)")
+	f.StringVar(&l.maxMemory, "max-memory", "", `most memory for the sandbox, e.g. 2G (0: no limit; default 4G, or half of RAM if less)`)
+	f.StringVar(&l.tmpSize, "tmp-size", sandbox.FormatSize(sandbox.DefaultTmpSize), "size of the sandbox's /tmp, in memory (0: the kernel's default, half of RAM)")
+	f.StringVar(&l.gitArg, "git", "auto", "the checkout's .git: auto (left empty when its history names a path the policy hides), omit, or keep (read-only, unscanned)")
+	f.BoolVar(&l.bindGrants, "bind-grants", false, "bind read-only physical grants without copying (faster; their host paths show in the sandbox's /proc/self/mountinfo)")
+}
+
+func (l *limitFlags) parse() error {
+	size := func(flag, v string, unset int64) (int64, error) {
+		if v == "" {
+			return unset, nil
+		}
+		n, err := sandbox.ParseSize(strings.ReplaceAll(v, " ", ""))
+		if err != nil {
+			return 0, usageErrorf("--%s %s: %v", flag, v, err)
+		}
+		if n == 0 {
+			return -1, nil
+		}
+		return n, nil
+	}
+	var err error
+	if l.memory, err = size("max-memory", l.maxMemory, 0); err != nil {
+		return err
+	}
+	if l.tmp, err = size("tmp-size", l.tmpSize, 0); err != nil {
+		return err
+	}
+	if l.maxProcs < 0 {
+		return usageErrorf("--max-procs %d: want 0 (no limit) or more", l.maxProcs)
+	}
+	switch l.gitArg {
+	case "auto":
+		l.git = materialize.GitAuto
+	case "omit":
+		l.git = materialize.GitOmit
+	case "keep":
+		l.git = materialize.GitKeep
+	default:
+		return usageErrorf("--git %s: want auto, omit or keep", l.gitArg)
+	}
+	return nil
+}
+
+// options returns the bubblewrap options with the limits.
+func (l *limitFlags) options() sandbox.BubblewrapOptions {
+	o := sandbox.DefaultOptions()
+	o.MaxProcs, o.MaxMemory, o.TmpSize = l.maxProcs, l.memory, l.tmp
+	if o.MaxProcs == 0 {
+		o.MaxProcs = -1
+	}
+	return o
 }

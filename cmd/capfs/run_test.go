@@ -214,7 +214,9 @@ func TestRunRefusals(t *testing.T) {
 		{"escaping symlink", "ln -s ../../../etc/passwd leak", "project/leak", "path_outside_sandbox"},
 		{"absolute symlink", "ln -s /etc/passwd abs", "project/abs", "path_outside_sandbox"},
 		{"fifo", "mkfifo pipe", "project/pipe", "not_regular_file"},
-		{"git hook", "mkdir -p .git/hooks && printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit", "project/.git/hooks/pre-commit", "fs_permission_denied"},
+		// The existing .git is read-only inside (EROFS, TestRunMirrorsPolicy): a
+		// new repository's hooks are refused at sync-back.
+		{"git hook", "mkdir -p sub/.git/hooks && printf '#!/bin/sh\\necho pwned\\n' > sub/.git/hooks/pre-commit", "project/sub/.git/hooks/pre-commit", "fs_permission_denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -356,11 +358,73 @@ func TestRunConflict(t *testing.T) {
 			if string(gotB) != wantB {
 				t.Errorf("b.txt = %q, want %q", gotB, wantB)
 			}
-			if _, err := os.Stat(checkout); !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("the checkout was not removed: %v", err)
+			// A change not applied keeps the checkout, and says where.
+			_, err = os.Stat(checkout)
+			if tc.mode == "ours" {
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the checkout was not removed: %v", err)
+				}
+			} else if err != nil || !strings.Contains(stderr.String(), "the checkout holding them is kept at "+checkout+"\n") {
+				t.Errorf("the checkout was not kept (%v), or not reported:\n%s", err, stderr.String())
 			}
 		})
 	}
+}
+
+// TestRunOnReject checks --on-reject: abort applies nothing, apply-rest
+// applies what does not depend on a refused change; either way the refused
+// change is listed and the checkout holding it kept (--keep-checkout keeps it
+// even when everything was applied).
+func TestRunOnReject(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	script := "echo legit > a.txt && mkdir -p gen && echo out > gen/out && echo evil > .bashrc"
+	for _, mode := range []string{"abort", "apply-rest"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			root, base := t.TempDir(), t.TempDir()
+			writeTree(t, root, map[string]string{"a.txt": "a\n"})
+			r := runCapfsEnv(t, root, []string{"CAPFS_TMPDIR=" + base}, "run", "--on-reject", mode, "--", "sh", "-c", script).want(t, exitSyncBack)
+			if !strings.Contains(r.stderr, "sync-back refused added project/.bashrc") {
+				t.Errorf("the refusal is not listed:\n%s", r.stderr)
+			}
+			kept, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*"))
+			if len(kept) != 1 || !strings.Contains(r.stderr, "kept at "+kept[0]+"\n") {
+				t.Fatalf("checkouts kept %v:\n%s", kept, r.stderr)
+			}
+			if b, err := os.ReadFile(filepath.Join(kept[0], ".bashrc")); err != nil || string(b) != "evil\n" {
+				t.Errorf("the kept checkout lacks the refused file: %q %v", b, err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, ".bashrc")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf(".bashrc reached the source: %v", err)
+			}
+			a, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+			out, _ := os.ReadFile(filepath.Join(root, "gen/out"))
+			if mode == "abort" {
+				if string(a) != "a\n" || out != nil || !strings.Contains(r.stderr, "applied nothing") ||
+					!strings.Contains(r.stderr, "  M project/a.txt: not applied: other changes were refused") {
+					t.Errorf("abort applied something (a.txt %q, gen/out %q):\n%s", a, out, r.stderr)
+				}
+				return
+			}
+			if string(a) != "legit\n" || string(out) != "out\n" || !strings.Contains(r.stderr, "sync-back applied 3 change(s):") {
+				t.Errorf("apply-rest: a.txt %q, gen/out %q:\n%s", a, out, r.stderr)
+			}
+		})
+	}
+	t.Run("keep-checkout", func(t *testing.T) {
+		t.Parallel()
+		root, base := t.TempDir(), t.TempDir()
+		writeTree(t, root, map[string]string{"a.txt": "a\n"})
+		r := runCapfsEnv(t, root, []string{"CAPFS_TMPDIR=" + base}, "run", "--keep-checkout", "--", "sh", "-c", "echo b > a.txt").want(t, 0)
+		kept, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*"))
+		if len(kept) != 1 || !strings.Contains(r.stderr, "the checkout is kept at "+kept[0]+"\n") {
+			t.Fatalf("checkouts kept %v:\n%s", kept, r.stderr)
+		}
+		if a, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(a) != "b\n" {
+			t.Errorf("a.txt %q", a)
+		}
+	})
 }
 
 // TestRunUsage checks run's own usage errors and the refusal to run without a
@@ -375,6 +439,7 @@ func TestRunUsage(t *testing.T) {
 	}{
 		{[]string{"run"}, "requires at least 1 arg"},
 		{[]string{"run", "--conflict", "maybe", "--", "true"}, "--conflict maybe"},
+		{[]string{"run", "--on-reject", "maybe", "--", "true"}, "--on-reject maybe"},
 		{[]string{"run", "--env", "NOEQUALS", "--", "true"}, "--env NOEQUALS"},
 		{[]string{"-m", ro, "run", "--work", "elsewhere", "--", "true"}, "not inside any mount"},
 		{[]string{"-m", ro, "run", "--work", "r", "--", "true"}, "is read-only"},

@@ -156,10 +156,13 @@ type Result struct {
 // Go toolchain and module cache, read-only: see DetectGoRoot, DetectGoModCache),
 // probed at each run, refusing unsandboxed runs.
 func Default() *Runner {
-	return &Runner{Wrappers: []Wrapper{Bubblewrap(BubblewrapOptions{
-		GoRoot:     DetectGoRoot(),
-		GoModCache: DetectGoModCache(),
-	})}}
+	return &Runner{Wrappers: []Wrapper{Bubblewrap(DefaultOptions())}}
+}
+
+// DefaultOptions returns the options of Default's bubblewrap sandbox: the host's
+// Go toolchain and module cache, the default limits.
+func DefaultOptions() BubblewrapOptions {
+	return BubblewrapOptions{GoRoot: DetectGoRoot(), GoModCache: DetectGoModCache()}
 }
 
 // Probe probes every Sandbox in the chain and returns the first failure, or an
