@@ -56,6 +56,9 @@ const (
 	// PhysicalDirPolicy is a Dir with policy.Defaults(): a custom policy, so each
 	// call resolves its path to the canonical location before deciding and acting.
 	PhysicalDirPolicy = "Dir (default policy) over physical openat2"
+	// PhysicalFused is the physical backend deciding with policy.Defaults() on the
+	// canonical path through its fused ResolveOpen and ResolveStat, no Dir.
+	PhysicalFused = "physical openat2, fused canonical decision"
 )
 
 // HostPeers returns the implementations capfs's physical backend is compared with:

@@ -194,6 +194,8 @@ func shortName(name string) string {
 		return "Dir, openat2"
 	case bench.PhysicalDirPolicy:
 		return "Dir+policy, openat2"
+	case bench.PhysicalFused:
+		return "fused+policy, openat2"
 	}
 	return name
 }
