@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -41,7 +42,7 @@ func TestStressPatchCorpus(t *testing.T) {
 	if err != nil {
 		t.Skip("git not installed")
 	}
-	historyN, editsN := 60, 240
+	historyN, editsN := 40, 160
 	if os.Getenv("CAPFS_STRESS") != "" {
 		historyN, editsN = 1<<30, 3000
 	}
@@ -62,6 +63,31 @@ func TestStressPatchCorpus(t *testing.T) {
 		"(%d as unified diffs: %d same result, %d both refused; %d converted to Begin Patch: %d same result, %d both refused, %d made again with more context; %d not expressible)",
 		h.compared+h.beginCompared, h.disagreements, h.compared, h.same, h.bothRefused,
 		h.beginCompared, h.beginSame, h.beginBothRefused, h.beginMoreContext, h.beginSkipped)
+	t.Logf("shifted preimages (lines added at the top of each updated file): %d patches; apply_patch (unified): %v; "+
+		"apply_patch (Begin Patch): %v; git apply: %v", h.shifted, h.shiftOurs, h.shiftBegin, h.shiftGit)
+	if h.shiftOurs.wrong+h.shiftBegin.wrong > 0 {
+		t.Errorf("apply_patch applied %d shifted patches at a wrong place", h.shiftOurs.wrong+h.shiftBegin.wrong)
+	}
+}
+
+// shiftTally counts how one applier did on shifted preimages.
+type shiftTally struct{ right, refused, wrong int }
+
+func (s *shiftTally) count(out tree, err error, want tree) bool {
+	switch {
+	case err != nil:
+		s.refused++
+	case sameTree(out, want, true):
+		s.right++
+	default:
+		s.wrong++
+		return false
+	}
+	return true
+}
+
+func (s shiftTally) String() string {
+	return fmt.Sprintf("%d right, %d refused, %d wrong", s.right, s.refused, s.wrong)
 }
 
 // corpusFile is one regular file of a tree.
@@ -80,6 +106,8 @@ type corpus struct {
 	seq  int
 
 	compared, same, bothRefused, disagreements                                 int
+	shifted                                                                    int
+	shiftOurs, shiftBegin, shiftGit                                            shiftTally
 	beginCompared, beginSame, beginBothRefused, beginMoreContext, beginSkipped int
 }
 
@@ -302,7 +330,7 @@ func (h *corpus) compareRevs(repo string, cf *catFile, a, b, name string, exclud
 		}
 		return string(out)
 	}
-	binary := h.compare(name, string(patch), pre, post, withContext)
+	binary := h.compare(name, string(patch), pre, post, withContext, false)
 	if len(binary) > 0 && exclude == nil {
 		// Once more without the binary files, which both refuse.
 		var ex []string
@@ -316,7 +344,7 @@ func (h *corpus) compareRevs(repo string, cf *catFile, a, b, name string, exclud
 // compare applies patch to pre with git apply and with the tool (as the unified
 // diff and converted to Begin Patch) and counts agreements; it returns the
 // names of binary files the patch holds.
-func (h *corpus) compare(name, patch string, pre, post tree, withContext func(int) string) (binary []string) {
+func (h *corpus) compare(name, patch string, pre, post tree, withContext func(int) string, shift bool) (binary []string) {
 	t := h.t
 	t.Helper()
 	h.seq++
@@ -388,7 +416,47 @@ func (h *corpus) compare(name, patch string, pre, post tree, withContext func(in
 	default:
 		h.disagree(name, "Begin Patch", begin, gitErr, err, gitOut, out)
 	}
+	if shift && gitErr == nil && modesKept {
+		h.compareShifted(name, patch, begin, pre, post)
+	}
 	return binary
+}
+
+// compareShifted applies patch and begin to pre with a few lines added at the
+// top of each file the patch updates in place, where the right result is post
+// with the same lines added. git apply finds a hunk near its line number;
+// apply_patch must find the right place or refuse, never apply elsewhere.
+func (h *corpus) compareShifted(name, patch, begin string, pre, post tree) {
+	h.t.Helper()
+	spre, want := tree{}, tree{}
+	maps.Copy(spre, pre)
+	maps.Copy(want, post)
+	n := 0
+	for p, f := range pre {
+		if g, ok := post[p]; ok {
+			var top strings.Builder
+			for k := 0; k <= h.seq%4; k++ {
+				fmt.Fprintf(&top, "shifted %d\n", k)
+			}
+			spre[p] = corpusFile{top.String() + f.data, f.exec}
+			want[p] = corpusFile{top.String() + g.data, g.exec}
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	h.shifted++
+	gitOut, gitErr := h.gitApply(spre, patch)
+	h.shiftGit.count(gitOut, gitErr, want)
+	out, err := h.toolApply(spre, patch, false)
+	if !h.shiftOurs.count(out, err, want) {
+		h.disagree(name+" shifted", "unified", patch, nil, err, want, out)
+	}
+	out, err = h.toolApply(spre, begin, false)
+	if !h.shiftBegin.count(out, err, want) {
+		h.disagree(name+" shifted", "Begin Patch", begin, nil, err, want, out)
+	}
 }
 
 func (h *corpus) disagree(name, form, patch string, gitErr, ourErr error, gitOut, ourOut tree) {
@@ -682,12 +750,12 @@ func (h *corpus) randomEdits(n int) {
 		}
 		withContext := func(n int) string { return diff("-U" + strconv.Itoa(n)) }
 		if len(pre)+len(post) > 0 {
-			h.compare(fmt.Sprintf("edit round %d", round), diff(), pre, post, withContext)
+			h.compare(fmt.Sprintf("edit round %d", round), diff(), pre, post, withContext, round%3 == 0)
 			if rng.Intn(8) == 0 {
 				// The same change with less context (git apply's rules for -U1 and
 				// -U0 hunks: at the end of the file when no trailing context).
 				u := []string{"-U0", "-U1"}[rng.Intn(2)]
-				h.compare(fmt.Sprintf("edit round %d %s", round, u), diff(u), pre, post, withContext)
+				h.compare(fmt.Sprintf("edit round %d %s", round, u), diff(u), pre, post, withContext, false)
 			}
 		}
 		h.mustGit(repo, "commit", "-q", "--allow-empty", "-m", strconv.Itoa(round))
