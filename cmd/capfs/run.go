@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -40,6 +42,8 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		env              []string
 		allowUnsandboxed bool
 		conflict         string
+		onReject         string
+		keepCheckout     bool
 		lim              limitFlags
 	)
 	cmd := &cobra.Command{
@@ -71,17 +75,26 @@ bring its changes back through the namespace's checks.
   4. The checkout's changes are validated (regular files, directories and
      relative symlinks that stay inside only; no FIFOs or devices; no setuid
      or setgid bits; size, count and depth limits; the policy, e.g. nothing
-     under .git/hooks) and, only if all pass, applied through the capability,
-     each file atomically. A path that also changed in the source since the
-     checkout is a conflict: --conflict fail (default) applies nothing,
-     ours keeps the sandbox's version, theirs keeps the source's.
+     under .git/hooks), all of them before anything is written, and applied
+     through the capability, each file atomically and with the time the
+     sandbox gave it (so a later make has nothing to redo), under a journal
+     kept outside the project: if capfs dies while applying, the next run in
+     the same project finishes the sync first. A path that also changed in the
+     source since the checkout, or that lies in a directory the source removed
+     or renamed, is a conflict: --conflict fail (default) leaves it unapplied,
+     ours keeps the sandbox's version, theirs keeps the source's. When a change
+     is refused or left in conflict, --on-reject abort (default) applies
+     nothing, apply-rest applies every change that does not depend on one.
+     Whatever is not applied is listed with why, and the checkout is kept (its
+     host path is printed) so nothing the command made is lost;
+     --keep-checkout keeps it in every case.
 
 A summary of the changes, the sandbox that ran the command and the audit log's
 path go to stderr. capfs exits with CMD's status; with 3 when sync-back refused
-a change or found a conflict (the source is left untouched), whatever CMD's
-status; with 125 when the command could not be started (e.g. bubblewrap cannot
-work here: --allow-unsandboxed runs it without isolation, audited as such);
-with 130 when capfs is interrupted (the command is killed, nothing is synced
+a change, found a conflict or could not apply one (what was applied and what
+was not are listed), whatever CMD's status; with 125 when the command could
+not be started (e.g. bubblewrap cannot work here: --allow-unsandboxed runs it
+without isolation, audited as such); with 130 when capfs is interrupted (the command is killed, nothing is synced
 back). Changes are synced back whatever CMD's exit status.`,
 		Example: `  capfs run -- make
   capfs run --work project/sub --env CGO_ENABLED=0 -- go build ./...
@@ -94,6 +107,8 @@ back). Changes are synced back whatever CMD's exit status.`,
 	f.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
 	f.BoolVar(&allowUnsandboxed, "allow-unsandboxed", false, "run without isolation when bubblewrap cannot work here (audited)")
 	f.StringVar(&conflict, "conflict", "fail", "when a changed path also changed in the source: fail, ours (sandbox wins) or theirs (source wins)")
+	f.StringVar(&onReject, "on-reject", "abort", "when a change is refused or left in conflict: abort (apply nothing) or apply-rest (apply what does not depend on it)")
+	f.BoolVar(&keepCheckout, "keep-checkout", false, "keep the checkout directory even when every change was applied (it is always kept when one was not)")
 	lim.add(cmd)
 	f.SetInterspersed(false)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -108,6 +123,15 @@ back). Changes are synced back whatever CMD's exit status.`,
 		default:
 			return usageErrorf("--conflict %s: want fail, ours or theirs", conflict)
 		}
+		var reject materialize.RejectMode
+		switch onReject {
+		case "abort":
+			reject = materialize.RejectAbort
+		case "apply-rest":
+			reject = materialize.RejectApplyRest
+		default:
+			return usageErrorf("--on-reject %s: want abort or apply-rest", onReject)
+		}
 		for _, kv := range env {
 			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 				return usageErrorf("--env %s: want KEY=VALUE", kv)
@@ -120,7 +144,7 @@ back). Changes are synced back whatever CMD's exit status.`,
 			r := &runner{
 				s: s, stderr: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(),
 				work: work, grants: grants, env: env, allowUnsandboxed: allowUnsandboxed, conflict: mode,
-				lim: lim,
+				onReject: reject, keepCheckout: keepCheckout, lim: lim,
 			}
 			defer r.close()
 			return r.run(ctx, args)
@@ -139,6 +163,9 @@ type runner struct {
 	env              []string
 	allowUnsandboxed bool
 	conflict         materialize.ConflictMode
+	onReject         materialize.RejectMode
+	keepCheckout     bool
+	syncLabel        string // the sync journal's label: which host directory the work path is
 	lim              limitFlags
 	trees            []*materialize.Tree
 	workTree         *materialize.Tree
@@ -173,7 +200,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		return usageErrorf("--work %s: %s", work, messageOrCode(err))
 	}
 	r.workPath = wp.WithoutDirMark()
-	m, _, ok := s.mountAt(r.workPath)
+	m, rel, ok := s.mountAt(r.workPath)
 	if !ok {
 		return usageErrorf("--work %s: not inside any mount (see capfs mounts)", work)
 	}
@@ -184,6 +211,10 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	if err != nil {
 		return err
 	}
+	if m.Kind == kindPhysical && m.Host != "" {
+		r.syncLabel = "physical:" + m.Host + "//" + rel.String()
+		r.recoverSyncs(ctx, workDir)
+	}
 
 	// The work checkout, read-write.
 	t, err := r.checkout(ctx, r.workPath, workDir, false, nil)
@@ -191,6 +222,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		return err
 	}
 	r.workTree = t
+	if r.keepCheckout {
+		t.Keep()
+	}
 	r.addMount(t, r.workPath, true)
 
 	// Read-only grants: the other physical mounts, then --grant paths.
@@ -265,7 +299,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	// Sync back.
 	// The work Dir's own policy (s.Policy) validates every change (Dir.Check):
 	// no extra SyncOptions.Policy is needed.
-	rep, serr := r.workTree.SyncBack(ctx, materialize.SyncOptions{Conflict: r.conflict})
+	rep, serr := r.workTree.SyncBack(ctx, materialize.SyncOptions{Conflict: r.conflict, OnReject: r.onReject, Label: r.syncLabel})
 	r.summary(rep, serr)
 	fmt.Fprintf(r.stderr, "capfs: audit log: %s\n", s.AuditPath)
 	if serr != nil {
@@ -415,12 +449,14 @@ func (r *runner) summary(rep *materialize.SyncReport, err error) {
 		}
 		if rep == nil || len(rep.Applied) == 0 {
 			fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", showPath(at.String()))
+			r.notApplied(rep)
 			return
 		}
-		fmt.Fprintf(w, "capfs: sync-back stopped after applying %d change(s):\n", len(rep.Applied))
+		fmt.Fprintf(w, "capfs: sync-back applied %d change(s):\n", len(rep.Applied))
 		for _, c := range rep.Applied {
 			fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), showGuest(at, c.Path))
 		}
+		r.notApplied(rep)
 		return
 	}
 	if rep == nil {
@@ -441,14 +477,73 @@ func (r *runner) summary(rep *materialize.SyncReport, err error) {
 	}
 	fmt.Fprintf(w, "capfs: synced back to %s: %d added, %d modified, %d deleted", showPath(at.String()), added, modified, deleted)
 	if other > 0 {
-		fmt.Fprintf(w, ", %d type or mode changes", other)
+		fmt.Fprintf(w, ", %d type, mode or time changes", other)
 	}
 	fmt.Fprintln(w)
 	for _, c := range rep.Applied {
 		fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), showGuest(at, c.Path))
 	}
-	for _, c := range rep.Skipped {
-		fmt.Fprintf(w, "  (kept the source's) %s %s\n", c.Kind, showGuest(at, c.Path))
+	for _, u := range rep.NotApplied {
+		if u.Cause == materialize.CauseTheirs {
+			fmt.Fprintf(w, "  (kept the source's) %s %s\n", u.Change.Kind, showGuest(at, u.Change.Path))
+		}
+	}
+	r.notApplied(rep)
+}
+
+// notApplied lists the changes rep left unapplied for a reason summary has
+// not printed (a refusal and a conflict have their own lines, the source's
+// version kept its own), and where the checkout holding them was kept. The
+// checkout's host path is the host user's own: this is the host's tool.
+func (r *runner) notApplied(rep *materialize.SyncReport) {
+	if rep == nil {
+		return
+	}
+	w, at := r.stderr, r.workPath
+	var rest []materialize.Unapplied
+	for _, u := range rep.NotApplied {
+		switch u.Cause {
+		case materialize.CauseRefused, materialize.CauseTheirs:
+		case materialize.CauseConflict:
+			if !slices.Contains(rep.Conflicts, u.Change.Path) {
+				rest = append(rest, u)
+			}
+		default:
+			rest = append(rest, u)
+		}
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(w, "capfs: sync-back did not apply %d more change(s):\n", len(rest))
+		for _, u := range rest {
+			fmt.Fprintf(w, "  %s %s: %s (%s)\n", changeLetter(u.Change.Kind), showGuest(at, u.Change.Path), show(u.Reason), u.Cause)
+		}
+	}
+	if rep.Checkout != "" {
+		if len(rep.NotApplied) > 0 {
+			fmt.Fprintf(w, "capfs: run: %d change(s) not applied; the checkout holding them is kept at %s\n", len(rep.NotApplied), rep.Checkout)
+		} else {
+			fmt.Fprintf(w, "capfs: run: the checkout is kept at %s\n", rep.Checkout)
+		}
+	}
+}
+
+// recoverSyncs finishes, before a new checkout, the sync-backs into this work
+// path that were interrupted (capfs killed while applying): their journals
+// carry r.syncLabel. Each is rolled forward through d and summarised.
+func (r *runner) recoverSyncs(ctx context.Context, d *dir.Dir) {
+	js, err := materialize.PendingJournals("")
+	if err != nil {
+		fmt.Fprintf(r.stderr, "capfs: run: looking for interrupted sync-backs: %s\n", showError(err))
+		return
+	}
+	for _, j := range js {
+		if j.Busy || j.Label != r.syncLabel {
+			continue
+		}
+		fmt.Fprintf(r.stderr, "capfs: run: finishing the sync-back into %s interrupted at %s\n",
+			showPath(r.workPath.String()), j.Created.Local().Format(time.DateTime))
+		rep, err := materialize.Recover(ctx, d, j.Path, materialize.RecoverOptions{OnReject: r.onReject})
+		r.summary(rep, err)
 	}
 }
 
@@ -464,6 +559,8 @@ func changeLetter(k materialize.ChangeKind) string {
 		return "T"
 	case materialize.ModeChanged:
 		return "P"
+	case materialize.Touched:
+		return "U"
 	}
 	return "?"
 }
