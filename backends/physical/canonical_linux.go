@@ -149,18 +149,28 @@ func (f *FS) resolveFast(root int, p vfs.Path, follow bool, st *unix.Stat_t) (lo
 		case unix.ELOOP:
 			return vfs.Location{}, false, nil
 		case unix.EXDEV:
-			return vfs.Location{}, true, errXdev
+			return vfs.Location{}, true, f.xdev()
 		}
 		return vfs.Location{}, true, err
 	case unix.ELOOP:
 		return vfs.Location{}, false, nil
 	case unix.EXDEV:
-		// p holds no ".." and no link was followed: only RESOLVE_NO_XDEV refuses.
-		return vfs.Location{}, true, errXdev
+		// p holds no ".." and no link was followed: RESOLVE_NO_XDEV refused.
+		return vfs.Location{}, true, f.xdev()
 	}
 	// ENOTDIR: the kernel stops at the first symlink (ELOOP), so the non-directory
 	// it met stands on the canonical path itself.
 	return vfs.Location{}, true, err
+}
+
+// xdev is the error of an EXDEV from a lookup that followed no link and climbed
+// no "..": a mount crossing under WithOneFilesystem, else (never expected) an
+// escape.
+func (f *FS) xdev() error {
+	if f.cfg.oneFS {
+		return errXdev
+	}
+	return errAbove
 }
 
 // resolveWalk resolves p with the portable walk, recording the names of the
