@@ -37,7 +37,11 @@ type gitScan struct {
 // scan scans the git directory gitdir (a host path) whose work tree is prefix
 // ("" for the root) and, recursively, its modules.
 func (s *gitScan) scan(gitdir, prefix string) error {
-	st := filesystem.NewStorage(osfs.New(gitdir, osfs.WithBoundOS()), cache.NewObjectLRU(8<<20))
+	// ExclusiveAccess: the checkout's copy does not change while it is scanned,
+	// so go-git may cache its pack indexes and loose object list, and keep its
+	// packs open (closed by Close).
+	st := filesystem.NewStorageWithOptions(osfs.New(gitdir, osfs.WithBoundOS()), cache.NewObjectLRU(16<<20),
+		filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
 	defer st.Close()
 	s.trees = map[plumbing.Hash]*object.Tree{}
 	if idx, err := st.Index(); err == nil {

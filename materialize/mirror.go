@@ -40,7 +40,7 @@ const (
 // DefaultGitScanBudget is the default of Options.GitScanBudget: the tree
 // objects a GitAuto scan may read per checkout (each tree once per path it
 // appears at) before it gives up and leaves .git out.
-const DefaultGitScanBudget = 200000
+const DefaultGitScanBudget = 100000
 
 // gitCheckBudget bounds the Dir.Check calls a GitAuto scan makes (one per path
 // of the history the checkout neither holds nor skipped).
