@@ -138,7 +138,7 @@ func parsePatch(text string) ([]patchFile, error) {
 }
 
 // looksBeginPatch reports whether the first non-blank line of text, or the one
-// after a heredoc line, is "*** Begin Patch".
+// after a heredoc or Markdown fence line, is "*** Begin Patch".
 func looksBeginPatch(text string) bool {
 	seen := 0
 	for line := range strings.SplitSeq(text, "\n") {
@@ -149,7 +149,7 @@ func looksBeginPatch(text string) bool {
 		if t == beginPatch {
 			return true
 		}
-		if seen > 0 || !strings.HasPrefix(t, "<<") {
+		if seen > 0 || !(strings.HasPrefix(t, "<<") || strings.HasPrefix(t, "```")) {
 			return false
 		}
 		seen++
@@ -160,7 +160,7 @@ func looksBeginPatch(text string) bool {
 // parseBeginPatch parses the "*** Begin Patch" format. It is strict about
 // structure (one Begin, one End, known headers, prefixed lines) and lenient about
 // what agents commonly add: surrounding blank lines, a heredoc wrapper ("<<'EOF'"
-// ... "EOF") around the patch, a bare "@@", blank lines between sections and
+// ... "EOF") or a Markdown fence ("```" ... "```") around the patch, a bare "@@", blank lines between sections and
 // hunks, and blank unchanged lines written without their leading space.
 //
 // Line ends: when the "*** Begin Patch" line ends with CR, the whole patch came
@@ -177,6 +177,9 @@ func parseBeginPatch(text string) ([]patchFile, error) {
 		hi--
 	}
 	if hi-lo >= 2 && strings.HasPrefix(strings.TrimSpace(lines[lo]), "<<") && strings.TrimSpace(lines[hi-1]) == strings.Trim(strings.TrimPrefix(strings.TrimSpace(lines[lo]), "<<"), `'"`) {
+		lo++
+		hi--
+	} else if hi-lo >= 2 && strings.HasPrefix(strings.TrimSpace(lines[lo]), "```") && strings.TrimSpace(lines[hi-1]) == "```" {
 		lo++
 		hi--
 	}

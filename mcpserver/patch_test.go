@@ -63,6 +63,11 @@ EOF
 	if err != nil || !reflect.DeepEqual(again, files) {
 		t.Fatalf("format/parse round trip: %v\n%#v", err, again)
 	}
+	// A Markdown fence around the patch.
+	files, err = parsePatch("```diff\n*** Begin Patch\n*** Delete File: old.txt\n*** End Patch\n```\n")
+	if err != nil || len(files) != 1 || files[0].Path != "old.txt" {
+		t.Fatalf("fenced patch: %v %#v", err, files)
+	}
 	// Without CRLF transport, a CR before the newline belongs to the line.
 	files, err = parsePatch("*** Begin Patch\n*** Update File: a\n@@\n-x\r\n+y\r\n*** End Patch\n")
 	if err != nil || files[0].Chunks[0].Lines[0].Text != "x\r\n" {
