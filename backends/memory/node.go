@@ -459,9 +459,11 @@ func (st *store) growData(n *node, size int64) vfs.Code {
 	return ""
 }
 
-// growDouble is the capacity below which a growing file's capacity doubles;
-// above, it grows by a quarter (as Go's append does for large slices).
-const growDouble = 256 << 10
+// growDouble is the capacity below which a growing file's capacity doubles (a
+// file appended to in chunks is copied about twice its size in all); above, it
+// grows by a quarter (as Go's append does for large slices), bounding the slack
+// a large file holds to a fifth of its capacity.
+const growDouble = 8 << 20
 
 // writeAt copies p into n's data at off, growing (zero-filled) as needed and
 // charging the quota, and updates n's size and mtime. On error n is unchanged. The
