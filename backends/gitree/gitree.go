@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/capfs/capfs/vfs"
@@ -119,10 +120,15 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 			LargeObjectThreshold: cfg.largeObj,
 		})
 		closer = st
-		repo, err = git.Open(st, nil)
-		if err == nil && cfg.directPacks {
-			packs = openPacks(dot, cfg.deltaCache, cfg.libInflate)
+		var s storage.Storer = st
+		if cfg.directPacks {
+			// Open the packs first: go-git then reads every object they hold
+			// through the direct reader (packGuard), never on its own.
+			if packs = openPacks(dot, cfg.deltaCache, cfg.libInflate); packs != nil {
+				s = &packGuard{Storage: st, ps: packs}
+			}
 		}
+		repo, err = git.Open(s, nil)
 	} else {
 		// A ".git" file (linked work tree, submodule): let go-git follow it, with its
 		// default storage options.
@@ -131,6 +137,9 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 	if err != nil {
 		if closer != nil {
 			closer.Close()
+		}
+		if packs != nil {
+			packs.close()
 		}
 		code := vfs.CodeIO
 		if errors.Is(err, git.ErrRepositoryNotExists) || errors.Is(err, fs.ErrNotExist) {
@@ -327,8 +336,12 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 	}
 	if isFullHex(rev) {
 		h := plumbing.NewHash(rev)
-		if t, err := object.GetTree(repo.Storer, h); err == nil {
+		t, err := object.GetTree(repo.Storer, h)
+		if err == nil {
 			return node{mode: filemode.Dir, hash: t.Hash}, time.Time{}, nil
+		}
+		if errors.Is(err, errCorrupt) {
+			return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
 		}
 	}
 	if isShortHex(rev) {
@@ -344,10 +357,17 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 		return node{}, time.Time{}, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "revision "+quote(rev)+" not found: unsupported revision syntax")
 	}
 	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	if errors.Is(err, errCorrupt) {
+		return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
+	}
 	if err != nil || h == nil || h.IsZero() {
 		return node{}, time.Time{}, revNotFound(rev)
 	}
 	c, err := object.GetCommit(repo.Storer, *h)
+	if errors.Is(err, errCorrupt) {
+		// A corrupt pack holds the commit: io_error, not a missing revision.
+		return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
+	}
 	if err != nil {
 		return node{}, time.Time{}, revNotFound(rev)
 	}

@@ -113,6 +113,10 @@ type packStore struct {
 	closed bool
 	packs  []*pack
 	bases  *baseCache
+	// bad holds the packs whose version 2 index is readable but does not match
+	// the pack (checksum, object count, offsets): git refuses them, and so does
+	// the reader, for every object their index names (their f is nil).
+	bad []*pack
 }
 
 // pack is one pack file and its index.
@@ -143,15 +147,29 @@ func openPacks(gitDir string, baseCache int64, libInflate bool) *packStore {
 	ps := &packStore{bases: newBaseCache(baseCache)}
 	for _, idx := range idxs {
 		p, err := openPack(strings.TrimSuffix(idx, ".idx"))
-		if err == nil {
+		switch {
+		case err == nil:
 			p.lib = libInflate
 			ps.packs = append(ps.packs, p)
+		case p != nil:
+			ps.bad = append(ps.bad, p)
 		}
 	}
-	if len(ps.packs) == 0 {
+	if len(ps.packs) == 0 && len(ps.bad) == 0 {
 		return nil
 	}
 	return ps
+}
+
+// notPacked is the error for an object no usable pack holds: errNotPacked, or,
+// when a pack whose index does not match it names the object, an io_error.
+func (ps *packStore) notPacked(h plumbing.Hash) error {
+	for _, p := range ps.bad {
+		if _, ok := p.index(h); ok {
+			return corrupt("object %s is in a pack that does not match its index", h)
+		}
+	}
+	return errNotPacked
 }
 
 func openPack(base string) (*pack, error) {
@@ -181,10 +199,12 @@ func openPack(base string) (*pack, error) {
 	if len(p.off64)%8 != 0 {
 		return nil, errCorrupt // not SHA-1, or not an index at all
 	}
+	// From here on the index's names are known: a pack that does not match it
+	// is returned, without its file, for openPacks to refuse.
 	packSum := idx[len(idx)-40 : len(idx)-20]
 	f, err := os.Open(base + ".pack")
 	if err != nil {
-		return nil, err
+		return p, err
 	}
 	fi, err := f.Stat()
 	var head [12]byte
@@ -198,7 +218,7 @@ func openPack(base string) (*pack, error) {
 	if err != nil || fi.Size() < 32 || string(head[:4]) != "PACK" || !bytes.Equal(trailer[:], packSum) ||
 		int(binary.BigEndian.Uint32(head[8:])) != p.n {
 		f.Close()
-		return nil, errCorrupt
+		return p, errCorrupt
 	}
 	p.f, p.size = f, fi.Size()
 	crcs := body[20*p.n : 24*p.n]
@@ -211,7 +231,8 @@ func openPack(base string) (*pack, error) {
 		off, ok := p.offsetAt(i)
 		if !ok || off < 12 || off >= p.size-20 {
 			f.Close()
-			return nil, errCorrupt
+			p.f = nil
+			return p, errCorrupt
 		}
 		byOff = append(byOff, offCRC{off, binary.BigEndian.Uint32(crcs[4*i:])})
 	}
@@ -221,7 +242,8 @@ func openPack(base string) (*pack, error) {
 	for i, oc := range byOff {
 		if i > 0 && oc.off == byOff[i-1].off {
 			f.Close()
-			return nil, errCorrupt // two objects at one offset
+			p.f = nil
+			return p, errCorrupt // two objects at one offset
 		}
 		p.ends = append(p.ends, oc.off)
 		p.crcs = append(p.crcs, oc.crc)
@@ -246,16 +268,27 @@ func (p *pack) offsetAt(i int) (int64, bool) {
 
 // find returns the offset of object h in p.
 func (p *pack) find(h plumbing.Hash) (int64, bool) {
+	if i, ok := p.index(h); ok {
+		return p.offsetAt(i)
+	}
+	return 0, false
+}
+
+// index returns the position of object h in p's index.
+func (p *pack) index(h plumbing.Hash) (int, bool) {
 	lo := 0
 	if h[0] > 0 {
 		lo = int(p.fanout[h[0]-1])
 	}
 	hi := int(p.fanout[h[0]])
+	if lo > hi || hi > p.n {
+		return 0, false
+	}
 	i := lo + sort.Search(hi-lo, func(k int) bool {
 		return bytes.Compare(p.names[20*(lo+k):20*(lo+k)+20], h[:]) >= 0
 	})
 	if i < hi && bytes.Equal(p.names[20*i:20*i+20], h[:]) {
-		return p.offsetAt(i)
+		return i, true
 	}
 	return 0, false
 }
@@ -423,7 +456,7 @@ func (ps *packStore) info(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 	defer ps.mu.RUnlock()
 	p, off, ok := ps.locate(h)
 	if !ok {
-		return 0, 0, errNotPacked
+		return 0, 0, ps.notPacked(h)
 	}
 	var hb [maxHeader]byte
 	e, err := p.header(off, hb[:])
@@ -540,7 +573,7 @@ func (ps *packStore) read(h plumbing.Hash, max int64) (plumbing.ObjectType, []by
 	defer ps.mu.RUnlock()
 	p, off, ok := ps.locate(h)
 	if !ok {
-		return 0, nil, errNotPacked
+		return 0, nil, ps.notPacked(h)
 	}
 	t, data, err := ps.readAt(p, off, max)
 	return objectType(t), data, err

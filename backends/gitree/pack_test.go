@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/capfs/capfs/vfs"
 )
 
 // deltaRepo builds a repository whose history makes git store most blobs as
@@ -307,18 +309,33 @@ func TestCorruptPack(t *testing.T) {
 			t.Fatalf("round %d: 20 corrupted bytes went unnoticed", round)
 		}
 	}
-	// A changed trailer no longer matches the index: the pack is left to go-git.
+	// A changed trailer no longer matches the index: git refuses such a pack,
+	// and so does the reader, with io_error for every object the index names,
+	// without handing it to go-git. HEAD's commit is one: Open fails (go-git's
+	// revision resolution reports it as not found).
 	bad := bytes.Clone(orig)
 	bad[len(bad)-1] ^= 1
 	if err := os.WriteFile(packs[0], bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	g, err := Open(d, "HEAD")
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		g.Close()
+		t.Fatal("opened a repository whose only pack does not match its index")
 	}
-	defer g.Close()
-	if g.r.packs != nil {
-		t.Fatal("a pack whose trailer differs from its index was used")
+	if strings.Contains(err.Error(), d) {
+		t.Fatalf("open with a mismatched pack: %v", err)
+	}
+	ps := openPacks(filepath.Join(d, ".git"), 0, false)
+	if ps == nil || len(ps.packs) != 0 || len(ps.bad) != 1 {
+		t.Fatalf("packs opened: %+v", ps)
+	}
+	for h := range objs {
+		if _, _, err := ps.read(h, -1); vfs.CodeOf(err) != vfs.CodeIO || !strings.Contains(err.Error(), "does not match its index") {
+			t.Fatalf("object %s of the mismatched pack: %v", h, err)
+		}
+		if _, _, err := ps.info(h); vfs.CodeOf(err) != vfs.CodeIO {
+			t.Fatalf("object %s of the mismatched pack: info %v", h, err)
+		}
 	}
 }

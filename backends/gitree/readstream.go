@@ -122,6 +122,9 @@ func (r *repoState) openStream(h plumbing.Hash, size int64) (blobSource, error) 
 		r.packs.mu.RUnlock()
 		switch {
 		case !ok:
+			if err := r.packs.notPacked(h); err != errNotPacked {
+				return nil, err
+			}
 		case err != nil:
 			return nil, err
 		case e.typ == packBlob:
