@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func gitIn(t *testing.T, root string, args ...string) string {
@@ -133,6 +135,12 @@ func TestRunMountinfo(t *testing.T) {
 		if strings.Contains(r.stdout, p) {
 			t.Errorf("mountinfo inside names the host path %s:\n%s", p, r.stdout)
 		}
+	}
+	// As root with /dev/shm a tmpfs, each checkout is a tmpfs of its own: not
+	// even its temporary name shows.
+	var sfs unix.Statfs_t
+	if os.Geteuid() == 0 && unix.Statfs("/dev/shm", &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC && strings.Contains(r.stdout, "capfs-checkout-") {
+		t.Errorf("mountinfo inside names a checkout directory:\n%s", r.stdout)
 	}
 	r = runCapfs(t, root, append(args, "--bind-grants", "--", "cat", "/proc/self/mountinfo")...).want(t, 0)
 	if !strings.Contains(r.stdout, "alice-deps-0b7c") {
