@@ -180,6 +180,7 @@ func TestApplyChunks(t *testing.T) {
 		"trailing spaces": {bp("@@\n-d  \t\n+D\n"), "a\nb\nc\nD\ne\nb\nf\n"},
 		"delete all":      {bp("@@\n-a\n-b\n-c\n-d\n-e\n-b\n-f\n"), ""},
 		"anchor scope":    {bp("@@ b\n c\n-d\n+D\n"), "a\nb\nc\nD\ne\nb\nf\n"},
+		"anchor repeated": {bp("@@ e\n e\n-b\n+B\n"), "a\nb\nc\nd\ne\nB\nf\n"},
 	} {
 		got, err := apply(t, src, tc.patch)
 		if err != nil || got != tc.want {
@@ -198,6 +199,11 @@ func TestApplyChunks(t *testing.T) {
 		if _, err := apply(t, src, patch); err == nil {
 			t.Errorf("%s: applied without error", name)
 		}
+	}
+	// Two anchors, the second indented in the file, each scoping the next.
+	py := "class A:\n    def f():\n        pass\nclass B:\n    def f():\n        pass\n"
+	if got, err := apply(t, py, bp("@@ class B:\n@@ def f():\n-        pass\n+        return 1\n")); err != nil || got != "class A:\n    def f():\n        pass\nclass B:\n    def f():\n        return 1\n" {
+		t.Errorf("anchors: %q %v", got, err)
 	}
 	_, err := apply(t, src, bp("@@\n-b\n+B\n"))
 	if he, ok := err.(*hunkError); !ok || !reflect.DeepEqual(he.Candidates, []int{2, 6}) || !strings.Contains(err.Error(), "lines 2, 6") {

@@ -31,9 +31,10 @@ import (
 //     the file.
 //  5. A Begin Patch "@@ text" line is found first: the first line at or after
 //     the search start equal to text (exactly, then ignoring trailing, then
-//     surrounding whitespace). The hunk must then start after that line and
-//     before the next line equal to it. A hunk with no old side goes right after
-//     its last @@ line, or at the end of the file when it has none.
+//     surrounding whitespace). The hunk must then start at that line (when it
+//     repeats it as its first line) or after it, and before the next line equal
+//     to it. A hunk with no old side goes right after its last @@ line, or at the
+//     end of the file when it has none.
 //  6. Blank lines ending a Begin Patch hunk written without their leading space
 //     are unchanged lines if the hunk matches with them, separators otherwise.
 //
@@ -132,7 +133,7 @@ func applyChunks(content string, chunks []patchChunk) (string, error) {
 			if at < 0 {
 				return "", &hunkError{Hunk: n + 1, Msg: fmt.Sprintf("the @@ line %q was not found after line %d", clip(a, 120), from)}
 			}
-			from, limit = at+1, next
+			from, limit = at, next
 		}
 		lines := c.Lines
 		at, level, err := locate(img, c, lines, from, limit, drift)
@@ -241,7 +242,7 @@ func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int
 		// A Begin Patch insertion: after its @@ line, or at the end.
 		at := len(img)
 		if len(c.Context) > 0 {
-			at = from
+			at = from + 1
 		}
 		if at < from || (atEnd && at != len(img)) {
 			return 0, 0, &hunkError{Msg: "the lines to add have no place to go"}
