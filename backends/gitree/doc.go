@@ -49,6 +49,29 @@
 // through go-git at Open. The pack reader holds one descriptor per pack file until
 // Close.
 //
+// Corrupt and hostile packs. The pack reader trusts nothing a pack says: every
+// malformed entry answers a *vfs.Error (io_error, its message naming the reason
+// and the entry's offset, never a host path) in time bounded by the pack's size
+// and memory bounded by the object's size. Delta chains are walked with cycle
+// detection (REF_DELTA and OFS_DELTA alike) and at most 10,000 deep (git writes
+// at most 4,095); a delta's instructions are checked against its base and its
+// declared result size before the result is allocated, at exactly that size; an
+// object rebuilt from deltas may not exceed 1 GiB (file_too_large), so one read
+// of a hostile pack holds at most about twice that; inflating stops one byte
+// past an entry's declared size, and an entry claiming more than its compressed
+// bytes can produce (deflate's 1032:1) is refused before allocating; every entry
+// read whole is checked against the CRC-32 its index records (a streamed blob,
+// by a read from its start to its end, with its zlib checksum), and the zlib
+// checksum of every whole object. A pack whose index is readable but does not
+// match it is refused for every object it names, as git refuses it. go-git reads
+// every object of the packs the reader knows through the reader, so go-git's own
+// pack decoding (which recurses through a delta cycle until the stack overflows)
+// never sees them. The bounds do not cover what go-git alone reads: loose
+// objects, packs whose index the reader cannot use (version 1, unreadable), packs
+// written after Open, or everything with WithDirectPacks(false).
+// testdata/hostile holds one pack per kind of attack, with the error each must
+// answer.
+//
 // Large blobs and ReadAt. A blob up to 8 MiB (WithStreamThreshold) is read whole
 // at OpenFile, size and content in one pass, and ReadAt and Seek on it are copies.
 // A larger one is streamed, and what is random-access depends on how it is stored:
@@ -63,10 +86,17 @@
 //     decoded region inflates everything up to it, since deflate cannot be entered
 //     anywhere else. Checkpoints are shared by all open files of the blob, cost at
 //     most 4 MiB per blob, and are kept for the last 8 blobs streamed on an FS. The
-//     zlib checksum is verified only by a read that decodes from the start to the end.
+//     zlib checksum and the entry's index CRC are verified only by a read that
+//     decodes from the start to the end. Reading a blob of any size this way, from
+//     start to end, allocates a few MiB (the decoder's 288 KiB window, 64 KiB of
+//     input, at most 4 MiB of checkpoints): TestStreamedBlobHeapBound holds a
+//     512 MiB blob's read (CAPFS_STRESS=1; 64 MiB otherwise) to 32 MiB, measured
+//     at 2.7 MiB.
 //   - Stored as a delta: the chain is resolved into memory at the first read (as
 //     git and go-git do); from then on every read is a copy, and the file holds the
-//     whole blob in memory until it is closed.
+//     whole blob in memory until it is closed. A deltified blob over 1 GiB is
+//     file_too_large (git does not deltify blobs over core.bigFileThreshold, 512
+//     MiB by default).
 //   - Loose, or read through go-git: sequential. A read before the stream's
 //     position reopens the object and inflates it from the start.
 //
@@ -93,7 +123,10 @@
 //
 // Reading packs directly is 2.4× faster than go-git's storage in one goroutine
 // (an entry costs one pread, no lock and no reverse-offset bookkeeping, and its
-// inflater runs about 1.3× as fast as compress/zlib on BenchmarkInflate's data) and scales with goroutines where go-git's lock
+// inflater runs about 1.7× as fast as compress/zlib and 1.3× as fast as
+// klauspost/compress on BenchmarkInflate's data, and is kept only while it
+// stays at least as fast as klauspost/compress on the gitree bench: see
+// WithLibraryInflater and bench/RESULTS.md) and scales with goroutines where go-git's lock
 // serializes them; the delta base cache saves about 13%; keeping go-git's pack
 // descriptors open saves 30% of its reading time and two thirds of its listing;
 // LargeObjectThreshold changes nothing measurable here (256 blobs exceed 64 KiB; the

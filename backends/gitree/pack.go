@@ -741,7 +741,8 @@ func (p *pack) inflateEntry(raw []byte, e entry, off int64) ([]byte, error) {
 	return out, nil
 }
 
-// inflater is a pooled zlib reader over an input.
+// inflater is a pooled compress/zlib reader over an input: deltaTargetSize reads
+// the first bytes of a delta with it (whole entries go through inflateAll).
 type inflater struct {
 	zr  io.ReadCloser
 	src io.Reader

@@ -24,7 +24,8 @@ import (
 //     blobs opened streamed on an FS, each holding at most 128 of them (32 KiB
 //     each: 4 MiB).
 //   - memBlob, for a deltified blob: the delta chain is resolved once, at the
-//     first read, into memory, and every read is a copy.
+//     first read, into memory (at most maxDeltaResult bytes), and every read is
+//     a copy.
 //   - goGitBlob, for anything else (a loose object, one go-git alone finds):
 //     go-git's object reader, read forward; a read before its position reopens
 //     the object and skips from the start.

@@ -7,7 +7,8 @@ package gitree
 // objects of pack files are read without go-git's object storage: concurrently, in
 // one positioned read per entry, with delta bases cached (WithDeltaBaseCacheSize).
 // Off, every object is read through go-git's storage under one lock, as objects
-// outside packs (loose objects, alternates) always are.
+// outside packs (loose objects, alternates) always are, without the reader's
+// bounds on corrupt and hostile packs (see the package documentation).
 func WithDirectPacks(on bool) Option {
 	return func(c *config) { c.directPacks = on }
 }
