@@ -104,11 +104,11 @@ type Option func(*store)
 //     links share it), until its last name and last handle are gone. A file written
 //     from empty in one call is allocated at exactly its size; a file that grows
 //     past its capacity is reallocated with slack (twice the old capacity below
-//     8 MiB, 1.25 times above, never past WithMaxFileSize), and the slack is
+//     64 MiB, 1.25 times above, never past WithMaxFileSize), and the slack is
 //     charged too, taken only as far as the quota allows: a file can always grow
 //     to whatever the quota leaves, and slack held by one file can make a write
-//     to another fail early (by at most the slack: under 8 MiB per file, or a
-//     fifth of its capacity above). A truncation that leaves
+//     to another fail early (by at most the slack: less than the file's size
+//     below 64 MiB, a fifth of its capacity above). A truncation that leaves
 //     at least 4 KiB and more than half of the capacity unused reallocates the file
 //     at its size and gives the rest back;
 //   - NodeCharge per file or symlink, DirCharge per directory (the root aside);

@@ -463,7 +463,7 @@ func (st *store) growData(n *node, size int64) vfs.Code {
 // file appended to in chunks is copied about twice its size in all); above, it
 // grows by a quarter (as Go's append does for large slices), bounding the slack
 // a large file holds to a fifth of its capacity.
-const growDouble = 8 << 20
+const growDouble = 64 << 20
 
 // writeAt copies p into n's data at off, growing (zero-filled) as needed and
 // charging the quota, and updates n's size and mtime. On error n is unchanged. The
