@@ -46,6 +46,11 @@ const DefaultGitScanBudget = 100000
 // of the history the checkout neither holds nor skipped).
 const gitCheckBudget = 20000
 
+// MaxReadOnlyPaths caps ReadOnlyPaths (each is a mount in the sandbox): past
+// it, the .git entries are kept and the other refused paths are left to
+// sync-back, which refuses a change to them.
+const MaxReadOnlyPaths = 1024
+
 // ReadOnlyPaths returns the paths of a writable checkout (relative to it,
 // sorted, parents before children) that the sandbox must bind read-only over
 // themselves (sandbox.Mount.ReadOnly): every .git directory or file, at any
@@ -57,8 +62,13 @@ const gitCheckBudget = 20000
 // refusal at sync-back. Symlinks are not listed on their own (a bind cannot
 // cover a link; sync-back still refuses a change to one; a directory bound as a
 // whole covers those it holds), nor are paths that do not exist yet:
-// creating a refused file is refused at sync-back only. Nil for a read-only
-// checkout (it is all bound read-only).
+// creating a refused file is refused at sync-back only. At most
+// MaxReadOnlyPaths are listed. Nil for a read-only checkout (it is all bound
+// read-only).
+//
+// Each entry costs a Dir.Check at checkout (two for a refused directory),
+// audited as a "check.write" event; an Ask decision goes to the Dir's Asker, so
+// a Dir whose policy asks about writes is asked about each such path.
 func (t *Tree) ReadOnlyPaths() []string {
 	return append([]string(nil), t.readOnly...)
 }
@@ -329,17 +339,24 @@ func (t *Tree) protect(ctx context.Context) error {
 			}
 		}
 	}
-	var out []string
+	var out, rest []string
 	var covered []string
 	for _, p := range paths {
 		if !whole[p] || underAny(p, covered) {
 			continue
 		}
-		out = append(out, p)
 		if m[p].Type.IsDir() {
 			covered = append(covered, p)
 		}
+		// .git first: it must be read-only whatever the cap leaves out.
+		if isGit(p) {
+			out = append(out, p)
+		} else {
+			rest = append(rest, p)
+		}
 	}
+	out = append(out, rest[:min(len(rest), max(0, MaxReadOnlyPaths-len(out)))]...)
+	sort.Strings(out)
 	t.readOnly = out
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -386,3 +387,30 @@ func isMountPoint(t *testing.T, p string) bool {
 	}
 	return false
 }
+
+// TestReadOnlyPathsCapAndRules: a custom rule's refused files are listed one
+// by one (their directory holds a writable file), a directory whose every entry
+// and new entries are refused is listed whole, and the list stops at
+// MaxReadOnlyPaths with .git kept.
+func TestReadOnlyPathsCapAndRules(t *testing.T) {
+	host := t.TempDir()
+	files := map[string]string{".git/HEAD": "x\n", "locks/readme.txt": "x\n", "gen/a/b.txt": "x\n"}
+	for i := range materialize.MaxReadOnlyPaths + 50 {
+		files["locks/"+strings.Repeat("0", 4-len(itoa(i)))+itoa(i)+".lock"] = "x\n"
+	}
+	writeHost(t, host, files)
+	eng, err := policy.New(policy.Config{Rules: []policy.Rule{
+		{Effect: policy.Deny, Ops: []policy.Op{policy.GroupWrite}, Paths: []string{"**/*.lock", "gen/**"}},
+	}})
+	must(t, err)
+	d, _ := physicalDir(t, host, dir.WithPolicy(eng))
+	tr := checkout(t, d, materialize.Options{Git: materialize.GitKeep})
+	got := tr.ReadOnlyPaths()
+	if len(got) != materialize.MaxReadOnlyPaths || !slices.Contains(got, ".git") || !slices.Contains(got, "gen") ||
+		!slices.Contains(got, "locks/0000.lock") || slices.Contains(got, "locks") || slices.Contains(got, "locks/readme.txt") ||
+		slices.Contains(got, "gen/a") {
+		t.Fatalf("ReadOnlyPaths(): %d paths, first %q", len(got), got[:min(len(got), 5)])
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
