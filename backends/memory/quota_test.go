@@ -318,14 +318,19 @@ func TestQuotaCapacityShrink(t *testing.T) {
 func TestQuotaBoundsHeap(t *testing.T) {
 	const quota = 4 << 20
 	deep := strings.Repeat("d/", 500) // names in it would share a 1000-byte path
+	// Without a charge a fill never hits the quota: each stops after making what
+	// four times the quota would be charged for, and the test fails on the missing
+	// quota_exceeded.
+	limit := func(charge int) int { return 4 * quota / charge }
 	fills := map[string]func(t *testing.T, m *FS) error{
 		"symlinks": func(t *testing.T, m *FS) error {
 			target := strings.Repeat("t", vfs.MaxPathLen)
-			for i := 0; ; i++ {
+			for i := range limit(NodeCharge + EntryCharge + len(target)) {
 				if err := m.Symlink(bg, target, P(fmt.Sprint("l", i))); err != nil {
 					return err
 				}
 			}
+			return nil
 		},
 		"files in a deep directory": func(t *testing.T, m *FS) error {
 			must(t, m.Mkdir(bg, P("d"), 0o755))
@@ -334,17 +339,18 @@ func TestQuotaBoundsHeap(t *testing.T) {
 				p += "/d"
 				must(t, m.Mkdir(bg, P(p), 0o755))
 			}
-			for i := 0; ; i++ {
+			for i := range limit(NodeCharge + EntryCharge) {
 				f, err := m.OpenFile(bg, P(deep+fmt.Sprint(i)), os.O_CREATE|os.O_WRONLY, 0o644)
 				if err != nil {
 					return err
 				}
 				f.Close()
 			}
+			return nil
 		},
 		"appends": func(t *testing.T, m *FS) error {
 			buf := make([]byte, 1000)
-			for i := 0; ; i++ {
+			for i := range limit(len(buf) / 2) {
 				f, err := m.OpenFile(bg, P(fmt.Sprint("f", i%8)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 				if err != nil {
 					return err
@@ -355,13 +361,15 @@ func TestQuotaBoundsHeap(t *testing.T) {
 					return err
 				}
 			}
+			return nil
 		},
 		"directories": func(t *testing.T, m *FS) error {
-			for i := 0; ; i++ {
+			for i := range limit(DirCharge + EntryCharge) {
 				if err := m.Mkdir(bg, P(fmt.Sprint(i)), 0o755); err != nil {
 					return err
 				}
 			}
+			return nil
 		},
 	}
 	for name, fill := range fills {
