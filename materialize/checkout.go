@@ -122,6 +122,7 @@ type Tree struct {
 	manifest *Manifest
 	skipped  []Skip
 	readOnly []string // ReadOnlyPaths
+	emptied  []string // git directories decideGit emptied
 	mounted  bool     // path is a tmpfs mounted by mountPrivate
 
 	mu     sync.Mutex

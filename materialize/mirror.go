@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +18,9 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// GitPolicy says what a checkout does with the git directories (.git) it holds.
+// GitPolicy says what a checkout does with the git directories it holds: those
+// named .git and those laid out as one (HEAD, objects/, refs/: a bare
+// repository in the tree).
 type GitPolicy int
 
 const (
@@ -28,11 +31,11 @@ const (
 	// cat-file`, what the checkout leaves out. Such a .git is emptied (see
 	// GitOmit).
 	GitAuto GitPolicy = iota
-	// GitOmit leaves every .git directory's contents out: the checkout holds it
+	// GitOmit leaves every git directory's contents out: the checkout holds it
 	// empty, so git inside finds no repository, and (bound read-only with the
 	// rest of ReadOnlyPaths) cannot create one there.
 	GitOmit
-	// GitKeep keeps every .git directory without scanning it: the host vouches
+	// GitKeep keeps every git directory without scanning it: the host vouches
 	// that its history holds nothing the policy hides.
 	GitKeep
 )
@@ -54,7 +57,7 @@ const MaxReadOnlyPaths = 1024
 // ReadOnlyPaths returns the paths of a writable checkout (relative to it,
 // sorted, parents before children) that the sandbox must bind read-only over
 // themselves (sandbox.Mount.ReadOnly): every .git directory or file, at any
-// depth, and every directory or file the source Dir refuses to write
+// depth, every git directory the checkout emptied (see GitPolicy), and every directory or file the source Dir refuses to write
 // (Dir.Check(OpWrite)), such as the persistence files of policy.Defaults(). A
 // directory is listed as a whole when it is refused, a new entry in it would be
 // refused, and so is everything beneath it; otherwise its refused entries are
@@ -99,15 +102,16 @@ func (t *Tree) mirror(ctx context.Context) error {
 	return t.protect(ctx)
 }
 
-// decideGit empties each .git directory of the checkout that the GitPolicy
-// leaves out, recording it in Skipped.
+// decideGit empties each git directory of the checkout (named .git, or laid
+// out as one: see gitLayout) that the GitPolicy leaves out, recording it in
+// Skipped.
 func (t *Tree) decideGit(ctx context.Context) error {
 	if t.opts.Git == GitKeep {
 		return nil
 	}
 	var gits []string
 	for rel, e := range t.manifest.Entries {
-		if isGit(rel) && e.Type.IsDir() {
+		if e.Type.IsDir() && (isGit(rel) || t.gitLayout(rel)) {
 			gits = append(gits, rel)
 		}
 	}
@@ -116,11 +120,12 @@ func (t *Tree) decideGit(ctx context.Context) error {
 	if budget <= 0 {
 		budget = DefaultGitScanBudget
 	}
-	var omitted []string
+	var handled []string
 	for _, rel := range gits {
-		if underAny(rel, omitted) {
-			continue // emptied with an outer one
+		if underAny(rel, handled) {
+			continue // scanned (as a module) or emptied with an outer one
 		}
+		handled = append(handled, rel)
 		why := "left out (GitOmit)"
 		if t.opts.Git == GitAuto {
 			var err error
@@ -134,7 +139,7 @@ func (t *Tree) decideGit(ctx context.Context) error {
 		if err := t.emptyGit(rel); err != nil {
 			return vfs.Errno("checkout", vfs.MustParse(rel), err)
 		}
-		omitted = append(omitted, rel)
+		t.emptied = append(t.emptied, rel)
 		t.mu.Lock()
 		t.skipped = append(t.skipped, Skip{Path: rel, Code: vfs.CodePermission, Reason: "git directory emptied: " + why})
 		t.mu.Unlock()
@@ -143,7 +148,19 @@ func (t *Tree) decideGit(ctx context.Context) error {
 	return nil
 }
 
-// under reports whether rel lies strictly beneath one of dirs.
+// gitLayout reports whether the checkout's directory rel is laid out as a git
+// directory (a bare repository, or one not named .git): HEAD, objects/ and
+// refs/, as git itself checks. Its history is scanned like a .git's, its paths
+// taken as relative to rel's parent.
+func (t *Tree) gitLayout(rel string) bool {
+	m := t.manifest.Entries
+	head, okH := m[rel+"/HEAD"]
+	obj, okO := m[rel+"/objects"]
+	refs, okR := m[rel+"/refs"]
+	return okH && okO && okR && head.Type.IsRegular() && obj.Type.IsDir() && refs.Type.IsDir()
+}
+
+// underAny reports whether rel lies strictly beneath one of dirs.
 func underAny(rel string, dirs []string) bool {
 	for _, d := range dirs {
 		if strings.HasPrefix(rel, d+"/") {
@@ -287,7 +304,7 @@ func (t *Tree) protect(ctx context.Context) error {
 			defer wg.Done()
 			for i := range next {
 				p := paths[i]
-				if isGit(p) || strings.Contains(p, "/.git/") || strings.HasPrefix(p, ".git/") {
+				if isGit(p) || strings.Contains(p, "/.git/") || strings.HasPrefix(p, ".git/") || slices.Contains(t.emptied, p) {
 					verdicts[i] = verdict{true, true}
 					continue
 				}
@@ -349,7 +366,7 @@ func (t *Tree) protect(ctx context.Context) error {
 			covered = append(covered, p)
 		}
 		// .git first: it must be read-only whatever the cap leaves out.
-		if isGit(p) {
+		if isGit(p) || slices.Contains(t.emptied, p) {
 			out = append(out, p)
 		} else {
 			rest = append(rest, p)

@@ -414,3 +414,29 @@ func TestReadOnlyPathsCapAndRules(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestBareRepoHistoryHidden: a directory laid out as a git directory (a bare
+// repository inside the tree) is scanned too: its history's secret is not
+// reachable with git --git-dir inside, and the emptied directory is read-only.
+func TestBareRepoHistoryHidden(t *testing.T) {
+	src := gitRepo(t, map[string]string{".env": "TOKEN=BARE-SECRET\n", "a.txt": "a\n"})
+	host := t.TempDir()
+	cmd := exec.Command("git", "clone", "-q", "--bare", src, filepath.Join(host, "fixtures", "r.git"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git clone --bare: %v\n%s", err, out)
+	}
+	writeHost(t, host, map[string]string{"main.go": "package main\n"})
+	d, _ := physicalDir(t, host, dir.WithPolicy(policy.Defaults()))
+	tr := checkout(t, d, materialize.Options{})
+	if sk := gitSkip(tr, "fixtures/r.git"); sk == nil || !strings.Contains(sk.Reason, "history holds a path the policy hides") {
+		t.Fatalf("Skipped() = %+v: want the bare repository emptied", tr.Skipped())
+	}
+	if !slices.Contains(tr.ReadOnlyPaths(), "fixtures/r.git") {
+		t.Fatalf("ReadOnlyPaths() = %q: the emptied repository must be read-only", tr.ReadOnlyPaths())
+	}
+	needBwrap(t)
+	out := inSandbox(t, `git --git-dir=fixtures/r.git show HEAD:.env 2>&1; grep -r BARE-SECRET . 2>&1; touch fixtures/r.git/HEAD 2>&1`, workMount(tr))
+	if strings.Contains(out, "BARE-SECRET") || !strings.Contains(out, "Read-only file system") {
+		t.Fatalf("inside the sandbox:\n%s", out)
+	}
+}
