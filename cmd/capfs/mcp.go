@@ -33,6 +33,10 @@ grep, stat, mkdir, move, copy, remove, mounts, help. Every tool call goes
 through the namespace's capability: confined to it, decided by the policy,
 and recorded in the audit log, each event tagged with the MCP request. With
 --read-only (or when every mount is read-only) no writing tool is offered.
+Memory mounts, the default tmp included, are bounded by their quota (256MiB
+unless --memory-quota or quota=SIZE says otherwise): past it, writes fail with
+quota_exceeded. Names in text results are escaped (\n, \u001b, \u202e, ...),
+so a file name cannot forge a line or drive a terminal.
 
 Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
   {"mcpServers": {"capfs": {"command": "capfs",
