@@ -71,6 +71,33 @@
 //     else, unless the checkout is kept; a bound physical directory is left
 //     alone.
 //
+// # The checkout mirrors the policy
+//
+// A sandbox sees what the Dir would show it, and no more (mirror.go):
+//
+//   - Paths the policy hides are absent (above). A bind (StrategyBind) is used
+//     only when the physical directory holds nothing but what the Dir's walk
+//     showed: a name the Dir cannot address (the physical backend drops names
+//     holding a backslash from listings) or a path it hides rules the bind out.
+//   - Write-denied paths are read-only inside: Tree.ReadOnlyPaths lists every
+//     .git directory or file and every entry Dir.Check refuses to write (the
+//     persistence files of policy.Defaults(), say), for the sandbox to bind
+//     read-only over themselves (sandbox.Mount.ReadOnly): a process gets EROFS
+//     at once rather than a refusal at sync-back, and git inside cannot commit,
+//     tag, reset or otherwise move the host's refs, objects or index.
+//   - git's object database shows no more than the checkout: under GitAuto (the
+//     default) each git directory's history (a .git, or a directory laid out
+//     as one, such as a bare repository: every commit in its object store,
+//     reachable or not, its index and its submodules' git directories) is
+//     scanned, and one whose history names a path the policy hides (or that is
+//     too large to scan: Options.GitScanBudget) is emptied, read-only, and
+//     reported in Skipped, so `git show HEAD:.env` finds no repository.
+//     GitOmit always empties git directories; GitKeep keeps them unscanned.
+//   - With Options.Private, no host path of the source shows in the sandbox's
+//     /proc/self/mountinfo: nothing is bound from the source, and the checkout
+//     is a tmpfs of its own where this process may mount one (root, base on a
+//     tmpfs), so its entry's root is "/" (else its own temporary name shows).
+//
 // # Not guaranteed
 //
 //   - SyncBack is not an all-or-nothing transaction once it applies. Dir.Check
