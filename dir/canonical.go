@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/capfs/capfs/policy"
@@ -98,36 +99,47 @@ func (c *call) structural() bool {
 	return false
 }
 
-// where returns the current path of the scope's root from the tree's root: its
-// Locator's answer for a pinned capability whose directory may have moved, else
-// the path it was derived at.
-func (s *scope) where(ctx context.Context) (vfs.Path, error) {
-	if s.b == s.env.root {
-		return vfs.Root, nil
-	}
-	l, ok := s.b.(vfs.Locator)
+// pin makes b, pinned at tree path base, the scope's storage. If b can say where
+// it is (vfs.Locator), pin asks it now and keeps the part of base its answer does
+// not cover (the mount point, or the path of the backend the Locator counts from):
+// later answers re-based there are b's tree path after any move. An answer that
+// does not end base (a Locator counting from somewhere else) is not used.
+func (s *scope) pin(ctx context.Context, b vfs.Backend, base vfs.Path) {
+	s.b, s.base, s.locates, s.locPrefix = b, base, false, vfs.Path{}
+	l, ok := b.(vfs.Locator)
 	if !ok {
+		return
+	}
+	at, err := l.Locate(ctx)
+	if err != nil {
+		return
+	}
+	full, rel := base.Raw(), at.Unresolved().Raw()
+	switch {
+	case rel == "":
+		s.locPrefix = base
+	case full == rel:
+		s.locPrefix = vfs.Root
+	case strings.HasSuffix(full, "/"+rel):
+		s.locPrefix = vfs.MustParse(full[:len(full)-len(rel)-1])
+	default:
+		return
+	}
+	s.locates = true
+}
+
+// where returns the current path of the scope's root from the tree's root: for a
+// pinned capability whose backend can say where it is, where its directory is now;
+// else the path it was pinned at.
+func (s *scope) where(ctx context.Context) (vfs.Path, error) {
+	if !s.locates {
 		return s.base, nil
 	}
-	p, err := l.Locate(ctx)
+	p, err := s.b.(vfs.Locator).Locate(ctx)
 	if err != nil {
-		if codeOf(err) == vfs.CodeNotSupported {
-			return s.base, nil
-		}
 		return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the capability's directory is no longer in the tree")
 	}
-	if s.env.rootLoc != nil {
-		r, err := s.env.rootLoc.Locate(ctx)
-		if err != nil {
-			return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the tree's root directory is gone")
-		}
-		rel, ok := p.TrimPrefix(r)
-		if !ok {
-			return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the capability's directory is no longer in the tree")
-		}
-		p = rel
-	}
-	return p.Unresolved(), nil
+	return s.locPrefix.Join(p.Unresolved()).Unresolved(), nil
 }
 
 // canon returns the canonical path p reaches in the scope's backend, marked

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -359,5 +360,45 @@ func TestFSViewRefusalsAudited(t *testing.T) {
 		if ev.Outcome != audit.Denied || ev.Code != string(vfs.CodeInvalidPath) {
 			t.Errorf("event %+v: want denied invalid_path", ev)
 		}
+	}
+}
+
+// TestSubOfMountDecidesTreePaths: a Sub taken at (or under) a mount point decides
+// on paths from the tree's root, whatever its backend counts its own location from.
+func TestSubOfMountDecidesTreePaths(t *testing.T) {
+	e, err := policy.New(policy.Config{Rules: []policy.Rule{{
+		Effect: policy.Deny, Ops: []policy.Op{policy.OpWrite, policy.OpCreate},
+		Paths: []string{"project/secret/**"}, Reason: "anchored",
+	}}})
+	must(t, err)
+	for _, ab := range aliasBackends {
+		t.Run(ab.name, func(t *testing.T) {
+			b := ab.new(t)
+			host, _ := dir.New(b)
+			must(t, host.MkdirAll(bg, "secret/deep"))
+			ns := vfs.NewNamespace()
+			must(t, ns.Mount(vfs.MustParse("project"), b, vfs.MountOptions{}))
+			must(t, ns.Mount(vfs.MustParse("tmp"), memory.New(), vfs.MountOptions{}))
+			root, _ := dir.New(ns, dir.WithPolicy(e))
+			wantCode(t, root.WriteFile(bg, "project/secret/x", []byte("x"), 0o644), vfs.CodePermission)
+			for _, at := range []string{"project", "project/secret"} {
+				sub, err := root.Sub(bg, at)
+				must(t, err)
+				name := "secret/x"
+				if at == "project/secret" {
+					name = "x"
+				}
+				wantCode(t, sub.WriteFile(bg, name, []byte("x"), 0o644), vfs.CodePermission)
+				// A Dir made under the Sub decides on tree paths too.
+				d2, err := sub.CreateDir(bg, "new-"+strings.ReplaceAll(at, "/", "-"))
+				must(t, err)
+				err = d2.WriteFile(bg, "file", []byte("x"), 0o644)
+				if at == "project" {
+					must(t, err)
+				} else {
+					wantCode(t, err, vfs.CodePermission)
+				}
+			}
+		})
 	}
 }

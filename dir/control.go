@@ -105,10 +105,6 @@ func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
 	}
 	e.audited = e.audit != discardSink
 	e.plain = !e.customPolicy && len(e.hooks) == 0 && !e.audited
-	e.root = b
-	if l, ok := b.(vfs.Locator); ok {
-		e.rootLoc = l
-	}
 	e.tmu = treeLock(e, b)
 	g := newGate(nil)
 	d := &Dir{s: scope{env: e, gate: g, b: b}}
@@ -160,6 +156,9 @@ func (c *Control) Child(ctx context.Context, path string) (*Control, error) {
 		return nil, readdress(err, op, path, "")
 	}
 	g := newGate(c.gate)
-	cd := &Dir{s: scope{env: d.s.env, gate: g, ro: d.s.ro, b: sub, base: d.s.base.Join(p.WithoutDirMark())}}
+	s := d.s
+	s.gate = g
+	s.pin(ctx, sub, d.s.base.Join(p.WithoutDirMark()))
+	cd := &Dir{s: s}
 	return &Control{dir: cd, gate: g}, nil
 }

@@ -37,10 +37,9 @@ func (d *Dir) do(ctx context.Context, c *call, fn func(ctx context.Context) erro
 
 // derive returns a Dir over b, rooted at p relative to this Dir, keeping everything
 // else (gate chain, read-only bit, env).
-func (d *Dir) derive(b vfs.Backend, p vfs.Path) *Dir {
+func (d *Dir) derive(ctx context.Context, b vfs.Backend, p vfs.Path) *Dir {
 	s := d.s
-	s.b = b
-	s.base = d.s.base.Join(p.WithoutDirMark())
+	s.pin(ctx, b, d.s.base.Join(p.WithoutDirMark().Unresolved()))
 	return &Dir{s: s}
 }
 
@@ -162,7 +161,7 @@ func (d *Dir) sub(ctx context.Context, c *call) (*Dir, error) {
 		if err != nil {
 			return err
 		}
-		out = d.derive(sub, c.rp)
+		out = d.derive(ctx, sub, c.rp)
 		return nil
 	})
 	if err != nil {
@@ -193,7 +192,7 @@ func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
 		if err != nil {
 			return err
 		}
-		out = d.derive(sub, c.rp)
+		out = d.derive(ctx, sub, c.rp)
 		return nil
 	})
 	if err != nil {

@@ -25,6 +25,10 @@ type scope struct {
 	ro   bool        // ReadOnly() attenuation: permanent
 	b    vfs.Backend // the storage, rooted at this capability's root (pinned)
 	base vfs.Path    // b's root, from the capability tree's root (for policy and audit)
+	// locates says b is a vfs.Locator whose answers, re-based at locPrefix, are
+	// b's root from the tree's root (see pin).
+	locates   bool
+	locPrefix vfs.Path
 }
 
 // destKind says how a call's second argument is interpreted.

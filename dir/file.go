@@ -113,7 +113,7 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 		}
 	}
 	fsc := *s
-	fsc.b, fsc.base = parent, base
+	fsc.pin(ctx, parent, base)
 	return &File{s: fsc, leaf: leaf, name: p.String()}, nil
 }
 

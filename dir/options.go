@@ -11,7 +11,6 @@ import (
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/policy"
-	"github.com/capfs/capfs/vfs"
 )
 
 // DefaultMaxReadBytes is the largest file ReadFile, File.ReadBytes and File.ReadText
@@ -106,10 +105,6 @@ type env struct {
 	audited      bool // audit is not audit.Discard
 	plain        bool // default policy, no hooks, audit.Discard: run's fast path
 
-	root vfs.Backend // the backend New was given: the tree's root
-	// rootLoc is root as a Locator when root is itself a pinned Sub of some
-	// backend: pinned Dirs' locations are then re-based at it.
-	rootLoc vfs.Locator
 	// tmu makes a structural change (Move, Copy, Symlink, Link) atomic with its
 	// checks with respect to every other mutation through Dirs over the same root
 	// backend (see treeLock).

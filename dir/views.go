@@ -319,7 +319,7 @@ func (v *backendView) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) 
 		if err != nil {
 			return err
 		}
-		out = &backendView{d: v.d.derive(sub, rp), verbatimLinks: v.verbatimLinks}
+		out = &backendView{d: v.d.derive(ctx, sub, rp), verbatimLinks: v.verbatimLinks}
 		return nil
 	})
 	if err != nil {

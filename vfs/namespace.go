@@ -879,6 +879,9 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 		switch {
 		case err == nil:
 			if l.kind == kindMountPoint && len(l.nd.kids) == 0 {
+				if _, ok := b.(Locator); ok {
+					return &locatedBackend{Backend: b, at: l.m.path}, nil
+				}
 				return b, nil
 			}
 			ms = append(ms, &mount{path: Root, b: b, opts: l.m.opts})
