@@ -22,7 +22,9 @@
 //     file, directory, symlink or hard link, or renaming to a longer name) fails
 //     with quota_exceeded and changes nothing (no partial write). Names and
 //     symlink targets are copied in, so a stored name never keeps a larger guest
-//     string alive.
+//     string alive, and a directory left holding under a quarter of its peak
+//     entries is rebuilt at its size, so emptied directories do not keep room
+//     the quota no longer charges.
 //   - All methods are safe for concurrent use. Tree operations share a
 //     readers-writer lock (lookups run in parallel); file contents have a lock per
 //     inode, so reads and writes of different files do not contend; Stat reads an

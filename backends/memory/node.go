@@ -2,6 +2,7 @@ package memory
 
 import (
 	"io/fs"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -155,6 +156,7 @@ type dirInfo struct {
 	parent   *node            // guarded by store.mu; nil for the top root and removed directories
 	name     string           // guarded by store.mu; the directory's name in parent
 	gone     bool             // guarded by store.mu; removed: nothing can be created in it
+	peak     int              // guarded by store.mu; most entries children has held since it was made
 	entries  []vfs.DirEntry   // guarded by the node's mu: sorted listing cache; nil when stale
 }
 
@@ -275,6 +277,7 @@ func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
 	// only its own bytes, which is what the entry is charged for.
 	name = strings.Clone(name)
 	d.dir.children[name] = c
+	d.dir.peak = max(d.dir.peak, len(d.dir.children))
 	d.mu.Lock()
 	d.dir.entries = nil
 	d.beginMeta()
@@ -296,6 +299,17 @@ func (st *store) addEntry(d *node, name string, c *node, now time.Time) {
 func (st *store) delEntry(d *node, name string, c *node, now time.Time) {
 	st.gen++
 	delete(d.dir.children, name)
+	// A Go map never gives back the room it grew to, so a directory emptied of
+	// what it held would keep it uncharged: once it holds under a quarter of its
+	// peak, its entries move to a map of their size (at most a third of a copy
+	// per delete, amortized).
+	if n := len(d.dir.children); d.dir.peak > shrinkEntries && n < d.dir.peak/4 {
+		// Not maps.Clone, which may keep the old map's size.
+		m := make(map[string]*node, n)
+		maps.Copy(m, d.dir.children)
+		d.dir.children = m
+		d.dir.peak = n
+	}
 	d.mu.Lock()
 	d.dir.entries = nil
 	d.beginMeta()
@@ -307,6 +321,10 @@ func (st *store) delEntry(d *node, name string, c *node, now time.Time) {
 	d.endMeta()
 	d.mu.Unlock()
 }
+
+// shrinkEntries is the peak number of entries below which a directory's map is
+// never rebuilt smaller.
+const shrinkEntries = 64
 
 // unlinked records that one directory entry naming n is gone, after delEntry or
 // when n is replaced by a rename. A directory is marked gone and its charge given

@@ -454,3 +454,34 @@ func TestHugeOffsets(t *testing.T) {
 		t.Fatalf("data usage %d", u)
 	}
 }
+
+// TestQuotaChurnBoundsHeap: filling directories to the quota and emptying them,
+// one after another, does not leave behind the room their maps grew to (a Go map
+// never shrinks): the heap stays within a small factor of the quota.
+func TestQuotaChurnBoundsHeap(t *testing.T) {
+	const quota = 2 << 20
+	before := heapInUse()
+	m := New(WithQuota(quota))
+	for d := range 24 {
+		dir := fmt.Sprint("d", d)
+		must(t, m.Mkdir(bg, P(dir), 0o755))
+		n := 0
+		for ; ; n++ {
+			f, err := m.OpenFile(bg, P(fmt.Sprint(dir, "/", n)), os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				wantCode(t, err, vfs.CodeQuota)
+				break
+			}
+			f.Close()
+		}
+		for i := range n {
+			must(t, m.Remove(bg, P(fmt.Sprint(dir, "/", i))))
+		}
+	}
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("heap grew %d bytes after 24 fills of a %d quota (%.2fx); usage %d", grown, quota, float64(grown)/quota, m.Usage())
+	if grown > 2*quota {
+		t.Fatalf("heap grew %d bytes under a %d-byte quota", grown, quota)
+	}
+	runtime.KeepAlive(m)
+}
