@@ -235,6 +235,28 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 		s.Policy = policy.Defaults()
 	}
 
+	// What the projects' git configuration runs (core.hooksPath, ...) is
+	// write-denied too, and no directory may become a git dir under another name.
+	var guard []dir.GitGuardOption
+	if eng, ok := s.Policy.(*policy.Engine); ok {
+		for _, m := range s.Mounts {
+			if m.Kind != kindPhysical || m.ReadOnly {
+				continue
+			}
+			rules, err := policy.ForProject(ctx, m.Host, m.Path.String())
+			if err == nil {
+				eng, err = eng.With(rules...)
+			}
+			if err != nil {
+				return nil, failed(fmt.Errorf("mount %s: git configuration: %v", displayPath(m.Path.String()), err))
+			}
+		}
+		if eng.Config().AllowGitWrites {
+			guard = append(guard, dir.GitGuardAllowDotGit())
+		}
+		s.Policy = eng
+	}
+
 	if auditFile == "" {
 		p, err := defaultAuditPath()
 		if err != nil {
@@ -250,7 +272,8 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	s.Audit = sink
 	s.closers = append(s.closers, sink.Close)
 
-	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(sink), dir.WithSubject(s.Subject))
+	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(sink), dir.WithSubject(s.Subject),
+		dir.WithHooks(dir.GitGuard(s.NS, guard...)))
 	ok = true
 	return s, nil
 }
