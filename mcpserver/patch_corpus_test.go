@@ -104,6 +104,9 @@ type corpus struct {
 	base string   // scratch directory
 	env  []string // git's environment: no user or system configuration
 	seq  int
+	// unidiffZero has git apply read -U0 patches with --unidiff-zero: plain git
+	// apply moves a hunk without context to the end of the file.
+	unidiffZero bool
 
 	compared, same, bothRefused, disagreements                                 int
 	shifted                                                                    int
@@ -527,7 +530,11 @@ func (h *corpus) gitApply(pre tree, patch string) (tree, error) {
 			h.t.Fatal(err)
 		}
 	}
-	if _, err := h.gitIn(d, []byte(patch), "apply", "--whitespace=nowarn", "-"); err != nil {
+	args := []string{"apply", "--whitespace=nowarn", "-"}
+	if h.unidiffZero {
+		args = append(args, "--unidiff-zero")
+	}
+	if _, err := h.gitIn(d, []byte(patch), args...); err != nil {
 		return nil, err
 	}
 	out := tree{}
@@ -627,10 +634,11 @@ func dirTree(t testing.TB, d *dir.Dir) tree {
 
 // toBeginPatch converts a parsed unified diff to the Begin Patch format: a hunk
 // keeps its lines and loses its line numbers, one without trailing unchanged
-// lines gets "*** End of File"; a hunk without old lines (a -U0 insertion)
-// has nothing to say where it goes, and "" is returned. Modes cannot be said in that format: modesKept
-// is false when the diff changes one (or adds an executable file); a file whose
-// only change is its mode is left out, and "" is returned when nothing is left.
+// lines gets "*** End of File"; a hunk without unchanged lines (git diff -U0)
+// has nothing but its line numbers to say where it goes, and "" is returned.
+// Modes cannot be said in that format: modesKept is false when the diff
+// changes one (or adds an executable file); a file whose only change is its
+// mode is left out, and "" is returned when nothing is left.
 func toBeginPatch(files []patchFile) (text string, modesKept bool) {
 	modesKept = true
 	var out []patchFile
@@ -641,13 +649,18 @@ func toBeginPatch(files []patchFile) (text string, modesKept bool) {
 		g := patchFile{Kind: f.Kind, Path: f.Path, MoveTo: f.MoveTo, Content: f.Content}
 		if f.Kind == patchUpdate {
 			for _, c := range f.Chunks {
-				if len(oldLines(c.Lines)) == 0 {
-					// A -U0 insertion: its place is only in its line numbers.
-					return "", modesKept
-				}
-				trailing := 0
+				trailing, context := 0, 0
 				for k := len(c.Lines) - 1; k >= 0 && c.Lines[k].Op == ' '; k-- {
 					trailing++
+				}
+				for _, l := range c.Lines {
+					if l.Op == ' ' {
+						context++
+					}
+				}
+				if context == 0 {
+					// A -U0 hunk: its place is only in its line numbers.
+					return "", modesKept
 				}
 				g.Chunks = append(g.Chunks, patchChunk{Lines: c.Lines, EOF: trailing == 0})
 			}
@@ -755,7 +768,9 @@ func (h *corpus) randomEdits(n int) {
 				// The same change with less context (git apply's rules for -U1 and
 				// -U0 hunks: at the end of the file when no trailing context).
 				u := []string{"-U0", "-U1"}[rng.Intn(2)]
+				h.unidiffZero = u == "-U0"
 				h.compare(fmt.Sprintf("edit round %d %s", round, u), diff(u), pre, post, withContext, false)
+				h.unidiffZero = false
 			}
 		}
 		h.mustGit(repo, "commit", "-q", "--allow-empty", "-m", strconv.Itoa(round))

@@ -326,6 +326,14 @@ func TestApplyUnifiedHints(t *testing.T) {
 	if _, err := apply(t, shifted, "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n x\n-y\n+Y\n z\n"); err == nil {
 		t.Error("a hunk from line 1 applied below the top")
 	}
+	// Hunks without any context (git diff -U0) go by their line numbers, as
+	// with git apply --unidiff-zero: not to the end of the file.
+	if got, err := apply(t, src, "--- a/f\n+++ b/f\n@@ -2 +2 @@\n-y\n+Y\n@@ -4,0 +5 @@\n+ins\n"); err != nil || got != "x\nY\nz\nq\nins\nx\ny\nz\nr\n" {
+		t.Errorf("-U0 hunks: %q %v", got, err)
+	}
+	if got, err := apply(t, src, "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+top\n"); err != nil || got != "top\n"+src {
+		t.Errorf("-U0 insertion at the top: %q %v", got, err)
+	}
 	// A hunk without trailing context must end the file.
 	if _, err := apply(t, src, "--- a/f\n+++ b/f\n@@ -3,2 +3,2 @@\n z\n-q\n+Q\n"); err == nil {
 		t.Error("a hunk without trailing context applied before the end")

@@ -26,9 +26,12 @@ import (
 //     applied at the first one.
 //  4. As in git apply, a unified hunk whose header starts at line 0 or 1 must
 //     match at the top of the file and one without trailing unchanged lines must
-//     match at its end; "*** End of File" anchors a Begin Patch hunk at the end;
-//     a side whose last line is marked "\ No newline at end of file" must end
-//     the file.
+//     match at its end. A hunk without any unchanged line (git diff -U0) is
+//     placed by its line numbers instead, as git apply --unidiff-zero does
+//     (plain git apply would move it to the end of the file), and must start
+//     at the top only when its header says line 0. "*** End of File" anchors a
+//     Begin Patch hunk at the end; a side whose last line is marked
+//     "\ No newline at end of file" must end the file.
 //  5. A Begin Patch "@@ text" line is found first: the first line at or after
 //     the search start equal to text (exactly, then ignoring trailing, then
 //     surrounding whitespace). The hunk must then start at that line (when it
@@ -225,13 +228,21 @@ func findAnchor(img []string, a string, from int) (int, int) {
 func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int) (int, int, *hunkError) {
 	old := oldLines(lines)
 	atEnd := c.EOF
-	atTop := c.Numbered && c.OldStart <= 1
+	atTop := false
 	if c.Numbered {
-		trailing := 0
+		leading, trailing := 0, 0
+		for k := 0; k < len(lines) && lines[k].Op == ' '; k++ {
+			leading++
+		}
 		for k := len(lines) - 1; k >= 0 && lines[k].Op == ' '; k-- {
 			trailing++
 		}
-		atEnd = atEnd || trailing == 0
+		if leading+trailing == 0 {
+			atTop = c.OldStart == 0 // no context: the line numbers say where (git apply --unidiff-zero)
+		} else {
+			atTop = c.OldStart <= 1
+			atEnd = atEnd || trailing == 0
+		}
 	}
 	for _, l := range lines {
 		if !strings.HasSuffix(l.Text, "\n") {
