@@ -69,6 +69,9 @@ func ForProject(ctx context.Context, hostDir, treePrefix string) ([]Rule, error)
 		return nil, fmt.Errorf("policy: project %s: not a directory", hostDir)
 	}
 	treePrefix = strings.Trim(treePrefix, "/")
+	if treePrefix == "." {
+		treePrefix = ""
+	}
 	if treePrefix != "" && !validTreePath(treePrefix) {
 		return nil, fmt.Errorf("policy: project tree prefix %q: not a clean relative path", treePrefix)
 	}

@@ -201,6 +201,9 @@ func TestForProjectPlaces(t *testing.T) {
 	if _, err := ForProject(context.Background(), filepath.Join(t.TempDir(), "missing"), ""); err == nil {
 		t.Error("ForProject of a missing directory: no error")
 	}
+	if _, err := ForProject(context.Background(), t.TempDir(), "."); err != nil {
+		t.Errorf("ForProject at the root (\".\"): %v", err)
+	}
 	if _, err := ForProject(context.Background(), t.TempDir(), "../up"); err == nil {
 		t.Error("ForProject with an unclean prefix: no error")
 	}
