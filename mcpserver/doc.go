@@ -50,7 +50,9 @@
 //     made: where git apply takes the match nearest the hunk's line number,
 //     apply_patch refuses when several places match; it accepts matches that
 //     differ in line ends or trailing whitespace, which git apply refuses; it
-//     keeps the directories a deletion empties. Binary patches, copies, symlinks
+//     keeps the directories a deletion empties. A hunk without any context
+//     (git diff -U0) goes by its line numbers, as git apply --unidiff-zero
+//     places it (plain git apply moves it to the end of the file). Binary patches, copies, symlinks
 //     and submodules are refused (not_supported), and so is a patch naming one
 //     path twice (git apply accepts, for example, a rename followed by a new
 //     file at the old name).
