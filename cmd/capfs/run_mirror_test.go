@@ -147,3 +147,19 @@ func TestRunMountinfo(t *testing.T) {
 		t.Errorf("--bind-grants: the bound grant's path should show (as documented):\n%s", r.stdout)
 	}
 }
+
+// TestRunGrantUnaddressable: a read-only grant holding a name the namespace
+// cannot address (a backslash) never shows it inside, bound or not.
+func TestRunGrantUnaddressable(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root, deps := t.TempDir(), t.TempDir()
+	writeTree(t, deps, map[string]string{"pub/readme": "hello\n", `pub/sec\ret`: "SECRET-BACKSLASH\n"})
+	for _, extra := range [][]string{nil, {"--bind-grants"}} {
+		args := append([]string{"-m", "project=physical:" + root, "-m", "deps=physical:" + deps + ",ro", "run"}, extra...)
+		r := runCapfs(t, root, append(args, "--", "sh", "-c", `ls -A /capfs/deps/pub; grep -r SECRET /capfs/deps || echo "no secret"`)...).want(t, 0)
+		if r.stdout != "readme\nno secret\n" {
+			t.Errorf("capfs run %q: %q", extra, r.stdout)
+		}
+	}
+}
