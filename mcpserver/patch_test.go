@@ -231,6 +231,11 @@ func TestApplyRegressions(t *testing.T) {
 		if want := "ONE\r\ntwo\r\n\r\nthree\r\nFOUR\r\n"; err != nil || got != want {
 			t.Fatalf("got %q, %v; want %q", got, err, want)
 		}
+		// The same as a unified diff written with LF line ends.
+		got, err = apply(t, src, "--- a/f\n+++ b/f\n@@ -2,4 +2,5 @@\n two\n \n-three\n+THREE\n+3b\n four\n")
+		if want := "one\r\ntwo\r\n\r\nTHREE\r\n3b\r\nfour\r\n"; err != nil || got != want {
+			t.Fatalf("unified: got %q, %v; want %q", got, err, want)
+		}
 	})
 	t.Run("trailing blank context", func(t *testing.T) {
 		// The blank line after "x = 1" tells the second place from the first.
