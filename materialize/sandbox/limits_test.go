@@ -188,3 +188,56 @@ func TestWrapValidatesReadOnlyPaths(t *testing.T) {
 		t.Error("read-only paths in a read-only mount accepted")
 	}
 }
+
+// TestCgroupCreateFiles checks what a run's cgroup gets written, on a plain
+// directory standing in for each hierarchy (cgroup v2 cannot be delegated on
+// every test host).
+func TestCgroupCreateFiles(t *testing.T) {
+	l := Limits{MaxProcs: 77, MaxMemory: 5 << 20}
+	for _, p := range []*cgroupPlan{
+		{version: 2, parents: map[string]string{"": t.TempDir()}},
+		{version: 1, parents: map[string]string{"pids": t.TempDir(), "memory": t.TempDir()}},
+	} {
+		r, err := p.create(l)
+		if err != nil {
+			t.Fatalf("v%d: %v", p.version, err)
+		}
+		want := map[string]string{"pids.max": "77", "memory.max": "5242880", "memory.swap.max": "0"}
+		if p.version == 1 {
+			want = map[string]string{"pids.max": "77", "memory.limit_in_bytes": "5242880"}
+		}
+		got := map[string]string{}
+		for _, d := range r.dirs {
+			if !strings.HasPrefix(filepath.Base(d), "capfs-run-") {
+				t.Errorf("v%d: cgroup %s", p.version, d)
+			}
+			ents, _ := os.ReadDir(d)
+			for _, e := range ents {
+				b, _ := os.ReadFile(filepath.Join(d, e.Name()))
+				got[e.Name()] = string(b)
+			}
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("v%d: %s = %q, want %q (all: %v)", p.version, k, got[k], v, got)
+			}
+		}
+		if len(r.procs) != len(r.dirs) || len(r.dirs) != len(p.parents) {
+			t.Errorf("v%d: dirs %v procs %v", p.version, r.dirs, r.procs)
+		}
+		// Emptied of their files (a real cgroup's vanish with it), the
+		// stand-ins are removed.
+		for _, d := range r.dirs {
+			ents, _ := os.ReadDir(d)
+			for _, e := range ents {
+				os.Remove(filepath.Join(d, e.Name()))
+			}
+		}
+		r.remove()
+		for _, d := range r.dirs {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("v%d: %s left", p.version, d)
+			}
+		}
+	}
+}
