@@ -335,9 +335,10 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 }
 
 // Limits reports the limits a run gets from this wrapper on this host, and how
-// they are enforced: a cgroup of its own per run (v2 when the caller's cgroup
-// delegates the pids and memory controllers; else v1 when the caller may create
-// cgroups in the pids and memory hierarchies, as root usually may), else
+// they are enforced: a cgroup of its own per run (v2 beside the caller's cgroup
+// when the pids and memory controllers are enabled there and the caller may
+// create cgroups in its parent; else v1 when the caller may create cgroups in
+// the pids and memory hierarchies, as root usually may), else
 // rlimits (RLIMIT_NPROC, which does not bind a sandbox whose uid maps to root on
 // the host; RLIMIT_DATA, per process). /tmp is a tmpfs of TmpSize either way.
 func (b *BubblewrapWrapper) Limits() Limits {

@@ -86,10 +86,11 @@
 //   - /tmp is a tmpfs of TmpSize bytes (bwrap --size): a write past it fails
 //     with ENOSPC;
 //   - processes and memory are bounded by a cgroup made for the run, when one
-//     can be made here: cgroup v2 when the caller's own cgroup delegates the pids
-//     and memory controllers (its cgroup.subtree_control lists them), else cgroup
-//     v1 when the caller may create cgroups in the pids and memory hierarchies
-//     (root usually may). A fork past MaxProcs fails with EAGAIN; a sandbox past
+//     can be made here: cgroup v2 beside the caller's cgroup when the pids and
+//     memory controllers are enabled there (the caller's cgroup.controllers
+//     lists them) and the caller may create cgroups in its parent (root, or a
+//     delegated subtree), else cgroup v1 when the caller may create cgroups in
+//     the pids and memory hierarchies (root usually may). A fork past MaxProcs fails with EAGAIN; a sandbox past
 //     MaxMemory (its processes, its /tmp and page cache together, no swap) has a
 //     process killed by the OOM killer. bwrap is started by a /bin/sh launcher
 //     that moves itself into the cgroup and execs bwrap, so every process of the

@@ -147,12 +147,13 @@ type cgroupPlan struct {
 	parents map[string]string // controller -> parent directory (v1); "" -> the v2 parent
 }
 
-// planCgroup finds the cgroups the caller may create a child in with the
-// controllers the limits need, or returns nil. v2: the caller's own cgroup in
-// the unified hierarchy mounted at cgroupRoot, when its cgroup.subtree_control
-// already enables the controllers (a delegated cgroup). v1: the caller's cgroup
-// in the pids and memory hierarchies mounted at cgroupRoot/pids and
-// cgroupRoot/memory.
+// planCgroup finds the cgroups the caller may create a run's cgroup in with
+// the controllers the limits need, or returns nil. v2 (the unified hierarchy
+// mounted at cgroupRoot): the parent of the caller's cgroup, when the caller's
+// cgroup.controllers lists them (they are enabled for it and its siblings) and
+// the caller may write there; at the root, the root itself when its
+// subtree_control enables them. v1: the caller's cgroup in the pids and memory
+// hierarchies mounted at cgroupRoot/pids and cgroupRoot/memory.
 func planCgroup(l Limits) *cgroupPlan {
 	need := []string{}
 	if l.MaxProcs > 0 {
@@ -171,20 +172,30 @@ func planCgroup(l Limits) *cgroupPlan {
 	var sfs unix.Statfs_t
 	if unix.Statfs(cgroupRoot, &sfs) == nil && sfs.Type == unix.CGROUP2_SUPER_MAGIC {
 		for _, line := range strings.Split(string(own), "\n") {
-			if rest, ok := strings.CutPrefix(line, "0::"); ok {
-				parent := filepath.Join(cgroupRoot, filepath.Clean("/"+rest))
-				ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
-				if err != nil || unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
+			rest, ok := strings.CutPrefix(line, "0::")
+			if !ok {
+				continue
+			}
+			// The run's cgroup goes beside the caller's (under its parent, whose
+			// subtree_control enables what the caller's cgroup.controllers
+			// lists): v2 lets no cgroup both hold processes and hand controllers
+			// down, the root excepted, where it goes beneath.
+			self := filepath.Join(cgroupRoot, filepath.Clean("/"+rest))
+			parent, list := filepath.Dir(self), filepath.Join(self, "cgroup.controllers")
+			if self == cgroupRoot {
+				parent, list = self, filepath.Join(self, "cgroup.subtree_control")
+			}
+			ctl, err := os.ReadFile(list)
+			if err != nil || unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
+				return nil
+			}
+			have := strings.Fields(string(ctl))
+			for _, c := range need {
+				if !contains(have, c) {
 					return nil
 				}
-				have := strings.Fields(string(ctl))
-				for _, c := range need {
-					if !contains(have, c) {
-						return nil
-					}
-				}
-				return &cgroupPlan{version: 2, parents: map[string]string{"": parent}}
 			}
+			return &cgroupPlan{version: 2, parents: map[string]string{"": parent}}
 		}
 		return nil
 	}
