@@ -591,3 +591,90 @@ func TestResolveOpenFastPath(t *testing.T) {
 		t.Errorf("ResolveOpen made %d openat2 calls; want 1", *n)
 	}
 }
+
+// TestResolveLocateRace runs Resolve and Locate while an attacker exchanges a
+// directory with a link to another directory of the root (RENAME_EXCHANGE of d
+// and evil -> prot) and moves a Sub's directory back and forth: every answer is a
+// place the path or the directory really had at some moment (d/f or prot/f; a/s
+// or b/s), or an error with a code the race allows; never another path.
+func TestResolveLocateRace(t *testing.T) {
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		for _, d := range []string{"d", "prot", "a", "b", "a/s"} {
+			if err := os.Mkdir(h.in(d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.writeHost(h.in("d/f"), "IN")
+		h.writeHost(h.in("prot/f"), "P")
+		h.plant("prot", "evil")
+		f := newAt(t, h.root, opts...)
+		ctx := t.Context()
+		sub, err := f.Sub(ctx, P("a/s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.(*FS).Close()
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				unix.Renameat2(unix.AT_FDCWD, h.in("d"), unix.AT_FDCWD, h.in("evil"), unix.RENAME_EXCHANGE)
+				from, to := h.in("a/s"), h.in("b/s")
+				if i&1 == 1 {
+					from, to = to, from
+				}
+				os.Rename(from, to)
+			}
+		}()
+		rounds := 1000
+		if os.Getenv("CAPFS_STRESS") != "" {
+			rounds = 20_000
+		}
+		got := map[string]int{}
+		for range rounds {
+			for _, follow := range []bool{true, false} {
+				loc, err := f.Resolve(ctx, P("d/f"), follow)
+				switch {
+				case err != nil:
+					got["resolve error "+string(vfs.CodeOf(err))]++
+				case !loc.Found:
+					got["resolve missing "+loc.Path.String()]++
+				default:
+					got["resolve "+loc.Path.String()]++
+				}
+			}
+			q, err := sub.(*FS).Locate(ctx)
+			if err != nil {
+				got["locate error "+string(vfs.CodeOf(err))]++
+			} else {
+				got["locate "+q.String()]++
+			}
+		}
+		close(stop)
+		<-done
+		t.Logf("%v", got)
+		allowed := map[string]bool{
+			"resolve d/f": true, "resolve prot/f": true,
+			// A walk that met a name while it was being exchanged.
+			"resolve error not_found": true, "resolve error conflict": true,
+			"resolve missing d/f": true, "resolve missing prot/f": true,
+			"locate a/s": true, "locate b/s": true,
+			"locate error conflict": true, "locate error not_found": true,
+		}
+		for k, n := range got {
+			if !allowed[k] {
+				t.Errorf("%d answers %q: not a place the path or the directory had", n, k)
+			}
+		}
+		if got["resolve d/f"] == 0 || got["locate a/s"]+got["locate b/s"] == 0 {
+			t.Errorf("no successful answer at all: %v", got)
+		}
+	})
+}
