@@ -234,6 +234,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// cgroupMade, when set (by tests), is told of every cgroup directory made.
+var cgroupMade func(dir string)
+
 // cgroupRun is the cgroup of one run: the directories made (removed by
 // remove) and the cgroup.procs files the launcher writes its pid into.
 type cgroupRun struct {
@@ -260,6 +263,9 @@ func (p *cgroupPlan) create(l Limits) (*cgroupRun, error) {
 		}
 		r.dirs = append(r.dirs, d)
 		r.procs = append(r.procs, filepath.Join(d, "cgroup.procs"))
+		if cgroupMade != nil {
+			cgroupMade(d)
+		}
 		return d, nil
 	}
 	write := func(d, file, v string) error {
