@@ -16,6 +16,7 @@ type phase string
 
 const (
 	phRemove  phase = "remove"  // remove the old entry
+	phReplace phase = "replace" // a type change: remove the old entry and create the new one
 	phCreate  phase = "create"  // create the new entry (a file with its mode and time)
 	phMeta    phase = "meta"    // a file's mode and time only
 	phDirMode phase = "dirmode" // a directory's mode, once nothing more is written into it
@@ -27,23 +28,28 @@ type op struct {
 	ph phase
 }
 
-// opsOf orders the pending steps' phases: removals first (deepest first), then
-// creations in path order (parents before children), then file modes and
-// times, then directory modes (deepest first). It sets each step's op count.
+// opsOf orders the pending steps' phases: removals and type changes first
+// (deepest first), then creations in path order (parents before children),
+// then file modes and times, then directory modes (deepest first). It sets
+// each step's op count.
 func opsOf(plan []*step) []op {
 	var removals, creations, metas, dirModes []op
 	for _, s := range plan {
 		if s.state != stPending {
 			continue
 		}
-		if s.removes() {
+		switch {
+		case s.c.Kind == Deleted:
 			removals = append(removals, op{s, phRemove})
-		}
-		if s.creates() {
+		case s.c.Kind == TypeChanged:
+			// One op, among the removals (after what was inside the old
+			// directory): the path is never left with neither entry.
+			removals = append(removals, op{s, phReplace})
+		case s.creates():
 			creations = append(creations, op{s, phCreate})
-			if s.c.New.IsDir() && s.chmod {
-				dirModes = append(dirModes, op{s, phDirMode})
-			}
+		}
+		if s.creates() && s.c.New.IsDir() && s.chmod {
+			dirModes = append(dirModes, op{s, phDirMode})
 		}
 		if s.c.Kind == ModeChanged || s.c.Kind == Touched {
 			if s.force && s.gone {
@@ -101,6 +107,7 @@ type applier struct {
 // run applies ops in order, appending each step to rep.Applied once all its
 // ops are done. A step whose base changed is a conflict: its dependents are
 // blocked, and under RejectAbort the apply stops there. A failed call stops it.
+// After a stop, only the remaining ops of steps already begun are run.
 // Steps not applied are left in their state for fillReport; the error is the
 // one that stopped the apply, or the first conflict.
 func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *SyncReport) error {
@@ -112,14 +119,19 @@ func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *Syn
 			a.finish(s, rep)
 			continue
 		}
-		if stopped || s.state != stPending {
-			if s.state == stPending {
-				s.state, s.code, s.reason = stStopped, vfs.CodeOf(first), "not applied: the sync stopped before it"
-			}
+		if s.state != stPending {
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			first = canceled("syncback", vfs.Root, err)
+		if stopped && !s.started {
+			s.state, s.code, s.reason = stStopped, vfs.CodeOf(first), "not applied: the sync stopped before it"
+			continue
+		}
+		// A step already begun is finished even after a stop (a directory's
+		// mode, set last), as far as it can be.
+		if err := ctx.Err(); err != nil && !s.started {
+			if first == nil {
+				first = canceled("syncback", vfs.Root, err)
+			}
 			s.state, s.code, s.reason = stStopped, vfs.CodeCanceled, "not applied: the sync was canceled"
 			stopped = true
 			continue
@@ -131,7 +143,7 @@ func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *Syn
 				first = vfs.Readdress(err, "syncback", s.c.Path, "")
 			}
 			if isConflict(err) {
-				s.state, s.code, s.reason = stConflict, vfs.CodeConflict, "changed in the source during the sync: "+messageOf(err)
+				s.state, s.code, s.reason = stConflict, vfs.CodeConflict, "not applied: "+messageOf(err)
 				s.conflict = true
 				block(a.plan)
 				if a.onReject == RejectAbort {
@@ -229,6 +241,20 @@ func (a *applier) where(ctx context.Context, s *step, ph phase) (where, fs.FileI
 		if s.c.Kind == TypeChanged && yes(a.isNew(ctx, s, fi)) {
 			return atNew, fi, nil
 		}
+	case phReplace:
+		if fi == nil {
+			return atBase, nil, nil // removed before a crash: create
+		}
+		ok, err := a.isNew(ctx, s, fi)
+		if err != nil {
+			return elsewhere, fi, err
+		}
+		if ok {
+			return atNew, fi, nil
+		}
+		if s.force || yes(a.isOld(ctx, s, fi)) {
+			return atBase, fi, nil
+		}
 	case phCreate:
 		if fi == nil {
 			if s.c.Kind == Added || s.c.Kind == TypeChanged || s.force {
@@ -271,13 +297,16 @@ func sameSeen(fi fs.FileInfo, s *seenInfo) bool {
 }
 
 // do applies one phase of s, unless the source already has what it leaves.
+// A file's new contents are read from the checkout (and their digest checked)
+// before anything at its path is removed, so a checkout that is gone or
+// changed leaves the source's entry as it was.
 func (a *applier) do(ctx context.Context, s *step, ph phase) error {
 	w, fi, err := a.where(ctx, s, ph)
 	if err != nil {
 		return err
 	}
 	if w == elsewhere {
-		return vfs.NewError(vfs.CodeConflict, "syncback", vfs.MustParse(s.c.Path), "the source's entry is no longer the one the sync assumed")
+		return vfs.NewError(vfs.CodeConflict, "syncback", vfs.MustParse(s.c.Path), "changed in the source during the sync")
 	}
 	src := a.src
 	p := s.c.Path
@@ -291,41 +320,29 @@ func (a *applier) do(ctx context.Context, s *step, ph phase) error {
 			return src.RemoveAll(ctx, p)
 		}
 		return src.Remove(ctx, p)
-	case phCreate:
+	case phReplace, phCreate:
 		if w == atBase {
-			for _, q := range s.parents {
-				if err := mkdir(ctx, src, q); err != nil {
+			var data []byte
+			if n.IsRegular() {
+				if data, err = a.newData(p, n); err != nil {
 					return err
 				}
 			}
-			if s.force && fi != nil && !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir()) {
-				if err := src.RemoveAll(ctx, p); err != nil {
+			if ph == phReplace && fi != nil {
+				// The old entry of a type change (a directory's contents went
+				// first: they are deeper).
+				if s.force {
+					err = src.RemoveAll(ctx, p)
+				} else {
+					err = src.Remove(ctx, p)
+				}
+				if err != nil {
 					return err
 				}
 				fi = nil
 			}
-			switch {
-			case n.IsDir():
-				if err := mkdir(ctx, src, p); err != nil {
-					return err
-				}
-			case n.IsSymlink():
-				if fi != nil {
-					if err := src.Remove(ctx, p); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
-						return err
-					}
-				}
-				if err := src.Symlink(ctx, n.Target, p); err != nil {
-					return err
-				}
-			default:
-				data, err := readCheckoutAt(a.rootFd, p, n)
-				if err != nil {
-					return err
-				}
-				if err := src.WriteFile(ctx, p, data, s.perm); err != nil {
-					return err
-				}
+			if err := a.create(ctx, s, fi, data); err != nil {
+				return err
 			}
 		}
 		hook("mid")
@@ -353,6 +370,44 @@ func (a *applier) do(ctx context.Context, s *step, ph phase) error {
 		return src.Chmod(ctx, p, s.perm)
 	}
 	return nil
+}
+
+// newData reads a new file's contents from the checkout, checking its digest.
+func (a *applier) newData(p string, n *Entry) ([]byte, error) {
+	if a.rootFd < 0 {
+		return nil, vfs.NewError(vfs.CodeIO, "recover", vfs.MustParse(p), "the checkout holding the new contents is gone")
+	}
+	return readCheckoutAt(a.rootFd, p, n)
+}
+
+// create makes s's new entry where the source has fi (nil: nothing): the
+// parents keeping ours recreates, then, keeping ours, what is in the way goes,
+// then the directory, symlink or file (data) is made.
+func (a *applier) create(ctx context.Context, s *step, fi fs.FileInfo, data []byte) error {
+	src, p, n := a.src, s.c.Path, s.c.New
+	for _, q := range s.parents {
+		if err := mkdir(ctx, src, q); err != nil {
+			return err
+		}
+	}
+	if s.force && fi != nil && !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir()) {
+		if err := src.RemoveAll(ctx, p); err != nil {
+			return err
+		}
+		fi = nil
+	}
+	switch {
+	case n.IsDir():
+		return mkdir(ctx, src, p)
+	case n.IsSymlink():
+		if fi != nil {
+			if err := src.Remove(ctx, p); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+				return err
+			}
+		}
+		return src.Symlink(ctx, n.Target, p)
+	}
+	return src.WriteFile(ctx, p, data, s.perm)
 }
 
 // mkdir creates directory p, or accepts the directory already there.

@@ -479,9 +479,13 @@ func Recover(ctx context.Context, src *dir.Dir, journalPath string, opts Recover
 		}
 	}
 	fillReport(rep, j.plan)
-	if j.committed && len(rep.NotApplied) == 0 && !opts.KeepCheckout && j.checkout != "" {
-		if err := removeTree(j.checkout); err == nil || errors.Is(err, fs.ErrNotExist) {
-			rep.Checkout = ""
+	if j.committed && len(rep.NotApplied) == 0 && !opts.KeepCheckout {
+		if _, err := os.Lstat(j.checkout); errors.Is(err, fs.ErrNotExist) {
+			rep.Checkout = "" // gone already
+		} else if isCheckoutDir(j.checkout) {
+			if err := removeTree(j.checkout); err == nil {
+				rep.Checkout = ""
+			}
 		}
 	}
 	if err := os.Remove(journalPath); err == nil {
@@ -494,6 +498,20 @@ func Recover(ctx context.Context, src *dir.Dir, journalPath string, opts Recover
 		return rep, listError(rep.NotApplied[0].Code, op, "not applied", unappliedPaths(rep.NotApplied))
 	}
 	return rep, nil
+}
+
+// isCheckoutDir reports whether p looks like a directory Checkout made (a
+// real directory named capfs-checkout-…, owned by this user): Recover removes
+// nothing else, whatever a journal says.
+func isCheckoutDir(p string) bool {
+	if !filepath.IsAbs(p) || !strings.HasPrefix(filepath.Base(p), "capfs-checkout-") {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == os.Getuid()
 }
 
 func unappliedPaths(us []Unapplied) []string {

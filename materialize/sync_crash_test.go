@@ -231,7 +231,7 @@ func TestStressSyncCrash(t *testing.T) {
 	seed0 := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed0)
 	r := rand.New(rand.NewPCG(seed0, 0))
-	var killed, finished, uncommitted, racing int
+	var killed, finished, uncommitted, racing, lost int
 	for i := range iters {
 		seed := r.Uint64()
 		// About 210 hook calls: ~100 while the journal is written, then ~110
@@ -242,6 +242,7 @@ func TestStressSyncCrash(t *testing.T) {
 		}
 		byDelay := r.IntN(4) == 0
 		race := r.IntN(3) == 0
+		lose := r.IntN(8) == 0 // the checkout is lost before Recover (a reboot emptied /dev/shm)
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			tmp := t.TempDir()
 			host, expect, base, jdir := filepath.Join(tmp, "host"), filepath.Join(tmp, "expect"), filepath.Join(tmp, "base"), filepath.Join(tmp, "journal")
@@ -313,6 +314,10 @@ func TestStressSyncCrash(t *testing.T) {
 				must(t, os.WriteFile(filepath.Join(host, racePath), []byte("the host's edit"), 0o644))
 				raceWant = snapOS(t, host)[racePath]
 				racing++
+			}
+			if lose && js[0].Committed {
+				must(t, os.RemoveAll(js[0].Checkout))
+				lost++
 			}
 			hb, err := physical.New(host)
 			must(t, err)
@@ -395,6 +400,13 @@ func TestStressSyncCrash(t *testing.T) {
 				}
 			}
 			if len(rep.NotApplied) > 0 {
+				if lose {
+					// Listed, with the reason: the checkout is gone.
+					if rerr == nil || rep.Checkout != js[0].Checkout {
+						t.Errorf("checkout lost: error %v, checkout %q", rerr, rep.Checkout)
+					}
+					return
+				}
 				if _, err := os.Stat(rep.Checkout); err != nil || rerr == nil {
 					t.Errorf("not applied %+v, checkout %q (%v), error %v", rep.NotApplied, rep.Checkout, err, rerr)
 				}
@@ -411,6 +423,6 @@ func TestStressSyncCrash(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d runs: %d killed (%d before the journal was committed, %d with a host edit before Recover), %d finished",
-		iters, killed, uncommitted, racing, finished)
+	t.Logf("%d runs: %d killed (%d before the journal was committed, %d with a host edit before Recover, %d with the checkout lost), %d finished",
+		iters, killed, uncommitted, racing, lost, finished)
 }
