@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -563,5 +566,67 @@ func TestRunWorkSubdir(t *testing.T) {
 	}
 	if len(readAudit(t, logPath)) == 0 {
 		t.Error("the default audit log is empty")
+	}
+}
+
+// TestRunFinishesInterruptedSync leaves a committed sync journal behind, as a
+// capfs killed while applying would (a change to a.txt not yet applied, its
+// new contents in a checkout), and checks that the next run in that project
+// finishes it first: a.txt gets the new contents and the checkout's time, and
+// the journal and the old checkout are removed.
+func TestRunFinishesInterruptedSync(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root, state, base := t.TempDir(), t.TempDir(), t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "old\n"})
+	checkout := filepath.Join(t.TempDir(), "capfs-checkout-1")
+	if err := os.Mkdir(checkout, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
+	if err := os.WriteFile(filepath.Join(checkout, "a.txt"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(checkout, "a.txt"), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(data string, tm time.Time) map[string]any {
+		sum := sha256.Sum256([]byte(data))
+		return map[string]any{"Type": 0, "Size": len(data), "Mode": 0o644, "ModTime": tm, "Digest": hex.EncodeToString(sum[:])}
+	}
+	var journal bytes.Buffer
+	enc := json.NewEncoder(&journal)
+	for _, rec := range []any{
+		map[string]any{"capfs_sync_journal": 1, "label": "physical:" + root + "//.", "checkout": checkout, "created": time.Now(), "steps": 1, "ops": 1},
+		map[string]any{"step": map[string]any{"kind": "modified", "path": "a.txt", "old": entry("old\n", time.Now()), "new": entry("new\n", mtime), "perm": 0o644}},
+		map[string]any{"op": []any{0, "create"}},
+		map[string]any{"commit": 1},
+	} {
+		if err := enc.Encode(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jdir := filepath.Join(state, "capfs", "journal")
+	if err := os.MkdirAll(jdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	jpath := filepath.Join(jdir, "1-1.journal")
+	if err := os.WriteFile(jpath, journal.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCapfsEnv(t, root, []string{"XDG_STATE_HOME=" + state, "CAPFS_TMPDIR=" + base}, "run", "--", "true").want(t, 0)
+	for _, want := range []string{"capfs: run: finishing the sync-back into project interrupted at ", "  M project/a.txt\n"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(root, "a.txt"))
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); err != nil || string(b) != "new\n" || !fi.ModTime().Equal(mtime) {
+		t.Errorf("a.txt %q (%v), mtime %v", b, err, fi.ModTime())
+	}
+	for _, p := range []string{jpath, checkout} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s not removed: %v", p, err)
+		}
 	}
 }
