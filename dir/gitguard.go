@@ -54,8 +54,10 @@ func GitGuardAllowDotGit() GitGuardOption {
 //
 // Requests that could complete a layout (renames, copies, and those whose paths
 // have an element named HEAD, objects, refs or commondir) hold a lock from Before
-// to After, so two of them cannot each see the other's half missing. Other writes
-// take no lock: they cannot complete a layout.
+// to After, so two of them cannot each see the other's half missing; waiting for
+// it ends with the request's context. Other writes take no lock: they cannot
+// complete a layout. A request without an ID takes no lock either (a Dir always
+// sets one), and a caller other than a Dir must call After once Before allowed.
 //
 // What it does not cover: git dirs made outside capfs (by the host, or present
 // before the guest got the capability) are guarded from then on, but a directory
@@ -67,7 +69,7 @@ func GitGuardAllowDotGit() GitGuardOption {
 // more beside a HEAD. The Hook is safe for concurrent use. Its name in audit
 // events is "hook:gitguard".
 func GitGuard(root vfs.Backend, opts ...GitGuardOption) Hook {
-	g := &gitGuard{root: root}
+	g := &gitGuard{root: root, sem: make(chan struct{}, 1)}
 	for _, o := range opts {
 		if o != nil {
 			o(g)
@@ -79,9 +81,10 @@ func GitGuard(root vfs.Backend, opts ...GitGuardOption) Hook {
 type gitGuard struct {
 	root        vfs.Backend
 	allowDotGit bool
-	// mu is held from Before to After by requests that could complete a layout;
-	// held records their request IDs.
-	mu   sync.Mutex
+	// sem is held from Before to After by requests that could complete a layout
+	// (a channel, so that waiting for it honours the request's context); held
+	// records their request IDs.
+	sem  chan struct{}
 	held sync.Map
 }
 
@@ -112,9 +115,13 @@ func (g *gitGuard) Before(ctx context.Context, r *policy.Request) error {
 		return nil
 	}
 	if g.mayComplete(r) && r.ID != "" {
-		g.mu.Lock()
+		select {
+		case g.sem <- struct{}{}:
+		case <-ctx.Done():
+			return &vfs.Error{Code: vfs.CodeCanceled, Op: "gitguard", Err: ctx.Err()}
+		}
 		if err := g.check(ctx, r); err != nil {
-			g.mu.Unlock()
+			<-g.sem
 			return err
 		}
 		g.held.Store(r.ID, struct{}{})
@@ -129,7 +136,7 @@ func (g *gitGuard) After(_ context.Context, r *policy.Request, _ error) {
 		return
 	}
 	if _, ok := g.held.LoadAndDelete(r.ID); ok {
-		g.mu.Unlock()
+		<-g.sem
 	}
 }
 

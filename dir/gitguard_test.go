@@ -11,6 +11,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -276,4 +277,27 @@ func TestGitGuardConcurrentHalves(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGitGuardWaitHonoursContext: a request waiting for the lock another holds
+// gives up with its context, and the lock is free again after the holder's After.
+func TestGitGuardWaitHonoursContext(t *testing.T) {
+	g := dir.GitGuard(memory.New())
+	holder := &policy.Request{ID: "1", Op: policy.OpMkdir, Path: "x/refs", Size: -1}
+	ggMust(t, g.Before(bg, holder))
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	waiter := &policy.Request{ID: "2", Op: policy.OpCreate, Path: "x/HEAD", Size: -1}
+	err := g.Before(ctx, waiter)
+	if vfs.CodeOf(err) != vfs.CodeCanceled {
+		t.Fatalf("Before while the lock is held, context canceled: %v, want canceled", err)
+	}
+	g.After(bg, holder, nil)
+	ggMust(t, g.Before(bg, waiter))
+	g.After(bg, waiter, nil)
+	// Reads and requests without an ID take no lock.
+	ggMust(t, g.Before(bg, &policy.Request{Op: policy.OpRead, Path: "x/HEAD"}))
+	ggMust(t, g.Before(bg, &policy.Request{Op: policy.OpCreate, Path: "y/HEAD"}))
+	ggMust(t, g.Before(bg, &policy.Request{ID: "3", Op: policy.OpCreate, Path: "x/HEAD"}))
+	g.After(bg, &policy.Request{ID: "3"}, nil)
 }
