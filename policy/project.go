@@ -50,6 +50,12 @@ var gitHookNames = []string{
 //     programs, pager.*, difftool and mergetool commands, remote.*.uploadpack and
 //     receivepack, and the like.
 //
+// The submodules checked out inside hostDir (the paths .gitmodules names, holding a
+// .git) are read the same way, to a depth of 8: their core.hooksPath and commands
+// count too. Other nested repositories (a directory holding its own .git that is
+// no submodule) are not looked for: their .git is protected by the default
+// patterns, but paths their configuration names outside it are not.
+//
 // Paths are taken both as written and with host symlinks resolved. Words of a
 // command are found by splitting on blanks and shell punctuation: a command that
 // builds a path at run time is not seen. Without a git binary (or when git refuses
@@ -75,16 +81,27 @@ func ForProject(ctx context.Context, hostDir, treePrefix string) ([]Rule, error)
 	if treePrefix != "" && !validTreePath(treePrefix) {
 		return nil, fmt.Errorf("policy: project tree prefix %q: not a clean relative path", treePrefix)
 	}
-	entries, top := gitConfigEntries(ctx, root)
 	p := projectPaths{root: root, prefix: treePrefix, rules: map[string]*Rule{}}
 	p.realRoot, _ = filepath.EvalSymlinks(root)
-	home, _ := os.UserHomeDir()
+	p.home, _ = os.UserHomeDir()
+	p.scan(ctx, root, 0)
+	return p.list(), nil
+}
+
+// maxSubmoduleDepth bounds the submodules of submodules ForProject reads.
+const maxSubmoduleDepth = 8
+
+// scan adds the rules for the git configuration in effect in dir, then for the
+// submodules checked out inside the project.
+func (p *projectPaths) scan(ctx context.Context, dir string, depth int) {
+	entries, top := gitConfigEntries(ctx, dir)
+	home := p.home
 	for _, e := range entries {
-		originDir := root
+		originDir := dir
 		if e.origin != "" {
 			of := e.origin
 			if !filepath.IsAbs(of) {
-				of = filepath.Join(root, of)
+				of = filepath.Join(dir, of)
 			}
 			originDir = filepath.Dir(of)
 			p.add("config-file", "the project's git configuration is read from this file", of, false)
@@ -116,7 +133,42 @@ func ForProject(ctx context.Context, hostDir, treePrefix string) ([]Rule, error)
 			}
 		}
 	}
-	return p.list(), nil
+	if depth >= maxSubmoduleDepth {
+		return
+	}
+	for _, sub := range submodulePaths(ctx, top) {
+		abs := filepath.Join(top, filepath.FromSlash(sub))
+		if _, ok := inside(p.root, abs); !ok || abs == filepath.Clean(dir) {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(abs, ".git")); err == nil {
+			p.scan(ctx, abs, depth+1)
+		}
+	}
+}
+
+// submodulePaths lists the paths .gitmodules in top names, as git reads them.
+func submodulePaths(ctx context.Context, top string) []string {
+	if _, err := os.Lstat(filepath.Join(top, ".gitmodules")); err != nil {
+		return nil
+	}
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, gitBin, "-C", top, "config", "--file", ".gitmodules", "-z", "--get-regexp", `^submodule\..*\.path$`)
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if _, v, ok := strings.Cut(string(f), "\n"); ok && v != "" {
+			paths = append(paths, v)
+		}
+	}
+	return paths
 }
 
 // validTreePath reports whether s is a clean relative slash path.
@@ -298,6 +350,7 @@ func expandHome(p, home string) string {
 // projectPaths collects the rules.
 type projectPaths struct {
 	root, realRoot, prefix string
+	home                   string
 	rules                  map[string]*Rule // by key
 	order                  []string
 }

@@ -224,3 +224,21 @@ func TestLocalConfig(t *testing.T) {
 		t.Errorf("localConfig: %q, want %q", keys, want)
 	}
 }
+
+// TestForProjectSubmodule reads a checked-out submodule's configuration too.
+func TestForProjectSubmodule(t *testing.T) {
+	top := t.TempDir()
+	gitRepo(t, top)
+	lib := filepath.Join(top, "vendor/lib")
+	gitRepo(t, lib, "core.hooksPath", "githooks", "alias.b", "!./build.sh")
+	writeHost(t, filepath.Join(top, ".gitmodules"), "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = ./lib\n")
+	e, _ := projectEngine(t, top, "p")
+	for _, p := range []string{"p/vendor/lib/githooks/pre-commit", "p/vendor/lib/build.sh"} {
+		if d := decide(e, OpWrite, p, ""); d.Effect != Deny {
+			t.Errorf("write %s: %+v", p, d)
+		}
+	}
+	if d := decide(e, OpWrite, "p/githooks/pre-commit", ""); d.Effect != Allow {
+		t.Errorf("the submodule's hooksPath applied to the superproject: %+v", d)
+	}
+}
