@@ -148,35 +148,52 @@ func (s *scope) where(ctx context.Context) (vfs.Path, error) {
 // (they hold no symlink, since they do not exist): that is where a creation would
 // land, and where MkdirAll's directories will be.
 func (s *scope) canon(ctx context.Context, p vfs.Path, f follow) (vfs.Path, error) {
+	q, _, err := s.canonStat(ctx, p, f, nil)
+	return q, err
+}
+
+// canonStat is canon that, when info is not nil, also fills it with the status of
+// what p reaches, from the same lookup where the backend offers one
+// (vfs.StatResolver); filled reports that it did (p reaches an existing entry).
+func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.Info) (q vfs.Path, filled bool, err error) {
 	if p.IsResolved() {
-		return p, nil
+		return p, false, nil
 	}
-	q := p
+	q = p
 	if f == followEntry {
 		q = p.WithoutDirMark()
 	}
 	fol := f == followFinal || (f == followNone && p.MustBeDir())
-	loc, err := s.b.Resolve(ctx, q, fol)
+	var loc vfs.Location
+	if info != nil {
+		var got vfs.Info
+		loc, got, err = vfs.ResolveStat(ctx, s.b, q, fol)
+		if err == nil && loc.Found {
+			*info, filled = got, true
+		}
+	} else {
+		loc, err = s.b.Resolve(ctx, q, fol)
+	}
 	if err != nil {
 		if codeOf(err) != vfs.CodeNotFound || q.IsRoot() {
-			return vfs.Path{}, err
+			return vfs.Path{}, false, err
 		}
 		parent, perr := s.canon(ctx, q.Dir().WithoutDirMark(), followFinal)
 		if perr != nil {
-			return vfs.Path{}, err
+			return vfs.Path{}, false, err
 		}
 		r, cerr := parent.Child(q.Base())
 		if cerr != nil {
-			return vfs.Path{}, err
+			return vfs.Path{}, false, err
 		}
 		// A dangling link whose target's directory is missing: the entry itself
 		// exists, so the operation reports what it reports (not_found).
 		if l, lerr := s.b.Resolve(ctx, r, false); lerr == nil && l.Found {
-			return vfs.Path{}, err
+			return vfs.Path{}, false, err
 		}
 		loc.Path = r
 	}
-	return loc.Path.WithDirMark(p.MustBeDir()), nil
+	return loc.Path.WithDirMark(p.MustBeDir()), filled, nil
 }
 
 // decideBoth asks the policy about r as given (its Path and Dest being the

@@ -402,3 +402,50 @@ func TestSubOfMountDecidesTreePaths(t *testing.T) {
 		})
 	}
 }
+
+// TestStatFromResolution: a Dir with a policy answers Stat and Lstat from the
+// lookup its decision was made on (vfs.StatResolver on physical, directly and
+// under a Namespace); the answers match a Dir without a policy.
+func TestStatFromResolution(t *testing.T) {
+	for _, ab := range aliasBackends {
+		t.Run(ab.name, func(t *testing.T) {
+			b := ab.new(t)
+			host := plant(t, b)
+			must(t, host.Symlink(bg, "work/f.txt", "lf"))
+			must(t, host.Symlink(bg, "work", "lw"))
+			must(t, host.Symlink(bg, "missing", "dangling"))
+			ns := vfs.NewNamespace()
+			must(t, ns.Mount(vfs.MustParse("m"), b, vfs.MountOptions{}))
+			for _, tree := range []struct {
+				b      vfs.Backend
+				prefix string
+			}{{b, ""}, {ns, "m/"}} {
+				plain, _ := dir.New(tree.b)
+				pol, _ := dir.New(tree.b, dir.WithPolicy(aliasPolicy(t)))
+				for _, name := range []string{"lf", "lw", "lw/f.txt", "dangling", "work", "work/", "lw/", "nope", "work/f.txt/", "."} {
+					name = tree.prefix + name
+					for _, lstat := range []bool{false, true} {
+						stat := func(d *dir.Dir) (fs.FileInfo, error) {
+							if lstat {
+								return d.Lstat(bg, name)
+							}
+							return d.Stat(bg, name)
+						}
+						want, werr := stat(plain)
+						got, gerr := stat(pol)
+						if vfs.CodeOf(werr) != vfs.CodeOf(gerr) {
+							t.Errorf("%s (lstat %v): error %v, want %v", name, lstat, gerr, werr)
+							continue
+						}
+						if werr != nil {
+							continue
+						}
+						if got.Name() != want.Name() || got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) {
+							t.Errorf("%s (lstat %v): %v, want %v", name, lstat, got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}

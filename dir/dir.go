@@ -96,16 +96,19 @@ func (d *Dir) Lstat(ctx context.Context, path string) (fs.FileInfo, error) {
 
 func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.FileInfo, error) {
 	var fi fs.FileInfo
-	c := &call{op: policy.OpStat, method: method, path: path}
+	c := &call{op: policy.OpStat, method: method, path: path, wantInfo: true}
 	if !follow {
 		c.fol = followNone
 	}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		var info vfs.Info
 		var err error
-		if follow {
+		info := c.info
+		switch {
+		case c.haveInfo:
+			// The resolution that the decision was made on stat'ed it.
+		case follow:
 			info, err = d.s.b.Stat(ctx, c.rp)
-		} else {
+		default:
 			info, err = d.s.b.Lstat(ctx, c.rp)
 		}
 		if err != nil {

@@ -79,6 +79,12 @@ type call struct {
 	rp, rq vfs.Path
 	// base is the scope's root from the tree's root at the time of the call.
 	base vfs.Path
+	// info, when the call sets it, asks the resolution for the status of what p
+	// reaches (a Stat's answer, from the lookup that decided it); haveInfo says
+	// it was filled.
+	wantInfo bool
+	haveInfo bool
+	info     vfs.Info
 	// req is the request the policy and hooks see, made in step 4 only when the Dir
 	// has a custom policy or hooks; nil otherwise.
 	req *policy.Request
@@ -282,11 +288,15 @@ func (e *env) decideAll(ctx context.Context, c *call, r *policy.Request) (policy
 
 // resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q.
 func (s *scope) resolveCall(ctx context.Context, c *call) error {
-	rp, err := s.canon(ctx, c.p, c.fol)
+	var want *vfs.Info
+	if c.wantInfo {
+		want = &c.info
+	}
+	rp, filled, err := s.canonStat(ctx, c.p, c.fol, want)
 	if err != nil {
 		return err
 	}
-	c.rp = rp
+	c.rp, c.haveInfo = rp, filled
 	switch c.kind {
 	case destPath:
 		fq := c.fol

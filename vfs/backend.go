@@ -132,6 +132,39 @@ type Backend interface {
 	Resolve(ctx context.Context, p Path, follow bool) (Location, error)
 }
 
+// StatResolver is implemented by backends that can resolve a path and report the
+// status of what it reaches in one lookup (the physical backend). ResolveStat is
+// Resolve plus, when the final entry is Found, what Stat (follow) or Lstat would
+// report for the canonical path at the moment of the resolution. A layer that
+// decides on the canonical path before revealing anything answers a stat from it
+// without a second lookup. See the function ResolveStat for the fallback.
+type StatResolver interface {
+	ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error)
+}
+
+// ResolveStat resolves p in b and stats what it reaches: b's own ResolveStat when b
+// is a StatResolver, else Resolve and then Stat or Lstat of the Resolved result
+// (which follows nothing, so a swap in between fails with conflict).
+func ResolveStat(ctx context.Context, b Backend, p Path, follow bool) (Location, Info, error) {
+	if sr, ok := b.(StatResolver); ok {
+		return sr.ResolveStat(ctx, p, follow)
+	}
+	loc, err := b.Resolve(ctx, p, follow)
+	if err != nil || !loc.Found {
+		return loc, Info{}, err
+	}
+	var info Info
+	if follow || p.MustBeDir() {
+		info, err = b.Stat(ctx, loc.Path)
+	} else {
+		info, err = b.Lstat(ctx, loc.Path)
+	}
+	if err != nil {
+		return Location{}, Info{}, err
+	}
+	return loc, info, nil
+}
+
 // Location is where a path leads, as Backend.Resolve reports it.
 type Location struct {
 	// Path is the canonical path, marked Resolved; relative to the backend's root.

@@ -37,6 +37,43 @@ func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location,
 	return Location{}, NewError(CodeNotFound, "resolve", p, "")
 }
 
+// ResolveStat is Resolve and the status of what p reaches, in one lookup where the
+// mount's backend offers one (see StatResolver).
+func (n *Namespace) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
+	t := n.table()
+	l := t.locate(p)
+	if (l.kind == kindInMount || l.kind == kindMountPoint) && !t.shadowing[l.m] {
+		if _, ok := l.m.b.(StatResolver); ok {
+			loc, info, err := ResolveStat(ctx, l.m.b, l.rel, follow)
+			if err != nil {
+				return Location{}, Info{}, readdress("resolve", p, err)
+			}
+			loc.Path = l.m.path.Join(loc.Path).Resolved()
+			if loc.Found && !p.IsRoot() {
+				info.Name = p.Base()
+			}
+			return loc, info, nil
+		}
+	}
+	loc, err := n.Resolve(ctx, p, follow)
+	if err != nil || !loc.Found {
+		return loc, Info{}, err
+	}
+	var info Info
+	if follow || p.MustBeDir() {
+		info, err = n.Stat(ctx, loc.Path)
+	} else {
+		info, err = n.Lstat(ctx, loc.Path)
+	}
+	if err != nil {
+		return Location{}, Info{}, readdress("resolve", p, err)
+	}
+	if !p.IsRoot() {
+		info.Name = p.Base()
+	}
+	return loc, info, nil
+}
+
 // route returns the path an operation on p must act on: p itself, unless p lies in
 // a shadowing mount and is not yet Resolved; then the namespace's own resolution
 // of p (Resolved), so the operation reaches the mount that really serves what p
@@ -158,6 +195,24 @@ func (b *locatedBackend) Locate(ctx context.Context) (Path, error) {
 		return Path{}, err
 	}
 	return b.at.Join(p), nil
+}
+
+// Sub keeps the mount point on the Subs of this Sub, so their Locate answers are
+// namespace paths too.
+func (b *locatedBackend) Sub(ctx context.Context, p Path) (Backend, error) {
+	s, err := b.Backend.Sub(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.(Locator); ok {
+		return &locatedBackend{Backend: s, at: b.at}, nil
+	}
+	return s, nil
+}
+
+// ResolveStat forwards to the wrapped backend (see vfs.ResolveStat).
+func (b *locatedBackend) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
+	return ResolveStat(ctx, b.Backend, p, follow)
 }
 
 // HostPath forwards to the wrapped backend when it is a HostPather.

@@ -113,6 +113,11 @@ func (r *readOnlyBackend) Resolve(ctx context.Context, p Path, follow bool) (Loc
 	return r.b.Resolve(ctx, p, follow)
 }
 
+// ResolveStat forwards to the wrapped backend (see vfs.ResolveStat).
+func (r *readOnlyBackend) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
+	return ResolveStat(ctx, r.b, p, follow)
+}
+
 // Locate forwards to the wrapped backend when it is a Locator (not_supported
 // otherwise).
 func (r *readOnlyBackend) Locate(ctx context.Context) (Path, error) {
