@@ -64,7 +64,8 @@ type Options struct {
 	// is a tmpfs of its own, so its bind shows "/" as its root. Otherwise the
 	// checkout directory's own path within its filesystem shows (such as
 	// /capfs-checkout-123 on /dev/shm): capfs's temporary name, not the source's.
-	// A kept checkout (Keep) stays mounted.
+	// A kept checkout (Keep) stays mounted until it is removed (by Recover,
+	// which unmounts it).
 	Private bool
 	// Git says what to do with the .git directories of the tree (see
 	// GitPolicy); the zero value, GitAuto, leaves out those whose history shows
@@ -123,7 +124,6 @@ type Tree struct {
 	skipped  []Skip
 	readOnly []string // ReadOnlyPaths
 	emptied  []string // git directories decideGit emptied
-	mounted  bool     // path is a tmpfs mounted by mountPrivate
 
 	mu     sync.Mutex
 	closed bool
@@ -230,7 +230,7 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 		return nil, vfs.Errno(op, vfs.Root, err)
 	}
 	if opts.Private {
-		t.mounted = mountPrivate(p)
+		mountPrivate(p)
 	}
 	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -1007,12 +1007,7 @@ func (t *Tree) Close() error {
 		t.rootFd = -1
 	}
 	if t.created && !t.keepUser && !t.keepSync {
-		if t.mounted {
-			// The tmpfs goes with its contents; the directory under it is empty.
-			if err := unmountPrivate(t.path); err != nil {
-				return vfs.Errno("close", vfs.Root, err)
-			}
-		}
+		// removeTree unmounts a private checkout's tmpfs first.
 		if err := removeTree(t.path); err != nil {
 			return vfs.Errno("close", vfs.Root, err)
 		}

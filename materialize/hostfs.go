@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -313,10 +314,32 @@ func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) erro
 	return nil
 }
 
-// removeTree removes the directory at host path dir and everything beneath it,
+// privateMount reports whether dir is a checkout directory with a tmpfs of its
+// own mounted on it (mountPrivate): named capfs-checkout-*, a tmpfs, on another
+// device than its parent.
+func privateMount(dir string) bool {
+	if !strings.HasPrefix(filepath.Base(dir), "capfs-checkout-") {
+		return false
+	}
+	var sfs unix.Statfs_t
+	var st, pst unix.Stat_t
+	return unix.Statfs(dir, &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC &&
+		unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
+		unix.Stat(filepath.Dir(dir), &pst) == nil && st.Dev != pst.Dev
+}
+
+// removeTree removes the directory at host path dir and everything beneath it
+// (a private checkout's tmpfs unmounted first),
 // never following a symlink. Directories a sandboxed process left without
 // write or search permission are made accessible first.
 func removeTree(dir string) error {
+	if privateMount(dir) {
+		// A private checkout's tmpfs (Options.Private) goes with its contents;
+		// the directory beneath it is empty.
+		if err := unmountPrivate(dir); err != nil {
+			return err
+		}
+	}
 	err := os.RemoveAll(dir)
 	if err == nil {
 		return nil
