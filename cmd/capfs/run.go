@@ -69,7 +69,8 @@ bring its changes back through the namespace's checks.
      read-only: a write there fails at once (EROFS). A .git whose history names
      a path the policy hides is left empty (--git). No host path of the
      project shows in the sandbox's /proc/self/mountinfo (unless
-     --bind-grants). The sandbox is limited to --max-procs processes,
+     --bind-grants; as root, each checkout on /dev/shm is a tmpfs of its own,
+     so a kept one is discarded with umount). The sandbox is limited to --max-procs processes,
      --max-memory of memory and a /tmp of --tmp-size (a cgroup per run where
      one can be made, else rlimits; the summary says which).
   4. The checkout's changes are validated (regular files, directories and
