@@ -66,6 +66,14 @@ func newChange(kind ChangeKind, rel string, old, ne *Entry) Change {
 	return c
 }
 
+// checkoutTime reports whether mtime is the time Checkout itself left on the
+// file rel (its stat cache's): a filesystem coarser than the source's clock
+// stores the source's time rounded, which is no change.
+func checkoutTime(m *Manifest, rel string, mtime time.Time) bool {
+	k, ok := m.stat[rel]
+	return ok && k.mtime != 0 && k.mtime == mtime.UnixNano()
+}
+
 // limitHit is the change at which a scan stopped because a limit was exceeded.
 type limitHit struct {
 	change Change
@@ -157,7 +165,7 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 			c = newChange(Modified, he.rel, oldp, &ne)
 		case typ != fs.ModeSymlink && old.Mode != mode:
 			c = newChange(ModeChanged, he.rel, oldp, &ne)
-		case typ == 0 && !old.ModTime.Equal(ne.ModTime):
+		case typ == 0 && !old.ModTime.Equal(ne.ModTime) && !checkoutTime(m, he.rel, ne.ModTime):
 			c = newChange(Touched, he.rel, oldp, &ne)
 		default:
 			return nil
