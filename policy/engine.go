@@ -510,7 +510,7 @@ func (e *Engine) firstPersist(s *subject) int {
 		if first >= 0 && i > first {
 			break
 		}
-		if e.persist[i].match(s) {
+		if n := &e.persist[i]; n.mayMatch(s) && n.match(s) {
 			return i
 		}
 	}

@@ -756,6 +756,9 @@ func TestPrefilterAgrees(t *testing.T) {
 			for _, p := range paths {
 				want, _ := doublestar.Match(c.pat, p)
 				s := newSubject(p)
+				if want && !c.mayMatch(&s) {
+					t.Errorf("%q (lead %q) on %q: mayMatch false, doublestar matches", src, c.lead, p)
+				}
 				if got := c.match(&s); got != want {
 					t.Errorf("%q (shape %d %q, suffix %q, lit %q) on %q: %v, doublestar says %v", src, c.shape, c.k, c.suffix, c.lit, p, got, want)
 				}

@@ -63,6 +63,19 @@ func FuzzRules(f *testing.F) {
 				if got := d.Effect == Deny; got != want {
 					t.Fatalf("pattern %q on %q (fold %v): denied=%v, doublestar matches=%v", pat, path, fold, got, want)
 				}
+				// The same pattern as a persistence pattern (the base-name index and
+				// the leading-byte test), beside a default list, denies a write alike.
+				pe, err := New(Config{CaseInsensitive: fold, SecretPatterns: []string{},
+					PersistencePatterns: append([]string{pat}, DefaultPersistencePatterns()...)})
+				if err != nil {
+					t.Fatalf("pattern %q accepted as a rule, refused as a persistence pattern: %v", pat, err)
+				}
+				pd := pe.Decide(ctx, &Request{Op: OpWrite, Path: path, Size: -1})
+				if got := pd.Rule == "persistence:"+pat; want && !got {
+					t.Fatalf("persistence pattern %q on %q (fold %v): %+v, doublestar matches", pat, path, fold, pd)
+				} else if got && !want {
+					t.Fatalf("persistence pattern %q on %q (fold %v): %+v, doublestar does not match", pat, path, fold, pd)
+				}
 			}
 		}
 		// The defaults keep every path with a .ssh component out of reach.

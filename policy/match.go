@@ -38,6 +38,10 @@ type pattern struct {
 	// root: the pattern matches the tree's root "." (only "." and patterns made of
 	// "**" elements do).
 	root bool
+	// lead, when not 0, is a byte that begins an element of every path the
+	// pattern matches (the literal first byte after a leading "**/"); a subject
+	// whose elements begin with other bytes only cannot match.
+	lead byte
 }
 
 // compilePattern validates and compiles src. fold case-folds it.
@@ -83,6 +87,9 @@ func compilePattern(src string, fold bool) (pattern, error) {
 	}
 	c.shape, c.k = classify(p)
 	c.suffix, c.lit = prefilter(p)
+	if rest := strings.TrimPrefix(p, "**/"); rest != "" && !c.root && !strings.ContainsRune(`*?[]{}\,!^/`, rune(rest[0])) {
+		c.lead = rest[0]
+	}
 	return c, nil
 }
 
@@ -184,19 +191,32 @@ func prefilter(pat string) (suffix, lit string) {
 
 // subject is a path being matched, with what every pattern would compute again.
 type subject struct {
-	path  string // clean, folded when folding
-	base  string // its last element
-	first uint64 // bit b%64 set for the first byte b of each element
+	path  string    // clean, folded when folding
+	base  string    // its last element
+	first [2]uint64 // bit b%128 set for the first byte b of each element (hasFirst)
 }
 
 func newSubject(path string) subject {
-	s := subject{path: path, base: baseOf(path), first: 1 << (path[0] & 63)}
+	s := subject{path: path, base: baseOf(path)}
+	s.first[path[0]>>6&1] |= 1 << (path[0] & 63)
 	for i := 0; i < len(path)-1; i++ {
 		if path[i] == '/' {
-			s.first |= 1 << (path[i+1] & 63)
+			b := path[i+1]
+			s.first[b>>6&1] |= 1 << (b & 63)
 		}
 	}
 	return s
+}
+
+// hasFirst reports whether an element of the subject may begin with b: exactly
+// for ASCII, with collisions for other bytes.
+func (s *subject) hasFirst(b byte) bool {
+	return s.first[b>>6&1]&(1<<(b&63)) != 0
+}
+
+// mayMatch is a cheap test: false means the subject cannot match.
+func (c *pattern) mayMatch(s *subject) bool {
+	return c.lead == 0 || s.hasFirst(c.lead)
 }
 
 // match reports whether the subject matches.
@@ -217,7 +237,7 @@ func (c *pattern) match(s *subject) bool {
 	case shapeTail:
 		return strings.HasSuffix(path, c.k) && (len(path) == len(c.k) || path[len(path)-len(c.k)-1] == '/')
 	case shapeTree:
-		return s.first&(1<<(c.k[0]&63)) != 0 && hasElements(path, c.k)
+		return s.hasFirst(c.k[0]) && hasElements(path, c.k)
 	case shapeUnder:
 		return strings.HasPrefix(path, c.k) && (len(path) == len(c.k) || path[len(c.k)] == '/')
 	}
