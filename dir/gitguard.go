@@ -65,6 +65,10 @@ func GitGuardAllowDotGit() GitGuardOption {
 // not create a git dir; the policy protects ".git" names wherever they go).
 // Content is not inspected: a HEAD that git would reject still counts.
 //
+// Dir.Check runs no hooks: a sync-back validates its changes without the guard and
+// meets its refusal when applying the one that would complete a layout (the
+// changes applied before it leave an incomplete layout, which git ignores).
+//
 // Each writing request costs one Lstat per directory on its path (HEAD), and a few
 // more beside a HEAD. The Hook is safe for concurrent use. Its name in audit
 // events is "hook:gitguard".
