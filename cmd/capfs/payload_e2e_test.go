@@ -27,7 +27,7 @@ const payloadTag = "capfs-e2e-payload"
 
 // pstep is one guest action of a payload.
 type pstep struct {
-	kind string // write, append, mkdir, symlink (a = target, b = link), move (a -> b)
+	kind string // write, append, mkdir, symlink (a = target, b = link), link (a -> b), move (a -> b)
 	a, b string // paths relative to the project; the content of write and append
 	exec bool   // written executable
 }
@@ -40,8 +40,8 @@ type payload struct {
 	// if nowhere. (A payload left in an ordinary place, such as a directory the
 	// guest could not move into place, is harmless and not reported.)
 	landed func(root string) string
-	// needsSymlink marks payloads written through a symlink (MCP cannot make one:
-	// its test makes them in capfs run).
+	// needsSymlink marks payloads written through a symlink or hard link (MCP
+	// cannot make one: its test makes the symlinks in capfs run).
 	needsSymlink bool
 }
 
@@ -137,6 +137,16 @@ func payloads(markers string) []payload {
 			{kind: "symlink", a: ".bash_profile", b: "prof"},
 			w("prof", hook("alias-profile-symlink")),
 		}, landed: holds(".bash_profile")},
+		{name: "alias-dotdot-symlink", needsSymlink: true, steps: []pstep{
+			{kind: "symlink", a: "..", b: "src/up"},
+			x("src/up/tools/hooks/post-merge", hook("alias-dotdot-symlink")),
+			{kind: "append", a: "src/up/.git/config", b: fsmon("alias-dotdot-symlink")},
+		}, landed: holds("tools/hooks/post-merge", ".git/config")},
+		{name: "alias-hardlink", needsSymlink: true, steps: []pstep{
+			{kind: "link", a: ".git/config", b: "cfg"},
+			{kind: "append", a: "cfg", b: fsmon("alias-hardlink")},
+			{kind: "link", a: "sub/.git/hooks", b: "hooks-alias"},
+		}, landed: holds(".git/config")},
 		{name: "move-dotgit", steps: []pstep{
 			{kind: "move", a: "sub/.git", b: "sub/dotgit"},
 			{kind: "append", a: "sub/dotgit/config", b: fsmon("move-dotgit")},
@@ -359,6 +369,8 @@ func TestPayloadsGoAPI(t *testing.T) {
 				err = d.MkdirAll(ctx, st.a)
 			case "symlink":
 				err = d.Symlink(ctx, st.a, st.b)
+			case "link":
+				err = d.Link(ctx, st.a, st.b)
 			case "move":
 				err = d.Move(ctx, st.a, st.b)
 			}
@@ -384,7 +396,7 @@ func TestPayloadsMCP(t *testing.T) {
 		// back (the link alone is allowed), then written through over MCP.
 		// (One run per link: a refused one makes the sync-back apply nothing.)
 		keep := []string{"CAPFS_TMPDIR=" + t.TempDir()} // refused runs keep their checkouts
-		for _, ln := range []string{"ln -s tools t", "ln -s .git g", "ln -s .bash_profile prof"} {
+		for _, ln := range []string{"ln -s tools t", "ln -s .git g", "ln -s .bash_profile prof", "ln -s .. src/up"} {
 			if r := runCapfsEnv(t, root, keep, "run", "--", "sh", "-c", ln); r.code != 0 {
 				t.Logf("capfs run -- %s: exited %d: %s", ln, r.code, lastLines(r.stderr, 3))
 			}
@@ -410,8 +422,8 @@ func TestPayloadsMCP(t *testing.T) {
 				text, isErr, _ = mcpCall(t, cs, "mkdir", map[string]any{"path": "project/" + st.a})
 			case "move":
 				text, isErr, _ = mcpCall(t, cs, "move", map[string]any{"source": "project/" + st.a, "destination": "project/" + st.b, "overwrite": true})
-			case "symlink":
-				continue // made in the sandbox above
+			case "symlink", "link":
+				continue // symlinks are made in the sandbox above
 			}
 			if isErr {
 				t.Logf("%s: %s %s: %s", p.name, st.kind, st.a, firstLine(text))
@@ -447,6 +459,8 @@ func TestPayloadsRun(t *testing.T) {
 				fmt.Fprintf(&sh, "mkdir -p %s; ", shq(st.a))
 			case "symlink":
 				fmt.Fprintf(&sh, "ln -s %s %s; ", shq(st.a), shq(st.b))
+			case "link":
+				fmt.Fprintf(&sh, "ln %s %s; ", shq(st.a), shq(st.b))
 			case "move":
 				fmt.Fprintf(&sh, "mv %s %s; ", shq(st.a), shq(st.b))
 			}
