@@ -107,6 +107,7 @@ type corpus struct {
 	// unidiffZero has git apply read -U0 patches with --unidiff-zero: plain git
 	// apply moves a hunk without context to the end of the file.
 	unidiffZero bool
+	lastPre     tree // the preimage being compared, for CAPFS_PATCH_CORPUS_DUMP
 
 	compared, same, bothRefused, disagreements                                 int
 	shifted                                                                    int
@@ -362,6 +363,7 @@ func (h *corpus) compare(name, patch string, pre, post tree, withContext func(in
 			}
 		}
 	}
+	h.lastPre = pre
 	gitOut, gitErr := h.gitApply(pre, patch)
 	if gitErr == nil && !sameTree(gitOut, post, true) {
 		for p := range union(gitOut, post) {
@@ -450,6 +452,7 @@ func (h *corpus) compareShifted(name, patch, begin string, pre, post tree) {
 		return
 	}
 	h.shifted++
+	h.lastPre = spre
 	gitOut, gitErr := h.gitApply(spre, patch)
 	h.shiftGit.count(gitOut, gitErr, want)
 	out, err := h.toolApply(spre, patch, false)
@@ -473,7 +476,25 @@ func (h *corpus) disagree(name, form, patch string, gitErr, ourErr error, gitOut
 		g, gok := gitOut[p]
 		o, ook := ourOut[p]
 		if gok != ook || g != o {
-			diffs = append(diffs, fmt.Sprintf("%s: git %v %q, ours %v %q", p, gok, clip(g.data, 200), ook, clip(o.data, 200)))
+			// Show both from a little before the first byte that differs.
+			at := 0
+			for at < len(g.data) && at < len(o.data) && g.data[at] == o.data[at] {
+				at++
+			}
+			from := max(0, strings.LastIndex(g.data[:at], "\n")-200)
+			diffs = append(diffs, fmt.Sprintf("%s (exec %v/%v) differs at byte %d: git %v %q, ours %v %q", p, g.exec, o.exec, at,
+				gok, clip(g.data[from:], 400), ook, clip(o.data[from:], 400)))
+		}
+	}
+	if d := os.Getenv("CAPFS_PATCH_CORPUS_DUMP"); d != "" {
+		// The case, to replay by hand: the patch and the preimage's files.
+		dump := filepath.Join(d, fmt.Sprintf("case%d", h.disagreements))
+		_ = os.MkdirAll(dump, 0o755)
+		_ = os.WriteFile(filepath.Join(dump, "patch"), []byte(patch), 0o644)
+		for p, f := range h.lastPre {
+			full := filepath.Join(dump, "pre", filepath.FromSlash(p))
+			_ = os.MkdirAll(filepath.Dir(full), 0o755)
+			_ = os.WriteFile(full, []byte(f.data), 0o644)
 		}
 	}
 	sort.Strings(diffs)

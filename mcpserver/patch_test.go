@@ -339,6 +339,14 @@ func TestApplyUnifiedHints(t *testing.T) {
 	if got, err := apply(t, src, "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+top\n"); err != nil || got != "top\n"+src {
 		t.Errorf("-U0 insertion at the top: %q %v", got, err)
 	}
+	// A -U0 insertion's line ends are the patch's (git apply's), a Begin Patch
+	// addition's the file's.
+	if got, err := apply(t, "a\nb\n", "--- a/f\n+++ b/f\n@@ -1,0 +2 @@\n+ins\r\n"); err != nil || got != "a\nins\r\nb\n" {
+		t.Errorf("-U0 insertion with CRLF: %q %v", got, err)
+	}
+	if got, err := apply(t, "a\nb\n", bp("@@\n+ins\r\n")); err != nil || got != "a\nb\nins\n" {
+		t.Errorf("Begin Patch addition with CRLF: %q %v", got, err)
+	}
 	// A hunk without trailing context must end the file.
 	if _, err := apply(t, src, "--- a/f\n+++ b/f\n@@ -3,2 +3,2 @@\n z\n-q\n+Q\n"); err == nil {
 		t.Error("a hunk without trailing context applied before the end")

@@ -41,10 +41,11 @@ import (
 //  6. Blank lines ending a Begin Patch hunk written without their leading space
 //     are unchanged lines if the hunk matches with them, separators otherwise.
 //
-// What is written: where the old side matched exactly, the new side is written
-// as the patch gives it, byte for byte (git apply's result). Where it matched
-// only after normalization (or there was nothing to match in a non-empty file),
-// unchanged lines keep the file's bytes and each added line gets the file's line
+// What is written: where the old side matched exactly, or a unified hunk with
+// no old side goes by its line numbers, the new side is written as the patch
+// gives it, byte for byte (git apply's result). Where it matched only after
+// normalization (or a Begin Patch hunk adds lines to a non-empty file with
+// nothing to match), unchanged lines keep the file's bytes and each added line gets the file's line
 // end: CRLF when most of the file's lines end in CRLF, else LF. So a patch
 // written with LF line ends keeps a CRLF file CRLF. When no hunk of the file has
 // a no-newline marker, the file keeps its final-newline state: one that ended
@@ -158,7 +159,7 @@ func applyChunks(content string, chunks []patchChunk) (string, error) {
 			drift = at - hintOf(c)
 		}
 		out = append(out, img[pos:at]...)
-		verbatim := level == 0 && (old > 0 || len(img) == 0)
+		verbatim := level == 0 && (old > 0 || len(img) == 0 || c.Numbered)
 		k := at
 		for _, l := range lines {
 			switch l.Op {
