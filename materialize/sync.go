@@ -119,7 +119,7 @@ type SyncOptions struct {
 	Asker policy.Asker
 	// Subject is put in the Subject of Policy's requests.
 	Subject string
-	// JournalDir is the host directory holding sync journals (see Journal);
+	// JournalDir is the host directory holding sync journals (see Recover);
 	// "" means DefaultJournalDir(). It must not lie inside the checkout.
 	JournalDir string
 	// Label is recorded in the journal for the caller to recognise its source
@@ -234,13 +234,15 @@ func (t *Tree) setKeepSync(v bool) {
 // that does not depend on one of them is. A revoked Dir or a canceled context
 // ends the sync with that error, nothing written.
 //
-// Apply. The plan is written to a journal (see Journal) and flushed to disk
+// Apply. The plan is written to a journal (see Recover) and flushed to disk
 // before the first change, then applied through the Dir, so its policy, hooks
-// and audit apply to each call again: removals first (deepest first), then
-// creations in path order (each file with Dir.WriteFile, atomically: the old
-// contents or the new, never a mix; the data is read back from the checkout
-// and must still have the digest validated), then modes and times (directories
-// last, deepest first). Every regular file written, and every file whose only
+// and audit apply to each call again: removals and type changes first
+// (deepest first; a type change removes the old entry and creates the new one
+// in one step), then creations in path order (each file with Dir.WriteFile,
+// atomically: the old contents or the new, never a mix; the data is read back
+// from the checkout, and must still have the digest validated, before anything
+// at its path is removed), then modes and times (directories last, deepest
+// first). Every regular file written, and every file whose only
 // change is its modification time, gets the checkout's modification time
 // (Dir.Chtimes), so the source's times are the sandbox's and make sees what
 // the sandbox's make left; directories' times are not synced. Just before each
@@ -250,14 +252,15 @@ func (t *Tree) setKeepSync(v bool) {
 // that depend on it; under RejectAbort the sync stops there. Dir.Check covers
 // everything but the Dir's hooks and backend, so a call can still fail: a hook
 // refusing it, the backend failing (a full disk), the host revoking or locking
-// the Dir. SyncBack then stops, returns the error, and lists that step and the
-// ones after it in NotApplied. If the process dies while applying (a crash,
+// the Dir. SyncBack then stops (finishing only the steps it had begun, such as
+// a directory's mode), returns the error, and lists that step and the ones
+// after it in NotApplied. If the process dies while applying (a crash,
 // kill -9), each file is wholly old or wholly new, and Recover (given the
 // journal PendingJournals finds) finishes the plan.
 //
 // The report lists every change: Applied, NotApplied (with its cause), or
 // Settled. When NotApplied is not empty the checkout is kept (Close leaves it;
-// Report.Checkout names it for the host) and the error is non-nil, except for
+// SyncReport.Checkout names it for the host) and the error is non-nil, except for
 // changes ConflictKeepTheirs left out on purpose, which are listed without an
 // error. Applied changes are recorded in the Manifest, so a later Diff no
 // longer reports them and a later SyncBack does not apply them again; the
