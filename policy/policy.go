@@ -143,9 +143,12 @@
 //
 // What it cannot see are aliases made outside capfs. A hard link the host made
 // ("notes" hard-linked to "home/.ssh/id_rsa") is the same file under an unprotected
-// name: nothing in its path says what it is. Symlinks, renames and mounts changed
-// by the host (or another process) while a Dir is live are seen at the next call,
-// not the one in progress. A case-folding backend needs CaseInsensitive, and even
+// name: nothing in its path says what it is. And the Dir's decisions are atomic
+// only with respect to other calls on its Namespace: a hard link, bind mount,
+// symlink or rename another process makes in the tree while a Dir is live is not
+// coordinated with them (a Dir that acts without following again makes such a
+// swap fail the call, but a new name made outside stays unprotected until a
+// pattern matches it). A case-folding backend needs CaseInsensitive, and even
 // then other aliases (Unicode normalization, Windows short names, trailing dots)
 // are not folded. The deny patterns are a safety net; the boundary is what the host
 // mounts: keep secrets out of the tree.
