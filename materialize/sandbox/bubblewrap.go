@@ -50,7 +50,8 @@ type BubblewrapOptions struct {
 	// of RAM).
 	TmpSize int64
 	// MaxProcs bounds the processes and threads inside the sandbox: a fork past
-	// it fails with EAGAIN. 0 means DefaultMaxProcs; negative, no limit.
+	// it fails with EAGAIN. 0 means DefaultMaxProcs (or 128 per CPU, when
+	// more); negative, no limit.
 	MaxProcs int
 	// MaxMemory bounds the sandbox's memory in bytes: under a cgroup, a sandbox
 	// going past it has a process killed by the kernel's OOM killer; under

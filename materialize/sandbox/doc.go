@@ -80,7 +80,8 @@
 // # Limits
 //
 // Every run is bounded (BubblewrapOptions; defaults DefaultMaxProcs = 1024
-// processes and threads, DefaultMaxMemory = 4 GiB or half of the host's RAM,
+// processes and threads, or 128 per CPU when more, DefaultMaxMemory = 4 GiB or
+// half of the host's RAM,
 // DefaultTmpSize = 1 GiB of /tmp; a negative value lifts a limit):
 //
 //   - /tmp is a tmpfs of TmpSize bytes (bwrap --size): a write past it fails

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +17,9 @@ import (
 
 // Default limits of a bubblewrap sandbox (see BubblewrapOptions).
 const (
-	// DefaultMaxProcs bounds the processes and threads of a sandbox.
+	// DefaultMaxProcs bounds the processes and threads of a sandbox (threads
+	// count: a parallel build on many cores runs many of them, so the default
+	// is 128 per CPU when that is more).
 	DefaultMaxProcs = 1024
 	// DefaultMaxMemory bounds a sandbox's memory (4 GiB, or half of the host's
 	// RAM when that is less).
@@ -106,13 +109,17 @@ func ParseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
+// DefaultProcLimit is the process limit a run gets by default here:
+// DefaultMaxProcs, or 128 per CPU when that is more.
+func DefaultProcLimit() int { return max(DefaultMaxProcs, 128*runtime.NumCPU()) }
+
 // limits resolves the options' limits: defaults for zero fields, none for
 // negative ones.
 func (o BubblewrapOptions) limits() Limits {
 	l := Limits{MaxProcs: o.MaxProcs, MaxMemory: o.MaxMemory, TmpSize: o.TmpSize}
 	switch {
 	case l.MaxProcs == 0:
-		l.MaxProcs = DefaultMaxProcs
+		l.MaxProcs = DefaultProcLimit()
 	case l.MaxProcs < 0:
 		l.MaxProcs = 0
 	}
