@@ -262,7 +262,7 @@ func TestApplyDeltaRejectsCorruption(t *testing.T) {
 
 // TestCorruptPack flips bytes inside a pack's entries: every object then reads
 // either correctly or with an error, never wrong bytes or a panic. A pack whose
-// trailer no longer matches its index is left to go-git.
+// trailer no longer matches its index is refused, for every object it names.
 func TestCorruptPack(t *testing.T) {
 	d := deltaRepo(t, false)
 	objs := gitObjects(t, d)
