@@ -62,6 +62,12 @@
 // (vfs.Locator: physical, memory and the git overlay answer), not on where it was
 // pinned.
 //
+// A host serving an untrusted guest a project should pair policy.Defaults() (the
+// secret and persistence lists: git read-only, shell and tool startup files) with
+// policy.ForProject's rules (core.hooksPath and the commands the project's git
+// configuration names) and the GitGuard hook (no directory laid out as a git dir
+// under any other name), as capfs mcp and capfs run do.
+//
 // Deciding and acting are atomic with respect to other calls through Dirs over the
 // same root backend (every New over one Namespace shares a lock): a Move, Copy,
 // Symlink or Link holds the lock alone from its decision to its last change, every
