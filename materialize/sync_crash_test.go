@@ -243,6 +243,19 @@ func TestStressSyncCrash(t *testing.T) {
 		byDelay := r.IntN(4) == 0
 		race := r.IntN(3) == 0
 		lose := r.IntN(8) == 0 // the checkout is lost before Recover (a reboot emptied /dev/shm)
+		// The first four runs cover each kind once: a kill while the journal is
+		// written, one in the apply with a host edit before Recover, one with
+		// the checkout lost, one by the parent after a delay.
+		switch i {
+		case 0:
+			killAt, byDelay, race, lose = 1+r.IntN(40), false, false, false
+		case 1:
+			killAt, byDelay, race, lose = 150+r.IntN(40), false, true, false
+		case 2:
+			killAt, byDelay, race, lose = 150+r.IntN(40), false, false, true
+		case 3:
+			byDelay, race, lose = true, false, false
+		}
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			tmp := t.TempDir()
 			host, expect, base, jdir := filepath.Join(tmp, "host"), filepath.Join(tmp, "expect"), filepath.Join(tmp, "base"), filepath.Join(tmp, "journal")
