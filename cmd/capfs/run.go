@@ -578,7 +578,7 @@ type limitFlags struct {
 func (l *limitFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.IntVar(&l.maxProcs, "max-procs", sandbox.DefaultProcLimit(), "most processes and threads in the sandbox (0: no limit; default 1024, or 128 per CPU when more)")
-	f.StringVar(&l.maxMemory, "max-memory", "", `most memory for the sandbox, e.g. 2G (0: no limit; default 4G, or half of RAM if less)`)
+	f.StringVar(&l.maxMemory, "max-memory", "", `most memory for the sandbox, e.g. 2G (0: no limit; default: half of RAM)`)
 	f.StringVar(&l.tmpSize, "tmp-size", sandbox.FormatSize(sandbox.DefaultTmpSize), "size of the sandbox's /tmp, in memory (0: the kernel's default, half of RAM)")
 	f.StringVar(&l.gitArg, "git", "auto", "the checkout's .git: auto (left empty when its history names a path the policy hides), omit, or keep (read-only, unscanned)")
 	f.BoolVar(&l.bindGrants, "bind-grants", false, "bind read-only physical grants without copying (faster; their host paths show in the sandbox's /proc/self/mountinfo)")

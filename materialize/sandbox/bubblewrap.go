@@ -55,8 +55,8 @@ type BubblewrapOptions struct {
 	MaxProcs int
 	// MaxMemory bounds the sandbox's memory in bytes: under a cgroup, a sandbox
 	// going past it has a process killed by the kernel's OOM killer; under
-	// rlimits, an allocation past it fails. 0 means DefaultMaxMemory (or half of
-	// the host's RAM, when less); negative, no limit.
+	// rlimits, an allocation past it fails. 0 means DefaultMemoryLimit (half
+	// of the host's RAM); negative, no limit.
 	MaxMemory int64
 	// ShowPrivateEtc binds /etc as it is. By default the entries of /etc that an
 	// ordinary user could not read are hidden (see the package documentation).

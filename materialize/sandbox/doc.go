@@ -79,10 +79,10 @@
 //
 // # Limits
 //
-// Every run is bounded (BubblewrapOptions; defaults DefaultMaxProcs = 1024
-// processes and threads, or 128 per CPU when more, DefaultMaxMemory = 4 GiB or
-// half of the host's RAM,
-// DefaultTmpSize = 1 GiB of /tmp; a negative value lifts a limit):
+// Every run is bounded (BubblewrapOptions; defaults: DefaultMaxProcs = 1024
+// processes and threads, or 128 per CPU when more; half of the host's RAM
+// (DefaultMemoryLimit); DefaultTmpSize = 1 GiB of /tmp; a negative value lifts
+// a limit):
 //
 //   - /tmp is a tmpfs of TmpSize bytes (bwrap --size): a write past it fails
 //     with ENOSPC;

@@ -21,8 +21,8 @@ const (
 	// count: a parallel build on many cores runs many of them, so the default
 	// is 128 per CPU when that is more).
 	DefaultMaxProcs = 1024
-	// DefaultMaxMemory bounds a sandbox's memory (4 GiB, or half of the host's
-	// RAM when that is less).
+	// DefaultMaxMemory bounds a sandbox's memory where the host's RAM is
+	// unknown; otherwise the default is half of the RAM (DefaultMemoryLimit).
 	DefaultMaxMemory int64 = 4 << 30
 	// DefaultTmpSize bounds a sandbox's /tmp (a tmpfs, so memory).
 	DefaultTmpSize int64 = 1 << 30
@@ -113,6 +113,19 @@ func ParseSize(s string) (int64, error) {
 // DefaultMaxProcs, or 128 per CPU when that is more.
 func DefaultProcLimit() int { return max(DefaultMaxProcs, 128*runtime.NumCPU()) }
 
+// DefaultMemoryLimit is the memory limit a run gets by default here: half of
+// the host's RAM (the host stays usable whatever the sandbox does), or
+// DefaultMaxMemory when the RAM is unknown.
+func DefaultMemoryLimit() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		if half := int64(si.Totalram) * int64(si.Unit) / 2; half > 0 {
+			return half
+		}
+	}
+	return DefaultMaxMemory
+}
+
 // limits resolves the options' limits: defaults for zero fields, none for
 // negative ones.
 func (o BubblewrapOptions) limits() Limits {
@@ -125,13 +138,7 @@ func (o BubblewrapOptions) limits() Limits {
 	}
 	switch {
 	case l.MaxMemory == 0:
-		l.MaxMemory = DefaultMaxMemory
-		var si unix.Sysinfo_t
-		if unix.Sysinfo(&si) == nil {
-			if half := int64(si.Totalram) * int64(si.Unit) / 2; half > 0 && half < l.MaxMemory {
-				l.MaxMemory = half
-			}
-		}
+		l.MaxMemory = DefaultMemoryLimit()
 	case l.MaxMemory < 0:
 		l.MaxMemory = 0
 	}
