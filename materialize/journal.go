@@ -310,7 +310,10 @@ func PendingJournals(jdir string) ([]JournalInfo, error) {
 	return out, nil
 }
 
-var errBusy = errors.New("journal in use")
+var (
+	errBusy = errors.New("journal in use")
+	errGone = errors.New("journal gone")
+)
 
 // readJ is a journal as read back.
 type readJ struct {
@@ -338,6 +341,13 @@ func readJournal(p string, full bool) (*readJ, error) {
 			return nil, errBusy
 		}
 		return nil, err
+	}
+	// Another Recover may have finished it (and removed it) while this one
+	// waited: then there is nothing to do.
+	var st, cur unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || unix.Lstat(p, &cur) != nil || st.Ino != cur.Ino || st.Dev != cur.Dev {
+		f.Close()
+		return nil, errGone
 	}
 	j := &readJ{f: f, done: map[int]bool{}}
 	sc := bufio.NewScanner(f)
@@ -427,13 +437,17 @@ type RecoverOptions struct {
 // Checkout names the checkout, kept when anything is not applied. The journal
 // is removed once done. A journal whose plan was never committed applied
 // nothing: every change is listed as not applied (stopped) and the checkout is
-// kept. A journal held by a running sync answers conflict ("in use").
+// kept. A journal held by a running sync answers conflict ("in use"); one
+// another Recover finished meanwhile, an empty report.
 func Recover(ctx context.Context, src *dir.Dir, journalPath string, opts RecoverOptions) (*SyncReport, error) {
 	const op = "recover"
 	if src == nil {
 		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "nil source Dir")
 	}
 	j, err := readJournal(journalPath, true)
+	if errors.Is(err, errGone) || errors.Is(err, fs.ErrNotExist) {
+		return &SyncReport{}, nil // finished by another Recover meanwhile
+	}
 	if errors.Is(err, errBusy) {
 		return nil, vfs.NewError(vfs.CodeConflict, op, vfs.Root, "the journal is in use by a running sync")
 	}
