@@ -212,7 +212,8 @@ func (t *Tree) setKeepSync(v bool) {
 // inside the tree (FIFOs, sockets and devices are refused with
 // not_regular_file; other links with path_outside_sandbox); names the Dir
 // could not hold (invalid_path); the Limits (quota_exceeded: then nothing is
-// applied whatever OnReject says, since the scan stopped there); and every call
+// applied whatever OnReject says, since the scan stopped there: the changes
+// scanned are listed, and the kept checkout holds the rest); and every call
 // the apply phase will make through the Dir (a write with its size, mkdir,
 // remove, symlink with its target, chmod, chtimes), asked first of the source
 // Dir itself with Dir.Check (its read-only and lock state, its policy and its
