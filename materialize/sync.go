@@ -728,12 +728,17 @@ func (t *Tree) plan(v *validator, changes []Change) ([]*step, error) {
 			continue
 		}
 		conflict, why, err := t.changedInSource(ctx, s)
-		if err == nil && s.c.Kind != Deleted {
+		if err == nil {
 			var pc bool
 			var pwhy string
 			pc, pwhy, err = t.checkParents(ctx, s, made, parents)
-			if pc && !conflict {
+			// A deletion beneath a removed directory is already made; beneath
+			// a directory replaced by a symlink it would reach elsewhere.
+			if pc && !conflict && (s.c.Kind != Deleted || pwhy == whyParentNotDir) {
 				conflict, why = true, pwhy
+			}
+			if s.c.Kind == Deleted {
+				s.parents = nil
 			}
 		}
 		if err != nil {

@@ -454,3 +454,28 @@ func TestSyncBackSourceChangesDuringApply(t *testing.T) {
 		})
 	}
 }
+
+// A directory the host replaced by a symlink to a twin: a deletion beneath it
+// would remove the twin's file. It is a conflict.
+func TestSyncBackParentBecameSymlink(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		must(t, s.d.MkdirAll(ctx, "d"))
+		must(t, s.d.MkdirAll(ctx, "twin"))
+		must(t, s.d.WriteFile(ctx, "d/f", []byte("same"), 0o644))
+		must(t, s.d.WriteFile(ctx, "twin/f", []byte("same"), 0o644))
+		tr := checkout(t, s.d, materialize.Options{})
+		must(t, os.Remove(filepath.Join(tr.Path(), "d/f")))
+		must(t, s.d.RemoveAll(ctx, "d"))
+		must(t, s.d.Symlink(ctx, "twin", "d"))
+		cs, err := tr.Diff(ctx)
+		must(t, err)
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{OnReject: materialize.RejectApplyRest, JournalDir: journalDir(t)})
+		accounted(t, cs, rep, tr)
+		if vfs.CodeOf(err) != vfs.CodeConflict || causes(rep)["d/f"] != materialize.CauseConflict {
+			t.Fatalf("SyncBack: %v %+v", err, rep)
+		}
+		if b, err := s.d.ReadFile(ctx, "twin/f"); err != nil || string(b) != "same" {
+			t.Fatalf("twin/f: %q %v", b, err)
+		}
+	})
+}
