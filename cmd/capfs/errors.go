@@ -17,7 +17,7 @@ const (
 	exitOK       = 0 // success
 	exitFailed   = 1 // an operation failed (or grep/glob found nothing)
 	exitUsage    = 2 // bad flags, arguments, mount specs or configuration
-	exitSyncBack = 3 // run: the sandbox's changes were refused or conflicted; the source is untouched
+	exitSyncBack = 3 // run: some of the sandbox's changes were refused or conflicted and are not applied (none are, unless --on-reject apply-rest); the summary lists them and the checkout holding them is kept
 )
 
 // cliError is an error with the exit code it maps to. quiet suppresses the message
