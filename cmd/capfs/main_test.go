@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/internal/testenv"
 )
 
 // capfsBin is the capfs binary TestMain builds once for every test.
@@ -32,6 +33,12 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	cleanup, err := testenv.PrivateTmp()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
 	capfsBin = filepath.Join(tmp, "capfs")
 	build := exec.Command("go", "build", "-o", capfsBin, ".")
 	build.Stderr = os.Stderr
