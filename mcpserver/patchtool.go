@@ -105,47 +105,52 @@ func (s *server) applyPatch(ctx context.Context, in patchIn) (string, error) {
 	return b.String(), nil
 }
 
+// summary is one line naming the change; names are escaped (termsafe), so a name
+// cannot forge a line or drive a terminal.
 func (p plannedFile) summary() string {
+	path, dest := esc(p.path), esc(p.dest)
 	switch {
 	case p.f.Kind == patchAdd:
-		return "A " + p.path + "\n"
+		return "A " + path + "\n"
 	case p.f.Kind == patchDelete:
-		return "D " + p.path + "\n"
+		return "D " + path + "\n"
 	case p.dest != "":
-		return "R " + p.path + " -> " + p.dest + "\n"
+		return "R " + path + " -> " + dest + "\n"
 	case p.chmod != 0 && p.new == p.old:
-		return fmt.Sprintf("M %s (mode %04o)\n", p.path, p.chmod)
+		return fmt.Sprintf("M %s (mode %04o)\n", path, p.chmod)
 	}
-	return "M " + p.path + "\n"
+	return "M " + path + "\n"
 }
 
+// diff is the change as a unified diff whose headers carry escaped names.
 func (p plannedFile) diff() string {
+	path, dest, link := esc(p.path), esc(p.dest), esc(p.link)
 	switch p.f.Kind {
 	case patchAdd:
-		d := unifiedDiff(p.path, "", p.new)
+		d := unifiedDiff(path, "", p.new)
 		if d == "" {
-			return "--- /dev/null\n+++ b/" + p.path + " (empty file)\n"
+			return "--- /dev/null\n+++ b/" + path + " (empty file)\n"
 		}
-		return strings.Replace(d, "--- a/"+p.path, "--- /dev/null", 1)
+		return strings.Replace(d, "--- a/"+path, "--- /dev/null", 1)
 	case patchDelete:
 		if p.isLink {
-			return "deleted symlink " + p.path + " -> " + p.link + "\n"
+			return "deleted symlink " + path + " -> " + link + "\n"
 		}
-		d := unifiedDiff(p.path, p.old, "")
+		d := unifiedDiff(path, p.old, "")
 		if d == "" {
-			return "--- a/" + p.path + " (empty file)\n+++ /dev/null\n"
+			return "--- a/" + path + " (empty file)\n+++ /dev/null\n"
 		}
-		return strings.Replace(d, "+++ b/"+p.path, "+++ /dev/null", 1)
+		return strings.Replace(d, "+++ b/"+path, "+++ /dev/null", 1)
 	}
-	d := unifiedDiff(p.path, p.old, p.new)
+	d := unifiedDiff(path, p.old, p.new)
 	if p.chmod != 0 {
-		d = fmt.Sprintf("mode %04o -> %04o %s\n", p.perm, p.chmod, p.path) + d
+		d = fmt.Sprintf("mode %04o -> %04o %s\n", p.perm, p.chmod, path) + d
 	}
 	if p.dest != "" {
 		if d == "" {
-			return "rename " + p.path + " -> " + p.dest + "\n"
+			return "rename " + path + " -> " + dest + "\n"
 		}
-		return strings.Replace(d, "+++ b/"+p.path, "+++ b/"+p.dest, 1)
+		return strings.Replace(d, "+++ b/"+path, "+++ b/"+dest, 1)
 	}
 	return d
 }
