@@ -69,7 +69,7 @@ func TestTextResultsEscapeNames(t *testing.T) {
 		"error write": f.fail("read", map[string]any{"path": "d"}, "is_a_directory").text,
 		// apply_patch's summary and dry-run diff name the files it touches.
 		"apply_patch dry": f.ok("apply_patch", map[string]any{"dry_run": true, "patch": "*** Begin Patch\n*** Add File: p/" + hostile[0].name + "\n+x\n*** Update File: d/" + hostile[4].name + "\n@@\n-needle\n+pin\n*** End Patch\n"}),
-		"apply_patch": f.ok("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: p/" + hostile[1].name + "\n+x\n*** Add File: p/" + hostile[5].name + "\n+y\n*** End Patch\n"}),
+		"apply_patch":     f.ok("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: p/" + hostile[1].name + "\n+x\n*** Add File: p/" + hostile[5].name + "\n+y\n*** End Patch\n"}),
 	}
 	for what, out := range outs {
 		if r := rawControl(out); r != -1 {
