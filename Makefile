@@ -68,7 +68,11 @@ FUZZ_TARGETS := \
 	./policy:FuzzRules:40000 \
 	./authority:FuzzParseSubject:100000 \
 	./cmd/capfs:FuzzParseMountFlag:100000 \
-	./mcpserver:FuzzParsePatch:100000
+	./mcpserver:FuzzParsePatch:100000 \
+	./mcpserver:FuzzApplyPatch:30000 \
+	./backends/gitree:FuzzInflate:30000 \
+	./internal/termsafe:FuzzEscape:200000 \
+	./audit:FuzzReadJSONL:30000
 
 fuzz-short:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -87,7 +91,7 @@ fuzz:
 ## stress: long race and concurrency runs (CAPFS_STRESS=1 scales the bounded tests up).
 stress:
 	set -o pipefail; CAPFS_STRESS=1 $(GO) test -race -count=1 -timeout 90m -v -run 'Concurren|Race|Stress' $(PKGS) \
-		| grep -E '^(--- FAIL|FAIL|ok|panic|physical race)|raced operations'
+		| grep -E '^(--- FAIL|FAIL|ok|panic|physical race)|raced operations|alias stress:'
 
 ## bench: our figures next to peers' from the same run, as ratios.
 bench:
