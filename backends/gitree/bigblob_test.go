@@ -51,13 +51,14 @@ func writeBigBlob(w io.Writer, size int64) error {
 	return bw.Flush()
 }
 
-// TestStreamedBlobHeapBound commits one large blob with git fast-import (which
+// TestStreamedBlobHeapBoundStress (run by make stress, whose -run matches
+// "Stress", with CAPFS_STRESS=1) commits one large blob with git fast-import (which
 // stores it whole in a pack) and reads it through OpenFile from start to end,
 // comparing every byte: the whole read allocates at most streamHeapWindow
 // bytes (runtime.MemStats.TotalAlloc, which bounds the heap's growth), whatever
 // the blob's size. The blob is 64 MiB in a normal run and 512 MiB with
 // CAPFS_STRESS=1; the bound is the same.
-func TestStreamedBlobHeapBound(t *testing.T) {
+func TestStreamedBlobHeapBoundStress(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not on PATH")
 	}

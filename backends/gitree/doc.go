@@ -89,7 +89,7 @@
 //     zlib checksum and the entry's index CRC are verified only by a read that
 //     decodes from the start to the end. Reading a blob of any size this way, from
 //     start to end, allocates a few MiB (the decoder's 288 KiB window, 64 KiB of
-//     input, at most 4 MiB of checkpoints): TestStreamedBlobHeapBound holds a
+//     input, at most 4 MiB of checkpoints): TestStreamedBlobHeapBoundStress holds a
 //     512 MiB blob's read (CAPFS_STRESS=1; 64 MiB otherwise) to 32 MiB, measured
 //     at 2.7 MiB.
 //   - Stored as a delta: the chain is resolved into memory at the first read (as
