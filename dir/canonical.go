@@ -282,3 +282,14 @@ func appendSize(ctx context.Context, b vfs.Backend, p vfs.Path, n int) int64 {
 	}
 	return info.Size + int64(n)
 }
+
+// relRoot is the root of the relative paths a composite call builds beneath p (the
+// entries it lists, the directories it creates): Resolved when p is, since each
+// name it appends is an entry of a real directory or one the call creates, so the
+// backend follows no link there either.
+func relRoot(p vfs.Path) vfs.Path {
+	if p.IsResolved() {
+		return vfs.Root.Resolved()
+	}
+	return vfs.Root
+}

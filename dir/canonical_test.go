@@ -449,3 +449,53 @@ func TestStatFromResolution(t *testing.T) {
 		})
 	}
 }
+
+// TestSwapAfterDecisionFinalAndTree: the file itself swapped for a link to
+// .git/config after the decision (WriteFile follows a final link, so this is its
+// own route), and a directory swapped during MkdirAll and RemoveAll: nothing
+// beyond the decided location is reached.
+func TestSwapAfterDecisionFinalAndTree(t *testing.T) {
+	for _, ab := range aliasBackends {
+		t.Run(ab.name, func(t *testing.T) {
+			b := ab.new(t)
+			host := plant(t, b)
+			must(t, host.WriteFile(bg, "target", []byte("t"), 0o644))
+			var armed atomic.Bool
+			swap := hookFunc(func(ctx context.Context, r *policy.Request) error {
+				if !armed.Swap(false) {
+					return nil
+				}
+				switch r.Op {
+				case policy.OpWrite:
+					_ = host.Remove(bg, "target")
+					_ = host.Symlink(bg, ".git/config", "target")
+				case policy.OpMkdir, policy.OpRemove:
+					_ = host.Move(bg, "work/sub", "work/sub.old")
+					_ = host.Symlink(bg, "../.git/hooks", "work/sub")
+				}
+				return nil
+			})
+			guest, _ := dir.New(b, dir.WithPolicy(aliasPolicy(t)), dir.WithHooks(swap))
+			armed.Store(true)
+			if err := guest.WriteFile(bg, "target", []byte("PAYLOAD"), 0o644); err == nil {
+				t.Error("WriteFile went through a final link swapped in after the decision")
+			}
+			armed.Store(true)
+			if err := guest.MkdirAll(bg, "work/sub/new/deeper"); err == nil {
+				t.Error("MkdirAll went through a directory swapped for a link after the decision")
+			}
+			must(t, host.Remove(bg, "work/sub"))
+			must(t, host.Move(bg, "work/sub.old", "work/sub"))
+			must(t, host.MkdirAll(bg, "work/sub/x"))
+			armed.Store(true)
+			_ = guest.RemoveAll(bg, "work/sub/x")
+			unchanged(t, host)
+			if _, err := host.Lstat(bg, ".git/hooks/new"); err == nil {
+				t.Error("a directory was created in .git/hooks")
+			}
+			if _, err := host.Lstat(bg, ".git/hooks/pre-commit"); err != nil {
+				t.Errorf(".git/hooks/pre-commit: %v", err)
+			}
+		})
+	}
+}

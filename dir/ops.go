@@ -246,6 +246,11 @@ func finalTarget(ctx context.Context, b vfs.Backend, p vfs.Path) (target vfs.Pat
 			found = true
 			break
 		}
+		if cur.IsResolved() {
+			// The call was decided on a location that held no link: one stands
+			// there now, swapped in after the decision. Follow nothing.
+			return vfs.Path{}, vfs.Info{}, false, false, vfs.NewError(vfs.CodeConflict, "write", p, "a symlink stands on a resolved path (it changed after the decision)")
+		}
 		if hops == vfs.MaxSymlinks {
 			return vfs.Path{}, vfs.Info{}, false, false, vfs.NewError(vfs.CodeTooManyLinks, "write", p, "")
 		}
@@ -322,7 +327,7 @@ func mkdirAll(ctx context.Context, b vfs.Backend, p vfs.Path, perm fs.FileMode) 
 	if c := codeOf(err); c != vfs.CodeNotFound {
 		return err
 	}
-	cur := vfs.Root
+	cur := relRoot(p)
 	for _, name := range p.Elems() {
 		if cur, err = cur.Child(name); err != nil {
 			return err
@@ -414,7 +419,7 @@ func (s *scope) collectTree(ctx context.Context, method string, p vfs.Path, with
 		}
 		return nil
 	}
-	if err := walk(vfs.Root); err != nil {
+	if err := walk(relRoot(p)); err != nil {
 		return nil, err
 	}
 	return out, nil
