@@ -338,8 +338,12 @@ func TestRaceHardLinkTruncate(t *testing.T) {
 			}
 			if i%64 == 63 {
 				// Keep the race going: hl must stay a second name of the secret.
+				// The attacker may have paused with f and hl exchanged (f then names
+				// the secret): remove both names before writing f anew, or this
+				// very restore would write through the link.
 				a.pause()
 				unix.Unlinkat(rootfd, "hl", 0)
+				unix.Unlinkat(rootfd, "f", 0)
 				os.Link(w.out("secret"), w.host("hl"))
 				os.WriteFile(w.host("f"), []byte("PRIVATE"), 0o644)
 				a.resume()
