@@ -248,3 +248,26 @@ func TestSyncBackHookStopsMidway(t *testing.T) {
 		t.Fatalf("pending %+v", cs)
 	}
 }
+
+// TestSyncBackKeepOursAddedMode: a file the sandbox adds with its own mode, where
+// the host made a file of the same name meanwhile, lands under ConflictKeepOurs
+// with the sandbox's bytes and mode, not the host file's mode (issue 11).
+func TestSyncBackKeepOursAddedMode(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		tr := checkout(t, s.d, materialize.Options{})
+		must(t, os.WriteFile(filepath.Join(tr.Path(), "run.sh"), []byte("#!/bin/sh\necho ours\n"), 0o755))
+		must(t, os.Chmod(filepath.Join(tr.Path(), "run.sh"), 0o755))
+		must(t, s.d.WriteFile(ctx, "run.sh", []byte("theirs\n"), 0o600))
+		if _, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: materialize.ConflictKeepOurs}); err != nil {
+			t.Fatalf("SyncBack: %v", err)
+		}
+		got, err := s.d.ReadFile(ctx, "run.sh")
+		must(t, err)
+		fi, err := s.d.Stat(ctx, "run.sh")
+		must(t, err)
+		if string(got) != "#!/bin/sh\necho ours\n" || fi.Mode().Perm() != 0o755 {
+			t.Errorf("run.sh = %q, mode %v; want the sandbox's bytes and 0755", got, fi.Mode())
+		}
+	})
+}
