@@ -293,3 +293,15 @@ func relRoot(p vfs.Path) vfs.Path {
 	}
 	return vfs.Root
 }
+
+// opFollow is how the call behind a policy op treats a final symlink (Dir.Check
+// resolves as that call would).
+func opFollow(op policy.Op) follow {
+	switch op {
+	case policy.OpRemove, policy.OpRename, policy.OpSymlink, policy.OpLink, policy.OpMkdir, policy.OpCreate, policy.OpCopy:
+		return followEntry
+	case policy.OpReadlink:
+		return followNone
+	}
+	return followFinal
+}

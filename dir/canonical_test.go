@@ -499,3 +499,19 @@ func TestSwapAfterDecisionFinalAndTree(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckResolvesAsTheCall: Dir.Check decides where the call it stands for would
+// act: removing a link to .git is not removing .git, writing through it is writing
+// .git.
+func TestCheckResolvesAsTheCall(t *testing.T) {
+	eachAlias(t, func(t *testing.T, guest, host *dir.Dir, b vfs.Backend) {
+		must(t, host.Symlink(bg, ".git/config", "cfg"))
+		must(t, guest.Check(bg, policy.OpRemove, "cfg", "", -1))
+		must(t, guest.Check(bg, policy.OpRename, "cfg", "cfg2", -1))
+		wantCode(t, guest.Check(bg, policy.OpWrite, "cfg", "", 3), vfs.CodePermission)
+		wantCode(t, guest.Check(bg, policy.OpChmod, "cfg", "", -1), vfs.CodePermission)
+		wantCode(t, guest.Check(bg, policy.OpSymlink, "l2", ".git/hooks", -1), vfs.CodePermission)
+		must(t, guest.Remove(bg, "cfg"))
+		unchanged(t, host)
+	})
+}

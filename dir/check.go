@@ -10,7 +10,11 @@ import (
 // rename, copy and link, or the target of a symlink) would be allowed, without
 // making it: it runs steps 1 to 4 of the enforcement path (revocation, path
 // parsing, read-only and the host's write lock, the policy with its Asker) and
-// stops there. No hook runs and the backend is not touched. size is the number of
+// stops there. No hook runs and nothing is changed; with a policy, the backend is
+// read to resolve the paths to where they lead, following a final symlink as the
+// operation would (Remove, Rename, Symlink, Link, Mkdir, Create and Copy's source
+// act on the entry itself; Readlink reads it; the others follow it), and the
+// policy decides there as well as on the names given. size is the number of
 // bytes a write would leave in the file, or -1 when unknown (the policy's size
 // limits use it).
 //
@@ -24,7 +28,7 @@ import (
 // Hosts use it to validate a batch of changes before applying any (materialize's
 // SyncBack); a guest learns nothing from it that the call itself would not tell.
 func (d *Dir) Check(ctx context.Context, op policy.Op, path, dest string, size int64) error {
-	c := &call{op: op, method: "Check", path: path, checkOnly: true}
+	c := &call{op: op, method: "Check", path: path, checkOnly: true, fol: opFollow(op)}
 	switch op {
 	case policy.OpRename, policy.OpCopy, policy.OpLink:
 		c.dest, c.kind = dest, destPath
