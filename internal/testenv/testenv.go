@@ -17,8 +17,15 @@ import (
 // own when the tests run as root), removes it, and restores the variable. A
 // test binary calls it in TestMain around m.Run, so no kept checkout outlives
 // the run, wherever the tests leave them.
+//
+// A test binary that a test re-runs as a child (a crash test killing it) inherits
+// the parent's directory and makes none of its own, so a killed child leaves
+// nothing behind.
 func PrivateTmp() (cleanup func(), err error) {
-	const env = "CAPFS_TMPDIR"
+	const env, mark = "CAPFS_TMPDIR", "CAPFS_TESTENV_TMP"
+	if os.Getenv(mark) != "" && os.Getenv(env) == os.Getenv(mark) {
+		return func() {}, nil
+	}
 	old, had := os.LookupEnv(env)
 	// On /dev/shm when it is a tmpfs, where checkouts go by default, so the tests
 	// see what a run sees.
@@ -32,9 +39,11 @@ func PrivateTmp() (cleanup func(), err error) {
 		return nil, err
 	}
 	os.Setenv(env, dir)
+	os.Setenv(mark, dir)
 	return func() {
 		unmountBeneath(dir)
 		os.RemoveAll(dir)
+		os.Unsetenv(mark)
 		if had {
 			os.Setenv(env, old)
 		} else {
