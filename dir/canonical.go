@@ -242,12 +242,7 @@ func (s *scope) allowLink(ctx context.Context, c *call, method string, link vfs.
 	}
 	d, ok := s.env.decideBoth(ctx, &r, lexPath, lexDest)
 	if !ok {
-		if c.innerRule == "" {
-			c.innerRule = d.Rule
-			if c.innerRule == "" {
-				c.innerRule = "policy"
-			}
-		}
+		c.noteInner(d)
 		return innerDenied(method, link, d)
 	}
 	return nil
@@ -265,9 +260,7 @@ func (s *scope) allowSize(ctx context.Context, c *call, method string, op policy
 	r.Op, r.Dest, r.Size = op, "", size
 	r.Path = c.base.Join(p.WithoutDirMark().Unresolved()).String()
 	if d, ok := s.env.decide(ctx, &r); !ok {
-		if c.innerRule == "" {
-			c.innerRule = d.Rule
-		}
+		c.noteInner(d)
 		return innerDenied(method, p, d)
 	}
 	return nil

@@ -464,13 +464,21 @@ func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Pat
 	r.GuestPath = p.String()
 	r.Size = -1
 	d, ok := s.env.decideBoth(ctx, &r, lexPath, lexDest)
-	if !ok && c.innerRule == "" {
+	if !ok {
+		c.noteInner(d)
+	}
+	return d, ok
+}
+
+// noteInner records the rule that refused a path inside a composite call (the
+// first one), so the call is audited as denied by it.
+func (c *call) noteInner(d policy.Decision) {
+	if c.innerRule == "" {
 		c.innerRule = d.Rule
 		if c.innerRule == "" {
 			c.innerRule = "policy"
 		}
 	}
-	return d, ok
 }
 
 // innerDenied is the error for a composite call refused because of a path inside it.
