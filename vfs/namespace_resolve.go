@@ -169,9 +169,8 @@ func (n *Namespace) lstatAt(ctx context.Context, t *table, p Path) (Info, error)
 	switch l.kind {
 	case kindInMount:
 		return l.m.b.Lstat(ctx, l.rel)
-	case kindMountPoint, kindSynthetic:
-		return Info{Name: p.Base(), Mode: fs.ModeDir | 0o555}, nil
-	case kindCovered:
+	case kindMountPoint, kindSynthetic, kindCovered:
+		// A namespace directory: the walk only needs its type.
 		return Info{Name: p.Base(), Mode: fs.ModeDir | 0o555}, nil
 	}
 	return Info{}, NewError(CodeNotFound, "lstat", p, "")
