@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +31,53 @@ const (
 	kindGit      = "git"
 	kindMemory   = "memory"
 )
+
+// A mountKind is a mount kind defined in its own file (kind_*.go) and
+// registered with registerMountKind from an init function: the built-in kinds
+// above are handled inline, every other kind goes through this table, so a new
+// backend adds a kind without touching the parsers.
+type mountKind struct {
+	// Usage is the --mount form after "PATH=", e.g. "sqlite:FILE[,ro]"; it is
+	// shown in errors and the --mount help.
+	Usage string
+	// Option takes one trailing ",OPT" of a --mount argument (after ",ro" and
+	// ",rw", which are handled for every kind). It reports false for an option
+	// it does not know, which then stays part of the argument (a path may
+	// contain commas). Nil: the kind has no options of its own.
+	Option func(spec *mountSpec, opt string) (bool, error)
+	// Parse checks ARG (the --mount argument after "KIND:" and its options, or
+	// a configuration file's source) and fills spec: Source as the user wrote
+	// it, Host when ARG names a host file (relative to base, "" meaning the
+	// current directory). spec.Rev is the configuration file's rev ("" when
+	// none was given).
+	Parse func(spec *mountSpec, arg, base string) error
+	// Open opens the backend. The session closes it at exit when it has a
+	// Close() error method.
+	Open func(spec mountSpec) (vfs.Backend, error)
+}
+
+// mountKinds holds the registered kinds by name.
+var mountKinds = map[string]*mountKind{}
+
+// registerMountKind adds a kind; a second registration of a name panics.
+func registerMountKind(name string, k *mountKind) {
+	if _, dup := mountKinds[name]; dup || name == kindPhysical || name == kindGit || name == kindMemory {
+		panic("capfs: mount kind registered twice: " + name)
+	}
+	mountKinds[name] = k
+}
+
+// kindNames lists every kind for error messages: "physical, git, memory, ...".
+func kindNames() string {
+	names := []string{kindPhysical, kindGit, kindMemory}
+	extra := make([]string, 0, len(mountKinds))
+	for n := range mountKinds {
+		extra = append(extra, n)
+	}
+	sort.Strings(extra)
+	names = append(names, extra...)
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // defaultWork is the mount `run` checks out read-write when --work is not given
 // (and the configuration names none).
@@ -56,8 +104,17 @@ const defaultMemoryQuota = 256 << 20
 // addFlags registers the shared flags on the root command.
 func (o *globalOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
+	kinds := "physical:HOSTDIR, git:REPO[@REV], memory:[,quota=SIZE]"
+	extra := make([]string, 0, len(mountKinds))
+	for _, k := range mountKinds {
+		extra = append(extra, k.Usage)
+	}
+	sort.Strings(extra)
+	for _, u := range extra {
+		kinds += ", " + u
+	}
 	f.StringArrayVarP(&o.mounts, "mount", "m", nil,
-		"mount a backend: PATH=KIND:ARG[,ro] with KIND physical:HOSTDIR, git:REPO[@REV] or memory:[,quota=SIZE] (repeatable)")
+		"mount a backend: PATH=KIND:ARG[,ro] with KIND:ARG one of "+kinds+" (repeatable)")
 	f.StringVar(&o.configFile, "config", "", "read mounts, policy and audit settings from this TOML file")
 	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
 	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file (default: $XDG_STATE_HOME/capfs/audit.jsonl, else under the temp dir)")
@@ -77,6 +134,9 @@ type mountSpec struct {
 	// Quota is a memory mount's quota in bytes: 0 for the session's default,
 	// negative for no limit.
 	Quota int64
+	// Opts holds a registered kind's own settings, as its Option and Parse
+	// functions record them.
+	Opts map[string]string
 }
 
 // mounted is a mountSpec with its backend.
@@ -323,6 +383,15 @@ func parseMountFlag(arg string) (mountSpec, error) {
 			if kind == kindMemory {
 				return bad("unknown option %q (want ro, rw or quota=SIZE)", opt)
 			}
+			if k := mountKinds[kind]; k != nil && k.Option != nil {
+				ok, err := k.Option(&spec, opt)
+				if err != nil {
+					return bad("%s: %v", opt, err)
+				}
+				if ok {
+					break
+				}
+			}
 			goto done
 		}
 		src = src[:i]
@@ -345,9 +414,15 @@ done:
 			return bad("memory takes no argument: PATH=memory:[,quota=SIZE]")
 		}
 	case "":
-		return bad("missing kind: want PATH=KIND:ARG with KIND physical, git or memory")
+		return bad("missing kind: want PATH=KIND:ARG with KIND %s", kindNames())
 	default:
-		return bad("unknown kind %q (want physical, git or memory)", kind)
+		k := mountKinds[kind]
+		if k == nil {
+			return bad("unknown kind %q (want %s)", kind, kindNames())
+		}
+		if err := k.Parse(&spec, src, ""); err != nil {
+			return bad("%v (want PATH=%s)", err, k.Usage)
+		}
 	}
 	if err := resolveHost(&spec, ""); err != nil {
 		return bad("%v", err)
@@ -505,9 +580,18 @@ func loadConfig(name string) (configResult, error) {
 				spec.Quota = q
 			}
 		case "":
-			return bad("%s: missing kind (physical, git or memory)", where)
+			return bad("%s: missing kind (%s)", where, kindNames())
 		default:
-			return bad("%s: unknown kind %q (want physical, git or memory)", where, cm.Kind)
+			k := mountKinds[cm.Kind]
+			if k == nil {
+				return bad("%s: unknown kind %q (want %s)", where, cm.Kind, kindNames())
+			}
+			if cm.Quota != "" {
+				return bad("%s: quota applies to memory mounts only", where)
+			}
+			if err := k.Parse(&spec, cm.Source, base); err != nil {
+				return bad("%s: %v", where, err)
+			}
 		}
 		if err := resolveHost(&spec, base); err != nil {
 			return bad("%s: %v", where, err)
@@ -544,7 +628,15 @@ func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
 		}
 		m.Backend = newMemory(m.Quota)
 	default:
-		return nil, usageErrorf("%s: unknown kind %q", where, spec.Kind)
+		k := mountKinds[spec.Kind]
+		if k == nil {
+			return nil, usageErrorf("%s: unknown kind %q", where, spec.Kind)
+		}
+		b, err := k.Open(spec)
+		if err != nil {
+			return nil, usageErrorf("%s: %s", where, messageOrCode(err))
+		}
+		m.Backend = b
 	}
 	return m, nil
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/vfs"
+)
+
+// testKind is a registered kind for the registry's own tests: "fake:NAME" with
+// an option ",size=N"; NAME "fail" fails to open.
+func init() {
+	registerMountKind("fake", &mountKind{
+		Usage: "fake:NAME[,size=N]",
+		Option: func(spec *mountSpec, opt string) (bool, error) {
+			v, ok := strings.CutPrefix(opt, "size=")
+			if !ok {
+				return false, nil
+			}
+			if v == "" {
+				return false, errors.New("empty size")
+			}
+			if spec.Opts == nil {
+				spec.Opts = map[string]string{}
+			}
+			spec.Opts["size"] = v
+			return true, nil
+		},
+		Parse: func(spec *mountSpec, arg, base string) error {
+			if arg == "" {
+				return errors.New("fake needs a name")
+			}
+			spec.Source = arg
+			if base != "" {
+				spec.Host = filepath.Join(base, arg)
+			}
+			return nil
+		},
+		Open: func(spec mountSpec) (vfs.Backend, error) {
+			if spec.Source == "fail" {
+				return nil, vfs.NewError(vfs.CodeIO, "open", vfs.Path{}, "cannot open")
+			}
+			return memory.New(), nil
+		},
+	})
+}
+
+func TestMountKindRegistry(t *testing.T) {
+	spec, err := parseMountFlag("x=fake:one,size=3,ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Kind != "fake" || spec.Source != "one" || !spec.ReadOnly || spec.Opts["size"] != "3" {
+		t.Fatalf("parsed %+v", spec)
+	}
+	// An option the kind does not know stays part of the argument.
+	spec, err = parseMountFlag("x=fake:a,b")
+	if err != nil || spec.Source != "a,b" {
+		t.Fatalf("got %+v, %v", spec, err)
+	}
+	for _, bad := range []string{"x=fake:", "x=fake:a,size=", "x=nosuch:a"} {
+		if _, err := parseMountFlag(bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		} else if bad == "x=nosuch:a" && !strings.Contains(err.Error(), "fake") {
+			t.Errorf("%s: error does not list the registered kind: %v", bad, err)
+		}
+	}
+	m, err := openMount(spec, 0)
+	if err != nil || m.Backend == nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := openMount(mountSpec{Path: vfs.MustParse("x"), Kind: "fake", Source: "fail", Origin: "--mount"}, 0); err == nil {
+		t.Fatal("open of a failing mount succeeded")
+	}
+
+	cfg := filepath.Join(t.TempDir(), "capfs.toml")
+	if err := os.WriteFile(cfg, []byte("[[mount]]\npath = \"s\"\nkind = \"fake\"\nsource = \"rel\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := loadConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.mounts) != 1 || res.mounts[0].Host != filepath.Join(filepath.Dir(cfg), "rel") {
+		t.Fatalf("config mounts %+v", res.mounts)
+	}
+	if err := os.WriteFile(cfg, []byte("[[mount]]\npath = \"s\"\nkind = \"fake\"\nsource = \"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(cfg); err == nil {
+		t.Fatal("config mount without a source accepted")
+	}
+}
