@@ -111,6 +111,7 @@ func New(root *dir.Dir, opts Options) *mcp.Server {
 	s := &server{root: root, opts: opts}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version},
 		&mcp.ServerOptions{Instructions: opts.Instructions, Capabilities: &mcp.ServerCapabilities{}})
+	srv.AddReceivingMiddleware(declaredOnly)
 	s.addReadTools(srv)
 	if !root.IsReadOnly() {
 		s.addWriteTools(srv)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 				Mounts:  func() []mcpserver.MountInfo { return mcpMounts(s, readOnly) },
 			})
 			if httpAddr == "" {
-				err := srv.Run(ctx, &mcp.StdioTransport{})
+				err := srv.Run(ctx, &mcpserver.StdioTransport{In: os.Stdin, Out: os.Stdout})
 				if ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
 					return nil
 				}
@@ -128,7 +129,7 @@ func serveHTTP(ctx context.Context, cmd *cobra.Command, srv *mcp.Server, addr st
 		return usageErrorf("--http %q: listening address %s is not loopback", addr, ln.Addr())
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	mux.Handle("/mcp", mcpserver.NewHTTPHandler(srv, mcpserver.HTTPOptions{Origins: mcpserver.OwnOrigins(ln.Addr())}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "capfs mcp: serving streamable HTTP at http://%s/mcp\n", ln.Addr())
 	done := make(chan error, 1)

@@ -1,0 +1,124 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of HTTPOptions.
+const (
+	DefaultSessionTimeout = 30 * time.Minute
+	DefaultMaxBodyBytes   = 16 << 20
+)
+
+// HTTPOptions configure NewHTTPHandler.
+type HTTPOptions struct {
+	// Origins are the origins ("http://127.0.0.1:8765") a browser page may call
+	// the server from: the server's own. A request whose Origin header is
+	// present and not in Origins is refused with 403, whatever its Host.
+	// Requests without an Origin header (non-browser clients) are served.
+	Origins []string
+	// SessionTimeout closes a session that received no request for this long
+	// (DefaultSessionTimeout when zero; negative: never).
+	SessionTimeout time.Duration
+	// MaxBodyBytes bounds a request body; larger ones get 413
+	// (DefaultMaxBodyBytes when zero).
+	MaxBodyBytes int64
+}
+
+// OwnOrigins lists the origins under which a server listening on addr (a
+// loopback host:port) can be reached: http://127.0.0.1:PORT,
+// http://localhost:PORT and http://[::1]:PORT for a loopback address.
+func OwnOrigins(addr net.Addr) []string {
+	_, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return nil
+	}
+	out := []string{"http://" + addr.String()}
+	for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
+		out = append(out, "http://"+h+":"+port)
+	}
+	return out
+}
+
+// NewHTTPHandler serves srv over the streamable HTTP transport (the SDK's
+// mcp.StreamableHTTPHandler), adding what it leaves to the host:
+//
+//   - An Origin header that is not one of opts.Origins is refused with 403 even
+//     when the Host header is loopback (the SDK only compares Host with the
+//     listening address, which a DNS-rebinding page passes by sending its
+//     own Origin with a loopback Host). The SDK's own Host check stays on.
+//   - Sessions idle for opts.SessionTimeout are closed; a request naming an
+//     expired session gets 404, as the transport specifies, so the client
+//     starts a new one.
+//   - Request bodies are bounded (413 past opts.MaxBodyBytes).
+//
+// The SDK already requires the Accept header the transport defines (both
+// application/json and text/event-stream on POST, text/event-stream on GET)
+// and answers 400 without it; the conformance test checks it.
+func NewHTTPHandler(srv *mcp.Server, opts HTTPOptions) http.Handler {
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.SessionTimeout < 0 {
+		opts.SessionTimeout = 0
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	origins := make([]string, 0, len(opts.Origins))
+	for _, o := range opts.Origins {
+		origins = append(origins, strings.ToLower(strings.TrimSuffix(o, "/")))
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      opts.SessionTimeout,
+		MaxRequestBodyBytes: opts.MaxBodyBytes,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" {
+			if !originAllowed(o, origins) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+					Message: fmt.Sprintf("origin %q is not allowed: this server accepts browser requests only from its own origin", o)}})
+				_, _ = w.Write(data)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func originAllowed(o string, allowed []string) bool {
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return slices.Contains(allowed, strings.ToLower(u.Scheme+"://"+u.Host))
+}
+
+// declaredOnly is the receiving middleware that answers -32601 (method not
+// found) to every request outside the capabilities the server declares: tools
+// only. The SDK answers resources/list, prompts/list, logging/setLevel and
+// completion/complete with empty results even when they are not declared.
+func declaredOnly(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch {
+		case method == "initialize", method == "ping", method == "server/discover",
+			method == "tools/list", method == "tools/call", method == "subscriptions/listen",
+			strings.HasPrefix(method, "notifications/"):
+			return next(ctx, method, req)
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("method %q is not offered: this server declares only the tools capability (tools/list, tools/call)", method)}
+	}
+}
