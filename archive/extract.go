@@ -1,0 +1,805 @@
+package archive
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Target is the destination of an extraction: a directory the entries are
+// written into. Paths are slash-separated and relative to it, already
+// sanitized. package dir implements it over a *dir.Dir, so that every call is a
+// Dir call with its policy, hooks and audit; a Target must not follow a path
+// outside itself (a Dir cannot).
+type Target interface {
+	// Check asks, changing nothing, whether op on path (with dest: a symlink's
+	// target, a link's new name) would be allowed; size is a file's size or -1.
+	// An error with code fs_permission_denied filters the entry; any other error
+	// ends the extraction.
+	Check(ctx context.Context, op policy.Op, path, dest string, size int64) error
+	// Lstat reports what path is now, without following a final symlink; an
+	// error matching fs.ErrNotExist means nothing is there.
+	Lstat(ctx context.Context, path string) (fs.FileInfo, error)
+	// Mkdir creates one directory (its parent exists).
+	Mkdir(ctx context.Context, path string, perm fs.FileMode) error
+	// Create writes a new regular file from r (exactly size bytes); with
+	// replace, it atomically replaces the existing regular file at path.
+	Create(ctx context.Context, path string, perm fs.FileMode, r io.Reader, size int64, replace bool) error
+	Symlink(ctx context.Context, target, link string) error
+	// Link makes newname a hard link to oldname; an error matching
+	// errors.ErrUnsupported makes Extract write a copy instead.
+	Link(ctx context.Context, oldname, newname string) error
+	Chtimes(ctx context.Context, path string, atime, mtime time.Time) error
+	// Remove removes a file, link or empty directory (rolling back a merge that
+	// failed part way).
+	Remove(ctx context.Context, path string) error
+}
+
+// Item is one entry Extract wrote (or, on error, would have written).
+type Item struct {
+	Path string      `json:"path"`
+	Type string      `json:"type"` // "file", "dir", "symlink" or "hardlink"
+	Size int64       `json:"size,omitempty"`
+	Mode fs.FileMode `json:"mode"`           // as extracted, after clamping
+	Link string      `json:"link,omitempty"` // a symlink's target, a hard link's target path
+}
+
+// Filtered is one entry Extract left out, and why.
+type Filtered struct {
+	// Name is the entry's name as stored, made printable (control characters
+	// and invalid UTF-8 escaped as \xNN).
+	Name string `json:"name"`
+	// Path is the sanitized path, when the name had one.
+	Path   string `json:"path,omitempty"`
+	Reason Reason `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Result reports an extraction. When Extract returns an error after the
+// manifest pass, Result still lists every decision made (Filtered) and what was
+// planned (Extracted), and Merged says whether anything reached the destination.
+type Result struct {
+	Format    Format     `json:"-"`
+	Extracted []Item     `json:"extracted"`
+	Filtered  []Filtered `json:"filtered"`
+	Entries   int        `json:"entries"` // entries read, filtered ones included
+	Bytes     int64      `json:"bytes"`   // file bytes extracted
+	// Merged is true once the merge began; after an error it means the rollback
+	// was attempted (RolledBack says whether it removed everything).
+	Merged     bool `json:"merged"`
+	RolledBack bool `json:"rolled_back,omitempty"`
+}
+
+// planned is one accepted entry.
+type planned struct {
+	path  string
+	kind  kind
+	mode  fs.FileMode
+	size  int64
+	mtime time.Time
+	link  string // symlink target text, or hard-link target path
+	blob  int    // staged data of a file
+	repl  bool   // replaces an existing file
+}
+
+// node is the archive's own model of the tree it builds.
+type node struct {
+	kind     kind
+	implicit bool // a directory only named as a parent
+}
+
+type destState uint8
+
+const (
+	destUnknown destState = iota
+	destAbsent
+	destDir
+	destFile
+	destOther // symlink, device...
+)
+
+type extractor struct {
+	ctx    context.Context
+	t      Target
+	opts   Options
+	lim    Limits
+	res    *Result
+	stage  stage
+	plan   []planned
+	names  map[string]*node
+	folds  map[string]string
+	dest   map[string]destState
+	total  int64
+	hasDir map[string]bool // directories the merge must create
+}
+
+// Extract extracts the archive src (size bytes) into t in two phases.
+//
+// Manifest: every entry is read once, in archive order, and decided: its name
+// sanitized (SanitizeName), its type checked (links only with LinksInside;
+// devices, FIFOs, sparse, encrypted and unknown entries filtered), collisions
+// with earlier entries found (the same name twice, names equal after Unicode
+// normalization and case folding, a name beneath a file or link entry), what
+// the destination holds there looked at (Target.Lstat: a symlink on the way or
+// an existing name filters it), and the destination's policy asked
+// (Target.Check). Accepted file data goes to a private stage (memory, then a
+// 0700 temporary directory), every byte counted against the Limits and every
+// declared size and checksum verified (zip CRC-32 per entry, the gzip or zstd
+// checksum of the whole stream). Any limit, corruption, overlap or, with
+// Strict, any filtered entry ends the extraction here, with an error and
+// nothing written to t.
+//
+// Merge: directories (parents first), then files, hard links and last
+// symlinks are created through t, so no entry is written through a link the
+// archive made. If a call fails part way, what was created is removed again
+// (Result.RolledBack reports whether all of it was).
+//
+// Errors are *vfs.Error values with Op "ExtractArchive": io_error wrapping
+// ErrCorrupt or ErrOverlap, file_too_large wrapping ErrLimit, not_supported
+// wrapping ErrFormat, canceled when the Timeout or ctx ends it,
+// fs_permission_denied wrapping ErrRefused (Strict), or the Target's error.
+func Extract(ctx context.Context, src io.ReaderAt, size int64, t Target, opts Options) (*Result, error) {
+	x := &extractor{
+		t:      t,
+		opts:   opts,
+		lim:    opts.Limits.withDefaults(),
+		res:    &Result{Extracted: []Item{}, Filtered: []Filtered{}},
+		names:  map[string]*node{},
+		folds:  map[string]string{},
+		dest:   map[string]destState{},
+		hasDir: map[string]bool{},
+	}
+	x.stage.base = opts.StagingDir
+	x.stage.budget = opts.MemoryBudget
+	if x.stage.budget == 0 {
+		x.stage.budget = DefaultMemoryBudget
+	}
+	defer x.stage.close()
+	if x.lim.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, x.lim.Timeout)
+		defer cancel()
+	}
+	x.ctx = ctx
+
+	if x.lim.MaxArchiveBytes >= 0 && size > x.lim.MaxArchiveBytes {
+		return x.res, x.fail(fmt.Errorf("%w: the archive is %d bytes, more than %d", ErrLimit, size, x.lim.MaxArchiveBytes))
+	}
+	format := opts.Format
+	if format == FormatAuto {
+		head := make([]byte, 512)
+		n, _ := src.ReadAt(head, 0)
+		format = Detect(head[:n])
+		if format == FormatAuto {
+			return x.res, x.fail(ErrFormat)
+		}
+	}
+	x.res.Format = format
+
+	var err error
+	if format == FormatZip {
+		err = x.readZip(src, size)
+	} else {
+		err = x.readTar(io.NewSectionReader(src, 0, size), format)
+	}
+	if err == nil {
+		err = x.checkSymlinks()
+	}
+	if err == nil && opts.Strict && len(x.res.Filtered) > 0 {
+		f := x.res.Filtered[0]
+		err = fmt.Errorf("%w: %s (%s)", ErrRefused, f.Name, f.Reason)
+	}
+	if err != nil {
+		return x.res, x.fail(err)
+	}
+	x.items()
+	if err := x.merge(); err != nil {
+		return x.res, x.fail(err)
+	}
+	return x.res, nil
+}
+
+// fail turns a cause into the *vfs.Error Extract returns.
+func (x *extractor) fail(err error) error {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return err
+	}
+	code := vfs.CodeIO
+	switch {
+	case errors.Is(err, errArchiveLimit):
+		err = fmt.Errorf("%w: more than %d bytes after decompression", ErrLimit, x.lim.MaxArchiveBytes)
+		code = vfs.CodeTooLarge
+	case errors.Is(err, ErrLimit):
+		code = vfs.CodeTooLarge
+	case errors.Is(err, ErrFormat):
+		code = vfs.CodeNotSupported
+	case errors.Is(err, ErrRefused):
+		code = vfs.CodePermission
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		code = vfs.CodeCanceled
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrOverlap):
+	default:
+		err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return &vfs.Error{Code: code, Op: "ExtractArchive", Err: err}
+}
+
+func (x *extractor) filter(e *entry, clean string, r Reason, detail string) {
+	x.res.Filtered = append(x.res.Filtered, Filtered{Name: printable(e.raw), Path: clean, Reason: r, Detail: detail})
+}
+
+func (x *extractor) readZip(src io.ReaderAt, size int64) error {
+	zr, err := newZipReader(src, size)
+	if err != nil {
+		return err
+	}
+	if x.lim.MaxEntries >= 0 && len(zr.File) > x.lim.MaxEntries {
+		return fmt.Errorf("%w: %d entries, more than %d", ErrLimit, len(zr.File), x.lim.MaxEntries)
+	}
+	ents, err := zipEntries(zr, size)
+	if err != nil {
+		return err
+	}
+	// A zip bomb is refused before its entry is inflated: each entry's declared
+	// size is checked against the limits first, and the reader holds the entry
+	// to it (reading more is ErrCorrupt).
+	for i := range ents {
+		e := &ents[i]
+		if e.kind == kindSymlink && x.opts.Links == LinksInside {
+			// A zip symlink's target is its contents.
+			t, err := x.zipLinkTarget(e)
+			if err != nil {
+				return err
+			}
+			e.link = t
+		}
+		if err := x.entry(e, func() (io.Reader, func(), error) {
+			rc, err := e.zipFile.Open()
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			return &counter{r: rc, limit: -1, ctx: x.ctx}, func() { rc.Close() }, nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *extractor) zipLinkTarget(e *entry) (string, error) {
+	if e.size > 4096 {
+		return "", nil // filtered later as a bad target
+	}
+	rc, err := e.zipFile.Open()
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, 4097))
+	if err != nil {
+		return "", sizeErr(err)
+	}
+	return string(b), nil
+}
+
+func (x *extractor) readTar(r io.Reader, f Format) error {
+	in := &counter{r: r, limit: -1, ctx: x.ctx}
+	stream, finish, err := tarStream(in, f)
+	if err != nil {
+		return err
+	}
+	dec := &counter{r: stream, limit: x.lim.MaxArchiveBytes, ctx: x.ctx}
+	tr := tar.NewReader(dec)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, errArchiveLimit) || x.ctx.Err() != nil {
+				return errors.Join(err, x.ctx.Err())
+			}
+			return fmt.Errorf("%w: tar: %v", ErrCorrupt, err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			x.res.Entries++
+			if x.lim.MaxEntries >= 0 && x.res.Entries > x.lim.MaxEntries {
+				return fmt.Errorf("%w: more than %d entries", ErrLimit, x.lim.MaxEntries)
+			}
+			continue
+		}
+		e := tarEntry(h)
+		if err := x.entry(&e, func() (io.Reader, func(), error) { return tr, func() {}, nil }); err != nil {
+			return err
+		}
+	}
+	// The compressed stream's checksum is checked at its end; nothing is merged
+	// before it is.
+	if err := finish(); err != nil {
+		if errors.Is(err, errArchiveLimit) || x.ctx.Err() != nil {
+			return errors.Join(err, x.ctx.Err())
+		}
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// entry decides one entry and stages its data.
+func (x *extractor) entry(e *entry, open func() (io.Reader, func(), error)) error {
+	if err := x.ctx.Err(); err != nil {
+		return err
+	}
+	x.res.Entries++
+	if x.lim.MaxEntries >= 0 && x.res.Entries > x.lim.MaxEntries {
+		return fmt.Errorf("%w: more than %d entries", ErrLimit, x.lim.MaxEntries)
+	}
+	clean, isDir, reason := SanitizeName(e.raw, x.lim.MaxDepth)
+	if reason != "" {
+		x.filter(e, "", reason, "")
+		return nil
+	}
+	if isDir && e.kind == kindFile && e.size == 0 {
+		e.kind = kindDir // a zip or old tar directory named with a trailing slash
+	}
+	switch {
+	case e.sparse:
+		x.filter(e, clean, ReasonSparse, "")
+		return nil
+	case e.crypt:
+		x.filter(e, clean, ReasonEncrypted, "")
+		return nil
+	case e.method != "":
+		x.filter(e, clean, ReasonUnsupported, "compression method "+e.method)
+		return nil
+	case e.kind == kindDevice:
+		x.filter(e, clean, ReasonDevice, "")
+		return nil
+	case e.kind == kindOther:
+		x.filter(e, clean, ReasonUnsupported, "entry type")
+		return nil
+	case e.kind == kindSymlink && x.opts.Links != LinksInside:
+		x.filter(e, clean, ReasonSymlink, "")
+		return nil
+	case e.kind == kindHardlink && x.opts.Links != LinksInside:
+		x.filter(e, clean, ReasonHardlink, "")
+		return nil
+	}
+	if e.kind == kindFile {
+		if x.lim.MaxEntryBytes >= 0 && e.size > x.lim.MaxEntryBytes {
+			return fmt.Errorf("%w: entry %q is %d bytes, more than %d", ErrLimit, printable(e.raw), e.size, x.lim.MaxEntryBytes)
+		}
+		if x.lim.MaxExtractedBytes >= 0 && x.total+e.size > x.lim.MaxExtractedBytes {
+			return fmt.Errorf("%w: more than %d bytes extracted", ErrLimit, x.lim.MaxExtractedBytes)
+		}
+	}
+	p := planned{path: clean, kind: e.kind, size: e.size, mtime: e.mtime, blob: -1}
+	switch e.kind {
+	case kindDir:
+		p.mode, p.size = clampDir(e.mode), 0
+	case kindFile:
+		p.mode = clampFile(e.mode)
+	case kindSymlink:
+		p.mode, p.size = fs.ModeSymlink|0o777, 0
+		if r, d := linkText(e.link); r != "" {
+			x.filter(e, clean, r, d)
+			return nil
+		}
+		p.link = e.link
+	case kindHardlink:
+		p.size = 0
+		target, _, r := SanitizeName(e.link, x.lim.MaxDepth)
+		if r != "" {
+			x.filter(e, clean, ReasonLinkTarget, "target: "+string(r))
+			return nil
+		}
+		n := x.names[target]
+		if n == nil || n.kind != kindFile {
+			x.filter(e, clean, ReasonLinkTarget, "the target is not a file extracted earlier from this archive")
+			return nil
+		}
+		p.link = target
+	}
+	if r, d := x.decideName(clean, e.kind); r != "" {
+		x.filter(e, clean, r, d)
+		return nil
+	}
+	r, d, err := x.decideDest(&p)
+	if err != nil {
+		return err
+	}
+	if r != "" {
+		x.filter(e, clean, r, d)
+		return nil
+	}
+	if r, d, err := x.check(&p); err != nil {
+		return err
+	} else if r != "" {
+		x.filter(e, clean, r, d)
+		return nil
+	}
+	if x.opts.Filter != nil && !x.opts.Filter(clean, p.mode) {
+		x.filter(e, clean, ReasonPolicy, "filter")
+		return nil
+	}
+	if e.kind == kindFile {
+		rd, done, err := open()
+		if err != nil {
+			return err
+		}
+		i, err := x.stage.put(rd, e.size)
+		done()
+		if err != nil {
+			return err
+		}
+		p.blob = i
+		x.total += e.size
+	}
+	x.register(clean, e.kind)
+	x.plan = append(x.plan, p)
+	return nil
+}
+
+// linkText checks a symlink's target text on its own.
+func linkText(t string) (Reason, string) {
+	switch {
+	case t == "":
+		return ReasonLinkTarget, "empty target"
+	case len(t) > MaxPathBytes:
+		return ReasonLinkTarget, "target too long"
+	case strings.ContainsFunc(t, isControl), strings.ContainsRune(t, '\\'):
+		return ReasonLinkTarget, "target has a control character or backslash"
+	case t[0] == '/', len(t) >= 2 && t[1] == ':' && isLetter(t[0]):
+		return ReasonLinkTarget, "absolute target"
+	}
+	return "", ""
+}
+
+// decideName checks a sanitized name against the entries accepted so far.
+func (x *extractor) decideName(clean string, k kind) (Reason, string) {
+	for i := 0; i < len(clean); i++ {
+		if clean[i] != '/' {
+			continue
+		}
+		prefix := clean[:i]
+		if n := x.names[prefix]; n != nil && n.kind != kindDir {
+			return ReasonThroughLink, prefix + " is not a directory in this archive"
+		}
+		if other, ok := x.folds[foldKey(prefix)]; ok && other != prefix {
+			return ReasonCollision, "folds to the same name as " + other
+		}
+	}
+	if n := x.names[clean]; n != nil {
+		if n.kind == kindDir && k == kindDir {
+			return "", "" // a directory named twice merges
+		}
+		return ReasonCollision, "duplicate name"
+	}
+	if other, ok := x.folds[foldKey(clean)]; ok && other != clean {
+		return ReasonCollision, "folds to the same name as " + other
+	}
+	return "", ""
+}
+
+func (x *extractor) register(clean string, k kind) {
+	for i := 0; i < len(clean); i++ {
+		if clean[i] == '/' {
+			prefix := clean[:i]
+			if x.names[prefix] == nil {
+				x.names[prefix] = &node{kind: kindDir, implicit: true}
+				x.folds[foldKey(prefix)] = prefix
+			}
+		}
+	}
+	if n := x.names[clean]; n != nil {
+		n.implicit = false
+		return
+	}
+	x.names[clean] = &node{kind: k}
+	x.folds[foldKey(clean)] = clean
+}
+
+// state returns what the destination holds at p, asking t once per path; a
+// path beneath an absent directory is absent without asking.
+func (x *extractor) state(p string) (destState, error) {
+	if s, ok := x.dest[p]; ok {
+		return s, nil
+	}
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		if ps, ok := x.dest[p[:i]]; ok && ps == destAbsent {
+			x.dest[p] = destAbsent
+			return destAbsent, nil
+		}
+	}
+	fi, err := x.t.Lstat(x.ctx, p)
+	var s destState
+	switch {
+	case err == nil && fi.IsDir():
+		s = destDir
+	case err == nil && fi.Mode().IsRegular():
+		s = destFile
+	case err == nil:
+		s = destOther
+	case errors.Is(err, fs.ErrNotExist):
+		s = destAbsent
+	case vfs.CodeOf(err) == vfs.CodeNotDir:
+		s = destAbsent // beneath a file: decided on the parent
+	default:
+		return 0, err
+	}
+	x.dest[p] = s
+	return s, nil
+}
+
+// decideDest looks at what the destination holds on p's way and at p.
+func (x *extractor) decideDest(p *planned) (Reason, string, error) {
+	for i := 0; i < len(p.path); i++ {
+		if p.path[i] != '/' {
+			continue
+		}
+		prefix := p.path[:i]
+		s, err := x.state(prefix)
+		if err != nil {
+			return "", "", err
+		}
+		switch s {
+		case destOther:
+			return ReasonDestLink, prefix + " is a symlink or special file in the destination", nil
+		case destFile:
+			return ReasonExists, prefix + " is a file in the destination", nil
+		case destAbsent:
+			x.hasDir[prefix] = true
+		}
+	}
+	s, err := x.state(p.path)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case s == destAbsent:
+		if p.kind == kindDir {
+			x.hasDir[p.path] = true
+		}
+	case p.kind == kindDir && s == destDir:
+	case p.kind == kindFile && s == destFile && x.opts.Overwrite:
+		p.repl = true
+	default:
+		return ReasonExists, "the destination already has this name", nil
+	}
+	return "", "", nil
+}
+
+// check asks the destination's policy about the call the merge will make.
+func (x *extractor) check(p *planned) (Reason, string, error) {
+	var err error
+	switch p.kind {
+	case kindDir:
+		if !x.hasDir[p.path] {
+			return "", "", nil // exists: nothing to create
+		}
+		err = x.t.Check(x.ctx, policy.OpMkdir, p.path, "", -1)
+	case kindFile:
+		op := policy.OpCreate
+		if p.repl {
+			op = policy.OpWrite
+		}
+		err = x.t.Check(x.ctx, op, p.path, "", p.size)
+	case kindSymlink:
+		err = x.t.Check(x.ctx, policy.OpSymlink, p.path, p.link, -1)
+	case kindHardlink:
+		err = x.t.Check(x.ctx, policy.OpLink, p.link, p.path, -1)
+	}
+	if err == nil {
+		return "", "", nil
+	}
+	if vfs.CodeOf(err) == vfs.CodePermission {
+		detail := err.Error()
+		var ve *vfs.Error
+		if errors.As(err, &ve) && ve.Message() != "" {
+			detail = ve.Message()
+		}
+		return ReasonPolicy, detail, nil
+	}
+	return "", "", err
+}
+
+// checkSymlinks resolves every accepted symlink through the archive's own tree
+// (its directories and the other accepted links), now that all are known, and
+// filters those that would lead outside the destination. A link filtered here
+// makes the links that lead through it fail the next round.
+func (x *extractor) checkSymlinks() error {
+	for changed := true; changed; {
+		changed = false
+		kept := x.plan[:0]
+		for _, p := range x.plan {
+			if p.kind == kindSymlink {
+				if detail := x.resolveInside(p.path, p.link); detail != "" {
+					delete(x.names, p.path)
+					x.res.Filtered = append(x.res.Filtered, Filtered{Name: printable(p.path), Path: p.path, Reason: ReasonLinkTarget, Detail: detail})
+					changed = true
+					continue
+				}
+			}
+			kept = append(kept, p)
+		}
+		x.plan = kept
+	}
+	return nil
+}
+
+// resolveInside follows target from link's directory through the archive's
+// model and reports why it leaves the destination ("" if it stays inside).
+func (x *extractor) resolveInside(link, target string) string {
+	var stack []string
+	if i := strings.LastIndexByte(link, '/'); i >= 0 {
+		stack = strings.Split(link[:i], "/")
+	}
+	hops := 0
+	pending := strings.Split(target, "/")
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) == 0 {
+				return "the target climbs above the destination"
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		stack = append(stack, c)
+		cur := strings.Join(stack, "/")
+		n := x.names[cur]
+		if n == nil || n.kind != kindSymlink {
+			continue
+		}
+		hops++
+		if hops > 40 {
+			return "too many levels of symlinks"
+		}
+		var t string
+		for _, q := range x.plan {
+			if q.path == cur && q.kind == kindSymlink {
+				t = q.link
+				break
+			}
+		}
+		stack = stack[:len(stack)-1]
+		pending = append(strings.Split(t, "/"), pending...)
+	}
+	return ""
+}
+
+// merge writes the plan into the destination.
+func (x *extractor) merge() error {
+	x.res.Merged = true
+	type made struct {
+		path string
+		dir  bool
+	}
+	var created []made
+	rollback := func(cause error) error {
+		ok := true
+		for i := len(created) - 1; i >= 0; i-- {
+			if err := x.t.Remove(context.WithoutCancel(x.ctx), created[i].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				ok = false
+			}
+		}
+		x.res.RolledBack = ok
+		return cause
+	}
+	// Directories, parents first (explicit ones with their mode).
+	dirs := make([]string, 0, len(x.hasDir))
+	for d := range x.hasDir {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	modes := map[string]fs.FileMode{}
+	for _, p := range x.plan {
+		if p.kind == kindDir {
+			modes[p.path] = p.mode
+		}
+	}
+	for _, d := range dirs {
+		m, ok := modes[d]
+		if !ok {
+			m = 0o755
+		}
+		if err := x.t.Mkdir(x.ctx, d, m); err != nil {
+			return rollback(err)
+		}
+		created = append(created, made{d, true})
+	}
+	for _, pass := range []kind{kindFile, kindHardlink, kindSymlink} {
+		for _, p := range x.plan {
+			if p.kind != pass {
+				continue
+			}
+			var err error
+			switch p.kind {
+			case kindFile:
+				err = x.writeFile(p.path, p.mode, p.blob, p.size, p.repl)
+			case kindHardlink:
+				err = x.t.Link(x.ctx, p.link, p.path)
+				if errors.Is(err, errors.ErrUnsupported) {
+					src := x.fileOf(p.link)
+					p.mode, p.size = src.mode, src.size
+					err = x.writeFile(p.path, src.mode, src.blob, src.size, false)
+				}
+			case kindSymlink:
+				err = x.t.Symlink(x.ctx, p.link, p.path)
+			}
+			if err != nil {
+				return rollback(err)
+			}
+			if !p.repl {
+				created = append(created, made{p.path, false})
+			}
+		}
+	}
+	if x.opts.KeepModTimes {
+		for _, p := range x.plan {
+			if p.kind == kindFile && !p.mtime.IsZero() {
+				if err := x.t.Chtimes(x.ctx, p.path, p.mtime, p.mtime); err != nil {
+					return rollback(err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// items lists the plan in Result.Extracted.
+func (x *extractor) items() {
+	for _, p := range x.plan {
+		it := Item{Path: p.path, Size: p.size, Mode: p.mode, Link: p.link}
+		switch p.kind {
+		case kindFile:
+			it.Type = "file"
+			x.res.Bytes += p.size
+		case kindDir:
+			it.Type = "dir"
+		case kindSymlink:
+			it.Type = "symlink"
+		case kindHardlink:
+			it.Type = "hardlink"
+		}
+		if p.kind == kindHardlink {
+			src := x.fileOf(p.link)
+			it.Mode, it.Size = src.mode, src.size
+		}
+		x.res.Extracted = append(x.res.Extracted, it)
+	}
+}
+
+func (x *extractor) fileOf(path string) planned {
+	for _, p := range x.plan {
+		if p.path == path && p.kind == kindFile {
+			return p
+		}
+	}
+	return planned{blob: -1}
+}
+
+func (x *extractor) writeFile(path string, mode fs.FileMode, blob int, size int64, repl bool) error {
+	if blob < 0 {
+		return fmt.Errorf("%w: no data for %s", ErrCorrupt, path)
+	}
+	rc, err := x.stage.open(blob)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return x.t.Create(x.ctx, path, mode, rc, size, repl)
+}
