@@ -1,0 +1,81 @@
+// Package fuseexport serves a capfs Dir to the kernel as a FUSE file system, so
+// programs that expect a real directory (compilers, make, git, editors) work on
+// a capability without a checkout.
+//
+// Mount(mountpoint, d, opts) mounts d; every request the kernel sends becomes a
+// call on d's Backend view (dir.Dir.Backend), which is the same enforcement path
+// as every other Dir call: revocation, read-only attenuation and the host's
+// write lock, the policy (deciding on what the path reaches), hooks, and one
+// audit event. Open files are dir.Handle values, checked at every read and
+// write.
+//
+// # Guarantees
+//
+//   - One request, one Dir call: lookup and getattr are one Lstat, open and
+//     create one OpenFile, read and write one ReadAt or WriteAt on the open
+//     Handle, mkdir, symlink and link the call and an Lstat of the new entry,
+//     unlink and rmdir one Remove, rename one Rename (RENAME_NOREPLACE and
+//     RENAME_EXCHANGE are passed on; RENAME_WHITEOUT is EINVAL), readlink one
+//     Readlink, readdir one Dir.Walk that does not descend, setattr the Chmod,
+//     Chtimes or truncating open it asks for. Nothing is read ahead or copied.
+//   - Errors are mapped from their vfs.Code (see Errno): a path the policy
+//     hides answers ENOENT to lookups, as if absent, and EACCES to changes; a
+//     read-only Dir is mounted read-only, so every change is EROFS, and a write
+//     refused as read_only by a Dir (the host's write lock, a read-only mount
+//     of a Namespace) is EROFS too.
+//   - Confinement: the kernel resolves symlinks itself, so a symlink whose
+//     target would leave the exported Dir (absolute, or climbing above its
+//     root) is never shown: lookups answer ENOENT and listings leave it out,
+//     as a checkout does. Creating one is refused by the Dir (EPERM). FIFOs,
+//     sockets and device nodes are absent too, and mknod of one is EPERM, so
+//     no process blocks on a FIFO or reaches a device through the mount. The
+//     mount is nosuid and nodev.
+//   - Stable inode numbers: an entry's inode number is its backend's object
+//     ID (mixed with the mount's index when Options.Mounts lists the
+//     Namespace's mounts, so two backends cannot share a number), so hard
+//     links share it and it survives a rename and the kernel forgetting the
+//     node. Entries without an ID (git trees, synthetic directories) are
+//     numbered from their path. The server keeps only the nodes the kernel
+//     holds (go-fuse's tree, pruned on FORGET), so memory stays bounded by the
+//     kernel's cache, not by the tree.
+//   - Caching: the kernel may trust names, attributes and absences for
+//     Options' timeouts (one second each by default) and keeps file pages
+//     until the next open (close-to-open consistency: each open drops the
+//     page cache). Server.Invalidate drops what the kernel holds for a path
+//     changed through another route; its notifications are sent from the
+//     server's own goroutine, never the caller's, so it is safe from a hook.
+//   - Permissions: the mount uses default_permissions: the kernel checks mode
+//     bits against the attributes answered (owner Options.UID/GID, by default
+//     the mounting user), so a mode 0000 file is closed to every user but
+//     root, as on disk (go-fuse's rewrite of null permissions is off).
+//   - Stale mounts: Mount refuses a mount point left by a crashed server
+//     (ErrStaleMount); CheckStale finds one and ClearStale detaches it.
+//     Unmount falls back to a lazy detach when files are still open.
+//
+// # Not guaranteed
+//
+//   - Coherence across routes is bounded by the timeouts, unless the host
+//     calls Invalidate: a file changed through another Dir, or on the host,
+//     may show its old attributes or name for up to AttrTimeout or
+//     EntryTimeout, and a process holding a file open (or mmap'ed) keeps the
+//     pages it read. mmap writes reach the Dir when the kernel writes the
+//     pages back, not at once.
+//   - Locks (flock, fcntl) are kept by the kernel for this mount alone: they
+//     exclude processes using the mount from each other, not from another
+//     route to the same files. Extended attributes are not supported
+//     (EOPNOTSUPP), nor is chown (EPERM unless it changes nothing): a
+//     capability carries no ownership. setuid and setgid bits are refused by
+//     the Dir (chmod: EACCES).
+//   - Times: atime and ctime are reported equal to mtime; times cannot be set
+//     on a symlink itself (EOPNOTSUPP).
+//   - Directory entries carry no inode number (d_ino is FUSE's unknown
+//     value); stat's st_ino is the stable one.
+//   - A listing shows the names the Dir's Walk shows (its policy decides each
+//     entry as a listing): a secret matched by a file pattern (".env") keeps
+//     its name unless the policy sets HideSecrets, though looking it up
+//     answers ENOENT.
+//   - unlink and rmdir act on the name: the kernel checks the entry's type
+//     from its cache, so an entry replaced through another route between the
+//     kernel's lookup and the call is removed if the Dir allows it.
+//   - Statfs reports fixed figures: the Dir has no free-space notion.
+package fuseexport

@@ -1,0 +1,521 @@
+package fuseexport
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// node is one inode the kernel holds. It keeps no state of its own beyond the
+// go-fuse Inode (its parents and names, which go-fuse updates on rename and
+// unlink): every request derives the node's path from them and makes one call
+// on the exported Dir's Backend view, so the Dir decides each request on the
+// path as it is now.
+type node struct {
+	gofs.Inode
+	s *Server
+}
+
+var (
+	_ gofs.NodeLookuper   = (*node)(nil)
+	_ gofs.NodeGetattrer  = (*node)(nil)
+	_ gofs.NodeSetattrer  = (*node)(nil)
+	_ gofs.NodeOpener     = (*node)(nil)
+	_ gofs.NodeCreater    = (*node)(nil)
+	_ gofs.NodeReaddirer  = (*node)(nil)
+	_ gofs.NodeMkdirer    = (*node)(nil)
+	_ gofs.NodeMknoder    = (*node)(nil)
+	_ gofs.NodeUnlinker   = (*node)(nil)
+	_ gofs.NodeRmdirer    = (*node)(nil)
+	_ gofs.NodeRenamer    = (*node)(nil)
+	_ gofs.NodeSymlinker  = (*node)(nil)
+	_ gofs.NodeReadlinker = (*node)(nil)
+	_ gofs.NodeLinker     = (*node)(nil)
+	_ gofs.NodeStatfser   = (*node)(nil)
+)
+
+// path returns the node's path relative to the exported Dir, from the names
+// go-fuse keeps. A node that is no longer in the tree (unlinked while open)
+// has none: ENOENT.
+func (n *node) path() (vfs.Path, syscall.Errno) {
+	var elems []string
+	in := n.EmbeddedInode()
+	root := in.Root()
+	for in != root {
+		name, parent := in.Parent()
+		if parent == nil {
+			return vfs.Path{}, syscall.ENOENT
+		}
+		elems = append(elems, name)
+		in = parent
+	}
+	if len(elems) == 0 {
+		return vfs.Path{}, 0
+	}
+	for i, j := 0, len(elems)-1; i < j; i, j = i+1, j-1 {
+		elems[i], elems[j] = elems[j], elems[i]
+	}
+	p, err := vfs.ParseGuest(strings.Join(elems, "/"))
+	if err != nil {
+		return vfs.Path{}, syscall.ENOENT
+	}
+	return p, 0
+}
+
+// child returns the path of name in directory n.
+func (n *node) child(name string) (vfs.Path, syscall.Errno) {
+	p, errno := n.path()
+	if errno != 0 {
+		return p, errno
+	}
+	c, err := p.Child(name)
+	if err != nil {
+		return c, errnoOf(err, opWrite)
+	}
+	return c, 0
+}
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	p, errno := n.child(name)
+	if errno != 0 {
+		if errno == syscall.EINVAL {
+			errno = syscall.ENOENT // a name the Dir cannot hold is absent
+		}
+		return nil, errno
+	}
+	info, err := n.s.b.Lstat(ctx, p)
+	if err != nil {
+		return nil, errnoOf(err, opLookup)
+	}
+	if errno := n.s.admit(ctx, p, info.Mode); errno != 0 {
+		return nil, errno
+	}
+	return n.s.newChild(ctx, n, p, info, out), 0
+}
+
+func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if h, ok := fh.(*handle); ok {
+		info, err := h.f.Stat()
+		if err != nil {
+			return errnoOf(err, opRead)
+		}
+		n.s.fillAttr(n.StableAttr().Ino, info, &out.Attr)
+		return 0
+	}
+	p, errno := n.path()
+	if errno != 0 {
+		return errno
+	}
+	info, err := n.s.b.Lstat(ctx, p)
+	if err != nil {
+		return errnoOf(err, opLookup)
+	}
+	n.s.fillAttr(n.StableAttr().Ino, info, &out.Attr)
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	p, errno := n.path()
+	if errno != 0 && fh == nil {
+		return errno
+	}
+	h, _ := fh.(*handle)
+	if uid, ok := in.GetUID(); ok && uid != n.s.uid {
+		return syscall.EPERM // capabilities carry no ownership
+	}
+	if gid, ok := in.GetGID(); ok && gid != n.s.gid {
+		return syscall.EPERM
+	}
+	if size, ok := in.GetSize(); ok {
+		if size > 1<<62 {
+			return syscall.EFBIG
+		}
+		if h != nil && h.write {
+			if err := h.f.Truncate(int64(size)); err != nil {
+				return errnoOf(err, opWrite)
+			}
+		} else {
+			if errno != 0 {
+				return errno
+			}
+			f, err := n.s.b.OpenFile(ctx, p, os.O_WRONLY, 0)
+			if err != nil {
+				return errnoOf(err, opWrite)
+			}
+			err = f.Truncate(int64(size))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return errnoOf(err, opWrite)
+			}
+		}
+	}
+	_, modeSet := in.GetMode()
+	_, mtimeSet := in.GetMTime()
+	_, atimeSet := in.GetATime()
+	if errno != 0 && (modeSet || mtimeSet || atimeSet) {
+		// Unlinked but open: only the handle's operations remain.
+		return errno
+	}
+	isLink := n.StableAttr().Mode == syscall.S_IFLNK
+	if mode, ok := in.GetMode(); ok {
+		if isLink {
+			return syscall.EOPNOTSUPP
+		}
+		if err := n.s.b.Chmod(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
+			return errnoOf(err, opWrite)
+		}
+	}
+	mtime, mok := in.GetMTime()
+	atime, aok := in.GetATime()
+	if mok || aok {
+		if isLink {
+			// The Dir sets times through a link, never on it.
+			return syscall.EOPNOTSUPP
+		}
+		if !mok {
+			mtime = time.Time{}
+		}
+		if !aok {
+			atime = time.Time{}
+		}
+		if err := n.s.b.Chtimes(ctx, p, atime, mtime); err != nil {
+			return errnoOf(err, opWrite)
+		}
+	}
+	return n.Getattr(ctx, fh, out)
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	p, errno := n.path()
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	f, err := n.s.b.OpenFile(ctx, p, openFlags(flags), 0)
+	if err != nil {
+		return nil, 0, errnoOf(err, kindOfOpen(flags))
+	}
+	return &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}, 0, 0
+}
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	p, errno := n.child(name)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	if mode&syscall.S_IFMT != 0 && mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, nil, 0, syscall.EPERM
+	}
+	flag := openFlags(flags) | os.O_CREATE
+	if flags&syscall.O_EXCL != 0 {
+		flag |= os.O_EXCL
+	}
+	f, err := n.s.b.OpenFile(ctx, p, flag, unixToMode(mode)&^fs.ModeType)
+	if err != nil {
+		return nil, nil, 0, errnoOf(err, opWrite)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, 0, errnoOf(err, opWrite)
+	}
+	info.Name = name
+	ch := n.s.newChild(ctx, n, p, info, out)
+	return ch, &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}, 0, 0
+}
+
+func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	p, errno := n.path()
+	if errno != 0 {
+		return nil, errno
+	}
+	ents, err := n.s.list(ctx, p)
+	if err != nil {
+		return nil, errnoOf(err, opLookup)
+	}
+	return gofs.NewListDirStream(ents), 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	p, errno := n.child(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := n.s.b.Mkdir(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
+		return nil, errnoOf(err, opWrite)
+	}
+	return n.lookupNew(ctx, p, out)
+}
+
+// Mknod creates regular files only: FIFOs, sockets and device nodes are
+// refused (EPERM), as in every capfs tree.
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if mode&syscall.S_IFMT != syscall.S_IFREG && mode&syscall.S_IFMT != 0 {
+		return nil, syscall.EPERM
+	}
+	p, errno := n.child(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	f, err := n.s.b.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, unixToMode(mode)&^fs.ModeType)
+	if err != nil {
+		return nil, errnoOf(err, opWrite)
+	}
+	info, err := f.Stat()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, errnoOf(err, opWrite)
+	}
+	info.Name = name
+	return n.s.newChild(ctx, n, p, info, out), 0
+}
+
+// lookupNew answers a creation with the new entry's attributes.
+func (n *node) lookupNew(ctx context.Context, p vfs.Path, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	info, err := n.s.b.Lstat(ctx, p)
+	if err != nil {
+		return nil, errnoOf(err, opLookup)
+	}
+	return n.s.newChild(ctx, n, p, info, out), 0
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	p, errno := n.child(name)
+	if errno != 0 {
+		return errno
+	}
+	return errnoOf(n.s.b.Remove(ctx, p), opWrite)
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.Unlink(ctx, name)
+}
+
+// Linux renameat2 flags.
+const (
+	renameNoReplace = 1 << 0
+	renameExchange  = 1 << 1
+)
+
+func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	from, errno := n.child(name)
+	if errno != 0 {
+		return errno
+	}
+	np, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	to, errno := np.child(newName)
+	if errno != 0 {
+		return errno
+	}
+	var vf vfs.RenameFlags
+	switch flags {
+	case 0:
+	case renameNoReplace:
+		vf = vfs.RenameNoReplace
+	case renameExchange:
+		vf = vfs.RenameExchange
+	default:
+		return syscall.EINVAL // RENAME_WHITEOUT and combinations
+	}
+	return errnoOf(n.s.b.Rename(ctx, from, to, vf), opWrite)
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	p, errno := n.child(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := n.s.b.Symlink(ctx, target, p); err != nil {
+		return nil, errnoOf(err, opWrite)
+	}
+	return n.lookupNew(ctx, p, out)
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	p, errno := n.path()
+	if errno != 0 {
+		return nil, errno
+	}
+	t, err := n.s.b.Readlink(ctx, p)
+	if err != nil {
+		return nil, errnoOf(err, opLookup)
+	}
+	if _, err := vfs.SymlinkTarget(p, t); err != nil {
+		return nil, syscall.ENOENT // a link leaving the mount is absent
+	}
+	return []byte(t), 0
+}
+
+func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	t, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	oldp, errno := t.path()
+	if errno != 0 {
+		return nil, errno
+	}
+	p, errno := n.child(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := n.s.b.Link(ctx, oldp, p); err != nil {
+		return nil, errnoOf(err, opWrite)
+	}
+	return n.lookupNew(ctx, p, out)
+}
+
+// Statfs answers fixed figures: a Dir has no block device, and the backends
+// behind it report no free space. Names may be 255 bytes long.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	out.Bsize = 4096
+	out.Frsize = 4096
+	out.NameLen = 255
+	out.Blocks = 1 << 40 / 4096
+	out.Bfree = out.Blocks
+	out.Bavail = out.Blocks
+	out.Files = 1 << 32
+	out.Ffree = 1 << 31
+	return 0
+}
+
+// handle is an open file: a vfs.File of the Backend view (a dir.Handle), checked
+// at every call for revocation and, for writes, read-only and the write lock.
+type handle struct {
+	f     vfs.File
+	write bool
+}
+
+var (
+	_ gofs.FileReader   = (*handle)(nil)
+	_ gofs.FileWriter   = (*handle)(nil)
+	_ gofs.FileFsyncer  = (*handle)(nil)
+	_ gofs.FileReleaser = (*handle)(nil)
+	_ gofs.FileFlusher  = (*handle)(nil)
+)
+
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.f.ReadAt(dest, off)
+	if err != nil && err != io.EOF && n == 0 {
+		return nil, errnoOf(err, opRead)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := h.f.WriteAt(data, off)
+	if err != nil && n == 0 {
+		return 0, errnoOf(err, opWrite)
+	}
+	return uint32(n), 0
+}
+
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	return errnoOf(h.f.Sync(), opWrite)
+}
+
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	return errnoOf(h.f.Close(), opRead)
+}
+
+// openFlags keeps the flags a Backend's OpenFile takes from an open(2) request.
+// O_APPEND is not passed on: the kernel computes every append's offset (under
+// the inode lock, from the size it just refreshed) and sends it with the write.
+func openFlags(flags uint32) int {
+	f := int(flags) & syscall.O_ACCMODE
+	if flags&syscall.O_TRUNC != 0 && f != os.O_RDONLY {
+		f |= os.O_TRUNC
+	}
+	return f
+}
+
+func kindOfOpen(flags uint32) opKind {
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		return opRead
+	}
+	return opWrite
+}
+
+// unixToMode converts st_mode bits to an fs.FileMode.
+func unixToMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		mode |= fs.ModeDir
+	case syscall.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case syscall.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case syscall.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		mode |= fs.ModeDevice
+	}
+	if m&syscall.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&syscall.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&syscall.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+// modeToUnix converts an fs.FileMode to st_mode bits.
+func modeToUnix(mode fs.FileMode) uint32 {
+	m := uint32(mode.Perm())
+	switch {
+	case mode.IsDir():
+		m |= syscall.S_IFDIR
+	case mode&fs.ModeSymlink != 0:
+		m |= syscall.S_IFLNK
+	case mode&fs.ModeNamedPipe != 0:
+		m |= syscall.S_IFIFO
+	case mode&fs.ModeSocket != 0:
+		m |= syscall.S_IFSOCK
+	case mode&fs.ModeCharDevice != 0:
+		m |= syscall.S_IFCHR
+	case mode&fs.ModeDevice != 0:
+		m |= syscall.S_IFBLK
+	default:
+		m |= syscall.S_IFREG
+	}
+	if mode&fs.ModeSetuid != 0 {
+		m |= syscall.S_ISUID
+	}
+	if mode&fs.ModeSetgid != 0 {
+		m |= syscall.S_ISGID
+	}
+	if mode&fs.ModeSticky != 0 {
+		m |= syscall.S_ISVTX
+	}
+	return m
+}
+
+// special reports whether mode is a type a capfs export never shows: FIFOs,
+// sockets, devices (a FIFO must never hang a process, nor a device node reach
+// hardware).
+func special(mode fs.FileMode) bool {
+	return mode&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0
+}

@@ -1,0 +1,515 @@
+package fuseexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Options configure a mount. The zero value is usable.
+type Options struct {
+	// Mounts lists the paths, relative to the exported Dir, where a backend with
+	// an identity space of its own begins (the mount points of a vfs.Namespace
+	// beneath the Dir's root, plus "." for the mount serving the root). Inode
+	// numbers of entries under different mounts are kept apart, so two backends
+	// numbering their files alike never make two files one inode. Nil: the
+	// whole Dir is one identity space.
+	Mounts []vfs.Path
+
+	// EntryTimeout, AttrTimeout and NegativeTimeout are how long the kernel may
+	// trust a name, an inode's attributes and an absence without asking again.
+	// Zero means the default (one second each); a negative value means no
+	// caching. Changes made through the mount are seen at once whatever the
+	// timeouts; changes made through another route are seen after the
+	// timeout, or at once when the host calls Server.Invalidate.
+	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
+
+	// UID and GID own every entry (a capability carries no ownership). Zero
+	// means the mounting process's own ids, unless OwnerRoot is set.
+	UID, GID  uint32
+	OwnerRoot bool
+
+	// AllowOther lets users other than the mounting one use the mount (a
+	// sandboxed process running under another uid). It needs root, or
+	// user_allow_other in /etc/fuse.conf.
+	AllowOther bool
+
+	// Name is the file system name shown in /proc/mounts ("capfs" if empty).
+	Name string
+
+	// Debug logs every FUSE request to stderr.
+	Debug bool
+}
+
+// Server is a Dir mounted on a host directory. It is safe for concurrent use.
+type Server struct {
+	d          *dir.Dir
+	b          vfs.Backend
+	opts       Options
+	mounts     []vfs.Path // sorted deepest first
+	root       *node
+	fuse       *fuse.Server
+	mountpoint string
+	uid, gid   uint32
+
+	inval     chan invalidation
+	closeOnce sync.Once
+	done      chan struct{} // closed when the serve loop has ended
+	unmountMu sync.Mutex
+	unmounted bool
+}
+
+type invalidation struct {
+	p    vfs.Path
+	done chan struct{}
+}
+
+// ErrStaleMount is returned by Mount when the mount point is the remains of a
+// FUSE server that died without unmounting ("transport endpoint is not
+// connected"), and by CheckStale. ClearStale removes such a mount.
+var ErrStaleMount = errors.New("stale FUSE mount (its server exited without unmounting)")
+
+// CheckStale reports whether mountpoint is a dead FUSE mount: nil if it is a
+// usable directory (or a live mount), ErrStaleMount if a crashed server left it.
+func CheckStale(mountpoint string) error {
+	var st syscall.Stat_t
+	err := syscall.Stat(mountpoint, &st)
+	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
+		return ErrStaleMount
+	}
+	return nil
+}
+
+// ClearStale detaches a dead FUSE mount left at mountpoint (as `fusermount3 -u
+// -z` would). It does nothing when the mount point is not stale.
+func ClearStale(mountpoint string) error {
+	if CheckStale(mountpoint) == nil {
+		return nil
+	}
+	return detach(mountpoint)
+}
+
+func detach(mountpoint string) error {
+	err := syscall.Unmount(mountpoint, syscall.MNT_DETACH)
+	if err == nil || errors.Is(err, syscall.EINVAL) {
+		return nil // EINVAL: no longer a mount point
+	}
+	if bin, lerr := exec.LookPath("fusermount3"); lerr == nil {
+		if out, cerr := exec.Command(bin, "-u", "-z", mountpoint).CombinedOutput(); cerr != nil {
+			return fmt.Errorf("fuseexport: unmount %s: %v: %s", mountpoint, cerr, out)
+		}
+		return nil
+	}
+	return fmt.Errorf("fuseexport: unmount %s: %w", mountpoint, err)
+}
+
+// Available reports whether this process can mount a FUSE file system: /dev/fuse
+// exists and can be opened, and either the process is root or fusermount3 is
+// installed. The error says what is missing.
+func Available() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("fuseexport: /dev/fuse: %w", err)
+	}
+	f.Close()
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	if _, err := exec.LookPath("fusermount3"); err != nil {
+		if _, err2 := exec.LookPath("fusermount"); err2 != nil {
+			return fmt.Errorf("fuseexport: fusermount3 not installed (apt-get install fuse3)")
+		}
+	}
+	return nil
+}
+
+// Mount serves d on the host directory mountpoint and returns once the kernel
+// has the mount. Every request the kernel sends becomes a call on d (through
+// its Backend view), with d's policy, hooks and audit. A mount point left by a
+// crashed server is ErrStaleMount (clear it with ClearStale first).
+func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
+	if err := CheckStale(mountpoint); err != nil {
+		return nil, fmt.Errorf("fuseexport: %s: %w", mountpoint, err)
+	}
+	s := &Server{
+		d:          d,
+		b:          d.Backend(),
+		opts:       opts,
+		mountpoint: mountpoint,
+		inval:      make(chan invalidation, 1024),
+		done:       make(chan struct{}),
+	}
+	s.uid, s.gid = uint32(os.Getuid()), uint32(os.Getgid())
+	if opts.OwnerRoot {
+		s.uid, s.gid = 0, 0
+	}
+	if opts.UID != 0 {
+		s.uid = opts.UID
+	}
+	if opts.GID != 0 {
+		s.gid = opts.GID
+	}
+	s.mounts = append([]vfs.Path(nil), opts.Mounts...)
+	sort.SliceStable(s.mounts, func(i, j int) bool { return s.mounts[i].Depth() > s.mounts[j].Depth() })
+
+	ctx := context.Background()
+	info, err := s.b.Stat(ctx, vfs.Path{})
+	if err != nil {
+		return nil, fmt.Errorf("fuseexport: the exported Dir: %w", err)
+	}
+	if !info.Mode.IsDir() {
+		return nil, fmt.Errorf("fuseexport: the exported Dir's root is not a directory")
+	}
+	s.root = &node{s: s}
+	rootIno := s.ino(vfs.Path{}, info)
+
+	timeout := func(d time.Duration) *time.Duration {
+		switch {
+		case d == 0:
+			d = time.Second
+		case d < 0:
+			d = 0
+		}
+		return &d
+	}
+	readOnly := d.IsReadOnly()
+	mo := fuse.MountOptions{
+		FsName:             nonEmpty(opts.Name, "capfs"),
+		Name:               "capfs",
+		AllowOther:         opts.AllowOther,
+		Debug:              opts.Debug,
+		DisableXAttrs:      true,
+		DisableReadDirPlus: true,
+		DirectMount:        os.Geteuid() == 0,
+		MaxWrite:           1 << 20,
+		// The kernel checks permission bits against the attributes we answer
+		// (uid, gid, mode), so a mode 0000 file is closed to everyone but root.
+		Options: []string{"default_permissions", "nosuid", "nodev"},
+	}
+	if readOnly {
+		mo.Options = append(mo.Options, "ro")
+	}
+	fopts := &gofs.Options{
+		MountOptions:    mo,
+		EntryTimeout:    timeout(opts.EntryTimeout),
+		AttrTimeout:     timeout(opts.AttrTimeout),
+		NegativeTimeout: timeout(opts.NegativeTimeout),
+		NullPermissions: true, // mode 0000 stays 0000
+		UID:             s.uid,
+		GID:             s.gid,
+		RootStableAttr:  &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: rootIno},
+	}
+	raw := gofs.NewNodeFS(s.root, fopts)
+	srv, err := fuse.NewServer(raw, mountpoint, &fopts.MountOptions)
+	if err != nil {
+		return nil, fmt.Errorf("fuseexport: mount %s: %w", mountpoint, err)
+	}
+	s.fuse = srv
+	go func() {
+		srv.Serve()
+		close(s.done)
+	}()
+	if err := srv.WaitMount(); err != nil {
+		_ = srv.Unmount()
+		return nil, fmt.Errorf("fuseexport: mount %s: %w", mountpoint, err)
+	}
+	go s.invalidator()
+	return s, nil
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Mountpoint returns the host directory the Dir is mounted on.
+func (s *Server) Mountpoint() string { return s.mountpoint }
+
+// Unmount detaches the mount. With files still open in it (or a process's
+// working directory inside it), the kernel refuses; Unmount then detaches it
+// lazily: the mount point is free at once, and the server keeps answering the
+// open files until the last one is closed. Calling it again is a no-op.
+func (s *Server) Unmount() error {
+	s.unmountMu.Lock()
+	defer s.unmountMu.Unlock()
+	if s.unmounted {
+		return nil
+	}
+	err := s.fuse.Unmount()
+	if err != nil {
+		if derr := detach(s.mountpoint); derr != nil {
+			return errors.Join(err, derr)
+		}
+	}
+	s.unmounted = true
+	s.closeOnce.Do(func() { close(s.inval) })
+	return nil
+}
+
+// Wait blocks until the server has stopped serving (after Unmount, or an
+// unmount from outside such as `fusermount3 -u`).
+func (s *Server) Wait() { <-s.done }
+
+// Done is closed when the server has stopped serving.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Invalidate tells the kernel that p (relative to the exported Dir) changed
+// through another route than this mount: the cached name, the attributes and
+// the page cache of p and of every entry the kernel holds beneath it are
+// dropped, so the next access asks the Dir again. The notifications are sent
+// from a goroutine of the server's own, never from the caller's: a kernel
+// notification sent while the kernel waits for an answer from the same server
+// can deadlock, so Invalidate is safe to call from a hook running inside a
+// request. The returned channel is closed once they have been sent; a caller
+// outside any request may wait on it. An invalid path or an unmounted server
+// is a no-op.
+func (s *Server) Invalidate(p string) <-chan struct{} {
+	done := make(chan struct{})
+	vp, err := vfs.ParseGuest(p)
+	if err != nil {
+		close(done)
+		return done
+	}
+	s.unmountMu.Lock()
+	defer s.unmountMu.Unlock()
+	if s.unmounted {
+		close(done)
+		return done
+	}
+	select {
+	case s.inval <- invalidation{p: vp, done: done}:
+	default:
+		// The queue is full: drop this one to the root's invalidation, which
+		// covers it, rather than block the caller.
+		go func() {
+			s.unmountMu.Lock()
+			ok := !s.unmounted
+			s.unmountMu.Unlock()
+			if ok {
+				s.invalidate(vfs.Path{})
+			}
+			close(done)
+		}()
+	}
+	return done
+}
+
+func (s *Server) invalidator() {
+	for iv := range s.inval {
+		s.invalidate(iv.p)
+		close(iv.done)
+	}
+}
+
+// invalidate sends the notifications for p: its entry in its parent, and the
+// attributes and data of every node the kernel holds at or beneath p.
+func (s *Server) invalidate(p vfs.Path) {
+	in := s.root.EmbeddedInode()
+	var parent *gofs.Inode
+	for _, e := range p.Elems() {
+		parent = in
+		in = in.GetChild(e)
+		if in == nil {
+			break
+		}
+	}
+	if parent != nil {
+		parent.NotifyEntry(p.Base())
+	}
+	if in == nil {
+		return
+	}
+	var walk func(n *gofs.Inode, depth int)
+	walk = func(n *gofs.Inode, depth int) {
+		n.NotifyContent(0, 0)
+		if depth > vfs.MaxSymlinks*8 {
+			return
+		}
+		for name, ch := range n.Children() {
+			n.NotifyEntry(name)
+			walk(ch, depth+1)
+		}
+	}
+	walk(in, 0)
+}
+
+// newChild registers the inode for p (found with info) under parent and fills
+// the entry the kernel gets.
+func (s *Server) newChild(ctx context.Context, parent *node, p vfs.Path, info vfs.Info, out *fuse.EntryOut) *gofs.Inode {
+	ino := s.ino(p, info)
+	s.fillAttr(ino, info, &out.Attr)
+	mode := modeToUnix(info.Mode) & syscall.S_IFMT
+	return parent.NewInode(ctx, &node{s: s}, gofs.StableAttr{Mode: mode, Ino: ino})
+}
+
+// fillAttr converts info to the kernel's attributes.
+func (s *Server) fillAttr(ino uint64, info vfs.Info, a *fuse.Attr) {
+	a.Ino = ino
+	size := info.Size
+	if size < 0 {
+		size = 0
+	}
+	a.Size = uint64(size)
+	a.Blocks = (a.Size + 511) / 512
+	a.Blksize = 4096
+	a.Mode = modeToUnix(info.Mode)
+	a.Nlink = 1
+	if info.Nlink > 0 {
+		a.Nlink = uint32(info.Nlink)
+	}
+	t := info.ModTime
+	a.SetTimes(&t, &t, &t)
+	a.Uid, a.Gid = s.uid, s.gid
+}
+
+// admit decides whether an entry found at p is shown at all. FIFOs, sockets
+// and devices are not (they are absent, as in a checkout), nor are symlinks
+// whose target leaves the exported Dir (the kernel would follow them on the
+// host).
+func (s *Server) admit(ctx context.Context, p vfs.Path, mode fs.FileMode) syscall.Errno {
+	if special(mode) {
+		return syscall.ENOENT
+	}
+	if mode&fs.ModeSymlink != 0 {
+		t, err := s.b.Readlink(ctx, p)
+		if err != nil {
+			return errnoOf(err, opLookup)
+		}
+		if _, err := vfs.SymlinkTarget(p, t); err != nil {
+			return syscall.ENOENT
+		}
+	}
+	return 0
+}
+
+// list reads directory p in one Dir.Walk that does not descend: the Dir's
+// policy leaves out the entries a listing must not show (Walk decides each
+// entry as a listing of its own path), as in a checkout. Special files and
+// symlinks leaving the Dir are left out too, as Lookup answers them absent.
+func (s *Server) list(ctx context.Context, p vfs.Path) ([]fuse.DirEntry, error) {
+	var ents []fuse.DirEntry
+	var links []int
+	first := true
+	err := s.d.Walk(ctx, "/"+p.String(), func(name string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if first {
+			first = false
+			if !de.IsDir() {
+				return vfs.NewError(vfs.CodeNotDir, "readdir", p, "")
+			}
+			return nil
+		}
+		t := de.Type()
+		if special(t) {
+			return nil
+		}
+		if t&fs.ModeSymlink != 0 {
+			links = append(links, len(ents))
+		}
+		ents = append(ents, fuse.DirEntry{Name: de.Name(), Mode: modeToUnix(t) & syscall.S_IFMT})
+		if de.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(links) == 0 {
+		return ents, nil
+	}
+	drop := map[int]bool{}
+	for _, i := range links {
+		c, cerr := p.Child(ents[i].Name)
+		if cerr != nil || s.admit(ctx, c, fs.ModeSymlink) != 0 {
+			drop[i] = true
+		}
+	}
+	out := ents[:0]
+	for i, e := range ents {
+		if !drop[i] {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// ino returns the inode number of the entry at p. Within one identity space
+// (a mount) the backend's ID is the inode number, so hard links share it and
+// it survives renames and the kernel forgetting the node; IDs of other mounts
+// are mixed with the mount's index. An entry without an ID (a git tree's
+// entries, a namespace's synthetic directories: neither can be renamed or
+// linked) is numbered from its path.
+func (s *Server) ino(p vfs.Path, info vfs.Info) uint64 {
+	k := uint64(0)
+	for i, m := range s.mounts {
+		if p.HasPrefix(m) {
+			k = uint64(len(s.mounts) - i)
+			break
+		}
+	}
+	var ino uint64
+	switch {
+	case info.ID == 0:
+		h := fnv.New64a()
+		h.Write([]byte{byte(k)})
+		h.Write([]byte(p.String()))
+		ino = mix64(h.Sum64()) | 1<<63
+	case k == 0:
+		ino = info.ID
+	default:
+		ino = mix64(info.ID + k*0x9e3779b97f4a7c15)
+	}
+	if ino <= 1 || ino == ^uint64(0) {
+		ino = mix64(ino + 0x632be59bd9b4e019)
+	}
+	return ino
+}
+
+// mix64 is the splitmix64 finalizer: a bijection on uint64 that spreads nearby
+// numbers apart.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Serve blocks until ctx is done, then unmounts (see Unmount), or until the
+// mount is removed from outside (`fusermount3 -u`). A command serving a mount
+// until SIGINT or SIGTERM passes a context from signal.NotifyContext, so the
+// signal leaves no mount behind.
+func (s *Server) Serve(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return s.Unmount()
+	case <-s.done:
+		s.unmountMu.Lock()
+		if !s.unmounted {
+			s.unmounted = true
+			s.closeOnce.Do(func() { close(s.inval) })
+		}
+		s.unmountMu.Unlock()
+		return nil
+	}
+}
