@@ -1,0 +1,621 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// Entry is the Info.Sys of every entry an FS reports: what it is in the tree.
+type Entry struct {
+	// Kind is "directory", "file", "executable" or "symlink".
+	Kind string
+	// Digest is the blob (file) or Directory message (directory) it names; zero for
+	// a symlink.
+	Digest Digest
+}
+
+// node is one entry of a tree.
+type node struct {
+	typ    fs.FileMode // fs.ModeDir, fs.ModeSymlink or 0
+	d      Digest
+	exec   bool
+	target string
+}
+
+// ents is a decoded Directory as one list sorted by name.
+type ents struct {
+	names []string
+	nodes []node
+}
+
+func (e *ents) lookup(name string) (node, bool) {
+	i := sort.SearchStrings(e.names, name)
+	if i < len(e.names) && e.names[i] == name {
+		return e.nodes[i], true
+	}
+	return node{}, false
+}
+
+func entsOf(d *Directory) *ents {
+	n := len(d.Files) + len(d.Dirs) + len(d.Symlinks)
+	e := &ents{names: make([]string, 0, n), nodes: make([]node, 0, n)}
+	for _, f := range d.Files {
+		e.names = append(e.names, f.Name)
+		e.nodes = append(e.nodes, node{d: f.Digest, exec: f.Executable})
+	}
+	for _, s := range d.Dirs {
+		e.names = append(e.names, s.Name)
+		e.nodes = append(e.nodes, node{typ: fs.ModeDir, d: s.Digest})
+	}
+	for _, l := range d.Symlinks {
+		e.names = append(e.names, l.Name)
+		e.nodes = append(e.nodes, node{typ: fs.ModeSymlink, target: l.Target})
+	}
+	sort.Sort(entSorter{e})
+	return e
+}
+
+type entSorter struct{ e *ents }
+
+func (s entSorter) Len() int           { return len(s.e.names) }
+func (s entSorter) Less(i, j int) bool { return s.e.names[i] < s.e.names[j] }
+func (s entSorter) Swap(i, j int) {
+	s.e.names[i], s.e.names[j] = s.e.names[j], s.e.names[i]
+	s.e.nodes[i], s.e.nodes[j] = s.e.nodes[j], s.e.nodes[i]
+}
+
+// maxDirMessage bounds the size of a Directory message the backend decodes.
+const maxDirMessage = 64 << 20
+
+// dirCache keeps decoded directories by digest, bounded by count.
+type dirCache struct {
+	mu  sync.Mutex
+	m   map[Digest]*ents
+	max int
+}
+
+func (c *dirCache) get(d Digest) (*ents, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[d]
+	return e, ok
+}
+
+func (c *dirCache) put(d Digest, e *ents) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		for k := range c.m { // evict an arbitrary tenth
+			delete(c.m, k)
+			if len(c.m) < c.max*9/10 {
+				break
+			}
+		}
+	}
+	c.m[d] = e
+}
+
+// loadDir reads, verifies and decodes Directory d, through the cache.
+func loadDir(ctx context.Context, st *Store, c *dirCache, d Digest) (*ents, error) {
+	if e, ok := c.get(d); ok {
+		return e, nil
+	}
+	b, err := st.ReadBlob(ctx, d, maxDirMessage)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := DecodeDirectory(b)
+	if err != nil {
+		return nil, err
+	}
+	e := entsOf(dir)
+	c.put(d, e)
+	return e, nil
+}
+
+// FS is one tree of a Store, mounted read-only: a vfs.Backend over a root
+// Directory digest. Nothing is read at Open but the root directory; each
+// directory is read, verified and decoded the first time a path crosses it (and
+// kept in a bounded cache shared with the FS's Subs), each file's blob when it is
+// opened. It is safe for concurrent use.
+//
+// Guarantees:
+//   - Every mutation fails with read_only, as does OpenFile with a write flag.
+//   - Modes: regular files 0644, executables (is_executable) 0755, directories
+//     ModeDir|0755, symlinks ModeSymlink|0777 with the stored target. ModTime is
+//     the time given to Open (zero by default). Info.ID is 0 (content addressing
+//     makes equal files share blobs; they are not hard links); Info.Sys is an
+//     *Entry naming the digest.
+//   - Symlinks are followed by vfs.Resolve beneath the FS's root: absolute or
+//     escaping targets fail with path_outside_sandbox.
+//   - A blob that is missing or fails verification makes the call that needed it
+//     fail with io_error; no call returns bytes that do not match their digest,
+//     except that a file over 4 MiB is streamed and its last read (the one that
+//     reaches the end) is the one that fails.
+//   - Sub pins the subtree's digest.
+type FS struct {
+	st      *Store
+	cache   *dirCache
+	root    node
+	modTime time.Time
+}
+
+var _ vfs.Backend = (*FS)(nil)
+
+// Open mounts the tree whose root Directory is root. The root directory is read
+// and verified now: a missing or corrupt one is an error (io_error, or not_found
+// for a root the store does not hold).
+func (s *Store) Mount(ctx context.Context, root Digest, modTime time.Time) (*FS, error) {
+	f := &FS{st: s, cache: &dirCache{m: map[Digest]*ents{}, max: 8192}, root: node{typ: fs.ModeDir, d: root}, modTime: modTime}
+	if _, err := loadDir(ctx, s, f.cache, root); err != nil {
+		code := vfs.CodeIO
+		if errors.Is(err, ErrMissing) {
+			code = vfs.CodeNotFound
+		}
+		return nil, vfs.NewError(code, "mount", vfs.Root, err.Error())
+	}
+	return f, nil
+}
+
+// Root returns the digest of the FS's root directory.
+func (f *FS) Root() Digest { return f.root.d }
+
+// Store returns the store the FS reads.
+func (f *FS) Store() *Store { return f.st }
+
+// Features reports a read-only backend with symlinks.
+func (f *FS) Features() vfs.Features { return vfs.Features{ReadOnly: true, Symlinks: true, Persistent: true} }
+
+// treeView is the vfs.Tree the shared resolver walks.
+type treeView struct {
+	ctx context.Context
+	f   *FS
+}
+
+func (t treeView) Lookup(dir node, name string) (node, bool, error) {
+	e, err := loadDir(t.ctx, t.f.st, t.f.cache, dir.d)
+	if err != nil {
+		return node{}, false, storeErr(err)
+	}
+	n, ok := e.lookup(name)
+	return n, ok, nil
+}
+
+func (treeView) Type(n node) fs.FileMode { return n.typ }
+
+func (treeView) Target(n node) (string, error) { return n.target, nil }
+
+// storeErr turns a store failure met during resolution into an io_error.
+func storeErr(err error) error {
+	return &vfs.Error{Code: vfs.CodeIO, Op: "read", Err: err}
+}
+
+func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (node, string, error) {
+	if err := ctx.Err(); err != nil {
+		return node{}, "", &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+	}
+	res, err := vfs.Resolve[node](ctx, treeView{ctx, f}, f.root, p, follow, op)
+	if err != nil {
+		return node{}, "", readdress(err, op, p)
+	}
+	if !res.Found {
+		return node{}, "", vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	return res.Node, res.Name, nil
+}
+
+// readdress gives a store error met under the resolver the operation's name and
+// path.
+func readdress(err error, op string, p vfs.Path) error {
+	var ve *vfs.Error
+	if errors.As(err, &ve) && ve.Path == "" {
+		return vfs.NewError(ve.Code, op, p, errMsg(ve))
+	}
+	return err
+}
+
+func errMsg(e *vfs.Error) string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Message()
+}
+
+func ioErr(op string, p vfs.Path, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+	}
+	return vfs.NewError(vfs.CodeIO, op, p, err.Error())
+}
+
+func (f *FS) info(n node, name string) vfs.Info {
+	if name == "" {
+		name = "."
+	}
+	i := vfs.Info{Name: name, ModTime: f.modTime, Nlink: 1}
+	switch n.typ {
+	case fs.ModeDir:
+		i.Mode = fs.ModeDir | 0o755
+		i.Sys = &Entry{Kind: "directory", Digest: n.d}
+	case fs.ModeSymlink:
+		i.Mode = fs.ModeSymlink | 0o777
+		i.Size = int64(len(n.target))
+		i.Sys = &Entry{Kind: "symlink"}
+	default:
+		i.Size = n.d.Size
+		if n.exec {
+			i.Mode = 0o755
+			i.Sys = &Entry{Kind: "executable", Digest: n.d}
+		} else {
+			i.Mode = 0o644
+			i.Sys = &Entry{Kind: "file", Digest: n.d}
+		}
+	}
+	return i
+}
+
+// Stat returns information on p, following a final symlink.
+func (f *FS) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	n, name, err := f.resolve(ctx, p, true, "stat")
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	return f.info(n, name), nil
+}
+
+// Lstat returns information on p without following a final symlink.
+func (f *FS) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	n, name, err := f.resolve(ctx, p, false, "lstat")
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	return f.info(n, name), nil
+}
+
+// ReadDir lists directory p sorted by name.
+func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	n, _, err := f.resolve(ctx, p, true, "readdir")
+	if err != nil {
+		return nil, err
+	}
+	if n.typ != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, "readdir", p, "")
+	}
+	e, err := loadDir(ctx, f.st, f.cache, n.d)
+	if err != nil {
+		return nil, ioErr("readdir", p, err)
+	}
+	out := make([]vfs.DirEntry, len(e.names))
+	for i, name := range e.names {
+		out[i] = vfs.DirEntry{Name: name, Type: e.nodes[i].typ}
+	}
+	return out, nil
+}
+
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+
+// OpenFile opens p for reading; any write flag fails with read_only. A directory
+// opens, but reading it fails with is_a_directory. A blob up to 4 MiB is read and
+// verified whole at open; a larger one is streamed (see FS).
+func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	if flag&writeFlags != 0 {
+		return nil, denied("open", p)
+	}
+	n, name, err := f.resolve(ctx, p, true, "open")
+	if err != nil {
+		return nil, err
+	}
+	h := &file{path: p, info: f.info(n, name), st: f.st, d: n.d}
+	if n.typ == fs.ModeDir {
+		return h, nil
+	}
+	if n.d.Size <= smallBlob {
+		data, err := f.st.ReadBlob(ctx, n.d, smallBlob)
+		if err != nil {
+			return nil, ioErr("open", p, err)
+		}
+		h.data = data
+	} else {
+		h.streamed = true
+	}
+	return h, nil
+}
+
+// Readlink returns the target text of symlink p; invalid_path if p is not one.
+func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	n, _, err := f.resolve(ctx, p, false, "readlink")
+	if err != nil {
+		return "", err
+	}
+	if n.typ != fs.ModeSymlink {
+		return "", vfs.NewError(vfs.CodeInvalidPath, "readlink", p, "not a symlink")
+	}
+	return n.target, nil
+}
+
+// Sub returns an FS rooted at directory p, pinned to its digest.
+func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	n, _, err := f.resolve(ctx, p, true, "sub")
+	if err != nil {
+		return nil, err
+	}
+	if n.typ != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, "sub", p, "")
+	}
+	return &FS{st: f.st, cache: f.cache, root: n, modTime: f.modTime}, nil
+}
+
+// Resolve returns the canonical location of p (see vfs.Backend.Resolve). A tree
+// is immutable, so the location stays true.
+func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	const op = "resolve"
+	if err := ctx.Err(); err != nil {
+		return vfs.Location{}, &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+	}
+	_, loc, err := vfs.ResolveLocation[node](ctx, treeView{ctx, f}, f.root, p, follow, op)
+	if err != nil {
+		return vfs.Location{}, readdress(err, op, p)
+	}
+	return loc, nil
+}
+
+func denied(op string, p vfs.Path) error {
+	return vfs.NewError(vfs.CodeReadOnly, op, p, "content-addressed tree is read-only")
+}
+
+// Mkdir fails with read_only.
+func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	return denied("mkdir", p)
+}
+
+// Remove fails with read_only.
+func (f *FS) Remove(ctx context.Context, p vfs.Path) error { return denied("remove", p) }
+
+// Rename fails with read_only.
+func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	e := vfs.NewError(vfs.CodeReadOnly, "rename", from, "content-addressed tree is read-only")
+	e.Dest = to.String()
+	return e
+}
+
+// Symlink fails with read_only.
+func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	return denied("symlink", p)
+}
+
+// Link fails with read_only.
+func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	e := vfs.NewError(vfs.CodeReadOnly, "link", oldp, "content-addressed tree is read-only")
+	e.Dest = newp.String()
+	return e
+}
+
+// Chmod fails with read_only.
+func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	return denied("chmod", p)
+}
+
+// Chtimes fails with read_only.
+func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	return denied("chtimes", p)
+}
+
+// file is an open file or directory of an FS.
+type file struct {
+	path vfs.Path
+	info vfs.Info
+	st   *Store
+	d    Digest
+	data []byte // a small blob, verified
+
+	streamed bool
+	mu       sync.Mutex
+	off      int64
+	closed   bool
+	rc       io.ReadCloser // a streamed blob's reader, at position pos
+	pos      int64
+}
+
+var _ vfs.TypedFile = (*file)(nil)
+
+func (h *file) fail(code vfs.Code, op string) error { return vfs.NewError(code, op, h.path, "") }
+
+func (h *file) readable(op string) error {
+	if h.closed {
+		return h.fail(vfs.CodeClosed, op)
+	}
+	if h.info.Mode.IsDir() {
+		return h.fail(vfs.CodeIsDir, op)
+	}
+	return nil
+}
+
+func (h *file) size() int64 { return h.info.Size }
+
+// readAt reads at off under h.mu.
+func (h *file) readAt(b []byte, off int64) (int, error) {
+	size := h.size()
+	if off >= size {
+		if len(b) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	if !h.streamed {
+		n := copy(b, h.data[off:])
+		if n < len(b) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+	// Streamed: sequential from the blob's start; a read behind the stream
+	// reopens it.
+	if h.rc == nil || off < h.pos {
+		if h.rc != nil {
+			h.rc.Close()
+		}
+		rc, err := h.st.OpenBlob(context.Background(), h.d)
+		if err != nil {
+			h.rc = nil
+			return 0, ioErr("read", h.path, err)
+		}
+		h.rc, h.pos = rc, 0
+	}
+	if off > h.pos {
+		n, err := io.CopyN(io.Discard, h.rc, off-h.pos)
+		h.pos += n
+		if err != nil {
+			return 0, h.streamErr(err)
+		}
+	}
+	want := b
+	if rem := size - off; int64(len(want)) > rem {
+		want = want[:rem]
+	}
+	n, err := io.ReadFull(h.rc, want)
+	h.pos += int64(n)
+	if err != nil {
+		return n, h.streamErr(err)
+	}
+	if h.pos == size {
+		// Read to the end of the verified stream: this is where a mismatch shows.
+		var one [1]byte
+		if _, err := h.rc.Read(one[:]); err != io.EOF {
+			if err == nil {
+				err = &CorruptError{h.d, "holds more bytes than its size"}
+			}
+			return 0, ioErr("read", h.path, err)
+		}
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (h *file) streamErr(err error) error {
+	h.rc.Close()
+	h.rc = nil
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = &CorruptError{h.d, "shorter than its size"}
+	}
+	return ioErr("read", h.path, err)
+}
+
+// Read reads from the current offset.
+func (h *file) Read(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.readable("read"); err != nil {
+		return 0, err
+	}
+	n, err := h.readAt(b, h.off)
+	h.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// ReadAt reads at off without moving the offset; a short read returns io.EOF.
+func (h *file) ReadAt(b []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.readable("read"); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, h.fail(vfs.CodeInvalidPath, "read")
+	}
+	return h.readAt(b, off)
+}
+
+// Seek sets the offset; a negative result fails with invalid_path.
+func (h *file) Seek(offset int64, whence int) (int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return 0, h.fail(vfs.CodeClosed, "seek")
+	}
+	var base int64
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		base = h.off
+	case io.SeekEnd:
+		base = h.size()
+	default:
+		return 0, h.fail(vfs.CodeInvalidPath, "seek")
+	}
+	n := base + offset
+	if n < 0 || (offset > 0 && n < base) {
+		return 0, h.fail(vfs.CodeInvalidPath, "seek")
+	}
+	h.off = n
+	return n, nil
+}
+
+// Write fails with read_only.
+func (h *file) Write([]byte) (int, error) { return 0, h.writeErr("write") }
+
+// WriteAt fails with read_only.
+func (h *file) WriteAt([]byte, int64) (int, error) { return 0, h.writeErr("write") }
+
+// Truncate fails with read_only.
+func (h *file) Truncate(int64) error { return h.writeErr("truncate") }
+
+func (h *file) writeErr(op string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return h.fail(vfs.CodeClosed, op)
+	}
+	return vfs.NewError(vfs.CodeReadOnly, op, h.path, "content-addressed tree is read-only")
+}
+
+// Stat returns the information the file was opened with.
+func (h *file) Stat() (vfs.Info, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return vfs.Info{}, h.fail(vfs.CodeClosed, "stat")
+	}
+	return h.info, nil
+}
+
+// Sync does nothing: the tree is immutable.
+func (h *file) Sync() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return h.fail(vfs.CodeClosed, "sync")
+	}
+	return nil
+}
+
+// Close releases the content; later calls fail with closed.
+func (h *file) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return h.fail(vfs.CodeClosed, "close")
+	}
+	h.closed = true
+	h.data = nil
+	if h.rc != nil {
+		h.rc.Close()
+		h.rc = nil
+	}
+	return nil
+}
+
+// Type returns fs.ModeDir for a directory and 0 for a file.
+func (h *file) Type() fs.FileMode { return h.info.Mode.Type() }

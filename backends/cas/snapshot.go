@@ -1,0 +1,369 @@
+package cas
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+)
+
+// SnapshotOptions tune a snapshot.
+type SnapshotOptions struct {
+	// StatCache names the stat cache to consult and update (any string: the
+	// store keys its cache file by the string's hash). With it, a file whose
+	// status matches the cache's record is not read again: its digest is taken
+	// from the record. Empty means no cache.
+	StatCache string
+	// Workers is how many files are read and stored at once; 0 means
+	// 2×GOMAXPROCS, at least 4.
+	Workers int
+	// Skipped, when set, is told of each entry a Directory cannot hold (a FIFO,
+	// socket or device), which the snapshot leaves out.
+	Skipped func(path string, mode fs.FileMode)
+}
+
+// Snapshot stores the tree d shows (files, directories, symlinks, as d's policy
+// lets d see them) and returns its root digest. Files are read and stored in
+// parallel, each read once (hashed and compressed from one read). Symlinks are
+// recorded, never followed; the executable bit is the owner-execute bit; entries
+// a Directory cannot hold are left out (see SnapshotOptions.Skipped).
+//
+// With a stat cache, a file whose size, permission bits and modification time
+// match the cache's record is not opened; a Dir reveals no inode or change time,
+// so (like git on file systems without them) a file changed within the same
+// modification time and size is missed. Records younger than a second before the
+// snapshot began are not trusted next time (git's "racily clean" rule). For a
+// host directory, SnapshotHost also compares device, inode and change time.
+//
+// The snapshot holds the store's ingest lock, so a garbage collection waits for
+// it, and pins its root for the grace period, so a collection that starts after
+// it ends keeps the tree until it is named (SaveRoot) or the grace period ends.
+func (s *Store) Snapshot(ctx context.Context, d *dir.Dir, opts SnapshotOptions) (Digest, error) {
+	return s.SnapshotBackend(ctx, d.Backend(), opts)
+}
+
+// SnapshotBackend is Snapshot over a vfs.Backend.
+func (s *Store) SnapshotBackend(ctx context.Context, b vfs.Backend, opts SnapshotOptions) (Digest, error) {
+	return s.snapshot(ctx, backendSource{b}, opts)
+}
+
+// snapEntry is what a source reports of one directory entry (lstat, no follow).
+type snapEntry struct {
+	name  string
+	mode  fs.FileMode
+	size  int64
+	mtime int64 // ns
+	// Host sources only; zero otherwise.
+	dev, ino uint64
+	ctime    int64
+}
+
+// source is a tree being snapshotted: a vfs.Backend, or a host directory.
+type source interface {
+	list(ctx context.Context, rel string) ([]snapEntry, error)
+	open(ctx context.Context, rel string) (io.ReadCloser, error)
+	readlink(ctx context.Context, rel string) (string, error)
+}
+
+type backendSource struct{ b vfs.Backend }
+
+func parseRel(rel string) (vfs.Path, error) {
+	if rel == "" {
+		return vfs.Root, nil
+	}
+	return vfs.ParseGuest(rel)
+}
+
+func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, error) {
+	p, err := parseRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := s.b.ReadDir(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]snapEntry, 0, len(ents))
+	for _, e := range ents {
+		cp, err := p.Child(e.Name)
+		if err != nil {
+			return nil, err
+		}
+		info, err := s.b.Lstat(ctx, cp)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, snapEntry{name: e.Name, mode: info.Mode, size: info.Size, mtime: info.ModTime.UnixNano()})
+	}
+	return out, nil
+}
+
+func (s backendSource) open(ctx context.Context, rel string) (io.ReadCloser, error) {
+	p, err := parseRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.OpenFile(ctx, p, os.O_RDONLY, 0)
+}
+
+func (s backendSource) readlink(ctx context.Context, rel string) (string, error) {
+	p, err := parseRel(rel)
+	if err != nil {
+		return "", err
+	}
+	return s.b.Readlink(ctx, p)
+}
+
+// statRecord is one stat cache entry.
+type statRecord struct {
+	Size, Mtime, Ctime int64
+	Dev, Ino           uint64
+	Exec               bool
+	Hash               [sha256.Size]byte
+}
+
+// statCache is a snapshot's view of its stat cache file.
+type statCache struct {
+	path string
+	old  map[string]statRecord
+	mu   sync.Mutex
+	new  map[string]statRecord
+}
+
+func (s *Store) loadStatCache(name string) *statCache {
+	if name == "" {
+		return nil
+	}
+	h := sha256.Sum256([]byte(name))
+	c := &statCache{path: filepath.Join(s.dir, "statcache", hex.EncodeToString(h[:16])), old: map[string]statRecord{}, new: map[string]statRecord{}}
+	if f, err := os.Open(c.path); err == nil {
+		var m map[string]statRecord
+		if gob.NewDecoder(f).Decode(&m) == nil {
+			c.old = m
+		}
+		f.Close()
+	}
+	return c
+}
+
+func (c *statCache) save() error {
+	f, err := os.CreateTemp(filepath.Dir(c.path), "sc-")
+	if err != nil {
+		return err
+	}
+	err = gob.NewEncoder(f).Encode(c.new)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), c.path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// snapDir is one directory of a snapshot in progress.
+type snapDir struct {
+	rel     string
+	files   []FileNode
+	dirs    []*snapDir
+	dirName []string
+	links   []SymlinkNode
+}
+
+type fileJob struct {
+	rel  string
+	e    snapEntry
+	slot *FileNode
+}
+
+func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) (Digest, error) {
+	defer s.ingest()()
+	start := time.Now()
+	cache := s.loadStatCache(opts.StatCache)
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan fileJob, 256)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				d, err := s.storeFile(ctx, src, j.rel)
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				j.slot.Digest = d
+				cache.record(j.rel, j.e, d, start)
+			}
+		})
+	}
+	root := &snapDir{}
+	werr := s.walk(ctx, src, root, jobs, cache, opts, start)
+	close(jobs)
+	wg.Wait()
+	if werr == nil {
+		werr = context.Cause(ctx)
+	}
+	if werr != nil {
+		return Digest{}, werr
+	}
+	d, err := s.storeDirs(ctx, root)
+	if err != nil {
+		return Digest{}, err
+	}
+	if cache != nil {
+		if err := cache.save(); err != nil {
+			return Digest{}, fmt.Errorf("cas: save stat cache: %w", err)
+		}
+	}
+	if err := s.pin(d); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
+
+func (c *statCache) record(rel string, e snapEntry, d Digest, start time.Time) {
+	if c == nil {
+		return
+	}
+	// A file modified within a second of the snapshot's start could change again
+	// without its mtime moving: do not trust it next time.
+	limit := start.Add(-time.Second).UnixNano()
+	if e.mtime >= limit || e.ctime >= limit {
+		return
+	}
+	c.mu.Lock()
+	c.new[rel] = statRecord{Size: e.size, Mtime: e.mtime, Ctime: e.ctime, Dev: e.dev, Ino: e.ino, Exec: e.mode&0o100 != 0, Hash: d.Hash}
+	c.mu.Unlock()
+}
+
+func (c *statCache) lookup(rel string, e snapEntry) (Digest, bool) {
+	if c == nil {
+		return Digest{}, false
+	}
+	r, ok := c.old[rel]
+	if !ok || r.Size != e.size || r.Mtime != e.mtime || r.Ctime != e.ctime || r.Dev != e.dev || r.Ino != e.ino || r.Exec != (e.mode&0o100 != 0) {
+		return Digest{}, false
+	}
+	return Digest{Hash: r.Hash, Size: r.Size}, true
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// walk lists sd and its subtree, queueing every file whose digest the cache does
+// not give.
+func (s *Store) walk(ctx context.Context, src source, sd *snapDir, jobs chan<- fileJob, cache *statCache, opts SnapshotOptions, start time.Time) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	ents, err := src.list(ctx, sd.rel)
+	if err != nil {
+		return err
+	}
+	nfiles := 0
+	for _, e := range ents {
+		if e.mode.IsRegular() {
+			nfiles++
+		}
+	}
+	sd.files = make([]FileNode, 0, nfiles) // slots must not move once queued
+	for _, e := range ents {
+		rel := join(sd.rel, e.name)
+		switch {
+		case e.mode.IsRegular():
+			sd.files = append(sd.files, FileNode{Name: e.name, Executable: e.mode&0o100 != 0})
+			slot := &sd.files[len(sd.files)-1]
+			if d, ok := cache.lookup(rel, e); ok {
+				slot.Digest = d
+				cache.keep(rel, e, d)
+				continue
+			}
+			select {
+			case jobs <- fileJob{rel: rel, e: e, slot: slot}:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		case e.mode.IsDir():
+			sub := &snapDir{rel: rel}
+			sd.dirs = append(sd.dirs, sub)
+			sd.dirName = append(sd.dirName, e.name)
+			if err := s.walk(ctx, src, sub, jobs, cache, opts, start); err != nil {
+				return err
+			}
+		case e.mode&fs.ModeSymlink != 0:
+			t, err := src.readlink(ctx, rel)
+			if err != nil {
+				return err
+			}
+			sd.links = append(sd.links, SymlinkNode{Name: e.name, Target: t})
+		default:
+			if opts.Skipped != nil {
+				opts.Skipped(rel, e.mode)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *statCache) keep(rel string, e snapEntry, d Digest) {
+	c.mu.Lock()
+	c.new[rel] = c.old[rel]
+	c.mu.Unlock()
+}
+
+// storeFile reads one file of src and stores it.
+func (s *Store) storeFile(ctx context.Context, src source, rel string) (Digest, error) {
+	r, err := src.open(ctx, rel)
+	if err != nil {
+		return Digest{}, err
+	}
+	defer r.Close()
+	return s.put(ctx, r, nil)
+}
+
+// storeDirs encodes and stores sd's subtree bottom-up and returns sd's digest.
+func (s *Store) storeDirs(ctx context.Context, sd *snapDir) (Digest, error) {
+	d := Directory{Files: sd.files, Symlinks: sd.links}
+	for i, sub := range sd.dirs {
+		dg, err := s.storeDirs(ctx, sub)
+		if err != nil {
+			return Digest{}, err
+		}
+		d.Dirs = append(d.Dirs, DirNode{Name: sd.dirName[i], Digest: dg})
+	}
+	b, err := d.Encode()
+	if err != nil {
+		return Digest{}, err
+	}
+	return s.putBytes(DigestOf(b), b)
+}
