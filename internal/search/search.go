@@ -1,0 +1,891 @@
+// Package search is the content-search engine behind the MCP grep tool and
+// `capfs grep`: a parallel, ordered walk over a *dir.Dir that reads each file
+// once into a reused buffer and finds matching lines with literal fast paths.
+//
+// Every file access is a call on the Dir given to Search, so it is confined,
+// policed and audited like any guest call: the engine holds no other handle.
+//
+// # Guarantees
+//
+//   - Results are deterministic: files are reported in walk order (depth
+//     first, entries of a directory sorted by name, as dir.Dir.ReadDir returns
+//     them), whatever the parallelism, and so is the cut at Options.Limit.
+//   - Lines are matched one at a time, as grep and rg match them: a line is
+//     the text between two \n (a \r before the \n is not part of it), so ^ and
+//     $ mean its start and end and no match spans two lines.
+//   - A file is never silently passed over: a file larger than
+//     Options.MaxFileSize, one the policy refuses and one that cannot be read
+//     is listed in Summary.Skipped with the reason; binary files (a NUL byte in
+//     the first 8000 bytes, as grep and rg decide) are counted in
+//     Summary.Binary. Directories that cannot be listed are listed in Skipped.
+//   - By default .git directories and the entries .gitignore files exclude are
+//     not searched (like rg); Options.NoIgnore searches them. An explicitly
+//     named root is always searched.
+//   - Once Options.Limit results are reached, the walk and the workers stop
+//     (no more files are opened) and Summary.Truncated is set.
+//   - Revocation and cancellation end the search with their error; no
+//     goroutine of a search outlives the Search call.
+//
+// # Not guaranteed
+//
+//   - Symbolic links met during the walk are not followed (as with rg and
+//     grep -r); a root that is a symlink is.
+//   - .gitignore files are read from the search root down; those above the
+//     root, .git/info/exclude, the global excludes file and .ignore/.rgignore
+//     are not consulted, and they apply whether or not the tree is a git
+//     work tree (rg requires one).
+//   - A file that changes while it is read is searched as it was read.
+//   - Case-insensitive matching follows Go's regexp (?i), i.e. Unicode simple
+//     case folding.
+package search
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"regexp/syntax"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Mode says what Search reports for each file.
+type Mode int
+
+const (
+	// FilesWithMatches reports each file with a match, once (grep -l); the file
+	// is read only up to its first match.
+	FilesWithMatches Mode = iota
+	// Content reports the matching lines, with context lines (grep -n).
+	Content
+	// Count reports each file with a match and its number of matching lines
+	// (grep -c, without the zero counts).
+	Count
+)
+
+// CodeInvalidArgument is the code of the errors Search returns for bad
+// options (a malformed pattern or glob, negative context): an argument error,
+// never a path error. It is not a vfs code: no Dir call returns it.
+const CodeInvalidArgument vfs.Code = "invalid_argument"
+
+// DefaultMaxFileSize is Options.MaxFileSize when it is zero.
+const DefaultMaxFileSize = 64 << 20
+
+// binarySniff is how much of a file is looked at for a NUL byte.
+const binarySniff = 8000
+
+// Options configure one search. Pattern is required.
+type Options struct {
+	// Pattern is a regular expression in Go's RE2 syntax, or a literal string
+	// when Fixed is set. A pattern that is a plain literal is searched as one
+	// either way.
+	Pattern string
+	Fixed   bool
+	// IgnoreCase matches without regard to case ((?i)).
+	IgnoreCase bool
+	// Mode is what is reported (FilesWithMatches by default).
+	Mode Mode
+	// Before and After are the context lines shown around each match in
+	// Content mode (grep -B/-A).
+	Before, After int
+	// Include, if not empty, restricts the search to files matching one of
+	// these doublestar globs: a pattern without "/" is matched against the file
+	// name, one with "/" against the path from the search root.
+	Include []string
+	// Exclude skips files and directories (and all beneath them) matching one
+	// of these globs, against the name and against the path from the root.
+	Exclude []string
+	// NoIgnore searches .git directories and what .gitignore files exclude.
+	NoIgnore bool
+	// MaxFileSize: larger files are not read and are reported in
+	// Summary.Skipped as SkipTooLarge (DefaultMaxFileSize when zero).
+	MaxFileSize int64
+	// Limit, when positive, stops the search after Limit results: files in
+	// FilesWithMatches and Count mode, matching lines in Content mode (the file
+	// that reaches it is cut after that line).
+	Limit int
+	// Workers is how many files are searched at once (GOMAXPROCS when zero).
+	Workers int
+}
+
+// Line is one line of a Content result.
+type Line struct {
+	Num   int    // 1-based line number
+	Text  []byte // the line, without its \n or \r\n; a copy owned by the caller
+	Match bool   // false for a context line
+}
+
+// File is one file with at least one match.
+type File struct {
+	Path  string // the path as the Dir names it: the root joined with the names walked ("src/a.go")
+	Count int    // matching lines found (1 in FilesWithMatches mode: the search stops at the first)
+	// Lines are the matching and context lines in Content mode, in order; two
+	// consecutive entries whose numbers are not consecutive start a new group
+	// (where grep prints "--").
+	Lines []Line
+}
+
+// SkipReason says why a file or directory was not searched.
+type SkipReason string
+
+// The reasons of a Skip.
+const (
+	SkipTooLarge   SkipReason = "too_large"  // larger than Options.MaxFileSize
+	SkipDenied     SkipReason = "denied"     // the policy refused it (fs_permission_denied)
+	SkipUnreadable SkipReason = "unreadable" // another error (the error is in Skip.Err)
+)
+
+// Skip is one entry that was not searched.
+type Skip struct {
+	Path   string
+	Reason SkipReason
+	Size   int64 // the size of a too-large file
+	Err    error // the error, for SkipDenied and SkipUnreadable
+}
+
+// Summary is what a search did besides the files it reported.
+type Summary struct {
+	Searched  int    // files read and searched
+	Matched   int    // files reported
+	Binary    int    // binary files not searched
+	Skipped   []Skip // entries not searched, in walk order
+	Truncated bool   // the search stopped at Options.Limit
+}
+
+// Search searches the files beneath root (a file or a directory of d; "" is
+// ".") and calls emit with each file that matches, in walk order, from the
+// calling goroutine. An error from emit stops the search and is returned.
+// It fails with the error of the root's Stat, with an invalid_argument
+// *vfs.Error for a bad pattern or glob, and with revoked or the context's
+// error if the search is stopped by them.
+func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit func(*File) error) (Summary, error) {
+	var sum Summary
+	m, err := compile(opts)
+	if err != nil {
+		return sum, err
+	}
+	for _, g := range append(append([]string(nil), opts.Include...), opts.Exclude...) {
+		if !doublestar.ValidatePattern(g) {
+			return sum, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: fmt.Errorf("malformed glob %q", g)}
+		}
+	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Before < 0 || opts.After < 0 {
+		return sum, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: errors.New("context lines must not be negative")}
+	}
+	if root == "" {
+		root = "."
+	}
+	info, err := d.Stat(ctx, root)
+	if err != nil {
+		return sum, err
+	}
+	root = cleanRoot(root)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &searcher{d: d, opts: opts, m: m, root: root,
+		order: make(chan *slot, 1024), work: make(chan *slot, 256), sem: make(chan struct{}, 8)}
+	var wg sync.WaitGroup
+	for range opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{s: s}
+			for sl := range s.work {
+				if ctx.Err() == nil {
+					w.search(ctx, sl)
+				}
+				close(sl.done)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(s.order)
+		defer close(s.work)
+		if !info.IsDir() {
+			s.file(ctx, root)
+			return
+		}
+		s.walk(ctx, root, nil, s.prefetch(ctx, root))
+	}()
+	defer wg.Wait()
+
+	results := 0
+	for sl := range s.order {
+		<-sl.done
+		if sl.fatal != nil {
+			return sum, sl.fatal
+		}
+		if sl.skip != nil {
+			sum.Skipped = append(sum.Skipped, *sl.skip)
+			continue
+		}
+		if sl.binary {
+			sum.Binary++
+			continue
+		}
+		if !sl.searched {
+			continue
+		}
+		sum.Searched++
+		if sl.file == nil {
+			continue
+		}
+		f := sl.file
+		if opts.Limit > 0 {
+			if opts.Mode == Content {
+				if left := opts.Limit - results; f.Count > left {
+					cutAt(f, left)
+				}
+				results += f.Count
+			} else {
+				results++
+			}
+		}
+		sum.Matched++
+		if err := emit(f); err != nil {
+			return sum, err
+		}
+		if opts.Limit > 0 && results >= opts.Limit {
+			sum.Truncated = true
+			cancel()
+			break
+		}
+	}
+	if sum.Truncated {
+		return sum, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// cutAt keeps the lines of f up to its n-th matching line.
+func cutAt(f *File, n int) {
+	seen := 0
+	for i, l := range f.Lines {
+		if l.Match {
+			seen++
+			if seen == n {
+				f.Lines = f.Lines[:i+1]
+				break
+			}
+		}
+	}
+	f.Count = n
+}
+
+func cleanRoot(p string) string {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func join(dirPath, name string) string {
+	if dirPath == "." {
+		return name
+	}
+	return dirPath + "/" + name
+}
+
+// slot is one entry of the ordered output: a file to search, or a skip found
+// by the walk. done is closed once it is final.
+type slot struct {
+	path     string
+	done     chan struct{}
+	searched bool
+	binary   bool
+	file     *File
+	skip     *Skip
+	fatal    error
+}
+
+type searcher struct {
+	d     *dir.Dir
+	opts  Options
+	m     *matcher
+	root  string
+	order chan *slot    // every slot, in walk order
+	work  chan *slot    // the slots to search
+	sem   chan struct{} // bounds concurrent directory reads ahead of the walk
+}
+
+// listing is a directory's entries, read ahead of the walk when possible.
+type listing struct {
+	done chan struct{}
+	ents []fs.DirEntry
+	err  error
+}
+
+// prefetch starts reading directory p's entries in the background if a slot
+// is free, else returns a listing read when it is waited for.
+func (s *searcher) prefetch(ctx context.Context, p string) *listing {
+	l := &listing{}
+	select {
+	case s.sem <- struct{}{}:
+		l.done = make(chan struct{})
+		go func() {
+			defer func() { <-s.sem }()
+			defer close(l.done)
+			l.ents, l.err = s.d.ReadDir(ctx, p)
+		}()
+	default:
+	}
+	return l
+}
+
+func (l *listing) wait(ctx context.Context, s *searcher, p string) ([]fs.DirEntry, error) {
+	if l.done == nil {
+		return s.d.ReadDir(ctx, p)
+	}
+	<-l.done
+	return l.ents, l.err
+}
+
+// put queues a slot in order (and for searching if work); false if the search
+// is over.
+func (s *searcher) put(ctx context.Context, sl *slot, work bool) bool {
+	select {
+	case s.order <- sl:
+	case <-ctx.Done():
+		return false
+	}
+	if !work {
+		close(sl.done)
+		return true
+	}
+	select {
+	case s.work <- sl:
+		return true
+	case <-ctx.Done():
+		close(sl.done)
+		return false
+	}
+}
+
+func (s *searcher) file(ctx context.Context, p string) bool {
+	return s.put(ctx, &slot{path: p, done: make(chan struct{})}, true)
+}
+
+func (s *searcher) skip(ctx context.Context, p string, err error) bool {
+	code := vfs.CodeOf(err)
+	if ctx.Err() != nil {
+		return false
+	}
+	if code == vfs.CodeRevoked || code == vfs.CodeCanceled {
+		s.put(ctx, &slot{path: p, done: make(chan struct{}), fatal: err}, false)
+		return false
+	}
+	reason := SkipUnreadable
+	if code == vfs.CodePermission {
+		reason = SkipDenied
+	}
+	return s.put(ctx, &slot{path: p, done: make(chan struct{}), skip: &Skip{Path: p, Reason: reason, Err: err}}, false)
+}
+
+// walk searches directory p (relative path rel from the root, as components)
+// whose listing is l; ignores are the .gitignore patterns in force.
+func (s *searcher) walk(ctx context.Context, p string, rel []string, l *listing) bool {
+	ents, err := l.wait(ctx, s, p)
+	if err != nil {
+		return s.skip(ctx, p, err)
+	}
+	return s.walkEntries(ctx, p, rel, ents, nil)
+}
+
+func (s *searcher) walkEntries(ctx context.Context, p string, rel []string, ents []fs.DirEntry, ignores []gitignore.Pattern) bool {
+	if !s.opts.NoIgnore {
+		for _, e := range ents {
+			if e.Name() == ".gitignore" && e.Type().IsRegular() {
+				if data, err := s.d.ReadFile(ctx, join(p, ".gitignore")); err == nil {
+					ignores = appendPatterns(ignores, data, rel)
+				} else if code := vfs.CodeOf(err); code == vfs.CodeRevoked || ctx.Err() != nil {
+					return s.skip(ctx, p, err)
+				}
+				break
+			}
+		}
+	}
+	// Read the subdirectories' listings ahead, in order.
+	var ahead []*listing
+	for _, e := range ents {
+		if e.IsDir() && s.keep(e, rel, ignores) {
+			ahead = append(ahead, s.prefetch(ctx, join(p, e.Name())))
+		}
+	}
+	next := 0
+	for _, e := range ents {
+		if ctx.Err() != nil {
+			return false
+		}
+		name := e.Name()
+		switch t := e.Type(); {
+		case t.IsDir():
+			if !s.keep(e, rel, ignores) {
+				continue
+			}
+			l := ahead[next]
+			next++
+			child := join(p, name)
+			crel := append(rel[:len(rel):len(rel)], name)
+			cents, err := l.wait(ctx, s, child)
+			if err != nil {
+				if !s.skip(ctx, child, err) {
+					return false
+				}
+				continue
+			}
+			if !s.walkEntries(ctx, child, crel, cents, ignores) {
+				return false
+			}
+		case t.IsRegular():
+			if !s.keep(e, rel, ignores) || !s.included(rel, name) {
+				continue
+			}
+			if !s.file(ctx, join(p, name)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keep reports whether entry e of the directory at rel is walked: not .git,
+// not ignored, not excluded.
+func (s *searcher) keep(e fs.DirEntry, rel []string, ignores []gitignore.Pattern) bool {
+	name := e.Name()
+	isDir := e.IsDir()
+	if !s.opts.NoIgnore {
+		if isDir && name == ".git" {
+			return false
+		}
+		if len(ignores) > 0 {
+			full := append(rel[:len(rel):len(rel)], name)
+			for i := len(ignores) - 1; i >= 0; i-- {
+				if r := ignores[i].Match(full, isDir); r != gitignore.NoMatch {
+					if r == gitignore.Exclude {
+						return false
+					}
+					break
+				}
+			}
+		}
+	}
+	if len(s.opts.Exclude) > 0 {
+		relPath := strings.Join(append(rel[:len(rel):len(rel)], name), "/")
+		for _, x := range s.opts.Exclude {
+			if ok, _ := doublestar.Match(x, name); ok {
+				return false
+			}
+			if ok, _ := doublestar.Match(x, relPath); ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *searcher) included(rel []string, name string) bool {
+	if len(s.opts.Include) == 0 {
+		return true
+	}
+	relPath := ""
+	for _, g := range s.opts.Include {
+		if !strings.Contains(g, "/") {
+			if ok, _ := doublestar.Match(g, name); ok {
+				return true
+			}
+			continue
+		}
+		if relPath == "" {
+			relPath = strings.Join(append(rel[:len(rel):len(rel)], name), "/")
+		}
+		if ok, _ := doublestar.Match(strings.TrimPrefix(g, "/"), relPath); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func appendPatterns(ps []gitignore.Pattern, data []byte, domain []string) []gitignore.Pattern {
+	ps = ps[:len(ps):len(ps)] // a sibling's patterns never land in ours
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+// worker searches files with buffers of its own.
+type worker struct {
+	s     *searcher
+	buf   []byte
+	lower []byte
+}
+
+func (w *worker) search(ctx context.Context, sl *slot) {
+	s := w.s
+	fail := func(err error) {
+		code := vfs.CodeOf(err)
+		switch {
+		case code == vfs.CodeRevoked || code == vfs.CodeCanceled || ctx.Err() != nil:
+			sl.fatal = err
+		case code == vfs.CodePermission:
+			sl.skip = &Skip{Path: sl.path, Reason: SkipDenied, Err: err}
+		case code == vfs.CodeTooLarge:
+			sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Err: err}
+		default:
+			sl.skip = &Skip{Path: sl.path, Reason: SkipUnreadable, Err: err}
+		}
+	}
+	h, err := s.d.Open(ctx, sl.path, os.O_RDONLY, 0)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer h.Close()
+	info, err := h.Stat()
+	if err != nil {
+		fail(err)
+		return
+	}
+	if !info.Mode().IsRegular() {
+		return
+	}
+	size := info.Size()
+	if size > s.opts.MaxFileSize {
+		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: size}
+		return
+	}
+	// Read the whole file into the reused buffer (one more byte than stated,
+	// to see a file that grew).
+	want := int(size) + 1
+	if cap(w.buf) < want {
+		w.buf = make([]byte, want+want/4+4096)
+	}
+	buf := w.buf[:cap(w.buf)]
+	n := 0
+	for {
+		if n == len(buf) {
+			if int64(n) > s.opts.MaxFileSize {
+				sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: int64(n)}
+				return
+			}
+			nb := make([]byte, 2*len(buf))
+			copy(nb, buf[:n])
+			w.buf, buf = nb, nb
+		}
+		k, err := h.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		if k == 0 {
+			break
+		}
+	}
+	data := buf[:n]
+	if int64(n) > s.opts.MaxFileSize {
+		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: int64(n)}
+		return
+	}
+	if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
+		sl.binary = true
+		return
+	}
+	sl.searched = true
+	sl.file = w.scan(sl.path, data)
+}
+
+// scan finds the matching lines of data.
+func (w *worker) scan(p string, data []byte) *File {
+	m := w.s.m
+	hay := data
+	if m.fold {
+		if cap(w.lower) < len(data) {
+			w.lower = make([]byte, len(data)+len(data)/4)
+		}
+		hay = asciiLower(w.lower[:len(data)], data)
+	}
+	perLine := m.re != nil && (m.bufRe == nil || bytes.IndexByte(data, '\r') >= 0)
+	opts := &w.s.opts
+	var f *File
+	lineNo, counted := 1, 0 // lineNo is the number of the line starting at counted
+	lastEnd := 0            // offset past the last line reported (context included)
+	lastNum := 0
+	pos := 0
+	for pos < len(data) {
+		ls, le := m.next(data, hay, pos, perLine)
+		if ls < 0 {
+			break
+		}
+		lineNo += bytes.Count(data[counted:ls], nl)
+		counted = ls
+		if f == nil {
+			f = &File{Path: p}
+		}
+		f.Count++
+		if opts.Mode == FilesWithMatches {
+			return f
+		}
+		if opts.Mode == Content {
+			// Context before, not overlapping what was shown.
+			if opts.Before > 0 {
+				var pre []Line
+				start, num := ls, lineNo
+				for k := 0; k < opts.Before && start > lastEnd && start > 0; k++ {
+					prevEnd := start - 1
+					prevStart := bytes.LastIndexByte(data[:prevEnd], '\n') + 1
+					if prevStart < lastEnd {
+						break
+					}
+					num--
+					pre = append(pre, Line{Num: num, Text: clone(trimCR(data[prevStart:prevEnd]))})
+					start = prevStart
+				}
+				for k := len(pre) - 1; k >= 0; k-- {
+					if pre[k].Num > lastNum {
+						f.Lines = append(f.Lines, pre[k])
+					}
+				}
+			}
+			f.Lines = append(f.Lines, Line{Num: lineNo, Text: clone(trimCR(data[ls:le])), Match: true})
+			lastNum = lineNo
+			if opts.Limit > 0 && f.Count >= opts.Limit {
+				return f
+			}
+			// Context after: following lines, any of which may match.
+			next := le + 1
+			left := opts.After
+			for left > 0 && next < len(data) {
+				e := bytes.IndexByte(data[next:], '\n')
+				end := len(data)
+				if e >= 0 {
+					end = next + e
+				}
+				lineNo++
+				counted = next
+				line := data[next:end]
+				if m.lineMatch(trimCR(line), hay[next:end]) {
+					f.Count++
+					f.Lines = append(f.Lines, Line{Num: lineNo, Text: clone(trimCR(line)), Match: true})
+					left = opts.After
+					if opts.Limit > 0 && f.Count >= opts.Limit {
+						return f
+					}
+				} else {
+					f.Lines = append(f.Lines, Line{Num: lineNo, Text: clone(trimCR(line))})
+					left--
+				}
+				lastNum = lineNo
+				next = end + 1
+			}
+			lastEnd = min(next, len(data))
+			pos = next
+			continue
+		}
+		pos = le + 1
+	}
+	return f
+}
+
+var nl = []byte{'\n'}
+
+func trimCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+func asciiLower(dst, src []byte) []byte {
+	for i, c := range src {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[i] = c
+	}
+	return dst
+}
+
+// matcher finds matching lines.
+type matcher struct {
+	lit    []byte         // literal search (lower-case if fold)
+	fold   bool           // lit is searched in the ASCII-lowered text
+	prefix []byte         // a literal every match starts with (re set)
+	re     *regexp.Regexp // the line expression (nil for a literal)
+	bufRe  *regexp.Regexp // re in multi-line mode over the whole buffer (nil: line by line)
+}
+
+// compile builds the matcher of opts.Pattern, choosing a fast path: a literal
+// (bytes.Index over the whole file, after ASCII lowering for IgnoreCase), a
+// literal prefix (bytes.Index for candidates, the expression on their line) or
+// the expression over the whole file in multi-line mode (then verified on the
+// line).
+func compile(opts Options) (*matcher, error) {
+	bad := func(err error) error {
+		return &vfs.Error{Code: CodeInvalidArgument, Op: "search", Err: err}
+	}
+	if opts.Pattern == "" {
+		return nil, bad(errors.New("pattern is empty"))
+	}
+	lit, isLit := opts.Pattern, opts.Fixed
+	if !isLit {
+		re, err := syntax.Parse(opts.Pattern, syntax.Perl)
+		if err != nil {
+			return nil, bad(fmt.Errorf("bad regular expression: %v", err))
+		}
+		re = re.Simplify()
+		if re.Op == syntax.OpLiteral && re.Flags&syntax.FoldCase == 0 {
+			lit, isLit = string(re.Rune), true
+		}
+	}
+	if isLit && !strings.ContainsAny(lit, "\r\n") {
+		switch {
+		case !opts.IgnoreCase:
+			return &matcher{lit: []byte(lit)}, nil
+		case isASCII(lit) && !strings.ContainsAny(lit, "kKsS"):
+			// ASCII folding is exact for these letters; k and s also fold to
+			// U+212A and U+017F in Go's (?i), so they take the expression path.
+			return &matcher{lit: []byte(strings.ToLower(lit)), fold: true}, nil
+		}
+	}
+	expr := opts.Pattern
+	if isLit {
+		expr = regexp.QuoteMeta(lit)
+	}
+	if opts.IgnoreCase {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, bad(fmt.Errorf("bad regular expression: %v", err))
+	}
+	m := &matcher{re: re}
+	if p, _ := re.LiteralPrefix(); p != "" && !strings.ContainsAny(p, "\r\n") {
+		m.prefix = []byte(p)
+	}
+	if !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+		m.bufRe, _ = regexp.Compile("(?m)" + expr)
+	}
+	return m, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// lineBounds returns the line of data holding offset i: [start, end), end at
+// the \n or the end of data.
+func lineBounds(data []byte, i int) (int, int) {
+	start := bytes.LastIndexByte(data[:i], '\n') + 1
+	end := bytes.IndexByte(data[i:], '\n')
+	if end < 0 {
+		return start, len(data)
+	}
+	return start, i + end
+}
+
+// next returns the first matching line starting at or after pos (a line
+// start), or -1.
+func (m *matcher) next(data, hay []byte, pos int, perLine bool) (int, int) {
+	// pos == len(data) is past the last line: a final \n ends a line, it
+	// does not start an empty one (and an empty file has no line).
+	for pos < len(data) {
+		switch {
+		case m.re == nil:
+			i := bytes.Index(hay[pos:], m.lit)
+			if i < 0 {
+				return -1, -1
+			}
+			s, e := lineBounds(data, pos+i)
+			return s, e
+		case perLine:
+			s, e := lineBounds(data, pos)
+			if m.re.Match(trimCR(data[s:e])) {
+				return s, e
+			}
+			if e >= len(data) {
+				return -1, -1
+			}
+			pos = e + 1
+		case m.prefix != nil:
+			i := bytes.Index(data[pos:], m.prefix)
+			if i < 0 {
+				return -1, -1
+			}
+			s, e := lineBounds(data, pos+i)
+			if m.re.Match(data[s:e]) {
+				return s, e
+			}
+			if e >= len(data) {
+				return -1, -1
+			}
+			pos = e + 1
+		default:
+			loc := m.bufRe.FindIndex(data[pos:])
+			if loc == nil || pos+loc[0] >= len(data) {
+				return -1, -1
+			}
+			s, e := lineBounds(data, pos+loc[0])
+			if m.re.Match(data[s:e]) {
+				return s, e
+			}
+			if e >= len(data) {
+				return -1, -1
+			}
+			pos = e + 1
+		}
+	}
+	return -1, -1
+}
+
+// lineMatch reports whether one line matches (line without its end; low the
+// same bytes lowered when folding).
+func (m *matcher) lineMatch(line, low []byte) bool {
+	switch {
+	case m.re == nil && m.fold:
+		return bytes.Contains(low, m.lit)
+	case m.re == nil:
+		return bytes.Contains(line, m.lit)
+	default:
+		return m.re.Match(line)
+	}
+}

@@ -1,0 +1,288 @@
+package search_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/search"
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+func tree(t *testing.T, files map[string]string, opts ...dir.Option) *dir.Dir {
+	t.Helper()
+	m := memory.New()
+	plain, _ := dir.New(m)
+	ctx := context.Background()
+	for p, c := range files {
+		if err := plain.MkdirAll(ctx, path.Dir(p)); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.WriteFile(ctx, p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := dir.New(m, opts...)
+	return d
+}
+
+func run(t *testing.T, d *dir.Dir, root string, o search.Options) ([]*search.File, search.Summary) {
+	t.Helper()
+	var out []*search.File
+	sum, err := search.Search(context.Background(), d, root, o, func(f *search.File) error {
+		out = append(out, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, sum
+}
+
+// render prints results as grep -n would, with -- between groups.
+func render(files []*search.File, mode search.Mode) string {
+	var b strings.Builder
+	for _, f := range files {
+		switch mode {
+		case search.FilesWithMatches:
+			b.WriteString(f.Path + "\n")
+		case search.Count:
+			fmt.Fprintf(&b, "%s:%d\n", f.Path, f.Count)
+		default:
+			for i, l := range f.Lines {
+				if i > 0 && l.Num != f.Lines[i-1].Num+1 {
+					b.WriteString("--\n")
+				}
+				sep := "-"
+				if l.Match {
+					sep = ":"
+				}
+				fmt.Fprintf(&b, "%s%s%d%s%s\n", f.Path, sep, l.Num, sep, l.Text)
+			}
+		}
+	}
+	return b.String()
+}
+
+// reference is the obvious implementation: every file, every line, the
+// expression on the line.
+func reference(files map[string]string, re *regexp.Regexp, mode search.Mode, before, after int) string {
+	names := make([]string, 0, len(files))
+	for p := range files {
+		names = append(names, p)
+	}
+	// Walk order: depth first with sorted names = sorted by path components.
+	slices.SortFunc(names, func(a, b string) int {
+		return slices.Compare(strings.Split(a, "/"), strings.Split(b, "/"))
+	})
+	var b strings.Builder
+	for _, p := range names {
+		c := files[p]
+		if strings.IndexByte(c[:min(len(c), 8000)], 0) >= 0 {
+			continue
+		}
+		lines := strings.Split(c, "\n")
+		if strings.HasSuffix(c, "\n") {
+			lines = lines[:len(lines)-1]
+		}
+		if c == "" {
+			lines = nil
+		}
+		for i := range lines {
+			lines[i] = strings.TrimSuffix(lines[i], "\r")
+		}
+		var hits []int
+		for i, l := range lines {
+			if re.MatchString(l) {
+				hits = append(hits, i)
+			}
+		}
+		if len(hits) == 0 {
+			continue
+		}
+		switch mode {
+		case search.FilesWithMatches:
+			b.WriteString(p + "\n")
+		case search.Count:
+			fmt.Fprintf(&b, "%s:%d\n", p, len(hits))
+		default:
+			show := map[int]bool{}
+			for _, h := range hits {
+				for j := max(0, h-before); j <= min(len(lines)-1, h+after); j++ {
+					show[j] = true
+				}
+			}
+			last := -2
+			for j := range lines {
+				if !show[j] {
+					continue
+				}
+				if last >= 0 && j != last+1 {
+					b.WriteString("--\n")
+				}
+				sep := "-"
+				if re.MatchString(lines[j]) {
+					sep = ":"
+				}
+				fmt.Fprintf(&b, "%s%s%d%s%s\n", p, sep, j+1, sep, lines[j])
+				last = j
+			}
+		}
+	}
+	return b.String()
+}
+
+func TestAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"foo", "Foo", "FOO", "bar", "func", "main", "kelvin", "x", "", " ", "\t", "foobar", "ſ"}
+	for iter := range 12 {
+		files := map[string]string{}
+		for i := range 1 + rng.IntN(30) {
+			dirs := []string{"a", "b", "a/c", "a/c/d", "zz", "."}
+			p := path.Join(dirs[rng.IntN(len(dirs))], fmt.Sprintf("f%d.txt", i))
+			var c strings.Builder
+			for range rng.IntN(40) {
+				for range rng.IntN(5) {
+					c.WriteString(words[rng.IntN(len(words))])
+					c.WriteByte(' ')
+				}
+				switch rng.IntN(6) {
+				case 0:
+					c.WriteString("\r\n")
+				case 1:
+				default:
+					c.WriteString("\n")
+				}
+			}
+			if rng.IntN(15) == 0 {
+				c.WriteString("\x00bin")
+			}
+			files[p] = c.String()
+		}
+		d := tree(t, files)
+		for _, pat := range []string{"foo", "Foo", "^foo", "bar $", "fo+b", "func|main", `\bx\b`, "^$", "o$", "kel", "[^a-z]foo", `\s`} {
+			for _, ic := range []bool{false, true} {
+				for _, mode := range []search.Mode{search.FilesWithMatches, search.Count, search.Content} {
+					before, after := 0, 0
+					if mode == search.Content {
+						before, after = rng.IntN(3), rng.IntN(3)
+					}
+					expr := pat
+					if ic {
+						expr = "(?i)" + pat
+					}
+					want := reference(files, regexp.MustCompile(expr), mode, before, after)
+					got, _ := run(t, d, ".", search.Options{Pattern: pat, IgnoreCase: ic, Mode: mode, Before: before, After: after, Workers: 1 + iter%4})
+					if g := render(got, mode); g != want {
+						t.Fatalf("iter %d pattern %q ic=%v mode=%d B=%d A=%d:\ngot:\n%s\nwant:\n%s", iter, pat, ic, mode, before, after, g, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestIgnoreAndGit(t *testing.T) {
+	d := tree(t, map[string]string{
+		".gitignore":        "build/\n*.log\n!keep.log\n",
+		"a.go":              "needle\n",
+		"x.log":             "needle\n",
+		"keep.log":          "needle\n",
+		"build/out.go":      "needle\n",
+		".git/config":       "needle\n",
+		"sub/.gitignore":    "local.txt\n",
+		"sub/local.txt":     "needle\n",
+		"sub/other.txt":     "needle\n",
+		"other/local.txt":   "needle\n",
+		"node_modules/m.js": "needle\n",
+	})
+	got, _ := run(t, d, ".", search.Options{Pattern: "needle"})
+	if g, want := render(got, search.FilesWithMatches), "a.go\nkeep.log\nnode_modules/m.js\nother/local.txt\nsub/other.txt\n"; g != want {
+		t.Errorf("default: got\n%s want\n%s", g, want)
+	}
+	got, _ = run(t, d, ".", search.Options{Pattern: "needle", NoIgnore: true, Exclude: []string{"node_modules"}})
+	if g, want := render(got, search.FilesWithMatches), ".git/config\na.go\nbuild/out.go\nkeep.log\nother/local.txt\nsub/local.txt\nsub/other.txt\nx.log\n"; g != want {
+		t.Errorf("NoIgnore: got\n%s want\n%s", g, want)
+	}
+	got, _ = run(t, d, ".", search.Options{Pattern: "needle", Include: []string{"*.txt"}})
+	if g, want := render(got, search.FilesWithMatches), "other/local.txt\nsub/other.txt\n"; g != want {
+		t.Errorf("Include: got\n%s want\n%s", g, want)
+	}
+	got, _ = run(t, d, "x.log", search.Options{Pattern: "needle"})
+	if len(got) != 1 || got[0].Path != "x.log" {
+		t.Errorf("an explicit root is searched even if ignored: %v", got)
+	}
+}
+
+func TestLimitAndSkips(t *testing.T) {
+	files := map[string]string{}
+	for i := range 200 {
+		files[fmt.Sprintf("d%03d/f.txt", i)] = "hit\nmiss\nhit\n"
+	}
+	files["big/huge.txt"] = strings.Repeat("hit\n", 1000)
+	files["bin/b.dat"] = "hit\x00"
+	files["secret/.env"] = "hit\n"
+	d := tree(t, files)
+	for _, workers := range []int{1, 3, 8} {
+		got, sum := run(t, d, ".", search.Options{Pattern: "hit", Limit: 7, Workers: workers})
+		if len(got) != 7 || !sum.Truncated || got[0].Path != "big/huge.txt" {
+			t.Fatalf("workers %d: %d files, truncated %v, first %s", workers, len(got), sum.Truncated, got[0].Path)
+		}
+		if got[6].Path != "d005/f.txt" {
+			t.Errorf("workers %d: the cut is not deterministic: last %s", workers, got[6].Path)
+		}
+		got, sum = run(t, d, ".", search.Options{Pattern: "hit", Mode: search.Content, Limit: 5, Workers: workers})
+		if n := len(got); n != 1 || got[0].Count != 5 || len(got[0].Lines) != 5 || !sum.Truncated {
+			t.Errorf("content limit: %d files, last count %d", n, got[len(got)-1].Count)
+		}
+		got, sum = run(t, d, ".", search.Options{Pattern: "hit", Mode: search.Content, Limit: 5, Workers: workers, Exclude: []string{"big"}})
+		if n := len(got); n != 3 || got[2].Path != "d002/f.txt" || got[2].Count != 1 || len(got[2].Lines) != 1 || !sum.Truncated {
+			t.Errorf("content limit across files: %d files, last %+v", n, got[len(got)-1])
+		}
+	}
+	_, sum := run(t, d, ".", search.Options{Pattern: "hit", MaxFileSize: 1000})
+	if sum.Binary != 1 || len(sum.Skipped) != 1 || sum.Skipped[0].Path != "big/huge.txt" || sum.Skipped[0].Reason != search.SkipTooLarge || sum.Skipped[0].Size != 4000 {
+		t.Errorf("skips: %+v", sum)
+	}
+
+	// A file the policy refuses is reported as denied, not passed over.
+	m := memory.New()
+	plain, _ := dir.New(m)
+	ctx := context.Background()
+	_ = plain.MkdirAll(ctx, "p")
+	_ = plain.WriteFile(ctx, "p/.env", []byte("hit\n"), 0o644)
+	_ = plain.WriteFile(ctx, "p/ok.txt", []byte("hit\n"), 0o644)
+	pd, _ := dir.New(m, dir.WithPolicy(policy.Defaults()))
+	got, sum := run(t, pd, ".", search.Options{Pattern: "hit"})
+	if len(got) != 1 || len(sum.Skipped) != 1 || sum.Skipped[0].Reason != search.SkipDenied {
+		t.Errorf("policy: files %d, %+v", len(got), sum)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	d := tree(t, map[string]string{"a": "x"})
+	for _, o := range []search.Options{{Pattern: ""}, {Pattern: "("}, {Pattern: "x", Include: []string{"[a"}}, {Pattern: "x", Before: -1}} {
+		_, err := search.Search(context.Background(), d, ".", o, func(*search.File) error { return nil })
+		if vfs.CodeOf(err) != search.CodeInvalidArgument {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	_, err := search.Search(context.Background(), d, "missing", search.Options{Pattern: "x"}, func(*search.File) error { return nil })
+	if vfs.CodeOf(err) != vfs.CodeNotFound {
+		t.Errorf("missing root: %v", err)
+	}
+	stop := errors.New("stop")
+	_, err = search.Search(context.Background(), d, ".", search.Options{Pattern: "x"}, func(*search.File) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Errorf("emit's error: %v", err)
+	}
+}
