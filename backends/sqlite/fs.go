@@ -1,0 +1,878 @@
+package sqlite
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// FS is a directory tree in a capfs scratch file: the root Open returns, or a
+// subtree Sub pinned. It is safe for concurrent use.
+type FS struct {
+	st     *store
+	root   *node
+	origin *node
+}
+
+var (
+	_ vfs.Backend = (*FS)(nil)
+	_ vfs.Locator = (*FS)(nil)
+)
+
+// Features reports symlinks, hard links, Chmod, Chtimes and persistence (and
+// ReadOnly for a file opened WithReadOnly).
+func (f *FS) Features() vfs.Features {
+	return vfs.Features{ReadOnly: f.st.cfg.readOnly, Symlinks: true, HardLinks: true, Chmod: true, Chtimes: true, Persistent: true}
+}
+
+// Usage returns the bytes charged against the quota (see WithQuota).
+func (f *FS) Usage() int64 { return f.st.used.Load() }
+
+// Close commits what is pending, closes the file and releases its lock. Files
+// and Subs of this FS fail with closed afterwards. Close of a Sub closes the
+// whole file.
+func (f *FS) Close() error {
+	if !f.st.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return f.st.closeAll()
+}
+
+// Sync makes everything committed so far durable on stable storage (it survives
+// a power loss), whatever the Synchronous setting but SyncOff.
+func (f *FS) Sync() error {
+	if err := f.st.usable("sync", vfs.Root, false); err != nil {
+		return err
+	}
+	if f.st.w == nil {
+		return nil
+	}
+	if err := f.st.w.flush(f.st.cfg.sync != SyncOff); err != nil {
+		return storageError("sync", vfs.Root, err)
+	}
+	return nil
+}
+
+func canceled(op string, p vfs.Path, err error) error {
+	return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+}
+
+// usable returns the error for a call on a closed or failed store, or a
+// mutation of a read-only one.
+func (s *store) usable(op string, p vfs.Path, mutation bool) error {
+	switch {
+	case s.closed.Load():
+		return vfs.NewError(vfs.CodeClosed, op, p, "the scratch file is closed")
+	case s.failed.Load():
+		return vfs.NewError(vfs.CodeIO, op, p, "a commit failed; reopen the scratch file")
+	case mutation && s.cfg.readOnly:
+		return vfs.NewError(vfs.CodeReadOnly, op, p, "")
+	}
+	return nil
+}
+
+// mutate runs one mutating operation: fn checks and changes the tree under the
+// locks it takes, executing its statements with writer.exec, and mutate waits
+// for the group commit of its batch.
+func (s *store) mutate(ctx context.Context, op string, p vfs.Path, fn func() (*batch, error)) error {
+	if err := ctx.Err(); err != nil {
+		return canceled(op, p, err)
+	}
+	if err := s.usable(op, p, true); err != nil {
+		return err
+	}
+	s.w.enter()
+	b, err := fn()
+	if lerr := s.w.leave(b); lerr != nil && err == nil {
+		s.failed.Store(true)
+		err = storageError(op, p, lerr)
+	}
+	return err
+}
+
+// exec is writer.exec with the error turned into a vfs error for op on p.
+func (s *store) exec(op string, p vfs.Path, fn func() error) (*batch, error) {
+	b, err := s.w.exec(fn)
+	if err != nil {
+		return nil, storageError(op, p, err)
+	}
+	return b, nil
+}
+
+// reserve charges delta bytes to the quota; false, changing nothing, if a
+// positive delta would exceed it.
+func (s *store) reserve(delta int64) bool {
+	if delta <= 0 || s.cfg.quota <= 0 {
+		s.used.Add(delta)
+		return true
+	}
+	for {
+		u := s.used.Load()
+		if u+delta > s.cfg.quota || u+delta < u {
+			return false
+		}
+		if s.used.CompareAndSwap(u, u+delta) {
+			return true
+		}
+	}
+}
+
+func quotaError(op string, p vfs.Path) error {
+	return vfs.NewError(vfs.CodeQuota, op, p, "storage quota exceeded")
+}
+
+// resolve is vfs.Resolve from f's root. The caller holds the tree lock.
+func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[*node], error) {
+	if r, ok := walk(f.root, p, follow); ok {
+		return r, nil
+	}
+	return vfs.Resolve[*node](ctx, tree{}, f.root, p, follow, op)
+}
+
+// Stat returns information on p, following a final symlink.
+func (f *FS) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return f.stat(ctx, p, true, "stat")
+}
+
+// Lstat returns information on p without following a final symlink.
+func (f *FS) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return f.stat(ctx, p, false, "lstat")
+}
+
+func (f *FS) stat(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return vfs.Info{}, canceled(op, p, err)
+	}
+	if err := f.st.usable(op, p, false); err != nil {
+		return vfs.Info{}, err
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, follow, op)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	if !r.Found {
+		return vfs.Info{}, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	name := r.Name
+	if r.Followed {
+		name = p.Base()
+	} else if name == "" {
+		name = "."
+	}
+	return r.Node.info(name), nil
+}
+
+// ReadDir lists directory p sorted by name, from the in-memory cache.
+func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	const op = "readdir"
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(op, p, err)
+	}
+	if err := f.st.usable(op, p, false); err != nil {
+		return nil, err
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	n, err := f.dirLocked(ctx, p, op)
+	if err != nil {
+		return nil, err
+	}
+	e := n.entries()
+	out := make([]vfs.DirEntry, len(e))
+	copy(out, e)
+	return out, nil
+}
+
+// dirLocked resolves p, following links, to a directory. The caller holds the
+// tree lock.
+func (f *FS) dirLocked(ctx context.Context, p vfs.Path, op string) (*node, error) {
+	r, err := f.resolve(ctx, p, true, op)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Found {
+		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if r.Node.typ != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	return r.Node, nil
+}
+
+// OpenFile opens p with os-style flags; see vfs.Backend. perm is used when
+// O_CREATE creates the file; creating it is one committed operation, and so is
+// O_TRUNC's truncation.
+func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	const op = "open"
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(op, p, err)
+	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	if acc != os.O_RDONLY && acc != os.O_WRONLY && acc != os.O_RDWR {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid access mode")
+	}
+	st := f.st
+	create, trunc, write := flag&os.O_CREATE != 0, flag&os.O_TRUNC != 0, acc != os.O_RDONLY
+	if !create && !trunc && !write {
+		if err := st.usable(op, p, false); err != nil {
+			return nil, err
+		}
+		st.mu.RLock()
+		defer st.mu.RUnlock()
+		r, err := f.resolve(ctx, p, true, op)
+		if err != nil {
+			return nil, err
+		}
+		if !r.Found {
+			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+		}
+		return st.newHandle(r.Node, p, acc, flag), nil
+	}
+	var h *handle
+	err := st.mutate(ctx, op, p, func() (*batch, error) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		excl := create && flag&os.O_EXCL != 0
+		r, err := f.resolve(ctx, p, !excl, op)
+		if err != nil {
+			return nil, err
+		}
+		if r.Found {
+			n := r.Node
+			switch {
+			case excl:
+				return nil, vfs.NewError(vfs.CodeExists, op, p, "")
+			case n.typ == fs.ModeDir:
+				return nil, vfs.NewError(vfs.CodeIsDir, op, p, "")
+			}
+			var b *batch
+			if trunc {
+				n.mu.Lock()
+				b, err = st.truncate(n, 0, op, p)
+				n.mu.Unlock()
+				if err != nil {
+					return nil, err
+				}
+			}
+			h = st.newHandle(n, p, acc, flag)
+			return b, nil
+		}
+		if !create {
+			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+		}
+		if p.MustBeDir() {
+			return nil, vfs.NewError(vfs.CodeIsDir, op, p, "cannot create a file with a trailing slash")
+		}
+		if err := canCreate(r, op, p); err != nil {
+			return nil, err
+		}
+		n, b, err := st.create(r.Parent, r.Name, 0, perm, "", op, p)
+		if err != nil {
+			return nil, err
+		}
+		h = st.newHandle(n, p, acc, flag)
+		return b, nil
+	})
+	if err != nil {
+		if h != nil {
+			h.Close()
+		}
+		return nil, err
+	}
+	return h, nil
+}
+
+// canCreate checks that the missing entry r may be created.
+func canCreate(r vfs.Resolution[*node], op string, p vfs.Path) error {
+	if r.Parent.gone {
+		return vfs.NewError(vfs.CodeNotFound, op, p, "directory has been removed")
+	}
+	if !vfs.ValidName(r.Name) {
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid name in symlink target")
+	}
+	return nil
+}
+
+// create makes a new inode of type typ named name in directory d, as one
+// operation. The caller holds the tree lock for writing.
+func (s *store) create(d *node, name string, typ, perm fs.FileMode, target, op string, p vfs.Path) (*node, *batch, error) {
+	charge := entryCharge(name) + NodeCharge + int64(len(target))
+	if !s.reserve(charge) {
+		return nil, nil, quotaError(op, p)
+	}
+	now := s.now()
+	n := newNode(s.nextIno.Add(1), typ, perm, now)
+	n.target = target
+	if typ == fs.ModeSymlink {
+		n.size = int64(len(target))
+	}
+	var tgt any
+	if typ == fs.ModeSymlink {
+		tgt = target
+	}
+	b, err := s.exec(op, p, func() error {
+		w := s.w
+		if err := w.x(w.insInode, n.ino, unixMode(typ, n.perm), 1, n.size, now.Unix(), now.Nanosecond(), tgt); err != nil {
+			return err
+		}
+		if err := w.x(w.insDentry, d.ino, name, n.ino); err != nil {
+			return err
+		}
+		return w.x(w.setMtime, now.Unix(), now.Nanosecond(), d.ino)
+	})
+	if err != nil {
+		s.reserve(-charge)
+		return nil, nil, err
+	}
+	d.link(name, n)
+	d.mu.Lock()
+	d.mtime = now
+	d.mu.Unlock()
+	return n, b, nil
+}
+
+// Mkdir creates directory p with permission perm; its parent must exist.
+func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	const op = "mkdir"
+	st := f.st
+	return st.mutate(ctx, op, p, func() (*batch, error) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		r, err := f.resolve(ctx, p.WithoutDirMark(), false, op)
+		if err != nil {
+			return nil, err
+		}
+		if r.Found {
+			return nil, vfs.NewError(vfs.CodeExists, op, p, "")
+		}
+		if err := canCreate(r, op, p); err != nil {
+			return nil, err
+		}
+		_, b, err := st.create(r.Parent, r.Name, fs.ModeDir, perm, "", op, p)
+		return b, err
+	})
+}
+
+// Symlink creates symlink p with the given target text, stored verbatim.
+func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	const op = "symlink"
+	switch {
+	case target == "":
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "empty symlink target")
+	case len(target) > vfs.MaxPathLen:
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "symlink target too long")
+	}
+	for i := 0; i < len(target); i++ {
+		if target[i] == 0 {
+			return vfs.NewError(vfs.CodeInvalidPath, op, p, "NUL byte in symlink target")
+		}
+	}
+	st := f.st
+	return st.mutate(ctx, op, p, func() (*batch, error) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		r, err := f.resolve(ctx, p.WithoutDirMark(), false, op)
+		if err != nil {
+			return nil, err
+		}
+		if r.Found {
+			return nil, vfs.NewError(vfs.CodeExists, op, p, "")
+		}
+		if p.MustBeDir() {
+			return nil, vfs.NewError(vfs.CodeNotDir, op, p, "a symlink is not a directory")
+		}
+		if err := canCreate(r, op, p); err != nil {
+			return nil, err
+		}
+		_, b, err := st.create(r.Parent, r.Name, fs.ModeSymlink, fs.ModePerm, string([]byte(target)), op, p)
+		return b, err
+	})
+}
+
+// Readlink returns the target text of symlink p; invalid_path if p is not one.
+func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	const op = "readlink"
+	if err := ctx.Err(); err != nil {
+		return "", canceled(op, p, err)
+	}
+	if err := f.st.usable(op, p, false); err != nil {
+		return "", err
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, false, op)
+	if err != nil {
+		return "", err
+	}
+	if !r.Found {
+		return "", vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if r.Node.typ != fs.ModeSymlink {
+		return "", vfs.NewError(vfs.CodeInvalidPath, op, p, "not a symlink")
+	}
+	return r.Node.target, nil
+}
+
+// lookupEntry resolves p without following a final symlink, for operations on
+// an entry itself; with MustBeDir the entry must be a directory.
+func (f *FS) lookupEntry(ctx context.Context, p vfs.Path, op string) (vfs.Resolution[*node], error) {
+	r, err := f.resolve(ctx, p.WithoutDirMark(), false, op)
+	if err != nil {
+		return r, err
+	}
+	if p.MustBeDir() && r.Found && r.Node.typ != fs.ModeDir {
+		return r, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	return r, nil
+}
+
+// Remove removes a file, symlink or empty directory, as one operation. Open
+// handles on a removed file keep working; its data goes with the last one.
+func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
+	const op = "remove"
+	st := f.st
+	return st.mutate(ctx, op, p, func() (*batch, error) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		r, err := f.lookupEntry(ctx, p, op)
+		if err != nil {
+			return nil, err
+		}
+		if !r.Found {
+			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+		}
+		if r.Name == "" {
+			return nil, vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
+		}
+		n := r.Node
+		if n.typ == fs.ModeDir && len(n.children) > 0 {
+			return nil, vfs.NewError(vfs.CodeNotEmpty, op, p, "")
+		}
+		now := st.now()
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		b, err := st.exec(op, p, func() error {
+			w := st.w
+			if err := w.x(w.delDentry, r.Parent.ino, r.Name); err != nil {
+				return err
+			}
+			if err := w.x(w.setMtime, now.Unix(), now.Nanosecond(), r.Parent.ino); err != nil {
+				return err
+			}
+			return st.unlinkSQL(n)
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.Parent.link2mtime(now)
+		r.Parent.unlink(r.Name, n)
+		st.reserve(-entryCharge(r.Name))
+		st.unlinked(n)
+		return b, nil
+	})
+}
+
+func (d *node) link2mtime(now time.Time) {
+	d.mu.Lock()
+	d.mtime = now
+	d.mu.Unlock()
+}
+
+// unlinkSQL writes the statements for one name of n going away: the inode and
+// its data go with its last name unless a handle holds it (then it stays, with
+// no name, until the last Close or the next Open). Inside writer.exec; the
+// caller holds the tree lock for writing and n.mu.
+func (s *store) unlinkSQL(n *node) error {
+	w := s.w
+	nlink, opens := n.nlink-1, n.opens
+	if n.typ == fs.ModeDir {
+		nlink = 0
+	}
+	if nlink > 0 || opens > 0 {
+		return w.x(w.setNlink, max(nlink, 0), n.ino)
+	}
+	return s.deleteInodeSQL(n.ino)
+}
+
+func (s *store) deleteInodeSQL(ino int64) error {
+	w := s.w
+	if err := w.x(w.delInode, ino); err != nil {
+		return err
+	}
+	return w.x(w.delChunks, ino<<chunkBits, (ino+1)<<chunkBits-1)
+}
+
+// unlinked applies to memory what unlinkSQL wrote. The caller holds the tree
+// lock for writing and n.mu.
+func (s *store) unlinked(n *node) {
+	if n.typ == fs.ModeDir {
+		n.gone = true
+		n.parent = nil
+		s.reserve(-NodeCharge)
+		return
+	}
+	n.nlink--
+	if n.nlink <= 0 && n.opens == 0 && !n.freed {
+		n.freed = true
+		s.reserve(-nodeCharge(n) - n.size*boolInt(n.typ == 0))
+	}
+}
+
+// isAncestor reports whether directory a is d or one of d's ancestors.
+func isAncestor(a, d *node) bool {
+	for ; d != nil; d = d.parent {
+		if d == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Rename moves from to to; see vfs.Backend. It is one operation: the move, a
+// replaced destination's removal and both directories' times commit together.
+func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	const op = "rename"
+	fail := func(code vfs.Code, msg string) error {
+		e := vfs.NewError(code, op, from, msg)
+		e.Dest = to.String()
+		return e
+	}
+	wrap := func(err error) error { return vfs.Readdress(err, op, from.String(), to.String()) }
+	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 || flags == vfs.RenameNoReplace|vfs.RenameExchange {
+		return fail(vfs.CodeInvalidPath, "invalid rename flags")
+	}
+	st := f.st
+	err := st.mutate(ctx, op, from, func() (*batch, error) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		src, err := f.lookupEntry(ctx, from, op)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		dst, err := f.lookupEntry(ctx, to, op)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if !src.Found {
+			return nil, fail(vfs.CodeNotFound, "")
+		}
+		if src.Name == "" || (dst.Found && dst.Name == "") {
+			return nil, fail(vfs.CodeInvalidPath, "cannot rename the root")
+		}
+		sn := src.Node
+		if to.MustBeDir() && sn.typ != fs.ModeDir {
+			return nil, fail(vfs.CodeNotDir, "")
+		}
+		now := st.now()
+		w := st.w
+		touch := func() error {
+			if err := w.x(w.setMtime, now.Unix(), now.Nanosecond(), src.Parent.ino); err != nil {
+				return err
+			}
+			if dst.Parent != src.Parent {
+				return w.x(w.setMtime, now.Unix(), now.Nanosecond(), dst.Parent.ino)
+			}
+			return nil
+		}
+		touchMem := func() {
+			src.Parent.link2mtime(now)
+			dst.Parent.link2mtime(now)
+		}
+		if flags&vfs.RenameExchange != 0 {
+			if !dst.Found {
+				return nil, fail(vfs.CodeNotFound, "exchange destination does not exist")
+			}
+			dn := dst.Node
+			if src.Parent == dst.Parent && src.Name == dst.Name {
+				return nil, nil
+			}
+			if (sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent)) || (dn.typ == fs.ModeDir && isAncestor(dn, src.Parent)) {
+				return nil, fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+			}
+			b, err := st.exec(op, from, func() error {
+				if err := w.x(w.setDentry, dn.ino, src.Parent.ino, src.Name); err != nil {
+					return err
+				}
+				if err := w.x(w.setDentry, sn.ino, dst.Parent.ino, dst.Name); err != nil {
+					return err
+				}
+				return touch()
+			})
+			if err != nil {
+				return nil, wrap(err)
+			}
+			src.Parent.unlink(src.Name, sn)
+			dst.Parent.unlink(dst.Name, dn)
+			src.Parent.link(src.Name, dn)
+			dst.Parent.link(dst.Name, sn)
+			touchMem()
+			return b, nil
+		}
+		if dst.Found {
+			dn := dst.Node
+			if flags&vfs.RenameNoReplace != 0 {
+				return nil, fail(vfs.CodeExists, "")
+			}
+			if dn == sn {
+				return nil, nil
+			}
+			switch {
+			case sn.typ == fs.ModeDir && dn.typ != fs.ModeDir:
+				return nil, fail(vfs.CodeNotDir, "cannot replace a non-directory with a directory")
+			case sn.typ != fs.ModeDir && dn.typ == fs.ModeDir:
+				return nil, fail(vfs.CodeIsDir, "cannot replace a directory with a non-directory")
+			}
+			if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
+				return nil, fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+			}
+			if dn.typ == fs.ModeDir && len(dn.children) > 0 {
+				return nil, fail(vfs.CodeNotEmpty, "")
+			}
+			dn.mu.Lock()
+			defer dn.mu.Unlock()
+			b, err := st.exec(op, from, func() error {
+				if err := w.x(w.delDentry, src.Parent.ino, src.Name); err != nil {
+					return err
+				}
+				if err := w.x(w.setDentry, sn.ino, dst.Parent.ino, dst.Name); err != nil {
+					return err
+				}
+				if err := st.unlinkSQL(dn); err != nil {
+					return err
+				}
+				return touch()
+			})
+			if err != nil {
+				return nil, wrap(err)
+			}
+			src.Parent.unlink(src.Name, sn)
+			dst.Parent.unlink(dst.Name, dn)
+			st.unlinked(dn)
+			dst.Parent.link(dst.Name, sn)
+			st.reserve(-entryCharge(src.Name))
+			touchMem()
+			return b, nil
+		}
+		if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
+			return nil, fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+		}
+		if err := canCreate(dst, op, to); err != nil {
+			return nil, wrap(err)
+		}
+		delta := entryCharge(dst.Name) - entryCharge(src.Name)
+		if !st.reserve(delta) {
+			return nil, wrap(quotaError(op, to))
+		}
+		b, err := st.exec(op, from, func() error {
+			if err := w.x(w.delDentry, src.Parent.ino, src.Name); err != nil {
+				return err
+			}
+			if err := w.x(w.insDentry, dst.Parent.ino, dst.Name, sn.ino); err != nil {
+				return err
+			}
+			return touch()
+		})
+		if err != nil {
+			st.reserve(-delta)
+			return nil, wrap(err)
+		}
+		src.Parent.unlink(src.Name, sn)
+		dst.Parent.link(dst.Name, sn)
+		touchMem()
+		return b, nil
+	})
+	return err
+}
+
+// Link creates newp as another name for oldp, neither end followed.
+// Directories cannot be linked (fs_permission_denied).
+func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	const op = "link"
+	fail := func(code vfs.Code, msg string) error {
+		e := vfs.NewError(code, op, oldp, msg)
+		e.Dest = newp.String()
+		return e
+	}
+	wrap := func(err error) error { return vfs.Readdress(err, op, oldp.String(), newp.String()) }
+	st := f.st
+	return st.mutate(ctx, op, oldp, func() (*batch, error) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		src, err := f.lookupEntry(ctx, oldp, op)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if !src.Found {
+			return nil, fail(vfs.CodeNotFound, "")
+		}
+		if src.Node.typ == fs.ModeDir {
+			return nil, fail(vfs.CodePermission, "cannot hard-link a directory")
+		}
+		dst, err := f.resolve(ctx, newp.WithoutDirMark(), false, op)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if dst.Found {
+			return nil, fail(vfs.CodeExists, "")
+		}
+		if newp.MustBeDir() {
+			return nil, fail(vfs.CodeNotDir, "")
+		}
+		if err := canCreate(dst, op, newp); err != nil {
+			return nil, wrap(err)
+		}
+		if !st.reserve(entryCharge(dst.Name)) {
+			return nil, fail(vfs.CodeQuota, "storage quota exceeded")
+		}
+		n := src.Node
+		now := st.now()
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w := st.w
+		b, err := st.exec(op, oldp, func() error {
+			if err := w.x(w.insDentry, dst.Parent.ino, dst.Name, n.ino); err != nil {
+				return err
+			}
+			if err := w.x(w.setNlink, n.nlink+1, n.ino); err != nil {
+				return err
+			}
+			return w.x(w.setMtime, now.Unix(), now.Nanosecond(), dst.Parent.ino)
+		})
+		if err != nil {
+			st.reserve(-entryCharge(dst.Name))
+			return nil, wrap(err)
+		}
+		n.nlink++
+		dst.Parent.link(dst.Name, n)
+		dst.Parent.link2mtime(now)
+		return b, nil
+	})
+}
+
+// Chmod sets the permission, setuid, setgid and sticky bits of p (following a
+// final symlink).
+func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	const op = "chmod"
+	st := f.st
+	return st.mutate(ctx, op, p, func() (*batch, error) {
+		st.mu.RLock()
+		defer st.mu.RUnlock()
+		r, err := f.resolve(ctx, p, true, op)
+		if err != nil {
+			return nil, err
+		}
+		if !r.Found {
+			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+		}
+		n := r.Node
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		perm := mode & permBits
+		b, err := st.exec(op, p, func() error { return st.w.x(st.w.setMode, unixMode(n.typ, perm), n.ino) })
+		if err != nil {
+			return nil, err
+		}
+		n.perm = perm
+		return b, nil
+	})
+}
+
+// Chtimes sets the modification time of p (following a final symlink) unless
+// mtime is zero. Access times are not kept.
+func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	const op = "chtimes"
+	st := f.st
+	return st.mutate(ctx, op, p, func() (*batch, error) {
+		st.mu.RLock()
+		defer st.mu.RUnlock()
+		r, err := f.resolve(ctx, p, true, op)
+		if err != nil {
+			return nil, err
+		}
+		if !r.Found {
+			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+		}
+		if mtime.IsZero() {
+			return nil, nil
+		}
+		n := r.Node
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		b, err := st.exec(op, p, func() error {
+			return st.w.x(st.w.setMtime, mtime.Unix(), mtime.Nanosecond(), n.ino)
+		})
+		if err != nil {
+			return nil, err
+		}
+		n.mtime = time.Unix(mtime.Unix(), int64(mtime.Nanosecond()))
+		return b, nil
+	})
+}
+
+// Sub returns an FS rooted at directory p (following symlinks), sharing this
+// one's file, cache and quota; the directory is pinned now.
+func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	const op = "sub"
+	if err := ctx.Err(); err != nil {
+		return nil, canceled(op, p, err)
+	}
+	if err := f.st.usable(op, p, false); err != nil {
+		return nil, err
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	n, err := f.dirLocked(ctx, p, op)
+	if err != nil {
+		return nil, err
+	}
+	return &FS{st: f.st, root: n, origin: f.origin}, nil
+}
+
+// Resolve returns the canonical location of p (see vfs.Backend.Resolve).
+func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	const op = "resolve"
+	if err := ctx.Err(); err != nil {
+		return vfs.Location{}, canceled(op, p, err)
+	}
+	if err := f.st.usable(op, p, false); err != nil {
+		return vfs.Location{}, err
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	if r, ok := walk(f.root, p, follow); ok {
+		loc := vfs.Location{Path: p.Resolved(), Found: r.Found}
+		if r.Found {
+			loc.Type = r.Node.typ
+		}
+		return loc, nil
+	}
+	_, loc, err := vfs.ResolveLocation[*node](ctx, tree{}, f.root, p, follow, op)
+	return loc, err
+}
+
+// Locate returns the current path of this FS's root from the root Open returned;
+// not_found once the directory was removed.
+func (f *FS) Locate(ctx context.Context) (vfs.Path, error) {
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	var names []string
+	for n := f.root; n != f.origin; n = n.parent {
+		if n == nil || n.gone {
+			return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the directory was removed")
+		}
+		names = append(names, n.name)
+	}
+	p := vfs.Root
+	for i := len(names) - 1; i >= 0; i-- {
+		var err error
+		if p, err = p.Child(names[i]); err != nil {
+			return vfs.Path{}, err
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,360 @@
+package sqlite
+
+import (
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// permBits are the mode bits kept besides the type.
+const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// node is the in-memory image of one inode row (the dentry and attribute cache):
+// every change is written to SQLite first (in the operation's transaction) and
+// applied here under the same locks, so the image never disagrees with what the
+// batch commits.
+type node struct {
+	ino    int64
+	typ    fs.FileMode // immutable: fs.ModeDir, fs.ModeSymlink or 0
+	target string      // immutable: symlink target
+
+	mu    sync.RWMutex // guards the fields below, and serializes data writes
+	perm  fs.FileMode
+	nlink int // names of a file; for a directory see info
+	size  int64
+	mtime time.Time
+	opens int    // open handles (regular files)
+	dirty uint64 // writer.execSeq of the last data change (see readAt)
+	freed bool   // the inode row is gone
+
+	// Directories only, guarded by store.mu.
+	children map[string]*node
+	parent   *node
+	name     string
+	gone     bool
+	nsub     int            // subdirectories
+	listing  []vfs.DirEntry // sorted listing cache; nil when stale (guarded by listMu)
+}
+
+var listMu sync.Mutex // guards every node's listing cache (built under a shared tree lock)
+
+func newNode(ino int64, typ, perm fs.FileMode, mtime time.Time) *node {
+	n := &node{ino: ino, typ: typ, perm: perm & permBits, nlink: 1, mtime: mtime}
+	if typ == fs.ModeDir {
+		n.children = map[string]*node{}
+	}
+	return n
+}
+
+// info describes n under name. The caller holds the tree lock (at least shared).
+func (n *node) info(name string) vfs.Info {
+	n.mu.RLock()
+	i := vfs.Info{Name: name, Size: n.size, Mode: n.typ | n.perm, ModTime: n.mtime, Nlink: n.nlink, ID: uint64(n.ino)}
+	n.mu.RUnlock()
+	if n.typ == fs.ModeDir {
+		i.Size = int64(len(n.children))
+		i.Nlink = 2 + n.nsub
+		if n.gone {
+			i.Nlink = 0
+		}
+	}
+	return i
+}
+
+// entries returns n's sorted listing, shared (not to be modified). The caller
+// holds the tree lock, at least shared.
+func (n *node) entries() []vfs.DirEntry {
+	listMu.Lock()
+	defer listMu.Unlock()
+	if n.listing == nil {
+		e := make([]vfs.DirEntry, 0, len(n.children))
+		for name, c := range n.children {
+			e = append(e, vfs.DirEntry{Name: name, Type: c.typ})
+		}
+		slices.SortFunc(e, func(a, b vfs.DirEntry) int { return strings.Compare(a.Name, b.Name) })
+		n.listing = e
+	}
+	return n.listing
+}
+
+// link and unlink change directory d's entries in memory. The caller holds the
+// tree lock for writing.
+func (d *node) link(name string, c *node) {
+	d.children[name] = c
+	listMu.Lock()
+	d.listing = nil
+	listMu.Unlock()
+	if c.typ == fs.ModeDir {
+		d.nsub++
+		c.parent, c.name = d, name
+	}
+}
+
+func (d *node) unlink(name string, c *node) {
+	delete(d.children, name)
+	listMu.Lock()
+	d.listing = nil
+	listMu.Unlock()
+	if c.typ == fs.ModeDir {
+		d.nsub--
+	}
+}
+
+// tree is the vfs.Tree view of the node graph. Callers hold the tree lock.
+type tree struct{}
+
+func (tree) Lookup(dir *node, name string) (*node, bool, error) {
+	c, ok := dir.children[name]
+	return c, ok, nil
+}
+
+func (tree) Type(n *node) fs.FileMode { return n.typ }
+
+func (tree) Target(n *node) (string, error) { return n.target, nil }
+
+// walkMax is the most components walk handles; deeper paths go to vfs.Resolve.
+const walkMax = 63
+
+// walk answers the common case of a resolution (no symlink to follow, every
+// intermediate an existing directory) directly, the way vfs.Resolve would; it
+// reports false for anything else, and the caller runs vfs.Resolve.
+func walk(root *node, p vfs.Path, follow bool) (vfs.Resolution[*node], bool) {
+	rest := p.Raw()
+	if rest == "" {
+		return vfs.Resolution[*node]{Parent: root, Node: root, Found: true}, true
+	}
+	mustDir := p.MustBeDir()
+	dir := root
+	for depth := 1; depth <= walkMax; depth++ {
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			i = len(rest)
+		}
+		seg, more := rest[:i], i < len(rest)
+		child, ok := dir.children[seg]
+		if !more {
+			switch {
+			case !ok:
+				return vfs.Resolution[*node]{Parent: dir, Name: seg}, true
+			case child.typ == fs.ModeSymlink:
+				if follow || mustDir {
+					return vfs.Resolution[*node]{}, false
+				}
+			case child.typ != fs.ModeDir && mustDir:
+				return vfs.Resolution[*node]{}, false
+			}
+			return vfs.Resolution[*node]{Parent: dir, Name: seg, Node: child, Found: true}, true
+		}
+		if !ok || child.typ != fs.ModeDir {
+			return vfs.Resolution[*node]{}, false
+		}
+		dir, rest = child, rest[i+1:]
+	}
+	return vfs.Resolution[*node]{}, false
+}
+
+// POSIX st_mode type bits, as stored in inode.mode.
+const (
+	sIFMT  = 0o170000
+	sIFDIR = 0o040000
+	sIFREG = 0o100000
+	sIFLNK = 0o120000
+)
+
+// unixMode converts a node's type and permission bits to st_mode.
+func unixMode(typ, perm fs.FileMode) int64 {
+	m := int64(perm & fs.ModePerm)
+	if perm&fs.ModeSetuid != 0 {
+		m |= 0o4000
+	}
+	if perm&fs.ModeSetgid != 0 {
+		m |= 0o2000
+	}
+	if perm&fs.ModeSticky != 0 {
+		m |= 0o1000
+	}
+	switch typ {
+	case fs.ModeDir:
+		m |= sIFDIR
+	case fs.ModeSymlink:
+		m |= sIFLNK
+	default:
+		m |= sIFREG
+	}
+	return m
+}
+
+// goMode converts st_mode to type and permission bits; ok is false for a type
+// capfs does not store.
+func goMode(m int64) (typ, perm fs.FileMode, ok bool) {
+	perm = fs.FileMode(m & 0o777)
+	if m&0o4000 != 0 {
+		perm |= fs.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		perm |= fs.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		perm |= fs.ModeSticky
+	}
+	switch m & sIFMT {
+	case sIFDIR:
+		return fs.ModeDir, perm, true
+	case sIFLNK:
+		return fs.ModeSymlink, perm, true
+	case sIFREG:
+		return 0, perm, true
+	}
+	return 0, 0, false
+}
+
+// entryCharge and nodeCharge are the quota charges (see WithQuota).
+func entryCharge(name string) int64 { return EntryCharge + int64(len(name)) }
+
+func nodeCharge(n *node) int64 {
+	c := int64(NodeCharge)
+	if n.typ == fs.ModeSymlink {
+		c += int64(len(n.target))
+	}
+	return c
+}
+
+// load reads every inode and directory entry into memory, checks the graph, and
+// removes the inodes no entry names (files unlinked while open when the process
+// stopped).
+func (s *store) load() error {
+	rows, err := s.rdb.Query(`SELECT ino, mode, nlink, size, mtime, mtime_ns, target FROM inode`)
+	if err != nil {
+		return classify(err)
+	}
+	nodes := map[int64]*node{}
+	var maxIno int64
+	for rows.Next() {
+		var ino, mode, nlink, size, sec, nsec int64
+		var target *string
+		if err := rows.Scan(&ino, &mode, &nlink, &size, &sec, &nsec, &target); err != nil {
+			rows.Close()
+			return classify(err)
+		}
+		typ, perm, ok := goMode(mode)
+		if !ok || size < 0 || ino <= 0 || ino >= 1<<(63-chunkBits) {
+			rows.Close()
+			return fmt.Errorf("%w: inode %d: mode %o size %d", ErrCorrupt, ino, mode, size)
+		}
+		n := newNode(ino, typ, perm, time.Unix(sec, nsec))
+		n.nlink = int(nlink)
+		n.size = size
+		if typ == fs.ModeSymlink {
+			if target == nil {
+				rows.Close()
+				return fmt.Errorf("%w: symlink %d has no target", ErrCorrupt, ino)
+			}
+			n.target = *target
+			n.size = int64(len(n.target))
+		}
+		nodes[ino] = n
+		maxIno = max(maxIno, ino)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return classify(err)
+	}
+	root := nodes[1]
+	if root == nil || root.typ != fs.ModeDir {
+		return fmt.Errorf("%w: no root directory", ErrCorrupt)
+	}
+	rows, err = s.rdb.Query(`SELECT parent, name, ino FROM dentry`)
+	if err != nil {
+		return classify(err)
+	}
+	named := map[int64]int{}
+	for rows.Next() {
+		var parent, ino int64
+		var name string
+		if err := rows.Scan(&parent, &name, &ino); err != nil {
+			rows.Close()
+			return classify(err)
+		}
+		d, c := nodes[parent], nodes[ino]
+		if d == nil || c == nil || d.typ != fs.ModeDir || !vfs.ValidName(name) || ino == 1 ||
+			(c.typ == fs.ModeDir && c.parent != nil) {
+			rows.Close()
+			return fmt.Errorf("%w: directory entry %d/%q -> %d", ErrCorrupt, parent, name, ino)
+		}
+		d.link(name, c)
+		named[ino]++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return classify(err)
+	}
+	// Every directory must hang from the root (no cycles).
+	for _, n := range nodes {
+		if n.typ != fs.ModeDir || n == root || n.parent == nil {
+			continue
+		}
+		depth := 0
+		for d := n; d != root; d = d.parent {
+			if d == nil || depth > len(nodes) {
+				return fmt.Errorf("%w: directory %d is not reachable from the root", ErrCorrupt, n.ino)
+			}
+			depth++
+		}
+	}
+	var orphans []int64
+	var used int64
+	for ino, n := range nodes {
+		if ino == 1 {
+			continue
+		}
+		if named[ino] == 0 {
+			orphans = append(orphans, ino)
+			continue
+		}
+		n.nlink = named[ino]
+		used += nodeCharge(n) + n.size*boolInt(n.typ == 0)
+	}
+	for _, d := range nodes {
+		for name := range d.children {
+			used += entryCharge(name)
+		}
+	}
+	if len(orphans) > 0 && s.w != nil {
+		s.w.enter()
+		b, err := s.w.exec(func() error {
+			for _, ino := range orphans {
+				if err := s.w.x(s.w.delInode, ino); err != nil {
+					return err
+				}
+				if err := s.w.x(s.w.delChunks, ino<<chunkBits, (ino+1)<<chunkBits-1); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			err = s.w.leave(b)
+		} else {
+			s.w.leave(nil)
+		}
+		if err != nil {
+			return classify(err)
+		}
+	}
+	s.root = root
+	s.nextIno.Store(maxIno)
+	s.used.Store(used)
+	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
