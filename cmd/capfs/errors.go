@@ -106,7 +106,7 @@ func formatError(err error) string {
 	if outer := err.Error(); outer != ve.Error() && strings.HasSuffix(outer, ve.Error()) {
 		b.WriteString(strings.TrimSuffix(outer, ve.Error()))
 	}
-	head := ve.Op
+	head := opText(ve.Op)
 	if ve.Path != "" {
 		if head != "" {
 			head += " "
@@ -124,7 +124,74 @@ func formatError(err error) string {
 	b.WriteString(" (")
 	b.WriteString(string(ve.Code))
 	b.WriteString(")")
+	if h := hintFor(ve); h != "" {
+		b.WriteString("; ")
+		b.WriteString(h)
+	}
 	return b.String()
+}
+
+// opNames turns the operation names capfs errors carry (the Dir method or
+// backend call that failed) into what the user asked for.
+var opNames = map[string]string{
+	"OpenFile": "open", "Open": "open", "ReadFile": "read", "File.Read": "read",
+	"Handle.Read": "read", "Handle.ReadDir": "list", "Handle.Seek": "seek",
+	"Handle.Stat": "stat", "Handle.Write": "write", "File.Write": "write",
+	"ReadDir": "list", "List": "list", "readdir": "list", "Stat": "stat",
+	"Lstat": "stat", "Exists": "stat", "Readlink": "read link", "readlink": "read link",
+	"WriteFile": "write", "Append": "append to", "CreateFile": "create",
+	"CreateDir": "create directory", "MkdirAll": "create directory", "mkdir": "create directory",
+	"OpenDir": "open directory", "Sub": "open directory", "sub": "open directory",
+	"Remove": "remove", "RemoveAll": "remove", "Move": "move", "rename": "move",
+	"Copy": "copy", "Symlink": "create symlink", "symlink": "create symlink",
+	"Link": "link", "Chmod": "chmod", "Chtimes": "set times of", "Walk": "walk",
+	"Glob": "glob", "Check": "check", "syncback": "sync back", "writetree": "write tree",
+}
+
+// opText is the user-facing name of an error's operation: a known method name is
+// translated, any other CamelCase or dotted Go name is spelled out in lower case
+// ("ReadAt" -> "read at"), and lower-case names are kept.
+func opText(op string) string {
+	if t, ok := opNames[op]; ok {
+		return t
+	}
+	if op == "" || op[0] < 'A' || op[0] > 'Z' {
+		return op
+	}
+	if i := strings.LastIndexByte(op, '.'); i >= 0 {
+		op = op[i+1:]
+	}
+	var b strings.Builder
+	for i, r := range op {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// hintFor says what to do about an error, where there is something to say.
+func hintFor(e *vfs.Error) string {
+	switch e.Code {
+	case vfs.CodePermission:
+		if strings.Contains(e.Message(), "secret") {
+			return "to let capfs read it, pass --allow-secret GLOB (or --allow-test-fixtures for test data)"
+		}
+		return "the policy refuses this; see --policy"
+	case vfs.CodeReadOnly:
+		return "the mount or capability is read-only (see capfs mounts)"
+	case vfs.CodeOutside:
+		return "paths are namespace paths (see capfs mounts), and none leaves the namespace"
+	case vfs.CodeTooLarge:
+		return "the file is over the read limit"
+	case vfs.CodeRevoked, vfs.CodeClosed:
+		return "the session ended; run the command again"
+	}
+	return ""
 }
 
 // show escapes guest-controlled text (names, paths, messages that quote them)

@@ -4,121 +4,810 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io/fs"
-	"regexp"
+	"io"
+	"os"
+	"path"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
 
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/vfs"
 )
 
-// binarySniff is how many leading bytes are searched for a NUL to call a file
-// binary (as git and grep do).
-const binarySniff = 8000
+// defaultMaxFilesize is the largest file grep reads when --max-filesize is not
+// given; larger files are reported on standard error, never passed over in
+// silence.
+const defaultMaxFilesize = 256 << 20
+
+const grepLong = `Search the files under each PATH for lines matching PATTERN, like
+"grep -rn": PATTERN is a regular expression (Go's RE2 syntax, which is close to
+grep -E); a directory PATH is searched recursively (-r is implied); a file PATH
+is searched itself. With no PATH, grep searches the working mount ("project" by
+default, else the whole namespace). Paths are namespace paths.
+
+Output is grep's: "path:line" for each selected line ("path:number:line" with
+-n; the path is left out when a single file is searched, or with -h), context
+lines with "-" in place of ":" and "--" between groups, "path:count" with -c,
+file names only with -l/-L. No line is printed twice.
+
+What is searched, as ripgrep does by default: ".gitignore" files are honoured
+(those of the directories above PATH inside its mount too), and ".git"
+directories are skipped; --no-ignore and --dot-git (or -u, both) change that.
+Symlinks met while walking are not followed. Binary files (holding a NUL byte)
+are skipped unless -a. Files larger than --max-filesize (default 256MiB) and
+files the policy keeps out of reach (secrets such as .env and *.pem) are not
+searched, and a one-line summary on standard error says how many, which, and
+how to include them.
+
+Exit status: 0 when a line was selected, 1 when none was, 2 on an error (a
+missing PATH, an unreadable file, a bad pattern), as grep; with -q, 0 as soon as
+a line is selected, even if an error occurred.`
+
+type grepOptions struct {
+	patterns                 []string
+	fixed, extended, basic   bool
+	ignoreCase, noIgnoreCase bool
+	word, line, invert       bool
+	count, only              bool
+	filesWith, filesWithout  bool
+	lineNumber, noLineNumber bool
+	withName, noName         bool
+	after, before, context   int
+	maxCount                 int
+	quiet, noMessages        bool
+	recursive, deref         bool
+	includes, excludes       []string
+	excludeDirs              []string
+	noIgnore, dotGit         bool
+	unrestricted             int
+	text                     bool
+	maxFilesize              string
+	color                    string
+	nullSep                  bool
+}
 
 func newGrepCmd(o *globalOptions) *cobra.Command {
-	var ignoreCase, lineNumbers, filesOnly bool
+	g := &grepOptions{}
 	cmd := &cobra.Command{
-		Use:   "grep [-i] [-n] [-l] REGEX [PATH]",
-		Short: "Search file contents with a regular expression",
-		Long: `Search the regular files under PATH (default "/", the whole namespace), or
-the file PATH, for lines matching REGEX (Go regexp syntax, RE2). Each match is
-printed as "path:line" ("path:number:line" with -n); with -l, only the names of
-files that match. Binary files (a NUL byte in the first 8000 bytes), files the
-policy refuses (secrets) and files over the read limit are skipped; symlinks are
-not followed. Exits 0 when a line matched, 1 when none did or on an error.`,
-		Args: cobra.RangeArgs(1, 2),
+		Use:   "grep [OPTION]... PATTERN [PATH]...",
+		Short: "Search file contents with a regular expression (grep -rn, ripgrep's defaults)",
+		Long:  grepLong,
+		Example: `  capfs grep -n 'func main' project
+  capfs grep -rlw TODO --include '*.go' project/src
+  capfs grep -C2 -F 'a.b(' -e other project/README.md`,
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&ignoreCase, "ignore-case", "i", false, "match case-insensitively")
-	f.BoolVarP(&lineNumbers, "line-number", "n", false, "prefix each line with its number")
-	f.BoolVarP(&filesOnly, "files-with-matches", "l", false, "print only the names of files with a match")
-	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
-		expr := args[0]
-		if ignoreCase {
-			expr = "(?i)" + expr
-		}
-		re, err := regexp.Compile(expr)
-		if err != nil {
-			return usageErrorf("grep: bad regular expression: %v", err)
-		}
-		root := "/"
-		if len(args) == 2 {
-			root = args[1]
-		}
-		w := bufio.NewWriter(cmd.OutOrStdout())
-		defer w.Flush()
-		matched := false
-		var firstErr error
-		first := true
-		note := func(err error) {
-			if firstErr == nil {
-				firstErr = err
-			}
-		}
-		err = s.Root.Walk(ctx, root, func(p string, d fs.DirEntry, err error) error {
-			isRoot := first
-			first = false
-			if err != nil {
-				if isRoot {
-					return err
-				}
-				note(err)
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			data, err := s.Root.ReadFile(ctx, p)
-			switch vfs.CodeOf(err) {
-			case "":
-			case vfs.CodePermission, vfs.CodeTooLarge, vfs.CodeNotRegular:
-				return nil // denied, too large, or swapped for a special file: skip
-			default:
-				note(err)
-				return nil
-			}
-			if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
-				return nil
-			}
-			name := showPath(p)
-			for n := 1; len(data) > 0; n++ {
-				line := data
-				if i := bytes.IndexByte(data, '\n'); i >= 0 {
-					line, data = data[:i], data[i+1:]
-				} else {
-					data = nil
-				}
-				if !re.Match(line) {
-					continue
-				}
-				matched = true
-				if filesOnly {
-					fmt.Fprintln(w, name)
-					break
-				}
-				if lineNumbers {
-					fmt.Fprintf(w, "%s:%d:%s\n", name, n, line)
-				} else {
-					fmt.Fprintf(w, "%s:%s\n", name, line)
-				}
-			}
-			return ctx.Err()
-		})
-		if ferr := w.Flush(); err == nil {
-			err = ferr
-		}
-		if err != nil {
-			return err
-		}
-		if firstErr != nil {
-			return firstErr
-		}
-		if !matched {
-			return exitStatus(exitFailed)
+	f.SortFlags = false
+	// -h is grep's --no-filename: help is --help only.
+	f.Bool("help", false, "show this help")
+	f.StringArrayVarP(&g.patterns, "regexp", "e", nil, "use PATTERN (repeatable; a line is selected when any matches); all arguments are then paths")
+	f.BoolVarP(&g.fixed, "fixed-strings", "F", false, "PATTERN is a fixed string, not a regular expression")
+	f.BoolVarP(&g.extended, "extended-regexp", "E", false, "PATTERN is an extended regular expression (the default: RE2 syntax)")
+	f.BoolVarP(&g.ignoreCase, "ignore-case", "i", false, "ignore case distinctions")
+	f.BoolVar(&g.noIgnoreCase, "no-ignore-case", false, "do not ignore case (the default)")
+	f.BoolVarP(&g.word, "word-regexp", "w", false, "match only whole words")
+	f.BoolVarP(&g.line, "line-regexp", "x", false, "match only whole lines")
+	f.BoolVarP(&g.invert, "invert-match", "v", false, "select non-matching lines")
+	f.BoolVarP(&g.count, "count", "c", false, "print only a count of selected lines per file")
+	f.BoolVarP(&g.only, "only-matching", "o", false, "print only the matched parts of a line, one per line")
+	f.BoolVarP(&g.filesWith, "files-with-matches", "l", false, "print only the names of files with a selected line")
+	f.BoolVarP(&g.filesWithout, "files-without-match", "L", false, "print only the names of files with no selected line")
+	f.BoolVarP(&g.lineNumber, "line-number", "n", false, "prefix each line with its line number")
+	f.BoolVar(&g.noLineNumber, "no-line-number", false, "do not print line numbers (the default)")
+	f.BoolVarP(&g.withName, "with-filename", "H", false, "print the file name for each match (the default when searching a directory or several files)")
+	f.BoolVarP(&g.noName, "no-filename", "h", false, "never print file names")
+	f.IntVarP(&g.after, "after-context", "A", -1, "print NUM lines of trailing context")
+	f.IntVarP(&g.before, "before-context", "B", -1, "print NUM lines of leading context")
+	f.IntVarP(&g.context, "context", "C", -1, "print NUM lines of context on both sides")
+	f.IntVar(&g.maxCount, "max-count", -1, "stop reading a file after NUM selected lines (-m NUM: after \"grep\", -m is this flag; give --mount before \"grep\")")
+	f.BoolVarP(&g.quiet, "quiet", "q", false, "print nothing; exit 0 at the first selected line")
+	f.BoolVar(&g.quiet, "silent", false, "same as --quiet")
+	f.BoolVarP(&g.noMessages, "no-messages", "s", false, "suppress messages about missing or unreadable files")
+	f.BoolVarP(&g.recursive, "recursive", "r", false, "search directories recursively (always done; accepted for grep compatibility)")
+	f.BoolVarP(&g.deref, "dereference-recursive", "R", false, "same as -r (symlinks met while walking are still not followed)")
+	f.StringArrayVar(&g.includes, "include", nil, "search only files whose base name matches GLOB (repeatable)")
+	f.StringArrayVar(&g.excludes, "exclude", nil, "skip files whose base name matches GLOB (repeatable)")
+	f.StringArrayVar(&g.excludeDirs, "exclude-dir", nil, "skip directories whose base name matches GLOB (repeatable)")
+	f.BoolVar(&g.noIgnore, "no-ignore", false, "search files that .gitignore files exclude")
+	f.BoolVar(&g.dotGit, "dot-git", false, "search inside .git directories")
+	f.CountVarP(&g.unrestricted, "unrestricted", "u", "search everything: -u is --no-ignore --dot-git")
+	f.BoolVarP(&g.text, "text", "a", false, "search binary files as if they were text")
+	f.StringVar(&g.maxFilesize, "max-filesize", "", "skip (and report) files larger than SIZE, e.g. 64MiB; none for no limit (default 256MiB)")
+	f.StringVar(&g.color, "color", "auto", "colour matches, names and numbers: auto (on a terminal, unless NO_COLOR is set), always or never")
+	f.StringVar(&g.color, "colour", "auto", "same as --color")
+	f.BoolVarP(&g.nullSep, "null", "Z", false, "end file names with a NUL byte instead of ':' or a newline")
+	_ = f.MarkHidden("colour")
+	_ = f.MarkHidden("silent")
+	_ = f.MarkHidden("no-ignore-case")
+	_ = f.MarkHidden("no-line-number")
+
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(g.patterns) == 0 && len(args) == 0 {
+			return usageErrorf("grep: no PATTERN given (usage: capfs grep [OPTION]... PATTERN [PATH]...)")
 		}
 		return nil
+	}
+	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		return runGrep(ctx, cmd, s, g, args)
 	})
 	return cmd
+}
+
+// grepRun is one invocation's state.
+type grepRun struct {
+	s     *session
+	o     *grepOptions
+	m     *lineMatcher
+	max   int64 // file size limit, <0: none
+	names bool  // print file names
+	ctxB  int
+	ctxA  int
+	col   colors
+	// walk state
+	ignoreBase []gitignore.Pattern
+	seen       map[string]bool
+	// results
+	mu       sync.Mutex
+	denied   []string // paths the policy refused
+	why      map[string]bool
+	tooLarge []string
+	errs     int
+}
+
+func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions, args []string) error {
+	patterns := g.patterns
+	if len(patterns) == 0 {
+		patterns, args = []string{args[0]}, args[1:]
+	}
+	if g.basic {
+		return usageErrorf("grep: basic regular expressions are not supported; use RE2 syntax")
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"--after-context", g.after}, {"--before-context", g.before}, {"--context", g.context}} {
+		if n.v < -1 {
+			return usageErrorf("grep: %s %d: must be 0 or more", n.name, n.v)
+		}
+	}
+	if g.maxCount < -1 {
+		g.maxCount = -1 // grep treats a negative count as no limit
+	}
+	for _, list := range [][]string{g.includes, g.excludes, g.excludeDirs} {
+		for _, x := range list {
+			if !doublestar.ValidatePattern(x) {
+				return usageErrorf("grep: %s: malformed glob", x)
+			}
+		}
+	}
+	if g.unrestricted > 0 {
+		g.noIgnore, g.dotGit = true, true
+	}
+	m, err := compileMatcher(patterns, g.fixed, g.ignoreCase && !g.noIgnoreCase, g.word, g.line, g.invert)
+	if err != nil {
+		return usageErrorf("grep: bad regular expression: %v", err)
+	}
+	r := &grepRun{s: s, o: g, m: m, max: defaultMaxFilesize, seen: map[string]bool{}, why: map[string]bool{}}
+	if g.maxFilesize != "" {
+		q, err := parseQuota(g.maxFilesize)
+		if err != nil {
+			return usageErrorf("grep: --max-filesize %s: %v", g.maxFilesize, err)
+		}
+		r.max = q
+	}
+	useColor, err := colorWanted(g.color, cmd.OutOrStdout())
+	if err != nil {
+		return usageErrorf("grep: --color %s: %v", g.color, err)
+	}
+	if useColor {
+		r.col = grepColors()
+	}
+	r.ctxA, r.ctxB = max(g.context, 0), max(g.context, 0)
+	if g.after >= 0 {
+		r.ctxA = g.after
+	}
+	if g.before >= 0 {
+		r.ctxB = g.before
+	}
+	if g.only || g.count || g.filesWith || g.filesWithout || g.quiet {
+		r.ctxA, r.ctxB = 0, 0
+	}
+
+	roots := args
+	if len(roots) == 0 {
+		roots = []string{r.defaultRoot()}
+	}
+	// File names: shown when searching a directory or more than one file.
+	r.names = len(roots) > 1
+	if !r.names {
+		if st, err := s.Root.Stat(ctx, roots[0]); err == nil && st.IsDir() {
+			r.names = true
+		}
+	}
+	if g.withName {
+		r.names = true
+	}
+	if g.noName {
+		r.names = false
+	}
+
+	stdout := cmd.OutOrStdout()
+	stderr := cmd.ErrOrStderr()
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	if g.maxCount == 0 {
+		return exitStatus(exitFailed) // grep -m 0 reads nothing
+	}
+
+	jobs := make(chan *grepJob, 256)
+	order := make(chan *grepJob, 1024)
+	var wg sync.WaitGroup
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for j := range jobs {
+				buf = r.searchFile(ctx, j, buf)
+				close(j.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for _, root := range roots {
+			if ctx.Err() != nil {
+				return
+			}
+			r.walkRoot(ctx, root, jobs, order)
+		}
+	}()
+
+	matched := false
+	var writeErr error
+	for j := range order {
+		<-j.done
+		if j.msg != "" && !g.noMessages {
+			w.Flush()
+			fmt.Fprintln(stderr, "capfs: grep: "+j.msg)
+		}
+		if j.matched {
+			matched = true
+		}
+		if writeErr == nil && j.out.Len() > 0 {
+			if _, err := w.Write(j.out.Bytes()); err != nil {
+				writeErr = err
+				cancel()
+			}
+		}
+		if g.quiet && matched {
+			cancel()
+		}
+	}
+	wg.Wait()
+	if err := w.Flush(); writeErr == nil {
+		writeErr = err
+	}
+	if writeErr != nil {
+		if errors.Is(writeErr, syscallEPIPE()) {
+			return exitStatus(exitUsage)
+		}
+		return failed(fmt.Errorf("grep: writing the results: %v", writeErr))
+	}
+	if g.quiet && matched {
+		return nil
+	}
+	if err := context.Cause(cmd.Context()); err != nil {
+		return failed(vfs.NewError(vfs.CodeCanceled, "grep", vfs.Path{}, "interrupted"))
+	}
+	r.summarize(stderr)
+	if r.errs > 0 {
+		return exitStatus(exitUsage)
+	}
+	if !matched {
+		return exitStatus(exitFailed)
+	}
+	return nil
+}
+
+// defaultRoot is what grep searches without a PATH: the working mount when it is
+// mounted, else the whole namespace.
+func (r *grepRun) defaultRoot() string {
+	work := r.s.Work
+	if work == "" {
+		work = defaultWork
+	}
+	if p, err := vfs.ParseGuest(work); err == nil {
+		for _, m := range r.s.Mounts {
+			if m.Path.String() == p.String() {
+				return work
+			}
+		}
+	}
+	return "/"
+}
+
+// grepJob is one file to search; the printer writes jobs in the order the walk
+// produced them, so the output is deterministic.
+type grepJob struct {
+	path    string // namespace path, cleaned
+	display string // the path as printed (escaped)
+	done    chan struct{}
+	out     bytes.Buffer
+	msg     string // an error for standard error (escaped)
+	matched bool
+}
+
+// walkRoot queues the files under root: the file itself, or the files of the tree
+// under a directory in name order, skipping what .gitignore, --exclude and .git
+// rules leave out.
+func (r *grepRun) walkRoot(ctx context.Context, root string, jobs, order chan<- *grepJob) {
+	emitErr := func(msg string) {
+		j := &grepJob{msg: msg, done: make(chan struct{})}
+		close(j.done)
+		r.mu.Lock()
+		r.errs++
+		r.mu.Unlock()
+		order <- j
+	}
+	vp, err := vfs.ParseGuest(root)
+	if err != nil {
+		emitErr(show(root) + ": " + show(errMessage(err)))
+		return
+	}
+	st, err := r.s.Root.Stat(ctx, root)
+	if err != nil {
+		if vfs.CodeOf(err) == vfs.CodePermission {
+			r.deny(vp.String(), err)
+			return
+		}
+		emitErr(show(root) + ": " + show(errMessage(err)))
+		return
+	}
+	// The printed prefix: the argument as written, without a trailing slash.
+	prefix := strings.TrimSuffix(root, "/")
+	if root == "/" {
+		prefix = ""
+	} else if prefix == "" {
+		prefix = root
+	}
+	if !st.IsDir() {
+		if !st.Mode().IsRegular() {
+			emitErr(show(root) + ": not a regular file")
+			return
+		}
+		if !r.fileWanted(path.Base(vp.String())) {
+			return
+		}
+		r.queue(vp.String(), root, jobs, order)
+		return
+	}
+	var ign []gitignore.Pattern
+	if !r.o.noIgnore {
+		ign = r.parentIgnores(ctx, vp)
+	}
+	r.walkDir(ctx, vp.String(), prefix, ign, jobs, order, emitErr)
+}
+
+func (r *grepRun) queue(p, display string, jobs, order chan<- *grepJob) {
+	if r.seen[p] {
+		return // an overlapping PATH: each file is searched once
+	}
+	r.seen[p] = true
+	j := &grepJob{path: p, display: show(display), done: make(chan struct{})}
+	order <- j
+	jobs <- j
+}
+
+// walkDir walks directory p (a cleaned namespace path) printed as prefix.
+func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore.Pattern, jobs, order chan<- *grepJob, emitErr func(string)) {
+	if ctx.Err() != nil {
+		return
+	}
+	entries, err := r.s.Root.ReadDir(ctx, p)
+	if err != nil {
+		if vfs.CodeOf(err) == vfs.CodePermission {
+			r.deny(p, err)
+			return
+		}
+		emitErr(show(prefixJoin(prefix, "")) + ": " + show(errMessage(err)))
+		return
+	}
+	comps := splitPath(p)
+	if !r.o.noIgnore {
+		for _, e := range entries {
+			if e.Name() == ".gitignore" && e.Type().IsRegular() {
+				ign = append(ign[:len(ign):len(ign)], r.readIgnore(ctx, path.Join(p, ".gitignore"), comps)...)
+				break
+			}
+		}
+	}
+	var matcher gitignore.Matcher
+	if len(ign) > 0 {
+		matcher = gitignore.NewMatcher(ign)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		full := name
+		if p != "." {
+			full = p + "/" + name
+		}
+		isDir := e.IsDir()
+		if name == ".git" && !r.o.dotGit {
+			continue
+		}
+		if matcher != nil && matcher.Match(append(comps[:len(comps):len(comps)], name), isDir) {
+			continue
+		}
+		display := prefixJoin(prefix, name)
+		switch t := e.Type(); {
+		case isDir:
+			if matchAny(r.o.excludeDirs, name) {
+				continue
+			}
+			r.walkDir(ctx, full, display, ign, jobs, order, emitErr)
+		case t.IsRegular():
+			if r.fileWanted(name) {
+				r.queue(full, display, jobs, order)
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func prefixJoin(prefix, name string) string {
+	switch {
+	case prefix == "":
+		return name
+	case name == "":
+		return prefix
+	case strings.HasSuffix(prefix, "/"):
+		return prefix + name
+	}
+	return prefix + "/" + name
+}
+
+func splitPath(p string) []string {
+	if p == "." || p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := doublestar.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// fileWanted applies --include and --exclude to a file's base name.
+func (r *grepRun) fileWanted(name string) bool {
+	if len(r.o.includes) > 0 && !matchAny(r.o.includes, name) {
+		return false
+	}
+	return !matchAny(r.o.excludes, name)
+}
+
+// parentIgnores reads the .gitignore files of the directories from vp's mount
+// root down to vp's parent (vp's own is read by the walk).
+func (r *grepRun) parentIgnores(ctx context.Context, vp vfs.Path) []gitignore.Pattern {
+	m, _, ok := r.s.mountAt(vp)
+	if !ok {
+		return nil
+	}
+	var out []gitignore.Pattern
+	comps := splitPath(vp.String())
+	for i := len(splitPath(m.Path.String())); i < len(comps); i++ {
+		d := strings.Join(comps[:i], "/")
+		if d == "" {
+			d = "."
+		}
+		out = append(out, r.readIgnore(ctx, path.Join(d, ".gitignore"), comps[:i])...)
+	}
+	return out
+}
+
+// readIgnore parses the .gitignore file p whose directory has components domain.
+func (r *grepRun) readIgnore(ctx context.Context, p string, domain []string) []gitignore.Pattern {
+	data, err := r.s.Root.ReadFile(ctx, p)
+	if err != nil {
+		return nil
+	}
+	var out []gitignore.Pattern
+	dom := append([]string(nil), domain...)
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		out = append(out, gitignore.ParsePattern(l, dom))
+	}
+	return out
+}
+
+func (r *grepRun) deny(p string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.denied = append(r.denied, p)
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		// "the path matches a protected secret pattern (**/.env)": keep "secret **/.env".
+		msg := messageOf(ve)
+		if i := strings.LastIndex(msg, " ("); i >= 0 && strings.HasSuffix(msg, ")") && strings.Contains(msg, "secret") {
+			msg = "secret " + msg[i+2:len(msg)-1]
+		}
+		r.why[msg] = true
+	}
+}
+
+// summarize writes, once, what was not searched and how to search it.
+func (r *grepRun) summarize(w io.Writer) {
+	if r.o.noMessages {
+		return
+	}
+	list := func(ps []string) string {
+		sort.Strings(ps)
+		shown := make([]string, 0, 3)
+		for i, p := range ps {
+			if i == 3 {
+				break
+			}
+			shown = append(shown, showPath(p))
+		}
+		s := strings.Join(shown, ", ")
+		if len(ps) > 3 {
+			s += fmt.Sprintf(" and %d more", len(ps)-3)
+		}
+		return s
+	}
+	if n := len(r.denied); n > 0 {
+		why := make([]string, 0, len(r.why))
+		for k := range r.why {
+			why = append(why, k)
+		}
+		sort.Strings(why)
+		fmt.Fprintf(w, "capfs: grep: %d %s not searched, refused by the policy (%s): %s; pass --allow-secret GLOB to search one, or --allow-test-fixtures for test data directories\n",
+			n, plural(n, "path", "paths"), show(strings.Join(why, ", ")), list(r.denied))
+	}
+	if n := len(r.tooLarge); n > 0 {
+		fmt.Fprintf(w, "capfs: grep: %d %s larger than --max-filesize %s not searched: %s; raise it with --max-filesize SIZE (or none)\n",
+			n, plural(n, "file", "files"), formatQuota(r.max), list(r.tooLarge))
+	}
+}
+
+// searchFile reads and searches one file, filling j; buf is reused between files.
+func (r *grepRun) searchFile(ctx context.Context, j *grepJob, buf []byte) []byte {
+	if ctx.Err() != nil {
+		return buf
+	}
+	fail := func(err error) {
+		if vfs.CodeOf(err) == vfs.CodePermission {
+			r.deny(j.path, err)
+			return
+		}
+		r.mu.Lock()
+		r.errs++
+		r.mu.Unlock()
+		j.msg = j.display + ": " + show(errMessage(err))
+	}
+	h, err := r.s.Root.Open(ctx, j.path, os.O_RDONLY, 0)
+	if err != nil {
+		fail(err)
+		return buf
+	}
+	defer h.Close()
+	st, err := h.Stat()
+	if err != nil {
+		fail(err)
+		return buf
+	}
+	size := st.Size()
+	if r.max >= 0 && size > r.max {
+		r.mu.Lock()
+		r.tooLarge = append(r.tooLarge, j.path)
+		r.mu.Unlock()
+		return buf
+	}
+	want := int(size) + 1 // one more byte shows whether the file grew
+	if cap(buf) < want {
+		buf = make([]byte, want)
+	}
+	buf = buf[:cap(buf)]
+	n := 0
+	for {
+		k, err := h.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fail(err)
+			return buf
+		}
+		if n == len(buf) {
+			if r.max >= 0 && int64(n) > r.max {
+				r.mu.Lock()
+				r.tooLarge = append(r.tooLarge, j.path)
+				r.mu.Unlock()
+				return buf
+			}
+			buf = append(buf, 0)[:n] // grow
+			buf = buf[:cap(buf)]
+		}
+	}
+	data := buf[:n]
+	if !r.o.text && bytes.IndexByte(data, 0) >= 0 {
+		return buf // binary: not searched
+	}
+	r.searchData(j, data)
+	return buf
+}
+
+// searchData finds the selected lines of data and writes j's output.
+func (r *grepRun) searchData(j *grepJob, data []byte) {
+	o := r.o
+	out := &j.out
+	m := r.m
+	col := r.col
+	nameSep := func(sep byte) {
+		if !r.names {
+			return
+		}
+		out.WriteString(col.name(j.display))
+		if o.nullSep {
+			out.WriteByte(0)
+		} else {
+			out.WriteString(col.sep(string(sep)))
+		}
+	}
+	// Line bookkeeping: lnum is the number of the line starting at lpos.
+	lpos, lnum := 0, 1
+	lineNo := func(at int) int {
+		lnum += bytes.Count(data[lpos:at], []byte{'\n'})
+		lpos = at
+		return lnum
+	}
+	printed := -1 // end (exclusive, past the newline) of the last line printed
+	anyPrinted := false
+	writeLine := func(ls, le int, sep byte, selected bool) {
+		nameSep(sep)
+		if o.lineNumber {
+			out.WriteString(col.num(strconv.Itoa(lineNo(ls))))
+			out.WriteString(col.sep(string(sep)))
+		}
+		line := data[ls:le]
+		if selected && !o.invert && col.on {
+			last := 0
+			for _, mm := range m.matches(line) {
+				out.Write(line[last:mm[0]])
+				out.WriteString(col.match(string(line[mm[0]:mm[1]])))
+				last = mm[1]
+			}
+			out.Write(line[last:])
+		} else {
+			out.Write(line)
+		}
+		out.WriteByte('\n')
+		printed = min(le+1, len(data)+1)
+		anyPrinted = true
+	}
+	// afterCtx prints up to r.ctxA lines after the last printed one, stopping
+	// before limit.
+	afterLeft := 0
+	afterCtx := func(limit int) {
+		for afterLeft > 0 && printed >= 0 && printed < limit && printed < len(data) {
+			le := lineEnd(data, printed)
+			writeLine(printed, le, '-', false)
+			afterLeft--
+		}
+	}
+	count := 0
+	for pos := 0; pos < len(data); {
+		ls, le, ok := m.next(data, pos)
+		if !ok {
+			break
+		}
+		count++
+		j.matched = true
+		if o.quiet || o.filesWith || o.filesWithout {
+			break
+		}
+		switch {
+		case o.count:
+		case o.only:
+			if !o.invert {
+				for _, mm := range m.matches(data[ls:le]) {
+					nameSep(':')
+					if o.lineNumber {
+						out.WriteString(col.num(strconv.Itoa(lineNo(ls))))
+						out.WriteString(col.sep(":"))
+					}
+					out.WriteString(col.match(string(data[ls+mm[0] : ls+mm[1]])))
+					out.WriteByte('\n')
+				}
+			}
+		default:
+			afterCtx(ls)
+			// Leading context: up to ctxB lines before ls, after what was printed.
+			start := ls
+			for k := 0; k < r.ctxB && start > 0; k++ {
+				prev := bytes.LastIndexByte(data[:start-1], '\n') + 1
+				if prev < printed {
+					break
+				}
+				start = prev
+			}
+			if (r.ctxA > 0 || r.ctxB > 0) && anyPrinted && start > printed {
+				out.WriteString(col.sep("--"))
+				out.WriteByte('\n')
+			}
+			for start < ls {
+				e := lineEnd(data, start)
+				writeLine(start, e, '-', false)
+				start = e + 1
+			}
+			writeLine(ls, le, ':', true)
+			afterLeft = r.ctxA
+		}
+		pos = le + 1
+		if o.maxCount > 0 && count >= o.maxCount {
+			break
+		}
+	}
+	afterCtx(len(data) + 1)
+	switch {
+	case o.quiet:
+	case o.filesWith:
+		if j.matched {
+			r.writeName(out, j.display)
+		}
+	case o.filesWithout:
+		if !j.matched {
+			r.writeName(out, j.display)
+		}
+	case o.count:
+		nameSep(':')
+		out.WriteString(strconv.Itoa(count))
+		out.WriteByte('\n')
+	}
+	if o.filesWithout {
+		// -L selects the files without a match: the exit status follows them.
+		j.matched = !j.matched
+	}
+}
+
+func (r *grepRun) writeName(out *bytes.Buffer, name string) {
+	out.WriteString(r.col.name(name))
+	if r.o.nullSep {
+		out.WriteByte(0)
+	} else {
+		out.WriteByte('\n')
+	}
+}
+
+// errMessage is an error's message and code without the operation (the path is
+// printed by the caller): "no such file or directory (not_found)".
+func errMessage(err error) string {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return messageOf(ve) + " (" + string(ve.Code) + ")"
+	}
+	return err.Error()
 }

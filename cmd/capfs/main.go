@@ -36,7 +36,7 @@ func main() {
 // execute runs the command line args and returns the process exit code.
 func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
-	root.SetArgs(args)
+	root.SetArgs(rewriteGrepArgs(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -94,6 +94,13 @@ type globalOptions struct {
 	// memoryQuota is --memory-quota as given ("" = the configuration's, else
 	// defaultMemoryQuota).
 	memoryQuota string
+	// The audit log's rotation and level (see openAuditSink).
+	auditMaxSize  string
+	auditMaxFiles int
+	auditLevel    string
+	// allowSecret and allowFixtures let secret-pattern paths through (cli_policy.go).
+	allowSecret   []string
+	allowFixtures bool
 }
 
 // defaultMemoryQuota is the quota of a memory mount given none (--memory-quota,
@@ -117,7 +124,12 @@ func (o *globalOptions) addFlags(cmd *cobra.Command) {
 		"mount a backend: PATH=KIND:ARG[,ro] with KIND:ARG one of "+kinds+" (repeatable)")
 	f.StringVar(&o.configFile, "config", "", "read mounts, policy and audit settings from this TOML file")
 	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
-	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file (default: $XDG_STATE_HOME/capfs/audit.jsonl, else under the temp dir)")
+	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file, or to stderr, or off to record nothing (default: $XDG_STATE_HOME/capfs/audit.jsonl, else $TMPDIR/capfs-UID/audit.jsonl)")
+	f.StringVar(&o.auditMaxSize, "audit-max-size", "", "rotate the audit log when it would grow past SIZE, e.g. 16MiB (whole MiB); none never rotates (default 16MiB)")
+	f.IntVar(&o.auditMaxFiles, "audit-max-files", -1, "rotated audit logs to keep beside the current one, oldest removed first (default 3)")
+	f.StringVar(&o.auditLevel, "audit-level", "", "which calls to record: all, errors (denied and failed) or denied (default all)")
+	f.StringArrayVar(&o.allowSecret, "allow-secret", nil, "let capfs reach paths matching this namespace glob that a secret pattern refuses, e.g. 'project/testdata/*.pem' (repeatable; host rules still apply)")
+	f.BoolVar(&o.allowFixtures, "allow-test-fixtures", false, "--allow-secret for test data directories: **/testdata/**, **/fixtures/**, **/__fixtures__/**, **/test/data/**, **/tests/data/**")
 	f.StringVar(&o.subject, "subject", "", "subject recorded in audit events (default: capfs/<command>)")
 	f.StringVar(&o.memoryQuota, "memory-quota", "", "quota of each memory mount without its own quota=, e.g. 64MiB; 0 or none for no limit (default 256MiB)")
 }
@@ -316,6 +328,15 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 		}
 		s.Policy = eng
 	}
+	allow := o.allowSecret
+	if o.allowFixtures {
+		allow = append(append([]string(nil), allow...), fixtureGlobs...)
+	}
+	pol, err := allowSecrets(s.Policy, allow)
+	if err != nil {
+		return nil, err
+	}
+	s.Policy = pol
 
 	if auditFile == "" {
 		p, err := defaultAuditPath()
@@ -324,13 +345,13 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 		}
 		auditFile = p
 	}
-	sink, err := audit.OpenJSONL(auditFile)
+	sink, closeSink, err := openAuditSink(auditSettings{dest: auditFile, maxSize: o.auditMaxSize, maxFiles: o.auditMaxFiles, level: o.auditLevel}, os.Stderr)
 	if err != nil {
-		return nil, usageErrorf("--audit %s: %v", auditFile, cause(err))
+		return nil, err
 	}
 	s.AuditPath = auditFile
 	s.Audit = sink
-	s.closers = append(s.closers, sink.Close)
+	s.closers = append(s.closers, closeSink)
 
 	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(sink), dir.WithSubject(s.Subject),
 		dir.WithHooks(dir.GitGuard(s.NS, guard...)))
