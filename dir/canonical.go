@@ -146,7 +146,9 @@ func (s *scope) where(ctx context.Context) (vfs.Path, error) {
 // Resolved, with p's trailing-slash mark. A path whose parent directories do not
 // all exist yet resolves as far as they do, the missing names appended as written
 // (they hold no symlink, since they do not exist): that is where a creation would
-// land, and where MkdirAll's directories will be.
+// land, and where MkdirAll's directories will be. A path running through a file
+// resolves the same way, to the file's canonical path and the names after it; the
+// operation then fails as it would have (not_a_directory), after the decision.
 func (s *scope) canon(ctx context.Context, p vfs.Path, f follow) (vfs.Path, error) {
 	q, _, err := s.canonStat(ctx, p, f, nil)
 	return q, err
@@ -175,7 +177,10 @@ func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.I
 		loc, err = s.b.Resolve(ctx, q, fol)
 	}
 	if err != nil {
-		if codeOf(err) != vfs.CodeNotFound || q.IsRoot() {
+		// A missing parent, or one that is not a directory: decide on where the
+		// name would be (the parent's canonical path and the name), so a refused
+		// place answers the same whatever does or does not exist beneath it.
+		if c := codeOf(err); (c != vfs.CodeNotFound && c != vfs.CodeNotDir) || q.IsRoot() {
 			return vfs.Path{}, false, err
 		}
 		parent, perr := s.canon(ctx, q.Dir().WithoutDirMark(), followFinal)
@@ -297,4 +302,44 @@ func opFollow(op policy.Op) follow {
 		return followNone
 	}
 	return followFinal
+}
+
+// openRead opens c's path for reading. A fused call (c.admit set by step 4)
+// resolves, decides and opens in one backend call (vfs.ResolveOpen): admit
+// decides on the canonical location and runs the Before hooks between the
+// resolution and the open, and the backend opens the very object decided on.
+// Where the resolution fails before reaching a decision (a missing or
+// non-directory parent), the call decides on where the path would lead, as an
+// unfused call does, so a refused place answers the same refusal whether or not
+// something exists beneath it. Any other call opens c.rp.
+func (s *scope) openRead(ctx context.Context, c *call) (vfs.File, error) {
+	if c.ad == nil {
+		return s.b.OpenFile(ctx, c.rp, os.O_RDONLY, 0)
+	}
+	// The resolution's callback works on the admission's copy of c (ad.call), so
+	// that c itself never escapes to the heap on the default path.
+	ad := c.ad
+	decided := false
+	var aerr error
+	f, _, err := vfs.ResolveOpen(ctx, s.b, c.p, func(loc vfs.Location) error {
+		decided = true
+		ad.call.rp = loc.Path
+		aerr = ad.admit(ctx, &ad.call)
+		return aerr
+	})
+	c.rp = ad.call.rp
+	switch {
+	case err == nil:
+		return f, nil
+	case decided && err == aerr:
+		return nil, &addressed{err}
+	case !decided:
+		if rp, cerr := s.canon(ctx, c.p, followFinal); cerr == nil {
+			c.rp, ad.call.rp = rp, rp
+			if aerr := ad.admit(ctx, &ad.call); aerr != nil {
+				return nil, &addressed{aerr}
+			}
+		}
+	}
+	return nil, err
 }

@@ -231,10 +231,14 @@ func (d *Dir) Remove(ctx context.Context, path string) error {
 // is_a_directory; a FIFO, socket or device is not_regular_file.
 func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	var data []byte
-	c := &call{op: policy.OpRead, method: "ReadFile", path: path}
+	c := &call{op: policy.OpRead, method: "ReadFile", path: path, fused: true}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		var err error
-		data, err = readAll(ctx, d.s.b, c.rp, d.s.env.maxRead)
+		f, err := d.s.openRead(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		data, err = readOpen(f, c.rp, d.s.env.maxRead)
 		return err
 	})
 	if err != nil {

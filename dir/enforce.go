@@ -69,6 +69,12 @@ type call struct {
 	// prepare, when set, replaces path parsing in step 2 (Glob patterns); it fills
 	// the call it was made for.
 	prepare func() error
+	// fused marks a read that resolves, decides and opens in one backend call
+	// (vfs.ResolveOpen): with a policy or hooks to serve, step 4 decides on the
+	// guest's path, then leaves the canonical decision and the Before hooks to
+	// admit, which openRead calls from inside the resolution.
+	fused bool
+	ad    *admission // set by step 4 for a fused read
 
 	p, q vfs.Path // parsed paths, relative to the scope's backend
 	// fol says how the operation treats p's final component (and q's, for
@@ -140,8 +146,10 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		start = time.Now()
 	}
 	id := newRequestID()
-	outcome, rule := audit.Failed, ""
-	var treePath, treeDest string // the paths from the tree's root, once parsed
+	// ad holds what the audit record reports (the paths from the tree's root,
+	// once parsed; the outcome and rule) and the state of steps 4 and 5, which a
+	// fused read runs from inside the backend's call (see admission.admit).
+	ad := &admission{e: e, outcome: audit.Failed}
 	finished := false
 	if e.audited {
 		defer func() {
@@ -150,11 +158,11 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 				RequestID: id,
 				Subject:   e.subject,
 				Op:        c.auditOp(),
-				Path:      treePath,
-				Dest:      treeDest,
+				Path:      ad.treePath,
+				Dest:      ad.treeDest,
 				GuestPath: auditGuestPath(c.path),
 				Outcome:   audit.OK,
-				Rule:      rule,
+				Rule:      ad.rule,
 				Tag:       audit.RequestTag(ctx),
 			}
 			switch {
@@ -162,7 +170,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 				// A policy, hook or backend panicked: record the call, let the panic go on.
 				ev.Outcome, ev.Code = audit.Failed, "panic"
 			case err != nil:
-				ev.Outcome = outcome
+				ev.Outcome = ad.outcome
 				ev.Code = string(codeOf(err))
 			}
 			ev.Duration = time.Since(start)
@@ -174,9 +182,9 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	// whether a path is well formed.
 	st := s.gate.state()
 	if st&revokedBit != 0 {
-		outcome, rule = audit.Denied, "revoked"
+		ad.outcome, ad.rule = audit.Denied, "revoked"
 		if e.audited && s.parse(c) == nil { // best effort, for the audit record only
-			treePath, treeDest = s.treePaths(c)
+			ad.treePath, ad.treeDest = s.treePaths(c)
 		}
 		finished = true
 		return errAt(vfs.CodeRevoked, c.method, c.path, c.destForErr(), "capability revoked")
@@ -186,16 +194,16 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		finished = true
 		return perr
 	}
-	treePath, treeDest = s.treePaths(c)
+	ad.treePath, ad.treeDest = s.treePaths(c)
 	// (3) Attenuation and the host's write lock.
 	if c.op.Writes() && (s.ro || st&lockedBit != 0) {
-		outcome, rule, finished = audit.Denied, "read-only", true
+		ad.outcome, ad.rule, finished = audit.Denied, "read-only", true
 		return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
 	}
 	// (4) Policy, on the paths as written and on the canonical paths they reach.
 	if !e.customPolicy && len(e.hooks) == 0 {
 		// The default policy allows every request; nothing else needs one.
-		rule = allowAllRule
+		ad.rule = allowAllRule
 	} else {
 		if e.customPolicy && c.op.Writes() && !c.checkOnly {
 			// Decide and act under the tree lock: a structural change cannot
@@ -214,63 +222,102 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 			return readdress(werr, c.method, c.path, c.destForErr())
 		}
 		c.base = base
-		lexPath, lexDest := c.treePaths()
-		treePath, treeDest = lexPath, lexDest
-		c.req = &policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: lexPath, Dest: lexDest, GuestPath: c.path, Size: c.size - 1}
+		ad.lexPath, ad.lexDest = c.treePaths()
+		ad.treePath, ad.treeDest = ad.lexPath, ad.lexDest
+		c.req = &policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: ad.lexPath, Dest: ad.lexDest, GuestPath: c.path, Size: c.size - 1}
 		d, ok := policy.Decision{Effect: policy.Allow, Rule: allowAllRule}, true
 		if e.customPolicy {
 			// The guest's own paths first: a refused name reveals nothing more.
 			d, ok = e.decideAll(ctx, c, c.req)
 		}
-		if ok {
+		ad.rule = d.Rule
+		if !ok {
+			ad.outcome, finished = audit.Denied, true
+			return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
+		}
+		if c.fused && !c.checkOnly && !c.p.MustBeDir() {
+			// The canonical decision and the Before hooks run inside the
+			// backend's resolution (openRead), on the very object it opens.
+			c.ad = ad
+			ad.call = *c
+		} else {
 			if rerr := s.resolveCall(ctx, c); rerr != nil {
 				finished = true
 				return s.address(c, rerr)
 			}
-			treePath, treeDest = c.treePaths()
-			if treePath != lexPath || treeDest != lexDest {
-				c.req.Path, c.req.Dest = treePath, treeDest
-				if e.customPolicy {
-					d, ok = e.decideAll(ctx, c, c.req)
-				}
+			if aerr := ad.admit(ctx, c); aerr != nil {
+				finished = true
+				return aerr
 			}
-		}
-		rule = d.Rule
-		if !ok {
-			outcome, finished = audit.Denied, true
-			return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
 		}
 	}
 	if c.checkOnly {
 		finished = true
 		return nil
 	}
-	// (5) Before hooks.
-	ran := 0
-	for _, h := range e.hooks {
-		if herr := h.Before(ctx, c.req); herr != nil {
-			outcome, rule = audit.Denied, hookRule(h)
-			err = hookError(herr, c)
-			for i := ran - 1; i >= 0; i-- {
-				e.hooks[i].After(ctx, c.req, err)
-			}
-			finished = true
-			return err
-		}
-		ran++
-	}
 	// (6) The operation.
 	err = s.address(c, fn(ctx))
 	if err != nil && c.innerRule != "" {
 		// A path inside the composite call was refused: the trail names that rule.
-		outcome, rule = audit.Denied, c.innerRule
+		ad.outcome, ad.rule = audit.Denied, c.innerRule
 	}
-	// (7) After hooks.
-	for i := len(e.hooks) - 1; i >= 0; i-- {
+	// (7) After hooks, for those whose Before ran.
+	for i := ad.ran - 1; i >= 0; i-- {
 		e.hooks[i].After(ctx, c.req, err)
 	}
 	finished = true
 	return err
+}
+
+// admission is the state runFull shares with the second half of step 4 (the
+// decision on the canonical paths) and step 5 (the Before hooks), which a fused
+// read runs from inside the backend's resolution.
+type admission struct {
+	e                  *env
+	lexPath, lexDest   string // the paths as the guest wrote them, from the tree's root
+	treePath, treeDest string // the paths the audit record reports
+	rule               string
+	outcome            audit.Outcome
+	ran                int // hooks whose Before ran (their After is owed)
+	// call is a copy of the fused read's call, which admit works on from inside
+	// the backend's resolution (its req is the original's).
+	call call
+}
+
+// admit decides on c's canonical paths (c.rp, c.rq) where they differ from the
+// guest's, then runs the Before hooks (unless c only checks). Its errors are in
+// their final, guest-facing form.
+func (ad *admission) admit(ctx context.Context, c *call) error {
+	e := ad.e
+	ad.treePath, ad.treeDest = c.treePaths()
+	if ad.treePath != ad.lexPath || ad.treeDest != ad.lexDest {
+		c.req.Path, c.req.Dest = ad.treePath, ad.treeDest
+		if e.customPolicy {
+			d, ok := e.decideAll(ctx, c, c.req)
+			ad.rule = d.Rule
+			if !ok {
+				ad.outcome = audit.Denied
+				return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
+			}
+		}
+	}
+	if c.checkOnly {
+		return nil
+	}
+	// (5) Before hooks.
+	for _, h := range e.hooks {
+		if herr := h.Before(ctx, c.req); herr != nil {
+			ad.outcome, ad.rule = audit.Denied, hookRule(h)
+			err := hookError(herr, c)
+			for i := ad.ran - 1; i >= 0; i-- {
+				e.hooks[i].After(ctx, c.req, err)
+			}
+			ad.ran = 0
+			return err
+		}
+		ad.ran++
+	}
+	return nil
 }
 
 // decideAll decides r, and for an open that also reads, r as a read.

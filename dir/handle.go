@@ -67,7 +67,16 @@ func openFlagOp(flag int) policy.Op {
 func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode) (*Handle, error) {
 	var h *Handle
 	c := &call{op: openFlagOp(flag), method: "Open", path: path, alsoRead: flag&os.O_RDWR != 0, fol: openFollow(flag)}
+	c.fused = c.op == policy.OpRead && c.fol == followFinal && flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0
 	err := d.do(ctx, c, func(ctx context.Context) error {
+		if c.fused {
+			f, err := d.s.openRead(ctx, c)
+			if err != nil {
+				return err
+			}
+			h, err = d.s.handle(ctx, path, c.rp, f, flag)
+			return err
+		}
 		var err error
 		h, err = d.s.open(ctx, path, c.rp, flag, createPerm(perm))
 		return err
@@ -85,6 +94,11 @@ func (s *scope) open(ctx context.Context, name string, p vfs.Path, flag int, per
 	if err != nil {
 		return nil, err
 	}
+	return s.handle(ctx, name, p, f, flag)
+}
+
+// handle makes the Handle of f, opened at p with flag; on failure it closes f.
+func (s *scope) handle(ctx context.Context, name string, p vfs.Path, f vfs.File, flag int) (*Handle, error) {
 	h := &Handle{s: s, f: f, name: printable(name), p: p.WithoutDirMark()}
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return h, nil // directories open read-only only

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -163,6 +164,46 @@ func ResolveStat(ctx context.Context, b Backend, p Path, follow bool) (Location,
 		return Location{}, Info{}, err
 	}
 	return loc, info, nil
+}
+
+// OpenResolver is implemented by backends that can resolve a path, let the caller
+// decide on the canonical location it reaches, and open that very object for
+// reading, in one lookup (the physical backend). ResolveOpen resolves p following
+// a final symlink, as Resolve(p, true) would, calls decide with the location
+// (Found false when p reaches nothing) and, only if decide returns nil, opens
+// what was resolved as OpenFile(O_RDONLY) would; an error from decide is
+// returned unchanged and nothing is opened. If the resolution itself fails,
+// decide is not called. A layer that decides on canonical paths (a Dir with a
+// policy) reads through it without a second lookup, and nothing swapped in after
+// the decision can be opened instead. See the function ResolveOpen for the
+// fallback.
+type OpenResolver interface {
+	ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error)
+}
+
+// ResolveOpen resolves p in b, lets decide rule on the location, and opens it for
+// reading: b's own ResolveOpen when b is an OpenResolver, else Resolve, decide,
+// and OpenFile(O_RDONLY) of the Resolved path (which follows nothing, so a swap
+// in between fails with conflict). Errors from the open are addressed to p.
+func ResolveOpen(ctx context.Context, b Backend, p Path, decide func(Location) error) (File, Location, error) {
+	if or, ok := b.(OpenResolver); ok {
+		return or.ResolveOpen(ctx, p, decide)
+	}
+	loc, err := b.Resolve(ctx, p, true)
+	if err != nil {
+		return nil, Location{}, err
+	}
+	if err := decide(loc); err != nil {
+		return nil, loc, err
+	}
+	f, err := b.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Path == loc.Path.String() {
+			e.Path = p.String()
+		}
+		return nil, loc, err
+	}
+	return f, loc, nil
 }
 
 // Location is where a path leads, as Backend.Resolve reports it.

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"io/fs"
+	"os"
 )
 
 // Resolve returns the location p reaches in the namespace (see Backend.Resolve). In
@@ -72,6 +73,45 @@ func (n *Namespace) ResolveStat(ctx context.Context, p Path, follow bool) (Locat
 		info.Name = p.Base()
 	}
 	return loc, info, nil
+}
+
+// ResolveOpen is Resolve, a decision and an open for reading, in one lookup where
+// the mount's backend offers one (see OpenResolver). decide sees the namespace
+// location.
+func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
+	t := n.table()
+	l := t.locate(p)
+	if (l.kind == kindInMount || l.kind == kindMountPoint) && !t.shadowing[l.m] {
+		if _, ok := l.m.b.(OpenResolver); ok {
+			var derr error
+			var at Location
+			f, _, err := ResolveOpen(ctx, l.m.b, l.rel, func(loc Location) error {
+				loc.Path = l.m.path.Join(loc.Path).Resolved()
+				at = loc
+				derr = decide(loc)
+				return derr
+			})
+			switch {
+			case err == nil:
+				return f, at, nil
+			case derr != nil && err == derr:
+				return nil, at, err // decide's own error, unchanged
+			}
+			return nil, at, readdress("open", p, err)
+		}
+	}
+	loc, err := n.Resolve(ctx, p, true)
+	if err != nil {
+		return nil, Location{}, err
+	}
+	if err := decide(loc); err != nil {
+		return nil, loc, err
+	}
+	f, err := n.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, loc, readdress("open", p, err)
+	}
+	return f, loc, nil
 }
 
 // route returns the path an operation on p must act on: p itself, unless p lies in
@@ -212,6 +252,11 @@ func (b *locatedBackend) Sub(ctx context.Context, p Path) (Backend, error) {
 // ResolveStat forwards to the wrapped backend (see vfs.ResolveStat).
 func (b *locatedBackend) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
 	return ResolveStat(ctx, b.Backend, p, follow)
+}
+
+// ResolveOpen forwards to the wrapped backend (see vfs.ResolveOpen).
+func (b *locatedBackend) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
+	return ResolveOpen(ctx, b.Backend, p, decide)
 }
 
 // HostPath forwards to the wrapped backend when it is a HostPather.

@@ -113,6 +113,12 @@ func (r *readOnlyBackend) Resolve(ctx context.Context, p Path, follow bool) (Loc
 	return r.b.Resolve(ctx, p, follow)
 }
 
+// ResolveOpen forwards to the wrapped backend (see vfs.ResolveOpen): it only
+// reads.
+func (r *readOnlyBackend) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
+	return ResolveOpen(ctx, r.b, p, decide)
+}
+
 // ResolveStat forwards to the wrapped backend (see vfs.ResolveStat).
 func (r *readOnlyBackend) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
 	return ResolveStat(ctx, r.b, p, follow)
