@@ -95,6 +95,7 @@ type planned struct {
 type node struct {
 	kind     kind
 	implicit bool // a directory only named as a parent
+	blocked  bool // a link entry that was filtered
 }
 
 type destState uint8
@@ -235,6 +236,11 @@ func (x *extractor) fail(err error) error {
 }
 
 func (x *extractor) filter(e *entry, clean string, r Reason, detail string) {
+	if clean != "" && (e.kind == kindSymlink || e.kind == kindHardlink) && x.names[clean] == nil {
+		// Entries beneath a link left out meant to go through it: they are
+		// left out too (ReasonThroughLink), not put in a directory of its name.
+		x.names[clean] = &node{kind: e.kind, blocked: true}
+	}
 	x.res.Filtered = append(x.res.Filtered, Filtered{Name: printable(e.raw), Path: clean, Reason: r, Detail: detail})
 }
 
@@ -412,6 +418,9 @@ func (x *extractor) entry(e *entry, open func() (io.Reader, func(), error)) erro
 	if r, d := x.decideName(clean, e.kind); r != "" {
 		x.filter(e, clean, r, d)
 		return nil
+	}
+	if n := x.names[clean]; n != nil && !n.implicit {
+		return nil // a directory named again: already planned
 	}
 	r, d, err := x.decideDest(&p)
 	if err != nil {
@@ -601,6 +610,13 @@ func (x *extractor) check(p *planned) (Reason, string, error) {
 	if err == nil {
 		return "", "", nil
 	}
+	if vfs.CodeOf(err) == vfs.CodeOutside {
+		// The Dir's own symlink rule (a target climbing above it).
+		if p.kind == kindSymlink {
+			return ReasonLinkTarget, "the target climbs above the destination", nil
+		}
+		return ReasonTraversal, err.Error(), nil
+	}
 	if vfs.CodeOf(err) == vfs.CodePermission {
 		detail := err.Error()
 		var ve *vfs.Error
@@ -623,7 +639,7 @@ func (x *extractor) checkSymlinks() error {
 		for _, p := range x.plan {
 			if p.kind == kindSymlink {
 				if detail := x.resolveInside(p.path, p.link); detail != "" {
-					delete(x.names, p.path)
+					x.names[p.path].blocked = true
 					x.res.Filtered = append(x.res.Filtered, Filtered{Name: printable(p.path), Path: p.path, Reason: ReasonLinkTarget, Detail: detail})
 					changed = true
 					continue
@@ -663,6 +679,9 @@ func (x *extractor) resolveInside(link, target string) string {
 		n := x.names[cur]
 		if n == nil || n.kind != kindSymlink {
 			continue
+		}
+		if n.blocked {
+			return "the target leads through a link that was left out"
 		}
 		hops++
 		if hops > 40 {
