@@ -72,7 +72,9 @@ FUZZ_TARGETS := \
 	./mcpserver:FuzzApplyPatch:30000 \
 	./backends/gitree:FuzzInflate:30000 \
 	./internal/termsafe:FuzzEscape:200000 \
-	./audit:FuzzReadJSONL:30000
+	./audit:FuzzReadJSONL:30000 \
+	./archive:FuzzSanitizeName:100000 \
+	./archive:FuzzExtract:5000
 
 fuzz-short:
 	@set -e; for t in $(FUZZ_TARGETS); do \
