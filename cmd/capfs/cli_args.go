@@ -45,7 +45,7 @@ func rewriteGrepArgs(args []string) []string {
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		if valueFlags[a] || a == "-e" || a == "-A" || a == "-B" || a == "-C" || strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && grepLongValue(a) {
+		if a != "-m" && valueFlags[a] || a == "-e" || a == "-A" || a == "-B" || a == "-C" || strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && grepLongValue(a) {
 			out = append(out, a)
 			if i+1 < len(args) {
 				out = append(out, args[i+1])

@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"regexp"
-		"strings"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )

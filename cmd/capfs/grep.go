@@ -150,6 +150,7 @@ type grepRun struct {
 	names bool  // print file names
 	ctxB  int
 	ctxA  int
+	ctxOn bool // context was asked for (even 0 lines): groups are separated by "--"
 	col   colors
 	// walk state
 	ignoreBase []gitignore.Pattern
@@ -217,8 +218,9 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 	if g.before >= 0 {
 		r.ctxB = g.before
 	}
+	r.ctxOn = g.after >= 0 || g.before >= 0 || g.context >= 0
 	if g.only || g.count || g.filesWith || g.filesWithout || g.quiet {
-		r.ctxA, r.ctxB = 0, 0
+		r.ctxA, r.ctxB, r.ctxOn = 0, 0, false
 	}
 
 	roots := args
@@ -754,7 +756,7 @@ func (r *grepRun) searchData(j *grepJob, data []byte) {
 				}
 				start = prev
 			}
-			if (r.ctxA > 0 || r.ctxB > 0) && anyPrinted && start > printed {
+			if r.ctxOn && anyPrinted && start > printed {
 				out.WriteString(col.sep("--"))
 				out.WriteByte('\n')
 			}
@@ -786,10 +788,6 @@ func (r *grepRun) searchData(j *grepJob, data []byte) {
 		nameSep(':')
 		out.WriteString(strconv.Itoa(count))
 		out.WriteByte('\n')
-	}
-	if o.filesWithout {
-		// -L selects the files without a match: the exit status follows them.
-		j.matched = !j.matched
 	}
 }
 
