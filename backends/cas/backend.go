@@ -172,7 +172,9 @@ func (f *FS) Root() Digest { return f.root.d }
 func (f *FS) Store() *Store { return f.st }
 
 // Features reports a read-only backend with symlinks.
-func (f *FS) Features() vfs.Features { return vfs.Features{ReadOnly: true, Symlinks: true, Persistent: true} }
+func (f *FS) Features() vfs.Features {
+	return vfs.Features{ReadOnly: true, Symlinks: true, Persistent: true}
+}
 
 // treeView is the vfs.Tree the shared resolver walks.
 type treeView struct {

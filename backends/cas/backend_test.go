@@ -70,12 +70,12 @@ func TestDifferential(t *testing.T) {
 	s := newStore(t)
 	f := mount(t, s, snap(t, s, m))
 	type out struct {
-		code          vfs.Code
-		mode          fs.FileMode
-		size          int64
-		text          string
-		found         bool
-		path          string
+		code  vfs.Code
+		mode  fs.FileMode
+		size  int64
+		text  string
+		found bool
+		path  string
 	}
 	call := func(b vfs.Backend, op, q string) out {
 		p, err := vfs.ParseGuest(q)

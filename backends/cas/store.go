@@ -484,8 +484,11 @@ func (s *Store) OpenBlob(ctx context.Context, d Digest) (io.ReadCloser, error) {
 
 // verifier hashes a blob as it is read and checks it at the end.
 type verifier struct {
-	d   Digest
-	h   interface{ Write([]byte) (int, error); Sum([]byte) []byte }
+	d Digest
+	h interface {
+		Write([]byte) (int, error)
+		Sum([]byte) []byte
+	}
 	f   *os.File
 	z   *zstd.Decoder
 	r   io.Reader

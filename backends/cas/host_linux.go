@@ -1,0 +1,134 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// SnapshotHost is Snapshot of the host directory root, read directly: every
+// lookup is one openat2(2) beneath root with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS
+// (no symlink is ever followed, so a link swapped in during the walk makes the
+// walk fail rather than read outside root), files are opened O_NOFOLLOW|O_NONBLOCK
+// and must still be regular files. Its stat cache (opts.StatCache; SnapshotHost
+// uses root itself when it is empty) compares device, inode, size, permission,
+// modification and change time, like git's index, so re-snapshotting an unchanged
+// tree only stats it.
+func (s *Store) SnapshotHost(ctx context.Context, root string, opts SnapshotOptions) (Digest, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Digest{}, fmt.Errorf("cas: snapshot: open %s: %w", root, err)
+	}
+	defer unix.Close(fd)
+	if opts.StatCache == "" {
+		opts.StatCache = "host:" + root
+	}
+	return s.snapshot(ctx, &hostSource{root: fd}, opts)
+}
+
+type hostSource struct{ root int }
+
+// openBeneath opens rel (slash-separated, no "..") beneath the root, following
+// no symlink anywhere.
+func (h *hostSource) openBeneath(rel string, flags int) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	for {
+		fd, err := unix.Openat2(h.root, rel, &how)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		return fd, err
+	}
+}
+
+func (h *hostSource) list(ctx context.Context, rel string) ([]snapEntry, error) {
+	fd, err := h.openBeneath(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: rel, Err: err}
+	}
+	sort.Strings(names)
+	out := make([]snapEntry, 0, len(names))
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err == unix.ENOENT {
+				continue
+			}
+			return nil, &fs.PathError{Op: "lstat", Path: join(rel, name), Err: err}
+		}
+		out = append(out, entryOf(name, &st))
+	}
+	return out, nil
+}
+
+func entryOf(name string, st *unix.Stat_t) snapEntry {
+	mode := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFREG:
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	default:
+		mode |= fs.ModeDevice
+	}
+	return snapEntry{name: name, mode: mode, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), dev: uint64(st.Dev), ino: st.Ino}
+}
+
+func (h *hostSource) open(ctx context.Context, rel string) (io.ReadCloser, error) {
+	fd, err := h.openBeneath(rel, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: errors.New("no longer a regular file")}
+	}
+	return os.NewFile(uintptr(fd), rel), nil
+}
+
+func (h *hostSource) readlink(ctx context.Context, rel string) (string, error) {
+	dir, base := "", rel
+	for i := len(rel) - 1; i >= 0; i-- {
+		if rel[i] == '/' {
+			dir, base = rel[:i], rel[i+1:]
+			break
+		}
+	}
+	fd, err := h.openBeneath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: rel, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Readlinkat(fd, base, buf)
+		if err != nil {
+			return "", &fs.PathError{Op: "readlink", Path: rel, Err: err}
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}

@@ -1,0 +1,243 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// cacheTime is the modification time of every file in the link cache. A write to
+// a cached file (through a hard link a sandbox was given) moves it, and the next
+// materialization then replaces the entry instead of linking it again.
+var cacheTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// MaterializeOptions tune Materialize.
+type MaterializeOptions struct {
+	// Copy copies files instead of hard-linking them from the link cache.
+	Copy bool
+	// Workers is how many files are placed at once; 0 means 2×GOMAXPROCS, at least 4.
+	Workers int
+}
+
+// MaterializeStats reports what Materialize did.
+type MaterializeStats struct {
+	Files, Dirs, Symlinks int
+	Linked                int // files hard-linked from the link cache
+	Extracted             int // link cache entries written from the store
+	Copied                int // files copied (Copy, or linking failed: another file system)
+}
+
+// Materialize writes the tree whose root Directory is root into dest, a host
+// directory that must not exist yet (its parent must). Directories are created
+// 0755 and symlinks verbatim; files are hard links to read-only entries of the
+// store's link cache (cache/HASH, mode 0444, or cache/HASH.x, 0555, for
+// executables), each extracted from the store and verified once, so a second
+// materialization of the same content costs one link(2) per file, as Bazel's and
+// Buildbarn's workers do. Where linking fails (dest on another file system) the
+// file is copied.
+//
+// A linked file shares its inode with the cache: a process that can write it
+// (one running as the cache's owner after a chmod, or as root) changes the cache.
+// Its modification time then moves, and the next materialization replaces that
+// entry; the store's blobs are never linked, so they cannot be changed this way.
+// Give sandboxes another uid, or use Copy, when that matters.
+//
+// A tree holding a symlink whose target would resolve outside dest (absolute, or
+// climbing above it) is refused before anything is written: host tools follow
+// links, and the checkout would reach outside itself. Every Directory is read and
+// verified before dest is created.
+func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts MaterializeOptions) (MaterializeStats, error) {
+	var st MaterializeStats
+	// Plan: read every directory, check every link.
+	type planned struct {
+		rel  string
+		file FileNode
+	}
+	var dirs []string
+	var links [][2]string
+	var files []planned
+	var walk func(d Digest, rel string) error
+	walk = func(d Digest, rel string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, err := s.ReadBlob(ctx, d, maxDirMessage)
+		if err != nil {
+			return err
+		}
+		dir, err := DecodeDirectory(b)
+		if err != nil {
+			return err
+		}
+		for _, f := range dir.Files {
+			files = append(files, planned{join(rel, f.Name), f})
+		}
+		for _, l := range dir.Symlinks {
+			lp := join(rel, l.Name)
+			p, err := vfs.ParseGuest(lp)
+			if err != nil {
+				return err
+			}
+			if _, err := vfs.SymlinkTarget(p, l.Target); err != nil {
+				return fmt.Errorf("cas: materialize: symlink %s -> %q leaves the tree: %w", lp, trunc(l.Target), err)
+			}
+			links = append(links, [2]string{lp, l.Target})
+		}
+		for _, sub := range dir.Dirs {
+			sr := join(rel, sub.Name)
+			dirs = append(dirs, sr)
+			if err := walk(sub.Digest, sr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root, ""); err != nil {
+		return st, err
+	}
+	if err := os.Mkdir(dest, 0o755); err != nil {
+		return st, fmt.Errorf("cas: materialize: %w", err)
+	}
+	for _, d := range dirs {
+		if err := os.Mkdir(filepath.Join(dest, filepath.FromSlash(d)), 0o755); err != nil {
+			return st, fmt.Errorf("cas: materialize: %w", err)
+		}
+	}
+	st.Dirs = len(dirs) + 1
+	for _, l := range links {
+		if err := os.Symlink(l[1], filepath.Join(dest, filepath.FromSlash(l[0]))); err != nil {
+			return st, fmt.Errorf("cas: materialize: %w", err)
+		}
+	}
+	st.Symlinks = len(links)
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	var mu sync.Mutex
+	var firstErr error
+	next := make(chan planned)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for p := range next {
+				linked, extracted, err := s.place1(ctx, p.file, filepath.Join(dest, filepath.FromSlash(p.rel)), opts.Copy)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				st.Files++
+				if linked {
+					st.Linked++
+				} else {
+					st.Copied++
+				}
+				if extracted {
+					st.Extracted++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, p := range files {
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed || ctx.Err() != nil {
+			break
+		}
+		next <- p
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return st, firstErr
+}
+
+// place1 puts one file at dst: a hard link to its cache entry, or a copy.
+func (s *Store) place1(ctx context.Context, f FileNode, dst string, copyOnly bool) (linked, extracted bool, err error) {
+	perm := fs.FileMode(0o444)
+	suffix := ""
+	if f.Executable {
+		perm, suffix = 0o555, ".x"
+	}
+	if copyOnly {
+		return false, false, s.extract(ctx, f.Digest, dst, perm, false)
+	}
+	entry := filepath.Join(s.dir, "cache", f.Digest.Hex()+suffix)
+	for range 2 {
+		fi, err := os.Lstat(entry)
+		switch {
+		case err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == perm && fi.Size() == f.Digest.Size && fi.ModTime().Equal(cacheTime):
+		case err == nil || errors.Is(err, fs.ErrNotExist):
+			// Missing, or changed since it was written: (re)write it.
+			if err := os.MkdirAll(filepath.Dir(entry), 0o700); err != nil {
+				return false, false, err
+			}
+			if err := s.extract(ctx, f.Digest, entry, perm, true); err != nil {
+				return false, false, err
+			}
+			extracted = true
+		default:
+			return false, extracted, err
+		}
+		err = os.Link(entry, dst)
+		if err == nil {
+			return true, extracted, nil
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the entry was replaced meanwhile: once more
+		}
+		break
+	}
+	// Another file system, or too many links: copy.
+	return false, extracted, s.extract(ctx, f.Digest, dst, perm|0o200, false)
+}
+
+// extract writes blob d, verified, to path with perm: to a temporary name first,
+// renamed into place only when complete and verified.
+func (s *Store) extract(ctx context.Context, d Digest, path string, perm fs.FileMode, forCache bool) error {
+	rc, err := s.OpenBlob(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cas-")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tmp, rc) // io.Copy reads to EOF: the verifier's check runs
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), perm)
+	}
+	if err == nil && forCache {
+		err = os.Chtimes(tmp.Name(), cacheTime, cacheTime)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// Ingest stores the host directory dir (a sandbox's outputs, say) and returns its
+// root digest: SnapshotHost with dir's own stat cache.
+func (s *Store) Ingest(ctx context.Context, dir string) (Digest, error) {
+	return s.SnapshotHost(ctx, dir, SnapshotOptions{})
+}
