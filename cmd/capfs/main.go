@@ -133,6 +133,8 @@ func newRootCmd() *cobra.Command {
 		newGrepCmd(o),
 		newDiffCmd(o),
 		newRunCmd(o),
+		newSyncCmd(o),
+		newCacheCmd(o),
 		newMountsCmd(o),
 		newMCPCmd(o),
 	)

@@ -5,20 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -31,9 +28,94 @@ const sandboxRoot = "/capfs"
 // container runners.
 const exitRunFailed = 125
 
-// exitInterrupted is run's exit code when capfs was interrupted (SIGINT, SIGTERM)
-// while the command ran: the command is killed and nothing is synced back.
+// exitNotExecutable and exitNotFound are run's exit codes when the command was
+// found but cannot be executed, or was not found, as shells use them.
+const (
+	exitNotExecutable = 126
+	exitNotFound      = 127
+)
+
+// exitInterrupted is run's exit code when capfs was interrupted (SIGINT) before
+// the command started, or the command died of the interrupt.
 const exitInterrupted = 130
+
+// Sync modes (--sync).
+const (
+	syncAlways    = "always"
+	syncOnSuccess = "on-success"
+	syncNever     = "never"
+	syncAsk       = "ask"
+)
+
+const runLong = `Run CMD in a bubblewrap sandbox on a private checkout of the work mount, show
+what it changed, and bring the changes back through the namespace's checks.
+
+  1. The work path (--work, default "project", or the configuration's "work")
+     is checked out read-write into a private 0700 directory (under
+     $CAPFS_TMPDIR, else /dev/shm, else the temp dir). Every file is read
+     through the capability: paths the policy denies (secrets) are left out.
+     A progress bar shows on a terminal when the checkout takes over a second.
+  2. Every other physical mount, and each --grant path (e.g. ref/head), is
+     made visible read-only: a physical directory is bound without copying when
+     the policy hides nothing in it, anything else is copied. A path inside, or
+     holding, one already granted is left out. Git and memory mounts are
+     visible only through --grant.
+  3. CMD runs under bubblewrap: its own user namespace as a non-root uid, no
+     network, a cleared environment (plus --env), /usr and /etc read-only, a
+     private /tmp, and the per-project build caches (see "capfs cache";
+     --no-cache leaves them out). Namespace path P appears at /capfs/P; the
+     working directory is /capfs/<work path>. What the policy forbids to write
+     (.git, persistence files such as .bashrc) is bound read-only. The sandbox
+     is limited to --max-procs processes, --max-memory of memory and a /tmp of
+     --tmp-size.
+  4. The terminal: when capfs's standard input and output are a terminal (and
+     --tty is not never), CMD gets a pseudo-terminal of its own as its
+     controlling terminal: Ctrl-C and Ctrl-Z reach its foreground job as in a
+     plain shell, window size changes follow, and capfs itself exits only when
+     CMD does. Otherwise CMD has no controlling terminal, and a SIGINT capfs
+     receives is passed on to it.
+  5. The review. CMD's changes are scanned and validated (regular files,
+     directories and relative symlinks that stay inside only; no FIFOs or
+     devices; no setuid bits; the limits --max-files, --max-bytes,
+     --max-depth and --max-file-size; the policy, e.g. nothing under
+     .git/hooks) before anything is written, and summarised on stderr: counts
+     by directory with sizes, the first --show paths, every refusal. --sync
+     decides what happens next:
+       on-success (the default)  apply when CMD exited 0; otherwise keep the
+                                 changes in the checkout for "capfs sync"
+       always                    apply whatever CMD's status
+       never                     apply nothing; keep the changes for later
+       ask                       show the summary and ask (y: apply, n:
+                                 discard, k: keep for later, d: a diff in
+                                 $PAGER); without a terminal, as never
+     --dry-run applies nothing and keeps nothing (unless --keep).
+  6. The apply goes through the capability, each file atomically and with the
+     time the sandbox gave it, under a journal kept outside the project (if
+     capfs dies while applying, the next run finishes it). A path that also
+     changed in the source since the checkout is a conflict (--conflict fail,
+     ours or theirs). A refused or conflicting change is left out and the rest
+     applied (--on-reject apply-rest, the default; abort applies nothing).
+     Whatever is not applied stays in a kept checkout: its path and the
+     commands to inspect it ("capfs sync --diff ID"), apply it ("capfs sync
+     ID") or drop it ("capfs sync --discard ID") are printed. --keep keeps
+     the checkout in every case.
+
+A work mount that cannot be written back (a git revision, --rev REV, or a
+memory mount, which vanishes when capfs exits) is run on in the same way, and
+its changes are written into --out DIR (a host directory, created when
+missing); without --out they stay in a kept checkout. Nothing is lost without
+a word.
+
+Signals: SIGINT, SIGTERM and SIGHUP received by capfs are passed to CMD (a
+second one kills it); a closed output pipe (SIGPIPE) does not stop capfs. When
+capfs was signalled, nothing is synced back and the checkout is removed (kept
+under --keep); no checkout is left behind in /dev/shm.
+
+Exit status: CMD's own (128+N when it died of signal N); 126 when CMD cannot
+be executed and 127 when it is not found, as shells do; 3 when some changes
+were refused, conflicted or could not be applied; 125 when the command could
+not be started at all (e.g. bubblewrap cannot work here: --allow-unsandboxed
+runs it without isolation, audited as such); 2 for bad flags.`
 
 func newRunCmd(o *globalOptions) *cobra.Command {
 	var (
@@ -43,62 +125,25 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		allowUnsandboxed bool
 		conflict         string
 		onReject         string
-		keepCheckout     bool
+		keep             bool
+		syncMode         string
+		dryRun           bool
+		jsonOut          bool
+		show             int
+		tty              string
+		out              string
+		rev              string
+		noCache          bool
 		lim              limitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
-		Short: "Run a command in a sandbox on a checkout of the namespace and sync its changes back",
-		Long: `Run CMD in a bubblewrap sandbox on a private checkout of the work mount, then
-bring its changes back through the namespace's checks.
-
-  1. The work path (--work, default "project", or the configuration's "work")
-     is checked out read-write into a private 0700 directory (under
-     $CAPFS_TMPDIR, else /dev/shm, else the temp dir). Every file is read
-     through the capability: paths the policy denies (secrets) are left out.
-  2. Every other physical mount, and each --grant path (e.g. ref/head), is
-     made visible read-only: a physical directory is bound without copying when
-     the policy hides nothing in it, anything else is copied. A path inside, or
-     holding, one already granted is left out: the grant already shows it, and
-     binds cannot nest. Git and memory mounts are visible only through --grant.
-  3. CMD runs under bubblewrap: its own user namespace as a non-root uid, no
-     network, a cleared environment (plus --env), /usr and /etc read-only, a
-     private /tmp. Namespace path P appears at /capfs/P; the working directory
-     is /capfs/<work path>, e.g. /capfs/project. What the policy forbids to
-     write (.git, persistence files such as .bashrc or .vscode/) is bound
-     read-only: a write there fails at once (EROFS). A .git whose history names
-     a path the policy hides is left empty (--git). No host path of the
-     project shows in the sandbox's /proc/self/mountinfo (unless
-     --bind-grants; as root, each checkout on /dev/shm is a tmpfs of its own,
-     so a kept one is discarded with umount). The sandbox is limited to --max-procs processes,
-     --max-memory of memory and a /tmp of --tmp-size (a cgroup per run where
-     one can be made, else rlimits; the summary says which).
-  4. The checkout's changes are validated (regular files, directories and
-     relative symlinks that stay inside only; no FIFOs or devices; no setuid
-     or setgid bits; size, count and depth limits; the policy, e.g. nothing
-     under .git/hooks), all of them before anything is written, and applied
-     through the capability, each file atomically and with the time the
-     sandbox gave it (so a later make has nothing to redo), under a journal
-     kept outside the project: if capfs dies while applying, the next run in
-     the same project finishes the sync first. A path that also changed in the
-     source since the checkout, or that lies in a directory the source removed
-     or renamed, is a conflict: --conflict fail (default) leaves it unapplied,
-     ours keeps the sandbox's version, theirs keeps the source's. When a change
-     is refused or left in conflict, --on-reject abort (default) applies
-     nothing, apply-rest applies every change that does not depend on one.
-     Whatever is not applied is listed with why, and the checkout is kept (its
-     host path is printed) so nothing the command made is lost;
-     --keep-checkout keeps it in every case.
-
-A summary of the changes, the sandbox that ran the command and the audit log's
-path go to stderr. capfs exits with CMD's status; with 3 when sync-back refused
-a change, found a conflict or could not apply one (what was applied and what
-was not are listed), whatever CMD's status; with 125 when the command could
-not be started (e.g. bubblewrap cannot work here: --allow-unsandboxed runs it
-without isolation, audited as such); with 130 when capfs is interrupted (the command is killed, nothing is synced
-back). Changes are synced back whatever CMD's exit status.`,
+		Short: "Run a command in a sandbox on a checkout of the namespace, review its changes and sync them back",
+		Long:  runLong,
 		Example: `  capfs run -- make
+  capfs run --sync=ask -- ./agent.sh
   capfs run --work project/sub --env CGO_ENABLED=0 -- go build ./...
+  capfs run --rev v1.2.0 --out /tmp/build -- make
   capfs -m src=physical:. -m deps=physical:../vendor,ro run --work src -- make test`,
 		Args: cobra.MinimumNArgs(1),
 	}
@@ -108,8 +153,18 @@ back). Changes are synced back whatever CMD's exit status.`,
 	f.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
 	f.BoolVar(&allowUnsandboxed, "allow-unsandboxed", false, "run without isolation when bubblewrap cannot work here (audited)")
 	f.StringVar(&conflict, "conflict", "fail", "when a changed path also changed in the source: fail, ours (sandbox wins) or theirs (source wins)")
-	f.StringVar(&onReject, "on-reject", "abort", "when a change is refused or left in conflict: abort (apply nothing) or apply-rest (apply what does not depend on it)")
-	f.BoolVar(&keepCheckout, "keep-checkout", false, "keep the checkout directory even when every change was applied (it is always kept when one was not)")
+	f.StringVar(&onReject, "on-reject", "apply-rest", "when a change is refused or left in conflict: apply-rest (apply what does not depend on it) or abort (apply nothing)")
+	f.StringVar(&syncMode, "sync", syncOnSuccess, "when to apply the changes: on-success, always, never or ask")
+	f.BoolVarP(&dryRun, "dry-run", "n", false, "show what would be applied, apply nothing (the checkout is removed unless --keep)")
+	f.BoolVar(&keep, "keep", false, "keep the checkout in every case and print where (see capfs sync)")
+	f.BoolVar(&keep, "keep-checkout", false, "same as --keep")
+	_ = f.MarkHidden("keep-checkout")
+	f.BoolVar(&jsonOut, "json", false, "print the change summary as one JSON object on stderr instead of text")
+	f.IntVar(&show, "show", 10, "list at most this many changed paths in the summary (-1: all; refusals are always listed)")
+	f.StringVar(&tty, "tty", "auto", "give the command a terminal of its own: auto (when capfs's stdin and stdout are one), always or never")
+	f.StringVar(&out, "out", "", "for a work mount that cannot be written back (--rev, git, memory): write the changed files into this host directory")
+	f.StringVar(&rev, "rev", "", "run on this git revision of the work path's repository instead of the work tree (its changes go to --out)")
+	f.BoolVar(&noCache, "no-cache", false, "do not mount the per-project build caches (see capfs cache)")
 	lim.add(cmd)
 	f.SetInterspersed(false)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -131,7 +186,17 @@ back). Changes are synced back whatever CMD's exit status.`,
 		case "apply-rest":
 			reject = materialize.RejectApplyRest
 		default:
-			return usageErrorf("--on-reject %s: want abort or apply-rest", onReject)
+			return usageErrorf("--on-reject %s: want apply-rest or abort", onReject)
+		}
+		switch syncMode {
+		case syncAlways, syncOnSuccess, syncNever, syncAsk:
+		default:
+			return usageErrorf("--sync %s: want on-success, always, never or ask", syncMode)
+		}
+		switch tty {
+		case "auto", "always", "never":
+		default:
+			return usageErrorf("--tty %s: want auto, always or never", tty)
 		}
 		for _, kv := range env {
 			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -141,14 +206,19 @@ back). Changes are synced back whatever CMD's exit status.`,
 		if err := lim.parse(); err != nil {
 			return err
 		}
+		// capfs handles its own signals while it runs (see runSignals); the
+		// context of the session then ends only with them.
+		sig := newRunSignals()
+		defer sig.stop()
 		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
 			r := &runner{
 				s: s, stderr: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(),
 				work: work, grants: grants, env: env, allowUnsandboxed: allowUnsandboxed, conflict: mode,
-				onReject: reject, keepCheckout: keepCheckout, lim: lim,
+				onReject: reject, keep: keep, lim: lim, syncMode: syncMode, dryRun: dryRun,
+				jsonOut: jsonOut, show: show, tty: tty, out: out, rev: rev, noCache: noCache, sig: sig,
 			}
 			defer r.close()
-			return r.run(ctx, args)
+			return r.run(sig.context(ctx), args)
 		})(cmd, args)
 	}
 	return cmd
@@ -165,15 +235,29 @@ type runner struct {
 	allowUnsandboxed bool
 	conflict         materialize.ConflictMode
 	onReject         materialize.RejectMode
-	keepCheckout     bool
+	keep             bool
+	syncMode         string
+	dryRun           bool
+	jsonOut          bool
+	show             int
+	tty              string
+	out              string
+	rev              string
+	noCache          bool
+	sig              *runSignals
+	argv             []string
 	syncLabel        string // the sync journal's label: which host directory the work path is
 	lim              limitFlags
 	trees            []*materialize.Tree
 	workTree         *materialize.Tree
+	workDir          *dir.Dir
 	workPath         vfs.Path
+	writeBack        bool // the work mount keeps what is synced into it (physical, not --rev)
 	mounts           []sandbox.Mount
 	seenTargets      []vfs.Path
 	subs             []func() error // Subs of mount backends made for zero-copy checkouts
+	cacheKey         string         // the project's build cache key ("" = no caches)
+	keptID           string         // the id the work checkout was kept under
 }
 
 func (r *runner) close() {
@@ -182,13 +266,16 @@ func (r *runner) close() {
 			fmt.Fprintf(r.stderr, "capfs: run: removing a checkout: %s\n", showError(err))
 		}
 	}
+	r.trees = nil
 	for _, c := range r.subs {
 		c()
 	}
+	r.subs = nil
 }
 
 func (r *runner) run(ctx context.Context, argv []string) error {
 	s := r.s
+	r.argv = argv
 	work := r.work
 	if work == "" {
 		work = s.Work
@@ -205,25 +292,33 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	if !ok {
 		return usageErrorf("--work %s: not inside any mount (see capfs mounts)", work)
 	}
-	if m.ReadOnly {
-		return usageErrorf("--work %s: the %s mount at %s is read-only", work, m.Kind, displayPath(m.Path.String()))
-	}
-	workDir, err := s.Root.Sub(ctx, r.workPath.String())
+	workDir, err := r.workSource(ctx, m, rel)
 	if err != nil {
 		return err
 	}
-	if m.Kind == kindPhysical && m.Host != "" {
+	r.workDir = workDir
+	if r.out != "" && r.writeBack {
+		return usageErrorf("--out %s: the work path %s is written back; --out is for --rev, git and memory work mounts", r.out, displayPath(r.workPath.String()))
+	}
+	if err := checkOut(r.out); err != nil {
+		return err
+	}
+	if r.writeBack && m.Kind == kindPhysical && m.Host != "" {
 		r.syncLabel = "physical:" + m.Host + "//" + rel.String()
 		r.recoverSyncs(ctx, workDir)
 	}
+	if !r.noCache {
+		r.cacheKey = projectCacheKey(m, rel, r.rev)
+	}
 
 	// The work checkout, read-write.
+	start := time.Now()
 	t, err := r.checkout(ctx, r.workPath, workDir, false, nil)
 	if err != nil {
-		return err
+		return r.failedBeforeRun(err)
 	}
 	r.workTree = t
-	if r.keepCheckout {
+	if r.keep {
 		t.Keep()
 	}
 	r.addMount(t, r.workPath, true)
@@ -249,17 +344,27 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		}
 		d, err := s.Root.ReadOnly().Sub(ctx, p.String())
 		if err != nil {
-			return err
+			return r.failedBeforeRun(err)
 		}
 		t, err := r.checkout(ctx, p, d, true, r.hostFor(p))
 		if err != nil {
-			return err
+			return r.failedBeforeRun(err)
 		}
 		r.addMount(t, p, false)
 	}
+	setup := time.Since(start)
 
 	// Run.
-	bw := sandbox.Bubblewrap(r.lim.options())
+	opts := r.lim.options()
+	if r.cacheKey != "" {
+		caches, err := cacheMounts(r.cacheKey)
+		if err != nil {
+			fmt.Fprintf(r.stderr, "capfs: run: build caches: %s (running without them)\n", show(err.Error()))
+		} else {
+			opts.Caches = caches
+		}
+	}
+	bw := sandbox.Bubblewrap(opts)
 	runner := &sandbox.Runner{Wrappers: []sandbox.Wrapper{bw}}
 	runner.AllowUnsandboxed = r.allowUnsandboxed
 	runner.Audit = s.Audit
@@ -273,66 +378,114 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		Stdin:   r.stdin,
 		Stdout:  r.stdout,
 		Stderr:  r.stderr,
+		Signals: r.sig.forward,
 	}
-	res, err := runner.Run(ctx, launch)
+	term, err := r.startTerminal(launch)
 	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(r.stderr, "capfs: run %s: interrupted; nothing synced back\ncapfs: audit log: %s\n", argv[0], s.AuditPath)
-			return exitStatus(exitInterrupted)
-		}
-		if errors.Is(err, sandbox.ErrUnavailable) {
-			fmt.Fprintf(r.stderr, "capfs: run: %s\ncapfs: run: no sandbox can work here; --allow-unsandboxed runs the command without isolation (audited)\n", showError(err))
-		} else {
-			fmt.Fprintf(r.stderr, "capfs: run %s: %s\n", argv[0], showError(err))
-		}
-		fmt.Fprintf(r.stderr, "capfs: audit log: %s\n", s.AuditPath)
-		return exitStatus(exitRunFailed)
+		fmt.Fprintf(r.stderr, "capfs: run: no terminal for the command: %s\n", show(err.Error()))
+	}
+	r.sig.running()
+	res, err := runner.Run(context.WithoutCancel(ctx), launch)
+	r.sig.exited()
+	if term != nil {
+		term.finish()
+	}
+	if r.cacheKey != "" {
+		trimCache(r.cacheKey)
+	}
+	if err != nil {
+		return r.startFailed(argv[0], err)
 	}
 	how := "sandboxed"
 	if !res.Sandboxed {
 		how = "UNSANDBOXED"
 	}
-	fmt.Fprintf(r.stderr, "capfs: run: %s exited with status %d (%s; wrappers: %s)\n", argv[0], res.ExitCode, how, strings.Join(res.Wrappers, ", "))
+	r.say("capfs: run: %s exited with status %d (%s; wrappers: %s; setup %s, ran %s)\n", show(argv[0]), res.ExitCode, how,
+		strings.Join(res.Wrappers, ", "), roundDur(setup), roundDur(res.Duration))
 	if res.Sandboxed {
-		fmt.Fprintf(r.stderr, "capfs: run: limits: %s\n", bw.Limits())
+		r.say("capfs: run: limits: %s\n", bw.Limits())
 	}
+	code := r.review(ctx, res.ExitCode)
+	r.say("capfs: audit log: %s\n", s.AuditPath)
+	return exitStatus(code)
+}
 
-	// Sync back.
-	// The work Dir's own policy (s.Policy) validates every change (Dir.Check):
-	// no extra SyncOptions.Policy is needed.
-	rep, serr := r.workTree.SyncBack(ctx, materialize.SyncOptions{Conflict: r.conflict, OnReject: r.onReject, Label: r.syncLabel})
-	r.summary(rep, serr)
-	fmt.Fprintf(r.stderr, "capfs: audit log: %s\n", s.AuditPath)
-	if serr != nil {
-		return exitStatus(exitSyncBack)
+// workSource returns the Dir the work checkout is made from and sets
+// r.writeBack: a physical (or other writable) mount is written back; --rev, a
+// git mount and a memory mount are not (their changes go to --out).
+func (r *runner) workSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir.Dir, error) {
+	s := r.s
+	if r.rev != "" {
+		if m.Host == "" || (m.Kind != kindPhysical && m.Kind != kindGit) {
+			return nil, usageErrorf("--rev %s: the work path %s is not in a physical or git mount", r.rev, displayPath(r.workPath.String()))
+		}
+		return r.revSource(ctx, m, rel)
 	}
-	return exitStatus(res.ExitCode)
+	d, err := s.Root.Sub(ctx, r.workPath.String())
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case m.Kind == kindGit || m.ReadOnly:
+		// A read-only mount (a git revision): run on it, collect outputs.
+		r.writeBack = false
+		return s.Root.ReadOnly().Sub(ctx, r.workPath.String())
+	case m.Kind == kindMemory:
+		r.writeBack = false
+	default:
+		r.writeBack = true
+	}
+	return d, nil
+}
+
+// failedBeforeRun reports an error of the set-up (checkout): interrupted, or
+// the error itself.
+func (r *runner) failedBeforeRun(err error) error {
+	if s := r.sig.caught(); s != nil {
+		r.say("capfs: run: interrupted by %s before the command started; nothing was run\n", signalName(s))
+		return exitStatus(signalStatus(s))
+	}
+	return err
+}
+
+// startFailed reports a run that did not start.
+func (r *runner) startFailed(prog string, err error) error {
+	s := r.s
+	if sg := r.sig.caught(); sg != nil && vfs.CodeOf(err) == vfs.CodeCanceled {
+		r.say("capfs: run %s: interrupted by %s; nothing synced back\ncapfs: audit log: %s\n", show(prog), signalName(sg), s.AuditPath)
+		return exitStatus(signalStatus(sg))
+	}
+	code := exitRunFailed
+	switch {
+	case errors.Is(err, sandbox.ErrUnavailable):
+		r.say("capfs: run: %s\ncapfs: run: no sandbox can work here; --allow-unsandboxed runs the command without isolation (audited)\n", showError(err))
+	case vfs.CodeOf(err) == vfs.CodeNotFound:
+		r.say("capfs: run: %s: command not found\n", show(prog))
+		code = exitNotFound
+	case vfs.CodeOf(err) == vfs.CodePermission || vfs.CodeOf(err) == vfs.CodeNotSupported:
+		r.say("capfs: run: %s: cannot be executed: %s\n", show(prog), showError(err))
+		code = exitNotExecutable
+	default:
+		r.say("capfs: run %s: %s\n", show(prog), showError(err))
+	}
+	r.say("capfs: audit log: %s\n", s.AuditPath)
+	return exitStatus(code)
+}
+
+// say prints to stderr; a closed stderr (SIGPIPE ignored) loses the message
+// but nothing else.
+func (r *runner) say(format string, a ...any) {
+	fmt.Fprintf(r.stderr, format, a...)
 }
 
 // checkout materializes d (namespace path p), with a progress bar on stderr when
-// it is a terminal.
+// it is a terminal and the checkout takes over a second.
 func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly bool, host vfs.Backend) (*materialize.Tree, error) {
 	opts := materialize.Options{ReadOnly: readOnly, Host: host, Git: r.lim.git, Private: !r.lim.bindGrants}
-	var bar *progressbar.ProgressBar
-	if f, ok := r.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		opts.Progress = func(pr materialize.Progress) {
-			if bar == nil {
-				if pr.Done || pr.TotalBytes < 8<<20 {
-					return // small checkouts finish before a bar would help
-				}
-				bar = progressbar.NewOptions64(pr.TotalBytes,
-					progressbar.OptionSetWriter(f),
-					progressbar.OptionSetDescription("checkout "+showPath(p.String())),
-					progressbar.OptionShowBytes(true),
-					progressbar.OptionShowCount(),
-					progressbar.OptionClearOnFinish(),
-					progressbar.OptionThrottle(0))
-			}
-			_ = bar.Set64(pr.Bytes)
-			if pr.Done {
-				_ = bar.Finish()
-			}
-		}
+	bar := newProgress(r.stderr, "checkout "+showPath(p.String()))
+	if bar != nil {
+		opts.Progress = bar.update
+		defer bar.finish()
 	}
 	t, err := materialize.Checkout(ctx, d, opts)
 	if err != nil {
@@ -341,10 +494,10 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 	r.trees = append(r.trees, t)
 	for _, sk := range t.Skipped() {
 		if strings.HasPrefix(sk.Reason, "git directory emptied") {
-			fmt.Fprintf(r.stderr, "capfs: run: not in the sandbox: %s's contents: %s (--git keep shows it)\n", showGuest(p, sk.Path), sk.Reason)
+			r.say("capfs: run: not in the sandbox: %s's contents: %s (--git keep shows it)\n", showGuest(p, sk.Path), show(sk.Reason))
 			continue
 		}
-		fmt.Fprintf(r.stderr, "capfs: run: not in the sandbox: %s (%s)\n", showGuest(p, sk.Path), sk.Code)
+		r.say("capfs: run: not in the sandbox: %s (%s)\n", showGuest(p, sk.Path), sk.Code)
 	}
 	return t, nil
 }
@@ -430,121 +583,23 @@ func readdressUnder(err error, p vfs.Path) error {
 	return vfs.Readdress(err, "", joinGuest(p, ve.Path), dest)
 }
 
-// summary prints what sync-back did, or why it refused.
-func (r *runner) summary(rep *materialize.SyncReport, err error) {
-	w := r.stderr
-	at := r.workPath
-	if rep != nil && len(rep.Refused) > 0 {
-		for _, rf := range rep.Refused {
-			fmt.Fprintf(w, "capfs: sync-back refused %s %s: %s (%s)\n", rf.Change.Kind, showGuest(at, rf.Change.Path), show(rf.Reason), rf.Code)
-		}
-	}
-	if rep != nil && len(rep.Conflicts) > 0 {
-		for _, c := range rep.Conflicts {
-			fmt.Fprintf(w, "capfs: sync-back conflict: %s changed in the source and in the sandbox\n", showGuest(at, c))
-		}
-	}
-	if err != nil {
-		if rep == nil || len(rep.Refused)+len(rep.Conflicts) == 0 {
-			fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(readdressUnder(err, at)))
-		}
-		if rep == nil || len(rep.Applied) == 0 {
-			fmt.Fprintf(w, "capfs: sync-back applied nothing; %s is unchanged\n", showPath(at.String()))
-			r.notApplied(rep)
-			return
-		}
-		fmt.Fprintf(w, "capfs: sync-back applied %d change(s):\n", len(rep.Applied))
-		for _, c := range rep.Applied {
-			fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), showGuest(at, c.Path))
-		}
-		r.notApplied(rep)
-		return
-	}
-	if rep == nil {
-		return
-	}
-	var added, modified, deleted, other int
-	for _, c := range rep.Applied {
-		switch c.Kind {
-		case materialize.Added:
-			added++
-		case materialize.Modified:
-			modified++
-		case materialize.Deleted:
-			deleted++
-		default:
-			other++
-		}
-	}
-	fmt.Fprintf(w, "capfs: synced back to %s: %d added, %d modified, %d deleted", showPath(at.String()), added, modified, deleted)
-	if other > 0 {
-		fmt.Fprintf(w, ", %d type, mode or time changes", other)
-	}
-	fmt.Fprintln(w)
-	for _, c := range rep.Applied {
-		fmt.Fprintf(w, "  %s %s\n", changeLetter(c.Kind), showGuest(at, c.Path))
-	}
-	for _, u := range rep.NotApplied {
-		if u.Cause == materialize.CauseTheirs {
-			fmt.Fprintf(w, "  (kept the source's) %s %s\n", u.Change.Kind, showGuest(at, u.Change.Path))
-		}
-	}
-	r.notApplied(rep)
-}
-
-// notApplied lists the changes rep left unapplied for a reason summary has
-// not printed (a refusal and a conflict have their own lines, the source's
-// version kept its own), and where the checkout holding them was kept. The
-// checkout's host path is the host user's own: this is the host's tool.
-func (r *runner) notApplied(rep *materialize.SyncReport) {
-	if rep == nil {
-		return
-	}
-	w, at := r.stderr, r.workPath
-	var rest []materialize.Unapplied
-	for _, u := range rep.NotApplied {
-		switch u.Cause {
-		case materialize.CauseRefused, materialize.CauseTheirs:
-		case materialize.CauseConflict:
-			if !slices.Contains(rep.Conflicts, u.Change.Path) {
-				rest = append(rest, u)
-			}
-		default:
-			rest = append(rest, u)
-		}
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(w, "capfs: sync-back did not apply %d more change(s):\n", len(rest))
-		for _, u := range rest {
-			fmt.Fprintf(w, "  %s %s: %s (%s)\n", changeLetter(u.Change.Kind), showGuest(at, u.Change.Path), show(u.Reason), u.Cause)
-		}
-	}
-	if rep.Checkout != "" {
-		if len(rep.NotApplied) > 0 {
-			fmt.Fprintf(w, "capfs: run: %d change(s) not applied; the checkout holding them is kept at %s\n", len(rep.NotApplied), rep.Checkout)
-		} else {
-			fmt.Fprintf(w, "capfs: run: the checkout is kept at %s\n", rep.Checkout)
-		}
-	}
-}
-
 // recoverSyncs finishes, before a new checkout, the sync-backs into this work
 // path that were interrupted (capfs killed while applying): their journals
 // carry r.syncLabel. Each is rolled forward through d and summarised.
 func (r *runner) recoverSyncs(ctx context.Context, d *dir.Dir) {
 	js, err := materialize.PendingJournals("")
 	if err != nil {
-		fmt.Fprintf(r.stderr, "capfs: run: looking for interrupted sync-backs: %s\n", showError(err))
+		r.say("capfs: run: looking for interrupted sync-backs: %s\n", showError(err))
 		return
 	}
 	for _, j := range js {
 		if j.Busy || j.Label != r.syncLabel {
 			continue
 		}
-		fmt.Fprintf(r.stderr, "capfs: run: finishing the sync-back into %s interrupted at %s\n",
+		r.say("capfs: run: finishing the sync-back into %s interrupted at %s\n",
 			showPath(r.workPath.String()), j.Created.Local().Format(time.DateTime))
 		rep, err := materialize.Recover(ctx, d, j.Path, materialize.RecoverOptions{OnReject: r.onReject})
-		r.summary(rep, err)
+		printApplied(r.stderr, r.workPath, rep, err, -1)
 	}
 }
 
@@ -566,13 +621,29 @@ func changeLetter(k materialize.ChangeKind) string {
 	return "?"
 }
 
-// limitFlags are run's flags for the sandbox's limits, .git and binds.
+func roundDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// limitFlags are run's flags for the sandbox's and the sync's limits, .git and
+// binds.
 type limitFlags struct {
 	maxProcs                   int
 	maxMemory, tmpSize, gitArg string
+	maxFiles                   int
+	maxBytes, maxDepthArg      string
+	maxFileSize                string
 	bindGrants                 bool
 	memory, tmp                int64
 	git                        materialize.GitPolicy
+	sync                       materialize.Limits
+	fileSize                   int64 // 0: no limit
 }
 
 func (l *limitFlags) add(cmd *cobra.Command) {
@@ -580,6 +651,10 @@ func (l *limitFlags) add(cmd *cobra.Command) {
 	f.IntVar(&l.maxProcs, "max-procs", sandbox.DefaultProcLimit(), "most processes and threads in the sandbox (0: no limit; default 1024, or 128 per CPU when more)")
 	f.StringVar(&l.maxMemory, "max-memory", "", `most memory for the sandbox, e.g. 2G (0: no limit; default: half of RAM)`)
 	f.StringVar(&l.tmpSize, "tmp-size", sandbox.FormatSize(sandbox.DefaultTmpSize), "size of the sandbox's /tmp, in memory (0: the kernel's default, half of RAM)")
+	f.IntVar(&l.maxFiles, "max-files", materialize.DefaultMaxFiles, "most files and directories the sync may create or rewrite (0: no limit)")
+	f.StringVar(&l.maxBytes, "max-bytes", sandbox.FormatSize(materialize.DefaultMaxBytes), "most bytes of file contents the sync may write (0: no limit)")
+	f.StringVar(&l.maxDepthArg, "max-depth", fmt.Sprint(materialize.DefaultMaxDepth), "deepest path, in components, the sync may write (0: no limit)")
+	f.StringVar(&l.maxFileSize, "max-file-size", "0", "largest single file the sync may write, e.g. 100M (0: no limit beyond --max-bytes)")
 	f.StringVar(&l.gitArg, "git", "auto", "the checkout's .git: auto (left empty when its history names a path the policy hides), omit, or keep (read-only, unscanned)")
 	f.BoolVar(&l.bindGrants, "bind-grants", false, "bind read-only physical grants without copying (faster; their host paths show in the sandbox's /proc/self/mountinfo)")
 }
@@ -605,9 +680,34 @@ func (l *limitFlags) parse() error {
 	if l.tmp, err = size("tmp-size", l.tmpSize, 0); err != nil {
 		return err
 	}
+	if l.sync.MaxBytes, err = size("max-bytes", l.maxBytes, 0); err != nil {
+		return err
+	}
+	if l.fileSize, err = size("max-file-size", l.maxFileSize, 0); err != nil {
+		return err
+	}
+	if l.fileSize < 0 {
+		l.fileSize = 0
+	}
 	if l.maxProcs < 0 {
 		return usageErrorf("--max-procs %d: want 0 (no limit) or more", l.maxProcs)
 	}
+	switch {
+	case l.maxFiles < 0:
+		return usageErrorf("--max-files %d: want 0 (no limit) or more", l.maxFiles)
+	case l.maxFiles == 0:
+		l.sync.MaxFiles = -1
+	default:
+		l.sync.MaxFiles = l.maxFiles
+	}
+	var depth int
+	if _, err := fmt.Sscan(l.maxDepthArg, &depth); err != nil || depth < 0 {
+		return usageErrorf("--max-depth %s: want 0 (no limit) or more", l.maxDepthArg)
+	}
+	if depth == 0 {
+		depth = -1
+	}
+	l.sync.MaxDepth = depth
 	switch l.gitArg {
 	case "auto":
 		l.git = materialize.GitAuto
@@ -629,4 +729,13 @@ func (l *limitFlags) options() sandbox.BubblewrapOptions {
 		o.MaxProcs = -1
 	}
 	return o
+}
+
+// syncPolicy is the extra policy of the sync: the largest file (nil when
+// --max-file-size is not set).
+func (l *limitFlags) syncPolicy() (policy.Policy, error) {
+	if l.fileSize <= 0 {
+		return nil, nil
+	}
+	return policy.New(policy.Config{MaxFileSize: l.fileSize, SecretPatterns: []string{}, PersistencePatterns: []string{}})
 }

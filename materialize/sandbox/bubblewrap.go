@@ -58,6 +58,14 @@ type BubblewrapOptions struct {
 	// rlimits, an allocation past it fails. 0 means DefaultMemoryLimit (half
 	// of the host's RAM); negative, no limit.
 	MaxMemory int64
+	// NoExecCheck runs the command directly as bwrap's child. By default it is
+	// started through /bin/sh (which execs it: no extra process stays), to
+	// exit 127 when the command is not found and 126 when it cannot be
+	// executed, as shells do (bwrap itself exits 1 for both).
+	NoExecCheck bool
+	// Caches are host directories bound read-write into every run, for build
+	// tools' caches to persist between runs (see CacheDir).
+	Caches []CacheDir
 	// ShowPrivateEtc binds /etc as it is. By default the entries of /etc that an
 	// ordinary user could not read are hidden (see the package documentation).
 	ShowPrivateEtc bool
@@ -208,6 +216,19 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 			reserved = append(reserved, modcache)
 		}
 	}
+	for _, c := range b.opts.Caches {
+		if !cleanAbs(c.Target) || c.Target == "/" || !filepath.IsAbs(c.Source) {
+			return nil, mountError(c.Target, "of a cache is not an absolute clean path below / (or its source is not absolute)")
+		}
+		for _, s := range reserved {
+			if within(c.Target, s) || within(s, c.Target) {
+				return nil, mountError(c.Target, "of a cache collides with the sandbox's own "+s)
+			}
+		}
+	}
+	if len(b.opts.Caches) > 0 {
+		reserved = append(append([]string(nil), reserved...), cacheTargets(b.opts.Caches)...)
+	}
 	for i, m := range l.Mounts {
 		for _, s := range reserved {
 			if within(m.Target, s) || within(s, m.Target) {
@@ -225,9 +246,14 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		"--unshare-all", "--unshare-user", "--disable-userns",
 		"--uid", strconv.Itoa(b.opts.UID), "--gid", strconv.Itoa(b.opts.GID),
 		"--hostname", "capfs",
-		"--die-with-parent", "--new-session", "--clearenv",
-		"--ro-bind", "/usr", "/usr",
+		"--die-with-parent",
 	}
+	if l.Terminal == nil {
+		// No terminal of its own: a new session keeps it from the caller's
+		// (TIOCSTI).
+		a = append(a, "--new-session")
+	}
+	a = append(a, "--clearenv", "--ro-bind", "/usr", "/usr")
 	for _, d := range hostLinkDirs {
 		fi, err := os.Lstat(d)
 		switch {
@@ -260,6 +286,12 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	}
 	if bindMod && !(bindGo && within(modcache, goroot)) {
 		a = append(a, "--ro-bind", modcache, modcache)
+	}
+
+	var cacheEnv []string
+	for _, c := range b.opts.Caches {
+		a = append(a, "--bind", c.Source, c.Target)
+		cacheEnv = append(cacheEnv, c.Env...)
 	}
 
 	extra := append([]*os.File(nil), l.ExtraFiles...)
@@ -305,11 +337,15 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	if modcache != "" {
 		base = mergeEnv(base, []string{"GOMODCACHE=" + modcache, "GOPROXY=off"})
 	}
+	base = mergeEnv(base, cacheEnv)
 	for _, e := range mergeEnv(base, l.Env) {
 		k, v, _ := strings.Cut(e, "=")
 		a = append(a, "--setenv", k, v)
 	}
 	a = append(a, "--")
+	if _, err := os.Stat("/bin/sh"); err == nil && !b.opts.NoExecCheck {
+		a = append(a, "/bin/sh", "-c", execCheck, "capfs")
+	}
 	a = append(a, l.Path)
 	a = append(a, l.Args...)
 
@@ -330,10 +366,49 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		Stdin:      l.Stdin,
 		Stdout:     l.Stdout,
 		Stderr:     l.Stderr,
+		Terminal:   l.Terminal,
+		Signals:    l.Signals,
 		ExtraFiles: extra,
 		Wrappers:   l.Wrappers,
 	}, nil
 }
+
+// CacheDir is a host directory bound read-write into every run at Target, with
+// Env added to the environment (before the Launch's own, which wins), such as
+// GOCACHE=Target for Go's build cache. What the command writes there persists
+// on the host: give a directory of the caller's own (0700), holding nothing the
+// command may not see, and never the host's own cache, which the command could
+// poison. Target must be absolute and clean and may not collide with the
+// sandbox's system binds or the Launch's mounts.
+type CacheDir struct {
+	Source string
+	Target string
+	Env    []string
+}
+
+func cacheTargets(cs []CacheDir) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Target
+	}
+	return out
+}
+
+// execCheck is the script run inside the sandbox (by /bin/sh, which then execs
+// the command in its place: no process stays behind) that finds the command
+// first and exits as shells do when it cannot be run: 127 when it is not found,
+// 126 when it is found but cannot be executed (a directory, no execute
+// permission), with a line on stderr saying which. Without it, bwrap exits 1
+// for both, which a command's own status 1 could not be told from.
+const execCheck = `c=$1 m= s=
+case $c in
+*/*) if [ -d "$c" ]; then m="is a directory"; s=126
+     elif [ ! -e "$c" ] && [ ! -L "$c" ]; then m="no such file"; s=127
+     elif [ ! -x "$c" ]; then m="permission denied (not executable)"; s=126; fi;;
+*) command -v -- "$c" >/dev/null 2>&1 || { m="command not found"; s=127; };;
+esac
+if [ -n "$m" ]; then printf 'capfs: run: %s: %s\n' "$c" "$m" >&2; exit "$s"; fi
+exec "$@"`
 
 // Limits reports the limits a run gets from this wrapper on this host, and how
 // they are enforced: a cgroup of its own per run (v2 beside the caller's cgroup

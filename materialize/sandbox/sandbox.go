@@ -76,6 +76,22 @@ type Launch struct {
 	// Wrappers lists, in order, the names of the wrappers that have handled this
 	// launch so far. The Runner maintains it; wrappers read it.
 	Wrappers []string
+	// Terminal, when set, is the slave side of a pseudo-terminal to be the
+	// command's controlling terminal: the process starts in a new session with
+	// Terminal as its controlling terminal, so job control works inside (an
+	// interactive shell's Ctrl-C and Ctrl-Z reach its foreground job) and the
+	// kernel sends SIGWINCH when the caller resizes the terminal. Stdin must be
+	// Terminal itself (it becomes fd 0, the descriptor made controlling);
+	// Stdout and Stderr usually are too. The bubblewrap wrapper then leaves out
+	// --new-session: the command may push input (TIOCSTI) into this terminal,
+	// which only the command itself reads, never into the caller's. Without
+	// Terminal the command has no controlling terminal.
+	Terminal *os.File
+	// Signals, when set, are forwarded while the command runs: each signal
+	// received is sent to the command's process group and, with a Terminal, to
+	// the terminal's foreground process group as well (a job an interactive
+	// shell inside started). Run stops reading it when the command exits.
+	Signals <-chan os.Signal
 	// Cleanup holds functions to call once the command has exited (or could not
 	// start), such as removing what a wrapper made for the run. A wrapper sets
 	// it on the launch it returns; the Runner takes them from every launch (and
@@ -330,7 +346,9 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, startError(cur.Path, err)
 	}
+	stopForward := forwardSignals(cmd.Process.Pid, l.Signals, l.Terminal)
 	werr := cmd.Wait()
+	stopForward()
 	res = &Result{
 		ExitCode:  exitCode(cmd.ProcessState),
 		Wrappers:  names,
@@ -346,6 +364,41 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 		return res, &vfs.Error{Code: vfs.CodeIO, Op: "run", Err: werr}
 	}
 	return res, nil
+}
+
+// forwardSignals sends every signal from sigs to process group pgid and, when
+// tty is set, to tty's foreground process group, until the returned function is
+// called.
+func forwardSignals(pgid int, sigs <-chan os.Signal, tty *os.File) (stop func()) {
+	if sigs == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				sig, ok := s.(syscall.Signal)
+				if !ok {
+					continue
+				}
+				_ = syscall.Kill(-pgid, sig)
+				if tty != nil {
+					if fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP); err == nil && fg > 0 && fg != pgid {
+						_ = syscall.Kill(-fg, sig)
+					}
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 func (r *Runner) record(ctx context.Context, e audit.Event) {
@@ -384,6 +437,15 @@ func (r *Runner) command(ctx context.Context, l *Launch, sandboxed bool) (*exec.
 	// terminal (TIOCSTI), and reading a terminal stdin does not stop it (SIGTTIN)
 	// as it would a background process group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if l.Terminal != nil {
+		// The terminal is the command's own (a pseudo-terminal the caller made):
+		// it becomes the new session's controlling terminal.
+		if f, ok := l.Stdin.(*os.File); !ok || f != l.Terminal {
+			return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Path: l.Path, Err: errors.New("a launch with a Terminal must have it as Stdin")}
+		}
+		cmd.SysProcAttr.Setctty = true
+		cmd.SysProcAttr.Ctty = 0
+	}
 	cmd.Cancel = func() error {
 		// The negative pid names the process group Setsid created.
 		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Build caches. Each project (a work mount's host directory, or the repository
+// of a --rev run) has a cache directory of its own under the user's cache
+// directory, bound read-write into its runs at cacheTarget, with the tools'
+// environment pointing into it. A run sees its own project's cache only, never
+// another's (a build cache holds what was compiled from a project's files);
+// nothing in it is synced back into the project; the host's own caches (its
+// Go build cache, ~/.npm, ...) are never shown to the sandbox, which could
+// poison them.
+
+// cacheTarget is where a project's cache directory appears inside the sandbox.
+const cacheTarget = "/var/cache/capfs"
+
+// cacheEnv points each tool's cache into cacheTarget. Go's module cache is not
+// among them: the sandbox has no network, so it reads the host's module cache
+// (read-only, GOPROXY=off; see sandbox.BubblewrapOptions.GoModCache).
+var cacheEnv = []string{
+	"GOCACHE=" + cacheTarget + "/go-build",
+	"npm_config_cache=" + cacheTarget + "/npm",
+	"PIP_CACHE_DIR=" + cacheTarget + "/pip",
+	"CARGO_HOME=" + cacheTarget + "/cargo",
+	"CCACHE_DIR=" + cacheTarget + "/ccache",
+	"XDG_CACHE_HOME=" + cacheTarget + "/xdg",
+}
+
+// defaultCacheMax bounds each project's cache (CAPFS_CACHE_MAX overrides it):
+// past it, the least recently modified files are removed after a run, down to
+// three quarters of it.
+const defaultCacheMax = 4 << 30
+
+// cacheTrimEvery is how often a project's cache is measured (a walk of it)
+// after a run.
+const cacheTrimEvery = time.Hour
+
+// cacheMeta is a project cache's own record.
+type cacheMeta struct {
+	Project  string    `json:"project"`
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
+	LastTrim time.Time `json:"last_trim"`
+}
+
+// cacheRoot returns the user's capfs cache directory ($CAPFS_CACHE_DIR, else
+// $XDG_CACHE_HOME/capfs, else ~/.cache/capfs), created 0700 and checked to be
+// this user's own.
+func cacheRoot() (string, error) {
+	d := os.Getenv("CAPFS_CACHE_DIR")
+	if d == "" {
+		x := os.Getenv("XDG_CACHE_HOME")
+		if x == "" || !filepath.IsAbs(x) {
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return "", err
+			}
+			x = filepath.Join(h, ".cache")
+		}
+		d = filepath.Join(x, "capfs")
+	}
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	if err := checkPrivateDir(d); err != nil {
+		return "", err
+	}
+	return d, nil
+}
+
+// projectCacheKey names the cache of the work path at rel in mount m ("" when
+// it has no host identity: a memory or other mount).
+func projectCacheKey(m *mounted, rel vfs.Path, rev string) string {
+	var id string
+	switch {
+	case m.Kind == kindPhysical && m.Host != "":
+		id = "physical:" + filepath.Join(m.Host, filepath.FromSlash(rel.String()))
+		if rev != "" {
+			if top, _, ok := gitTop(id[len("physical:"):]); ok {
+				id = "git:" + top
+			}
+		}
+	case m.Kind == kindGit && m.Host != "":
+		id = "git:" + m.Host
+	default:
+		return ""
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:8]) + "|" + id
+}
+
+// splitKey splits a key into its directory name and the project it names.
+func splitKey(key string) (name, project string) {
+	name, project, _ = strings.Cut(key, "|")
+	return name, project
+}
+
+// cacheMounts returns the cache binds of the project key, creating its
+// directory (0700) and noting its use.
+func cacheMounts(key string) ([]sandbox.CacheDir, error) {
+	root, err := cacheRoot()
+	if err != nil {
+		return nil, err
+	}
+	name, project := splitKey(key)
+	d := filepath.Join(root, name)
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	if err := checkPrivateDir(d); err != nil {
+		return nil, err
+	}
+	meta := readCacheMeta(d)
+	if meta.Project == "" {
+		meta.Project, meta.Created = project, time.Now()
+	}
+	meta.LastUsed = time.Now()
+	writeCacheMeta(d, meta)
+	return []sandbox.CacheDir{{Source: filepath.Join(d, "data"), Target: cacheTarget, Env: cacheEnv}}, ensureDir(filepath.Join(d, "data"))
+}
+
+func ensureDir(d string) error {
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return checkPrivateDir(d)
+}
+
+func readCacheMeta(d string) cacheMeta {
+	var m cacheMeta
+	if b, err := os.ReadFile(filepath.Join(d, "meta.json")); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}
+
+func writeCacheMeta(d string, m cacheMeta) {
+	b, _ := json.Marshal(&m)
+	tmp := filepath.Join(d, ".meta.tmp")
+	if os.WriteFile(tmp, b, 0o600) == nil {
+		_ = os.Rename(tmp, filepath.Join(d, "meta.json"))
+	}
+}
+
+// cacheMax is the per-project bound.
+func cacheMax() int64 {
+	if v := os.Getenv("CAPFS_CACHE_MAX"); v != "" {
+		if n, err := sandbox.ParseSize(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return defaultCacheMax
+}
+
+// trimCache bounds the project's cache, at most once per cacheTrimEvery.
+func trimCache(key string) {
+	root, err := cacheRoot()
+	if err != nil {
+		return
+	}
+	name, _ := splitKey(key)
+	d := filepath.Join(root, name)
+	meta := readCacheMeta(d)
+	if time.Since(meta.LastTrim) < cacheTrimEvery {
+		return
+	}
+	trimDir(filepath.Join(d, "data"), cacheMax())
+	meta.LastTrim = time.Now()
+	writeCacheMeta(d, meta)
+}
+
+// trimDir removes the least recently modified files of d until it holds at
+// most three quarters of max, when it holds more than max. On the way it
+// strips setuid and setgid bits the sandbox may have set (the cache is the
+// user's own: a setuid file there would be the user's, root's for root).
+func trimDir(d string, max int64) (total int64, removed int) {
+	type file struct {
+		p    string
+		size int64
+		t    time.Time
+	}
+	var files []file
+	_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if e.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		if info.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 && !e.IsDir() {
+			_ = os.Chmod(p, info.Mode().Perm())
+		}
+		if info.Mode().IsRegular() {
+			files = append(files, file{p, info.Size(), info.ModTime()})
+			total += info.Size()
+		}
+		return nil
+	})
+	if total <= max {
+		return total, 0
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].t.Before(files[j].t) })
+	goal := max / 4 * 3
+	for _, f := range files {
+		if total <= goal {
+			break
+		}
+		if os.Remove(f.p) == nil {
+			total -= f.size
+			removed++
+		}
+	}
+	return total, removed
+}
+
+// dirSize is the size of the regular files under d.
+func dirSize(d string) int64 {
+	var n int64
+	_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if info, err := e.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func newCacheCmd(o *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cache ls|clean",
+		Short: "List or clean the per-project build caches capfs run mounts",
+		Long: `capfs run mounts a build cache of the project's own into the sandbox,
+read-write, at ` + cacheTarget + `, so a second build is as fast as a plain one:
+Go's build cache (GOCACHE), npm, pip, cargo (CARGO_HOME), ccache and
+XDG_CACHE_HOME point into it. Go modules come from the host's module cache,
+read-only (the sandbox has no network).
+
+Each project (the work mount's host directory; for --rev, its repository) has
+its own cache directory, so a run never sees what another project's builds
+left there, and nothing in it is synced into the project. They live under
+$CAPFS_CACHE_DIR, else $XDG_CACHE_HOME/capfs, else ~/.cache/capfs (mode 0700).
+Each is bounded by CAPFS_CACHE_MAX (default 4G): after a run (at most once an
+hour) the least recently modified files are removed down to three quarters of
+it. capfs run --no-cache runs without them.
+
+  capfs cache ls              every project cache: size, last use, project
+  capfs cache clean           remove the current project's cache
+  capfs cache clean --all     remove them all
+  capfs cache clean NAME...   remove these (NAME as ls shows it)`,
+	}
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the project caches",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			root, err := cacheRoot()
+			if err != nil {
+				return failed(fmt.Errorf("cache directory: %v", err))
+			}
+			ents, err := os.ReadDir(root)
+			if err != nil {
+				return failed(err)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSIZE\tLAST USED\tPROJECT")
+			var total int64
+			for _, e := range ents {
+				if !e.IsDir() {
+					continue
+				}
+				d := filepath.Join(root, e.Name())
+				m := readCacheMeta(d)
+				n := dirSize(filepath.Join(d, "data"))
+				total += n
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name(), humanBytes(n), m.LastUsed.Local().Format(time.DateTime), show(m.Project))
+			}
+			tw.Flush()
+			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(cacheMax()))
+			return nil
+		},
+	}
+	var all bool
+	var work string
+	clean := &cobra.Command{
+		Use:   "clean [NAME...]",
+		Short: "Remove project caches",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := cacheRoot()
+			if err != nil {
+				return failed(fmt.Errorf("cache directory: %v", err))
+			}
+			var names []string
+			switch {
+			case all:
+				ents, err := os.ReadDir(root)
+				if err != nil {
+					return failed(err)
+				}
+				for _, e := range ents {
+					if e.IsDir() {
+						names = append(names, e.Name())
+					}
+				}
+			case len(args) > 0:
+				for _, a := range args {
+					if a == "" || strings.ContainsAny(a, "/.") {
+						return usageErrorf("cache clean %s: not a cache name (see capfs cache ls)", show(a))
+					}
+					if _, err := os.Stat(filepath.Join(root, a)); err != nil {
+						return usageErrorf("cache clean %s: no such cache (see capfs cache ls)", show(a))
+					}
+					names = append(names, a)
+				}
+			default:
+				err := action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+					wk := work
+					if wk == "" {
+						wk = s.Work
+					}
+					if wk == "" {
+						wk = defaultWork
+					}
+					wp, err := vfs.ParseGuest(wk)
+					if err != nil {
+						return usageErrorf("--work %s: %s", wk, messageOrCode(err))
+					}
+					m, rel, ok := s.mountAt(wp.WithoutDirMark())
+					if !ok {
+						return usageErrorf("--work %s: not inside any mount", wk)
+					}
+					if k := projectCacheKey(m, rel, ""); k != "" {
+						n, _ := splitKey(k)
+						names = append(names, n)
+					}
+					return nil
+				})(cmd, nil)
+				if err != nil {
+					return err
+				}
+			}
+			var freed int64
+			for _, n := range names {
+				d := filepath.Join(root, n)
+				freed += dirSize(d)
+				if err := removeAllWritable(d); err != nil {
+					return failed(fmt.Errorf("cache clean %s: %v", n, cause(err)))
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: removed %d cache(s), %s\n", len(names), humanBytes(freed))
+			return nil
+		},
+	}
+	clean.Flags().BoolVar(&all, "all", false, "remove every project cache")
+	clean.Flags().StringVarP(&work, "work", "w", "", `the work path whose cache to remove (default "project")`)
+	cmd.AddCommand(ls, clean)
+	return cmd
+}
+
+// removeAllWritable removes d, first making its directories writable (Go's
+// module and build caches hold read-only directories).
+func removeAllWritable(d string) error {
+	_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(d)
+}

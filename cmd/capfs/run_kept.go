@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/capfs/capfs/backends/gitree"
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/vfs"
+)
+
+// keptRecord is what capfs keeps, outside the checkout (which the sandbox
+// wrote), about a kept checkout so that capfs sync can apply it later. It is
+// host-private: it names host paths.
+type keptRecord struct {
+	ID      string          `json:"id"`
+	Label   string          `json:"label"` // the work mount's host directory ("" when it is not written back)
+	Work    string          `json:"work"`  // the work path in the namespace
+	Command []string        `json:"command"`
+	Status  int             `json:"status"`
+	Created time.Time       `json:"created"`
+	Reason  string          `json:"reason,omitempty"`
+	Tree    json.RawMessage `json:"tree"`
+}
+
+// keptDir returns the directory of kept-checkout records ($CAPFS_STATE_DIR/kept,
+// else $XDG_STATE_HOME/capfs/kept, else ~/.local/state/capfs/kept), created
+// 0700 and checked to be this user's own.
+func keptDir() (string, error) {
+	j, err := materialize.DefaultJournalDir()
+	if err != nil {
+		return "", err
+	}
+	d := filepath.Join(filepath.Dir(j), "kept")
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	if err := checkPrivateDir(d); err != nil {
+		return "", err
+	}
+	return d, nil
+}
+
+// keptID is the id of the checkout at host path p.
+func keptID(p string) string {
+	return strings.TrimPrefix(filepath.Base(p), "capfs-checkout-")
+}
+
+// keepForLater keeps the work checkout, records it for capfs sync, and prints
+// where it is and what to do with it. It returns the id ("" when it could not
+// be recorded; the checkout is kept all the same). Once per run.
+func (r *runner) keepForLater(ctx context.Context, status int, reason string) string {
+	t := r.workTree
+	if t == nil {
+		return ""
+	}
+	t.Keep()
+	if r.keptID != "" {
+		return r.keptID
+	}
+	id := keptID(t.Path())
+	r.keptID = id
+	rec := keptRecord{ID: id, Work: r.workPath.String(), Command: r.argv, Status: status, Created: time.Now(), Reason: reason}
+	if r.writeBack {
+		rec.Label = r.syncLabel
+	}
+	err := func() error {
+		st, err := t.MarshalState()
+		if err != nil {
+			return err
+		}
+		rec.Tree = st
+		d, err := keptDir()
+		if err != nil {
+			return err
+		}
+		return writeRecord(d, rec)
+	}()
+	r.say("capfs: run: the checkout is kept at %s (id %s)\n", show(t.Path()), id)
+	if err != nil {
+		r.say("capfs: run: it could not be recorded for capfs sync: %s\n", showError(err))
+		return id
+	}
+	r.say("    capfs sync --diff %s      show its changes\n", id)
+	if r.writeBack {
+		r.say("    capfs sync %s             apply them to %s\n", id, showPath(r.workPath.String()))
+	} else {
+		r.say("    capfs sync --out DIR %s   write them into a host directory\n", id)
+	}
+	r.say("    capfs sync --discard %s   remove it\n", id)
+	return id
+}
+
+// writeRecord writes rec as d/<id>.json, atomically, mode 0600.
+func writeRecord(d string, rec keptRecord) error {
+	b, err := json.Marshal(&rec)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(d, ".rec-")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(d, rec.ID+".json"))
+}
+
+// readRecords lists the kept-checkout records, oldest first.
+func readRecords() ([]keptRecord, string, error) {
+	d, err := keptDir()
+	if err != nil {
+		return nil, "", err
+	}
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return nil, d, err
+	}
+	var out []keptRecord
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, e.Name()))
+		if err != nil {
+			continue
+		}
+		var rec keptRecord
+		if json.Unmarshal(b, &rec) != nil || rec.ID+".json" != e.Name() {
+			continue
+		}
+		out = append(out, rec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, d, nil
+}
+
+// collect handles the changes of a work mount that is not written back (a git
+// revision, --rev, a memory mount): into --out, else kept.
+func (r *runner) collect(ctx context.Context, status int) int {
+	if r.out == "" || r.dryRun || r.syncMode == syncNever || (r.syncMode == syncOnSuccess && status != 0) {
+		changes, err := r.workTree.Diff(ctx)
+		if err != nil {
+			r.say("capfs: run: %s\n", showError(readdressUnder(err, r.workPath)))
+			r.keepForLater(ctx, status, "")
+			return exitSyncBack
+		}
+		rep := &materialize.SyncReport{Applied: changes}
+		why := "not written back: " + showPath(r.workPath.String()) + " " + r.notBackReason()
+		sum := newSummary(r.workPath, why, rep)
+		if sum.empty() {
+			r.printSummary(sum, nil)
+			return status
+		}
+		if r.dryRun && !r.keep {
+			sum.Discarded = true
+			r.printSummary(sum, nil)
+			return status
+		}
+		r.printSummary(sum, nil)
+		if r.out == "" {
+			r.say("capfs: run: --out DIR writes such changes into a host directory\n")
+		}
+		r.keepForLater(ctx, status, "")
+		return status
+	}
+	rep, err := exportTo(ctx, r.workTree, r.out, r.s, r.lim.sync)
+	if rep != nil {
+		sum := newSummary(r.workPath, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
+		sum.Out = r.out
+		r.printSummary(sum, err)
+		if len(rep.Deleted) > 0 {
+			r.say("capfs: run: %d path(s) deleted in the sandbox are not represented in %s:\n", len(rep.Deleted), show(r.out))
+			for i, c := range rep.Deleted {
+				if r.show >= 0 && i >= r.show {
+					r.say("  ... and %d more\n", len(rep.Deleted)-i)
+					break
+				}
+				r.say("  D %s\n", showGuest(r.workPath, c.Path))
+			}
+		}
+	}
+	if err != nil || (rep != nil && len(rep.Refused) > 0) {
+		if err != nil && rep == nil {
+			r.say("capfs: run: --out %s: %s\n", show(r.out), showError(err))
+		}
+		r.keepForLater(ctx, status, "")
+		return exitSyncBack
+	}
+	if r.keep {
+		r.keepForLater(ctx, status, "")
+	}
+	return status
+}
+
+// notBackReason says why the work path is not written back.
+func (r *runner) notBackReason() string {
+	switch {
+	case r.rev != "":
+		return "is the git revision " + show(r.rev)
+	default:
+		m, _, _ := r.s.mountAt(r.workPath)
+		if m != nil && m.Kind == kindMemory {
+			return "is a memory mount, gone when capfs exits"
+		}
+		return "is read-only"
+	}
+}
+
+// checkOut checks --out before anything runs: a directory that does not exist
+// yet, or an empty one.
+func checkOut(out string) error {
+	if out == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return usageErrorf("--out %s: %v", out, cause(err))
+	case len(ents) > 0:
+		return usageErrorf("--out %s: not empty (give a new or empty directory)", out)
+	}
+	return nil
+}
+
+// exportTo writes t's changes into host directory out, through a Dir with the
+// session's policy.
+func exportTo(ctx context.Context, t *materialize.Tree, out string, s *session, lim materialize.Limits) (*materialize.ExportReport, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	b, err := physical.New(out)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	d, _ := dir.New(b, dir.WithPolicy(s.Policy), dir.WithAudit(s.Audit), dir.WithSubject(s.Subject))
+	return t.Export(ctx, d, lim)
+}
+
+// revSource opens the git revision r.rev of the repository holding the work
+// path (a physical mount's directory, or a git mount's repository), at the work
+// path, as a read-only Dir under the session's policy.
+func (r *runner) revSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir.Dir, error) {
+	r.writeBack = false
+	host := m.Host
+	sub := rel
+	if m.Kind == kindPhysical {
+		top, relTop, ok := gitTop(filepath.Join(m.Host, filepath.FromSlash(rel.String())))
+		if !ok {
+			return nil, usageErrorf("--rev %s: %s is not in a git repository", r.rev, displayPath(r.workPath.String()))
+		}
+		host = top
+		if relTop == "." {
+			sub = vfs.Root
+		} else {
+			p, err := vfs.ParseGuest(filepath.ToSlash(relTop))
+			if err != nil {
+				return nil, err
+			}
+			sub = p
+		}
+	}
+	g, err := gitree.Open(host, r.rev)
+	if err != nil {
+		return nil, usageErrorf("--rev %s: %s", r.rev, messageOrCode(err))
+	}
+	r.subs = append(r.subs, g.Close)
+	var b vfs.Backend = g
+	if !sub.IsRoot() {
+		if b, err = g.Sub(ctx, sub); err != nil {
+			return nil, usageErrorf("--rev %s: %s", r.rev, messageOrCode(err))
+		}
+	}
+	d, _ := dir.New(vfs.ReadOnly(b), dir.WithPolicy(r.s.Policy), dir.WithAudit(r.s.Audit), dir.WithSubject(r.s.Subject))
+	return d, nil
+}
+
+// describeRecord is one line about a kept checkout for capfs sync --list.
+func describeRecord(rec keptRecord) string {
+	cmd := strings.Join(rec.Command, " ")
+	if len(cmd) > 60 {
+		cmd = cmd[:57] + "..."
+	}
+	return fmt.Sprintf("%s  %s  %s  exit %d  %s", rec.ID, rec.Created.Local().Format(time.DateTime), showPath(rec.Work), rec.Status, show(cmd))
+}

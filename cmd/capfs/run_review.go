@@ -1,0 +1,552 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"sort"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/capfs/capfs/backends/gitree"
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/vfs"
+)
+
+// review decides, once the command exited with status, what becomes of its
+// changes (see --sync), prints the summary, and returns capfs's exit status.
+func (r *runner) review(ctx context.Context, status int) int {
+	if sg := r.sig.caught(); sg != nil {
+		r.say("capfs: run: interrupted by %s: nothing synced back\n", signalName(sg))
+		if r.keep {
+			r.keepForLater(ctx, status, "interrupted")
+		}
+		if status == 0 {
+			status = signalStatus(sg)
+		}
+		return status
+	}
+	if !r.writeBack {
+		return r.collect(ctx, status)
+	}
+	switch {
+	case r.dryRun:
+		return r.hold(ctx, status, "would apply (--dry-run)", r.keep)
+	case r.syncMode == syncAlways:
+		return r.apply(ctx, status)
+	case r.syncMode == syncOnSuccess && status == 0:
+		return r.apply(ctx, status)
+	case r.syncMode == syncOnSuccess:
+		return r.hold(ctx, status, fmt.Sprintf("not applied: %s exited with status %d (--sync=on-success)", show(r.argv[0]), status), true)
+	case r.syncMode == syncNever:
+		return r.hold(ctx, status, "not applied (--sync=never)", true)
+	default:
+		return r.ask(ctx, status)
+	}
+}
+
+// syncOptions are the options of this run's sync-back.
+func (r *runner) syncOptions(dry bool) (materialize.SyncOptions, error) {
+	pol, err := r.lim.syncPolicy()
+	if err != nil {
+		return materialize.SyncOptions{}, err
+	}
+	o := materialize.SyncOptions{Conflict: r.conflict, OnReject: r.onReject, Label: r.syncLabel,
+		Limits: r.lim.sync, DryRun: dry, PolicyRoot: r.workPath.String(), Subject: r.s.Subject}
+	if pol != nil {
+		o.Policy = pol
+	}
+	return o, nil
+}
+
+// apply syncs the changes back and prints what it did.
+func (r *runner) apply(ctx context.Context, status int) int {
+	opts, err := r.syncOptions(false)
+	if err != nil {
+		r.say("capfs: run: %s\n", show(err.Error()))
+		return exitRunFailed
+	}
+	rep, serr := r.workTree.SyncBack(ctx, opts)
+	if rep == nil {
+		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
+		r.keepForLater(ctx, status, "sync-back failed")
+		return exitSyncBack
+	}
+	sum := newSummary(r.workPath, "applied", rep)
+	if rep.Checkout != "" || r.keep {
+		sum.Kept = r.keepForLater(ctx, status, "")
+		sum.Checkout = r.workTree.Path()
+	}
+	r.printSummary(sum, serr)
+	if serr != nil {
+		return exitSyncBack
+	}
+	return status
+}
+
+// hold validates the changes without applying them, prints them (verb says
+// why they are not applied), and keeps the checkout for capfs sync when keep
+// is set and there is something to keep.
+func (r *runner) hold(ctx context.Context, status int, verb string, keep bool) int {
+	opts, err := r.syncOptions(true)
+	if err != nil {
+		r.say("capfs: run: %s\n", show(err.Error()))
+		return exitRunFailed
+	}
+	rep, serr := r.workTree.SyncBack(ctx, opts)
+	if rep == nil {
+		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
+		r.keepForLater(ctx, status, "")
+		return exitSyncBack
+	}
+	sum := newSummary(r.workPath, verb, rep)
+	if sum.empty() && !r.keep {
+		r.printSummary(sum, nil)
+		return status
+	}
+	if keep || r.keep {
+		sum.Kept = r.keepForLater(ctx, status, "")
+		sum.Checkout = r.workTree.Path()
+	} else {
+		sum.Discarded = true
+	}
+	r.printSummary(sum, serr)
+	return status
+}
+
+// ask shows what would be applied and asks, on the terminal, what to do.
+func (r *runner) ask(ctx context.Context, status int) int {
+	in, ok := r.stdin.(*os.File)
+	ef, eok := r.stderr.(*os.File)
+	if !ok || !eok || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(ef.Fd())) {
+		r.say("capfs: run: --sync=ask needs a terminal: nothing applied\n")
+		return r.hold(ctx, status, "not applied (--sync=ask without a terminal)", true)
+	}
+	opts, err := r.syncOptions(true)
+	if err != nil {
+		r.say("capfs: run: %s\n", show(err.Error()))
+		return exitRunFailed
+	}
+	rep, serr := r.workTree.SyncBack(ctx, opts)
+	if rep == nil {
+		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
+		r.keepForLater(ctx, status, "")
+		return exitSyncBack
+	}
+	sum := newSummary(r.workPath, "would apply", rep)
+	r.printSummary(sum, serr)
+	if sum.empty() {
+		return status
+	}
+	if len(rep.Applied) == 0 {
+		r.keepForLater(ctx, status, "")
+		return status
+	}
+	lines := make(chan string)
+	go func() {
+		br := bufio.NewReader(in)
+		for {
+			s, err := br.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- strings.TrimSpace(strings.ToLower(s))
+		}
+	}()
+	for {
+		r.say("capfs: apply %d change(s) to %s? [y]es, [n]o (discard), [k]eep for later, [d]iff, [l]ist: ", len(rep.Applied), showPath(r.workPath.String()))
+		var ans string
+		select {
+		case <-ctx.Done():
+			r.say("\n")
+			r.keepForLater(ctx, status, "")
+			return status
+		case s, ok := <-lines:
+			if !ok {
+				r.say("\n")
+				r.keepForLater(ctx, status, "")
+				return status
+			}
+			ans = s
+		}
+		switch ans {
+		case "y", "yes":
+			return r.apply(ctx, status)
+		case "n", "no":
+			r.say("capfs: run: discarded; %s is unchanged\n", showPath(r.workPath.String()))
+			return status
+		case "k", "keep":
+			r.keepForLater(ctx, status, "")
+			return status
+		case "d", "diff":
+			if err := pageDiff(ctx, r.workDir, r.workTree.Path(), changesOf(rep), r.stdout); err != nil {
+				r.say("capfs: run: diff: %s\n", showError(err))
+			}
+		case "l", "list":
+			full := *sum
+			full.show = -1
+			r.printSummary(&full, nil)
+		}
+	}
+}
+
+// changesOf lists the changes a report would apply.
+func changesOf(rep *materialize.SyncReport) []materialize.Change {
+	return append([]materialize.Change(nil), rep.Applied...)
+}
+
+// pageDiff writes changes as a unified diff (source → checkout) through $PAGER
+// (default "less -FRX") on a terminal, else to w.
+func pageDiff(ctx context.Context, src *dir.Dir, checkout string, changes []materialize.Change, w io.Writer) error {
+	cb, err := physical.New(checkout)
+	if err != nil {
+		return err
+	}
+	defer cb.Close()
+	var gc []gitree.Change
+	for _, c := range changes {
+		g := gitree.Change{Path: c.Path}
+		mode := func(e *materialize.Entry) fs.FileMode {
+			switch {
+			case e == nil:
+				return 0
+			case e.IsSymlink():
+				return fs.ModeSymlink | 0o777
+			case e.IsDir():
+				return 0
+			}
+			return e.Mode.Perm()
+		}
+		if (c.Old != nil && c.Old.IsDir()) || (c.New != nil && c.New.IsDir()) {
+			if c.Kind != materialize.TypeChanged {
+				continue
+			}
+		}
+		g.OldMode, g.NewMode = mode(c.Old), mode(c.New)
+		switch {
+		case g.OldMode == 0 && g.NewMode == 0:
+			continue
+		case g.OldMode == 0:
+			g.Kind = gitree.Added
+		case g.NewMode == 0:
+			g.Kind = gitree.Deleted
+		default:
+			g.Kind = gitree.Modified
+		}
+		gc = append(gc, g)
+	}
+	sort.Slice(gc, func(i, j int) bool { return gc[i].Path < gc[j].Path })
+	out := w
+	var pager *exec.Cmd
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p := os.Getenv("PAGER")
+		if p == "" {
+			p = "less -FRX"
+		}
+		pager = exec.Command("/bin/sh", "-c", p)
+		pager.Stdout, pager.Stderr = f, os.Stderr
+		pager.Stdin = nil
+		pw, err := pager.StdinPipe()
+		if err != nil {
+			return err
+		}
+		if err := pager.Start(); err != nil {
+			pager = nil
+		} else {
+			out = pw
+		}
+	}
+	bw := bufio.NewWriter(out)
+	derr := gitree.UnifiedDiff(ctx, src.Backend(), cb, gc, bw)
+	ferr := bw.Flush()
+	if pager != nil {
+		if c, ok := out.(io.Closer); ok {
+			c.Close()
+		}
+		_ = pager.Wait()
+	}
+	if derr != nil {
+		return derr
+	}
+	if pager == nil {
+		return ferr
+	}
+	return nil
+}
+
+// summary is a run's change summary, printed compactly (counts by directory,
+// the first paths, every refusal) or as JSON (--json, every path).
+type summary struct {
+	Work       string         `json:"work"`
+	Verb       string         `json:"result"`
+	Counts     map[string]int `json:"counts"`
+	Bytes      int64          `json:"bytes_written"`
+	Dirs       []dirCount     `json:"directories"`
+	Changes    []changeLine   `json:"changes"`
+	Refused    []refusalLine  `json:"refused,omitempty"`
+	Conflicts  []string       `json:"conflicts,omitempty"`
+	NotApplied []refusalLine  `json:"not_applied,omitempty"`
+	Theirs     []string       `json:"kept_source_version,omitempty"`
+	Kept       string         `json:"kept_id,omitempty"`
+	Checkout   string         `json:"checkout,omitempty"`
+	Discarded  bool           `json:"discarded,omitempty"`
+	Out        string         `json:"out,omitempty"`
+
+	at   vfs.Path
+	show int
+}
+
+type dirCount struct {
+	Dir      string `json:"dir"`
+	Added    int    `json:"added,omitempty"`
+	Modified int    `json:"modified,omitempty"`
+	Deleted  int    `json:"deleted,omitempty"`
+	Other    int    `json:"other,omitempty"`
+	Bytes    int64  `json:"bytes,omitempty"`
+}
+
+type changeLine struct {
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	Size int64  `json:"size,omitempty"`
+}
+
+type refusalLine struct {
+	Kind   string `json:"kind"`
+	Path   string `json:"path"`
+	Cause  string `json:"cause,omitempty"`
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// newSummary builds the summary of rep (Applied: applied, or would be).
+func newSummary(at vfs.Path, verb string, rep *materialize.SyncReport) *summary {
+	s := &summary{Work: at.String(), Verb: verb, Counts: map[string]int{}, at: at}
+	dirs := map[string]*dirCount{}
+	for _, c := range rep.Applied {
+		s.Counts[string(c.Kind)]++
+		if c.Kind == materialize.Touched {
+			continue // a time alone: counted, not listed
+		}
+		var size int64
+		if c.New != nil && c.New.IsRegular() && c.Kind != materialize.Deleted {
+			size = c.New.Size
+			if c.Kind != materialize.ModeChanged {
+				s.Bytes += size
+			}
+		}
+		s.Changes = append(s.Changes, changeLine{string(c.Kind), joinGuest(at, c.Path), size})
+		d := path.Dir(c.Path)
+		dc := dirs[d]
+		if dc == nil {
+			dc = &dirCount{Dir: joinGuest(at, d)}
+			dirs[d] = dc
+		}
+		switch c.Kind {
+		case materialize.Added:
+			dc.Added++
+		case materialize.Modified:
+			dc.Modified++
+		case materialize.Deleted:
+			dc.Deleted++
+		default:
+			dc.Other++
+		}
+		dc.Bytes += size
+	}
+	for _, d := range dirs {
+		s.Dirs = append(s.Dirs, *d)
+	}
+	sort.Slice(s.Dirs, func(i, j int) bool {
+		a, b := s.Dirs[i], s.Dirs[j]
+		na, nb := a.Added+a.Modified+a.Deleted+a.Other, b.Added+b.Modified+b.Deleted+b.Other
+		if na != nb {
+			return na > nb
+		}
+		return a.Dir < b.Dir
+	})
+	for _, rf := range rep.Refused {
+		s.Refused = append(s.Refused, refusalLine{string(rf.Change.Kind), joinGuest(at, rf.Change.Path), "refused", string(rf.Code), rf.Reason})
+	}
+	for _, c := range rep.Conflicts {
+		s.Conflicts = append(s.Conflicts, joinGuest(at, c))
+	}
+	for _, u := range rep.NotApplied {
+		switch u.Cause {
+		case materialize.CauseRefused:
+		case materialize.CauseTheirs:
+			s.Theirs = append(s.Theirs, joinGuest(at, u.Change.Path))
+		case materialize.CauseConflict:
+			if !containsString(rep.Conflicts, u.Change.Path) {
+				s.NotApplied = append(s.NotApplied, refusalLine{string(u.Change.Kind), joinGuest(at, u.Change.Path), string(u.Cause), string(u.Code), u.Reason})
+			}
+		default:
+			s.NotApplied = append(s.NotApplied, refusalLine{string(u.Change.Kind), joinGuest(at, u.Change.Path), string(u.Cause), string(u.Code), u.Reason})
+		}
+	}
+	return s
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *summary) empty() bool {
+	return len(s.Changes) == 0 && len(s.Refused) == 0 && len(s.Conflicts) == 0 && len(s.NotApplied) == 0 && len(s.Theirs) == 0 && s.Counts[string(materialize.Touched)] == 0
+}
+
+// maxDirs is how many directories the text summary counts before "N more".
+const maxDirs = 8
+
+// printSummary prints s on stderr (text, or JSON with --json), then err when
+// nothing else said what went wrong.
+func (r *runner) printSummary(s *summary, err error) {
+	if s.show == 0 {
+		s.show = r.show
+	}
+	if r.jsonOut {
+		if s.Changes == nil {
+			s.Changes = []changeLine{}
+		}
+		if s.Dirs == nil {
+			s.Dirs = []dirCount{}
+		}
+		b, _ := json.Marshal(s)
+		r.say("%s\n", b)
+		return
+	}
+	writeSummary(r.stderr, s, err)
+}
+
+func writeSummary(w io.Writer, s *summary, err error) {
+	at := showPath(s.Work)
+	if s.empty() {
+		fmt.Fprintf(w, "capfs: run: no changes in %s\n", at)
+	} else {
+		var parts []string
+		add := func(k materialize.ChangeKind, label string) {
+			if n := s.Counts[string(k)]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, label))
+			}
+		}
+		add(materialize.Added, "added")
+		add(materialize.Modified, "modified")
+		add(materialize.Deleted, "deleted")
+		add(materialize.TypeChanged, "changed type")
+		add(materialize.ModeChanged, "changed mode")
+		add(materialize.Touched, "touched")
+		line := strings.Join(parts, ", ")
+		if line == "" {
+			line = "nothing"
+		}
+		if s.Bytes > 0 {
+			line += " (" + humanBytes(s.Bytes) + " written)"
+		}
+		if n := len(s.Refused); n > 0 {
+			line += fmt.Sprintf("; %d refused", n)
+		}
+		if n := len(s.Conflicts); n > 0 {
+			line += fmt.Sprintf("; %d in conflict", n)
+		}
+		fmt.Fprintf(w, "capfs: run: %s in %s: %s\n", s.Verb, at, line)
+		if len(s.Dirs) > 1 || (len(s.Dirs) == 1 && len(s.Changes) > s.show && s.show >= 0) {
+			for i, d := range s.Dirs {
+				if i == maxDirs {
+					fmt.Fprintf(w, "    ... %d more directories\n", len(s.Dirs)-maxDirs)
+					break
+				}
+				var c []string
+				for _, kv := range []struct {
+					n int
+					l string
+				}{{d.Added, "added"}, {d.Modified, "modified"}, {d.Deleted, "deleted"}, {d.Other, "other"}} {
+					if kv.n > 0 {
+						c = append(c, fmt.Sprintf("%d %s", kv.n, kv.l))
+					}
+				}
+				size := ""
+				if d.Bytes > 0 {
+					size = " (" + humanBytes(d.Bytes) + ")"
+				}
+				fmt.Fprintf(w, "    %s/: %s%s\n", show(d.Dir), strings.Join(c, ", "), size)
+			}
+		}
+		for i, c := range s.Changes {
+			if s.show >= 0 && i >= s.show {
+				fmt.Fprintf(w, "  ... and %d more (--show -1 lists every path, --json prints them all)\n", len(s.Changes)-i)
+				break
+			}
+			size := ""
+			if c.Size > 0 {
+				size = "  " + humanBytes(c.Size)
+			}
+			fmt.Fprintf(w, "  %s %s%s\n", changeLetter(materialize.ChangeKind(c.Kind)), show(c.Path), size)
+		}
+	}
+	for _, rf := range s.Refused {
+		fmt.Fprintf(w, "capfs: refused: %s %s: %s (%s)\n", rf.Kind, show(rf.Path), show(rf.Reason), rf.Code)
+	}
+	for _, c := range s.Conflicts {
+		fmt.Fprintf(w, "capfs: conflict: %s changed in the source and in the sandbox (--conflict ours or theirs settles it)\n", show(c))
+	}
+	for _, u := range s.NotApplied {
+		fmt.Fprintf(w, "capfs: not applied: %s %s: %s (%s)\n", u.Kind, show(u.Path), show(u.Reason), u.Cause)
+	}
+	for _, p := range s.Theirs {
+		fmt.Fprintf(w, "capfs: kept the source's version of %s\n", show(p))
+	}
+	if err != nil && len(s.Refused)+len(s.Conflicts)+len(s.NotApplied) == 0 {
+		fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(err))
+	}
+	if s.Discarded {
+		fmt.Fprintf(w, "capfs: run: the changes are discarded (--keep keeps them for capfs sync)\n")
+	}
+	if s.Out != "" {
+		fmt.Fprintf(w, "capfs: run: written into %s\n", show(s.Out))
+	}
+}
+
+// printApplied prints a recovered sync's report.
+func printApplied(w io.Writer, at vfs.Path, rep *materialize.SyncReport, err error, n int) {
+	if rep == nil {
+		if err != nil {
+			fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(readdressUnder(err, at)))
+		}
+		return
+	}
+	s := newSummary(at, "applied", rep)
+	s.show = n
+	if s.show == 0 {
+		s.show = 10
+	}
+	writeSummary(w, s, err)
+}
+
+// humanBytes shows n bytes in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/vfs"
+)
+
+const syncLong = `Apply, show or drop a checkout capfs run kept: its changes were not applied
+(--sync=never or ask, a command that failed under --sync=on-success, refused or
+conflicting changes, --keep). capfs run prints the id of each checkout it
+keeps.
+
+  capfs sync --list          the kept checkouts, oldest first
+  capfs sync [ID]            apply ID's changes to the work path it came from
+                             (without ID: the one kept checkout of the work
+                             path, when there is exactly one)
+  capfs sync --diff ID       show its changes as a unified diff ($PAGER on a
+                             terminal)
+  capfs sync --dry-run ID    show what would be applied
+  capfs sync --out DIR ID    write its changed files into a host directory
+                             (for a run on --rev, a git or a memory mount)
+  capfs sync --discard ID    remove it (--all: every kept checkout)
+
+Run it with the same mounts as the run (in the same directory, with the same
+--mount and --config flags): the changes go through the namespace's checks as
+they would have at the end of the run: validation, the policy, conflicts with
+what changed in the source since (--conflict, --on-reject), a journal. Once
+every change is applied, the checkout and its record are removed; what is not
+applied stays, and another capfs sync can try again.
+
+Exit status: 0 when everything was applied (or shown, or removed); 3 when some
+changes were refused or conflicted; 1 when the checkout is gone or cannot be
+used; 2 for bad flags or an unknown id.`
+
+func newSyncCmd(o *globalOptions) *cobra.Command {
+	var (
+		list, discard, all, diff, dryRun, jsonOut bool
+		out, conflict, onReject, work             string
+		showN                                     int
+		lim                                       limitFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "sync [flags] [ID]",
+		Short: "Apply, show or drop a checkout that capfs run kept",
+		Long:  syncLong,
+		Args:  cobra.MaximumNArgs(1),
+	}
+	f := cmd.Flags()
+	f.BoolVar(&list, "list", false, "list the kept checkouts")
+	f.BoolVar(&discard, "discard", false, "remove the kept checkout instead of applying it")
+	f.BoolVar(&all, "all", false, "with --discard: every kept checkout")
+	f.BoolVar(&diff, "diff", false, "show the changes as a unified diff")
+	f.BoolVarP(&dryRun, "dry-run", "n", false, "show what would be applied, apply nothing")
+	f.BoolVar(&jsonOut, "json", false, "print the summary as one JSON object on stderr")
+	f.StringVar(&out, "out", "", "write the changed files into this host directory instead of applying them")
+	f.StringVar(&conflict, "conflict", "fail", "when a changed path also changed in the source: fail, ours or theirs")
+	f.StringVar(&onReject, "on-reject", "apply-rest", "when a change is refused or in conflict: apply-rest or abort")
+	f.StringVarP(&work, "work", "w", "", "with no ID: the work path whose kept checkout to apply (default: the configured one, else project)")
+	f.IntVar(&showN, "show", 10, "list at most this many changed paths (-1: all)")
+	lim.add(cmd)
+	for _, n := range []string{"max-procs", "max-memory", "tmp-size", "git", "bind-grants"} {
+		_ = f.MarkHidden(n)
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var mode materialize.ConflictMode
+		switch conflict {
+		case "fail":
+		case "ours":
+			mode = materialize.ConflictKeepOurs
+		case "theirs":
+			mode = materialize.ConflictKeepTheirs
+		default:
+			return usageErrorf("--conflict %s: want fail, ours or theirs", conflict)
+		}
+		var reject materialize.RejectMode
+		switch onReject {
+		case "apply-rest":
+			reject = materialize.RejectApplyRest
+		case "abort":
+		default:
+			return usageErrorf("--on-reject %s: want apply-rest or abort", onReject)
+		}
+		if err := lim.parse(); err != nil {
+			return err
+		}
+		w := cmd.ErrOrStderr()
+		recs, _, err := readRecords()
+		if err != nil {
+			return failed(fmt.Errorf("kept checkouts: %v", err))
+		}
+		if list {
+			if len(recs) == 0 {
+				fmt.Fprintln(w, "capfs: sync: no kept checkouts")
+				return nil
+			}
+			for _, rec := range recs {
+				fmt.Fprintln(cmd.OutOrStdout(), describeRecord(rec))
+			}
+			return nil
+		}
+		if discard && all {
+			n := 0
+			for _, rec := range recs {
+				if err := dropRecord(rec); err != nil {
+					fmt.Fprintf(w, "capfs: sync: %s: %s\n", rec.ID, showError(err))
+					continue
+				}
+				n++
+			}
+			fmt.Fprintf(w, "capfs: sync: removed %d kept checkout(s)\n", n)
+			return nil
+		}
+		find := func(id string) (keptRecord, bool) {
+			for _, rec := range recs {
+				if rec.ID == id {
+					return rec, true
+				}
+			}
+			return keptRecord{}, false
+		}
+		if len(args) == 1 {
+			rec, ok := find(args[0])
+			if !ok {
+				return usageErrorf("no kept checkout %s (capfs sync --list lists them)", show(args[0]))
+			}
+			if discard {
+				if err := dropRecord(rec); err != nil {
+					return failed(err)
+				}
+				fmt.Fprintf(w, "capfs: sync: removed the kept checkout %s\n", rec.ID)
+				return nil
+			}
+			return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+				return syncRecord(ctx, s, rec, syncFlags{diff: diff, dryRun: dryRun, out: out, conflict: mode, onReject: reject, lim: lim, json: jsonOut, show: showN}, w, cmd)
+			})(cmd, args)
+		}
+		if discard {
+			return usageErrorf("--discard needs an ID (or --all)")
+		}
+		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+			wk := work
+			if wk == "" {
+				wk = s.Work
+			}
+			if wk == "" {
+				wk = defaultWork
+			}
+			wp, err := vfs.ParseGuest(wk)
+			if err != nil {
+				return usageErrorf("--work %s: %s", wk, messageOrCode(err))
+			}
+			label := workLabel(s, wp.WithoutDirMark())
+			var mine []keptRecord
+			for _, rec := range recs {
+				if rec.Label != "" && rec.Label == label {
+					mine = append(mine, rec)
+				}
+			}
+			switch len(mine) {
+			case 0:
+				fmt.Fprintf(w, "capfs: sync: no kept checkout of %s (capfs sync --list lists them all)\n", showPath(wp.String()))
+				return nil
+			case 1:
+				return syncRecord(ctx, s, mine[0], syncFlags{diff: diff, dryRun: dryRun, out: out, conflict: mode, onReject: reject, lim: lim, json: jsonOut, show: showN}, w, cmd)
+			}
+			fmt.Fprintf(w, "capfs: sync: %d kept checkouts of %s; name one:\n", len(mine), showPath(wp.String()))
+			for _, rec := range mine {
+				fmt.Fprintf(w, "  %s\n", describeRecord(rec))
+			}
+			return exitStatus(exitUsage)
+		})(cmd, args)
+	}
+	return cmd
+}
+
+type syncFlags struct {
+	diff, dryRun, json bool
+	out                string
+	conflict           materialize.ConflictMode
+	onReject           materialize.RejectMode
+	lim                limitFlags
+	show               int
+}
+
+// workLabel is the journal label of work path p in s ("" when it is not a
+// physical mount's).
+func workLabel(s *session, p vfs.Path) string {
+	m, rel, ok := s.mountAt(p)
+	if !ok || m.Kind != kindPhysical || m.Host == "" || m.ReadOnly {
+		return ""
+	}
+	return "physical:" + m.Host + "//" + rel.String()
+}
+
+// dropRecord removes a kept checkout and its record.
+func dropRecord(rec keptRecord) error {
+	if err := materialize.Discard(rec.Tree); err != nil {
+		return err
+	}
+	d, err := keptDir()
+	if err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(d, rec.ID+".json"))
+}
+
+// syncRecord applies (or shows) the kept checkout rec through s.
+func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w interface {
+	Write([]byte) (int, error)
+}, cmd *cobra.Command) error {
+	wp, err := vfs.ParseGuest(rec.Work)
+	if err != nil {
+		return failed(err)
+	}
+	wp = wp.WithoutDirMark()
+	label := workLabel(s, wp)
+	apply := !f.diff && !f.dryRun && f.out == ""
+	if apply && (rec.Label == "" || label != rec.Label) {
+		if rec.Label == "" {
+			return usageErrorf("the kept checkout %s came from a work path that is not written back (--rev, git or memory): --out DIR writes its changes into a host directory", rec.ID)
+		}
+		return usageErrorf("the kept checkout %s came from %s of another namespace: run capfs sync with the mounts of that run (same directory, --mount and --config)", rec.ID, showPath(rec.Work))
+	}
+	var d = s.Root
+	if label == rec.Label && rec.Label != "" {
+		d, err = s.Root.Sub(ctx, wp.String())
+	} else {
+		d, err = s.Root.ReadOnly().Sub(ctx, wp.String())
+		if err != nil {
+			// The work path is not in this namespace: compare with nothing.
+			d, err = emptyDir(s)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	t, err := materialize.Reopen(ctx, d, rec.Tree)
+	if err != nil {
+		if vfs.CodeOf(err) == vfs.CodeNotFound {
+			fmt.Fprintf(w, "capfs: sync: the kept checkout %s is gone (a reboot empties /dev/shm); dropping its record\n", rec.ID)
+			if kd, kerr := keptDir(); kerr == nil {
+				os.Remove(filepath.Join(kd, rec.ID+".json"))
+			}
+		}
+		return failed(err)
+	}
+	defer t.Close()
+	r := &runner{s: s, stderr: w, stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(), workPath: wp, workTree: t, workDir: d,
+		conflict: f.conflict, onReject: f.onReject, lim: f.lim, jsonOut: f.json, show: f.show, syncLabel: rec.Label,
+		argv: rec.Command, keptID: rec.ID, writeBack: rec.Label != ""}
+	switch {
+	case f.diff:
+		t.Keep()
+		changes, err := t.Diff(ctx)
+		if err != nil {
+			return err
+		}
+		return pageDiff(ctx, d, t.Path(), changes, cmd.OutOrStdout())
+	case f.out != "":
+		if err := checkOut(f.out); err != nil {
+			return err
+		}
+		rep, err := exportTo(ctx, t, f.out, s, f.lim.sync)
+		if rep != nil {
+			sum := newSummary(wp, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
+			sum.Out = f.out
+			r.printSummary(sum, err)
+		}
+		t.Keep()
+		if err != nil || len(rep.Refused) > 0 {
+			return exitStatus(exitSyncBack)
+		}
+		fmt.Fprintf(w, "capfs: sync: the checkout %s is still kept (capfs sync --discard %s removes it)\n", rec.ID, rec.ID)
+		return nil
+	case f.dryRun:
+		t.Keep()
+		opts, err := r.syncOptions(true)
+		if err != nil {
+			return failed(err)
+		}
+		rep, serr := t.SyncBack(ctx, opts)
+		if rep == nil {
+			return serr
+		}
+		r.printSummary(newSummary(wp, "would apply", rep), serr)
+		return nil
+	}
+	opts, err := r.syncOptions(false)
+	if err != nil {
+		return failed(err)
+	}
+	rep, serr := t.SyncBack(ctx, opts)
+	if rep == nil {
+		return serr
+	}
+	sum := newSummary(wp, "applied", rep)
+	r.printSummary(sum, serr)
+	if t.Kept() {
+		// Record the manifest as it is now (what was applied is no longer a change).
+		if st, err := t.MarshalState(); err == nil {
+			rec.Tree = st
+			if kd, err := keptDir(); err == nil {
+				_ = writeRecord(kd, rec)
+			}
+		}
+		fmt.Fprintf(w, "capfs: sync: what was not applied stays in %s (id %s)\n", show(t.Path()), rec.ID)
+		if serr != nil {
+			return exitStatus(exitSyncBack)
+		}
+		return nil
+	}
+	if kd, err := keptDir(); err == nil {
+		os.Remove(filepath.Join(kd, rec.ID+".json"))
+	}
+	fmt.Fprintf(w, "capfs: sync: every change applied; the kept checkout %s is removed\n", rec.ID)
+	if serr != nil {
+		return exitStatus(exitSyncBack)
+	}
+	return nil
+}
+
+// emptyDir is an empty read-only Dir under the session's policy: the source a
+// kept checkout is compared with when its work path is not in this namespace.
+func emptyDir(s *session) (*dir.Dir, error) {
+	d, _ := dir.New(vfs.ReadOnly(memory.New()), dir.WithPolicy(s.Policy))
+	return d, nil
+}

@@ -1,0 +1,178 @@
+package materialize
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+)
+
+// stateVersion is the version of the state MarshalState writes.
+const stateVersion = 1
+
+// savedState is a kept checkout as MarshalState records it.
+type savedState struct {
+	Version  int                  `json:"version"`
+	Path     string               `json:"path"`
+	Dev      uint64               `json:"dev"`
+	Ino      uint64               `json:"ino"`
+	Created  time.Time            `json:"created"`
+	Entries  map[string]Entry     `json:"entries"`
+	Stat     map[string]savedStat `json:"stat,omitempty"`
+	ReadOnly bool                 `json:"read_only,omitempty"`
+}
+
+type savedStat struct {
+	Dev   uint64 `json:"d"`
+	Ino   int64  `json:"i"`
+	Size  int64  `json:"s"`
+	MTime int64  `json:"m"`
+	CTime int64  `json:"c"`
+	Mode  uint32 `json:"o"`
+	Racy  bool   `json:"r,omitempty"`
+}
+
+// MarshalState records what a later process needs to sync this checkout (see
+// Reopen): the checkout's host path and identity (device and inode), and the
+// Manifest with its stat cache. It is host-only data: keep it where the
+// sandbox cannot write (never inside the checkout), since Reopen trusts its
+// manifest as the base every change is compared with. A bound checkout has
+// nothing to reopen (read_only).
+func (t *Tree) MarshalState() ([]byte, error) {
+	const op = "save"
+	if err := t.live(op); err != nil {
+		return nil, err
+	}
+	if !t.created {
+		return nil, vfs.NewError(vfs.CodeReadOnly, op, vfs.Root, "a bound checkout has no state to save")
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(t.rootFd, &st); err != nil {
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	s := savedState{
+		Version: stateVersion, Path: t.path, Dev: st.Dev, Ino: st.Ino,
+		Created: t.manifest.Created, Entries: t.manifest.Entries, ReadOnly: t.opts.ReadOnly,
+		Stat: make(map[string]savedStat, len(t.manifest.stat)),
+	}
+	for p, k := range t.manifest.stat {
+		s.Stat[p] = savedStat{k.dev, k.ino, k.size, k.mtime, k.ctime, k.mode, k.racy}
+	}
+	return json.Marshal(&s)
+}
+
+// StatePath returns the checkout path recorded in state (from MarshalState), for
+// a caller listing kept checkouts; "" when state cannot be read.
+func StatePath(state []byte) string {
+	var s savedState
+	if json.Unmarshal(state, &s) != nil || s.Version != stateVersion {
+		return ""
+	}
+	return s.Path
+}
+
+// Reopen returns the Tree of a kept checkout from the state MarshalState
+// recorded, with src as its source (the same subtree the checkout was made
+// from, reached again through a Dir: its policy, audit and checks apply as in
+// the first process). SyncBack then brings the checkout's changes back as it
+// would have, Diff lists them, and Close removes the checkout once every change
+// is applied (it stays when some are not, or after Keep).
+//
+// Reopen refuses (not_found, or invalid_path) a checkout that is gone, is not a
+// directory, is reached through a symlink, is not the directory recorded (its
+// device and inode differ: a directory put in its place), does not belong to
+// this user or is open to others (mode bits beyond 0700).
+func Reopen(ctx context.Context, src *dir.Dir, state []byte) (*Tree, error) {
+	const op = "reopen"
+	if src == nil {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "nil source Dir")
+	}
+	var s savedState
+	if err := json.Unmarshal(state, &s); err != nil {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "unreadable checkout state: "+err.Error())
+	}
+	if s.Version != stateVersion || s.Path == "" || s.Entries == nil {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, fmt.Sprintf("checkout state of version %d: want %d", s.Version, stateVersion))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	fd, err := unix.Open(s.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, vfs.NewError(vfs.CodeNotFound, op, vfs.Root, "the kept checkout is gone")
+		}
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the kept checkout cannot be opened as a directory: "+err.Error())
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	switch {
+	case st.Dev != s.Dev || st.Ino != s.Ino:
+		err = errors.New("the directory at the kept checkout's path is not the one recorded")
+	case int(st.Uid) != os.Getuid():
+		err = errors.New("the kept checkout belongs to another user")
+	case st.Mode&0o077 != 0:
+		err = errors.New("the kept checkout is open to other users")
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, err.Error())
+	}
+	m := &Manifest{Entries: s.Entries, Created: s.Created, stat: make(map[string]statKey, len(s.Stat))}
+	for p, k := range s.Stat {
+		m.stat[p] = statKey{k.Dev, k.Ino, k.Size, k.MTime, k.CTime, k.Mode, k.Racy}
+	}
+	for p := range m.Entries {
+		if !fs.ValidPath(p) || p == "." {
+			unix.Close(fd)
+			return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "checkout state names an invalid path")
+		}
+
+	}
+	t := &Tree{
+		src: src, opts: Options{ReadOnly: s.ReadOnly}, path: s.Path, rootFd: fd,
+		strategy: StrategyCopy, created: true, manifest: m,
+	}
+	return t, nil
+}
+
+// Discard removes the kept checkout state describes (as Close would, after the
+// same checks as Reopen), without a source: for a host dropping changes it
+// will not apply.
+func Discard(state []byte) error {
+	var s savedState
+	if err := json.Unmarshal(state, &s); err != nil || s.Version != stateVersion || s.Path == "" {
+		return vfs.NewError(vfs.CodeInvalidPath, "discard", vfs.Root, "unreadable checkout state")
+	}
+	fd, err := unix.Open(s.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil // gone already
+		}
+		return vfs.NewError(vfs.CodeInvalidPath, "discard", vfs.Root, "the kept checkout cannot be opened as a directory: "+err.Error())
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	if err != nil {
+		return vfs.Errno("discard", vfs.Root, err)
+	}
+	if st.Dev != s.Dev || st.Ino != s.Ino || int(st.Uid) != os.Getuid() {
+		return vfs.NewError(vfs.CodeInvalidPath, "discard", vfs.Root, "the directory at the kept checkout's path is not the one recorded")
+	}
+	if err := removeTree(s.Path); err != nil {
+		return vfs.Errno("discard", vfs.Root, err)
+	}
+	return nil
+}
