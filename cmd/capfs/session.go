@@ -622,6 +622,23 @@ func loadConfig(name string) (configResult, error) {
 	return res, nil
 }
 
+// physicalResolver is the path resolver of physical mounts: the environment
+// variable CAPFS_PHYSICAL_RESOLVER, "auto" (the default: openat2 where the kernel
+// has it), "openat2" (fail without it) or "portable" (the component walk every
+// kernel has). The tests play each attack through both resolvers with it.
+func physicalResolver() (physical.ResolverMode, error) {
+	switch v := os.Getenv("CAPFS_PHYSICAL_RESOLVER"); v {
+	case "", "auto":
+		return physical.ResolverAuto, nil
+	case "openat2":
+		return physical.ResolverOpenat2, nil
+	case "portable":
+		return physical.ResolverPortable, nil
+	default:
+		return 0, fmt.Errorf("CAPFS_PHYSICAL_RESOLVER=%q: want auto, openat2 or portable", v)
+	}
+}
+
 // openMount opens the backend a spec names; a memory mount without its own quota
 // gets memQuota (negative: no limit).
 func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
@@ -632,7 +649,11 @@ func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
 	}
 	switch spec.Kind {
 	case kindPhysical:
-		b, err := physical.New(spec.Host)
+		mode, err := physicalResolver()
+		if err != nil {
+			return nil, usageErrorf("%s: %v", where, err)
+		}
+		b, err := physical.New(spec.Host, physical.WithResolver(mode))
 		if err != nil {
 			return nil, usageErrorf("%s: %s", where, messageOrCode(vfs.Readdress(err, "open", spec.Source, "")))
 		}
