@@ -121,6 +121,8 @@ type extractor struct {
 	dest   map[string]destState
 	total  int64
 	hasDir map[string]bool // directories the merge must create
+	// deniedDir remembers the parent directories the policy refused to create.
+	deniedDir map[string]string
 }
 
 // Extract extracts the archive src (size bytes) into t in two phases.
@@ -150,14 +152,15 @@ type extractor struct {
 // fs_permission_denied wrapping ErrRefused (Strict), or the Target's error.
 func Extract(ctx context.Context, src io.ReaderAt, size int64, t Target, opts Options) (*Result, error) {
 	x := &extractor{
-		t:      t,
-		opts:   opts,
-		lim:    opts.Limits.withDefaults(),
-		res:    &Result{Extracted: []Item{}, Filtered: []Filtered{}},
-		names:  map[string]*node{},
-		folds:  map[string]string{},
-		dest:   map[string]destState{},
-		hasDir: map[string]bool{},
+		t:         t,
+		opts:      opts,
+		lim:       opts.Limits.withDefaults(),
+		res:       &Result{Extracted: []Item{}, Filtered: []Filtered{}},
+		names:     map[string]*node{},
+		folds:     map[string]string{},
+		dest:      map[string]destState{},
+		hasDir:    map[string]bool{},
+		deniedDir: map[string]string{},
 	}
 	x.stage.base = opts.StagingDir
 	x.stage.budget = opts.MemoryBudget
@@ -217,6 +220,9 @@ func (x *extractor) fail(err error) error {
 	}
 	code := vfs.CodeIO
 	switch {
+	case x.ctx.Err() != nil:
+		err = errors.Join(x.ctx.Err(), err)
+		code = vfs.CodeCanceled
 	case errors.Is(err, errArchiveLimit):
 		err = fmt.Errorf("%w: more than %d bytes after decompression", ErrLimit, x.lim.MaxArchiveBytes)
 		code = vfs.CodeTooLarge
@@ -566,7 +572,12 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 		case destFile:
 			return ReasonExists, prefix + " is a file in the destination", nil
 		case destAbsent:
-			x.hasDir[prefix] = true
+			if !x.hasDir[prefix] {
+				if r, d, err := x.checkMkdir(prefix); err != nil || r != "" {
+					return r, d, err
+				}
+				x.hasDir[prefix] = true
+			}
 		}
 	}
 	s, err := x.state(p.path)
@@ -587,12 +598,25 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 	return "", "", nil
 }
 
+// checkMkdir asks the policy about a directory the merge will create as a
+// parent; a refusal is remembered, so each directory is asked once.
+func (x *extractor) checkMkdir(d string) (Reason, string, error) {
+	if detail, ok := x.deniedDir[d]; ok {
+		return ReasonPolicy, detail, nil
+	}
+	r, detail, err := x.check(&planned{path: d, kind: kindDir, size: -1})
+	if r != "" {
+		x.deniedDir[d] = detail
+	}
+	return r, detail, err
+}
+
 // check asks the destination's policy about the call the merge will make.
 func (x *extractor) check(p *planned) (Reason, string, error) {
 	var err error
 	switch p.kind {
 	case kindDir:
-		if !x.hasDir[p.path] {
+		if p.size == 0 && !x.hasDir[p.path] {
 			return "", "", nil // exists: nothing to create
 		}
 		err = x.t.Check(x.ctx, policy.OpMkdir, p.path, "", -1)
