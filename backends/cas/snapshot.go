@@ -29,6 +29,9 @@ type SnapshotOptions struct {
 	// Workers is how many files are read and stored at once; 0 means
 	// 2×GOMAXPROCS, at least 4.
 	Workers int
+	// Name, when set, names the result (SaveRoot) before the snapshot releases
+	// the store's ingest lock, so no garbage collection can come between.
+	Name string
 	// Skipped, when set, is told of each entry a Directory cannot hold (a FIFO,
 	// socket or device), which the snapshot leaves out.
 	Skipped func(path string, mode fs.FileMode)
@@ -195,6 +198,9 @@ type fileJob struct {
 }
 
 func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) (Digest, error) {
+	if opts.Name != "" && !ValidRootName(opts.Name) {
+		return Digest{}, fmt.Errorf("%w: %q", ErrBadName, trunc(opts.Name))
+	}
 	defer s.ingest()()
 	start := time.Now()
 	cache := s.loadStatCache(opts.StatCache)
@@ -243,6 +249,11 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 	}
 	if err := s.pin(d); err != nil {
 		return Digest{}, err
+	}
+	if opts.Name != "" {
+		if err := s.SaveRoot(opts.Name, d); err != nil {
+			return Digest{}, err
+		}
 	}
 	return d, nil
 }
