@@ -199,7 +199,7 @@ func tarStream(r io.Reader, f Format) (io.Reader, func() error, error) {
 func tarEntry(h *tar.Header) entry {
 	e := entry{raw: h.Name, mode: fs.FileMode(h.Mode) & fs.ModePerm, size: h.Size, mtime: h.ModTime, link: h.Linkname}
 	switch h.Typeflag {
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg, '\x00': // '\x00' is the pre-POSIX regular file
 		e.kind = kindFile
 	case tar.TypeDir:
 		e.kind = kindDir

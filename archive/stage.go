@@ -107,15 +107,6 @@ func (s *stage) open(i int) (io.ReadCloser, error) {
 	return os.Open(b.file)
 }
 
-// bytes returns blob i's data whole.
-func (s *stage) bytes(i int) ([]byte, error) {
-	b := s.blobs[i]
-	if b.file == "" {
-		return b.data, nil
-	}
-	return os.ReadFile(b.file)
-}
-
 func (s *stage) close() {
 	s.blobs = nil
 	if s.dir != "" {
