@@ -94,6 +94,8 @@ type globalOptions struct {
 	// memoryQuota is --memory-quota as given ("" = the configuration's, else
 	// defaultMemoryQuota).
 	memoryQuota string
+	// noDefaultMounts leaves out the default mounts (--no-default-mounts).
+	noDefaultMounts bool
 	// The audit log's rotation and level (see openAuditSink).
 	auditMaxSize  string
 	auditMaxFiles int
@@ -122,6 +124,7 @@ func (o *globalOptions) addFlags(cmd *cobra.Command) {
 	}
 	f.StringArrayVarP(&o.mounts, "mount", "m", nil,
 		"mount a backend: PATH=KIND:ARG[,ro] with KIND:ARG one of "+kinds+" (repeatable)")
+	f.BoolVar(&o.noDefaultMounts, "no-default-mounts", false, "leave out the default mounts (project, ref/head, tmp): only --mount and --config mounts")
 	f.StringVar(&o.configFile, "config", "", "read mounts, policy and audit settings from this TOML file")
 	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
 	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file, or to stderr, or off to record nothing (default: $XDG_STATE_HOME/capfs/audit.jsonl, else $TMPDIR/capfs-UID/audit.jsonl)")
@@ -269,8 +272,11 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	}
 
 	s.NS = vfs.NewNamespace()
-	if len(specs) == 0 {
-		ms, err := defaultMounts(ctx, memQuota)
+	// The default mounts, unless a configuration file describes the namespace
+	// or --no-default-mounts: --mount flags add to them (a --mount at a
+	// default's path, or above it, replaces that default).
+	if o.configFile == "" && !o.noDefaultMounts {
+		ms, err := defaultMounts(ctx, memQuota, specs)
 		if err != nil {
 			return nil, err
 		}
@@ -278,15 +284,17 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 		for _, m := range ms {
 			s.closers = append(s.closers, closerOf(m.Backend))
 		}
-	} else {
-		for _, spec := range specs {
-			m, err := openMount(spec, memQuota)
-			if err != nil {
-				return nil, err
-			}
-			s.closers = append(s.closers, closerOf(m.Backend))
-			s.Mounts = append(s.Mounts, m)
+	}
+	for _, spec := range specs {
+		m, err := openMount(spec, memQuota)
+		if err != nil {
+			return nil, err
 		}
+		s.closers = append(s.closers, closerOf(m.Backend))
+		s.Mounts = append(s.Mounts, m)
+	}
+	if len(s.Mounts) == 0 {
+		return nil, usageErrorf("no mounts: --no-default-mounts leaves only --mount and --config mounts, and none was given")
 	}
 	for _, m := range s.Mounts {
 		if err := s.NS.Mount(m.Path, m.Backend, vfs.MountOptions{ReadOnly: m.ReadOnly}); err != nil {
@@ -683,21 +691,44 @@ func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
 	return m, nil
 }
 
-// defaultMounts is the namespace used when no mount is given: the current directory
-// as project (read-write), the same directory at the git HEAD as ref/head
+// defaultMounts is the namespace's default part: the current directory as
+// project (read-write), the same directory at the git HEAD as ref/head
 // (read-only, when inside a repository whose HEAD has it), and a memory tmp.
-func defaultMounts(ctx context.Context, memQuota int64) ([]*mounted, error) {
+// A default is left out when one of user (the --mount flags) is mounted at its
+// path or above it; a --mount of project on a host directory moves ref/head to
+// that directory's HEAD, a --mount of project on anything else drops ref/head.
+func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec) ([]*mounted, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, failed(fmt.Errorf("current directory: %v", cause(err)))
 	}
-	var ms []*mounted
-	proj, err := openMount(mountSpec{Path: vfs.MustParse(defaultWork), Kind: kindPhysical, Source: ".", Host: cwd, Origin: "default"}, memQuota)
-	if err != nil {
-		return nil, err
+	taken := func(p vfs.Path) bool {
+		for _, u := range user {
+			if p.HasPrefix(u.Path) {
+				return true
+			}
+		}
+		return false
 	}
-	ms = append(ms, proj)
-	if top, rel, ok := gitTop(cwd); ok {
+	projPath := vfs.MustParse(defaultWork)
+	headDir, withHead := cwd, true
+	for _, u := range user {
+		if u.Path == projPath {
+			headDir, withHead = u.Host, u.Kind == kindPhysical && u.Host != ""
+		}
+	}
+	var ms []*mounted
+	if !taken(projPath) {
+		proj, err := openMount(mountSpec{Path: projPath, Kind: kindPhysical, Source: ".", Host: cwd, Origin: "default"}, memQuota)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, proj)
+	}
+	if withHead && taken(vfs.MustParse("ref/head")) {
+		withHead = false
+	}
+	if top, rel, ok := gitTop(headDir); ok && withHead {
 		if g, err := gitree.Open(top, "HEAD"); err == nil {
 			var b vfs.Backend = g
 			if rel != "." {
@@ -718,11 +749,13 @@ func defaultMounts(ctx context.Context, memQuota int64) ([]*mounted, error) {
 			}
 		}
 	}
-	tmp, err := openMount(mountSpec{Path: vfs.MustParse("tmp"), Kind: kindMemory, Origin: "default"}, memQuota)
-	if err != nil {
-		return nil, err
+	if !taken(vfs.MustParse("tmp")) {
+		tmp, err := openMount(mountSpec{Path: vfs.MustParse("tmp"), Kind: kindMemory, Origin: "default"}, memQuota)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, tmp)
 	}
-	ms = append(ms, tmp)
 	return ms, nil
 }
 
