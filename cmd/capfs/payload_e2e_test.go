@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The end-to-end payload test: a guest session through the Go API (the session
@@ -336,6 +338,18 @@ func must(t *testing.T, err error) {
 // policy, ForProject's rules and the git guard), with the Go API.
 func TestPayloadsGoAPI(t *testing.T) {
 	t.Parallel()
+	payloadsGoAPI(t)
+}
+
+// TestPayloadsGoAPIPortable is TestPayloadsGoAPI with the session's physical
+// mounts on the portable resolver (it sets the environment, so it cannot run in
+// parallel).
+func TestPayloadsGoAPIPortable(t *testing.T) {
+	t.Setenv("CAPFS_PHYSICAL_RESOLVER", "portable")
+	payloadsGoAPI(t)
+}
+
+func payloadsGoAPI(t *testing.T) {
 	root := payloadProject(t)
 	markers := t.TempDir()
 	ps := payloads(markers)
@@ -387,6 +401,38 @@ func TestPayloadsGoAPI(t *testing.T) {
 // inside capfs run is written through later, when the sandbox can run.
 func TestPayloadsMCP(t *testing.T) {
 	t.Parallel()
+	eachResolver(t, payloadsMCP)
+}
+
+// eachResolver runs play once with each physical resolver the capfs binary can
+// be told to use (CAPFS_PHYSICAL_RESOLVER): openat2 where the kernel has it, and
+// the portable component walk.
+func eachResolver(t *testing.T, play func(t *testing.T, env []string)) {
+	for _, r := range []string{"auto", "portable"} {
+		t.Run(r, func(t *testing.T) {
+			t.Parallel()
+			play(t, []string{"CAPFS_PHYSICAL_RESOLVER=" + r})
+		})
+	}
+}
+
+// mcpClientEnv is mcpClient with extra environment variables for the server.
+func mcpClientEnv(t *testing.T, dir string, env []string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(capfsBin, "mcp")
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to capfs mcp: %v", err)
+	}
+	return cs
+}
+
+func payloadsMCP(t *testing.T, env []string) {
 	root := payloadProject(t)
 	markers := t.TempDir()
 	ps := payloads(markers)
@@ -395,7 +441,7 @@ func TestPayloadsMCP(t *testing.T) {
 		// A link to the hooks directory's parent, made in the sandbox and synced
 		// back (the link alone is allowed), then written through over MCP.
 		// (One run per link: a refused one makes the sync-back apply nothing.)
-		keep := []string{"CAPFS_TMPDIR=" + t.TempDir()} // refused runs keep their checkouts
+		keep := append([]string{"CAPFS_TMPDIR=" + t.TempDir()}, env...) // refused runs keep their checkouts
 		for _, ln := range []string{"ln -s tools t", "ln -s .git g", "ln -s .bash_profile prof", "ln -s .. src/up"} {
 			if r := runCapfsEnv(t, root, keep, "run", "--", "sh", "-c", ln); r.code != 0 {
 				t.Logf("capfs run -- %s: exited %d: %s", ln, r.code, lastLines(r.stderr, 3))
@@ -404,7 +450,7 @@ func TestPayloadsMCP(t *testing.T) {
 	} else {
 		t.Log("bubblewrap cannot run here: the links made in capfs run and written through MCP are not tried")
 	}
-	cs := mcpClient(t, root)
+	cs := mcpClientEnv(t, root, env)
 	defer cs.Close()
 	for _, p := range ps {
 		if p.needsSymlink && !sandboxed {
@@ -439,11 +485,15 @@ func TestPayloadsMCP(t *testing.T) {
 func TestPayloadsRun(t *testing.T) {
 	needSandbox(t)
 	t.Parallel()
+	eachResolver(t, payloadsRun)
+}
+
+func payloadsRun(t *testing.T, env []string) {
 	root := payloadProject(t)
 	markers := t.TempDir()
 	ps := payloads(markers)
 	// Refused runs keep their checkouts: under the test's temporary directory.
-	keep := []string{"CAPFS_TMPDIR=" + t.TempDir()}
+	keep := append([]string{"CAPFS_TMPDIR=" + t.TempDir()}, env...)
 	for _, p := range ps {
 		var sh strings.Builder
 		for _, st := range p.steps {
@@ -506,4 +556,26 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// TestPhysicalResolverVariable: the binary reads CAPFS_PHYSICAL_RESOLVER (so the
+// payload tests really play through the portable resolver), and refuses a value
+// it does not know.
+func TestPhysicalResolverVariable(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"f.txt": "x"})
+	for _, v := range []string{"auto", "openat2", "portable"} {
+		r := runCapfsEnv(t, root, []string{"CAPFS_PHYSICAL_RESOLVER=" + v}, "cat", "project/f.txt")
+		if v == "openat2" && r.code != 0 && strings.Contains(r.stderr, "not_supported") {
+			continue // a kernel without openat2
+		}
+		if r.code != 0 || r.stdout != "x" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %s", v, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := runCapfsEnv(t, root, []string{"CAPFS_PHYSICAL_RESOLVER=bogus"}, "cat", "project/f.txt")
+	if r.code != 2 || !strings.Contains(r.stderr, "CAPFS_PHYSICAL_RESOLVER") {
+		t.Errorf("bogus resolver: exit %d, stderr %s; want a usage error naming the variable", r.code, r.stderr)
+	}
 }
