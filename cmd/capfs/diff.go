@@ -2,105 +2,795 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
 	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/backends/gitree"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
-func newDiffCmd(o *globalOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "diff A B",
-		Short: "Show the differences between two directories or two files",
-		Long: `Print a git-style unified diff from A to B, two namespace paths that are both
+const diffLong = `Print a git-style unified diff from A to B, two namespace paths that are both
 directories or both files. For directories, paths in the diff are relative to A
-and B ("diff --git a/main.go b/main.go"), every changed file, symlink and mode
-is shown, and binary files are reported as differing. For two files, the diff
-is headed with B's path. With the default mounts, "capfs diff ref/head project"
-shows the uncommitted changes of the current directory (add --exclude '.git/**'
-to leave the repository's own files out). Exits 0 whether or not the inputs
-differ.`,
+and B ("diff --git a/main.go b/main.go"); every changed file, symlink and mode is
+shown, and binary files are reported as differing. For two files, the diff is
+headed with B's path. With the default mounts, "capfs diff ref/head project"
+shows the uncommitted changes of the current directory.
+
+As "git diff" does for a work tree: ".git" directories are left out (--dot-git
+includes them), entries a ".gitignore" file of A or B excludes are left out on
+both sides (--no-ignore includes them), and a file deleted from A and added to
+B with the same or similar content (50% or more of its lines) is shown as a
+rename ("similarity index", "rename from", "rename to"; --no-renames turns this
+off). --stat prints git's diffstat instead, --name-status one "M", "A", "D",
+"T" or "R<score>" line per change, --name-only the paths. Files the policy
+keeps out of reach (secrets) are left out and counted once on standard error.
+
+Exits 0 whether or not the inputs differ (1 with --exit-code when they do), 1
+when the diff cannot be made, 2 on bad arguments.`
+
+type diffOptions struct {
+	excludes   []string
+	stat       bool
+	nameStatus bool
+	nameOnly   bool
+	noRenames  bool
+	noIgnore   bool
+	dotGit     bool
+	exitCode   bool
+	color      string
+}
+
+func newDiffCmd(o *globalOptions) *cobra.Command {
+	do := &diffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff [OPTION]... A B",
+		Short: "Show the differences between two directories or two files (git diff's format)",
+		Long:  diffLong,
+		Example: `  capfs diff ref/head project
+  capfs diff --stat ref/head project
+  capfs diff --name-status -x 'vendor/**' ref/head project`,
 		Args: cobra.ExactArgs(2),
 	}
-	var excludes []string
-	cmd.Flags().StringArrayVarP(&excludes, "exclude", "x", nil, "leave out changed paths (relative to A and B) matching this doublestar pattern (repeatable)")
+	f := cmd.Flags()
+	f.StringArrayVarP(&do.excludes, "exclude", "x", nil, "leave out changed paths (relative to A and B) matching this doublestar pattern (repeatable)")
+	f.BoolVar(&do.stat, "stat", false, "print a diffstat: each path, its changed lines and a +/- graph, and a total")
+	f.BoolVar(&do.nameStatus, "name-status", false, "print one line per change: its status (A, D, M, T, R<score>) and path(s)")
+	f.BoolVar(&do.nameOnly, "name-only", false, "print only the changed paths")
+	f.BoolVar(&do.noRenames, "no-renames", false, "show renamed files as a deletion and an addition")
+	f.BoolVar(&do.noIgnore, "no-ignore", false, "also compare what .gitignore files exclude")
+	f.BoolVar(&do.dotGit, "dot-git", false, "also compare .git directories")
+	f.BoolVar(&do.exitCode, "exit-code", false, "exit 1 when there are differences, 0 when there are none")
+	f.StringVar(&do.color, "color", "auto", "colour the diff: auto (on a terminal, unless NO_COLOR is set), always or never")
 	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
-		a, b := args[0], args[1]
-		sa, err := s.Root.Stat(ctx, a)
-		if err != nil {
-			return err
-		}
-		sb, err := s.Root.Stat(ctx, b)
-		if err != nil {
-			return err
-		}
-		var ba, bb vfs.Backend
-		switch {
-		case sa.IsDir() && sb.IsDir():
-			da, err := s.Root.Sub(ctx, a)
-			if err != nil {
-				return err
-			}
-			db, err := s.Root.Sub(ctx, b)
-			if err != nil {
-				return err
-			}
-			ba, bb = da.Backend(), db.Backend()
-		case sa.IsDir():
-			pa, _ := vfs.ParseGuest(a)
-			return vfs.NewError(vfs.CodeIsDir, "diff", pa, "a directory, and "+b+" is not")
-		case sb.IsDir():
-			pb, _ := vfs.ParseGuest(b)
-			return vfs.NewError(vfs.CodeIsDir, "diff", pb, "a directory, and "+a+" is not")
-		default:
-			vb, err := vfs.ParseGuest(b)
-			if err != nil {
-				return err
-			}
-			name := vb.String()
-			if va, err := vfs.ParseGuest(a); err == nil && va.Base() == vb.Base() {
-				name = vb.Base()
-			}
-			if ba, err = fileTree(ctx, s.Root, a, name, sa.Mode()); err != nil {
-				return err
-			}
-			if bb, err = fileTree(ctx, s.Root, b, name, sb.Mode()); err != nil {
-				return err
-			}
-		}
-		for _, x := range excludes {
-			if !doublestar.ValidatePattern(x) {
-				return usageErrorf("--exclude %s: malformed pattern", x)
-			}
-		}
-		changes, err := gitree.DiffBackends(ctx, ba, bb)
-		if err != nil {
-			return err
-		}
-		kept := changes[:0]
-	next:
-		for _, c := range changes {
-			for _, x := range excludes {
-				if ok, _ := doublestar.Match(x, c.Path); ok {
-					continue next
-				}
-			}
-			kept = append(kept, c)
-		}
-		changes = kept
-		w := bufio.NewWriter(cmd.OutOrStdout())
-		if err := gitree.UnifiedDiff(ctx, ba, bb, changes, w); err != nil {
-			return err
-		}
-		return w.Flush()
+		return runDiff(ctx, cmd, s, do, args[0], args[1])
 	})
 	return cmd
+}
+
+func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOptions, a, b string) error {
+	for _, x := range do.excludes {
+		if !doublestar.ValidatePattern(x) {
+			return usageErrorf("diff: --exclude %s: malformed pattern", x)
+		}
+	}
+	n := 0
+	for _, on := range []bool{do.stat, do.nameStatus, do.nameOnly} {
+		if on {
+			n++
+		}
+	}
+	if n > 1 {
+		return usageErrorf("diff: --stat, --name-status and --name-only exclude one another")
+	}
+	useColor, err := colorWanted(do.color, cmd.OutOrStdout())
+	if err != nil {
+		return usageErrorf("diff: --color %s: %v", do.color, err)
+	}
+	sa, err := s.Root.Stat(ctx, a)
+	if err != nil {
+		return err
+	}
+	sb, err := s.Root.Stat(ctx, b)
+	if err != nil {
+		return err
+	}
+	var ba, bb vfs.Backend
+	var flt *diffFilter
+	switch {
+	case sa.IsDir() && sb.IsDir():
+		da, err := s.Root.Sub(ctx, a)
+		if err != nil {
+			return err
+		}
+		db, err := s.Root.Sub(ctx, b)
+		if err != nil {
+			return err
+		}
+		pa, _ := vfs.ParseGuest(a)
+		pb, _ := vfs.ParseGuest(b)
+		flt = &diffFilter{s: s, ctx: ctx, a: da.Backend(), b: db.Backend(), pa: pa, pb: pb,
+			dotGit: do.dotGit, noIgnore: do.noIgnore, cache: map[string][]gitignore.Pattern{}}
+		ba, bb = &filteredBackend{Backend: flt.a, f: flt, side: 0}, &filteredBackend{Backend: flt.b, f: flt, side: 1}
+	case sa.IsDir():
+		pa, _ := vfs.ParseGuest(a)
+		return vfs.NewError(vfs.CodeIsDir, "diff", pa, "a directory, and "+b+" is not; give two directories or two files")
+	case sb.IsDir():
+		pb, _ := vfs.ParseGuest(b)
+		return vfs.NewError(vfs.CodeIsDir, "diff", pb, "a directory, and "+a+" is not; give two directories or two files")
+	default:
+		vb, err := vfs.ParseGuest(b)
+		if err != nil {
+			return err
+		}
+		name := vb.String()
+		if va, err := vfs.ParseGuest(a); err == nil && va.Base() == vb.Base() {
+			name = vb.Base()
+		}
+		if ba, err = fileTree(ctx, s.Root, a, name, sa.Mode()); err != nil {
+			return err
+		}
+		if bb, err = fileTree(ctx, s.Root, b, name, sb.Mode()); err != nil {
+			return err
+		}
+	}
+	changes, err := gitree.DiffBackends(ctx, ba, bb)
+	if err != nil {
+		return err
+	}
+	kept := changes[:0]
+next:
+	for _, c := range changes {
+		for _, x := range do.excludes {
+			if ok, _ := doublestar.Match(x, c.Path); ok {
+				continue next
+			}
+		}
+		kept = append(kept, c)
+	}
+	changes = kept
+	var renames []rename
+	if !do.noRenames {
+		changes, renames, err = detectRenames(ctx, ba, bb, changes)
+		if err != nil {
+			return err
+		}
+	}
+	items := mergeItems(changes, renames)
+	w := bufio.NewWriter(cmd.OutOrStdout())
+	switch {
+	case do.nameOnly:
+		for _, it := range items {
+			fmt.Fprintln(w, show(it.newPath()))
+		}
+	case do.nameStatus:
+		for _, it := range items {
+			if it.r != nil {
+				fmt.Fprintf(w, "R%03d\t%s\t%s\n", it.r.score, show(it.r.from), show(it.r.to))
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%s\n", statusLetter(it.c.Kind), show(it.c.Path))
+		}
+	case do.stat:
+		if err := writeStat(ctx, ba, bb, items, w); err != nil {
+			return err
+		}
+	default:
+		var out io.Writer = w
+		var cw *colorDiffWriter
+		if useColor {
+			cw = &colorDiffWriter{w: w}
+			out = cw
+		}
+		for _, it := range items {
+			if err := writeItem(ctx, ba, bb, it, out); err != nil {
+				return err
+			}
+		}
+		if cw != nil {
+			cw.flush()
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if flt != nil && len(flt.hidden) > 0 {
+		sort.Strings(flt.hidden)
+		shown := flt.hidden
+		more := ""
+		if len(shown) > 3 {
+			more = fmt.Sprintf(" and %d more", len(shown)-3)
+			shown = shown[:3]
+		}
+		for i := range shown {
+			shown[i] = showPath(shown[i])
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "capfs: diff: %d %s not compared, refused by the policy: %s%s; pass --allow-secret GLOB to compare one\n",
+			len(flt.hidden), plural(len(flt.hidden), "path", "paths"), strings.Join(shown, ", "), more)
+	}
+	if do.exitCode && len(items) > 0 {
+		return exitStatus(exitFailed)
+	}
+	return nil
+}
+
+func statusLetter(k gitree.ChangeKind) string {
+	switch k {
+	case gitree.Added:
+		return "A"
+	case gitree.Deleted:
+		return "D"
+	case gitree.TypeChanged:
+		return "T"
+	}
+	return "M"
+}
+
+// diffItem is a change or a rename, in path order.
+type diffItem struct {
+	c *gitree.Change
+	r *rename
+}
+
+func (it diffItem) newPath() string {
+	if it.r != nil {
+		return it.r.to
+	}
+	return it.c.Path
+}
+
+func mergeItems(changes []gitree.Change, renames []rename) []diffItem {
+	items := make([]diffItem, 0, len(changes)+len(renames))
+	for i := range changes {
+		items = append(items, diffItem{c: &changes[i]})
+	}
+	for i := range renames {
+		items = append(items, diffItem{r: &renames[i]})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].newPath() < items[j].newPath() })
+	return items
+}
+
+// writeItem writes one change, or one rename with git's header and, when the
+// content differs, the hunks between the old and the new file.
+func writeItem(ctx context.Context, ba, bb vfs.Backend, it diffItem, w io.Writer) error {
+	if it.c != nil {
+		return gitree.UnifiedDiff(ctx, ba, bb, []gitree.Change{*it.c}, w)
+	}
+	r := it.r
+	if _, err := fmt.Fprintf(w, "diff --git %s %s\nsimilarity index %d%%\nrename from %s\nrename to %s\n",
+		show(gitQuoted("a/", r.from)), show(gitQuoted("b/", r.to)), r.score, show(r.from), show(r.to)); err != nil {
+		return err
+	}
+	if r.score == 100 && r.del.OldMode == r.add.NewMode {
+		return nil
+	}
+	// The hunks: diff the old content, placed at the new path, against the new.
+	old, err := readBackend(ctx, ba, r.from)
+	if err != nil {
+		return err
+	}
+	mem := memory.New()
+	host, _ := dir.New(mem)
+	np := vfs.MustParse(r.to)
+	if !np.Dir().IsRoot() {
+		if err := host.MkdirAll(ctx, np.Dir().String()); err != nil {
+			return err
+		}
+	}
+	if err := host.WriteFile(ctx, r.to, old, r.del.OldMode.Perm()); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	c := gitree.Change{Kind: gitree.Modified, Path: r.to, OldMode: r.del.OldMode, NewMode: r.add.NewMode, OldID: r.del.OldID, NewID: r.add.NewID}
+	if err := gitree.UnifiedDiff(ctx, mem, bb, []gitree.Change{c}, &buf); err != nil {
+		return err
+	}
+	// Drop UnifiedDiff's own "diff --git" line and name the old file on "---".
+	text := buf.String()
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[i+1:]
+	}
+	text = strings.Replace(text, "--- "+gitQuoted("a/", r.to)+"\n", "--- "+show(gitQuoted("a/", r.from))+"\n", 1)
+	_, err = io.WriteString(w, text)
+	return err
+}
+
+// gitQuoted is prefix+p, in double quotes with C escapes when p holds a
+// character git quotes (a control character, a double quote, a backslash or a
+// byte above 0x7f).
+func gitQuoted(prefix, p string) string {
+	needs := false
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			needs = true
+			break
+		}
+	}
+	if !needs {
+		return prefix + p
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	s := prefix + p
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 || c >= 0x7f {
+				fmt.Fprintf(&b, `\%03o`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func readBackend(ctx context.Context, b vfs.Backend, p string) ([]byte, error) {
+	d, _ := dir.New(b)
+	return d.ReadFile(ctx, p)
+}
+
+// rename is a deleted file paired with an added one.
+type rename struct {
+	from, to string
+	score    int // similarity, percent
+	del, add gitree.Change
+}
+
+// Rename detection bounds: files larger than maxRenameBytes are paired only by
+// identical content, and inexact pairing is tried only when deleted × added is
+// at most maxRenamePairs (git's diff.renameLimit plays this role).
+const (
+	maxRenameBytes = 4 << 20
+	maxRenamePairs = 100_000
+	renameMinScore = 50
+)
+
+// detectRenames pairs deleted and added regular files (and symlinks) as git
+// does: identical content first (100%), then the most similar pairs scoring
+// at least 50%, where the score is the bytes of lines the two files share
+// over the larger file's size. It returns the changes left and the renames.
+func detectRenames(ctx context.Context, ba, bb vfs.Backend, changes []gitree.Change) ([]gitree.Change, []rename, error) {
+	var dels, adds []int
+	for i, c := range changes {
+		switch {
+		case c.Kind == gitree.Deleted && !c.OldMode.IsDir():
+			dels = append(dels, i)
+		case c.Kind == gitree.Added && !c.NewMode.IsDir():
+			adds = append(adds, i)
+		}
+	}
+	if len(dels) == 0 || len(adds) == 0 {
+		return changes, nil, nil
+	}
+	used := map[int]bool{}
+	var out []rename
+	pair := func(di, ai, score int) {
+		used[di], used[ai] = true, true
+		out = append(out, rename{from: changes[di].Path, to: changes[ai].Path, score: score, del: changes[di], add: changes[ai]})
+	}
+	// Exact: the same blob id (and both links or both files).
+	byID := map[string][]int{}
+	for _, di := range dels {
+		if id := changes[di].OldID; id != "" {
+			byID[id] = append(byID[id], di)
+		}
+	}
+	for _, ai := range adds {
+		c := changes[ai]
+		cands := byID[c.NewID]
+		for k, di := range cands {
+			if used[di] || (changes[di].OldMode&fs.ModeSymlink) != (c.NewMode&fs.ModeSymlink) {
+				continue
+			}
+			// Prefer the candidate with the same base name, as git does.
+			best := di
+			for _, dj := range cands[k:] {
+				if !used[dj] && path.Base(changes[dj].Path) == path.Base(c.Path) {
+					best = dj
+					break
+				}
+			}
+			pair(best, ai, 100)
+			break
+		}
+	}
+	// Inexact: regular files only.
+	var ld, la []int
+	for _, di := range dels {
+		if !used[di] && changes[di].OldMode.IsRegular() {
+			ld = append(ld, di)
+		}
+	}
+	for _, ai := range adds {
+		if !used[ai] && changes[ai].NewMode.IsRegular() {
+			la = append(la, ai)
+		}
+	}
+	if len(ld) > 0 && len(la) > 0 && len(ld)*len(la) <= maxRenamePairs {
+		sigs := map[int]*lineSig{}
+		sig := func(b vfs.Backend, i int, p string) (*lineSig, error) {
+			if s, ok := sigs[i]; ok {
+				return s, nil
+			}
+			info, err := b.Lstat(ctx, vfs.MustParse(p))
+			if err != nil || info.Size > maxRenameBytes {
+				sigs[i] = nil
+				return nil, nil
+			}
+			data, err := readBackend(ctx, b, p)
+			if err != nil {
+				if vfs.CodeOf(err) == vfs.CodePermission {
+					sigs[i] = nil
+					return nil, nil
+				}
+				return nil, err
+			}
+			s := newLineSig(data)
+			sigs[i] = s
+			return s, nil
+		}
+		type cand struct{ di, ai, score int }
+		var cands []cand
+		for _, di := range ld {
+			sd, err := sig(ba, di, changes[di].Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if sd == nil {
+				continue
+			}
+			for _, ai := range la {
+				sa, err := sig(bb, ai, changes[ai].Path)
+				if err != nil {
+					return nil, nil, err
+				}
+				if sa == nil {
+					continue
+				}
+				if sc := sd.similarity(sa); sc >= renameMinScore {
+					cands = append(cands, cand{di, ai, sc})
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		sort.SliceStable(cands, func(i, j int) bool {
+			if cands[i].score != cands[j].score {
+				return cands[i].score > cands[j].score
+			}
+			bi := path.Base(changes[cands[i].di].Path) == path.Base(changes[cands[i].ai].Path)
+			bj := path.Base(changes[cands[j].di].Path) == path.Base(changes[cands[j].ai].Path)
+			return bi && !bj
+		})
+		for _, c := range cands {
+			if !used[c.di] && !used[c.ai] {
+				pair(c.di, c.ai, min(c.score, 99))
+			}
+		}
+	}
+	left := changes[:0:0]
+	for i, c := range changes {
+		if !used[i] {
+			left = append(left, c)
+		}
+	}
+	return left, out, nil
+}
+
+// lineSig is a multiset of a file's lines (by hash) with their byte lengths.
+type lineSig struct {
+	lines map[uint64]lineCount
+	size  int
+}
+
+type lineCount struct{ n, bytes int }
+
+func newLineSig(data []byte) *lineSig {
+	s := &lineSig{lines: map[uint64]lineCount{}, size: len(data)}
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		line := data
+		if i >= 0 {
+			line, data = data[:i+1], data[i+1:]
+		} else {
+			data = nil
+		}
+		h := fnv.New64a()
+		h.Write(line)
+		k := h.Sum64()
+		lc := s.lines[k]
+		lc.n++
+		lc.bytes = len(line)
+		s.lines[k] = lc
+	}
+	return s
+}
+
+// similarity is the percentage of the larger file's bytes found as lines in
+// both files.
+func (s *lineSig) similarity(o *lineSig) int {
+	big := max(s.size, o.size)
+	if big == 0 {
+		return 100
+	}
+	common := 0
+	for k, a := range s.lines {
+		if b, ok := o.lines[k]; ok {
+			common += min(a.n, b.n) * a.bytes
+		}
+	}
+	return common * 100 / big
+}
+
+// writeStat writes git's --stat: " path | N +++--" per change and a summary.
+func writeStat(ctx context.Context, ba, bb vfs.Backend, items []diffItem, w io.Writer) error {
+	type row struct {
+		name     string
+		add, del int
+		binary   string
+	}
+	rows := make([]row, 0, len(items))
+	var totalAdd, totalDel int
+	for _, it := range items {
+		var buf bytes.Buffer
+		if err := writeItem(ctx, ba, bb, it, &buf); err != nil {
+			return err
+		}
+		r := row{name: it.newPath()}
+		if it.r != nil {
+			r.name = it.r.from + " => " + it.r.to
+		}
+		r.name = show(r.name)
+		for _, l := range strings.Split(buf.String(), "\n") {
+			switch {
+			case strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- "):
+			case strings.HasPrefix(l, "+"):
+				r.add++
+			case strings.HasPrefix(l, "-"):
+				r.del++
+			case strings.HasPrefix(l, "Binary files "):
+				r.binary = "Bin"
+			}
+		}
+		totalAdd += r.add
+		totalDel += r.del
+		rows = append(rows, r)
+	}
+	nameW, maxChange := 0, 0
+	for _, r := range rows {
+		nameW = max(nameW, len(r.name))
+		maxChange = max(maxChange, r.add+r.del)
+	}
+	numW := len(strconv.Itoa(maxChange))
+	// git fits the line in 80 columns: the graph gets what the name leaves.
+	graphW := 80 - nameW - numW - 6
+	if graphW < 10 {
+		graphW = 10
+	}
+	for _, r := range rows {
+		if r.binary != "" {
+			fmt.Fprintf(w, " %-*s | %s\n", nameW, r.name, r.binary)
+			continue
+		}
+		plus, minus := r.add, r.del
+		if maxChange > graphW {
+			scale := func(n int) int {
+				if n == 0 {
+					return 0
+				}
+				return max(1, n*graphW/maxChange)
+			}
+			plus, minus = scale(r.add), scale(r.del)
+		}
+		graph := strings.Repeat("+", plus) + strings.Repeat("-", minus)
+		if graph != "" {
+			graph = " " + graph
+		}
+		fmt.Fprintf(w, " %-*s | %*d%s\n", nameW, r.name, numW, r.add+r.del, graph)
+	}
+	if len(rows) > 0 {
+		line := fmt.Sprintf(" %d %s changed", len(rows), plural(len(rows), "file", "files"))
+		if totalAdd > 0 {
+			line += fmt.Sprintf(", %d %s(+)", totalAdd, plural(totalAdd, "insertion", "insertions"))
+		}
+		if totalDel > 0 {
+			line += fmt.Sprintf(", %d %s(-)", totalDel, plural(totalDel, "deletion", "deletions"))
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
+// diffFilter decides which entries the directory diff sees: not .git (unless
+// dotGit), not what the .gitignore files of either side exclude (unless
+// noIgnore), and not what the policy keeps out of reach (those are counted).
+type diffFilter struct {
+	s        *session
+	ctx      context.Context
+	a, b     vfs.Backend
+	pa, pb   vfs.Path // the two roots in the namespace
+	dotGit   bool
+	noIgnore bool
+
+	mu     sync.Mutex
+	cache  map[string][]gitignore.Pattern // directory -> patterns in effect there
+	hidden []string
+	seen   map[string]bool
+}
+
+// patterns returns the .gitignore patterns in effect in directory p (relative
+// to the roots): those of its parents and its own, from both sides.
+func (f *diffFilter) patterns(p vfs.Path) []gitignore.Pattern {
+	key := p.String()
+	f.mu.Lock()
+	ps, ok := f.cache[key]
+	f.mu.Unlock()
+	if ok {
+		return ps
+	}
+	var parent []gitignore.Pattern
+	if !p.IsRoot() {
+		parent = f.patterns(p.Dir())
+	}
+	ps = parent[:len(parent):len(parent)]
+	domain := splitPath(key)
+	seen := map[string]bool{}
+	for _, b := range []vfs.Backend{f.a, f.b} {
+		data, err := readBackend(f.ctx, b, path.Join(key, ".gitignore"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			l = strings.TrimSuffix(l, "\r")
+			if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") || seen[l] {
+				continue
+			}
+			seen[l] = true
+			ps = append(ps, gitignore.ParsePattern(l, domain))
+		}
+	}
+	f.mu.Lock()
+	f.cache[key] = ps
+	f.mu.Unlock()
+	return ps
+}
+
+// keep reports whether entry e of directory p is compared.
+func (f *diffFilter) keep(p vfs.Path, e vfs.DirEntry, side int) bool {
+	if e.Name == ".git" && !f.dotGit {
+		return false
+	}
+	full := e.Name
+	if !p.IsRoot() {
+		full = p.String() + "/" + e.Name
+	}
+	if !f.noIgnore {
+		if ps := f.patterns(p); len(ps) > 0 {
+			if gitignore.NewMatcher(ps).Match(splitPath(full), e.Type.IsDir()) {
+				return false
+			}
+		}
+	}
+	// What the policy refuses is left out of the comparison and counted.
+	root := f.pa
+	if side == 1 {
+		root = f.pb
+	}
+	ns := root.Join(vfs.MustParse(full)).String()
+	op := policy.OpStat
+	if e.Type.IsDir() {
+		op = policy.OpList
+	}
+	if d := f.s.Policy.Decide(f.ctx, &policy.Request{Op: op, Path: ns}); d.Effect == policy.Deny {
+		f.mu.Lock()
+		if f.seen == nil {
+			f.seen = map[string]bool{}
+		}
+		if !f.seen[full] {
+			f.seen[full] = true
+			f.hidden = append(f.hidden, full)
+		}
+		f.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// filteredBackend is one side of a directory diff: its ReadDir leaves out what
+// the filter does not keep.
+type filteredBackend struct {
+	vfs.Backend
+	f    *diffFilter
+	side int
+}
+
+func (b *filteredBackend) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	es, err := b.Backend.ReadDir(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := es[:0:0]
+	for _, e := range es {
+		if b.f.keep(p, e, b.side) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// colorDiffWriter colours a unified diff line by line as git does: headers
+// bold, hunk headers cyan, removed lines red, added lines green.
+type colorDiffWriter struct {
+	w    io.Writer
+	part []byte
+}
+
+func (c *colorDiffWriter) Write(p []byte) (int, error) {
+	c.part = append(c.part, p...)
+	for {
+		i := bytes.IndexByte(c.part, '\n')
+		if i < 0 {
+			break
+		}
+		c.line(string(c.part[:i]))
+		c.part = c.part[i+1:]
+	}
+	return len(p), nil
+}
+
+func (c *colorDiffWriter) flush() {
+	if len(c.part) > 0 {
+		c.line(string(c.part))
+		c.part = nil
+	}
+}
+
+func (c *colorDiffWriter) line(l string) {
+	code := ""
+	switch {
+	case strings.HasPrefix(l, "diff --git "), strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "),
+		strings.HasPrefix(l, "index "), strings.HasPrefix(l, "new file mode"), strings.HasPrefix(l, "deleted file mode"),
+		strings.HasPrefix(l, "similarity index"), strings.HasPrefix(l, "rename "), strings.HasPrefix(l, "old mode"), strings.HasPrefix(l, "new mode"):
+		code = "1"
+	case strings.HasPrefix(l, "@@"):
+		code = "36"
+	case strings.HasPrefix(l, "-"):
+		code = "31"
+	case strings.HasPrefix(l, "+"):
+		code = "32"
+	}
+	if code == "" {
+		fmt.Fprintln(c.w, l)
+		return
+	}
+	fmt.Fprintf(c.w, "\x1b[%sm%s\x1b[m\n", code, l)
 }
 
 // fileTree returns a memory tree holding the contents of file p of d at name, with

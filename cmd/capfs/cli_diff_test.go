@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDiffLikeGit makes changes in a git work tree (an edit, an exact and an
+// inexact rename, an addition, a deletion, a mode change, an ignored build
+// directory) and wants capfs diff ref/head project to print what
+// "git diff --cached -M" prints once they are staged, in each format.
+func TestDiffLikeGit(t *testing.T) {
+	t.Parallel()
+	body := "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta\n"
+	root := gitRepo(t, map[string]string{
+		".gitignore":    "build/\n*.o\n",
+		"edit.txt":      "one\ntwo\nthree\n",
+		"moved.txt":     body,
+		"similar.txt":   body + "iota\n",
+		"gone.txt":      "bye\n",
+		"dir/keep.txt":  "keep\n",
+		"dir/chmod.sh":  "#!/bin/sh\n",
+		"unchanged.txt": "same\n",
+	})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(root, "edit.txt"), []byte("one\n2\nthree\n"), 0o644))
+	must(os.Rename(filepath.Join(root, "moved.txt"), filepath.Join(root, "dir/renamed.txt")))
+	must(os.Remove(filepath.Join(root, "similar.txt")))
+	must(os.WriteFile(filepath.Join(root, "similar2.txt"), []byte(strings.Replace(body, "delta", "DELTA", 1)+"iota\n"), 0o644))
+	must(os.Remove(filepath.Join(root, "gone.txt")))
+	must(os.WriteFile(filepath.Join(root, "added.txt"), []byte("new\n"), 0o644))
+	must(os.Chmod(filepath.Join(root, "dir/chmod.sh"), 0o755))
+	writeTree(t, root, map[string]string{"build/out.bin": "artifact\n", "x.o": "obj\n"})
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return string(out)
+	}
+	// Stage a copy of the index elsewhere, so the work tree is what capfs sees.
+	git("add", "-A")
+	for _, tc := range []struct{ capfs, git []string }{
+		{nil, []string{"diff", "--cached", "-M", "--no-color"}},
+		{[]string{"--stat"}, []string{"diff", "--cached", "-M", "--stat=80", "--no-color"}},
+		{[]string{"--name-status"}, []string{"diff", "--cached", "-M", "--name-status"}},
+		{[]string{"--name-only"}, []string{"diff", "--cached", "-M", "--name-only"}},
+		{[]string{"--no-renames", "--name-status"}, []string{"diff", "--cached", "--no-renames", "--name-status"}},
+	} {
+		want := git(tc.git...)
+		r := runCapfs(t, root, append(append([]string{"diff"}, tc.capfs...), "ref/head", "project")...).want(t, 0)
+		if r.stdout != want {
+			t.Errorf("capfs diff %q:\n%s\ngit %q:\n%s", tc.capfs, r.stdout, tc.git, want)
+		}
+	}
+	// .git is compared with --dot-git only, ignored files with --no-ignore only.
+	r := runCapfs(t, root, "diff", "--name-only", "--dot-git", "--no-ignore", "ref/head", "project").want(t, 0)
+	for _, p := range []string{".git/", "build/out.bin", "x.o"} {
+		if !strings.Contains(r.stdout, p) {
+			t.Errorf("--dot-git --no-ignore lacks %s:\n%s", p, r.stdout)
+		}
+	}
+	runCapfs(t, root, "diff", "--exit-code", "--name-only", "ref/head", "project").want(t, 1)
+	r = runCapfs(t, root, "diff", "--exit-code", "ref/head/unchanged.txt", "project/unchanged.txt").want(t, 0)
+	if r.stdout != "" {
+		t.Errorf("equal files: %q", r.stdout)
+	}
+	runCapfs(t, root, "diff", "--stat", "--name-only", "ref/head", "project").want(t, 2)
+}
+
+// TestDiffSecrets checks that a changed secret is left out and counted once,
+// and compared with --allow-secret.
+func TestDiffSecrets(t *testing.T) {
+	t.Parallel()
+	a, b := t.TempDir(), t.TempDir()
+	writeTree(t, a, map[string]string{".env": "A=1\n", "k/server.key": "old\n", "x.txt": "x\n"})
+	writeTree(t, b, map[string]string{".env": "A=2\n", "k/server.key": "new\n", "x.txt": "y\n"})
+	args := []string{"-m", "a=physical:" + a + ",ro", "-m", "b=physical:" + b + ",ro"}
+	r := runCapfs(t, a, append(args, "diff", "--name-only", "a", "b")...).want(t, 0)
+	if r.stdout != "x.txt\n" {
+		t.Errorf("diff shows a secret: %q", r.stdout)
+	}
+	if want := "capfs: diff: 2 paths not compared, refused by the policy: .env, k/server.key; pass --allow-secret GLOB to compare one\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	r = runCapfs(t, a, append(args, "--allow-secret", "*/.env", "diff", "--name-only", "a", "b")...).want(t, 0)
+	if r.stdout != ".env\nx.txt\n" {
+		t.Errorf("--allow-secret: %q", r.stdout)
+	}
+}
