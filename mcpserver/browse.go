@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -17,7 +20,25 @@ import (
 )
 
 type listIn struct {
-	Path string `json:"path,omitempty" jsonschema:"the directory to list, relative to the root (default the root)"`
+	Path    string `json:"path,omitempty" jsonschema:"the directory to list, relative to the root (default the root)"`
+	SortBy  string `json:"sort_by,omitempty" jsonschema:"name (default), size (largest first) or mtime (newest first)"`
+	Reverse bool   `json:"reverse,omitempty" jsonschema:"reverse the order"`
+}
+
+// listEntry is one entry of list's and tree's structured results.
+type listEntry struct {
+	Name    string `json:"name" jsonschema:"the entry's name (in tree: its path from the tree's directory)"`
+	Type    string `json:"type" jsonschema:"file, directory, symlink, special, hidden (refused by the policy: not even its size is shown) or unreadable"`
+	Size    int64  `json:"size,omitempty" jsonschema:"a file's size in bytes"`
+	ModTime string `json:"mod_time,omitempty" jsonschema:"modification time, RFC 3339"`
+	Target  string `json:"target,omitempty" jsonschema:"a symlink's target"`
+	Depth   int    `json:"depth,omitempty" jsonschema:"tree only: levels below the tree's directory"`
+}
+
+type listOut struct {
+	Path    string      `json:"path"`
+	Entries []listEntry `json:"entries"`
+	More    int         `json:"more,omitempty" jsonschema:"entries not shown"`
 }
 
 type treeIn struct {
@@ -28,9 +49,15 @@ type treeIn struct {
 }
 
 type globIn struct {
-	Pattern   string `json:"pattern" jsonschema:"a glob pattern: * and ? within a name, ** across directories, {a,b} alternatives, e.g. **/*.go"`
-	Path      string `json:"path,omitempty" jsonschema:"the directory the pattern is relative to (default the root)"`
-	HeadLimit int    `json:"head_limit,omitempty" jsonschema:"the most paths to return (default 250)"`
+	Pattern   string   `json:"pattern" jsonschema:"a glob pattern: * and ? within a name, ** across directories, {a,b} alternatives, e.g. **/*.go"`
+	Path      string   `json:"path,omitempty" jsonschema:"the directory the pattern is relative to (default the root)"`
+	Exclude   []string `json:"exclude,omitempty" jsonschema:"glob patterns of paths to leave out, matched against each name in the path and the path itself, e.g. node_modules or **/*_test.go"`
+	HeadLimit int      `json:"head_limit,omitempty" jsonschema:"the most paths to return (default 250)"`
+}
+
+type globOut struct {
+	Paths []string `json:"paths" jsonschema:"matching paths, newest first"`
+	More  int      `json:"more,omitempty" jsonschema:"matches not shown (raise head_limit)"`
 }
 
 type statIn struct {
@@ -42,43 +69,115 @@ type noIn struct{}
 // listing entries shown per list call, at most.
 const maxList = 10000
 
-func (s *server) list(ctx context.Context, in listIn) (string, error) {
+// describe fills a listEntry from a directory entry; a policy refusal makes
+// it hidden, shown with no size.
+func (s *server) describe(ctx context.Context, dirPath string, e fs.DirEntry, name string) listEntry {
+	le := listEntry{Name: name}
+	info, err := e.Info()
+	switch {
+	case err != nil && (vfs.CodeOf(err) == vfs.CodePermission || vfs.CodeOf(err) == vfs.CodeOutside):
+		le.Type = "hidden"
+	case err != nil:
+		le.Type = "unreadable"
+	default:
+		le.ModTime = info.ModTime().UTC().Format(time.RFC3339)
+		switch m := info.Mode(); {
+		case m.IsDir():
+			le.Type = "directory"
+		case m&fs.ModeSymlink != 0:
+			le.Type = "symlink"
+			if t, lerr := s.root.Readlink(ctx, joinGuest(dirPath, e.Name())); lerr == nil {
+				le.Target = t
+			} else {
+				le.Target = "?"
+			}
+		case m.IsRegular():
+			le.Type = "file"
+			le.Size = info.Size()
+		default:
+			le.Type = "special"
+		}
+	}
+	return le
+}
+
+// describeAll describes entries in parallel (each Info is a Dir call).
+func (s *server) describeAll(ctx context.Context, dirPath string, ents []fs.DirEntry) []listEntry {
+	out := make([]listEntry, len(ents))
+	workers := min(8, len(ents))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ents) {
+					return
+				}
+				out[i] = s.describe(ctx, dirPath, ents[i], ents[i].Name())
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (s *server) list(ctx context.Context, in listIn) (listOut, string, error) {
 	p := in.Path
 	if p == "" {
 		p = "."
 	}
+	out := listOut{Path: p, Entries: []listEntry{}}
+	switch in.SortBy {
+	case "", "name", "size", "mtime":
+	default:
+		return out, "", argErrorf("argument \"sort_by\" must be name, size or mtime, got %q", in.SortBy)
+	}
 	ents, err := s.root.ReadDir(ctx, p)
 	if err != nil {
-		return "", err
+		return out, "", err
+	}
+	if len(ents) > maxList {
+		out.More = len(ents) - maxList
+		ents = ents[:maxList]
+	}
+	out.Entries = s.describeAll(ctx, p, ents)
+	switch in.SortBy {
+	case "size":
+		sort.SliceStable(out.Entries, func(i, j int) bool { return out.Entries[i].Size > out.Entries[j].Size })
+	case "mtime":
+		sort.SliceStable(out.Entries, func(i, j int) bool { return out.Entries[i].ModTime > out.Entries[j].ModTime })
+	}
+	if in.Reverse {
+		slices.Reverse(out.Entries)
 	}
 	var b strings.Builder
-	if len(ents) == 0 {
+	if len(out.Entries) == 0 {
 		b.WriteString("(empty directory)\n")
 	}
-	for i, e := range ents {
-		if i == maxList {
-			fmt.Fprintf(&b, "(%d more entries not shown)\n", len(ents)-i)
-			break
-		}
-		info, ierr := e.Info()
-		switch {
-		case ierr != nil:
-			fmt.Fprintf(&b, "[?]    %s (%s)\n", esc(e.Name()), vfs.CodeOf(ierr))
-		case e.IsDir():
-			fmt.Fprintf(&b, "[DIR]  %s/\n", esc(e.Name()))
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, lerr := s.root.Readlink(ctx, joinGuest(p, e.Name()))
-			if lerr != nil {
-				target = "?"
-			}
-			fmt.Fprintf(&b, "[LINK] %s -> %s\n", esc(e.Name()), esc(target))
-		case info.Mode().IsRegular():
-			fmt.Fprintf(&b, "[FILE] %s  %d bytes\n", esc(e.Name()), info.Size())
+	for _, e := range out.Entries {
+		name := esc(e.Name)
+		switch e.Type {
+		case "directory":
+			fmt.Fprintf(&b, "[DIR]  %s/\n", name)
+		case "symlink":
+			fmt.Fprintf(&b, "[LINK] %s -> %s\n", name, esc(e.Target))
+		case "file":
+			fmt.Fprintf(&b, "[FILE] %s  %d bytes\n", name, e.Size)
+		case "hidden":
+			fmt.Fprintf(&b, "[HIDDEN] %s (refused by the policy)\n", name)
+		case "unreadable":
+			fmt.Fprintf(&b, "[?]    %s (unreadable)\n", name)
 		default:
-			fmt.Fprintf(&b, "[SPECIAL] %s (%s)\n", esc(e.Name()), info.Mode().Type())
+			fmt.Fprintf(&b, "[SPECIAL] %s\n", name)
 		}
 	}
-	return b.String(), nil
+	if out.More > 0 {
+		fmt.Fprintf(&b, "(%d more entries not shown)\n", out.More)
+	}
+	return out, b.String(), nil
 }
 
 // esc escapes a guest-controlled name, path or symlink target for a text result:
@@ -103,13 +202,17 @@ func (s *server) headLimit(n int) int {
 	return n
 }
 
-func (s *server) tree(ctx context.Context, in treeIn) (string, error) {
+func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 	root := in.Path
 	if root == "" {
 		root = "."
 	}
+	out := listOut{Path: root, Entries: []listEntry{}}
 	if in.Depth < 0 {
-		return "", toolError(vfs.CodeInvalidPath, "tree", root, "depth must not be negative")
+		return out, "", argErrorf("argument \"depth\" must not be negative, got %d", in.Depth)
+	}
+	if in.HeadLimit < 0 {
+		return out, "", argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
 	}
 	depth := in.Depth
 	if depth == 0 {
@@ -117,18 +220,26 @@ func (s *server) tree(ctx context.Context, in treeIn) (string, error) {
 	}
 	for _, x := range in.Exclude {
 		if !doublestar.ValidatePattern(x) {
-			return "", toolError(vfs.CodeInvalidPath, "tree", root, "malformed exclude pattern %q", x)
+			return out, "", argErrorf("argument \"exclude\": malformed glob pattern %q", x)
 		}
 	}
 	limit := s.headLimit(in.HeadLimit)
 	var b strings.Builder
-	shown, more := 0, 0
 	err := s.root.Walk(ctx, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if vfs.CodeOf(err) == vfs.CodeRevoked || p == cleanGuest(root) {
 				return err
 			}
-			fmt.Fprintf(&b, "%s%s (%s)\n", indent(relDepth(root, p)), esc(path.Base(p)), vfs.CodeOf(err))
+			rel := relTo(root, p)
+			if out.More > 0 || len(out.Entries) >= limit {
+				out.More++
+				return nil
+			}
+			le := listEntry{Name: rel, Depth: relDepth(root, p), Type: "unreadable"}
+			if c := vfs.CodeOf(err); c == vfs.CodePermission || c == vfs.CodeOutside {
+				le.Type = "hidden"
+			}
+			out.Entries = append(out.Entries, le)
 			return nil
 		}
 		rel := relTo(root, p)
@@ -139,44 +250,50 @@ func (s *server) tree(ctx context.Context, in treeIn) (string, error) {
 			}
 			return nil
 		}
-		if shown >= limit {
-			more++
+		if len(out.Entries) >= limit {
+			out.More++
 			return nil
 		}
-		shown++
-		name := path.Base(p)
+		name := rel
 		if rel == "." {
 			name = cleanGuest(root)
 		}
-		name = esc(name)
-		switch {
-		case d.IsDir():
-			fmt.Fprintf(&b, "%s%s/\n", indent(lvl), name)
-			if lvl >= depth {
-				return fs.SkipDir
-			}
-		case d.Type()&fs.ModeSymlink != 0:
-			target, lerr := s.root.Readlink(ctx, p)
-			if lerr != nil {
-				target = "?"
-			}
-			fmt.Fprintf(&b, "%s%s -> %s\n", indent(lvl), name, esc(target))
-		default:
-			size := int64(-1)
-			if info, ierr := d.Info(); ierr == nil {
-				size = info.Size()
-			}
-			fmt.Fprintf(&b, "%s%s (%d bytes)\n", indent(lvl), name, size)
+		le := s.describe(ctx, path.Dir(p), d, name)
+		le.Depth = lvl
+		out.Entries = append(out.Entries, le)
+		if d.IsDir() && lvl >= depth {
+			return fs.SkipDir
 		}
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return out, "", err
 	}
-	if more > 0 {
-		fmt.Fprintf(&b, "(%d more entries not shown: raise head_limit, lower depth or add exclude patterns)\n", more)
+	for _, e := range out.Entries {
+		name := esc(path.Base(e.Name))
+		if e.Depth == 0 {
+			name = esc(e.Name)
+		}
+		ind := indent(e.Depth)
+		switch e.Type {
+		case "directory":
+			fmt.Fprintf(&b, "%s%s/\n", ind, name)
+		case "symlink":
+			fmt.Fprintf(&b, "%s%s -> %s\n", ind, name, esc(e.Target))
+		case "file":
+			fmt.Fprintf(&b, "%s%s (%d bytes)\n", ind, name, e.Size)
+		case "hidden":
+			fmt.Fprintf(&b, "%s%s (hidden: refused by the policy)\n", ind, name)
+		case "unreadable":
+			fmt.Fprintf(&b, "%s%s (unreadable)\n", ind, name)
+		default:
+			fmt.Fprintf(&b, "%s%s (special)\n", ind, name)
+		}
 	}
-	return b.String(), nil
+	if out.More > 0 {
+		fmt.Fprintf(&b, "(%d more entries not shown: raise head_limit, lower depth or add exclude patterns)\n", out.More)
+	}
+	return out, b.String(), nil
 }
 
 func indent(n int) string { return strings.Repeat("  ", n) }
@@ -235,28 +352,41 @@ func quoteGlob(p string) string {
 	return b.String()
 }
 
-func (s *server) glob(ctx context.Context, in globIn) (string, error) {
+func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
+	out := globOut{Paths: []string{}}
 	if in.Pattern == "" {
-		return "", toolError(vfs.CodeInvalidPath, "glob", "", "pattern is empty")
+		return out, "", argErrorf("argument \"pattern\" is empty; give a glob such as **/*.go")
+	}
+	if !doublestar.ValidatePattern(in.Pattern) {
+		return out, "", argErrorf("argument \"pattern\": malformed glob %q (check brackets and braces)", in.Pattern)
+	}
+	for _, x := range in.Exclude {
+		if !doublestar.ValidatePattern(x) {
+			return out, "", argErrorf("argument \"exclude\": malformed glob pattern %q", x)
+		}
+	}
+	if in.HeadLimit < 0 {
+		return out, "", argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
 	}
 	pattern := in.Pattern
+	base := "."
 	if in.Path != "" && !strings.HasPrefix(pattern, "/") {
 		// The base directory is checked by the Dir (confinement, existence) and
 		// then joined to the pattern as a literal.
 		info, err := s.root.Stat(ctx, in.Path)
 		if err != nil {
-			return "", err
+			return out, "", err
 		}
 		if !info.IsDir() {
-			return "", toolError(vfs.CodeNotDir, "glob", in.Path, "path must be a directory")
+			return out, "", toolError(vfs.CodeNotDir, "glob", in.Path, "path must be a directory")
 		}
-		if base := cleanGuest(in.Path); base != "." {
+		if base = cleanGuest(in.Path); base != "." {
 			pattern = quoteGlob(base) + "/" + pattern
 		}
 	}
 	matches, err := s.root.Glob(ctx, pattern)
 	if err != nil {
-		return "", err
+		return out, "", err
 	}
 	type hit struct {
 		p string
@@ -264,13 +394,35 @@ func (s *server) glob(ctx context.Context, in globIn) (string, error) {
 	}
 	hits := make([]hit, 0, len(matches))
 	for _, m := range matches {
-		h := hit{p: m}
-		if info, err := s.root.Lstat(ctx, m); err == nil {
-			h.t = info.ModTime()
-		} else if vfs.CodeOf(err) == vfs.CodeRevoked {
-			return "", err
+		if len(in.Exclude) > 0 && excludedPath(in.Exclude, relTo(base, m)) {
+			continue
 		}
-		hits = append(hits, h)
+		hits = append(hits, hit{p: m})
+	}
+	// Modification times, in parallel: each is a Dir call.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var revoked atomic.Pointer[error]
+	for range min(8, len(hits)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(hits) {
+					return
+				}
+				if info, err := s.root.Lstat(ctx, hits[i].p); err == nil {
+					hits[i].t = info.ModTime()
+				} else if vfs.CodeOf(err) == vfs.CodeRevoked {
+					revoked.Store(&err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if e := revoked.Load(); e != nil {
+		return out, "", *e
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if !hits[i].t.Equal(hits[j].t) {
@@ -279,19 +431,32 @@ func (s *server) glob(ctx context.Context, in globIn) (string, error) {
 		return hits[i].p < hits[j].p
 	})
 	if len(hits) == 0 {
-		return "(no matches)\n", nil
+		return out, "(no matches)\n", nil
 	}
 	limit := s.headLimit(in.HeadLimit)
 	var b strings.Builder
 	for i, h := range hits {
 		if i == limit {
-			fmt.Fprintf(&b, "(%d more matches not shown: raise head_limit or narrow the pattern)\n", len(hits)-i)
+			out.More = len(hits) - i
+			fmt.Fprintf(&b, "(%d more matches not shown: raise head_limit or narrow the pattern)\n", out.More)
 			break
 		}
+		out.Paths = append(out.Paths, h.p)
 		b.WriteString(esc(h.p))
 		b.WriteByte('\n')
 	}
-	return b.String(), nil
+	return out, b.String(), nil
+}
+
+// excludedPath reports whether rel, or any of its leading directories, is
+// excluded.
+func excludedPath(patterns []string, rel string) bool {
+	for p := rel; p != "." && p != "" && p != "/"; p = path.Dir(p) {
+		if excluded(patterns, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // statOut is the stat tool's answer.
@@ -318,16 +483,16 @@ func typeName(m fs.FileMode) string {
 	}
 }
 
-func (s *server) stat(ctx context.Context, in statIn) (string, error) {
+func (s *server) stat(ctx context.Context, in statIn) (statOut, string, error) {
 	info, err := s.root.Lstat(ctx, in.Path)
 	if err != nil {
-		return "", err
+		return statOut{}, "", err
 	}
 	out := statOut{Path: in.Path, Type: typeName(info.Mode()), Size: info.Size(),
 		Mode: info.Mode().String(), ModTime: info.ModTime().UTC().Format(time.RFC3339Nano)}
 	if info.Mode()&fs.ModeSymlink != 0 {
 		if out.Target, err = s.root.Readlink(ctx, in.Path); err != nil {
-			return "", err
+			return statOut{}, "", err
 		}
 		if ti, terr := s.root.Stat(ctx, in.Path); terr == nil {
 			out.TargetType = typeName(ti.Mode())
@@ -335,7 +500,8 @@ func (s *server) stat(ctx context.Context, in statIn) (string, error) {
 			out.TargetType = "unreachable (" + string(vfs.CodeOf(terr)) + ")"
 		}
 	}
-	return jsonText(out)
+	text, err := jsonText(out)
+	return out, text, err
 }
 
 func jsonText(v any) (string, error) {
@@ -346,10 +512,12 @@ func jsonText(v any) (string, error) {
 	return string(b) + "\n", nil
 }
 
-func (s *server) mounts(ctx context.Context, _ noIn) (string, error) {
-	if err := s.guard(ctx); err != nil {
-		return "", err
-	}
+// mountsOut is the mounts tool's answer.
+type mountsOut struct {
+	Mounts []MountInfo `json:"mounts"`
+}
+
+func (s *server) mountList() []MountInfo {
 	var ms []MountInfo
 	if s.opts.Mounts != nil {
 		ms = s.opts.Mounts()
@@ -359,24 +527,76 @@ func (s *server) mounts(ctx context.Context, _ noIn) (string, error) {
 	if ms == nil {
 		ms = []MountInfo{}
 	}
-	return jsonText(ms)
+	return ms
 }
 
-func (s *server) help(ctx context.Context, _ noIn) (string, error) {
+func (s *server) mounts(ctx context.Context, _ noIn) (mountsOut, string, error) {
 	if err := s.guard(ctx); err != nil {
-		return "", err
+		return mountsOut{}, "", err
 	}
-	return toolHelp + "\n" + s.root.Help(), nil
+	out := mountsOut{Mounts: s.mountList()}
+	text, err := jsonText(out.Mounts)
+	return out, text, err
 }
 
-const toolHelp = `The tools of this server call the capability described below:
-read/read_many = ReadFile (numbered lines), write = WriteFile (atomic), append = Append,
-edit and apply_patch = ReadFile then WriteFile, list = ReadDir, tree = Walk, glob = Glob,
-grep = Walk + ReadFile, stat = Lstat, mkdir = MkdirAll, move = Move, copy = Copy,
-remove = Remove / RemoveAll. Every call is checked and recorded as described below.
-In text results, names holding control characters, bidi controls or invalid UTF-8
-are shown escaped as in a JSON string (\n, \t, \u001b, \u202e; \xff for a byte
-that is not UTF-8) and a backslash in a name is shown doubled; write the name the
-same way inside a JSON string argument to address it. stat and mounts answer in
-JSON, with names as they are.
+// helpOut is the help tool's answer.
+type helpOut struct {
+	Text string `json:"text"`
+}
+
+func (s *server) help(ctx context.Context, _ noIn) (helpOut, string, error) {
+	if err := s.guard(ctx); err != nil {
+		return helpOut{}, "", err
+	}
+	var b strings.Builder
+	b.WriteString(toolHelp)
+	b.WriteString("\nWhat is mounted (see the mounts tool):\n")
+	for _, m := range s.mountList() {
+		ro := "read-write"
+		if m.ReadOnly {
+			ro = "read-only"
+		}
+		fmt.Fprintf(&b, "  %s  %s, %s", esc(m.Path), m.Backend, ro)
+		if m.Note != "" {
+			fmt.Fprintf(&b, " (%s)", m.Note)
+		}
+		b.WriteByte('\n')
+	}
+	if s.root.IsReadOnly() {
+		b.WriteString("\nThis server is read-only: it offers no tool that writes.\n")
+	}
+	return helpOut{Text: b.String()}, b.String(), nil
+}
+
+const toolHelp = `How to work with these files:
+
+Paths are slash-separated and relative to the root; a leading / means that root,
+never the host's, and .. cannot climb above it. Start with mounts or list to see
+what is there, glob to find files by name, grep to find text, read to look at a
+file (tail for its end, read on an image or audio file returns the media).
+Change files with edit (one exact replacement), multi_edit (several, all or
+none), apply_patch (several files, all or none) or write (a whole file).
+
+Every error starts with "error <code>:" and says what to do. The codes:
+  not_found             the path does not exist: check it with list or glob
+  fs_permission_denied  the host's policy refuses this path (secrets such as .env
+                        and .ssh, startup files such as .bashrc, .git/hooks): do
+                        not retry it under another name; list shows such entries
+                        as hidden
+  read_only             this location cannot be written
+  path_outside_sandbox  the path (or a symlink on it) leads outside the root
+  invalid_argument      an argument is missing, unknown, of the wrong type or out
+                        of range: the message names it
+  invalid_path          the path itself is malformed (NUL byte, empty name)
+  not_supported         e.g. a binary or non-UTF-8 file given to read
+  file_too_large        read a smaller part (offset and limit) or use tail
+  conflict              an edit's old_string occurs several times, or the file
+                        changed during the call
+  already_exists, is_a_directory, not_a_directory, not_empty, quota_exceeded,
+  revoked (access withdrawn: nothing will work any more), canceled
+Text is UTF-8; read reports a file's line endings when they are CRLF, and edits
+keep them (old_string may be written with \n). Names holding control
+characters, bidi controls or invalid UTF-8 are shown escaped as in a JSON string
+(\n, \u001b, \u202e, \xff) and a backslash in a name is shown doubled; write
+the name the same way inside a JSON string argument to address it.
 `

@@ -289,10 +289,10 @@ func TestApplyPatch(t *testing.T) {
 	f.fail("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Delete File: new\n*** End Patch"}, "is_a_directory")
 	f.fail("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Update File: b.txt\n*** Move to: a.txt\n*** End Patch"}, "already_exists")
 	f.fail("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Delete File: b.txt\n*** Delete File: ./b.txt\n*** End Patch"}, "invalid_path")
-	r = f.fail("apply_patch", map[string]any{"patch": "*** Update File: b.txt"}, "invalid_path")
-	mustContain(t, r.text, "malformed patch", "Begin Patch")
-	f.fail("apply_patch", map[string]any{}, "invalid_path")
-	f.fail("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch", "input": "other"}, "invalid_path")
+	r = f.fail("apply_patch", map[string]any{"patch": "*** Update File: b.txt"}, "invalid_argument")
+	mustContain(t, r.text, "is malformed", "Begin Patch")
+	f.fail("apply_patch", map[string]any{}, "invalid_argument")
+	f.fail("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch", "input": "other"}, "invalid_argument")
 	if f.content("b.txt") != files["b.txt"] {
 		t.Fatal("a refused patch changed b.txt")
 	}

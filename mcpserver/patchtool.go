@@ -60,21 +60,33 @@ func (s *server) checkPath(ctx context.Context, p string) (string, error) {
 	return c, nil
 }
 
+func (s *server) applyPatchTool(ctx context.Context, in patchIn) (changeOut, string, error) {
+	text, err := s.applyPatch(ctx, in)
+	if err != nil {
+		return changeOut{}, "", err
+	}
+	out := changeOut{DryRun: in.DryRun}
+	if in.DryRun {
+		out.Diff = text
+	} else {
+		out.Summary = text
+	}
+	return out, text, nil
+}
+
 func (s *server) applyPatch(ctx context.Context, in patchIn) (string, error) {
 	text := in.Patch
 	if text == "" {
 		text = in.Input
 	} else if in.Input != "" && in.Input != in.Patch {
-		return "", toolError(vfs.CodeInvalidPath, "apply_patch", "", "give the patch once, as patch or as input")
+		return "", argErrorf("give the patch once, as \"patch\" or as \"input\", not two different ones")
 	}
 	files, err := parsePatch(text)
 	if err != nil {
-		code := vfs.CodeInvalidPath
 		if pe, ok := err.(*patchError); ok && pe.Code != "" {
-			code = pe.Code
-			return "", toolError(code, "apply_patch", "", "%v", err)
+			return "", toolError(pe.Code, "apply_patch", "", "%v", err)
 		}
-		return "", toolError(code, "apply_patch", "", "malformed patch: %v", err)
+		return "", &vfs.Error{Code: CodeInvalidArgument, Op: "apply_patch", Err: fmt.Errorf("argument \"patch\" is malformed: %v", err)}
 	}
 	plan, err := s.planPatch(ctx, files)
 	if err != nil {

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"syscall"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
@@ -26,6 +30,8 @@ const (
 	DefaultHeadLimit = 250
 	// DefaultTreeDepth is how deep tree descends when no depth is given.
 	DefaultTreeDepth = 3
+	// DefaultMaxMediaBytes is the largest image or audio file returned.
+	DefaultMaxMediaBytes = 5 << 20
 )
 
 // MountInfo describes one mount for the mounts tool.
@@ -57,6 +63,12 @@ type Options struct {
 	ReadLines int
 	// HeadLimit is the default head_limit of grep, glob and tree (DefaultHeadLimit).
 	HeadLimit int
+	// MaxMediaBytes caps the image or audio file read and read_media return
+	// (DefaultMaxMediaBytes when zero).
+	MaxMediaBytes int
+	// MaxGrepFileBytes: grep skips larger files and reports them as skipped
+	// (search.DefaultMaxFileSize when zero).
+	MaxGrepFileBytes int64
 }
 
 func (o *Options) defaults() {
@@ -84,6 +96,9 @@ func (o *Options) defaults() {
 	if o.HeadLimit <= 0 {
 		o.HeadLimit = DefaultHeadLimit
 	}
+	if o.MaxMediaBytes <= 0 {
+		o.MaxMediaBytes = DefaultMaxMediaBytes
+	}
 }
 
 // MetaRequestTag is the key, in every tool result's _meta, of the request tag the
@@ -95,6 +110,8 @@ const MetaRequestTag = "capfs/request"
 const (
 	MetaCode = "capfs/code"
 	MetaPath = "capfs/path"
+	// MetaHint is the key of the one-line hint saying what to do next.
+	MetaHint = "capfs/hint"
 )
 
 type server struct {
@@ -122,12 +139,18 @@ func New(root *dir.Dir, opts Options) *mcp.Server {
 // ReadOnlyTools and WriteTools are the names of the tools New registers: a
 // read-only Dir gets ReadOnlyTools only. Callers must not modify them.
 var (
-	ReadOnlyTools = []string{"read", "read_many", "list", "tree", "glob", "grep", "stat", "mounts", "help"}
-	WriteTools    = []string{"write", "append", "edit", "apply_patch", "mkdir", "move", "copy", "remove"}
+	ReadOnlyTools = []string{"read", "read_many", "tail", "read_media", "list", "tree", "glob", "grep", "stat", "mounts", "help"}
+	WriteTools    = []string{"write", "append", "edit", "multi_edit", "apply_patch", "mkdir", "move", "copy", "remove"}
 )
 
-// toolFunc is a tool body: it returns the text shown to the model or an error.
-type toolFunc[In any] func(ctx context.Context, in In) (string, error)
+// toolFunc is a tool body: it returns its structured result (of the type the
+// tool declares as its outputSchema), the text shown to the model, or an
+// error.
+type toolFunc[In, Out any] func(ctx context.Context, in In) (Out, string, error)
+
+// contentful is a result that brings content of its own (an image, audio)
+// before its text.
+type contentful interface{ extraContent() []mcp.Content }
 
 func boolp(b bool) *bool { return &b }
 
@@ -142,8 +165,8 @@ const (
 	destructiveIdem      // may overwrite or delete; repeating changes nothing more
 )
 
-func annotations(k kind) *mcp.ToolAnnotations {
-	a := &mcp.ToolAnnotations{OpenWorldHint: boolp(false)}
+func annotations(k kind, title string) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{OpenWorldHint: boolp(false), Title: title}
 	switch k {
 	case readOnly:
 		a.ReadOnlyHint = true
@@ -163,28 +186,69 @@ func annotations(k kind) *mcp.ToolAnnotations {
 	return a
 }
 
-// add registers one tool whose body is fn, wrapping it with the request tag and
-// the error shape every tool shares.
-func add[In any](s *server, srv *mcp.Server, name, desc string, k kind, fn toolFunc[In]) {
-	tool := &mcp.Tool{Name: name, Description: desc, Annotations: annotations(k)}
-	mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+// schemaFor is the JSON schema of a tool's input or output type.
+func schemaFor[T any]() *jsonschema.Schema {
+	sc, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: schema of %T: %v", *new(T), err))
+	}
+	return sc
+}
+
+// add registers one tool whose body is fn. The wrapper decodes the arguments
+// itself (decodeArgs: messages a model can act on), tags the call for the
+// audit log, and gives every result the same shape: text content,
+// structuredContent, and _meta with the request tag (and, on error, the code).
+func add[In, Out any](s *server, srv *mcp.Server, name, title, desc string, k kind, fn toolFunc[In, Out]) {
+	tool := &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: annotations(k, title),
+		InputSchema: schemaFor[In](), OutputSchema: schemaFor[Out]()}
+	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tag := s.tag(req, name)
-		ctx = audit.WithRequestTag(ctx, tag)
-		text, err := fn(ctx, in)
-		res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: tag}}
-		if err != nil {
-			code, path := errorInfo(err)
-			res.IsError = true
-			res.Meta[MetaCode] = code
-			if path != "" {
-				res.Meta[MetaPath] = path
+		var in In
+		if err := decodeArgs(req.Params.Arguments, &in); err != nil {
+			if legacyArgErrors(req) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: name + ": " + err.Error()}
 			}
-			res.Content = []mcp.Content{&mcp.TextContent{Text: errorText(err)}}
-			return res, nil, nil
+			return errorResult(tag, err), nil
 		}
-		res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
-		return res, nil, nil
+		ctx = audit.WithRequestTag(ctx, tag)
+		out, text, err := fn(ctx, in)
+		if err != nil {
+			return errorResult(tag, err), nil
+		}
+		res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: tag}, StructuredContent: out}
+		if c, ok := any(out).(contentful); ok {
+			res.Content = c.extraContent()
+		}
+		res.Content = append(res.Content, &mcp.TextContent{Text: text})
+		return res, nil
 	})
+}
+
+// legacyArgErrors reports whether the session's protocol version predates
+// 2025-11-25 (SEP-1303), under which invalid tool arguments are a JSON-RPC
+// error (-32602) rather than a tool execution error.
+func legacyArgErrors(req *mcp.CallToolRequest) bool {
+	if req == nil || req.Session == nil {
+		return false
+	}
+	ip := req.Session.InitializeParams()
+	return ip != nil && ip.ProtocolVersion != "" && ip.ProtocolVersion < "2025-11-25"
+}
+
+// errorResult is the result of a failed call: isError, the text the model
+// reads, and the code, path and hint in _meta.
+func errorResult(tag string, err error) *mcp.CallToolResult {
+	code, path := errorInfo(err)
+	res := &mcp.CallToolResult{IsError: true, Meta: mcp.Meta{MetaRequestTag: tag, MetaCode: code}}
+	if path != "" {
+		res.Meta[MetaPath] = path
+	}
+	if h := hintFor(code, err); h != "" {
+		res.Meta[MetaHint] = h
+	}
+	res.Content = []mcp.Content{&mcp.TextContent{Text: errorText(err)}}
+	return res
 }
 
 // tag names one tool call: the session, the tool and a per-server sequence number.
@@ -206,8 +270,17 @@ func toolError(code vfs.Code, op, path, format string, args ...any) error {
 }
 
 func errorInfo(err error) (code, path string) {
+	var ae *argError
+	if errors.As(err, &ae) {
+		return CodeInvalidArgument, ""
+	}
 	var ve *vfs.Error
 	if errors.As(err, &ve) {
+		if ve.Code == vfs.CodeInvalidPath && errors.Is(ve, syscall.EINVAL) {
+			// EINVAL from the host on a path that passed the Dir's checks is a
+			// race (an entry replaced during the call), not a bad path.
+			return string(vfs.CodeConflict), ve.Path
+		}
 		return string(ve.Code), ve.Path
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -221,13 +294,29 @@ func errorInfo(err error) (code, path string) {
 func errorText(err error) string {
 	code, _ := errorInfo(err)
 	msg := "error " + code + ": " + esc(err.Error())
-	if h := hints[vfs.Code(code)]; h != "" {
+	if h := hintFor(code, err); h != "" {
 		msg += "\n" + h
 	}
 	return msg
 }
 
+// hintFor is the one line telling the model what to do next.
+func hintFor(code string, err error) string {
+	if code == string(vfs.CodeConflict) && vfs.CodeOf(err) == vfs.CodeInvalidPath {
+		return "The entry changed while the call ran (a concurrent rename or symlink swap); call again."
+	}
+	return hints[vfs.Code(code)]
+}
+
 var hints = map[vfs.Code]string{
+	CodeInvalidArgument: "Fix the argument named above and call again; the tool's input schema lists every argument and its type.",
+	vfs.CodeNotFound:    "Check the path with list or glob; paths are relative to the root shown by mounts.",
+	vfs.CodeExists:      "Choose another destination, or set overwrite (create_only off) to replace it.",
+	vfs.CodeTooLarge:    "Read a smaller part (offset/limit, or tail) or narrow the search.",
+	vfs.CodeIsDir:       "This is a directory: use list or tree.",
+	vfs.CodeNotDir:      "A component of the path is a file, not a directory.",
+	vfs.CodeQuota:       "The mount's quota is full: remove files or write less.",
+	vfs.CodeCanceled:    "The call was cancelled.",
 	vfs.CodeOutside:     "Paths are relative to the capability's root; \"..\" cannot climb above it and symlinks cannot lead out of it.",
 	vfs.CodeReadOnly:    "This location cannot be written through this server.",
 	vfs.CodeRevoked:     "Access has been revoked by the host; no tool will work any more.",

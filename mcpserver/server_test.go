@@ -138,6 +138,9 @@ var everyToolCall = map[string]map[string]any{
 	"tree":        {},
 	"glob":        {"pattern": "**"},
 	"grep":        {"pattern": "a"},
+	"tail":        {"path": "a.txt"},
+	"read_media":  {"path": "a.txt"},
+	"multi_edit":  {"path": "a.txt", "edits": []map[string]any{{"old_string": "hello", "new_string": "bye"}}},
 	"stat":        {"path": "a.txt"},
 	"mounts":      {},
 	"help":        {},
@@ -223,7 +226,7 @@ func TestMountsAndHelp(t *testing.T) {
 	out := callTool(t, cs, "mounts", map[string]any{}).text
 	mustContain(t, out, `"path": "/src"`, `"read_only": true`, `"backend": "host"`)
 	help := callTool(t, cs, "help", map[string]any{}).text
-	mustContain(t, help, "This Dir is writable", "path_outside_sandbox", "apply_patch")
+	mustContain(t, help, "path_outside_sandbox", "apply_patch", "invalid_argument", "/src  host, read-only")
 
 	// Without a Mounts function, the root is described alone.
 	cs2 := connect(t, d.ReadOnly(), mcpserver.Options{})

@@ -44,7 +44,7 @@ func TestRead(t *testing.T) {
 		t.Fatalf("long line kept %d runes, want 1000 (2000 bytes)", strings.Count(out, "é"))
 	}
 	mustContain(t, f.ok("read", map[string]any{"path": "empty.txt"}), "(empty file)")
-	if got := f.ok("read", map[string]any{"path": "crlf.txt"}); got != "     1\tone\n     2\ttwo\n" {
+	if got := f.ok("read", map[string]any{"path": "crlf.txt"}); got != "     1\tone\n     2\ttwo\n(line endings: CRLF; edits keep them, and old_string may use \\n)\n" {
 		t.Fatalf("crlf: %q", got)
 	}
 	f.fail("read", map[string]any{"path": "bin.dat"}, "not_supported")
@@ -53,7 +53,7 @@ func TestRead(t *testing.T) {
 	if r.path != "nope.txt" {
 		t.Fatalf("error path %q, want nope.txt", r.path)
 	}
-	f.fail("read", map[string]any{"path": "a.txt", "offset": -1}, "invalid_path")
+	f.fail("read", map[string]any{"path": "a.txt", "offset": -1}, "invalid_argument")
 	f.fail("read", map[string]any{"path": ""}, "invalid_path")
 	f.fail("read", map[string]any{"path": "a\x00b"}, "invalid_path")
 }
@@ -84,12 +84,12 @@ func TestReadMany(t *testing.T) {
 	out := f.ok("read_many", map[string]any{"paths": []string{"a.txt", "missing", "b/c.txt"}})
 	mustContain(t, out, "==> a.txt <==\n     1\tA\n", "==> missing <==\nerror not_found", "==> b/c.txt <==\n     1\tC\n")
 	f.fail("read_many", map[string]any{"paths": []string{"x", "y"}}, "not_found")
-	f.fail("read_many", map[string]any{"paths": []string{}}, "invalid_path")
+	f.fail("read_many", map[string]any{"paths": []string{}}, "invalid_argument")
 	tooMany := make([]string, 101)
 	for i := range tooMany {
 		tooMany[i] = "a.txt"
 	}
-	f.fail("read_many", map[string]any{"paths": tooMany}, "invalid_path")
+	f.fail("read_many", map[string]any{"paths": tooMany}, "invalid_argument")
 }
 
 func TestWriteAndAppend(t *testing.T) {
@@ -144,8 +144,8 @@ func TestEdit(t *testing.T) {
 	mustContain(t, r.text, "occurs 0 times", "Nearest: line 3", "func main() {")
 	r = f.fail("edit", map[string]any{"path": "main.go", "old_string": "func main() {\n    println(\"hi\")", "new_string": "x"}, "not_found")
 	mustContain(t, r.text, "lines 3-4 match if whitespace is ignored")
-	f.fail("edit", map[string]any{"path": "main.go", "old_string": "", "new_string": "x"}, "invalid_path")
-	f.fail("edit", map[string]any{"path": "main.go", "old_string": "main", "new_string": "main"}, "invalid_path")
+	f.fail("edit", map[string]any{"path": "main.go", "old_string": "", "new_string": "x"}, "invalid_argument")
+	f.fail("edit", map[string]any{"path": "main.go", "old_string": "main", "new_string": "main"}, "invalid_argument")
 	f.fail("edit", map[string]any{"path": "missing.go", "old_string": "a", "new_string": "b"}, "not_found")
 	if got := f.content("main.go"); got != src {
 		t.Fatalf("a failed edit changed the file: %q", got)
@@ -193,8 +193,8 @@ func TestListTreeStat(t *testing.T) {
 	cut := f.ok("tree", map[string]any{"head_limit": 2})
 	mustContain(t, cut, "more entries not shown")
 	f.fail("tree", map[string]any{"path": "nope"}, "not_found")
-	f.fail("tree", map[string]any{"depth": -1}, "invalid_path")
-	f.fail("tree", map[string]any{"exclude": []string{"[bad"}}, "invalid_path")
+	f.fail("tree", map[string]any{"depth": -1}, "invalid_argument")
+	f.fail("tree", map[string]any{"exclude": []string{"[bad"}}, "invalid_argument")
 
 	st := f.ok("stat", map[string]any{"path": "link"})
 	mustContain(t, st, `"type": "symlink"`, `"target": "src/main.go"`, `"target_type": "file"`)
@@ -220,8 +220,8 @@ func TestGlobNewestFirst(t *testing.T) {
 	}
 	mustContain(t, f.ok("glob", map[string]any{"pattern": "**/*.go", "head_limit": 1}), "a/b/y.go\n", "2 more matches")
 	mustContain(t, f.ok("glob", map[string]any{"pattern": "*.rs"}), "(no matches)")
-	f.fail("glob", map[string]any{"pattern": ""}, "invalid_path")
-	f.fail("glob", map[string]any{"pattern": "[oops"}, "invalid_path")
+	f.fail("glob", map[string]any{"pattern": ""}, "invalid_argument")
+	f.fail("glob", map[string]any{"pattern": "[oops"}, "invalid_argument")
 }
 
 func TestGrep(t *testing.T) {
@@ -235,7 +235,7 @@ func TestGrep(t *testing.T) {
 		"deep/x.go": "hello",
 	}, dir.WithPolicy(policy.Defaults()))
 	files := f.ok("grep", map[string]any{"pattern": "Hello"})
-	if files != "a.go\nb/c.txt\n(searched 5 files; skipped 2: 1 refused by policy, 1 binary, 0 too large, 0 unreadable)\n" {
+	if files != "a.go\nb/c.txt\n(searched 5 files; skipped 2: 1 refused by policy, 1 binary, 0 too large, 0 unreadable)\nskipped b/.env: denied\n" {
 		t.Fatalf("files_with_matches: %q", files)
 	}
 	ci := f.ok("grep", map[string]any{"pattern": "hello", "-i": true, "glob": "*.{go,md}"})
@@ -267,11 +267,11 @@ func TestGrep(t *testing.T) {
 	}
 	mustContain(t, f.ok("grep", map[string]any{"pattern": "zzz"}), "(no matches)")
 	mustContain(t, f.ok("grep", map[string]any{"pattern": "package", "glob": "b/**"}), "b/b.go")
-	f.fail("grep", map[string]any{"pattern": "("}, "invalid_path")
-	f.fail("grep", map[string]any{"pattern": "x", "output_mode": "lines"}, "invalid_path")
+	f.fail("grep", map[string]any{"pattern": "("}, "invalid_argument")
+	f.fail("grep", map[string]any{"pattern": "x", "output_mode": "lines"}, "invalid_argument")
 	f.fail("grep", map[string]any{"pattern": "x", "path": "missing"}, "not_found")
-	f.fail("grep", map[string]any{"pattern": ""}, "invalid_path")
-	f.fail("grep", map[string]any{"pattern": "x", "glob": "[x"}, "invalid_path")
+	f.fail("grep", map[string]any{"pattern": ""}, "invalid_argument")
+	f.fail("grep", map[string]any{"pattern": "x", "glob": "[x"}, "invalid_argument")
 }
 
 func TestMkdirMoveCopyRemove(t *testing.T) {

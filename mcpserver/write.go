@@ -1,12 +1,15 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
@@ -91,67 +94,172 @@ func (s *server) withParentsOf(ctx context.Context, source, path string, fn func
 	return fn()
 }
 
-func (s *server) write(ctx context.Context, in writeIn) (string, error) {
+func (s *server) write(ctx context.Context, in writeIn) (changeOut, string, error) {
 	if in.CreateOnly {
 		if err := s.withParents(ctx, in.Path, func() error {
 			_, err := s.root.CreateFile(ctx, in.Path)
 			return err
 		}); err != nil {
-			return "", err
+			return changeOut{}, "", err
 		}
 		if err := s.root.WriteFile(ctx, in.Path, []byte(in.Content), 0o644); err != nil {
 			_ = s.root.Remove(ctx, in.Path)
-			return "", err
+			return changeOut{}, "", err
 		}
-		return fmt.Sprintf("created %s (%d bytes)\n", esc(in.Path), len(in.Content)), nil
+		return changeOut{Path: in.Path, Bytes: len(in.Content)}, fmt.Sprintf("created %s (%d bytes)\n", esc(in.Path), len(in.Content)), nil
 	}
 	if err := s.withParents(ctx, in.Path, func() error {
 		return s.root.WriteFile(ctx, in.Path, []byte(in.Content), 0o644)
 	}); err != nil {
-		return "", err
+		return changeOut{}, "", err
 	}
-	return fmt.Sprintf("wrote %s (%d bytes)\n", esc(in.Path), len(in.Content)), nil
+	return changeOut{Path: in.Path, Bytes: len(in.Content)}, fmt.Sprintf("wrote %s (%d bytes)\n", esc(in.Path), len(in.Content)), nil
 }
 
-func (s *server) appendTool(ctx context.Context, in appendIn) (string, error) {
+func (s *server) appendTool(ctx context.Context, in appendIn) (changeOut, string, error) {
 	if err := s.root.Append(ctx, in.Path, []byte(in.Content)); err != nil {
-		return "", err
+		return changeOut{}, "", err
 	}
-	return fmt.Sprintf("appended %d bytes to %s\n", len(in.Content), esc(in.Path)), nil
+	return changeOut{Path: in.Path, Bytes: len(in.Content)}, fmt.Sprintf("appended %d bytes to %s\n", len(in.Content), esc(in.Path)), nil
 }
 
-func (s *server) edit(ctx context.Context, in editIn) (string, error) {
-	if in.OldString == "" {
-		return "", toolError(vfs.CodeInvalidPath, "edit", in.Path, "old_string is empty: use write to create or replace a whole file")
+// changeOut is the structured result of the tools that change files.
+type changeOut struct {
+	Path         string `json:"path" jsonschema:"the file or directory changed (move and copy: the source)"`
+	Destination  string `json:"destination,omitempty" jsonschema:"move and copy: where it went"`
+	Bytes        int    `json:"bytes,omitempty" jsonschema:"bytes written"`
+	Replacements int    `json:"replacements,omitempty" jsonschema:"edit and multi_edit: occurrences replaced"`
+	LineEnding   string `json:"line_ending,omitempty" jsonschema:"edit and multi_edit: crlf when the file's CRLF line ends were kept"`
+	DryRun       bool   `json:"dry_run,omitempty" jsonschema:"nothing was written"`
+	Diff         string `json:"diff,omitempty" jsonschema:"dry_run: the unified diff the change would make"`
+	Summary      string `json:"summary,omitempty" jsonschema:"apply_patch: what changed, one line per file"`
+}
+
+// editSpec is one replacement of edit and multi_edit.
+type editSpec struct {
+	OldString  string `json:"old_string" jsonschema:"the exact text to replace"`
+	NewString  string `json:"new_string" jsonschema:"the text to put in its place"`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence"`
+}
+
+type multiEditIn struct {
+	Path   string     `json:"path" jsonschema:"the file to edit"`
+	Edits  []editSpec `json:"edits" jsonschema:"the replacements, applied in order, each to the result of the previous; all succeed or the file is left as it was"`
+	DryRun bool       `json:"dry_run,omitempty" jsonschema:"change nothing; return the unified diff the edits would make"`
+}
+
+func (s *server) edit(ctx context.Context, in editIn) (changeOut, string, error) {
+	return s.editFile(ctx, "edit", in.Path, []editSpec{{OldString: in.OldString, NewString: in.NewString, ReplaceAll: in.ReplaceAll}}, in.DryRun)
+}
+
+// maxEdits bounds multi_edit's list.
+const maxEdits = 100
+
+func (s *server) multiEdit(ctx context.Context, in multiEditIn) (changeOut, string, error) {
+	if len(in.Edits) == 0 {
+		return changeOut{}, "", argErrorf("argument \"edits\" is empty; give at least one {old_string, new_string}")
 	}
-	if in.OldString == in.NewString {
-		return "", toolError(vfs.CodeInvalidPath, "edit", in.Path, "old_string and new_string are the same: nothing to change")
+	if len(in.Edits) > maxEdits {
+		return changeOut{}, "", argErrorf("argument \"edits\" has %d edits; at most %d per call", len(in.Edits), maxEdits)
 	}
-	data, err := s.root.ReadFile(ctx, in.Path)
+	return s.editFile(ctx, "multi_edit", in.Path, in.Edits, in.DryRun)
+}
+
+// editFile applies edits in order to the file's contents in memory and writes
+// the result once (atomically): all of them or none.
+func (s *server) editFile(ctx context.Context, op, p string, edits []editSpec, dryRun bool) (changeOut, string, error) {
+	out := changeOut{Path: p, DryRun: dryRun}
+	name := func(i int) string {
+		if len(edits) == 1 && op == "edit" {
+			return ""
+		}
+		return fmt.Sprintf("edits[%d]: ", i)
+	}
+	for i, e := range edits {
+		if e.OldString == "" {
+			return out, "", argErrorf("%sold_string is empty: use write to create or replace a whole file", name(i))
+		}
+		if e.OldString == e.NewString {
+			return out, "", argErrorf("%sold_string and new_string are the same: nothing to change", name(i))
+		}
+	}
+	data, err := s.root.ReadFile(ctx, p)
 	if err != nil {
-		return "", err
+		return out, "", err
+	}
+	if bytes.IndexByte(data[:min(len(data), sniffLen)], 0) >= 0 || !utf8.Valid(data) {
+		return out, "", toolError(vfs.CodeNotSupported, op, p, "not UTF-8 text: edit only changes text files")
 	}
 	old := string(data)
-	n := strings.Count(old, in.OldString)
+	cur := old
+	crlf := strings.Contains(old, "\r\n")
+	for i, e := range edits {
+		var n int
+		var usedCRLF bool
+		cur, n, usedCRLF, err = applyEdit(cur, e, crlf)
+		if err != nil {
+			var ve *vfs.Error
+			if errors.As(err, &ve) {
+				ve.Op, ve.Path = op, p
+				if name(i) != "" {
+					ve.Err = fmt.Errorf("%s%w (no edit was applied)", name(i), ve.Err)
+				}
+			}
+			return out, "", err
+		}
+		out.Replacements += n
+		if usedCRLF {
+			out.LineEnding = "crlf"
+		}
+	}
+	if dryRun {
+		out.Diff = unifiedDiff(esc(displayName(p)), old, cur)
+		return out, out.Diff, nil
+	}
+	if err := s.root.WriteFile(ctx, p, []byte(cur), 0o644); err != nil {
+		return out, "", err
+	}
+	out.Bytes = len(cur)
+	msg := fmt.Sprintf("edited %s: %d replacement(s)", esc(p), out.Replacements)
+	if op == "multi_edit" {
+		msg = fmt.Sprintf("edited %s: %d edit(s), %d replacement(s)", esc(p), len(edits), out.Replacements)
+	}
+	if out.LineEnding == "crlf" {
+		msg += " (CRLF line endings kept)"
+	}
+	return out, msg + "\n", nil
+}
+
+// toCRLF writes every line end of s as \r\n.
+func toCRLF(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
+}
+
+// applyEdit replaces e.OldString in content. In a file with CRLF line ends, an
+// old_string written with \n that does not match as it is matches with \r\n,
+// and new_string's line ends are then written \r\n too (usedCRLF).
+func applyEdit(content string, e editSpec, crlf bool) (updated string, n int, usedCRLF bool, err error) {
+	oldS, newS := e.OldString, e.NewString
+	n = strings.Count(content, oldS)
+	if n == 0 && crlf && strings.Contains(oldS, "\n") {
+		if c := toCRLF(oldS); c != oldS {
+			if m := strings.Count(content, c); m > 0 {
+				oldS, newS, n, usedCRLF = c, toCRLF(newS), m, true
+			}
+		}
+	}
 	switch {
 	case n == 0:
-		return "", toolError(vfs.CodeNotFound, "edit", in.Path, "old_string occurs 0 times in the file. %s", nearMiss(old, in.OldString))
-	case n > 1 && !in.ReplaceAll:
-		return "", toolError(vfs.CodeConflict, "edit", in.Path,
+		return content, 0, false, toolError(vfs.CodeNotFound, "edit", "", "old_string occurs 0 times in the file. %s", nearMiss(content, e.OldString))
+	case n > 1 && !e.ReplaceAll:
+		return content, 0, false, toolError(vfs.CodeConflict, "edit", "",
 			"old_string occurs %d times (lines %s): add surrounding lines to make it unique, or set replace_all",
-			n, matchLines(old, in.OldString, 10))
+			n, matchLines(content, oldS, 10))
 	}
-	updated := strings.Replace(old, in.OldString, in.NewString, -1)
-	if !in.ReplaceAll {
-		updated = strings.Replace(old, in.OldString, in.NewString, 1)
+	if e.ReplaceAll {
+		return strings.ReplaceAll(content, oldS, newS), n, usedCRLF, nil
 	}
-	if in.DryRun {
-		return unifiedDiff(esc(displayName(in.Path)), old, updated), nil
-	}
-	if err := s.root.WriteFile(ctx, in.Path, []byte(updated), 0o644); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("edited %s: %d replacement(s)\n", esc(in.Path), n), nil
+	return strings.Replace(content, oldS, newS, 1), 1, usedCRLF, nil
 }
 
 // displayName is a guest path without its leading "/", for diff headers.
@@ -187,6 +295,21 @@ func matchLines(s, sub string, limit int) string {
 func nearMiss(content, old string) string {
 	lines := strings.Split(content, "\n")
 	want := strings.Split(strings.TrimRight(old, "\n"), "\n")
+	// Line ends: the same lines, once \r is ignored.
+	if len(want) <= len(lines) {
+		for i := 0; i+len(want) <= len(lines); i++ {
+			ok := true
+			for j := range want {
+				if strings.TrimSuffix(lines[i+j], "\r") != strings.TrimSuffix(want[j], "\r") {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return fmt.Sprintf("Nearest: lines %d-%d differ only in line endings (the file mixes \\n and \\r\\n there); copy them exactly or edit fewer lines at a time.", i+1, i+len(want))
+			}
+		}
+	}
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	if len(want) <= len(lines) {
 		for i := 0; i+len(want) <= len(lines); i++ {
@@ -223,8 +346,29 @@ func nearMiss(content, old string) string {
 	if best < 0 || bestScore < 0.3 {
 		return "No line resembles its first line; read the file again before editing."
 	}
-	return fmt.Sprintf("Nearest: line %d (%.0f%% similar to old_string's first line): %s",
-		best+1, bestScore*100, clip(lines[best], 500))
+	got := strings.TrimSuffix(lines[best], "\r")
+	return fmt.Sprintf("Nearest: line %d (%.0f%% similar to old_string's first line): %s\n%s",
+		best+1, bestScore*100, clip(got, 500), firstDifference(got, first))
+}
+
+// firstDifference says where a file line and old_string's first line part.
+func firstDifference(line, want string) string {
+	t := strings.TrimSpace(line)
+	lead := len(line) - len(strings.TrimLeft(line, " \t"))
+	i := 0
+	for i < len(t) && i < len(want) && t[i] == want[i] {
+		i++
+	}
+	col := lead + i + 1
+	switch {
+	case i == len(want) && i == len(t):
+		return "They differ only in surrounding whitespace."
+	case i == len(want):
+		return fmt.Sprintf("The line continues after old_string's text at column %d: %q.", col, clip(t[i:], 60))
+	case i == len(t):
+		return fmt.Sprintf("The line ends at column %d where old_string continues with %q.", col, clip(want[i:], 60))
+	}
+	return fmt.Sprintf("First difference at column %d: the file has %q, old_string has %q.", col, clip(t[i:], 40), clip(want[i:], 40))
 }
 
 func clip(s string, n int) string {
@@ -271,11 +415,11 @@ func dice(a, b []string) float64 {
 	return 2 * float64(common) / float64(len(a)+len(b))
 }
 
-func (s *server) mkdir(ctx context.Context, in mkdirIn) (string, error) {
+func (s *server) mkdir(ctx context.Context, in mkdirIn) (changeOut, string, error) {
 	if err := s.root.MkdirAll(ctx, in.Path); err != nil {
-		return "", err
+		return changeOut{}, "", err
 	}
-	return fmt.Sprintf("directory %s exists\n", esc(in.Path)), nil
+	return changeOut{Path: in.Path}, fmt.Sprintf("directory %s exists\n", esc(in.Path)), nil
 }
 
 // refuseExisting fails with already_exists when something is at p.
@@ -290,54 +434,54 @@ func (s *server) refuseExisting(ctx context.Context, op, p string) error {
 	return nil
 }
 
-func (s *server) move(ctx context.Context, in moveIn) (string, error) {
+func (s *server) move(ctx context.Context, in moveIn) (changeOut, string, error) {
 	if !in.Overwrite {
 		if err := s.refuseExisting(ctx, "move", in.Destination); err != nil {
-			return "", err
+			return changeOut{}, "", err
 		}
 	}
 	if err := s.withParentsOf(ctx, in.Source, in.Destination, func() error {
 		return s.root.Move(ctx, in.Source, in.Destination, dir.AllowCopy())
 	}); err != nil {
-		return "", err
+		return changeOut{}, "", err
 	}
-	return fmt.Sprintf("moved %s to %s\n", esc(in.Source), esc(in.Destination)), nil
+	return changeOut{Path: in.Source, Destination: in.Destination}, fmt.Sprintf("moved %s to %s\n", esc(in.Source), esc(in.Destination)), nil
 }
 
-func (s *server) copyTool(ctx context.Context, in copyIn) (string, error) {
+func (s *server) copyTool(ctx context.Context, in copyIn) (changeOut, string, error) {
 	if !in.Overwrite {
 		if err := s.refuseExisting(ctx, "copy", in.Destination); err != nil {
-			return "", err
+			return changeOut{}, "", err
 		}
 	}
 	if err := s.withParentsOf(ctx, in.Source, in.Destination, func() error {
 		return s.root.Copy(ctx, in.Source, in.Destination)
 	}); err != nil {
-		return "", err
+		return changeOut{}, "", err
 	}
-	return fmt.Sprintf("copied %s to %s\n", esc(in.Source), esc(in.Destination)), nil
+	return changeOut{Path: in.Source, Destination: in.Destination}, fmt.Sprintf("copied %s to %s\n", esc(in.Source), esc(in.Destination)), nil
 }
 
-func (s *server) remove(ctx context.Context, in removeIn) (string, error) {
+func (s *server) remove(ctx context.Context, in removeIn) (changeOut, string, error) {
 	if !in.Recursive {
 		if err := s.root.Remove(ctx, in.Path); err != nil {
 			if vfs.CodeOf(err) == vfs.CodeNotEmpty {
-				return "", toolError(vfs.CodeNotEmpty, "remove", in.Path, "directory is not empty: set recursive to remove it and everything beneath it")
+				return changeOut{}, "", toolError(vfs.CodeNotEmpty, "remove", in.Path, "directory is not empty: set recursive to remove it and everything beneath it")
 			}
-			return "", err
+			return changeOut{}, "", err
 		}
-		return fmt.Sprintf("removed %s\n", esc(in.Path)), nil
+		return changeOut{Path: in.Path}, fmt.Sprintf("removed %s\n", esc(in.Path)), nil
 	}
 	info, err := s.root.Lstat(ctx, in.Path)
 	if err != nil {
-		return "", err
+		return changeOut{}, "", err
 	}
 	if err := s.root.RemoveAll(ctx, in.Path); err != nil {
-		return "", err
+		return changeOut{}, "", err
 	}
 	what := "file"
 	if info.Mode()&fs.ModeDir != 0 {
 		what = "directory tree"
 	}
-	return fmt.Sprintf("removed %s %s\n", what, esc(path.Clean(in.Path))), nil
+	return changeOut{Path: in.Path}, fmt.Sprintf("removed %s %s\n", what, esc(path.Clean(in.Path))), nil
 }
