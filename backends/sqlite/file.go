@@ -32,6 +32,17 @@ type handle struct {
 	read   bool
 	write  bool
 	append bool
+	cache  chunkCache // guarded by mu
+}
+
+// chunkCache is the last chunk a handle read, valid while the node's data
+// version (node.dirty) is unchanged: small sequential reads cost one query per
+// chunk, not one per read.
+type chunkCache struct {
+	ok   bool
+	id   int64
+	ver  uint64
+	data []byte
 }
 
 var _ vfs.File = (*handle)(nil)
@@ -84,7 +95,7 @@ func (h *handle) Read(b []byte) (int, error) {
 	if err := h.check("read", false); err != nil {
 		return 0, err
 	}
-	n, err := h.st.readAt(h.n, b, h.off, h.p)
+	n, err := h.st.readAt(h.n, b, h.off, h.p, &h.cache)
 	h.off += int64(n)
 	if err == io.EOF && n > 0 {
 		err = nil
@@ -95,20 +106,20 @@ func (h *handle) Read(b []byte) (int, error) {
 // ReadAt reads at off without moving the offset; a short read returns io.EOF.
 func (h *handle) ReadAt(b []byte, off int64) (int, error) {
 	h.mu.Lock()
-	err := h.check("read", false)
-	h.mu.Unlock()
-	if err != nil {
+	defer h.mu.Unlock()
+	if err := h.check("read", false); err != nil {
 		return 0, err
 	}
 	if off < 0 {
 		return 0, h.fail(vfs.CodeInvalidPath, "read", "negative offset")
 	}
-	return h.st.readAt(h.n, b, off, h.p)
+	return h.st.readAt(h.n, b, off, h.p, &h.cache)
 }
 
 // readAt reads n's data at off: from the reader pool when n has no uncommitted
-// change, else through the write connection, which sees the open batch.
-func (s *store) readAt(n *node, b []byte, off int64, p func() vfs.Path) (int, error) {
+// change, else through the write connection, which sees the open batch. A read
+// within one chunk goes through cache (nil for none).
+func (s *store) readAt(n *node, b []byte, off int64, p func() vfs.Path, cache *chunkCache) (int, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	size := n.size
@@ -133,14 +144,34 @@ func (s *store) readAt(n *node, b []byte, off int64, p func() vfs.Path) (int, er
 				copy(want[from-off:], data[from-cstart:to-cstart])
 			}
 		}
-		var err error
-		if s.w != nil && n.dirty > s.w.committed.Load() {
-			err = s.w.readRange(lo, hi, fill)
+		if cache != nil && lo == hi && cache.ok && cache.id == lo && cache.ver == n.dirty {
+			fill(lo, cache.data)
 		} else {
-			err = scanChunks(s.rdChunk, lo, hi, fill)
-		}
-		if err != nil {
-			return 0, storageError("read", p(), err)
+			if cache != nil && lo == hi {
+				// Fill the cache with the chunk (or nothing, for a hole), then
+				// copy from it.
+				cache.ok, cache.id, cache.ver, cache.data = false, lo, n.dirty, cache.data[:0]
+				inner := fill
+				fill = func(id int64, data []byte) {
+					cache.data = append(cache.data, data...)
+					inner(id, cache.data)
+				}
+			}
+			var err error
+			if s.w != nil && n.dirty > s.w.committed.Load() {
+				err = s.w.readRange(lo, hi, fill)
+			} else {
+				err = scanChunks(s.rdChunk, lo, hi, fill)
+			}
+			if err != nil {
+				if cache != nil {
+					cache.ok = false
+				}
+				return 0, storageError("read", p(), err)
+			}
+			if cache != nil && lo == hi {
+				cache.ok = true
+			}
 		}
 	}
 	if int64(len(b)) > end-off {

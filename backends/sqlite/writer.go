@@ -240,6 +240,13 @@ func (w *writer) close() error {
 		w.commitLocked()
 	}
 	err := w.err
+	if err == nil {
+		// Fold the WAL into the file, so the file alone is the whole tree
+		// (copyable, and what a snapshot or another tool sees).
+		if _, cerr := w.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`); cerr != nil {
+			err = classify(cerr)
+		}
+	}
 	w.mu.Unlock()
 	if cerr := w.conn.Close(); err == nil {
 		err = cerr
