@@ -94,8 +94,10 @@ func runGit(gitDir, work string, args ...string) error {
 // gitAddAll makes a fresh repository at gitDir and adds every file of work to its
 // index (objects written loose, as git add writes them).
 func gitAddAll(gitDir, work string) error {
-	if err := runGit(gitDir, work, "init", "-q", "--bare", gitDir); err != nil {
-		return err
+	init := exec.Command("git", "init", "-q", "--bare", gitDir)
+	init.Env = GitEnv()
+	if out, err := init.CombinedOutput(); err != nil {
+		return fmt.Errorf("git init: %v: %s", err, bytes.TrimSpace(out))
 	}
 	return runGit(gitDir, work, "add", "-A", "-f", ".")
 }

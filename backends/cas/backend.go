@@ -621,3 +621,5 @@ func (h *file) Close() error {
 
 // Type returns fs.ModeDir for a directory and 0 for a file.
 func (h *file) Type() fs.FileMode { return h.info.Mode.Type() }
+
+var timeZero time.Time

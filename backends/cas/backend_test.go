@@ -7,14 +7,13 @@ import (
 	"os"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	capdir "github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
 )
 
-var testTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
 
 var goldenSpec = []string{"a=", "bar=hello", "empty/", "foo/", "foo/baz*=#!/bin/sh\n", "link->foo/baz"}
 
