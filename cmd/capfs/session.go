@@ -124,7 +124,7 @@ func (o *globalOptions) addFlags(cmd *cobra.Command) {
 	}
 	f.StringArrayVarP(&o.mounts, "mount", "m", nil,
 		"mount a backend: PATH=KIND:ARG[,ro] with KIND:ARG one of "+kinds+" (repeatable)")
-	f.BoolVar(&o.noDefaultMounts, "no-default-mounts", false, "leave out the default mounts (project, ref/head, tmp): only --mount and --config mounts")
+	f.BoolVar(&o.noDefaultMounts, "no-default-mounts", false, "leave out the default mounts (project, ref/head, tmp), which --mount flags otherwise add to (except for mcp)")
 	f.StringVar(&o.configFile, "config", "", "read mounts, policy and audit settings from this TOML file")
 	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
 	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file, or to stderr, or off to record nothing (default: $XDG_STATE_HOME/capfs/audit.jsonl, else $TMPDIR/capfs-UID/audit.jsonl)")
@@ -274,8 +274,11 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	s.NS = vfs.NewNamespace()
 	// The default mounts, unless a configuration file describes the namespace
 	// or --no-default-mounts: --mount flags add to them (a --mount at a
-	// default's path, or above it, replaces that default).
-	if o.configFile == "" && !o.noDefaultMounts {
+	// default's path, or above it, replaces that default). The MCP server is
+	// the exception: the namespace an agent gets is exactly the mounts named,
+	// when any is (a server given one read-only mount must not also serve the
+	// current directory read-write).
+	if o.configFile == "" && !o.noDefaultMounts && !(command == "mcp" && len(specs) > 0) {
 		ms, err := defaultMounts(ctx, memQuota, specs)
 		if err != nil {
 			return nil, err
