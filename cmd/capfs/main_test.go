@@ -64,7 +64,7 @@ func runCapfs(t *testing.T, dir string, args ...string) result {
 
 func runCapfsEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(capfsBin, args...)
+	cmd := exec.Command(capfsBin, exactMounts(args)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 	var out, errb bytes.Buffer
@@ -79,6 +79,21 @@ func runCapfsEnv(t *testing.T, dir string, env []string, args ...string) result 
 		code = ee.ExitCode()
 	}
 	return result{out.String(), errb.String(), code}
+}
+
+// exactMounts gives a command line naming its mounts (-m) exactly those:
+// --mount adds to the default mounts (the test's directory as project, ...),
+// which the tests checking a namespace they built do not expect.
+func exactMounts(args []string) []string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-m" || a == "--mount" || strings.HasPrefix(a, "--mount=") {
+			return append([]string{"--no-default-mounts"}, args...)
+		}
+	}
+	return args
 }
 
 // want fails the test unless r exited with code; it shows the run otherwise.
