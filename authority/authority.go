@@ -32,6 +32,10 @@ type Authority struct {
 	dirOpts   []dir.Option
 	prefix    string // random, per Authority: grant ids from different authorities differ
 
+	store    string // Open's file; "" : grants are not persisted
+	dirty    bool   // a record changed since the store was written; guarded by mu
+	storeErr error  // the last store write's error; guarded by mu
+
 	mu     sync.Mutex
 	seq    uint64
 	roots  map[string]*root
@@ -42,6 +46,7 @@ type Authority struct {
 type root struct {
 	name string
 	b    vfs.Backend
+	desc *RootDescriptor // nil for a root registered without a kind
 }
 
 // grant is the authority's state for one grant.
@@ -55,6 +60,8 @@ type grant struct {
 	ctl     *dir.Control // the root Control of the grant's Dir tree
 	ended   atomic.Bool  // set (under a.mu) when rec.Status leaves Active
 	timer   *time.Timer  // expiry timer, real clock only; guarded by a.mu
+	// restoring is set (under a.mu) while Restore builds the Dir.
+	restoring bool
 
 	// The rules decisions name, built once.
 	ruleAllow, ruleAccess, ruleExpired string
@@ -129,6 +136,10 @@ func New(opts ...Option) *Authority {
 // behind b, if any, never leaves the authority. name must be 1 to 256 bytes of
 // printable UTF-8, not already registered (an error wrapping fs.ErrExist).
 func (a *Authority) Register(name string, b vfs.Backend) error {
+	return a.register(name, b, nil)
+}
+
+func (a *Authority) register(name string, b vfs.Backend, desc *RootDescriptor) error {
 	if name == "" || len(name) > 256 || !utf8.ValidString(name) || strings.ContainsFunc(name, isControl) {
 		return invalid("root name %q must be 1 to 256 bytes of printable UTF-8", name)
 	}
@@ -140,7 +151,7 @@ func (a *Authority) Register(name string, b vfs.Backend) error {
 	if _, ok := a.roots[name]; ok {
 		return fmt.Errorf("authority: root %q: %w", name, fs.ErrExist)
 	}
-	a.roots[name] = &root{name: name, b: b}
+	a.roots[name] = &root{name: name, b: b, desc: desc}
 	return nil
 }
 
@@ -161,7 +172,7 @@ func (a *Authority) Unregister(name string) (int, error) {
 			n++
 		}
 	}
-	return n, nil
+	return n, a.saveLocked()
 }
 
 // Roots returns the registered root names, sorted.
@@ -203,6 +214,16 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 	now := a.clock()
 	if err := req.Subject.Validate(); err != nil {
 		return nil, Grant{}, err
+	}
+	a.mu.Lock()
+	if r, ok := a.roots[req.Root]; ok && r.desc != nil {
+		desc := *r.desc
+		a.mu.Unlock()
+		if err := applyKind(&desc, &req); err != nil {
+			return nil, Grant{}, err
+		}
+	} else {
+		a.mu.Unlock()
 	}
 	if len(req.Access) == 0 {
 		return nil, Grant{}, invalid("empty access list")
@@ -275,25 +296,14 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 			Status:  Active,
 		},
 	}
-	opts := append(slices.Clone(a.dirOpts),
-		dir.WithSubject(req.Subject.String()),
-		dir.WithPolicy(&grantPolicy{g: g, host: a.host}),
-		dir.WithAsker(a.asker),
-		dir.WithAudit(grantSink{id: id, sink: a.sink}),
-	)
-	d, ctl := dir.New(r.b, opts...)
-	if !p.IsRoot() {
-		child, err := ctl.Child(ctx, p.String())
-		if err != nil {
-			ctl.Revoke()
-			return nil, Grant{}, reop(err, "Grant")
-		}
-		d = child.Dir()
+	if r.desc != nil {
+		g.rec.Kind = r.desc.Kind
 	}
-	g.ctl = ctl
-	if !set.writes() {
-		d = d.ReadOnly()
+	d, err := a.build(ctx, g, r, p)
+	if err != nil {
+		return nil, Grant{}, err
 	}
+	ctl := g.ctl
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -306,7 +316,37 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 	if a.realClock && !expires.IsZero() {
 		g.armTimer()
 	}
+	if err := a.saveLocked(); err != nil {
+		delete(a.grants, id)
+		g.endLocked(now, Revoked)
+		return nil, Grant{}, err
+	}
 	return d, g.snapshot(), nil
+}
+
+// build makes the Dir tree of grant g over root r, confined to p, and sets g.ctl.
+func (a *Authority) build(ctx context.Context, g *grant, r *root, p vfs.Path) (*dir.Dir, error) {
+	id := g.rec.ID
+	opts := append(slices.Clone(a.dirOpts),
+		dir.WithSubject(g.rec.Subject.String()),
+		dir.WithPolicy(&grantPolicy{g: g, host: a.host}),
+		dir.WithAsker(a.asker),
+		dir.WithAudit(grantSink{id: id, sink: a.sink}),
+	)
+	d, ctl := dir.New(r.b, opts...)
+	if !p.IsRoot() {
+		child, err := ctl.Child(ctx, p.String())
+		if err != nil {
+			ctl.Revoke()
+			return nil, reop(err, "Grant")
+		}
+		d = child.Dir()
+	}
+	g.ctl = ctl
+	if !g.set.writes() {
+		d = d.ReadOnly()
+	}
+	return d, nil
 }
 
 // Revoke revokes grant id at once: every call that starts afterwards on its Dir, or
@@ -321,7 +361,7 @@ func (a *Authority) Revoke(id string) error {
 		return fmt.Errorf("authority: grant %q: %w", id, fs.ErrNotExist)
 	}
 	g.endLocked(a.clock(), Revoked)
-	return nil
+	return a.saveLocked()
 }
 
 // RevokeSubject revokes every active grant of subject s and returns how many it
@@ -336,6 +376,7 @@ func (a *Authority) RevokeSubject(s Subject) int {
 			n++
 		}
 	}
+	a.saveLocked() //nolint:errcheck // recorded for StoreErr
 	return n
 }
 
@@ -346,7 +387,9 @@ func (a *Authority) RevokeSubject(s Subject) int {
 func (a *Authority) Sweep() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.sweepLocked(a.clock())
+	n := a.sweepLocked(a.clock())
+	a.saveLocked() //nolint:errcheck // recorded for StoreErr
+	return n
 }
 
 func (a *Authority) sweepLocked(now time.Time) int {
@@ -387,6 +430,7 @@ func (a *Authority) Lookup(id string) (Grant, error) {
 	}
 	if now := a.clock(); g.rec.Status == Active && g.dueAt(now) {
 		g.endLocked(now, Expired)
+		a.saveLocked() //nolint:errcheck // recorded for StoreErr
 	}
 	return g.snapshot(), nil
 }
@@ -404,13 +448,19 @@ func (a *Authority) Prune() int {
 			n++
 		}
 	}
+	if n > 0 {
+		a.dirty = true
+	}
+	a.saveLocked() //nolint:errcheck // recorded for StoreErr
 	return n
 }
 
 func (a *Authority) list(keep func(*grant) bool) []Grant {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.sweepLocked(a.clock())
+	if a.sweepLocked(a.clock()) > 0 {
+		a.saveLocked() //nolint:errcheck // recorded for StoreErr
+	}
 	gs := make([]*grant, 0, len(a.grants))
 	for _, g := range a.grants {
 		if keep(g) {
@@ -455,7 +505,10 @@ func (g *grant) endLocked(now time.Time, status Status) Status {
 	if g.dueAt(now) {
 		status = Expired
 	}
-	g.ctl.Revoke()
+	if g.ctl != nil { // nil for a grant restored from the store and not yet rebuilt
+		g.ctl.Revoke()
+	}
+	g.a.dirty = true
 	g.rec.Status = status
 	g.rec.Ended = now.Round(0)
 	g.ended.Store(true)
@@ -474,6 +527,7 @@ func (g *grant) expire(now time.Time) {
 	g.a.mu.Lock()
 	defer g.a.mu.Unlock()
 	g.endLocked(now, Expired)
+	g.a.saveLocked() //nolint:errcheck // recorded for StoreErr
 }
 
 // armTimer schedules the grant's expiry on the real clock. a.mu held.
@@ -488,6 +542,7 @@ func (g *grant) armTimer() {
 		}
 		if now := a.clock(); g.dueAt(now) {
 			g.endLocked(now, Expired)
+			a.saveLocked() //nolint:errcheck // recorded for StoreErr
 			return
 		}
 		g.armTimer() // the wall clock moved back: not due yet
@@ -512,6 +567,12 @@ func (p *grantPolicy) Decide(ctx context.Context, r *policy.Request) policy.Deci
 				Rule:   g.ruleExpired,
 				Reason: "the grant has expired",
 			}
+		}
+	}
+	switch purpose := dir.Purpose(ctx); purpose {
+	case dir.PurposeArchive, dir.PurposeWatch:
+		if a := Access(purpose); !g.set.has(a) {
+			return policy.Decision{Effect: policy.Deny, Rule: g.ruleAccess, Reason: "the grant does not include " + purpose + " access"}
 		}
 	}
 	need, known := Required(r.Op)

@@ -599,7 +599,7 @@ func TestGrantRequestValidation(t *testing.T) {
 		"no subject id":     func(r *GrantRequest) { r.Subject.ID = "" },
 		"control in id":     func(r *GrantRequest) { r.Subject.ID = "a\nb" },
 		"no access":         func(r *GrantRequest) { r.Access = nil },
-		"unknown access":    func(r *GrantRequest) { r.Access = []Access{Read, "archive"} },
+		"unknown access":    func(r *GrantRequest) { r.Access = []Access{Read, "execute"} },
 		"no reason":         func(r *GrantRequest) { r.Reason = " " },
 		"no source":         func(r *GrantRequest) { r.Source = "" },
 		"unknown source":    func(r *GrantRequest) { r.Source = "vibes" },
@@ -863,7 +863,7 @@ func TestSubjects(t *testing.T) {
 			t.Fatalf("%q not valid", x)
 		}
 	}
-	if Access("archive").Valid() || Access("watch").Valid() || Source("").Valid() {
+	if Access("execute").Valid() || Access("").Valid() || Source("").Valid() {
 		t.Fatal("an unsupported access or source is valid")
 	}
 }

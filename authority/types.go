@@ -74,10 +74,8 @@ func validKind(k string) bool {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
-// Access is one kind of authority a grant gives over its root. The set is the
-// Filesystem Authority model's FileAccess without "archive" and "watch": capfs
-// has no archive or watch operations on a Dir (an archive is extracted by writing
-// files, which needs Write), so granting them would promise nothing.
+// Access is one kind of authority a grant gives over its root: the Filesystem
+// Authority model's FileAccess.
 type Access string
 
 // The accesses, and the policy operations each one permits (see Required):
@@ -96,6 +94,12 @@ type Access string
 //	          chtimes     Chtimes
 //	Delete    remove      Remove, RemoveAll
 //	Move      rename      Move (within a mount, and with AllowCopy across mounts)
+//	Archive   (purpose)   Dir.ExtractArchive, ExtractArchiveFrom, CreateArchive: every
+//	                      call they make carries dir.PurposeArchive and needs Archive
+//	                      as well as its own access (Write and Metadata to extract,
+//	                      List, Metadata and Read to create)
+//	Watch     (purpose)   Dir.Watch: needs Watch, and each event is delivered only if
+//	                      the grant would allow a Stat of its path
 //
 // The sub operation (Sub, OpenDir, OpenFile) needs no particular access: it only
 // narrows, and every call on the result is checked again.
@@ -106,10 +110,12 @@ const (
 	List     Access = "list"
 	Move     Access = "move"
 	Metadata Access = "metadata"
+	Archive  Access = "archive"
+	Watch    Access = "watch"
 )
 
 // allAccess is every Access, in canonical order (the order grant records list them).
-var allAccess = [...]Access{List, Metadata, Read, Write, Delete, Move}
+var allAccess = [...]Access{List, Metadata, Read, Write, Delete, Move, Archive, Watch}
 
 // Valid reports whether a is one of the Access constants.
 func (a Access) Valid() bool { return a.bit() != 0 }
@@ -213,11 +219,13 @@ type Grant struct {
 	Subject Subject `json:"subject"`
 	// Root is the name the root was registered under (Authority.Register).
 	Root string `json:"root"`
+	// Kind is the root's kind (RegisterRoot), "" for a root without one.
+	Kind RootKind `json:"root_kind,omitempty"`
 	// Path is the directory within the root the grant is confined to, slash-separated
 	// and cleaned; "." is the whole root.
 	Path string `json:"path"`
 	// Access is the set granted, without duplicates, in the order List, Metadata,
-	// Read, Write, Delete, Move.
+	// Read, Write, Delete, Move, Archive, Watch.
 	Access  []Access  `json:"access"`
 	Reason  string    `json:"reason"`
 	Source  Source    `json:"source"`
