@@ -44,7 +44,7 @@ func TestRootKindDefaults(t *testing.T) {
 	for _, req := range []GrantRequest{
 		{Subject: agent, Root: "secret:creds", Reason: "x", Source: SourceUserApproval},                                  // no access list
 		{Subject: agent, Root: "secret:creds", Reason: "x", Source: SourceConversation, Access: []Access{Read}},          // wrong source
-		{Subject: agent, Root: "secret:creds", Reason: "x", Source: SourceUserApproval, Access: []Access{Read, List}},     // list
+		{Subject: agent, Root: "secret:creds", Reason: "x", Source: SourceUserApproval, Access: []Access{Read, List}},    // list
 		{Subject: agent, Root: "secret:creds", Reason: "x", Source: SourceUserApproval, Access: []Access{Read, Archive}}, // archive
 	} {
 		if _, _, err := a.Grant(ctx, req); err == nil {
