@@ -184,7 +184,7 @@ func TestRunSummaryEscapesNames(t *testing.T) {
 	for _, n := range hostileNames[:utf8Hostile] {
 		script.WriteString("printf x > '" + n + "'\n")
 	}
-	r := runCapfs(t, root, "-m", "p=physical:"+root, "run", "--work", "p", "--", "sh", "-c", script.String()).want(t, 0)
+	r := runCapfs(t, root, "-m", "p=physical:"+root, "run", "--work", "p", "--show", "-1", "--", "sh", "-c", script.String()).want(t, 0)
 	clean(t, "run summary", r.stderr)
 	for _, e := range escapedNames[:utf8Hostile] {
 		if linesWith(r.stderr, "  A p/"+e) != 1 {
@@ -199,7 +199,7 @@ func TestRunSummaryEscapesNames(t *testing.T) {
 	r = runCapfs(t, root, "-m", "p=physical:"+root, "run", "--work", "p", "--", "sh", "-c",
 		"printf x > '"+hostileNames[utf8Hostile]+"'; printf y > '"+hostileNames[0]+"'").want(t, exitSyncBack)
 	clean(t, "refusal summary", r.stderr)
-	if linesWith(r.stderr, "capfs: sync-back refused added p/"+escapedNames[utf8Hostile]+": ") != 1 {
+	if linesWith(r.stderr, "capfs: refused: added p/"+escapedNames[utf8Hostile]+": ") != 1 {
 		t.Errorf("refusal not reported escaped on one line:\n%s", r.stderr)
 	}
 }
