@@ -35,6 +35,7 @@ type Authority struct {
 	store    string // Open's file; "" : grants are not persisted
 	dirty    bool   // a record changed since the store was written; guarded by mu
 	storeErr error  // the last store write's error; guarded by mu
+	tempBase string // WithTempBase
 
 	mu     sync.Mutex
 	seq    uint64
