@@ -13,8 +13,6 @@ import (
 	"github.com/capfs/capfs/vfs/vfstest"
 )
 
-
-
 var goldenSpec = []string{"a=", "bar=hello", "empty/", "foo/", "foo/baz*=#!/bin/sh\n", "link->foo/baz"}
 
 func TestSnapshotGolden(t *testing.T) {

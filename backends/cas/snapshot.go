@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,11 @@ type SnapshotOptions struct {
 	// Skipped, when set, is told of each entry a Directory cannot hold (a FIFO,
 	// socket or device), which the snapshot leaves out.
 	Skipped func(path string, mode fs.FileMode)
+	// Denied, when set, is told of each entry the source refused to stat or
+	// read with fs_permission_denied (a Dir's policy keeping a secret out of
+	// reach), which the snapshot leaves out. Calls may come from several
+	// goroutines at once.
+	Denied func(path string, err error)
 }
 
 // Snapshot stores the tree d shows (files, directories, symlinks, as d's policy
@@ -59,7 +65,7 @@ func (s *Store) Snapshot(ctx context.Context, d *dir.Dir, opts SnapshotOptions) 
 
 // SnapshotBackend is Snapshot over a vfs.Backend.
 func (s *Store) SnapshotBackend(ctx context.Context, b vfs.Backend, opts SnapshotOptions) (Digest, error) {
-	return s.snapshot(ctx, backendSource{b}, opts)
+	return s.snapshot(ctx, backendSource{b, opts.Denied}, opts)
 }
 
 // snapEntry is what a source reports of one directory entry (lstat, no follow).
@@ -80,7 +86,13 @@ type source interface {
 	readlink(ctx context.Context, rel string) (string, error)
 }
 
-type backendSource struct{ b vfs.Backend }
+type backendSource struct {
+	b      vfs.Backend
+	denied func(string, error)
+}
+
+// refused reports whether err is a permission refusal the snapshot skips.
+func refused(err error) bool { return vfs.CodeOf(err) == vfs.CodePermission }
 
 func parseRel(rel string) (vfs.Path, error) {
 	if rel == "" {
@@ -107,6 +119,12 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, error
 		info, err := s.b.Lstat(ctx, cp)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed since the listing
+		}
+		if refused(err) {
+			if s.denied != nil {
+				s.denied(join(rel, e.Name), err)
+			}
+			continue
 		}
 		if err != nil {
 			return nil, err
@@ -219,6 +237,13 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 					continue
 				}
 				d, err := s.storeFile(ctx, src, j.rel)
+				if refused(err) {
+					// Left out: the slot keeps its zero digest, dropped below.
+					if opts.Denied != nil {
+						opts.Denied(j.rel, err)
+					}
+					continue
+				}
 				if err != nil {
 					cancel(err)
 					continue
@@ -365,6 +390,9 @@ func (s *Store) storeFile(ctx context.Context, src source, rel string) (Digest, 
 // storeDirs encodes and stores sd's subtree bottom-up and returns sd's digest.
 func (s *Store) storeDirs(ctx context.Context, sd *snapDir) (Digest, error) {
 	d := Directory{Files: sd.files, Symlinks: sd.links}
+	if slices.ContainsFunc(d.Files, func(f FileNode) bool { return f.Digest.IsZero() }) {
+		d.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f FileNode) bool { return f.Digest.IsZero() })
+	}
 	for i, sub := range sd.dirs {
 		dg, err := s.storeDirs(ctx, sub)
 		if err != nil {

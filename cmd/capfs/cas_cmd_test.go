@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// runCAS runs a capfs command line in process, with the cas command added to the
+// root (cas_cmd.go), and returns stdout, stderr and the exit code.
+func runCAS(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	o := &globalOptions{}
+	root := &cobra.Command{Use: "capfs", SilenceErrors: true, SilenceUsage: true}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	o.addFlags(root)
+	root.AddCommand(newCASCmd(o))
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		reportError(&errb, err)
+	}
+	return out.String(), errb.String(), exitCodeOf(err)
+}
+
+func TestCASCommands(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	store := t.TempDir()
+	proj := t.TempDir()
+	writeTree(t, proj, map[string]string{"a.txt": "one\n", "src/main.go": "package main\n", ".env": "SECRET=1\n"})
+	os.Symlink("a.txt", filepath.Join(proj, "link"))
+	m := []string{"--no-default-mounts", "-m", "p=physical:" + proj, "-m", "out=memory:"}
+	st := "--store=" + store
+
+	out, errs, code := runCAS(t, append(m, "cas", st, "snapshot", "save", "v1", "p")...)
+	if code != 0 || !strings.HasPrefix(out, "v1 ") {
+		t.Fatalf("save: %d %q %q", code, out, errs)
+	}
+	v1 := strings.Fields(out)[1]
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("two\n"), 0o644)
+	os.Remove(filepath.Join(proj, "src/main.go"))
+	os.WriteFile(filepath.Join(proj, "new.txt"), []byte("new\n"), 0o755)
+	if out, errs, code = runCAS(t, append(m, "cas", st, "snapshot", "save", "v2", "p")...); code != 0 {
+		t.Fatalf("save v2: %d %q %q", code, out, errs)
+	}
+	out, _, code = runCAS(t, "cas", st, "snapshot", "list")
+	if code != 0 || !strings.Contains(out, "v1\t"+v1) || !strings.Contains(out, "v2\t") {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	out, errs, code = runCAS(t, "cas", st, "snapshot", "diff", "v1", "v2")
+	if want := "M a.txt\nA new.txt\nD src/main.go\n"; code != 0 || out != want {
+		t.Fatalf("diff: %d %q %q, want %q", code, out, errs, want)
+	}
+	// The policy kept .env out of the snapshot.
+	out, _, _ = runCAS(t, "cas", st, "snapshot", "diff", "v1", v1)
+	if out != "" {
+		t.Fatalf("diff of a name and its digest: %q", out)
+	}
+	// Mount by name and by digest; restore into another mount.
+	mounts := []string{"--no-default-mounts", "-m", "s=cas:v1,store=" + store, "-m", "d=cas:" + v1 + ",store=" + store, "-m", "out=physical:" + t.TempDir()}
+	out, errs, code = runCAS(t, append(mounts, "cas", st, "snapshot", "restore", "v1", "out/r")...)
+	if code != 0 {
+		t.Fatalf("restore: %d %q %q", code, out, errs)
+	}
+	out, errs, code = runCAS(t, append(mounts, "cas", st, "snapshot", "restore", "v1", "out/r")...)
+	if code == 0 {
+		t.Fatalf("restore over an existing directory succeeded: %q", out)
+	}
+	out, errs, code = runCAS(t, append(mounts, "cas", st, "snapshot", "save", "again", "out/r")...)
+	if code != 0 || strings.Fields(out)[1] != v1 {
+		t.Fatalf("the restored tree snapshots to %q (%q), want %s", out, errs, v1)
+	}
+	out, errs, code = runCAS(t, append(mounts, "cas", st, "snapshot", "save", "fromcas", "s")...)
+	if code != 0 || strings.Fields(out)[1] != v1 {
+		t.Fatalf("snapshot of the cas mount = %q (%q), want %s", out, errs, v1)
+	}
+	out, _, code = runCAS(t, "cas", st, "verify")
+	if code != 0 || !strings.Contains(out, "0 corrupt blobs, 0 broken snapshots") {
+		t.Fatalf("verify: %d %q", code, out)
+	}
+	// Damage a blob: verify says so and exits 1.
+	var victim string
+	filepath.Walk(filepath.Join(store, "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && victim == "" {
+			victim = p
+		}
+		return nil
+	})
+	os.WriteFile(victim, []byte{0, 'x'}, 0o600)
+	out, _, code = runCAS(t, "cas", st, "verify")
+	if code != 1 || !strings.Contains(out, "1 corrupt blobs") {
+		t.Fatalf("verify of a damaged store: %d %q", code, out)
+	}
+	if _, _, code = runCAS(t, "cas", st, "gc", "--grace=0s"); code != 0 && code != 1 {
+		t.Fatalf("gc: %d", code)
+	}
+	// Bad input.
+	for _, args := range [][]string{
+		{"cas", st, "snapshot", "save", "../x", "p"},
+		{"cas", st, "snapshot", "diff", "v1"},
+		{"-m", "x=cas:", "cas", st, "snapshot", "list"},
+		{"-m", "x=cas:not a name", "cas", st, "snapshot", "list"},
+	} {
+		if _, _, code := runCAS(t, append([]string{"--no-default-mounts"}, args...)...); code != 2 && args[0] != "-m" {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+	if _, err := parseMountFlag("x=cas:not a name"); err == nil {
+		t.Error("a bad cas source parsed")
+	}
+	if _, _, code := runCAS(t, "--no-default-mounts", "-m", "x=cas:nosuch,store="+store, "cas", st, "snapshot", "restore", "v1", "x/y"); code == 0 {
+		t.Error("mounting an unknown name succeeded")
+	}
+}
