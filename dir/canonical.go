@@ -324,7 +324,7 @@ func (s *scope) openRead(ctx context.Context, c *call) (vfs.File, error) {
 	f, _, err := vfs.ResolveOpen(ctx, s.b, c.p, func(loc vfs.Location) error {
 		decided = true
 		ad.call.rp = loc.Path
-		aerr = ad.admit(ctx, &ad.call)
+		aerr = ad.admit(ctx, ad.call)
 		return aerr
 	})
 	c.rp = ad.call.rp
@@ -336,7 +336,7 @@ func (s *scope) openRead(ctx context.Context, c *call) (vfs.File, error) {
 	case !decided:
 		if rp, cerr := s.canon(ctx, c.p, followFinal); cerr == nil {
 			c.rp, ad.call.rp = rp, rp
-			if aerr := ad.admit(ctx, &ad.call); aerr != nil {
+			if aerr := ad.admit(ctx, ad.call); aerr != nil {
 				return nil, &addressed{aerr}
 			}
 		}

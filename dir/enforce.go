@@ -149,7 +149,9 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	// ad holds what the audit record reports (the paths from the tree's root,
 	// once parsed; the outcome and rule) and the state of steps 4 and 5, which a
 	// fused read runs from inside the backend's call (see admission.admit).
-	ad := &admission{e: e, outcome: audit.Failed}
+	// It lives on the stack; a fused read moves it to the heap (see step 4).
+	adv := admission{e: e, outcome: audit.Failed}
+	ad := &adv
 	finished := false
 	if e.audited {
 		defer func() {
@@ -238,8 +240,10 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		if c.fused && !c.checkOnly && !c.p.MustBeDir() {
 			// The canonical decision and the Before hooks run inside the
 			// backend's resolution (openRead), on the very object it opens.
-			c.ad = ad
-			ad.call = *c
+			h, cp := new(admission), *c
+			*h = *ad
+			h.call = &cp
+			ad, c.ad = h, h
 		} else {
 			if rerr := s.resolveCall(ctx, c); rerr != nil {
 				finished = true
@@ -279,9 +283,9 @@ type admission struct {
 	rule               string
 	outcome            audit.Outcome
 	ran                int // hooks whose Before ran (their After is owed)
-	// call is a copy of the fused read's call, which admit works on from inside
-	// the backend's resolution (its req is the original's).
-	call call
+	// call is a copy of a fused read's call, which admit works on from inside
+	// the backend's resolution (its req is the original's); nil otherwise.
+	call *call
 }
 
 // admit decides on c's canonical paths (c.rp, c.rq) where they differ from the
