@@ -153,7 +153,6 @@ type grepRun struct {
 	ctxOn bool // context was asked for (even 0 lines): groups are separated by "--"
 	col   colors
 	// walk state
-	ignoreBase []gitignore.Pattern
 	seen       map[string]bool
 	// results
 	mu       sync.Mutex

@@ -121,9 +121,21 @@ func newRootCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// "capfs completion bash|zsh|fish|powershell" prints a completion script.
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.Version = versionString()
+	root.SetVersionTemplate("capfs {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	o.addFlags(root)
+	defer func() {
+		// Namespace paths complete from the namespace (completion.go).
+		for _, c := range root.Commands() {
+			switch c.Name() {
+			case "ls", "cat", "tree", "stat", "diff", "grep":
+				c.ValidArgsFunction = completeGuestPath(o)
+			}
+		}
+	}()
 	root.AddCommand(
 		newLsCmd(o),
 		newCatCmd(o),

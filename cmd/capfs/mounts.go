@@ -18,7 +18,23 @@ revision; "." for the defaults, meaning the current directory), and a memory
 mount's quota.`,
 		Args: cobra.NoArgs,
 	}
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of mounts (path, kind, read_only, source, rev, quota, origin)")
 	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		if asJSON {
+			out := make([]jsonMount, 0, len(s.Mounts))
+			for _, m := range s.Mounts {
+				jm := jsonMount{Path: "/" + m.Path.Raw(), Kind: m.Kind, ReadOnly: m.ReadOnly, Source: m.Source, Origin: m.Origin}
+				if m.Kind == kindGit {
+					jm.Rev = m.Rev
+				}
+				if m.Kind == kindMemory {
+					jm.Quota = formatQuota(m.Quota)
+				}
+				out = append(out, jm)
+			}
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
 		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "PATH\tKIND\tMODE\tSOURCE")
 		for _, m := range s.Mounts {

@@ -129,7 +129,7 @@ func (o *globalOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
 	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file, or to stderr, or off to record nothing (default: $XDG_STATE_HOME/capfs/audit.jsonl, else $TMPDIR/capfs-UID/audit.jsonl)")
 	f.StringVar(&o.auditMaxSize, "audit-max-size", "", "rotate the audit log when it would grow past SIZE, e.g. 16MiB (whole MiB); none never rotates (default 16MiB)")
-	f.IntVar(&o.auditMaxFiles, "audit-max-files", -1, "rotated audit logs to keep beside the current one, oldest removed first (default 3)")
+	f.IntVar(&o.auditMaxFiles, "audit-max-files", defaultAuditMaxFiles, "rotated audit logs to keep beside the current one, oldest removed first")
 	f.StringVar(&o.auditLevel, "audit-level", "", "which calls to record: all, errors (denied and failed) or denied (default all)")
 	f.StringArrayVar(&o.allowSecret, "allow-secret", nil, "let capfs reach paths matching this namespace glob that a secret pattern refuses, e.g. 'project/testdata/*.pem' (repeatable; host rules still apply)")
 	f.BoolVar(&o.allowFixtures, "allow-test-fixtures", false, "--allow-secret for test data directories: **/testdata/**, **/fixtures/**, **/__fixtures__/**, **/test/data/**, **/tests/data/**")
