@@ -153,7 +153,7 @@ type grepRun struct {
 	ctxOn bool // context was asked for (even 0 lines): groups are separated by "--"
 	col   colors
 	// walk state
-	seen       map[string]bool
+	seen map[string]bool
 	// results
 	mu       sync.Mutex
 	denied   []string // paths the policy refused
