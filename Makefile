@@ -43,7 +43,7 @@ unit: sysdeps
 # sysdeps installs the host tools tests use when missing: git builds the gitree
 # fixtures, bubblewrap runs the sandboxed builds, cc builds the sample project. Without root (or apt-get) it says
 # which tests will skip.
-SYSDEPS := git:git bwrap:bubblewrap cc:gcc fusermount3:fuse3
+SYSDEPS := git:git bwrap:bubblewrap cc:gcc fusermount3:fuse3 rg:ripgrep
 
 sysdeps:
 	@missing=""; for d in $(SYSDEPS); do \
