@@ -12,7 +12,8 @@ import (
 )
 
 // PrivateTmp points $CAPFS_TMPDIR (where checkouts are made) at a new temporary
-// directory for the test binary's run, and returns a function that unmounts
+// directory for the test binary's run, and $CAPFS_CACHE_DIR (capfs run's build
+// caches) beneath it, and returns a function that unmounts
 // whatever checkouts left mounted beneath it (a kept checkout is a tmpfs of its
 // own when the tests run as root), removes it, and restores the variable. A
 // test binary calls it in TestMain around m.Run, so no kept checkout outlives
@@ -22,7 +23,7 @@ import (
 // the parent's directory and makes none of its own, so a killed child leaves
 // nothing behind.
 func PrivateTmp() (cleanup func(), err error) {
-	const env, mark = "CAPFS_TMPDIR", "CAPFS_TESTENV_TMP"
+	const env, mark, cacheEnv = "CAPFS_TMPDIR", "CAPFS_TESTENV_TMP", "CAPFS_CACHE_DIR"
 	if os.Getenv(mark) != "" && os.Getenv(env) == os.Getenv(mark) {
 		return func() {}, nil
 	}
@@ -40,10 +41,19 @@ func PrivateTmp() (cleanup func(), err error) {
 	}
 	os.Setenv(env, dir)
 	os.Setenv(mark, dir)
+	// capfs run's build caches too (capfs cache), so that no test fills the
+	// user's own cache directory.
+	oldCache, hadCache := os.LookupEnv(cacheEnv)
+	os.Setenv(cacheEnv, dir+"/cache")
 	return func() {
 		unmountBeneath(dir)
 		os.RemoveAll(dir)
 		os.Unsetenv(mark)
+		if hadCache {
+			os.Setenv(cacheEnv, oldCache)
+		} else {
+			os.Unsetenv(cacheEnv)
+		}
 		if had {
 			os.Setenv(env, old)
 		} else {
