@@ -213,8 +213,20 @@ func (c *lineConn) classify(line []byte) jsonrpc.Message {
 		return m
 	case *jsonrpc.Response:
 		c.mu.Lock()
+		_, ours := c.outgoing[m.ID]
 		delete(c.outgoing, m.ID)
 		c.mu.Unlock()
+		if !ours {
+			var keys map[string]json.RawMessage
+			_ = json.Unmarshal(line, &keys)
+			_, hasResult := keys["result"]
+			_, hasError := keys["error"]
+			if !hasResult && !hasError {
+				c.reply(m.ID, jsonrpc.CodeInvalidRequest, "invalid request: no method (a request needs one)")
+			}
+			// A reply to nothing the server asked is dropped, never answered.
+			return nil
+		}
 		return m
 	}
 	return msg

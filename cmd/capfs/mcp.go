@@ -22,6 +22,7 @@ const version = "dev"
 func newMCPCmd(o *globalOptions) *cobra.Command {
 	var httpAddr string
 	var readOnly bool
+	var sessionTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the namespace to AI agents over the Model Context Protocol",
@@ -46,6 +47,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT) instead of stdio")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "serve a read-only view: no writing tool is offered")
+	cmd.Flags().DurationVar(&sessionTimeout, "http-session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session idle for this long (its next request gets 404, and the client starts a new one)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if httpAddr != "" {
 			if err := checkLoopback(httpAddr); err != nil {
@@ -69,7 +71,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 				}
 				return err
 			}
-			return serveHTTP(ctx, cmd, srv, httpAddr)
+			return serveHTTP(ctx, cmd, srv, httpAddr, sessionTimeout)
 		})(cmd, args)
 	}
 	return cmd
@@ -118,7 +120,7 @@ func checkLoopback(addr string) error {
 }
 
 // serveHTTP serves srv over streamable HTTP at /mcp until ctx is done.
-func serveHTTP(ctx context.Context, cmd *cobra.Command, srv *mcp.Server, addr string) error {
+func serveHTTP(ctx context.Context, cmd *cobra.Command, srv *mcp.Server, addr string, sessionTimeout time.Duration) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -129,7 +131,7 @@ func serveHTTP(ctx context.Context, cmd *cobra.Command, srv *mcp.Server, addr st
 		return usageErrorf("--http %q: listening address %s is not loopback", addr, ln.Addr())
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.NewHTTPHandler(srv, mcpserver.HTTPOptions{Origins: mcpserver.OwnOrigins(ln.Addr())}))
+	mux.Handle("/mcp", mcpserver.NewHTTPHandler(srv, mcpserver.HTTPOptions{Origins: mcpserver.OwnOrigins(ln.Addr()), SessionTimeout: sessionTimeout}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "capfs mcp: serving streamable HTTP at http://%s/mcp\n", ln.Addr())
 	done := make(chan error, 1)
