@@ -20,7 +20,7 @@
 // skews fewer of them.
 //
 //	go run ./bench/cmd/benchtable [-benchtime 200ms] [-count 3] [-run substring]
-//		[-only memory|physical|gitree|materialize|mcp|cas] [-hostbenchtime 100ms] [-hostcount 5]
+//		[-only memory|physical|gitree|materialize|mcp|cas|sqlite] [-hostbenchtime 100ms] [-hostcount 5]
 //		[-gitreetune=true]
 package main
 
@@ -43,13 +43,13 @@ func main() {
 	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
 	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
 	run := flag.String("run", "", "only workloads whose name contains this")
-	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize, mcp or cas (default all)")
+	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize, mcp, cas or sqlite (default all)")
 	gitreeTune := flag.Bool("gitreetune", true, "in the gitree section, also measure each storage setting")
 	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
 	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
-	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" && *only != "mcp" && *only != "cas" {
-		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp or cas\n", *only)
+	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" && *only != "mcp" && *only != "cas" && *only != "sqlite" {
+		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp, cas or sqlite\n", *only)
 		os.Exit(2)
 	}
 	start := time.Now()
@@ -86,6 +86,12 @@ func main() {
 			fmt.Fprintln(os.Stdout)
 		}
 		err = casTable(os.Stdout, os.Stderr, *count, *run, *benchtime)
+	}
+	if err == nil && (*only == "" || *only == "sqlite") { // issue 14: persistent scratch vs AgentFS
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		err = sqliteTable(os.Stdout, os.Stderr, *count)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
