@@ -221,6 +221,9 @@ func Open(name string, opts ...Option) (*FS, error) {
 		if err := w.prepare(); err != nil {
 			return nil, err
 		}
+		if w.wal, err = os.Open(abs + "-wal"); err != nil {
+			return nil, fmt.Errorf("sqlite: open the WAL: %w", pathFree(err))
+		}
 	}
 	rdb, err := sql.Open("sqlite", dsn(abs, true, cfg.sync))
 	if err != nil {

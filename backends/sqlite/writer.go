@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Group commit bounds: a batch commits when no operation is in flight, or once it
@@ -24,6 +27,7 @@ const (
 type writer struct {
 	db   *sql.DB
 	conn *sql.Conn
+	wal  *os.File // the WAL file, for Sync's fdatasync
 
 	mu       sync.Mutex // guards conn, inTx, cur, err
 	inTx     bool
@@ -185,9 +189,9 @@ func (w *writer) failLocked(err error) {
 
 var errFailed = errors.New("a commit failed; reopen the file")
 
-// flush commits the open batch now and, if durable, checkpoints the WAL, which
-// first syncs it to stable storage (so everything committed survives a power
-// loss whatever the synchronous setting, unless SyncOff).
+// flush commits the open batch now and, if durable, syncs the WAL to stable
+// storage, so everything committed survives a power loss whatever the
+// synchronous setting.
 func (w *writer) flush(durable bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -201,9 +205,12 @@ func (w *writer) flush(durable bool) error {
 	if w.err != nil {
 		return w.err
 	}
-	if durable {
-		if _, err := w.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
-			return classify(err)
+	if durable && w.wal != nil {
+		// Every committed transaction is in the WAL or, checkpointed, in the
+		// database file, which the checkpoint synced: one fdatasync of the WAL
+		// makes all of them durable.
+		if err := unix.Fdatasync(int(w.wal.Fd())); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -248,6 +255,9 @@ func (w *writer) close() error {
 		}
 	}
 	w.mu.Unlock()
+	if w.wal != nil {
+		w.wal.Close()
+	}
 	if cerr := w.conn.Close(); err == nil {
 		err = cerr
 	}
