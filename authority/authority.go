@@ -61,6 +61,7 @@ type grant struct {
 	ctl     *dir.Control // the root Control of the grant's Dir tree
 	ended   atomic.Bool  // set (under a.mu) when rec.Status leaves Active
 	timer   *time.Timer  // expiry timer, real clock only; guarded by a.mu
+	dir     *dir.Dir     // the grant's Dir (nil until built); set under a.mu
 	// restoring is set (under a.mu) while Restore builds the Dir.
 	restoring bool
 
@@ -314,6 +315,7 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 		return nil, Grant{}, fmt.Errorf("authority: root %q: %w", req.Root, fs.ErrNotExist)
 	}
 	a.grants[id] = g
+	g.dir = d
 	if a.realClock && !expires.IsZero() {
 		g.armTimer()
 	}

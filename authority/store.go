@@ -218,6 +218,7 @@ func (a *Authority) Restore(ctx context.Context, id string) (*dir.Dir, Grant, er
 		g.ctl.Revoke()
 		return nil, Grant{}, fmt.Errorf("authority: grant %q ended while it was restored: %w", id, fs.ErrPermission)
 	}
+	g.dir = d
 	if a.realClock && !g.expires.IsZero() {
 		g.armTimer()
 	}
