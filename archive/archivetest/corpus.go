@@ -328,14 +328,14 @@ func Corpus() []Case {
 		Filtered:  reasons("in/pwned", "through-link", "esc/pwned", "through-link", "esc", "link-target"),
 		Links:     map[string]string{"in": "sub"}})
 	add(Case{Name: "symlink chain climbing out", Opts: links,
-		Data: Tar(Ent{Name: "a/b/x", Type: tar.TypeSymlink, Linkname: "../.."}, Ent{Name: "a/b/l", Type: tar.TypeSymlink, Linkname: "x/../../.."}),
+		Data:      Tar(Ent{Name: "a/b/x", Type: tar.TypeSymlink, Linkname: "../.."}, Ent{Name: "a/b/l", Type: tar.TypeSymlink, Linkname: "x/../../.."}),
 		Extracted: []string{"a/b/x"}, Filtered: reasons("a/b/l", "link-target")})
 	add(Case{Name: "absolute symlink", Opts: links, Data: Tar(Ent{Name: "l", Type: tar.TypeSymlink, Linkname: "/etc/passwd"}),
 		Extracted: []string{}, Filtered: reasons("l", "link-target")})
 	add(Case{Name: "hard link escape", Data: Tar(Ent{Name: "h", Type: tar.TypeLink, Linkname: "../../etc/passwd"}),
 		Extracted: []string{}, Filtered: reasons("h", "hardlink")})
 	add(Case{Name: "hard link escape allowed links", Opts: links,
-		Data: Tar(Ent{Name: "f", Body: "data"}, Ent{Name: "h", Type: tar.TypeLink, Linkname: "../../etc/passwd"}, Ent{Name: "h2", Type: tar.TypeLink, Linkname: "f"}, Ent{Name: "h3", Type: tar.TypeLink, Linkname: "later"}, Ent{Name: "later", Body: "z"}),
+		Data:      Tar(Ent{Name: "f", Body: "data"}, Ent{Name: "h", Type: tar.TypeLink, Linkname: "../../etc/passwd"}, Ent{Name: "h2", Type: tar.TypeLink, Linkname: "f"}, Ent{Name: "h3", Type: tar.TypeLink, Linkname: "later"}, Ent{Name: "later", Body: "z"}),
 		Extracted: []string{"f", "h2", "later"}, Filtered: reasons("h", "link-target", "h3", "link-target")})
 	add(Case{Name: "zip symlink", Opts: links,
 		Data:      Zip(ZEnt{Name: "t.txt", Body: "t"}, ZEnt{Name: "l", Body: "t.txt", Mode: fs.ModeSymlink | 0o777}, ZEnt{Name: "bad", Body: "../../x", Mode: fs.ModeSymlink | 0o777}),
@@ -348,7 +348,7 @@ func Corpus() []Case {
 	add(Case{Name: "gnu sparse", Data: sparse, Extracted: []string{}, Filtered: reasons("sp", "sparse")})
 	add(Case{Name: "setuid stripped", Data: Tar(Ent{Name: "suid", Body: "#!/bin/sh\n", Mode: 0o4755}, Ent{Name: "sgid", Body: "x", Mode: 0o2777}, Ent{Name: "sticky/", Type: tar.TypeDir, Mode: 0o1777}, Ent{Name: "priv", Body: "p", Mode: 0o600}),
 		Extracted: []string{"suid", "sgid", "sticky", "priv"}, Filtered: reasons(),
-		Modes:     map[string]fs.FileMode{"suid": 0o755, "sgid": 0o755, "sticky": fs.ModeDir | 0o755, "priv": 0o600}})
+		Modes: map[string]fs.FileMode{"suid": 0o755, "sgid": 0o755, "sticky": fs.ModeDir | 0o755, "priv": 0o600}})
 
 	// Collisions.
 	add(Case{Name: "case collision", Data: Tar(Ent{Name: "README", Body: "1"}, Ent{Name: "readme", Body: "2"}),
