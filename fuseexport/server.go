@@ -71,6 +71,7 @@ type Server struct {
 	done      chan struct{} // closed when the serve loop has ended
 	unmountMu sync.Mutex
 	unmounted bool
+	conn      string // the connection's name under /sys/fs/fuse/connections
 }
 
 type invalidation struct {
@@ -227,6 +228,15 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		_ = srv.Unmount()
 		return nil, fmt.Errorf("fuseexport: mount %s: %w", mountpoint, err)
 	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(mountpoint, &st); err == nil {
+		// The kernel names a connection by its superblock's device number
+		// (major<<20 | minor), which stat reports in the glibc encoding.
+		dev := uint64(st.Dev)
+		major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+		minor := dev&0xff | (dev>>12)&^0xff
+		s.conn = fmt.Sprint(major<<20 | minor)
+	}
 	go s.invalidator()
 	return s, nil
 }
@@ -260,6 +270,43 @@ func (s *Server) Unmount() error {
 	s.unmounted = true
 	s.closeOnce.Do(func() { close(s.inval) })
 	return nil
+}
+
+// Abort ends the connection at once, as writing to the kernel's fusectl abort
+// file does: every request in flight and every later one fails with ENOTCONN
+// (or ECONNABORTED), and the serve loop ends. It is the last resort after
+// Unmount when a process keeps a file open in a lazily detached mount. It needs
+// root (and mounts fusectl on /sys/fs/fuse/connections if it is not mounted).
+func (s *Server) Abort() error {
+	if s.conn == "" {
+		return errors.New("fuseexport: abort: the connection's device number is unknown")
+	}
+	const ctl = "/sys/fs/fuse/connections"
+	abort := ctl + "/" + s.conn + "/abort"
+	if _, err := os.Stat(abort); err != nil {
+		_ = syscall.Mount("none", ctl, "fusectl", 0, "")
+	}
+	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
+		return fmt.Errorf("fuseexport: abort: %w", err)
+	}
+	return nil
+}
+
+// Close unmounts (see Unmount) and waits up to grace for the server to stop;
+// if files are still open after that, it aborts the connection (see Abort) and
+// waits for the serve loop to end.
+func (s *Server) Close(grace time.Duration) error {
+	err := s.Unmount()
+	select {
+	case <-s.done:
+		return err
+	case <-time.After(grace):
+	}
+	if aerr := s.Abort(); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	<-s.done
+	return err
 }
 
 // Wait blocks until the server has stopped serving (after Unmount, or an
@@ -495,14 +542,15 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// Serve blocks until ctx is done, then unmounts (see Unmount), or until the
+// Serve blocks until ctx is done, then unmounts (Close with a two-second
+// grace for open files), or until the
 // mount is removed from outside (`fusermount3 -u`). A command serving a mount
 // until SIGINT or SIGTERM passes a context from signal.NotifyContext, so the
 // signal leaves no mount behind.
 func (s *Server) Serve(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-		return s.Unmount()
+		return s.Close(2 * time.Second)
 	case <-s.done:
 		s.unmountMu.Lock()
 		if !s.unmounted {
