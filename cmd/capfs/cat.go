@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/capfs/capfs/vfs"
 )
 
 func newCatCmd(o *globalOptions) *cobra.Command {
@@ -26,7 +28,7 @@ denies (secrets).`,
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(cmd.OutOrStdout(), h)
+			_, err = io.Copy(cmd.OutOrStdout(), ctxReader{ctx, h, p})
 			h.Close()
 			if err != nil {
 				return err
@@ -35,4 +37,20 @@ denies (secrets).`,
 		return nil
 	})
 	return cmd
+}
+
+// ctxReader stops a copy at the next read once ctx is done (SIGINT, SIGTERM):
+// a long cat ends within one read of the signal.
+type ctxReader struct {
+	ctx  context.Context
+	r    io.Reader
+	name string
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		p, _ := vfs.ParseGuest(c.name)
+		return 0, vfs.NewError(vfs.CodeCanceled, "read", p, "interrupted")
+	}
+	return c.r.Read(p)
 }
