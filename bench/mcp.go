@@ -12,10 +12,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/capfs/capfs/backends/physical"
-	"github.com/capfs/capfs/dir"
-	"github.com/capfs/capfs/mcpserver"
 )
 
 // MCPPattern is the regular expression the grep workloads search for: Go
@@ -29,31 +25,114 @@ const (
 	MCPReadLines = 100
 )
 
-// MCPFixture is what the MCP workloads (issue 6's benchmark) run on: a tree served
-// read-only by capfs's MCP server (mcpserver.New over a physical backend and a
-// dir.Dir with default options), reached by the SDK's client over in-memory
-// transports, and the same tree for the peers.
+// MCPFixture is what the MCP workloads (issues 6 and 12) run on: a copy of a
+// tree served read-only by a real `capfs mcp` subprocess (built from this
+// module) over stdio, the npm reference server (@modelcontextprotocol/
+// server-filesystem, installed into the user's cache directory when npm is
+// available) over stdio on the same copy, and the same copy for rg and grep.
 type MCPFixture struct {
-	Src string // the host directory served: $(go env GOROOT)/src
+	Src string // the tree served: a copy of $(go env GOROOT)/src
 	// Lines and Files are what grep -rnIE and grep -rlIE find for MCPPattern:
 	// every implementation must find the same.
 	Lines, Files int
+	// ListDir, TreeDir and GlobDir are the directories (relative to Src) the
+	// list, tree and glob workloads use; Entries is how many ListDir holds.
+	ListDir, TreeDir, GlobDir string
+	Entries                   int
+	// RefNote says why the reference server's workloads are missing (npm
+	// unavailable, install failed), or which version ran.
+	RefNote string
 
-	session *mcp.ClientSession
-	close   func()
+	proc  *mcp.ClientSession // capfs mcp
+	ref   *mcp.ClientSession // the reference server, or nil
+	close func()
 }
 
-// NewMCPFixture serves $(go env GOROOT)/src and counts what grep finds there.
+// MCPGlob is the glob pattern of the glob workload.
+const MCPGlob = "**/*_test.go"
+
+// NewMCPFixture copies $(go env GOROOT)/src to a temporary directory and
+// serves it.
 func NewMCPFixture() (*MCPFixture, error) {
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
 		return nil, fmt.Errorf("go env GOROOT: %w", err)
 	}
-	return mcpFixtureAt(filepath.Join(strings.TrimSpace(string(out)), "src"))
+	src := filepath.Join(strings.TrimSpace(string(out)), "src")
+	tmp, err := os.MkdirTemp("", "capfs-mcp-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cp := filepath.Join(tmp, "src")
+	if out, err := exec.Command("cp", "-a", src, cp).CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("copying %s: %v: %s", src, err, out)
+	}
+	fx, err := mcpFixtureAt(cp, "cmd/go/testdata/script", "net/http", "net")
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	inner := fx.close
+	fx.close = func() {
+		inner()
+		os.RemoveAll(tmp)
+	}
+	return fx, nil
 }
 
-func mcpFixtureAt(src string) (*MCPFixture, error) {
-	fx := &MCPFixture{Src: src}
+// capfsBinary builds capfs into dir.
+func capfsBinary(dir string) (string, error) {
+	bin := filepath.Join(dir, "capfs")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/capfs/capfs/cmd/capfs").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building capfs: %v: %s", err, out)
+	}
+	return bin, nil
+}
+
+// referenceServer returns the command line of the npm reference server,
+// installing it into the user's cache directory if needed, or a note saying
+// why it cannot.
+func referenceServer() ([]string, string) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		return nil, "npm is not installed: the reference server's workloads are skipped"
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, "node is not installed: the reference server's workloads are skipped"
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	prefix := filepath.Join(cache, "capfs-bench", "npm")
+	entry := filepath.Join(prefix, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	if _, err := os.Stat(entry); err != nil {
+		if err := os.MkdirAll(prefix, 0o755); err != nil {
+			return nil, err.Error()
+		}
+		cmd := exec.Command("npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", "@modelcontextprotocol/server-filesystem")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Sprintf("npm install @modelcontextprotocol/server-filesystem failed (%v): the reference server's workloads are skipped\n%s", err, out)
+		}
+	}
+	version := "?"
+	if data, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(entry)), "package.json")); err == nil {
+		if m := regexp.MustCompile(`"version":\s*"([^"]+)"`).FindSubmatch(data); m != nil {
+			version = string(m[1])
+		}
+	}
+	return []string{"node", entry}, "@modelcontextprotocol/server-filesystem " + version
+}
+
+func connectCommand(cmd *exec.Cmd) (*mcp.ClientSession, error) {
+	cmd.Stderr = nil
+	return mcp.NewClient(&mcp.Implementation{Name: "capfs-bench", Version: "v0"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+}
+
+func mcpFixtureAt(src, listDir, treeDir, globDir string) (*MCPFixture, error) {
+	fx := &MCPFixture{Src: src, ListDir: listDir, TreeDir: treeDir, GlobDir: globDir}
 	lines, err := grepCLI(src, "-rnIE")
 	if err != nil {
 		return nil, err
@@ -63,35 +142,48 @@ func mcpFixtureAt(src string) (*MCPFixture, error) {
 		return nil, err
 	}
 	fx.Lines, fx.Files = lines, files
-	pb, err := physical.New(src)
+	ents, err := os.ReadDir(filepath.Join(src, filepath.FromSlash(listDir)))
 	if err != nil {
 		return nil, err
 	}
-	d, _ := dir.New(pb)
-	srv := mcpserver.New(d.ReadOnly(), mcpserver.Options{})
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
+	fx.Entries = len(ents)
+	bindir, err := os.MkdirTemp("", "capfs-bench-bin-")
 	if err != nil {
-		pb.Close()
 		return nil, err
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "capfs-bench", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	bin, err := capfsBinary(bindir)
 	if err != nil {
-		ss.Close()
-		pb.Close()
+		os.RemoveAll(bindir)
 		return nil, err
 	}
-	fx.session = cs
+	state, _ := os.MkdirTemp("", "capfs-bench-state-")
+	cmd := exec.Command(bin, "mcp", "--read-only", "-m", "src=physical:"+src)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	fx.proc, err = connectCommand(cmd)
+	if err != nil {
+		os.RemoveAll(bindir)
+		return nil, fmt.Errorf("starting capfs mcp: %w", err)
+	}
+	argv, note := referenceServer()
+	fx.RefNote = note
+	if argv != nil {
+		if fx.ref, err = connectCommand(exec.Command(argv[0], append(argv[1:], src)...)); err != nil {
+			fx.RefNote = fmt.Sprintf("starting the reference server: %v: its workloads are skipped", err)
+			fx.ref = nil
+		}
+	}
 	fx.close = func() {
-		cs.Close()
-		ss.Wait()
-		pb.Close()
+		fx.proc.Close()
+		if fx.ref != nil {
+			fx.ref.Close()
+		}
+		os.RemoveAll(bindir)
+		os.RemoveAll(state)
 	}
 	return fx, nil
 }
 
-// Close ends the client session and the server.
+// Close ends the servers and removes what the fixture made.
 func (fx *MCPFixture) Close() {
 	if fx.close != nil {
 		fx.close()
@@ -126,40 +218,183 @@ type MCPWorkload struct {
 	Impls []MCPImpl
 }
 
-// MCPWorkloads returns issue 6's benchmark: grep over the tree through the
-// server (content and files_with_matches) beside grep -rn and grep -rl, and the
-// latency of one read call beside reading the file directly.
-func MCPWorkloads() []MCPWorkload {
-	return []MCPWorkload{
-		{Name: "grep -n " + MCPPattern, Impls: []MCPImpl{
-			{Name: "MCP grep, output_mode content", Run: mcpGrepContent},
+// MCPWorkloads returns every MCP workload (see MCPWorkloadsFor).
+func MCPWorkloads() []MCPWorkload { return MCPWorkloadsFor(nil) }
+
+// MCPWorkloadsFor returns issue 12's benchmark for fx (all of it for nil):
+// grep through `capfs mcp` (content and files_with_matches) beside rg -n/-l
+// and grep -rn/-rl, and list, tree, read and glob beside the reference
+// server's list_directory, directory_tree, read_text_file and search_files
+// (left out when fx has no reference server).
+func MCPWorkloadsFor(fx *MCPFixture) []MCPWorkload {
+	ws := []MCPWorkload{
+		{Name: "grep -n " + MCPPattern + " (vs rg)", Impls: []MCPImpl{
+			{Name: "capfs mcp grep, output_mode content", Run: mcpGrepContent},
+			{Name: "rg -n", Peer: true, Run: func(b *testing.B, fx *MCPFixture) { rgPeer(b, fx, "-n", fx.Lines) }},
+		}},
+		{Name: "grep -n " + MCPPattern + " (vs grep)", Impls: []MCPImpl{
+			{Name: "capfs mcp grep, output_mode content", Run: mcpGrepContent},
 			{Name: "grep -rnIE", Peer: true, Run: func(b *testing.B, fx *MCPFixture) { grepPeer(b, fx, "-rnIE", fx.Lines) }},
 		}},
-		{Name: "grep -l " + MCPPattern, Impls: []MCPImpl{
-			{Name: "MCP grep, output_mode files_with_matches", Run: mcpGrepFiles},
+		{Name: "grep -l " + MCPPattern + " (vs rg)", Impls: []MCPImpl{
+			{Name: "capfs mcp grep, output_mode files_with_matches", Run: mcpGrepFiles},
+			{Name: "rg -l", Peer: true, Run: func(b *testing.B, fx *MCPFixture) { rgPeer(b, fx, "-l", fx.Files) }},
+		}},
+		{Name: "grep -l " + MCPPattern + " (vs grep)", Impls: []MCPImpl{
+			{Name: "capfs mcp grep, output_mode files_with_matches", Run: mcpGrepFiles},
 			{Name: "grep -rlIE", Peer: true, Run: func(b *testing.B, fx *MCPFixture) { grepPeer(b, fx, "-rlIE", fx.Files) }},
 		}},
-		{Name: fmt.Sprintf("read %d lines of %s", MCPReadLines, MCPReadPath), Impls: []MCPImpl{
-			{Name: "MCP read round trip", Run: mcpRead},
-			{Name: "os.ReadFile (no server, the floor)", Peer: true, Run: osRead},
-		}},
 	}
+	if fx != nil && fx.ref == nil {
+		return ws
+	}
+	return append(ws,
+		MCPWorkload{Name: "list a directory", Impls: []MCPImpl{
+			{Name: "capfs mcp list (with sizes)", Run: mcpList},
+			{Name: "reference list_directory", Peer: true, Run: refList},
+		}},
+		MCPWorkload{Name: "tree of a directory", Impls: []MCPImpl{
+			{Name: "capfs mcp tree (all levels)", Run: mcpTree},
+			{Name: "reference directory_tree", Peer: true, Run: refTree},
+		}},
+		MCPWorkload{Name: fmt.Sprintf("read %d lines of %s", MCPReadLines, MCPReadPath), Impls: []MCPImpl{
+			{Name: "capfs mcp read", Run: mcpRead},
+			{Name: "reference read_text_file head", Peer: true, Run: refRead},
+		}},
+		MCPWorkload{Name: "glob " + MCPGlob, Impls: []MCPImpl{
+			{Name: "capfs mcp glob", Run: mcpGlob},
+			{Name: "reference search_files", Peer: true, Run: refGlob},
+		}},
+	)
 }
 
-// call makes one tool call and returns its text, failing on a tool error.
-func (fx *MCPFixture) call(b *testing.B, name string, args map[string]any) string {
-	res, err := fx.session.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+// call makes one tool call on s and returns its text, failing on a tool error.
+func call(b *testing.B, s *mcp.ClientSession, name string, args map[string]any) string {
+	if s == nil {
+		b.Skip("no reference server")
+	}
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		b.Fatal(err)
 	}
 	if len(res.Content) == 0 {
 		b.Fatalf("%s: empty result", name)
 	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok || res.IsError {
-		b.Fatalf("%s: error result %+v", name, res.Content[0])
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
 	}
-	return tc.Text
+	if res.IsError {
+		b.Fatalf("%s: error result %s", name, text.String())
+	}
+	return text.String()
+}
+
+// call makes one capfs tool call.
+func (fx *MCPFixture) call(b *testing.B, name string, args map[string]any) string {
+	return call(b, fx.proc, name, args)
+}
+
+func (fx *MCPFixture) hostPath(rel string) string {
+	return filepath.Join(fx.Src, filepath.FromSlash(rel))
+}
+
+func mcpList(b *testing.B, fx *MCPFixture) {
+	for i := 0; i < b.N; i++ {
+		out := fx.call(b, "list", map[string]any{"path": "src/" + fx.ListDir})
+		if i == 0 && strings.Count(out, "\n") != fx.Entries {
+			b.Fatalf("capfs list: %d lines, %d entries", strings.Count(out, "\n"), fx.Entries)
+		}
+	}
+}
+
+func refList(b *testing.B, fx *MCPFixture) {
+	for i := 0; i < b.N; i++ {
+		out := call(b, fx.ref, "list_directory", map[string]any{"path": fx.hostPath(fx.ListDir)})
+		if i == 0 && strings.Count(out, "\n")+1 != fx.Entries {
+			b.Fatalf("reference list_directory: %d lines, %d entries", strings.Count(out, "\n")+1, fx.Entries)
+		}
+	}
+}
+
+func mcpTree(b *testing.B, fx *MCPFixture) {
+	for i := 0; i < b.N; i++ {
+		out := fx.call(b, "tree", map[string]any{"path": "src/" + fx.TreeDir, "depth": 1000, "head_limit": 1 << 20})
+		if i == 0 && strings.Contains(out, "more entries not shown") {
+			b.Fatalf("capfs tree was cut: %.300s", out)
+		}
+	}
+}
+
+func refTree(b *testing.B, fx *MCPFixture) {
+	for i := 0; i < b.N; i++ {
+		call(b, fx.ref, "directory_tree", map[string]any{"path": fx.hostPath(fx.TreeDir)})
+	}
+}
+
+func refRead(b *testing.B, fx *MCPFixture) {
+	for i := 0; i < b.N; i++ {
+		out := call(b, fx.ref, "read_text_file", map[string]any{"path": fx.hostPath(MCPReadPath), "head": MCPReadLines})
+		if i == 0 && strings.Count(out, "\n") < MCPReadLines-1 {
+			b.Fatalf("reference read: %d lines", strings.Count(out, "\n"))
+		}
+	}
+}
+
+// globCount is how many paths under GlobDir match MCPGlob.
+func globCount(b *testing.B, fx *MCPFixture) int {
+	n := 0
+	err := filepath.WalkDir(fx.hostPath(fx.GlobDir), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, "_test.go") {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+func mcpGlob(b *testing.B, fx *MCPFixture) {
+	want := globCount(b, fx)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out := fx.call(b, "glob", map[string]any{"pattern": MCPGlob, "path": "src/" + fx.GlobDir, "head_limit": 1 << 20})
+		if i == 0 && strings.Count(out, "\n") != want {
+			b.Fatalf("capfs glob: %d paths, want %d", strings.Count(out, "\n"), want)
+		}
+	}
+}
+
+func refGlob(b *testing.B, fx *MCPFixture) {
+	want := globCount(b, fx)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out := call(b, fx.ref, "search_files", map[string]any{"path": fx.hostPath(fx.GlobDir), "pattern": MCPGlob})
+		if i == 0 && strings.Count(out, "\n")+1 != want {
+			b.Fatalf("reference search_files: %d paths, want %d", strings.Count(out, "\n")+1, want)
+		}
+	}
+}
+
+// rgPeer runs rg with flag (-n or -l) for MCPPattern in src and checks it
+// prints want lines.
+func rgPeer(b *testing.B, fx *MCPFixture, flag string, want int) {
+	if _, err := exec.LookPath("rg"); err != nil {
+		b.Skip("rg is not installed (make sysdeps installs ripgrep)")
+	}
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command("rg", flag, "--no-messages", MCPPattern, ".")
+		cmd.Dir = fx.Src
+		cmd.Env = append(os.Environ(), "LC_ALL=C")
+		out, err := cmd.Output()
+		if n := bytes.Count(out, []byte("\n")); err != nil || n != want {
+			b.Fatalf("rg %s: %d lines (want %d), %v", flag, n, want, err)
+		}
+	}
 }
 
 // grepLine is a line of grep's content output: path:line:text.
@@ -204,19 +439,9 @@ func grepPeer(b *testing.B, fx *MCPFixture, flags string, want int) {
 
 func mcpRead(b *testing.B, fx *MCPFixture) {
 	for i := 0; i < b.N; i++ {
-		out := fx.call(b, "read", map[string]any{"path": MCPReadPath, "limit": MCPReadLines})
+		out := fx.call(b, "read", map[string]any{"path": "src/" + MCPReadPath, "limit": MCPReadLines})
 		if i == 0 && strings.Count(out, "\n") < MCPReadLines-1 {
 			b.Fatalf("MCP read: %d lines:\n%.500s", strings.Count(out, "\n"), out)
-		}
-	}
-}
-
-func osRead(b *testing.B, fx *MCPFixture) {
-	p := filepath.Join(fx.Src, filepath.FromSlash(MCPReadPath))
-	for i := 0; i < b.N; i++ {
-		data, err := os.ReadFile(p)
-		if err != nil || bytes.Count(data, []byte("\n")) < MCPReadLines {
-			b.Fatalf("read %s: %d bytes, %v", p, len(data), err)
 		}
 	}
 }

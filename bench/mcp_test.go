@@ -17,6 +17,7 @@ func TestMCPWorkloads(t *testing.T) {
 		"a/b/c.go":     "package c\n\nfunc NewThing() {}\nfunc NewOther(x int) {}\n",
 		"a/none.go":    "package a\n",
 		"a/notes.txt":  "func NewText( in a text file\n",
+		"a/x_test.go":  "package a\n",
 		"bin/data.bin": "\x00\x01func NewBinary(\x00",
 	}
 	for name, data := range files {
@@ -28,7 +29,7 @@ func TestMCPWorkloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fx, err := mcpFixtureAt(src)
+	fx, err := mcpFixtureAt(src, "a", "a", "a")
 	if err != nil {
 		t.Fatal(err)
 	}

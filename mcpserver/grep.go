@@ -39,7 +39,8 @@ type grepOut struct {
 	Truncated bool       `json:"truncated,omitempty" jsonschema:"head_limit was reached: there may be more"`
 	Searched  int        `json:"searched" jsonschema:"files searched"`
 	Binary    int        `json:"binary,omitempty" jsonschema:"binary files not searched"`
-	Skipped   []grepSkip `json:"skipped,omitempty" jsonschema:"files not searched, with the reason"`
+	Denied    int        `json:"denied,omitempty" jsonschema:"files the policy refused (counted, not named)"`
+	Skipped   []grepSkip `json:"skipped,omitempty" jsonschema:"other files not searched (too large, unreadable), with the reason"`
 }
 
 type grepFile struct {
@@ -56,7 +57,7 @@ type grepLine struct {
 
 type grepSkip struct {
 	Path   string `json:"path"`
-	Reason string `json:"reason" jsonschema:"too_large, denied (refused by the policy) or unreadable"`
+	Reason string `json:"reason" jsonschema:"too_large or unreadable"`
 	Size   int64  `json:"size,omitempty"`
 }
 
@@ -170,10 +171,15 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 	}
 	out.Truncated, out.Searched, out.Binary = sum.Truncated, sum.Searched, sum.Binary
 	counts := map[search.SkipReason]int{}
+	var named []search.Skip // files refused by the policy are counted, not named
 	for _, sk := range sum.Skipped {
 		counts[sk.Reason]++
-		out.Skipped = append(out.Skipped, grepSkip{Path: sk.Path, Reason: string(sk.Reason), Size: sk.Size})
+		if sk.Reason != search.SkipDenied {
+			named = append(named, sk)
+			out.Skipped = append(out.Skipped, grepSkip{Path: sk.Path, Reason: string(sk.Reason), Size: sk.Size})
+		}
 	}
+	out.Denied = counts[search.SkipDenied]
 	if len(out.Files) == 0 {
 		b.WriteString("(no matches)\n")
 	}
@@ -183,9 +189,9 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 	if skipped := sum.Binary + len(sum.Skipped); skipped > 0 {
 		fmt.Fprintf(&b, "(searched %d files; skipped %d: %d refused by policy, %d binary, %d too large, %d unreadable)\n",
 			sum.Searched, skipped, counts[search.SkipDenied], sum.Binary, counts[search.SkipTooLarge], counts[search.SkipUnreadable])
-		for i, sk := range sum.Skipped {
+		for i, sk := range named {
 			if i == maxSkipsShown {
-				fmt.Fprintf(&b, "(and %d more skipped)\n", len(sum.Skipped)-i)
+				fmt.Fprintf(&b, "(and %d more skipped)\n", len(named)-i)
 				break
 			}
 			if sk.Reason == search.SkipTooLarge {
