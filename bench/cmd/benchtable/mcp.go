@@ -27,12 +27,14 @@ func mcpTable(out, progress io.Writer, count int, run string, benchtime time.Dur
 	fmt.Fprintf(progress, "mcp fixture ready in %s\n", time.Since(start).Round(time.Millisecond))
 	grepVersion, _ := exec.Command("grep", "--version").Output()
 	grepFirst, _, _ := strings.Cut(string(grepVersion), "\n")
-	fmt.Fprintf(out, "MCP server: %s (Go %s) served read-only by mcpserver over a physical backend and a dir.Dir with default options, "+
-		"called through the go-sdk client over in-memory transports; the pattern `%s` matches %d lines in %d files; %s, LC_ALL=C; GOMAXPROCS %d. "+
+	fmt.Fprintf(out, "MCP server: a copy of $(go env GOROOT)/src (Go %s) served read-only by a `capfs mcp` subprocess over stdio, "+
+		"called through the go-sdk client; reference server: %s, over stdio on the same copy; list: %s (%d entries), tree: %s, glob: %s under %s; "+
+		"the pattern `%s` matches %d lines in %d files; %s, LC_ALL=C; GOMAXPROCS %d. "+
 		"Cells: median wall-clock time per call over %d rounds; ratio = peer time / capfs time (above 1× capfs is faster).\n\n",
-		fx.Src, runtime.Version(), bench.MCPPattern, fx.Lines, fx.Files, strings.TrimSpace(grepFirst), runtime.GOMAXPROCS(0), count)
+		runtime.Version(), fx.RefNote, fx.ListDir, fx.Entries, fx.TreeDir, bench.MCPGlob, fx.GlobDir,
+		bench.MCPPattern, fx.Lines, fx.Files, strings.TrimSpace(grepFirst), runtime.GOMAXPROCS(0), count)
 	fmt.Fprintf(out, "| workload | capfs | time | peer | time | ratio |\n|---|---|---:|---|---:|---:|\n")
-	for _, w := range bench.MCPWorkloads() {
+	for _, w := range bench.MCPWorkloadsFor(fx) {
 		if run != "" && !strings.Contains(w.Name, run) {
 			continue
 		}
