@@ -2,15 +2,19 @@ package authority
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/capfs/capfs/archive"
 	"github.com/capfs/capfs/archive/archivetest"
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -150,5 +154,57 @@ func TestStorePersistsAcrossRestart(t *testing.T) {
 	must(t, err)
 	if g, _ := c.Lookup(live.ID); g.Status != Revoked {
 		t.Fatalf("after second restart: %+v", g)
+	}
+}
+
+// Watch needs the Watch access, and a watch ends when its grant is revoked.
+func TestWatchAccess(t *testing.T) {
+	feed := dir.NewChangeFeed()
+	a2 := New(WithDirOptions(dir.WithHooks(feed)))
+	must(t, a2.Register("ws", memory.New()))
+	d, _ := grantOK(t, a2, GrantRequest{Subject: agent, Root: "ws", Access: []Access{List, Metadata, Read, Write}, Reason: "r", Source: SourceCore})
+	if _, err := d.Watch(ctx, dir.WatchOptions{}); vfs.CodeOf(err) != vfs.CodePermission {
+		t.Fatalf("watch without the access: %v", err)
+	}
+	d, g := grantOK(t, a2, GrantRequest{Subject: agent, Root: "ws", Access: []Access{List, Metadata, Read, Write, Watch}, Reason: "r", Source: SourceCore})
+	w, err := d.Watch(ctx, dir.WatchOptions{})
+	must(t, err)
+	must(t, d.WriteFile(ctx, "x", nil, 0o644))
+	if ev := <-w.Events(); ev.Path != "x" {
+		t.Fatalf("event %+v", ev)
+	}
+	must(t, a2.Revoke(g.ID))
+	for range w.Events() {
+	}
+	if vfs.CodeOf(w.Err()) != vfs.CodeRevoked {
+		t.Fatalf("watch ended with %v", w.Err())
+	}
+}
+
+func TestGrantSetRoundTrip(t *testing.T) {
+	a := New()
+	must(t, a.RegisterRoot(RootDescriptor{Kind: KindWorkspace, ID: "w"}, newTree(t)))
+	must(t, a.RegisterRoot(RootDescriptor{Kind: KindSecret, ID: "s"}, newTree(t)))
+	_, g, err := a.Grant(ctx, GrantRequest{Subject: agent, Root: "workspace:w", Reason: "r", Source: SourceCore})
+	must(t, err)
+	_, _, err = a.Grant(ctx, GrantRequest{Subject: agent, Root: "secret:s", Access: []Access{Read}, Reason: "r", Source: SourceCore})
+	must(t, err)
+	b, err := json.Marshal(a.GrantSetFor(agent))
+	must(t, err)
+	set, err := ParseGrantSet(b)
+	must(t, err)
+	if len(set.Grants) != 1 || set.Grants[0].ID != g.ID || set.Grants[0].Kind != KindWorkspace {
+		t.Fatalf("set %+v", set)
+	}
+	for _, bad := range []string{
+		strings.Replace(string(b), `"version":1`, `"version":2`, 1),
+		strings.Replace(string(b), `"status":"active"`, `"status":"revoked"`, 1),
+		strings.Replace(string(b), `"root_kind":"workspace"`, `"root_kind":"secret"`, 1),
+		string(b) + "{}",
+		strings.Replace(string(b), `"version":1`, `"version":1,"extra":true`, 1),
+	} {
+		if _, err := ParseGrantSet([]byte(bad)); !errors.Is(err, fs.ErrInvalid) {
+			t.Fatalf("accepted %s", bad)
+		}
 	}
 }

@@ -1,0 +1,71 @@
+package authority
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+)
+
+// GrantSet is the JSON document a host hands a sandbox wrapper (capfs run
+// --grants FILE): the grant records of one subject, as the authority
+// serializes them. It names roots, never host paths: the wrapper resolves
+// each root name through its own configuration, and must bind each grant's
+// Path within it read-only unless Writable, and nothing else.
+type GrantSet struct {
+	Version int     `json:"version"`
+	Subject Subject `json:"subject"`
+	Grants  []Grant `json:"grants"`
+}
+
+// GrantSetFor returns the active grants of subject s whose roots may be
+// bound into a sandbox (never a secret root), as a GrantSet.
+func (a *Authority) GrantSetFor(s Subject) GrantSet {
+	set := GrantSet{Version: 1, Subject: s, Grants: []Grant{}}
+	for _, g := range a.SubjectGrants(s) {
+		if spec, ok := specs[g.Kind]; ok && !spec.Sandbox {
+			continue
+		}
+		set.Grants = append(set.Grants, g)
+	}
+	return set
+}
+
+// ParseGrantSet decodes and validates a GrantSet strictly: unknown fields,
+// trailing data, an unknown version, access or status, a grant of another
+// subject, an ended grant, or one over a secret root are errors wrapping
+// fs.ErrInvalid.
+func ParseGrantSet(data []byte) (GrantSet, error) {
+	var set GrantSet
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&set); err != nil {
+		return GrantSet{}, invalid("grant set: %v", err)
+	}
+	if dec.More() {
+		return GrantSet{}, invalid("grant set: data after the document")
+	}
+	if set.Version != 1 {
+		return GrantSet{}, invalid("grant set version %d", set.Version)
+	}
+	if err := set.Subject.Validate(); err != nil {
+		return GrantSet{}, err
+	}
+	for _, g := range set.Grants {
+		if g.Subject != set.Subject {
+			return GrantSet{}, invalid("grant %s belongs to %s, not %s", g.ID, g.Subject, set.Subject)
+		}
+		if g.Status != Active {
+			return GrantSet{}, invalid("grant %s is %s", g.ID, g.Status)
+		}
+		if g.Kind == KindSecret {
+			return GrantSet{}, fmt.Errorf("authority: grant %s is over a secret root, never bound into a sandbox: %w", g.ID, fs.ErrInvalid)
+		}
+		for _, x := range g.Access {
+			if !x.Valid() {
+				return GrantSet{}, invalid("grant %s: unknown access %q", g.ID, x)
+			}
+		}
+	}
+	return set, nil
+}
