@@ -314,7 +314,7 @@ func TestOpenErrors(t *testing.T) {
 	must(t, f.Close())
 
 	newer := filepath.Join(tmp, "newer.db")
-	copyFile(t, name, newer)
+	cp(t, name, newer)
 	db, err = sql.Open("sqlite", newer)
 	must(t, err)
 	_, err = db.Exec(`PRAGMA user_version = 99`)
@@ -326,7 +326,7 @@ func TestOpenErrors(t *testing.T) {
 
 	// Garbage over every page but the first.
 	corrupt := filepath.Join(tmp, "corrupt.db")
-	copyFile(t, name, corrupt)
+	cp(t, name, corrupt)
 	raw, err := os.ReadFile(corrupt)
 	must(t, err)
 	for i := 8192; i < len(raw); i++ {
@@ -346,7 +346,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
+func cp(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	must(t, err)

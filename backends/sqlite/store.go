@@ -159,6 +159,7 @@ type store struct {
 	nextIno atomic.Int64
 	used    atomic.Int64
 
+	path   string   // absolute host path of the file
 	lock   *os.File // flock held for the life of the store (nil when read-only)
 	closed atomic.Bool
 	// failed is set when a commit failed after its changes reached the
@@ -190,7 +191,7 @@ func Open(name string, opts ...Option) (*FS, error) {
 	if err := checkHeader(abs, cfg.readOnly); err != nil {
 		return nil, err
 	}
-	st := &store{cfg: cfg}
+	st := &store{cfg: cfg, path: abs}
 	ok := false
 	defer func() {
 		if !ok {
@@ -221,7 +222,7 @@ func Open(name string, opts ...Option) (*FS, error) {
 		if err := w.prepare(); err != nil {
 			return nil, err
 		}
-		if w.wal, err = os.Open(abs + "-wal"); err != nil {
+		if w.wal, err = os.OpenFile(abs+"-wal", os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
 			return nil, fmt.Errorf("sqlite: open the WAL: %w", pathFree(err))
 		}
 	}
