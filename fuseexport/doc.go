@@ -41,7 +41,9 @@
 //   - Caching: the kernel may trust names, attributes and absences for
 //     Options' timeouts (one second each by default) and keeps file pages
 //     until the next open (close-to-open consistency: each open drops the
-//     page cache). Server.Invalidate drops what the kernel holds for a path
+//     page cache). Files opened for writing bypass the page cache (direct
+//     I/O), so concurrent readers and writers of one descriptor see each
+//     other's bytes at once; shared writable mmap still works (Linux 6.6+). Server.Invalidate drops what the kernel holds for a path
 //     changed through another route; its notifications are sent from the
 //     server's own goroutine, never the caller's, so it is safe from a hook.
 //   - Permissions: the mount uses default_permissions: the kernel checks mode

@@ -605,3 +605,34 @@ func (h hookFunc) After(ctx context.Context, r *policy.Request, err error) {
 		h(r)
 	}
 }
+
+// TestMmapShared: a shared writable mapping of a file in the mount writes
+// through to the Dir once synced.
+func TestMmapShared(t *testing.T) {
+	d, _ := dir.New(memory.New())
+	mp, _ := mountT(t, d, Options{})
+	p := filepath.Join(mp, "m")
+	if err := os.WriteFile(p, make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, 8192, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap MAP_SHARED: %v", err)
+	}
+	copy(m[4096:], "mapped")
+	if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Munmap(m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.ReadFile(bg, "m")
+	if err != nil || len(b) != 8192 || string(b[4096:4102]) != "mapped" {
+		t.Fatalf("after msync the Dir holds %d bytes, %q, %v", len(b), b[4096:4102], err)
+	}
+}

@@ -205,7 +205,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, errnoOf(err, kindOfOpen(flags))
 	}
-	return &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}, 0, 0
+	h := &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
+	return h, h.openFlags(), 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
@@ -231,7 +232,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	info.Name = name
 	ch := n.s.newChild(ctx, n, p, info, out)
-	return ch, &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}, 0, 0
+	h := &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
+	return ch, h, h.openFlags(), 0
 }
 
 func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
@@ -408,6 +410,22 @@ var (
 	_ gofs.FileReleaser = (*handle)(nil)
 	_ gofs.FileFlusher  = (*handle)(nil)
 )
+
+// openFlags chooses the kernel's caching for the open file. A file opened for
+// reading goes through the page cache (dropped at every open: close-to-open
+// consistency). A file opened for writing bypasses it (FOPEN_DIRECT_IO): each
+// read and write is a request to the Dir, as a write-through cache would send
+// anyway, because the kernel's write-through page cache, with concurrent
+// positional reads and writes on one file, can serve a reader zeros where a
+// write has just landed (found by vfstest's shared-handle test through the
+// mount). Shared writable mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, Linux
+// 6.6 and later).
+func (h *handle) openFlags() uint32 {
+	if h.write {
+		return fuse.FOPEN_DIRECT_IO
+	}
+	return 0
+}
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.f.ReadAt(dest, off)

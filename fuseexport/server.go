@@ -197,6 +197,7 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		DisableReadDirPlus: true,
 		DirectMount:        os.Geteuid() == 0,
 		MaxWrite:           1 << 20,
+		ExtraCapabilities:  fuse.CAP_DIRECT_IO_ALLOW_MMAP,
 		// The kernel checks permission bits against the attributes we answer
 		// (uid, gid, mode), so a mode 0000 file is closed to everyone but root.
 		Options: []string{"default_permissions", "nosuid", "nodev"},
