@@ -148,6 +148,7 @@ func newRootCmd() *cobra.Command {
 		newSyncCmd(o),
 		newCacheCmd(o),
 		newMountsCmd(o),
+		newMountCmd(o),
 		newMCPCmd(o),
 	)
 	return root
