@@ -135,7 +135,17 @@ func cacheMounts(key string) ([]sandbox.CacheDir, error) {
 	}
 	meta.LastUsed = time.Now()
 	writeCacheMeta(d, meta)
-	return []sandbox.CacheDir{{Source: filepath.Join(d, "data"), Target: cacheTarget, Env: cacheEnv}}, ensureDir(filepath.Join(d, "data"))
+	data := filepath.Join(d, "data")
+	if err := ensureDir(data); err != nil {
+		return nil, err
+	}
+	for _, e := range cacheEnv {
+		_, v, _ := strings.Cut(e, "=")
+		if err := os.MkdirAll(filepath.Join(data, strings.TrimPrefix(v, cacheTarget+"/")), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	return []sandbox.CacheDir{{Source: data, Target: cacheTarget, Env: cacheEnv}}, nil
 }
 
 func ensureDir(d string) error {

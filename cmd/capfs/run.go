@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -258,6 +259,8 @@ type runner struct {
 	subs             []func() error // Subs of mount backends made for zero-copy checkouts
 	cacheKey         string         // the project's build cache key ("" = no caches)
 	keptID           string         // the id the work checkout was kept under
+	prefix           string         // the summary's command name ("" = run)
+	unheard          bool           // a message to stderr failed: nobody reads it (EPIPE)
 }
 
 func (r *runner) close() {
@@ -475,7 +478,25 @@ func (r *runner) startFailed(prog string, err error) error {
 // say prints to stderr; a closed stderr (SIGPIPE ignored) loses the message
 // but nothing else.
 func (r *runner) say(format string, a ...any) {
-	fmt.Fprintf(r.stderr, format, a...)
+	fmt.Fprintf(r.msgs(), format, a...)
+}
+
+// msgs is stderr for capfs's own messages: a write that fails because the
+// reader went away (EPIPE) is remembered (r.unheard), so that nothing is kept
+// on the strength of a message nobody read.
+func (r *runner) msgs() io.Writer { return &watchWriter{w: r.stderr, r: r} }
+
+type watchWriter struct {
+	w io.Writer
+	r *runner
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && errors.Is(err, syscall.EPIPE) {
+		w.r.unheard = true
+	}
+	return n, err
 }
 
 // checkout materializes d (namespace path p), with a progress bar on stderr when

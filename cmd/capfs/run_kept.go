@@ -64,6 +64,11 @@ func (r *runner) keepForLater(ctx context.Context, status int, reason string) st
 	if t == nil {
 		return ""
 	}
+	if r.unheard && !r.keep && t.Path() != "" {
+		// Nobody reads stderr (a closed pipe): a checkout kept now would be
+		// one nobody knows of. Only --keep keeps it.
+		return ""
+	}
 	t.Keep()
 	if r.keptID != "" {
 		return r.keptID
@@ -86,6 +91,9 @@ func (r *runner) keepForLater(ctx context.Context, status int, reason string) st
 		}
 		return writeRecord(d, rec)
 	}()
+	if r.jsonOut && err == nil {
+		return id // the summary names it
+	}
 	r.say("capfs: run: the checkout is kept at %s (id %s)\n", show(t.Path()), id)
 	if err != nil {
 		r.say("capfs: run: it could not be recorded for capfs sync: %s\n", showError(err))
@@ -184,7 +192,9 @@ func (r *runner) collect(ctx context.Context, status int) int {
 	rep, err := exportTo(ctx, r.workTree, r.out, r.s, r.lim.sync)
 	if rep != nil {
 		sum := newSummary(r.workPath, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
-		sum.Out = r.out
+		if len(rep.Written) > 0 {
+			sum.Out = r.out
+		}
 		r.printSummary(sum, err)
 		if len(rep.Deleted) > 0 {
 			r.say("capfs: run: %d path(s) deleted in the sandbox are not represented in %s:\n", len(rep.Deleted), show(r.out))

@@ -82,11 +82,14 @@ func (r *runner) apply(ctx context.Context, status int) int {
 		return exitSyncBack
 	}
 	sum := newSummary(r.workPath, "applied", rep)
-	if rep.Checkout != "" || r.keep {
-		sum.Kept = r.keepForLater(ctx, status, "")
-		sum.Checkout = r.workTree.Path()
+	kept := rep.Checkout != "" || r.keep
+	if kept {
+		sum.Kept, sum.Checkout = keptID(r.workTree.Path()), r.workTree.Path()
 	}
 	r.printSummary(sum, serr)
+	if kept {
+		r.keepForLater(ctx, status, "")
+	}
 	if serr != nil {
 		return exitSyncBack
 	}
@@ -113,13 +116,16 @@ func (r *runner) hold(ctx context.Context, status int, verb string, keep bool) i
 		r.printSummary(sum, nil)
 		return status
 	}
-	if keep || r.keep {
-		sum.Kept = r.keepForLater(ctx, status, "")
-		sum.Checkout = r.workTree.Path()
+	keep = keep || r.keep
+	if keep {
+		sum.Kept, sum.Checkout = keptID(r.workTree.Path()), r.workTree.Path()
 	} else {
 		sum.Discarded = true
 	}
 	r.printSummary(sum, serr)
+	if keep {
+		r.keepForLater(ctx, status, "")
+	}
 	return status
 }
 
@@ -302,8 +308,9 @@ type summary struct {
 	Discarded  bool           `json:"discarded,omitempty"`
 	Out        string         `json:"out,omitempty"`
 
-	at   vfs.Path
-	show int
+	at     vfs.Path
+	show   int
+	prefix string // "run" or "sync"
 }
 
 type dirCount struct {
@@ -318,6 +325,7 @@ type dirCount struct {
 type changeLine struct {
 	Kind string `json:"kind"`
 	Path string `json:"path"`
+	Type string `json:"type,omitempty"` // "dir", "symlink"; "" for a file
 	Size int64  `json:"size,omitempty"`
 }
 
@@ -345,7 +353,19 @@ func newSummary(at vfs.Path, verb string, rep *materialize.SyncReport) *summary 
 				s.Bytes += size
 			}
 		}
-		s.Changes = append(s.Changes, changeLine{string(c.Kind), joinGuest(at, c.Path), size})
+		typ := ""
+		if e := c.New; e != nil || c.Old != nil {
+			if e == nil {
+				e = c.Old
+			}
+			switch {
+			case e.IsDir():
+				typ = "dir"
+			case e.IsSymlink():
+				typ = "symlink"
+			}
+		}
+		s.Changes = append(s.Changes, changeLine{string(c.Kind), joinGuest(at, c.Path), typ, size})
 		d := path.Dir(c.Path)
 		dc := dirs[d]
 		if dc == nil {
@@ -406,6 +426,13 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
+func (s *summary) cmd() string {
+	if s.prefix == "" {
+		return "run"
+	}
+	return s.prefix
+}
+
 func (s *summary) empty() bool {
 	return len(s.Changes) == 0 && len(s.Refused) == 0 && len(s.Conflicts) == 0 && len(s.NotApplied) == 0 && len(s.Theirs) == 0 && s.Counts[string(materialize.Touched)] == 0
 }
@@ -419,6 +446,9 @@ func (r *runner) printSummary(s *summary, err error) {
 	if s.show == 0 {
 		s.show = r.show
 	}
+	if r.prefix != "" {
+		s.prefix = r.prefix
+	}
 	if r.jsonOut {
 		if s.Changes == nil {
 			s.Changes = []changeLine{}
@@ -430,13 +460,13 @@ func (r *runner) printSummary(s *summary, err error) {
 		r.say("%s\n", b)
 		return
 	}
-	writeSummary(r.stderr, s, err)
+	writeSummary(r.msgs(), s, err)
 }
 
 func writeSummary(w io.Writer, s *summary, err error) {
 	at := showPath(s.Work)
 	if s.empty() {
-		fmt.Fprintf(w, "capfs: run: no changes in %s\n", at)
+		fmt.Fprintf(w, "capfs: %s: no changes in %s\n", s.cmd(), at)
 	} else {
 		var parts []string
 		add := func(k materialize.ChangeKind, label string) {
@@ -463,8 +493,8 @@ func writeSummary(w io.Writer, s *summary, err error) {
 		if n := len(s.Conflicts); n > 0 {
 			line += fmt.Sprintf("; %d in conflict", n)
 		}
-		fmt.Fprintf(w, "capfs: run: %s in %s: %s\n", s.Verb, at, line)
-		if len(s.Dirs) > 1 || (len(s.Dirs) == 1 && len(s.Changes) > s.show && s.show >= 0) {
+		fmt.Fprintf(w, "capfs: %s: %s in %s: %s\n", s.cmd(), s.Verb, at, line)
+		if len(s.Dirs) > 1 && s.show >= 0 && len(s.Changes) > s.show {
 			for i, d := range s.Dirs {
 				if i == maxDirs {
 					fmt.Fprintf(w, "    ... %d more directories\n", len(s.Dirs)-maxDirs)
@@ -495,7 +525,14 @@ func writeSummary(w io.Writer, s *summary, err error) {
 			if c.Size > 0 {
 				size = "  " + humanBytes(c.Size)
 			}
-			fmt.Fprintf(w, "  %s %s%s\n", changeLetter(materialize.ChangeKind(c.Kind)), show(c.Path), size)
+			name := show(c.Path)
+			switch c.Type {
+			case "dir":
+				name += "/"
+			case "symlink":
+				name += "@"
+			}
+			fmt.Fprintf(w, "  %s %s%s\n", changeLetter(materialize.ChangeKind(c.Kind)), name, size)
 		}
 	}
 	for _, rf := range s.Refused {

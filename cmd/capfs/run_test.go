@@ -131,9 +131,9 @@ func TestRunBuildSyncsBack(t *testing.T) {
 		t.Errorf("b.txt was not deleted: %v", err)
 	}
 	for _, want := range []string{
-		"exited with status 0 (sandboxed; wrappers: bubblewrap)",
-		"3 added, 1 modified, 1 deleted",
-		"  A project/out/result.txt\n", "  M project/a.txt\n", "  D project/b.txt\n",
+		"exited with status 0 (sandboxed; wrappers: bubblewrap; setup ",
+		"applied in project: 3 added, 1 modified, 1 deleted (29 B written)\n",
+		"  A project/out/\n", "  A project/out/result.txt  6 B\n", "  M project/a.txt  8 B\n", "  D project/b.txt\n",
 		"not in the sandbox: project/.env (fs_permission_denied)",
 		"audit log: " + logPath + "\n",
 	} {
@@ -169,15 +169,34 @@ func TestRunExitStatus(t *testing.T) {
 	if r.stdout != "to-stdout\n" {
 		t.Errorf("stdout = %q", r.stdout)
 	}
-	// Changes are synced back whatever the status.
+	// The changes of a failed command are not applied (--sync=on-success, the
+	// default) but kept, with the commands to apply or drop them.
+	if _, err := os.Lstat(filepath.Join(root, "out.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("out.txt was synced back after a failure: %v", err)
+	}
+	for _, want := range []string{"not applied: sh exited with status 7 (--sync=on-success) in project: 1 added", "capfs sync --discard "} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	// --sync=always applies them whatever the status.
+	runCapfs(t, root, "run", "--sync=always", "--", "sh", "-c", "echo partial > out.txt; exit 7").want(t, 7)
 	if b, err := os.ReadFile(filepath.Join(root, "out.txt")); err != nil || string(b) != "partial\n" {
 		t.Errorf("out.txt = %q, %v", b, err)
 	}
 	runCapfs(t, root, "run", "--", "false").want(t, 1)
-	r = runCapfs(t, root, "run", "--", "no-such-program-xyz")
-	if r.code == 0 {
-		t.Errorf("a missing program exited 0")
+	// A missing command exits 127, one that cannot be executed 126, as in a shell.
+	r = runCapfs(t, root, "run", "--", "no-such-program-xyz").want(t, exitNotFound)
+	if !strings.Contains(r.stderr, "no-such-program-xyz: command not found") {
+		t.Errorf("stderr:\n%s", r.stderr)
 	}
+	writeTree(t, root, map[string]string{"notexec.sh": "echo hi\n"})
+	r = runCapfs(t, root, "run", "--", "./notexec.sh").want(t, exitNotExecutable)
+	if !strings.Contains(r.stderr, "./notexec.sh: permission denied") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	runCapfs(t, root, "run", "--", "./missing.sh").want(t, exitNotFound)
+	runCapfs(t, root, "run", "--", "/usr").want(t, exitNotExecutable)
 }
 
 // TestRunWriteOutside checks that the sandboxed command cannot write outside its
@@ -226,11 +245,11 @@ func TestRunRefusals(t *testing.T) {
 			root := t.TempDir()
 			writeTree(t, root, map[string]string{"a.txt": "a\n", ".git/HEAD": "ref: refs/heads/main\n"})
 			before := snapshot(t, root)
-			r := runCapfs(t, root, "run", "--", "sh", "-c", "echo legit > a.txt && "+tc.script).want(t, exitSyncBack)
-			if !strings.Contains(r.stderr, "sync-back refused") || !strings.Contains(r.stderr, tc.path) || !strings.Contains(r.stderr, "("+tc.code+")") {
+			r := runCapfs(t, root, "run", "--on-reject", "abort", "--", "sh", "-c", "echo legit > a.txt && "+tc.script).want(t, exitSyncBack)
+			if !strings.Contains(r.stderr, "capfs: refused: ") || !strings.Contains(r.stderr, tc.path) || !strings.Contains(r.stderr, "("+tc.code+")") {
 				t.Errorf("stderr does not name the refusal of %s (%s):\n%s", tc.path, tc.code, r.stderr)
 			}
-			if !strings.Contains(r.stderr, "applied nothing") {
+			if !strings.Contains(r.stderr, "applied in project: nothing;") {
 				t.Errorf("stderr does not say nothing was applied:\n%s", r.stderr)
 			}
 			noHostPath(t, r.stderr, root)
@@ -298,8 +317,8 @@ func TestRunConflict(t *testing.T) {
 		stderrOK string
 	}{
 		{"fail", exitSyncBack, "theirs\n", "conflict: project/a.txt changed in the source and in the sandbox"},
-		{"theirs", 0, "theirs\n", "(kept the source's) modified project/a.txt"},
-		{"ours", 0, "ours\n", "  M project/a.txt\n"},
+		{"theirs", 0, "theirs\n", "kept the source's version of project/a.txt"},
+		{"ours", 0, "ours\n", "  M project/a.txt  5 B\n"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
@@ -354,10 +373,7 @@ func TestRunConflict(t *testing.T) {
 				t.Errorf("a.txt = %q, want %q", got, tc.want)
 			}
 			gotB, _ := os.ReadFile(filepath.Join(root, "b.txt"))
-			wantB := "b2\n"
-			if tc.mode == "fail" {
-				wantB = "b\n" // a conflict applies nothing
-			}
+			wantB := "b2\n" // a conflict leaves the rest applied (--on-reject apply-rest)
 			if string(gotB) != wantB {
 				t.Errorf("b.txt = %q, want %q", gotB, wantB)
 			}
@@ -367,7 +383,7 @@ func TestRunConflict(t *testing.T) {
 				if !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("the checkout was not removed: %v", err)
 				}
-			} else if err != nil || !strings.Contains(stderr.String(), "the checkout holding them is kept at "+checkout+"\n") {
+			} else if err != nil || !strings.Contains(stderr.String(), "the checkout is kept at "+checkout+" (id ") {
 				t.Errorf("the checkout was not kept (%v), or not reported:\n%s", err, stderr.String())
 			}
 		})
@@ -388,11 +404,11 @@ func TestRunOnReject(t *testing.T) {
 			root, base := t.TempDir(), t.TempDir()
 			writeTree(t, root, map[string]string{"a.txt": "a\n"})
 			r := runCapfsEnv(t, root, []string{"CAPFS_TMPDIR=" + base}, "run", "--on-reject", mode, "--", "sh", "-c", script).want(t, exitSyncBack)
-			if !strings.Contains(r.stderr, "sync-back refused added project/.bashrc") {
+			if !strings.Contains(r.stderr, "capfs: refused: added project/.bashrc") {
 				t.Errorf("the refusal is not listed:\n%s", r.stderr)
 			}
 			kept, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*"))
-			if len(kept) != 1 || !strings.Contains(r.stderr, "kept at "+kept[0]+"\n") {
+			if len(kept) != 1 || !strings.Contains(r.stderr, "kept at "+kept[0]+" (id ") {
 				t.Fatalf("checkouts kept %v:\n%s", kept, r.stderr)
 			}
 			if b, err := os.ReadFile(filepath.Join(kept[0], ".bashrc")); err != nil || string(b) != "evil\n" {
@@ -404,13 +420,13 @@ func TestRunOnReject(t *testing.T) {
 			a, _ := os.ReadFile(filepath.Join(root, "a.txt"))
 			out, _ := os.ReadFile(filepath.Join(root, "gen/out"))
 			if mode == "abort" {
-				if string(a) != "a\n" || out != nil || !strings.Contains(r.stderr, "applied nothing") ||
-					!strings.Contains(r.stderr, "  M project/a.txt: not applied: other changes were refused") {
+				if string(a) != "a\n" || out != nil || !strings.Contains(r.stderr, "applied in project: nothing;") ||
+					!strings.Contains(r.stderr, "not applied: modified project/a.txt: not applied: other changes were refused") {
 					t.Errorf("abort applied something (a.txt %q, gen/out %q):\n%s", a, out, r.stderr)
 				}
 				return
 			}
-			if string(a) != "legit\n" || string(out) != "out\n" || !strings.Contains(r.stderr, "sync-back applied 3 change(s):") {
+			if string(a) != "legit\n" || string(out) != "out\n" || !strings.Contains(r.stderr, "applied in project: 2 added, 1 modified") {
 				t.Errorf("apply-rest: a.txt %q, gen/out %q:\n%s", a, out, r.stderr)
 			}
 		})
@@ -421,7 +437,7 @@ func TestRunOnReject(t *testing.T) {
 		writeTree(t, root, map[string]string{"a.txt": "a\n"})
 		r := runCapfsEnv(t, root, []string{"CAPFS_TMPDIR=" + base}, "run", "--keep-checkout", "--", "sh", "-c", "echo b > a.txt").want(t, 0)
 		kept, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*"))
-		if len(kept) != 1 || !strings.Contains(r.stderr, "the checkout is kept at "+kept[0]+"\n") {
+		if len(kept) != 1 || !strings.Contains(r.stderr, "the checkout is kept at "+kept[0]+" (id ") {
 			t.Fatalf("checkouts kept %v:\n%s", kept, r.stderr)
 		}
 		if a, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(a) != "b\n" {
@@ -434,7 +450,8 @@ func TestRunOnReject(t *testing.T) {
 // sandbox.
 func TestRunUsage(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
+	root, full := t.TempDir(), t.TempDir()
+	writeTree(t, full, map[string]string{"x": "x"})
 	ro := "r=physical:" + root + ",ro"
 	for _, tc := range []struct {
 		args []string
@@ -445,7 +462,13 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"run", "--on-reject", "maybe", "--", "true"}, "--on-reject maybe"},
 		{[]string{"run", "--env", "NOEQUALS", "--", "true"}, "--env NOEQUALS"},
 		{[]string{"-m", ro, "run", "--work", "elsewhere", "--", "true"}, "not inside any mount"},
-		{[]string{"-m", ro, "run", "--work", "r", "--", "true"}, "is read-only"},
+		{[]string{"run", "--sync", "maybe", "--", "true"}, "--sync maybe"},
+		{[]string{"run", "--tty", "maybe", "--", "true"}, "--tty maybe"},
+		{[]string{"run", "--max-files", "-1", "--", "true"}, "--max-files -1"},
+		{[]string{"run", "--max-bytes", "lots", "--", "true"}, "--max-bytes lots"},
+		{[]string{"run", "--out", root, "--", "true"}, "--out is for --rev"},
+		{[]string{"-m", ro, "run", "--work", "r", "--out", full, "--", "true"}, "not empty"},
+		{[]string{"--no-default-mounts", "run", "--", "true"}, "no mounts"},
 		{[]string{"run", "--work", "../x", "--", "true"}, "--work ../x"},
 	} {
 		r := runCapfs(t, root, tc.args...)
@@ -561,7 +584,7 @@ func TestRunWorkSubdir(t *testing.T) {
 		t.Errorf("sub/new.txt = %q, %v", b, err)
 	}
 	logPath := filepath.Join(state, "capfs", "audit.jsonl")
-	if !strings.Contains(r.stderr, "  A p/sub/new.txt\n") || !strings.Contains(r.stderr, "audit log: "+logPath+"\n") {
+	if !strings.Contains(r.stderr, "  A p/sub/new.txt  2 B\n") || !strings.Contains(r.stderr, "audit log: "+logPath+"\n") {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 	if len(readAudit(t, logPath)) == 0 {
@@ -615,7 +638,7 @@ func TestRunFinishesInterruptedSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runCapfsEnv(t, root, []string{"XDG_STATE_HOME=" + state, "CAPFS_TMPDIR=" + base}, "run", "--", "true").want(t, 0)
-	for _, want := range []string{"capfs: run: finishing the sync-back into project interrupted at ", "  M project/a.txt\n"} {
+	for _, want := range []string{"capfs: run: finishing the sync-back into project interrupted at ", "  M project/a.txt  4 B\n"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
@@ -650,7 +673,7 @@ func TestRunMakeConverges(t *testing.T) {
 		"main.c":   "int x1(void); int x2(void);\nint main(void) { return x1() + x2() - 3; }\n",
 	})
 	r := runCapfs(t, root, "run", "--", "make").want(t, 0)
-	if !strings.Contains(r.stderr, "synced back to project: 5 added") {
+	if !strings.Contains(r.stderr, "applied in project: 5 added") {
 		t.Fatalf("first run:\n%s\n%s", r.stdout, r.stderr)
 	}
 	before := snapshot(t, root)
@@ -663,7 +686,7 @@ func TestRunMakeConverges(t *testing.T) {
 		times[name] = fi.ModTime()
 	}
 	r = runCapfs(t, root, "run", "--", "make").want(t, 0)
-	if !strings.Contains(r.stdout, "is up to date") || !strings.Contains(r.stderr, "synced back to project: 0 added, 0 modified, 0 deleted\n") {
+	if !strings.Contains(r.stdout, "is up to date") || !strings.Contains(r.stderr, "capfs: run: no changes in project\n") {
 		t.Fatalf("second run did something:\n%s\n%s", r.stdout, r.stderr)
 	}
 	sameSnapshot(t, before, snapshot(t, root))

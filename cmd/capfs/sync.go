@@ -256,7 +256,7 @@ func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w 
 	defer t.Close()
 	r := &runner{s: s, stderr: w, stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(), workPath: wp, workTree: t, workDir: d,
 		conflict: f.conflict, onReject: f.onReject, lim: f.lim, jsonOut: f.json, show: f.show, syncLabel: rec.Label,
-		argv: rec.Command, keptID: rec.ID, writeBack: rec.Label != ""}
+		argv: rec.Command, keptID: rec.ID, writeBack: rec.Label != "", prefix: "sync"}
 	switch {
 	case f.diff:
 		t.Keep()
