@@ -356,6 +356,9 @@ func (x *extractor) entry(e *entry, open func() (io.Reader, func(), error)) erro
 		return fmt.Errorf("%w: more than %d entries", ErrLimit, x.lim.MaxEntries)
 	}
 	clean, isDir, reason := SanitizeName(e.raw, x.lim.MaxDepth)
+	if reason == ReasonEmpty && e.raw != "" && (e.kind == kindDir || isDir && e.kind == kindFile && e.size == 0) {
+		return nil // "./": the destination itself, which exists
+	}
 	if reason != "" {
 		x.filter(e, "", reason, "")
 		return nil

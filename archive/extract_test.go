@@ -103,8 +103,8 @@ func TestCorpus(t *testing.T) {
 	for _, bname := range []string{"memory", "physical"} {
 		for _, c := range archivetest.Corpus() {
 			t.Run(bname+"/"+c.Name, func(t *testing.T) {
-				if bname == "physical" && c.Name == "huge entry count" && testing.Short() {
-					t.Skip("short")
+				if bname == "physical" && c.Name == "huge entry count" && os.Getenv("CAPFS_STRESS") == "" {
+					t.Skip("the memory run covers it; CAPFS_STRESS=1 runs it on disk too")
 				}
 				root := world(t, backends[bname](t))
 				before := snapshot(t, root)
@@ -209,6 +209,9 @@ func TestNothingEscapesOnDisk(t *testing.T) {
 	}
 	d, _ := dir.New(b)
 	for _, c := range archivetest.Corpus() {
+		if c.Name == "huge entry count" {
+			continue // refused by a count, names nothing outside
+		}
 		opts := c.Opts
 		opts.Links = archive.LinksInside
 		opts.Overwrite = true

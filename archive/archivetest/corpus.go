@@ -315,6 +315,8 @@ func Corpus() []Case {
 	deep := strings.Repeat("d/", 300) + "f"
 	add(Case{Name: "deep path", Data: Tar(Ent{Name: deep, Body: "x"}),
 		Extracted: []string{}, Filtered: reasons(deep[:512]+"...", "depth")})
+	add(Case{Name: "the destination itself", Data: Tar(Ent{Name: "./", Type: tar.TypeDir}, Ent{Name: "./f", Body: "x"}, Ent{Name: ".", Body: "file named dot"}),
+		Extracted: []string{"f"}, Filtered: reasons(".", "empty-name")})
 	add(Case{Name: "dot components cleaned", Data: Tar(Ent{Name: "./x//y/./z.txt", Body: "x"}),
 		Extracted: []string{"x/y/z.txt"}, Filtered: reasons()})
 
