@@ -96,13 +96,10 @@ type Options struct {
 	Filter func(path string, mode fs.FileMode) bool
 }
 
-// Mode clamping. The archive's permission bits are advisory: setuid, setgid and
-// sticky are always dropped, ownership is never applied, and group/other write
-// is never granted. A file is extracted 0644, or 0755 if the archive gives it
-// any execute bit; a directory 0755. Owner-only archives (0600, 0700) keep their
-// narrower bits: the result is the archive's bits ANDed with that maximum,
-// with owner read (and, for directories, owner write and search) always set so
-// the extraction can complete.
+// Mode clamping (see the package doc): the archive's permission bits ANDed
+// with 0644 (0755 if any execute bit is set) for files and 0755 for
+// directories, with owner rw (files) or rwx (directories) always set; setuid,
+// setgid and sticky always dropped.
 func clampFile(m fs.FileMode) fs.FileMode {
 	max := fs.FileMode(0o644)
 	if m&0o111 != 0 {
