@@ -24,7 +24,7 @@ type CASFixture struct {
 	Base     string     // temporary directory holding everything below
 	Store    *cas.Store // warm: the work tree snapshotted, stat cache and link cache filled
 	Root     cas.Digest // the work tree's root digest
-	GitDir   string     // a repository whose index is the work tree, added and refreshed
+	GitDir   string     // a repository whose HEAD and index are the work tree (added, committed, refreshed)
 	Files    int
 	Bytes    int64
 }
@@ -65,7 +65,12 @@ func NewCASFixture() (*CASFixture, error) {
 		fx.Close()
 		return nil, err
 	}
-	// Refresh the index's stat data as git status would, once.
+	// Commit, so that status compares an unchanged tree, and refresh the
+	// index's stat data as git status would, once.
+	if err := runGit(fx.GitDir, work, "commit", "-q", "-m", "src"); err != nil {
+		fx.Close()
+		return nil, err
+	}
 	if err := runGit(fx.GitDir, work, "status", "--porcelain"); err != nil {
 		fx.Close()
 		return nil, err

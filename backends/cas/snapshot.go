@@ -236,7 +236,7 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 				if ctx.Err() != nil {
 					continue
 				}
-				d, err := s.storeFile(ctx, src, j.rel)
+				d, err := s.storeFile(ctx, src, j.rel, j.e.size)
 				if refused(err) {
 					// Left out: the slot keeps its zero digest, dropped below.
 					if opts.Denied != nil {
@@ -378,13 +378,13 @@ func (c *statCache) keep(rel string, e snapEntry, d Digest) {
 }
 
 // storeFile reads one file of src and stores it.
-func (s *Store) storeFile(ctx context.Context, src source, rel string) (Digest, error) {
+func (s *Store) storeFile(ctx context.Context, src source, rel string, size int64) (Digest, error) {
 	r, err := src.open(ctx, rel)
 	if err != nil {
 		return Digest{}, err
 	}
 	defer r.Close()
-	return s.put(ctx, r, nil)
+	return s.put(ctx, r, nil, size)
 }
 
 // storeDirs encodes and stores sd's subtree bottom-up and returns sd's digest.

@@ -233,7 +233,7 @@ func (s *Store) place(tmp string, d Digest) error {
 // while it is hashed, then compressed from there if that saves space.
 func (s *Store) Put(ctx context.Context, r io.Reader) (Digest, error) {
 	defer s.ingest()()
-	return s.put(ctx, r, nil)
+	return s.put(ctx, r, nil, -1)
 }
 
 // PutDigest stores the bytes read from r as blob d, checking them against d: bytes
@@ -244,13 +244,20 @@ func (s *Store) PutDigest(ctx context.Context, d Digest, r io.Reader) error {
 	if ok, err := s.Has(d); err != nil || ok {
 		return err
 	}
-	_, err := s.put(ctx, io.LimitReader(r, d.Size+1), &d)
+	_, err := s.put(ctx, io.LimitReader(r, d.Size+1), &d, d.Size)
 	return err
 }
 
-func (s *Store) put(ctx context.Context, r io.Reader, want *Digest) (Digest, error) {
-	buf := make([]byte, 0, 64<<10)
-	small, err := readUpTo(r, buf, smallBlob+1)
+// put stores what r holds; hint, when not negative, is its expected size (the
+// first buffer is sized for it).
+func (s *Store) put(ctx context.Context, r io.Reader, want *Digest, hint int64) (Digest, error) {
+	size := 64 << 10
+	if hint >= 0 {
+		size = int(min(hint, smallBlob)) + 1
+	}
+	buf := getBuf(size)
+	defer putBuf(buf)
+	small, err := readUpTo(r, (*buf)[:0], smallBlob+1)
 	if err != nil {
 		return Digest{}, err
 	}
@@ -343,6 +350,23 @@ func (s *Store) compressFile(ctx context.Context, f *os.File, size int64) (strin
 		return "", false
 	}
 	return name, true
+}
+
+// bufPool recycles read buffers of up to 1 MiB between puts.
+var bufPool sync.Pool
+
+func getBuf(n int) *[]byte {
+	if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= n {
+		return b
+	}
+	b := make([]byte, 0, max(n, 4<<10))
+	return &b
+}
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		bufPool.Put(b)
+	}
 }
 
 func readUpTo(r io.Reader, buf []byte, n int) ([]byte, error) {
