@@ -1,5 +1,7 @@
 // Package authority is the host's Filesystem Authority: a registry of named roots
-// and the grants made over them. A host registers its roots once
+// and the grants made over them, and the one place direct file access (a
+// grant's Dir) and process execution (Run: a sandbox on the subject's grants)
+// get their authority from. A host registers its roots once
 // (Register("workspace:conv1", backend)); when a subject (an agent run, an
 // extension, an automation) needs files, the host grants it a Dir over one root, or a
 // directory within it, with an access list, a reason, a source and optionally an
@@ -19,6 +21,56 @@
 //		TTL:     time.Hour,
 //	})
 //	// hand ws to the agent; a.Revoke(g.ID) when the run ends
+//
+// # Root kinds
+//
+// RegisterRoot registers a root of a kind (workspace, extension-storage,
+// artifact, temp, knowledge, downloads, secret); grants over it then follow the
+// kind's KindSpec, documented on each kind constant and listed by
+// DefaultKindSpecs:
+//
+//	kind               owner                  who may be granted it     default access           never    listed  sandbox  cleanup
+//	workspace          workspace runtime      anyone                    list metadata read       -        yes     yes      host
+//	extension-storage  extension host         its extension (and core)  all but archive, watch   -        yes     yes      host
+//	artifact           artifacts / export     anyone                    list metadata read arch. -        yes     yes      host
+//	temp               CreateTempWorkspace    its owner                 all                      -        yes     yes      authority
+//	knowledge          knowledge extension    core, automation, agent   explicit list only       -        yes     yes      host
+//	                                          run, extension; sources
+//	                                          user-approval, manifest,
+//	                                          core
+//	downloads          browser/import flows   anyone                    list metadata read arch. -        yes     yes      host
+//	secret             secrets surfaces       sources user-approval     explicit list only       list     no      no       host
+//	                                          and core                                           watch
+//	                                                                                             archive
+//
+// "Listed" is ListRoots (a secret root is granted by name only, never
+// discovered); "sandbox" is whether Run and GrantSetFor may bind it (a secret
+// root never is). Roots registered with Register have no kind and no kind rule.
+//
+// # Persistence
+//
+// Open keeps the grant records in a JSON file, rewritten atomically at every
+// change before the call returns. After a restart, revoked and expired grants
+// stay ended, active grants whose expiry passed meanwhile are recorded as
+// expired, and an active grant gets its Dir back with Restore once its root is
+// registered again (same id, so its audit trail continues).
+//
+// # Temporary workspaces
+//
+// CreateTempWorkspace makes a private scratch root (memory with a quota, or a
+// 0700 host directory), grants it to its owner and returns a TempWorkspace
+// whose Close removes it; ReapTemp removes the host directories a crashed
+// owner left (a flock held for the workspace's life tells live from dead).
+//
+// # Sandboxes on grants
+//
+// Run runs a command in the sandbox (materialize/sandbox, bubblewrap by
+// default) with exactly the subject's grants: read grants checked out through
+// their Dir and bound read-only, writable grants bound read-write and synced
+// back through their Dir after the command exits, under the grant's id and
+// with audit.Event.Tag naming the run and its wrappers; a grant revoked or
+// expired during the run refuses its sync-back. GrantSetFor and ParseGrantSet
+// serialize a subject's grants for an external wrapper.
 //
 // # What a grant guarantees
 //
@@ -47,10 +99,14 @@
 // # What it does not do
 //
 //   - It does not authenticate subjects: the host asserts who a subject is.
-//   - It does not persist grants: records live in memory for the Authority's life
-//     (Prune forgets ended ones). A host that needs them across restarts serializes
-//     ListAll.
-//   - It has no "archive" or "watch" access (capfs has no such Dir operations).
+//   - Without Open, records live in memory for the Authority's life (Prune
+//     forgets ended ones). Roots are never persisted: the host registers them at
+//     each start.
+//   - Archive and Watch are purposes, not operations: they are required on top
+//     of the per-call access for the calls Dir.ExtractArchive, CreateArchive and
+//     Watch make (dir.Purpose), so a grant with Write but not Archive can still
+//     write the same files one by one.
+//   - A TempPhysical workspace's quota bounds each file, not the total.
 //   - The access list is checked per policy operation, and an Open is one
 //     operation: a Handle opened for writing (os.O_RDWR, which needs Write) can also
 //     read the file, and Append or Open for writing need only Write. A grant with
