@@ -250,8 +250,12 @@ func MCPWorkloadsFor(fx *MCPFixture) []MCPWorkload {
 	}
 	return append(ws,
 		MCPWorkload{Name: "list a directory", Impls: []MCPImpl{
-			{Name: "capfs mcp list (with sizes)", Run: mcpList},
-			{Name: "reference list_directory", Peer: true, Run: refList},
+			{Name: "capfs mcp list sizes=false", Run: func(b *testing.B, fx *MCPFixture) { mcpList(b, fx, false) }},
+			{Name: "reference list_directory", Peer: true, Run: func(b *testing.B, fx *MCPFixture) { refList(b, fx, "list_directory") }},
+		}},
+		MCPWorkload{Name: "list a directory with sizes", Impls: []MCPImpl{
+			{Name: "capfs mcp list", Run: func(b *testing.B, fx *MCPFixture) { mcpList(b, fx, true) }},
+			{Name: "reference list_directory_with_sizes", Peer: true, Run: func(b *testing.B, fx *MCPFixture) { refList(b, fx, "list_directory_with_sizes") }},
 		}},
 		MCPWorkload{Name: "tree of a directory", Impls: []MCPImpl{
 			{Name: "capfs mcp tree (all levels)", Run: mcpTree},
@@ -301,20 +305,20 @@ func (fx *MCPFixture) hostPath(rel string) string {
 	return filepath.Join(fx.Src, filepath.FromSlash(rel))
 }
 
-func mcpList(b *testing.B, fx *MCPFixture) {
+func mcpList(b *testing.B, fx *MCPFixture, sizes bool) {
 	for i := 0; i < b.N; i++ {
-		out := fx.call(b, "list", map[string]any{"path": "src/" + fx.ListDir})
+		out := fx.call(b, "list", map[string]any{"path": "src/" + fx.ListDir, "sizes": sizes})
 		if i == 0 && strings.Count(out, "\n") != fx.Entries {
 			b.Fatalf("capfs list: %d lines, %d entries", strings.Count(out, "\n"), fx.Entries)
 		}
 	}
 }
 
-func refList(b *testing.B, fx *MCPFixture) {
+func refList(b *testing.B, fx *MCPFixture, tool string) {
 	for i := 0; i < b.N; i++ {
-		out := call(b, fx.ref, "list_directory", map[string]any{"path": fx.hostPath(fx.ListDir)})
-		if i == 0 && strings.Count(out, "\n")+1 != fx.Entries {
-			b.Fatalf("reference list_directory: %d lines, %d entries", strings.Count(out, "\n")+1, fx.Entries)
+		out := call(b, fx.ref, tool, map[string]any{"path": fx.hostPath(fx.ListDir)})
+		if i == 0 && strings.Count(out, "[DIR]")+strings.Count(out, "[FILE]") != fx.Entries {
+			b.Fatalf("reference %s: %d entries shown, %d in the directory:\n%.300s", tool, strings.Count(out, "[DIR]")+strings.Count(out, "[FILE]"), fx.Entries, out)
 		}
 	}
 }

@@ -129,7 +129,11 @@ func textError(op, path string, head []byte, line int) error {
 func mediaType(name string, head []byte) string {
 	mt := http.DetectContentType(head)
 	if strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "audio/") {
-		return strings.TrimSpace(strings.Split(mt, ";")[0])
+		mt = strings.TrimSpace(strings.Split(mt, ";")[0])
+		if mt == "audio/wave" {
+			mt = "audio/wav"
+		}
+		return mt
 	}
 	if mt == "application/ogg" {
 		return "audio/ogg"

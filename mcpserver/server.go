@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -304,6 +305,9 @@ func errorText(err error) string {
 func hintFor(code string, err error) string {
 	if code == string(vfs.CodeConflict) && vfs.CodeOf(err) == vfs.CodeInvalidPath {
 		return "The entry changed while the call ran (a concurrent rename or symlink swap); call again."
+	}
+	if code == string(vfs.CodeNotFound) && strings.Contains(err.Error(), "old_string occurs 0 times") {
+		return "Read the lines again and copy old_string from them exactly."
 	}
 	return hints[vfs.Code(code)]
 }

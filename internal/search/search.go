@@ -34,7 +34,8 @@
 //     root, .git/info/exclude, the global excludes file and .ignore/.rgignore
 //     are not consulted, and they apply whether or not the tree is a git
 //     work tree (rg requires one).
-//   - A file that changes while it is read is searched as it was read.
+//   - A file that changes while it is read is searched as it was read; one
+//     that grows after its Stat is searched up to the size Stat reported.
 //   - Case-insensitive matching follows Go's regexp (?i), i.e. Unicode simple
 //     case folding.
 package search
@@ -185,7 +186,7 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		opts.MaxFileSize = DefaultMaxFileSize
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
+		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	if opts.Before < 0 || opts.After < 0 {
 		return sum, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: errors.New("context lines must not be negative")}
@@ -223,10 +224,22 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		defer close(s.order)
 		defer close(s.work)
 		if !info.IsDir() {
-			s.file(ctx, root)
+			s.file(ctx, d, root, root)
 			return
 		}
-		s.walk(ctx, root, nil, s.prefetch(ctx, root))
+		rd := d
+		if root != "." {
+			var err error
+			if rd, err = d.Sub(ctx, root); err != nil {
+				s.skip(ctx, root, err)
+				return
+			}
+		}
+		l := &listing{done: make(chan struct{})}
+		l.dd = rd
+		l.ents, l.err = rd.ReadDir(ctx, ".")
+		close(l.done)
+		s.walk(ctx, root, nil, l)
 	}()
 	defer wg.Wait()
 
@@ -315,6 +328,8 @@ func join(dirPath, name string) string {
 // by the walk. done is closed once it is final.
 type slot struct {
 	path     string
+	dd       *dir.Dir // the directory holding the file (files are opened by name in it)
+	name     string
 	done     chan struct{}
 	searched bool
 	binary   bool
@@ -333,36 +348,50 @@ type searcher struct {
 	sem   chan struct{} // bounds concurrent directory reads ahead of the walk
 }
 
-// listing is a directory's entries, read ahead of the walk when possible.
+// listing is a directory, opened as a Dir of its own (so that its files are
+// opened by one name, not resolved from the root again) and its entries, read
+// ahead of the walk when possible.
 type listing struct {
-	done chan struct{}
-	ents []fs.DirEntry
-	err  error
+	parent *dir.Dir
+	name   string
+	done   chan struct{}
+	dd     *dir.Dir
+	ents   []fs.DirEntry
+	err    error
 }
 
-// prefetch starts reading directory p's entries in the background if a slot
-// is free, else returns a listing read when it is waited for.
-func (s *searcher) prefetch(ctx context.Context, p string) *listing {
-	l := &listing{}
+// open opens the directory and reads its entries.
+func (l *listing) open(ctx context.Context) {
+	l.dd, l.err = l.parent.OpenDir(ctx, l.name)
+	if l.err == nil {
+		l.ents, l.err = l.dd.ReadDir(ctx, ".")
+	}
+}
+
+// prefetch starts opening directory name of parent in the background if a
+// slot is free, else returns a listing opened when it is waited for.
+func (s *searcher) prefetch(ctx context.Context, parent *dir.Dir, name string) *listing {
+	l := &listing{parent: parent, name: name}
 	select {
 	case s.sem <- struct{}{}:
 		l.done = make(chan struct{})
 		go func() {
 			defer func() { <-s.sem }()
 			defer close(l.done)
-			l.ents, l.err = s.d.ReadDir(ctx, p)
+			l.open(ctx)
 		}()
 	default:
 	}
 	return l
 }
 
-func (l *listing) wait(ctx context.Context, s *searcher, p string) ([]fs.DirEntry, error) {
+func (l *listing) wait(ctx context.Context) (*dir.Dir, []fs.DirEntry, error) {
 	if l.done == nil {
-		return s.d.ReadDir(ctx, p)
+		l.open(ctx)
+	} else {
+		<-l.done
 	}
-	<-l.done
-	return l.ents, l.err
+	return l.dd, l.ents, l.err
 }
 
 // put queues a slot in order (and for searching if work); false if the search
@@ -386,8 +415,8 @@ func (s *searcher) put(ctx context.Context, sl *slot, work bool) bool {
 	}
 }
 
-func (s *searcher) file(ctx context.Context, p string) bool {
-	return s.put(ctx, &slot{path: p, done: make(chan struct{})}, true)
+func (s *searcher) file(ctx context.Context, dd *dir.Dir, name, p string) bool {
+	return s.put(ctx, &slot{path: p, dd: dd, name: name, done: make(chan struct{})}, true)
 }
 
 func (s *searcher) skip(ctx context.Context, p string, err error) bool {
@@ -409,18 +438,18 @@ func (s *searcher) skip(ctx context.Context, p string, err error) bool {
 // walk searches directory p (relative path rel from the root, as components)
 // whose listing is l; ignores are the .gitignore patterns in force.
 func (s *searcher) walk(ctx context.Context, p string, rel []string, l *listing) bool {
-	ents, err := l.wait(ctx, s, p)
+	dd, ents, err := l.wait(ctx)
 	if err != nil {
 		return s.skip(ctx, p, err)
 	}
-	return s.walkEntries(ctx, p, rel, ents, nil)
+	return s.walkEntries(ctx, dd, p, rel, ents, nil)
 }
 
-func (s *searcher) walkEntries(ctx context.Context, p string, rel []string, ents []fs.DirEntry, ignores []gitignore.Pattern) bool {
+func (s *searcher) walkEntries(ctx context.Context, dd *dir.Dir, p string, rel []string, ents []fs.DirEntry, ignores []gitignore.Pattern) bool {
 	if !s.opts.NoIgnore {
 		for _, e := range ents {
 			if e.Name() == ".gitignore" && e.Type().IsRegular() {
-				if data, err := s.d.ReadFile(ctx, join(p, ".gitignore")); err == nil {
+				if data, err := dd.ReadFile(ctx, ".gitignore"); err == nil {
 					ignores = appendPatterns(ignores, data, rel)
 				} else if code := vfs.CodeOf(err); code == vfs.CodeRevoked || ctx.Err() != nil {
 					return s.skip(ctx, p, err)
@@ -433,7 +462,7 @@ func (s *searcher) walkEntries(ctx context.Context, p string, rel []string, ents
 	var ahead []*listing
 	for _, e := range ents {
 		if e.IsDir() && s.keep(e, rel, ignores) {
-			ahead = append(ahead, s.prefetch(ctx, join(p, e.Name())))
+			ahead = append(ahead, s.prefetch(ctx, dd, e.Name()))
 		}
 	}
 	next := 0
@@ -451,21 +480,21 @@ func (s *searcher) walkEntries(ctx context.Context, p string, rel []string, ents
 			next++
 			child := join(p, name)
 			crel := append(rel[:len(rel):len(rel)], name)
-			cents, err := l.wait(ctx, s, child)
+			cdd, cents, err := l.wait(ctx)
 			if err != nil {
 				if !s.skip(ctx, child, err) {
 					return false
 				}
 				continue
 			}
-			if !s.walkEntries(ctx, child, crel, cents, ignores) {
+			if !s.walkEntries(ctx, cdd, child, crel, cents, ignores) {
 				return false
 			}
 		case t.IsRegular():
 			if !s.keep(e, rel, ignores) || !s.included(rel, name) {
 				continue
 			}
-			if !s.file(ctx, join(p, name)) {
+			if !s.file(ctx, dd, name, join(p, name)) {
 				return false
 			}
 		}
@@ -564,7 +593,7 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 			sl.skip = &Skip{Path: sl.path, Reason: SkipUnreadable, Err: err}
 		}
 	}
-	h, err := s.d.Open(ctx, sl.path, os.O_RDONLY, 0)
+	h, err := sl.dd.Open(ctx, sl.name, os.O_RDONLY, 0)
 	if err != nil {
 		fail(err)
 		return
@@ -583,8 +612,9 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: size}
 		return
 	}
-	// Read the whole file into the reused buffer (one more byte than stated,
-	// to see a file that grew).
+	// Read the whole file into the reused buffer: as many bytes as Stat
+	// reported (a file of size 0, such as some special files report, is read to
+	// EOF).
 	want := int(size) + 1
 	if cap(w.buf) < want {
 		w.buf = make([]byte, want+want/4+4096)
@@ -610,7 +640,9 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 			fail(err)
 			return
 		}
-		if k == 0 {
+		if k == 0 || (size > 0 && int64(n) >= size) {
+			// As large as Stat said: the file is searched as it was then,
+			// without a read to see EOF.
 			break
 		}
 	}
