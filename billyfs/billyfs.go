@@ -1,0 +1,342 @@
+// Package billyfs presents a capfs Dir as a go-billy v5 file system
+// (billy.Filesystem: Basic, TempFile, Dir, Symlink, Chroot, plus billy.Chmod),
+// so libraries written against billy, go-git above all, work inside a
+// capability: a clone into memory scratch, a work tree on a physical Dir under
+// policy.
+//
+// Every method is one or a few enforced, audited calls on the Dir (with
+// context.Background()): revocation, read-only attenuation, the policy, hooks
+// and the audit trail apply exactly as to the same calls made directly.
+//
+// # Guarantees
+//
+//   - Names are Dir guest paths relative to the file system's root; a leading
+//     "/" means that root and ".." cannot climb above it (the Dir refuses,
+//     path_outside_sandbox). Chroot re-roots on a pinned Dir.Sub.
+//   - Errors are *fs.PathError values whose Err is the errno the code stands
+//     for (not_found is ENOENT, already_exists EEXIST, read_only EROFS, ...),
+//     so os.IsNotExist, os.IsExist and errors.Is(err, fs.ErrNotExist) work as
+//     go-git expects; the path is the guest's, never a host path. io.EOF passes
+//     through unchanged.
+//   - Capabilities are declared truthfully: read, write, read-and-write, seek
+//     and truncate for a writable Dir; read and seek for a read-only one.
+//     LockCapability is not declared: File.Lock and Unlock succeed without
+//     locking anything, as billy's memfs does.
+//   - As billy's osfs does, OpenFile with O_CREATE, Rename, Symlink and
+//     TempFile create the missing parent directories of the name they create.
+//
+// # Not guaranteed
+//
+//   - MkdirAll ignores perm: directories get the Dir's 0755.
+//   - Chroot creates the directory if it is missing (go-git chroots ".git"
+//     before writing to it), as one MkdirAll.
+//   - ReadDir returns each entry's Lstat, one Dir call per entry.
+package billyfs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-billy/v5"
+
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+)
+
+// FS is a billy.Filesystem over a Dir. It is safe for concurrent use.
+type FS struct {
+	d    *dir.Dir
+	root string // shown by Root: "/" and the chroot path
+}
+
+var (
+	_ billy.Filesystem = (*FS)(nil)
+	_ billy.Capable    = (*FS)(nil)
+	_ billy.Chmod      = (*FS)(nil)
+)
+
+// New returns d as a billy.Filesystem whose root is d's root.
+func New(d *dir.Dir) *FS { return &FS{d: d, root: "/"} }
+
+var bg = context.Background()
+
+// Capabilities reports what the Dir allows: everything but locking for a
+// writable Dir, reading and seeking for a read-only one.
+func (f *FS) Capabilities() billy.Capability {
+	if f.d.IsReadOnly() {
+		return billy.ReadCapability | billy.SeekCapability
+	}
+	return billy.WriteCapability | billy.ReadCapability | billy.ReadAndWriteCapability |
+		billy.SeekCapability | billy.TruncateCapability
+}
+
+// Create creates or truncates filename (mode 0666 before the Dir's rules) and
+// opens it for reading and writing.
+func (f *FS) Create(filename string) (billy.File, error) {
+	return f.OpenFile(filename, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+
+// Open opens filename for reading.
+func (f *FS) Open(filename string) (billy.File, error) {
+	return f.OpenFile(filename, os.O_RDONLY, 0)
+}
+
+// OpenFile opens filename with os flags; with O_CREATE the missing parent
+// directories are created first.
+func (f *FS) OpenFile(filename string, flag int, perm os.FileMode) (billy.File, error) {
+	if flag&os.O_CREATE != 0 {
+		if err := f.mkParent(filename); err != nil {
+			return nil, pathErr("open", filename, err)
+		}
+	}
+	h, err := f.d.Open(bg, filename, flag, perm)
+	if err != nil {
+		return nil, pathErr("open", filename, err)
+	}
+	return &file{h: h, name: filename}, nil
+}
+
+func (f *FS) mkParent(name string) error {
+	p := path.Dir(path.Join("/", name))
+	if p == "/" {
+		return nil
+	}
+	return f.d.MkdirAll(bg, p)
+}
+
+// Stat describes filename, following a final symlink.
+func (f *FS) Stat(filename string) (os.FileInfo, error) {
+	fi, err := f.d.Stat(bg, filename)
+	return fi, pathErr("stat", filename, err)
+}
+
+// Lstat describes filename without following a final symlink.
+func (f *FS) Lstat(filename string) (os.FileInfo, error) {
+	fi, err := f.d.Lstat(bg, filename)
+	return fi, pathErr("lstat", filename, err)
+}
+
+// Rename moves oldpath to newpath (replacing a file there), creating newpath's
+// missing parent directories. Across mounts it fails with EXDEV.
+func (f *FS) Rename(oldpath, newpath string) error {
+	if err := f.mkParent(newpath); err != nil {
+		return pathErr("rename", newpath, err)
+	}
+	return pathErr("rename", oldpath, f.d.Move(bg, oldpath, newpath))
+}
+
+// Remove removes a file, a symlink or an empty directory.
+func (f *FS) Remove(filename string) error {
+	return pathErr("remove", filename, f.d.Remove(bg, filename))
+}
+
+// Join joins path elements with "/".
+func (f *FS) Join(elem ...string) string { return path.Join(elem...) }
+
+// TempFile creates a new file in dir (created if missing) whose name begins
+// with prefix, opened for reading and writing.
+func (f *FS) TempFile(dirname, prefix string) (billy.File, error) {
+	if err := f.d.MkdirAll(bg, path.Join("/", dirname)); err != nil {
+		return nil, pathErr("tempfile", dirname, err)
+	}
+	for range 100 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		name := path.Join(dirname, prefix+hex.EncodeToString(b[:]))
+		h, err := f.d.Open(bg, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if vfs.CodeOf(err) == vfs.CodeExists {
+			continue
+		}
+		if err != nil {
+			return nil, pathErr("tempfile", name, err)
+		}
+		return &file{h: h, name: name}, nil
+	}
+	return nil, pathErr("tempfile", dirname, vfs.ErrExists)
+}
+
+// ReadDir lists directory p, sorted by name, with each entry's Lstat.
+func (f *FS) ReadDir(p string) ([]os.FileInfo, error) {
+	ents, err := f.d.ReadDir(bg, p)
+	if err != nil {
+		return nil, pathErr("readdir", p, err)
+	}
+	out := make([]os.FileInfo, 0, len(ents))
+	for _, e := range ents {
+		fi, err := e.Info()
+		if vfs.CodeOf(err) == vfs.CodeNotFound {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return nil, pathErr("readdir", path.Join(p, e.Name()), err)
+		}
+		out = append(out, fi)
+	}
+	return out, nil
+}
+
+// MkdirAll creates directory p and its missing parents (perm is not used: see
+// the package doc).
+func (f *FS) MkdirAll(p string, perm os.FileMode) error {
+	return pathErr("mkdir", p, f.d.MkdirAll(bg, p))
+}
+
+// Symlink creates link pointing to target, creating link's missing parent
+// directories. The target must stay inside the Dir (the Dir refuses others).
+func (f *FS) Symlink(target, link string) error {
+	if err := f.mkParent(link); err != nil {
+		return pathErr("symlink", link, err)
+	}
+	return pathErr("symlink", link, f.d.Symlink(bg, target, link))
+}
+
+// Readlink returns the target of symlink link.
+func (f *FS) Readlink(link string) (string, error) {
+	t, err := f.d.Readlink(bg, link)
+	return t, pathErr("readlink", link, err)
+}
+
+// Chmod changes the permission bits of name (setuid and setgid are refused).
+func (f *FS) Chmod(name string, mode os.FileMode) error {
+	return pathErr("chmod", name, f.d.Chmod(bg, name, mode))
+}
+
+// Chtimes changes the access and modification times of name.
+func (f *FS) Chtimes(name string, atime, mtime time.Time) error {
+	return pathErr("chtimes", name, f.d.Chtimes(bg, name, atime, mtime))
+}
+
+// Chroot returns the file system rooted at directory p, pinned with Dir.Sub
+// (a later rename of p does not redirect it). A missing p is created first.
+func (f *FS) Chroot(p string) (billy.Filesystem, error) {
+	if err := f.d.MkdirAll(bg, p); err != nil {
+		return nil, pathErr("chroot", p, err)
+	}
+	sub, err := f.d.Sub(bg, p)
+	if err != nil {
+		return nil, pathErr("chroot", p, err)
+	}
+	return &FS{d: sub, root: path.Join(f.root, p)}, nil
+}
+
+// Root returns the root's path from the Dir the first FS was made from ("/"
+// for it, "/a/b" after Chroot("a/b")). It names no host directory.
+func (f *FS) Root() string { return f.root }
+
+// file is a billy.File over a Handle.
+type file struct {
+	h    *dir.Handle
+	name string
+}
+
+func (fl *file) Name() string { return fl.name }
+
+func (fl *file) Read(b []byte) (int, error) {
+	n, err := fl.h.Read(b)
+	return n, fileErr("read", fl.name, err)
+}
+
+func (fl *file) ReadAt(b []byte, off int64) (int, error) {
+	n, err := fl.h.ReadAt(b, off)
+	return n, fileErr("read", fl.name, err)
+}
+
+func (fl *file) Write(b []byte) (int, error) {
+	n, err := fl.h.Write(b)
+	return n, fileErr("write", fl.name, err)
+}
+
+func (fl *file) WriteAt(b []byte, off int64) (int, error) {
+	n, err := fl.h.WriteAt(b, off)
+	return n, fileErr("write", fl.name, err)
+}
+
+func (fl *file) Seek(off int64, whence int) (int64, error) {
+	n, err := fl.h.Seek(off, whence)
+	return n, fileErr("seek", fl.name, err)
+}
+
+func (fl *file) Close() error { return fileErr("close", fl.name, fl.h.Close()) }
+
+func (fl *file) Truncate(size int64) error {
+	return fileErr("truncate", fl.name, fl.h.Truncate(size))
+}
+
+// Stat describes the open file.
+func (fl *file) Stat() (os.FileInfo, error) {
+	fi, err := fl.h.Stat()
+	return fi, fileErr("stat", fl.name, err)
+}
+
+// Lock does nothing: the FS does not declare billy.LockCapability.
+func (fl *file) Lock() error { return nil }
+
+// Unlock does nothing.
+func (fl *file) Unlock() error { return nil }
+
+func fileErr(op, name string, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return pathErr(op, name, err)
+}
+
+// pathErr converts a Dir error into an *fs.PathError carrying the errno its
+// code stands for, so os.IsNotExist and friends recognise it.
+func pathErr(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*vfs.Error](err); !ok {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: name, Err: errnoOf(err)}
+}
+
+func errnoOf(err error) syscall.Errno {
+	switch vfs.CodeOf(err) {
+	case vfs.CodeNotFound:
+		return syscall.ENOENT
+	case vfs.CodeExists:
+		return syscall.EEXIST
+	case vfs.CodeNotEmpty:
+		return syscall.ENOTEMPTY
+	case vfs.CodeNotDir:
+		return syscall.ENOTDIR
+	case vfs.CodeIsDir:
+		return syscall.EISDIR
+	case vfs.CodeReadOnly:
+		return syscall.EROFS
+	case vfs.CodePermission, vfs.CodeRevoked:
+		return syscall.EACCES
+	case vfs.CodeOutside:
+		return syscall.EPERM
+	case vfs.CodeCrossMount:
+		return syscall.EXDEV
+	case vfs.CodeTooManyLinks:
+		return syscall.ELOOP
+	case vfs.CodeTooLarge:
+		return syscall.EFBIG
+	case vfs.CodeQuota:
+		return syscall.ENOSPC
+	case vfs.CodeInvalidPath, vfs.CodeNotRegular:
+		return syscall.EINVAL
+	case vfs.CodeClosed:
+		return syscall.EBADF
+	case vfs.CodeNotSupported:
+		return syscall.EOPNOTSUPP
+	case vfs.CodeCanceled:
+		return syscall.EINTR
+	case vfs.CodeConflict:
+		return syscall.ESTALE
+	}
+	return syscall.EIO
+}

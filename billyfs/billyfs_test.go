@@ -1,0 +1,166 @@
+package billyfs
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
+)
+
+func run(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+}
+
+// TestCloneIntoMemoryDir clones a local repository with go-git into a
+// memory-backed Dir (work tree and .git both through this package) and checks
+// the files, their modes and a symlink.
+func TestCloneIntoMemoryDir(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed (make sysdeps installs it)")
+	}
+	src := t.TempDir()
+	run(t, src, "init", "-q", "-b", "main")
+	files := map[string]string{"README.md": "hello\n", "src/main.go": "package main\n", "src/deep/x.txt": "x\n"}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/main.go", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, src, "add", "-A")
+	run(t, src, "commit", "-q", "-m", "first")
+
+	d, _ := dir.New(memory.New())
+	wt := New(d)
+	dot, err := wt.Chroot(".git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := filesystem.NewStorage(dot, cache.NewObjectLRUDefault())
+	repo, err := git.Clone(st, wt, &git.CloneOptions{URL: src})
+	if err != nil {
+		t.Fatalf("Clone: %v", err)
+	}
+	ctx := context.Background()
+	for name, body := range files {
+		b, err := d.ReadFile(ctx, name)
+		if err != nil || string(b) != body {
+			t.Errorf("%s = %q, %v; want %q", name, b, err, body)
+		}
+	}
+	if fi, err := d.Stat(ctx, "run.sh"); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("run.sh: %v, %v; want executable", fi, err)
+	}
+	if tgt, err := d.Readlink(ctx, "link"); err != nil || tgt != "src/main.go" {
+		t.Errorf("link -> %q, %v", tgt, err)
+	}
+	if _, err := d.Stat(ctx, ".git/HEAD"); err != nil {
+		t.Errorf(".git/HEAD: %v", err)
+	}
+	w, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := w.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !status.IsClean() {
+		t.Errorf("fresh clone not clean: %v", status)
+	}
+}
+
+// TestErrorsAndCapabilities: errors answer os.IsNotExist and os.IsExist as
+// go-git expects; a read-only Dir declares no write capability and refuses
+// writes; Chroot confines.
+func TestErrorsAndCapabilities(t *testing.T) {
+	d, _ := dir.New(memory.New())
+	f := New(d)
+	if _, err := f.Open("missing"); !os.IsNotExist(err) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open(missing) = %v; want not-exist", err)
+	}
+	if err := f.MkdirAll("a/b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := f.Create("a/b/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fl.Write([]byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	fl.Close()
+	if _, err := f.OpenFile("a/b/c", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); !os.IsExist(err) {
+		t.Errorf("O_EXCL on an existing file = %v; want exist", err)
+	}
+	if !billy.CapabilityCheck(f, billy.WriteCapability|billy.TruncateCapability) || billy.CapabilityCheck(f, billy.LockCapability) {
+		t.Errorf("capabilities %v", f.Capabilities())
+	}
+	ro := New(d.ReadOnly())
+	if billy.CapabilityCheck(ro, billy.WriteCapability) {
+		t.Error("read-only FS declares WriteCapability")
+	}
+	if _, err := ro.Create("x"); err == nil {
+		t.Error("Create on a read-only FS succeeded")
+	}
+	sub, err := f.Chroot("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Root() != "/a" {
+		t.Errorf("Root() = %q", sub.Root())
+	}
+	if _, err := sub.Open("../a/b/c"); err == nil {
+		t.Error("Chroot let .. climb out")
+	}
+	if b, err := readAll(sub, "/b/c"); err != nil || b != "data" {
+		t.Errorf("through the chroot: %q, %v", b, err)
+	}
+	tf, err := f.TempFile("tmp", "pre")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf.Close()
+	if err := f.Rename(tf.Name(), "moved/into/place"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Stat("moved/into/place"); err != nil {
+		t.Error(err)
+	}
+}
+
+func readAll(f billy.Filesystem, name string) (string, error) {
+	fl, err := f.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer fl.Close()
+	b := make([]byte, 100)
+	n, _ := fl.Read(b)
+	return string(b[:n]), nil
+}
