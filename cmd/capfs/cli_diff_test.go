@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDiffLikeGit makes changes in a git work tree (an edit, an exact and an
@@ -98,5 +99,53 @@ func TestDiffSecrets(t *testing.T) {
 	r = runCapfs(t, a, append(args, "--allow-secret", "*/.env", "diff", "--name-only", "a", "b")...).want(t, 0)
 	if r.stdout != ".env\nx.txt\n" {
 		t.Errorf("--allow-secret: %q", r.stdout)
+	}
+}
+
+// TestDiffIndexCache checks the work tree's git index used as git uses it: an
+// unchanged file whose stat matches the index is not opened, and the diff is
+// the same as with --no-index-cache and as git's.
+func TestDiffIndexCache(t *testing.T) {
+	t.Parallel()
+	root := gitRepo(t, map[string]string{"same.txt": "same\n", "edit.txt": "a\nb\n", "sub/deep.txt": "deep\n"})
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []string{"same.txt", "edit.txt", "sub/deep.txt"} {
+		if err := os.Chtimes(filepath.Join(root, f), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refresh := exec.Command("git", "update-index", "--refresh")
+	refresh.Dir = root
+	if out, err := refresh.CombinedOutput(); err != nil {
+		t.Fatalf("git update-index: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(root, "edit.txt"), []byte("a\nB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitDiff := exec.Command("git", "diff")
+	gitDiff.Dir = root
+	want, err := gitDiff.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := t.TempDir()
+	withCache := runCapfs(t, root, "--audit", filepath.Join(logs, "with.jsonl"), "diff", "ref/head", "project").want(t, 0)
+	without := runCapfs(t, root, "--audit", filepath.Join(logs, "without.jsonl"), "diff", "--no-index-cache", "ref/head", "project").want(t, 0)
+	if withCache.stdout != string(want) || without.stdout != string(want) {
+		t.Errorf("with the index: %q\nwithout: %q\ngit diff: %q", withCache.stdout, without.stdout, want)
+	}
+	opened := func(name string) bool {
+		for _, e := range readAudit(t, filepath.Join(logs, name)) {
+			if strings.HasSuffix(e.Path, "same.txt") && e.Op == "read" {
+				return true
+			}
+		}
+		return false
+	}
+	if opened("with.jsonl") {
+		t.Error("with the index cache, the unchanged same.txt was opened")
+	}
+	if !opened("without.jsonl") {
+		t.Error("without the index cache, same.txt was not opened: the test does not see opens")
 	}
 }

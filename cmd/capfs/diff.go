@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ type diffOptions struct {
 	noIgnore   bool
 	dotGit     bool
 	exitCode   bool
+	noIndex    bool
 	color      string
 }
 
@@ -75,6 +77,7 @@ func newDiffCmd(o *globalOptions) *cobra.Command {
 	f.BoolVar(&do.noRenames, "no-renames", false, "show renamed files as a deletion and an addition")
 	f.BoolVar(&do.noIgnore, "no-ignore", false, "also compare what .gitignore files exclude")
 	f.BoolVar(&do.dotGit, "dot-git", false, "also compare .git directories")
+	f.BoolVar(&do.noIndex, "no-index-cache", false, "read every file, even those the work tree's git index shows unchanged")
 	f.BoolVar(&do.exitCode, "exit-code", false, "exit 1 when there are differences, 0 when there are none")
 	f.StringVar(&do.color, "color", "auto", "colour the diff: auto (on a terminal, unless NO_COLOR is set), always or never")
 	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
@@ -126,6 +129,13 @@ func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOption
 		pb, _ := vfs.ParseGuest(b)
 		flt = &diffFilter{s: s, ctx: ctx, a: da.Backend(), b: db.Backend(), pa: pa, pb: pb,
 			dotGit: do.dotGit, noIgnore: do.noIgnore, cache: map[string][]gitignore.Pattern{}}
+		// A work tree against a git revision: git's stat cache spares reading
+		// the files it shows unchanged (cli_gitindex.go).
+		if mb, rest, ok := s.mountAt(pb); ok && mb.Kind == kindPhysical && !do.noIndex {
+			if ma, _, ok := s.mountAt(pa); ok && ma.Kind == kindGit {
+				flt.hints = loadIndexHints(filepath.Join(mb.Host, filepath.FromSlash(rest.String())))
+			}
+		}
 		ba, bb = &filteredBackend{Backend: flt.a, f: flt, side: 0}, &filteredBackend{Backend: flt.b, f: flt, side: 1}
 	case sa.IsDir():
 		pa, _ := vfs.ParseGuest(a)
@@ -638,6 +648,7 @@ type diffFilter struct {
 	pa, pb   vfs.Path // the two roots in the namespace
 	dotGit   bool
 	noIgnore bool
+	hints    *indexHints // nil: compare every file's content
 
 	mu     sync.Mutex
 	cache  map[string][]gitignore.Pattern // directory -> patterns in effect there
@@ -697,6 +708,10 @@ func (f *diffFilter) keep(p vfs.Path, e vfs.DirEntry, side int) bool {
 				return false
 			}
 		}
+	}
+	// A file git's stat cache shows unchanged is left out on both sides.
+	if f.hints != nil && e.Type.IsRegular() && f.hints.unchanged(f.ctx, f.a, f.b, full) {
+		return false
 	}
 	// What the policy refuses is left out of the comparison and counted.
 	root := f.pa
