@@ -85,6 +85,8 @@ func (n *node) child(name string) (vfs.Path, syscall.Errno) {
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
 	if errno != 0 {
 		if errno == syscall.EINVAL {
@@ -103,6 +105,12 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 }
 
 func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
+	return n.getattr(ctx, fh, out)
+}
+
+func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if h, ok := fh.(*handle); ok {
 		info, err := h.f.Stat()
 		if err != nil {
@@ -124,6 +132,8 @@ func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 }
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.path()
 	if errno != 0 && fh == nil {
 		return errno
@@ -193,10 +203,12 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 			return errnoOf(err, opWrite)
 		}
 	}
-	return n.Getattr(ctx, fh, out)
+	return n.getattr(ctx, fh, out)
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.path()
 	if errno != 0 {
 		return nil, 0, errno
@@ -210,6 +222,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -237,6 +251,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.path()
 	if errno != 0 {
 		return nil, errno
@@ -249,6 +265,8 @@ func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
 	if errno != 0 {
 		return nil, errno
@@ -262,6 +280,8 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 // Mknod creates regular files only: FIFOs, sockets and device nodes are
 // refused (EPERM), as in every capfs tree.
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	if mode&syscall.S_IFMT != syscall.S_IFREG && mode&syscall.S_IFMT != 0 {
 		return nil, syscall.EPERM
 	}
@@ -294,6 +314,8 @@ func (n *node) lookupNew(ctx context.Context, p vfs.Path, out *fuse.EntryOut) (*
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
 	if errno != 0 {
 		return errno
@@ -311,7 +333,42 @@ const (
 	renameExchange  = 1 << 1
 )
 
+// Rename holds the server's tree lock exclusively from before the Dir call
+// until go-fuse has moved its nodes (which it does after Rename returns, before
+// answering the kernel): no request derives a path from the tree while the
+// tree and the Dir disagree, so a directory held open (a pinned capability, a
+// process's working directory) never resolves through the name its old place
+// now holds.
 func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	n.s.tree.Lock()
+	errno := n.rename(ctx, name, newParent, newName, flags)
+	if errno != 0 {
+		n.s.tree.Unlock()
+		return errno
+	}
+	np := newParent.(*node)
+	oldChild, destChild := n.GetChild(name), np.GetChild(newName)
+	if oldChild == nil && destChild == nil || (np == n && name == newName) {
+		n.s.tree.Unlock()
+		return 0
+	}
+	exchange := flags == renameExchange
+	go func() {
+		defer n.s.tree.Unlock()
+		moved := func() bool {
+			if exchange {
+				return np.GetChild(newName) == oldChild && n.GetChild(name) == destChild
+			}
+			return np.GetChild(newName) == oldChild && (oldChild == nil || n.GetChild(name) != oldChild)
+		}
+		for deadline := time.Now().Add(2 * time.Second); !moved() && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}()
+	return 0
+}
+
+func (n *node) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	from, errno := n.child(name)
 	if errno != 0 {
 		return errno
@@ -338,6 +395,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
 	if errno != 0 {
 		return nil, errno
@@ -349,6 +408,8 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	p, errno := n.path()
 	if errno != 0 {
 		return nil, errno
@@ -364,6 +425,8 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.s.tree.RLock()
+	defer n.s.tree.RUnlock()
 	t, ok := target.(*node)
 	if !ok {
 		return nil, syscall.EXDEV

@@ -66,6 +66,11 @@ type Server struct {
 	mountpoint string
 	uid, gid   uint32
 
+	// tree orders path derivation against renames: requests that derive a
+	// path from go-fuse's tree hold it shared for their Dir call, Rename holds
+	// it alone until the tree shows the move (see node.Rename).
+	tree sync.RWMutex
+
 	inval     chan invalidation
 	closeOnce sync.Once
 	done      chan struct{} // closed when the serve loop has ended
