@@ -74,7 +74,9 @@ FUZZ_TARGETS := \
 	./internal/termsafe:FuzzEscape:200000 \
 	./audit:FuzzReadJSONL:30000 \
 	./archive:FuzzSanitizeName:100000 \
-	./archive:FuzzExtract:5000
+	./archive:FuzzExtract:5000 \
+	./backends/cas:FuzzDecodeDirectory:100000 \
+	./backends/cas:FuzzParseDigest:100000
 
 fuzz-short:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
@@ -34,7 +35,8 @@ type SnapshotOptions struct {
 	// the store's ingest lock, so no garbage collection can come between.
 	Name string
 	// Skipped, when set, is told of each entry a Directory cannot hold (a FIFO,
-	// socket or device), which the snapshot leaves out.
+	// socket or device; a name or link target that is not UTF-8, since REAPI
+	// names are protobuf strings), which the snapshot leaves out.
 	Skipped func(path string, mode fs.FileMode)
 	// Denied, when set, is told of each entry the source refused to stat or
 	// read with fs_permission_denied (a Dir's policy keeping a secret out of
@@ -335,6 +337,13 @@ func (s *Store) walk(ctx context.Context, src source, sd *snapDir, jobs chan<- f
 	sd.files = make([]FileNode, 0, nfiles) // slots must not move once queued
 	for _, e := range ents {
 		rel := join(sd.rel, e.name)
+		if !utf8.ValidString(e.name) {
+			// A Directory's names are protobuf strings: UTF-8 only.
+			if opts.Skipped != nil {
+				opts.Skipped(rel, e.mode)
+			}
+			continue
+		}
 		switch {
 		case e.mode.IsRegular():
 			sd.files = append(sd.files, FileNode{Name: e.name, Executable: e.mode&0o100 != 0})
@@ -360,6 +369,12 @@ func (s *Store) walk(ctx context.Context, src source, sd *snapDir, jobs chan<- f
 			t, err := src.readlink(ctx, rel)
 			if err != nil {
 				return err
+			}
+			if !utf8.ValidString(t) {
+				if opts.Skipped != nil {
+					opts.Skipped(rel, e.mode)
+				}
+				continue
 			}
 			sd.links = append(sd.links, SymlinkNode{Name: e.name, Target: t})
 		default:

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -172,8 +173,8 @@ func (d *Directory) Digest() (Digest, error) {
 
 func (d *Directory) validate() error {
 	check := func(kind string, i int, name, prev string) error {
-		if !vfs.ValidName(name) {
-			return fmt.Errorf("%w: %s name %q is not a valid path element", ErrBadTree, kind, trunc(name))
+		if !vfs.ValidName(name) || !utf8.ValidString(name) {
+			return fmt.Errorf("%w: %s name %q is not a valid path element (UTF-8, no / \\ or NUL, not . or ..)", ErrBadTree, kind, trunc(name))
 		}
 		if i > 0 && name <= prev {
 			return fmt.Errorf("%w: %s %q is not sorted after %q or repeats it", ErrBadTree, kind, trunc(name), trunc(prev))
@@ -197,6 +198,9 @@ func (d *Directory) validate() error {
 		}
 	}
 	for i, l := range d.Symlinks {
+		if !utf8.ValidString(l.Target) {
+			return fmt.Errorf("%w: symlink %q has a target that is not UTF-8", ErrBadTree, trunc(l.Name))
+		}
 		if err := check("symlink", i, l.Name, nameAt(d.Symlinks, i-1, func(l SymlinkNode) string { return l.Name })); err != nil {
 			return err
 		}

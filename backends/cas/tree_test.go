@@ -2,12 +2,13 @@ package cas
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
 // goldenTree builds the example tree: a (empty), bar = "hello" (0644),
 // empty/, foo/baz = "#!/bin/sh\n" (0755), link -> foo/baz.
-func goldenTree(t *testing.T) (root, foo *Directory) {
+func goldenTree(t testing.TB) (root, foo *Directory) {
 	t.Helper()
 	empty := &Directory{}
 	ed, err := empty.Digest()
@@ -55,3 +56,72 @@ func TestGoldenVectors(t *testing.T) {
 		t.Error("decode/encode is not the identity")
 	}
 }
+
+// FuzzDecodeDirectory: DecodeDirectory never panics; what it accepts encodes
+// again, and that encoding decodes to the same message (the canonical form is a
+// fixed point).
+func FuzzDecodeDirectory(f *testing.F) {
+	root, foo := goldenTree(f)
+	for _, d := range []*Directory{root, foo, {}} {
+		b, _ := d.Encode()
+		f.Add(b)
+	}
+	f.Add([]byte{0x0a, 0x00})
+	f.Add([]byte{0x2a, 0x02, 0x08, 0x01}) // node properties, skipped
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := DecodeDirectory(b)
+		if err != nil {
+			return
+		}
+		enc, err := d.Encode()
+		if err != nil {
+			t.Fatalf("accepted %x but cannot encode it: %v", b, err)
+		}
+		d2, err := DecodeDirectory(enc)
+		if err != nil {
+			t.Fatalf("canonical encoding %x does not decode: %v", enc, err)
+		}
+		enc2, _ := d2.Encode()
+		if !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding is not a fixed point: %x vs %x", enc, enc2)
+		}
+	})
+}
+
+func FuzzParseDigest(f *testing.F) {
+	f.Add("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855/0")
+	f.Add("4503a5ef32acd84cd91114435c7fe60c864a08ea558e888872a3e149f088f5a0/321")
+	f.Add("x/1")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDigest(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseDigest(d.String())
+		if err != nil || back != d || d.Size < 0 {
+			t.Fatalf("%q parsed to %v, which does not round-trip: %v", s, d, err)
+		}
+	})
+}
+
+func TestDecodeRejects(t *testing.T) {
+	root, _ := goldenTree(t)
+	good, _ := root.Encode()
+	for name, b := range map[string][]byte{
+		"truncated":     good[:len(good)-3],
+		"unknown field": append(append([]byte{}, good...), 0x20, 0x01),
+		"unsorted":      mustEncodeRaw(&Directory{Files: []FileNode{{Name: "b", Digest: EmptyDigest}, {Name: "a", Digest: EmptyDigest}}}),
+		"duplicate":     mustEncodeRaw(&Directory{Files: []FileNode{{Name: "a", Digest: EmptyDigest}}, Dirs: []DirNode{{Name: "a", Digest: EmptyDigest}}}),
+		"dotdot":        mustEncodeRaw(&Directory{Dirs: []DirNode{{Name: "..", Digest: EmptyDigest}}}),
+		"slash":         mustEncodeRaw(&Directory{Symlinks: []SymlinkNode{{Name: "a/b", Target: "x"}}}),
+		"not utf-8":     mustEncodeRaw(&Directory{Files: []FileNode{{Name: "\xff", Digest: EmptyDigest}}}),
+		"no digest":     {0x0a, 0x03, 0x0a, 0x01, 'a'},
+	} {
+		if _, err := DecodeDirectory(b); !errors.Is(err, ErrBadTree) {
+			t.Errorf("%s: %v, want ErrBadTree", name, err)
+		}
+	}
+}
+
+// mustEncodeRaw encodes d without validating it (to build bad input).
+func mustEncodeRaw(d *Directory) []byte { return d.appendEncoded(nil) }
