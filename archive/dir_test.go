@@ -193,3 +193,18 @@ func TestStrictReportsAll(t *testing.T) {
 		t.Fatal("strict extraction wrote c")
 	}
 }
+
+// A filtered entry leaves no parent directory behind.
+func TestFilteredEntryMakesNoParent(t *testing.T) {
+	d, _ := dir.New(memory.New(), dir.WithPolicy(policy.Defaults()))
+	res, err := extract(t, d, archivetest.Tar(ent{Name: "cfg/.env", Body: "S=1"}, ent{Name: "keep/a", Body: "a"}), archive.Options{})
+	if err != nil || len(res.Filtered) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if ok, _ := d.Exists(bg, "cfg"); ok {
+		t.Fatal("cfg was created for a filtered entry")
+	}
+	if ok, _ := d.Exists(bg, "keep/a"); !ok {
+		t.Fatal("keep/a missing")
+	}
+}

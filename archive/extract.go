@@ -121,6 +121,9 @@ type extractor struct {
 	dest   map[string]destState
 	total  int64
 	hasDir map[string]bool // directories the merge must create
+	// newDirs are the directories the entry being decided would add to hasDir,
+	// committed only if it is accepted.
+	newDirs []string
 	// deniedDir remembers the parent directories the policy refused to create.
 	deniedDir map[string]string
 }
@@ -431,6 +434,7 @@ func (x *extractor) entry(e *entry, open func() (io.Reader, func(), error)) erro
 	if n := x.names[clean]; n != nil && !n.implicit {
 		return nil // a directory named again: already planned
 	}
+	x.newDirs = x.newDirs[:0]
 	r, d, err := x.decideDest(&p)
 	if err != nil {
 		return err
@@ -461,6 +465,9 @@ func (x *extractor) entry(e *entry, open func() (io.Reader, func(), error)) erro
 		}
 		p.blob = i
 		x.total += e.size
+	}
+	for _, d := range x.newDirs {
+		x.hasDir[d] = true
 	}
 	x.register(clean, e.kind)
 	x.plan = append(x.plan, p)
@@ -579,7 +586,7 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 				if r, d, err := x.checkMkdir(prefix); err != nil || r != "" {
 					return r, d, err
 				}
-				x.hasDir[prefix] = true
+				x.newDirs = append(x.newDirs, prefix)
 			}
 		}
 	}
@@ -590,7 +597,7 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 	switch {
 	case s == destAbsent:
 		if p.kind == kindDir {
-			x.hasDir[p.path] = true
+			x.newDirs = append(x.newDirs, p.path)
 		}
 	case p.kind == kindDir && s == destDir:
 	case p.kind == kindFile && s == destFile && x.opts.Overwrite:
@@ -619,7 +626,7 @@ func (x *extractor) check(p *planned) (Reason, string, error) {
 	var err error
 	switch p.kind {
 	case kindDir:
-		if p.size == 0 && !x.hasDir[p.path] {
+		if p.size == 0 && !slices.Contains(x.newDirs, p.path) {
 			return "", "", nil // exists: nothing to create
 		}
 		err = x.t.Check(x.ctx, policy.OpMkdir, p.path, "", -1)
