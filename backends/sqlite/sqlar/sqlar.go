@@ -71,7 +71,7 @@ const (
 // Stats counts what Export or Import handled.
 type Stats struct {
 	Files, Dirs, Symlinks, SkippedSymlinks, Skipped int
-	Bytes                                          int64 // file bytes, uncompressed
+	Bytes                                           int64 // file bytes, uncompressed
 }
 
 const (
@@ -311,7 +311,9 @@ func Import(ctx context.Context, archive string, d *dir.Dir) (Stats, error) {
 		return st, fmt.Errorf("sqlar: %w: %v", ErrBadArchive, err)
 	}
 	// Parents before children.
-	sort.Slice(plan, func(i, j int) bool { return plan[i].p.Depth() < plan[j].p.Depth() || (plan[i].p.Depth() == plan[j].p.Depth() && plan[i].name < plan[j].name) })
+	sort.Slice(plan, func(i, j int) bool {
+		return plan[i].p.Depth() < plan[j].p.Depth() || (plan[i].p.Depth() == plan[j].p.Depth() && plan[i].name < plan[j].name)
+	})
 	get, err := db.PrepareContext(ctx, `SELECT data FROM sqlar WHERE name = ?`)
 	if err != nil {
 		return st, err
