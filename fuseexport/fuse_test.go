@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -630,6 +631,9 @@ func TestMmapShared(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	if p := os.Getenv("FUSEEXPORT_SERVE_CHILD"); p != "" {
+		serveChild(p)
+	}
 	if p := os.Getenv("FUSEEXPORT_MMAP_CHILD"); p != "" {
 		if err := mmapWrite(p); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -655,4 +659,117 @@ func mmapWrite(p string) error {
 		return err
 	}
 	return unix.Munmap(m)
+}
+
+// serveChild mounts a memory Dir holding "hello" on p, says "ready" on stdout,
+// and serves until SIGINT or SIGTERM, as capfs mount does.
+func serveChild(p string) {
+	d, _ := dir.New(memory.New())
+	if err := d.WriteFile(bg, "hello", []byte("hi"), 0o644); err != nil {
+		os.Exit(2)
+	}
+	s, err := Mount(p, d, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(bg, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Println("ready")
+	if err := s.Serve(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// startServeChild starts serveChild on a fresh mount point and waits for it.
+func startServeChild(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("FUSE is not usable here: %v", err)
+	}
+	mp := t.TempDir()
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), "FUSEEXPORT_SERVE_CHILD="+mp)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		c.Process.Kill()
+		c.Wait()
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(mp, "hello")); err != nil || string(b) != "hi" {
+		t.Fatalf("reading the child's mount: %q, %v", b, err)
+	}
+	return mp, c
+}
+
+func mounted(mp string) bool {
+	b, _ := os.ReadFile("/proc/self/mounts")
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == mp {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSignalUnmounts: SIGTERM and SIGINT make a serving process unmount and
+// exit 0, leaving no mount behind.
+func TestSignalUnmounts(t *testing.T) {
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		mp, c := startServeChild(t)
+		if err := c.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(); err != nil {
+			t.Errorf("%v: child exited with %v", sig, err)
+		}
+		if mounted(mp) {
+			t.Errorf("%v: %s is still mounted", sig, mp)
+			_ = detach(mp)
+		}
+	}
+}
+
+// TestStaleMount: a server killed with SIGKILL leaves a dead mount; CheckStale
+// finds it, Mount refuses it, ClearStale detaches it and a new mount works.
+func TestStaleMount(t *testing.T) {
+	mp, c := startServeChild(t)
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if !mounted(mp) {
+		t.Skip("the kernel removed the mount with its server; nothing stale to find")
+	}
+	t.Cleanup(func() { _ = detach(mp) })
+	if err := CheckStale(mp); !errors.Is(err, ErrStaleMount) {
+		t.Fatalf("CheckStale = %v; want ErrStaleMount", err)
+	}
+	d, _ := dir.New(memory.New())
+	if _, err := Mount(mp, d, Options{}); !errors.Is(err, ErrStaleMount) {
+		t.Fatalf("Mount on the stale mount point = %v; want ErrStaleMount", err)
+	}
+	if err := ClearStale(mp); err != nil {
+		t.Fatal(err)
+	}
+	if mounted(mp) || CheckStale(mp) != nil {
+		t.Fatal("still stale after ClearStale")
+	}
+	s, err := Mount(mp, d, Options{})
+	if err != nil {
+		t.Fatalf("Mount after ClearStale: %v", err)
+	}
+	if err := s.Close(time.Second); err != nil {
+		t.Fatal(err)
+	}
 }

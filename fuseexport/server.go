@@ -92,8 +92,10 @@ var ErrStaleMount = errors.New("stale FUSE mount (its server exited without unmo
 // CheckStale reports whether mountpoint is a dead FUSE mount: nil if it is a
 // usable directory (or a live mount), ErrStaleMount if a crashed server left it.
 func CheckStale(mountpoint string) error {
-	var st syscall.Stat_t
-	err := syscall.Stat(mountpoint, &st)
+	// statfs always reaches the server (a stat can be answered from the
+	// kernel's attribute cache of a dead mount).
+	var st syscall.Statfs_t
+	err := syscall.Statfs(mountpoint, &st)
 	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
 		return ErrStaleMount
 	}
