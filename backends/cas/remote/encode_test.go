@@ -111,4 +111,3 @@ func randHash(r *rand.Rand) (h [32]byte) {
 	}
 	return h
 }
-
