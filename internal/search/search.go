@@ -54,6 +54,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -235,11 +236,7 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 				return
 			}
 		}
-		l := &listing{done: make(chan struct{})}
-		l.dd = rd
-		l.ents, l.err = rd.ReadDir(ctx, ".")
-		close(l.done)
-		s.walk(ctx, root, nil, l)
+		s.walk(ctx, &node{dd: rd, p: root})
 	}()
 	defer wg.Wait()
 
@@ -345,53 +342,96 @@ type searcher struct {
 	root  string
 	order chan *slot    // every slot, in walk order
 	work  chan *slot    // the slots to search
-	sem   chan struct{} // bounds concurrent directory reads ahead of the walk
+	sem   chan struct{} // bounds concurrent directory loads ahead of the walk
+	ahead atomic.Int64  // nodes loading or loaded and not yet walked
 }
 
-// listing is a directory, opened as a Dir of its own (so that its files are
-// opened by one name, not resolved from the root again) and its entries, read
-// ahead of the walk when possible.
-type listing struct {
-	parent *dir.Dir
-	name   string
-	done   chan struct{}
-	dd     *dir.Dir
-	ents   []fs.DirEntry
-	err    error
+// node is one directory of the walk, opened as a Dir of its own (so that its
+// files are opened by one name, not resolved from the root again), with its
+// entries, the .gitignore patterns in force in it, and its subdirectories'
+// nodes. Nodes are loaded ahead of the walk, in parallel (a crawl bounded by
+// sem and maxAhead), and consumed by the walk in depth-first order.
+type node struct {
+	parent  *dir.Dir
+	name    string   // the name in parent ("" for the root, whose dd is set)
+	p       string   // the path from the Dir given to Search
+	rel     []string // the path from the search root, as names
+	inherit []gitignore.Pattern
+
+	done    chan struct{} // closed once loaded (nil: loaded when waited for)
+	dd      *dir.Dir
+	ents    []fs.DirEntry
+	ignores []gitignore.Pattern // inherit and this directory's .gitignore
+	kids    []*node             // the subdirectories walked, in order
+	err     error
 }
 
-// open opens the directory and reads its entries.
-func (l *listing) open(ctx context.Context) {
-	l.dd, l.err = l.parent.OpenDir(ctx, l.name)
-	if l.err == nil {
-		l.ents, l.err = l.dd.ReadDir(ctx, ".")
-	}
-}
+// maxAhead bounds the directories loaded ahead of the walk.
+const maxAhead = 4096
 
-// prefetch starts opening directory name of parent in the background if a
-// slot is free, else returns a listing opened when it is waited for.
-func (s *searcher) prefetch(ctx context.Context, parent *dir.Dir, name string) *listing {
-	l := &listing{parent: parent, name: name}
-	select {
-	case s.sem <- struct{}{}:
-		l.done = make(chan struct{})
+// newNode returns the node of directory name of parent, loading it in the
+// background when a slot is free and not too much is loaded ahead already.
+func (s *searcher) newNode(ctx context.Context, parent *dir.Dir, name, p string, rel []string, inherit []gitignore.Pattern) *node {
+	n := &node{parent: parent, name: name, p: p, rel: rel, inherit: inherit}
+	if s.ahead.Load() < maxAhead {
+		s.ahead.Add(1)
+		n.done = make(chan struct{})
 		go func() {
-			defer func() { <-s.sem }()
-			defer close(l.done)
-			l.open(ctx)
+			defer close(n.done)
+			select {
+			case s.sem <- struct{}{}:
+			case <-ctx.Done():
+				n.err = ctx.Err()
+				return
+			}
+			n.load(ctx, s)
+			<-s.sem
 		}()
-	default:
 	}
-	return l
+	return n
 }
 
-func (l *listing) wait(ctx context.Context) (*dir.Dir, []fs.DirEntry, error) {
-	if l.done == nil {
-		l.open(ctx)
-	} else {
-		<-l.done
+// load opens the directory, reads its entries and its .gitignore, and starts
+// its subdirectories' nodes.
+func (n *node) load(ctx context.Context, s *searcher) {
+	if n.dd == nil {
+		if n.dd, n.err = n.parent.OpenDir(ctx, n.name); n.err != nil {
+			return
+		}
 	}
-	return l.dd, l.ents, l.err
+	if n.ents, n.err = n.dd.ReadDir(ctx, "."); n.err != nil {
+		return
+	}
+	n.ignores = n.inherit
+	if !s.opts.NoIgnore {
+		for _, e := range n.ents {
+			if e.Name() == ".gitignore" && e.Type().IsRegular() {
+				if data, err := n.dd.ReadFile(ctx, ".gitignore"); err == nil {
+					n.ignores = appendPatterns(n.ignores, data, n.rel)
+				} else if code := vfs.CodeOf(err); code == vfs.CodeRevoked || ctx.Err() != nil {
+					n.err = err
+					return
+				}
+				break
+			}
+		}
+	}
+	for _, e := range n.ents {
+		if e.IsDir() && s.keep(e, n.rel, n.ignores) {
+			name := e.Name()
+			n.kids = append(n.kids, s.newNode(ctx, n.dd, name, join(n.p, name), append(n.rel[:len(n.rel):len(n.rel)], name), n.ignores))
+		}
+	}
+}
+
+// wait returns once n is loaded (loading it now if nobody did).
+func (n *node) wait(ctx context.Context, s *searcher) {
+	if n.done == nil {
+		n.load(ctx, s)
+		return
+	}
+	<-n.done
+	s.ahead.Add(-1)
 }
 
 // put queues a slot in order (and for searching if work); false if the search
@@ -435,66 +475,32 @@ func (s *searcher) skip(ctx context.Context, p string, err error) bool {
 	return s.put(ctx, &slot{path: p, done: make(chan struct{}), skip: &Skip{Path: p, Reason: reason, Err: err}}, false)
 }
 
-// walk searches directory p (relative path rel from the root, as components)
-// whose listing is l; ignores are the .gitignore patterns in force.
-func (s *searcher) walk(ctx context.Context, p string, rel []string, l *listing) bool {
-	dd, ents, err := l.wait(ctx)
-	if err != nil {
-		return s.skip(ctx, p, err)
-	}
-	return s.walkEntries(ctx, dd, p, rel, ents, nil)
-}
-
-func (s *searcher) walkEntries(ctx context.Context, dd *dir.Dir, p string, rel []string, ents []fs.DirEntry, ignores []gitignore.Pattern) bool {
-	if !s.opts.NoIgnore {
-		for _, e := range ents {
-			if e.Name() == ".gitignore" && e.Type().IsRegular() {
-				if data, err := dd.ReadFile(ctx, ".gitignore"); err == nil {
-					ignores = appendPatterns(ignores, data, rel)
-				} else if code := vfs.CodeOf(err); code == vfs.CodeRevoked || ctx.Err() != nil {
-					return s.skip(ctx, p, err)
-				}
-				break
-			}
-		}
-	}
-	// Read the subdirectories' listings ahead, in order.
-	var ahead []*listing
-	for _, e := range ents {
-		if e.IsDir() && s.keep(e, rel, ignores) {
-			ahead = append(ahead, s.prefetch(ctx, dd, e.Name()))
-		}
+// walk walks the directory of node n, depth first, queueing its files.
+func (s *searcher) walk(ctx context.Context, n *node) bool {
+	n.wait(ctx, s)
+	if n.err != nil {
+		return s.skip(ctx, n.p, n.err)
 	}
 	next := 0
-	for _, e := range ents {
+	for _, e := range n.ents {
 		if ctx.Err() != nil {
 			return false
 		}
 		name := e.Name()
 		switch t := e.Type(); {
 		case t.IsDir():
-			if !s.keep(e, rel, ignores) {
-				continue
-			}
-			l := ahead[next]
-			next++
-			child := join(p, name)
-			crel := append(rel[:len(rel):len(rel)], name)
-			cdd, cents, err := l.wait(ctx)
-			if err != nil {
-				if !s.skip(ctx, child, err) {
+			if next < len(n.kids) && n.kids[next].name == name {
+				kid := n.kids[next]
+				next++
+				if !s.walk(ctx, kid) {
 					return false
 				}
-				continue
-			}
-			if !s.walkEntries(ctx, cdd, child, crel, cents, ignores) {
-				return false
 			}
 		case t.IsRegular():
-			if !s.keep(e, rel, ignores) || !s.included(rel, name) {
+			if !s.keep(e, n.rel, n.ignores) || !s.included(n.rel, name) {
 				continue
 			}
-			if !s.file(ctx, dd, name, join(p, name)) {
+			if !s.file(ctx, n.dd, name, join(n.p, name)) {
 				return false
 			}
 		}
