@@ -208,3 +208,24 @@ func TestGrantSetRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A watch ends when its grant expires, even with no event to decide.
+func TestWatchEndsAtExpiry(t *testing.T) {
+	clock := newFakeClock()
+	feed := dir.NewChangeFeed()
+	a := New(WithClock(clock.Now), WithDirOptions(dir.WithHooks(feed)))
+	must(t, a.Register("ws", memory.New()))
+	d, g, err := a.Grant(ctx, GrantRequest{Subject: agent, Root: "ws", Access: []Access{List, Metadata, Watch}, Reason: "r", Source: SourceCore, TTL: time.Minute})
+	must(t, err)
+	w, err := d.Watch(ctx, dir.WatchOptions{})
+	must(t, err)
+	clock.Advance(2 * time.Minute)
+	for range w.Events() {
+	}
+	if vfs.CodeOf(w.Err()) != vfs.CodeRevoked {
+		t.Fatalf("watch ended with %v", w.Err())
+	}
+	if rec, _ := a.Lookup(g.ID); rec.Status != Expired {
+		t.Fatalf("grant %+v", rec)
+	}
+}
