@@ -153,3 +153,26 @@ func (s *Store) storedSize(d Digest) (int64, error) {
 	}
 	return 0, &CorruptError{d, "unknown blob format"}
 }
+
+// Usage counts the blobs the store holds and the bytes their files take at rest
+// (compressed where that saved space).
+func (s *Store) Usage() (blobs int, bytes int64, err error) {
+	root := filepath.Join(s.dir, "blobs")
+	fans, err := os.ReadDir(root)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, fan := range fans {
+		ents, err := os.ReadDir(filepath.Join(root, fan.Name()))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil {
+				blobs++
+				bytes += fi.Size()
+			}
+		}
+	}
+	return blobs, bytes, nil
+}
