@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/backends/sqlite"
+	"github.com/capfs/capfs/backends/sqlite/sqlar"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -218,8 +219,9 @@ func persistentScratchMount(path vfs.Path, project string, quota int64) (*mounte
 	}, nil
 }
 
-// newSQLiteCmd is "capfs sqlite": snapshot and restore of scratch files.
-func newSQLiteCmd() *cobra.Command {
+// newSQLiteCmd is "capfs sqlite": snapshot and restore of scratch files,
+// AgentFS import, and SQLite Archive export and import through the namespace.
+func newSQLiteCmd(o *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sqlite",
 		Short: "Snapshot and restore persistent scratch files (sqlite:FILE mounts)",
@@ -297,7 +299,58 @@ a consistent copy of one (even while another capfs writes it) and put a copy bac
 			return nil
 		},
 	}
-	c.AddCommand(snapshot, restore, importAgentFS)
+	var skipLinks bool
+	exportSqlar := &cobra.Command{
+		Use:   "export-sqlar PATH ARCHIVE",
+		Short: "Write the namespace directory PATH to a new SQLite Archive (sqlite3 -A format)",
+		Long: `Write the namespace directory PATH to a new SQLite Archive ARCHIVE, through the
+capability (policy and audit apply). Symlinks are rows with sz -1, which capfs
+imports but sqlite3 -Ax does not extract; --skip-symlinks leaves them out so
+that sqlite3 -Ax extracts the whole archive.`,
+		Args: cobra.ExactArgs(2),
+	}
+	exportSqlar.Flags().BoolVar(&skipLinks, "skip-symlinks", false, "leave symlinks out (for sqlite3 -Ax)")
+	exportSqlar.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		d, err := s.Root.Sub(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		mode := sqlar.SymlinkRows
+		if skipLinks {
+			mode = sqlar.SkipSymlinks
+		}
+		st, err := sqlar.Export(ctx, d.FS(), args[1], mode)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d files (%d bytes), %d directories, %d symlinks", args[1], st.Files, st.Bytes, st.Dirs, st.Symlinks)
+		if st.SkippedSymlinks+st.Skipped > 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "; left out %d symlinks and %d special files", st.SkippedSymlinks, st.Skipped)
+		}
+		fmt.Fprintln(cmd.OutOrStdout())
+		return nil
+	})
+	importSqlar := &cobra.Command{
+		Use:   "import-sqlar ARCHIVE PATH",
+		Short: "Extract a SQLite Archive into the namespace directory PATH (all rows checked first; policy applies)",
+		Args:  cobra.ExactArgs(2),
+	}
+	importSqlar.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		if err := s.Root.MkdirAll(ctx, args[1]); err != nil {
+			return err
+		}
+		d, err := s.Root.Sub(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		st, err := sqlar.Import(ctx, args[0], d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d files (%d bytes), %d directories, %d symlinks\n", args[1], st.Files, st.Bytes, st.Dirs, st.Symlinks)
+		return nil
+	})
+	c.AddCommand(snapshot, restore, importAgentFS, exportSqlar, importSqlar)
 	return c
 }
 

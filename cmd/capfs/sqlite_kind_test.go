@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/capfs/capfs/backends/sqlite"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
@@ -83,7 +85,7 @@ func TestSQLiteSnapshotRestoreCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, error) {
-		c := newSQLiteCmd()
+		c := newSQLiteCmd(&globalOptions{})
 		var out bytes.Buffer
 		c.SetOut(&out)
 		c.SetErr(&out)
@@ -166,7 +168,7 @@ func TestAgentFSKind(t *testing.T) {
 		t.Fatalf("agentfs mount: %q, %v, ro %v", got, err, spec.ReadOnly)
 	}
 	file := filepath.Join(t.TempDir(), "s.db")
-	c := newSQLiteCmd()
+	c := newSQLiteCmd(&globalOptions{})
 	c.SetArgs([]string{"import-agentfs", db, file, "from/agent"})
 	c.SetOut(new(bytes.Buffer))
 	if err := c.Execute(); err != nil {
@@ -179,6 +181,52 @@ func TestAgentFSKind(t *testing.T) {
 	defer f.Close()
 	got, err = vfstest.ReadFile(t.Context(), f, vfs.MustParse("from/agent/link"))
 	if err != nil || string(got) != "hello agentfs\n" {
+		t.Fatalf("imported: %q, %v", got, err)
+	}
+}
+
+// TestSQLiteSqlarCmd exports a scratch mount's directory to a SQLite Archive
+// and imports it into another directory, through the namespace.
+func TestSQLiteSqlarCmd(t *testing.T) {
+	tmp := t.TempDir()
+	file, arc := filepath.Join(tmp, "s.db"), filepath.Join(tmp, "x.sqlar")
+	f, err := sqlite.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := f.Mkdir(ctx, vfs.MustParse("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfstest.WriteFile(ctx, f, vfs.MustParse("d/a.txt"), []byte("archived")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	run := func(args ...string) (string, error) {
+		o := &globalOptions{}
+		root := &cobra.Command{Use: "capfs", SilenceErrors: true, SilenceUsage: true}
+		o.addFlags(root)
+		root.AddCommand(newSQLiteCmd(o))
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(append([]string{"--no-default-mounts", "--audit", "off", "-m", "s=sqlite:" + file, "sqlite"}, args...))
+		err := root.Execute()
+		return out.String(), err
+	}
+	if out, err := run("export-sqlar", "s/d", arc); err != nil || !strings.Contains(out, "1 files") {
+		t.Fatalf("export: %v: %s", err, out)
+	}
+	if out, err := run("import-sqlar", arc, "s/copy"); err != nil {
+		t.Fatalf("import: %v: %s", err, out)
+	}
+	f, err = sqlite.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := vfstest.ReadFile(ctx, f, vfs.MustParse("copy/a.txt"))
+	if err != nil || string(got) != "archived" {
 		t.Fatalf("imported: %q, %v", got, err)
 	}
 }
