@@ -150,7 +150,7 @@ type FS struct {
 
 var _ vfs.Backend = (*FS)(nil)
 
-// Open mounts the tree whose root Directory is root. The root directory is read
+// Mount returns the FS of the tree whose root Directory is root. The root directory is read
 // and verified now: a missing or corrupt one is an error (io_error, or not_found
 // for a root the store does not hold).
 func (s *Store) Mount(ctx context.Context, root Digest, modTime time.Time) (*FS, error) {

@@ -146,8 +146,9 @@ func (s *Store) ingest() func() {
 }
 
 // Has reports whether the store holds blob d (by its file; use VerifyBlob to check
-// its bytes). A blob found is marked as used now, so a garbage collection within
-// its grace period keeps it.
+// its bytes). A blob found is marked as used now (its time is refreshed when it
+// is older than 10 seconds), so a garbage collection whose grace period is at
+// least that keeps it.
 func (s *Store) Has(d Digest) (bool, error) {
 	p := s.blobPath(d)
 	fi, err := os.Stat(p)
@@ -162,7 +163,7 @@ func (s *Store) Has(d Digest) (bool, error) {
 		return false, nil
 	}
 	now := time.Now()
-	if now.Sub(fi.ModTime()) > time.Minute {
+	if now.Sub(fi.ModTime()) > 10*time.Second {
 		os.Chtimes(p, time.Time{}, now)
 	}
 	return true, nil
