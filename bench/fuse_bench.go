@@ -137,7 +137,7 @@ func fmtNs(ns float64) string {
 	case d < time.Microsecond:
 		return fmt.Sprintf("%.0f ns", ns)
 	case d < time.Millisecond:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f µs", ns/1e3), ".0 µs")
+		return fmt.Sprintf("%.1f µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.2f ms", ns/1e6)
 }
