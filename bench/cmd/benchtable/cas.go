@@ -56,5 +56,31 @@ func casTable(out, progress io.Writer, count int, run string, benchtime time.Dur
 				peer, dur(p), ratio(p, c), w.Target, c/p, verdict)
 		}
 	}
+	if run != "" && !strings.Contains("upload download", run) {
+		return nil
+	}
+	// Transfers through a bazel-remote v2.6.2 on localhost: no peer, the figures
+	// with their throughput.
+	fmt.Fprintf(out, "\n| transfer through bazel-remote (localhost) | time | throughput |\n|---|---:|---:|\n")
+	for _, tr := range []struct {
+		name string
+		fn   func(b *testing.B, fx *bench.CASFixture)
+	}{
+		{"upload the tree into an empty server (remote.Client.Upload)", bench.CASUpload},
+		{"download it into an empty store (remote.Client.Download)", bench.CASDownload},
+	} {
+		var walls []float64
+		for i := 0; i < count; i++ {
+			r, err := measure(tr.name, "capfs", func(b *testing.B) { tr.fn(b, fx) }, benchtime)
+			if err != nil {
+				return err
+			}
+			t := float64(r.T.Nanoseconds()) / float64(r.N)
+			fmt.Fprintf(progress, "%s round %d: %s\n", tr.name, i+1, dur(t))
+			walls = append(walls, t)
+		}
+		m := median(walls)
+		fmt.Fprintf(out, "| %s | %s | %.0f MB/s |\n", tr.name, dur(m), float64(fx.Bytes)/1e6/(m/1e9))
+	}
 	return nil
 }
