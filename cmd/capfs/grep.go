@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"runtime"
@@ -153,7 +154,8 @@ type grepRun struct {
 	ctxOn bool // context was asked for (even 0 lines): groups are separated by "--"
 	col   colors
 	// walk state
-	seen map[string]bool
+	seen    map[string]bool
+	listSem chan struct{} // bounds the directories listed ahead of the walk
 	// results
 	mu       sync.Mutex
 	denied   []string // paths the policy refused
@@ -399,7 +401,8 @@ func (r *grepRun) walkRoot(ctx context.Context, root string, jobs, order chan<- 
 	if !r.o.noIgnore {
 		ign = r.parentIgnores(ctx, vp)
 	}
-	r.walkDir(ctx, vp.String(), prefix, ign, jobs, order, emitErr)
+	r.listSem = make(chan struct{}, 8)
+	r.walkDir(ctx, vp.String(), prefix, ign, nil, jobs, order, emitErr)
 }
 
 func (r *grepRun) queue(p, display string, jobs, order chan<- *grepJob) {
@@ -413,11 +416,18 @@ func (r *grepRun) queue(p, display string, jobs, order chan<- *grepJob) {
 }
 
 // walkDir walks directory p (a cleaned namespace path) printed as prefix.
-func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore.Pattern, jobs, order chan<- *grepJob, emitErr func(string)) {
+func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore.Pattern, l *listing, jobs, order chan<- *grepJob, emitErr func(string)) {
 	if ctx.Err() != nil {
 		return
 	}
-	entries, err := r.s.Root.ReadDir(ctx, p)
+	var entries []fs.DirEntry
+	var err error
+	if l != nil {
+		<-l.done
+		entries, err = l.entries, l.err
+	} else {
+		entries, err = r.s.Root.ReadDir(ctx, p)
+	}
 	if err != nil {
 		if vfs.CodeOf(err) == vfs.CodePermission {
 			r.deny(p, err)
@@ -439,12 +449,12 @@ func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore
 	if len(ign) > 0 {
 		matcher = gitignore.NewMatcher(ign)
 	}
+	// Keep what is searched, and start listing its directories ahead of the
+	// walk (at most cap(r.listSem) at once): the walk then rarely waits.
+	kept := entries[:0:0]
+	lists := map[string]*listing{}
 	for _, e := range entries {
 		name := e.Name()
-		full := name
-		if p != "." {
-			full = p + "/" + name
-		}
 		isDir := e.IsDir()
 		if name == ".git" && !r.o.dotGit {
 			continue
@@ -452,13 +462,25 @@ func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore
 		if matcher != nil && matcher.Match(append(comps[:len(comps):len(comps)], name), isDir) {
 			continue
 		}
+		if isDir && matchAny(r.o.excludeDirs, name) {
+			continue
+		}
+		kept = append(kept, e)
+		if isDir {
+			lists[name] = r.prefetch(ctx, path.Join(p, name))
+		}
+	}
+	for _, e := range kept {
+		name := e.Name()
+		full := name
+		if p != "." {
+			full = p + "/" + name
+		}
+		isDir := e.IsDir()
 		display := prefixJoin(prefix, name)
 		switch t := e.Type(); {
 		case isDir:
-			if matchAny(r.o.excludeDirs, name) {
-				continue
-			}
-			r.walkDir(ctx, full, display, ign, jobs, order, emitErr)
+			r.walkDir(ctx, full, display, ign, lists[name], jobs, order, emitErr)
 		case t.IsRegular():
 			if r.fileWanted(name) {
 				r.queue(full, display, jobs, order)
@@ -468,6 +490,30 @@ func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore
 			return
 		}
 	}
+}
+
+// listing is a directory listed ahead of the walk.
+type listing struct {
+	done    chan struct{}
+	entries []fs.DirEntry
+	err     error
+}
+
+// prefetch starts listing directory p when a listing slot is free; it returns
+// nil otherwise (the walk then lists p itself when it gets there).
+func (r *grepRun) prefetch(ctx context.Context, p string) *listing {
+	select {
+	case r.listSem <- struct{}{}:
+	default:
+		return nil
+	}
+	l := &listing{done: make(chan struct{})}
+	go func() {
+		defer func() { <-r.listSem }()
+		l.entries, l.err = r.s.Root.ReadDir(ctx, p)
+		close(l.done)
+	}()
+	return l
 }
 
 func prefixJoin(prefix, name string) string {
