@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capfs/capfs/policy"
@@ -121,6 +123,7 @@ type extractor struct {
 	dest   map[string]destState
 	total  int64
 	hasDir map[string]bool // directories the merge must create
+	files  map[string]int  // plan index of each file (fileOf), built on demand
 	// newDirs are the directories the entry being decided would add to hasDir,
 	// committed only if it is accepted.
 	newDirs []string
@@ -734,13 +737,15 @@ func (x *extractor) resolveInside(link, target string) string {
 	return ""
 }
 
+// made is one entry the merge created (and a rollback removes).
+type made struct {
+	path string
+	dir  bool
+}
+
 // merge writes the plan into the destination.
 func (x *extractor) merge() error {
 	x.res.Merged = true
-	type made struct {
-		path string
-		dir  bool
-	}
 	var created []made
 	rollback := func(cause error) error {
 		ok := true
@@ -774,21 +779,23 @@ func (x *extractor) merge() error {
 		}
 		created = append(created, made{d, true})
 	}
-	for _, pass := range []kind{kindFile, kindHardlink, kindSymlink} {
+	// Files, by parallel workers (each file is one Dir call, independent of the
+	// others once the directories exist), with their times.
+	if err := x.mergeFiles(&created); err != nil {
+		return rollback(err)
+	}
+	for _, pass := range []kind{kindHardlink, kindSymlink} {
 		for _, p := range x.plan {
 			if p.kind != pass {
 				continue
 			}
 			var err error
 			switch p.kind {
-			case kindFile:
-				err = x.writeFile(p.path, p.mode, p.blob, p.size, p.repl)
 			case kindHardlink:
 				err = x.t.Link(x.ctx, p.link, p.path)
 				if errors.Is(err, errors.ErrUnsupported) {
 					src := x.fileOf(p.link)
-					p.mode, p.size = src.mode, src.size
-					err = x.writeFile(p.path, src.mode, src.blob, src.size, false)
+					err = x.writeFile(src.path, p.path, src.mode, src.blob, src.size, false)
 				}
 			case kindSymlink:
 				err = x.t.Symlink(x.ctx, p.link, p.path)
@@ -796,21 +803,68 @@ func (x *extractor) merge() error {
 			if err != nil {
 				return rollback(err)
 			}
-			if !p.repl {
-				created = append(created, made{p.path, false})
-			}
-		}
-	}
-	if x.opts.KeepModTimes {
-		for _, p := range x.plan {
-			if p.kind == kindFile && !p.mtime.IsZero() {
-				if err := x.t.Chtimes(x.ctx, p.path, p.mtime, p.mtime); err != nil {
-					return rollback(err)
-				}
-			}
+			created = append(created, made{p.path, false})
 		}
 	}
 	return nil
+}
+
+// mergeFiles writes the plan's files with up to GOMAXPROCS workers (at least
+// two: the calls wait on the kernel), stopping at the first error. created
+// gets every file written, in no particular order.
+func (x *extractor) mergeFiles(created *[]made) error {
+	var files []planned
+	for _, p := range x.plan {
+		if p.kind == kindFile {
+			files = append(files, p)
+		}
+	}
+	workers := min(max(2, runtime.GOMAXPROCS(0)), 8, len(files))
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		next     int
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if firstErr != nil || next == len(files) {
+					mu.Unlock()
+					return
+				}
+				p := files[next]
+				next++
+				mu.Unlock()
+				err := x.writeFile(p.path, p.path, p.mode, p.blob, p.size, p.repl)
+				if err == nil && x.opts.KeepModTimes && !p.mtime.IsZero() {
+					err = x.t.Chtimes(ctx, p.path, p.mtime, p.mtime)
+					if err != nil && !p.repl {
+						mu.Lock()
+						*created = append(*created, made{p.path, false})
+						mu.Unlock()
+					}
+				}
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+						cancel()
+					}
+				} else if !p.repl {
+					*created = append(*created, made{p.path, false})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // items lists the plan in Result.Extracted.
@@ -837,17 +891,23 @@ func (x *extractor) items() {
 }
 
 func (x *extractor) fileOf(path string) planned {
-	for _, p := range x.plan {
-		if p.path == path && p.kind == kindFile {
-			return p
+	if x.files == nil {
+		x.files = map[string]int{}
+		for i, p := range x.plan {
+			if p.kind == kindFile {
+				x.files[p.path] = i
+			}
 		}
+	}
+	if i, ok := x.files[path]; ok {
+		return x.plan[i]
 	}
 	return planned{blob: -1}
 }
 
-func (x *extractor) writeFile(path string, mode fs.FileMode, blob int, size int64, repl bool) error {
+func (x *extractor) writeFile(src, path string, mode fs.FileMode, blob int, size int64, repl bool) error {
 	if blob < 0 {
-		return fmt.Errorf("%w: no data for %s", ErrCorrupt, path)
+		return fmt.Errorf("%w: no data for %s", ErrCorrupt, src)
 	}
 	rc, err := x.stage.open(blob)
 	if err != nil {

@@ -181,7 +181,7 @@ func tarStream(r io.Reader, f Format) (io.Reader, func() error, error) {
 			return err
 		}, nil
 	case FormatTarZst:
-		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20),
+		zr, err := zstd.NewReader(r, zstd.WithDecoderMaxWindow(128<<20),
 			zstd.WithDecoderMaxMemory(1<<30))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
