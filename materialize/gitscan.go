@@ -53,31 +53,28 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	commits, err := st.IterEncodedObjects(plumbing.CommitObject)
+	// One pass over the object store (reading each loose object once), for
+	// the commits' trees and the tags that name a tree.
+	objs, err := st.IterEncodedObjects(plumbing.AnyObject)
 	if err != nil {
 		return err
 	}
-	err = commits.ForEach(func(o plumbing.EncodedObject) error {
-		c, err := object.DecodeCommit(st, o)
-		if err != nil {
-			return err
-		}
-		return s.tree(st, c.TreeHash, prefix)
-	})
-	if err != nil {
-		return err
-	}
-	tags, err := st.IterEncodedObjects(plumbing.TagObject)
-	if err != nil {
-		return err
-	}
-	err = tags.ForEach(func(o plumbing.EncodedObject) error {
-		tag, err := object.DecodeTag(st, o)
-		if err != nil {
-			return err
-		}
-		if tag.TargetType == plumbing.TreeObject {
-			return s.tree(st, tag.Target, prefix)
+	err = objs.ForEach(func(o plumbing.EncodedObject) error {
+		switch o.Type() {
+		case plumbing.CommitObject:
+			c, err := object.DecodeCommit(st, o)
+			if err != nil {
+				return err
+			}
+			return s.tree(st, c.TreeHash, prefix)
+		case plumbing.TagObject:
+			tag, err := object.DecodeTag(st, o)
+			if err != nil {
+				return err
+			}
+			if tag.TargetType == plumbing.TreeObject {
+				return s.tree(st, tag.Target, prefix)
+			}
 		}
 		return nil
 	})

@@ -24,6 +24,7 @@ type savedState struct {
 	Path     string               `json:"path"`
 	Dev      uint64               `json:"dev"`
 	Ino      uint64               `json:"ino"`
+	BTime    int64                `json:"btime,omitempty"` // creation time, where the filesystem keeps one
 	Created  time.Time            `json:"created"`
 	Entries  map[string]Entry     `json:"entries"`
 	Stat     map[string]savedStat `json:"stat,omitempty"`
@@ -59,7 +60,7 @@ func (t *Tree) MarshalState() ([]byte, error) {
 		return nil, vfs.Errno(op, vfs.Root, err)
 	}
 	s := savedState{
-		Version: stateVersion, Path: t.path, Dev: st.Dev, Ino: st.Ino,
+		Version: stateVersion, Path: t.path, Dev: st.Dev, Ino: st.Ino, BTime: birthTime(t.rootFd),
 		Created: t.manifest.Created, Entries: t.manifest.Entries, ReadOnly: t.opts.ReadOnly,
 		Stat: make(map[string]savedStat, len(t.manifest.stat)),
 	}
@@ -88,7 +89,8 @@ func StatePath(state []byte) string {
 //
 // Reopen refuses (not_found, or invalid_path) a checkout that is gone, is not a
 // directory, is reached through a symlink, is not the directory recorded (its
-// device and inode differ: a directory put in its place), does not belong to
+// device, inode or, where the filesystem records one, creation time differ: a
+// directory put in its place, which on a tmpfs may reuse the inode number), does not belong to
 // this user or is open to others (mode bits beyond 0700).
 func Reopen(ctx context.Context, src *dir.Dir, state []byte) (*Tree, error) {
 	const op = "reopen"
@@ -118,7 +120,7 @@ func Reopen(ctx context.Context, src *dir.Dir, state []byte) (*Tree, error) {
 		return nil, vfs.Errno(op, vfs.Root, err)
 	}
 	switch {
-	case st.Dev != s.Dev || st.Ino != s.Ino:
+	case st.Dev != s.Dev || st.Ino != s.Ino || (s.BTime != 0 && birthTime(fd) != s.BTime):
 		err = errors.New("the directory at the kept checkout's path is not the one recorded")
 	case int(st.Uid) != os.Getuid():
 		err = errors.New("the kept checkout belongs to another user")
@@ -164,15 +166,26 @@ func Discard(state []byte) error {
 	}
 	var st unix.Stat_t
 	err = unix.Fstat(fd, &st)
+	bt := birthTime(fd)
 	unix.Close(fd)
 	if err != nil {
 		return vfs.Errno("discard", vfs.Root, err)
 	}
-	if st.Dev != s.Dev || st.Ino != s.Ino || int(st.Uid) != os.Getuid() {
+	if st.Dev != s.Dev || st.Ino != s.Ino || (s.BTime != 0 && bt != s.BTime) || int(st.Uid) != os.Getuid() {
 		return vfs.NewError(vfs.CodeInvalidPath, "discard", vfs.Root, "the directory at the kept checkout's path is not the one recorded")
 	}
 	if err := removeTree(s.Path); err != nil {
 		return vfs.Errno("discard", vfs.Root, err)
 	}
 	return nil
+}
+
+// birthTime is the creation time of the file open at fd, in nanoseconds, or 0
+// where the filesystem does not record one.
+func birthTime(fd int) int64 {
+	var st unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME, &st) != nil || st.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return st.Btime.Sec*1e9 + int64(st.Btime.Nsec)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -260,7 +261,8 @@ type runner struct {
 	cacheKey         string         // the project's build cache key ("" = no caches)
 	keptID           string         // the id the work checkout was kept under
 	prefix           string         // the summary's command name ("" = run)
-	unheard          bool           // a message to stderr failed: nobody reads it (EPIPE)
+	lastMark         time.Time
+	unheard          bool // a message to stderr failed: nobody reads it (EPIPE)
 }
 
 func (r *runner) close() {
@@ -279,6 +281,7 @@ func (r *runner) close() {
 func (r *runner) run(ctx context.Context, argv []string) error {
 	s := r.s
 	r.argv = argv
+	defer r.trace("review")
 	work := r.work
 	if work == "" {
 		work = s.Work
@@ -310,6 +313,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		r.syncLabel = "physical:" + m.Host + "//" + rel.String()
 		r.recoverSyncs(ctx, workDir)
 	}
+	r.trace("session+recover")
 	if !r.noCache {
 		r.cacheKey = projectCacheKey(m, rel, r.rev)
 	}
@@ -325,6 +329,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		t.Keep()
 	}
 	r.addMount(t, r.workPath, true)
+	r.trace("checkout")
 
 	// Read-only grants: the other physical mounts, then --grant paths.
 	var ro []vfs.Path
@@ -356,6 +361,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		r.addMount(t, p, false)
 	}
 	setup := time.Since(start)
+	r.trace("grants")
 
 	// Run.
 	opts := r.lim.options()
@@ -387,9 +393,11 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	if err != nil {
 		fmt.Fprintf(r.stderr, "capfs: run: no terminal for the command: %s\n", show(err.Error()))
 	}
+	r.trace("caches")
 	r.sig.running()
 	res, err := runner.Run(context.WithoutCancel(ctx), launch)
 	r.sig.exited()
+	r.trace("run")
 	if term != nil {
 		term.finish()
 	}
@@ -440,6 +448,25 @@ func (r *runner) workSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir
 	}
 	return d, nil
 }
+
+// trace prints, when $CAPFS_TRACE is set, the time since the last mark
+// (phases of a run, for finding where start-up time goes).
+func (r *runner) trace(phase string) {
+	if !traceOn {
+		return
+	}
+	now := time.Now()
+	if r.lastMark.IsZero() {
+		r.lastMark = processStart
+	}
+	fmt.Fprintf(r.stderr, "capfs: trace: %-16s %s\n", phase, roundDur(now.Sub(r.lastMark)))
+	r.lastMark = now
+}
+
+var (
+	traceOn      = os.Getenv("CAPFS_TRACE") != ""
+	processStart = time.Now()
+)
 
 // failedBeforeRun reports an error of the set-up (checkout): interrupted, or
 // the error itself.

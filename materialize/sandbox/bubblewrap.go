@@ -3,7 +3,10 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -139,8 +143,18 @@ func (b *BubblewrapWrapper) Probe(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	if _, err := b.binary(); err != nil {
+	bin, err := b.binary()
+	if err != nil {
 		return err
+	}
+	mark := b.probeMark(bin)
+	if mark != "" {
+		if fi, err := os.Lstat(mark); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) < probeMemory && time.Since(fi.ModTime()) >= 0 {
+			b.mu.Lock()
+			b.probed = true
+			b.mu.Unlock()
+			return nil
+		}
 	}
 	fd, err := unix.Open("/usr", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -178,7 +192,47 @@ func (b *BubblewrapWrapper) Probe(ctx context.Context) error {
 	b.mu.Lock()
 	b.probed = true
 	b.mu.Unlock()
+	if mark != "" {
+		_ = os.WriteFile(mark, nil, 0o600)
+		now := time.Now()
+		_ = os.Chtimes(mark, now, now)
+	}
 	return nil
+}
+
+// probeMemory is how long a successful probe is remembered across processes
+// (see probeMark).
+const probeMemory = time.Hour
+
+// probeMark names the file whose recent modification time records that a
+// probe of bin succeeded, so that each capfs run does not start bubblewrap
+// twice: under a directory of this user's own (capfs-UID in the temporary
+// directory, mode 0700), named after what the probe's answer depends on: the
+// bwrap binary (path, size, modification time), the boot (a sysctl change
+// needs none, but a reboot re-probes) and the options' ids and limits. The
+// answer is trusted for probeMemory; "" when no such directory can be made.
+// A host that turns off user namespaces meanwhile gets bubblewrap's own error
+// at the run (the command does not start), not an unsandboxed run.
+func (b *BubblewrapWrapper) probeMark(bin string) string {
+	fi, err := os.Stat(bin)
+	if err != nil {
+		return ""
+	}
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	d := filepath.Join(os.TempDir(), fmt.Sprintf("capfs-%d", os.Getuid()))
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return ""
+	}
+	st, err := os.Lstat(d)
+	if err != nil || !st.IsDir() || st.Mode().Perm()&0o077 != 0 {
+		return ""
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Getuid() {
+		return ""
+	}
+	lim := b.opts.limits()
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%s\x00%d/%d\x00%+v", bin, fi.Size(), fi.ModTime().UnixNano(), strings.TrimSpace(string(boot)), b.opts.UID, b.opts.GID, lim)))
+	return filepath.Join(d, "bwrap-probe-"+hex.EncodeToString(h[:8]))
 }
 
 // systemTargets are the paths of the new root the wrapper itself mounts; grants may
@@ -479,43 +533,115 @@ func etcMasks(root string) []string {
 // DetectGoModCache returns the module cache (GOMODCACHE) of the `go` command in
 // the caller's PATH when it exists, or "".
 func DetectGoModCache() string {
-	return goEnvDir("GOMODCACHE", "cache")
+	_, mod := goEnvDirs()
+	return mod
 }
 
 // DetectGoRoot returns the GOROOT of the `go` command in the caller's PATH, or ""
 // when there is none (or it does not answer within a few seconds).
 func DetectGoRoot() string {
-	root := goEnvDir("GOROOT", "bin")
-	if root == "" {
-		return ""
-	}
-	if fi, err := os.Stat(filepath.Join(root, "bin", "go")); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
+	root, _ := goEnvDirs()
 	return root
 }
 
-// goEnvDir returns `go env key` when it is an absolute path to a directory holding
-// the directory probe.
-func goEnvDir(key, probe string) string {
+// goEnvDirs returns the GOROOT (holding bin/go) and GOMODCACHE (holding
+// cache) of the `go` command in the caller's PATH, each "" when absent. It is
+// computed once per process: from the go command's own location and the
+// environment when no go env file (go env -w) could change the answer, else
+// by one `go env` call.
+var goEnvDirs = sync.OnceValues(func() (goroot, modcache string) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, goBin, "env", key).Output()
-	if err != nil {
-		return ""
+	dirWith := func(d, probe string) string {
+		if d == "" || !filepath.IsAbs(d) {
+			return ""
+		}
+		if fi, err := os.Stat(filepath.Join(d, probe)); err != nil || !fi.IsDir() {
+			return ""
+		}
+		return filepath.Clean(d)
 	}
-	d := strings.TrimSpace(string(out))
-	if d == "" || !filepath.IsAbs(d) {
-		return ""
+	if root, mod, ok := goEnvGuess(goBin); ok {
+		goroot, modcache = dirWith(root, "bin"), dirWith(mod, "cache")
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, goBin, "env", "GOROOT", "GOMODCACHE").Output()
+		if err != nil {
+			return "", ""
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 2 {
+			return "", ""
+		}
+		goroot, modcache = dirWith(strings.TrimSpace(lines[0]), "bin"), dirWith(strings.TrimSpace(lines[1]), "cache")
 	}
-	if fi, err := os.Stat(filepath.Join(d, probe)); err != nil || !fi.IsDir() {
-		return ""
+	if goroot != "" {
+		if fi, err := os.Stat(filepath.Join(goroot, "bin", "go")); err != nil || !fi.Mode().IsRegular() {
+			goroot = ""
+		}
 	}
-	return filepath.Clean(d)
+	return goroot, modcache
+})
+
+// goEnvGuess derives GOROOT and GOMODCACHE as the go command does when
+// nothing but the environment sets them: GOROOT from $GOROOT, else the
+// directory above the (symlink-resolved) binary's bin; GOMODCACHE from
+// $GOMODCACHE, else $GOPATH's first entry, else $HOME/go, plus pkg/mod. It
+// reports false when a go env file sets GOROOT, GOPATH or GOMODCACHE (go env
+// -w) or cannot be read, or the
+// binary is not laid out as a GOROOT's bin/go (a toolchain wrapper), where
+// only `go env` knows.
+func goEnvGuess(goBin string) (goroot, modcache string, ok bool) {
+	envFile := os.Getenv("GOENV")
+	if envFile == "off" {
+		envFile = ""
+	} else if envFile == "" {
+		if d, err := os.UserConfigDir(); err == nil {
+			envFile = filepath.Join(d, "go", "env")
+		}
+	}
+	if envFile != "" {
+		if data, err := os.ReadFile(envFile); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
+				switch k {
+				case "GOROOT", "GOPATH", "GOMODCACHE":
+					return "", "", false // set by go env -w
+				}
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", "", false
+		}
+	}
+	goroot = os.Getenv("GOROOT")
+	if goroot == "" {
+		real, err := filepath.EvalSymlinks(goBin)
+		if err != nil || filepath.Base(filepath.Dir(real)) != "bin" {
+			return "", "", false
+		}
+		goroot = filepath.Dir(filepath.Dir(real))
+		if _, err := os.Stat(filepath.Join(goroot, "src", "runtime")); err != nil {
+			return "", "", false
+		}
+	}
+	modcache = os.Getenv("GOMODCACHE")
+	if modcache == "" {
+		gp := os.Getenv("GOPATH")
+		if gp != "" {
+			gp = filepath.SplitList(gp)[0]
+		} else {
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return "", "", false
+			}
+			gp = filepath.Join(h, "go")
+		}
+		modcache = filepath.Join(gp, "pkg", "mod")
+	}
+	return goroot, modcache, true
 }
 
 // limitedWriter keeps the first n bytes written to it and discards the rest.
