@@ -73,10 +73,12 @@ func (d *Dir) ExtractArchive(ctx context.Context, archivePath, dest string, opts
 		}
 	}
 	res, err := d.extract(ctx, h, fi.Size(), dest, opts)
-	if err != nil {
-		return res, readdress(err, "ExtractArchive", archivePath, dest)
+	if ve, ok := err.(*vfs.Error); ok && ve.Path == "" {
+		// A refusal of the archive itself names it; an entry's failure keeps
+		// the entry's path (relative to dest).
+		return res, readdress(err, "ExtractArchive", archivePath, "")
 	}
-	return res, nil
+	return res, err
 }
 
 // ExtractArchiveFrom is ExtractArchive for an archive the host supplies (size
