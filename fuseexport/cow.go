@@ -1,0 +1,759 @@
+package fuseexport
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Overlay is a copy-on-write vfs.Backend for lazy sandboxes: it shows a lower
+// tree (a Dir's Backend view, which it never changes) with the changes a
+// process makes kept in a private upper directory on the host. Nothing is read
+// or copied ahead: opening a lower file for reading reads it through the Dir;
+// the first change to a lower file copies it up (whole, once), and records what
+// the lower file was (its Base), so a later sync-back can tell a change made in
+// the sandbox from one made to the source meanwhile. Removing a lower entry
+// leaves a whiteout; a directory made where a removed one stood is opaque (the
+// lower's entries beneath it stay hidden).
+//
+// Mounting an Overlay (dir.New(overlay), then Mount) costs the same whatever the
+// lower tree's size: that is the lazy sandbox's constant start-up.
+//
+// The Overlay follows no symlink inside a path: it is meant to be served
+// through Mount, where the kernel resolves links itself and every path the
+// server derives names real directories. A final symlink is followed by Stat
+// and OpenFile (within the overlay, at most vfs.MaxSymlinks). Rename with
+// RenameExchange is not supported; renaming a lower directory copies its whole
+// subtree up first. The upper directory is written through the physical
+// backend, so a write to a file with several hard links gives that name a
+// private copy (physical.HardLinksReplace). An Overlay is safe for concurrent
+// use.
+type Overlay struct {
+	lower vfs.Backend
+	upper *physical.FS
+	dir   string
+
+	mu       sync.Mutex // orders structural changes (copy-up, whiteouts, renames)
+	whiteout map[string]bool
+	opaque   map[string]bool
+	base     map[string]Base
+}
+
+// Base is what a lower entry was when the overlay first changed it.
+type Base struct {
+	Type    fs.FileMode // type bits
+	Mode    fs.FileMode // permission bits
+	Size    int64
+	ModTime time.Time
+	Digest  string // hex SHA-256 of a regular file's contents
+	Target  string // a symlink's target
+}
+
+// Change is one path the overlay changed, as Changes lists it.
+type Change struct {
+	Path string
+	// Kind: "added" (no lower entry), "modified" (upper replaces a lower entry),
+	// "deleted" (a lower entry removed).
+	Kind string
+	// Base is the lower entry as it was before the first change (nil for added).
+	Base *Base
+	// Type is the new entry's type bits (added, modified).
+	Type fs.FileMode
+}
+
+// NewOverlay returns an Overlay of lower with its changes in upperDir, an
+// existing empty directory private to the caller (mode 0700). Close releases
+// it; the directory and its contents stay for the caller to sync back.
+func NewOverlay(lower vfs.Backend, upperDir string) (*Overlay, error) {
+	up, err := physical.New(upperDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Overlay{lower: lower, upper: up, dir: upperDir,
+		whiteout: map[string]bool{}, opaque: map[string]bool{}, base: map[string]Base{}}, nil
+}
+
+// UpperDir returns the host directory holding the changes.
+func (o *Overlay) UpperDir() string { return o.dir }
+
+// Close releases the upper directory's handle.
+func (o *Overlay) Close() error { return o.upper.Close() }
+
+// hidden reports whether the lower entry at p is hidden: p or an ancestor is
+// whited out, or an ancestor is opaque. Callers hold o.mu or accept a racy
+// answer for a read.
+func (o *Overlay) hidden(p vfs.Path) bool {
+	s := p.Raw()
+	if o.whiteout[s] {
+		return true
+	}
+	for i := len(s) - 1; i > 0; i-- {
+		if s[i] == '/' {
+			if o.whiteout[s[:i]] || o.opaque[s[:i]] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (o *Overlay) isHidden(p vfs.Path) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.hidden(p)
+}
+
+func notFound(op string, p vfs.Path) error { return vfs.NewError(vfs.CodeNotFound, op, p, "") }
+
+// Features: symlinks, hard links, chmod and chtimes.
+func (o *Overlay) Features() vfs.Features {
+	return vfs.Features{Symlinks: true, HardLinks: true, Chmod: true, Chtimes: true}
+}
+
+// layer says where p is served from: the upper (true) or the lower (false),
+// with its Lstat.
+func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.Info, error) {
+	p = p.Unresolved().WithoutDirMark()
+	if info, err := o.upper.Lstat(ctx, p); err == nil {
+		info.ID = mix64(info.ID ^ 0x5bd1e9955bd1e995)
+		return true, info, nil
+	} else if vfs.CodeOf(err) != vfs.CodeNotFound {
+		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
+	}
+	if o.isHidden(p) {
+		return false, vfs.Info{}, notFound(op, p)
+	}
+	info, err := o.lower.Lstat(ctx, p)
+	if err != nil {
+		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
+	}
+	return false, info, nil
+}
+
+// Lstat describes p without following a final symlink.
+func (o *Overlay) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	_, info, err := o.layer(ctx, "lstat", p)
+	return info, err
+}
+
+// follow returns the path a final symlink at p leads to.
+func (o *Overlay) follow(ctx context.Context, op string, p vfs.Path) (vfs.Path, vfs.Info, error) {
+	for range vfs.MaxSymlinks {
+		_, info, err := o.layer(ctx, op, p)
+		if err != nil || info.Mode&fs.ModeSymlink == 0 {
+			return p, info, err
+		}
+		t, err := o.Readlink(ctx, p)
+		if err != nil {
+			return p, info, err
+		}
+		np, err := vfs.SymlinkTarget(p, t)
+		if err != nil {
+			return p, info, vfs.Readdress(err, op, p.String(), "")
+		}
+		p = np
+	}
+	return p, vfs.Info{}, vfs.NewError(vfs.CodeTooManyLinks, op, p, "")
+}
+
+// Stat describes p, following a final symlink within the overlay.
+func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	_, info, err := o.follow(ctx, "stat", p)
+	return info, err
+}
+
+// ReadDir merges the upper's entries with the lower's visible ones.
+func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	p, info, err := o.follow(ctx, "readdir", p)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode.IsDir() {
+		return nil, vfs.NewError(vfs.CodeNotDir, "readdir", p, "")
+	}
+	byName := map[string]vfs.DirEntry{}
+	up, uerr := o.upper.ReadDir(ctx, p)
+	if uerr != nil && vfs.CodeOf(uerr) != vfs.CodeNotFound {
+		return nil, uerr
+	}
+	for _, e := range up {
+		byName[e.Name] = e
+	}
+	o.mu.Lock()
+	lowerVisible := !o.hidden(p) && !o.opaque[p.Raw()]
+	o.mu.Unlock()
+	if lowerVisible {
+		low, lerr := o.lower.ReadDir(ctx, p)
+		if lerr != nil && (uerr != nil || vfs.CodeOf(lerr) != vfs.CodeNotFound) {
+			return nil, lerr
+		}
+		o.mu.Lock()
+		for _, e := range low {
+			c, cerr := p.Child(e.Name)
+			if cerr != nil || o.whiteout[c.Raw()] {
+				continue
+			}
+			if _, ok := byName[e.Name]; !ok {
+				byName[e.Name] = e
+			}
+		}
+		o.mu.Unlock()
+	}
+	out := make([]vfs.DirEntry, 0, len(byName))
+	for _, e := range byName {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+
+// OpenFile opens p. Reading opens the lower file where the upper has none;
+// anything that may write copies a lower file up first.
+func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	p, _, err := o.follow(ctx, "open", p)
+	if err != nil && !(vfs.CodeOf(err) == vfs.CodeNotFound && flag&os.O_CREATE != 0) {
+		return nil, err
+	}
+	if flag&writeFlags == 0 {
+		inUpper, _, err := o.layer(ctx, "open", p)
+		if err != nil {
+			return nil, err
+		}
+		if inUpper {
+			return o.upper.OpenFile(ctx, p, flag, perm)
+		}
+		return o.lower.OpenFile(ctx, p, flag, perm)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.copyUp(ctx, p, false); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+		return nil, err
+	}
+	if err := o.parents(ctx, p); err != nil {
+		return nil, err
+	}
+	f, err := o.upper.OpenFile(ctx, p, flag, perm)
+	if err == nil {
+		delete(o.whiteout, p.Raw())
+	}
+	return f, err
+}
+
+// parents makes p's parent directories exist in the upper (copying their modes
+// from the lower). o.mu is held.
+func (o *Overlay) parents(ctx context.Context, p vfs.Path) error {
+	if p.Depth() <= 1 {
+		return nil
+	}
+	return o.copyUpDir(ctx, p.Dir())
+}
+
+// copyUpDir makes directory p exist in the upper, with the lower's mode and
+// time. o.mu is held.
+func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
+	if p.IsRoot() {
+		return nil
+	}
+	if info, err := o.upper.Lstat(ctx, p); err == nil {
+		if info.Mode.IsDir() {
+			return nil
+		}
+		return vfs.NewError(vfs.CodeNotDir, "copyup", p, "")
+	}
+	if err := o.parents(ctx, p); err != nil {
+		return err
+	}
+	if o.hidden(p) {
+		return notFound("copyup", p)
+	}
+	info, err := o.lower.Lstat(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !info.Mode.IsDir() {
+		return vfs.NewError(vfs.CodeNotDir, "copyup", p, "")
+	}
+	if err := o.upper.Mkdir(ctx, p, info.Mode.Perm()|0o700); err != nil && vfs.CodeOf(err) != vfs.CodeExists {
+		return err
+	}
+	_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
+	if _, ok := o.base[p.Raw()]; !ok {
+		o.base[p.Raw()] = Base{Type: fs.ModeDir, Mode: info.Mode.Perm(), ModTime: info.ModTime}
+	}
+	return nil
+}
+
+// copyUp copies the lower entry at p into the upper unless the upper has p
+// already, recording its Base; a directory is copied with its whole subtree
+// when deep is set, as an empty directory otherwise. not_found when the lower
+// has nothing visible at p. o.mu is held.
+func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
+	if _, err := o.upper.Lstat(ctx, p); err == nil {
+		return nil
+	}
+	if o.hidden(p) {
+		return notFound("copyup", p)
+	}
+	info, err := o.lower.Lstat(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := o.parents(ctx, p); err != nil {
+		return err
+	}
+	switch {
+	case info.Mode.IsDir():
+		if err := o.copyUpDir(ctx, p); err != nil {
+			return err
+		}
+		if !deep {
+			return nil
+		}
+		ents, err := o.lower.ReadDir(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			c, cerr := p.Child(e.Name)
+			if cerr != nil || o.whiteout[c.Raw()] {
+				continue
+			}
+			if err := o.copyUp(ctx, c, true); err != nil {
+				return err
+			}
+		}
+		o.opaque[p.Raw()] = true // the upper now holds all of it
+		return nil
+	case info.Mode&fs.ModeSymlink != 0:
+		t, err := o.lower.Readlink(ctx, p)
+		if err != nil {
+			return err
+		}
+		if err := o.upper.Symlink(ctx, t, p); err != nil {
+			return err
+		}
+		o.base[p.Raw()] = Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime}
+		return nil
+	case info.Mode.IsRegular():
+		src, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		dst, err := o.upper.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(dst, h), src)
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = o.upper.Remove(ctx, p)
+			return vfs.Errno("copyup", p, err)
+		}
+		_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
+		o.base[p.Raw()] = Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: hex.EncodeToString(h.Sum(nil))}
+		return nil
+	}
+	return vfs.NewError(vfs.CodeNotRegular, "copyup", p, "")
+}
+
+// inLower reports whether the lower has a visible entry at p. o.mu is held.
+func (o *Overlay) inLower(ctx context.Context, p vfs.Path) bool {
+	if o.hidden(p) {
+		return false
+	}
+	_, err := o.lower.Lstat(ctx, p)
+	return err == nil
+}
+
+// exists reports whether p is visible in the overlay. o.mu is held.
+func (o *Overlay) exists(ctx context.Context, p vfs.Path) bool {
+	if _, err := o.upper.Lstat(ctx, p); err == nil {
+		return true
+	}
+	return o.inLower(ctx, p)
+}
+
+// Mkdir creates directory p in the upper.
+func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	p = p.Unresolved().WithoutDirMark()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.exists(ctx, p) {
+		return vfs.NewError(vfs.CodeExists, "mkdir", p, "")
+	}
+	if err := o.parents(ctx, p); err != nil {
+		return err
+	}
+	if err := o.upper.Mkdir(ctx, p, perm); err != nil {
+		return err
+	}
+	if o.whiteout[p.Raw()] {
+		delete(o.whiteout, p.Raw())
+		o.opaque[p.Raw()] = true
+	}
+	return nil
+}
+
+// Remove removes p: from the upper, and with a whiteout where the lower has it.
+// A directory must be empty in the merged view.
+func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
+	p = p.Unresolved().WithoutDirMark()
+	if p.IsRoot() {
+		return vfs.NewError(vfs.CodeInvalidPath, "remove", p, "")
+	}
+	_, info, err := o.layer(ctx, "remove", p)
+	if err != nil {
+		return err
+	}
+	if info.Mode.IsDir() {
+		ents, err := o.ReadDir(ctx, p)
+		if err != nil {
+			return err
+		}
+		if len(ents) > 0 {
+			return vfs.NewError(vfs.CodeNotEmpty, "remove", p, "")
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	low := o.inLower(ctx, p)
+	if low {
+		if _, ok := o.base[p.Raw()]; !ok {
+			if err := o.recordBase(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := o.upper.Lstat(ctx, p); err == nil {
+		if err := o.removeUpper(ctx, p); err != nil {
+			return err
+		}
+	}
+	if low {
+		o.whiteout[p.Raw()] = true
+	}
+	delete(o.opaque, p.Raw())
+	return nil
+}
+
+// removeUpper removes p from the upper, a directory with whatever the upper
+// holds beneath it (entries the merged view already showed as removed).
+func (o *Overlay) removeUpper(ctx context.Context, p vfs.Path) error {
+	info, err := o.upper.Lstat(ctx, p)
+	if err != nil {
+		return err
+	}
+	if info.Mode.IsDir() {
+		ents, err := o.upper.ReadDir(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			c, _ := p.Child(e.Name)
+			if err := o.removeUpper(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
+	return o.upper.Remove(ctx, p)
+}
+
+// recordBase records the lower entry at p as it is now (for a deletion). o.mu
+// is held.
+func (o *Overlay) recordBase(ctx context.Context, p vfs.Path) error {
+	info, err := o.lower.Lstat(ctx, p)
+	if err != nil {
+		return err
+	}
+	b := Base{Type: info.Mode.Type(), Mode: info.Mode.Perm(), Size: info.Size, ModTime: info.ModTime}
+	switch {
+	case info.Mode&fs.ModeSymlink != 0:
+		b.Target, _ = o.lower.Readlink(ctx, p)
+		b.Size = 0
+	case info.Mode.IsRegular():
+		f, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return vfs.Errno("remove", p, err)
+		}
+		b.Digest = hex.EncodeToString(h.Sum(nil))
+	default:
+		b.Size = 0
+	}
+	o.base[p.Raw()] = b
+	return nil
+}
+
+// Rename moves from to to, copying from up first (a directory with its
+// subtree). RenameExchange is not supported.
+func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	from, to = from.Unresolved().WithoutDirMark(), to.Unresolved().WithoutDirMark()
+	if flags&vfs.RenameExchange != 0 {
+		return vfs.NewError(vfs.CodeNotSupported, "rename", from, "exchange is not supported by the copy-on-write layer")
+	}
+	if from.IsRoot() || to.IsRoot() {
+		return vfs.NewError(vfs.CodeInvalidPath, "rename", from, "")
+	}
+	if to.HasPrefix(from) && !to.Equal(from) {
+		return vfs.NewError(vfs.CodeInvalidPath, "rename", from, "")
+	}
+	_, fi, err := o.layer(ctx, "rename", from)
+	if err != nil {
+		return err
+	}
+	_, ti, terr := o.layer(ctx, "rename", to)
+	if terr == nil {
+		if flags&vfs.RenameNoReplace != 0 {
+			return vfs.NewError(vfs.CodeExists, "rename", to, "")
+		}
+		if from.Equal(to) {
+			return nil
+		}
+		switch {
+		case fi.Mode.IsDir() && !ti.Mode.IsDir():
+			return vfs.NewError(vfs.CodeNotDir, "rename", to, "")
+		case !fi.Mode.IsDir() && ti.Mode.IsDir():
+			return vfs.NewError(vfs.CodeIsDir, "rename", to, "")
+		case ti.Mode.IsDir():
+			if ents, err := o.ReadDir(ctx, to); err != nil {
+				return err
+			} else if len(ents) > 0 {
+				return vfs.NewError(vfs.CodeNotEmpty, "rename", to, "")
+			}
+		}
+	} else if vfs.CodeOf(terr) != vfs.CodeNotFound {
+		return terr
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fromLow := o.inLower(ctx, from)
+	toLow := o.inLower(ctx, to)
+	if toLow {
+		if _, ok := o.base[to.Raw()]; !ok {
+			if err := o.recordBase(ctx, to); err != nil {
+				return err
+			}
+		}
+	}
+	if err := o.copyUp(ctx, from, true); err != nil {
+		return err
+	}
+	if err := o.parents(ctx, to); err != nil {
+		return err
+	}
+	if ti.Mode.IsDir() {
+		if _, err := o.upper.Lstat(ctx, to); err == nil {
+			if err := o.removeUpper(ctx, to); err != nil {
+				return err
+			}
+		}
+	}
+	if err := o.upper.Rename(ctx, from, to, 0); err != nil {
+		return err
+	}
+	// Bases recorded beneath from now describe the lower entries at from: keep
+	// them (sync-back compares the source's old paths), and mark from removed.
+	if fromLow {
+		o.whiteout[from.Raw()] = true
+	}
+	delete(o.opaque, from.Raw())
+	if fi.Mode.IsDir() && (toLow || o.whiteout[to.Raw()]) {
+		o.opaque[to.Raw()] = true
+	}
+	delete(o.whiteout, to.Raw())
+	return nil
+}
+
+// Symlink creates link p in the upper.
+func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	p = p.Unresolved().WithoutDirMark()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.exists(ctx, p) {
+		return vfs.NewError(vfs.CodeExists, "symlink", p, "")
+	}
+	if err := o.parents(ctx, p); err != nil {
+		return err
+	}
+	if err := o.upper.Symlink(ctx, target, p); err != nil {
+		return err
+	}
+	delete(o.whiteout, p.Raw())
+	return nil
+}
+
+// Readlink reads a link from the layer that serves p.
+func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	p = p.Unresolved().WithoutDirMark()
+	inUpper, _, err := o.layer(ctx, "readlink", p)
+	if err != nil {
+		return "", err
+	}
+	if inUpper {
+		return o.upper.Readlink(ctx, p)
+	}
+	return o.lower.Readlink(ctx, p)
+}
+
+// Link makes newp another name of oldp, copying oldp up first.
+func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	oldp, newp = oldp.Unresolved().WithoutDirMark(), newp.Unresolved().WithoutDirMark()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.exists(ctx, newp) {
+		return vfs.NewError(vfs.CodeExists, "link", newp, "")
+	}
+	if err := o.copyUp(ctx, oldp, false); err != nil {
+		return err
+	}
+	if err := o.parents(ctx, newp); err != nil {
+		return err
+	}
+	if err := o.upper.Link(ctx, oldp, newp); err != nil {
+		return err
+	}
+	delete(o.whiteout, newp.Raw())
+	return nil
+}
+
+// Chmod copies p up and changes its mode there.
+func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	p, _, err := o.follow(ctx, "chmod", p)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.copyUp(ctx, p, false); err != nil {
+		return err
+	}
+	return o.upper.Chmod(ctx, p, mode)
+}
+
+// Chtimes copies p up and changes its times there.
+func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	p, _, err := o.follow(ctx, "chtimes", p)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.copyUp(ctx, p, false); err != nil {
+		return err
+	}
+	return o.upper.Chtimes(ctx, p, atime, mtime)
+}
+
+// Sub is not supported: an Overlay is served whole.
+func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	return nil, vfs.NewError(vfs.CodeNotSupported, "sub", p, "the copy-on-write layer is served whole")
+}
+
+// Resolve resolves p with the shared resolver over the overlay's own Lstat and
+// Readlink.
+func (o *Overlay) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	return vfs.ResolveBackend(ctx, o, p, follow, "resolve")
+}
+
+// Changes lists what the overlay changed, sorted by path: every upper entry
+// (added where the lower had nothing visible, modified where it replaced a
+// lower entry) and every whiteout (deleted), with the Base of the lower entry
+// each replaced or removed. Parent directories the overlay made only to hold a
+// change are listed as modified when their mode and time match the lower's?
+// No: a directory copied up unchanged is left out.
+func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []Change
+	var walk func(p vfs.Path) error
+	walk = func(p vfs.Path) error {
+		ents, err := o.upper.ReadDir(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			c, err := p.Child(e.Name)
+			if err != nil {
+				continue
+			}
+			b, hasBase := o.base[c.Raw()]
+			lowHere := hasBase && !o.whiteout[c.Raw()]
+			switch {
+			case e.Type.IsDir() && hasBase && b.Type.IsDir() && lowHere:
+				info, err := o.upper.Lstat(ctx, c)
+				if err == nil && (info.Mode.Perm() != b.Mode && info.Mode.Perm() != b.Mode|0o700) {
+					bb := b
+					out = append(out, Change{Path: c.Raw(), Kind: "modified", Base: &bb, Type: fs.ModeDir})
+				}
+			case lowHere:
+				bb := b
+				out = append(out, Change{Path: c.Raw(), Kind: "modified", Base: &bb, Type: e.Type})
+			default:
+				out = append(out, Change{Path: c.Raw(), Kind: "added", Type: e.Type})
+			}
+			if e.Type.IsDir() {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(vfs.Path{}); err != nil {
+		return nil, err
+	}
+	for w := range o.whiteout {
+		b := o.base[w]
+		bb := b
+		out = append(out, Change{Path: w, Kind: "deleted", Base: &bb})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return dedupeChanges(out), nil
+}
+
+// dedupeChanges keeps one change per path: a path both whited out and present
+// in the upper (replaced by another type) is "modified".
+func dedupeChanges(cs []Change) []Change {
+	out := cs[:0]
+	for i, c := range cs {
+		if i > 0 && cs[i-1].Path == c.Path {
+			prev := &out[len(out)-1]
+			if prev.Kind == "deleted" || c.Kind == "deleted" {
+				keep := *prev
+				if keep.Kind == "deleted" {
+					keep = c
+				}
+				keep.Kind = "modified"
+				if keep.Base == nil {
+					keep.Base = prev.Base
+				}
+				*prev = keep
+			}
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+var _ vfs.Backend = (*Overlay)(nil)
