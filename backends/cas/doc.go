@@ -33,8 +33,8 @@
 //     checks the bytes against the digest and fails with a *CorruptError
 //     (ErrCorrupt) rather than return other bytes (a blob over 4 MiB is streamed
 //     and its last read is the one that fails); a missing blob is ErrMissing.
-//     Memory is bounded for any blob size (TestLargeBlobBoundedMemory: about 36
-//     MiB, the same for 16 MiB and 64 MiB blobs).
+//     Memory is bounded for any blob size (TestLargeBlobBoundedMemoryStress: about
+//     36 MiB allocated, the same for 16 MiB, 64 MiB and 256 MiB blobs).
 //   - Named roots are durable: SaveRoot syncs the store's file system, then
 //     writes the name with fsync and rename.
 //   - GC never deletes a blob a named root reaches, nor one written, or found by

@@ -128,12 +128,13 @@ func TestPutDigestMismatch(t *testing.T) {
 	}
 }
 
-// TestLargeBlobBoundedMemory stores and reads back a blob far larger than the
-// memory the store may use for it.
-func TestLargeBlobBoundedMemory(t *testing.T) {
-	n := int64(64 << 20)
-	if testing.Short() {
-		n = 16 << 20
+// TestLargeBlobBoundedMemoryStress stores and reads back a blob larger than the
+// memory the store may use for it: 16 MiB, 256 MiB with CAPFS_STRESS=1 (make
+// stress). The bound does not grow with the size (about 36 MiB either way).
+func TestLargeBlobBoundedMemoryStress(t *testing.T) {
+	n := int64(16 << 20)
+	if os.Getenv("CAPFS_STRESS") != "" {
+		n = 256 << 20
 	}
 	s := newStore(t)
 	src := io.LimitReader(&pattern{}, n)
