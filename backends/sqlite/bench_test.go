@@ -23,3 +23,43 @@ func BenchmarkCreateWrite4K(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMixed4K is the bench's first phases in miniature: create+write, read,
+// stat, rename, remove of 4 KiB files in nested directories.
+func BenchmarkMixed4K(b *testing.B) {
+	data := make([]byte, 4096)
+	for range b.N {
+		b.StopTimer()
+		f, err := Open(filepath.Join(b.TempDir(), "b.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for d := range 10 {
+			f.Mkdir(bg, P(fmt.Sprintf("d%d", d)), 0o755)
+		}
+		b.StartTimer()
+		for i := range 500 {
+			if err := vfstest.WriteFile(bg, f, P(fmt.Sprintf("d%d/f%d", i%10, i)), data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range 500 {
+			if _, err := vfstest.ReadFile(bg, f, P(fmt.Sprintf("d%d/f%d", i%10, i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range 500 {
+			if err := f.Rename(bg, P(fmt.Sprintf("d%d/f%d", i%10, i)), P(fmt.Sprintf("d%d/g%d", i%10, i)), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range 500 {
+			if err := f.Remove(bg, P(fmt.Sprintf("d%d/g%d", i%10, i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		f.Close()
+		b.StartTimer()
+	}
+}

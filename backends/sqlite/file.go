@@ -33,6 +33,9 @@ type handle struct {
 	write  bool
 	append bool
 	cache  chunkCache // guarded by mu
+	// pending is the batch of the file's creation, not waited for by OpenFile
+	// (see OpenFile); Write, Truncate, Sync and Close see it committed.
+	pending *batch // guarded by mu
 }
 
 // chunkCache is the last chunk a handle read, valid while the node's data
@@ -196,6 +199,7 @@ func (h *handle) Write(b []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	h.donePending(len(b) > 0)
 	h.off = end
 	return len(b), nil
 }
@@ -218,6 +222,9 @@ func (h *handle) WriteAt(b []byte, off int64) (int, error) {
 	if _, err := h.st.writeAt(h.n, b, off, h.p()); err != nil {
 		return 0, err
 	}
+	h.mu.Lock()
+	h.donePending(len(b) > 0)
+	h.mu.Unlock()
 	return len(b), nil
 }
 
@@ -342,6 +349,14 @@ func (s *store) truncate(n *node, size int64, op string, p vfs.Path) (*batch, er
 	return b, nil
 }
 
+// donePending forgets the creation's batch once an operation of this handle
+// committed after it (batches commit in order). The caller holds h.mu.
+func (h *handle) donePending(committed bool) {
+	if committed {
+		h.pending = nil
+	}
+}
+
 // Seek sets the offset for the next Read or Write.
 func (h *handle) Seek(offset int64, whence int) (int64, error) {
 	h.mu.Lock()
@@ -422,6 +437,7 @@ func (h *handle) Sync() error {
 	if closed {
 		return h.fail(vfs.CodeClosed, "sync", "")
 	}
+	// flush below commits the open batch, the creation's included.
 	if err := h.st.usable("sync", h.p(), false); err != nil {
 		return err
 	}
@@ -443,14 +459,23 @@ func (h *handle) Close() error {
 		return h.fail(vfs.CodeClosed, "close", "")
 	}
 	h.closed = true
+	pending := h.pending
+	h.pending = nil
 	h.mu.Unlock()
 	n, s := h.n, h.st
+	var perr error
+	if pending != nil {
+		if perr = s.w.waitFor(pending); perr != nil {
+			s.failed.Store(true)
+			perr = storageError("close", h.p(), perr)
+		}
+	}
 	n.mu.Lock()
 	n.opens--
 	last := n.opens == 0 && n.nlink <= 0 && !n.freed && n.typ == 0
 	n.mu.Unlock()
 	if !last || s.closed.Load() || s.w == nil {
-		return nil
+		return perr
 	}
 	return s.mutateNode("close", h.p(), func() (*batch, error) {
 		n.mu.Lock()

@@ -78,19 +78,34 @@ func (s *store) usable(op string, p vfs.Path, mutation bool) error {
 // locks it takes, executing its statements with writer.exec, and mutate waits
 // for the group commit of its batch.
 func (s *store) mutate(ctx context.Context, op string, p vfs.Path, fn func() (*batch, error)) error {
+	_, err := s.mutateMaybeDeferred(ctx, op, p, func() (*batch, bool, error) {
+		b, err := fn()
+		return b, false, err
+	})
+	return err
+}
+
+// mutateMaybeDeferred is mutate for an operation whose fn may report that its
+// batch need not be waited for (deferred): it is then returned instead, for
+// writer.waitFor.
+func (s *store) mutateMaybeDeferred(ctx context.Context, op string, p vfs.Path, fn func() (*batch, bool, error)) (*batch, error) {
 	if err := ctx.Err(); err != nil {
-		return canceled(op, p, err)
+		return nil, canceled(op, p, err)
 	}
 	if err := s.usable(op, p, true); err != nil {
-		return err
+		return nil, err
 	}
 	s.w.enter()
-	b, err := fn()
+	b, deferred, err := fn()
+	if deferred && err == nil && b != nil {
+		s.w.leaveDeferred(b)
+		return b, nil
+	}
 	if lerr := s.w.leave(b); lerr != nil && err == nil {
 		s.failed.Store(true)
 		err = storageError(op, p, lerr)
 	}
-	return err
+	return nil, err
 }
 
 // exec is writer.exec with the error turned into a vfs error for op on p.
@@ -205,8 +220,11 @@ func (f *FS) dirLocked(ctx context.Context, p vfs.Path, op string) (*node, error
 }
 
 // OpenFile opens p with os-style flags; see vfs.Backend. perm is used when
-// O_CREATE creates the file; creating it is one committed operation, and so is
-// O_TRUNC's truncation.
+// O_CREATE creates the file. O_TRUNC's truncation is one committed operation.
+// A creation is committed with the handle's first Write, Truncate, Sync or
+// Close, with any other operation, or within 5 ms, whichever comes first
+// (OpenFile does not wait for it): after a crash a created file is either
+// there, empty, or absent, and one the handle wrote to or closed is there.
 func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	const op = "open"
 	if err := ctx.Err(); err != nil {
@@ -234,21 +252,21 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 		return st.newHandle(r.Node, p, acc, flag), nil
 	}
 	var h *handle
-	err := st.mutate(ctx, op, p, func() (*batch, error) {
+	pending, err := st.mutateMaybeDeferred(ctx, op, p, func() (*batch, bool, error) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		excl := create && flag&os.O_EXCL != 0
 		r, err := f.resolve(ctx, p, !excl, op)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if r.Found {
 			n := r.Node
 			switch {
 			case excl:
-				return nil, vfs.NewError(vfs.CodeExists, op, p, "")
+				return nil, false, vfs.NewError(vfs.CodeExists, op, p, "")
 			case n.typ == fs.ModeDir:
-				return nil, vfs.NewError(vfs.CodeIsDir, op, p, "")
+				return nil, false, vfs.NewError(vfs.CodeIsDir, op, p, "")
 			}
 			var b *batch
 			if trunc {
@@ -256,27 +274,27 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 				b, err = st.truncate(n, 0, op, p)
 				n.mu.Unlock()
 				if err != nil {
-					return nil, err
+					return nil, false, err
 				}
 			}
 			h = st.newHandle(n, p, acc, flag)
-			return b, nil
+			return b, false, nil
 		}
 		if !create {
-			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+			return nil, false, vfs.NewError(vfs.CodeNotFound, op, p, "")
 		}
 		if p.MustBeDir() {
-			return nil, vfs.NewError(vfs.CodeIsDir, op, p, "cannot create a file with a trailing slash")
+			return nil, false, vfs.NewError(vfs.CodeIsDir, op, p, "cannot create a file with a trailing slash")
 		}
 		if err := canCreate(r, op, p); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		n, b, err := st.create(r.Parent, r.Name, 0, perm, "", op, p)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		h = st.newHandle(n, p, acc, flag)
-		return b, nil
+		return b, true, nil
 	})
 	if err != nil {
 		if h != nil {
@@ -284,6 +302,7 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 		}
 		return nil, err
 	}
+	h.pending = pending
 	return h, nil
 }
 

@@ -34,6 +34,7 @@ type writer struct {
 	cur      *batch
 	err      error // a failed commit: every later operation fails with it
 	inflight atomic.Int64
+	timer    *time.Timer // commits a batch deferred operations left open
 
 	execSeq   atomic.Uint64 // operations executed
 	committed atomic.Uint64 // operations committed (execSeq at the last commit)
@@ -164,6 +165,55 @@ func (w *writer) leave(b *batch) error {
 	return b.err
 }
 
+// leaveDeferred is leave for an operation that need not be durable when it
+// returns (a file's creation by OpenFile): it does not wait for b, and when it
+// is the last in flight it leaves the batch open for the handle's first Write
+// or its Close to commit (see waitFor), arming a timer that commits it after
+// maxBatchAge if nothing else does.
+func (w *writer) leaveDeferred(b *batch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	left := w.inflight.Add(-1)
+	if !w.inTx {
+		return
+	}
+	if left == 0 && w.cur.ops < maxBatch && time.Since(w.cur.start) < maxBatchAge {
+		if w.timer == nil {
+			w.timer = time.AfterFunc(maxBatchAge, w.timeout)
+		} else {
+			w.timer.Reset(maxBatchAge)
+		}
+		return
+	}
+	if left == 0 || w.cur.ops >= maxBatch || time.Since(w.cur.start) >= maxBatchAge {
+		w.commitLocked()
+	}
+}
+
+// timeout commits a batch that deferred operations left open.
+func (w *writer) timeout() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inTx && w.inflight.Load() == 0 {
+		w.commitLocked()
+	}
+}
+
+// waitFor commits b if it is still open and no operation is in flight (one
+// in flight will commit it), and waits for it.
+func (w *writer) waitFor(b *batch) error {
+	if b == nil {
+		return nil
+	}
+	w.mu.Lock()
+	if w.cur == b && w.inflight.Load() == 0 {
+		w.commitLocked()
+	}
+	w.mu.Unlock()
+	<-b.done
+	return b.err
+}
+
 // commitLocked commits the open batch. A failed commit rolls it back and fails
 // the writer: the in-memory tree already holds the batch's changes. The caller
 // holds mu.
@@ -243,6 +293,9 @@ func scanChunks(s *sql.Stmt, lo, hi int64, fn func(id int64, data []byte)) error
 
 func (w *writer) close() error {
 	w.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	if w.inTx {
 		w.commitLocked()
 	}
