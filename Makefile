@@ -95,7 +95,7 @@ fuzz:
 ## stress: long race and concurrency runs (CAPFS_STRESS=1 scales the bounded tests up).
 stress:
 	set -o pipefail; CAPFS_STRESS=1 $(GO) test -race -count=1 -timeout 90m -v -run 'Concurren|Race|Stress' $(PKGS) \
-		| grep -E '^(--- FAIL|FAIL|ok|panic|physical race)|raced operations|alias stress:'
+		| grep -E '^(--- FAIL|FAIL|ok|panic|physical race)|raced operations|alias stress:|sqlite crash:'
 
 ## bench: our figures next to peers' from the same run, as ratios.
 bench:
