@@ -31,9 +31,8 @@ import (
 // The Overlay follows no symlink inside a path: it is meant to be served
 // through Mount, where the kernel resolves links itself and every path the
 // server derives names real directories. A final symlink is followed by Stat
-// and OpenFile (within the overlay, at most vfs.MaxSymlinks). Rename with
-// RenameExchange is not supported; renaming a lower directory copies its whole
-// subtree up first. The upper directory is written through the physical
+// and OpenFile (within the overlay, at most vfs.MaxSymlinks). Renaming (or
+// exchanging) a lower directory copies its whole subtree up first. The upper directory is written through the physical
 // backend, so a write to a file with several hard links gives that name a
 // private copy (physical.HardLinksReplace). An Overlay is safe for concurrent
 // use.
@@ -124,7 +123,7 @@ func (o *Overlay) Features() vfs.Features {
 func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.Info, error) {
 	p = p.Unresolved().WithoutDirMark()
 	if info, err := o.upper.Lstat(ctx, p); err == nil {
-		info.ID = mix64(info.ID ^ 0x5bd1e9955bd1e995)
+		info.ID = upperID(info.ID)
 		return true, info, nil
 	} else if vfs.CodeOf(err) != vfs.CodeNotFound {
 		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
@@ -231,7 +230,7 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 			return nil, err
 		}
 		if inUpper {
-			return o.upper.OpenFile(ctx, p, flag, perm)
+			return upperFile(o.upper.OpenFile(ctx, p, flag, perm))
 		}
 		return o.lower.OpenFile(ctx, p, flag, perm)
 	}
@@ -243,11 +242,30 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 	if err := o.parents(ctx, p); err != nil {
 		return nil, err
 	}
-	f, err := o.upper.OpenFile(ctx, p, flag, perm)
+	f, err := upperFile(o.upper.OpenFile(ctx, p, flag, perm))
 	if err == nil {
 		delete(o.whiteout, p.Raw())
 	}
 	return f, err
+}
+
+// upperID keeps the upper's object IDs apart from the lower's.
+func upperID(id uint64) uint64 { return mix64(id ^ 0x5bd1e9955bd1e995) }
+
+// ovFile is an upper file whose Stat reports the ID Lstat reports.
+type ovFile struct{ vfs.File }
+
+func (f ovFile) Stat() (vfs.Info, error) {
+	info, err := f.File.Stat()
+	info.ID = upperID(info.ID)
+	return info, err
+}
+
+func upperFile(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return ovFile{f}, nil
 }
 
 // parents makes p's parent directories exist in the upper (copying their modes
@@ -299,7 +317,11 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 // when deep is set, as an empty directory otherwise. not_found when the lower
 // has nothing visible at p. o.mu is held.
 func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
-	if _, err := o.upper.Lstat(ctx, p); err == nil {
+	if uinfo, err := o.upper.Lstat(ctx, p); err == nil {
+		if deep && uinfo.Mode.IsDir() && !o.opaque[p.Raw()] && o.inLower(ctx, p) {
+			// Made as a parent of an earlier change: bring the rest.
+			return o.copyUpChildren(ctx, p)
+		}
 		return nil
 	}
 	if o.hidden(p) {
@@ -320,21 +342,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 		if !deep {
 			return nil
 		}
-		ents, err := o.lower.ReadDir(ctx, p)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			c, cerr := p.Child(e.Name)
-			if cerr != nil || o.whiteout[c.Raw()] {
-				continue
-			}
-			if err := o.copyUp(ctx, c, true); err != nil {
-				return err
-			}
-		}
-		o.opaque[p.Raw()] = true // the upper now holds all of it
-		return nil
+		return o.copyUpChildren(ctx, p)
 	case info.Mode&fs.ModeSymlink != 0:
 		t, err := o.lower.Readlink(ctx, p)
 		if err != nil {
@@ -369,6 +377,26 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 		return nil
 	}
 	return vfs.NewError(vfs.CodeNotRegular, "copyup", p, "")
+}
+
+// copyUpChildren copies every visible lower entry beneath directory p up,
+// whole, and marks p opaque: the upper then holds all of it. o.mu is held.
+func (o *Overlay) copyUpChildren(ctx context.Context, p vfs.Path) error {
+	ents, err := o.lower.ReadDir(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		c, cerr := p.Child(e.Name)
+		if cerr != nil || o.whiteout[c.Raw()] {
+			continue
+		}
+		if err := o.copyUp(ctx, c, true); err != nil {
+			return err
+		}
+	}
+	o.opaque[p.Raw()] = true
+	return nil
 }
 
 // inLower reports whether the lower has a visible entry at p. o.mu is held.
@@ -505,11 +533,11 @@ func (o *Overlay) recordBase(ctx context.Context, p vfs.Path) error {
 }
 
 // Rename moves from to to, copying from up first (a directory with its
-// subtree). RenameExchange is not supported.
+// subtree). RenameExchange copies both up and swaps them in the upper.
 func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
 	from, to = from.Unresolved().WithoutDirMark(), to.Unresolved().WithoutDirMark()
 	if flags&vfs.RenameExchange != 0 {
-		return vfs.NewError(vfs.CodeNotSupported, "rename", from, "exchange is not supported by the copy-on-write layer")
+		return o.exchange(ctx, from, to)
 	}
 	if from.IsRoot() || to.IsRoot() {
 		return vfs.NewError(vfs.CodeInvalidPath, "rename", from, "")
@@ -581,6 +609,42 @@ func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 		o.opaque[to.Raw()] = true
 	}
 	delete(o.whiteout, to.Raw())
+	return nil
+}
+
+// exchange swaps from and to, both of which must exist, after copying both up
+// whole.
+func (o *Overlay) exchange(ctx context.Context, from, to vfs.Path) error {
+	if from.IsRoot() || to.IsRoot() || (to.HasPrefix(from) || from.HasPrefix(to)) && !from.Equal(to) {
+		return vfs.NewError(vfs.CodeInvalidPath, "rename", from, "")
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.exists(ctx, from) {
+		return notFound("rename", from)
+	}
+	if !o.exists(ctx, to) {
+		return notFound("rename", to)
+	}
+	if from.Equal(to) {
+		return nil
+	}
+	for _, p := range []vfs.Path{from, to} {
+		if err := o.copyUp(ctx, p, true); err != nil {
+			return err
+		}
+	}
+	if err := o.upper.Rename(ctx, from, to, vfs.RenameExchange); err != nil {
+		return err
+	}
+	// Both places now hold complete upper trees: a directory there hides the
+	// lower's entries.
+	for _, p := range []vfs.Path{from, to} {
+		delete(o.opaque, p.Raw())
+		if info, err := o.upper.Lstat(ctx, p); err == nil && info.Mode.IsDir() {
+			o.opaque[p.Raw()] = true
+		}
+	}
 	return nil
 }
 

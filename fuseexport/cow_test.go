@@ -74,6 +74,17 @@ func TestOverlayThroughMount(t *testing.T) {
 	if got := strings.Join(names, " "); got != ".env d edit.txt keep.txt moved newdir" {
 		t.Errorf("root lists %q", got)
 	}
+	// A directory copied up as the parent of a change keeps its other lower
+	// entries when it moves.
+	if err := os.Rename(m("d"), m("d2")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(m("d2/inner.txt")); err != nil || string(b) != "in" {
+		t.Errorf("d2/inner.txt after moving a half copied-up directory = %q, %v", b, err)
+	}
+	if err := os.Rename(m("d2"), m("d")); err != nil {
+		t.Fatal(err)
+	}
 	// The source is untouched.
 	for name, body := range map[string]string{"edit.txt": "old", "gone.txt": "bye", "mv/a.txt": "a"} {
 		if b, err := src.ReadFile(bg, name); err != nil || string(b) != body {
@@ -101,7 +112,7 @@ func TestOverlayThroughMount(t *testing.T) {
 			t.Errorf("edit.txt's base %+v", c.Base)
 		}
 	}
-	want := "added d/added.txt, deleted gone.txt, deleted mv, added moved, added moved/a.txt, added newdir, modified edit.txt"
+	want := "added d/added.txt, modified d/inner.txt, deleted gone.txt, deleted mv, added moved, added moved/a.txt, added newdir, modified edit.txt"
 	wantSet := map[string]bool{}
 	for _, w := range strings.Split(want, ", ") {
 		wantSet[w] = true
