@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,11 +197,20 @@ func scratchFileFor(project string) (string, error) {
 	return filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:])[:12]+".db"), nil
 }
 
-// persistentScratchMount is the MCP server's scratch mount when it is
-// persistent: the project's scratch file (scratchFileFor) opened with quota
-// (<= 0: none). The MCP server mounts it in place of the memory scratch unless
-// the user asks for an ephemeral one.
-func persistentScratchMount(path vfs.Path, project string, quota int64) (*mounted, error) {
+// mcpScratchMount is the MCP server's scratch mount at path (the default tmp):
+// the persistent scratch file of the project at directory project
+// (scratchFileFor), so an agent finds its notes again in its next session,
+// unless ephemeral (then a memory mount, as before). quota bounds either (<= 0:
+// none). When another capfs already holds the project's file (a second agent
+// session on the same project), it falls back to a memory mount and says so on
+// warn, rather than failing to start.
+func mcpScratchMount(path vfs.Path, project string, quota int64, ephemeral bool, warn io.Writer) (*mounted, error) {
+	memory := func() (*mounted, error) {
+		return openMount(mountSpec{Path: path, Kind: kindMemory, Origin: "default"}, quota)
+	}
+	if ephemeral {
+		return memory()
+	}
 	file, err := scratchFileFor(project)
 	if err != nil {
 		return nil, failed(fmt.Errorf("persistent scratch: %v", cause(err)))
@@ -209,9 +219,17 @@ func persistentScratchMount(path vfs.Path, project string, quota int64) (*mounte
 	if quota > 0 {
 		opts = append(opts, sqlite.WithQuota(quota))
 	}
-	f, err := openSQLite(file, opts...)
+	f, err := sqlite.Open(file, opts...)
+	if errors.Is(err, sqlite.ErrLocked) {
+		fmt.Fprintf(warn, "capfs: the persistent scratch %s is in use by another capfs; %s is a memory scratch this session\n", file, displayPath(path.String()))
+		return memory()
+	}
 	if err != nil {
-		return nil, failed(fmt.Errorf("persistent scratch: %v", err))
+		_, oerr := openSQLite(file, opts...)
+		if oerr == nil {
+			oerr = err
+		}
+		return nil, failed(fmt.Errorf("persistent scratch: %v", oerr))
 	}
 	return &mounted{
 		mountSpec: mountSpec{Path: path, Kind: "sqlite", Source: file, Host: file, Origin: "default"},

@@ -133,13 +133,26 @@ func TestScratchFileFor(t *testing.T) {
 	if a == b || !strings.HasPrefix(a, filepath.Join(data, "capfs", "scratch")+"/project-") {
 		t.Fatalf("scratch files %s and %s", a, b)
 	}
-	m, err := persistentScratchMount(vfs.MustParse("scratch"), "/some/project", 0)
+	var warn bytes.Buffer
+	m, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", 1<<20, false, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Backend.(*sqlite.FS).Close()
-	if !m.Backend.Features().Persistent {
-		t.Fatal("not persistent")
+	if !m.Backend.Features().Persistent || m.Kind != "sqlite" {
+		t.Fatalf("mcp scratch: %s, persistent %v", m.Kind, m.Backend.Features().Persistent)
+	}
+	// A second session on the same project falls back to memory, and says so.
+	m2, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", 1<<20, false, &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.Kind != kindMemory || !strings.Contains(warn.String(), "in use by another capfs") {
+		t.Fatalf("second session: %s, warning %q", m2.Kind, warn.String())
+	}
+	m3, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", 1<<20, true, &warn)
+	if err != nil || m3.Kind != kindMemory {
+		t.Fatalf("ephemeral: %v, %v", m3, err)
 	}
 }
 
