@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -70,6 +72,15 @@ type Options struct {
 	// MaxGrepFileBytes: grep skips larger files and reports them as skipped
 	// (search.DefaultMaxFileSize when zero).
 	MaxGrepFileBytes int64
+	// Roots, if set, receives the client's roots (roots/list) once the session
+	// is initialized and again whenever the client announces they changed
+	// (notifications/roots/list_changed), if the client declared the roots
+	// capability. It runs on a goroutine of its own; the host decides what to
+	// make of them (capfs mcp --roots mounts them). A client without the
+	// capability is never asked, and neither is a session on the sessionless
+	// protocol (2026-07-28), which deprecates roots (SEP-2577) and lets a
+	// server ask the client only within a tool call's input requests.
+	Roots func(ctx context.Context, roots []*mcp.Root)
 }
 
 func (o *Options) defaults() {
@@ -116,9 +127,10 @@ const (
 )
 
 type server struct {
-	root *dir.Dir
-	opts Options
-	seq  atomic.Uint64
+	root       *dir.Dir
+	opts       Options
+	seq        atomic.Uint64
+	rootsAsked sync.Map // *mcp.ServerSession -> true once its roots were asked for
 }
 
 // New returns an MCP server whose tools act on root. A Dir that can never write
@@ -127,14 +139,42 @@ type server struct {
 func New(root *dir.Dir, opts Options) *mcp.Server {
 	opts.defaults()
 	s := &server{root: root, opts: opts}
-	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version},
-		&mcp.ServerOptions{Instructions: opts.Instructions, Capabilities: &mcp.ServerCapabilities{}})
+	so := &mcp.ServerOptions{Instructions: opts.Instructions, Capabilities: &mcp.ServerCapabilities{}}
+	if opts.Roots != nil {
+		so.InitializedHandler = func(_ context.Context, req *mcp.InitializedRequest) {
+			if _, seen := s.rootsAsked.LoadOrStore(req.Session, true); !seen {
+				go s.fetchRoots(req.Session)
+			}
+		}
+		so.RootsListChangedHandler = func(_ context.Context, req *mcp.RootsListChangedRequest) { go s.fetchRoots(req.Session) }
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, so)
 	srv.AddReceivingMiddleware(declaredOnly)
 	s.addReadTools(srv)
 	if !root.IsReadOnly() {
 		s.addWriteTools(srv)
 	}
 	return srv
+}
+
+// fetchRoots asks the client for its roots and hands them to Options.Roots.
+// (It runs on its own goroutine: the handlers that start it run on the
+// session's read loop, which must stay free to read the answer.)
+func (s *server) fetchRoots(ss *mcp.ServerSession) {
+	if ss == nil {
+		return
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || ip.ProtocolVersion >= "2026-07-28" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil || res == nil {
+		return
+	}
+	s.opts.Roots(ctx, res.Roots)
 }
 
 // ReadOnlyTools and WriteTools are the names of the tools New registers: a

@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/mcpserver"
+	"github.com/capfs/capfs/vfs"
 )
 
 // version is reported to MCP clients.
@@ -23,6 +28,7 @@ func newMCPCmd(o *globalOptions) *cobra.Command {
 	var httpAddr string
 	var readOnly bool
 	var sessionTimeout time.Duration
+	var roots bool
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the namespace to AI agents over the Model Context Protocol",
@@ -47,6 +53,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT) instead of stdio")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "serve a read-only view: no writing tool is offered")
+	cmd.Flags().BoolVar(&roots, "roots", false, "mount the client's roots (the file:// directories it lists with roots/list) under roots/NAME, as physical mounts under the session's policy (read-only with --read-only); a changed list adds the new ones")
 	cmd.Flags().DurationVar(&sessionTimeout, "http-session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session idle for this long (its next request gets 404, and the client starts a new one)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if httpAddr != "" {
@@ -59,11 +66,17 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 			if readOnly {
 				root = root.ReadOnly()
 			}
-			srv := mcpserver.New(root, mcpserver.Options{
+			rm := &rootMounts{s: s, readOnly: readOnly, byURI: map[string]string{}}
+			opts := mcpserver.Options{
 				Name:    "capfs",
 				Version: version,
-				Mounts:  func() []mcpserver.MountInfo { return mcpMounts(s, readOnly) },
-			})
+				Mounts:  func() []mcpserver.MountInfo { return append(mcpMounts(s, readOnly), rm.list()...) },
+			}
+			if roots {
+				opts.Roots = rm.mount
+			}
+			srv := mcpserver.New(root, opts)
+			defer rm.close()
 			if httpAddr == "" {
 				err := srv.Run(ctx, &mcpserver.StdioTransport{In: os.Stdin, Out: os.Stdout})
 				if ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
@@ -75,6 +88,87 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 		})(cmd, args)
 	}
 	return cmd
+}
+
+// rootMounts mounts the client's roots (capfs mcp --roots).
+type rootMounts struct {
+	s        *session
+	readOnly bool
+	mu       sync.Mutex
+	byURI    map[string]string // root URI -> mount path
+	infos    []mcpserver.MountInfo
+	closers  []func() error
+}
+
+// mount mounts each file:// root not mounted yet at roots/NAME (NAME the
+// directory's base name, made unique with -2, -3, ...). Roots that are not
+// local directories are ignored.
+func (r *rootMounts) mount(_ context.Context, roots []*mcp.Root) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, root := range roots {
+		if root == nil || r.byURI[root.URI] != "" {
+			continue
+		}
+		u, err := url.Parse(root.URI)
+		if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+			continue
+		}
+		host := filepath.Clean(u.Path)
+		if fi, err := os.Stat(host); err != nil || !fi.IsDir() {
+			continue
+		}
+		base := filepath.Base(host)
+		if base == "/" || base == "." || strings.ContainsAny(base, `\`) {
+			base = "root"
+		}
+		name := base
+		var mp vfs.Path
+		for i := 2; ; i++ {
+			mp, err = vfs.ParseGuest("roots/" + name)
+			if err != nil {
+				break
+			}
+			if _, serr := r.s.NS.Lstat(context.Background(), mp); serr != nil {
+				break
+			}
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		if err != nil {
+			continue
+		}
+		m, err := openMount(mountSpec{Path: mp, Kind: kindPhysical, Source: root.URI, Host: host, ReadOnly: r.readOnly, Origin: "roots"}, 0)
+		if err != nil {
+			continue
+		}
+		if err := r.s.NS.Mount(mp, m.Backend, vfs.MountOptions{ReadOnly: r.readOnly}); err != nil {
+			if c, ok := m.Backend.(io.Closer); ok {
+				c.Close()
+			}
+			continue
+		}
+		if c, ok := m.Backend.(io.Closer); ok {
+			r.closers = append(r.closers, c.Close)
+		}
+		r.byURI[root.URI] = "/" + mp.String()
+		r.infos = append(r.infos, mcpserver.MountInfo{Path: "/" + mp.String(), Backend: "host directory", ReadOnly: r.readOnly,
+			Note: "a root of the MCP client (" + root.Name + ")"})
+	}
+}
+
+func (r *rootMounts) list() []mcpserver.MountInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]mcpserver.MountInfo(nil), r.infos...)
+}
+
+func (r *rootMounts) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.closers {
+		_ = c()
+	}
+	r.closers = nil
 }
 
 // mcpMounts describes the session's mounts for the mounts tool, without host
