@@ -30,9 +30,11 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 	if err := c.capabilities(ctx); err != nil {
 		return ts, fmt.Errorf("remote: GetCapabilities: %w", err)
 	}
-	if err := c.prefetchTree(ctx, st, root); err != nil && !errors.Is(err, ErrMissing) {
+	n, err := c.prefetchTree(ctx, st, root)
+	if err != nil && !errors.Is(err, ErrMissing) {
 		return ts, err
 	}
+	ts.TreeDirs = n
 	// Walk the tree level by level, fetching the directories GetTree did not
 	// give in their exact bytes.
 	seenD := map[cas.Digest]bool{}
@@ -93,8 +95,9 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 
 // prefetchTree stores the directories GetTree returns for root whose canonical
 // encoding is their digest's (those encoded otherwise are read as blobs later).
-func (c *Client) prefetchTree(ctx context.Context, st *cas.Store, root cas.Digest) error {
+func (c *Client) prefetchTree(ctx context.Context, st *cas.Store, root cas.Digest) (int, error) {
 	token := ""
+	stored := 0
 	for {
 		var dirs []*repb.Directory
 		var next string
@@ -117,10 +120,10 @@ func (c *Client) prefetchTree(ctx context.Context, st *cas.Store, root cas.Diges
 			}
 		})
 		if status.Code(err) == codes.NotFound {
-			return fmt.Errorf("%w: tree %s", ErrMissing, root)
+			return stored, fmt.Errorf("%w: tree %s", ErrMissing, root)
 		}
 		if err != nil {
-			return fmt.Errorf("remote: GetTree %s: %w", root, err)
+			return stored, fmt.Errorf("remote: GetTree %s: %w", root, err)
 		}
 		for _, d := range dirs {
 			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(d)
@@ -131,11 +134,12 @@ func (c *Client) prefetchTree(ctx context.Context, st *cas.Store, root cas.Diges
 				continue // not a Directory the store would accept
 			}
 			if _, err := st.PutBytes(ctx, b); err != nil {
-				return err
+				return stored, err
 			}
+			stored++
 		}
 		if next == "" {
-			return nil
+			return stored, nil
 		}
 		token = next
 	}

@@ -277,6 +277,8 @@ type TransferStats struct {
 	Bytes   int64 // their total size
 	Batched int   // of those, sent or received in batch calls
 	Streams int   // of those, through ByteStream
+	// TreeDirs is how many directories GetTree supplied (Download only).
+	TreeDirs int
 }
 
 // batchable reports whether a blob of size n fits a batch call.

@@ -208,8 +208,8 @@ func TestRoundTripThroughBazelRemote(t *testing.T) {
 	if err := b.VerifyTree(bg, got); err != nil {
 		t.Fatalf("downloaded tree: %v", err)
 	}
-	if ds.Streams != 2 {
-		t.Errorf("download stats %+v: want the 2 large blobs streamed", ds)
+	if ds.Streams != 2 || ds.TreeDirs == 0 {
+		t.Errorf("download stats %+v: want the 2 large blobs streamed and the directories from GetTree", ds)
 	}
 	// Same bytes: materialize both and snapshot each checkout again.
 	for _, st := range []*cas.Store{a, b} {
