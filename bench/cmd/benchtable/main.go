@@ -43,13 +43,13 @@ func main() {
 	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
 	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
 	run := flag.String("run", "", "only workloads whose name contains this")
-	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize, mcp, cas or sqlite (default all)")
+	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize, mcp, cas, sqlite or run (default all)")
 	gitreeTune := flag.Bool("gitreetune", true, "in the gitree section, also measure each storage setting")
 	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
 	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
-	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" && *only != "mcp" && *only != "cas" && *only != "sqlite" {
-		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp, cas or sqlite\n", *only)
+	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" && *only != "mcp" && *only != "cas" && *only != "sqlite" && *only != "run" {
+		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp, cas, sqlite or run\n", *only)
 		os.Exit(2)
 	}
 	start := time.Now()
@@ -92,6 +92,12 @@ func main() {
 			fmt.Fprintln(os.Stdout)
 		}
 		err = sqliteTable(os.Stdout, os.Stderr, *count)
+	}
+	if err == nil && (*only == "" || *only == "run") { // issue 13: capfs run's start-up and second build
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		err = bench.RunTable(os.Stdout, os.Stderr, *count, *run)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
