@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -28,12 +29,23 @@ import (
 func main() {
 	count := flag.Int("count", 5, "rounds; the median is reported")
 	budget := flag.Int64("memory-budget", 0, "archive.Options.MemoryBudget (0: the default)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the capfs extractions to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "archivebench:", err)
+			os.Exit(1)
+		}
+		profile = f
+	}
 	if err := run(*count, *budget); err != nil {
 		fmt.Fprintln(os.Stderr, "archivebench:", err)
 		os.Exit(1)
 	}
 }
+
+var profile *os.File
 
 func run(count int, budget int64) error {
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
@@ -61,6 +73,9 @@ func run(count int, budget int64) error {
 		os.Mkdir(d2, 0o755)
 		exec.Command("sync").Run()
 
+		if profile != nil {
+			pprof.StartCPUProfile(profile)
+		}
 		start := time.Now()
 		b, err := physical.New(d1)
 		if err != nil {
@@ -77,6 +92,11 @@ func run(count int, budget int64) error {
 			return fmt.Errorf("capfs extract: %w", err)
 		}
 		ours = append(ours, time.Since(start))
+		if profile != nil {
+			pprof.StopCPUProfile()
+			profile.Close()
+			profile = nil
+		}
 
 		start = time.Now()
 		x := exec.Command("tar", "--zstd", "-xf", tarball, "-C", d2)
