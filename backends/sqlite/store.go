@@ -259,7 +259,7 @@ func dsn(abs string, reader bool, s Synchronous) string {
 	if reader {
 		q += "&_pragma=query_only(1)&_pragma=cache_size(-8000)"
 	} else {
-		q += "&_pragma=cache_size(-32000)&_pragma=temp_store(MEMORY)"
+		q += "&_pragma=cache_size(-32000)&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(67108864)"
 	}
 	return u.String() + q
 }
