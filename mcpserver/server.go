@@ -80,6 +80,7 @@ type Options struct {
 	// capability is never asked, and neither is a session on the sessionless
 	// protocol (2026-07-28), which deprecates roots (SEP-2577) and lets a
 	// server ask the client only within a tool call's input requests.
+	//lint:ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
 	Roots func(ctx context.Context, roots []*mcp.Root)
 }
 
@@ -146,6 +147,7 @@ func New(root *dir.Dir, opts Options) *mcp.Server {
 				go s.fetchRoots(req.Session)
 			}
 		}
+		//lint:ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
 		so.RootsListChangedHandler = func(_ context.Context, req *mcp.RootsListChangedRequest) { go s.fetchRoots(req.Session) }
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, so)
@@ -165,11 +167,13 @@ func (s *server) fetchRoots(ss *mcp.ServerSession) {
 		return
 	}
 	ip := ss.InitializeParams()
+	//lint:ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || ip.ProtocolVersion >= "2026-07-28" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	//lint:ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
 	res, err := ss.ListRoots(ctx, nil)
 	if err != nil || res == nil {
 		return
