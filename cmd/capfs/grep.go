@@ -672,13 +672,16 @@ func (r *grepRun) searchFile(ctx context.Context, j *grepJob, buf []byte) []byte
 		r.mu.Unlock()
 		return buf
 	}
-	want := int(size) + 1 // one more byte shows whether the file grew
+	// The file is searched as it was at the Stat: its first size bytes, read
+	// without the extra read that would report EOF. A file that reports no size
+	// (size 0: empty, or generated on reading) is read to EOF.
+	want := max(int(size), 4096)
 	if cap(buf) < want {
 		buf = make([]byte, want)
 	}
 	buf = buf[:cap(buf)]
 	n := 0
-	for {
+	for size == 0 || int64(n) < size {
 		k, err := h.Read(buf[n:])
 		n += k
 		if err == io.EOF {
