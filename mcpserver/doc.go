@@ -3,10 +3,15 @@
 // streamable HTTP, or in memory.
 //
 // New registers tools with the argument names agents already know: read (numbered
-// lines, offset/limit), read_many, write (atomic, create_only), append, edit
-// (old_string/new_string, replace_all, dry_run), apply_patch (the "*** Begin Patch"
-// format or a unified diff as git diff writes it, all files or none), list, tree, glob, grep, stat, mkdir, move, copy,
-// remove, mounts and help. See README.md for what each does.
+// lines, offset/limit; images and audio as media), read_many, tail, read_media,
+// write (atomic, create_only), append, edit (old_string/new_string, replace_all,
+// dry_run), multi_edit (several edits, all or none), apply_patch (the "*** Begin
+// Patch" format or a unified diff as git diff writes it, all files or none), list
+// (sort_by, sizes), tree, glob (exclude), grep (internal/search: rg's defaults),
+// stat, mkdir, move, copy, remove, mounts and help. See README.md for what each
+// does and for the compatibility table with the reference server, Claude Code
+// and Codex. StdioTransport and NewHTTPHandler are the transports capfs mcp uses:
+// the SDK's, with the protocol robustness it lacks (README.md, Protocol).
 //
 // # Guarantees
 //
@@ -19,8 +24,17 @@
 //     all: they are not registered, so they are not even listed.
 //   - Once the Dir is revoked, every tool fails with the revoked code.
 //   - A tool error is a result with IsError set whose text starts with
-//     "error <code>:" and whose _meta holds the stable code (MetaCode) and the
-//     guest path (MetaPath); it never holds a host path.
+//     "error <code>:" and whose _meta holds the stable code (MetaCode), the
+//     guest path (MetaPath) and a hint (MetaHint); it never holds a host path.
+//   - Arguments are decoded by the server: a missing, unknown or mistyped
+//     argument, or one out of range, is CodeInvalidArgument with a message
+//     naming the argument, the type it takes and what was given (a JSON-RPC
+//     -32602 error instead for sessions before protocol 2025-11-25); it is
+//     never a path error.
+//   - Every tool declares a title and an output schema, and every successful
+//     result carries structuredContent of that schema beside its text.
+//   - Text is returned only as valid UTF-8: a file whose lines are not is
+//     refused (not_supported), never returned with replaced bytes.
 //   - Every tool call's context carries a request tag (audit.WithRequestTag):
 //     "mcp:<session>:<tool>#<n>". Every audit event of the Dir calls the tool
 //     makes has it in Event.Tag, and the result's _meta has it under
