@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -108,6 +109,16 @@ func TestCrashStress(t *testing.T) {
 		if !ready {
 			cmd.Wait()
 			t.Fatalf("iteration %d: the writer did not start: %s", it, stderr.String())
+		}
+		if it == 0 {
+			// A second process cannot open the file the writer holds.
+			if g, err := Open(db); !errors.Is(err, ErrLocked) {
+				if g != nil {
+					g.Close()
+				}
+				cmd.Process.Kill()
+				t.Fatalf("opening the file a writer process holds: %v, want ErrLocked", err)
+			}
 		}
 		time.Sleep(time.Duration(r.IntN(120_000)) * time.Microsecond)
 		cmd.Process.Kill() // SIGKILL

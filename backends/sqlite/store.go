@@ -259,7 +259,7 @@ func dsn(abs string, reader bool, s Synchronous) string {
 	if reader {
 		q += "&_pragma=query_only(1)&_pragma=cache_size(-8000)"
 	} else {
-		q += "&_pragma=cache_size(-32000)&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(67108864)"
+		q += "&_pragma=cache_size(-32000)&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(67108864)" + writerPragmas
 	}
 	return u.String() + q
 }
@@ -366,7 +366,7 @@ func (s *store) initSchema() error {
 	switch {
 	case appID == 0 && tables == 0:
 		// New file.
-		stmts := `PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA application_id=` + strconv.Itoa(ApplicationID) + `;
+		stmts := `PRAGMA page_size=` + strconv.Itoa(newPageSize) + `; PRAGMA journal_mode=WAL; PRAGMA application_id=` + strconv.Itoa(ApplicationID) + `;
 BEGIN;` + schemaV1 + `
 INSERT INTO meta VALUES('chunk_size', ` + strconv.FormatInt(s.cfg.chunkSize, 10) + `);
 INSERT INTO inode VALUES(1, ` + strconv.Itoa(0o040755) + `, 2, 0, ` + strconv.FormatInt(s.now().Unix(), 10) + `, ` + strconv.Itoa(s.now().Nanosecond()) + `, NULL);
@@ -395,6 +395,13 @@ COMMIT;`
 	}
 	return nil
 }
+
+// newPageSize is the page size of a new file: 8 KiB measured best for this
+// workload (see tune_test.go; bench/RESULTS.md has the figures).
+var newPageSize = 8192
+
+// writerPragmas are extra pragmas of the write connection (tune_test.go).
+var writerPragmas = ""
 
 // migrations[v] is the SQL taking schema version v to v+1.
 var migrations = map[int64]string{}
