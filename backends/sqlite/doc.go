@@ -47,7 +47,11 @@
 //
 //   - What a call acknowledged survives a crash of the process (kill -9, a
 //     panic): a mutating call returns only after its transaction committed to the
-//     WAL. After a crash the file opens to the state of the last commit: every
+//     WAL. The one exception is the creation of a new file by OpenFile, which
+//     commits with the handle's first Write, Truncate, Sync or Close, with any
+//     other operation, or within 5 ms, whichever comes first (so a file created
+//     and written costs one commit, not two); a crash before that leaves no
+//     file, never a torn one. After a crash the file opens to the state of the last commit: every
 //     operation either wholly applied or not at all, never a torn write, never a
 //     file that is neither its old nor its new content (one Write is atomic; a
 //     whole-file replacement written to a temporary name and renamed, as
@@ -81,6 +85,15 @@
 // INTO, from a read transaction: writers go on), and Restore puts a snapshot in
 // place of a closed scratch file, atomically (rename), with the old file's WAL
 // folded in first so that nothing stale is replayed over the restored copy.
+//
+// # Interop
+//
+// OpenAgentFS serves an AgentFS database (Turso's agent filesystem, its SPEC's
+// schema 0.4: fs_inode, fs_dentry, fs_data, fs_symlink, fs_config) as a
+// read-only backend through the same read path, without copying it; Import
+// copies any backend (an AgentFS one included) into a scratch file, keeping hard
+// links, modes and times. Package sqlar exports a tree to a SQLite Archive and
+// imports one.
 //
 // # Quotas
 //
