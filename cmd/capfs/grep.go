@@ -125,6 +125,9 @@ func newGrepCmd(o *globalOptions) *cobra.Command {
 	f.StringVar(&g.color, "color", "auto", "colour matches, names and numbers: auto (on a terminal, unless NO_COLOR is set), always or never")
 	f.StringVar(&g.color, "colour", "auto", "same as --color")
 	f.BoolVarP(&g.nullSep, "null", "Z", false, "end file names with a NUL byte instead of ':' or a newline")
+	for _, n := range []string{"after-context", "before-context", "context", "max-count"} {
+		f.Lookup(n).DefValue = "0" // -1 (unset) is not shown as a default
+	}
 	_ = f.MarkHidden("colour")
 	_ = f.MarkHidden("silent")
 	_ = f.MarkHidden("no-ignore-case")

@@ -100,12 +100,18 @@ flags add mounts, --policy and --audit override):
   read_only = false
   quota = "64MiB"           # memory only, optional
 
-Exit codes: 0 success; 1 an operation failed (grep: nothing matched); 2 bad
-flags, arguments, mount specs or configuration; run exits with the command's own
+Audit log: one JSON line per call, appended to $XDG_STATE_HOME/capfs/audit.jsonl
+(else $TMPDIR/capfs-$UID/audit.jsonl), rotated at 16MiB with 3 old files kept;
+--audit FILE|stderr|off, --audit-max-size, --audit-max-files, --audit-level.
+
+Exit codes: 0 success; 1 an operation failed (grep and glob: nothing matched;
+diff --exit-code: differences); 2 bad flags, arguments, mount specs or
+configuration (grep: also any error, as grep); run exits with the command's own
 status, or 3 when its changes were refused or conflicted at sync-back (the source
 is left untouched), 125 when the command could not be started (no working
 sandbox), or 130 when interrupted.
-Errors are printed on stderr as "capfs: <op> <path>: <message> (<code>)".`
+Errors are printed on stderr as "capfs: <what was done> <path>: <message>
+(<code>)", with what to do about it when there is something to do.`
 
 // newRootCmd builds the command tree.
 func newRootCmd() *cobra.Command {
