@@ -260,6 +260,13 @@ func (s *Store) GC(ctx context.Context, grace time.Duration) (GCStats, error) {
 			if err := ctx.Err(); err != nil {
 				return st, err
 			}
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				// Left by a crash (no ingest runs during a GC): removed once old.
+				if fi, err := e.Info(); err == nil && old(fi) {
+					os.Remove(filepath.Join(fdir, e.Name()))
+				}
+				continue
+			}
 			d, err := parseHash(e.Name())
 			if err == nil && marked[d.Hash] {
 				continue

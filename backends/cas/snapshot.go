@@ -3,7 +3,7 @@ package cas
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/gob"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -36,7 +36,8 @@ type SnapshotOptions struct {
 	Name string
 	// Skipped, when set, is told of each entry a Directory cannot hold (a FIFO,
 	// socket or device; a name or link target that is not UTF-8, since REAPI
-	// names are protobuf strings), which the snapshot leaves out.
+	// names are protobuf strings), which the snapshot leaves out. Calls may
+	// come from several goroutines at once.
 	Skipped func(path string, mode fs.FileMode)
 	// Denied, when set, is told of each entry the source refused to stat or
 	// read with fs_permission_denied (a Dir's policy keeping a secret out of
@@ -164,8 +165,9 @@ type statRecord struct {
 type statCache struct {
 	path string
 	old  map[string]statRecord
-	mu   sync.Mutex
-	new  map[string]statRecord
+	mu    sync.Mutex
+	new   map[string]statRecord
+	dirty bool // a record was added or changed
 }
 
 func (s *Store) loadStatCache(name string) *statCache {
@@ -174,22 +176,83 @@ func (s *Store) loadStatCache(name string) *statCache {
 	}
 	h := sha256.Sum256([]byte(name))
 	c := &statCache{path: filepath.Join(s.dir, "statcache", hex.EncodeToString(h[:16])), old: map[string]statRecord{}, new: map[string]statRecord{}}
-	if f, err := os.Open(c.path); err == nil {
-		var m map[string]statRecord
-		if gob.NewDecoder(f).Decode(&m) == nil {
+	if b, err := os.ReadFile(c.path); err == nil {
+		if m, ok := decodeStatCache(b); ok {
 			c.old = m
 		}
-		f.Close()
 	}
 	return c
 }
 
+// The stat cache file: statMagic, then per record uvarint(len(path)), path, and
+// the record's fixed fields (little-endian size, mtime, ctime, dev, ino, one
+// byte exec, 32 bytes hash), then the SHA-256 of everything before it. A file
+// that does not check is ignored (the snapshot reads every file).
+const statMagic = "capfs-statcache-1\n"
+
+const statFixed = 8*5 + 1 + sha256.Size
+
+func encodeStatCache(m map[string]statRecord) []byte {
+	b := make([]byte, 0, len(statMagic)+len(m)*(statFixed+48)+sha256.Size)
+	b = append(b, statMagic...)
+	for p, r := range m {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(r.Size))
+		b = binary.LittleEndian.AppendUint64(b, uint64(r.Mtime))
+		b = binary.LittleEndian.AppendUint64(b, uint64(r.Ctime))
+		b = binary.LittleEndian.AppendUint64(b, r.Dev)
+		b = binary.LittleEndian.AppendUint64(b, r.Ino)
+		if r.Exec {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		b = append(b, r.Hash[:]...)
+	}
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+func decodeStatCache(b []byte) (map[string]statRecord, bool) {
+	if len(b) < len(statMagic)+sha256.Size || string(b[:len(statMagic)]) != statMagic {
+		return nil, false
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if sha256.Sum256(body) != [sha256.Size]byte(sum) {
+		return nil, false
+	}
+	m := map[string]statRecord{}
+	for rest := body[len(statMagic):]; len(rest) > 0; {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) || uint64(len(rest)-k)-n < statFixed {
+			return nil, false
+		}
+		p := string(rest[k : k+int(n)])
+		f := rest[k+int(n):]
+		r := statRecord{
+			Size: int64(binary.LittleEndian.Uint64(f[0:])), Mtime: int64(binary.LittleEndian.Uint64(f[8:])),
+			Ctime: int64(binary.LittleEndian.Uint64(f[16:])), Dev: binary.LittleEndian.Uint64(f[24:]),
+			Ino: binary.LittleEndian.Uint64(f[32:]), Exec: f[40] != 0,
+		}
+		copy(r.Hash[:], f[41:statFixed])
+		m[p] = r
+		rest = f[statFixed:]
+	}
+	return m, true
+}
+
 func (c *statCache) save() error {
-	f, err := os.CreateTemp(filepath.Dir(c.path), "sc-")
+	// Nothing changed (every record kept, none added): leave the file as it is.
+	if !c.dirty && len(c.new) == len(c.old) {
+		return nil
+	}
+	// Not synced: a file a crash tore fails its checksum and is ignored.
+	f, err := os.CreateTemp(filepath.Dir(c.path), ".tmp-")
 	if err != nil {
 		return err
 	}
-	err = gob.NewEncoder(f).Encode(c.new)
+	_, err = f.Write(encodeStatCache(c.new))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -256,9 +319,14 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 		})
 	}
 	root := &snapDir{}
-	werr := s.walk(ctx, src, root, jobs, cache, opts, start)
+	w := &walker{s: s, src: src, jobs: jobs, cache: cache, opts: opts, listers: make(chan struct{}, workers), cancel: cancel}
+	if err := w.walk(ctx, root); err != nil {
+		cancel(err)
+	}
+	w.wg.Wait()
 	close(jobs)
 	wg.Wait()
+	werr := error(nil)
 	if werr == nil {
 		werr = context.Cause(ctx)
 	}
@@ -297,6 +365,7 @@ func (c *statCache) record(rel string, e snapEntry, d Digest, start time.Time) {
 	}
 	c.mu.Lock()
 	c.new[rel] = statRecord{Size: e.size, Mtime: e.mtime, Ctime: e.ctime, Dev: e.dev, Ino: e.ino, Exec: e.mode&0o100 != 0, Hash: d.Hash}
+	c.dirty = true
 	c.mu.Unlock()
 }
 
@@ -318,13 +387,26 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// walk lists sd and its subtree, queueing every file whose digest the cache does
-// not give.
-func (s *Store) walk(ctx context.Context, src source, sd *snapDir, jobs chan<- fileJob, cache *statCache, opts SnapshotOptions, start time.Time) error {
+// walker lists a tree, several directories at once, and queues the files
+// whose digest the stat cache does not give.
+type walker struct {
+	s       *Store
+	src     source
+	jobs    chan<- fileJob
+	cache   *statCache
+	opts    SnapshotOptions
+	listers chan struct{} // a token per extra goroutine listing a subtree
+	cancel  context.CancelCauseFunc
+	wg      sync.WaitGroup
+}
+
+// walk lists sd and its subtree: a subdirectory is handed to another goroutine
+// when one is free, else walked here.
+func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	ents, err := src.list(ctx, sd.rel)
+	ents, err := w.src.list(ctx, sd.rel)
 	if err != nil {
 		return err
 	}
@@ -339,8 +421,8 @@ func (s *Store) walk(ctx context.Context, src source, sd *snapDir, jobs chan<- f
 		rel := join(sd.rel, e.name)
 		if !utf8.ValidString(e.name) {
 			// A Directory's names are protobuf strings: UTF-8 only.
-			if opts.Skipped != nil {
-				opts.Skipped(rel, e.mode)
+			if w.opts.Skipped != nil {
+				w.opts.Skipped(rel, e.mode)
 			}
 			continue
 		}
@@ -348,13 +430,13 @@ func (s *Store) walk(ctx context.Context, src source, sd *snapDir, jobs chan<- f
 		case e.mode.IsRegular():
 			sd.files = append(sd.files, FileNode{Name: e.name, Executable: e.mode&0o100 != 0})
 			slot := &sd.files[len(sd.files)-1]
-			if d, ok := cache.lookup(rel, e); ok {
+			if d, ok := w.cache.lookup(rel, e); ok {
 				slot.Digest = d
-				cache.keep(rel, e, d)
+				w.cache.keep(rel, e, d)
 				continue
 			}
 			select {
-			case jobs <- fileJob{rel: rel, e: e, slot: slot}:
+			case w.jobs <- fileJob{rel: rel, e: e, slot: slot}:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
@@ -362,24 +444,34 @@ func (s *Store) walk(ctx context.Context, src source, sd *snapDir, jobs chan<- f
 			sub := &snapDir{rel: rel}
 			sd.dirs = append(sd.dirs, sub)
 			sd.dirName = append(sd.dirName, e.name)
-			if err := s.walk(ctx, src, sub, jobs, cache, opts, start); err != nil {
-				return err
+			select {
+			case w.listers <- struct{}{}:
+				w.wg.Go(func() {
+					defer func() { <-w.listers }()
+					if err := w.walk(ctx, sub); err != nil {
+						w.cancel(err)
+					}
+				})
+			default:
+				if err := w.walk(ctx, sub); err != nil {
+					return err
+				}
 			}
 		case e.mode&fs.ModeSymlink != 0:
-			t, err := src.readlink(ctx, rel)
+			t, err := w.src.readlink(ctx, rel)
 			if err != nil {
 				return err
 			}
 			if !utf8.ValidString(t) {
-				if opts.Skipped != nil {
-					opts.Skipped(rel, e.mode)
+				if w.opts.Skipped != nil {
+					w.opts.Skipped(rel, e.mode)
 				}
 				continue
 			}
 			sd.links = append(sd.links, SymlinkNode{Name: e.name, Target: t})
 		default:
-			if opts.Skipped != nil {
-				opts.Skipped(rel, e.mode)
+			if w.opts.Skipped != nil {
+				w.opts.Skipped(rel, e.mode)
 			}
 		}
 	}

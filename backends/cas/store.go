@@ -24,6 +24,10 @@ const (
 	tagZstd byte = 1
 )
 
+// tmpPrefix starts the names of blob files being written in a fan-out
+// directory; no digest starts so.
+const tmpPrefix = ".tmp-"
+
 // smallBlob is the size up to which Put and ReadBlob hold a blob in memory whole;
 // larger blobs are streamed through temporary files and readers.
 const smallBlob = 4 << 20
@@ -91,6 +95,16 @@ func OpenStore(dir string) (*Store, error) {
 	for _, sub := range []string{"blobs", "tmp", "roots", "pins", "statcache"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("cas: open store: %w", err)
+		}
+	}
+	// The 256 fan-out directories, made once: blobs are written in their own
+	// (a temporary name, then a rename), which spreads the directory locks
+	// parallel writers take.
+	if _, err := os.Stat(filepath.Join(dir, "blobs", "ff")); err != nil {
+		for i := range 256 {
+			if err := os.MkdirAll(filepath.Join(dir, "blobs", fmt.Sprintf("%02x", i)), 0o700); err != nil {
+				return nil, fmt.Errorf("cas: open store: %w", err)
+			}
 		}
 	}
 	lf, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
@@ -198,7 +212,7 @@ func (s *Store) putBytes(d Digest, b []byte) (Digest, error) {
 // commit writes a blob file for d through write into a temporary file and
 // renames it into place.
 func (s *Store) commit(d Digest, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "blob-")
+	f, err := os.CreateTemp(filepath.Dir(s.blobPath(d)), tmpPrefix)
 	if err != nil {
 		return fmt.Errorf("cas: write blob %s: %w", d, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -90,6 +91,9 @@ func (s *Store) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				continue // being written (or left by a crash: GC removes it)
+			}
 			rep.Blobs++
 			d, err := parseHash(e.Name())
 			if err == nil {
@@ -168,6 +172,9 @@ func (s *Store) Usage() (blobs int, bytes int64, err error) {
 			continue
 		}
 		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				continue
+			}
 			if fi, err := e.Info(); err == nil {
 				blobs++
 				bytes += fi.Size()
