@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -247,5 +248,32 @@ func TestAuditLog(t *testing.T) {
 	// Every line of every file is a whole event.
 	for _, f := range files {
 		readAudit(t, f)
+	}
+}
+
+// TestAllowFixturesRun checks that --allow-test-fixtures reaches capfs run's
+// sandbox: a *.pem under testdata is in the checkout with it, absent without,
+// and .env stays out either way.
+func TestAllowFixturesRun(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed (make sysdeps)")
+	}
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"testdata/k.pem": "KEY\n", ".env": "S=1\n"})
+	r := runCapfs(t, root, "run", "--", "cat", "testdata/k.pem")
+	if r.code == 125 {
+		t.Skipf("no working sandbox here: %s", r.stderr)
+	}
+	if r.code == 0 || strings.Contains(r.stdout, "KEY") {
+		t.Errorf("without the flag the fixture is readable: exit %d, %q", r.code, r.stdout)
+	}
+	r = runCapfs(t, root, "--allow-test-fixtures", "run", "--", "cat", "testdata/k.pem").want(t, 0)
+	if r.stdout != "KEY\n" {
+		t.Errorf("--allow-test-fixtures: %q / %q", r.stdout, r.stderr)
+	}
+	r = runCapfs(t, root, "--allow-test-fixtures", "run", "--", "cat", ".env")
+	if r.code == 0 || strings.Contains(r.stdout, "S=1") {
+		t.Errorf("--allow-test-fixtures let .env in: exit %d, %q", r.code, r.stdout)
 	}
 }
