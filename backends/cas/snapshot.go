@@ -163,8 +163,8 @@ type statRecord struct {
 
 // statCache is a snapshot's view of its stat cache file.
 type statCache struct {
-	path string
-	old  map[string]statRecord
+	path  string
+	old   map[string]statRecord
 	mu    sync.Mutex
 	new   map[string]statRecord
 	dirty bool // a record was added or changed
