@@ -102,6 +102,7 @@ type applier struct {
 	fast     bool // trust an unchanged Lstat (since validation) without re-reading
 	j        *journal
 	plan     []*step
+	progress func(done, total int) // optional: after each op
 }
 
 // run applies ops in order, appending each step to rep.Applied once all its
@@ -164,6 +165,9 @@ func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *Syn
 		}
 		hook("done")
 		a.finish(s, rep)
+		if a.progress != nil {
+			a.progress(i+1, len(ops))
+		}
 	}
 	return first
 }

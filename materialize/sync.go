@@ -122,6 +122,10 @@ type SyncOptions struct {
 	// JournalDir is the host directory holding sync journals (see Recover);
 	// "" means DefaultJournalDir(). It must not lie inside the checkout.
 	JournalDir string
+	// Progress, when set, is called after each call the apply makes through
+	// the Dir (a file written, a directory made, a mode or time set), with the
+	// number done and the total, from the goroutine running SyncBack.
+	Progress func(done, total int)
 	// Label is recorded in the journal for the caller to recognise its source
 	// after a crash (PendingJournals): for instance the source's host path. It
 	// is host-private: never put in an error.
@@ -344,7 +348,7 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 			t.keepFor(rep, false)
 			return rep, err
 		}
-		a := &applier{src: t.src, rootFd: t.rootFd, onReject: opts.OnReject, fast: true, j: j, plan: plan}
+		a := &applier{src: t.src, rootFd: t.rootFd, onReject: opts.OnReject, fast: true, j: j, plan: plan, progress: opts.Progress}
 		applyErr = a.run(ctx, ops, nil, rep)
 		if err := j.finish(); err != nil && applyErr == nil {
 			applyErr = err

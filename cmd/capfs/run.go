@@ -262,7 +262,8 @@ type runner struct {
 	keptID           string         // the id the work checkout was kept under
 	prefix           string         // the summary's command name ("" = run)
 	lastMark         time.Time
-	unheard          bool // a message to stderr failed: nobody reads it (EPIPE)
+	bars             []*progress // progress bars of a sync under way
+	unheard          bool        // a message to stderr failed: nobody reads it (EPIPE)
 }
 
 func (r *runner) close() {

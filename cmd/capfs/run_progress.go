@@ -22,6 +22,7 @@ type progress struct {
 	w     *os.File
 	desc  string
 	start time.Time
+	count bool // counts, not bytes
 
 	mu  sync.Mutex
 	bar *progressbar.ProgressBar
@@ -52,7 +53,7 @@ func (p *progress) set(done, total int64, finished bool) {
 		p.bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(p.w),
 			progressbar.OptionSetDescription(p.desc),
-			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowBytes(!p.count),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionShowElapsedTimeOnFinish(),
@@ -63,6 +64,12 @@ func (p *progress) set(done, total int64, finished bool) {
 	if finished {
 		_ = p.bar.Finish()
 	}
+}
+
+// steps takes a sync-back's progress report (calls made of total).
+func (p *progress) steps(done, total int) {
+	p.count = true
+	p.set(int64(done), int64(total), done == total)
 }
 
 // finish clears the bar, if one showed.

@@ -62,6 +62,12 @@ func (r *runner) syncOptions(dry bool) (materialize.SyncOptions, error) {
 	}
 	o := materialize.SyncOptions{Conflict: r.conflict, OnReject: r.onReject, Label: r.syncLabel,
 		Limits: r.lim.sync, DryRun: dry, PolicyRoot: r.workPath.String(), Subject: r.s.Subject}
+	if !dry {
+		if bar := newProgress(r.stderr, "sync-back "+showPath(r.workPath.String())); bar != nil {
+			o.Progress = bar.steps
+			r.bars = append(r.bars, bar)
+		}
+	}
 	if pol != nil {
 		o.Policy = pol
 	}
@@ -76,6 +82,7 @@ func (r *runner) apply(ctx context.Context, status int) int {
 		return exitRunFailed
 	}
 	rep, serr := r.workTree.SyncBack(ctx, opts)
+	r.finishBars()
 	if rep == nil {
 		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
 		r.keepForLater(ctx, status, "sync-back failed")
@@ -204,6 +211,14 @@ func (r *runner) ask(ctx context.Context, status int) int {
 			r.printSummary(&full, nil)
 		}
 	}
+}
+
+// finishBars clears the progress bars shown.
+func (r *runner) finishBars() {
+	for _, b := range r.bars {
+		b.finish()
+	}
+	r.bars = nil
 }
 
 // changesOf lists the changes a report would apply.
