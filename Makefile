@@ -8,7 +8,7 @@ GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
 PKGS        := ./...
 
-.PHONY: all build demo demo-scratch test unit sysdeps fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools clean
+.PHONY: all build demo demo-scratch test unit sysdeps fuzz-short lint vet fmt-check staticcheck bench fuzz stress tools bazel-remote clean
 
 # The default goal builds the command: bin/capfs. It needs no network once the
 # module cache holds the dependencies, so `capfs run -- make` works in a clone.
@@ -113,7 +113,13 @@ vet:
 staticcheck: tools
 	$(STATICCHECK) $(PKGS)
 
-tools: $(STATICCHECK)
+tools: $(STATICCHECK) bazel-remote
+
+# bazel-remote v2.6.2 (tools/go.mod) for backends/cas/remote's integration tests
+# and the cas bench, built ahead where the tests look for it; they build it
+# themselves, or skip saying why, when it is not there.
+bazel-remote:
+	-@test -x $${TMPDIR:-/tmp}/capfs-bazel-remote-v2.6.2 || (cd tools && $(GO) build -o $${TMPDIR:-/tmp}/capfs-bazel-remote-v2.6.2 github.com/buchgr/bazel-remote/v2)
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
