@@ -76,9 +76,9 @@ func countBlobs(s *Store) int {
 // the ingest lock, so nothing but the lock protects it here, not timing.
 func TestGCRacesIngest(t *testing.T) {
 	s := newStore(t)
-	rounds := 25
-	if testing.Short() {
-		rounds = 10
+	rounds := 12
+	if os.Getenv("CAPFS_STRESS") != "" {
+		rounds = 200
 	}
 	hosts := []string{t.TempDir(), t.TempDir()}
 	for _, h := range hosts {

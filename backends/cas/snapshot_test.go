@@ -186,7 +186,7 @@ func TestSnapshotConcurrentWithChanges(t *testing.T) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	})
-	for range 6 {
+	for range 4 {
 		d, err := s.SnapshotHost(bg, host, SnapshotOptions{})
 		if err != nil {
 			continue

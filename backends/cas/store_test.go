@@ -25,7 +25,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	text := []byte(strings.Repeat("compressible text, ", 5000))
 	for name, b := range map[string][]byte{
 		"empty": nil, "small": []byte("hi"), "text": text, "random": randBytes(100_000, 1),
-		"large text": bytes.Repeat(text, 60), "large random": randBytes(6<<20, 2),
+		"large text": bytes.Repeat(text, 60), "large random": randBytes(4<<20+4096, 2),
 	} {
 		d, err := s.Put(bg, bytes.NewReader(b))
 		if err != nil {
@@ -66,7 +66,7 @@ func TestStoreCorruption(t *testing.T) {
 	s := newStore(t)
 	for name, b := range map[string][]byte{
 		"small raw": randBytes(5000, 3), "small zstd": []byte(strings.Repeat("z", 5000)),
-		"large raw": randBytes(5<<20, 4), "large zstd": bytes.Repeat([]byte("abcdefgh"), 1<<20),
+		"large raw": randBytes(4<<20+4096, 4), "large zstd": bytes.Repeat([]byte("abcdefgh"), 1<<19+512),
 	} {
 		d, err := s.PutBytes(bg, b)
 		if err != nil {
