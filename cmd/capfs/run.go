@@ -73,9 +73,11 @@ what it changed, and bring the changes back through the namespace's checks.
   4. The terminal: when capfs's standard input and output are a terminal (and
      --tty is not never), CMD gets a pseudo-terminal of its own as its
      controlling terminal: Ctrl-C and Ctrl-Z reach its foreground job as in a
-     plain shell, window size changes follow, and capfs itself exits only when
-     CMD does. Otherwise CMD has no controlling terminal, and a SIGINT capfs
-     receives is passed on to it.
+     plain shell (Ctrl-Z stops a job of a shell run inside; a command run
+     directly is alone in its session, where the terminal's stop is not
+     delivered, as under docker run -t), window size changes follow, and capfs
+     itself exits only when CMD does. Otherwise CMD has no controlling
+     terminal, and a SIGINT capfs receives is passed on to it.
   5. The review. CMD's changes are scanned and validated (regular files,
      directories and relative symlinks that stay inside only; no FIFOs or
      devices; no setuid bits; the limits --max-files, --max-bytes,
