@@ -102,6 +102,38 @@ func (s *server) describe(ctx context.Context, dirPath string, e fs.DirEntry, na
 	return le
 }
 
+// walked is an entry tree found, to be described.
+type walked struct {
+	idx int
+	dir string
+	d   fs.DirEntry
+}
+
+// describeWalked fills entries[w.idx] for each walked entry, in parallel,
+// keeping the name and depth already set.
+func (s *server) describeWalked(ctx context.Context, entries []listEntry, ws []walked) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(8, len(ws)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ws) {
+					return
+				}
+				w := ws[i]
+				e := &entries[w.idx]
+				le := s.describe(ctx, w.dir, w.d, e.Name)
+				le.Depth = e.Depth
+				*e = le
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // describeAll describes entries in parallel (each Info is a Dir call).
 func (s *server) describeAll(ctx context.Context, dirPath string, ents []fs.DirEntry) []listEntry {
 	out := make([]listEntry, len(ents))
@@ -262,6 +294,7 @@ func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 	}
 	limit := s.headLimit(in.HeadLimit)
 	var b strings.Builder
+	var pending []walked
 	err := s.root.Walk(ctx, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if vfs.CodeOf(err) == vfs.CodeRevoked || p == cleanGuest(root) {
@@ -295,14 +328,17 @@ func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 		if rel == "." {
 			name = cleanGuest(root)
 		}
-		le := s.describe(ctx, path.Dir(p), d, name)
-		le.Depth = lvl
-		out.Entries = append(out.Entries, le)
+		// Described after the walk, in parallel (each Info is a Dir call).
+		out.Entries = append(out.Entries, listEntry{Name: name, Depth: lvl})
+		pending = append(pending, walked{idx: len(out.Entries) - 1, dir: path.Dir(p), d: d})
 		if d.IsDir() && lvl >= depth {
 			return fs.SkipDir
 		}
 		return nil
 	})
+	if err == nil {
+		s.describeWalked(ctx, out.Entries, pending)
+	}
 	if err != nil {
 		return out, "", err
 	}
