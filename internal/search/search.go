@@ -238,7 +238,14 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		}
 		s.walk(ctx, &node{dd: rd, p: root})
 	}()
-	defer wg.Wait()
+	// However the search ends, stop the walk, the workers and the directory
+	// loads, and wait for them: no Dir call of this search runs after Search
+	// returns.
+	defer func() {
+		cancel()
+		wg.Wait()
+		s.loaders.Wait()
+	}()
 
 	results := 0
 	for sl := range s.order {
@@ -336,14 +343,15 @@ type slot struct {
 }
 
 type searcher struct {
-	d     *dir.Dir
-	opts  Options
-	m     *matcher
-	root  string
-	order chan *slot    // every slot, in walk order
-	work  chan *slot    // the slots to search
-	sem   chan struct{} // bounds concurrent directory loads ahead of the walk
-	ahead atomic.Int64  // nodes loading or loaded and not yet walked
+	d       *dir.Dir
+	opts    Options
+	m       *matcher
+	root    string
+	order   chan *slot     // every slot, in walk order
+	work    chan *slot     // the slots to search
+	sem     chan struct{}  // bounds concurrent directory loads ahead of the walk
+	ahead   atomic.Int64   // nodes loading or loaded and not yet walked
+	loaders sync.WaitGroup // the goroutines loading nodes
 }
 
 // node is one directory of the walk, opened as a Dir of its own (so that its
@@ -376,7 +384,9 @@ func (s *searcher) newNode(ctx context.Context, parent *dir.Dir, name, p string,
 	if s.ahead.Load() < maxAhead {
 		s.ahead.Add(1)
 		n.done = make(chan struct{})
+		s.loaders.Add(1)
 		go func() {
+			defer s.loaders.Done()
 			defer close(n.done)
 			select {
 			case s.sem <- struct{}{}:

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -284,5 +285,36 @@ func TestBadOptions(t *testing.T) {
 	_, err = search.Search(context.Background(), d, ".", search.Options{Pattern: "x"}, func(*search.File) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Errorf("emit's error: %v", err)
+	}
+}
+
+// TestStopEarly: an error from emit, or a cancelled context, ends a search of
+// a tree larger than its queues without waiting for the rest, and no
+// goroutine of it is left running.
+func TestStopEarly(t *testing.T) {
+	files := map[string]string{}
+	for i := range 3000 {
+		files[fmt.Sprintf("d%02d/f%04d.txt", i%30, i)] = "hit\n"
+	}
+	d := tree(t, files)
+	before := runtime.NumGoroutine()
+	stop := errors.New("stop")
+	_, err := search.Search(context.Background(), d, ".", search.Options{Pattern: "hit", Workers: 2}, func(*search.File) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Fatalf("emit's error: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err = search.Search(ctx, d, ".", search.Options{Pattern: "hit"}, func(*search.File) error {
+		if n++; n == 10 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v after %d files", err, n)
+	}
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Errorf("%d goroutines before, %d after", before, after)
 	}
 }
