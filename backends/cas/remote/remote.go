@@ -92,10 +92,10 @@ type Client struct {
 	bs       bspb.ByteStreamClient
 	caps     repb.CapabilitiesClient
 	opts     Options
+	capsMu   sync.Mutex // guards capsDone; maxBatch and zstd are set before it is
+	capsDone bool
 	maxBatch int64
 	zstd     bool
-	capsOnce sync.Once
-	capsErr  error
 }
 
 // Dial connects to target ("host:port", or "grpc://host:port"; "grpcs://"
@@ -128,34 +128,36 @@ func Dial(target string, opts Options) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// capabilities asks the server once for its batch limit and compressors.
+// capabilities asks the server for its batch limit and compressors, once it
+// answers; every transfer calls it first.
 func (c *Client) capabilities(ctx context.Context) error {
-	c.capsOnce.Do(func() {
-		c.maxBatch = 4 << 20
-		c.capsErr = c.retry(ctx, func(ctx context.Context) error {
-			sc, err := c.caps.GetCapabilities(ctx, &repb.GetCapabilitiesRequest{InstanceName: c.opts.Instance})
-			if err != nil {
-				return err
+	c.capsMu.Lock()
+	defer c.capsMu.Unlock()
+	if c.capsDone {
+		return nil
+	}
+	maxBatch, zstdOK := int64(4<<20), false
+	err := c.retry(ctx, func(ctx context.Context) error {
+		sc, err := c.caps.GetCapabilities(ctx, &repb.GetCapabilitiesRequest{InstanceName: c.opts.Instance})
+		if err != nil {
+			return err
+		}
+		if cc := sc.GetCacheCapabilities(); cc != nil {
+			if n := cc.GetMaxBatchTotalSizeBytes(); n > 0 && n < maxBatch {
+				maxBatch = n
 			}
-			if cc := sc.GetCacheCapabilities(); cc != nil {
-				if n := cc.GetMaxBatchTotalSizeBytes(); n > 0 && n < c.maxBatch {
-					c.maxBatch = n
-				}
-				for _, comp := range cc.GetSupportedCompressors() {
-					if comp == repb.Compressor_ZSTD {
-						c.zstd = true
-					}
+			for _, comp := range cc.GetSupportedCompressors() {
+				if comp == repb.Compressor_ZSTD {
+					zstdOK = true
 				}
 			}
-			return nil
-		})
+		}
+		return nil
 	})
-	if c.capsErr != nil {
-		// Let a later call ask again.
-		err := c.capsErr
-		c.capsOnce = sync.Once{}
+	if err != nil {
 		return err
 	}
+	c.maxBatch, c.zstd, c.capsDone = maxBatch, zstdOK, true
 	return nil
 }
 
