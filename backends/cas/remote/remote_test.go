@@ -154,8 +154,9 @@ func sampleTree(t *testing.T, st *cas.Store, seed uint64) cas.Digest {
 	}
 	write("empty", nil, 0o644)
 	write("bin/tool", []byte("#!/bin/sh\necho hi\n"), 0o755)
-	write("big/text", bytes.Repeat([]byte(fmt.Sprintf("compressible %d ", seed)), 400_000), 0o644) // ~6 MiB: ByteStream, zstd
-	write("big/random", random(5<<20), 0o644)                                                      // 5 MiB incompressible: ByteStream
+	// Over the 4 MiB batch limit: ByteStream, zstd-compressed on the wire.
+	write("big/text", bytes.Repeat([]byte(fmt.Sprintf("compressible %d ", seed)), 300_000), 0o644)
+	write("big/random", random(4<<20+8192), 0o644)
 	os.MkdirAll(filepath.Join(dir, "emptydir"), 0o755)
 	os.Symlink("bin/tool", filepath.Join(dir, "link"))
 	d, err := st.SnapshotHost(bg, dir, cas.SnapshotOptions{})
