@@ -10,8 +10,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // errGitBudget stops a history scan that has read its budget of tree objects.
@@ -53,13 +55,7 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	// One pass over the object store (reading each loose object once), for
-	// the commits' trees and the tags that name a tree.
-	objs, err := st.IterEncodedObjects(plumbing.AnyObject)
-	if err != nil {
-		return err
-	}
-	err = objs.ForEach(func(o plumbing.EncodedObject) error {
+	err := s.roots(gitdir, st, func(o plumbing.EncodedObject) error {
 		switch o.Type() {
 		case plumbing.CommitObject:
 			c, err := object.DecodeCommit(st, o)
@@ -85,6 +81,87 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 }
 
 // tree visits tree h at prefix.
+// roots calls fn with every commit and tag object of the store at gitdir.
+// Loose objects are told apart by their header alone (a blob is never
+// inflated past it), packed ones by each pack's own iteration by type. A
+// store with alternates is read through st's iteration of every object.
+func (s *gitScan) roots(gitdir string, st *filesystem.Storage, fn func(o plumbing.EncodedObject) error) error {
+	if _, err := os.Lstat(filepath.Join(gitdir, "objects", "info", "alternates")); err == nil {
+		all, err := st.IterEncodedObjects(plumbing.AnyObject)
+		if err != nil {
+			return err
+		}
+		return all.ForEach(fn)
+	}
+	fsys := osfs.New(gitdir, osfs.WithBoundOS())
+	dg := dotgit.New(fsys)
+	loose, err := dg.Objects()
+	if err != nil {
+		return err
+	}
+	for _, h := range loose {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		typ, err := looseType(dg, h)
+		if err != nil {
+			return err
+		}
+		if typ != plumbing.CommitObject && typ != plumbing.TagObject {
+			continue
+		}
+		o, err := st.EncodedObject(typ, h)
+		if err != nil {
+			return err
+		}
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	packs, err := dg.ObjectPacks()
+	if err != nil {
+		return err
+	}
+	for _, p := range packs {
+		for _, typ := range []plumbing.ObjectType{plumbing.CommitObject, plumbing.TagObject} {
+			pf, err := dg.ObjectPack(p)
+			if err != nil {
+				return err
+			}
+			idx, err := dg.ObjectPackIdx(p)
+			if err != nil {
+				pf.Close()
+				return err
+			}
+			it, err := filesystem.NewPackfileIter(fsys, pf, idx, typ, false, 0)
+			if err != nil {
+				pf.Close()
+				return err
+			}
+			if err := it.ForEach(fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// looseType reads the type of loose object h from its header.
+func looseType(dg *dotgit.DotGit, h plumbing.Hash) (plumbing.ObjectType, error) {
+	f, err := dg.Object(h)
+	if err != nil {
+		return plumbing.InvalidObject, err
+	}
+	defer f.Close()
+	r, err := objfile.NewReader(f)
+	if err != nil {
+		return plumbing.InvalidObject, err
+	}
+	defer r.Close()
+	typ, _, err := r.Header()
+	return typ, err
+}
+
 func (s *gitScan) tree(st *filesystem.Storage, h plumbing.Hash, prefix string) error {
 	key := prefix + "\x00" + h.String()
 	if _, ok := s.seen[key]; ok {
