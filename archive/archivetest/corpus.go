@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -124,6 +126,28 @@ func RawTarHeader(name string, typ byte, size int64) []byte {
 	copy(b[148:156], fmt.Sprintf("%06o\x00 ", sum))
 	data := make([]byte, (size+511)/512*512)
 	return append(b, data...)
+}
+
+// RawTarEntry returns a ustar header block for name with typeflag typ and
+// data as its contents, padded to a block.
+func RawTarEntry(name string, typ byte, data []byte) []byte {
+	b := RawTarHeader(name, typ, int64(len(data)))
+	copy(b[512:], data)
+	return b
+}
+
+// PAXRecords formats PAX extended-header records ("len key=value\n"), in order.
+func PAXRecords(kv [][2]string) string {
+	var out strings.Builder
+	for _, r := range kv {
+		rec := " " + r[0] + "=" + r[1] + "\n"
+		n := len(rec) + len(fmt.Sprint(len(rec)))
+		if len(fmt.Sprint(n))+len(rec) != n {
+			n = len(rec) + len(fmt.Sprint(n))
+		}
+		out.WriteString(fmt.Sprint(n) + rec)
+	}
+	return out.String()
 }
 
 // TarEnd is the two zero blocks that end a tar.
@@ -282,8 +306,13 @@ var links = archive.Options{Links: archive.LinksInside}
 
 // Corpus returns every case. Sizes are kept small (limits are lowered where a
 // case needs to exceed them) except where the default limit itself is the
-// point.
-func Corpus() []Case {
+// point. The cases are built once per process; callers must not modify their
+// Data.
+func Corpus() []Case { return slices.Clone(corpus()) }
+
+var corpus = sync.OnceValue(build)
+
+func build() []Case {
 	var cs []Case
 	add := func(c Case) { cs = append(cs, c) }
 
@@ -348,6 +377,12 @@ func Corpus() []Case {
 		Extracted: []string{}, Filtered: reasons("null", "device", "sda", "device", "p", "device")})
 	sparse := append(RawTarHeader("sp", tar.TypeGNUSparse, 0), TarEnd()...)
 	add(Case{Name: "gnu sparse", Data: sparse, Extracted: []string{}, Filtered: reasons("sp", "sparse")})
+	spMap := "1\n0\n5\n" + strings.Repeat("\x00", 512-len("1\n0\n5\n"))
+	pax := PAXRecords([][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", "sparse.bin"}, {"GNU.sparse.realsize", "10"}})
+	paxSparse := append(RawTarEntry("PaxHeaders/x", tar.TypeXHeader, []byte(pax)), RawTarEntry("GNUSparseFile.0/sparse.bin", tar.TypeReg, []byte(spMap+"hello"))...)
+	paxSparse = append(paxSparse, RawTarEntry("ok", tar.TypeReg, []byte("ok"))...)
+	add(Case{Name: "pax sparse 1.0", Data: append(paxSparse, TarEnd()...),
+		Extracted: []string{"ok"}, Filtered: reasons("sparse.bin", "sparse")})
 	add(Case{Name: "setuid stripped", Data: Tar(Ent{Name: "suid", Body: "#!/bin/sh\n", Mode: 0o4755}, Ent{Name: "sgid", Body: "x", Mode: 0o2777}, Ent{Name: "sticky/", Type: tar.TypeDir, Mode: 0o1777}, Ent{Name: "priv", Body: "p", Mode: 0o600}),
 		Extracted: []string{"suid", "sgid", "sticky", "priv"}, Filtered: reasons(),
 		Modes: map[string]fs.FileMode{"suid": 0o755, "sgid": 0o755, "sticky": fs.ModeDir | 0o755, "priv": 0o600}})
