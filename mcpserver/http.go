@@ -1,8 +1,10 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -61,6 +63,10 @@ func OwnOrigins(addr net.Addr) []string {
 //     expired session gets 404, as the transport specifies, so the client
 //     starts a new one.
 //   - Request bodies are bounded (413 past opts.MaxBodyBytes).
+//   - A request outside a session (no Mcp-Session-Id) other than initialize,
+//     ping, server/discover or a sessionless request (protocol version in
+//     _meta) gets 400 with a JSON-RPC -32600 error saying to initialize first
+//     (the SDK answers with error code 0).
 //
 // The SDK already requires the Accept header the transport defines (both
 // application/json and text/event-stream on POST, text/event-stream on GET)
@@ -93,6 +99,33 @@ func NewHTTPHandler(srv *mcp.Server, opts HTTPOptions) http.Handler {
 				_, _ = w.Write(data)
 				return
 			}
+		}
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && r.Body != nil {
+			// A request outside a session must be initialize (or sessionless):
+			// the SDK answers others with error code 0.
+			data, err := io.ReadAll(io.LimitReader(r.Body, opts.MaxBodyBytes+1))
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			if int64(len(data)) > opts.MaxBodyBytes {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+				return
+			}
+			if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+				if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != "initialize" &&
+					req.Method != "ping" && req.Method != "server/discover" && !sessionless(req.Params) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					out, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+						Message: fmt.Sprintf("%q outside a session: send initialize first (only initialize and ping are accepted before it)", req.Method)}})
+					_, _ = w.Write(out)
+					return
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(data))
+			r.ContentLength = int64(len(data))
 		}
 		h.ServeHTTP(w, r)
 	})

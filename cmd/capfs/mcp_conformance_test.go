@@ -494,8 +494,13 @@ func TestMCPConformanceHTTP(t *testing.T) {
 	if resp := post(big, nil); resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("a 17 MiB body: %s", resp.Status)
 	}
+	// Outside a session, only initialize (and ping) are served.
+	resp := post(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, nil)
+	if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"code":-32600`) || !strings.Contains(string(body), "initialize") {
+		t.Errorf("tools/list outside a session: %s %s", resp.Status, body)
+	}
 	own := strings.TrimSuffix(endpoint, "/mcp")
-	resp := post(initBody, map[string]string{"Origin": own})
+	resp = post(initBody, map[string]string{"Origin": own})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("own Origin: %s", resp.Status)
 	}
