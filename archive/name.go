@@ -116,6 +116,9 @@ func SanitizeName(raw string, maxDepth int) (clean string, isDir bool, reason Re
 		return "", false, ReasonLongName
 	}
 	clean = b.String()
+	if len(clean) >= 2 && clean[1] == ':' && isLetter(clean[0]) {
+		return "", false, ReasonDrive // "./C:x" is "C:x" once cleaned
+	}
 	if _, err := vfs.ParseGuest(clean); err != nil {
 		// Defence in depth: every rule of ParseGuest is one of the rules above.
 		return "", false, ReasonEncoding
