@@ -36,8 +36,12 @@ func newMCPCmd(o *globalOptions) *cobra.Command {
 default: register "capfs mcp" as a command with your MCP client) or, with
 --http ADDR, over streamable HTTP at http://ADDR/mcp on a loopback address only.
 
-Tools: read, read_many, write, append, edit, apply_patch, list, tree, glob,
-grep, stat, mkdir, move, copy, remove, mounts, help. Every tool call goes
+Tools: read, read_many, tail, read_media, write, append, edit, multi_edit,
+apply_patch, list, tree, glob, grep, stat, mkdir, move, copy, remove, mounts,
+help; each with a title, an output schema and structured results. A bad line
+on stdin gets a JSON-RPC error and the server keeps serving; when stdin
+closes, every reply in flight is written before the exit. With --roots, the
+client's roots are mounted under roots/NAME. Every tool call goes
 through the namespace's capability: confined to it, decided by the policy,
 and recorded in the audit log, each event tagged with the MCP request. With
 --read-only (or when every mount is read-only) no writing tool is offered.
