@@ -68,6 +68,7 @@ FUZZ_TARGETS := \
 	./policy:FuzzRules:40000 \
 	./authority:FuzzParseSubject:100000 \
 	./cmd/capfs:FuzzParseMountFlag:100000 \
+	./cmd/capfs:FuzzGrepMatch:50000 \
 	./mcpserver:FuzzParsePatch:100000 \
 	./mcpserver:FuzzApplyPatch:30000 \
 	./backends/gitree:FuzzInflate:30000 \
