@@ -46,7 +46,7 @@ func TestTune(t *testing.T) {
 		t.Logf("%-32s %6.1f µs CPU per small file, %5.1f ms CPU per MiB written and read", s.name,
 			float64(best.Microseconds())/2000, float64(bestBig.Microseconds())/1000/32)
 	}
-	newPageSize, writerPragmas = 8192, ""
+	newPageSize, writerPragmas = 4096, ""
 }
 
 func cpu() time.Duration {
