@@ -145,7 +145,7 @@ func reference(files map[string]string, re *regexp.Regexp, mode search.Mode, bef
 func TestAgainstReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	words := []string{"foo", "Foo", "FOO", "bar", "func", "main", "kelvin", "x", "", " ", "\t", "foobar", "ſ"}
-	for iter := range 12 {
+	for iter := range 8 {
 		files := map[string]string{}
 		for i := range 1 + rng.IntN(30) {
 			dirs := []string{"a", "b", "a/c", "a/c/d", "zz", "."}
