@@ -71,8 +71,15 @@ func (n *node) path() (vfs.Path, syscall.Errno) {
 	return p, 0
 }
 
+// nameMax is the longest name an export accepts, as on Linux's own file
+// systems (NAME_MAX).
+const nameMax = 255
+
 // child returns the path of name in directory n.
 func (n *node) child(name string) (vfs.Path, syscall.Errno) {
+	if len(name) > nameMax {
+		return vfs.Path{}, syscall.ENAMETOOLONG
+	}
 	p, errno := n.path()
 	if errno != 0 {
 		return p, errno
