@@ -97,6 +97,7 @@ fuzz:
 stress:
 	set -o pipefail; CAPFS_STRESS=1 $(GO) test -race -count=1 -timeout 90m -v -run 'Concurren|Race|Stress' $(PKGS) \
 		| grep -E '^(--- FAIL|FAIL|ok|panic|physical race)|raced operations|alias stress:|sqlite crash:'
+	sh fuseexport/pjdfstest.sh
 
 ## bench: our figures next to peers' from the same run, as ratios.
 bench:
