@@ -166,6 +166,30 @@ NARROWING (attenuation: one-way, chainable; the result keeps every restriction)
   OpenFile(ctx, path) -> (*File, error)
       A File capability for one existing regular file (File has its own Help).
 
+ARCHIVES, JSON, WATCHING
+  ExtractArchive(ctx, archivePath, dest, archive.Options{}) -> (*archive.Result, error)
+      Extracts a zip, tar, tar.gz or tar.zst file of this Dir into the existing
+      directory dest, safely: every entry is decided first ("..", absolute names,
+      links, devices, case or Unicode collisions, limits, the owner's policy),
+      then only accepted entries are written. Result lists what was extracted
+      and what was filtered and why; a refused archive changes nothing.
+      Example: ExtractArchive(ctx, "dl/src.tar.gz", "src", archive.Options{})
+  ExtractArchiveFrom(ctx, readerAt, size, dest, opts) -> (*archive.Result, error)
+      The same for an archive the host hands over.
+  CreateArchive(ctx, src, w, archive.CreateOptions{}) -> (*archive.CreateResult, error)
+      Writes the tree below src to w as tar.zst (or tar, tar.gz, zip),
+      reproducibly; entries you may not read are skipped and listed.
+  ReadJSON(ctx, path, &v, JSONReadOptions{Strict: true}) -> error
+      Decodes a JSON file (8 MiB at most by default); data after the value is
+      refused, and with Strict unknown fields too (io_error).
+  WriteJSON(ctx, path, v, JSONWriteOptions{}) -> error
+      Writes v as indented JSON, atomically (never a torn file).
+  Watch(ctx, WatchOptions{Patterns: []string{"**/*.go"}}) -> (*Watcher, error)
+      Reports create, write, remove, rename and chmod events on Events() until
+      Close, revocation or ctx's end; paths you may not see never appear; a
+      "rescan" event means some were lost. not_supported when the storage has
+      no change stream.
+
 OTHER
   FS() -> fs.FS
       The same Dir as a Go io/fs file system (same checks).
