@@ -24,6 +24,7 @@ import (
 const (
 	crashFiles = 10
 	crashChunk = 64 << 10
+	crashTree  = 5 // files of the tree that appears and goes whole
 )
 
 func crashPath(k int) vfs.Path { return P(fmt.Sprintf("d%d/f%d", k%2, k)) }
@@ -120,15 +121,34 @@ func TestCrashStress(t *testing.T) {
 				t.Fatalf("opening the file a writer process holds: %v, want ErrLocked", err)
 			}
 		}
-		time.Sleep(time.Duration(r.IntN(120_000)) * time.Microsecond)
-		cmd.Process.Kill() // SIGKILL
+		// Kill after a random number of acknowledged operations (so the
+		// kill points spread over the writer's whole loop whatever the
+		// machine's speed), plus up to 3 ms into the next ones.
 		ops := 0
-		for l := range lines {
+		ack := func(l string) {
 			var k, v int
 			if _, err := fmt.Sscanf(l, "ACK %d %d", &k, &v); err == nil {
 				acked[k] = max(acked[k], v)
 				ops++
 			}
+		}
+		target, timeout := r.IntN(100), time.After(5*time.Second)
+	wait:
+		for ops < target {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					break wait
+				}
+				ack(l)
+			case <-timeout:
+				break wait
+			}
+		}
+		time.Sleep(time.Duration(r.IntN(3000)) * time.Microsecond)
+		cmd.Process.Kill() // SIGKILL
+		for l := range lines {
+			ack(l)
 		}
 		cmd.Wait()
 		if strings.Contains(stderr.String(), "FAIL") || strings.Contains(stderr.String(), "panic") {
@@ -178,6 +198,20 @@ func crashCheck(db string, acked []int) error {
 			return fmt.Errorf("file %d: version %d, acknowledged %d", k, v, acked[k])
 		}
 		acked[k] = v // a committed but unacknowledged version is now the base
+	}
+	// The tree is whole or absent: RemoveAll is one transaction.
+	if ents, err := f.ReadDir(bg, P("tree")); err == nil {
+		if len(ents) != crashTree {
+			return fmt.Errorf("tree holds %d entries, want %d or none", len(ents), crashTree)
+		}
+		for j := range crashTree {
+			data, err := vfstest.ReadFile(bg, f, P(fmt.Sprintf("tree/t%d", j)))
+			if err != nil || !bytes.Equal(data, crashContent(j, 0)) {
+				return fmt.Errorf("tree/t%d: %d bytes, %v", j, len(data), err)
+			}
+		}
+	} else if vfs.CodeOf(err) != vfs.CodeNotFound {
+		return fmt.Errorf("tree: %v", err)
 	}
 	return nil
 }
@@ -241,6 +275,27 @@ func crashChild(db string) {
 		switch i % 16 {
 		case 5:
 			if err := f.Sync(); err != nil {
+				die(err)
+			}
+		case 13: // a whole tree appears (built aside, renamed in) and goes (RemoveAll)
+			if _, err := f.Lstat(bg, P("tree")); err == nil {
+				if err := f.RemoveAll(bg, P("tree")); err != nil {
+					die(err)
+				}
+				break
+			}
+			if err := f.RemoveAll(bg, P(".stage")); err != nil {
+				die(err)
+			}
+			if err := f.Mkdir(bg, P(".stage"), 0o755); err != nil {
+				die(err)
+			}
+			for j := range crashTree {
+				if err := vfstest.WriteFile(bg, f, P(fmt.Sprintf(".stage/t%d", j)), crashContent(j, 0)); err != nil {
+					die(err)
+				}
+			}
+			if err := f.Rename(bg, P(".stage"), P("tree"), 0); err != nil {
 				die(err)
 			}
 		case 9: // hard links and directories come and go too
