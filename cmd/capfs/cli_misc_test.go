@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/audit"
 )
@@ -275,5 +278,48 @@ func TestAllowFixturesRun(t *testing.T) {
 	r = runCapfs(t, root, "--allow-test-fixtures", "run", "--", "cat", ".env")
 	if r.code == 0 || strings.Contains(r.stdout, "S=1") {
 		t.Errorf("--allow-test-fixtures let .env in: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+// TestSignalStuck checks that a browsing command answers SIGTERM within a
+// second or two even when it is stuck: capfs cat of a large file writing into a
+// pipe nobody reads.
+func TestSignalStuck(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	big := filepath.Join(root, "big")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	f.Close()
+	cmd := exec.Command(capfsBin, "-m", "p=physical:"+root+",ro", "--audit=off", "cat", "p/big")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	out, err := cmd.StdoutPipe() // never read: the pipe fills and cat blocks
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("capfs cat after SIGTERM: %v, want exit status 130", err)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("capfs cat ignored SIGTERM")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -169,10 +170,42 @@ func action(o *globalOptions, fn func(ctx context.Context, cmd *cobra.Command, s
 		if err != nil {
 			return err
 		}
+		if browseCommands[cmd.Name()] {
+			done := make(chan struct{})
+			defer close(done)
+			go exitIfStuck(ctx, done, cmd.ErrOrStderr())
+		}
 		err = failed(fn(ctx, cmd, s, args))
 		if cerr := s.Close(); cerr != nil && err == nil {
 			err = failed(cerr)
 		}
 		return err
+	}
+}
+
+// browseCommands are the commands that only read the namespace: on SIGINT or
+// SIGTERM they stop at their next call, and if one is stuck (a write to a full
+// pipe, a slow backend call) capfs exits anyway a second later (exitIfStuck).
+// run, sync and mcp handle signals themselves.
+var browseCommands = map[string]bool{
+	"ls": true, "cat": true, "tree": true, "stat": true, "glob": true, "grep": true, "diff": true, "mounts": true,
+}
+
+// stuckGrace is how long a browsing command has to return after a signal.
+const stuckGrace = time.Second
+
+// exitIfStuck ends the process with status 130 when ctx is cancelled (a
+// signal) and the command has not returned (done) within stuckGrace.
+func exitIfStuck(ctx context.Context, done <-chan struct{}, stderr io.Writer) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(stuckGrace):
+		fmt.Fprintln(stderr, "capfs: interrupted")
+		os.Exit(130)
 	}
 }
