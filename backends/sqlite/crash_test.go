@@ -19,8 +19,9 @@ import (
 )
 
 // The crash test's files: crashFiles files, the first half rewritten in place at
-// a fixed length (one WriteAt), the rest replaced by a new file renamed over
-// them, at a length that changes with every version and spans chunks.
+// a fixed length (one WriteAt), the rest replaced, at a length that changes with
+// every version and spans chunks, by FS.WriteFile or by a new file renamed over
+// them.
 const (
 	crashFiles = 10
 	crashChunk = 64 << 10
@@ -259,6 +260,11 @@ func crashChild(db string) {
 				die(err)
 			}
 			if err := h.Close(); err != nil {
+				die(err)
+			}
+		} else if r.IntN(2) == 0 {
+			// One transaction replaces the whole content.
+			if err := f.WriteFile(bg, p, data, 0o644); err != nil {
 				die(err)
 			}
 		} else {
