@@ -11,13 +11,22 @@
 //
 // # Guarantees
 //
-//   - One request, one Dir call: lookup and getattr are one Lstat, open and
-//     create one OpenFile, read and write one ReadAt or WriteAt on the open
-//     Handle, mkdir, symlink and link the call and an Lstat of the new entry,
-//     unlink and rmdir one Remove, rename one Rename (RENAME_NOREPLACE and
+//   - One request, one Dir call: lookup and getattr are one Lstat (a symlink's
+//     lookup adds the Readlink that checks where it leads), open and create
+//     one OpenFile, read and write one ReadAt or WriteAt on the open Handle,
+//     mkdir, symlink and link the call and an Lstat of the new entry, unlink
+//     and rmdir one Remove, rename one Rename (RENAME_NOREPLACE and
 //     RENAME_EXCHANGE are passed on; RENAME_WHITEOUT is EINVAL), readlink one
-//     Readlink, readdir one Dir.Walk that does not descend, setattr the Chmod,
-//     Chtimes or truncating open it asks for. Nothing is read ahead or copied.
+//     Readlink, readdir one Dir.Walk that does not descend (plus a Readlink per
+//     symlink listed), setattr the Chmod, Chtimes or truncating open it asks
+//     for. Readdirplus is off, so listing a directory never stats its entries.
+//     Nothing is read ahead or copied. Names longer than 255 bytes are
+//     ENAMETOOLONG.
+//   - A path is derived, for every request, from the names go-fuse keeps for
+//     the kernel's nodes; a rename holds the server's tree lock until those
+//     names are updated, so a directory a process holds open (its working
+//     directory, a pinned capability's handle) is never reached through a
+//     name that a concurrent rename gave to something else.
 //   - Errors are mapped from their vfs.Code (see Errno): a path the policy
 //     hides answers ENOENT to lookups, as if absent, and EACCES to changes; a
 //     read-only Dir is mounted read-only, so every change is EROFS, and a write
@@ -80,4 +89,16 @@
 //     from its cache, so an entry replaced through another route between the
 //     kernel's lookup and the call is removed if the Dir allows it.
 //   - Statfs reports fixed figures: the Dir has no free-space notion.
+//   - A Go program must not page-fault on a mapping of a file in a mount its
+//     own process serves (the faulting thread blocks the runtime's stop-the-
+//     world while the server waits to run): map such files from another
+//     process, as TestMmapShared does.
+//
+// # Lazy sandboxes
+//
+// Overlay is the copy-on-write layer of a lazy sandbox: a vfs.Backend showing
+// a Dir's tree with a process's changes kept in a private upper directory,
+// mounted (dir.New(overlay), then Mount) in constant time whatever the tree's
+// size. Overlay.Changes lists what changed with each replaced entry's prior
+// state, for a sync-back through the source Dir.
 package fuseexport
