@@ -370,22 +370,22 @@ func (s *store) initSchema() error {
 BEGIN;` + schemaV1 + `
 INSERT INTO meta VALUES('chunk_size', ` + strconv.FormatInt(s.cfg.chunkSize, 10) + `);
 INSERT INTO inode VALUES(1, ` + strconv.Itoa(0o040755) + `, 2, 0, ` + strconv.FormatInt(s.now().Unix(), 10) + `, ` + strconv.Itoa(s.now().Nanosecond()) + `, NULL);
-PRAGMA user_version=` + strconv.Itoa(SchemaVersion) + `;
+PRAGMA user_version=1;
 COMMIT;`
 		if _, err := c.ExecContext(ctx, stmts); err != nil {
 			return classify(err)
 		}
-		return nil
+		ver = 1
 	case appID != ApplicationID:
 		return ErrForeign
-	case ver > SchemaVersion:
-		return fmt.Errorf("%w: version %d, this capfs knows up to %d", ErrNewerSchema, ver, SchemaVersion)
+	case ver > schemaVersion:
+		return fmt.Errorf("%w: version %d, this capfs knows up to %d", ErrNewerSchema, ver, schemaVersion)
 	case ver < 1:
 		return fmt.Errorf("%w: schema version %d", ErrCorrupt, ver)
 	}
-	// Forward migrations, one version at a time, each in one transaction, go
-	// here when SchemaVersion grows (migrations[v] takes v to v+1).
-	for v := ver; v < SchemaVersion; v++ {
+	// Forward migrations, one version at a time, each in one transaction
+	// (migrations[v] takes v to v+1).
+	for v := ver; v < schemaVersion; v++ {
 		if _, err := c.ExecContext(ctx, "BEGIN;"+migrations[v]+"PRAGMA user_version="+strconv.FormatInt(v+1, 10)+";COMMIT;"); err != nil {
 			return classify(err)
 		}
@@ -405,8 +405,14 @@ var newPageSize = 4096
 // writerPragmas are extra pragmas of the write connection (tune_test.go).
 var writerPragmas = ""
 
-// migrations[v] is the SQL taking schema version v to v+1.
+// migrations[v] is the SQL taking schema version v to v+1. A new file is
+// created at version 1 and migrated forward like any other, so every
+// migration runs on every path.
 var migrations = map[int64]string{}
+
+// schemaVersion is SchemaVersion; a variable so that the tests can add a
+// migration.
+var schemaVersion int64 = SchemaVersion
 
 // checkSchema is initSchema's refusals for a read-only open.
 func checkSchema(db *sql.DB) error {
@@ -420,9 +426,9 @@ func checkSchema(db *sql.DB) error {
 	switch {
 	case appID != ApplicationID:
 		return ErrForeign
-	case ver > SchemaVersion:
-		return fmt.Errorf("%w: version %d, this capfs knows up to %d", ErrNewerSchema, ver, SchemaVersion)
-	case ver < SchemaVersion:
+	case ver > schemaVersion:
+		return fmt.Errorf("%w: version %d, this capfs knows up to %d", ErrNewerSchema, ver, schemaVersion)
+	case ver < schemaVersion:
 		return fmt.Errorf("sqlite: schema version %d needs a migration: open the file read-write once", ver)
 	}
 	return nil
