@@ -323,3 +323,41 @@ func TestSignalStuck(t *testing.T) {
 		t.Fatal("capfs cat ignored SIGTERM")
 	}
 }
+
+// TestColorTerminal runs capfs under a pseudo-terminal (script(1)): ls and
+// grep colour their output there by default, and not with NO_COLOR set or
+// --color=never.
+func TestColorTerminal(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) is not installed (util-linux)")
+	}
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"d/f.txt": "needle\n"})
+	m := "p=physical:" + root
+	onTTY := func(env []string, args ...string) string {
+		t.Helper()
+		line := capfsBin
+		for _, a := range args {
+			line += " '" + a + "'"
+		}
+		cmd := exec.Command("script", "-qc", line, "/dev/null")
+		cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm"), env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("script -c %s: %v", line, err)
+		}
+		return string(out)
+	}
+	for _, args := range [][]string{{"-m", m, "ls", "p"}, {"-m", m, "grep", "needle", "p"}} {
+		if out := onTTY(nil, args...); !strings.Contains(out, "\x1b[") {
+			t.Errorf("%q on a terminal is not coloured: %q", args, out)
+		}
+		if out := onTTY([]string{"NO_COLOR=1"}, args...); strings.Contains(out, "\x1b[") {
+			t.Errorf("%q with NO_COLOR is coloured: %q", args, out)
+		}
+		if out := onTTY(nil, append(args[:len(args):len(args)], "--color=never")...); strings.Contains(out, "\x1b[") {
+			t.Errorf("%q --color=never is coloured: %q", args, out)
+		}
+	}
+}
