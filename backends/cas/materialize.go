@@ -26,7 +26,15 @@ type MaterializeOptions struct {
 	Copy bool
 	// Workers is how many files are placed at once; 0 means 2×GOMAXPROCS, at least 4.
 	Workers int
+	// MaxEntries bounds the entries (files, directories, symlinks) written; 0
+	// means DefaultMaxEntries. A tree may share one directory under many names,
+	// so a small tree of Directory messages can describe an enormous checkout:
+	// past the bound Materialize fails before writing anything.
+	MaxEntries int
 }
+
+// DefaultMaxEntries is Materialize's default bound on the entries it writes.
+const DefaultMaxEntries = 10_000_000
 
 // MaterializeStats reports what Materialize did.
 type MaterializeStats struct {
@@ -65,6 +73,11 @@ func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts 
 	var dirs []string
 	var links [][2]string
 	var files []planned
+	limit := opts.MaxEntries
+	if limit <= 0 {
+		limit = DefaultMaxEntries
+	}
+	entries := 0
 	var walk func(d Digest, rel string) error
 	walk = func(d Digest, rel string) error {
 		if err := ctx.Err(); err != nil {
@@ -77,6 +90,9 @@ func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts 
 		dir, err := DecodeDirectory(b)
 		if err != nil {
 			return err
+		}
+		if entries += len(dir.Files) + len(dir.Dirs) + len(dir.Symlinks); entries > limit {
+			return fmt.Errorf("cas: materialize: the tree has more than %d entries", limit)
 		}
 		for _, f := range dir.Files {
 			files = append(files, planned{join(rel, f.Name), f})

@@ -87,3 +87,37 @@ func TestMaterializeCopy(t *testing.T) {
 		t.Fatalf("ingest = %s, %v", got, err)
 	}
 }
+
+// TestMaterializeBoundsSharedTrees: 40 levels of a directory holding its child
+// twice describe 2^40 files in 40 small messages; Materialize refuses it.
+func TestMaterializeBoundsSharedTrees(t *testing.T) {
+	s := newStore(t)
+	d, err := s.PutBytes(bg, mustEncode(t, &Directory{Files: []FileNode{{Name: "f", Digest: EmptyDigest}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		if d, err = s.PutBytes(bg, mustEncode(t, &Directory{Dirs: []DirNode{{Name: "a", Digest: d}, {Name: "b", Digest: d}}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "m")
+	if _, err := s.Materialize(bg, d, out, MaterializeOptions{MaxEntries: 10000}); err == nil {
+		t.Fatal("a tree of 2^40 files materialized")
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Error("a refused tree left its destination behind")
+	}
+	// GC and VerifyTree visit each directory once.
+	if err := s.VerifyTree(bg, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustEncode(t *testing.T, d *Directory) []byte {
+	b, err := d.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

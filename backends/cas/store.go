@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,7 +60,9 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 func missing(d Digest) error { return fmt.Errorf("%w: %s", ErrMissing, d) }
 
-// Store is a local content-addressed blob store in one host directory. Blobs are
+// Store is a local content-addressed blob store in one host directory. The
+// empty blob (EmptyDigest, also the empty Directory) is always present, as on
+// every REAPI server, whether or not a file holds it. Blobs are
 // kept under blobs/XX/HASH, each prefixed by one byte saying whether the rest is
 // the content itself or a zstd frame of it: a blob is compressed (klauspost/compress,
 // fastest level) only when that makes it smaller. Every blob is written to a
@@ -164,6 +167,9 @@ func (s *Store) ingest() func() {
 // is older than 10 seconds), so a garbage collection whose grace period is at
 // least that keeps it.
 func (s *Store) Has(d Digest) (bool, error) {
+	if d == EmptyDigest {
+		return true, nil // as on every REAPI server: the empty blob is always there
+	}
 	p := s.blobPath(d)
 	fi, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -431,6 +437,9 @@ func (s *Store) ReadBlob(ctx context.Context, d Digest, max int64) ([]byte, erro
 	if max >= 0 && d.Size > max {
 		return nil, fmt.Errorf("cas: blob %s is larger than %d bytes", d, max)
 	}
+	if d == EmptyDigest {
+		return []byte{}, nil
+	}
 	if d.Size <= smallBlob {
 		raw, err := os.ReadFile(s.blobPath(d))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -482,6 +491,9 @@ func (s *Store) ReadBlob(ctx context.Context, d Digest, max int64) ([]byte, erro
 // not retracted: a caller that must not act on unverified bytes reads to EOF
 // first (ReadBlob does). Memory stays bounded (a few hundred KiB) for any size.
 func (s *Store) OpenBlob(ctx context.Context, d Digest) (io.ReadCloser, error) {
+	if d == EmptyDigest {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
 	f, err := os.Open(s.blobPath(d))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, missing(d)

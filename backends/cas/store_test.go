@@ -48,6 +48,12 @@ func TestStoreRoundTrip(t *testing.T) {
 		if err != nil || !bytes.Equal(got, b) {
 			t.Fatalf("%s: OpenBlob: %d bytes, %v", name, len(got), err)
 		}
+		if len(b) == 0 {
+			if _, err := os.Stat(s.blobPath(d)); err == nil {
+				t.Error("the empty blob was written to a file")
+			}
+			continue
+		}
 		fi, _ := os.Stat(s.blobPath(d))
 		compressible := len(b) > 1000 && name != "random" && name != "large random"
 		if compressible && fi.Size() >= int64(len(b))/4 {
