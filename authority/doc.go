@@ -57,8 +57,8 @@
 //
 // # Temporary workspaces
 //
-// CreateTempWorkspace makes a private scratch root (memory with a quota, or a
-// 0700 host directory), grants it to its owner and returns a TempWorkspace
+// CreateTempWorkspace makes a private scratch root (memory or a SQLite file,
+// each with a quota, or a 0700 host directory), grants it to its owner and returns a TempWorkspace
 // whose Close removes it; ReapTemp removes the host directories a crashed
 // owner left (a flock held for the workspace's life tells live from dead).
 //

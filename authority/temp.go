@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/backends/sqlite"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
@@ -29,6 +31,10 @@ const (
 	// TempPhysical keeps it in a private 0700 directory under the authority's
 	// temp base (WithTempBase), so sandboxed processes can be given it.
 	TempPhysical
+	// TempSQLite keeps it in one SQLite file (backends/sqlite) in a private
+	// 0700 directory under the temp base: off the process's heap, with a quota
+	// over all its bytes, reaped like TempPhysical.
+	TempSQLite
 )
 
 // DefaultTempQuota is a temporary workspace's quota when TempOptions.Quota is 0.
@@ -40,9 +46,9 @@ type TempOptions struct {
 	Reason  string
 	Backend TempBackend
 	// Quota bounds the bytes the workspace holds (0: DefaultTempQuota). For
-	// TempMemory it is the memory backend's quota (every byte of every file);
-	// for TempPhysical it bounds each file's size only (the physical backend has
-	// no total quota).
+	// TempMemory and TempSQLite it is the backend's quota (every byte of every
+	// file); for TempPhysical it bounds each file's size only (the physical
+	// backend has no total quota).
 	Quota int64
 	// TTL, if positive, makes the grant expire (the files stay until Close).
 	TTL time.Duration
@@ -56,8 +62,9 @@ type TempWorkspace struct {
 	a     *Authority
 	name  string
 	grant Grant
-	host  string   // TempPhysical: its directory
-	lock  *os.File // TempPhysical: the lock that marks it live
+	host  string    // TempPhysical, TempSQLite: its directory
+	lock  *os.File  // TempPhysical, TempSQLite: the lock that marks it live
+	db    io.Closer // TempSQLite: the open scratch file
 	once  sync.Once
 	err   error
 }
@@ -110,7 +117,7 @@ func (a *Authority) CreateTempWorkspace(ctx context.Context, opts TempOptions) (
 	switch opts.Backend {
 	case TempMemory:
 		b = memory.New(memory.WithQuota(quota))
-	case TempPhysical:
+	case TempPhysical, TempSQLite:
 		base, err := a.tempDir()
 		if err != nil {
 			return nil, nil, err
@@ -124,13 +131,20 @@ func (a *Authority) CreateTempWorkspace(ctx context.Context, opts TempOptions) (
 			unlock(lock, true)
 			return nil, nil, err
 		}
-		pb, err := physical.New(host, physical.WithMaxFileSize(quota))
+		w.host, w.lock = host, lock
+		if opts.Backend == TempPhysical {
+			b, err = physical.New(host, physical.WithMaxFileSize(quota))
+		} else {
+			var db *sqlite.FS
+			db, err = sqlite.Open(filepath.Join(host, "scratch.db"), sqlite.WithQuota(quota), sqlite.WithSynchronous(sqlite.SyncOff))
+			if err == nil {
+				w.db, b = db, db
+			}
+		}
 		if err != nil {
-			os.RemoveAll(host)
-			unlock(lock, true)
+			w.removeFiles()
 			return nil, nil, err
 		}
-		w.host, w.lock, b = host, lock, pb
 	default:
 		return nil, nil, invalid("unknown temp backend %d", opts.Backend)
 	}
@@ -171,6 +185,9 @@ func (w *TempWorkspace) Close() error {
 }
 
 func (w *TempWorkspace) removeFiles() error {
+	if w.db != nil {
+		w.db.Close()
+	}
 	if w.host == "" {
 		return nil
 	}
@@ -179,7 +196,7 @@ func (w *TempWorkspace) removeFiles() error {
 	return err
 }
 
-// ReapTemp removes the TempPhysical workspaces under base ("" : the default
+// ReapTemp removes the TempPhysical and TempSQLite workspaces under base ("" : the default
 // temp base) whose owner is gone (no process holds their lock), and returns
 // how many. Hosts call it at start-up; workspaces of live processes, this
 // one's included, are left alone.

@@ -10,7 +10,7 @@ import (
 )
 
 func TestTempWorkspace(t *testing.T) {
-	for _, kind := range []TempBackend{TempMemory, TempPhysical} {
+	for _, kind := range []TempBackend{TempMemory, TempPhysical, TempSQLite} {
 		a := New(WithTempBase(filepath.Join(t.TempDir(), "base")))
 		d, w, err := a.CreateTempWorkspace(ctx, TempOptions{Subject: agent, Backend: kind, Quota: 1 << 20})
 		must(t, err)
@@ -26,7 +26,7 @@ func TestTempWorkspace(t *testing.T) {
 		if _, _, err := a.Grant(ctx, GrantRequest{Subject: Subject{Kind: KindAgentRun, ID: "other"}, Root: w.Root(), Reason: "x", Source: SourceCore}); err == nil {
 			t.Fatal("temp granted to a non-owner")
 		}
-		if kind == TempPhysical {
+		if kind != TempMemory {
 			fi, err := os.Stat(w.host)
 			if err != nil || fi.Mode().Perm() != 0o700 {
 				t.Fatalf("workspace dir: %v %v", fi, err)
@@ -36,7 +36,7 @@ func TestTempWorkspace(t *testing.T) {
 		if _, err := d.ReadFile(ctx, "scratch.txt"); vfs.CodeOf(err) != vfs.CodeRevoked {
 			t.Fatalf("after Close: %v", err)
 		}
-		if kind == TempPhysical {
+		if kind != TempMemory {
 			if _, err := os.Stat(w.host); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("files left: %v", err)
 			}
