@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
@@ -109,8 +111,54 @@ func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error
 		// file at the next rotation is not offered, so keep one.
 		lj.MaxBackups = 1
 	}
-	s := &writerSink{w: lj, keep: keep, closer: lj}
+	s := &writerSink{w: lj, keep: keep, closer: lj, follow: &followPath{path: st.dest, reopen: lj.Close}}
 	return s, s.Close, nil
+}
+
+// auditRecheck is how often a rotating sink checks that its file is still the
+// one at its path.
+var auditRecheck = time.Second
+
+// followPath keeps a rotating sink writing to the file at its path when
+// another capfs process (a CLI command beside a long capfs mcp or capfs run)
+// rotated it: at most every auditRecheck it compares the path's inode with the
+// one it last saw there and, when they differ, closes its file so that the next
+// write opens the path anew. Without it, a process would go on appending to a
+// rotated file, and once that file is removed as the oldest, its events would
+// be lost.
+type followPath struct {
+	path   string
+	reopen func() error
+	ino    uint64
+	last   time.Time
+}
+
+func (f *followPath) before() {
+	if f.ino == 0 || time.Since(f.last) < auditRecheck {
+		return
+	}
+	f.last = time.Now()
+	if ino := inodeOf(f.path); ino != f.ino {
+		f.reopen()
+		f.ino = 0
+	}
+}
+
+func (f *followPath) after() {
+	if f.ino == 0 {
+		f.ino, f.last = inodeOf(f.path), time.Now()
+	}
+}
+
+func inodeOf(p string) uint64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 1 // gone: differs from any file's inode, so the sink reopens
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return sys.Ino
+	}
+	return 0
 }
 
 // writerSink writes each event as one JSON line in one Write call. Failed
@@ -120,6 +168,7 @@ type writerSink struct {
 	w      io.Writer
 	keep   func(audit.Outcome) bool
 	closer io.Closer
+	follow *followPath // non-nil for a rotating file
 	errs   atomic.Uint64
 	first  error
 }
@@ -136,7 +185,13 @@ func (s *writerSink) Record(_ context.Context, e audit.Event) {
 		return
 	}
 	s.mu.Lock()
+	if s.follow != nil {
+		s.follow.before()
+	}
 	_, err := s.w.Write(buf.Bytes())
+	if s.follow != nil && err == nil {
+		s.follow.after()
+	}
 	s.mu.Unlock()
 	if err != nil {
 		s.fail(err)
