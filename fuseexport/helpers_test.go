@@ -20,7 +20,7 @@ func mountT(t testing.TB, d *dir.Dir, opts Options) (string, *Server) {
 		t.Fatalf("Mount: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := s.Close(time.Second); err != nil {
+		if err := s.Close(100 * time.Millisecond); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
