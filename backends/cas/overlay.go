@@ -3,6 +3,7 @@ package cas
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -19,7 +20,8 @@ import (
 // It is a memory backend (package memory, whose semantics and conformance it
 // shares: hard links, Chmod, Chtimes, O_APPEND, independent offsets) filled with
 // the tree when it is opened: every directory, link and file content is copied
-// into memory then, so an overlay suits trees that fit in memory. (The git
+// into memory then (at most DefaultMaxEntries entries), so an overlay suits trees
+// that fit in memory. (The git
 // overlay's per-path copy-up, which reads only what is touched, is not done here.)
 // Commit records what a Directory can: names, contents, the owner-execute bit of
 // files, link targets; other permission bits, times and hard links are not kept.
@@ -40,17 +42,22 @@ func (s *Store) OpenOverlay(ctx context.Context, root Digest, opts ...memory.Opt
 		return nil, err
 	}
 	m := memory.New(opts...)
-	if err := copyInto(ctx, src, m, vfs.Root); err != nil {
+	budget := DefaultMaxEntries
+	if err := copyInto(ctx, src, m, vfs.Root, &budget); err != nil {
 		return nil, err
 	}
 	return &Overlay{FS: m, st: s, base: root}, nil
 }
 
-// copyInto copies directory p of src into m.
-func copyInto(ctx context.Context, src *FS, m *memory.FS, p vfs.Path) error {
+// copyInto copies directory p of src into m, at most *budget entries (a tree
+// can share a directory under many names: see MaterializeOptions.MaxEntries).
+func copyInto(ctx context.Context, src *FS, m *memory.FS, p vfs.Path, budget *int) error {
 	ents, err := src.ReadDir(ctx, p)
 	if err != nil {
 		return err
+	}
+	if *budget -= len(ents); *budget < 0 {
+		return vfs.NewError(vfs.CodeQuota, "open", p, fmt.Sprintf("the tree has more than %d entries", DefaultMaxEntries))
 	}
 	for _, e := range ents {
 		cp, err := p.Child(e.Name)
@@ -62,7 +69,7 @@ func copyInto(ctx context.Context, src *FS, m *memory.FS, p vfs.Path) error {
 			if err := m.Mkdir(ctx, cp, 0o755); err != nil {
 				return err
 			}
-			if err := copyInto(ctx, src, m, cp); err != nil {
+			if err := copyInto(ctx, src, m, cp, budget); err != nil {
 				return err
 			}
 		case fs.ModeSymlink:

@@ -175,7 +175,8 @@ func newCASRestoreCmd(o *globalOptions, co *casOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			n, err := restoreInto(ctx, src, vfs.Root, d)
+			budget := cas.DefaultMaxEntries
+			n, err := restoreInto(ctx, src, vfs.Root, d, &budget)
 			if err != nil {
 				return err
 			}
@@ -186,11 +187,15 @@ func newCASRestoreCmd(o *globalOptions, co *casOptions) *cobra.Command {
 }
 
 // restoreInto copies directory p of src into d, through d (so its policy decides
-// every write), and returns the number of entries written.
-func restoreInto(ctx context.Context, src *cas.FS, p vfs.Path, d *dir.Dir) (int, error) {
+// every write), and returns the number of entries written. It writes at most
+// *budget entries: a tree can share one directory under many names.
+func restoreInto(ctx context.Context, src *cas.FS, p vfs.Path, d *dir.Dir, budget *int) (int, error) {
 	ents, err := src.ReadDir(ctx, p)
 	if err != nil {
 		return 0, err
+	}
+	if *budget -= len(ents); *budget < 0 {
+		return 0, vfs.NewError(vfs.CodeQuota, "restore", p, fmt.Sprintf("the snapshot has more than %d entries", cas.DefaultMaxEntries))
 	}
 	n := 0
 	for _, e := range ents {
@@ -204,7 +209,7 @@ func restoreInto(ctx context.Context, src *cas.FS, p vfs.Path, d *dir.Dir) (int,
 			if err != nil {
 				return n, err
 			}
-			m, err := restoreInto(ctx, src, cp, sub)
+			m, err := restoreInto(ctx, src, cp, sub, budget)
 			n += m
 			if err != nil {
 				return n, err
