@@ -31,7 +31,9 @@ var ErrAgentFSSchema = errors.New("unsupported AgentFS schema version")
 // are left out. The database is opened read-only and not locked, so an AgentFS
 // process may keep using it; the FS shows it as of the call. A file that is
 // not an AgentFS database fails with ErrForeign, another schema version with
-// ErrAgentFSSchema. Use Import to copy it into a capfs scratch file.
+// ErrAgentFSSchema. Everything is read in one read transaction held until
+// Close, so the FS is one point in time even while AgentFS writes. Use Import
+// to copy it into a capfs scratch file.
 func OpenAgentFS(name string) (*FS, error) {
 	abs, err := filepath.Abs(name)
 	if err != nil {
@@ -45,16 +47,18 @@ func OpenAgentFS(name string) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb.SetMaxOpenConns(4)
-	st.rdb = rdb
+	st.rdb, st.q = rdb, rdb
 	ok := false
 	defer func() {
 		if !ok {
 			st.closeAll()
 		}
 	}()
+	if err := st.pinSnapshot(); err != nil {
+		return nil, err
+	}
 	var ver, cs string
-	if err := rdb.QueryRow(`SELECT value FROM fs_config WHERE key = 'schema_version'`).Scan(&ver); err != nil {
+	if err := st.q.QueryRow(`SELECT value FROM fs_config WHERE key = 'schema_version'`).Scan(&ver); err != nil {
 		if errors.Is(err, sql.ErrNoRows) || isNoTable(err) {
 			return nil, ErrForeign
 		}
@@ -63,7 +67,7 @@ func OpenAgentFS(name string) (*FS, error) {
 	if ver != AgentFSSchema {
 		return nil, fmt.Errorf("%w: %s (this capfs reads %s)", ErrAgentFSSchema, ver, AgentFSSchema)
 	}
-	if err := rdb.QueryRow(`SELECT value FROM fs_config WHERE key = 'chunk_size'`).Scan(&cs); err != nil {
+	if err := st.q.QueryRow(`SELECT value FROM fs_config WHERE key = 'chunk_size'`).Scan(&cs); err != nil {
 		return nil, classify(err)
 	}
 	st.chunk, err = strconv.ParseInt(cs, 10, 64)
@@ -71,7 +75,7 @@ func OpenAgentFS(name string) (*FS, error) {
 		return nil, fmt.Errorf("%w: AgentFS chunk size %q", ErrCorrupt, cs)
 	}
 	// The same keys as a capfs file's chunk rows (ino<<24 | index), computed.
-	if st.rdChunk, err = rdb.Prepare(`SELECT (ino << 24) | chunk_index, data FROM fs_data
+	if st.rdChunk, err = st.q.Prepare(`SELECT (ino << 24) | chunk_index, data FROM fs_data
 		WHERE ino = (?1 >> 24) AND chunk_index BETWEEN (?1 & 16777215) AND (?2 & 16777215) ORDER BY chunk_index`); err != nil {
 		return nil, classify(err)
 	}
@@ -97,7 +101,7 @@ func containsFold(s, sub string) bool {
 
 // loadAgentFS is load for AgentFS's tables.
 func (s *store) loadAgentFS() error {
-	rows, err := s.rdb.Query(`SELECT i.ino, i.mode, i.size, i.mtime, i.mtime_nsec, l.target
+	rows, err := s.q.Query(`SELECT i.ino, i.mode, i.size, i.mtime, i.mtime_nsec, l.target
 		FROM fs_inode i LEFT JOIN fs_symlink l ON l.ino = i.ino`)
 	if err != nil {
 		return classify(err)
@@ -138,7 +142,7 @@ func (s *store) loadAgentFS() error {
 	if root == nil || root.typ != fs.ModeDir {
 		return fmt.Errorf("%w: AgentFS database without a root directory", ErrCorrupt)
 	}
-	rows, err = s.rdb.Query(`SELECT parent_ino, name, ino FROM fs_dentry`)
+	rows, err = s.q.Query(`SELECT parent_ino, name, ino FROM fs_dentry`)
 	if err != nil {
 		return classify(err)
 	}

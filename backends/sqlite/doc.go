@@ -76,7 +76,10 @@
 // Open takes an exclusive lock (flock) on the file for the life of the FS: a
 // second Open, from any process, fails at once with ErrLocked instead of sharing
 // a file whose in-memory cache would go stale. WithReadOnly opens without the
-// lock, for inspection; it sees the file as of its Open. A file that is not a
+// lock, for inspection: it reads everything in one read transaction held until
+// Close, so it sees the file as of its Open, consistently, even while a writer
+// in another process goes on (whose WAL cannot be checkpointed past that point
+// meanwhile). A file that is not a
 // capfs scratch file is ErrForeign, one written by a newer capfs is
 // ErrNewerSchema (older schemas are migrated forward, one transaction per
 // version), a malformed one is ErrCorrupt, at Open or, for data pages, on the

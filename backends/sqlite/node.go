@@ -228,7 +228,7 @@ func nodeCharge(n *node) int64 {
 // removes the inodes no entry names (files unlinked while open when the process
 // stopped).
 func (s *store) load() error {
-	rows, err := s.rdb.Query(`SELECT ino, mode, nlink, size, mtime, mtime_ns, target FROM inode`)
+	rows, err := s.q.Query(`SELECT ino, mode, nlink, size, mtime, mtime_ns, target FROM inode`)
 	if err != nil {
 		return classify(err)
 	}
@@ -268,7 +268,7 @@ func (s *store) load() error {
 	if root == nil || root.typ != fs.ModeDir {
 		return fmt.Errorf("%w: no root directory", ErrCorrupt)
 	}
-	rows, err = s.rdb.Query(`SELECT parent, name, ino FROM dentry`)
+	rows, err = s.q.Query(`SELECT parent, name, ino FROM dentry`)
 	if err != nil {
 		return classify(err)
 	}

@@ -154,6 +154,8 @@ type store struct {
 
 	w       *writer // nil when read-only
 	rdb     *sql.DB
+	q       queryer   // rdb, or for a read-only store the transaction pinning its snapshot
+	snap    *sql.Tx   // that transaction (nil when writable)
 	rdChunk *sql.Stmt // id, data of a key range, on the reader pool
 
 	nextIno atomic.Int64
@@ -232,16 +234,19 @@ func Open(name string, opts ...Option) (*FS, error) {
 	}
 	rdb.SetMaxOpenConns(cfg.readers)
 	rdb.SetMaxIdleConns(cfg.readers)
-	st.rdb = rdb
+	st.rdb, st.q = rdb, rdb
 	if cfg.readOnly {
-		if err := checkSchema(rdb); err != nil {
+		if err := st.pinSnapshot(); err != nil {
+			return nil, err
+		}
+		if err := checkSchema(st.q); err != nil {
 			return nil, err
 		}
 	}
 	if err := st.readChunkSize(); err != nil {
 		return nil, err
 	}
-	if st.rdChunk, err = rdb.Prepare(`SELECT id, data FROM chunk WHERE id BETWEEN ? AND ? ORDER BY id`); err != nil {
+	if st.rdChunk, err = st.q.Prepare(`SELECT id, data FROM chunk WHERE id BETWEEN ? AND ? ORDER BY id`); err != nil {
 		return nil, classify(err)
 	}
 	if err := st.load(); err != nil {
@@ -414,8 +419,34 @@ var migrations = map[int64]string{}
 // migration.
 var schemaVersion int64 = SchemaVersion
 
+// queryer is what reading needs of a *sql.DB or a *sql.Tx.
+type queryer interface {
+	Query(query string, args ...any) (*sql.Rows, error)
+	QueryRow(query string, args ...any) *sql.Row
+	Prepare(query string) (*sql.Stmt, error)
+}
+
+// pinSnapshot opens the read transaction a read-only store reads everything
+// through, on one connection: metadata and data then come from one point in
+// time however a writer elsewhere changes the file (whose WAL cannot be
+// checkpointed past that point meanwhile).
+func (s *store) pinSnapshot() error {
+	s.rdb.SetMaxOpenConns(1)
+	tx, err := s.rdb.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return classify(err)
+	}
+	var n int64
+	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		tx.Rollback()
+		return classify(err)
+	}
+	s.snap, s.q = tx, tx
+	return nil
+}
+
 // checkSchema is initSchema's refusals for a read-only open.
-func checkSchema(db *sql.DB) error {
+func checkSchema(db queryer) error {
 	var appID, ver int64
 	if err := db.QueryRow(`PRAGMA application_id`).Scan(&appID); err != nil {
 		return classify(err)
@@ -436,7 +467,7 @@ func checkSchema(db *sql.DB) error {
 
 func (s *store) readChunkSize() error {
 	var cs int64
-	if err := s.rdb.QueryRow(`SELECT value FROM meta WHERE key='chunk_size'`).Scan(&cs); err != nil {
+	if err := s.q.QueryRow(`SELECT value FROM meta WHERE key='chunk_size'`).Scan(&cs); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: no chunk size", ErrCorrupt)
 		}
@@ -460,6 +491,9 @@ func (s *store) closeAll() error {
 	}
 	if s.rdChunk != nil {
 		keep(s.rdChunk.Close())
+	}
+	if s.snap != nil {
+		s.snap.Rollback()
 	}
 	if s.rdb != nil {
 		keep(s.rdb.Close())

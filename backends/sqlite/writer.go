@@ -302,8 +302,13 @@ func (w *writer) close() error {
 	err := w.err
 	if err == nil {
 		// Fold the WAL into the file, so the file alone is the whole tree
-		// (copyable, and what a snapshot or another tool sees).
-		if _, cerr := w.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`); cerr != nil {
+		// (copyable, and what a snapshot or another tool sees). A reader in
+		// another process (a read-only view) may hold part of the WAL: then
+		// it stays, as valid as ever, for the next open to fold in.
+		ctx := context.Background()
+		w.conn.ExecContext(ctx, `PRAGMA busy_timeout=100`)
+		var busy, logged, done int64
+		if cerr := w.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &done); cerr != nil && !errors.Is(classify(cerr), ErrLocked) {
 			err = classify(cerr)
 		}
 	}
