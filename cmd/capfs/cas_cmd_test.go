@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/capfs/capfs/backends/cas"
 )
 
 // runCAS runs a capfs command line in process, with the cas command added to the
@@ -119,4 +121,35 @@ func TestCASCommands(t *testing.T) {
 	if _, _, code := runCAS(t, "--no-default-mounts", "-m", "x=cas:nosuch,store="+store, "cas", st, "snapshot", "restore", "v1", "x/y"); code == 0 {
 		t.Error("mounting an unknown name succeeded")
 	}
+}
+
+// TestCASMountInBinary mounts a snapshot by name and by digest in the capfs
+// binary and reads it with ls and cat; writes are refused.
+func TestCASMountInBinary(t *testing.T) {
+	store, proj := t.TempDir(), t.TempDir()
+	writeTree(t, proj, map[string]string{"a.txt": "hello\n", "d/b.txt": "bee\n"})
+	st, err := cas.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := st.SnapshotHost(context.Background(), proj, cas.SnapshotOptions{Name: "v1"})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"cas:v1,store=" + store, "cas:" + root.String() + ",store=" + store} {
+		r := runCapfs(t, proj, "--no-default-mounts", "-m", "s="+src, "cat", "s/d/b.txt").want(t, 0)
+		if r.stdout != "bee\n" {
+			t.Errorf("%s: cat = %q", src, r.stdout)
+		}
+		r = runCapfs(t, proj, "--no-default-mounts", "-m", "s="+src, "ls", "s").want(t, 0)
+		if !strings.Contains(r.stdout, "a.txt") || !strings.Contains(r.stdout, "d") {
+			t.Errorf("%s: ls = %q", src, r.stdout)
+		}
+	}
+	r := runCapfsEnv(t, proj, []string{"CAPFS_CAS_STORE=" + store}, "--no-default-mounts", "-m", "s=cas:nosuch", "ls", "s")
+	if r.code == 0 || !strings.Contains(r.stderr, "nosuch") {
+		t.Errorf("unknown snapshot: %d %q", r.code, r.stderr)
+	}
+	noHostPath(t, r.stderr, store)
 }
