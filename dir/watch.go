@@ -283,25 +283,39 @@ func (w *Watcher) deliver() {
 			}
 			continue
 		}
-		select {
-		case <-w.ctx.Done():
-			return
-		case w.out <- ev:
-		case <-tick.C:
-			w.checkLive()
-			// Put it back in front (it may have merged with newer ops meanwhile).
-			w.mu.Lock()
-			if !w.rescan {
-				if old, ok := w.pending[ev.Path]; ok {
-					w.pending[ev.Path] = old | ev.Op
-				} else if ev.Op != WatchRescan {
-					w.pending[ev.Path] = ev.Op
-					w.order = append([]string{ev.Path}, w.order...)
-				} else {
-					w.rescan = true
+	send:
+		for {
+			select {
+			case <-w.ctx.Done():
+				return
+			case w.out <- ev:
+				break send
+			case <-w.wake:
+				// An overflow while ev waited for the consumer: the rescan
+				// supersedes ev (and everything before it); send that instead.
+				w.mu.Lock()
+				superseded := w.rescan && ev.Op != WatchRescan
+				w.mu.Unlock()
+				if superseded {
+					break send
 				}
+			case <-tick.C:
+				w.checkLive()
+				// Put it back in front (it may have merged with newer ops meanwhile).
+				w.mu.Lock()
+				if !w.rescan {
+					if old, ok := w.pending[ev.Path]; ok {
+						w.pending[ev.Path] = old | ev.Op
+					} else if ev.Op != WatchRescan {
+						w.pending[ev.Path] = ev.Op
+						w.order = append([]string{ev.Path}, w.order...)
+					} else {
+						w.rescan = true
+					}
+				}
+				w.mu.Unlock()
+				break send
 			}
-			w.mu.Unlock()
 		}
 	}
 }
