@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -140,4 +142,102 @@ func fmtNs(ns float64) string {
 		return fmt.Sprintf("%.1f µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.2f ms", ns/1e6)
+}
+
+// FUSEStartTable measures what a lazy sandbox pays before its command starts,
+// on Go's source tree (GoSrcRepo's work tree) and on an empty directory: a
+// copy-on-write overlay (fuseexport.Overlay) of a Dir with policy.Defaults()
+// over the physical backend, mounted, its root listed once, and unmounted;
+// beside it, a materialize.Checkout of the same Dir (what a run without --lazy
+// does first). The median of count rounds of each is printed with the tree /
+// empty ratio: a lazy start that does not grow with the tree is near 1×.
+func FUSEStartTable(out, progress io.Writer, count int) error {
+	if err := fuseexport.Available(); err != nil {
+		return err
+	}
+	_, goTree, err := GoSrcRepo()
+	if err != nil {
+		return err
+	}
+	empty, err := os.MkdirTemp("", "capfs-bench-empty-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(empty)
+	lazy := func(root string) error {
+		pb, err := physical.New(root)
+		if err != nil {
+			return err
+		}
+		defer pb.Close()
+		d, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
+		upper, err := os.MkdirTemp("", "capfs-bench-upper-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(upper)
+		mp, err := os.MkdirTemp("", "capfs-bench-mnt-")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(mp)
+		ov, err := fuseexport.NewOverlay(d.Backend(), upper)
+		if err != nil {
+			return err
+		}
+		defer ov.Close()
+		view, _ := dir.New(ov)
+		s, err := fuseexport.Mount(mp, view, fuseexport.Options{})
+		if err != nil {
+			return err
+		}
+		if _, err := os.ReadDir(mp); err != nil {
+			s.Close(time.Second)
+			return err
+		}
+		return s.Close(5 * time.Second)
+	}
+	checkout := func(root string) error {
+		pb, err := physical.New(root)
+		if err != nil {
+			return err
+		}
+		defer pb.Close()
+		d, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
+		t, err := materialize.Checkout(context.Background(), d, materialize.Options{})
+		if err != nil {
+			return err
+		}
+		return t.Close()
+	}
+	median := func(fn func(string) error, root string) (time.Duration, error) {
+		var ds []time.Duration
+		for range count {
+			start := time.Now()
+			if err := fn(root); err != nil {
+				return 0, err
+			}
+			ds = append(ds, time.Since(start))
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2], nil
+	}
+	fmt.Fprintln(out, "| start-up (median) | empty directory | Go source tree | tree / empty |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|")
+	for _, row := range []struct {
+		name string
+		fn   func(string) error
+	}{{"lazy: overlay + FUSE mount + list root + unmount", lazy}, {"checkout (materialize.Checkout + Close)", checkout}} {
+		e, err := median(row.fn, empty)
+		if err != nil {
+			return err
+		}
+		g, err := median(row.fn, goTree)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "fuse start: %-50s empty %v, Go tree %v\n", row.name, e, g)
+		fmt.Fprintf(out, "| %s | %s | %s | %.2f× |\n", row.name, fmtNs(float64(e)), fmtNs(float64(g)), float64(g)/float64(e))
+	}
+	return nil
 }

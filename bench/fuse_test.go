@@ -31,3 +31,18 @@ func TestFUSETable(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 }
+
+// TestFUSEStartTable prints the lazy start-up comparison (FUSEStartTable) when
+// CAPFS_BENCH_FUSE=1:
+//
+//	CAPFS_BENCH_FUSE=1 go test -run TestFUSEStartTable -v ./bench
+func TestFUSEStartTable(t *testing.T) {
+	if os.Getenv("CAPFS_BENCH_FUSE") != "1" {
+		t.Skip("set CAPFS_BENCH_FUSE=1 to measure (it checks Go's source tree out)")
+	}
+	var out strings.Builder
+	if err := FUSEStartTable(&out, os.Stderr, 5); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+}
