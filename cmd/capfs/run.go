@@ -420,6 +420,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		r.say("capfs: run: limits: %s\n", bw.Limits())
 	}
 	code := r.review(ctx, res.ExitCode)
+	r.olderKept()
 	r.say("capfs: audit log: %s\n", s.AuditPath)
 	return exitStatus(code)
 }
@@ -532,7 +533,7 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 // checkout materializes d (namespace path p), with a progress bar on stderr when
 // it is a terminal and the checkout takes over a second.
 func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly bool, host vfs.Backend) (*materialize.Tree, error) {
-	opts := materialize.Options{ReadOnly: readOnly, Host: host, Git: r.lim.git, Private: !r.lim.bindGrants}
+	opts := materialize.Options{ReadOnly: readOnly, Host: host, Git: r.lim.git, Private: !r.lim.bindGrants, GitScanBudget: r.lim.gitScanBudget}
 	bar := newProgress(r.stderr, "checkout "+showPath(p.String()))
 	if bar != nil {
 		opts.Progress = bar.update
@@ -695,6 +696,7 @@ type limitFlags struct {
 	git                        materialize.GitPolicy
 	sync                       materialize.Limits
 	fileSize                   int64 // 0: no limit
+	gitScanBudget              int
 }
 
 func (l *limitFlags) add(cmd *cobra.Command) {
@@ -707,6 +709,7 @@ func (l *limitFlags) add(cmd *cobra.Command) {
 	f.StringVar(&l.maxDepthArg, "max-depth", fmt.Sprint(materialize.DefaultMaxDepth), "deepest path, in components, the sync may write (0: no limit)")
 	f.StringVar(&l.maxFileSize, "max-file-size", "0", "largest single file the sync may write, e.g. 100M (0: no limit beyond --max-bytes)")
 	f.StringVar(&l.gitArg, "git", "auto", "the checkout's .git: auto (left empty when its history names a path the policy hides), omit, or keep (read-only, unscanned)")
+	f.IntVar(&l.gitScanBudget, "git-scan-budget", materialize.DefaultGitScanBudget, "most tree objects --git auto reads of a .git's history before it empties that .git as too large to scan")
 	f.BoolVar(&l.bindGrants, "bind-grants", false, "bind read-only physical grants without copying (faster; their host paths show in the sandbox's /proc/self/mountinfo)")
 }
 
@@ -742,6 +745,9 @@ func (l *limitFlags) parse() error {
 	}
 	if l.maxProcs < 0 {
 		return usageErrorf("--max-procs %d: want 0 (no limit) or more", l.maxProcs)
+	}
+	if l.gitScanBudget <= 0 {
+		return usageErrorf("--git-scan-budget %d: want 1 or more", l.gitScanBudget)
 	}
 	switch {
 	case l.maxFiles < 0:

@@ -162,6 +162,11 @@ func TestRunDryRunAndDiscard(t *testing.T) {
 	if !strings.Contains(r.stderr, "needs a terminal") || readFile(t, filepath.Join(root, "a.txt")) != "new\n" || len(checkouts(t, base)) != 1 {
 		t.Errorf("--sync=ask without a terminal:\n%s", r.stderr)
 	}
+	// Another kept checkout mentions the earlier one.
+	r = runCapfsEnv(t, root, env, "run", "--sync=never", "--", "sh", "-c", "echo newest > a.txt").want(t, 0)
+	if !strings.Contains(r.stderr, "1 earlier kept checkout(s) of project: capfs sync --list") {
+		t.Errorf("the earlier kept checkout is not mentioned:\n%s", r.stderr)
+	}
 	runCapfsEnv(t, root, env, "sync", "--discard", "--all").want(t, 0)
 	if len(checkouts(t, base)) != 0 {
 		t.Errorf("--discard --all left %v", checkouts(t, base))

@@ -305,6 +305,27 @@ func (r *runner) revSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir.
 	return d, nil
 }
 
+// olderKept mentions the other checkouts kept for this work path, so that
+// none is forgotten in /dev/shm.
+func (r *runner) olderKept() {
+	if r.syncLabel == "" || r.unheard {
+		return
+	}
+	recs, _, err := readRecords()
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, rec := range recs {
+		if rec.Label == r.syncLabel && rec.ID != r.keptID {
+			n++
+		}
+	}
+	if n > 0 {
+		r.say("capfs: run: %d earlier kept checkout(s) of %s: capfs sync --list\n", n, showPath(r.workPath.String()))
+	}
+}
+
 // describeRecord is one line about a kept checkout for capfs sync --list.
 func describeRecord(rec keptRecord) string {
 	cmd := strings.Join(rec.Command, " ")

@@ -466,6 +466,7 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"run", "--tty", "maybe", "--", "true"}, "--tty maybe"},
 		{[]string{"run", "--max-files", "-1", "--", "true"}, "--max-files -1"},
 		{[]string{"run", "--max-bytes", "lots", "--", "true"}, "--max-bytes lots"},
+		{[]string{"run", "--git-scan-budget", "0", "--", "true"}, "--git-scan-budget 0"},
 		{[]string{"run", "--out", root, "--", "true"}, "--out is for --rev"},
 		{[]string{"-m", ro, "run", "--work", "r", "--out", full, "--", "true"}, "not empty"},
 		{[]string{"--no-default-mounts", "run", "--", "true"}, "no mounts"},
