@@ -38,6 +38,7 @@ type writer struct {
 
 	execSeq   atomic.Uint64 // operations executed
 	committed atomic.Uint64 // operations committed (execSeq at the last commit)
+	commits   atomic.Uint64 // transactions committed
 
 	insInode, insDentry, delDentry, setDentry, delInode, delChunks,
 	setMtime, setSize, setNlink, setMode, putChunk, getChunk, rangeChunk,
@@ -227,6 +228,7 @@ func (w *writer) commitLocked() {
 		b.err = w.err
 	} else {
 		w.committed.Store(w.execSeq.Load())
+		w.commits.Add(1)
 	}
 	close(b.done)
 }
