@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -212,5 +213,24 @@ func TestBackendLargeStreamed(t *testing.T) {
 	all, err := io.ReadAll(h)
 	if err != nil || len(all) != len(big) {
 		t.Fatalf("ReadAll: %d, %v", len(all), err)
+	}
+}
+
+// TestBackendErrorsNameNoHostPath: a blob file the store cannot read fails the
+// read with io_error, and the message does not name the store's directory.
+func TestBackendErrorsNameNoHostPath(t *testing.T) {
+	s := newStore(t)
+	d := snap(t, s, build(t, "f=some content"))
+	f := mount(t, s, d)
+	info, _ := f.Stat(bg, P("f"))
+	p := s.blobPath(info.Sys.(*Entry).Digest)
+	os.Remove(p)
+	os.Mkdir(p, 0o700) // a directory where the blob file was: reading it fails
+	_, err := vfstest.ReadFile(bg, f, P("f"))
+	if vfs.CodeOf(err) != vfs.CodeIO {
+		t.Fatalf("read: %v, want io_error", err)
+	}
+	if strings.Contains(err.Error(), s.Dir()) {
+		t.Fatalf("error names the store: %v", err)
 	}
 }

@@ -58,6 +58,21 @@ func (e *CorruptError) Error() string {
 // Is reports whether target is ErrCorrupt.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
+// hostless strips the host path from an error of package os (keeping its
+// errno, which errors.Is still matches): store errors reach guests through the
+// FS, and the store's location is not theirs to see.
+func hostless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
 func missing(d Digest) error { return fmt.Errorf("%w: %s", ErrMissing, d) }
 
 // Store is a local content-addressed blob store in one host directory. The
@@ -176,7 +191,7 @@ func (s *Store) Has(d Digest) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("cas: stat blob %s: %w", d, err)
+		return false, fmt.Errorf("cas: stat blob %s: %w", d, hostless(err))
 	}
 	if fi.Size() == 0 {
 		// Torn by a crash: not a blob.
@@ -220,7 +235,7 @@ func (s *Store) putBytes(d Digest, b []byte) (Digest, error) {
 func (s *Store) commit(d Digest, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(s.blobPath(d)), tmpPrefix)
 	if err != nil {
-		return fmt.Errorf("cas: write blob %s: %w", d, err)
+		return fmt.Errorf("cas: write blob %s: %w", d, hostless(err))
 	}
 	tmp := f.Name()
 	err = write(f)
@@ -232,7 +247,7 @@ func (s *Store) commit(d Digest, write func(io.Writer) error) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("cas: write blob %s: %w", d, err)
+		return fmt.Errorf("cas: write blob %s: %w", d, hostless(err))
 	}
 	return nil
 }
@@ -326,16 +341,16 @@ func (s *Store) put(ctx context.Context, r io.Reader, want *Digest, hint int64) 
 			f.Close()
 			if err := s.place(zt, d); err != nil {
 				os.Remove(zt)
-				return Digest{}, fmt.Errorf("cas: write blob %s: %w", d, err)
+				return Digest{}, fmt.Errorf("cas: write blob %s: %w", d, hostless(err))
 			}
 			return d, nil
 		}
 	}
 	if err := f.Close(); err != nil {
-		return Digest{}, fmt.Errorf("cas: write blob %s: %w", d, err)
+		return Digest{}, fmt.Errorf("cas: write blob %s: %w", d, hostless(err))
 	}
 	if err := s.place(tmp, d); err != nil {
-		return Digest{}, fmt.Errorf("cas: write blob %s: %w", d, err)
+		return Digest{}, fmt.Errorf("cas: write blob %s: %w", d, hostless(err))
 	}
 	return d, nil
 }
@@ -446,7 +461,7 @@ func (s *Store) ReadBlob(ctx context.Context, d Digest, max int64) ([]byte, erro
 			return nil, missing(d)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cas: read blob %s: %w", d, err)
+			return nil, fmt.Errorf("cas: read blob %s: %w", d, hostless(err))
 		}
 		if len(raw) == 0 {
 			return nil, &CorruptError{d, "empty blob file"}
@@ -499,7 +514,7 @@ func (s *Store) OpenBlob(ctx context.Context, d Digest) (io.ReadCloser, error) {
 		return nil, missing(d)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cas: open blob %s: %w", d, err)
+		return nil, fmt.Errorf("cas: open blob %s: %w", d, hostless(err))
 	}
 	var tag [1]byte
 	if _, err := io.ReadFull(f, tag[:]); err != nil {
@@ -512,7 +527,7 @@ func (s *Store) OpenBlob(ctx context.Context, d Digest) (io.ReadCloser, error) {
 		fi, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("cas: open blob %s: %w", d, err)
+			return nil, fmt.Errorf("cas: open blob %s: %w", d, hostless(err))
 		}
 		if fi.Size() != 1+d.Size {
 			f.Close()
@@ -578,7 +593,7 @@ func (v *verifier) Read(b []byte) (int, error) {
 		if v.z != nil {
 			v.err = &CorruptError{v.d, "cannot decompress: " + err.Error()}
 		} else {
-			v.err = fmt.Errorf("cas: read blob %s: %w", v.d, err)
+			v.err = fmt.Errorf("cas: read blob %s: %w", v.d, hostless(err))
 		}
 		return 0, v.err
 	}
