@@ -46,8 +46,11 @@ type Phase struct {
 // and read; and 10,000 operations of the mix AgentFS models `npx
 // create-react-app` with (lookup 52 %, create 12 %, flush/release 12 %, readdir
 // 7.5 %, mkdir 7 %, write 6 % of 2.7 KB on average, setattr 2 %, getattr 1.5 %).
-func SQLiteTrace() []Phase {
-	const files, top, mid = 2000, 10, 10
+func SQLiteTrace() []Phase { return sqliteTrace(2000, 50, 10_000) }
+
+// sqliteTrace is SQLiteTrace at another size (the tests run a small one).
+func sqliteTrace(files, bigFiles, mixOps int) []Phase {
+	const top, mid = 10, 10
 	var dirs, paths []string
 	var mk []Op
 	for a := range top {
@@ -70,26 +73,26 @@ func SQLiteTrace() []Phase {
 		}
 		return ph
 	}
-	write := phase("write 2000×4KiB", "write", 4096)
+	write := phase(fmt.Sprintf("write %d×4KiB", files), "write", 4096)
 	write.Ops = append(mk, write.Ops...)
 	readdir := Phase{Name: "readdir"}
 	for _, d := range append([]string{"t"}, dirs...) {
 		readdir.Ops = append(readdir.Ops, Op{Kind: "readdir", P: d})
 	}
-	rename := Phase{Name: "rename 2000"}
+	rename := Phase{Name: fmt.Sprintf("rename %d", files)}
 	for _, p := range paths {
 		rename.Ops = append(rename.Ops, Op{Kind: "rename", P: p, Q: p + ".moved"})
 	}
-	big := Phase{Name: "write+read 50×1MiB"}
+	big := Phase{Name: fmt.Sprintf("write+read %d×1MiB", bigFiles)}
 	big.Ops = append(big.Ops, Op{Kind: "mkdir", P: "big"})
-	for i := range 50 {
+	for i := range bigFiles {
 		big.Ops = append(big.Ops, Op{Kind: "write", P: fmt.Sprintf("big/b%02d", i), N: 1 << 20})
 	}
-	for i := range 50 {
+	for i := range bigFiles {
 		big.Ops = append(big.Ops, Op{Kind: "read", P: fmt.Sprintf("big/b%02d", i)})
 	}
-	return []Phase{write, phase("read 2000", "read", 0), phase("stat 2000", "stat", 0), readdir, rename,
-		{Name: "remove-all", Ops: []Op{{Kind: "rmall", P: "t"}}}, big, opMix(10_000)}
+	return []Phase{write, phase(fmt.Sprintf("read %d", files), "read", 0), phase(fmt.Sprintf("stat %d", files), "stat", 0), readdir, rename,
+		{Name: "remove-all", Ops: []Op{{Kind: "rmall", P: "t"}}}, big, opMix(mixOps)}
 }
 
 // opMix generates n operations in AgentFS's create-react-app proportions over
