@@ -39,8 +39,8 @@ type SnapshotOptions struct {
 	// names are protobuf strings), which the snapshot leaves out. Calls may
 	// come from several goroutines at once.
 	Skipped func(path string, mode fs.FileMode)
-	// Denied, when set, is told of each entry the source refused to stat or
-	// read with fs_permission_denied (a Dir's policy keeping a secret out of
+	// Denied, when set, is told of each entry the source refused to stat,
+	// read or list with fs_permission_denied (a Dir's policy keeping a secret out of
 	// reach), which the snapshot leaves out. Calls may come from several
 	// goroutines at once.
 	Denied func(path string, err error)
@@ -272,6 +272,7 @@ type snapDir struct {
 	dirs    []*snapDir
 	dirName []string
 	links   []SymlinkNode
+	refused bool // the source refused to list it: left out
 }
 
 type fileJob struct {
@@ -407,6 +408,15 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 		return err
 	}
 	ents, err := w.src.list(ctx, sd.rel)
+	if refused(err) && sd.rel != "" {
+		// A directory the source will not list is left out, like a file it
+		// will not read.
+		sd.refused = true
+		if w.opts.Denied != nil {
+			w.opts.Denied(sd.rel, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -459,6 +469,12 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 			}
 		case e.mode&fs.ModeSymlink != 0:
 			t, err := w.src.readlink(ctx, rel)
+			if refused(err) {
+				if w.opts.Denied != nil {
+					w.opts.Denied(rel, err)
+				}
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -501,6 +517,9 @@ func (s *Store) storeDirs(ctx context.Context, sd *snapDir) (Digest, error) {
 		d.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f FileNode) bool { return f.Digest.IsZero() })
 	}
 	for i, sub := range sd.dirs {
+		if sub.refused {
+			continue
+		}
 		dg, err := s.storeDirs(ctx, sub)
 		if err != nil {
 			return Digest{}, err

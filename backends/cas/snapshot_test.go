@@ -198,3 +198,53 @@ func TestSnapshotConcurrentWithChanges(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// refusing is a backend that refuses (fs_permission_denied) to list, stat or
+// open what its deny set names, as a Dir's policy does.
+type refusing struct {
+	vfs.Backend
+	list, stat, open string
+}
+
+func (r refusing) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	if p.String() == r.list {
+		return nil, vfs.NewError(vfs.CodePermission, "readdir", p, "denied")
+	}
+	return r.Backend.ReadDir(ctx, p)
+}
+
+func (r refusing) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	if p.String() == r.stat {
+		return vfs.Info{}, vfs.NewError(vfs.CodePermission, "lstat", p, "denied")
+	}
+	return r.Backend.Lstat(ctx, p)
+}
+
+func (r refusing) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	if p.String() == r.open {
+		return nil, vfs.NewError(vfs.CodePermission, "open", p, "denied")
+	}
+	return r.Backend.OpenFile(ctx, p, flag, perm)
+}
+
+func TestSnapshotLeavesOutRefused(t *testing.T) {
+	m := build(t, "keep=k", "secret/", "secret/key=s", "hidden=h", "sealed=x", "d/", "d/ok=ok")
+	s := newStore(t)
+	var mu sync.Mutex
+	var denied []string
+	d, err := s.SnapshotBackend(bg, refusing{m, "secret", "hidden", "sealed"}, SnapshotOptions{Denied: func(p string, _ error) {
+		mu.Lock()
+		denied = append(denied, p)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := snap(t, s, build(t, "keep=k", "d/", "d/ok=ok"))
+	if d != want {
+		t.Errorf("snapshot %s, want the tree without the refused entries %s", d, want)
+	}
+	if len(denied) != 3 {
+		t.Errorf("denied %v, want secret, hidden and sealed", denied)
+	}
+}
