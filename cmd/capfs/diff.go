@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -750,6 +751,29 @@ func (b *filteredBackend) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEnt
 	es, err := b.Backend.ReadDir(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	if h := b.f.hints; h != nil {
+		// Decide the directory's files against the index in parallel (each is
+		// an Lstat on both sides); keep then finds the answers cached.
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+		for _, e := range es {
+			if !e.Type.IsRegular() || e.Name == ".git" {
+				continue
+			}
+			full := e.Name
+			if !p.IsRoot() {
+				full = p.String() + "/" + e.Name
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				h.unchanged(b.f.ctx, b.f.a, b.f.b, full)
+				<-sem
+			}()
+		}
+		wg.Wait()
 	}
 	out := es[:0:0]
 	for _, e := range es {
