@@ -107,8 +107,11 @@ what it changed, and bring the changes back through the namespace's checks.
 A work mount that cannot be written back (a git revision, --rev REV, or a
 memory mount, which vanishes when capfs exits) is run on in the same way, and
 its changes are written into --out DIR (a host directory, created when
-missing); without --out they stay in a kept checkout. Nothing is lost without
-a word.
+missing), or, for a git revision, committed with --commit BRANCH: one commit
+whose parent is the revision, on a new branch, made through a git overlay
+(the work tree, the index and HEAD are not touched; the policy still decides
+every path). Without either they stay in a kept checkout. Nothing is lost
+without a word.
 
 Signals: SIGINT, SIGTERM and SIGHUP received by capfs are passed to CMD (a
 second one kills it); a closed output pipe (SIGPIPE) does not stop capfs. When
@@ -137,6 +140,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		tty              string
 		out              string
 		rev              string
+		commit           string
 		noCache          bool
 		lim              limitFlags
 	)
@@ -148,6 +152,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
   capfs run --sync=ask -- ./agent.sh
   capfs run --work project/sub --env CGO_ENABLED=0 -- go build ./...
   capfs run --rev v1.2.0 --out /tmp/build -- make
+  capfs run --rev HEAD --commit try/fix -- ./fix.sh
   capfs -m src=physical:. -m deps=physical:../vendor,ro run --work src -- make test`,
 		Args: cobra.MinimumNArgs(1),
 	}
@@ -168,6 +173,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 	f.StringVar(&tty, "tty", "auto", "give the command a terminal of its own: auto (when capfs's stdin and stdout are one), always or never")
 	f.StringVar(&out, "out", "", "for a work mount that cannot be written back (--rev, git, memory): write the changed files into this host directory")
 	f.StringVar(&rev, "rev", "", "run on this git revision of the work path's repository instead of the work tree (its changes go to --out)")
+	f.StringVar(&commit, "commit", "", "for --rev or a git work mount: write the changes as one commit on this new branch, started at the revision (the work tree, index and HEAD are not touched)")
 	f.BoolVar(&noCache, "no-cache", false, "do not mount the per-project build caches (see capfs cache)")
 	lim.add(cmd)
 	f.SetInterspersed(false)
@@ -219,7 +225,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 				s: s, stderr: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(),
 				work: work, grants: grants, env: env, allowUnsandboxed: allowUnsandboxed, conflict: mode,
 				onReject: reject, keep: keep, lim: lim, syncMode: syncMode, dryRun: dryRun,
-				jsonOut: jsonOut, show: show, tty: tty, out: out, rev: rev, noCache: noCache, sig: sig,
+				jsonOut: jsonOut, show: show, tty: tty, out: out, rev: rev, commit: commit, noCache: noCache, sig: sig,
 			}
 			defer r.close()
 			return r.run(sig.context(ctx), args)
@@ -247,6 +253,8 @@ type runner struct {
 	tty              string
 	out              string
 	rev              string
+	commit           string // --commit BRANCH
+	commitAt         commitTarget
 	noCache          bool
 	sig              *runSignals
 	argv             []string
@@ -311,6 +319,17 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	}
 	if err := checkOut(r.out); err != nil {
 		return err
+	}
+	if r.commit != "" {
+		if r.writeBack || (m.Kind != kindGit && r.rev == "") {
+			return usageErrorf("--commit %s: for --rev or a git work mount", r.commit)
+		}
+		if r.out != "" {
+			return usageErrorf("--commit and --out: give one")
+		}
+		if r.commitAt, err = r.commitTargetOf(m, rel, r.commit); err != nil {
+			return err
+		}
 	}
 	if r.writeBack && m.Kind == kindPhysical && m.Host != "" {
 		r.syncLabel = "physical:" + m.Host + "//" + rel.String()

@@ -602,6 +602,31 @@ func TestRunRevOut(t *testing.T) {
 		t.Errorf("sync --out did not write new.txt")
 	}
 	runCapfsEnv(t, repo, env, "sync", id).want(t, exitUsage) // not written back
+
+	// --commit writes them as a commit on a new branch started at the
+	// revision; the work tree and HEAD stay as they were.
+	head, _ := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	r = runCapfsEnv(t, repo, env, "run", "--rev", "HEAD", "--commit", "capfs/built", "--", "sh", "-c", "cat v.txt > built.txt; rm Makefile").want(t, 0)
+	if !strings.Contains(r.stderr, "committed ") || !strings.Contains(r.stderr, "on branch capfs/built") {
+		t.Errorf("--commit:\n%s", r.stderr)
+	}
+	if b, err := exec.Command("git", "-C", repo, "show", "capfs/built:built.txt").Output(); err != nil || string(b) != "one\n" {
+		t.Errorf("capfs/built:built.txt = %q, %v", b, err)
+	}
+	if err := exec.Command("git", "-C", repo, "cat-file", "-e", "capfs/built:Makefile").Run(); err == nil {
+		t.Errorf("the deletion of Makefile is not in the commit")
+	}
+	if parent, _ := exec.Command("git", "-C", repo, "rev-parse", "capfs/built~1").Output(); string(parent) != string(head) {
+		t.Errorf("the commit's parent is %q, want HEAD %q", parent, head)
+	}
+	if now, _ := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output(); string(now) != string(head) || readFile(t, filepath.Join(repo, "v.txt")) != "work tree\n" {
+		t.Errorf("--commit moved HEAD or touched the work tree")
+	}
+	r = runCapfsEnv(t, repo, env, "run", "--rev", "HEAD", "--commit", "capfs/built", "--", "true").want(t, exitSyncBack)
+	if !strings.Contains(r.stderr, "capfs/built") {
+		t.Errorf("an existing branch:\n%s", r.stderr)
+	}
+	runCapfsEnv(t, repo, env, "run", "--commit", "x", "--", "true").want(t, exitUsage)
 }
 
 // TestRunMemoryWorkMount: a memory work mount vanishes when capfs exits, so its

@@ -163,7 +163,28 @@ func readRecords() ([]keptRecord, string, error) {
 // collect handles the changes of a work mount that is not written back (a git
 // revision, --rev, a memory mount): into --out, else kept.
 func (r *runner) collect(ctx context.Context, status int) int {
-	if r.out == "" || r.dryRun || r.syncMode == syncNever || (r.syncMode == syncOnSuccess && status != 0) {
+	if r.commit != "" && !(r.dryRun || r.syncMode == syncNever || (r.syncMode == syncOnSuccess && status != 0)) {
+		id, rep, err := r.commitTo(ctx, r.commitAt)
+		if rep != nil {
+			sum := newSummary(r.workPath, "committed on branch "+show(r.commit), &materialize.SyncReport{Applied: append(rep.Written, rep.Deleted...), Refused: rep.Refused})
+			r.printSummary(sum, nil)
+		}
+		if err != nil {
+			r.say("capfs: run: --commit %s: %s\n", show(r.commit), showError(err))
+			r.keepForLater(ctx, status, "")
+			return exitSyncBack
+		}
+		r.say("capfs: run: committed %s on branch %s (git log %s)\n", id, show(r.commit), show(r.commit))
+		if len(rep.Refused) > 0 {
+			r.keepForLater(ctx, status, "")
+			return exitSyncBack
+		}
+		if r.keep {
+			r.keepForLater(ctx, status, "")
+		}
+		return status
+	}
+	if (r.out == "" && r.commit == "") || r.dryRun || r.syncMode == syncNever || (r.syncMode == syncOnSuccess && status != 0) {
 		changes, err := r.workTree.Diff(ctx)
 		if err != nil {
 			r.say("capfs: run: %s\n", showError(readdressUnder(err, r.workPath)))
@@ -183,8 +204,8 @@ func (r *runner) collect(ctx context.Context, status int) int {
 			return status
 		}
 		r.printSummary(sum, nil)
-		if r.out == "" {
-			r.say("capfs: run: --out DIR writes such changes into a host directory\n")
+		if r.out == "" && r.commit == "" {
+			r.say("capfs: run: --out DIR writes such changes into a host directory, --commit BRANCH into a git branch\n")
 		}
 		r.keepForLater(ctx, status, "")
 		return status
