@@ -46,3 +46,18 @@ func TestFUSEStartTable(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 }
+
+// TestFUSEBuildTable prints the C build comparison (FUSEBuildTable) when
+// CAPFS_BENCH_FUSE=1:
+//
+//	CAPFS_BENCH_FUSE=1 go test -run TestFUSEBuildTable -v ./bench
+func TestFUSEBuildTable(t *testing.T) {
+	if os.Getenv("CAPFS_BENCH_FUSE") != "1" {
+		t.Skip("set CAPFS_BENCH_FUSE=1 to measure (it builds a C project nine times)")
+	}
+	var out strings.Builder
+	if err := FUSEBuildTable(&out, os.Stderr, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+}
