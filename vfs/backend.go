@@ -206,6 +206,16 @@ func ResolveOpen(ctx context.Context, b Backend, p Path, decide func(Location) e
 	return f, loc, nil
 }
 
+// HostLinkResolver is implemented by backends whose symlinks may hold absolute
+// host paths (the physical backend, where the host planted them). Such a target
+// is never shown (Readlink fails with path_outside_sandbox) and no backend
+// follows it; HostLinkTarget reports where link p leads when its target names the
+// backend's own root or a place beneath it, as a path from the root (ok false for
+// any other target), so that a Namespace can follow it to the same place.
+type HostLinkResolver interface {
+	HostLinkTarget(ctx context.Context, p Path) (Path, bool, error)
+}
+
 // Location is where a path leads, as Backend.Resolve reports it.
 type Location struct {
 	// Path is the canonical path, marked Resolved; relative to the backend's root.

@@ -521,6 +521,16 @@ func (n *Namespace) stat(ctx context.Context, op string, p Path, follow bool) (I
 			info, err = l.m.b.Lstat(ctx, l.rel)
 		}
 		if err != nil {
+			if r, ok := n.reroute(ctx, t, q, follow || p.mustDir, op, err); ok {
+				info, err = n.stat(ctx, op, r, follow)
+				if err != nil {
+					return Info{}, readdress(op, p, err)
+				}
+				if !p.IsRoot() {
+					info.Name = p.Base()
+				}
+				return info, nil
+			}
 			return Info{}, readdress(op, p, err)
 		}
 		if (l.kind == kindMountPoint || q.resolved) && !p.IsRoot() {
@@ -552,7 +562,12 @@ func (n *Namespace) ReadDir(ctx context.Context, p Path) ([]DirEntry, error) {
 	case kindInMount:
 		ents, err := l.m.b.ReadDir(ctx, l.rel)
 		if err != nil {
-			return nil, readdress("readdir", p, err)
+			if r, ok := n.reroute(ctx, t, q, true, "readdir", err); ok {
+				ents, err = n.ReadDir(ctx, r)
+			}
+			if err != nil {
+				return nil, readdress("readdir", p, err)
+			}
 		}
 		return ents, nil
 	case kindMountPoint, kindCovered:
@@ -613,6 +628,16 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 	switch l.kind {
 	case kindInMount, kindMountPoint:
 		f, err := l.m.b.OpenFile(ctx, l.rel, flag, perm)
+		if r, ok := n.reroute(ctx, t, q, flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL, "open", err); ok {
+			f, err = n.OpenFile(ctx, r, flag, perm)
+			if err != nil {
+				return nil, readdress("open", p, err)
+			}
+			if nf, ok := f.(*nsFile); ok {
+				nf.path = p.String()
+			}
+			return f, nil
+		}
 		if err != nil {
 			if flag&os.O_CREATE != 0 && l.kind == kindInMount {
 				return nil, n.mutateErr(ctx, t, "open", p, err)
@@ -664,6 +689,13 @@ func (n *Namespace) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
 	switch {
 	case l.kind == kindInMount:
 		if err := l.m.b.Mkdir(ctx, l.rel, perm); err != nil {
+			if r, ok := n.reroute(ctx, t, q, false, "mkdir", err); ok {
+				err = n.Mkdir(ctx, r, perm)
+				if err == nil {
+					return nil
+				}
+				return readdress("mkdir", p, err)
+			}
 			return n.mutateErr(ctx, t, "mkdir", p, err)
 		}
 		return nil
@@ -686,6 +718,12 @@ func (n *Namespace) Remove(ctx context.Context, p Path) error {
 		return errReadOnly("remove", p)
 	}
 	if err := l.m.b.Remove(ctx, l.rel); err != nil {
+		if r, ok := n.reroute(ctx, t, q, false, "remove", err); ok {
+			if err := n.Remove(ctx, r); err != nil {
+				return readdress("remove", p, err)
+			}
+			return nil
+		}
 		return n.mutateErr(ctx, t, "remove", p, err)
 	}
 	return nil
@@ -716,6 +754,14 @@ func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags
 			msg: "source and destination are in different mounts"}
 	}
 	if err := lf.m.b.Rename(ctx, lf.rel, lt.rel, flags); err != nil {
+		rf2, okf := n.reroute(ctx, t, rf, false, "rename", err)
+		rt2, okt := n.reroute(ctx, t, rt, false, "rename", err)
+		if okf && okt {
+			if err := n.Rename(ctx, rf2, rt2, flags); err != nil {
+				return readdress2("rename", from, to, err)
+			}
+			return nil
+		}
 		if n.inSynthetic(ctx, t, from, err) || n.inSynthetic(ctx, t, to, err) {
 			return errReadOnly2("rename", from, to)
 		}
@@ -736,6 +782,12 @@ func (n *Namespace) Symlink(ctx context.Context, target string, p Path) error {
 	switch {
 	case l.kind == kindInMount:
 		if err := l.m.b.Symlink(ctx, target, l.rel); err != nil {
+			if r, ok := n.reroute(ctx, t, q, false, "symlink", err); ok {
+				if err := n.Symlink(ctx, target, r); err != nil {
+					return readdress("symlink", p, err)
+				}
+				return nil
+			}
 			return n.mutateErr(ctx, t, "symlink", p, err)
 		}
 		return nil
@@ -757,6 +809,9 @@ func (n *Namespace) Readlink(ctx context.Context, p Path) (string, error) {
 	switch l.kind {
 	case kindInMount, kindMountPoint:
 		s, err := l.m.b.Readlink(ctx, l.rel)
+		if r, ok := n.reroute(ctx, t, q, p.mustDir, "readlink", err); ok {
+			s, err = n.Readlink(ctx, r)
+		}
 		if err != nil {
 			return "", readdress("readlink", p, err)
 		}
@@ -797,6 +852,14 @@ func (n *Namespace) Link(ctx context.Context, oldp, newp Path) error {
 			msg: "source and destination are in different mounts"}
 	}
 	if err := lo.m.b.Link(ctx, lo.rel, ln.rel); err != nil {
+		ro2, oko := n.reroute(ctx, t, ro, false, "link", err)
+		rn2, okn := n.reroute(ctx, t, rn, false, "link", err)
+		if oko && okn {
+			if err := n.Link(ctx, ro2, rn2); err != nil {
+				return readdress2("link", oldp, newp, err)
+			}
+			return nil
+		}
 		if n.inSynthetic(ctx, t, newp, err) {
 			return errReadOnly2("link", oldp, newp)
 		}
@@ -836,6 +899,12 @@ func (n *Namespace) setattr(ctx context.Context, op string, p Path, do func(Back
 		fallthrough
 	case kindInMount, kindMountPoint:
 		if err := do(l.m.b, l.rel); err != nil {
+			if r, ok := n.reroute(ctx, t, q, true, op, err); ok {
+				err = n.setattr(ctx, op, r, do)
+				if err == nil {
+					return nil
+				}
+			}
 			return readdress(op, p, err)
 		}
 		return nil
@@ -866,7 +935,13 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 	case kindInMount:
 		b, err := l.m.b.Sub(ctx, l.rel)
 		if err != nil {
-			return nil, readdress("sub", p, err)
+			if r, ok := n.reroute(ctx, t, q, true, "sub", err); ok {
+				b, err = n.Sub(ctx, r)
+			}
+			if err != nil {
+				return nil, readdress("sub", p, err)
+			}
+			return b, nil
 		}
 		if _, ok := b.(Locator); ok {
 			return &locatedBackend{Backend: b, at: l.m.path}, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"path"
+	"strings"
 )
 
 // Resolve returns the location p reaches in the namespace (see Backend.Resolve). In
@@ -25,6 +27,12 @@ func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location,
 		}
 		loc, err := l.m.b.Resolve(ctx, l.rel, follow)
 		if err != nil {
+			if CodeOf(err) == CodeOutside && !p.resolved {
+				// A link leaving the mount: the namespace may follow it back in.
+				if loc, werr := n.walk(ctx, t, p, follow, "resolve"); werr == nil {
+					return loc, nil
+				}
+			}
 			return Location{}, readdress("resolve", p, err)
 		}
 		loc.Path = l.m.path.Join(loc.Path).Resolved()
@@ -46,6 +54,9 @@ func (n *Namespace) ResolveStat(ctx context.Context, p Path, follow bool) (Locat
 	if (l.kind == kindInMount || l.kind == kindMountPoint) && !t.shadowing[l.m] {
 		if _, ok := l.m.b.(StatResolver); ok {
 			loc, info, err := ResolveStat(ctx, l.m.b, l.rel, follow)
+			if err != nil && CodeOf(err) == CodeOutside && !p.resolved {
+				return n.resolveStatSlow(ctx, p, follow)
+			}
 			if err != nil {
 				return Location{}, Info{}, readdress("resolve", p, err)
 			}
@@ -56,6 +67,12 @@ func (n *Namespace) ResolveStat(ctx context.Context, p Path, follow bool) (Locat
 			return loc, info, nil
 		}
 	}
+	return n.resolveStatSlow(ctx, p, follow)
+}
+
+// resolveStatSlow is ResolveStat as Resolve, then Stat or Lstat of the Resolved
+// path (which follows nothing, so a swap in between fails with conflict).
+func (n *Namespace) resolveStatSlow(ctx context.Context, p Path, follow bool) (Location, Info, error) {
 	loc, err := n.Resolve(ctx, p, follow)
 	if err != nil || !loc.Found {
 		return loc, Info{}, err
@@ -85,9 +102,10 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 		if _, ok := l.m.b.(OpenResolver); ok {
 			var derr error
 			var at Location
+			decided := false
 			f, _, err := ResolveOpen(ctx, l.m.b, l.rel, func(loc Location) error {
 				loc.Path = l.m.path.Join(loc.Path).Resolved()
-				at = loc
+				at, decided = loc, true
 				derr = decide(loc)
 				return derr
 			})
@@ -96,8 +114,12 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 				return f, at, nil
 			case derr != nil && err == derr:
 				return nil, at, err // decide's own error, unchanged
+			case !decided && CodeOf(err) == CodeOutside && !p.resolved:
+				// Nothing decided yet, and a link leaves the mount: the
+				// namespace's own resolution may follow it back in (below).
+			default:
+				return nil, at, readdress("open", p, err)
 			}
-			return nil, at, readdress("open", p, err)
 		}
 	}
 	loc, err := n.Resolve(ctx, p, true)
@@ -182,25 +204,120 @@ func (x nsTree) Lookup(dir nsNode, name string) (nsNode, bool, error) {
 
 func (x nsTree) Type(n nsNode) fs.FileMode { return n.typ }
 
-// Target reads link n and refuses a target that would climb above the root of the
-// mount holding the link: links stay inside their backend, as everywhere else.
+// Target reads link n. A link may leave its mount only to come back into it: a
+// relative target must lead, taken lexically from the link's directory, to a
+// place inside the mount that holds the link, and an absolute one must name a
+// place under that mount's host directory (a HostPather: physical), which it then
+// means; anything else is path_outside_sandbox, as in every backend. A link in a
+// mount that is itself a namespace is resolved by that namespace, under its own
+// rules (its own mounts may be stricter than the lexical test above).
 func (x nsTree) Target(n nsNode) (string, error) {
 	p := n.p
 	l := x.t.locate(p)
 	if l.m == nil {
 		return "", NewError(CodeInvalidPath, "readlink", p, "not a symbolic link")
 	}
+	if composite(l.m.b) {
+		loc, err := l.m.b.Resolve(x.ctx, l.rel.Unresolved(), true)
+		if err != nil {
+			return "", err
+		}
+		return relativeTarget(p, l.m.path.Join(loc.Path)), nil
+	}
 	target, err := l.m.b.Readlink(x.ctx, l.rel)
+	if CodeOf(err) == CodeOutside {
+		// An absolute host path, which the backend does not show: followed when
+		// it names a place in the mount.
+		if h, ok := l.m.b.(HostLinkResolver); ok {
+			rel, ok, herr := h.HostLinkTarget(x.ctx, l.rel)
+			if herr == nil && ok {
+				return relativeTarget(p, l.m.path.Join(rel)), nil
+			}
+		}
+		return "", NewError(CodeOutside, "resolve", p, "absolute symlink target outside its mount")
+	}
 	if err != nil {
 		return "", err
 	}
-	if target != "" && target[0] != '/' {
-		q, err := ParseGuest(p.Dir().Raw() + "/" + target)
-		if err != nil || !q.HasPrefix(l.m.path) {
-			return "", NewError(CodeOutside, "resolve", p, "symlink target climbs above its mount")
+	if target == "" {
+		return target, nil
+	}
+	if target[0] == '/' {
+		return "", NewError(CodeOutside, "resolve", p, "absolute symlink target")
+	}
+	j := path.Join(p.Dir().Raw(), target) // lexical: ".." above the root stays ".."
+	if j == ".." || strings.HasPrefix(j, "../") {
+		return "", NewError(CodeOutside, "resolve", p, "symlink target climbs above the root")
+	}
+	q := Root
+	if j != "." {
+		if q, err = ParseGuest(j); err != nil {
+			return "", NewError(CodeOutside, "resolve", p, "symlink target leaves its mount")
 		}
 	}
+	if !q.HasPrefix(l.m.path) {
+		return "", NewError(CodeOutside, "resolve", p, "symlink target leaves its mount")
+	}
 	return target, nil
+}
+
+// relativeTarget is a link target, for a link at namespace path link, that leads
+// to namespace path dest (every directory on the walk's stack is canonical, so
+// ".." from the link's directory is exact).
+func relativeTarget(link, dest Path) string {
+	up := strings.Repeat("../", depth(link.Dir()))
+	switch {
+	case dest.IsRoot() && up == "":
+		return "."
+	case dest.IsRoot():
+		return up
+	}
+	return up + dest.Unresolved().Raw()
+}
+
+// depth is the number of components of p.
+func depth(p Path) int {
+	if p.IsRoot() {
+		return 0
+	}
+	return strings.Count(p.Raw(), "/") + 1
+}
+
+// composite reports whether b routes paths through mounts of its own (a
+// Namespace, bare or read-only), so that its links are its own to resolve.
+func composite(b Backend) bool {
+	switch v := b.(type) {
+	case *Namespace:
+		return true
+	case *readOnlyBackend:
+		return composite(v.b)
+	case *locatedBackend:
+		return composite(v.Backend)
+	}
+	return false
+}
+
+// reroute is the namespace's answer to path_outside_sandbox from a mount's
+// backend: a symlink on p climbs above the mount's root or is absolute, which
+// no backend follows. The namespace then resolves p itself (walk), following
+// such links wherever they lead inside it (another mount included, an absolute
+// target through MapAbsolute), and the operation acts on the Resolved result. ok
+// is false when p is already Resolved or the walk fails too: err stands.
+func (n *Namespace) reroute(ctx context.Context, t *table, p Path, follow bool, op string, err error) (Path, bool) {
+	if p.resolved || CodeOf(err) != CodeOutside {
+		return Path{}, false
+	}
+	w := p
+	if !follow {
+		w = p.WithoutDirMark()
+	}
+	loc, werr := n.walk(ctx, t, w, follow, op)
+	if werr != nil {
+		return Path{}, false
+	}
+	q := loc.Path
+	q.mustDir = p.mustDir
+	return q, true
 }
 
 // lstatAt is Lstat without routing, for a path the walk already made canonical.

@@ -133,6 +133,14 @@ func (r *readOnlyBackend) Locate(ctx context.Context) (Path, error) {
 	return Path{}, NewError(CodeNotSupported, "locate", Root, "")
 }
 
+// HostLinkTarget forwards to the wrapped backend when it is a HostLinkResolver.
+func (r *readOnlyBackend) HostLinkTarget(ctx context.Context, p Path) (Path, bool, error) {
+	if h, ok := r.b.(HostLinkResolver); ok {
+		return h.HostLinkTarget(ctx, p)
+	}
+	return Path{}, false, nil
+}
+
 // HostPath forwards to the wrapped backend when it is a HostPather.
 func (r *readOnlyBackend) HostPath() (string, bool) {
 	if h, ok := r.b.(HostPather); ok {

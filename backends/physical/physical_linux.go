@@ -1030,6 +1030,53 @@ func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	return target, nil
 }
 
+// HostLinkTarget reads symlink p and, when its target is an absolute host path
+// naming the root or a place beneath it (a link planted on the host, such as
+// "/home/me/proj/src/x" in a tree served from /home/me/proj), returns that place
+// as a path from the root: the namespace follows such a link as the target means
+// it (vfs.HostLinkResolver). ok is false for any other target, which stays
+// unshown. The root's host name is the kernel's current name of the root
+// directory, so a target spelled through another symlinked host path does not
+// match.
+func (f *FS) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, bool, error) {
+	const op = "readlink"
+	if p.IsRoot() || p.MustBeDir() {
+		return vfs.Path{}, false, nil
+	}
+	host, ok := f.HostPath()
+	if !ok {
+		return vfs.Path{}, false, nil
+	}
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return vfs.Path{}, false, err
+	}
+	defer f.leave()
+	dir, own, leaf, err := f.parent(ctx, root, p)
+	if err != nil {
+		return vfs.Path{}, false, wrap(op, p, err)
+	}
+	defer closeIf(dir, own)
+	target, err := readlinkFd(dir, leaf)
+	if err != nil {
+		return vfs.Path{}, false, wrap(op, p, err)
+	}
+	host = strings.TrimRight(host, "/")
+	rest, ok := strings.CutPrefix(target, host)
+	if !strings.HasPrefix(target, "/") || !ok || (rest != "" && rest[0] != '/') {
+		return vfs.Path{}, false, nil
+	}
+	rest = strings.Trim(rest, "/")
+	if rest == "" {
+		return vfs.Root, true, nil
+	}
+	q, err := vfs.ParseGuest(rest)
+	if err != nil {
+		return vfs.Path{}, false, nil
+	}
+	return q, true, nil
+}
+
 // Link creates hard link newp to oldp (which is not followed), both resolved to
 // parent directories beneath the root. Errors carry oldp as Path and newp as Dest.
 func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {

@@ -35,6 +35,11 @@ func (f *FS) Close() error { return nil }
 // HostPath reports no path.
 func (f *FS) HostPath() (string, bool) { return "", false }
 
+// HostLinkTarget is not available on this platform.
+func (f *FS) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, bool, error) {
+	return vfs.Path{}, false, nil
+}
+
 // Features reports nothing supported.
 func (f *FS) Features() vfs.Features { return vfs.Features{} }
 
