@@ -14,9 +14,18 @@ import (
 // mount over a directory of a read-write one, say), the namespace walks p itself,
 // component by component, so a symlink whose target lands under the inner mount
 // reaches the inner mount and not the directory it hides. Namespace directories
-// resolve to themselves. A link still never leaves the backend that holds it: a
-// target climbing above its own mount's root is path_outside_sandbox, as inside
-// the backend.
+// resolve to themselves.
+//
+// A link may leave its mount only to come back into it. Where the mount's backend
+// refuses a link with path_outside_sandbox (no backend follows a target above its
+// own root, nor an absolute one), the namespace resolves the path itself and
+// follows such a link when it leads back into the mount that holds it: a relative
+// target taken lexically from the link's directory ("../../proj/src/x" in a mount
+// at proj), or an absolute host path naming a place in a physical mount
+// (HostLinkResolver). A target landing anywhere else, another mount included, is
+// path_outside_sandbox. Every operation of the namespace does the same, so a Dir
+// without a policy reaches what a Dir with one decides on. A Sub of a mount is a
+// backend of its own and stays confined to itself.
 func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location, error) {
 	t := n.table()
 	l := t.locate(p)
