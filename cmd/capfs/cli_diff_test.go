@@ -149,3 +149,23 @@ func TestDiffIndexCache(t *testing.T) {
 		t.Error("without the index cache, same.txt was not opened: the test does not see opens")
 	}
 }
+
+// TestDiffColor checks --color=always: git's colours for headers, hunks,
+// removed and added lines; and none in a pipe by default.
+func TestDiffColor(t *testing.T) {
+	t.Parallel()
+	a, b := t.TempDir(), t.TempDir()
+	writeTree(t, a, map[string]string{"f.txt": "one\ntwo\n"})
+	writeTree(t, b, map[string]string{"f.txt": "one\n2\n"})
+	args := []string{"-m", "a=physical:" + a + ",ro", "-m", "b=physical:" + b + ",ro", "diff"}
+	r := runCapfs(t, a, append(args, "--color=always", "a", "b")...).want(t, 0)
+	for _, want := range []string{"\x1b[1mdiff --git a/f.txt b/f.txt\x1b[m\n", "\x1b[36m@@ -1,2 +1,2 @@\x1b[m\n", "\x1b[31m-two\x1b[m\n", "\x1b[32m+2\x1b[m\n", " one\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("--color=always lacks %q:\n%q", want, r.stdout)
+		}
+	}
+	r = runCapfs(t, a, append(args, "a", "b")...).want(t, 0)
+	if strings.Contains(r.stdout, "\x1b[") {
+		t.Errorf("colour in a pipe: %q", r.stdout)
+	}
+}
