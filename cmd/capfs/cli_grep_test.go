@@ -199,3 +199,26 @@ func TestGrepExit(t *testing.T) {
 		t.Errorf("colour in a pipe: %q", r.stdout)
 	}
 }
+
+// TestGrepBinary checks binary files: skipped while walking (as rg), searched
+// when named (as grep): "binary file matches", or counted with -c.
+func TestGrepBinary(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"b.bin": "needle\x00x\nneedle\n", "t.txt": "hay\n"})
+	m := "p=physical:" + root
+	runCapfs(t, root, "-m", m, "grep", "needle", "p").want(t, 1)
+	r := runCapfs(t, root, "-m", m, "grep", "needle", "p/b.bin").want(t, 0)
+	if r.stdout != "capfs: grep: p/b.bin: binary file matches (-a searches it as text)\n" {
+		t.Errorf("a named binary file: %q", r.stdout)
+	}
+	r = runCapfs(t, root, "-m", m, "grep", "-c", "needle", "p/b.bin").want(t, 0)
+	if r.stdout != "2\n" {
+		t.Errorf("-c on a named binary file: %q", r.stdout)
+	}
+	runCapfs(t, root, "-m", m, "grep", "zzz", "p/b.bin").want(t, 1)
+	r = runCapfs(t, root, "-m", m, "grep", "-a", "-n", "needle", "p").want(t, 0)
+	if r.stdout != "p/b.bin:1:needle\x00x\np/b.bin:2:needle\n" {
+		t.Errorf("-a: %q", r.stdout)
+	}
+}

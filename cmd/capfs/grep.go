@@ -43,7 +43,8 @@ What is searched, as ripgrep does by default: ".gitignore" files are honoured
 (those of the directories above PATH inside its mount too), and ".git"
 directories are skipped; --no-ignore and --dot-git (or -u, both) change that.
 Symlinks met while walking are not followed. Binary files (holding a NUL byte)
-are skipped unless -a. Files larger than --max-filesize (default 256MiB) and
+met while walking are skipped unless -a; one named as a PATH is searched, and a
+match is reported as "binary file matches", as grep does. Files larger than --max-filesize (default 256MiB) and
 files the policy keeps out of reach (secrets such as .env and *.pem) are not
 searched, and a one-line summary on standard error says how many, which, and
 how to include them.
@@ -354,6 +355,9 @@ type grepJob struct {
 	out     bytes.Buffer
 	msg     string // an error for standard error (escaped)
 	matched bool
+	// explicit: named as a PATH (not met while walking); a binary file named
+	// so is searched, as grep does, where one met while walking is skipped.
+	explicit bool
 }
 
 // walkRoot queues the files under root: the file itself, or the files of the tree
@@ -397,7 +401,7 @@ func (r *grepRun) walkRoot(ctx context.Context, root string, jobs, order chan<- 
 		if !r.fileWanted(path.Base(vp.String())) {
 			return
 		}
-		r.queue(vp.String(), root, jobs, order)
+		r.queue(vp.String(), root, true, jobs, order)
 		return
 	}
 	var ign []gitignore.Pattern
@@ -408,12 +412,12 @@ func (r *grepRun) walkRoot(ctx context.Context, root string, jobs, order chan<- 
 	r.walkDir(ctx, vp.String(), prefix, ign, nil, jobs, order, emitErr)
 }
 
-func (r *grepRun) queue(p, display string, jobs, order chan<- *grepJob) {
+func (r *grepRun) queue(p, display string, explicit bool, jobs, order chan<- *grepJob) {
 	if r.seen[p] {
 		return // an overlapping PATH: each file is searched once
 	}
 	r.seen[p] = true
-	j := &grepJob{path: p, display: show(display), done: make(chan struct{})}
+	j := &grepJob{path: p, display: show(display), explicit: explicit, done: make(chan struct{})}
 	order <- j
 	jobs <- j
 }
@@ -486,7 +490,7 @@ func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore
 			r.walkDir(ctx, full, display, ign, lists[name], jobs, order, emitErr)
 		case t.IsRegular():
 			if r.fileWanted(name) {
-				r.queue(full, display, jobs, order)
+				r.queue(full, display, false, jobs, order)
 			}
 		}
 		if ctx.Err() != nil {
@@ -707,7 +711,20 @@ func (r *grepRun) searchFile(ctx context.Context, j *grepJob, buf []byte) []byte
 	}
 	data := buf[:n]
 	if !r.o.text && bytes.IndexByte(data, 0) >= 0 {
-		return buf // binary: not searched
+		if !j.explicit {
+			return buf // binary, met while walking: skipped, as rg does
+		}
+		o := r.o
+		if o.count || o.filesWith || o.filesWithout || o.quiet {
+			r.searchData(j, data)
+			return buf
+		}
+		// As grep: one line saying so instead of the matching lines.
+		if _, _, ok := r.m.next(data, 0); ok {
+			j.matched = true
+			j.out.WriteString("capfs: grep: " + j.display + ": binary file matches (-a searches it as text)\n")
+		}
+		return buf
 	}
 	r.searchData(j, data)
 	return buf
