@@ -627,6 +627,13 @@ func TestRunRevOut(t *testing.T) {
 		t.Errorf("an existing branch:\n%s", r.stderr)
 	}
 	runCapfsEnv(t, repo, env, "run", "--commit", "x", "--", "true").want(t, exitUsage)
+
+	// --work on a git mount runs the same way.
+	out3 := filepath.Join(t.TempDir(), "out3")
+	runCapfsEnv(t, t.TempDir(), env, "-m", "r=git:"+repo, "run", "--work", "r", "--out", out3, "--", "sh", "-c", "cat v.txt > y").want(t, 0)
+	if readFile(t, filepath.Join(out3, "y")) != "one\n" {
+		t.Errorf("--work on a git mount: out3/y = %q", readFile(t, filepath.Join(out3, "y")))
+	}
 }
 
 // TestRunMemoryWorkMount: a memory work mount vanishes when capfs exits, so its
