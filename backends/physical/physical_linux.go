@@ -110,6 +110,19 @@ func hostError(op, host string, err error) error {
 	return e
 }
 
+// eintr runs call until it fails with something other than EINTR (a bounded
+// number of times). A served tree on FUSE or NFS can interrupt any system call
+// when the thread takes a signal (the Go runtime's preemption signals among
+// them); none of the calls retried here has an effect when it fails so.
+func eintr(call func() error) error {
+	for range 1000 {
+		if err := call(); err != unix.EINTR {
+			return err
+		}
+	}
+	return unix.EINTR
+}
+
 func openRetry(p string, flags int) (int, error) {
 	for {
 		fd, err := unix.Open(p, flags, 0)
@@ -821,7 +834,7 @@ func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 	}
 	defer closeIf(dir, own)
 	mode := createMode(perm)
-	if err := unix.Mkdirat(dir, leaf, mode); err != nil {
+	if err := eintr(func() error { return unix.Mkdirat(dir, leaf, mode) }); err != nil {
 		return wrap(op, p, err)
 	}
 	// Undo the umask through a handle of the new directory, never by name.
@@ -857,13 +870,13 @@ func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
 		if err := needDir(dir, leaf); err != nil {
 			return wrap(op, p, err)
 		}
-		return wrap(op, p, unix.Unlinkat(dir, leaf, unix.AT_REMOVEDIR))
+		return wrap(op, p, eintr(func() error { return unix.Unlinkat(dir, leaf, unix.AT_REMOVEDIR) }))
 	}
-	e := unix.Unlinkat(dir, leaf, 0)
+	e := eintr(func() error { return unix.Unlinkat(dir, leaf, 0) })
 	if e == nil {
 		return nil
 	}
-	e1 := unix.Unlinkat(dir, leaf, unix.AT_REMOVEDIR)
+	e1 := eintr(func() error { return unix.Unlinkat(dir, leaf, unix.AT_REMOVEDIR) })
 	if e1 == nil {
 		return nil
 	}
@@ -918,7 +931,7 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 			return fail(err)
 		}
 	}
-	return fail(unix.Renameat2(fdir, fleaf, tdir, tleaf, rflags))
+	return fail(eintr(func() error { return unix.Renameat2(fdir, fleaf, tdir, tleaf, rflags) }))
 }
 
 // Symlink creates symlink p holding target, refusing (path_outside_sandbox) a
@@ -950,7 +963,7 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	if err := f.checkClimb(dir, target); err != nil {
 		return wrap(op, p, err)
 	}
-	return wrap(op, p, unix.Symlinkat(target, dir, leaf))
+	return wrap(op, p, eintr(func() error { return unix.Symlinkat(target, dir, leaf) }))
 }
 
 // checkClimb refuses a relative target whose leading ".." segments (after lexical
@@ -1111,7 +1124,7 @@ func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	if newp.MustBeDir() {
 		return fail(newName(ndir, nleaf))
 	}
-	return fail(unix.Linkat(odir, oleaf, ndir, nleaf, 0))
+	return fail(eintr(func() error { return unix.Linkat(odir, oleaf, ndir, nleaf, 0) }))
 }
 
 // target opens an O_PATH handle of what p names, following a final symlink, for
