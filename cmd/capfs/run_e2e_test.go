@@ -687,3 +687,57 @@ func TestMountAddsToDefaults(t *testing.T) {
 		t.Errorf("--no-default-mounts:\n%s", r.stdout)
 	}
 }
+
+// TestRunSignalDuringCheckout: a SIGTERM while the checkout is being made
+// stops it: nothing runs, the partial checkout is removed, the status is
+// 128+15.
+func TestRunSignalDuringCheckout(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := t.TempDir()
+	for i := 0; i < 200; i++ {
+		d := filepath.Join(root, fmt.Sprintf("d%03d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 100; j++ {
+			if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%03d", j)), bytes.Repeat([]byte{'x'}, 4096), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	env, base := stateEnv(t)
+	cmd := exec.Command(capfsBin, "run", "--", "sh", "-c", "touch ran")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for len(checkouts(t, base)) == 0 {
+		select {
+		case err := <-done:
+			t.Skipf("the checkout finished before it could be interrupted (%v)", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := exitOf(t, <-done)
+	if strings.Contains(stderr.String(), "exited with status") {
+		t.Skipf("the command ran before the signal arrived:\n%s", stderr.String())
+	}
+	if code != 128+int(syscall.SIGTERM) || !strings.Contains(stderr.String(), "interrupted by SIGTERM before the command started") {
+		t.Errorf("exit %d:\n%s", code, stderr.String())
+	}
+	if k := checkouts(t, base); len(k) != 0 {
+		t.Errorf("a partial checkout was left: %v", k)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "ran")); err == nil {
+		t.Errorf("the command ran")
+	}
+}
