@@ -39,7 +39,10 @@
 //     file is held exclusively (see Open).
 //   - Reads of data with no uncommitted change use a reader connection; a
 //     handle keeps the last chunk it read, so small sequential reads cost one
-//     query per chunk.
+//     query per chunk; and a shared LRU cache of chunks (DefaultDataCache, 32
+//     MiB, see WithDataCache), filled by writes (write-through) and reads and
+//     keyed by each file's data version, answers repeated reads of hot files
+//     without SQLite.
 //   - WAL mode, synchronous NORMAL by default (see WithSynchronous), temp store
 //     in memory, chosen by measurement (TestTune, CPU time): 4 KiB pages (a fifth
 //     cheaper per small file than 8 KiB, a third dearer per MiB of large files;
@@ -111,8 +114,7 @@
 //
 // # Not guaranteed
 //
-// Access times; file data cached in memory across handles (each handle caches
-// one chunk); sharing one file between processes (ErrLocked by design); the
+// Access times; sharing one file between processes (ErrLocked by design); the
 // metadata of a very large tree fitting in memory (it is all loaded); protection
 // against another program writing the file behind capfs's back while it is
 // open (the lock is advisory).

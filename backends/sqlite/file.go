@@ -149,6 +149,8 @@ func (s *store) readAt(n *node, b []byte, off int64, p func() vfs.Path, cache *c
 		}
 		if cache != nil && lo == hi && cache.ok && cache.id == lo && cache.ver == n.dirty {
 			fill(lo, cache.data)
+		} else if lo == hi && s.cache.get(lo, n.dirty, fill) {
+			// From the shared data cache.
 		} else {
 			if cache != nil && lo == hi {
 				// Fill the cache with the chunk (or nothing, for a hole), then
@@ -174,6 +176,7 @@ func (s *store) readAt(n *node, b []byte, off int64, p func() vfs.Path, cache *c
 			}
 			if cache != nil && lo == hi {
 				cache.ok = true
+				s.cache.put(lo, n.dirty, cache.data)
 			}
 		}
 	}
@@ -254,7 +257,9 @@ func (s *store) writeAt(n *node, b []byte, off int64, p vfs.Path) (int64, error)
 		}
 		now := s.now()
 		w := s.w
+		var written []cachedChunk
 		bt, err := s.exec(op, p, func() error {
+			written = written[:0]
 			for idx := off / s.chunk; idx*s.chunk < end; idx++ {
 				cstart := idx * s.chunk
 				lo := max(off, cstart) - cstart
@@ -278,6 +283,9 @@ func (s *store) writeAt(n *node, b []byte, off int64, p vfs.Path) (int64, error)
 				if err := w.x(w.putChunk, n.ino<<chunkBits|idx, data); err != nil {
 					return err
 				}
+				if s.cache != nil {
+					written = append(written, cachedChunk{n.ino<<chunkBits | idx, data})
+				}
 			}
 			return w.x(w.setSize, max(size, end), now.Unix(), now.Nanosecond(), n.ino)
 		})
@@ -290,9 +298,20 @@ func (s *store) writeAt(n *node, b []byte, off int64, p vfs.Path) (int64, error)
 		n.size = max(size, end)
 		n.mtime = now
 		n.dirty = w.execSeq.Load()
+		// Write-through: the chunks as now stored, at the new version (a
+		// chunk this write did not touch is refetched at the new version).
+		for _, c := range written {
+			s.cache.put(c.id, n.dirty, c.data)
+		}
 		return bt, nil
 	})
 	return end, err
+}
+
+// cachedChunk is a chunk a write stored, for the data cache.
+type cachedChunk struct {
+	id   int64
+	data []byte
 }
 
 // mutateNode is mutate for a data operation through a handle (no context).

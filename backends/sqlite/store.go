@@ -94,6 +94,7 @@ type config struct {
 	readOnly  bool
 	chunkSize int64
 	readers   int
+	dataCache int64
 }
 
 // WithQuota limits what the file holds, as the guest sees it, to bytes: the
@@ -157,6 +158,7 @@ type store struct {
 	q       queryer   // rdb, or for a read-only store the transaction pinning its snapshot
 	snap    *sql.Tx   // that transaction (nil when writable)
 	rdChunk *sql.Stmt // id, data of a key range, on the reader pool
+	cache   *dataCache // nil when off
 
 	nextIno atomic.Int64
 	used    atomic.Int64
@@ -182,7 +184,7 @@ func (s *store) now() time.Time { return s.cfg.clock().Round(0) }
 // 200 bytes per entry) so that lookups, Stat and ReadDir never touch SQLite;
 // file data stays in the file.
 func Open(name string, opts ...Option) (*FS, error) {
-	cfg := config{clock: time.Now, chunkSize: DefaultChunkSize, readers: 4}
+	cfg := config{clock: time.Now, chunkSize: DefaultChunkSize, readers: 4, dataCache: DefaultDataCache}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -193,7 +195,7 @@ func Open(name string, opts ...Option) (*FS, error) {
 	if err := checkHeader(abs, cfg.readOnly); err != nil {
 		return nil, err
 	}
-	st := &store{cfg: cfg, path: abs}
+	st := &store{cfg: cfg, path: abs, cache: newDataCache(cfg.dataCache)}
 	ok := false
 	defer func() {
 		if !ok {
