@@ -155,9 +155,9 @@ type store struct {
 
 	w       *writer // nil when read-only
 	rdb     *sql.DB
-	q       queryer   // rdb, or for a read-only store the transaction pinning its snapshot
-	snap    *sql.Tx   // that transaction (nil when writable)
-	rdChunk *sql.Stmt // id, data of a key range, on the reader pool
+	q       queryer    // rdb, or for a read-only store the transaction pinning its snapshot
+	snap    *sql.Tx    // that transaction (nil when writable)
+	rdChunk *sql.Stmt  // id, data of a key range, on the reader pool
 	cache   *dataCache // nil when off
 
 	nextIno atomic.Int64
