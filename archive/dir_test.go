@@ -41,7 +41,10 @@ func TestPolicyFiltersEntries(t *testing.T) {
 	})
 	d, _ := dir.New(memory.New(), dir.WithPolicy(pol), dir.WithAudit(trail))
 	data := archivetest.Tar(ent{Name: ".git/hooks/post-checkout", Body: "#!/bin/sh\nrm -rf ~"}, ent{Name: "home/.ssh/id_rsa", Body: "KEY"},
-		ent{Name: "src/main.go", Body: "package main"}, ent{Name: ".bashrc", Body: "evil"})
+		ent{Name: "src/main.go", Body: "package main"}, ent{Name: ".bashrc", Body: "evil"},
+		// A secret the destination's policy will not even look at: filtered
+		// too, not a failure of the whole archive.
+		ent{Name: ".env", Body: "TOKEN=1"})
 	res, err := extract(t, d, data, archive.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +52,7 @@ func TestPolicyFiltersEntries(t *testing.T) {
 	if len(res.Extracted) != 1 || res.Extracted[0].Path != "src/main.go" {
 		t.Fatalf("extracted %+v", res.Extracted)
 	}
-	if len(res.Filtered) != 3 {
+	if len(res.Filtered) != 4 {
 		t.Fatalf("filtered %+v", res.Filtered)
 	}
 	for _, f := range res.Filtered {

@@ -107,7 +107,8 @@ const (
 	destAbsent
 	destDir
 	destFile
-	destOther // symlink, device...
+	destOther  // symlink, device...
+	destDenied // the destination's policy refuses to look at it
 )
 
 type extractor struct {
@@ -561,6 +562,10 @@ func (x *extractor) state(p string) (destState, error) {
 		s = destAbsent
 	case vfs.CodeOf(err) == vfs.CodeNotDir:
 		s = destAbsent // beneath a file: decided on the parent
+	case vfs.CodeOf(err) == vfs.CodePermission:
+		// A secret or otherwise hidden place: the entry is filtered, whether
+		// or not something is there (which stays unknown).
+		s = destDenied
 	default:
 		return 0, err
 	}
@@ -580,6 +585,8 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 			return "", "", err
 		}
 		switch s {
+		case destDenied:
+			return ReasonPolicy, "the policy refuses " + prefix, nil
 		case destOther:
 			return ReasonDestLink, prefix + " is a symlink or special file in the destination", nil
 		case destFile:
@@ -598,6 +605,8 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 		return "", "", err
 	}
 	switch {
+	case s == destDenied:
+		return ReasonPolicy, "the policy refuses this path", nil
 	case s == destAbsent:
 		if p.kind == kindDir {
 			x.newDirs = append(x.newDirs, p.path)

@@ -157,6 +157,8 @@ func newRootCmd() *cobra.Command {
 		newMountsCmd(o),
 		newMountCmd(o),
 		newMCPCmd(o),
+		newExtractCmd(o),
+		newArchiveCmd(o),
 	)
 	return root
 }
