@@ -55,4 +55,9 @@ func (s *server) addWriteTools(srv *mcp.Server) {
 		"exists, unless overwrite.", destructiveIdem, s.copyTool)
 	add(s, srv, "remove", "Remove", "Remove a file, symlink or empty directory; a non-empty directory only with recursive.",
 		destructiveIdem, s.remove)
+	add(s, srv, "extract_archive", "Extract archive", "Extract an archive file (zip, tar, tar.gz, tar.zst) into an existing directory, "+
+		"safely: every entry is decided before anything is written. Left out, and listed with the reason: names with .. or an "+
+		"absolute path, symlinks and hard links (unless links, then only those staying inside dest), devices, names colliding "+
+		"after case folding, entries the policy refuses, names dest already has (unless overwrite). Modes are clamped; limits "+
+		"bound entries and bytes; a refused archive changes nothing.", additive, s.extract)
 }

@@ -117,3 +117,48 @@ func snapshotDir(t *testing.T, root string) string {
 	})
 	return b.String()
 }
+
+// TestMCPExtractArchive: the extract_archive tool of a real capfs mcp extracts
+// the safe entries of an archive in the project and lists the rest with reasons.
+func TestMCPExtractArchive(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"out/.keep": ""})
+	data := archivetest.Tar(
+		archivetest.Ent{Name: "lib/a.go", Body: "package lib"},
+		archivetest.Ent{Name: "../escape", Body: "X"},
+		archivetest.Ent{Name: ".git/hooks/pre-commit", Body: "#!/bin/sh\nevil"},
+	)
+	if err := os.WriteFile(filepath.Join(root, "in.tar"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs := mcpClient(t, root)
+	defer cs.Close()
+	text, isErr, _ := mcpCall(t, cs, "extract_archive", map[string]any{"path": "project/in.tar", "dest": "project/out"})
+	if isErr {
+		t.Fatalf("extract_archive: %s", text)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "out/lib/a.go")); err != nil || string(b) != "package lib" {
+		t.Errorf("out/lib/a.go = %q, %v\n%s", b, err, text)
+	}
+	for _, p := range []string{"escape", "out/.git"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+			t.Errorf("%s exists after extract_archive:\n%s", p, text)
+		}
+	}
+	if !strings.Contains(text, "traversal") || !strings.Contains(text, "policy") {
+		t.Errorf("the result does not say why entries were left out:\n%s", text)
+	}
+	// A read-only server has no such tool.
+	ro := mcpClient(t, root, "--read-only")
+	defer ro.Close()
+	tools, err := ro.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name == "extract_archive" {
+			t.Error("a read-only server lists extract_archive")
+		}
+	}
+}
