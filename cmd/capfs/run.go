@@ -142,6 +142,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		rev              string
 		commit           string
 		noCache          bool
+		grantsFile       string
 		lim              limitFlags
 	)
 	cmd := &cobra.Command{
@@ -175,6 +176,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 	f.StringVar(&rev, "rev", "", "run on this git revision of the work path's repository instead of the work tree (its changes go to --out)")
 	f.StringVar(&commit, "commit", "", "for --rev or a git work mount: write the changes as one commit on this new branch, started at the revision (the work tree, index and HEAD are not touched)")
 	f.BoolVar(&noCache, "no-cache", false, "do not mount the per-project build caches (see capfs cache)")
+	f.StringVar(&grantsFile, "grants", "", "run on exactly the grants of this grant-set JSON file (authority.GrantSet): each at /grants/ROOT/PATH, read-only unless it writes; nothing else visible")
 	lim.add(cmd)
 	f.SetInterspersed(false)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -220,6 +222,13 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		// context of the session then ends only with them.
 		sig := newRunSignals()
 		defer sig.stop()
+		if grantsFile != "" {
+			for name, set := range map[string]bool{"--work": work != "", "--grant": len(grants) > 0, "--rev": rev != "", "--out": out != "", "--commit": commit != ""} {
+				if set {
+					return usageErrorf("--grants runs on the grants alone: %s does not apply", name)
+				}
+			}
+		}
 		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
 			r := &runner{
 				s: s, stderr: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout(), stdin: cmd.InOrStdin(),
@@ -228,6 +237,9 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 				jsonOut: jsonOut, show: show, tty: tty, out: out, rev: rev, commit: commit, noCache: noCache, sig: sig,
 			}
 			defer r.close()
+			if grantsFile != "" {
+				return runOnGrants(sig.context(ctx), s, r, grantsFile, args)
+			}
 			return r.run(sig.context(ctx), args)
 		})(cmd, args)
 	}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/capfs/capfs/authority"
+	"github.com/capfs/capfs/materialize/sandbox"
+)
+
+// runOnGrants is "capfs run --grants FILE -- CMD": the command runs on exactly the
+// grants of a grant set (the JSON authority.GrantSet an authority serializes),
+// through authority.Run. Each grant names a root, which is the namespace mount of
+// that path ("project", "ref/head", ...); it appears at /grants/ROOT/PATH inside
+// the sandbox, read-only unless the grant writes; nothing else of the namespace
+// is visible. Every read of a checkout and every change of a sync-back is decided
+// by that grant's own access list (and the session's policy) and audited under
+// the grant's id, with the run's id and wrappers in the event's tag. The grants
+// are made afresh in a private authority for this run from the file's records:
+// their ids are new, and each one's reason names the id it came from.
+func runOnGrants(ctx context.Context, s *session, r *runner, file string, args []string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return usageErrorf("--grants %s: %v", file, cause(err))
+	}
+	set, err := authority.ParseGrantSet(data)
+	if err != nil {
+		return usageErrorf("--grants %s: %v", file, err)
+	}
+	a := authority.New(authority.WithPolicy(s.Policy), authority.WithAudit(s.Audit))
+	roots := map[string]bool{}
+	for _, m := range s.Mounts {
+		name := m.Path.String()
+		if err := a.Register(name, m.Backend); err != nil {
+			return failed(fmt.Errorf("--grants: mount %s: %v", show(name), err))
+		}
+		roots[name] = true
+	}
+	var ids []string
+	from := map[string]string{}
+	for _, g := range set.Grants {
+		if !roots[g.Root] {
+			known := make([]string, 0, len(roots))
+			for n := range roots {
+				known = append(known, n)
+			}
+			sort.Strings(known)
+			return usageErrorf("--grants %s: grant %s is over root %q, which no mount provides (mounts: %v)", file, show(g.ID), show(g.Root), known)
+		}
+		req := authority.GrantRequest{Subject: set.Subject, Root: g.Root, Path: g.Path, Access: g.Access,
+			Reason: "from grant " + g.ID + ": " + g.Reason, Source: g.Source}
+		if !g.Expires.IsZero() {
+			if !g.Expires.After(time.Now()) {
+				return usageErrorf("--grants %s: grant %s expired at %s", file, show(g.ID), g.Expires.Format(time.RFC3339))
+			}
+			req.Expires = g.Expires
+		}
+		_, ng, err := a.Grant(ctx, req)
+		if err != nil {
+			if errors.Is(err, fs.ErrInvalid) || errors.Is(err, fs.ErrNotExist) {
+				return usageErrorf("--grants %s: grant %s: %v", file, show(g.ID), err)
+			}
+			return failed(fmt.Errorf("--grants: grant %s: %v", show(g.ID), err))
+		}
+		ids = append(ids, ng.ID)
+		from[ng.ID] = g.ID
+	}
+	if len(ids) == 0 {
+		return usageErrorf("--grants %s: the set grants nothing", file)
+	}
+	bw := sandbox.Bubblewrap(r.lim.options())
+	opts := authority.SandboxOptions{Runner: &sandbox.Runner{Wrappers: []sandbox.Wrapper{bw}}}
+	opts.Checkout.Git = r.lim.git
+	rep, err := a.Run(ctx, authority.RunRequest{
+		Subject: set.Subject, Grants: ids, Path: args[0], Args: args[1:], Env: r.env,
+		Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr,
+	}, opts)
+	if rep != nil {
+		for _, m := range rep.Mounts {
+			mode := "read-only"
+			if m.Writable {
+				mode = "read-write"
+			}
+			fmt.Fprintf(r.stderr, "capfs: run: grant %s (from %s) at %s, %s\n", show(m.Grant), show(from[m.Grant]), show(m.Target), mode)
+		}
+		for _, sk := range rep.Skipped {
+			fmt.Fprintf(r.stderr, "capfs: run: skipped %s\n", show(sk))
+		}
+		gids := make([]string, 0, len(rep.Syncs))
+		for id := range rep.Syncs {
+			gids = append(gids, id)
+		}
+		sort.Strings(gids)
+		for _, id := range gids {
+			sr := rep.Syncs[id]
+			if sr == nil {
+				continue
+			}
+			fmt.Fprintf(r.stderr, "capfs: run: grant %s: %d applied, %d refused, %d not applied\n", show(id), len(sr.Applied), len(sr.Refused), len(sr.NotApplied))
+			for _, rf := range sr.Refused {
+				fmt.Fprintf(r.stderr, "  refused %s: %s (%s)\n", show(rf.Change.Path), show(rf.Reason), rf.Code)
+			}
+		}
+		fmt.Fprintf(r.stderr, "capfs: run: audit events are tagged run:%s; audit log: %s\n", rep.RunID, show(s.AuditPath))
+	}
+	if err != nil {
+		return failed(fmt.Errorf("run on grants: %v", err))
+	}
+	if rep.Result != nil && rep.Result.ExitCode != 0 {
+		return exitStatus(rep.Result.ExitCode)
+	}
+	for _, sr := range rep.Syncs {
+		if sr != nil && (len(sr.Refused) > 0 || len(sr.NotApplied) > 0) {
+			return exitStatus(3)
+		}
+	}
+	return nil
+}
