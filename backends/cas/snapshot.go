@@ -334,7 +334,7 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 	if werr != nil {
 		return Digest{}, werr
 	}
-	d, err := s.storeDirs(ctx, root)
+	d, err := s.storeDirs(ctx, root, cache)
 	if err != nil {
 		return Digest{}, err
 	}
@@ -511,7 +511,11 @@ func (s *Store) storeFile(ctx context.Context, src source, rel string, size int6
 }
 
 // storeDirs encodes and stores sd's subtree bottom-up and returns sd's digest.
-func (s *Store) storeDirs(ctx context.Context, sd *snapDir) (Digest, error) {
+//
+// A directory whose digest is the one the stat cache recorded for its path last
+// time is not stored again, nor looked for: the cache is discarded whenever a
+// blob is deleted (GC, Verify's repair), so what it records is stored.
+func (s *Store) storeDirs(ctx context.Context, sd *snapDir, cache *statCache) (Digest, error) {
 	d := Directory{Files: sd.files, Symlinks: sd.links}
 	if slices.ContainsFunc(d.Files, func(f FileNode) bool { return f.Digest.IsZero() }) {
 		d.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f FileNode) bool { return f.Digest.IsZero() })
@@ -520,7 +524,7 @@ func (s *Store) storeDirs(ctx context.Context, sd *snapDir) (Digest, error) {
 		if sub.refused {
 			continue
 		}
-		dg, err := s.storeDirs(ctx, sub)
+		dg, err := s.storeDirs(ctx, sub, cache)
 		if err != nil {
 			return Digest{}, err
 		}
@@ -530,5 +534,45 @@ func (s *Store) storeDirs(ctx context.Context, sd *snapDir) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	return s.putBytes(DigestOf(b), b)
+	dg := DigestOf(b)
+	if cache.knownDir(sd.rel, dg) {
+		return dg, nil
+	}
+	if _, err := s.putBytes(dg, b); err != nil {
+		return Digest{}, err
+	}
+	cache.recordDir(sd.rel, dg)
+	return dg, nil
+}
+
+// dirKey is the stat cache key of directory rel's record: NUL cannot appear
+// in a path, so it collides with no file's.
+func dirKey(rel string) string { return "\x00" + rel }
+
+// knownDir reports whether the cache recorded digest d for directory rel, and
+// keeps the record if so.
+func (c *statCache) knownDir(rel string, d Digest) bool {
+	if c == nil {
+		return false
+	}
+	k := dirKey(rel)
+	r, ok := c.old[k]
+	if !ok || r.Hash != d.Hash || r.Size != d.Size {
+		return false
+	}
+	c.mu.Lock()
+	c.new[k] = r
+	c.mu.Unlock()
+	return true
+}
+
+// recordDir records that directory rel, digest d, is stored.
+func (c *statCache) recordDir(rel string, d Digest) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.new[dirKey(rel)] = statRecord{Size: d.Size, Hash: d.Hash}
+	c.dirty = true
+	c.mu.Unlock()
 }

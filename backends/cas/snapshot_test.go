@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,8 +114,16 @@ func TestSnapshotHostStatCache(t *testing.T) {
 		t.Errorf("skipped %v, want [fifo]", skipped)
 	}
 	c := s.loadStatCache("host:" + host)
-	if len(c.old) != 101 {
-		t.Fatalf("stat cache holds %d records, want 101", len(c.old))
+	files, dirs := 0, 0
+	for k := range c.old {
+		if strings.HasPrefix(k, "\x00") {
+			dirs++
+		} else {
+			files++
+		}
+	}
+	if files != 101 || dirs != 29 {
+		t.Fatalf("stat cache holds %d file and %d directory records, want 101 and 29", files, dirs)
 	}
 	// Same size, same mtime, new content: the inode's change time gives it away.
 	p := filepath.Join(host, "d3/s0/f3.txt")
@@ -246,5 +255,36 @@ func TestSnapshotLeavesOutRefused(t *testing.T) {
 	}
 	if len(denied) != 3 {
 		t.Errorf("denied %v, want secret, hidden and sealed", denied)
+	}
+}
+
+// TestRepairDropsStatCache: after Verify's repair removes a corrupt directory
+// blob, the next snapshot stores it again (the stat cache, which would say it is
+// stored, is gone).
+func TestRepairDropsStatCache(t *testing.T) {
+	host := t.TempDir()
+	writeTree(t, host, 20)
+	s := newStore(t)
+	d1, err := s.SnapshotHost(bg, host, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SnapshotHost(bg, host, SnapshotOptions{}); err != nil { // records every directory
+		t.Fatal(err)
+	}
+	f := mount(t, s, d1)
+	info, _ := f.Stat(bg, P("d1/s1"))
+	sub := info.Sys.(*Entry).Digest
+	os.WriteFile(s.blobPath(sub), []byte{0, 'x'}, 0o600)
+	rep, err := s.Verify(bg, true)
+	if err != nil || len(rep.Corrupt) != 1 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	d2, err := s.SnapshotHost(bg, host, SnapshotOptions{})
+	if err != nil || d2 != d1 {
+		t.Fatalf("snapshot after repair = %s, %v", d2, err)
+	}
+	if err := s.VerifyTree(bg, d2); err != nil {
+		t.Fatalf("the repaired directory was not stored again: %v", err)
 	}
 }

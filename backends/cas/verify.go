@@ -110,6 +110,13 @@ func (s *Store) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 			}
 		}
 	}
+	if repair && len(rep.Corrupt) > 0 {
+		// The stat caches may name what was removed.
+		caches, _ := os.ReadDir(filepath.Join(s.dir, "statcache"))
+		for _, e := range caches {
+			os.Remove(filepath.Join(s.dir, "statcache", e.Name()))
+		}
+	}
 	roots, err := s.Roots()
 	if err != nil {
 		return rep, err
