@@ -185,7 +185,7 @@ func (s *server) fetchRoots(ss *mcp.ServerSession) {
 // read-only Dir gets ReadOnlyTools only. Callers must not modify them.
 var (
 	ReadOnlyTools = []string{"read", "read_many", "tail", "read_media", "list", "tree", "glob", "grep", "stat", "mounts", "help"}
-	WriteTools    = []string{"write", "append", "edit", "multi_edit", "apply_patch", "mkdir", "move", "copy", "remove"}
+	WriteTools    = []string{"write", "append", "edit", "multi_edit", "apply_patch", "mkdir", "move", "copy", "remove", "extract_archive"}
 )
 
 // toolFunc is a tool body: it returns its structured result (of the type the

@@ -356,7 +356,7 @@ func TestMCPToolsDeclareSchemas(t *testing.T) {
 		if err := json.Unmarshal(rep.Result, &list); err != nil {
 			t.Fatal(err)
 		}
-		writers := map[string]bool{"write": true, "append": true, "edit": true, "multi_edit": true, "apply_patch": true, "mkdir": true, "move": true, "copy": true, "remove": true}
+		writers := map[string]bool{"write": true, "append": true, "edit": true, "multi_edit": true, "apply_patch": true, "mkdir": true, "move": true, "copy": true, "remove": true, "extract_archive": true}
 		for _, tool := range list.Tools {
 			if tool.Title == "" || len(tool.OutputSchema) == 0 || tool.Annotations.Destructive == nil {
 				t.Errorf("%s: title %q, outputSchema %s, destructiveHint %v", tool.Name, tool.Title, tool.OutputSchema, tool.Annotations.Destructive)
