@@ -159,6 +159,8 @@ func newRootCmd() *cobra.Command {
 		newMCPCmd(o),
 		newExtractCmd(o),
 		newArchiveCmd(o),
+		newSQLiteCmd(o),
+		newCASCmd(o),
 	)
 	return root
 }
