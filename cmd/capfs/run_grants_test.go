@@ -74,9 +74,19 @@ func TestRunOnGrantSet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "docs/new")); err == nil {
 		t.Error("docs/new exists: the read grant was writable")
 	}
-	log, _ := os.ReadFile(auditLog)
-	if !strings.Contains(string(log), `run:`) {
-		t.Errorf("no audit event carries the run's tag:\n%.2000s", log)
+	// The sync-back's write is audited under the write grant's id, with the
+	// run's tag; the checkout's reads under the grants' ids too.
+	wrote := false
+	for _, ev := range readAudit(t, auditLog) {
+		if strings.HasSuffix(ev.Path, "new.c") && ev.Grant != "" && strings.HasPrefix(ev.Tag, "run:") {
+			wrote = true
+			if !strings.Contains(r.stderr, "grant "+ev.Grant) {
+				t.Errorf("the write was audited under grant %s, which the run did not report:\n%s", ev.Grant, r.stderr)
+			}
+		}
+	}
+	if !wrote {
+		t.Errorf("no audit event records the write of src/new.c under a grant id and the run's tag")
 	}
 	// The other run flags do not mix with --grants; a set naming an unknown root is refused.
 	if r := runCapfs(t, root, "run", "--grants", file, "--work", "project", "--", "true"); r.code != 2 {
