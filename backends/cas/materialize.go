@@ -57,7 +57,11 @@ type MaterializeStats struct {
 // (one running as the cache's owner after a chmod, or as root) changes the cache.
 // Its modification time then moves, and the next materialization replaces that
 // entry; the store's blobs are never linked, so they cannot be changed this way.
-// Give sandboxes another uid, or use Copy, when that matters.
+// But a writer that restores the time, or one writing while another sandbox
+// uses the same entry, is not detected: a materialized tree must reach a process
+// that may be hostile only through a read-only bind (sandbox.Mount without
+// Writable, as examples/cas-build binds its inputs: the bind refuses writes and
+// chmod even to the files' owner), or under another uid, or with Copy.
 //
 // A tree holding a symlink whose target would resolve outside dest (absolute, or
 // climbing above it) is refused before anything is written: host tools follow
