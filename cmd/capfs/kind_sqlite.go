@@ -232,7 +232,7 @@ func mcpScratchMount(path vfs.Path, project string, quota int64, ephemeral bool,
 		return nil, failed(fmt.Errorf("persistent scratch: %v", oerr))
 	}
 	return &mounted{
-		mountSpec: mountSpec{Path: path, Kind: "sqlite", Source: file, Host: file, Origin: "default"},
+		mountSpec: mountSpec{Path: path, Kind: "sqlite", Source: file, Host: file, Origin: "default", Quota: quota},
 		Backend:   f,
 	}, nil
 }

@@ -39,6 +39,8 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer cleanup()
+	// capfs mcp keeps its scratch under $XDG_DATA_HOME: the tests' goes with tmp.
+	os.Setenv("XDG_DATA_HOME", filepath.Join(tmp, "data"))
 	capfsBin = filepath.Join(tmp, "capfs")
 	build := exec.Command("go", "build", "-o", capfsBin, ".")
 	build.Stderr = os.Stderr

@@ -58,6 +58,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT) instead of stdio")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "serve a read-only view: no writing tool is offered")
 	cmd.Flags().BoolVar(&roots, "roots", false, "mount the client's roots (the file:// directories it lists with roots/list) under roots/NAME, as physical mounts under the session's policy (read-only with --read-only); a changed list adds the new ones")
+	cmd.Flags().BoolVar(&o.ephemeralScratch, "ephemeral-scratch", false, "make the default tmp mount a memory scratch that ends with the session (default: tmp persists across sessions in one SQLite file per project under $XDG_DATA_HOME/capfs/scratch, with the memory quota)")
 	cmd.Flags().DurationVar(&sessionTimeout, "http-session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session idle for this long (its next request gets 404, and the client starts a new one)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if httpAddr != "" {
@@ -192,6 +193,11 @@ func mcpMounts(s *session, readOnly bool) []mcpserver.MountInfo {
 			mi.Note = "in memory: gone when the server exits"
 			if m.Quota > 0 {
 				mi.Note += "; quota " + formatQuota(m.Quota) + " (file data, names and links; writes past it fail with quota_exceeded)"
+			}
+		case "sqlite":
+			mi.Backend, mi.Note = "sqlite", "persistent scratch: kept across sessions of this project"
+			if m.Quota > 0 {
+				mi.Note += "; quota " + formatQuota(m.Quota) + " (writes past it fail with quota_exceeded)"
 			}
 		}
 		out = append(out, mi)

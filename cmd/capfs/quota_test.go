@@ -90,7 +90,8 @@ func TestMCPMemoryQuota(t *testing.T) {
 	big := strings.Repeat("x", 80<<10)
 	for _, args := range [][]string{
 		{"-m", "p=physical:" + root, "-m", "tmp=memory:,quota=64KiB"},
-		{"--memory-quota", "64KiB"}, // the default mounts, tmp among them
+		{"--memory-quota", "64KiB", "--ephemeral-scratch"}, // the default mounts, tmp among them
+		{"--memory-quota", "64KiB"},                        // the same tmp kept in the project's SQLite scratch
 	} {
 		cs := mcpClient(t, root, args...)
 		text, isErr, _ := mcpCall(t, cs, "write", map[string]any{"path": "tmp/small.txt", "content": "fits"})

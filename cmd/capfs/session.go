@@ -94,6 +94,9 @@ type globalOptions struct {
 	// memoryQuota is --memory-quota as given ("" = the configuration's, else
 	// defaultMemoryQuota).
 	memoryQuota string
+	// ephemeralScratch is capfs mcp's --ephemeral-scratch: its default tmp is a
+	// memory mount instead of the project's persistent SQLite scratch.
+	ephemeralScratch bool
 	// noDefaultMounts leaves out the default mounts (--no-default-mounts).
 	noDefaultMounts bool
 	// The audit log's rotation and level (see openAuditSink).
@@ -279,7 +282,9 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	// when any is (a server given one read-only mount must not also serve the
 	// current directory read-write).
 	if o.configFile == "" && !o.noDefaultMounts && !(command == "mcp" && len(specs) > 0) {
-		ms, err := defaultMounts(ctx, memQuota, specs)
+		// capfs mcp keeps its tmp across sessions, in one SQLite file per
+		// project (mcpScratchMount), unless --ephemeral-scratch.
+		ms, err := defaultMounts(ctx, memQuota, specs, command == "mcp" && !o.ephemeralScratch)
 		if err != nil {
 			return nil, err
 		}
@@ -700,7 +705,7 @@ func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
 // A default is left out when one of user (the --mount flags) is mounted at its
 // path or above it; a --mount of project on a host directory moves ref/head to
 // that directory's HEAD, a --mount of project on anything else drops ref/head.
-func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec) ([]*mounted, error) {
+func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec, persistentTmp bool) ([]*mounted, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, failed(fmt.Errorf("current directory: %v", cause(err)))
@@ -753,7 +758,13 @@ func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec) ([]*mo
 		}
 	}
 	if !taken(vfs.MustParse("tmp")) {
-		tmp, err := openMount(mountSpec{Path: vfs.MustParse("tmp"), Kind: kindMemory, Origin: "default"}, memQuota)
+		var tmp *mounted
+		var err error
+		if persistentTmp {
+			tmp, err = mcpScratchMount(vfs.MustParse("tmp"), cwd, memQuota, false, os.Stderr)
+		} else {
+			tmp, err = openMount(mountSpec{Path: vfs.MustParse("tmp"), Kind: kindMemory, Origin: "default"}, memQuota)
+		}
 		if err != nil {
 			return nil, err
 		}
