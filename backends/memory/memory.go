@@ -733,6 +733,41 @@ func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location
 	return loc, err
 }
 
+// ResolveStat is Resolve and, when the entry is found, what Stat (follow) or
+// Lstat would report for it, from one walk under one lock (vfs.StatResolver): a
+// Dir with a policy answers a Stat from the lookup it decided on.
+func (f *FS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	const op = "resolve"
+	if err := ctx.Err(); err != nil {
+		return vfs.Location{}, vfs.Info{}, canceled(op, p, err)
+	}
+	f.st.mu.RLock()
+	defer f.st.mu.RUnlock()
+	r, ok := walk(f.root, p, follow)
+	var loc vfs.Location
+	if ok {
+		loc = vfs.Location{Path: p.Resolved(), Found: r.Found}
+		if r.Found {
+			loc.Type = r.Node.typ
+		}
+	} else {
+		var err error
+		if r, loc, err = vfs.ResolveLocation[*node](ctx, tree{}, f.root, p, follow, op); err != nil {
+			return vfs.Location{}, vfs.Info{}, err
+		}
+	}
+	if !r.Found {
+		return loc, vfs.Info{}, nil
+	}
+	name := r.Name
+	if r.Followed {
+		name = p.Base()
+	} else if name == "" {
+		name = "."
+	}
+	return loc, r.Node.info(name), nil
+}
+
 // Locate returns the current path of this FS's root from the root of the FS New
 // returned, following renames made since Sub pinned it; not_found once the
 // directory was removed.
