@@ -20,7 +20,7 @@
 // skews fewer of them.
 //
 //	go run ./bench/cmd/benchtable [-benchtime 200ms] [-count 3] [-run substring]
-//		[-only memory|physical|gitree|materialize|mcp|cas|sqlite] [-hostbenchtime 100ms] [-hostcount 5]
+//		[-only memory|physical|gitree|materialize|mcp|cas|sqlite|run|cli|fuse] [-hostbenchtime 100ms] [-hostcount 5]
 //		[-gitreetune=true]
 package main
 
@@ -43,13 +43,15 @@ func main() {
 	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
 	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
 	run := flag.String("run", "", "only workloads whose name contains this")
-	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize, mcp, cas, sqlite or run (default all)")
+	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize, mcp, cas, sqlite, run, cli or fuse (default all)")
 	gitreeTune := flag.Bool("gitreetune", true, "in the gitree section, also measure each storage setting")
 	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
 	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
-	if *only != "" && *only != "memory" && *only != "physical" && *only != "gitree" && *only != "materialize" && *only != "mcp" && *only != "cas" && *only != "sqlite" && *only != "run" {
-		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp, cas, sqlite or run\n", *only)
+	switch *only {
+	case "", "memory", "physical", "gitree", "materialize", "mcp", "cas", "sqlite", "run", "cli", "fuse":
+	default:
+		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp, cas, sqlite, run, cli or fuse\n", *only)
 		os.Exit(2)
 	}
 	start := time.Now()
@@ -98,6 +100,25 @@ func main() {
 			fmt.Fprintln(os.Stdout)
 		}
 		err = bench.RunTable(os.Stdout, os.Stderr, *count, *run)
+	}
+	if err == nil && (*only == "" || *only == "cli") { // issue 13: capfs grep and diff against rg, git grep, grep and git diff
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		var fx *bench.CLIFixture
+		if fx, err = bench.NewCLIFixture(); err == nil {
+			err = bench.CLITable(os.Stdout, fx, *count)
+			fx.Close()
+		}
+	}
+	if err == nil && (*only == "" || *only == "fuse") { // issue 17: the FUSE mount against the native directory
+		if *only == "" {
+			fmt.Fprintln(os.Stdout)
+		}
+		setBT := func(s string) error { return flag.Set("test.benchtime", s) }
+		if err = bench.FUSETable(os.Stdout, os.Stderr, *count, *benchtime, setBT); err == nil {
+			err = bench.FUSEStartTable(os.Stdout, os.Stderr, *count)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
