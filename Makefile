@@ -102,6 +102,7 @@ stress:
 ## bench: our figures next to peers' from the same run, as ratios.
 bench:
 	$(GO) run ./bench/cmd/benchtable
+	$(GO) run ./bench/cmd/archivebench -count 3
 
 lint: fmt-check vet staticcheck
 
