@@ -14,15 +14,17 @@ import (
 )
 
 // TestRunOnGrantSet: capfs run --grants FILE shows the command exactly the
-// grants of the set (read on docs, read-write on src), at /grants/ROOT/PATH;
-// nothing else of the project is visible, a write to the read grant fails
-// inside, the write grant's change comes back, and the audit trail carries the
-// run's tag.
+// grants of the set (read on docs, read-write on src, and read on a second root,
+// lib), at /grants/ROOT/PATH; nothing else of the namespace is visible, a write to
+// a read grant fails inside, the write grant's change comes back, and the audit
+// trail records it under the grant's id with the run's tag.
 func TestRunOnGrantSet(t *testing.T) {
 	needSandbox(t)
 	t.Parallel()
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"docs/guide.md": "GUIDE", "src/main.c": "int main;", "secret/notes": "PRIVATE"})
+	libRoot := t.TempDir()
+	writeTree(t, libRoot, map[string]string{"util.h": "UTIL"})
 	// The host's authority serializes the subject's grants (its roots are named
 	// as the CLI names its mounts).
 	ctx := context.Background()
@@ -36,12 +38,19 @@ func TestRunOnGrantSet(t *testing.T) {
 	if err := a.Register("project", mem); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.Register("lib", memory.New()); err != nil {
+		t.Fatal(err)
+	}
 	sub := authority.Subject{Kind: "agent", ID: "a1"}
 	for _, g := range []struct {
-		path   string
-		access []authority.Access
-	}{{"docs", []authority.Access{authority.List, authority.Metadata, authority.Read}}, {"src", []authority.Access{authority.List, authority.Metadata, authority.Read, authority.Write, authority.Delete}}} {
-		if _, _, err := a.Grant(ctx, authority.GrantRequest{Subject: sub, Root: "project", Path: g.path, Access: g.access, Reason: "test", Source: authority.SourceUserApproval}); err != nil {
+		root, path string
+		access     []authority.Access
+	}{
+		{"project", "docs", []authority.Access{authority.List, authority.Metadata, authority.Read}},
+		{"project", "src", []authority.Access{authority.List, authority.Metadata, authority.Read, authority.Write, authority.Delete}},
+		{"lib", ".", []authority.Access{authority.List, authority.Metadata, authority.Read}},
+	} {
+		if _, _, err := a.Grant(ctx, authority.GrantRequest{Subject: sub, Root: g.root, Path: g.path, Access: g.access, Reason: "test", Source: authority.SourceUserApproval}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,25 +63,28 @@ func TestRunOnGrantSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
-	script := `cat /grants/project/docs/guide.md; echo; ls /grants/project; ` +
+	script := `cat /grants/project/docs/guide.md; echo; cat /grants/lib/util.h; echo; ls /grants/project; ` +
+		`if echo x > /grants/lib/new 2>/dev/null; then echo WROTE-LIB; fi; ` +
 		`if cat /grants/project/secret/notes 2>/dev/null; then echo SAW-SECRET; fi; ` +
 		`if echo x > /grants/project/docs/new 2>/dev/null; then echo WROTE-READ-GRANT; fi; ` +
 		`echo made > /grants/project/src/new.c`
-	r := runCapfs(t, root, "--audit", auditLog, "run", "--grants", file, "--", "sh", "-c", script)
+	r := runCapfs(t, root, "--audit", auditLog, "-m", "project=physical:"+root, "-m", "lib=physical:"+libRoot, "run", "--grants", file, "--", "sh", "-c", script)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "GUIDE") {
-		t.Errorf("the read grant's file was not readable:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "GUIDE") || !strings.Contains(r.stdout, "UTIL") {
+		t.Errorf("the read grants' files were not readable:\n%s", r.stdout)
 	}
-	if strings.Contains(r.stdout, "SAW-SECRET") || strings.Contains(r.stdout, "WROTE-READ-GRANT") || strings.Contains(r.stdout, "secret") {
+	if strings.Contains(r.stdout, "SAW-SECRET") || strings.Contains(r.stdout, "WROTE-READ-GRANT") || strings.Contains(r.stdout, "WROTE-LIB") || strings.Contains(r.stdout, "secret") {
 		t.Errorf("the sandbox saw or wrote more than its grants:\n%s", r.stdout)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "src/new.c")); err != nil || string(b) != "made\n" {
 		t.Errorf("src/new.c = %q, %v (the write grant's change did not come back)\n%s", b, err, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(root, "docs/new")); err == nil {
-		t.Error("docs/new exists: the read grant was writable")
+	for _, p := range []string{filepath.Join(root, "docs/new"), filepath.Join(libRoot, "new")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s exists: a read grant was writable", p)
+		}
 	}
 	// The sync-back's write is audited under the write grant's id, with the
 	// run's tag; the checkout's reads under the grants' ids too.
