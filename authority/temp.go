@@ -47,8 +47,10 @@ type TempOptions struct {
 	Backend TempBackend
 	// Quota bounds the bytes the workspace holds (0: DefaultTempQuota). For
 	// TempMemory and TempSQLite it is the backend's quota (every byte of every
-	// file); for TempPhysical it bounds each file's size only (the physical
-	// backend has no total quota).
+	// file); for TempPhysical, an account kept by the workspace of every regular
+	// file's size under each of its names and every symlink target's length
+	// (directories are not charged), charged as files grow, so writes past it
+	// fail with quota_exceeded.
 	Quota int64
 	// TTL, if positive, makes the grant expire (the files stay until Close).
 	TTL time.Duration
@@ -64,7 +66,7 @@ type TempWorkspace struct {
 	grant Grant
 	host  string    // TempPhysical, TempSQLite: its directory
 	lock  *os.File  // TempPhysical, TempSQLite: the lock that marks it live
-	db    io.Closer // TempSQLite: the open scratch file
+	db    io.Closer // the open backend to close (TempSQLite's scratch file, TempPhysical's directory)
 	once  sync.Once
 	err   error
 }
@@ -133,7 +135,12 @@ func (a *Authority) CreateTempWorkspace(ctx context.Context, opts TempOptions) (
 		}
 		w.host, w.lock = host, lock
 		if opts.Backend == TempPhysical {
-			b, err = physical.New(host, physical.WithMaxFileSize(quota))
+			var pb *physical.FS
+			pb, err = physical.New(host, physical.WithMaxFileSize(quota))
+			if err == nil {
+				q := newQuotaFS(pb, quota)
+				w.db, b = q, q
+			}
 		} else {
 			var db *sqlite.FS
 			db, err = sqlite.Open(filepath.Join(host, "scratch.db"), sqlite.WithQuota(quota), sqlite.WithSynchronous(sqlite.SyncOff))

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,5 +66,44 @@ func TestReapTemp(t *testing.T) {
 	}
 	if _, err := os.Stat(live.host); err != nil {
 		t.Fatal("live workspace reaped")
+	}
+}
+
+// TestTempWorkspaceTotalQuota: the quota bounds what the whole workspace holds,
+// on every backend: many files each under the limit stop fitting once their sum
+// reaches it, a hard link counts again, and removing, truncating or replacing a
+// file makes room again.
+func TestTempWorkspaceTotalQuota(t *testing.T) {
+	for _, kind := range []TempBackend{TempMemory, TempPhysical, TempSQLite} {
+		a := New(WithTempBase(filepath.Join(t.TempDir(), "base")))
+		d, w, err := a.CreateTempWorkspace(ctx, TempOptions{Subject: agent, Backend: kind, Quota: 256 << 10})
+		must(t, err)
+		chunk := make([]byte, 40<<10)
+		written := 0
+		var werr error
+		for i := 0; i < 20; i++ {
+			if werr = d.WriteFile(ctx, fmt.Sprintf("f%02d", i), chunk, 0o644); werr != nil {
+				break
+			}
+			written++
+		}
+		if written < 4 || written > 7 || vfs.CodeOf(werr) != vfs.CodeQuota {
+			t.Fatalf("%d: %d files of 40 KiB fit under 256 KiB, then %v; want 4-6 then quota_exceeded", kind, written, werr)
+		}
+		// Room comes back when a file goes, or shrinks.
+		must(t, d.Remove(ctx, "f00"))
+		must(t, d.WriteFile(ctx, "again", chunk, 0o644))
+		if err := d.WriteFile(ctx, "more", chunk, 0o644); vfs.CodeOf(err) != vfs.CodeQuota {
+			t.Fatalf("%d: past the quota again: %v", kind, err)
+		}
+		h, err := d.Open(ctx, "f01", os.O_WRONLY, 0)
+		must(t, err)
+		must(t, h.Truncate(0))
+		must(t, h.Close())
+		must(t, d.WriteFile(ctx, "more", chunk, 0o644))
+		// Replacing a file charges only the difference.
+		must(t, d.WriteFile(ctx, "more", chunk[:1], 0o644))
+		must(t, d.WriteFile(ctx, "more2", chunk, 0o644))
+		must(t, w.Close())
 	}
 }

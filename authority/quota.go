@@ -1,0 +1,265 @@
+package authority
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// quotaFS bounds the bytes a backend holds when every change to it comes
+// through this wrapper (a temporary workspace on a host directory nobody else
+// writes). It charges the size of every name of a regular file (a hard link
+// counts again: the physical backend gives a written hard link its own copy)
+// and the length of every symlink target: writes and truncations that grow a
+// file, links and symlinks are charged before they are made, and fail with
+// quota_exceeded past the limit; removals, truncations that shrink a file and
+// renames over an existing file give the bytes back. Mutations are serialized,
+// so concurrent writers cannot overshoot the limit together. Directories and
+// metadata are not charged. Subs share the account.
+type quotaFS struct {
+	vfs.Backend
+	q *quotaAccount
+}
+
+type quotaAccount struct {
+	mu    sync.Mutex
+	used  int64
+	limit int64
+}
+
+func newQuotaFS(b vfs.Backend, limit int64) *quotaFS {
+	return &quotaFS{Backend: b, q: &quotaAccount{limit: limit}}
+}
+
+func errQuota(op string, p vfs.Path) error {
+	return vfs.NewError(vfs.CodeQuota, op, p, "the workspace's quota is used up")
+}
+
+// charge takes n more bytes (n may be negative) or fails with quota_exceeded.
+// The caller holds q.mu.
+func (q *quotaAccount) charge(op string, p vfs.Path, n int64) error {
+	if n > 0 && q.used+n > q.limit {
+		return errQuota(op, p)
+	}
+	q.used += n
+	if q.used < 0 {
+		q.used = 0
+	}
+	return nil
+}
+
+// held is what name p holds on the account: a regular file's size or a
+// symlink's target length; 0 for anything else or nothing.
+func (f *quotaFS) held(ctx context.Context, p vfs.Path) int64 {
+	info, err := f.Backend.Lstat(ctx, p)
+	if err != nil {
+		return 0
+	}
+	if info.Mode.IsRegular() || info.Mode&fs.ModeSymlink != 0 {
+		return info.Size
+	}
+	return 0
+}
+
+// OpenFile opens p; a file opened for writing is charged for its growth, and
+// O_TRUNC gives the old contents back.
+func (f *quotaFS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return f.Backend.OpenFile(ctx, p, flag, perm)
+	}
+	f.q.mu.Lock()
+	defer f.q.mu.Unlock()
+	var old int64
+	if flag&os.O_TRUNC != 0 {
+		if info, err := f.Backend.Stat(ctx, p); err == nil && info.Mode.IsRegular() {
+			old = info.Size
+		}
+	}
+	h, err := f.Backend.OpenFile(ctx, p, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	f.q.charge("open", p, -old)
+	return &quotaFile{File: h, q: f.q, p: p, appending: flag&os.O_APPEND != 0}, nil
+}
+
+// Remove gives back what p held.
+func (f *quotaFS) Remove(ctx context.Context, p vfs.Path) error {
+	f.q.mu.Lock()
+	defer f.q.mu.Unlock()
+	n := f.held(ctx, p)
+	if err := f.Backend.Remove(ctx, p); err != nil {
+		return err
+	}
+	f.q.charge("remove", p, -n)
+	return nil
+}
+
+// Rename gives back what a replaced destination held.
+func (f *quotaFS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	f.q.mu.Lock()
+	defer f.q.mu.Unlock()
+	var n int64
+	if flags&vfs.RenameExchange == 0 {
+		n = f.held(ctx, to)
+	}
+	if err := f.Backend.Rename(ctx, from, to, flags); err != nil {
+		return err
+	}
+	f.q.charge("rename", to, -n)
+	return nil
+}
+
+// Link charges the file's size again.
+func (f *quotaFS) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	f.q.mu.Lock()
+	defer f.q.mu.Unlock()
+	n := f.held(ctx, oldp)
+	if err := f.q.charge("link", newp, n); err != nil {
+		return err
+	}
+	if err := f.Backend.Link(ctx, oldp, newp); err != nil {
+		f.q.charge("link", newp, -n)
+		return err
+	}
+	return nil
+}
+
+// Symlink charges the target's length.
+func (f *quotaFS) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	f.q.mu.Lock()
+	defer f.q.mu.Unlock()
+	n := int64(len(target))
+	if err := f.q.charge("symlink", p, n); err != nil {
+		return err
+	}
+	if err := f.Backend.Symlink(ctx, target, p); err != nil {
+		f.q.charge("symlink", p, -n)
+		return err
+	}
+	return nil
+}
+
+// Sub shares the account.
+func (f *quotaFS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	b, err := f.Backend.Sub(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &quotaFS{Backend: b, q: f.q}, nil
+}
+
+// quotaFile charges a writable file's growth.
+type quotaFile struct {
+	vfs.File
+	q         *quotaAccount
+	p         vfs.Path
+	appending bool
+}
+
+// grow charges for bytes written at off (or at the end when appending) and
+// returns the charge, which the caller refunds for what was not written.
+func (h *quotaFile) grow(op string, off int64, n int) (size, charged int64, err error) {
+	info, err := h.File.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size = info.Size
+	if h.appending || off < 0 {
+		off = size
+	}
+	if end := off + int64(n); end > size {
+		charged = end - size
+	}
+	return size, charged, h.q.charge(op, h.p, charged)
+}
+
+func (h *quotaFile) Write(b []byte) (int, error) {
+	h.q.mu.Lock()
+	defer h.q.mu.Unlock()
+	off := int64(-1)
+	if !h.appending {
+		cur, err := h.File.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, err
+		}
+		off = cur
+	}
+	_, charged, err := h.grow("write", off, len(b))
+	if err != nil {
+		return 0, err
+	}
+	n, err := h.File.Write(b)
+	if short := int64(len(b) - n); short > 0 {
+		h.q.charge("write", h.p, -min(short, charged))
+	}
+	return n, err
+}
+
+func (h *quotaFile) WriteAt(b []byte, off int64) (int, error) {
+	h.q.mu.Lock()
+	defer h.q.mu.Unlock()
+	if off < 0 {
+		return h.File.WriteAt(b, off) // the backend's own error
+	}
+	_, charged, err := h.grow("write", off, len(b))
+	if err != nil {
+		return 0, err
+	}
+	n, err := h.File.WriteAt(b, off)
+	if short := int64(len(b) - n); short > 0 {
+		h.q.charge("write", h.p, -min(short, charged))
+	}
+	return n, err
+}
+
+func (h *quotaFile) Truncate(size int64) error {
+	h.q.mu.Lock()
+	defer h.q.mu.Unlock()
+	info, err := h.File.Stat()
+	if err != nil {
+		return err
+	}
+	delta := size - info.Size
+	if size < 0 {
+		delta = 0
+	}
+	if err := h.q.charge("truncate", h.p, delta); err != nil {
+		return err
+	}
+	if err := h.File.Truncate(size); err != nil {
+		h.q.charge("truncate", h.p, -delta)
+		return err
+	}
+	return nil
+}
+
+// Locate, ResolveStat and ResolveOpen forward to the wrapped backend (reads only;
+// see vfs.Locator, vfs.StatResolver, vfs.OpenResolver). HostPath is deliberately
+// not forwarded: a host directory bound into a sandbox would bypass the account.
+func (f *quotaFS) Locate(ctx context.Context) (vfs.Path, error) {
+	if l, ok := f.Backend.(vfs.Locator); ok {
+		return l.Locate(ctx)
+	}
+	return vfs.Path{}, vfs.NewError(vfs.CodeNotSupported, "locate", vfs.Root, "")
+}
+
+func (f *quotaFS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	return vfs.ResolveStat(ctx, f.Backend, p, follow)
+}
+
+func (f *quotaFS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	return vfs.ResolveOpen(ctx, f.Backend, p, decide)
+}
+
+// Close closes the wrapped backend when it has a Close method.
+func (f *quotaFS) Close() error {
+	if c, ok := f.Backend.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
