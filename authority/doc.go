@@ -106,7 +106,9 @@
 //     of the per-call access for the calls Dir.ExtractArchive, CreateArchive and
 //     Watch make (dir.Purpose), so a grant with Write but not Archive can still
 //     write the same files one by one.
-//   - A TempPhysical workspace's quota bounds each file, not the total.
+//   - A TempPhysical workspace's quota is an account the workspace keeps of what
+//     passes through it: a process writing its host directory directly (not
+//     through the Dir) is not charged, and directories are not charged.
 //   - The access list is checked per policy operation, and an Open is one
 //     operation: a Handle opened for writing (os.O_RDWR, which needs Write) can also
 //     read the file, and Append or Open for writing need only Write. A grant with
