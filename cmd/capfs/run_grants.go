@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sort"
@@ -23,6 +25,11 @@ import (
 // the grant's id, with the run's id and wrappers in the event's tag. The grants
 // are made afresh in a private authority for this run from the file's records:
 // their ids are new, and each one's reason names the id it came from.
+//
+// The file stays the authority while the command runs: when it changes so that
+// it no longer grants one of them (the grant is gone, revoked or expired, or the
+// file is removed), that grant is revoked at once, and the sync-back then
+// refuses its changes.
 func runOnGrants(ctx context.Context, s *session, r *runner, file string, args []string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -73,6 +80,9 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	if len(ids) == 0 {
 		return usageErrorf("--grants %s: the set grants nothing", file)
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go watchGrantFile(wctx, file, a, from, r.stderr)
 	bw := sandbox.Bubblewrap(r.lim.options())
 	opts := authority.SandboxOptions{Runner: &sandbox.Runner{Wrappers: []sandbox.Wrapper{bw}}}
 	opts.Checkout.Git = r.lim.git
@@ -109,6 +119,11 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 		fmt.Fprintf(r.stderr, "capfs: run: audit events are tagged run:%s; audit log: %s\n", rep.RunID, show(s.AuditPath))
 	}
 	if err != nil {
+		if rep != nil && rep.Result != nil {
+			// The command ran; its changes were refused at sync-back (a grant
+			// revoked or expired meanwhile, a policy refusal): exit 3, as run does.
+			return &cliError{code: 3, err: fmt.Errorf("run on grants: %v", err)}
+		}
 		return failed(fmt.Errorf("run on grants: %v", err))
 	}
 	if rep.Result != nil && rep.Result.ExitCode != 0 {
@@ -120,4 +135,49 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 		}
 	}
 	return nil
+}
+
+// watchGrantFile polls the grant-set file while a run on its grants lasts, and
+// revokes in a every grant (new id -> the file's id, in from) the file no longer
+// grants: missing, not active, expired, or the file gone or unreadable as a set.
+func watchGrantFile(ctx context.Context, file string, a *authority.Authority, from map[string]string, warn io.Writer) {
+	last, _ := os.Stat(file)
+	revoked := map[string]bool{}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		st, err := os.Stat(file)
+		if err == nil && last != nil && st.ModTime().Equal(last.ModTime()) && st.Size() == last.Size() {
+			continue
+		}
+		last = st
+		live := map[string]bool{}
+		if err == nil {
+			if data, rerr := os.ReadFile(file); rerr == nil {
+				var set authority.GrantSet
+				if json.Unmarshal(data, &set) == nil {
+					now := time.Now()
+					for _, g := range set.Grants {
+						if g.Status == authority.Active && (g.Expires.IsZero() || g.Expires.After(now)) {
+							live[g.ID] = true
+						}
+					}
+				}
+			}
+		}
+		for id, old := range from {
+			if live[old] || revoked[id] {
+				continue
+			}
+			revoked[id] = true
+			if err := a.Revoke(id); err == nil {
+				fmt.Fprintf(warn, "capfs: run: grant %s (from %s) revoked: the grant file no longer grants it\n", show(id), show(old))
+			}
+		}
+	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/authority"
 	"github.com/capfs/capfs/backends/memory"
@@ -110,5 +113,97 @@ func TestRunOnGrantSet(t *testing.T) {
 	}
 	if r := runCapfs(t, root, "run", "--grants", file, "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "nosuch") {
 		t.Errorf("unknown root: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// TestRunGrantRevokedMidRun: the grant file is the authority while the command
+// runs. The command writes through its write grant, the host then marks that
+// grant revoked in the file, and the sync-back refuses the change: nothing
+// lands, and capfs exits 3 (refused at sync-back).
+func TestRunGrantRevokedMidRun(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"src/main.c": "int main;"})
+	ctx := context.Background()
+	mem := memory.New()
+	if err := mem.Mkdir(ctx, vfs.MustParse("src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := authority.New()
+	if err := a.Register("project", mem); err != nil {
+		t.Fatal(err)
+	}
+	sub := authority.Subject{Kind: "agent", ID: "a2"}
+	if _, _, err := a.Grant(ctx, authority.GrantRequest{Subject: sub, Root: "project", Path: "src", Reason: "test", Source: authority.SourceUserApproval,
+		Access: []authority.Access{authority.List, authority.Metadata, authority.Read, authority.Write}}); err != nil {
+		t.Fatal(err)
+	}
+	set := a.GrantSetFor(sub)
+	data, _ := json.Marshal(set)
+	file := filepath.Join(t.TempDir(), "grants.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(capfsBin, "-m", "project=physical:"+root, "--no-default-mounts", "run", "--grants", file, "--",
+		"sh", "-c", "echo made > /grants/project/src/new.c; echo ready; read x")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	errLines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			errLines <- sc.Text()
+		}
+		close(errLines)
+	}()
+	out := bufio.NewScanner(stdout)
+	for out.Scan() && out.Text() != "ready" {
+	}
+	// The host revokes the grant in the file.
+	set.Grants[0].Status = authority.Revoked
+	data, _ = json.Marshal(set)
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	watchdog := time.After(60 * time.Second) // a hang guard, not a timing assertion
+wait:
+	for {
+		select {
+		case line, ok := <-errLines:
+			if !ok {
+				break wait
+			}
+			seen = append(seen, line)
+			if strings.Contains(line, "revoked") {
+				break wait
+			}
+		case <-watchdog:
+			cmd.Process.Kill()
+			t.Fatalf("capfs never reported the grant revoked:\n%s", strings.Join(seen, "\n"))
+		}
+	}
+	stdin.Write([]byte("go\n"))
+	stdin.Close()
+	for line := range errLines {
+		seen = append(seen, line)
+	}
+	err := cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != 3 {
+		t.Errorf("exit %d, want 3 (the revoked grant's change refused):\n%s", code, strings.Join(seen, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(root, "src/new.c")); err == nil {
+		t.Errorf("src/new.c landed through a grant revoked mid-run:\n%s", strings.Join(seen, "\n"))
 	}
 }
