@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capfs/capfs/internal/rofile"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -315,20 +316,18 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	if err != nil {
 		return nil, err
 	}
-	h := &file{path: p, info: f.info(n, name), st: f.st, d: n.d}
+	info := f.info(n, name)
 	if n.typ == fs.ModeDir {
-		return h, nil
+		return rofile.NewData(p, info, nil, readOnlyMsg), nil
 	}
-	if n.d.Size <= smallBlob {
-		data, err := f.st.ReadBlob(ctx, n.d, smallBlob)
-		if err != nil {
-			return nil, ioErr("open", p, err)
-		}
-		h.data = data
-	} else {
-		h.streamed = true
+	if n.d.Size > smallBlob {
+		return rofile.NewSource(p, info, &streamSource{st: f.st, d: n.d, path: p}, readOnlyMsg), nil
 	}
-	return h, nil
+	data, err := f.st.ReadBlob(ctx, n.d, smallBlob)
+	if err != nil {
+		return nil, ioErr("open", p, err)
+	}
+	return rofile.NewData(p, info, data, readOnlyMsg), nil
 }
 
 // Readlink returns the target text of symlink p; invalid_path if p is not one.
@@ -410,216 +409,73 @@ func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) er
 	return denied("chtimes", p)
 }
 
-// file is an open file or directory of an FS.
-type file struct {
-	path vfs.Path
-	info vfs.Info
+// readOnlyMsg is what writes to an open file fail with.
+const readOnlyMsg = "content-addressed tree is read-only"
+
+// streamSource reads a large blob of the store sequentially, verified: a read
+// behind the stream reopens it, and reading to the end is where a mismatch
+// shows (a CorruptError, never wrong bytes). Open files are rofile.Files.
+type streamSource struct {
 	st   *Store
 	d    Digest
-	data []byte // a small blob, verified
-
-	streamed bool
-	mu       sync.Mutex
-	off      int64
-	closed   bool
-	rc       io.ReadCloser // a streamed blob's reader, at position pos
-	pos      int64
+	path vfs.Path
+	rc   io.ReadCloser // the blob's reader, at position pos
+	pos  int64
 }
 
-var _ vfs.TypedFile = (*file)(nil)
-
-func (h *file) fail(code vfs.Code, op string) error { return vfs.NewError(code, op, h.path, "") }
-
-func (h *file) readable(op string) error {
-	if h.closed {
-		return h.fail(vfs.CodeClosed, op)
-	}
-	if h.info.Mode.IsDir() {
-		return h.fail(vfs.CodeIsDir, op)
-	}
-	return nil
-}
-
-func (h *file) size() int64 { return h.info.Size }
-
-// readAt reads at off under h.mu.
-func (h *file) readAt(b []byte, off int64) (int, error) {
-	size := h.size()
-	if off >= size {
-		if len(b) == 0 {
-			return 0, nil
+func (s *streamSource) ReadAt(b []byte, off int64) (int, error) {
+	size := s.d.Size
+	if s.rc == nil || off < s.pos {
+		if s.rc != nil {
+			s.rc.Close()
 		}
-		return 0, io.EOF
-	}
-	if !h.streamed {
-		n := copy(b, h.data[off:])
-		if n < len(b) {
-			return n, io.EOF
-		}
-		return n, nil
-	}
-	// Streamed: sequential from the blob's start; a read behind the stream
-	// reopens it.
-	if h.rc == nil || off < h.pos {
-		if h.rc != nil {
-			h.rc.Close()
-		}
-		rc, err := h.st.OpenBlob(context.Background(), h.d)
+		rc, err := s.st.OpenBlob(context.Background(), s.d)
 		if err != nil {
-			h.rc = nil
-			return 0, ioErr("read", h.path, err)
+			s.rc = nil
+			return 0, ioErr("read", s.path, err)
 		}
-		h.rc, h.pos = rc, 0
+		s.rc, s.pos = rc, 0
 	}
-	if off > h.pos {
-		n, err := io.CopyN(io.Discard, h.rc, off-h.pos)
-		h.pos += n
+	if off > s.pos {
+		n, err := io.CopyN(io.Discard, s.rc, off-s.pos)
+		s.pos += n
 		if err != nil {
-			return 0, h.streamErr(err)
+			return 0, s.streamErr(err)
 		}
 	}
-	want := b
-	if rem := size - off; int64(len(want)) > rem {
-		want = want[:rem]
-	}
-	n, err := io.ReadFull(h.rc, want)
-	h.pos += int64(n)
+	n, err := io.ReadFull(s.rc, b)
+	s.pos += int64(n)
 	if err != nil {
-		return n, h.streamErr(err)
+		return n, s.streamErr(err)
 	}
-	if h.pos == size {
+	if s.pos == size {
 		// Read to the end of the verified stream: this is where a mismatch shows.
 		var one [1]byte
-		if _, err := h.rc.Read(one[:]); err != io.EOF {
+		if _, err := s.rc.Read(one[:]); err != io.EOF {
 			if err == nil {
-				err = &CorruptError{h.d, "holds more bytes than its size"}
+				err = &CorruptError{s.d, "holds more bytes than its size"}
 			}
-			return 0, ioErr("read", h.path, err)
+			return 0, ioErr("read", s.path, err)
 		}
 	}
-	if n < len(b) {
-		return n, io.EOF
-	}
 	return n, nil
 }
 
-func (h *file) streamErr(err error) error {
-	h.rc.Close()
-	h.rc = nil
+func (s *streamSource) streamErr(err error) error {
+	s.rc.Close()
+	s.rc = nil
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = &CorruptError{h.d, "shorter than its size"}
+		err = &CorruptError{s.d, "shorter than its size"}
 	}
-	return ioErr("read", h.path, err)
+	return ioErr("read", s.path, err)
 }
 
-// Read reads from the current offset.
-func (h *file) Read(b []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.readable("read"); err != nil {
-		return 0, err
-	}
-	n, err := h.readAt(b, h.off)
-	h.off += int64(n)
-	if err == io.EOF && n > 0 {
-		err = nil
-	}
-	return n, err
-}
-
-// ReadAt reads at off without moving the offset; a short read returns io.EOF.
-func (h *file) ReadAt(b []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.readable("read"); err != nil {
-		return 0, err
-	}
-	if off < 0 {
-		return 0, h.fail(vfs.CodeInvalidPath, "read")
-	}
-	return h.readAt(b, off)
-}
-
-// Seek sets the offset; a negative result fails with invalid_path.
-func (h *file) Seek(offset int64, whence int) (int64, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return 0, h.fail(vfs.CodeClosed, "seek")
-	}
-	var base int64
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		base = h.off
-	case io.SeekEnd:
-		base = h.size()
-	default:
-		return 0, h.fail(vfs.CodeInvalidPath, "seek")
-	}
-	n := base + offset
-	if n < 0 || (offset > 0 && n < base) {
-		return 0, h.fail(vfs.CodeInvalidPath, "seek")
-	}
-	h.off = n
-	return n, nil
-}
-
-// Write fails with read_only.
-func (h *file) Write([]byte) (int, error) { return 0, h.writeErr("write") }
-
-// WriteAt fails with read_only.
-func (h *file) WriteAt([]byte, int64) (int, error) { return 0, h.writeErr("write") }
-
-// Truncate fails with read_only.
-func (h *file) Truncate(int64) error { return h.writeErr("truncate") }
-
-func (h *file) writeErr(op string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return h.fail(vfs.CodeClosed, op)
-	}
-	return vfs.NewError(vfs.CodeReadOnly, op, h.path, "content-addressed tree is read-only")
-}
-
-// Stat returns the information the file was opened with.
-func (h *file) Stat() (vfs.Info, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return vfs.Info{}, h.fail(vfs.CodeClosed, "stat")
-	}
-	return h.info, nil
-}
-
-// Sync does nothing: the tree is immutable.
-func (h *file) Sync() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return h.fail(vfs.CodeClosed, "sync")
+func (s *streamSource) Close() error {
+	if s.rc != nil {
+		s.rc.Close()
+		s.rc = nil
 	}
 	return nil
 }
-
-// Close releases the content; later calls fail with closed.
-func (h *file) Close() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return h.fail(vfs.CodeClosed, "close")
-	}
-	h.closed = true
-	h.data = nil
-	if h.rc != nil {
-		h.rc.Close()
-		h.rc = nil
-	}
-	return nil
-}
-
-// Type returns fs.ModeDir for a directory and 0 for a file.
-func (h *file) Type() fs.FileMode { return h.info.Mode.Type() }
 
 var timeZero time.Time

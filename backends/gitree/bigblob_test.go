@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/capfs/capfs/internal/rofile"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -107,9 +108,9 @@ func TestStreamedBlobHeapBoundStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := h.(*file)
-	if !f.streamed || f.info.Size != size {
-		t.Fatalf("streamed %v, size %d (want %d)", f.streamed, f.info.Size, size)
+	ss, streamed := h.(*rofile.File).Source().(*streamSource)
+	if info, _ := h.Stat(); !streamed || info.Size != size {
+		t.Fatalf("streamed %v, size %d (want %d)", streamed, info.Size, size)
 	}
 	cmp := &compareWriter{}
 	buf := make([]byte, 256<<10)
@@ -117,8 +118,8 @@ func TestStreamedBlobHeapBoundStress(t *testing.T) {
 	if err != nil || n != size || cmp.bad >= 0 {
 		t.Fatalf("read %d of %d bytes, %v; first difference at %d", n, size, err, cmp.bad)
 	}
-	if _, ok := f.src.(*packedBlob); !ok {
-		t.Fatalf("blob source %T, want the packed stream", f.src)
+	if _, ok := ss.src.(*packedBlob); !ok {
+		t.Fatalf("blob source %T, want the packed stream", ss.src)
 	}
 	h.Close()
 	runtime.ReadMemStats(&after)

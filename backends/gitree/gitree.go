@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/capfs/capfs/internal/rofile"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -509,7 +510,7 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 			if err != nil {
 				return nil, err
 			}
-			return &file{path: p, info: info, data: data}, nil
+			return rofile.NewData(p, info, data, readOnlyMsg), nil
 		case err == nil:
 			return nil, vfs.Errno("open", p, plumbing.ErrObjectNotFound)
 		case err != errTooLarge && err != errNotPacked:
@@ -520,17 +521,17 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	if err != nil {
 		return nil, err
 	}
-	h := &file{path: p, info: info}
-	if !info.Mode.IsDir() && f.r.streamMin >= 0 && info.Size > f.r.streamMin {
-		h.r, h.hash, h.streamed = f.r, n.hash, true
-	} else if !info.Mode.IsDir() {
-		data, err := f.r.readBlob(n.hash)
-		if err != nil {
-			return nil, vfs.Errno("open", p, err)
-		}
-		h.data = data
+	switch {
+	case info.Mode.IsDir():
+		return rofile.NewData(p, info, nil, readOnlyMsg), nil
+	case f.r.streamMin >= 0 && info.Size > f.r.streamMin:
+		return rofile.NewSource(p, info, &streamSource{r: f.r, hash: n.hash, size: info.Size, path: p}, readOnlyMsg), nil
 	}
-	return h, nil
+	data, err := f.r.readBlob(n.hash)
+	if err != nil {
+		return nil, vfs.Errno("open", p, err)
+	}
+	return rofile.NewData(p, info, data, readOnlyMsg), nil
 }
 
 // Readlink returns the target text of symlink p; invalid_path if p is not one.

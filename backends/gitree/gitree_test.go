@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/internal/rofile"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -453,7 +454,7 @@ func testFileReadAtSeek(t *testing.T, g *FS, streamed bool) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if got := h.(*file).streamed; got != streamed {
+	if _, got := h.(*rofile.File).Source().(*streamSource); got != streamed {
 		t.Fatalf("streamed = %v, want %v", got, streamed)
 	}
 	content := "#!/bin/sh\necho hi\n"

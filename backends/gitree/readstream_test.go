@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capfs/capfs/internal/rofile"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -79,8 +80,8 @@ func TestStreamedRandomAccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := h.(*file)
-		if !f.streamed {
+		ss, streamed := h.(*rofile.File).Source().(*streamSource)
+		if !streamed {
 			t.Fatal("not streamed")
 		}
 		rng := rand.New(rand.NewSource(int64(len(rev))))
@@ -101,7 +102,7 @@ func TestStreamedRandomAccess(t *testing.T) {
 		for i := 0; i < 50; i++ {
 			check(rng.Int63n(size), 1+rng.Intn(len(buf)))
 		}
-		switch src := f.src.(type) {
+		switch src := ss.src.(type) {
 		case *packedBlob:
 			kinds["whole"] = true
 			src.idx.mu.Lock()
