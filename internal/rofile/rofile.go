@@ -31,7 +31,7 @@ type File struct {
 	info     vfs.Info
 	data     []byte // the content held whole; nil with src or for a directory
 	src      Source
-	size     int64 // len(data), or info.Size with src
+	size     int64  // len(data), or info.Size with src
 	readOnly string // the read_only message
 
 	mu     sync.Mutex
