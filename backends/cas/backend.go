@@ -143,6 +143,7 @@ func loadDir(ctx context.Context, st *Store, c *dirCache, d Digest) (*ents, erro
 //     reaches the end) is the one that fails.
 //   - Sub pins the subtree's digest.
 type FS struct {
+	rofile.Immutable[casMessage]
 	st      *Store
 	cache   *dirCache
 	root    node
@@ -368,45 +369,14 @@ func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location
 	return loc, nil
 }
 
+// casMessage names the backend in its read_only refusals (rofile.Immutable, which
+// FS embeds for Mkdir, Remove, Rename, Symlink, Link, Chmod and Chtimes).
+type casMessage struct{}
+
+func (casMessage) ReadOnlyMessage() string { return readOnlyMsg }
+
 func denied(op string, p vfs.Path) error {
-	return vfs.NewError(vfs.CodeReadOnly, op, p, "content-addressed tree is read-only")
-}
-
-// Mkdir fails with read_only.
-func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return denied("mkdir", p)
-}
-
-// Remove fails with read_only.
-func (f *FS) Remove(ctx context.Context, p vfs.Path) error { return denied("remove", p) }
-
-// Rename fails with read_only.
-func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	e := vfs.NewError(vfs.CodeReadOnly, "rename", from, "content-addressed tree is read-only")
-	e.Dest = to.String()
-	return e
-}
-
-// Symlink fails with read_only.
-func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	return denied("symlink", p)
-}
-
-// Link fails with read_only.
-func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	e := vfs.NewError(vfs.CodeReadOnly, "link", oldp, "content-addressed tree is read-only")
-	e.Dest = newp.String()
-	return e
-}
-
-// Chmod fails with read_only.
-func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return denied("chmod", p)
-}
-
-// Chtimes fails with read_only.
-func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return denied("chtimes", p)
+	return rofile.Immutable[casMessage]{}.Refuse(op, p)
 }
 
 // readOnlyMsg is what writes to an open file fail with.

@@ -92,6 +92,7 @@ type Entry struct {
 // FS is one revision of a repository, as a read-only vfs.Backend. It is safe for
 // concurrent use.
 type FS struct {
+	rofile.Immutable[gitMessage]
 	r       *repoState
 	root    node
 	modTime time.Time
@@ -563,43 +564,12 @@ func (f *FS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	return &FS{r: f.r, root: n, modTime: f.modTime}, nil
 }
 
+// gitMessage names the backend in its read_only refusals (rofile.Immutable, which
+// FS embeds for Mkdir, Remove, Rename, Symlink, Link, Chmod and Chtimes).
+type gitMessage struct{}
+
+func (gitMessage) ReadOnlyMessage() string { return readOnlyMsg }
+
 func denied(op string, p vfs.Path) error {
-	return vfs.NewError(vfs.CodeReadOnly, op, p, "git revision is read-only")
-}
-
-// Mkdir fails with read_only.
-func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return denied("mkdir", p)
-}
-
-// Remove fails with read_only.
-func (f *FS) Remove(ctx context.Context, p vfs.Path) error { return denied("remove", p) }
-
-// Rename fails with read_only.
-func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	e := vfs.NewError(vfs.CodeReadOnly, "rename", from, "git revision is read-only")
-	e.Dest = to.String()
-	return e
-}
-
-// Symlink fails with read_only.
-func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	return denied("symlink", p)
-}
-
-// Link fails with read_only.
-func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	e := vfs.NewError(vfs.CodeReadOnly, "link", oldp, "git revision is read-only")
-	e.Dest = newp.String()
-	return e
-}
-
-// Chmod fails with read_only.
-func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return denied("chmod", p)
-}
-
-// Chtimes fails with read_only.
-func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return denied("chtimes", p)
+	return rofile.Immutable[gitMessage]{}.Refuse(op, p)
 }
