@@ -795,6 +795,22 @@ func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 	return dedupeChanges(out), nil
 }
 
+// Bases returns a copy of every Base the overlay recorded, by path: each
+// lower entry it copied up, replaced or removed, as the entry was when first
+// changed, whether its path still holds it or not (a renamed directory's
+// entries stay under their old paths, hidden by a whiteout). With the upper
+// directory it is all a sync-back needs: an upper entry without a Base is new,
+// a Base without an upper entry at its path was removed.
+func (o *Overlay) Bases() map[string]Base {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[string]Base, len(o.base))
+	for p, b := range o.base {
+		out[p] = b
+	}
+	return out
+}
+
 // dedupeChanges keeps one change per path: a path both whited out and present
 // in the upper (replaced by another type) is "modified".
 func dedupeChanges(cs []Change) []Change {
