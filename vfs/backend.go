@@ -15,8 +15,11 @@ type Info struct {
 	Size    int64       // bytes for regular files, target length for symlinks, backend-defined for directories
 	Mode    fs.FileMode // type bits and permission bits
 	ModTime time.Time
-	Nlink   int    // number of hard links; 0 if unknown
-	ID      uint64 // identity of the underlying object within the backend (inode-like); 0 if unknown
+	// ChangeTime is the last change of the entry's status (contents, mode,
+	// names: ctime); zero if the backend does not keep it.
+	ChangeTime time.Time
+	Nlink      int    // number of hard links; 0 if unknown
+	ID         uint64 // identity of the underlying object within the backend (inode-like); 0 if unknown
 	// Sys is backend-specific detail safe to show a guest (never a host path), or nil.
 	Sys any
 }

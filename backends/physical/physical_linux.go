@@ -1281,12 +1281,13 @@ func infoOf(st *unix.Stat_t, name string, rootDev uint64) vfs.Info {
 		id ^= bits.RotateLeft64(st.Dev, 40)
 	}
 	return vfs.Info{
-		Name:    name,
-		Size:    st.Size,
-		Mode:    fileMode(st.Mode),
-		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
-		Nlink:   int(st.Nlink),
-		ID:      id,
+		Name:       name,
+		Size:       st.Size,
+		Mode:       fileMode(st.Mode),
+		ModTime:    time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+		ChangeTime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
+		Nlink:      int(st.Nlink),
+		ID:         id,
 	}
 }
 
