@@ -317,7 +317,11 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	if err != nil {
 		return nil, err
 	}
-	info := f.info(n, name)
+	return f.openNode(ctx, p, n, f.info(n, name))
+}
+
+// openNode opens the file or directory n, found at p, described by info.
+func (f *FS) openNode(ctx context.Context, p vfs.Path, n node, info vfs.Info) (vfs.File, error) {
 	if n.typ == fs.ModeDir {
 		return rofile.NewData(p, info, nil, readOnlyMsg), nil
 	}
@@ -448,4 +452,3 @@ func (s *streamSource) Close() error {
 	return nil
 }
 
-var timeZero time.Time

@@ -14,8 +14,9 @@
 //     host directory, with a stat cache that makes re-snapshotting an unchanged
 //     tree a matter of stats.
 //   - Mount: an FS, the read-only vfs.Backend of a tree, lazy (each directory and
-//     blob read when first needed); OpenOverlay: a writable view whose Commit
-//     yields a new root digest.
+//     blob read when first needed); OpenOverlay: a writable view over a tree,
+//     opened in O(1) with per-path copy-up, whose Commit yields a new root
+//     digest re-using the digests of everything it did not change.
 //   - Materialize: a tree written to a host directory by hard links from a local
 //     link cache; Ingest: a host directory (a sandbox's outputs) stored back.
 //
@@ -55,7 +56,7 @@
 // change the cache entry; the change is detected by its modification time and
 // the entry replaced at the next Materialize, and the store's blobs are never
 // linked, but give sandboxes another uid or a read-only mount (as
-// examples/cas-build does) where that matters. The overlay copies the whole
-// tree into memory when opened (the git overlay's per-path copy-up is not done
-// here).
+// examples/cas-build does) where that matters. The overlay keeps written files
+// in memory (bounded by its memory options), and relies on its base tree
+// staying in the store (named, or within its pin's grace period).
 package cas

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -106,6 +107,8 @@ type Store struct {
 	lockMu sync.Mutex   // guards the shared flock count
 	shared int
 	lockF  *os.File
+
+	reads atomic.Int64 // blob files opened for reading (ReadBlob, OpenBlob), for tests
 }
 
 // OpenStore opens (creating if needed) the store in directory dir.
@@ -456,6 +459,7 @@ func (s *Store) ReadBlob(ctx context.Context, d Digest, max int64) ([]byte, erro
 		return []byte{}, nil
 	}
 	if d.Size <= smallBlob {
+		s.reads.Add(1)
 		raw, err := os.ReadFile(s.blobPath(d))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, missing(d)
@@ -509,6 +513,7 @@ func (s *Store) OpenBlob(ctx context.Context, d Digest) (io.ReadCloser, error) {
 	if d == EmptyDigest {
 		return io.NopCloser(strings.NewReader("")), nil
 	}
+	s.reads.Add(1)
 	f, err := os.Open(s.blobPath(d))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, missing(d)
