@@ -144,6 +144,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		noCache          bool
 		grantsFile       string
 		lim              limitFlags
+		lazy, noLazy     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -177,6 +178,8 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 	f.StringVar(&commit, "commit", "", "for --rev or a git work mount: write the changes as one commit on this new branch, started at the revision (the work tree, index and HEAD are not touched)")
 	f.BoolVar(&noCache, "no-cache", false, "do not mount the per-project build caches (see capfs cache)")
 	f.StringVar(&grantsFile, "grants", "", "run on exactly the grants of this grant-set JSON file (authority.GrantSet): each at /grants/ROOT/PATH, read-only unless it writes; nothing else visible")
+	f.BoolVar(&lazy, "lazy", false, "give the command the work tree as a FUSE mount with a copy-on-write layer: nothing is copied before it starts (the default where FUSE works; "+envRunLazy+"=0 changes the default)")
+	f.BoolVar(&noLazy, "no-lazy", false, "check the work tree out before the command starts (same as --lazy=false)")
 	lim.add(cmd)
 	f.SetInterspersed(false)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -218,6 +221,10 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		if err := lim.parse(); err != nil {
 			return err
 		}
+		lazyFlag, err := lazyFlagOf(cmd, lazy, noLazy)
+		if err != nil {
+			return err
+		}
 		// capfs handles its own signals while it runs (see runSignals); the
 		// context of the session then ends only with them.
 		sig := newRunSignals()
@@ -235,6 +242,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 				work: work, grants: grants, env: env, allowUnsandboxed: allowUnsandboxed, conflict: mode,
 				onReject: reject, keep: keep, lim: lim, syncMode: syncMode, dryRun: dryRun,
 				jsonOut: jsonOut, show: show, tty: tty, out: out, rev: rev, commit: commit, noCache: noCache, sig: sig,
+				lazyFlag: lazyFlag,
 			}
 			defer r.close()
 			if grantsFile != "" {
@@ -286,6 +294,10 @@ type runner struct {
 	lastMark         time.Time
 	bars             []*progress // progress bars of a sync under way
 	unheard          bool        // a message to stderr failed: nobody reads it (EPIPE)
+	lazyFlag         *bool       // --lazy or --no-lazy as given (nil: the default)
+	lazy             bool        // the work tree is a lazy FUSE mount (run_lazy.go)
+	lazyWhy          string      // why lazy or not, for the summary
+	lazyWork         *lazyWork
 }
 
 func (r *runner) close() {
@@ -352,17 +364,27 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		r.cacheKey = projectCacheKey(m, rel, r.rev)
 	}
 
-	// The work checkout, read-write.
+	// The work checkout, read-write (or a lazy FUSE mount: run_lazy.go).
+	if err := r.chooseLazy(r.lazyFlag); err != nil {
+		r.say("capfs: run: %s\n", show(err.Error()))
+		return exitStatus(exitRunFailed)
+	}
 	start := time.Now()
-	t, err := r.checkout(ctx, r.workPath, workDir, false, nil)
-	if err != nil {
-		return r.failedBeforeRun(err)
+	if r.lazy {
+		if err := r.startLazy(ctx); err != nil {
+			return r.failedBeforeRun(err)
+		}
+	} else {
+		t, err := r.checkout(ctx, r.workPath, workDir, false, nil)
+		if err != nil {
+			return r.failedBeforeRun(err)
+		}
+		r.workTree = t
+		if r.keep {
+			t.Keep()
+		}
+		r.addMount(t, r.workPath, true)
 	}
-	r.workTree = t
-	if r.keep {
-		t.Keep()
-	}
-	r.addMount(t, r.workPath, true)
 	r.trace("checkout")
 
 	// Read-only grants: the other physical mounts, then --grant paths.
@@ -438,6 +460,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	if r.cacheKey != "" {
 		trimCache(r.cacheKey)
 	}
+	if lerr := r.finishLazy(ctx); lerr != nil {
+		return lerr
+	}
 	if err != nil {
 		return r.startFailed(argv[0], err)
 	}
@@ -450,6 +475,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	if res.Sandboxed {
 		r.say("capfs: run: limits: %s\n", bw.Limits())
 	}
+	r.say("capfs: run: work tree: %s\n", r.workMode())
 	code := r.review(ctx, res.ExitCode)
 	r.olderKept()
 	r.say("capfs: audit log: %s\n", s.AuditPath)

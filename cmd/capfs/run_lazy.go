@@ -6,88 +6,117 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
+	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/sandbox"
 	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
 )
 
-// lazyWork is the work tree of a lazy sandbox (capfs run --lazy): the work Dir
-// served through FUSE with a copy-on-write upper layer (fuseexport.Overlay).
-// Nothing is read or copied before the command starts: files are read through
-// the work Dir on first access, every change lands in a private upper
-// directory, and Changes lists them, with what each source entry was when
-// first changed, for the sync-back.
+// Lazy sandboxes (capfs run --lazy, the default where FUSE works).
+//
+// The work path is not checked out: the sandbox gets, bound at its target,
+// a FUSE mount of a copy-on-write layer (fuseexport.Overlay) over the work Dir.
+// Nothing is read or copied before the command starts; files are read through
+// the Dir (its policy and audit) on first access, and every change lands in a
+// private upper directory. After the command exits the mount is stopped and
+// materialize.OpenUpper turns the upper directory and the layer's bases (what
+// each changed source entry was when first changed) into a Tree, which the
+// review syncs back exactly as a checkout's: the same plan, validation,
+// conflicts, --sync modes, summary, kept checkouts and exit codes.
+//
+// Inside, the layer is decided by a policy mirroring the source's: a write the
+// source would refuse fails at once (EACCES), every .git is read-only, and
+// under --git auto or omit the contents of every .git are out of reach (the
+// checkout's history scan would read the whole history before the start; a
+// lazy run does not, so it shows no git history: --git keep shows it,
+// read-only, and --no-lazy scans it).
+
+// envRunLazy, when set to 0 or 1, decides run's default mode (--lazy or
+// --no-lazy override it).
+const envRunLazy = "CAPFS_RUN_LAZY"
+
+// lazyWork is the work tree of a lazy sandbox: the work Dir served through
+// FUSE with a copy-on-write upper layer (fuseexport.Overlay).
 //
 // Start-up makes a constant number of Dir calls whatever the tree's size (the
 // root's Stat when mounting).
-//
-// Wiring (run.go, owned by the run/materialize work): where runner.checkout is
-// called for the work path, a lazy run calls startLazyWork(ctx, workDir, pol)
-// instead and adds sandbox.Mount{Source: lw.Mountpoint, Target:
-// sandboxTarget(workPath), Writable: true} to r.mounts; after the command
-// exits it calls lw.Stop, then syncs lw.Changes(ctx) back from lw.UpperDir()
-// (which needs a materialize entry point taking an upper directory and the
-// changes' bases in place of a checkout's manifest), then lw.Close.
 type lazyWork struct {
 	Mountpoint string // the FUSE mount to bind into the sandbox
-	dir        string // private directory holding the mount point and the upper
+	upper      string // the upper directory (capfs-checkout-*: kept and recovered as a checkout)
 	ov         *fuseexport.Overlay
 	srv        *fuseexport.Server
+	tree       bool // Finish made a Tree, which owns the upper directory now
 }
 
 // lazyAvailable reports whether lazy sandboxes can work here (FUSE usable).
 func lazyAvailable() error { return fuseexport.Available() }
 
+// lazyBase is the parent of a lazy run's directories: $CAPFS_TMPDIR, else the
+// temporary directory (the upper holds what the command writes: no tmpfs
+// sized by guesswork).
+func lazyBase() string {
+	if b := os.Getenv(materialize.EnvTmpDir); b != "" {
+		return b
+	}
+	return os.TempDir()
+}
+
 // startLazyWork serves work on a new mount point with a copy-on-write upper,
-// both in a new private directory (mode 0700) under $CAPFS_TMPDIR, else the
-// temporary directory. pol, if not nil, decides the sandbox's changes as they
-// are made (paths from the work tree's root: the default patterns, which match
-// at any depth, decide as they would on the source), so a write the source
-// would refuse at sync-back fails at once; reads are decided by work's own
-// policy, so hidden paths are absent.
+// each a new private directory (mode 0700) under lazyBase: the upper named
+// capfs-checkout-* like a checkout, so that a kept one is found, synced and
+// recovered as checkouts are. pol, if not nil, decides the sandbox's calls as
+// they are made (paths from the work tree's root); reads of the source are
+// decided by work's own policy as well, so hidden paths are absent.
 func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazyWork, error) {
 	if err := fuseexport.Available(); err != nil {
 		return nil, err
 	}
-	base := os.Getenv("CAPFS_TMPDIR")
-	if base == "" {
-		base = os.TempDir()
-	}
-	priv, err := os.MkdirTemp(base, "capfs-lazy-")
+	base := lazyBase()
+	upper, err := os.MkdirTemp(base, "capfs-checkout-")
 	if err != nil {
 		return nil, err
 	}
-	lw := &lazyWork{dir: priv, Mountpoint: filepath.Join(priv, "work")}
-	upper := filepath.Join(priv, "upper")
-	for _, d := range []string{lw.Mountpoint, upper} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			os.RemoveAll(priv)
-			return nil, err
-		}
-	}
-	lw.ov, err = fuseexport.NewOverlay(work.Backend(), upper)
+	mp, err := os.MkdirTemp(base, "capfs-lazy-")
 	if err != nil {
-		os.RemoveAll(priv)
+		os.Remove(upper)
 		return nil, err
+	}
+	lw := &lazyWork{Mountpoint: mp, upper: upper}
+	fail := func(err error) (*lazyWork, error) {
+		os.RemoveAll(upper)
+		os.Remove(mp)
+		return nil, err
+	}
+	var lower vfs.Backend = work.Backend()
+	if h, ok := pol.(lazyViewPolicy); ok {
+		lower = hidingLower{Backend: lower, view: h}
+	}
+	lw.ov, err = fuseexport.NewOverlay(lower, upper)
+	if err != nil {
+		return fail(err)
 	}
 	var opts []dir.Option
 	if pol != nil {
 		opts = append(opts, dir.WithPolicy(pol))
 	}
 	view, _ := dir.New(lw.ov, opts...)
-	lw.srv, err = fuseexport.Mount(lw.Mountpoint, view, fuseexport.Options{AllowOther: os.Geteuid() == 0})
+	lw.srv, err = fuseexport.Mount(mp, view, fuseexport.Options{AllowOther: os.Geteuid() == 0, Name: "capfs-lazy"})
 	if err != nil {
 		lw.ov.Close()
-		os.RemoveAll(priv)
-		return nil, fmt.Errorf("lazy work tree: %w", err)
+		return fail(fmt.Errorf("lazy work tree: %w", err))
 	}
 	return lw, nil
 }
 
 // UpperDir is the host directory holding the sandbox's changes.
-func (lw *lazyWork) UpperDir() string { return lw.ov.UpperDir() }
+func (lw *lazyWork) UpperDir() string { return lw.upper }
 
 // Stop unmounts the work tree (waiting up to two seconds for files the
 // sandbox left open, then aborting the connection). Calling it again does
@@ -99,10 +128,237 @@ func (lw *lazyWork) Changes(ctx context.Context) ([]fuseexport.Change, error) {
 	return lw.ov.Changes(ctx)
 }
 
-// Close stops the mount and removes the private directory, upper included:
-// call it once the changes are synced back (or to discard them).
+// Finish stops the mount and returns the Tree of the sandbox's changes, with
+// src (the work Dir the layer was made over) as its source: it owns the upper
+// directory from then on (its Close removes it unless kept).
+func (lw *lazyWork) Finish(ctx context.Context, src *dir.Dir) (*materialize.Tree, error) {
+	if err := lw.Stop(); err != nil {
+		return nil, err
+	}
+	bases := lw.ov.Bases()
+	entries := make(map[string]materialize.Entry, len(bases))
+	for p, b := range bases {
+		if _, err := os.Lstat(filepath.Join(lw.upper, p)); err != nil {
+			// Not in the upper: removed, unless the layer still shows the
+			// source's entry there (then it is unchanged).
+			if vp, perr := vfs.ParseGuest(p); perr == nil {
+				if _, err := lw.ov.Lstat(ctx, vp); err == nil {
+					continue
+				}
+			}
+		}
+		entries[p] = materialize.Entry{Type: b.Type, Mode: b.Mode, Size: b.Size, ModTime: b.ModTime, Digest: b.Digest, Target: b.Target}
+	}
+	t, err := materialize.OpenUpper(ctx, src, lw.upper, entries)
+	if err != nil {
+		return nil, err
+	}
+	lw.tree = true
+	return t, nil
+}
+
+// Close stops the mount and removes the mount point, and the upper directory
+// unless Finish handed it to a Tree.
 func (lw *lazyWork) Close() error {
 	err := lw.Stop()
-	err = errors.Join(err, lw.ov.Close())
-	return errors.Join(err, os.RemoveAll(lw.dir))
+	err = errors.Join(err, lw.ov.Close(), os.Remove(lw.Mountpoint))
+	if !lw.tree {
+		err = errors.Join(err, os.RemoveAll(lw.upper))
+	}
+	return err
+}
+
+// hidingLower is the work Dir's backend view with the names the session's
+// policy denies left out of listings, as a checkout leaves them out (the Dir
+// refuses every call on them; its listings name them unless the policy hides
+// secrets), and, unless the view keeps git, every .git listed empty.
+type hidingLower struct {
+	vfs.Backend
+	view lazyViewPolicy
+}
+
+func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	ents, err := h.Backend.ReadDir(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if !h.view.gitKeep && inGit(p.String()) {
+		return nil, nil
+	}
+	if h.view.inner == nil {
+		return ents, nil
+	}
+	out := ents[:0]
+	for _, e := range ents {
+		c, cerr := p.Child(e.Name)
+		if cerr != nil {
+			continue
+		}
+		r := policy.Request{Op: policy.OpStat, Path: h.view.join(c.String()), GuestPath: c.String(), Size: -1}
+		if h.view.inner.Decide(ctx, &r).Effect == policy.Deny {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// lazyViewPolicy is the policy of a lazy sandbox's view of the work tree:
+// writes are decided by the session's policy, asked with the namespace path
+// (root is the work path), an Ask letting the call through (the sync-back asks
+// again, with the session's Asker); every .git is read-only, and unless
+// gitKeep its contents are unreadable. Reads are left to the source Dir beneath,
+// which applies the session's policy to them.
+type lazyViewPolicy struct {
+	inner   policy.Policy
+	root    string
+	gitKeep bool
+}
+
+func (p lazyViewPolicy) Decide(ctx context.Context, r *policy.Request) policy.Decision {
+	git := inGit(r.Path) || (r.Dest != "" && inGit(r.Dest))
+	if git && r.Op.Writes() {
+		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-read-only", Reason: "git directories are read-only in the sandbox"}
+	}
+	if !p.gitKeep && beneathGit(r.Path) {
+		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-hidden", Reason: "a lazy sandbox shows no git history (--git keep, or --no-lazy)"}
+	}
+	if !r.Op.Writes() || p.inner == nil {
+		return policy.Decision{Effect: policy.Allow, Rule: "lazy:read"}
+	}
+	q := *r
+	q.Path, q.Dest = p.join(r.Path), ""
+	if r.Dest != "" {
+		q.Dest = p.join(r.Dest)
+	}
+	d := p.inner.Decide(ctx, &q)
+	if d.Effect == policy.Ask {
+		d.Effect = policy.Allow
+	}
+	return d
+}
+
+func (p lazyViewPolicy) join(rel string) string {
+	switch {
+	case p.root == "" || p.root == ".":
+		return rel
+	case rel == "" || rel == ".":
+		return p.root
+	}
+	return p.root + "/" + rel
+}
+
+// inGit reports whether a component of p is ".git".
+func inGit(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if c == ".git" {
+			return true
+		}
+	}
+	return false
+}
+
+// beneathGit reports whether p lies beneath a ".git" component.
+func beneathGit(p string) bool {
+	cs := strings.Split(p, "/")
+	for _, c := range cs[:len(cs)-1] {
+		if c == ".git" {
+			return true
+		}
+	}
+	return false
+}
+
+// chooseLazy decides whether this run is lazy: --lazy/--no-lazy when given
+// (--lazy where FUSE cannot work is an error), else $CAPFS_RUN_LAZY, else lazy
+// when FUSE works here. It sets r.lazy and r.lazyWhy (the summary's note).
+func (r *runner) chooseLazy(flag *bool) error {
+	avail := lazyAvailable()
+	switch {
+	case flag != nil && *flag:
+		if avail != nil {
+			return fmt.Errorf("--lazy: FUSE is not usable here (%s); --no-lazy checks the work tree out", avail)
+		}
+		r.lazy, r.lazyWhy = true, "--lazy"
+	case flag != nil:
+		r.lazyWhy = "--no-lazy"
+	case os.Getenv(envRunLazy) == "0":
+		r.lazyWhy = envRunLazy + "=0"
+	case avail != nil:
+		r.lazyWhy = "FUSE is not usable here: " + avail.Error()
+	default:
+		r.lazy, r.lazyWhy = true, "the default where FUSE works"
+	}
+	return nil
+}
+
+// startLazy mounts the lazy work tree of r.workDir and binds it at the work
+// path's target; r.close unmounts it and removes what is left.
+func (r *runner) startLazy(ctx context.Context) error {
+	pol := lazyViewPolicy{inner: r.s.Policy, root: r.workPath.String(), gitKeep: r.lim.git == materialize.GitKeep}
+	lw, err := startLazyWork(ctx, r.workDir, pol)
+	if err != nil {
+		return err
+	}
+	r.lazyWork = lw
+	r.subs = append(r.subs, lw.Close)
+	if !pol.gitKeep {
+		if fi, err := r.workDir.Lstat(ctx, ".git"); err == nil && fi.IsDir() {
+			r.say("capfs: run: not in the sandbox: %s's contents (a lazy run shows no git history; --git keep shows it read-only, --no-lazy scans it)\n", showGuest(r.workPath, ".git"))
+		}
+	}
+	r.mounts = append(r.mounts, sandbox.Mount{Source: lw.Mountpoint, Target: sandboxTarget(r.workPath), Writable: true})
+	r.seenTargets = append(r.seenTargets, r.workPath)
+	return nil
+}
+
+// finishLazy, once the command exited, stops the lazy mount and makes the
+// work Tree of its changes for the review. On failure the changes stay in the
+// upper directory, which is named.
+func (r *runner) finishLazy(ctx context.Context) error {
+	lw := r.lazyWork
+	if lw == nil {
+		return nil
+	}
+	t, err := lw.Finish(ctx, r.workDir)
+	if err != nil {
+		lw.tree = true // leave the upper for the user
+		r.say("capfs: run: the lazy work tree: %s; its changes stay in %s\n", showError(err), show(lw.UpperDir()))
+		return exitStatus(exitSyncBack)
+	}
+	r.trees = append(r.trees, t)
+	r.workTree = t
+	if r.keep {
+		t.Keep()
+	}
+	return nil
+}
+
+// workMode is the summary's line saying how the work tree reached the sandbox.
+func (r *runner) workMode() string {
+	if r.lazy {
+		return "lazy (a FUSE mount with a copy-on-write layer: nothing copied before the start; " + r.lazyWhy + ")"
+	}
+	if r.workTree != nil {
+		return "checkout (" + string(r.workTree.Strategy()) + "; " + r.lazyWhy + ")"
+	}
+	return "checkout (" + r.lazyWhy + ")"
+}
+
+// lazyFlagOf is run's --lazy/--no-lazy as given: nil when neither was.
+func lazyFlagOf(cmd interface{ Flags() *pflag.FlagSet }, lazy, noLazy bool) (*bool, error) {
+	f := cmd.Flags()
+	switch {
+	case f.Changed("lazy") && f.Changed("no-lazy"):
+		if lazy == noLazy {
+			return nil, usageErrorf("--lazy and --no-lazy: give one")
+		}
+		return &lazy, nil
+	case f.Changed("lazy"):
+		return &lazy, nil
+	case f.Changed("no-lazy"):
+		v := !noLazy
+		return &v, nil
+	}
+	return nil, nil
 }
