@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
@@ -72,5 +78,301 @@ func TestLazyWorkConstantStart(t *testing.T) {
 	}
 	if starts[20] != starts[5000] || starts[20] > 4 {
 		t.Errorf("Dir calls to start: %d for 20 files, %d for 5,000; want the same few", starts[20], starts[5000])
+	}
+}
+
+// needLazy skips unless capfs run can sandbox and FUSE works here.
+func needLazy(t *testing.T) {
+	t.Helper()
+	needSandbox(t)
+	if err := lazyAvailable(); err != nil {
+		t.Skipf("FUSE is not usable here (needs /dev/fuse and root or fusermount3; make sysdeps installs fuse3): %v", err)
+	}
+}
+
+var auditPathRe = regexp.MustCompile(`capfs: audit log: (\S+)`)
+
+// auditOf reads the audit log a run named on stderr.
+func auditOf(t *testing.T, stderr string) []audit.Event {
+	t.Helper()
+	m := auditPathRe.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no audit log named in:\n%s", stderr)
+	}
+	return readAudit(t, m[1])
+}
+
+// leftovers fails the test when a run left a checkout, a lazy mount point or
+// a FUSE mount under base.
+func leftovers(t *testing.T, base string) {
+	t.Helper()
+	for _, pat := range []string{"capfs-checkout-*", "capfs-lazy-*"} {
+		if m, _ := filepath.Glob(filepath.Join(base, pat)); len(m) > 0 {
+			t.Errorf("left behind: %v", m)
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(b), base) {
+		t.Errorf("a mount under %s is left:\n%s", base, b)
+	}
+}
+
+// TestRunLazySyncBack: a lazy run (the summary says so) creates, modifies,
+// deletes, renames a directory, makes a symlink and a deep directory; all of it
+// is synced back, nothing is left behind (no mount, no upper), and the files
+// the command never touched were never read (nothing is copied up front).
+func TestRunLazySyncBack(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "a\n", "mod.txt": "old\n", "gone.txt": "bye\n",
+		"dir/x.c": "x\n", "dir/sub/y.c": "y\n", "untouched/big.txt": strings.Repeat("u", 1<<16)})
+	env, base := stateEnv(t)
+	r := runCapfsEnv(t, root, env, "run", "--lazy", "--show", "-1", "--", "sh", "-c",
+		"cat a.txt; echo new > new.txt; echo changed > mod.txt; rm gone.txt; mv dir renamed; mkdir -p made/deep; echo d > made/deep/f; ln -s a.txt link").want(t, 0)
+	if r.stdout != "a\n" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "work tree: lazy") {
+		t.Errorf("the summary does not say the run was lazy:\n%s", r.stderr)
+	}
+	for p, want := range map[string]string{"new.txt": "new\n", "mod.txt": "changed\n", "renamed/x.c": "x\n", "renamed/sub/y.c": "y\n", "made/deep/f": "d\n", "a.txt": "a\n"} {
+		if got := readFile(t, filepath.Join(root, p)); got != want {
+			t.Errorf("%s = %q, want %q\n%s", p, got, want, r.stderr)
+		}
+	}
+	for _, p := range []string{"gone.txt", "dir"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was not deleted (%v)", p, err)
+		}
+	}
+	if tg, err := os.Readlink(filepath.Join(root, "link")); err != nil || tg != "a.txt" {
+		t.Errorf("link: %q, %v", tg, err)
+	}
+	for _, want := range []string{"A project/new.txt", "M project/mod.txt", "D project/gone.txt", "A project/renamed/", "D project/dir/"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	for _, ev := range auditOf(t, r.stderr) {
+		if strings.HasPrefix(ev.Path, "project/untouched/") && ev.Op == "read" {
+			t.Errorf("a file the command never opened was read: %+v", ev)
+		}
+	}
+	leftovers(t, base)
+}
+
+// TestRunLazyNoLazy: --no-lazy (and --lazy=false) check the work tree out, and
+// the summary says so; --lazy with --no-lazy is a usage error.
+func TestRunLazyNoLazy(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "a\n"})
+	env, base := stateEnv(t)
+	for _, flag := range []string{"--no-lazy", "--lazy=false"} {
+		r := runCapfsEnv(t, root, env, "run", flag, "--", "sh", "-c", "echo "+flag+" > a.txt").want(t, 0)
+		if !strings.Contains(r.stderr, "work tree: checkout (copy; --no-lazy)") {
+			t.Errorf("%s: the summary does not say checkout:\n%s", flag, r.stderr)
+		}
+		if got := readFile(t, filepath.Join(root, "a.txt")); got != flag+"\n" {
+			t.Errorf("%s: a.txt = %q", flag, got)
+		}
+	}
+	r := runCapfsEnv(t, root, append(env, envRunLazy+"=0"), "run", "--", "true").want(t, 0)
+	if !strings.Contains(r.stderr, "work tree: checkout (copy; "+envRunLazy+"=0)") {
+		t.Errorf("%s=0 did not check out:\n%s", envRunLazy, r.stderr)
+	}
+	runCapfsEnv(t, root, env, "run", "--lazy", "--no-lazy", "--", "true").want(t, exitUsage)
+	leftovers(t, base)
+}
+
+// TestRunLazyRefused: inside the lazy mount a write the policy refuses fails at
+// once (.envrc, .git/config: permission denied) while the rest of the command's
+// work goes on and is synced; a change only the sync-back refuses (over
+// --max-file-size) is refused and reported there (exit 3), the rest applied
+// (--on-reject apply-rest), and the upper kept for capfs sync, which can
+// discard it.
+func TestRunLazyRefused(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "a\n", ".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n"})
+	env, base := stateEnv(t)
+	r := runCapfsEnv(t, root, env, "run", "--lazy", "--git", "keep", "--", "sh", "-c",
+		"echo evil > .envrc || echo refused-envrc; echo evil >> .git/config || echo refused-git; echo ok > ok.txt").want(t, 0)
+	if !strings.Contains(r.stdout, "refused-envrc") || !strings.Contains(r.stdout, "refused-git") {
+		t.Errorf("the refused writes succeeded inside:\nstdout %s\nstderr %s", r.stdout, r.stderr)
+	}
+	if readFile(t, filepath.Join(root, ".git/config")) != "[core]\n" || readFile(t, filepath.Join(root, "ok.txt")) != "ok\n" {
+		t.Errorf(".git/config %q, ok.txt %q", readFile(t, filepath.Join(root, ".git/config")), readFile(t, filepath.Join(root, "ok.txt")))
+	}
+	if _, err := os.Lstat(filepath.Join(root, ".envrc")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf(".envrc reached the host")
+	}
+
+	r = runCapfsEnv(t, root, env, "run", "--lazy", "--max-file-size", "10", "--", "sh", "-c",
+		"head -c 100 /dev/zero > big.bin; echo small > small.txt").want(t, exitSyncBack)
+	if readFile(t, filepath.Join(root, "small.txt")) != "small\n" {
+		t.Errorf("small.txt was not applied:\n%s", r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "big.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("big.bin reached the host over --max-file-size")
+	}
+	if !strings.Contains(r.stderr, "big.bin") || !strings.Contains(r.stderr, "max-file-size") {
+		t.Errorf("the refusal is not reported:\n%s", r.stderr)
+	}
+	id := keptIDOf(t, r.stderr)
+	if len(checkouts(t, base)) != 1 {
+		t.Errorf("the upper is not kept under %s", base)
+	}
+	d := runCapfsEnv(t, root, env, "sync", "--diff", id).want(t, 0)
+	if !strings.Contains(d.stdout, "big.bin") {
+		t.Errorf("capfs sync --diff %s:\n%s%s", id, d.stdout, d.stderr)
+	}
+	runCapfsEnv(t, root, env, "sync", "--discard", id).want(t, 0)
+	leftovers(t, base)
+}
+
+// TestRunLazySecretsHidden: the secrets the policy hides are absent from the
+// lazy mount (not listed, not readable), and git history is not shown under
+// --git auto.
+func TestRunLazySecretsHidden(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "a\n", ".env": "SECRET=1\n", ".ssh/id_rsa": "KEY\n", "sub/server.pem": "PEM\n", ".git/HEAD": "ref: refs/heads/main\n"})
+	env, base := stateEnv(t)
+	r := runCapfsEnv(t, root, env, "run", "--lazy", "--", "sh", "-c",
+		"ls -a . sub .git; cat .env .ssh/id_rsa sub/server.pem .git/HEAD; true").want(t, 0)
+	for _, bad := range []string{".env", ".ssh", "server.pem", "SECRET", "KEY", "PEM", "HEAD", "refs"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("%q shows in the lazy mount:\n%s", bad, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "a.txt") || !strings.Contains(r.stdout, ".git") {
+		t.Errorf("listing:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "project/.git's contents") {
+		t.Errorf("the hidden git history is not reported:\n%s", r.stderr)
+	}
+	leftovers(t, base)
+}
+
+// TestRunLazyReadOnly: beside a lazy work tree, a read-only mount is EROFS; a
+// --rev run mounts the revision the same way (nothing written to the work
+// tree) and its changes go to --out.
+func TestRunLazyReadOnly(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	work, ro := t.TempDir(), t.TempDir()
+	writeTree(t, work, map[string]string{"a.txt": "a\n"})
+	writeTree(t, ro, map[string]string{"r.txt": "r\n"})
+	env, base := stateEnv(t)
+	r := runCapfsEnv(t, work, env, "-m", "p=physical:"+work, "-m", "ro=physical:"+ro+",ro", "run", "--lazy", "--work", "p", "--", "sh", "-c",
+		"cat /capfs/ro/r.txt; echo x > /capfs/ro/r.txt; echo $?").want(t, 0)
+	if !strings.Contains(r.stderr, "Read-only file system") || !strings.Contains(r.stdout, "r\n") {
+		t.Errorf("the read-only mount is not EROFS:\nstdout %s\nstderr %s", r.stdout, r.stderr)
+	}
+	if readFile(t, filepath.Join(ro, "r.txt")) != "r\n" {
+		t.Errorf("the read-only mount changed")
+	}
+
+	repo := gitRepo(t, map[string]string{"v.txt": "one\n"})
+	writeTree(t, repo, map[string]string{"v.txt": "work tree\n"})
+	out := filepath.Join(t.TempDir(), "out")
+	r = runCapfsEnv(t, repo, env, "run", "--lazy", "--rev", "HEAD", "--out", out, "--", "sh", "-c", "cat v.txt > built.txt").want(t, 0)
+	if got := readFile(t, filepath.Join(out, "built.txt")); got != "one\n" || !strings.Contains(r.stderr, "work tree: lazy") {
+		t.Errorf("--rev lazy: out/built.txt = %q\n%s", got, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, "built.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--rev wrote into the work tree")
+	}
+	leftovers(t, base)
+}
+
+// TestRunLazyConflict: a file the host changes while the lazy sandbox changes
+// it too is a conflict at sync-back: the host's edit stays, the conflict is
+// reported (exit 3), the rest is applied, and the upper kept.
+func TestRunLazyConflict(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "base\n", "b.txt": "base\n"})
+	env, base := stateEnv(t)
+	cmd := exec.Command(capfsBin, "run", "--lazy", "--on-reject", "apply-rest", "--", "sh", "-c", "echo sandbox > a.txt; echo sandbox > b.txt; echo > ready; read line; rm ready")
+	cmd.Dir = root
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*", "ready")); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the sandbox never got ready:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("host edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("go\n"))
+	in.Close()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitSyncBack {
+		t.Fatalf("exit %v, want %d\n%s", err, exitSyncBack, stderr.String())
+	}
+	if got := readFile(t, filepath.Join(root, "a.txt")); got != "host edit\n" {
+		t.Errorf("the host's edit was overwritten: %q", got)
+	}
+	if got := readFile(t, filepath.Join(root, "b.txt")); got != "sandbox\n" {
+		t.Errorf("b.txt = %q", got)
+	}
+	if !strings.Contains(stderr.String(), "a.txt") || !strings.Contains(stderr.String(), "changed in the source") {
+		t.Errorf("the conflict is not reported:\n%s", stderr.String())
+	}
+	keptIDOf(t, stderr.String())
+	if len(checkouts(t, base)) != 1 {
+		t.Errorf("the upper holding the conflicting change is not kept")
+	}
+}
+
+// TestRunLazyStartConstant: a lazy `capfs run -- true` makes as many audited
+// Dir calls on a tree of 2,000 files as on one of 2 (nothing is walked).
+func TestRunLazyStartConstant(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	calls := map[int]int{}
+	for _, n := range []int{2, 2000} {
+		root := t.TempDir()
+		files := map[string]string{}
+		for i := range n {
+			files[fmt.Sprintf("d%d/f%d.c", i%20, i)] = "int x;\n"
+		}
+		writeTree(t, root, files)
+		env, _ := stateEnv(t)
+		r := runCapfsEnv(t, root, env, "run", "--lazy", "--no-cache", "--", "true").want(t, 0)
+		for _, ev := range auditOf(t, r.stderr) {
+			if strings.HasPrefix(ev.Path, "project") {
+				calls[n]++
+			}
+		}
+	}
+	if calls[2] == 0 {
+		t.Errorf("no audited call on the work tree: the count measures nothing")
+	}
+	if calls[2] != calls[2000] {
+		t.Errorf("audited calls on the work tree: %d for 2 files, %d for 2,000; want the same", calls[2], calls[2000])
 	}
 }
