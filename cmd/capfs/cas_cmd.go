@@ -28,6 +28,8 @@ and blobs named by SHA-256 digest (HASH/SIZE), as Bazel's remote caches keep the
   capfs cas snapshot diff A B           what changed from A to B (names or digests)
   capfs cas verify [--repair]           check every blob, and every tree a name reaches
   capfs cas gc [--grace 1h]             delete what no name reaches (older than grace)
+  capfs cas push NAME|DIGEST --remote HOST:PORT   upload to a REAPI server (what it lacks)
+  capfs cas pull NAME|DIGEST --remote HOST:PORT   fetch from a REAPI server into the store
 
 A snapshot is mounted with --mount PATH=cas:NAME or PATH=cas:DIGEST (read-only).
 The store is --store DIR, else $CAPFS_CAS_STORE, else the user cache directory's
@@ -52,7 +54,7 @@ func newCASCmd(o *globalOptions) *cobra.Command {
 	co := &casOptions{}
 	c := &cobra.Command{
 		Use:   "cas",
-		Short: "Content-addressed snapshots: save, list, restore, diff, verify, gc",
+		Short: "Content-addressed snapshots: save, list, restore, diff, verify, gc, push, pull",
 		Long:  casLong,
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
@@ -65,7 +67,7 @@ func newCASCmd(o *globalOptions) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	snap.AddCommand(newCASSaveCmd(o, co), newCASListCmd(co), newCASRestoreCmd(o, co), newCASDiffCmd(co))
-	c.AddCommand(snap, newCASVerifyCmd(co), newCASGCCmd(co))
+	c.AddCommand(snap, newCASVerifyCmd(co), newCASGCCmd(co), newCASPushCmd(co), newCASPullCmd(co))
 	return c
 }
 
