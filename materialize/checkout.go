@@ -124,6 +124,12 @@ type Tree struct {
 	skipped  []Skip
 	readOnly []string // ReadOnlyPaths
 	emptied  []string // git directories decideGit emptied
+	// rootTime is the source root's modification time, given to the
+	// checkout's root (zero when not known); dirTimes are the directories
+	// (root "") whose time the last scan found changed with their entries
+	// the same (see syncDirTimes).
+	rootTime time.Time
+	dirTimes []dirTime
 
 	mu     sync.Mutex
 	closed bool
@@ -678,13 +684,17 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 			return vfs.Errno(op, vfs.MustParse(e.rel), err)
 		}
 	}
-	// The root's time too: tools that look at the working directory (go
-	// test's cache refuses a result that read a directory modified within
-	// the last seconds) see the source's.
+	racy := settleClock(t.rootFd, entries)
+	// The root's time too, after settleClock's probe file came and went in
+	// it: tools that look at the working directory see the source's (go
+	// test's result cache hashes the directory's status with the files it
+	// read, so a root stamped with each checkout's time misses every run).
 	if fi, err := t.src.Lstat(ctx, "."); err == nil && fi.IsDir() {
-		_ = unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(t.rootFd), times(fi.ModTime()), 0)
+		if unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(t.rootFd), times(fi.ModTime()), 0) == nil {
+			t.rootTime = fi.ModTime()
+		}
 	}
-	t.record(entries, settleClock(t.rootFd, entries))
+	t.record(entries, racy)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // Diff compares the checkout as it is now with the Manifest and returns the
@@ -94,6 +95,15 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 		}
 		maxDepth = max(lim.MaxDepth, deepest) + 1
 	}
+	var dirTimes []dirTime
+	if !t.rootTime.IsZero() {
+		var st unix.Stat_t
+		if unix.Fstat(t.rootFd, &st) == nil {
+			if now := time.Unix(0, st.Mtim.Nano()); !now.Equal(t.rootTime) {
+				dirTimes = append(dirTimes, dirTime{"", t.rootTime, now})
+			}
+		}
+	}
 	seen := make(map[string]bool, len(m.Entries))
 	var out []Change
 	var hit *limitHit
@@ -168,6 +178,9 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 		case typ == 0 && !old.ModTime.Equal(ne.ModTime) && !checkoutTime(m, he.rel, ne.ModTime):
 			c = newChange(Touched, he.rel, oldp, &ne)
 		default:
+			if typ == fs.ModeDir && !old.ModTime.Equal(ne.ModTime) {
+				dirTimes = append(dirTimes, dirTime{he.rel, old.ModTime, ne.ModTime})
+			}
 			return nil
 		}
 		out = append(out, c)
@@ -207,5 +220,52 @@ func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	t.dirTimes = dirTimes
 	return out, nil, nil
+}
+
+// dirTime is a directory of the checkout (rel, "" for the root) whose
+// modification time the sandbox changed (it created and removed entries in
+// it, or set the time) from base, the source's at the checkout, to now.
+type dirTime struct {
+	rel       string
+	base, now time.Time
+}
+
+// syncDirTimes gives the source's directories the times the sandbox left on
+// them, for every directory the last scan found with a changed time (its
+// entries, as synced, the same), when the source's directory still has the
+// time it had at the checkout (neither the host nor the apply changed it).
+// A plain run of the command would have left those times on them, and tools
+// look at them: go test's result cache hashes the status of a directory a
+// test listed, so a test that creates and removes a file in its working
+// directory would otherwise miss the cache on every run. Each call goes
+// through the Dir (decided and audited as chtimes); a time that cannot be set
+// is left as it was (a time is not content), and a concurrent change on the
+// host between the check and the call can lose that directory's newer time
+// (not its entries).
+func (t *Tree) syncDirTimes(ctx context.Context) {
+	for _, d := range t.dirTimes {
+		if ctx.Err() != nil {
+			return
+		}
+		p := d.rel
+		if p == "" {
+			p = "."
+		}
+		fi, err := t.src.Lstat(ctx, p)
+		if err != nil || !fi.IsDir() || !fi.ModTime().Equal(d.base) {
+			continue
+		}
+		if t.src.Chtimes(ctx, p, d.now, d.now) != nil {
+			continue
+		}
+		if d.rel == "" {
+			t.rootTime = d.now
+		} else if e, ok := t.manifest.Entries[d.rel]; ok && e.IsDir() {
+			e.ModTime = d.now
+			t.manifest.Entries[d.rel] = e
+		}
+	}
+	t.dirTimes = nil
 }

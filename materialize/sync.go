@@ -250,7 +250,11 @@ func (t *Tree) setKeepSync(v bool) {
 // first). Every regular file written, and every file whose only
 // change is its modification time, gets the checkout's modification time
 // (Dir.Chtimes), so the source's times are the sandbox's and make sees what
-// the sandbox's make left; directories' times are not synced. Just before each
+// the sandbox's make left. When everything was applied, a directory whose
+// time the sandbox changed but whose entries are as synced gets the
+// sandbox's time too, if the source's still has the checkout's (see
+// syncDirTimes: go test's result cache looks at it); other directories keep
+// the times the apply gave them. Just before each
 // step the source's entry is looked at again (an Lstat compared with what
 // validation saw, the full comparison when it differs): a step whose base
 // changed meanwhile is not applied (a conflict), and neither are the steps
@@ -365,6 +369,9 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 	t.keepFor(rep, false)
 	if applyErr != nil {
 		return rep, applyErr
+	}
+	if problem == nil && len(rep.NotApplied) == 0 {
+		t.syncDirTimes(ctx)
 	}
 	return rep, problem
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
@@ -270,4 +271,57 @@ func TestSyncBackKeepOursAddedMode(t *testing.T) {
 			t.Errorf("run.sh = %q, mode %v; want the sandbox's bytes and 0755", got, fi.Mode())
 		}
 	})
+}
+
+// A directory whose entries the sandbox created and removed again (its listing
+// the same, its time changed) gets the sandbox's time in the source, as a
+// plain run would have left it (go test's result cache hashes it); one the
+// source changed since the checkout keeps the source's; a checkout's root
+// starts with the source root's time.
+func TestSyncBackDirectoryTimes(t *testing.T) {
+	forEach(t, func(t *testing.T, s source) {
+		fill(t, s.d)
+		must(t, s.d.MkdirAll(ctx, "other"))
+		old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+		for _, p := range []string{".", "src", "src/sub", "other"} {
+			must(t, s.d.Chtimes(ctx, p, old, old))
+		}
+		tr := checkout(t, s.d, materialize.Options{})
+		if fi, err := os.Stat(tr.Path()); err != nil || !fi.ModTime().Equal(old) {
+			t.Fatalf("checkout root time %v, want the source's %v (%v)", fi.ModTime(), old, err)
+		}
+		for _, p := range []string{"", "src/sub", "other"} {
+			scratch := filepath.Join(tr.Path(), p, "scratch")
+			must(t, os.WriteFile(scratch, []byte("x"), 0o644))
+			must(t, os.Remove(scratch))
+		}
+		// The source changes other meanwhile: its own time stays.
+		must(t, s.d.WriteFile(ctx, "other/new", []byte("y"), 0o644))
+		hostOther, err := s.d.Lstat(ctx, "other")
+		must(t, err)
+		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		if err != nil || len(rep.Applied) != 0 {
+			t.Fatalf("SyncBack: %v %+v", err, rep)
+		}
+		for _, c := range []struct {
+			p    string
+			want time.Time
+		}{{".", stamp(t, tr.Path())}, {"src/sub", stamp(t, filepath.Join(tr.Path(), "src/sub"))}, {"src", old}, {"other", hostOther.ModTime()}} {
+			fi, err := s.d.Lstat(ctx, c.p)
+			must(t, err)
+			if !fi.ModTime().Equal(c.want) {
+				t.Errorf("%s: source time %v, want %v", c.p, fi.ModTime(), c.want)
+			}
+		}
+		if got := stamp(t, tr.Path()); got.Equal(old) {
+			t.Errorf("the checkout's root time was not changed by the test: %v", got)
+		}
+	})
+}
+
+func stamp(t *testing.T, p string) time.Time {
+	t.Helper()
+	fi, err := os.Stat(p)
+	must(t, err)
+	return fi.ModTime()
 }

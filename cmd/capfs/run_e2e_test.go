@@ -741,3 +741,84 @@ func TestRunSignalDuringCheckout(t *testing.T) {
 		t.Errorf("the command ran")
 	}
 }
+
+// TestRunGoTestCached: a second `capfs run -- go test ./...` reports the
+// test's result "(cached)", as a second plain go test does, although the test
+// creates and removes a file in its working directory (as cobra's do). Go's
+// result cache hashes the status of every file and directory the test read:
+// the checkout must give them the same path, times and sizes in both runs, so
+// the directory's time the first run left is synced back.
+func TestRunGoTestCached(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not found in PATH")
+	}
+	t.Parallel()
+	top := t.TempDir()
+	proj := filepath.Join(top, "m")
+	writeTree(t, proj, map[string]string{
+		"go.mod":    "module example.com/m\n\ngo 1.22\n",
+		"data.txt":  "input\n",
+		"sub/s.txt": "more\n",
+		"m_test.go": `package m
+
+import (
+	"os"
+	"testing"
+)
+
+func TestReadsAndScratches(t *testing.T) {
+	if b, err := os.ReadFile("data.txt"); err != nil || string(b) != "input\n" {
+		t.Fatal(string(b), err)
+	}
+	if _, err := os.ReadDir("sub"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir("scratch", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("scratch/x.go", []byte("package x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll("scratch"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadDir("."); err != nil {
+		t.Fatal(err)
+	}
+}
+`,
+	})
+	// Files older than go's two-second cut-off for recently modified inputs.
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{".", "go.mod", "data.txt", "sub", "sub/s.txt", "m_test.go"} {
+		if err := os.Chtimes(filepath.Join(proj, p), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, _ := stateEnv(t)
+	// The checkout (a lazy run's work tree is a FUSE mount, not this path).
+	env = append(env, "CAPFS_CACHE_DIR="+filepath.Join(top, "cache"), "CAPFS_RUN_LAZY=0")
+	first := runCapfsEnv(t, proj, env, "run", "--", "go", "test", "./...").want(t, 0)
+	if strings.Contains(first.stdout, "(cached)") {
+		t.Fatalf("the first run was cached already:\n%s", first.stdout)
+	}
+	second := runCapfsEnv(t, proj, env, "run", "--", "go", "test", "./...").want(t, 0)
+	if !strings.Contains(second.stdout, "ok  \texample.com/m\t(cached)") {
+		t.Errorf("the second run missed go's test cache:\n%s\n%s", second.stdout, second.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(proj, "scratch")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the test's scratch directory reached the project: %v", err)
+	}
+	// A change to a file the test read is seen: the result is not cached.
+	if err := os.WriteFile(filepath.Join(proj, "data.txt"), []byte("input\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(proj, "data.txt"), old.Add(time.Minute), old.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	third := runCapfsEnv(t, proj, env, "run", "--", "go", "test", "./...").want(t, 0)
+	if strings.Contains(third.stdout, "(cached)") {
+		t.Errorf("a changed input was not seen:\n%s", third.stdout)
+	}
+}
