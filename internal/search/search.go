@@ -225,18 +225,10 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		defer close(s.order)
 		defer close(s.work)
 		if !info.IsDir() {
-			s.file(ctx, d, root, root)
+			s.file(ctx, root)
 			return
 		}
-		rd := d
-		if root != "." {
-			var err error
-			if rd, err = d.Sub(ctx, root); err != nil {
-				s.skip(ctx, root, err)
-				return
-			}
-		}
-		s.walk(ctx, &node{dd: rd, p: root})
+		s.walk(ctx, &node{p: root})
 	}()
 	// However the search ends, stop the walk, the workers and the directory
 	// loads, and wait for them: no Dir call of this search runs after Search
@@ -331,9 +323,7 @@ func join(dirPath, name string) string {
 // slot is one entry of the ordered output: a file to search, or a skip found
 // by the walk. done is closed once it is final.
 type slot struct {
-	path     string
-	dd       *dir.Dir // the directory holding the file (files are opened by name in it)
-	name     string
+	path     string // the path from the Dir given to Search, opened through it
 	done     chan struct{}
 	searched bool
 	binary   bool
@@ -354,20 +344,21 @@ type searcher struct {
 	loaders sync.WaitGroup // the goroutines loading nodes
 }
 
-// node is one directory of the walk, opened as a Dir of its own (so that its
-// files are opened by one name, not resolved from the root again), with its
-// entries, the .gitignore patterns in force in it, and its subdirectories'
-// nodes. Nodes are loaded ahead of the walk, in parallel (a crawl bounded by
-// sem and maxAhead), and consumed by the walk in depth-first order.
+// node is one directory of the walk, with its entries, the .gitignore
+// patterns in force in it, and its subdirectories' nodes. Nodes are loaded
+// ahead of the walk, in parallel (a crawl bounded by sem and maxAhead), and
+// consumed by the walk in depth-first order. Directories and files are named
+// by their path from the Dir given to Search: each call on it resolves that
+// path afresh, beneath the Dir, and is decided on what it reaches. (A Dir
+// pinned to each directory would resolve one name per file but pays a
+// location check of the pinned directory on every call, costlier than the
+// full path's single openat2.)
 type node struct {
-	parent  *dir.Dir
-	name    string   // the name in parent ("" for the root, whose dd is set)
 	p       string   // the path from the Dir given to Search
 	rel     []string // the path from the search root, as names
 	inherit []gitignore.Pattern
 
 	done    chan struct{} // closed once loaded (nil: loaded when waited for)
-	dd      *dir.Dir
 	ents    []fs.DirEntry
 	ignores []gitignore.Pattern // inherit and this directory's .gitignore
 	kids    []*node             // the subdirectories walked, in order
@@ -379,8 +370,8 @@ const maxAhead = 4096
 
 // newNode returns the node of directory name of parent, loading it in the
 // background when a slot is free and not too much is loaded ahead already.
-func (s *searcher) newNode(ctx context.Context, parent *dir.Dir, name, p string, rel []string, inherit []gitignore.Pattern) *node {
-	n := &node{parent: parent, name: name, p: p, rel: rel, inherit: inherit}
+func (s *searcher) newNode(ctx context.Context, p string, rel []string, inherit []gitignore.Pattern) *node {
+	n := &node{p: p, rel: rel, inherit: inherit}
 	if s.ahead.Load() < maxAhead {
 		s.ahead.Add(1)
 		n.done = make(chan struct{})
@@ -401,22 +392,17 @@ func (s *searcher) newNode(ctx context.Context, parent *dir.Dir, name, p string,
 	return n
 }
 
-// load opens the directory, reads its entries and its .gitignore, and starts
-// its subdirectories' nodes.
+// load reads the directory's entries and its .gitignore, and starts its
+// subdirectories' nodes.
 func (n *node) load(ctx context.Context, s *searcher) {
-	if n.dd == nil {
-		if n.dd, n.err = n.parent.OpenDir(ctx, n.name); n.err != nil {
-			return
-		}
-	}
-	if n.ents, n.err = n.dd.ReadDir(ctx, "."); n.err != nil {
+	if n.ents, n.err = s.d.ReadDir(ctx, n.p); n.err != nil {
 		return
 	}
 	n.ignores = n.inherit
 	if !s.opts.NoIgnore {
 		for _, e := range n.ents {
 			if e.Name() == ".gitignore" && e.Type().IsRegular() {
-				if data, err := n.dd.ReadFile(ctx, ".gitignore"); err == nil {
+				if data, err := s.d.ReadFile(ctx, join(n.p, ".gitignore")); err == nil {
 					n.ignores = appendPatterns(n.ignores, data, n.rel)
 				} else if code := vfs.CodeOf(err); code == vfs.CodeRevoked || ctx.Err() != nil {
 					n.err = err
@@ -429,7 +415,7 @@ func (n *node) load(ctx context.Context, s *searcher) {
 	for _, e := range n.ents {
 		if e.IsDir() && s.keep(e, n.rel, n.ignores) {
 			name := e.Name()
-			n.kids = append(n.kids, s.newNode(ctx, n.dd, name, join(n.p, name), append(n.rel[:len(n.rel):len(n.rel)], name), n.ignores))
+			n.kids = append(n.kids, s.newNode(ctx, join(n.p, name), append(n.rel[:len(n.rel):len(n.rel)], name), n.ignores))
 		}
 	}
 }
@@ -465,8 +451,8 @@ func (s *searcher) put(ctx context.Context, sl *slot, work bool) bool {
 	}
 }
 
-func (s *searcher) file(ctx context.Context, dd *dir.Dir, name, p string) bool {
-	return s.put(ctx, &slot{path: p, dd: dd, name: name, done: make(chan struct{})}, true)
+func (s *searcher) file(ctx context.Context, p string) bool {
+	return s.put(ctx, &slot{path: p, done: make(chan struct{})}, true)
 }
 
 func (s *searcher) skip(ctx context.Context, p string, err error) bool {
@@ -499,7 +485,7 @@ func (s *searcher) walk(ctx context.Context, n *node) bool {
 		name := e.Name()
 		switch t := e.Type(); {
 		case t.IsDir():
-			if next < len(n.kids) && n.kids[next].name == name {
+			if next < len(n.kids) && path.Base(n.kids[next].p) == name {
 				kid := n.kids[next]
 				next++
 				if !s.walk(ctx, kid) {
@@ -510,7 +496,7 @@ func (s *searcher) walk(ctx context.Context, n *node) bool {
 			if !s.keep(e, n.rel, n.ignores) || !s.included(n.rel, name) {
 				continue
 			}
-			if !s.file(ctx, n.dd, name, join(n.p, name)) {
+			if !s.file(ctx, join(n.p, name)) {
 				return false
 			}
 		}
@@ -609,7 +595,7 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 			sl.skip = &Skip{Path: sl.path, Reason: SkipUnreadable, Err: err}
 		}
 	}
-	h, err := sl.dd.Open(ctx, sl.name, os.O_RDONLY, 0)
+	h, err := s.d.Open(ctx, sl.path, os.O_RDONLY, 0)
 	if err != nil {
 		fail(err)
 		return
@@ -790,18 +776,18 @@ func asciiLower(dst, src []byte) []byte {
 
 // matcher finds matching lines.
 type matcher struct {
-	lit    []byte         // literal search (lower-case if fold)
+	lit    finder         // literal search (lower-case if fold)
 	fold   bool           // lit is searched in the ASCII-lowered text
-	prefix []byte         // a literal every match starts with (re set)
 	re     *regexp.Regexp // the line expression (nil for a literal)
+	req    finder         // a literal every match contains (re set; none when req.lit is nil)
 	bufRe  *regexp.Regexp // re in multi-line mode over the whole buffer (nil: line by line)
 }
 
 // compile builds the matcher of opts.Pattern, choosing a fast path: a literal
-// (bytes.Index over the whole file, after ASCII lowering for IgnoreCase), a
-// literal prefix (bytes.Index for candidates, the expression on their line) or
-// the expression over the whole file in multi-line mode (then verified on the
-// line).
+// (searched over the whole file, after ASCII lowering for IgnoreCase), a
+// literal every match must contain (searched for candidates, the expression
+// run on their line only) or the expression over the whole file in
+// multi-line mode (then verified on the line).
 func compile(opts Options) (*matcher, error) {
 	bad := func(err error) error {
 		return &vfs.Error{Code: CodeInvalidArgument, Op: "search", Err: err}
@@ -823,11 +809,11 @@ func compile(opts Options) (*matcher, error) {
 	if isLit && !strings.ContainsAny(lit, "\r\n") {
 		switch {
 		case !opts.IgnoreCase:
-			return &matcher{lit: []byte(lit)}, nil
+			return &matcher{lit: newFinder([]byte(lit))}, nil
 		case isASCII(lit) && !strings.ContainsAny(lit, "kKsS"):
 			// ASCII folding is exact for these letters; k and s also fold to
 			// U+212A and U+017F in Go's (?i), so they take the expression path.
-			return &matcher{lit: []byte(strings.ToLower(lit)), fold: true}, nil
+			return &matcher{lit: newFinder([]byte(strings.ToLower(lit))), fold: true}, nil
 		}
 	}
 	expr := opts.Pattern
@@ -842,13 +828,110 @@ func compile(opts Options) (*matcher, error) {
 		return nil, bad(fmt.Errorf("bad regular expression: %v", err))
 	}
 	m := &matcher{re: re}
-	if p, _ := re.LiteralPrefix(); p != "" && !strings.ContainsAny(p, "\r\n") {
-		m.prefix = []byte(p)
+	if tree, err := syntax.Parse(expr, syntax.Perl); err == nil {
+		if r := required(tree.Simplify()); len(r) > 0 && !strings.ContainsAny(r, "\r\n") {
+			m.req = newFinder([]byte(r))
+		}
 	}
 	if !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
 		m.bufRe, _ = regexp.Compile("(?m)" + expr)
 	}
 	return m, nil
+}
+
+// required returns the longest literal that every match of re contains (""
+// when there is none that is certain): a case-sensitive literal, or the
+// longest required literal of a concatenation's parts, a capture's or a
+// repetition's (of at least one) body. Alternations and optional parts
+// contribute nothing.
+func required(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return ""
+		}
+		return string(re.Rune)
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		// Adjacent literals join into one run; the longest run, or the longest
+		// required literal inside a part, wins.
+		best, run := "", ""
+		for _, sub := range re.Sub {
+			if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
+				run += string(sub.Rune)
+				if len(run) > len(best) {
+					best = run
+				}
+				continue
+			}
+			run = ""
+			if r := required(sub); len(r) > len(best) {
+				best = r
+			}
+		}
+		return best
+	}
+	return ""
+}
+
+// finder searches for one literal, looking first for its rarest byte (by a
+// table of how common bytes are in source code and text), as ripgrep does:
+// bytes.Index scans for the literal's first byte, which in "func New" is
+// among the commonest.
+type finder struct {
+	lit  []byte
+	rare int // the index in lit of the byte scanned for
+}
+
+func newFinder(lit []byte) finder {
+	f := finder{lit: lit}
+	for i, c := range lit {
+		if byteRank(c) > byteRank(lit[f.rare]) {
+			f.rare = i
+		}
+	}
+	return f
+}
+
+// commonBytes are the bytes of source code and prose, commonest first; a byte
+// not listed ranks as rare.
+const commonBytes = " e\tt\nrsnaiolcd.u(p)mf,\"_=h:gb/*;-0y1{}w2v[]kxESRT&ACNI<>'F#DPLM3O54B"
+
+// byteRank is c's rank in commonBytes (lower is commoner), 255 if not listed.
+func byteRank(c byte) int {
+	if i := strings.IndexByte(commonBytes, c); i >= 0 {
+		return i
+	}
+	return 255
+}
+
+// index returns the offset of the first occurrence of the literal in h, or -1.
+func (f *finder) index(h []byte) int {
+	n := len(f.lit)
+	if n < 2 || f.rare == 0 {
+		return bytes.Index(h, f.lit)
+	}
+	c := f.lit[f.rare]
+	for i := f.rare; i < len(h); {
+		j := bytes.IndexByte(h[i:], c)
+		if j < 0 {
+			return -1
+		}
+		start := i + j - f.rare
+		if start+n > len(h) {
+			return -1
+		}
+		if bytes.Equal(h[start:start+n], f.lit) {
+			return start
+		}
+		i += j + 1
+	}
+	return -1
 }
 
 func isASCII(s string) bool {
@@ -879,14 +962,19 @@ func (m *matcher) next(data, hay []byte, pos int, perLine bool) (int, int) {
 	for pos < len(data) {
 		switch {
 		case m.re == nil:
-			i := bytes.Index(hay[pos:], m.lit)
+			i := m.lit.index(hay[pos:])
 			if i < 0 {
 				return -1, -1
 			}
 			s, e := lineBounds(data, pos+i)
 			return s, e
-		case perLine:
-			s, e := lineBounds(data, pos)
+		case m.req.lit != nil:
+			// Only lines holding the required literal can match.
+			i := m.req.index(data[pos:])
+			if i < 0 {
+				return -1, -1
+			}
+			s, e := lineBounds(data, pos+i)
 			if m.re.Match(trimCR(data[s:e])) {
 				return s, e
 			}
@@ -894,13 +982,9 @@ func (m *matcher) next(data, hay []byte, pos int, perLine bool) (int, int) {
 				return -1, -1
 			}
 			pos = e + 1
-		case m.prefix != nil:
-			i := bytes.Index(data[pos:], m.prefix)
-			if i < 0 {
-				return -1, -1
-			}
-			s, e := lineBounds(data, pos+i)
-			if m.re.Match(data[s:e]) {
+		case perLine:
+			s, e := lineBounds(data, pos)
+			if m.re.Match(trimCR(data[s:e])) {
 				return s, e
 			}
 			if e >= len(data) {
@@ -930,9 +1014,9 @@ func (m *matcher) next(data, hay []byte, pos int, perLine bool) (int, int) {
 func (m *matcher) lineMatch(line, low []byte) bool {
 	switch {
 	case m.re == nil && m.fold:
-		return bytes.Contains(low, m.lit)
+		return m.lit.index(low) >= 0
 	case m.re == nil:
-		return bytes.Contains(line, m.lit)
+		return m.lit.index(line) >= 0
 	default:
 		return m.re.Match(line)
 	}

@@ -170,7 +170,8 @@ func TestAgainstReference(t *testing.T) {
 			files[p] = c.String()
 		}
 		d := tree(t, files)
-		for _, pat := range []string{"foo", "Foo", "^foo", "bar $", "fo+b", "func|main", `\bx\b`, "^$", "o$", "kel", "[^a-z]foo", `\s`} {
+		for _, pat := range []string{"foo", "Foo", "^foo", "bar $", "fo+b", "func|main", `\bx\b`, "^$", "o$", "kel", "[^a-z]foo", `\s`,
+			`\w+bar\b`, `o (bar|main) `, `(foo){1,}bar`, `x?foobar$`, "oob", "ain", `f(oo)?`} {
 			for _, ic := range []bool{false, true} {
 				for _, mode := range []search.Mode{search.FilesWithMatches, search.Count, search.Content} {
 					before, after := 0, 0
@@ -316,5 +317,31 @@ func TestStopEarly(t *testing.T) {
 	}
 	if after := runtime.NumGoroutine(); after > before+2 {
 		t.Errorf("%d goroutines before, %d after", before, after)
+	}
+}
+
+// TestRareByteFinder checks the literal search against strings.Index on
+// literals whose rarest byte is not the first, at every alignment.
+func TestRareByteFinder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alpha := "func New(eNwz\n "
+	for range 2000 {
+		var h strings.Builder
+		for range rng.IntN(60) {
+			h.WriteByte(alpha[rng.IntN(len(alpha))])
+		}
+		lit := []string{"func New", "New", "eN", "wz", "z", "Nw", "c Ne", "(e"}[rng.IntN(8)]
+		want := strings.Index(h.String(), lit)
+		d := tree(t, map[string]string{"f": h.String()})
+		got, _ := run(t, d, ".", search.Options{Pattern: lit, Fixed: true, Mode: search.Content})
+		if (want >= 0) != (len(got) == 1) {
+			t.Fatalf("%q in %q: want index %d, got %v", lit, h.String(), want, got)
+		}
+		if want >= 0 {
+			line := strings.Count(h.String()[:want], "\n") + 1
+			if got[0].Lines[0].Num != line {
+				t.Fatalf("%q in %q: first match on line %d, want %d", lit, h.String(), got[0].Lines[0].Num, line)
+			}
+		}
 	}
 }
