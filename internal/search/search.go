@@ -776,11 +776,11 @@ func asciiLower(dst, src []byte) []byte {
 
 // matcher finds matching lines.
 type matcher struct {
-	lit    finder         // literal search (lower-case if fold)
-	fold   bool           // lit is searched in the ASCII-lowered text
-	re     *regexp.Regexp // the line expression (nil for a literal)
-	req    finder         // a literal every match contains (re set; none when req.lit is nil)
-	bufRe  *regexp.Regexp // re in multi-line mode over the whole buffer (nil: line by line)
+	lit   finder         // literal search (lower-case if fold)
+	fold  bool           // lit is searched in the ASCII-lowered text
+	re    *regexp.Regexp // the line expression (nil for a literal)
+	req   finder         // a literal every match contains (re set; none when req.lit is nil)
+	bufRe *regexp.Regexp // re in multi-line mode over the whole buffer (nil: line by line)
 }
 
 // compile builds the matcher of opts.Pattern, choosing a fast path: a literal
