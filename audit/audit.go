@@ -11,7 +11,15 @@
 //   - Slog: one log/slog record per event, refusals and failures at a higher level.
 //   - Multi and Filter: fan-out to several sinks, and a predicate in front of one.
 //
-// Events never contain host paths: paths are those of the capability tree. What this
+// Events never contain host paths: paths are those of the capability tree.
+//
+// Granularity: one event per call, except where the host asks for a summary. A
+// sink wrapped by Batching counts, instead of recording, the successful read,
+// list and stat calls made under a context carrying a Batch (WithBatch), and
+// the Batch's Flush records them as one event with Count set; refusals and
+// failures are still recorded one by one. The MCP server's grep does this
+// (one event per grep call for the files it read): which files such a request
+// read is then not in the log, only its root and how many calls it made. What this
 // package does not do: it does not sign or chain events (a JSONL file is tamper-evident
 // only as far as the host's file permissions make it), it does not rotate files, and
 // a sink that fails (a full disk, a closed file) does not fail the guest's call: the
@@ -58,6 +66,10 @@ type Event struct {
 	// Tag names the outer request the call was made for (an MCP tool call, say),
 	// as set on the call's context with WithRequestTag; "" when none was set.
 	Tag string `json:"tag,omitempty"`
+	// Count is set on a summary event (see Batch): the number of successful
+	// calls it stands for, which were not recorded one by one. 0 on the event
+	// of a single call.
+	Count int `json:"count,omitempty"`
 }
 
 // Sink receives events. Implementations must be safe for concurrent use.

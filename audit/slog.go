@@ -93,6 +93,9 @@ func (s *Slog) Record(ctx context.Context, e Event) {
 	}
 	attrs = append(attrs, slog.String("outcome", string(e.Outcome)))
 	attrs = appendNonEmpty(attrs, "code", e.Code)
+	if e.Count > 0 {
+		attrs = append(attrs, slog.Int("count", e.Count))
+	}
 	attrs = appendNonEmpty(attrs, "rule", e.Rule)
 	attrs = append(attrs, slog.Duration("duration", e.Duration))
 	r.AddAttrs(attrs...)
