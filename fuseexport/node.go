@@ -64,7 +64,11 @@ func (n *node) path() (vfs.Path, syscall.Errno) {
 	for i, j := 0, len(elems)-1; i < j; i, j = i+1, j-1 {
 		elems[i], elems[j] = elems[j], elems[i]
 	}
-	p, err := vfs.ParseGuest(strings.Join(elems, "/"))
+	joined := strings.Join(elems, "/")
+	if len(joined) > vfs.MaxPathLen {
+		return vfs.Path{}, syscall.ENAMETOOLONG
+	}
+	p, err := vfs.ParseGuest(joined)
 	if err != nil {
 		return vfs.Path{}, syscall.ENOENT
 	}
@@ -83,6 +87,10 @@ func (n *node) child(name string) (vfs.Path, syscall.Errno) {
 	p, errno := n.path()
 	if errno != 0 {
 		return p, errno
+	}
+	if len(p.String())+1+len(name) > vfs.MaxPathLen {
+		// The Dir's paths, from the exported root, are at most PATH_MAX long.
+		return vfs.Path{}, syscall.ENAMETOOLONG
 	}
 	c, err := p.Child(name)
 	if err != nil {
@@ -124,6 +132,13 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 			return errnoOf(err, opRead)
 		}
 		n.s.fillAttr(n.StableAttr().Ino, info, &out.Attr)
+		if info.Nlink == 0 {
+			if _, errno := n.path(); errno != 0 {
+				// Open, and its last name removed (fstat after unlink): no
+				// links, as on disk.
+				out.Attr.Nlink = 0
+			}
+		}
 		return 0
 	}
 	p, errno := n.path()

@@ -428,8 +428,13 @@ func (s *Server) fillAttr(ino uint64, info vfs.Info, a *fuse.Attr) {
 	if info.Nlink > 0 {
 		a.Nlink = uint32(info.Nlink)
 	}
-	t := info.ModTime
-	a.SetTimes(&t, &t, &t)
+	// The Dir keeps no access time: atime is mtime. ctime is the backend's
+	// (the physical backend's st_ctim), else mtime.
+	t, c := info.ModTime, info.ChangeTime
+	if c.IsZero() {
+		c = t
+	}
+	a.SetTimes(&t, &t, &c)
 	a.Uid, a.Gid = s.uid, s.gid
 }
 
