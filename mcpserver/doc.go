@@ -38,7 +38,9 @@
 //   - Every tool call's context carries a request tag (audit.WithRequestTag):
 //     "mcp:<session>:<tool>#<n>". Every audit event of the Dir calls the tool
 //     makes has it in Event.Tag, and the result's _meta has it under
-//     MetaRequestTag.
+//     MetaRequestTag. grep's successful read, list and stat calls are
+//     summarised in one event (op "grep", Count set) when the Dir's sink is
+//     wrapped by audit.Batching; its refusals and failures are one event each.
 //   - apply_patch parses and checks every file, computes every new content,
 //     refuses existing Add/Move targets and asks the Dir (dir.Dir.Check) whether
 //     every write and removal would be allowed, all before writing anything;

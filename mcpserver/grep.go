@@ -9,6 +9,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/internal/search"
 )
 
@@ -121,7 +122,11 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 	}
 	var b strings.Builder
 	width := s.opts.LineWidth
-	sum, err := search.Search(ctx, s.root, root, opts, func(f *search.File) error {
+	// One audit event for the files and directories the search read (when the
+	// host's sink is wrapped by audit.Batching); refusals stay one event each.
+	batch := &audit.Batch{Op: "grep", Path: root}
+	defer batch.Flush(ctx)
+	sum, err := search.Search(audit.WithBatch(ctx, batch), s.root, root, opts, func(f *search.File) error {
 		gf := grepFile{Path: f.Path}
 		p := esc(f.Path)
 		switch opts.Mode {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/mcpserver"
@@ -167,4 +168,45 @@ func TestHiddenConsistent(t *testing.T) {
 	tree := f.ok("tree", map[string]any{"path": "p"})
 	mustContain(t, tree, ".env (hidden: refused by the policy)")
 	mustNotContain(t, tree, "-1 bytes", "6 bytes")
+}
+
+// TestGrepAuditSummary: with the sink wrapped by audit.Batching, a grep's
+// successful reads are one summary event carrying the request tag and the
+// count; each refusal is still an event of its own.
+func TestGrepAuditSummary(t *testing.T) {
+	ring := audit.NewRing(4096)
+	m := memory.New()
+	plain, _ := dir.New(m)
+	files := map[string]string{".env": "needle=1\n", "sub/.env": "x\n"}
+	for i := range 30 {
+		files[fmt.Sprintf("sub/f%02d.txt", i)] = "needle\n"
+	}
+	populate(t, plain, files)
+	d, _ := dir.New(m, dir.WithPolicy(policy.Defaults()), dir.WithAudit(audit.Batching(ring)))
+	cs := connect(t, d, mcpserver.Options{})
+	r := callTool(t, cs, "grep", map[string]any{"pattern": "needle"})
+	if r.isErr || !strings.Contains(r.text, "sub/f29.txt") {
+		t.Fatalf("grep: %+v", r)
+	}
+	var summary []audit.Event
+	denied := 0
+	for _, e := range ring.Events() {
+		if e.Tag != r.tag {
+			continue
+		}
+		switch {
+		case e.Op == "grep":
+			summary = append(summary, e)
+		case e.Outcome == audit.Denied:
+			denied++
+		case e.Outcome == audit.OK:
+			t.Errorf("a successful %s of %s was logged on its own: %+v", e.Op, e.Path, e)
+		}
+	}
+	if len(summary) != 1 || summary[0].Count < 32 || summary[0].Outcome != audit.OK || summary[0].Path != "." {
+		t.Fatalf("want one grep summary event standing for the 30 reads and the listings, got %+v", summary)
+	}
+	if denied != 2 {
+		t.Fatalf("%d denied events for the two .env files, want 2", denied)
+	}
 }
