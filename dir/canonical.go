@@ -316,18 +316,18 @@ func (s *scope) openRead(ctx context.Context, c *call) (vfs.File, error) {
 	if c.ad == nil {
 		return s.b.OpenFile(ctx, c.rp, os.O_RDONLY, 0)
 	}
-	// The resolution's callback works on the admission's copy of c (ad.call), so
-	// that c itself never escapes to the heap on the default path.
+	// The resolution's callback works on the admission's copy of what admit
+	// needs of c (ad.args), so that c itself never escapes to the heap.
 	ad := c.ad
 	decided := false
 	var aerr error
 	f, _, err := vfs.ResolveOpen(ctx, s.b, c.p, func(loc vfs.Location) error {
 		decided = true
-		ad.call.rp = loc.Path
-		aerr = ad.admit(ctx, ad.call)
+		ad.args.rp = loc.Path
+		aerr = ad.admit(ctx, ad.args)
 		return aerr
 	})
-	c.rp = ad.call.rp
+	c.rp = ad.args.rp
 	switch {
 	case err == nil:
 		return f, nil
@@ -335,8 +335,8 @@ func (s *scope) openRead(ctx context.Context, c *call) (vfs.File, error) {
 		return nil, &addressed{err}
 	case !decided:
 		if rp, cerr := s.canon(ctx, c.p, followFinal); cerr == nil {
-			c.rp, ad.call.rp = rp, rp
-			if aerr := ad.admit(ctx, ad.call); aerr != nil {
+			c.rp, ad.args.rp = rp, rp
+			if aerr := ad.admit(ctx, ad.args); aerr != nil {
 				return nil, &addressed{aerr}
 			}
 		}

@@ -230,7 +230,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		d, ok := policy.Decision{Effect: policy.Allow, Rule: allowAllRule}, true
 		if e.customPolicy {
 			// The guest's own paths first: a refused name reveals nothing more.
-			d, ok = e.decideAll(ctx, c, c.req)
+			d, ok = e.decideAll(ctx, c.op, c.alsoRead, c.req)
 		}
 		ad.rule = d.Rule
 		if !ok {
@@ -240,16 +240,18 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		if c.fused && !c.checkOnly && !c.p.MustBeDir() {
 			// The canonical decision and the Before hooks run inside the
 			// backend's resolution (openRead), on the very object it opens.
-			h, cp := new(admission), *c
-			*h = *ad
-			h.call = &cp
-			ad, c.ad = h, h
+			// One allocation holds the admission and the little of the call
+			// that admit needs (the call itself stays on the stack).
+			h := &fusedAdmission{admission: *ad, args: c.admitArgs()}
+			h.admission.args = &h.args
+			ad, c.ad = &h.admission, &h.admission
 		} else {
 			if rerr := s.resolveCall(ctx, c); rerr != nil {
 				finished = true
 				return s.address(c, rerr)
 			}
-			if aerr := ad.admit(ctx, c); aerr != nil {
+			args := c.admitArgs()
+			if aerr := ad.admit(ctx, &args); aerr != nil {
 				finished = true
 				return aerr
 			}
@@ -283,21 +285,54 @@ type admission struct {
 	rule               string
 	outcome            audit.Outcome
 	ran                int // hooks whose Before ran (their After is owed)
-	// call is a copy of a fused read's call, which admit works on from inside
-	// the backend's resolution (its req is the original's); nil otherwise.
-	call *call
+	// args is what admit needs of a fused read's call, which it works on from
+	// inside the backend's resolution (its req is the call's); nil otherwise.
+	args *admitArgs
 }
+
+// fusedAdmission is a fused read's admission with its admitArgs, allocated
+// together.
+type fusedAdmission struct {
+	admission
+	args admitArgs
+}
+
+// admitArgs is the part of a call that admit reads: small enough to copy, so
+// that a fused read keeps its call on the stack and allocates only this.
+type admitArgs struct {
+	op                 policy.Op
+	method, path, dest string
+	kind               destKind
+	alsoRead           bool
+	checkOnly          bool
+	base, rp, rq       vfs.Path
+	req                *policy.Request
+}
+
+// admitArgs returns what admit needs of c.
+func (c *call) admitArgs() admitArgs {
+	return admitArgs{op: c.op, method: c.method, path: c.path, dest: c.dest, kind: c.kind,
+		alsoRead: c.alsoRead, checkOnly: c.checkOnly, base: c.base, rp: c.rp, rq: c.rq, req: c.req}
+}
+
+// treePaths is call.treePaths.
+func (c *admitArgs) treePaths() (path, dest string) {
+	return treePathsOf(c.base, c.rp, c.rq, c.kind)
+}
+
+// destForErr is call.destForErr.
+func (c *admitArgs) destForErr() string { return destForErr(c.kind, c.dest) }
 
 // admit decides on c's canonical paths (c.rp, c.rq) where they differ from the
 // guest's, then runs the Before hooks (unless c only checks). Its errors are in
 // their final, guest-facing form.
-func (ad *admission) admit(ctx context.Context, c *call) error {
+func (ad *admission) admit(ctx context.Context, c *admitArgs) error {
 	e := ad.e
 	ad.treePath, ad.treeDest = c.treePaths()
 	if ad.treePath != ad.lexPath || ad.treeDest != ad.lexDest {
 		c.req.Path, c.req.Dest = ad.treePath, ad.treeDest
 		if e.customPolicy {
-			d, ok := e.decideAll(ctx, c, c.req)
+			d, ok := e.decideAll(ctx, c.op, c.alsoRead, c.req)
 			ad.rule = d.Rule
 			if !ok {
 				ad.outcome = audit.Denied
@@ -312,7 +347,7 @@ func (ad *admission) admit(ctx context.Context, c *call) error {
 	for _, h := range e.hooks {
 		if herr := h.Before(ctx, c.req); herr != nil {
 			ad.outcome, ad.rule = audit.Denied, hookRule(h)
-			err := hookError(herr, c)
+			err := hookError(herr, c.method, c.path, c.destForErr())
 			for i := ad.ran - 1; i >= 0; i-- {
 				e.hooks[i].After(ctx, c.req, err)
 			}
@@ -325,9 +360,9 @@ func (ad *admission) admit(ctx context.Context, c *call) error {
 }
 
 // decideAll decides r, and for an open that also reads, r as a read.
-func (e *env) decideAll(ctx context.Context, c *call, r *policy.Request) (policy.Decision, bool) {
+func (e *env) decideAll(ctx context.Context, op policy.Op, alsoRead bool, r *policy.Request) (policy.Decision, bool) {
 	d, ok := e.decide(ctx, r)
-	if ok && c.alsoRead && c.op != policy.OpRead {
+	if ok && alsoRead && op != policy.OpRead {
 		rr := *r
 		rr.Op, rr.Dest, rr.Size = policy.OpRead, "", -1
 		if rd, rok := e.decide(ctx, &rr); !rok {
@@ -424,9 +459,15 @@ func (s *scope) treePaths(c *call) (path, dest string) {
 
 // treePaths returns the paths c acts on (rp, rq) from the tree's root at c.base.
 func (c *call) treePaths() (path, dest string) {
-	path = c.base.Join(c.rp.WithoutDirMark().Unresolved()).String()
-	if c.kind != destNone {
-		dest = c.base.Join(c.rq.WithoutDirMark().Unresolved()).String()
+	return treePathsOf(c.base, c.rp, c.rq, c.kind)
+}
+
+// treePathsOf returns rp and rq (rq only for a call with a second path) from
+// the tree's root, base being the scope's root there.
+func treePathsOf(base, rp, rq vfs.Path, kind destKind) (path, dest string) {
+	path = base.Join(rp.WithoutDirMark().Unresolved()).String()
+	if kind != destNone {
+		dest = base.Join(rq.WithoutDirMark().Unresolved()).String()
 	}
 	return path, dest
 }
@@ -438,9 +479,12 @@ func (s *scope) treePath(p vfs.Path) string {
 
 // destForErr is the second path an error names: the destination of two-path calls;
 // a symlink target is not a path of the tree, so it is left out.
-func (c *call) destForErr() string {
-	if c.kind == destPath {
-		return c.dest
+func (c *call) destForErr() string { return destForErr(c.kind, c.dest) }
+
+// destForErr returns dest if it is a second path (not a symlink's target), else "".
+func destForErr(kind destKind, dest string) string {
+	if kind == destPath {
+		return dest
 	}
 	return ""
 }
@@ -557,12 +601,12 @@ func hookRule(h Hook) string {
 // hookError is the guest's view of a hook's refusal: a *vfs.Error keeps its code;
 // anything else is fs_permission_denied, with the hook's error as the cause (the
 // host can match it with errors.Is).
-func hookError(herr error, c *call) error {
+func hookError(herr error, method, path, dest string) error {
 	var ve *vfs.Error
 	if errors.As(herr, &ve) {
-		return vfs.Readdress(ve, c.method, c.path, c.destForErr())
+		return vfs.Readdress(ve, method, path, dest)
 	}
-	e := errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), "refused by a hook")
+	e := errAt(vfs.CodePermission, method, path, dest, "refused by a hook")
 	e.Err = herr
 	return e
 }
