@@ -57,6 +57,14 @@ what it changed, and bring the changes back through the namespace's checks.
      $CAPFS_TMPDIR, else /dev/shm, else the temp dir). Every file is read
      through the capability: paths the policy denies (secrets) are left out.
      A progress bar shows on a terminal when the checkout takes over a second.
+     Lazy mode (--lazy, the default where FUSE works; --no-lazy or
+     CAPFS_RUN_LAZY=0 for a checkout): nothing is copied before CMD starts.
+     The work path is a FUSE mount of a copy-on-write layer over it: files
+     are read through the capability on first access, every change lands in
+     a private upper directory (the "checkout" of the steps below), a write
+     the policy refuses fails at once, and every .git is read-only (its
+     contents hidden unless --git keep: a lazy run does not scan history).
+     The summary says which mode ran.
   2. Every other physical mount, and each --grant path (e.g. ref/head), is
      made visible read-only: a physical directory is bound without copying when
      the policy hides nothing in it, anything else is copied. A path inside, or
