@@ -49,6 +49,7 @@ const envRunLazy = "CAPFS_RUN_LAZY"
 // root's Stat when mounting).
 type lazyWork struct {
 	Mountpoint string // the FUSE mount to bind into the sandbox
+	priv       string // the private directory (0700) holding the mount point
 	upper      string // the upper directory (capfs-checkout-*: kept and recovered as a checkout)
 	ov         *fuseexport.Overlay
 	srv        *fuseexport.Server
@@ -69,7 +70,7 @@ func lazyBase() string {
 }
 
 // startLazyWork serves work on a new mount point with a copy-on-write upper,
-// each a new private directory (mode 0700) under lazyBase: the upper named
+// each in a new private directory (mode 0700) under lazyBase: the upper named
 // capfs-checkout-* like a checkout, so that a kept one is found, synced and
 // recovered as checkouts are. pol, if not nil, decides the sandbox's calls as
 // they are made (paths from the work tree's root); reads of the source are
@@ -83,16 +84,23 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 	if err != nil {
 		return nil, err
 	}
-	mp, err := os.MkdirTemp(base, "capfs-lazy-")
+	// The mount point is in a private directory of its own: the mount's root
+	// shows the work tree's mode, and with allow_other (root) nobody else may
+	// reach it.
+	priv, err := os.MkdirTemp(base, "capfs-lazy-")
 	if err != nil {
 		os.Remove(upper)
 		return nil, err
 	}
-	lw := &lazyWork{Mountpoint: mp, upper: upper}
+	mp := filepath.Join(priv, "work")
+	lw := &lazyWork{Mountpoint: mp, upper: upper, priv: priv}
 	fail := func(err error) (*lazyWork, error) {
 		os.RemoveAll(upper)
-		os.Remove(mp)
+		os.RemoveAll(priv)
 		return nil, err
+	}
+	if err := os.Mkdir(mp, 0o700); err != nil {
+		return fail(err)
 	}
 	var lower vfs.Backend = work.Backend()
 	if h, ok := pol.(lazyViewPolicy); ok {
@@ -161,7 +169,7 @@ func (lw *lazyWork) Finish(ctx context.Context, src *dir.Dir) (*materialize.Tree
 // unless Finish handed it to a Tree.
 func (lw *lazyWork) Close() error {
 	err := lw.Stop()
-	err = errors.Join(err, lw.ov.Close(), os.Remove(lw.Mountpoint))
+	err = errors.Join(err, lw.ov.Close(), os.Remove(lw.Mountpoint), os.Remove(lw.priv))
 	if !lw.tree {
 		err = errors.Join(err, os.RemoveAll(lw.upper))
 	}
