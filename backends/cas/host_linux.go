@@ -1,13 +1,17 @@
 package cas
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"sort"
+	"slices"
+	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,30 +54,87 @@ func (h *hostSource) openBeneath(rel string, flags int) (int, error) {
 	}
 }
 
-func (h *hostSource) list(ctx context.Context, rel string) ([]snapEntry, error) {
+// direntBufs recycles getdents64 buffers between listings.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// list reads directory rel with getdents64 and lstats (fstatat) only the
+// entries whose type the listing does not settle: regular files (whose size and
+// times the stat cache compares) and entries of unknown type. Directories and
+// symlinks need no stat (a directory's own status comes from the fstat of its
+// descriptor when it is listed: self).
+func (h *hostSource) list(ctx context.Context, rel string) ([]snapEntry, snapEntry, error) {
 	fd, err := h.openBeneath(rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+		return nil, snapEntry{}, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), rel)
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, &fs.PathError{Op: "readdir", Path: rel, Err: err}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, snapEntry{}, &fs.PathError{Op: "stat", Path: rel, Err: err}
 	}
-	sort.Strings(names)
-	out := make([]snapEntry, 0, len(names))
-	for _, name := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if err == unix.ENOENT {
+	self := entryOf("", &st)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
+	var out []snapEntry
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, snapEntry{}, &fs.PathError{Op: "readdir", Path: rel, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen == 0 || off+reclen > n {
+				return nil, snapEntry{}, &fs.PathError{Op: "readdir", Path: rel, Err: unix.EIO}
+			}
+			typ := buf[off+18]
+			nb := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(nb, 0); i >= 0 {
+				nb = nb[:i]
+			}
+			off += reclen
+			if len(nb) == 0 || nb[0] == '.' && (len(nb) == 1 || len(nb) == 2 && nb[1] == '.') {
 				continue
 			}
-			return nil, &fs.PathError{Op: "lstat", Path: join(rel, name), Err: err}
+			e := snapEntry{name: string(nb)}
+			switch typ {
+			case unix.DT_DIR:
+				e.mode = fs.ModeDir
+			case unix.DT_LNK:
+				e.mode = fs.ModeSymlink
+			case unix.DT_FIFO:
+				e.mode = fs.ModeNamedPipe
+			case unix.DT_SOCK:
+				e.mode = fs.ModeSocket
+			case unix.DT_CHR, unix.DT_BLK:
+				e.mode = fs.ModeDevice
+			default: // DT_REG, DT_UNKNOWN: stat below
+				e.mode = fs.ModeIrregular
+			}
+			out = append(out, e)
 		}
-		out = append(out, entryOf(name, &st))
 	}
-	return out, nil
+	slices.SortFunc(out, func(a, b snapEntry) int { return strings.Compare(a.name, b.name) })
+	keep := out[:0]
+	for _, e := range out {
+		if e.mode == fs.ModeIrregular {
+			if err := unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if err == unix.ENOENT {
+					continue // removed since the listing
+				}
+				return nil, snapEntry{}, &fs.PathError{Op: "lstat", Path: join(rel, e.name), Err: err}
+			}
+			e = entryOf(e.name, &st)
+		}
+		keep = append(keep, e)
+	}
+	return keep, self, nil
 }
 
 func entryOf(name string, st *unix.Stat_t) snapEntry {

@@ -19,5 +19,5 @@ func (s *Store) SnapshotHost(ctx context.Context, root string, opts SnapshotOpti
 	if opts.StatCache == "" {
 		opts.StatCache = "host:" + root
 	}
-	return s.snapshot(ctx, backendSource{b}, opts)
+	return s.snapshot(ctx, backendSource{b: b}, opts)
 }

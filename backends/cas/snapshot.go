@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -84,7 +86,9 @@ type snapEntry struct {
 
 // source is a tree being snapshotted: a vfs.Backend, or a host directory.
 type source interface {
-	list(ctx context.Context, rel string) ([]snapEntry, error)
+	// list returns the entries of directory rel sorted by name, and the
+	// directory's own status (self; a zero ino when the source has none).
+	list(ctx context.Context, rel string) (ents []snapEntry, self snapEntry, err error)
 	open(ctx context.Context, rel string) (io.ReadCloser, error)
 	readlink(ctx context.Context, rel string) (string, error)
 }
@@ -104,20 +108,20 @@ func parseRel(rel string) (vfs.Path, error) {
 	return vfs.ParseGuest(rel)
 }
 
-func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, error) {
+func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, snapEntry, error) {
 	p, err := parseRel(rel)
 	if err != nil {
-		return nil, err
+		return nil, snapEntry{}, err
 	}
 	ents, err := s.b.ReadDir(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, snapEntry{}, err
 	}
 	out := make([]snapEntry, 0, len(ents))
 	for _, e := range ents {
 		cp, err := p.Child(e.Name)
 		if err != nil {
-			return nil, err
+			return nil, snapEntry{}, err
 		}
 		info, err := s.b.Lstat(ctx, cp)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -130,11 +134,13 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, error
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, snapEntry{}, err
 		}
 		out = append(out, snapEntry{name: e.Name, mode: info.Mode, size: info.Size, mtime: info.ModTime.UnixNano()})
 	}
-	return out, nil
+	// A backend reveals no inode or change time: no status that would prove
+	// the directory unchanged.
+	return out, snapEntry{}, nil
 }
 
 func (s backendSource) open(ctx context.Context, rel string) (io.ReadCloser, error) {
@@ -161,13 +167,17 @@ type statRecord struct {
 	Hash               [sha256.Size]byte
 }
 
-// statCache is a snapshot's view of its stat cache file.
+// statCache is a snapshot's view of its stat cache file: the records read
+// (old, indexing recs), which of them this snapshot found still true (seen:
+// kept without copying), and the records it adds or replaces.
 type statCache struct {
 	path  string
-	old   map[string]statRecord
+	start time.Time // the snapshot's start, for the racily-clean rule
+	old   map[string]int
+	recs  []statRecord
+	seen  []bool // seen[i]: recs[i] is kept; each index written by one goroutine
 	mu    sync.Mutex
-	new   map[string]statRecord
-	dirty bool // a record was added or changed
+	added map[string]statRecord
 }
 
 func (s *Store) loadStatCache(name string) *statCache {
@@ -175,25 +185,30 @@ func (s *Store) loadStatCache(name string) *statCache {
 		return nil
 	}
 	h := sha256.Sum256([]byte(name))
-	c := &statCache{path: filepath.Join(s.dir, "statcache", hex.EncodeToString(h[:16])), old: map[string]statRecord{}, new: map[string]statRecord{}}
+	c := &statCache{path: filepath.Join(s.dir, "statcache", hex.EncodeToString(h[:16])), start: time.Now(), old: map[string]int{}, added: map[string]statRecord{}}
 	if b, err := os.ReadFile(c.path); err == nil {
-		if m, ok := decodeStatCache(b); ok {
-			c.old = m
+		if m, recs, ok := decodeStatCache(b); ok {
+			c.old, c.recs = m, recs
 		}
 	}
+	c.seen = make([]bool, len(c.recs))
 	return c
 }
 
 // The stat cache file: statMagic, then per record uvarint(len(path)), path, and
 // the record's fixed fields (little-endian size, mtime, ctime, dev, ino, one
-// byte exec, 32 bytes hash), then the SHA-256 of everything before it. A file
-// that does not check is ignored (the snapshot reads every file).
-const statMagic = "capfs-statcache-1\n"
+// byte exec, 32 bytes hash), then the CRC-32C (Castagnoli) of everything
+// before it, little-endian. A file that does not check (torn by a crash) is
+// ignored: the snapshot reads every file. The checksum guards against tearing,
+// not tampering: the store's directory is trusted like its blobs' names.
+const statMagic = "capfs-statcache-2\n"
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 const statFixed = 8*5 + 1 + sha256.Size
 
 func encodeStatCache(m map[string]statRecord) []byte {
-	b := make([]byte, 0, len(statMagic)+len(m)*(statFixed+48)+sha256.Size)
+	b := make([]byte, 0, len(statMagic)+len(m)*(statFixed+48)+4)
 	b = append(b, statMagic...)
 	for p, r := range m {
 		b = binary.AppendUvarint(b, uint64(len(p)))
@@ -210,25 +225,31 @@ func encodeStatCache(m map[string]statRecord) []byte {
 		}
 		b = append(b, r.Hash[:]...)
 	}
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-func decodeStatCache(b []byte) (map[string]statRecord, bool) {
-	if len(b) < len(statMagic)+sha256.Size || string(b[:len(statMagic)]) != statMagic {
-		return nil, false
+func decodeStatCache(b []byte) (map[string]int, []statRecord, bool) {
+	if len(b) < len(statMagic)+4 || string(b[:len(statMagic)]) != statMagic {
+		return nil, nil, false
 	}
-	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
-	if sha256.Sum256(body) != [sha256.Size]byte(sum) {
-		return nil, false
+	body, sum := b[:len(b)-4], b[len(b)-4:]
+	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(sum) {
+		return nil, nil, false
 	}
-	m := map[string]statRecord{}
+	// The paths are substrings of one copy of the body: one allocation, not
+	// one per record.
+	text := string(body)
+	// Every record is at least statFixed+1 bytes: size the map and slice once.
+	est := (len(body) - len(statMagic)) / (statFixed + 24)
+	m := make(map[string]int, est)
+	recs := make([]statRecord, 0, est)
 	for rest := body[len(statMagic):]; len(rest) > 0; {
 		n, k := binary.Uvarint(rest)
 		if k <= 0 || n > uint64(len(rest)-k) || uint64(len(rest)-k)-n < statFixed {
-			return nil, false
+			return nil, nil, false
 		}
-		p := string(rest[k : k+int(n)])
+		at := len(body) - len(rest) + k
+		p := text[at : at+int(n)]
 		f := rest[k+int(n):]
 		r := statRecord{
 			Size: int64(binary.LittleEndian.Uint64(f[0:])), Mtime: int64(binary.LittleEndian.Uint64(f[8:])),
@@ -236,23 +257,35 @@ func decodeStatCache(b []byte) (map[string]statRecord, bool) {
 			Ino: binary.LittleEndian.Uint64(f[32:]), Exec: f[40] != 0,
 		}
 		copy(r.Hash[:], f[41:statFixed])
-		m[p] = r
+		if i, ok := m[p]; ok {
+			recs[i] = r
+		} else {
+			m[p] = len(recs)
+			recs = append(recs, r)
+		}
 		rest = f[statFixed:]
 	}
-	return m, true
+	return m, recs, true
 }
 
 func (c *statCache) save() error {
 	// Nothing changed (every record kept, none added): leave the file as it is.
-	if !c.dirty && len(c.new) == len(c.old) {
+	if len(c.added) == 0 && !slices.Contains(c.seen, false) {
 		return nil
 	}
+	next := make(map[string]statRecord, len(c.recs)+len(c.added))
+	for p, i := range c.old {
+		if c.seen[i] {
+			next[p] = c.recs[i]
+		}
+	}
+	maps.Copy(next, c.added)
 	// Not synced: a file a crash tore fails its checksum and is ignored.
 	f, err := os.CreateTemp(filepath.Dir(c.path), ".tmp-")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(encodeStatCache(c.new))
+	_, err = f.Write(encodeStatCache(next))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -273,6 +306,11 @@ type snapDir struct {
 	dirName []string
 	links   []SymlinkNode
 	refused bool // the source refused to list it: left out
+	// self is the directory's own status, as listed; allHit reports that the
+	// stat cache gave every file's digest. With both, and every subdirectory
+	// unchanged, the directory is the one its record names (see storeDirs).
+	self   snapEntry
+	allHit bool
 }
 
 type fileJob struct {
@@ -286,7 +324,6 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 		return Digest{}, fmt.Errorf("%w: %q", ErrBadName, trunc(opts.Name))
 	}
 	defer s.ingest()()
-	start := time.Now()
 	cache := s.loadStatCache(opts.StatCache)
 	workers := opts.Workers
 	if workers <= 0 {
@@ -315,7 +352,7 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 					continue
 				}
 				j.slot.Digest = d
-				cache.record(j.rel, j.e, d, start)
+				cache.record(j.rel, j.e, d)
 			}
 		})
 	}
@@ -334,7 +371,7 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 	if werr != nil {
 		return Digest{}, werr
 	}
-	d, err := s.storeDirs(ctx, root, cache)
+	d, _, err := s.storeDirs(ctx, root, cache)
 	if err != nil {
 		return Digest{}, err
 	}
@@ -354,30 +391,38 @@ func (s *Store) snapshot(ctx context.Context, src source, opts SnapshotOptions) 
 	return d, nil
 }
 
-func (c *statCache) record(rel string, e snapEntry, d Digest, start time.Time) {
-	if c == nil {
-		return
-	}
-	// A file modified within a second of the snapshot's start could change again
-	// without its mtime moving: do not trust it next time.
-	limit := start.Add(-time.Second).UnixNano()
-	if e.mtime >= limit || e.ctime >= limit {
+// racy reports whether status e is too recent to trust next time: a file
+// modified within a second of the snapshot's start could change again without
+// its mtime moving (git's "racily clean" entries).
+func (c *statCache) racy(e snapEntry) bool {
+	limit := c.start.Add(-time.Second).UnixNano()
+	return e.mtime >= limit || e.ctime >= limit
+}
+
+func (c *statCache) record(rel string, e snapEntry, d Digest) {
+	if c == nil || c.racy(e) {
 		return
 	}
 	c.mu.Lock()
-	c.new[rel] = statRecord{Size: e.size, Mtime: e.mtime, Ctime: e.ctime, Dev: e.dev, Ino: e.ino, Exec: e.mode&0o100 != 0, Hash: d.Hash}
-	c.dirty = true
+	c.added[rel] = statRecord{Size: e.size, Mtime: e.mtime, Ctime: e.ctime, Dev: e.dev, Ino: e.ino, Exec: e.mode&0o100 != 0, Hash: d.Hash}
 	c.mu.Unlock()
 }
 
+// lookup returns the digest the cache records for file rel if its status e
+// matches the record, which is then kept.
 func (c *statCache) lookup(rel string, e snapEntry) (Digest, bool) {
 	if c == nil {
 		return Digest{}, false
 	}
-	r, ok := c.old[rel]
-	if !ok || r.Size != e.size || r.Mtime != e.mtime || r.Ctime != e.ctime || r.Dev != e.dev || r.Ino != e.ino || r.Exec != (e.mode&0o100 != 0) {
+	i, ok := c.old[rel]
+	if !ok {
 		return Digest{}, false
 	}
+	r := &c.recs[i]
+	if r.Size != e.size || r.Mtime != e.mtime || r.Ctime != e.ctime || r.Dev != e.dev || r.Ino != e.ino || r.Exec != (e.mode&0o100 != 0) {
+		return Digest{}, false
+	}
+	c.seen[i] = true
 	return Digest{Hash: r.Hash, Size: r.Size}, true
 }
 
@@ -407,7 +452,7 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	ents, err := w.src.list(ctx, sd.rel)
+	ents, self, err := w.src.list(ctx, sd.rel)
 	if refused(err) && sd.rel != "" {
 		// A directory the source will not list is left out, like a file it
 		// will not read.
@@ -420,6 +465,7 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 	if err != nil {
 		return err
 	}
+	sd.self, sd.allHit = self, true
 	nfiles := 0
 	for _, e := range ents {
 		if e.mode.IsRegular() {
@@ -442,9 +488,9 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 			slot := &sd.files[len(sd.files)-1]
 			if d, ok := w.cache.lookup(rel, e); ok {
 				slot.Digest = d
-				w.cache.keep(rel, e, d)
 				continue
 			}
+			sd.allHit = false
 			select {
 			case w.jobs <- fileJob{rel: rel, e: e, slot: slot}:
 			case <-ctx.Done():
@@ -494,12 +540,6 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 	return nil
 }
 
-func (c *statCache) keep(rel string, e snapEntry, d Digest) {
-	c.mu.Lock()
-	c.new[rel] = c.old[rel]
-	c.mu.Unlock()
-}
-
 // storeFile reads one file of src and stores it.
 func (s *Store) storeFile(ctx context.Context, src source, rel string, size int64) (Digest, error) {
 	r, err := src.open(ctx, rel)
@@ -510,69 +550,121 @@ func (s *Store) storeFile(ctx context.Context, src source, rel string, size int6
 	return s.put(ctx, r, nil, size)
 }
 
-// storeDirs encodes and stores sd's subtree bottom-up and returns sd's digest.
+// storeDirs encodes and stores sd's subtree bottom-up and returns sd's digest,
+// and whether the directory is unchanged since the stat cache recorded it.
 //
-// A directory whose digest is the one the stat cache recorded for its path last
-// time is not stored again, nor looked for: the cache is discarded whenever a
-// blob is deleted (GC, Verify's repair), so what it records is stored.
-func (s *Store) storeDirs(ctx context.Context, sd *snapDir, cache *statCache) (Digest, error) {
+// A directory is unchanged when its own status (device, inode, modification and
+// change time: any entry created, removed or renamed in it moves them) matches
+// its record, the cache gave every file's digest, and every subdirectory is
+// unchanged: its digest is then the recorded one, neither encoded nor hashed.
+// A directory whose encoding hashes to the digest the cache recorded is not
+// stored again, nor looked for: the cache is discarded whenever a blob is
+// deleted (GC, Verify's repair), so what it records is stored.
+func (s *Store) storeDirs(ctx context.Context, sd *snapDir, cache *statCache) (Digest, bool, error) {
+	clean := sd.allHit && sd.self.ino != 0
+	subs := make([]Digest, len(sd.dirs))
+	for i, sub := range sd.dirs {
+		if sub.refused {
+			clean = false
+			continue
+		}
+		dg, subClean, err := s.storeDirs(ctx, sub, cache)
+		if err != nil {
+			return Digest{}, false, err
+		}
+		subs[i] = dg
+		clean = clean && subClean
+	}
+	if clean {
+		if dg, ok := cache.unchangedDir(sd.rel, sd.self); ok {
+			return dg, true, nil
+		}
+	}
 	d := Directory{Files: sd.files, Symlinks: sd.links}
 	if slices.ContainsFunc(d.Files, func(f FileNode) bool { return f.Digest.IsZero() }) {
 		d.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f FileNode) bool { return f.Digest.IsZero() })
 	}
 	for i, sub := range sd.dirs {
-		if sub.refused {
-			continue
+		if !sub.refused {
+			d.Dirs = append(d.Dirs, DirNode{Name: sd.dirName[i], Digest: subs[i]})
 		}
-		dg, err := s.storeDirs(ctx, sub, cache)
-		if err != nil {
-			return Digest{}, err
-		}
-		d.Dirs = append(d.Dirs, DirNode{Name: sd.dirName[i], Digest: dg})
 	}
 	b, err := d.Encode()
 	if err != nil {
-		return Digest{}, err
+		return Digest{}, false, err
 	}
+	s.dirEncodes.Add(1)
 	dg := DigestOf(b)
-	if cache.knownDir(sd.rel, dg) {
-		return dg, nil
+	if cache.knownDir(sd.rel, dg, sd.self) {
+		return dg, false, nil
 	}
 	if _, err := s.putBytes(dg, b); err != nil {
-		return Digest{}, err
+		return Digest{}, false, err
 	}
-	cache.recordDir(sd.rel, dg)
-	return dg, nil
+	cache.recordDir(sd.rel, dg, sd.self)
+	return dg, false, nil
 }
 
 // dirKey is the stat cache key of directory rel's record: NUL cannot appear
 // in a path, so it collides with no file's.
 func dirKey(rel string) string { return "\x00" + rel }
 
+// unchangedDir returns the digest recorded for directory rel if its record
+// holds status self, and keeps the record.
+func (c *statCache) unchangedDir(rel string, self snapEntry) (Digest, bool) {
+	if c == nil {
+		return Digest{}, false
+	}
+	i, ok := c.old[dirKey(rel)]
+	if !ok {
+		return Digest{}, false
+	}
+	r := &c.recs[i]
+	if r.Ino == 0 || r.Ino != self.ino || r.Dev != self.dev || r.Mtime != self.mtime || r.Ctime != self.ctime {
+		return Digest{}, false
+	}
+	c.seen[i] = true
+	return Digest{Hash: r.Hash, Size: r.Size}, true
+}
+
 // knownDir reports whether the cache recorded digest d for directory rel, and
-// keeps the record if so.
-func (c *statCache) knownDir(rel string, d Digest) bool {
+// keeps the record if so (updating the status it holds to self).
+func (c *statCache) knownDir(rel string, d Digest, self snapEntry) bool {
 	if c == nil {
 		return false
 	}
 	k := dirKey(rel)
-	r, ok := c.old[k]
-	if !ok || r.Hash != d.Hash || r.Size != d.Size {
+	i, ok := c.old[k]
+	if !ok || c.recs[i].Hash != d.Hash || c.recs[i].Size != d.Size {
 		return false
 	}
-	c.mu.Lock()
-	c.new[k] = r
-	c.mu.Unlock()
+	if want := c.dirRecord(d, self); want != c.recs[i] {
+		c.mu.Lock()
+		c.added[k] = want
+		c.mu.Unlock()
+	} else {
+		c.seen[i] = true
+	}
 	return true
 }
 
-// recordDir records that directory rel, digest d, is stored.
-func (c *statCache) recordDir(rel string, d Digest) {
+// dirRecord is the record of directory digest d with status self: the status
+// only when it is not racy (a directory changed within the second before the
+// snapshot could change again without its times moving).
+func (c *statCache) dirRecord(d Digest, self snapEntry) statRecord {
+	r := statRecord{Size: d.Size, Hash: d.Hash}
+	if self.ino != 0 && !c.racy(self) {
+		r.Mtime, r.Ctime, r.Dev, r.Ino = self.mtime, self.ctime, self.dev, self.ino
+	}
+	return r
+}
+
+// recordDir records that directory rel, digest d, status self, is stored.
+func (c *statCache) recordDir(rel string, d Digest, self snapEntry) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	c.new[dirKey(rel)] = statRecord{Size: d.Size, Hash: d.Hash}
-	c.dirty = true
+	c.added[dirKey(rel)] = c.dirRecord(d, self)
 	c.mu.Unlock()
 }

@@ -21,7 +21,7 @@ func (hostSourceForTest) check(t *testing.T, host, outside string) error {
 	h := &hostSource{root: int(fd.Fd())}
 	os.Remove(filepath.Join(host, "sub"))
 	os.Symlink(outside, filepath.Join(host, "sub"))
-	if _, err := h.list(bg, "sub"); err == nil {
+	if _, _, err := h.list(bg, "sub"); err == nil {
 		t.Error("listing a directory swapped for a link followed it")
 	}
 	if _, err := h.open(bg, "sub/secret"); err == nil {
@@ -36,5 +36,63 @@ func (hostSourceForTest) check(t *testing.T, host, outside string) error {
 func mkfifo(t *testing.T, p string) {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSnapshotHostUnchangedDirs: a re-snapshot of an unchanged host tree
+// encodes no directory (each one's status, files and subdirectories match the
+// stat cache), and after every kind of change the digest equals a snapshot into
+// a fresh store without a cache.
+func TestSnapshotHostUnchangedDirs(t *testing.T) {
+	host := t.TempDir()
+	writeTree(t, host, 60)
+	s := newStore(t)
+	d1, err := s.SnapshotHost(bg, host, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.dirEncodes.Load()
+	if d2, err := s.SnapshotHost(bg, host, SnapshotOptions{}); err != nil || d2 != d1 {
+		t.Fatalf("re-snapshot = %s, %v; want %s", d2, err, d1)
+	}
+	if n := s.dirEncodes.Load() - before; n != 0 {
+		t.Errorf("re-snapshot of an unchanged tree encoded %d directories, want 0", n)
+	}
+	fresh := func() Digest {
+		t.Helper()
+		d, err := newStore(t).SnapshotHost(bg, host, SnapshotOptions{StatCache: "none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	changes := []struct {
+		name string
+		do   func() error
+	}{
+		{"content, same size", func() error { return os.WriteFile(filepath.Join(host, "d1/s1/f1.txt"), []byte("file X\n"), 0o644) }},
+		{"new file", func() error { return os.WriteFile(filepath.Join(host, "d2/s2/new.txt"), []byte("new"), 0o644) }},
+		{"removed file", func() error { return os.Remove(filepath.Join(host, "d3/s0/f3.txt")) }},
+		{"renamed directory", func() error { return os.Rename(filepath.Join(host, "d4/s1"), filepath.Join(host, "d4/moved")) }},
+		{"chmod +x", func() error { return os.Chmod(filepath.Join(host, "d5/s2/f5.txt"), 0o755) }},
+		{"symlink retargeted", func() error {
+			os.Remove(filepath.Join(host, "link"))
+			return os.Symlink("run.sh", filepath.Join(host, "link"))
+		}},
+		{"empty directory", func() error { return os.Mkdir(filepath.Join(host, "d6/empty"), 0o755) }},
+	}
+	prev := d1
+	for _, c := range changes {
+		if err := c.do(); err != nil {
+			t.Fatal(c.name, err)
+		}
+		got, err := s.SnapshotHost(bg, host, SnapshotOptions{})
+		if err != nil {
+			t.Fatal(c.name, err)
+		}
+		if want := fresh(); got != want || got == prev {
+			t.Fatalf("after %s: cached re-snapshot %s, fresh %s, previous %s", c.name, got, want, prev)
+		}
+		prev = got
 	}
 }

@@ -108,7 +108,8 @@ type Store struct {
 	shared int
 	lockF  *os.File
 
-	reads atomic.Int64 // blob files opened for reading (ReadBlob, OpenBlob), for tests
+	reads      atomic.Int64 // blob files opened for reading (ReadBlob, OpenBlob), for tests
+	dirEncodes atomic.Int64 // directories a snapshot encoded, for tests
 }
 
 // OpenStore opens (creating if needed) the store in directory dir.
