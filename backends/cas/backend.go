@@ -451,4 +451,3 @@ func (s *streamSource) Close() error {
 	}
 	return nil
 }
-
