@@ -684,8 +684,8 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 			return vfs.Errno(op, vfs.MustParse(e.rel), err)
 		}
 	}
-	racy := settleClock(t.rootFd, entries)
-	// The root's time too, after settleClock's probe file came and went in
+	racy := clockNow(t.rootFd)
+	// The root's time too, after clockNow's probe file came and went in
 	// it: tools that look at the working directory see the source's (go
 	// test's result cache hashes the directory's status with the files it
 	// read, so a root stamped with each checkout's time misses every run).
@@ -698,42 +698,30 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 	return nil
 }
 
-// settleClock waits until a file changed now gets a later change time than every
-// file the checkout wrote (the kernel stamps change times from a coarse clock,
-// so an edit in the same tick as the checkout's own last write could otherwise
-// leave every field the stat cache compares equal). It returns the change time
-// from which files count as racy: the probe's, which no recorded file reaches
-// once it has settled; if the clock does not move within a second, every file
-// is racy (always re-hashed).
-func settleClock(root int, entries []*srcEntry) int64 {
-	var newest int64
-	for _, e := range entries {
-		if e.typ == 0 && e.ok {
-			newest = max(newest, e.key.ctime)
-		}
+// clockNow returns the change time a file changed now gets on the checkout's
+// filesystem (a probe file's, created and removed in root): the kernel stamps
+// change times from a coarse clock, so an edit in the same tick as the
+// checkout's own last write could leave every field the stat cache compares
+// equal. Files recorded with this change time or a later one count as racy
+// (always re-hashed, as git treats racily clean index entries); files written
+// in an earlier tick cannot be changed without a later change time. Checkout
+// does not wait for the clock to move: at most the files of the last tick
+// (a few milliseconds of the copy) are re-hashed by the first Diff. When the
+// probe cannot be made it returns 0: every file is racy.
+func clockNow(root int) int64 {
+	name := ".capfs-clock-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	fd, err := openatRetry(root, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return 0
 	}
-	deadline := time.Now().Add(time.Second)
-	for {
-		name := ".capfs-clock-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		fd, err := openatRetry(root, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err != nil {
-			return 0
-		}
-		var st unix.Stat_t
-		err = unix.Fstat(fd, &st)
-		unix.Close(fd)
-		unix.Unlinkat(root, name, 0)
-		if err != nil {
-			return 0
-		}
-		if st.Ctim.Nano() > newest {
-			return st.Ctim.Nano()
-		}
-		if time.Now().After(deadline) {
-			return 0
-		}
-		time.Sleep(time.Millisecond)
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	unix.Unlinkat(root, name, 0)
+	if err != nil {
+		return 0
 	}
+	return st.Ctim.Nano()
 }
 
 // futimes sets the access and modification times of the open file fd to mtime:

@@ -35,9 +35,9 @@ import (
 // size, modification time, change time and mode are what Checkout recorded
 // right after writing it; any write, truncation, chmod, rename over it or
 // utimes call changes at least the change time, which user space cannot set.
-// Checkout waits (a clock tick, a few milliseconds) until a new change gets a
-// later change time than any it recorded, so an edit right after the checkout
-// cannot leave every field equal. (For a Bound checkout, files the host changed
+// Files Checkout wrote in the clock tick it finished in (the kernel's coarse
+// clock stamps change times) are "racy" and always re-hashed, so an edit right
+// after the checkout cannot leave every field equal. (For a Bound checkout, files the host changed
 // within a second before the checkout are "racy" and always re-hashed.)
 // Everything else that differs is re-hashed, so Modified means the contents
 // really differ, not just the times.

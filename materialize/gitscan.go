@@ -1,19 +1,25 @@
 package materialize
 
 import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+	"golang.org/x/sys/unix"
 )
 
 // errGitBudget stops a history scan that has read its budget of tree objects.
@@ -42,9 +48,11 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 	// ExclusiveAccess: the checkout's copy does not change while it is scanned,
 	// so go-git may cache its pack indexes and loose object list, and keep its
 	// packs open (closed by Close).
-	st := filesystem.NewStorageWithOptions(osfs.New(gitdir, osfs.WithBoundOS()), cache.NewObjectLRU(16<<20),
+	fst := filesystem.NewStorageWithOptions(osfs.New(gitdir, osfs.WithBoundOS()), cache.NewObjectLRU(16<<20),
 		filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
-	defer st.Close()
+	defer fst.Close()
+	st := newLooseFirst(fst, gitdir)
+	defer st.close()
 	s.trees = map[plumbing.Hash]*object.Tree{}
 	if idx, err := st.Index(); err == nil {
 		for _, e := range idx.Entries {
@@ -85,7 +93,7 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 // Loose objects are told apart by their header alone (a blob is never
 // inflated past it), packed ones by each pack's own iteration by type. A
 // store with alternates is read through st's iteration of every object.
-func (s *gitScan) roots(gitdir string, st *filesystem.Storage, fn func(o plumbing.EncodedObject) error) error {
+func (s *gitScan) roots(gitdir string, st *looseFirst, fn func(o plumbing.EncodedObject) error) error {
 	if _, err := os.Lstat(filepath.Join(gitdir, "objects", "info", "alternates")); err == nil {
 		all, err := st.IterEncodedObjects(plumbing.AnyObject)
 		if err != nil {
@@ -95,28 +103,18 @@ func (s *gitScan) roots(gitdir string, st *filesystem.Storage, fn func(o plumbin
 	}
 	fsys := osfs.New(gitdir, osfs.WithBoundOS())
 	dg := dotgit.New(fsys)
-	loose, err := dg.Objects()
-	if err != nil {
-		return err
-	}
-	for _, h := range loose {
-		if err := s.ctx.Err(); err != nil {
-			return err
-		}
-		typ, err := looseType(dg, h)
-		if err != nil {
-			return err
-		}
+	err := looseObjects(s.ctx, gitdir, func(h plumbing.Hash, typ plumbing.ObjectType) error {
 		if typ != plumbing.CommitObject && typ != plumbing.TagObject {
-			continue
+			return nil
 		}
 		o, err := st.EncodedObject(typ, h)
 		if err != nil {
 			return err
 		}
-		if err := fn(o); err != nil {
-			return err
-		}
+		return fn(o)
+	})
+	if err != nil {
+		return err
 	}
 	packs, err := dg.ObjectPacks()
 	if err != nil {
@@ -146,23 +144,212 @@ func (s *gitScan) roots(gitdir string, st *filesystem.Storage, fn func(o plumbin
 	return nil
 }
 
-// looseType reads the type of loose object h from its header.
-func looseType(dg *dotgit.DotGit, h plumbing.Hash) (plumbing.ObjectType, error) {
-	f, err := dg.Object(h)
+// looseObjects calls fn with the id and type of every loose object of the git
+// directory gitdir (objects/XX/YYYY...), in id order, each typed by its
+// header alone: only the first block of the object is read and inflated. The
+// directories and files are opened relative to their parent's handle without
+// following symlinks (a symlink where an object should be is an error, as an
+// unreadable object is); names that are not object ids are ignored, as git
+// does.
+func looseObjects(ctx context.Context, gitdir string, fn func(h plumbing.Hash, typ plumbing.ObjectType) error) error {
+	ofd, err := unix.Open(filepath.Join(gitdir, "objects"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return plumbing.InvalidObject, err
+		if err == unix.ENOENT {
+			return nil
+		}
+		return &os.PathError{Op: "open", Path: "objects", Err: err}
 	}
-	defer f.Close()
-	r, err := objfile.NewReader(f)
+	od := os.NewFile(uintptr(ofd), "objects")
+	defer od.Close()
+	fans, err := od.Readdirnames(-1)
 	if err != nil {
-		return plumbing.InvalidObject, err
+		return err
 	}
-	defer r.Close()
-	typ, _, err := r.Header()
-	return typ, err
+	sort.Strings(fans)
+	hr := &headerReader{br: bufio.NewReaderSize(nil, 512)}
+	for _, fan := range fans {
+		if len(fan) != 2 || !isHex(fan) {
+			continue
+		}
+		dfd, err := unix.Openat(ofd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: "objects/" + fan, Err: err}
+		}
+		df := os.NewFile(uintptr(dfd), fan)
+		names, err := df.Readdirnames(-1)
+		if err != nil {
+			df.Close()
+			return err
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if len(n) != 38 || !isHex(n) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				df.Close()
+				return err
+			}
+			typ, err := hr.typeAt(dfd, n)
+			if err != nil {
+				df.Close()
+				return &os.PathError{Op: "read", Path: "objects/" + fan + "/" + n, Err: err}
+			}
+			if err := fn(plumbing.NewHash(fan+n), typ); err != nil {
+				df.Close()
+				return err
+			}
+		}
+		df.Close()
+	}
+	return nil
 }
 
-func (s *gitScan) tree(st *filesystem.Storage, h plumbing.Hash, prefix string) error {
+// looseFirst is the store of a git directory that reads a loose object
+// itself (one open beneath objects/, no symlink followed, and one inflate)
+// before asking go-git's storage, which lists every loose object first to
+// answer whether it has one.
+type looseFirst struct {
+	*filesystem.Storage
+	objects int // handle of gitdir/objects, -1 when it cannot be opened
+	zr      io.ReadCloser
+	br      *bufio.Reader
+}
+
+func newLooseFirst(st *filesystem.Storage, gitdir string) *looseFirst {
+	fd, err := unix.Open(filepath.Join(gitdir, "objects"), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fd = -1
+	}
+	return &looseFirst{Storage: st, objects: fd, br: bufio.NewReaderSize(nil, 4096)}
+}
+
+func (l *looseFirst) close() {
+	if l.objects >= 0 {
+		unix.Close(l.objects)
+		l.objects = -1
+	}
+}
+
+// EncodedObject returns object h: the loose object when there is one, else
+// what go-git's storage finds (packs, alternates). A loose object of
+// another type than typ (unless AnyObject) is plumbing.ErrObjectNotFound, as
+// go-git answers.
+func (l *looseFirst) EncodedObject(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if l.objects >= 0 {
+		o, err := l.loose(h)
+		switch {
+		case err == nil:
+			if typ != plumbing.AnyObject && o.Type() != typ {
+				return nil, plumbing.ErrObjectNotFound
+			}
+			return o, nil
+		case !errors.Is(err, unix.ENOENT):
+			return nil, err
+		}
+	}
+	return l.Storage.EncodedObject(typ, h)
+}
+
+// loose reads the loose object h whole.
+func (l *looseFirst) loose(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	id := h.String()
+	fd, err := openBeneath(l.objects, id[:2]+"/"+id[2:], unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), id)
+	defer f.Close()
+	l.br.Reset(f)
+	if l.zr == nil {
+		if l.zr, err = zlib.NewReader(l.br); err != nil {
+			return nil, err
+		}
+	} else if err := l.zr.(zlib.Resetter).Reset(l.br, nil); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(l.zr)
+	if err != nil {
+		return nil, err
+	}
+	sp := bytes.IndexByte(data, ' ')
+	nul := bytes.IndexByte(data, 0)
+	if sp < 0 || nul < sp {
+		return nil, errors.New("loose object " + id + ": no header")
+	}
+	typ, err := plumbing.ParseObjectType(string(data[:sp]))
+	if err != nil {
+		return nil, err
+	}
+	size, err := strconv.ParseInt(string(data[sp+1:nul]), 10, 64)
+	if err != nil || size != int64(len(data)-nul-1) {
+		return nil, errors.New("loose object " + id + ": size does not match its header")
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(typ)
+	o.SetSize(size)
+	if _, err := o.Write(data[nul+1:]); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// headerReader reads loose objects' headers, reusing its buffers and inflater.
+type headerReader struct {
+	br  *bufio.Reader
+	zr  io.ReadCloser
+	hdr [32]byte
+}
+
+// typeAt returns the type in the header of the loose object name in the
+// directory dfd ("commit 123\x00...").
+func (r *headerReader) typeAt(dfd int, name string) (plumbing.ObjectType, error) {
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return plumbing.InvalidObject, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	r.br.Reset(f)
+	if r.zr == nil {
+		if r.zr, err = zlib.NewReader(r.br); err != nil {
+			return plumbing.InvalidObject, err
+		}
+	} else if err := r.zr.(zlib.Resetter).Reset(r.br, nil); err != nil {
+		return plumbing.InvalidObject, err
+	}
+	n := 0
+	for n < len(r.hdr) {
+		m, err := r.zr.Read(r.hdr[n:])
+		n += m
+		if i := bytes.IndexByte(r.hdr[:n], ' '); i >= 0 {
+			typ, perr := plumbing.ParseObjectType(string(r.hdr[:i]))
+			if perr != nil {
+				return plumbing.InvalidObject, perr
+			}
+			return typ, nil
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return plumbing.InvalidObject, err
+		}
+	}
+	return plumbing.InvalidObject, errors.New("no object header")
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *gitScan) tree(st *looseFirst, h plumbing.Hash, prefix string) error {
 	key := prefix + "\x00" + h.String()
 	if _, ok := s.seen[key]; ok {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -495,38 +496,53 @@ func mountError(target, why string) error {
 // are masked or bound on their own terms.
 func etcMasks(root string) []string {
 	var a []string
-	var walk func(d string, depth int)
-	walk = func(d string, depth int) {
+	var walk func(fd int, d string, depth int)
+	walk = func(fd int, d string, depth int) {
 		if depth > 32 {
 			return
 		}
-		ents, err := os.ReadDir(d)
+		f := os.NewFile(uintptr(fd), d)
+		defer f.Close()
+		ents, err := f.ReadDir(-1)
 		if err != nil {
 			return
 		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 		for _, e := range ents {
-			p := filepath.Join(d, e.Name())
-			fi, err := os.Lstat(p)
-			if err != nil {
+			if e.Type()&fs.ModeSymlink != 0 {
 				continue
 			}
-			mode := fi.Mode()
-			switch {
-			case mode&fs.ModeSymlink != 0:
-			case mode.IsDir():
-				if mode.Perm()&0o005 != 0o005 {
+			// The entry's own status, relative to the directory's handle (no
+			// path walk, no symlink followed).
+			var st unix.Stat_t
+			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			p := filepath.Join(d, e.Name())
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFLNK:
+			case unix.S_IFDIR:
+				if st.Mode&0o005 != 0o005 {
 					a = append(a, "--tmpfs", p, "--remount-ro", p)
 					continue
 				}
-				walk(p, depth+1)
+				cfd, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					continue
+				}
+				walk(cfd, p, depth+1)
 			default:
-				if mode.Perm()&0o004 == 0 {
+				if st.Mode&0o004 == 0 {
 					a = append(a, "--ro-bind", "/dev/null", p)
 				}
 			}
 		}
 	}
-	walk(root, 0)
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	walk(fd, root, 0)
 	return a
 }
 
