@@ -21,7 +21,8 @@
 //     symlink listed), setattr the Chmod, Chtimes or truncating open it asks
 //     for. Readdirplus is off, so listing a directory never stats its entries.
 //     Nothing is read ahead or copied. Names longer than 255 bytes are
-//     ENAMETOOLONG.
+//     ENAMETOOLONG, and so is a path longer than PATH_MAX (4096 bytes) from the
+//     exported root (a Dir holds no longer path).
 //   - A path is derived, for every request, from the names go-fuse keeps for
 //     the kernel's nodes; a rename holds the server's tree lock until those
 //     names are updated, so a directory a process holds open (its working
@@ -41,20 +42,30 @@
 //     mount is nosuid and nodev.
 //   - Stable inode numbers: an entry's inode number is its backend's object
 //     ID (mixed with the mount's index when Options.Mounts lists the
-//     Namespace's mounts, so two backends cannot share a number), so hard
+//     Namespace's mounts, so two backends cannot share a number; a Dir over a
+//     Namespace must list them, or the kernel takes two entries with one
+//     number for one file), so hard
 //     links share it and it survives a rename and the kernel forgetting the
 //     node. Entries without an ID (git trees, synthetic directories) are
 //     numbered from their path. The server keeps only the nodes the kernel
 //     holds (go-fuse's tree, pruned on FORGET), so memory stays bounded by the
 //     kernel's cache, not by the tree.
 //   - Caching: the kernel may trust names, attributes and absences for
-//     Options' timeouts (one second each by default) and keeps file pages
-//     until the next open (close-to-open consistency: each open drops the
-//     page cache). Files opened for writing bypass the page cache (direct
-//     I/O), so concurrent readers and writers of one descriptor see each
-//     other's bytes at once; shared writable mmap still works (Linux 6.6+). Server.Invalidate drops what the kernel holds for a path
-//     changed through another route; its notifications are sent from the
-//     server's own goroutine, never the caller's, so it is safe from a hook.
+//     Options' timeouts (one second each by default). It keeps a file's pages
+//     from one read-only open to the next and drops them when the attributes
+//     it fetches show another mtime or size, so a file changed through the
+//     mount is read anew at once and one changed through another route within
+//     AttrTimeout. Files opened for writing bypass the page cache (direct I/O,
+//     which also drops the pages it overwrites), so concurrent readers and
+//     writers of one descriptor see each other's bytes at once; shared
+//     writable mmap still works (Linux 6.6+). Server.Invalidate drops what the
+//     kernel holds for a path changed through another route; its notifications
+//     are sent from the server's own goroutine, never the caller's, so it is
+//     safe from a hook.
+//   - Link counts and times: st_nlink is the backend's count after every link,
+//     unlink and rename, and 0 for an open file whose last name is gone;
+//     st_ctime is the backend's change time where it keeps one (the physical
+//     backend's st_ctime), else the mtime.
 //   - Permissions: the mount uses default_permissions: the kernel checks mode
 //     bits against the attributes answered (owner Options.UID/GID, by default
 //     the mounting user), so a mode 0000 file is closed to every user but
@@ -77,8 +88,28 @@
 //     (EOPNOTSUPP), nor is chown (EPERM unless it changes nothing): a
 //     capability carries no ownership. setuid and setgid bits are refused by
 //     the Dir (chmod: EACCES).
-//   - Times: atime and ctime are reported equal to mtime; times cannot be set
-//     on a symlink itself (EOPNOTSUPP).
+//   - Times: atime is reported equal to mtime (a Dir keeps no access time),
+//     and so is ctime on backends that keep no change time (memory, SQLite,
+//     git); times cannot be set on a symlink itself (EOPNOTSUPP).
+//   - Ownership: every entry is owned by Options.UID and GID (by default the
+//     mounting user), whatever the backend's files say, and chown to another
+//     owner is EPERM; the kernel checks permission bits against that owner
+//     (default_permissions).
+//   - Hard links on the physical backend: chmod and utimes of a file with
+//     several names are refused (EACCES), and opening one for writing gives
+//     the name a private copy, so the other names keep the old contents
+//     (physical.HardLinksReplace: a name may share its inode with a file
+//     outside the root).
+//   - Symlink targets are parsed by the Dir to keep links inside: a target
+//     with a name longer than 255 bytes, or longer than PATH_MAX, is EINVAL.
+//   - Paths are bounded by PATH_MAX from the namespace's root, not from the
+//     mount point: exporting a subtree (capfs mount --work) shortens the
+//     longest path by the subtree's own path, and the CLI's default policy
+//     refuses (EACCES) a path too long for it to decide on.
+//   - POSIX conformance: pjdfstest.sh runs pjdfstest's chmod, chown, link,
+//     mkdir, open, rename, rmdir, symlink, truncate and unlink groups on a
+//     mount (make stress); pjdfstest_expected.txt lists every test that fails
+//     and why, all for the reasons above, and the run fails on any other.
 //   - Directory entries carry no inode number (d_ino is FUSE's unknown
 //     value); stat's st_ino is the stable one.
 //   - A listing shows the names the Dir's Walk shows (its policy decides each

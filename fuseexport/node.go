@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -383,8 +384,16 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 			}
 			return np.GetChild(newName) == oldChild && (oldChild == nil || n.GetChild(name) != oldChild)
 		}
-		for deadline := time.Now().Add(2 * time.Second); !moved() && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Microsecond)
+		// go-fuse moves its nodes right after Rename returns, on the request's
+		// goroutine: yield until it has (a sleep here would hold every other
+		// request for a timer tick), then sleep briefly if it is slow.
+		deadline := time.Now().Add(2 * time.Second)
+		for spin := 0; !moved() && time.Now().Before(deadline); spin++ {
+			if spin < 1000 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(20 * time.Microsecond)
+			}
 		}
 	}()
 	return 0
@@ -497,8 +506,13 @@ var (
 )
 
 // openFlags chooses the kernel's caching for the open file. A file opened for
-// reading goes through the page cache (dropped at every open: close-to-open
-// consistency). A file opened for writing bypasses it (FOPEN_DIRECT_IO): each
+// reading goes through the page cache, which the kernel keeps from one open to
+// the next (FOPEN_KEEP_CACHE): it drops a file's pages when the attributes it
+// fetches show another mtime or size (FUSE_AUTO_INVAL_DATA; a write through the
+// mount expires them at once, a change through another route is seen within
+// AttrTimeout) and when Server.Invalidate names the file. Closing it sends no
+// FLUSH (FOPEN_NOFLUSH: nothing to write). A file opened for writing bypasses
+// the page cache (FOPEN_DIRECT_IO): each
 // read and write is a request to the Dir, as a write-through cache would send
 // anyway, because the kernel's write-through page cache, with concurrent
 // positional reads and writes on one file, can serve a reader zeros where a
@@ -509,7 +523,7 @@ func (h *handle) openFlags() uint32 {
 	if h.write {
 		return fuse.FOPEN_DIRECT_IO
 	}
-	return 0
+	return fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
 }
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

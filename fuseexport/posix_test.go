@@ -236,3 +236,64 @@ func TestErrnos(t *testing.T) {
 		t.Errorf("chown that changes nothing: %v", err)
 	}
 }
+
+// TestPageCacheKept: read-only opens keep the kernel's page cache from one open
+// to the next, and lose it whenever the file changes: a write through the
+// mount (direct I/O on a writable open), a truncate through the mount, and a
+// change through another route once the attributes expire (here at once:
+// AttrTimeout negative) or Invalidate names the file.
+func TestPageCacheKept(t *testing.T) {
+	mem := memory.New()
+	d, _ := dir.New(mem)
+	if err := d.WriteFile(bg, "f", []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mp, s := mountT(t, d, Options{AttrTimeout: -1, EntryTimeout: -1, NegativeTimeout: -1})
+	f := filepath.Join(mp, "f")
+	read := func(what, want string) {
+		t.Helper()
+		b, err := os.ReadFile(f)
+		if err != nil || string(b) != want {
+			t.Errorf("%s: read %q, %v; want %q", what, b, err, want)
+		}
+	}
+	read("first read", "one")
+	read("second read (cached)", "one")
+	// The same size, through the mount.
+	w, err := os.OpenFile(f, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("two"), 0); err != nil {
+		t.Fatal(err)
+	}
+	read("after a write through a descriptor still open", "two")
+	w.Close()
+	read("after the writer closed", "two")
+	if err := os.Truncate(f, 1); err != nil {
+		t.Fatal(err)
+	}
+	read("after truncate", "t")
+	// Through the Dir, then another mtime: the kernel sees it on its next
+	// attribute fetch.
+	if err := d.WriteFile(bg, "f", []byte("thr"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read("after a write through the Dir", "thr")
+	// The same size and mtime through another route: only Invalidate tells.
+	info, _ := d.Lstat(bg, "f")
+	h, err := d.Backend().OpenFile(bg, vfs.MustParse("f"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WriteAt([]byte("fou"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if err := d.Chtimes(bg, "f", info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	read("the same size and mtime, before Invalidate (the pages are kept)", "thr")
+	<-s.Invalidate("f")
+	read("after Invalidate", "fou")
+}
