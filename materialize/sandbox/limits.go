@@ -340,9 +340,14 @@ func (p *cgroupPlan) create(l Limits) (*cgroupRun, error) {
 func (r *cgroupRun) remove() {
 	for i := len(r.dirs) - 1; i >= 0; i-- {
 		d := r.dirs[i]
-		for try := 0; ; try++ {
+		// The group is busy until the kernel has released its last task,
+		// which lags the exit a little: retry soon, then less often (about
+		// five seconds in all), killing what is still in it.
+		pause := 200 * time.Microsecond
+		deadline := time.Now().Add(5 * time.Second)
+		for {
 			err := unix.Rmdir(d)
-			if err == nil || err == unix.ENOENT || err != unix.EBUSY || try == 500 {
+			if err == nil || err == unix.ENOENT || err != unix.EBUSY || time.Now().After(deadline) {
 				break
 			}
 			if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
@@ -352,7 +357,8 @@ func (r *cgroupRun) remove() {
 					}
 				}
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(pause)
+			pause = min(2*pause, 10*time.Millisecond)
 		}
 	}
 }
