@@ -23,7 +23,12 @@ import (
 // and must still be regular files. Its stat cache (opts.StatCache; SnapshotHost
 // uses root itself when it is empty) compares device, inode, size, permission,
 // modification and change time, like git's index, so re-snapshotting an unchanged
-// tree only stats it.
+// tree only stats it: one getdents64 pass per directory (whose entry types spare
+// the lstat of directories and symlinks), one fstat of each directory and one
+// fstatat per regular file. A directory whose own status (device, inode, times:
+// any entry created, removed or renamed in it moves them) matches its record,
+// whose files all match theirs and whose subdirectories are unchanged keeps its
+// recorded digest without being encoded or hashed.
 func (s *Store) SnapshotHost(ctx context.Context, root string, opts SnapshotOptions) (Digest, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -119,6 +119,12 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, snapE
 	}
 	out := make([]snapEntry, 0, len(ents))
 	for _, e := range ents {
+		if e.Type == fs.ModeDir || e.Type == fs.ModeSymlink {
+			// The listing's type settles them: a directory is listed next
+			// (where a refusal is met), a symlink read. No status is needed.
+			out = append(out, snapEntry{name: e.Name, mode: e.Type})
+			continue
+		}
 		cp, err := p.Child(e.Name)
 		if err != nil {
 			return nil, snapEntry{}, err
