@@ -210,3 +210,35 @@ func TestGrepAuditSummary(t *testing.T) {
 		t.Fatalf("%d denied events for the two .env files, want 2", denied)
 	}
 }
+
+// TestListNamesOnly: sizes false names files and directories in the
+// structured result's names (directories ending in /) and describes the rest.
+func TestListNamesOnly(t *testing.T) {
+	f := newFixture(t, map[string]string{"b.txt": "x", "a/": "", "c.txt": "y"})
+	if err := f.root.Symlink(context.Background(), "b.txt", "l"); err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []bool{false, true} {
+		res, err := f.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list", Arguments: map[string]any{"sizes": false, "reverse": rev}})
+		if err != nil || res.IsError {
+			t.Fatal(err, res)
+		}
+		sc, _ := res.StructuredContent.(map[string]any)
+		names := fmt.Sprint(sc["names"])
+		want := "[a/ b.txt c.txt l]"
+		text := "[DIR]  a/\n[FILE] b.txt\n[FILE] c.txt\n[LINK] l -> b.txt\n"
+		if rev {
+			want = "[l c.txt b.txt a/]"
+			text = "[LINK] l -> b.txt\n[FILE] c.txt\n[FILE] b.txt\n[DIR]  a/\n"
+		}
+		if names != want {
+			t.Errorf("reverse=%v: names %s, want %s", rev, names, want)
+		}
+		if ents := fmt.Sprint(sc["entries"]); ents != "[map[name:l target:b.txt type:symlink]]" {
+			t.Errorf("reverse=%v: entries %s, want only the symlink described", rev, ents)
+		}
+		if got := res.Content[0].(*mcp.TextContent).Text; got != text {
+			t.Errorf("reverse=%v: text %q, want %q", rev, got, text)
+		}
+	}
+}
