@@ -137,6 +137,7 @@ func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOption
 				flt.hints = loadIndexHints(filepath.Join(mb.Host, filepath.FromSlash(rest.String())))
 			}
 		}
+		defer flt.close()
 		ba, bb = &filteredBackend{Backend: flt.a, f: flt, side: 0}, &filteredBackend{Backend: flt.b, f: flt, side: 1}
 	case sa.IsDir():
 		pa, _ := vfs.ParseGuest(a)
@@ -655,6 +656,34 @@ type diffFilter struct {
 	cache  map[string][]gitignore.Pattern // directory -> patterns in effect there
 	hidden []string
 	seen   map[string]bool
+
+	dirs      [2]*dir.Dir // a and b as Dirs, for reading .gitignore files
+	startPool sync.Once
+	jobs      chan func()
+}
+
+// work runs fn on one of the filter's workers (2×GOMAXPROCS goroutines,
+// started on first use and kept for the whole diff, so that their stacks,
+// grown once through the Dir's call chain, are not grown again per file).
+func (f *diffFilter) work(fn func()) {
+	f.startPool.Do(func() {
+		f.jobs = make(chan func())
+		for i := 0; i < 2*runtime.GOMAXPROCS(0); i++ {
+			go func() {
+				for j := range f.jobs {
+					j()
+				}
+			}()
+		}
+	})
+	f.jobs <- fn
+}
+
+// close stops the workers.
+func (f *diffFilter) close() {
+	if f.jobs != nil {
+		close(f.jobs)
+	}
 }
 
 // patterns returns the .gitignore patterns in effect in directory p (relative
@@ -674,8 +703,14 @@ func (f *diffFilter) patterns(p vfs.Path) []gitignore.Pattern {
 	ps = parent[:len(parent):len(parent)]
 	domain := splitPath(key)
 	seen := map[string]bool{}
-	for _, b := range []vfs.Backend{f.a, f.b} {
-		data, err := readBackend(f.ctx, b, path.Join(key, ".gitignore"))
+	for i, b := range []vfs.Backend{f.a, f.b} {
+		f.mu.Lock()
+		if f.dirs[i] == nil {
+			f.dirs[i], _ = dir.New(b)
+		}
+		d := f.dirs[i]
+		f.mu.Unlock()
+		data, err := d.ReadFile(f.ctx, path.Join(key, ".gitignore"))
 		if err != nil {
 			continue
 		}
@@ -756,7 +791,6 @@ func (b *filteredBackend) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEnt
 		// Decide the directory's files against the index in parallel (each is
 		// an Lstat on both sides); keep then finds the answers cached.
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
 		for _, e := range es {
 			if !e.Type.IsRegular() || e.Name == ".git" {
 				continue
@@ -766,12 +800,10 @@ func (b *filteredBackend) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEnt
 				full = p.String() + "/" + e.Name
 			}
 			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
+			b.f.work(func() {
 				defer wg.Done()
 				h.unchanged(b.f.ctx, b.f.a, b.f.b, full)
-				<-sem
-			}()
+			})
 		}
 		wg.Wait()
 	}
