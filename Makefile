@@ -41,9 +41,9 @@ unit: sysdeps
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 
 # sysdeps installs the host tools tests use when missing: git builds the gitree
-# fixtures, bubblewrap runs the sandboxed builds, cc builds the sample project. Without root (or apt-get) it says
-# which tests will skip.
-SYSDEPS := git:git bwrap:bubblewrap cc:gcc fusermount3:fuse3 rg:ripgrep
+# fixtures, bubblewrap runs the sandboxed builds, cc builds the sample project (and pjdfstest, which
+# names its files with openssl). Without root (or apt-get) it says which tests will skip.
+SYSDEPS := git:git bwrap:bubblewrap cc:gcc fusermount3:fuse3 rg:ripgrep openssl:openssl
 
 sysdeps:
 	@missing=""; for d in $(SYSDEPS); do \
