@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -63,6 +66,9 @@ func OwnOrigins(addr net.Addr) []string {
 //     expired session gets 404, as the transport specifies, so the client
 //     starts a new one.
 //   - Request bodies are bounded (413 past opts.MaxBodyBytes).
+//   - A request the client cancelled (notifications/cancelled in the same
+//     session) while it was in flight is not answered: its reply is dropped
+//     from the request's stream, which then ends (the SDK would write it).
 //   - A request outside a session (no Mcp-Session-Id) other than initialize,
 //     ping, server/discover or a sessionless request (protocol version in
 //     _meta) gets 400 with a JSON-RPC -32600 error saying to initialize first
@@ -89,6 +95,7 @@ func NewHTTPHandler(srv *mcp.Server, opts HTTPOptions) http.Handler {
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxBodyBytes,
 	})
+	fl := &flights{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" {
 			if !originAllowed(o, origins) {
@@ -127,9 +134,129 @@ func NewHTTPHandler(srv *mcp.Server, opts HTTPOptions) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(data))
 			r.ContentLength = int64(len(data))
 		}
+		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodPost && sid != "" && r.Body != nil {
+			data, err := io.ReadAll(io.LimitReader(r.Body, opts.MaxBodyBytes+1))
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(data))
+			r.ContentLength = int64(len(data))
+			if int64(len(data)) <= opts.MaxBodyBytes {
+				if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+					if req, ok := msg.(*jsonrpc.Request); ok {
+						switch {
+						case req.IsCall():
+							// Serve it through a writer that drops its reply once
+							// the client has cancelled it.
+							key := flightKey{sid, idKey(req.ID)}
+							cw := &cancelWriter{ResponseWriter: w, id: req.ID}
+							fl.start(key, &cw.cancelled)
+							defer fl.end(key)
+							w = cw
+						case req.Method == "notifications/cancelled":
+							// Marked before the SDK sees it (and cancels the
+							// handler), so the reply the handler then returns is
+							// the one dropped.
+							var p struct {
+								RequestID any `json:"requestId"`
+							}
+							if json.Unmarshal(req.Params, &p) == nil {
+								if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+									fl.cancel(flightKey{sid, idKey(id)})
+								}
+							}
+						}
+					}
+				}
+			}
+		}
 		h.ServeHTTP(w, r)
 	})
 }
+
+// flights are the requests in flight over HTTP, by session and request id,
+// each with the flag its cancellation sets. (Over stdio, lineConn does this.)
+type flights struct {
+	mu sync.Mutex
+	m  map[flightKey]*atomic.Bool
+}
+
+type flightKey struct{ session, id string }
+
+func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
+
+func (f *flights) start(k flightKey, flag *atomic.Bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[flightKey]*atomic.Bool{}
+	}
+	f.m[k] = flag
+}
+
+func (f *flights) end(k flightKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, k)
+}
+
+func (f *flights) cancel(k flightKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if flag := f.m[k]; flag != nil {
+		flag.Store(true)
+	}
+}
+
+// cancelWriter is the response writer of one request's POST. Once the client
+// has cancelled the request (notifications/cancelled), the reply to it is not
+// written: the SSE event (or JSON body) carrying a response with its id is
+// dropped, and the stream ends without it, as the specification asks of a
+// receiver of a cancellation ("SHOULD NOT send a response"; the issue makes
+// it a must). Other events on the stream (progress notifications) pass.
+type cancelWriter struct {
+	http.ResponseWriter
+	id        jsonrpc.ID
+	cancelled atomic.Bool
+}
+
+func (w *cancelWriter) Write(p []byte) (int, error) {
+	if w.cancelled.Load() && w.isReply(p) {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// isReply reports whether p, one SSE event or a JSON body as the SDK writes
+// them (each in one Write), carries the response to w.id.
+func (w *cancelWriter) isReply(p []byte) bool {
+	data := p
+	if t := bytes.TrimSpace(p); len(t) == 0 || t[0] != '{' {
+		data = nil
+		for _, line := range bytes.Split(p, []byte("\n")) {
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			}
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return false
+	}
+	resp, ok := msg.(*jsonrpc.Response)
+	return ok && idKey(resp.ID) == idKey(w.id)
+}
+
+// Flush and Unwrap let the SDK flush each event through the wrapper.
+func (w *cancelWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *cancelWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func originAllowed(o string, allowed []string) bool {
 	u, err := url.Parse(o)

@@ -519,3 +519,108 @@ func TestMCPConformanceHTTP(t *testing.T) {
 }
 
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// TestMCPHTTPCancelled: over HTTP, a request the client cancels while it is in
+// flight (notifications/cancelled, its own POST in the same session) gets no
+// reply: its stream ends without one. A request not cancelled is answered.
+func TestMCPHTTPCancelled(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	// A search that takes a while: 24 MiB of lines no literal narrows.
+	line := strings.Repeat("abcd efgh ijkl mnop ", 4) + "\n"
+	if err := os.WriteFile(filepath.Join(root, "big.txt"), bytes.Repeat([]byte(line), (24<<20)/len(line)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "small.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(capfsBin, "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	addr, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the server's address: %v (%q)", err, addr)
+	}
+	endpoint := strings.TrimSpace(addr[strings.Index(addr, "http://"):])
+	sid := ""
+	post := func(body string) (*http.Response, error) {
+		req, _ := http.NewRequest("POST", endpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		return http.DefaultClient.Do(req)
+	}
+	body := func(body string) (int, string) {
+		t.Helper()
+		resp, err := post(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	resp, err := post(fmt.Sprintf(initLine, "2025-11-25"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if sid = resp.Header.Get("Mcp-Session-Id"); sid == "" {
+		t.Fatal("no session id")
+	}
+	body(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	type reply struct {
+		status int
+		body   string
+		err    error
+	}
+	slow := make(chan reply, 1)
+	go func() {
+		resp, err := post(callLine(5, "grep", `{"pattern":"[a-z]{5}[0-9]","output_mode":"count","path":"p"}`))
+		if err != nil {
+			slow <- reply{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		slow <- reply{resp.StatusCode, string(data), err}
+	}()
+	time.Sleep(150 * time.Millisecond) // the call is under way
+	if st, b := body(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`); st != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d %s", st, b)
+	}
+	if st, b := body(`{"jsonrpc":"2.0","id":6,"method":"ping"}`); st != http.StatusOK || !strings.Contains(b, `"id":6`) {
+		t.Fatalf("ping after the cancellation: %d %s", st, b)
+	}
+	select {
+	case r := <-slow:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if strings.Contains(r.body, `"id":5`) {
+			t.Errorf("the cancelled request was answered: %.300s", r.body)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the cancelled request's stream did not end")
+	}
+	// A request not cancelled is answered through the same wrapper.
+	if st, b := body(callLine(7, "grep", `{"pattern":"hello","path":"p"}`)); st != http.StatusOK || !strings.Contains(b, `"id":7`) || !strings.Contains(b, "small.txt") {
+		t.Errorf("an uncancelled grep: %d %.300s", st, b)
+	}
+}
