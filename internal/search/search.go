@@ -19,8 +19,8 @@
 //     the first 8000 bytes, as grep and rg decide) are counted in
 //     Summary.Binary. Directories that cannot be listed are listed in Skipped.
 //   - By default .git directories and the entries .gitignore files exclude are
-//     not searched (like rg); Options.NoIgnore searches them. An explicitly
-//     named root is always searched.
+//     not searched (like rg); Options.NoIgnore (or DotGit, NoGitignore)
+//     searches them. An explicitly named root is always searched.
 //   - Once Options.Limit results are reached, the walk and the workers stop
 //     (no more files are opened) and Summary.Truncated is set.
 //   - Revocation and cancellation end the search with their error; no
@@ -30,10 +30,10 @@
 //
 //   - Symbolic links met during the walk are not followed (as with rg and
 //     grep -r); a root that is a symlink is.
-//   - .gitignore files are read from the search root down; those above the
-//     root, .git/info/exclude, the global excludes file and .ignore/.rgignore
-//     are not consulted, and they apply whether or not the tree is a git
-//     work tree (rg requires one).
+//   - .gitignore files are read from the search root down, and from
+//     Options.IgnoreAbove down to the root when it is set; .git/info/exclude,
+//     the global excludes file and .ignore/.rgignore are not consulted, and
+//     they apply whether or not the tree is a git work tree (rg requires one).
 //   - A file that changes while it is read is searched as it was read; one
 //     that grows after its Stat is searched up to the size Stat reported.
 //   - Case-insensitive matching follows Go's regexp (?i), i.e. Unicode simple
@@ -47,11 +47,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"regexp"
 	"regexp/syntax"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,11 +111,32 @@ type Options struct {
 	// Exclude skips files and directories (and all beneath them) matching one
 	// of these globs, against the name and against the path from the root.
 	Exclude []string
-	// NoIgnore searches .git directories and what .gitignore files exclude.
+	// NoIgnore searches .git directories and what .gitignore files exclude
+	// (NoGitignore and DotGit both).
 	NoIgnore bool
+	// NoGitignore searches what .gitignore files exclude; DotGit searches
+	// .git directories.
+	NoGitignore, DotGit bool
+	// IgnoreAbove, when not empty, is a directory at or above the search root
+	// ("." for the Dir's root): the .gitignore files of the directories from it
+	// down to the root's parent are honoured too, as git honours those of a
+	// work tree's parents.
+	IgnoreAbove string
+	// ExcludeFiles skips files whose name matches one of these globs, and
+	// ExcludeDirs directories whose name does (grep's --exclude and
+	// --exclude-dir); an explicitly named root is searched regardless.
+	ExcludeFiles, ExcludeDirs []string
 	// MaxFileSize: larger files are not read and are reported in
-	// Summary.Skipped as SkipTooLarge (DefaultMaxFileSize when zero).
+	// Summary.Skipped as SkipTooLarge (DefaultMaxFileSize when zero; no limit
+	// when negative).
 	MaxFileSize int64
+	// Custom, when set, replaces the engine's matching: it is called with each
+	// file's path and contents (binary files included: Custom decides what they
+	// are) from a worker goroutine, several at once, and data is valid only
+	// during the call. A file for which it returns report true is emitted, in
+	// walk order, with File.Value set to the value it returns. Pattern may then
+	// be empty; Mode, Before, After and Limit do not apply.
+	Custom func(path string, data []byte) (value any, report bool)
 	// Limit, when positive, stops the search after Limit results: files in
 	// FilesWithMatches and Count mode, matching lines in Content mode (the file
 	// that reaches it is cut after that line).
@@ -137,6 +160,8 @@ type File struct {
 	// consecutive entries whose numbers are not consecutive start a new group
 	// (where grep prints "--").
 	Lines []Line
+	// Value is what Options.Custom returned for the file.
+	Value any
 }
 
 // SkipReason says why a file or directory was not searched.
@@ -174,17 +199,26 @@ type Summary struct {
 // error if the search is stopped by them.
 func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit func(*File) error) (Summary, error) {
 	var sum Summary
-	m, err := compile(opts)
-	if err != nil {
-		return sum, err
+	var m *matcher
+	if opts.Custom == nil {
+		var err error
+		if m, err = compile(opts); err != nil {
+			return sum, err
+		}
 	}
-	for _, g := range append(append([]string(nil), opts.Include...), opts.Exclude...) {
+	if opts.NoIgnore {
+		opts.NoGitignore, opts.DotGit = true, true
+	}
+	for _, g := range slices.Concat(opts.Include, opts.Exclude, opts.ExcludeFiles, opts.ExcludeDirs) {
 		if !doublestar.ValidatePattern(g) {
 			return sum, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: fmt.Errorf("malformed glob %q", g)}
 		}
 	}
-	if opts.MaxFileSize <= 0 {
+	switch {
+	case opts.MaxFileSize == 0:
 		opts.MaxFileSize = DefaultMaxFileSize
+	case opts.MaxFileSize < 0:
+		opts.MaxFileSize = math.MaxInt64
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
@@ -203,7 +237,7 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &searcher{d: d, opts: opts, m: m, root: root,
+	s := &searcher{d: d, opts: opts, m: m, root: root, base: splitNames(root),
 		order: make(chan *slot, 1024), work: make(chan *slot, 256), sem: make(chan struct{}, 8)}
 	var wg sync.WaitGroup
 	for range opts.Workers {
@@ -228,7 +262,7 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 			s.file(ctx, root)
 			return
 		}
-		s.walk(ctx, &node{p: root})
+		s.walk(ctx, &node{p: root, inherit: s.ignoresAbove(ctx)})
 	}()
 	// However the search ends, stop the walk, the workers and the directory
 	// loads, and wait for them: no Dir call of this search runs after Search
@@ -337,6 +371,7 @@ type searcher struct {
 	opts    Options
 	m       *matcher
 	root    string
+	base    []string // root's names from the Dir's root (the domain of .gitignore patterns starts there)
 	order   chan *slot     // every slot, in walk order
 	work    chan *slot     // the slots to search
 	sem     chan struct{}  // bounds concurrent directory loads ahead of the walk
@@ -399,11 +434,11 @@ func (n *node) load(ctx context.Context, s *searcher) {
 		return
 	}
 	n.ignores = n.inherit
-	if !s.opts.NoIgnore {
+	if !s.opts.NoGitignore {
 		for _, e := range n.ents {
 			if e.Name() == ".gitignore" && e.Type().IsRegular() {
 				if data, err := s.d.ReadFile(ctx, join(n.p, ".gitignore")); err == nil {
-					n.ignores = appendPatterns(n.ignores, data, n.rel)
+					n.ignores = appendPatterns(n.ignores, data, slices.Concat(s.base, n.rel))
 				} else if code := vfs.CodeOf(err); code == vfs.CodeRevoked || ctx.Err() != nil {
 					n.err = err
 					return
@@ -493,7 +528,7 @@ func (s *searcher) walk(ctx context.Context, n *node) bool {
 				}
 			}
 		case t.IsRegular():
-			if !s.keep(e, n.rel, n.ignores) || !s.included(n.rel, name) {
+			if !s.keep(e, n.rel, n.ignores) || !s.included(n.rel, name) || matchName(s.opts.ExcludeFiles, name) {
 				continue
 			}
 			if !s.file(ctx, join(n.p, name)) {
@@ -509,12 +544,15 @@ func (s *searcher) walk(ctx context.Context, n *node) bool {
 func (s *searcher) keep(e fs.DirEntry, rel []string, ignores []gitignore.Pattern) bool {
 	name := e.Name()
 	isDir := e.IsDir()
-	if !s.opts.NoIgnore {
-		if isDir && name == ".git" {
-			return false
-		}
+	if isDir && name == ".git" && !s.opts.DotGit {
+		return false
+	}
+	if isDir && matchName(s.opts.ExcludeDirs, name) {
+		return false
+	}
+	if !s.opts.NoGitignore {
 		if len(ignores) > 0 {
-			full := append(rel[:len(rel):len(rel)], name)
+			full := slices.Concat(s.base, rel, []string{name})
 			for i := len(ignores) - 1; i >= 0; i-- {
 				if r := ignores[i].Match(full, isDir); r != gitignore.NoMatch {
 					if r == gitignore.Exclude {
@@ -559,6 +597,46 @@ func (s *searcher) included(rel []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// matchName reports whether name matches one of globs.
+func matchName(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := doublestar.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func splitNames(p string) []string {
+	if p == "." || p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// ignoresAbove reads the .gitignore files from Options.IgnoreAbove down to
+// the root's parent (none when IgnoreAbove is empty or not above the root).
+func (s *searcher) ignoresAbove(ctx context.Context) []gitignore.Pattern {
+	if s.opts.IgnoreAbove == "" || s.opts.NoGitignore {
+		return nil
+	}
+	top := splitNames(cleanRoot(s.opts.IgnoreAbove))
+	if len(top) > len(s.base) || !slices.Equal(top, s.base[:len(top)]) {
+		return nil
+	}
+	var ps []gitignore.Pattern
+	for i := len(top); i < len(s.base); i++ {
+		d := strings.Join(s.base[:i], "/")
+		if d == "" {
+			d = "."
+		}
+		if data, err := s.d.ReadFile(ctx, join(d, ".gitignore")); err == nil {
+			ps = appendPatterns(ps, data, s.base[:i])
+		}
+	}
+	return ps
 }
 
 func appendPatterns(ps []gitignore.Pattern, data []byte, domain []string) []gitignore.Pattern {
@@ -651,6 +729,13 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 	data := buf[:n]
 	if int64(n) > s.opts.MaxFileSize {
 		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: int64(n)}
+		return
+	}
+	if s.opts.Custom != nil {
+		sl.searched = true
+		if v, ok := s.opts.Custom(sl.path, data); ok {
+			sl.file = &File{Path: sl.path, Value: v}
+		}
 		return
 	}
 	if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {

@@ -345,3 +345,67 @@ func TestRareByteFinder(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkOptions: the options grep's command line needs: .gitignore files
+// above the root, .git and .gitignore separately, file and directory
+// excludes by name, no size limit, and a custom matcher.
+func TestWalkOptions(t *testing.T) {
+	d := tree(t, map[string]string{
+		".gitignore":        "*.log\n",
+		"src/a.go":          "hit\n",
+		"src/b.log":         "hit\n",
+		"src/.gitignore":    "gen_*\n",
+		"src/gen_x.go":      "hit\n",
+		"src/vendor/v.go":   "hit\n",
+		"src/big.txt":       strings.Repeat("hit\n", 100),
+		".git/config":       "hit\n",
+		"src/sub/.git/HEAD": "hit\n",
+		"src/sub/c_test.go": "hit\n",
+		"src/sub/d.bin":     "hit\x00\n",
+	})
+	names := func(o search.Options, root string) string {
+		got, _ := run(t, d, root, o)
+		var ps []string
+		for _, f := range got {
+			ps = append(ps, f.Path)
+		}
+		return strings.Join(ps, " ")
+	}
+	// From src, the root's .gitignore (*.log) holds only with IgnoreAbove.
+	if got := names(search.Options{Pattern: "hit"}, "src"); got != "src/a.go src/b.log src/big.txt src/sub/c_test.go src/vendor/v.go" {
+		t.Errorf("without IgnoreAbove: %s", got)
+	}
+	if got := names(search.Options{Pattern: "hit", IgnoreAbove: "."}, "src"); got != "src/a.go src/big.txt src/sub/c_test.go src/vendor/v.go" {
+		t.Errorf("IgnoreAbove: %s", got)
+	}
+	if got := names(search.Options{Pattern: "hit", DotGit: true}, "."); got != ".git/config src/a.go src/big.txt src/sub/.git/HEAD src/sub/c_test.go src/vendor/v.go" {
+		t.Errorf("DotGit: %s", got)
+	}
+	if got := names(search.Options{Pattern: "hit", NoGitignore: true}, "."); got != "src/a.go src/b.log src/big.txt src/gen_x.go src/sub/c_test.go src/vendor/v.go" {
+		t.Errorf("NoGitignore: %s", got)
+	}
+	if got := names(search.Options{Pattern: "hit", ExcludeDirs: []string{"vend*"}, ExcludeFiles: []string{"*_test.go", "big.*"}}, "."); got != "src/a.go" {
+		t.Errorf("ExcludeDirs, ExcludeFiles: %s", got)
+	}
+	if got := names(search.Options{Pattern: "hit", ExcludeFiles: []string{"*.go"}}, "src/a.go"); got != "src/a.go" {
+		t.Errorf("a named root excluded: %s", got)
+	}
+	_, sum := run(t, d, ".", search.Options{Pattern: "hit", MaxFileSize: 100})
+	if len(sum.Skipped) != 1 || sum.Skipped[0].Path != "src/big.txt" {
+		t.Errorf("MaxFileSize 100: skipped %+v", sum.Skipped)
+	}
+	if _, sum = run(t, d, ".", search.Options{Pattern: "hit", MaxFileSize: -1}); len(sum.Skipped) != 0 {
+		t.Errorf("MaxFileSize -1: skipped %+v", sum.Skipped)
+	}
+	// Custom sees every file, binary ones too, and its value comes back in order.
+	got, _ := run(t, d, "src", search.Options{Custom: func(p string, data []byte) (any, bool) {
+		return len(data), strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".bin")
+	}})
+	var b strings.Builder
+	for _, f := range got {
+		fmt.Fprintf(&b, "%s=%v ", f.Path, f.Value)
+	}
+	if b.String() != "src/a.go=4 src/sub/c_test.go=4 src/sub/d.bin=5 src/vendor/v.go=4 " {
+		t.Errorf("Custom: %s", b.String())
+	}
+}
