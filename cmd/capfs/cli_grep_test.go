@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,5 +221,30 @@ func TestGrepBinary(t *testing.T) {
 	r = runCapfs(t, root, "-m", m, "grep", "-a", "-n", "needle", "p").want(t, 0)
 	if r.stdout != "p/b.bin:1:needle\x00x\np/b.bin:2:needle\n" {
 		t.Errorf("-a: %q", r.stdout)
+	}
+}
+
+// TestGrepManyFilesOrdered: the walk is parallel (the engine the MCP grep
+// uses) and the output is in name order, the same at every run.
+func TestGrepManyFilesOrdered(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	files := map[string]string{}
+	var want []string
+	for i := range 12 {
+		for j := range 25 {
+			p := fmt.Sprintf("d%02d/s%d/f%02d.txt", i, j%3, j)
+			files[p] = fmt.Sprintf("x\nneedle %d %d\n", i, j)
+			want = append(want, fmt.Sprintf("p/%s:2:needle %d %d", p, i, j))
+		}
+	}
+	writeTree(t, root, files)
+	slices.Sort(want)
+	m := "p=physical:" + root
+	for range 2 {
+		r := runCapfs(t, root, "-m", m, "grep", "-rn", "needle", "p").want(t, 0)
+		if got := strings.TrimSuffix(r.stdout, "\n"); got != strings.Join(want, "\n") {
+			t.Fatalf("grep -rn over 300 files is not in name order:\n%.500s", got)
+		}
 	}
 }

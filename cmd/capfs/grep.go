@@ -7,19 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/spf13/cobra"
 
+	"github.com/capfs/capfs/internal/search"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -157,9 +154,6 @@ type grepRun struct {
 	ctxA  int
 	ctxOn bool // context was asked for (even 0 lines): groups are separated by "--"
 	col   colors
-	// walk state
-	seen    map[string]bool
-	listSem chan struct{} // bounds the directories listed ahead of the walk
 	// results
 	mu       sync.Mutex
 	denied   []string // paths the policy refused
@@ -201,7 +195,7 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 	if err != nil {
 		return usageErrorf("grep: bad regular expression: %v", err)
 	}
-	r := &grepRun{s: s, o: g, m: m, max: defaultMaxFilesize, seen: map[string]bool{}, why: map[string]bool{}}
+	r := &grepRun{s: s, o: g, m: m, max: defaultMaxFilesize, why: map[string]bool{}}
 	if g.maxFilesize != "" {
 		q, err := parseQuota(g.maxFilesize)
 		if err != nil {
@@ -256,54 +250,36 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 		return exitStatus(exitFailed) // grep -m 0 reads nothing
 	}
 
-	jobs := make(chan *grepJob, 256)
-	order := make(chan *grepJob, 1024)
-	var wg sync.WaitGroup
-	workers := max(runtime.GOMAXPROCS(0), 1)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte
-			for j := range jobs {
-				buf = r.searchFile(ctx, j, buf)
-				close(j.done)
-			}
-		}()
-	}
-	go func() {
-		defer close(order)
-		defer close(jobs)
-		for _, root := range roots {
-			if ctx.Err() != nil {
-				return
-			}
-			r.walkRoot(ctx, root, jobs, order)
-		}
-	}()
-
 	matched := false
 	var writeErr error
-	for j := range order {
-		<-j.done
-		if j.msg != "" && !g.noMessages {
-			w.Flush()
-			fmt.Fprintln(stderr, "capfs: grep: "+j.msg)
+	seen := map[string]bool{} // overlapping PATHs: each file is printed once
+	for _, root := range roots {
+		if ctx.Err() != nil || (g.quiet && matched) {
+			break
 		}
-		if j.matched {
-			matched = true
-		}
-		if writeErr == nil && j.out.Len() > 0 {
-			if _, err := w.Write(j.out.Bytes()); err != nil {
-				writeErr = err
-				cancel()
+		res := r.searchRoot(ctx, root, seen, func(j *grepJob) error {
+			if j.msg != "" && !g.noMessages {
+				w.Flush()
+				fmt.Fprintln(stderr, "capfs: grep: "+j.msg)
 			}
-		}
-		if g.quiet && matched {
-			cancel()
+			if j.matched {
+				matched = true
+			}
+			if writeErr == nil && j.out.Len() > 0 {
+				if _, err := w.Write(j.out.Bytes()); err != nil {
+					writeErr = err
+					return errGrepStop
+				}
+			}
+			if g.quiet && matched {
+				return errGrepStop
+			}
+			return nil
+		})
+		if res != nil {
+			break
 		}
 	}
-	wg.Wait()
 	if err := w.Flush(); writeErr == nil {
 		writeErr = err
 	}
@@ -346,12 +322,10 @@ func (r *grepRun) defaultRoot() string {
 	return "/"
 }
 
-// grepJob is one file to search; the printer writes jobs in the order the walk
-// produced them, so the output is deterministic.
+// grepJob is one file searched: its output, in the order of the walk.
 type grepJob struct {
 	path    string // namespace path, cleaned
 	display string // the path as printed (escaped)
-	done    chan struct{}
 	out     bytes.Buffer
 	msg     string // an error for standard error (escaped)
 	matched bool
@@ -360,31 +334,32 @@ type grepJob struct {
 	explicit bool
 }
 
-// walkRoot queues the files under root: the file itself, or the files of the tree
-// under a directory in name order, skipping what .gitignore, --exclude and .git
-// rules leave out.
-func (r *grepRun) walkRoot(ctx context.Context, root string, jobs, order chan<- *grepJob) {
-	emitErr := func(msg string) {
-		j := &grepJob{msg: msg, done: make(chan struct{})}
-		close(j.done)
+// errGrepStop ends a search early (-q satisfied, output closed).
+var errGrepStop = errors.New("grep: stop")
+
+// searchRoot searches one PATH with the engine the MCP grep uses
+// (internal/search: a parallel walk in name order honouring .gitignore files,
+// from the PATH's mount root down, and skipping .git), calling emit with each
+// file that printed something or matched, in walk order, and with each error
+// met. It returns errGrepStop when emit asked to stop, or the context's error.
+func (r *grepRun) searchRoot(ctx context.Context, root string, seen map[string]bool, emit func(*grepJob) error) error {
+	emitErr := func(msg string) error {
 		r.mu.Lock()
 		r.errs++
 		r.mu.Unlock()
-		order <- j
+		return emit(&grepJob{msg: msg})
 	}
 	vp, err := vfs.ParseGuest(root)
 	if err != nil {
-		emitErr(show(root) + ": " + show(errMessage(err)))
-		return
+		return emitErr(show(root) + ": " + show(errMessage(err)))
 	}
 	st, err := r.s.Root.Stat(ctx, root)
 	if err != nil {
 		if vfs.CodeOf(err) == vfs.CodePermission {
 			r.deny(vp.String(), err)
-			return
+			return nil
 		}
-		emitErr(show(root) + ": " + show(errMessage(err)))
-		return
+		return emitErr(show(root) + ": " + show(errMessage(err)))
 	}
 	// The printed prefix: the argument as written, without a trailing slash.
 	prefix := strings.TrimSuffix(root, "/")
@@ -393,134 +368,81 @@ func (r *grepRun) walkRoot(ctx context.Context, root string, jobs, order chan<- 
 	} else if prefix == "" {
 		prefix = root
 	}
+	clean := vp.String()
 	if !st.IsDir() {
 		if !st.Mode().IsRegular() {
-			emitErr(show(root) + ": not a regular file")
-			return
+			return emitErr(show(root) + ": not a regular file")
 		}
-		if !r.fileWanted(path.Base(vp.String())) {
-			return
+		if !r.fileWanted(path.Base(clean)) {
+			return nil
 		}
-		r.queue(vp.String(), root, true, jobs, order)
-		return
 	}
-	var ign []gitignore.Pattern
-	if !r.o.noIgnore {
-		ign = r.parentIgnores(ctx, vp)
+	display := func(p string) string {
+		if !st.IsDir() {
+			return root
+		}
+		rel := p
+		if clean != "." {
+			rel = strings.TrimPrefix(strings.TrimPrefix(p, clean), "/")
+		}
+		return prefixJoin(prefix, rel)
 	}
-	r.listSem = make(chan struct{}, 8)
-	r.walkDir(ctx, vp.String(), prefix, ign, nil, jobs, order, emitErr)
-}
-
-func (r *grepRun) queue(p, display string, explicit bool, jobs, order chan<- *grepJob) {
-	if r.seen[p] {
-		return // an overlapping PATH: each file is searched once
+	opts := search.Options{
+		NoGitignore:  r.o.noIgnore,
+		DotGit:       r.o.dotGit,
+		Include:      r.o.includes,
+		ExcludeFiles: r.o.excludes,
+		ExcludeDirs:  r.o.excludeDirs,
+		MaxFileSize:  r.max,
+		Custom: func(p string, data []byte) (any, bool) {
+			j := &grepJob{path: p, display: show(display(p)), explicit: !st.IsDir()}
+			if r.max == 0 && len(data) > 0 {
+				r.mu.Lock()
+				r.tooLarge = append(r.tooLarge, p)
+				r.mu.Unlock()
+				return nil, false
+			}
+			r.searchFile(j, data)
+			return j, j.matched || j.out.Len() > 0
+		},
 	}
-	r.seen[p] = true
-	j := &grepJob{path: p, display: show(display), explicit: explicit, done: make(chan struct{})}
-	order <- j
-	jobs <- j
-}
-
-// walkDir walks directory p (a cleaned namespace path) printed as prefix.
-func (r *grepRun) walkDir(ctx context.Context, p, prefix string, ign []gitignore.Pattern, l *listing, jobs, order chan<- *grepJob, emitErr func(string)) {
-	if ctx.Err() != nil {
-		return
+	if r.max <= 0 {
+		opts.MaxFileSize = -1 // none (0: every non-empty file is too large, above)
 	}
-	var entries []fs.DirEntry
-	var err error
-	if l != nil {
-		<-l.done
-		entries, err = l.entries, l.err
-	} else {
-		entries, err = r.s.Root.ReadDir(ctx, p)
+	if m, _, ok := r.s.mountAt(vp); ok {
+		opts.IgnoreAbove = m.Path.String() // the .gitignore files from the mount's root down
 	}
+	sum, err := search.Search(ctx, r.s.Root, clean, opts, func(f *search.File) error {
+		if seen[f.Path] {
+			return nil
+		}
+		seen[f.Path] = true
+		return emit(f.Value.(*grepJob))
+	})
 	if err != nil {
-		if vfs.CodeOf(err) == vfs.CodePermission {
-			r.deny(p, err)
-			return
-		}
-		emitErr(show(prefixJoin(prefix, "")) + ": " + show(errMessage(err)))
-		return
-	}
-	comps := splitPath(p)
-	if !r.o.noIgnore {
-		for _, e := range entries {
-			if e.Name() == ".gitignore" && e.Type().IsRegular() {
-				ign = append(ign[:len(ign):len(ign)], r.readIgnore(ctx, path.Join(p, ".gitignore"), comps)...)
-				break
-			}
-		}
-	}
-	var matcher gitignore.Matcher
-	if len(ign) > 0 {
-		matcher = gitignore.NewMatcher(ign)
-	}
-	// Keep what is searched, and start listing its directories ahead of the
-	// walk (at most cap(r.listSem) at once): the walk then rarely waits.
-	kept := entries[:0:0]
-	lists := map[string]*listing{}
-	for _, e := range entries {
-		name := e.Name()
-		isDir := e.IsDir()
-		if name == ".git" && !r.o.dotGit {
-			continue
-		}
-		if matcher != nil && matcher.Match(append(comps[:len(comps):len(comps)], name), isDir) {
-			continue
-		}
-		if isDir && matchAny(r.o.excludeDirs, name) {
-			continue
-		}
-		kept = append(kept, e)
-		if isDir {
-			lists[name] = r.prefetch(ctx, path.Join(p, name))
-		}
-	}
-	for _, e := range kept {
-		name := e.Name()
-		full := name
-		if p != "." {
-			full = p + "/" + name
-		}
-		isDir := e.IsDir()
-		display := prefixJoin(prefix, name)
-		switch t := e.Type(); {
-		case isDir:
-			r.walkDir(ctx, full, display, ign, lists[name], jobs, order, emitErr)
-		case t.IsRegular():
-			if r.fileWanted(name) {
-				r.queue(full, display, false, jobs, order)
-			}
+		if errors.Is(err, errGrepStop) {
+			return err
 		}
 		if ctx.Err() != nil {
-			return
+			return ctx.Err()
+		}
+		return emitErr(show(root) + ": " + show(errMessage(err)))
+	}
+	for _, sk := range sum.Skipped {
+		switch sk.Reason {
+		case search.SkipDenied:
+			r.deny(sk.Path, sk.Err)
+		case search.SkipTooLarge:
+			r.mu.Lock()
+			r.tooLarge = append(r.tooLarge, sk.Path)
+			r.mu.Unlock()
+		default:
+			if err := emitErr(show(display(sk.Path)) + ": " + show(errMessage(sk.Err))); err != nil {
+				return err
+			}
 		}
 	}
-}
-
-// listing is a directory listed ahead of the walk.
-type listing struct {
-	done    chan struct{}
-	entries []fs.DirEntry
-	err     error
-}
-
-// prefetch starts listing directory p when a listing slot is free; it returns
-// nil otherwise (the walk then lists p itself when it gets there).
-func (r *grepRun) prefetch(ctx context.Context, p string) *listing {
-	select {
-	case r.listSem <- struct{}{}:
-	default:
-		return nil
-	}
-	l := &listing{done: make(chan struct{})}
-	go func() {
-		defer func() { <-r.listSem }()
-		l.entries, l.err = r.s.Root.ReadDir(ctx, p)
-		close(l.done)
-	}()
-	return l
+	return nil
 }
 
 func prefixJoin(prefix, name string) string {
@@ -557,43 +479,6 @@ func (r *grepRun) fileWanted(name string) bool {
 		return false
 	}
 	return !matchAny(r.o.excludes, name)
-}
-
-// parentIgnores reads the .gitignore files of the directories from vp's mount
-// root down to vp's parent (vp's own is read by the walk).
-func (r *grepRun) parentIgnores(ctx context.Context, vp vfs.Path) []gitignore.Pattern {
-	m, _, ok := r.s.mountAt(vp)
-	if !ok {
-		return nil
-	}
-	var out []gitignore.Pattern
-	comps := splitPath(vp.String())
-	for i := len(splitPath(m.Path.String())); i < len(comps); i++ {
-		d := strings.Join(comps[:i], "/")
-		if d == "" {
-			d = "."
-		}
-		out = append(out, r.readIgnore(ctx, path.Join(d, ".gitignore"), comps[:i])...)
-	}
-	return out
-}
-
-// readIgnore parses the .gitignore file p whose directory has components domain.
-func (r *grepRun) readIgnore(ctx context.Context, p string, domain []string) []gitignore.Pattern {
-	data, err := r.s.Root.ReadFile(ctx, p)
-	if err != nil {
-		return nil
-	}
-	var out []gitignore.Pattern
-	dom := append([]string(nil), domain...)
-	for _, l := range strings.Split(string(data), "\n") {
-		l = strings.TrimSuffix(l, "\r")
-		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		out = append(out, gitignore.ParsePattern(l, dom))
-	}
-	return out
 }
 
 func (r *grepRun) deny(p string, err error) {
@@ -646,88 +531,26 @@ func (r *grepRun) summarize(w io.Writer) {
 	}
 }
 
-// searchFile reads and searches one file, filling j; buf is reused between files.
-func (r *grepRun) searchFile(ctx context.Context, j *grepJob, buf []byte) []byte {
-	if ctx.Err() != nil {
-		return buf
-	}
-	fail := func(err error) {
-		if vfs.CodeOf(err) == vfs.CodePermission {
-			r.deny(j.path, err)
-			return
-		}
-		r.mu.Lock()
-		r.errs++
-		r.mu.Unlock()
-		j.msg = j.display + ": " + show(errMessage(err))
-	}
-	h, err := r.s.Root.Open(ctx, j.path, os.O_RDONLY, 0)
-	if err != nil {
-		fail(err)
-		return buf
-	}
-	defer h.Close()
-	st, err := h.Stat()
-	if err != nil {
-		fail(err)
-		return buf
-	}
-	size := st.Size()
-	if r.max >= 0 && size > r.max {
-		r.mu.Lock()
-		r.tooLarge = append(r.tooLarge, j.path)
-		r.mu.Unlock()
-		return buf
-	}
-	// The file is searched as it was at the Stat: its first size bytes, read
-	// without the extra read that would report EOF. A file that reports no size
-	// (size 0: empty, or generated on reading) is read to EOF.
-	want := max(int(size), 4096)
-	if cap(buf) < want {
-		buf = make([]byte, want)
-	}
-	buf = buf[:cap(buf)]
-	n := 0
-	for size == 0 || int64(n) < size {
-		k, err := h.Read(buf[n:])
-		n += k
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			fail(err)
-			return buf
-		}
-		if n == len(buf) {
-			if r.max >= 0 && int64(n) > r.max {
-				r.mu.Lock()
-				r.tooLarge = append(r.tooLarge, j.path)
-				r.mu.Unlock()
-				return buf
-			}
-			buf = append(buf, 0)[:n] // grow
-			buf = buf[:cap(buf)]
-		}
-	}
-	data := buf[:n]
+// searchFile searches one file's contents, filling j. It runs on the
+// engine's workers, several at once.
+func (r *grepRun) searchFile(j *grepJob, data []byte) {
 	if !r.o.text && bytes.IndexByte(data, 0) >= 0 {
 		if !j.explicit {
-			return buf // binary, met while walking: skipped, as rg does
+			return // binary, met while walking: skipped, as rg does
 		}
 		o := r.o
 		if o.count || o.filesWith || o.filesWithout || o.quiet {
 			r.searchData(j, data)
-			return buf
+			return
 		}
 		// As grep: one line saying so instead of the matching lines.
 		if _, _, ok := r.m.next(data, 0); ok {
 			j.matched = true
 			j.out.WriteString("capfs: grep: " + j.display + ": binary file matches (-a searches it as text)\n")
 		}
-		return buf
+		return
 	}
 	r.searchData(j, data)
-	return buf
 }
 
 // searchData finds the selected lines of data and writes j's output.
