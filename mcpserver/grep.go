@@ -101,6 +101,7 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 	}
 	opts.Exclude = in.Exclude
 	opts.NoIgnore = in.NoIgnore
+	opts.IgnoreAbove = "." // a search below the root honours the .gitignore files above it
 	before, after := in.Before, in.After
 	if c := max(in.Context, in.ContextLines); c > 0 {
 		before, after = max(before, c), max(after, c)

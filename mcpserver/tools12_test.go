@@ -242,3 +242,15 @@ func TestListNamesOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestGrepIgnoreAbove: a grep below the root honours the .gitignore files of
+// the directories above its path, as rg does in a work tree.
+func TestGrepIgnoreAbove(t *testing.T) {
+	f := newFixture(t, map[string]string{".gitignore": "*.log\n", "src/a.go": "needle\n", "src/b.log": "needle\n"})
+	if got := f.ok("grep", map[string]any{"pattern": "needle", "path": "src"}); got != "src/a.go\n" {
+		t.Errorf("grep in src: %q, want the root's .gitignore to leave out src/b.log", got)
+	}
+	if got := f.ok("grep", map[string]any{"pattern": "needle", "path": "src", "no_ignore": true}); got != "src/a.go\nsrc/b.log\n" {
+		t.Errorf("grep in src, no_ignore: %q", got)
+	}
+}

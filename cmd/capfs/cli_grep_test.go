@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -246,5 +247,42 @@ func TestGrepManyFilesOrdered(t *testing.T) {
 		if got := strings.TrimSuffix(r.stdout, "\n"); got != strings.Join(want, "\n") {
 			t.Fatalf("grep -rn over 300 files is not in name order:\n%.500s", got)
 		}
+	}
+}
+
+// TestGrepAuditSummary: capfs grep logs the files it read as one audit event
+// per PATH (count set) and each refusal as its own event.
+func TestGrepAuditSummary(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "needle\n", "b/c.txt": "needle\n", ".env": "needle\n"})
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	runCapfs(t, root, "--audit", log, "-m", "p=physical:"+root, "grep", "-r", "needle", "p").want(t, 0)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grep, denied, reads int
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			Op      string `json:"op"`
+			Path    string `json:"path"`
+			Outcome string `json:"outcome"`
+			Count   int    `json:"count"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		switch {
+		case e.Op == "grep" && e.Path == "p" && e.Count >= 4:
+			grep++
+		case e.Outcome == "denied" && e.Path == "p/.env":
+			denied++
+		case e.Op == "read" && e.Outcome == "ok":
+			reads++
+		}
+	}
+	if grep != 1 || denied != 1 || reads != 0 {
+		t.Errorf("audit log: %d grep summaries, %d refusals of .env, %d reads logged one by one; want 1, 1, 0:\n%s", grep, denied, reads, data)
 	}
 }

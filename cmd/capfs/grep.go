@@ -16,6 +16,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/spf13/cobra"
 
+	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/internal/search"
 	"github.com/capfs/capfs/vfs"
 )
@@ -412,7 +413,11 @@ func (r *grepRun) searchRoot(ctx context.Context, root string, seen map[string]b
 	if m, _, ok := r.s.mountAt(vp); ok {
 		opts.IgnoreAbove = m.Path.String() // the .gitignore files from the mount's root down
 	}
-	sum, err := search.Search(ctx, r.s.Root, clean, opts, func(f *search.File) error {
+	// The files and directories read are logged as one audit event (the
+	// session's sink batches them); refusals stay one event each.
+	batch := &audit.Batch{Op: "grep", Path: clean}
+	defer batch.Flush(ctx)
+	sum, err := search.Search(audit.WithBatch(ctx, batch), r.s.Root, clean, opts, func(f *search.File) error {
 		if seen[f.Path] {
 			return nil
 		}
