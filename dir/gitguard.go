@@ -292,6 +292,11 @@ func (g *gitGuard) has(ctx context.Context, d vfs.Path, name, assume string) (bo
 	if strings.EqualFold(name, assume) {
 		return true, nil
 	}
+	if len(d.String())+1+len(name) > vfs.MaxPathLen {
+		// No path that long can be named, so none is there, nor can be made
+		// (d is a file about to be created at the longest path there is).
+		return false, nil
+	}
 	p, err := d.Child(name)
 	if err != nil {
 		return false, errGitDir("unreadable path")
