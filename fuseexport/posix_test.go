@@ -184,6 +184,53 @@ func TestPathTooLong(t *testing.T) {
 	wantErrno(t, "create with a name beyond NAME_MAX", os.WriteFile(filepath.Join(mp, strings.Repeat("n", 256)), nil, 0o644), syscall.ENAMETOOLONG)
 }
 
+// TestPathMaxUnderGitGuard: a file whose path from the root is PATH_MAX-1 bytes
+// long (pjdfstest's PATH_MAX tests) can be made, changed and removed through a
+// mount of a Dir with the CLI's GitGuard hook, which looked for HEAD beneath
+// the new file itself, and refused (EACCES) when the backend could not name so
+// long a path.
+func TestPathMaxUnderGitGuard(t *testing.T) {
+	pb, err := physical.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := dir.New(pb, dir.WithHooks(dir.GitGuard(pb)))
+	mp, _ := mountT(t, d, Options{})
+	fd, err := unix.Open(mp, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("d", 250)
+	for depth := range 16 { // 16*251 bytes, with the slash after each
+		if err := unix.Mkdirat(fd, name, 0o755); err != nil {
+			unix.Close(fd)
+			t.Fatalf("mkdir at depth %d: %v", depth, err)
+		}
+		nfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = nfd
+	}
+	defer unix.Close(fd)
+	last := strings.Repeat("f", vfs.MaxPathLen-1-16*251) // the path is 4095 bytes
+	f, err := unix.Openat(fd, last, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatalf("create a path of PATH_MAX-1 bytes: %v", err)
+	}
+	unix.Close(f)
+	if err := unix.Fchmodat(fd, last, 0o600, 0); err != nil {
+		t.Errorf("chmod: %v", err)
+	}
+	if err := unix.Unlinkat(fd, last, 0); err != nil {
+		t.Errorf("unlink: %v", err)
+	}
+	if err := unix.Mkdirat(fd, last, 0o755); err != nil {
+		t.Errorf("mkdir: %v", err)
+	}
+}
+
 // TestErrnos: the errors pjdfstest checks for each call, through the mount.
 func TestErrnos(t *testing.T) {
 	ns := vfs.NewNamespace()
