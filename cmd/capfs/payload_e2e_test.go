@@ -481,11 +481,23 @@ func payloadsMCP(t *testing.T, env []string) {
 
 // TestPayloadsRun plays the guest as a command inside capfs run, one run per
 // payload (a refused change makes the sync-back apply nothing, which would hide
-// the others).
+// the others), in both of run's modes: a checkout (CAPFS_RUN_LAZY=0) and a lazy
+// FUSE work tree (CAPFS_RUN_LAZY=1, skipped with a message where FUSE cannot
+// work), each with both physical resolvers.
 func TestPayloadsRun(t *testing.T) {
 	needSandbox(t)
 	t.Parallel()
-	eachResolver(t, payloadsRun)
+	t.Run("checkout", func(t *testing.T) {
+		t.Parallel()
+		eachResolver(t, func(t *testing.T, env []string) { payloadsRun(t, append(env, envRunLazy+"=0")) })
+	})
+	t.Run("lazy", func(t *testing.T) {
+		if err := lazyAvailable(); err != nil {
+			t.Skipf("lazy sandboxes need FUSE, not usable here: %v", err)
+		}
+		t.Parallel()
+		eachResolver(t, func(t *testing.T, env []string) { payloadsRun(t, append(env, envRunLazy+"=1")) })
+	})
 }
 
 func payloadsRun(t *testing.T, env []string) {
