@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/capfs/capfs/internal/search"
 )
 
 // lineMatcher selects lines the way GNU grep does: a line is selected when the
@@ -20,6 +22,10 @@ type lineMatcher struct {
 	// case-sensitively (-F without -i, or a regexp without metacharacters):
 	// candidate lines are found with bytes.Index.
 	literal []byte
+	lit     *search.Literal // literal's search
+	// req is a literal every match contains (internal/search.Required): lines
+	// without it are passed over before the expression runs (nil: none).
+	req *search.Literal
 	// perLine makes the search run line by line: the pattern uses \A or \z,
 	// which mean something else on a whole buffer.
 	perLine bool
@@ -62,6 +68,11 @@ func compileMatcher(patterns []string, fixed, fold, word, line, invert bool) (*l
 		return nil, err
 	}
 	m.re = re
+	if m.literal != nil {
+		m.lit = search.NewLiteral(m.literal)
+	} else if r := search.Required(expr); r != "" {
+		m.req = search.NewLiteral([]byte(r))
+	}
 	if !fixed && (strings.Contains(expr, `\A`) || strings.Contains(expr, `\z`)) {
 		m.perLine = true
 	} else {
@@ -174,12 +185,29 @@ func (m *lineMatcher) next(data []byte, pos int) (ls, le int, ok bool) {
 	for pos < len(data) {
 		var s, e int
 		if m.literal != nil {
-			i := bytes.Index(data[pos:], m.literal)
+			i := m.lit.Index(data[pos:])
 			if i < 0 {
 				return 0, 0, false
 			}
 			s = pos + i
 			e = s + len(m.literal)
+		} else if m.req != nil {
+			// Only a line holding the required literal can match: check it
+			// alone.
+			i := m.req.Index(data[pos:])
+			if i < 0 {
+				return 0, 0, false
+			}
+			ls = pos
+			if j := bytes.LastIndexByte(data[pos:pos+i], '\n'); j >= 0 {
+				ls = pos + j + 1
+			}
+			le = lineEnd(data, pos+i)
+			if m.matchLine(data[ls:le]) {
+				return ls, le, true
+			}
+			pos = le + 1
+			continue
 		} else {
 			loc := m.buf.FindIndex(data[pos:])
 			if loc == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -40,7 +41,8 @@ func fastLines(m *lineMatcher, data []byte) []int {
 	return out
 }
 
-var fuzzPatterns = []string{"a", "ab", "a.c", "^a", "b$", "^$", "a|b\nc", `\s`, `[^a]`, `a\nb`, "x*", `\bfoo\b`, "(?s).", "[[:alpha:]]+", `\Aa`, `a\z`, "é"}
+var fuzzPatterns = []string{"a", "ab", "a.c", "^a", "b$", "^$", "a|b\nc", `\s`, `[^a]`, `a\nb`, "x*", `\bfoo\b`, "(?s).", "[[:alpha:]]+", `\Aa`, `a\z`, "é",
+	"ab+c", "x(ab)+y", "fo+ bar", `a\.c`, `b{2,}ca`, "(?i)ab", `\bab\w*`}
 
 // FuzzGrepMatch checks the whole-buffer search against the line-by-line
 // reference for every option combination: the fast paths (literal, whole
@@ -87,5 +89,31 @@ func TestGrepMatchWords(t *testing.T) {
 	}
 	if _, err := compileMatcher([]string{"("}, false, false, false, false, false); err == nil {
 		t.Error("a bad pattern compiled")
+	}
+}
+
+// TestGrepMatchRequired runs the whole-buffer search against the line-by-line
+// reference on patterns with a required literal (found first, then the line
+// checked alone) under every option combination.
+func TestGrepMatchRequired(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	alpha := "abcxy. \nfo"
+	for range 300 {
+		data := make([]byte, rng.IntN(80))
+		for i := range data {
+			data[i] = alpha[rng.IntN(len(alpha))]
+		}
+		for _, p := range []string{"ab+c", "x(ab)+y", "fo+ bar", `a\.c`, `b{2,}ca`, `\bab\w*`, "ab.*y$", "^x.?ab"} {
+			for flags := range 32 {
+				fixed, fold, word, line, invert := flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0, flags&16 != 0
+				m, err := compileMatcher([]string{p}, fixed, fold, word, line, invert)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := fastLines(m, data), selectedLines(m, data); !slices.Equal(got, want) {
+					t.Fatalf("pattern %q flags %05b data %q: whole-buffer search selects lines %v, line by line %v", p, flags, data, got, want)
+				}
+			}
+		}
 	}
 }

@@ -1106,3 +1106,30 @@ func (m *matcher) lineMatch(line, low []byte) bool {
 		return m.re.Match(line)
 	}
 }
+
+// Literal is a compiled substring search, the engine's own: it scans for the
+// literal's rarest byte (see finder) and checks the literal around it.
+type Literal struct{ f finder }
+
+// NewLiteral compiles a search for lit (not empty).
+func NewLiteral(lit []byte) *Literal { return &Literal{newFinder(lit)} }
+
+// Index returns the offset of the first occurrence of the literal in h, or -1.
+func (l *Literal) Index(h []byte) int { return l.f.index(h) }
+
+// Required returns a literal that every match of the RE2 expression expr
+// contains, case-sensitively and without a line break, or "" when none is
+// certain (an alternation, case folding, a malformed expression): a line
+// without it cannot match, so a search can look for it before running the
+// expression on the lines that hold it.
+func Required(expr string) string {
+	tree, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	r := required(tree.Simplify())
+	if strings.ContainsAny(r, "\r\n") {
+		return ""
+	}
+	return r
+}
