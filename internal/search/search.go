@@ -371,7 +371,7 @@ type searcher struct {
 	opts    Options
 	m       *matcher
 	root    string
-	base    []string // root's names from the Dir's root (the domain of .gitignore patterns starts there)
+	base    []string       // root's names from the Dir's root (the domain of .gitignore patterns starts there)
 	order   chan *slot     // every slot, in walk order
 	work    chan *slot     // the slots to search
 	sem     chan struct{}  // bounds concurrent directory loads ahead of the walk
