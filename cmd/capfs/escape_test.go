@@ -196,7 +196,7 @@ func TestRunSummaryEscapesNames(t *testing.T) {
 	}
 	// A refused change is reported escaped too (a name that is not UTF-8 is
 	// refused by the policy).
-	r = runCapfs(t, root, "-m", "p=physical:"+root, "run", "--work", "p", "--", "sh", "-c",
+	r = runCapfs(t, root, "-m", "p=physical:"+root, "run", "--no-lazy", "--work", "p", "--", "sh", "-c",
 		"printf x > '"+hostileNames[utf8Hostile]+"'; printf y > '"+hostileNames[0]+"'").want(t, exitSyncBack)
 	clean(t, "refusal summary", r.stderr)
 	if linesWith(r.stderr, "capfs: refused: added p/"+escapedNames[utf8Hostile]+": ") != 1 {

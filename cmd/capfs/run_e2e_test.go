@@ -182,7 +182,7 @@ func TestRunRefusedKeptForInspection(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"a.txt": "a\n"})
 	env, base := stateEnv(t)
-	r := runCapfsEnv(t, root, env, "run", "--", "sh", "-c", "echo legit > a.txt; echo evil > .bashrc").want(t, exitSyncBack)
+	r := runCapfsEnv(t, root, env, "run", "--no-lazy", "--", "sh", "-c", "echo legit > a.txt; echo evil > .bashrc").want(t, exitSyncBack)
 	if readFile(t, filepath.Join(root, "a.txt")) != "legit\n" {
 		t.Errorf("the legitimate change was not applied:\n%s", r.stderr)
 	}
@@ -707,7 +707,7 @@ func TestRunSignalDuringCheckout(t *testing.T) {
 		}
 	}
 	env, base := stateEnv(t)
-	cmd := exec.Command(capfsBin, "run", "--", "sh", "-c", "touch ran")
+	cmd := exec.Command(capfsBin, "run", "--no-lazy", "--", "sh", "-c", "touch ran")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer

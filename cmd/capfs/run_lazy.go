@@ -80,6 +80,7 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 		return nil, err
 	}
 	base := lazyBase()
+	clearStaleLazy(base)
 	upper, err := os.MkdirTemp(base, "capfs-checkout-")
 	if err != nil {
 		return nil, err
@@ -114,6 +115,9 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 	if pol != nil {
 		opts = append(opts, dir.WithPolicy(pol))
 	}
+	if h, ok := pol.(lazyViewPolicy); ok {
+		opts = append(opts, dir.WithHooks(h))
+	}
 	view, _ := dir.New(lw.ov, opts...)
 	lw.srv, err = fuseexport.Mount(mp, view, fuseexport.Options{AllowOther: os.Geteuid() == 0, Name: "capfs-lazy"})
 	if err != nil {
@@ -121,6 +125,25 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 		return fail(fmt.Errorf("lazy work tree: %w", err))
 	}
 	return lw, nil
+}
+
+// clearStaleLazy removes what a lazy run killed before it could clean up
+// (SIGKILL, a crash) left under base: each capfs-lazy-* directory whose mount
+// point is a dead FUSE mount is detached and removed. A live mount (another
+// run's) answers, and is left alone; so is the killed run's upper directory,
+// which holds its changes.
+func clearStaleLazy(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "capfs-lazy-*"))
+	for _, d := range dirs {
+		mp := filepath.Join(d, "work")
+		if fuseexport.CheckStale(mp) == nil {
+			continue
+		}
+		if fuseexport.ClearStale(mp) == nil {
+			os.Remove(mp)
+			os.Remove(d)
+		}
+	}
 }
 
 // UpperDir is the host directory holding the sandbox's changes.
@@ -169,6 +192,9 @@ func (lw *lazyWork) Finish(ctx context.Context, src *dir.Dir) (*materialize.Tree
 // unless Finish handed it to a Tree.
 func (lw *lazyWork) Close() error {
 	err := lw.Stop()
+	// A mount the sandbox kept busy past the grace, then aborted, must not
+	// outlive this process as a dead mount point.
+	err = errors.Join(err, fuseexport.ClearStale(lw.Mountpoint))
 	err = errors.Join(err, lw.ov.Close(), os.Remove(lw.Mountpoint), os.Remove(lw.priv))
 	if !lw.tree {
 		err = errors.Join(err, os.RemoveAll(lw.upper))
@@ -211,40 +237,52 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 	return out, nil
 }
 
-// lazyViewPolicy is the policy of a lazy sandbox's view of the work tree:
-// writes are decided by the session's policy, asked with the namespace path
-// (root is the work path), an Ask letting the call through (the sync-back asks
-// again, with the session's Asker); every .git is read-only, and unless
-// gitKeep its contents are unreadable. Reads are left to the source Dir beneath,
-// which applies the session's policy to them.
+// lazyViewPolicy is the policy and hook of a lazy sandbox's view of the work
+// tree, mirroring the session's policy as a checkout does. As a hook it refuses
+// with read_only (EROFS inside, as a checkout's read-only binds do) every
+// write the session's policy denies, asked with the namespace path (root is
+// the work path; an Ask lets the call through, the sync-back asks again with
+// the session's Asker), and every write to a .git. As a policy it leaves
+// reads to the source Dir beneath (which applies the session's policy to
+// them) but denies, unless gitKeep, everything beneath a .git.
 type lazyViewPolicy struct {
 	inner   policy.Policy
 	root    string
 	gitKeep bool
 }
 
+// Decide is the view's policy.
 func (p lazyViewPolicy) Decide(ctx context.Context, r *policy.Request) policy.Decision {
-	git := inGit(r.Path) || (r.Dest != "" && inGit(r.Dest))
-	if git && r.Op.Writes() {
-		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-read-only", Reason: "git directories are read-only in the sandbox"}
-	}
 	if !p.gitKeep && beneathGit(r.Path) {
 		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-hidden", Reason: "a lazy sandbox shows no git history (--git keep, or --no-lazy)"}
 	}
-	if !r.Op.Writes() || p.inner == nil {
-		return policy.Decision{Effect: policy.Allow, Rule: "lazy:read"}
+	return policy.Decision{Effect: policy.Allow, Rule: "lazy:view"}
+}
+
+// Before refuses the writes the source would refuse.
+func (p lazyViewPolicy) Before(ctx context.Context, r *policy.Request) error {
+	if !r.Op.Writes() {
+		return nil
+	}
+	if inGit(r.Path) || (r.Dest != "" && inGit(r.Dest)) {
+		return vfs.NewError(vfs.CodeReadOnly, string(r.Op), vfs.Root, "git directories are read-only in the sandbox")
+	}
+	if p.inner == nil {
+		return nil
 	}
 	q := *r
 	q.Path, q.Dest = p.join(r.Path), ""
 	if r.Dest != "" {
 		q.Dest = p.join(r.Dest)
 	}
-	d := p.inner.Decide(ctx, &q)
-	if d.Effect == policy.Ask {
-		d.Effect = policy.Allow
+	if d := p.inner.Decide(ctx, &q); d.Effect == policy.Deny {
+		return vfs.NewError(vfs.CodeReadOnly, string(r.Op), vfs.Root, "the policy refuses this write ("+d.Rule+")")
 	}
-	return d
+	return nil
 }
+
+// After does nothing.
+func (p lazyViewPolicy) After(context.Context, *policy.Request, error) {}
 
 func (p lazyViewPolicy) join(rel string) string {
 	switch {
@@ -328,7 +366,8 @@ func (r *runner) finishLazy(ctx context.Context) error {
 	if lw == nil {
 		return nil
 	}
-	t, err := lw.Finish(ctx, r.workDir)
+	// Not canceled by a signal: the review decides what an interrupted run keeps.
+	t, err := lw.Finish(context.WithoutCancel(ctx), r.workDir)
 	if err != nil {
 		lw.tree = true // leave the upper for the user
 		r.say("capfs: run: the lazy work tree: %s; its changes stay in %s\n", showError(err), show(lw.UpperDir()))

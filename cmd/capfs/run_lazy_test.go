@@ -16,6 +16,7 @@ import (
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/fuseexport"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -187,7 +188,7 @@ func TestRunLazyNoLazy(t *testing.T) {
 }
 
 // TestRunLazyRefused: inside the lazy mount a write the policy refuses fails at
-// once (.envrc, .git/config: permission denied) while the rest of the command's
+// once (.envrc, .git/config: EROFS; a setuid bit: EACCES) while the rest of the command's
 // work goes on and is synced; a change only the sync-back refuses (over
 // --max-file-size) is refused and reported there (exit 3), the rest applied
 // (--on-reject apply-rest), and the upper kept for capfs sync, which can
@@ -199,9 +200,17 @@ func TestRunLazyRefused(t *testing.T) {
 	writeTree(t, root, map[string]string{"a.txt": "a\n", ".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n"})
 	env, base := stateEnv(t)
 	r := runCapfsEnv(t, root, env, "run", "--lazy", "--git", "keep", "--", "sh", "-c",
-		"echo evil > .envrc || echo refused-envrc; echo evil >> .git/config || echo refused-git; echo ok > ok.txt").want(t, 0)
-	if !strings.Contains(r.stdout, "refused-envrc") || !strings.Contains(r.stdout, "refused-git") {
-		t.Errorf("the refused writes succeeded inside:\nstdout %s\nstderr %s", r.stdout, r.stderr)
+		"echo evil > .envrc || echo refused-envrc; echo evil >> .git/config || echo refused-git; echo ok > ok.txt; chmod 4755 ok.txt || echo refused-setuid").want(t, 0)
+	for _, want := range []string{"refused-envrc", "refused-git", "refused-setuid"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("%s: the write succeeded inside:\nstdout %s\nstderr %s", want, r.stdout, r.stderr)
+		}
+	}
+	if strings.Count(r.stderr, "Read-only file system") != 2 {
+		t.Errorf("the policy's refusals are not EROFS inside, as a checkout's read-only binds are:\n%s", r.stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "ok.txt")); err != nil || fi.Mode()&fs.ModeSetuid != 0 {
+		t.Errorf("ok.txt: %v, %v", fi, err)
 	}
 	if readFile(t, filepath.Join(root, ".git/config")) != "[core]\n" || readFile(t, filepath.Join(root, "ok.txt")) != "ok\n" {
 		t.Errorf(".git/config %q, ok.txt %q", readFile(t, filepath.Join(root, ".git/config")), readFile(t, filepath.Join(root, "ok.txt")))
@@ -374,5 +383,54 @@ func TestRunLazyStartConstant(t *testing.T) {
 	}
 	if calls[2] != calls[2000] {
 		t.Errorf("audited calls on the work tree: %d for 2 files, %d for 2,000; want the same", calls[2], calls[2000])
+	}
+}
+
+// TestRunLazyKilledSwept: a lazy run killed with SIGKILL leaves a dead FUSE
+// mount behind; the next lazy run under the same base detaches and removes it
+// (and keeps the killed run's upper, which holds its changes).
+func TestRunLazyKilledSwept(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "a\n"})
+	env, base := stateEnv(t)
+	cmd := exec.Command(capfsBin, "run", "--lazy", "--", "sh", "-c", "echo changed > a.txt; touch ready; sleep 60")
+	cmd.Dir = root
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*", "ready")); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the sandbox never got ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	mps, _ := filepath.Glob(filepath.Join(base, "capfs-lazy-*", "work"))
+	if len(mps) != 1 {
+		t.Fatalf("mount points after the kill: %v", mps)
+	}
+	stale := fuseexport.CheckStale(mps[0]) != nil
+	runCapfsEnv(t, root, env, "run", "--lazy", "--", "true").want(t, 0)
+	if m, _ := filepath.Glob(filepath.Join(base, "capfs-lazy-*")); len(m) != 0 {
+		t.Errorf("the dead mount (stale: %v) was not swept: %v", stale, m)
+	}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(b), base) {
+		t.Errorf("a mount under %s is left", base)
+	}
+	if m, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*", "a.txt")); len(m) != 1 {
+		t.Errorf("the killed run's upper with its change is gone: %v", m)
+	}
+	if readFile(t, filepath.Join(root, "a.txt")) != "a\n" {
+		t.Errorf("the killed run's change reached the project")
 	}
 }

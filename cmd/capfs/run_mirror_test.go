@@ -36,7 +36,7 @@ func TestRunMirrorsPolicy(t *testing.T) {
 { echo evil >> .bashrc; } 2>&1; { echo x > .git/hooks/pre-commit; } 2>&1
 echo changed > a.txt; git commit -qam sandboxed 2>&1 | tail -n 1; git tag evil 2>&1 | tail -n 1
 git reset -q --soft HEAD 2>&1 | tail -n 1; echo new > new.txt`
-	r := runCapfs(t, root, "run", "--", "sh", "-c", script).want(t, 0)
+	r := runCapfs(t, root, "run", "--no-lazy", "--", "sh", "-c", script).want(t, 0)
 	if n := strings.Count(r.stdout, "Read-only file system"); n < 4 {
 		t.Errorf("want 4 writes refused with EROFS inside, got %d:\n%s", n, r.stdout)
 	}
@@ -61,7 +61,7 @@ func TestRunGitHistorySecret(t *testing.T) {
 	needSandbox(t)
 	t.Parallel()
 	root := gitRepo(t, map[string]string{"a.txt": "a\n", ".env": "TOKEN=COMMITTED-SECRET\n"})
-	r := runCapfs(t, root, "run", "--", "sh", "-c", `git show HEAD:.env 2>&1; cat .env 2>&1; grep -r COMMITTED-SECRET . 2>&1; true`).want(t, 0)
+	r := runCapfs(t, root, "run", "--no-lazy", "--", "sh", "-c", `git show HEAD:.env 2>&1; cat .env 2>&1; grep -r COMMITTED-SECRET . 2>&1; true`).want(t, 0)
 	if strings.Contains(r.stdout, "COMMITTED-SECRET") {
 		t.Fatalf("the committed secret reached the sandbox:\n%s", r.stdout)
 	}

@@ -115,7 +115,7 @@ func TestRunBuildSyncsBack(t *testing.T) {
 		".env":     "SECRET=1\n",
 	})
 	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
-	r := runCapfs(t, root, "--audit", logPath, "run", "--", "make").want(t, 0)
+	r := runCapfs(t, root, "--audit", logPath, "run", "--no-lazy", "--", "make").want(t, 0)
 	for name, want := range map[string]string{
 		"out/result.txt": "built\n",
 		"out/pwd.txt":    "/capfs/project\n",
@@ -245,7 +245,7 @@ func TestRunRefusals(t *testing.T) {
 			root := t.TempDir()
 			writeTree(t, root, map[string]string{"a.txt": "a\n", ".git/HEAD": "ref: refs/heads/main\n"})
 			before := snapshot(t, root)
-			r := runCapfs(t, root, "run", "--on-reject", "abort", "--", "sh", "-c", "echo legit > a.txt && "+tc.script).want(t, exitSyncBack)
+			r := runCapfs(t, root, "run", "--no-lazy", "--on-reject", "abort", "--", "sh", "-c", "echo legit > a.txt && "+tc.script).want(t, exitSyncBack)
 			if !strings.Contains(r.stderr, "capfs: refused: ") || !strings.Contains(r.stderr, tc.path) || !strings.Contains(r.stderr, "("+tc.code+")") {
 				t.Errorf("stderr does not name the refusal of %s (%s):\n%s", tc.path, tc.code, r.stderr)
 			}
@@ -264,7 +264,7 @@ func TestRunSetuidStripped(t *testing.T) {
 	needSandbox(t)
 	t.Parallel()
 	root := t.TempDir()
-	r := runCapfs(t, root, "run", "--", "sh", "-c", "printf '#!/bin/sh\\n' > su && chmod 6755 su && ls -l su").want(t, 0)
+	r := runCapfs(t, root, "run", "--no-lazy", "--", "sh", "-c", "printf '#!/bin/sh\\n' > su && chmod 6755 su && ls -l su").want(t, 0)
 	if !strings.Contains(r.stdout, "rws") {
 		t.Logf("the sandbox could not set the setuid bit itself: %s", r.stdout)
 	}
@@ -403,7 +403,7 @@ func TestRunOnReject(t *testing.T) {
 			t.Parallel()
 			root, base := t.TempDir(), t.TempDir()
 			writeTree(t, root, map[string]string{"a.txt": "a\n"})
-			r := runCapfsEnv(t, root, []string{"CAPFS_TMPDIR=" + base}, "run", "--on-reject", mode, "--", "sh", "-c", script).want(t, exitSyncBack)
+			r := runCapfsEnv(t, root, []string{"CAPFS_TMPDIR=" + base}, "run", "--no-lazy", "--on-reject", mode, "--", "sh", "-c", script).want(t, exitSyncBack)
 			if !strings.Contains(r.stderr, "capfs: refused: added project/.bashrc") {
 				t.Errorf("the refusal is not listed:\n%s", r.stderr)
 			}
