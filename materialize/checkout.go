@@ -805,9 +805,17 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 	defer f.Close()
 	hash := sha256.New()
 	var n int64
+	want := fi.Size()
 	for {
 		if ctx.Err() != nil {
 			return canceled(op, vfs.MustParse(e.rel), ctx.Err())
+		}
+		if want > 0 && n == want {
+			// The size the open file had: no read just to meet EOF (a file
+			// growing meanwhile is copied as it was; the sync-back's conflict
+			// check compares the source with this digest). A file claiming
+			// size 0 is read to EOF.
+			break
 		}
 		k, rerr := h.Read(buf)
 		if k > 0 {
