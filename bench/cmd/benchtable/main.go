@@ -119,6 +119,17 @@ func main() {
 		if err = bench.FUSETable(os.Stdout, os.Stderr, *count, *benchtime, setBT); err == nil {
 			err = bench.FUSEStartTable(os.Stdout, os.Stderr, *count)
 		}
+		if err == nil { // capfs run --lazy end to end: start-up on Go's tree, a C build
+			var fx *bench.LazyRunFixture
+			if fx, err = bench.NewLazyRunFixture(); err == nil {
+				fmt.Fprintln(os.Stdout)
+				if err = bench.LazyRunStartTable(os.Stdout, os.Stderr, fx, *count); err == nil {
+					fmt.Fprintln(os.Stdout)
+					err = bench.LazyRunBuildTable(os.Stdout, os.Stderr, fx, max(*count/2, 1))
+				}
+				fx.Close()
+			}
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
