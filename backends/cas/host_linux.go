@@ -28,7 +28,9 @@ import (
 // fstatat per regular file. A directory whose own status (device, inode, times:
 // any entry created, removed or renamed in it moves them) matches its record,
 // whose files all match theirs and whose subdirectories are unchanged keeps its
-// recorded digest without being encoded or hashed.
+// recorded digest without being encoded or hashed. This relies on POSIX
+// directory times, as git's untracked cache does: a file system that did not
+// move them when an entry changes would hide that change from a re-snapshot.
 func (s *Store) SnapshotHost(ctx context.Context, root string, opts SnapshotOptions) (Digest, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
