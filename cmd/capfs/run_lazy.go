@@ -80,7 +80,8 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 		return nil, err
 	}
 	base := lazyBase()
-	clearStaleLazy(base)
+	mnt := lazyMountDir(base)
+	clearStaleLazy(mnt)
 	upper, err := os.MkdirTemp(base, "capfs-checkout-")
 	if err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 	// The mount point is in a private directory of its own: the mount's root
 	// shows the work tree's mode, and with allow_other (root) nobody else may
 	// reach it.
-	priv, err := os.MkdirTemp(base, "capfs-lazy-")
+	priv, err := os.MkdirTemp(mnt, "capfs-lazy-")
 	if err != nil {
 		os.Remove(upper)
 		return nil, err
@@ -127,13 +128,28 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 	return lw, nil
 }
 
+// lazyMountDir is where lazy runs make their mount points: "mnt" in capfs's
+// state directory (private, 0700, and small, so that sweeping it for dead
+// mounts costs little whatever the temporary directory holds), else base.
+func lazyMountDir(base string) string {
+	j, err := materialize.DefaultJournalDir()
+	if err != nil {
+		return base
+	}
+	d := filepath.Join(filepath.Dir(j), "mnt")
+	if os.MkdirAll(d, 0o700) != nil || checkPrivateDir(d) != nil {
+		return base
+	}
+	return d
+}
+
 // clearStaleLazy removes what a lazy run killed before it could clean up
-// (SIGKILL, a crash) left under base: each capfs-lazy-* directory whose mount
+// (SIGKILL, a crash) left under dir: each capfs-lazy-* directory whose mount
 // point is a dead FUSE mount is detached and removed. A live mount (another
 // run's) answers, and is left alone; so is the killed run's upper directory,
 // which holds its changes.
-func clearStaleLazy(base string) {
-	dirs, _ := filepath.Glob(filepath.Join(base, "capfs-lazy-*"))
+func clearStaleLazy(dir string) {
+	dirs, _ := filepath.Glob(filepath.Join(dir, "capfs-lazy-*"))
 	for _, d := range dirs {
 		mp := filepath.Join(d, "work")
 		if fuseexport.CheckStale(mp) == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -29,6 +30,7 @@ func TestLazyWorkConstantStart(t *testing.T) {
 		t.Skipf("FUSE is not usable here (needs /dev/fuse and root or fusermount3; make sysdeps installs fuse3): %v", err)
 	}
 	t.Setenv("CAPFS_TMPDIR", t.TempDir())
+	t.Setenv(materialize.EnvStateDir, t.TempDir())
 	ctx := context.Background()
 	starts := map[int]uint64{}
 	for _, n := range []int{20, 5000} {
@@ -103,17 +105,18 @@ func auditOf(t *testing.T, stderr string) []audit.Event {
 	return readAudit(t, m[1])
 }
 
-// leftovers fails the test when a run left a checkout, a lazy mount point or
-// a FUSE mount under base.
-func leftovers(t *testing.T, base string) {
+// leftovers fails the test when a run left a checkout under base, a lazy
+// mount point in the state directory env names, or a FUSE mount under either.
+func leftovers(t *testing.T, env []string, base string) {
 	t.Helper()
-	for _, pat := range []string{"capfs-checkout-*", "capfs-lazy-*"} {
-		if m, _ := filepath.Glob(filepath.Join(base, pat)); len(m) > 0 {
+	state := filepath.Join(strings.TrimPrefix(env[0], "XDG_STATE_HOME="), "capfs", "mnt")
+	for _, pat := range []string{filepath.Join(base, "capfs-checkout-*"), filepath.Join(base, "capfs-lazy-*"), filepath.Join(state, "capfs-lazy-*")} {
+		if m, _ := filepath.Glob(pat); len(m) > 0 {
 			t.Errorf("left behind: %v", m)
 		}
 	}
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(b), base) {
-		t.Errorf("a mount under %s is left:\n%s", base, b)
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && (strings.Contains(string(b), base) || strings.Contains(string(b), state)) {
+		t.Errorf("a mount under %s or %s is left:\n%s", base, state, b)
 	}
 }
 
@@ -159,7 +162,7 @@ func TestRunLazySyncBack(t *testing.T) {
 			t.Errorf("a file the command never opened was read: %+v", ev)
 		}
 	}
-	leftovers(t, base)
+	leftovers(t, env, base)
 }
 
 // TestRunLazyNoLazy: --no-lazy (and --lazy=false) check the work tree out, and
@@ -184,7 +187,7 @@ func TestRunLazyNoLazy(t *testing.T) {
 		t.Errorf("%s=0 did not check out:\n%s", envRunLazy, r.stderr)
 	}
 	runCapfsEnv(t, root, env, "run", "--lazy", "--no-lazy", "--", "true").want(t, exitUsage)
-	leftovers(t, base)
+	leftovers(t, env, base)
 }
 
 // TestRunLazyRefused: inside the lazy mount a write the policy refuses fails at
@@ -239,7 +242,7 @@ func TestRunLazyRefused(t *testing.T) {
 		t.Errorf("capfs sync --diff %s:\n%s%s", id, d.stdout, d.stderr)
 	}
 	runCapfsEnv(t, root, env, "sync", "--discard", id).want(t, 0)
-	leftovers(t, base)
+	leftovers(t, env, base)
 }
 
 // TestRunLazySecretsHidden: the secrets the policy hides are absent from the
@@ -264,7 +267,7 @@ func TestRunLazySecretsHidden(t *testing.T) {
 	if !strings.Contains(r.stderr, "project/.git's contents") {
 		t.Errorf("the hidden git history is not reported:\n%s", r.stderr)
 	}
-	leftovers(t, base)
+	leftovers(t, env, base)
 }
 
 // TestRunLazyReadOnly: beside a lazy work tree, a read-only mount is EROFS; a
@@ -296,7 +299,7 @@ func TestRunLazyReadOnly(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(repo, "built.txt")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("--rev wrote into the work tree")
 	}
-	leftovers(t, base)
+	leftovers(t, env, base)
 }
 
 // TestRunLazyConflict: a file the host changes while the lazy sandbox changes
@@ -415,18 +418,17 @@ func TestRunLazyKilledSwept(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	mps, _ := filepath.Glob(filepath.Join(base, "capfs-lazy-*", "work"))
+	mnt := filepath.Join(strings.TrimPrefix(env[0], "XDG_STATE_HOME="), "capfs", "mnt")
+	mps, _ := filepath.Glob(filepath.Join(mnt, "capfs-lazy-*", "work"))
 	if len(mps) != 1 {
 		t.Fatalf("mount points after the kill: %v", mps)
 	}
 	stale := fuseexport.CheckStale(mps[0]) != nil
 	runCapfsEnv(t, root, env, "run", "--lazy", "--", "true").want(t, 0)
-	if m, _ := filepath.Glob(filepath.Join(base, "capfs-lazy-*")); len(m) != 0 {
+	if m, _ := filepath.Glob(filepath.Join(mnt, "capfs-lazy-*")); len(m) != 0 {
 		t.Errorf("the dead mount (stale: %v) was not swept: %v", stale, m)
 	}
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(b), base) {
-		t.Errorf("a mount under %s is left", base)
-	}
+	leftovers(t, env, t.TempDir())
 	if m, _ := filepath.Glob(filepath.Join(base, "capfs-checkout-*", "a.txt")); len(m) != 1 {
 		t.Errorf("the killed run's upper with its change is gone: %v", m)
 	}
