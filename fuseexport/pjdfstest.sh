@@ -3,7 +3,8 @@
 #
 # Builds pjdfstest from source (it is not packaged: $PJDFSTEST_SRC, else a
 # shallow clone of github.com/pjd/pjdfstest), serves a fresh host directory with
-# `capfs mount` (physical backend, default policy) and runs every test file of
+# `capfs mount` (the physical backend at the namespace's root, default policy,
+# as root with --allow-other) and runs every test file of
 # the groups chmod, chown, link, mkdir, open, rename, rmdir, symlink, truncate
 # and unlink in the mount, printing one line per group:
 #
@@ -65,7 +66,10 @@ gcc -O2 -D_GNU_SOURCE -DHAVE_FACCESSAT -DHAVE_FCHMODAT -DHAVE_FCHOWNAT -DHAVE_FS
 mkdir "$work/root" "$work/mnt" "$work/logs"
 # pjdfstest switches to other users (65534, 65533...): they must reach the mount.
 chmod 755 "$work" "$work/root" "$work/mnt"
-"$work/capfs" -m "t=physical:$work/root" --audit "$work/audit.jsonl" mount --work t --allow-other "$work/mnt" 2>"$work/mount.log" &
+# The backend is mounted at the namespace's root, so a path from the mount
+# point is the Dir's own path (exporting a subtree with --work would lengthen
+# every path by the subtree's, beyond PATH_MAX in the PATH_MAX tests).
+"$work/capfs" -m "/=physical:$work/root" --audit "$work/audit.jsonl" mount --allow-other "$work/mnt" 2>"$work/mount.log" &
 pid=$!
 i=0
 until grep -q " $work/mnt " /proc/mounts; do
