@@ -436,3 +436,33 @@ func TestRunLazyKilledSwept(t *testing.T) {
 		t.Errorf("the killed run's change reached the project")
 	}
 }
+
+// TestRunLazyKeptThenSync: --dry-run applies and keeps nothing; --sync=never
+// keeps the lazy run's upper as a checkout, and capfs sync ID applies it later
+// (the upper reopened from its recorded bases) and removes it.
+func TestRunLazyKeptThenSync(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a.txt": "old\n", "gone.txt": "g\n"})
+	env, base := stateEnv(t)
+	r := runCapfsEnv(t, root, env, "run", "--lazy", "--dry-run", "--", "sh", "-c", "echo x > d.txt").want(t, 0)
+	if _, err := os.Lstat(filepath.Join(root, "d.txt")); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(r.stderr, "would apply (--dry-run)") {
+		t.Errorf("--dry-run: %v\n%s", err, r.stderr)
+	}
+	leftovers(t, env, base)
+
+	r = runCapfsEnv(t, root, env, "run", "--lazy", "--sync=never", "--", "sh", "-c", "echo new > a.txt; rm gone.txt; echo b > b.txt").want(t, 0)
+	if readFile(t, filepath.Join(root, "a.txt")) != "old\n" {
+		t.Errorf("--sync=never applied a.txt")
+	}
+	id := keptIDOf(t, r.stderr)
+	runCapfsEnv(t, root, env, "sync", id).want(t, 0)
+	if readFile(t, filepath.Join(root, "a.txt")) != "new\n" || readFile(t, filepath.Join(root, "b.txt")) != "b\n" {
+		t.Errorf("capfs sync %s: a.txt %q, b.txt %q", id, readFile(t, filepath.Join(root, "a.txt")), readFile(t, filepath.Join(root, "b.txt")))
+	}
+	if _, err := os.Lstat(filepath.Join(root, "gone.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deletion was not applied by capfs sync")
+	}
+	leftovers(t, env, base)
+}
