@@ -1,11 +1,16 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,12 +29,22 @@ import (
 // whose other side is a git revision then skips every file whose blob id there
 // is that one: the unchanged files of a work tree are neither read nor
 // inflated, as with git diff.
+//
+// The index's cache-tree extension spares the git side too: where it records
+// the tree id of a directory's index entries, and the revision's directory
+// has that id, every file there has in the revision the blob id and mode the
+// index records, without an Lstat of each on the git side (git's own
+// cache-tree is kept up to date by git, and invalidated for a directory
+// whose entries change).
 type indexHints struct {
 	entries map[string]*index.Entry // by path relative to the directory compared
 	written time.Time               // the index file's modification time
+	prefix  string                  // the directory compared, relative to the work tree's top ("." for the top)
+	trees   map[string]string       // cache-tree: valid tree ids by directory relative to the top ("" for the top)
 
-	mu   sync.Mutex
-	same map[string]bool // decided paths
+	mu      sync.Mutex
+	same    map[string]bool // decided paths
+	sameDir map[string]bool // directories (relative to the roots) whose revision tree is the index's
 }
 
 // loadIndexHints reads the index of the git work tree holding host directory
@@ -53,12 +68,17 @@ func loadIndexHints(hostDir string) *indexHints {
 	if err != nil {
 		return nil
 	}
-	var idx index.Index
-	if err := index.NewDecoder(bufio.NewReader(f)).Decode(&idx); err != nil {
+	data, err := io.ReadAll(io.LimitReader(f, 1<<30))
+	if err != nil {
 		return nil
 	}
+	var idx index.Index
+	if err := index.NewDecoder(bytes.NewReader(data)).Decode(&idx); err != nil {
+		return nil // its checksum included: data is the index git wrote
+	}
 	prefix := filepath.ToSlash(rel)
-	h := &indexHints{entries: make(map[string]*index.Entry, len(idx.Entries)), written: st.ModTime(), same: map[string]bool{}}
+	h := &indexHints{entries: make(map[string]*index.Entry, len(idx.Entries)), written: st.ModTime(), same: map[string]bool{},
+		prefix: prefix, trees: cacheTrees(data, len(idx.Entries)), sameDir: map[string]bool{}}
 	for _, e := range idx.Entries {
 		if e.Stage != 0 || e.IntentToAdd || e.SkipWorktree { // stage 0: not in a merge conflict
 			continue
@@ -111,13 +131,15 @@ func (h *indexHints) decide(ctx context.Context, a, b vfs.Backend, p string) boo
 	if err != nil {
 		return false
 	}
-	ia, err := a.Lstat(ctx, vp)
-	if err != nil || !ia.Mode.IsRegular() {
-		return false
-	}
-	ge, ok := ia.Sys.(*gitree.Entry)
-	if !ok || ge.ID != e.Hash.String() || (ge.Kind == "executable") != (e.Mode == filemode.Executable) {
-		return false
+	if !h.sameTree(ctx, a, vp.Dir()) {
+		ia, err := a.Lstat(ctx, vp)
+		if err != nil || !ia.Mode.IsRegular() {
+			return false
+		}
+		ge, ok := ia.Sys.(*gitree.Entry)
+		if !ok || ge.ID != e.Hash.String() || (ge.Kind == "executable") != (e.Mode == filemode.Executable) {
+			return false
+		}
 	}
 	ib, err := b.Lstat(ctx, vp)
 	if err != nil || !ib.Mode.IsRegular() {
@@ -136,4 +158,166 @@ func (h *indexHints) decide(ctx context.Context, a, b vfs.Backend, p string) boo
 		return false
 	}
 	return true
+}
+
+// sameTree reports whether directory d (relative to the roots) of the git
+// side a is the tree the index's cache-tree records for it: then every index
+// entry beneath it has a's blob id and mode. One Lstat of d on a, remembered.
+func (h *indexHints) sameTree(ctx context.Context, a vfs.Backend, d vfs.Path) bool {
+	if len(h.trees) == 0 {
+		return false
+	}
+	key := d.String()
+	h.mu.Lock()
+	v, ok := h.sameDir[key]
+	h.mu.Unlock()
+	if ok {
+		return v
+	}
+	top := key
+	switch {
+	case h.prefix != "." && d.IsRoot():
+		top = h.prefix
+	case h.prefix != ".":
+		top = h.prefix + "/" + key
+	case d.IsRoot():
+		top = ""
+	}
+	if id, ok := h.trees[top]; ok {
+		if info, err := a.Lstat(ctx, d); err == nil && info.Mode.IsDir() {
+			ge, ok := info.Sys.(*gitree.Entry)
+			v = ok && ge.Kind == "tree" && ge.ID == id
+		}
+	}
+	h.mu.Lock()
+	h.sameDir[key] = v
+	h.mu.Unlock()
+	return v
+}
+
+// cacheTrees reads the cache-tree extension ("TREE") of the index file data
+// (versions 2 to 4, entries of them): the tree id of every directory whose
+// entry is valid, by path relative to the work tree's top ("" for the top).
+// It returns nil when the index has none, or anything in it does not parse
+// exactly (the hints then do without it).
+func cacheTrees(data []byte, entries int) map[string]string {
+	const hashLen = 20
+	if len(data) < 12+hashLen || string(data[:4]) != "DIRC" {
+		return nil
+	}
+	version := binary.BigEndian.Uint32(data[4:8])
+	if version < 2 || version > 4 || int(binary.BigEndian.Uint32(data[8:12])) != entries {
+		return nil
+	}
+	end := len(data) - hashLen // the checksum
+	off := 12
+	for i := 0; i < entries; i++ {
+		if off+62 > end {
+			return nil
+		}
+		flags := binary.BigEndian.Uint16(data[off+60 : off+62])
+		p := off + 62
+		if flags&0x4000 != 0 {
+			if version < 3 {
+				return nil
+			}
+			p += 2
+		}
+		if version == 4 {
+			// The name's prefix length to strip (git's offset varint), then
+			// the rest of it, NUL-terminated; no padding.
+			for {
+				if p >= end {
+					return nil
+				}
+				c := data[p]
+				p++
+				if c&0x80 == 0 {
+					break
+				}
+			}
+			n := bytes.IndexByte(data[p:end], 0)
+			if n < 0 {
+				return nil
+			}
+			off = p + n + 1
+			continue
+		}
+		n := bytes.IndexByte(data[p:end], 0)
+		if n < 0 {
+			return nil
+		}
+		// 1 to 8 NULs pad the entry to a multiple of 8 bytes.
+		off += (p - off + n + 8) &^ 7
+	}
+	for off+8 <= end {
+		sig := string(data[off : off+4])
+		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
+		off += 8
+		if size < 0 || off+size > end {
+			return nil
+		}
+		if sig == "TREE" {
+			return parseCacheTree(data[off : off+size])
+		}
+		off += size
+	}
+	return nil
+}
+
+// parseCacheTree parses a TREE extension's data: each directory as its name
+// (the top's is empty), NUL, its entry count (-1: invalid) and subtree count,
+// its tree id when valid, then its subtrees, depth first.
+func parseCacheTree(b []byte) map[string]string {
+	const hashLen = 20
+	out := map[string]string{}
+	pos := 0
+	var node func(parent string, top bool) bool
+	node = func(parent string, top bool) bool {
+		i := bytes.IndexByte(b[pos:], 0)
+		if i < 0 {
+			return false
+		}
+		name := string(b[pos : pos+i])
+		pos += i + 1
+		if top != (name == "") || strings.Contains(name, "/") {
+			return false
+		}
+		j := bytes.IndexByte(b[pos:], ' ')
+		if j < 0 {
+			return false
+		}
+		count, err := strconv.Atoi(string(b[pos : pos+j]))
+		pos += j + 1
+		k := bytes.IndexByte(b[pos:], '\n')
+		if err != nil || k < 0 {
+			return false
+		}
+		subs, err := strconv.Atoi(string(b[pos : pos+k]))
+		pos += k + 1
+		if err != nil || subs < 0 || count < -1 {
+			return false
+		}
+		full := name
+		if parent != "" {
+			full = parent + "/" + name
+		}
+		if count >= 0 {
+			if pos+hashLen > len(b) {
+				return false
+			}
+			out[full] = hex.EncodeToString(b[pos : pos+hashLen])
+			pos += hashLen
+		}
+		for range subs {
+			if !node(full, false) {
+				return false
+			}
+		}
+		return true
+	}
+	if !node("", true) || pos != len(b) {
+		return nil
+	}
+	return out
 }
