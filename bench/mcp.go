@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,6 +46,7 @@ type MCPFixture struct {
 	RefNote string
 
 	proc  *mcp.ClientSession // capfs mcp
+	pid   int                // capfs mcp's process id
 	ref   *mcp.ClientSession // the reference server, or nil
 	close func()
 }
@@ -164,6 +167,7 @@ func mcpFixtureAt(src, listDir, treeDir, globDir string) (*MCPFixture, error) {
 		os.RemoveAll(bindir)
 		return nil, fmt.Errorf("starting capfs mcp: %w", err)
 	}
+	fx.pid = cmd.Process.Pid
 	argv, note := referenceServer()
 	fx.RefNote = note
 	if argv != nil {
@@ -448,4 +452,92 @@ func mcpRead(b *testing.B, fx *MCPFixture) {
 			b.Fatalf("MCP read: %d lines:\n%.500s", strings.Count(out, "\n"), out)
 		}
 	}
+}
+
+// GrepCPU is the CPU time (user and system) of one grep, by implementation:
+// the capfs mcp server process's (from /proc/PID/stat around n calls: the
+// client's decoding is not counted), and rg's and grep's (their rusage), on
+// the same tree and pattern. On a machine shared with other work, CPU time
+// moves far less with the load than wall time.
+type GrepCPU struct {
+	CapfsContent, CapfsFiles time.Duration
+	RgN, RgL, GrepN, GrepL   time.Duration
+}
+
+// MeasureGrepCPU measures GrepCPU over n runs of each (Linux only: it reads
+// /proc; an error elsewhere).
+func (fx *MCPFixture) MeasureGrepCPU(n int) (GrepCPU, error) {
+	var c GrepCPU
+	server := func(mode string) (time.Duration, error) {
+		before, err := procCPU(fx.pid)
+		if err != nil {
+			return 0, err
+		}
+		for range n {
+			res, err := fx.proc.CallTool(context.Background(), &mcp.CallToolParams{Name: "grep",
+				Arguments: map[string]any{"pattern": MCPPattern, "output_mode": mode, "head_limit": 1 << 20}})
+			if err != nil || res.IsError {
+				return 0, fmt.Errorf("capfs mcp grep: %v", err)
+			}
+		}
+		after, err := procCPU(fx.pid)
+		return (after - before) / time.Duration(n), err
+	}
+	peer := func(name string, args ...string) (time.Duration, error) {
+		if _, err := exec.LookPath(name); err != nil {
+			return 0, nil
+		}
+		var total time.Duration
+		for range n {
+			cmd := exec.Command(name, append(args, MCPPattern, ".")...)
+			cmd.Dir = fx.Src
+			cmd.Env = append(os.Environ(), "LC_ALL=C")
+			if err := cmd.Run(); err != nil {
+				return 0, fmt.Errorf("%s: %v", name, err)
+			}
+			total += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		}
+		return total / time.Duration(n), nil
+	}
+	var err error
+	if c.CapfsContent, err = server("content"); err != nil {
+		return c, err
+	}
+	if c.CapfsFiles, err = server("files_with_matches"); err != nil {
+		return c, err
+	}
+	if c.RgN, err = peer("rg", "-n", "--no-messages"); err != nil {
+		return c, err
+	}
+	if c.RgL, err = peer("rg", "-l", "--no-messages"); err != nil {
+		return c, err
+	}
+	if c.GrepN, err = peer("grep", "-rnIE"); err != nil {
+		return c, err
+	}
+	c.GrepL, err = peer("grep", "-rlIE")
+	return c, err
+}
+
+// procCPU is process pid's user and system CPU time so far.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad times", pid)
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(u+st) * tick, nil
 }

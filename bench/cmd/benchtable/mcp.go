@@ -56,5 +56,17 @@ func mcpTable(out, progress io.Writer, count int, run string, benchtime time.Dur
 				strings.ReplaceAll(peer, "|", `\|`), dur(p), ratio(p, c))
 		}
 	}
+	if run == "" || strings.Contains("grep", run) || strings.Contains(run, "grep") {
+		c, err := fx.MeasureGrepCPU(max(count, 3))
+		if err != nil {
+			fmt.Fprintf(out, "\nCPU per grep: not measured (%v)\n", err)
+			return nil
+		}
+		fmt.Fprintf(out, "\nCPU per grep (user+system; capfs: the `capfs mcp` process, from /proc, mean of %d calls; peers: their rusage), ratio = peer CPU / capfs CPU:\n\n", max(count, 3))
+		fmt.Fprintf(out, "| grep | capfs mcp | rg | ratio | grep -r | ratio |\n|---|---:|---:|---:|---:|---:|\n")
+		f := func(d time.Duration) float64 { return float64(d) }
+		fmt.Fprintf(out, "| content (-n) | %s | %s | %s | %s | %s |\n", dur(f(c.CapfsContent)), dur(f(c.RgN)), ratio(f(c.RgN), f(c.CapfsContent)), dur(f(c.GrepN)), ratio(f(c.GrepN), f(c.CapfsContent)))
+		fmt.Fprintf(out, "| files (-l) | %s | %s | %s | %s | %s |\n", dur(f(c.CapfsFiles)), dur(f(c.RgL)), ratio(f(c.RgL), f(c.CapfsFiles)), dur(f(c.GrepL)), ratio(f(c.GrepL), f(c.CapfsFiles)))
+	}
 	return nil
 }
