@@ -26,7 +26,7 @@ func TestLazyRunTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.WriteString("\n")
-	if err := LazyRunBuildTable(&out, os.Stderr, fx, 3); err != nil {
+	if err := LazyRunBuildTable(&out, os.Stderr, fx, 5); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
