@@ -103,7 +103,9 @@ what it changed, and bring the changes back through the namespace's checks.
      --dry-run applies nothing and keeps nothing (unless --keep).
   6. The apply goes through the capability, each file atomically and with the
      time the sandbox gave it, under a journal kept outside the project (if
-     capfs dies while applying, the next run finishes it). A path that also
+     capfs dies while applying, the next run finishes it); a directory whose
+     entries CMD created and removed again gets the time CMD left on it, as a
+     plain run would (go test's result cache looks at it). A path that also
      changed in the source since the checkout is a conflict (--conflict fail,
      ours or theirs). A refused or conflicting change is left out and the rest
      applied (--on-reject apply-rest, the default; abort applies nothing).
