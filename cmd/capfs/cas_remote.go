@@ -17,11 +17,28 @@ import (
 type casRemoteOptions struct {
 	remote   string
 	instance string
+	as       string
 }
 
-func (ro *casRemoteOptions) addFlags(c *cobra.Command) {
+func (ro *casRemoteOptions) addFlags(c *cobra.Command, asHelp string) {
 	c.Flags().StringVar(&ro.remote, "remote", "", "REAPI server HOST:PORT (grpc://HOST:PORT); default $CAPFS_CAS_REMOTE")
 	c.Flags().StringVar(&ro.instance, "instance", "", "REAPI instance name")
+	c.Flags().StringVar(&ro.as, "as", "", asHelp)
+}
+
+// target returns the name the result is saved under: --as, else ref when it is
+// a name, else "" (a digest stays unnamed).
+func (ro *casRemoteOptions) target(ref string, isDigest bool) (string, error) {
+	if ro.as != "" {
+		if !cas.ValidRootName(ro.as) {
+			return "", usageErrorf("--as %q: use 1-128 of A-Z a-z 0-9 . _ - (not starting with . or -)", ro.as)
+		}
+		return ro.as, nil
+	}
+	if isDigest {
+		return "", nil
+	}
+	return ref, nil
 }
 
 func (ro *casRemoteOptions) dial() (*remote.Client, error) {
@@ -58,14 +75,18 @@ func newCASPushCmd(co *casOptions) *cobra.Command {
 		Long: `Upload the tree of a local snapshot (a name, or a root digest) to a Remote
 Execution API server (bazel-remote, Buildbarn, BuildBuddy, NativeLink). The
 server is asked which blobs it lacks (FindMissingBlobs) and only those are sent,
-so pushing again also repairs what the server evicted. A name is then stored on
-the server as an Action Cache entry whose output directory is the tree, so
-"capfs cas pull NAME" on another machine finds it.`,
+so pushing again also repairs what the server evicted. A name (or --as NAME) is
+then stored on the server as an Action Cache entry whose output directory is the
+tree, so "capfs cas pull NAME" on another machine finds it.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			ref := args[0]
 			d, isDigest, err := checkRef(ref)
+			if err != nil {
+				return err
+			}
+			name, err := ro.target(ref, isDigest)
 			if err != nil {
 				return err
 			}
@@ -85,10 +106,10 @@ the server as an Action Cache entry whose output directory is the tree, so
 			}
 			defer client.Close()
 			var ts remote.TransferStats
-			if isDigest {
+			if name == "" {
 				ts, err = client.Upload(ctx, st, d)
 			} else {
-				ts, err = client.SaveRoot(ctx, st, ref, d)
+				ts, err = client.SaveRoot(ctx, st, name, d)
 			}
 			if err != nil {
 				return failed(err)
@@ -98,7 +119,7 @@ the server as an Action Cache entry whose output directory is the tree, so
 			return nil
 		},
 	}
-	ro.addFlags(c)
+	ro.addFlags(c, "name the tree NAME on the server (default: the snapshot's own name; a digest stays unnamed)")
 	return c
 }
 
@@ -110,13 +131,19 @@ func newCASPullCmd(co *casOptions) *cobra.Command {
 		Long: `Fetch a tree from a Remote Execution API server into the local store: a name
 is looked up in the server's Action Cache (as "capfs cas push" stored it), a
 digest is taken as the root Directory. Only the blobs the local store lacks are
-fetched, each verified against its digest before it is stored. A name is then
-saved in the local store, so --mount PATH=cas:NAME mounts it.`,
+fetched, each verified against its digest before it is stored. A name (or --as
+NAME) is then saved in the local store, so --mount PATH=cas:NAME mounts it; a
+tree pulled by digest alone is unnamed, and a garbage collection removes it once
+its grace period is over.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			ref := args[0]
 			d, isDigest, err := checkRef(ref)
+			if err != nil {
+				return err
+			}
+			name, err := ro.target(ref, isDigest)
 			if err != nil {
 				return err
 			}
@@ -142,8 +169,8 @@ saved in the local store, so --mount PATH=cas:NAME mounts it.`,
 			if err != nil {
 				return failed(err)
 			}
-			if !isDigest {
-				if err := st.SaveRoot(ref, d); err != nil {
+			if name != "" {
+				if err := st.SaveRoot(name, d); err != nil {
 					return failed(err)
 				}
 			}
@@ -151,6 +178,6 @@ saved in the local store, so --mount PATH=cas:NAME mounts it.`,
 			return nil
 		},
 	}
-	ro.addFlags(c)
+	ro.addFlags(c, "save the tree as NAME in the local store (default: the name pulled; a digest stays unnamed)")
 	return c
 }

@@ -140,12 +140,19 @@ func TestCASPushPullRemote(t *testing.T) {
 		t.Fatalf("second pull fetched something: %q", r.stdout)
 	}
 
-	// By digest into another store.
-	runCapfs(t, proj, "cas", "--store="+storeC, "pull", digest, "--remote", addr).want(t, 0)
-	r = runCapfs(t, proj, "-m", "s=cas:"+digest+",store="+storeC, "cat", "s/big.bin").want(t, 0)
+	// By digest into another store, named there with --as; and pushed by digest
+	// under another name on the server, which a pull by that name finds.
+	runCapfs(t, proj, "cas", "--store="+storeC, "pull", digest, "--as", "fromdigest", "--remote", addr).want(t, 0)
+	r = runCapfs(t, proj, "-m", "s=cas:fromdigest,store="+storeC, "cat", "s/big.bin").want(t, 0)
 	if r.stdout != files["big.bin"] {
 		t.Fatalf("big.bin after a pull by digest: %d bytes", len(r.stdout))
 	}
+	runCapfs(t, proj, "cas", "--store="+storeA, "push", digest, "--as", "other", "--remote", addr).want(t, 0)
+	r = runCapfs(t, proj, "cas", "--store="+t.TempDir(), "pull", "other", "--remote", addr).want(t, 0)
+	if !strings.HasPrefix(r.stdout, "other "+digest+": ") {
+		t.Fatalf("pull of the name given with --as: %q", r.stdout)
+	}
+	runCapfs(t, proj, "cas", "--store="+storeA, "push", "v1", "--as", "-bad", "--remote", addr).want(t, 2)
 
 	// Errors: unknown names exit 1, bad arguments 2, no server 1.
 	r = runCapfs(t, proj, "cas", "--store="+storeC, "pull", "nosuch", "--remote", addr).want(t, 1)
