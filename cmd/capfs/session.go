@@ -369,8 +369,9 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	s.Audit = sink
 	s.closers = append(s.closers, closeSink)
 
-	// Batching: requests that ask for it (the MCP grep) log their successful
-	// reads as one summary event; refusals and failures stay one event each.
+	// Batching: requests that ask for it (grep, on the command line and over
+	// MCP) log their successful reads as one summary event; refusals and
+	// failures stay one event each.
 	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(audit.Batching(sink)), dir.WithSubject(s.Subject),
 		dir.WithHooks(dir.GitGuard(s.NS, guard...)))
 	ok = true
