@@ -45,7 +45,8 @@ met while walking are skipped unless -a; one named as a PATH is searched, and a
 match is reported as "binary file matches", as grep does. Files larger than --max-filesize (default 256MiB) and
 files the policy keeps out of reach (secrets such as .env and *.pem) are not
 searched, and a one-line summary on standard error says how many, which, and
-how to include them.
+how to include them. The audit log gets one event per PATH for the files and
+directories read (op "grep", with their count) and one per refusal.
 
 Exit status: 0 when a line was selected, 1 when none was, 2 on an error (a
 missing PATH, an unreadable file, a bad pattern), as grep; with -q, 0 as soon as
