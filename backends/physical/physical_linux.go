@@ -282,6 +282,73 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	return ents, nil
 }
 
+// ReadDirInfo lists directory p with every entry's status (vfs.DirInfoReader):
+// the directory is opened once, as ReadDir opens it, and each entry's status
+// taken relative to it with fstatat, not following it, so nothing outside the
+// directory is reached and the cost is one system call per entry instead of a
+// lookup from the root. Under WithOneFilesystem an entry on another file system
+// (a mount point) answers what Lstat answers of it. Entries are those ReadDir
+// lists; one removed since the listing is left out.
+func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
+	const op = "readdir"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := f.lookupP(ctx, root, p, unix.O_RDONLY|unix.O_DIRECTORY, 0, true)
+	if err != nil {
+		f.leave()
+		return nil, wrap(op, p, err)
+	}
+	ents, err := readDirFd(fd)
+	if err != nil {
+		unix.Close(fd)
+		f.leave()
+		return nil, wrap(op, p, err)
+	}
+	out := make([]vfs.Info, 0, len(ents))
+	var foreign []int // entries on another file system under oneFS: Lstat answers them
+	dir := p.WithoutDirMark()
+	for _, e := range ents {
+		if i := len(out); i%256 == 0 && i > 0 {
+			if err := ctx.Err(); err != nil {
+				unix.Close(fd)
+				f.leave()
+				return nil, wrap(op, p, err)
+			}
+		}
+		var st unix.Stat_t
+		err := eintr(func() error { return unix.Fstatat(fd, e.Name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+		if err == unix.ENOENT {
+			continue // removed since the listing
+		}
+		if err != nil {
+			unix.Close(fd)
+			f.leave()
+			c, _ := dir.Child(e.Name)
+			return nil, wrap("lstat", c, err)
+		}
+		if f.cfg.oneFS && st.Dev != f.dev {
+			foreign = append(foreign, len(out))
+		}
+		out = append(out, infoOf(&st, e.Name, f.dev))
+	}
+	unix.Close(fd)
+	f.leave()
+	for _, i := range foreign {
+		c, err := dir.Child(out[i].Name)
+		if err != nil {
+			return nil, err
+		}
+		info, err := f.Lstat(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = info
+	}
+	return out, nil
+}
+
 // OpenFile opens p; see the package documentation for the checks it makes.
 func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	const op = "open"

@@ -147,6 +147,13 @@ func (c *checked) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, erro
 	return d, c.check("ReadDir("+p.String()+")", err)
 }
 
+// ReadDirInfo is the backend's own (vfs.DirInfoReader) where it has one, else
+// the fallback vfs.ReadDirInfo takes: the checked backend is always one.
+func (c *checked) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
+	infos, err := vfs.ReadDirInfo(ctx, c.b, p)
+	return infos, c.check("ReadDirInfo("+p.String()+")", err)
+}
+
 func (c *checked) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	call := fmt.Sprintf("OpenFile(%s, %#x)", p, flag)
 	f, err := c.b.OpenFile(ctx, p, flag, perm)

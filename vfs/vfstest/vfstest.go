@@ -109,6 +109,7 @@ func TestBackend(t *testing.T, cfg Config) {
 	t.Run("Threats", func(t *testing.T) { testThreats(t, cfg) })
 	t.Run("Sub", func(t *testing.T) { testSub(t, cfg) })
 	t.Run("Resolve", func(t *testing.T) { testResolve(t, cfg) })
+	t.Run("ReadDirInfo", func(t *testing.T) { testDirInfo(t, cfg) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, cfg) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, cfg) })
 }
