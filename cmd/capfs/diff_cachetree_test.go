@@ -119,3 +119,28 @@ func TestCacheTreesRejectsDamage(t *testing.T) {
 		t.Error("a truncated index was accepted")
 	}
 }
+
+// TestCacheTreesIndexVersions: the entries are skipped right in every index
+// version git writes (2, 3, and 4 with its prefix-compressed names), so the
+// extension after them is found and read the same.
+func TestCacheTreesIndexVersions(t *testing.T) {
+	t.Parallel()
+	root := gitRepo(t, map[string]string{"top.txt": "t\n", "a/one.txt": "1\n", "a/b/two.txt": "2\n", "a/b/three-long-name.txt": "3\n", "c/x.txt": "x\n"})
+	for _, v := range []string{"2", "3", "4"} {
+		c := exec.Command("sh", "-c", "git read-tree HEAD && git update-index --index-version "+v+" && git rev-parse HEAD:a HEAD:a/b HEAD:c 'HEAD^{tree}'")
+		c.Dir = root
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("index version %s: %v\n%s", v, err, out)
+		}
+		ids := strings.Fields(string(out))
+		data, err := os.ReadFile(filepath.Join(root, ".git/index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := cacheTrees(data, 5)
+		if len(ids) != 4 || tr["a"] != ids[0] || tr["a/b"] != ids[1] || tr["c"] != ids[2] || tr[""] != ids[3] {
+			t.Errorf("index version %s: cache-tree %v, want a, a/b, c and the top %v", v, tr, ids)
+		}
+	}
+}
