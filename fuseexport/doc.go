@@ -78,10 +78,11 @@
 //
 //   - Coherence across routes is bounded by the timeouts, unless the host
 //     calls Invalidate: a file changed through another Dir, or on the host,
-//     may show its old attributes or name for up to AttrTimeout or
-//     EntryTimeout, and a process holding a file open (or mmap'ed) keeps the
-//     pages it read. mmap writes reach the Dir when the kernel writes the
-//     pages back, not at once.
+//     may show its old attributes, name or contents for up to AttrTimeout or
+//     EntryTimeout (its contents for longer if the change kept its size and
+//     mtime), and a process holding a file open (or mmap'ed) keeps the pages
+//     it read. mmap writes reach the Dir when the kernel writes the pages
+//     back, not at once.
 //   - Locks (flock, fcntl) are kept by the kernel for this mount alone: they
 //     exclude processes using the mount from each other, not from another
 //     route to the same files. Extended attributes are not supported
@@ -101,7 +102,7 @@
 //     (physical.HardLinksReplace: a name may share its inode with a file
 //     outside the root).
 //   - Symlink targets are parsed by the Dir to keep links inside: a target
-//     with a name longer than 255 bytes, or longer than PATH_MAX, is EINVAL.
+//     holding a name longer than 255 bytes is EINVAL (Linux stores it).
 //   - Paths are bounded by PATH_MAX from the namespace's root, not from the
 //     mount point: exporting a subtree (capfs mount --work) shortens the
 //     longest path by the subtree's own path, and the CLI's default policy
