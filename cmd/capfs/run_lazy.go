@@ -37,6 +37,25 @@ import (
 // checkout's history scan would read the whole history before the start; a
 // lazy run does not, so it shows no git history: --git keep shows it,
 // read-only, and --no-lazy scans it).
+//
+// What differs from a checkout, and what a lazy run does not guarantee:
+//
+//   - Writes the source would refuse fail inside at once (EROFS) rather than
+//     at sync-back; so do names the Dir cannot hold, FIFOs, sockets and
+//     devices (EPERM), and setuid or setgid bits (EACCES), which a checkout
+//     lets the command make and then refuses or strips.
+//   - The sandbox reads the source as it is when each file is first read,
+//     not as it was at the start: a host edit made during the run may show
+//     (within the kernel's one-second cache), and a file read while the host
+//     rewrites it may show a mix. Such an edit is still a conflict at
+//     sync-back when the sandbox changed the same path (its base is what it
+//     first read), never overwritten.
+//   - Paths the policy hides are absent from listings and lookups, but the
+//     run does not list them as a checkout's walk does ("not in the
+//     sandbox: ..."): nothing is walked.
+//   - A run killed with SIGKILL leaves its mount dead (ENOTCONN) until the
+//     next lazy run sweeps it; its upper directory, which holds its changes,
+//     stays, as a killed checkout does.
 
 // envRunLazy, when set to 0 or 1, decides run's default mode (--lazy or
 // --no-lazy override it).
