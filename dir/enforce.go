@@ -565,6 +565,26 @@ func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Pat
 	return d, ok
 }
 
+// allowEntry decides op on an entry of the directory c lists: its path as
+// listed (lex) and its canonical path (canon, Resolved: the directory's
+// canonical path and the name, which a status does not follow). Like
+// allowInner, it records a refusing rule for the audit. The caller has a
+// custom policy and c.req.
+func (s *scope) allowEntry(ctx context.Context, c *call, op policy.Op, lex, canon vfs.Path) (policy.Decision, bool) {
+	r := *c.req
+	r.Op = op
+	lexPath := c.base.Join(lex.WithoutDirMark().Unresolved()).String()
+	r.Path = c.base.Join(canon.WithoutDirMark().Unresolved()).String()
+	r.Dest = ""
+	r.GuestPath = lex.String()
+	r.Size = -1
+	d, ok := s.env.decideBoth(ctx, &r, lexPath, "")
+	if !ok {
+		c.noteInner(d)
+	}
+	return d, ok
+}
+
 // noteInner records the rule that refused a path inside a composite call (the
 // first one), so the call is audited as denied by it.
 func (c *call) noteInner(d policy.Decision) {

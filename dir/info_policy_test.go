@@ -1,10 +1,13 @@
 package dir_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 
+	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
@@ -77,5 +80,64 @@ func TestEntryInfoAsksPolicy(t *testing.T) {
 	check("Handle.ReadDir", ents)
 	if _, err := root.Stat(bg, "app/.env"); vfs.CodeOf(err) != vfs.CodePermission {
 		t.Fatalf("Stat of app/.env: %v; want fs_permission_denied (the rule Info follows)", err)
+	}
+}
+
+// TestBackendViewReadDirInfo: the Backend view lists a directory with every
+// entry's status (vfs.DirInfoReader) as ReadDir and an Lstat of each entry
+// through it would: the same entries and status where the policy allows them,
+// fs_permission_denied naming the entry it refuses (also when the directory is
+// reached through a link), audited as a denied readdir with the refusing rule.
+func TestBackendViewReadDirInfo(t *testing.T) {
+	m := memory.New()
+	root0, _ := dir.New(m)
+	for _, d := range []string{"app", "pub"} {
+		if err := root0.MkdirAll(bg, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, data := range map[string]string{"app/.env": "SECRET=1", "app/main.go": "package main", "pub/a": "A", "pub/b": "BB"} {
+		if err := root0.WriteFile(bg, f, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := root0.Symlink(bg, "app", "lapp"); err != nil {
+		t.Fatal(err)
+	}
+	ring := audit.NewRing(16)
+	denyEnv := policy.Func(func(_ context.Context, r *policy.Request) policy.Decision {
+		if strings.HasSuffix(r.Path, ".env") {
+			return policy.Decision{Effect: policy.Deny, Rule: "deny:**/.env"}
+		}
+		return policy.Decision{Effect: policy.Allow, Rule: "default"}
+	})
+	root, _ := dir.New(m, dir.WithPolicy(denyEnv), dir.WithAudit(ring))
+	view := root.Backend()
+	if _, ok := view.(vfs.DirInfoReader); !ok {
+		t.Fatal("the Backend view is not a vfs.DirInfoReader")
+	}
+	infos, err := vfs.ReadDirInfo(bg, view, vfs.MustParse("pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 || infos[0].Name != "a" || infos[0].Size != 1 || infos[1].Name != "b" || infos[1].Size != 2 {
+		t.Fatalf("ReadDirInfo(pub) = %+v", infos)
+	}
+	for _, in := range infos {
+		w, err := view.Lstat(bg, vfs.MustParse("pub/"+in.Name))
+		if err != nil || w.Mode != in.Mode || !w.ModTime.Equal(in.ModTime) || w.ID != in.ID {
+			t.Errorf("pub/%s: ReadDirInfo says %+v, Lstat %+v, %v", in.Name, in, w, err)
+		}
+	}
+	for _, p := range []string{"app", "lapp"} {
+		ring.Reset()
+		_, err := vfs.ReadDirInfo(bg, view, vfs.MustParse(p))
+		if vfs.CodeOf(err) != vfs.CodePermission || !strings.Contains(err.Error(), p+"/.env") {
+			t.Errorf("ReadDirInfo(%s): %v; want fs_permission_denied naming %s/.env", p, err, p)
+		}
+		evs := ring.Events()
+		if len(evs) != 1 || evs[0].Outcome != audit.Denied || evs[0].Rule != "deny:**/.env" {
+			t.Errorf("ReadDirInfo(%s) audited as %+v; want one readdir denied by deny:**/.env", p, evs)
+		}
 	}
 }
