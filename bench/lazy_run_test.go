@@ -22,7 +22,7 @@ func TestLazyRunTable(t *testing.T) {
 	}
 	defer fx.Close()
 	var out strings.Builder
-	if err := LazyRunStartTable(&out, os.Stderr, fx, 5); err != nil {
+	if err := LazyRunStartTable(&out, os.Stderr, fx, 9); err != nil {
 		t.Fatal(err)
 	}
 	out.WriteString("\n")
