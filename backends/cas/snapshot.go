@@ -113,6 +113,23 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, snapE
 	if err != nil {
 		return nil, snapEntry{}, err
 	}
+	if r, ok := s.b.(vfs.DirInfoReader); ok {
+		// One pass gives every entry's status (a Dir's view: one system call
+		// per entry on a physical tree, and the policy's decision). A refusal
+		// (of the directory, or of an entry the snapshot leaves out and
+		// reports) takes the way below, which tells them apart.
+		infos, err := r.ReadDirInfo(ctx, p)
+		if err == nil {
+			out := make([]snapEntry, len(infos))
+			for i, in := range infos {
+				out[i] = infoEntry(in)
+			}
+			return out, s.self(ctx, p), nil
+		}
+		if !refused(err) {
+			return nil, snapEntry{}, err
+		}
+	}
 	ents, err := s.b.ReadDir(ctx, p)
 	if err != nil {
 		return nil, snapEntry{}, err
@@ -142,11 +159,33 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, snapE
 		if err != nil {
 			return nil, snapEntry{}, err
 		}
-		out = append(out, snapEntry{name: e.Name, mode: info.Mode, size: info.Size, mtime: info.ModTime.UnixNano()})
+		info.Name = e.Name
+		out = append(out, infoEntry(info))
 	}
-	// A backend reveals no inode or change time: no status that would prove
-	// the directory unchanged.
-	return out, snapEntry{}, nil
+	return out, s.self(ctx, p), nil
+}
+
+// infoEntry is the snapEntry of an entry's status. The identity and change time
+// a backend reports (vfs.Info.ID, ChangeTime: the physical backend's inode and
+// ctime) join the stat cache's key; a backend without them leaves them zero.
+func infoEntry(in vfs.Info) snapEntry {
+	e := snapEntry{name: in.Name, mode: in.Mode, size: in.Size, mtime: in.ModTime.UnixNano(), ino: in.ID}
+	if !in.ChangeTime.IsZero() {
+		e.ctime = in.ChangeTime.UnixNano()
+	}
+	return e
+}
+
+// self is directory p's own status where the backend reports both its identity
+// and its change time (which any entry created, removed or renamed in it moves,
+// and which no one can set back): only then can it prove the directory
+// unchanged. Otherwise, or if p cannot be stat'ed, a zero ino: not proven.
+func (s backendSource) self(ctx context.Context, p vfs.Path) snapEntry {
+	in, err := s.b.Lstat(ctx, p)
+	if err != nil || in.ID == 0 || in.ChangeTime.IsZero() {
+		return snapEntry{}
+	}
+	return infoEntry(in)
 }
 
 func (s backendSource) open(ctx context.Context, rel string) (io.ReadCloser, error) {

@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/capfs/capfs/backends/physical"
+	capdir "github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 )
 
 type hostSourceForTest struct{}
@@ -42,17 +46,38 @@ func mkfifo(t *testing.T, p string) {
 // TestSnapshotHostUnchangedDirs: a re-snapshot of an unchanged host tree
 // encodes no directory (each one's status, files and subdirectories match the
 // stat cache), and after every kind of change the digest equals a snapshot into
-// a fresh store without a cache.
+// a fresh store without a cache; through the host walker and through a Dir over
+// the physical backend (whose view lists each directory with its entries'
+// status, identity and change time included).
 func TestSnapshotHostUnchangedDirs(t *testing.T) {
+	t.Run("host", func(t *testing.T) {
+		testUnchangedDirs(t, func(s *Store, host string) (Digest, error) {
+			return s.SnapshotHost(bg, host, SnapshotOptions{})
+		})
+	})
+	t.Run("dir", func(t *testing.T) {
+		testUnchangedDirs(t, func(s *Store, host string) (Digest, error) {
+			pb, err := physical.New(host)
+			if err != nil {
+				return Digest{}, err
+			}
+			defer pb.Close()
+			d, _ := capdir.New(pb, capdir.WithPolicy(policy.Defaults()))
+			return s.Snapshot(bg, d, SnapshotOptions{StatCache: "dir"})
+		})
+	})
+}
+
+func testUnchangedDirs(t *testing.T, snap func(s *Store, host string) (Digest, error)) {
 	host := t.TempDir()
 	writeTree(t, host, 60)
 	s := newStore(t)
-	d1, err := s.SnapshotHost(bg, host, SnapshotOptions{})
+	d1, err := snap(s, host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := s.dirEncodes.Load()
-	if d2, err := s.SnapshotHost(bg, host, SnapshotOptions{}); err != nil || d2 != d1 {
+	if d2, err := snap(s, host); err != nil || d2 != d1 {
 		t.Fatalf("re-snapshot = %s, %v; want %s", d2, err, d1)
 	}
 	if n := s.dirEncodes.Load() - before; n != 0 {
@@ -86,7 +111,7 @@ func TestSnapshotHostUnchangedDirs(t *testing.T) {
 		if err := c.do(); err != nil {
 			t.Fatal(c.name, err)
 		}
-		got, err := s.SnapshotHost(bg, host, SnapshotOptions{})
+		got, err := snap(s, host)
 		if err != nil {
 			t.Fatal(c.name, err)
 		}
