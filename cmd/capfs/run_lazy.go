@@ -42,8 +42,9 @@ import (
 //
 //   - Writes the source would refuse fail inside at once (EROFS) rather than
 //     at sync-back; so do names the Dir cannot hold, FIFOs, sockets and
-//     devices (EPERM), and setuid or setgid bits (EACCES), which a checkout
-//     lets the command make and then refuses or strips.
+//     devices, symlinks that are absolute or leave the tree (EPERM), and
+//     setuid or setgid bits (EACCES), which a checkout lets the command make
+//     and then refuses or strips.
 //   - The sandbox reads the source as it is when each file is first read,
 //     not as it was at the start: a host edit made during the run may show
 //     (within the kernel's one-second cache), and a file read while the host
