@@ -124,7 +124,13 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, snapE
 			for i, in := range infos {
 				out[i] = infoEntry(in)
 			}
-			return out, s.self(ctx, p), nil
+			// A subdirectory's own status is the one its parent's listing
+			// gave (see snapDir.listed): only the root needs an Lstat.
+			var self snapEntry
+			if p.IsRoot() {
+				self = s.self(ctx, p)
+			}
+			return out, self, nil
 		}
 		if !refused(err) {
 			return nil, snapEntry{}, err
@@ -162,6 +168,7 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, snapE
 		info.Name = e.Name
 		out = append(out, infoEntry(info))
 	}
+	// Directories were not stat'ed in this listing: each states its own.
 	return out, s.self(ctx, p), nil
 }
 
@@ -356,6 +363,10 @@ type snapDir struct {
 	// unchanged, the directory is the one its record names (see storeDirs).
 	self   snapEntry
 	allHit bool
+	// listed is the directory's status as its parent's listing gave it (taken
+	// before the directory itself is listed): its self where the source gives
+	// none of its own.
+	listed snapEntry
 }
 
 type fileJob struct {
@@ -510,6 +521,9 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 	if err != nil {
 		return err
 	}
+	if self.ino == 0 && sd.listed.ino != 0 && sd.listed.ctime != 0 {
+		self = sd.listed
+	}
 	sd.self, sd.allHit = self, true
 	nfiles := 0
 	for _, e := range ents {
@@ -542,7 +556,7 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 				return context.Cause(ctx)
 			}
 		case e.mode.IsDir():
-			sub := &snapDir{rel: rel}
+			sub := &snapDir{rel: rel, listed: e}
 			sd.dirs = append(sd.dirs, sub)
 			sd.dirName = append(sd.dirName, e.name)
 			select {
