@@ -20,8 +20,23 @@ type Info struct {
 	ChangeTime time.Time
 	Nlink      int    // number of hard links; 0 if unknown
 	ID         uint64 // identity of the underlying object within the backend (inode-like); 0 if unknown
+	// HasOwner reports that Uid and Gid hold the entry's numeric owner and
+	// group (the physical backend). Backends that keep no ownership leave it
+	// false, so the zero Info claims no owner (never root); read the owner
+	// with Owner, which answers -1 for unknown.
+	HasOwner bool
+	Uid, Gid int
 	// Sys is backend-specific detail safe to show a guest (never a host path), or nil.
 	Sys any
+}
+
+// Owner returns i's numeric owner and group, or -1 and -1 when the backend
+// keeps no ownership (HasOwner false).
+func (i Info) Owner() (uid, gid int) {
+	if !i.HasOwner {
+		return -1, -1
+	}
+	return i.Uid, i.Gid
 }
 
 // FileInfo returns i as an fs.FileInfo.

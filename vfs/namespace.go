@@ -871,18 +871,19 @@ func (n *Namespace) Link(ctx context.Context, oldp, newp Path) error {
 // Chmod changes p's permission bits. On a mount point it changes the mounted
 // backend's root; on a synthetic directory it fails with read_only.
 func (n *Namespace) Chmod(ctx context.Context, p Path, mode fs.FileMode) error {
-	return n.setattr(ctx, "chmod", p, func(b Backend, rel Path) error { return b.Chmod(ctx, rel, mode) })
+	return n.setattr(ctx, "chmod", p, true, func(b Backend, rel Path) error { return b.Chmod(ctx, rel, mode) })
 }
 
 // Chtimes changes p's access and modification times. On a mount point it changes the
 // mounted backend's root; on a synthetic directory it fails with read_only.
 func (n *Namespace) Chtimes(ctx context.Context, p Path, atime, mtime time.Time) error {
-	return n.setattr(ctx, "chtimes", p, func(b Backend, rel Path) error { return b.Chtimes(ctx, rel, atime, mtime) })
+	return n.setattr(ctx, "chtimes", p, true, func(b Backend, rel Path) error { return b.Chtimes(ctx, rel, atime, mtime) })
 }
 
-func (n *Namespace) setattr(ctx context.Context, op string, p Path, do func(Backend, Path) error) error {
+// setattr changes an attribute of p (of the entry itself when follow is false).
+func (n *Namespace) setattr(ctx context.Context, op string, p Path, follow bool, do func(Backend, Path) error) error {
 	t := n.table()
-	q, err := n.route(ctx, t, p, true, op)
+	q, err := n.route(ctx, t, p, follow, op)
 	if err != nil {
 		return readdress(op, p, err)
 	}
@@ -899,8 +900,8 @@ func (n *Namespace) setattr(ctx context.Context, op string, p Path, do func(Back
 		fallthrough
 	case kindInMount, kindMountPoint:
 		if err := do(l.m.b, l.rel); err != nil {
-			if r, ok := n.reroute(ctx, t, q, true, op, err); ok {
-				err = n.setattr(ctx, op, r, do)
+			if r, ok := n.reroute(ctx, t, q, follow, op, err); ok {
+				err = n.setattr(ctx, op, r, follow, do)
 				if err == nil {
 					return nil
 				}

@@ -12,8 +12,8 @@ import (
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
 
 // ReadOnly returns a Backend that serves b's reads and refuses every mutation with
-// read_only, changing nothing: Mkdir, Remove, Rename, Symlink, Link, Chmod, Chtimes,
-// and OpenFile with any of O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND. The
+// read_only, changing nothing: Mkdir, Remove, Rename, Symlink, Link, Chmod, Chtimes, Chown,
+// Lchown and OpenFile with any of O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND. The
 // refusal does not consult b, so it says nothing about whether the path exists.
 //
 // Files opened through it are wrapped so that Write, WriteAt and Truncate fail with
