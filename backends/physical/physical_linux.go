@@ -289,7 +289,7 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 // lookup from the root. Under WithOneFilesystem an entry on another file system
 // (a mount point) answers what Lstat answers of it. Entries are those ReadDir
 // lists; one removed since the listing is left out.
-func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
+func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	const op = "readdir"
 	root, err := f.enter(ctx, op, p)
 	if err != nil {
@@ -306,7 +306,7 @@ func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
 		f.leave()
 		return nil, wrap(op, p, err)
 	}
-	out := make([]vfs.Info, 0, len(ents))
+	out := make([]vfs.DirInfo, 0, len(ents))
 	var foreign []int // entries on another file system under oneFS: Lstat answers them
 	dir := p.WithoutDirMark()
 	for _, e := range ents {
@@ -319,19 +319,17 @@ func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
 		}
 		var st unix.Stat_t
 		err := eintr(func() error { return unix.Fstatat(fd, e.Name, &st, unix.AT_SYMLINK_NOFOLLOW) })
-		if err == unix.ENOENT {
+		switch {
+		case err == unix.ENOENT:
 			continue // removed since the listing
-		}
-		if err != nil {
-			unix.Close(fd)
-			f.leave()
+		case err != nil:
 			c, _ := dir.Child(e.Name)
-			return nil, wrap("lstat", c, err)
-		}
-		if f.cfg.oneFS && st.Dev != f.dev {
+			out = append(out, vfs.DirInfo{Info: vfs.Info{Name: e.Name, Mode: e.Type}, Err: wrap("lstat", c, err)})
+			continue
+		case f.cfg.oneFS && st.Dev != f.dev:
 			foreign = append(foreign, len(out))
 		}
-		out = append(out, infoOf(&st, e.Name, f.dev))
+		out = append(out, vfs.DirInfo{Info: infoOf(&st, e.Name, f.dev)})
 	}
 	unix.Close(fd)
 	f.leave()
@@ -342,9 +340,10 @@ func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
 		}
 		info, err := f.Lstat(ctx, c)
 		if err != nil {
-			return nil, err
+			out[i] = vfs.DirInfo{Info: vfs.Info{Name: out[i].Name, Mode: out[i].Mode.Type()}, Err: err}
+			continue
 		}
-		out[i] = info
+		out[i].Info = info
 	}
 	return out, nil
 }
@@ -1341,7 +1340,8 @@ func baseName(p vfs.Path) string {
 }
 
 // infoOf converts a stat result. ID is the inode number, mixed with the device
-// number for objects on another filesystem than the root's.
+// number for objects on another filesystem than the root's; the owner is
+// st_uid and st_gid.
 func infoOf(st *unix.Stat_t, name string, rootDev uint64) vfs.Info {
 	id := st.Ino
 	if st.Dev != rootDev {
@@ -1355,6 +1355,9 @@ func infoOf(st *unix.Stat_t, name string, rootDev uint64) vfs.Info {
 		ChangeTime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
 		Nlink:      int(st.Nlink),
 		ID:         id,
+		HasOwner:   true,
+		Uid:        int(st.Uid),
+		Gid:        int(st.Gid),
 	}
 }
 
