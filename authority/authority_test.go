@@ -228,7 +228,7 @@ func TestRequiredCoversEveryOperation(t *testing.T) {
 	want := map[policy.Op]Access{
 		policy.OpStat: Metadata, policy.OpList: List, policy.OpRead: Read, policy.OpReadlink: Read,
 		policy.OpWrite: Write, policy.OpCreate: Write, policy.OpMkdir: Write, policy.OpCopy: Write,
-		policy.OpSymlink: Write, policy.OpLink: Write, policy.OpChmod: Write, policy.OpChtimes: Write,
+		policy.OpSymlink: Write, policy.OpLink: Write, policy.OpChmod: Write, policy.OpChtimes: Write, policy.OpChown: Write,
 		policy.OpRemove: Delete, policy.OpRename: Move, policy.OpSub: "",
 	}
 	for o, w := range want {

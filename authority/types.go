@@ -148,7 +148,7 @@ func Required(op policy.Op) (Access, bool) {
 	case policy.OpRead, policy.OpReadlink:
 		return Read, true
 	case policy.OpWrite, policy.OpCreate, policy.OpMkdir, policy.OpCopy, policy.OpSymlink,
-		policy.OpLink, policy.OpChmod, policy.OpChtimes:
+		policy.OpLink, policy.OpChmod, policy.OpChtimes, policy.OpChown:
 		return Write, true
 	case policy.OpRemove:
 		return Delete, true

@@ -166,7 +166,7 @@ func hasGitName(p string) bool {
 // follows reports whether op acts on what a final symlink leads to.
 func follows(op policy.Op) bool {
 	switch op {
-	case policy.OpWrite, policy.OpCreate, policy.OpChmod, policy.OpChtimes, policy.OpCopy:
+	case policy.OpWrite, policy.OpCreate, policy.OpChmod, policy.OpChtimes, policy.OpChown, policy.OpCopy:
 		return true
 	}
 	return false

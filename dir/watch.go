@@ -477,7 +477,7 @@ func (f *ChangeFeed) After(_ context.Context, r *policy.Request, err error) {
 		emit(WatchCreate, r.Dest)
 	case policy.OpLink:
 		emit(WatchCreate, r.Dest)
-	case policy.OpChmod, policy.OpChtimes:
+	case policy.OpChmod, policy.OpChtimes, policy.OpChown:
 		emit(WatchChmod, r.Path)
 	}
 }

@@ -22,7 +22,7 @@ const (
 // 1 << its index.
 var allOps = [...]Op{
 	OpStat, OpList, OpRead, OpWrite, OpCreate, OpMkdir, OpRemove, OpRename,
-	OpCopy, OpSymlink, OpReadlink, OpLink, OpChmod, OpChtimes, OpSub,
+	OpCopy, OpSymlink, OpReadlink, OpLink, OpChmod, OpChtimes, OpSub, OpChown,
 }
 
 type opMask uint32
@@ -60,6 +60,8 @@ func opBit(op Op) opMask {
 		return 1 << 13
 	case OpSub:
 		return 1 << 14
+	case OpChown:
+		return 1 << 15
 	}
 	return 0
 }

@@ -25,7 +25,7 @@ func decide(e *Engine, op Op, path, dest string) Decision {
 
 // nonListOps are every op but OpList: all of them are denied on a secret path.
 var nonListOps = []Op{OpStat, OpRead, OpWrite, OpCreate, OpMkdir, OpRemove, OpRename, OpCopy,
-	OpSymlink, OpReadlink, OpLink, OpChmod, OpChtimes, OpSub}
+	OpSymlink, OpReadlink, OpLink, OpChmod, OpChtimes, OpSub, OpChown}
 
 func TestDefaultSecretPatterns(t *testing.T) {
 	e := Defaults()

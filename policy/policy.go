@@ -97,7 +97,7 @@
 //
 // Every op on a path a secret pattern matches is denied: read, open (for reading or
 // writing), stat, readlink, sub, copy from or to it, rename from or to it, link,
-// symlink to it, write, create, remove, chmod, chtimes. So content and metadata are
+// symlink to it, write, create, remove, chmod, chtimes, chown. So content and metadata are
 // out of reach through every Dir method. Listing (OpList) is the one exception: a
 // Dir's Walk and Glob decide every entry as an OpList of the entry's own path and
 // leave out the refused ones. For a file pattern (one not ending in "/**", such as
@@ -178,13 +178,14 @@ const (
 	OpLink     Op = "link"     // creating a hard link
 	OpChmod    Op = "chmod"    // changing permission bits
 	OpChtimes  Op = "chtimes"  // changing times
+	OpChown    Op = "chown"    // changing the owner or group (Chown, Lchown)
 	OpSub      Op = "sub"      // narrowing to a subtree or one file (Sub, OpenDir, OpenFile)
 )
 
 // Writes reports whether op can change the tree.
 func (op Op) Writes() bool {
 	switch op {
-	case OpWrite, OpCreate, OpMkdir, OpRemove, OpRename, OpCopy, OpSymlink, OpLink, OpChmod, OpChtimes:
+	case OpWrite, OpCreate, OpMkdir, OpRemove, OpRename, OpCopy, OpSymlink, OpLink, OpChmod, OpChtimes, OpChown:
 		return true
 	}
 	return false

@@ -10,7 +10,7 @@ func TestOpWrites(t *testing.T) {
 	writes := map[Op]bool{
 		OpStat: false, OpList: false, OpRead: false, OpReadlink: false, OpSub: false,
 		OpWrite: true, OpCreate: true, OpMkdir: true, OpRemove: true, OpRename: true,
-		OpCopy: true, OpSymlink: true, OpLink: true, OpChmod: true, OpChtimes: true,
+		OpCopy: true, OpSymlink: true, OpLink: true, OpChmod: true, OpChtimes: true, OpChown: true,
 	}
 	for op, want := range writes {
 		if got := op.Writes(); got != want {
