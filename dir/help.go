@@ -131,6 +131,10 @@ WRITING (fails with read_only on a read-only Dir)
       refused (fs_permission_denied).
   Chtimes(ctx, path, atime, mtime) -> error
       Sets access and modification times; a zero time leaves one unchanged.
+  Chown(ctx, path, uid, gid) -> error / Lchown(ctx, path, uid, gid) -> error
+      Sets the numeric owner and group (-1 keeps one); Lchown changes a symlink
+      itself. Only where the storage keeps owners (not_supported otherwise), and
+      only as far as the host allows (fs_permission_denied).
 
 STREAMING
   Open(ctx, path, flag, perm) -> (*Handle, error)
