@@ -585,6 +585,21 @@ func (s *scope) allowEntry(ctx context.Context, c *call, op policy.Op, lex, cano
 	return d, ok
 }
 
+// auditEntryRefusal records, as its own denied event, the refusal of op on an
+// entry of the directory c lists (lex as listed, canon canonical) that the call
+// reports in its result rather than failing with it.
+func (s *scope) auditEntryRefusal(ctx context.Context, c *call, op policy.Op, lex, canon vfs.Path, d policy.Decision) {
+	e := s.env
+	if !e.audited {
+		return
+	}
+	e.audit.Record(ctx, audit.Event{
+		Time: time.Now(), RequestID: newRequestID(), Subject: e.subject, Op: string(op),
+		Path: c.base.Join(canon.WithoutDirMark().Unresolved()).String(), GuestPath: auditGuestPath(lex.String()),
+		Outcome: audit.Denied, Code: string(vfs.CodePermission), Rule: d.Rule, Tag: audit.RequestTag(ctx),
+	})
+}
+
 // noteInner records the rule that refused a path inside a composite call (the
 // first one), so the call is audited as denied by it.
 func (c *call) noteInner(d policy.Decision) {

@@ -85,9 +85,10 @@ func TestEntryInfoAsksPolicy(t *testing.T) {
 
 // TestBackendViewReadDirInfo: the Backend view lists a directory with every
 // entry's status (vfs.DirInfoReader) as ReadDir and an Lstat of each entry
-// through it would: the same entries and status where the policy allows them,
-// fs_permission_denied naming the entry it refuses (also when the directory is
-// reached through a link), audited as a denied readdir with the refusing rule.
+// through it would: the same entries and status where the policy allows them;
+// an entry it refuses keeps its name and type and carries fs_permission_denied
+// naming it (also when the directory is reached through a link), audited as a
+// denied stat beside the readdir.
 func TestBackendViewReadDirInfo(t *testing.T) {
 	m := memory.New()
 	root0, _ := dir.New(m)
@@ -120,7 +121,7 @@ func TestBackendViewReadDirInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 2 || infos[0].Name != "a" || infos[0].Size != 1 || infos[1].Name != "b" || infos[1].Size != 2 {
+	if len(infos) != 2 || infos[0].Name != "a" || infos[0].Size != 1 || infos[1].Name != "b" || infos[1].Size != 2 || infos[0].Err != nil || infos[1].Err != nil {
 		t.Fatalf("ReadDirInfo(pub) = %+v", infos)
 	}
 	for _, in := range infos {
@@ -131,13 +132,28 @@ func TestBackendViewReadDirInfo(t *testing.T) {
 	}
 	for _, p := range []string{"app", "lapp"} {
 		ring.Reset()
-		_, err := vfs.ReadDirInfo(bg, view, vfs.MustParse(p))
-		if vfs.CodeOf(err) != vfs.CodePermission || !strings.Contains(err.Error(), p+"/.env") {
-			t.Errorf("ReadDirInfo(%s): %v; want fs_permission_denied naming %s/.env", p, err, p)
+		infos, err := vfs.ReadDirInfo(bg, view, vfs.MustParse(p))
+		if err != nil || len(infos) != 2 {
+			t.Fatalf("ReadDirInfo(%s) = %+v, %v", p, infos, err)
 		}
-		evs := ring.Events()
-		if len(evs) != 1 || evs[0].Outcome != audit.Denied || evs[0].Rule != "deny:**/.env" {
-			t.Errorf("ReadDirInfo(%s) audited as %+v; want one readdir denied by deny:**/.env", p, evs)
+		env, main := infos[0], infos[1]
+		if env.Name != ".env" || vfs.CodeOf(env.Err) != vfs.CodePermission || !strings.Contains(env.Err.Error(), p+"/.env") || env.Size != 0 || !env.Mode.IsRegular() {
+			t.Errorf("ReadDirInfo(%s): .env = %+v; want its name and type, no size, fs_permission_denied naming %s/.env", p, env, p)
+		}
+		if main.Name != "main.go" || main.Err != nil || main.Size != 12 {
+			t.Errorf("ReadDirInfo(%s): main.go = %+v", p, main)
+		}
+		var denied, listed int
+		for _, ev := range ring.Events() {
+			switch {
+			case ev.Outcome == audit.Denied && ev.Rule == "deny:**/.env" && ev.Path == "app/.env":
+				denied++
+			case ev.Outcome == audit.OK:
+				listed++
+			}
+		}
+		if denied != 1 || listed != 1 {
+			t.Errorf("ReadDirInfo(%s) audited as %+v; want the readdir and one denied stat of app/.env", p, ring.Events())
 		}
 	}
 }

@@ -228,13 +228,14 @@ func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, 
 
 // ReadDirInfo lists p with every entry's status (vfs.DirInfoReader), in one
 // pass where the backend can, decided as ReadDir and an Lstat of each entry
-// through this view would be: the listing as a readdir (audited), each entry as
-// a stat of its path as listed and of its canonical path (the directory's and
-// the name: a status does not follow the entry). A refused entry fails the call
-// with fs_permission_denied naming it, as its Lstat would, and the call is
-// audited as denied by that rule.
-func (v *backendView) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
-	var infos []vfs.Info
+// through this view would be: the listing as a readdir (audited as one call),
+// each entry as a stat of its path as listed and of its canonical path (the
+// directory's and the name: a status does not follow the entry). An entry the
+// policy refuses keeps its name and type, as ReadDir shows them, and carries
+// the refusal its Lstat would give (fs_permission_denied naming it) in Err; each
+// such refusal is audited as a denied stat.
+func (v *backendView) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
+	var infos []vfs.DirInfo
 	s := v.d.s
 	c := call{op: policy.OpList, method: "readdir", path: p.String(), fixed: true, p: p, fol: followFinal}
 	err := s.run(ctx, &c, func(ctx context.Context) error {
@@ -245,6 +246,9 @@ func (v *backendView) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, 
 		}
 		dir, canonDir := c.p.WithoutDirMark(), c.rp.WithoutDirMark()
 		for i := range infos {
+			if infos[i].Err != nil {
+				continue
+			}
 			lex, err := dir.Child(infos[i].Name)
 			if err != nil {
 				return err
@@ -254,7 +258,11 @@ func (v *backendView) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, 
 				return err
 			}
 			if d, ok := s.allowEntry(ctx, &c, policy.OpStat, lex, canon); !ok {
-				return &addressed{errAt(vfs.CodePermission, "lstat", lex.String(), "", denyReason(d))}
+				s.auditEntryRefusal(ctx, &c, policy.OpStat, lex, canon, d)
+				infos[i] = vfs.DirInfo{
+					Info: vfs.Info{Name: infos[i].Name, Mode: infos[i].Mode.Type()},
+					Err:  errAt(vfs.CodePermission, "lstat", lex.String(), "", denyReason(d)),
+				}
 			}
 		}
 		return nil

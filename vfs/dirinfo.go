@@ -6,26 +6,34 @@ import (
 	"io/fs"
 )
 
+// DirInfo is one entry of a listing with its status (see DirInfoReader): what
+// Lstat of the entry reports, or the error it fails with (a policy's refusal,
+// say). Name is always set and Mode always holds at least the entry's type bits
+// as ReadDir lists them; the other fields only when Err is nil.
+type DirInfo struct {
+	Info
+	Err error
+}
+
 // DirInfoReader is implemented by backends that can list a directory with the
 // status of every entry in one pass (the physical backend: one fstatat per
 // entry, relative to the directory it opened). ReadDirInfo returns, sorted by
 // name, the entries ReadDir(p) lists, each with what Lstat of p/name reports
-// (never following a symlink; Name is the entry's name). An entry removed
-// between the listing and its status is left out; any other failure to take an
-// entry's status fails the call, with the error Lstat would give. See the
-// function ReadDirInfo for the fallback.
+// (never following a symlink) or the error that Lstat gives, in Err. An entry
+// removed between the listing and its status is left out. The call fails only
+// where ReadDir(p) would. See the function ReadDirInfo for the fallback.
 //
 // It serves layers that need every entry's status (snapshots, tree walks,
 // long listings), which would otherwise make one lookup per entry from the
 // backend's root.
 type DirInfoReader interface {
-	ReadDirInfo(ctx context.Context, p Path) ([]Info, error)
+	ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error)
 }
 
 // ReadDirInfo lists directory p of b with every entry's status: b's own
 // ReadDirInfo when b is a DirInfoReader, else ReadDir and an Lstat of each
 // entry (which is what every DirInfoReader must answer).
-func ReadDirInfo(ctx context.Context, b Backend, p Path) ([]Info, error) {
+func ReadDirInfo(ctx context.Context, b Backend, p Path) ([]DirInfo, error) {
 	if r, ok := b.(DirInfoReader); ok {
 		return r.ReadDirInfo(ctx, p)
 	}
@@ -33,13 +41,13 @@ func ReadDirInfo(ctx context.Context, b Backend, p Path) ([]Info, error) {
 }
 
 // readDirInfoEach is ReadDirInfo as ReadDir and an Lstat per entry.
-func readDirInfoEach(ctx context.Context, b Backend, p Path) ([]Info, error) {
+func readDirInfoEach(ctx context.Context, b Backend, p Path) ([]DirInfo, error) {
 	ents, err := b.ReadDir(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	dir := p.WithoutDirMark()
-	out := make([]Info, 0, len(ents))
+	out := make([]DirInfo, 0, len(ents))
 	for _, e := range ents {
 		c, err := dir.Child(e.Name)
 		if err != nil {
@@ -50,10 +58,10 @@ func readDirInfoEach(ctx context.Context, b Backend, p Path) ([]Info, error) {
 			continue // removed since the listing
 		}
 		if err != nil {
-			return nil, err
+			info = Info{Mode: e.Type & fs.ModeType}
 		}
 		info.Name = e.Name
-		out = append(out, info)
+		out = append(out, DirInfo{Info: info, Err: err})
 	}
 	return out, nil
 }
@@ -63,17 +71,24 @@ func readDirInfoEach(ctx context.Context, b Backend, p Path) ([]Info, error) {
 // mount beneath it and that backend is a DirInfoReader, else as ReadDir and an
 // Lstat per entry, so mount points and synthetic directories report what Lstat
 // reports of them.
-func (n *Namespace) ReadDirInfo(ctx context.Context, p Path) ([]Info, error) {
+func (n *Namespace) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) {
 	t := n.table()
 	l := t.locate(p)
 	if l.kind == kindInMount && !t.shadowing[l.m] {
 		if r, ok := l.m.b.(DirInfoReader); ok {
 			if infos, err := r.ReadDirInfo(ctx, l.rel); err == nil {
+				dir := p.WithoutDirMark()
+				for i := range infos {
+					if infos[i].Err != nil {
+						c, _ := dir.Child(infos[i].Name)
+						infos[i].Err = readdress("lstat", c, infos[i].Err)
+					}
+				}
 				return infos, nil
 			}
-			// Failures (a link leaving the mount, which the namespace may
-			// follow back in; an entry's status refused) take the general
-			// way, which addresses each error as ReadDir and Lstat do.
+			// A failure (a link leaving the mount, which the namespace may
+			// follow back in) takes the general way, which addresses errors
+			// as ReadDir and Lstat do.
 		}
 	}
 	return readDirInfoEach(ctx, n, p)
@@ -81,11 +96,11 @@ func (n *Namespace) ReadDirInfo(ctx context.Context, p Path) ([]Info, error) {
 
 // ReadDirInfo forwards to the wrapped backend (see vfs.ReadDirInfo): it only
 // reads.
-func (r *readOnlyBackend) ReadDirInfo(ctx context.Context, p Path) ([]Info, error) {
+func (r *readOnlyBackend) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) {
 	return ReadDirInfo(ctx, r.b, p)
 }
 
 // ReadDirInfo forwards to the wrapped backend (see vfs.ReadDirInfo).
-func (b *locatedBackend) ReadDirInfo(ctx context.Context, p Path) ([]Info, error) {
+func (b *locatedBackend) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) {
 	return ReadDirInfo(ctx, b.Backend, p)
 }

@@ -115,14 +115,23 @@ func (s backendSource) list(ctx context.Context, rel string) ([]snapEntry, snapE
 	}
 	if r, ok := s.b.(vfs.DirInfoReader); ok {
 		// One pass gives every entry's status (a Dir's view: one system call
-		// per entry on a physical tree, and the policy's decision). A refusal
-		// (of the directory, or of an entry the snapshot leaves out and
-		// reports) takes the way below, which tells them apart.
+		// per entry on a physical tree, and the policy's decision). An entry
+		// refused is left out and reported, as below; a refused directory
+		// takes the way below, which reports it as the walk expects.
 		infos, err := r.ReadDirInfo(ctx, p)
 		if err == nil {
-			out := make([]snapEntry, len(infos))
-			for i, in := range infos {
-				out[i] = infoEntry(in)
+			out := make([]snapEntry, 0, len(infos))
+			for _, in := range infos {
+				switch {
+				case in.Err == nil:
+					out = append(out, infoEntry(in.Info))
+				case refused(in.Err):
+					if s.denied != nil {
+						s.denied(join(rel, in.Name), in.Err)
+					}
+				default:
+					return nil, snapEntry{}, in.Err
+				}
 			}
 			// A subdirectory's own status is the one its parent's listing
 			// gave (see snapDir.listed): only the root needs an Lstat.

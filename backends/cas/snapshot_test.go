@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/capfs/capfs/backends/physical"
 	capdir "github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -255,6 +257,56 @@ func TestSnapshotLeavesOutRefused(t *testing.T) {
 	}
 	if len(denied) != 3 {
 		t.Errorf("denied %v, want secret, hidden and sealed", denied)
+	}
+}
+
+// TestSnapshotDirPolicyRefusals: a snapshot through a Dir with the default
+// policy (one listing with status per directory) leaves out and reports what
+// the policy hides, a file and a whole directory, and gives the digest the
+// per-entry way gives (the same Dir's view with its listing-with-status
+// hidden).
+func TestSnapshotDirPolicyRefusals(t *testing.T) {
+	host := t.TempDir()
+	for name, data := range map[string]string{"main.go": "package main\n", ".env": "SECRET=1\n", ".ssh/id_rsa": "KEY\n", "sub/ok.txt": "ok\n", "sub/server.pem": "PEM\n"} {
+		p := filepath.Join(host, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pb, err := physical.New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
+	d, _ := capdir.New(pb, capdir.WithPolicy(policy.Defaults()))
+	if _, ok := d.Backend().(vfs.DirInfoReader); !ok {
+		t.Fatal("a Dir's view lists no status: this test would not test the one-pass way")
+	}
+	var mu sync.Mutex
+	var denied []string
+	opts := SnapshotOptions{Denied: func(p string, _ error) {
+		mu.Lock()
+		denied = append(denied, p)
+		mu.Unlock()
+	}}
+	s := newStore(t)
+	got, err := s.Snapshot(bg, d, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(denied)
+	if want := []string{".env", ".ssh", "sub/server.pem"}; !slices.Equal(denied, want) {
+		t.Errorf("denied %q, want %q", denied, want)
+	}
+	denied = nil
+	slow, err := newStore(t).SnapshotBackend(bg, struct{ vfs.Backend }{d.Backend()}, opts)
+	if err != nil || slow != got {
+		t.Errorf("per-entry snapshot %s, %v; the one-pass one %s", slow, err, got)
+	}
+	want := snap(t, s, build(t, "main.go=package main\n", "sub/", "sub/ok.txt=ok\n"))
+	if got != want {
+		t.Errorf("snapshot %s, want the tree without the hidden entries %s", got, want)
 	}
 }
 

@@ -5,6 +5,7 @@ package physical
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"io/fs"
 	"math/bits"
@@ -333,17 +334,24 @@ func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error)
 	}
 	unix.Close(fd)
 	f.leave()
+	gone := false
 	for _, i := range foreign {
 		c, err := dir.Child(out[i].Name)
 		if err != nil {
 			return nil, err
 		}
 		info, err := f.Lstat(ctx, c)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			out[i].Name, gone = "", true // removed since the listing
+		case err != nil:
 			out[i] = vfs.DirInfo{Info: vfs.Info{Name: out[i].Name, Mode: out[i].Mode.Type()}, Err: err}
-			continue
+		default:
+			out[i].Info = info
 		}
-		out[i].Info = info
+	}
+	if gone {
+		out = slices.DeleteFunc(out, func(d vfs.DirInfo) bool { return d.Name == "" })
 	}
 	return out, nil
 }

@@ -149,7 +149,7 @@ func (c *checked) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, erro
 
 // ReadDirInfo is the backend's own (vfs.DirInfoReader) where it has one, else
 // the fallback vfs.ReadDirInfo takes: the checked backend is always one.
-func (c *checked) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Info, error) {
+func (c *checked) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	infos, err := vfs.ReadDirInfo(ctx, c.b, p)
 	return infos, c.check("ReadDirInfo("+p.String()+")", err)
 }

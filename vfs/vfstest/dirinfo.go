@@ -9,9 +9,9 @@ import (
 // testDirInfo checks vfs.ReadDirInfo, through the backend's own
 // vfs.DirInfoReader where it has one: the entries ReadDir lists, sorted, each
 // with what Lstat reports of it (a symlink not followed, a dangling one
-// included), whether the directory is named directly, through a link or as a
-// Resolved path; the errors ReadDir gives for a missing directory and a file;
-// and conflict for a Resolved path with a link on it.
+// included) and no error, whether the directory is named directly, through a
+// link or as a Resolved path; the errors ReadDir gives for a missing directory
+// and a file; and conflict for a Resolved path with a link on it.
 func testDirInfo(t *testing.T, cfg Config) {
 	t.Run("entries", func(t *testing.T) {
 		f := newFx(t, cfg)
@@ -60,6 +60,10 @@ func (f *fx) sameDirInfo(dir vfs.Path) {
 	}
 	for i, e := range ents {
 		g := got[i]
+		if g.Err != nil {
+			f.t.Errorf("ReadDirInfo(%s): %s: %v", dir, g.Name, g.Err)
+			continue
+		}
 		if g.Name != e.Name {
 			f.t.Errorf("ReadDirInfo(%s)[%d] is %q; ReadDir lists %q there", dir, i, g.Name, e.Name)
 			continue
