@@ -325,9 +325,11 @@ func TestRunConflict(t *testing.T) {
 			root, base := t.TempDir(), t.TempDir()
 			writeTree(t, root, map[string]string{"a.txt": "original\n", "b.txt": "b\n"})
 			// The command changes a.txt and b.txt, says so (ready), and waits for the
-			// test's go-ahead (go), which the test drops into the checkout.
+			// test's go-ahead (go), which the test drops into the checkout (a
+			// checkout: a lazy run's FUSE view need not see a file put into its
+			// upper directory behind its back, and the run then never ends).
 			script := `echo ours > a.txt; echo b2 > b.txt; touch ready; while [ ! -e go ]; do sleep 0.05; done; rm -f ready go`
-			cmd := exec.Command(capfsBin, "run", "--conflict", tc.mode, "--", "sh", "-c", script)
+			cmd := exec.Command(capfsBin, "run", "--no-lazy", "--conflict", tc.mode, "--", "sh", "-c", script)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "CAPFS_TMPDIR="+base)
 			var stdout, stderr bytes.Buffer
