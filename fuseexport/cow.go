@@ -34,8 +34,10 @@ import (
 // and OpenFile (within the overlay, at most vfs.MaxSymlinks). Renaming (or
 // exchanging) a lower directory copies its whole subtree up first. The upper directory is written through the physical
 // backend, so a write to a file with several hard links gives that name a
-// private copy (physical.HardLinksReplace). An Overlay is safe for concurrent
-// use.
+// private copy (physical.HardLinksReplace). It keeps no ownership, as a
+// checkout made by the running user keeps none: its entries report no owner
+// (a mount shows them as the mount's own) and it is no vfs.Chowner. An
+// Overlay is safe for concurrent use.
 type Overlay struct {
 	lower vfs.Backend
 	upper *physical.FS
@@ -124,7 +126,7 @@ func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.I
 	p = p.Unresolved().WithoutDirMark()
 	if info, err := o.upper.Lstat(ctx, p); err == nil {
 		info.ID = upperID(info.ID)
-		return true, info, nil
+		return true, ownerless(info), nil
 	} else if vfs.CodeOf(err) != vfs.CodeNotFound {
 		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
 	}
@@ -135,7 +137,14 @@ func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.I
 	if err != nil {
 		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
 	}
-	return false, info, nil
+	return false, ownerless(info), nil
+}
+
+// ownerless is info without the owner a layer reported: the overlay keeps
+// none (see Overlay).
+func ownerless(info vfs.Info) vfs.Info {
+	info.HasOwner, info.Uid, info.Gid = false, 0, 0
+	return info
 }
 
 // Lstat describes p without following a final symlink.
@@ -232,7 +241,11 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 		if inUpper {
 			return upperFile(o.upper.OpenFile(ctx, p, flag, perm))
 		}
-		return o.lower.OpenFile(ctx, p, flag, perm)
+		f, err := o.lower.OpenFile(ctx, p, flag, perm)
+		if err != nil {
+			return nil, err
+		}
+		return lowerFile{f}, nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -258,7 +271,15 @@ type ovFile struct{ vfs.File }
 func (f ovFile) Stat() (vfs.Info, error) {
 	info, err := f.File.Stat()
 	info.ID = upperID(info.ID)
-	return info, err
+	return ownerless(info), err
+}
+
+// lowerFile is a lower file whose Stat reports no owner, as Lstat does.
+type lowerFile struct{ vfs.File }
+
+func (f lowerFile) Stat() (vfs.Info, error) {
+	info, err := f.File.Stat()
+	return ownerless(info), err
 }
 
 func upperFile(f vfs.File, err error) (vfs.File, error) {

@@ -67,9 +67,13 @@
 //     st_ctime is the backend's change time where it keeps one (the physical
 //     backend's st_ctime), else the mtime.
 //   - Permissions: the mount uses default_permissions: the kernel checks mode
-//     bits against the attributes answered (owner Options.UID/GID, by default
-//     the mounting user), so a mode 0000 file is closed to every user but
-//     root, as on disk (go-fuse's rewrite of null permissions is off).
+//     bits against the attributes answered (the backend's owner where it keeps
+//     one, else Options.UID/GID, by default the mounting user), so a mode 0000
+//     file is closed to every user but root and a 0600 file owned by another
+//     uid to every other non-root user, as on disk (go-fuse's rewrite of null
+//     permissions is off). The server itself acts as its own user: a
+//     non-root server cannot read a 0600 file of another user however the
+//     kernel decided.
 //   - Stale mounts: Mount refuses a mount point left by a crashed server
 //     (ErrStaleMount); CheckStale finds one and ClearStale detaches it.
 //     Unmount falls back to a lazy detach when files are still open.
@@ -86,16 +90,21 @@
 //   - Locks (flock, fcntl) are kept by the kernel for this mount alone: they
 //     exclude processes using the mount from each other, not from another
 //     route to the same files. Extended attributes are not supported
-//     (EOPNOTSUPP), nor is chown (EPERM unless it changes nothing): a
-//     capability carries no ownership. setuid and setgid bits are refused by
-//     the Dir (chmod: EACCES).
+//     (EOPNOTSUPP). setuid and setgid bits are refused by the Dir (chmod:
+//     EACCES).
 //   - Times: atime is reported equal to mtime (a Dir keeps no access time),
 //     and so is ctime on backends that keep no change time (memory, SQLite,
 //     git); times cannot be set on a symlink itself (EOPNOTSUPP).
-//   - Ownership: every entry is owned by Options.UID and GID (by default the
-//     mounting user), whatever the backend's files say, and chown to another
-//     owner is EPERM; the kernel checks permission bits against that owner
-//     (default_permissions).
+//   - Ownership: an entry reports the owner its backend keeps (the physical
+//     backend's st_uid and st_gid); entries of backends that keep none
+//     (memory, SQLite, git, CAS, the lazy run's Overlay) are owned by
+//     Options.UID and GID (by default the mounting user). chown and lchown
+//     are Dir.Chown and Dir.Lchown (policy.OpChown, audited), after the
+//     kernel's own chown(2) checks (only root may give a file away); the
+//     backend acts as the server's user, so only a root server changes
+//     owners. A refusal (the policy, a file with other hard links, a FIFO, the
+//     host) is EPERM, a read-only Dir EROFS; on a backend without owners a
+//     chown that changes nothing succeeds and any other is EPERM.
 //   - Hard links on the physical backend: chmod and utimes of a file with
 //     several names are refused (EACCES), and opening one for writing gives
 //     the name a private copy, so the other names keep the old contents

@@ -162,11 +162,17 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		return errno
 	}
 	h, _ := fh.(*handle)
-	if uid, ok := in.GetUID(); ok && uid != n.s.uid {
-		return syscall.EPERM // capabilities carry no ownership
-	}
-	if gid, ok := in.GetGID(); ok && gid != n.s.gid {
-		return syscall.EPERM
+	isLink := n.StableAttr().Mode == syscall.S_IFLNK
+	uid, uok := in.GetUID()
+	gid, gok := in.GetGID()
+	if uok || gok {
+		if errno != 0 {
+			// Unlinked but open: fchown of a file with no name left.
+			return errno
+		}
+		if errno := n.s.chown(ctx, p, uid, uok, gid, gok, !isLink); errno != 0 {
+			return errno
+		}
 	}
 	if size, ok := in.GetSize(); ok {
 		if size > 1<<62 {
@@ -200,7 +206,6 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		// Unlinked but open: only the handle's operations remain.
 		return errno
 	}
-	isLink := n.StableAttr().Mode == syscall.S_IFLNK
 	if mode, ok := in.GetMode(); ok {
 		if isLink {
 			return syscall.EOPNOTSUPP

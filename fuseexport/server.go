@@ -436,6 +436,9 @@ func (s *Server) fillAttr(ino uint64, info vfs.Info, a *fuse.Attr) {
 	}
 	a.SetTimes(&t, &t, &c)
 	a.Uid, a.Gid = s.uid, s.gid
+	if info.HasOwner && info.Uid >= 0 && info.Gid >= 0 {
+		a.Uid, a.Gid = uint32(info.Uid), uint32(info.Gid)
+	}
 }
 
 // admit decides whether an entry found at p is shown at all. FIFOs, sockets
