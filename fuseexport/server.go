@@ -38,8 +38,9 @@ type Options struct {
 	// timeout, or at once when the host calls Server.Invalidate.
 	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
 
-	// UID and GID own every entry (a capability carries no ownership). Zero
-	// means the mounting process's own ids, unless OwnerRoot is set.
+	// UID and GID own every entry whose backend keeps no owner (entries of
+	// the physical backend report their own). Zero means the mounting
+	// process's own ids, unless OwnerRoot is set.
 	UID, GID  uint32
 	OwnerRoot bool
 
