@@ -240,7 +240,7 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 		sig := newRunSignals()
 		defer sig.stop()
 		if grantsFile != "" {
-			for name, set := range map[string]bool{"--work": work != "", "--grant": len(grants) > 0, "--rev": rev != "", "--out": out != "", "--commit": commit != ""} {
+			for name, set := range map[string]bool{"--work": work != "", "--grant": len(grants) > 0, "--rev": rev != "", "--out": out != "", "--commit": commit != "", "--lazy (a grant set is checked out)": lazyFlag != nil && *lazyFlag} {
 				if set {
 					return usageErrorf("--grants runs on the grants alone: %s does not apply", name)
 				}
