@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/internal/cowview"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -78,7 +79,8 @@ type Signature struct {
 // mutating methods while it snapshots the tree, but not writes through files that
 // were already open for writing.
 type Overlay struct {
-	v    *view
+	v    *cowview.View[node]
+	base *FS // the base revision; its object store also takes Commit's objects
 	repo *git.Repository
 	ref  plumbing.ReferenceName
 	// gitDir is the repository's git directory for ref updates; "" for a ".git"
@@ -140,10 +142,8 @@ func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, erro
 		base.Close()
 		return nil, notCommit
 	}
-	s := &ovState{base: base, store: memory.New(cfg.mem...)}
-	root := &unode{typ: fs.ModeDir, lo: base.root}
-	s.materialize(root, nil)
-	ov := &Overlay{v: &view{s: s, root: root}, repo: repo, ref: name, head: ref.Hash()}
+	v := newView(base, cowview.Config{Store: memory.New(cfg.mem...)})
+	ov := &Overlay{v: v, base: base, repo: repo, ref: name, head: ref.Hash()}
 	if dir, ok := gitDir(repoPath); ok {
 		ov.gitDir = dir
 	}
@@ -184,8 +184,8 @@ func (o *Overlay) Base() string {
 // afterwards every method fails with closed (files already open on written files
 // stay usable). Closing again does nothing.
 func (o *Overlay) Close() error {
-	o.v.s.closed.Store(true)
-	return o.v.s.base.Close()
+	o.v.Close()
+	return o.base.Close()
 }
 
 // Features reports a writable, non-persistent backend with symlinks, Chmod and
@@ -296,7 +296,7 @@ func (o *Overlay) Commit(ctx context.Context, message string, author Signature) 
 	}
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
-	if o.v.s.closed.Load() {
+	if o.v.Closed() {
 		return "", vfs.NewError(vfs.CodeClosed, "commit", vfs.Path{}, "overlay closed")
 	}
 	tree, err := o.tree(ctx)
@@ -384,7 +384,7 @@ func (o *Overlay) moveRef(head, id plumbing.Hash) error {
 func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
-	if o.v.s.closed.Load() {
+	if o.v.Closed() {
 		return "", vfs.NewError(vfs.CodeClosed, "writetree", vfs.Path{}, "overlay closed")
 	}
 	h, err := o.tree(ctx)
@@ -397,10 +397,9 @@ func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
 // tree writes the merged view's tree and returns its id; o.commitMu is held. It
 // excludes mutations (not readers) while it walks the view.
 func (o *Overlay) tree(ctx context.Context) (plumbing.Hash, error) {
-	s := o.v.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	h, empty, err := o.writeDir(ctx, o.v.root, vfs.Root)
+	o.v.RLock()
+	defer o.v.RUnlock()
+	h, empty, err := o.writeDir(ctx, o.v.Root(), vfs.Root)
 	if err != nil || !empty {
 		return h, err
 	}
@@ -414,7 +413,7 @@ func (o *Overlay) store(ctx context.Context, enc func(plumbing.EncodedObject) er
 	if err := ctx.Err(); err != nil {
 		return plumbing.ZeroHash, &vfs.Error{Code: vfs.CodeCanceled, Op: "commit", Err: err}
 	}
-	r := o.v.s.base.r
+	r := o.base.r
 	if err := r.lock(); err != nil {
 		return plumbing.ZeroHash, vfs.NewError(vfs.CodeClosed, "commit", vfs.Path{}, "overlay closed")
 	}
@@ -452,36 +451,35 @@ func (o *Overlay) blob(ctx context.Context, data []byte) (plumbing.Hash, error) 
 // A directory with no changes of its own returns its base tree's id unread; one
 // whose merged entries equal its base tree's returns that id without encoding.
 func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (plumbing.Hash, bool, error) {
-	s := o.v.s
-	if !d.up || (len(d.ents) == 0 && len(d.white) == 0 && !d.lo.hash.IsZero()) {
-		return d.lo.hash, false, nil
+	if !d.Up || (len(d.Ents) == 0 && len(d.White) == 0 && !d.Lo.hash.IsZero()) {
+		return d.Lo.hash, false, nil
 	}
-	ld, err := s.lower(d)
+	ld, err := o.lower(d)
 	if err != nil {
 		return plumbing.ZeroHash, false, vfs.Errno("commit", p, err)
 	}
 	var out []object.TreeEntry
 	if ld != nil {
 		for i, name := range ld.names {
-			if _, ok := d.ents[name]; ok {
+			if _, ok := d.Ents[name]; ok {
 				continue
 			}
-			if _, ok := d.white[name]; ok {
+			if _, ok := d.White[name]; ok {
 				continue
 			}
 			out = append(out, object.TreeEntry{Name: name, Mode: ld.nodes[i].mode, Hash: ld.nodes[i].hash})
 		}
 	}
-	for name, c := range d.ents {
+	for name, c := range d.Ents {
 		cp, err := p.Child(name)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
 		te := object.TreeEntry{Name: name}
 		switch {
-		case !c.up:
-			te.Mode, te.Hash = c.lo.mode, c.lo.hash
-		case c.typ == fs.ModeDir:
+		case !c.Up:
+			te.Mode, te.Hash = c.Lo.mode, c.Lo.hash
+		case c.Type == fs.ModeDir:
 			h, empty, err := o.writeDir(ctx, c, cp)
 			if err != nil {
 				return plumbing.ZeroHash, false, err
@@ -489,14 +487,14 @@ func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (plumbing.
 			switch {
 			case !empty:
 				te.Mode, te.Hash = filemode.Dir, h
-			case !c.gitlink.IsZero():
-				te.Mode, te.Hash = filemode.Submodule, c.gitlink
+			case !c.Pin.hash.IsZero():
+				te.Mode, te.Hash = filemode.Submodule, c.Pin.hash
 			default:
 				continue // git cannot hold an empty directory
 			}
-		case c.typ == fs.ModeSymlink:
+		case c.Type == fs.ModeSymlink:
 			te.Mode = filemode.Symlink
-			if te.Hash, err = o.blob(ctx, []byte(c.target)); err != nil {
+			if te.Hash, err = o.blob(ctx, []byte(c.Target)); err != nil {
 				return plumbing.ZeroHash, false, err
 			}
 		default:
@@ -511,7 +509,7 @@ func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (plumbing.
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if ld != nil && sameEntries(out, ld) {
-		return d.lo.hash, false, nil
+		return d.Lo.hash, false, nil
 	}
 	// Git orders entries by name, comparing a tree's name as if it ended in "/".
 	key := func(e object.TreeEntry) string {
@@ -525,6 +523,14 @@ func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (plumbing.
 	t := &object.Tree{Entries: out}
 	h, err := o.store(ctx, t.Encode, plumbing.TreeObject)
 	return h, false, err
+}
+
+// lower returns the base tree directory d overlays (or is), or nil.
+func (o *Overlay) lower(d *unode) (*dir, error) {
+	if d.Lo.hash.IsZero() {
+		return nil, nil
+	}
+	return o.base.r.loadDir(d.Lo)
 }
 
 // sameEntries reports whether out (sorted by name) lists exactly the entries of d.
@@ -542,9 +548,7 @@ func sameEntries(out []object.TreeEntry, d *dir) bool {
 
 // writeFile writes up file c's contents as a blob and returns its git mode.
 func (o *Overlay) writeFile(ctx context.Context, c *unode, p vfs.Path) (filemode.FileMode, plumbing.Hash, error) {
-	s := o.v.s
-	ip := inoPath(c.ino)
-	f, err := s.store.OpenFile(ctx, ip, os.O_RDONLY, 0)
+	f, err := o.v.Store().OpenFile(ctx, cowview.InoPath(c.Ino), os.O_RDONLY, 0)
 	if err != nil {
 		return 0, plumbing.ZeroHash, vfs.Readdress(err, "commit", p.String(), "")
 	}

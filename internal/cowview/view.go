@@ -1,0 +1,722 @@
+package cowview
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// Enter fails with canceled if ctx is done and with closed after Close; every
+// operation of the view starts with it.
+func (v *View[L]) Enter(ctx context.Context, op string, p vfs.Path) error {
+	if err := ctx.Err(); err != nil {
+		return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
+	}
+	if v.s.closed.Load() {
+		return vfs.NewError(vfs.CodeClosed, op, p, "overlay closed")
+	}
+	return nil
+}
+
+func (v *View[L]) resolve(ctx context.Context, p vfs.Path, follow bool, op string, mat bool) (vfs.Resolution[*Node[L]], error) {
+	r, err := vfs.Resolve[*Node[L]](ctx, tree[L]{ctx, v.s, mat}, v.root, p, follow, op)
+	if err != nil {
+		return r, v.s.lo.ResolveErr(err, op, p)
+	}
+	return r, nil
+}
+
+// find is resolve that fails with not_found where nothing is found.
+func (v *View[L]) find(ctx context.Context, p vfs.Path, follow bool, op string, mat bool) (vfs.Resolution[*Node[L]], error) {
+	r, err := v.resolve(ctx, p, follow, op, mat)
+	if err == nil && !r.Found {
+		err = vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	return r, err
+}
+
+// lookupEntry resolves p without following a final symlink, materializing, for
+// operations on an entry itself; p marked MustBeDir must name a directory.
+func (v *View[L]) lookupEntry(ctx context.Context, p vfs.Path, op string) (vfs.Resolution[*Node[L]], error) {
+	r, err := v.resolve(ctx, p.WithoutDirMark(), false, op, true)
+	if err != nil {
+		return r, err
+	}
+	if p.MustBeDir() && r.Found && r.Node.Type != fs.ModeDir {
+		return r, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	return r, nil
+}
+
+func canCreate[L any](r vfs.Resolution[*Node[L]], op string, p vfs.Path) error {
+	if r.Parent.gone {
+		return vfs.NewError(vfs.CodeNotFound, op, p, "directory has been removed")
+	}
+	if !vfs.ValidName(r.Name) {
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid name in symlink target")
+	}
+	return nil
+}
+
+// info describes n as name. The caller holds s.mu.
+func (v *View[L]) info(ctx context.Context, op string, p vfs.Path, n *Node[L], name string) (vfs.Info, error) {
+	switch {
+	case !n.Up:
+		return v.s.lo.Info(op, p, n.Lo, name)
+	case n.Type == fs.ModeDir:
+		i := vfs.Info{Name: name, Mode: fs.ModeDir | n.perm, ModTime: n.mtime, Nlink: 1}
+		if len(n.Ents) == 0 && len(n.White) == 0 {
+			if sys := v.s.lo.DirSys(n); sys != nil {
+				i.Sys = sys
+			}
+		}
+		return i, nil
+	case n.Type == fs.ModeSymlink && !v.s.cfg.Links:
+		return vfs.Info{Name: name, Size: int64(len(n.Target)), Mode: fs.ModeSymlink | 0o777, ModTime: n.mtime, Nlink: 1}, nil
+	}
+	i, err := v.s.store.Lstat(ctx, InoPath(n.Ino))
+	if err != nil {
+		return vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
+	}
+	i.Name = name
+	return i, nil
+}
+
+func infoName[L any](r vfs.Resolution[*Node[L]], p vfs.Path) string {
+	switch {
+	case r.Followed:
+		return p.Base()
+	case r.Name == "":
+		return "."
+	}
+	return r.Name
+}
+
+// Features reports a writable, non-persistent backend with symlinks, Chmod and
+// Chtimes, and hard links with Config.Links.
+func (v *View[L]) Features() vfs.Features {
+	return vfs.Features{Symlinks: true, HardLinks: v.s.cfg.Links, Chmod: true, Chtimes: true}
+}
+
+func (v *View[L]) stat(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Info, error) {
+	if err := v.Enter(ctx, op, p); err != nil {
+		return vfs.Info{}, err
+	}
+	v.s.mu.RLock()
+	defer v.s.mu.RUnlock()
+	r, err := v.find(ctx, p, follow, op, false)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	return v.info(ctx, op, p, r.Node, infoName(r, p))
+}
+
+// Stat returns information on p, following a final symlink.
+func (v *View[L]) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return v.stat(ctx, p, true, "stat")
+}
+
+// Lstat returns information on p without following a final symlink.
+func (v *View[L]) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return v.stat(ctx, p, false, "lstat")
+}
+
+// ReadDir lists directory p, merged, sorted by name.
+func (v *View[L]) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	const op = "readdir"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return nil, err
+	}
+	v.s.mu.RLock()
+	defer v.s.mu.RUnlock()
+	r, err := v.find(ctx, p, true, op, false)
+	if err != nil {
+		return nil, err
+	}
+	if r.Node.Type != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	out, err := v.s.list(ctx, r.Node)
+	if err != nil {
+		return nil, v.s.lo.LowerErr(op, p, err)
+	}
+	return out, nil
+}
+
+// OpenFile opens p with os-style flags. Opening a lower file for writing (or
+// with O_TRUNC) copies that one file into the memory store first; reading it
+// does not.
+func (v *View[L]) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	const op = "open"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return nil, err
+	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	if acc != os.O_RDONLY && acc != os.O_WRONLY && acc != os.O_RDWR {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid access mode")
+	}
+	if flag&writeFlags == 0 {
+		v.s.mu.RLock()
+		defer v.s.mu.RUnlock()
+		r, err := v.find(ctx, p, true, op, false)
+		if err != nil {
+			return nil, err
+		}
+		return v.open(ctx, p, r, flag)
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	create := flag&os.O_CREATE != 0
+	excl := create && flag&os.O_EXCL != 0
+	trunc := flag&os.O_TRUNC != 0
+	write := acc != os.O_RDONLY
+	r, err := v.resolve(ctx, p, !excl, op, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.Found {
+		n := r.Node
+		if excl {
+			return nil, vfs.NewError(vfs.CodeExists, op, p, "")
+		}
+		if n.Type == fs.ModeDir {
+			if write || trunc || create {
+				return nil, vfs.NewError(vfs.CodeIsDir, op, p, "")
+			}
+			return v.open(ctx, p, r, flag)
+		}
+		if !n.Up && (write || trunc) {
+			if n, err = v.copyUp(ctx, op, p, r.Parent, r.Name, n, trunc); err != nil {
+				return nil, err
+			}
+			r.Node = n
+		}
+		return v.open(ctx, p, r, flag&^(os.O_CREATE|os.O_EXCL))
+	}
+	if !create {
+		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if p.MustBeDir() {
+		return nil, vfs.NewError(vfs.CodeIsDir, op, p, "cannot create a file with a trailing slash")
+	}
+	if err := canCreate(r, op, p); err != nil {
+		return nil, err
+	}
+	ino, ip := v.s.newIno()
+	f, err := v.s.store.OpenFile(ctx, ip, flag|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, vfs.Readdress(err, op, p.String(), "")
+	}
+	v.s.add(r.Parent, r.Name, &Node[L]{Up: true, Ino: ino}, v.s.now())
+	return &file{File: f, p: p, name: p.Base()}, nil
+}
+
+// open opens the found node r.Node. The caller holds s.mu.
+func (v *View[L]) open(ctx context.Context, p vfs.Path, r vfs.Resolution[*Node[L]], flag int) (vfs.File, error) {
+	const op = "open"
+	n := r.Node
+	name := p.Base()
+	if p.IsRoot() {
+		name = "."
+	}
+	switch {
+	case n.Type == fs.ModeDir:
+		info, err := v.info(ctx, op, p, n, infoName(r, p))
+		if err != nil {
+			return nil, err
+		}
+		// A read-only handle on the store's root has a directory handle's
+		// semantics (reads fail with is_a_directory); Stat describes n.
+		f, err := v.s.store.OpenFile(ctx, vfs.Root, os.O_RDONLY, 0)
+		if err != nil {
+			return nil, vfs.Readdress(err, op, p.String(), "")
+		}
+		return &file{File: f, p: p, name: name, info: &info}, nil
+	case n.Up:
+		f, err := v.s.store.OpenFile(ctx, InoPath(n.Ino), flag, 0)
+		if err != nil {
+			return nil, vfs.Readdress(err, op, p.String(), "")
+		}
+		return &file{File: f, p: p, name: name}, nil
+	}
+	f, err := v.s.lo.Open(ctx, op, p, n.Lo, name)
+	if err != nil {
+		return nil, err
+	}
+	return &file{File: f, p: p, name: name, ro: true}, nil
+}
+
+// copyUp copies lower file (with Links, or symlink) n, named name in up
+// directory parent, into the memory store (a file empty if trunc) and puts the
+// copy in its place. The caller holds s.mu for writing.
+func (v *View[L]) copyUp(ctx context.Context, op string, p vfs.Path, parent *Node[L], name string, n *Node[L], trunc bool) (*Node[L], error) {
+	s := v.s
+	ino, ip := s.newIno()
+	if n.Type == fs.ModeSymlink {
+		target, err := s.lo.Target(n.Lo)
+		if err != nil {
+			return nil, vfs.Errno(op, p, err)
+		}
+		if err := s.store.Symlink(ctx, target, ip); err != nil {
+			return nil, vfs.Readdress(err, op, p.String(), "")
+		}
+		c := &Node[L]{Type: fs.ModeSymlink, Up: true, Ino: ino, Target: target}
+		parent.Ents[name] = c
+		return c, nil
+	}
+	f, err := s.store.OpenFile(ctx, ip, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.lo.CopyPerm(n.Lo))
+	if err != nil {
+		return nil, vfs.Readdress(err, op, p.String(), "")
+	}
+	if !trunc {
+		err = s.lo.CopyData(ctx, op, p, n.Lo, f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !trunc {
+		err = s.store.Chtimes(ctx, ip, time.Time{}, s.cfg.BaseTime)
+	}
+	if err != nil {
+		rctx := context.WithoutCancel(ctx)
+		if s.cfg.CopyCleanupCtx {
+			rctx = ctx
+		}
+		_ = s.store.Remove(rctx, ip)
+		return nil, vfs.Readdress(err, op, p.String(), "")
+	}
+	c := &Node[L]{Up: true, Ino: ino}
+	parent.Ents[name] = c
+	return c, nil
+}
+
+// Mkdir creates directory p; its parent must exist.
+func (v *View[L]) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	const op = "mkdir"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return err
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	r, err := v.resolve(ctx, p.WithoutDirMark(), false, op, true)
+	if err != nil {
+		return err
+	}
+	if r.Found {
+		return vfs.NewError(vfs.CodeExists, op, p, "")
+	}
+	if err := canCreate(r, op, p); err != nil {
+		return err
+	}
+	now := v.s.now()
+	v.s.add(r.Parent, r.Name, newUpDir(r.Parent, perm, now), now)
+	return nil
+}
+
+// Remove removes a file, symlink or empty directory; a lower entry is hidden by
+// a whiteout.
+func (v *View[L]) Remove(ctx context.Context, p vfs.Path) error {
+	const op = "remove"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return err
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	r, err := v.lookupEntry(ctx, p, op)
+	if err != nil {
+		return err
+	}
+	if !r.Found {
+		return vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if r.Name == "" {
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
+	}
+	n := r.Node
+	if n.Type == fs.ModeDir {
+		empty, err := v.s.empty(ctx, n)
+		if err != nil {
+			return v.s.lo.LowerErr(op, p, err)
+		}
+		if !empty {
+			return vfs.NewError(vfs.CodeNotEmpty, op, p, "")
+		}
+	}
+	had, err := v.s.lowerHas(ctx, r.Parent, r.Name)
+	if err != nil {
+		return v.s.lo.LowerErr(op, p, err)
+	}
+	v.s.del(r.Parent, r.Name, had, v.s.now())
+	v.s.unlinked(ctx, n)
+	return nil
+}
+
+// Rename moves from to to, with the semantics of rename(2) (and renameat2's
+// flags). A lower directory moves lazily: its node keeps overlaying the same
+// lower directory under the new name, nothing beneath it is copied, and a
+// whiteout hides the old name.
+func (v *View[L]) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
+	const op = "rename"
+	if err := v.Enter(ctx, op, from); err != nil {
+		return err
+	}
+	fail := func(code vfs.Code, msg string) error {
+		e := vfs.NewError(code, op, from, msg)
+		e.Dest = to.String()
+		return e
+	}
+	wrap := func(err error) error { return vfs.Readdress(err, op, from.String(), to.String()) }
+	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 ||
+		flags == vfs.RenameNoReplace|vfs.RenameExchange {
+		return fail(vfs.CodeInvalidPath, "invalid rename flags")
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	src, err := v.lookupEntry(ctx, from, op)
+	if err != nil {
+		return wrap(err)
+	}
+	dst, err := v.lookupEntry(ctx, to, op)
+	if err != nil {
+		return wrap(err)
+	}
+	if !src.Found {
+		return fail(vfs.CodeNotFound, "")
+	}
+	if src.Name == "" || (dst.Found && dst.Name == "") {
+		return fail(vfs.CodeInvalidPath, "cannot rename the root")
+	}
+	sn := src.Node
+	if to.MustBeDir() && sn.Type != fs.ModeDir {
+		return fail(vfs.CodeNotDir, "")
+	}
+	same := src.Parent == dst.Parent && src.Name == dst.Name
+	srcHad, err := v.s.lowerHas(ctx, src.Parent, src.Name)
+	if err != nil {
+		return wrap(v.s.lo.LowerErr(op, from, err))
+	}
+	dstHad, err := v.s.lowerHas(ctx, dst.Parent, dst.Name)
+	if err != nil {
+		return wrap(v.s.lo.LowerErr(op, to, err))
+	}
+	now := v.s.now()
+
+	if flags&vfs.RenameExchange != 0 {
+		if !dst.Found {
+			return fail(vfs.CodeNotFound, "exchange destination does not exist")
+		}
+		dn := dst.Node
+		if same {
+			return nil
+		}
+		if (sn.Type == fs.ModeDir && isAncestor(sn, dst.Parent)) ||
+			(dn.Type == fs.ModeDir && isAncestor(dn, src.Parent)) {
+			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+		}
+		v.s.del(src.Parent, src.Name, srcHad, now)
+		v.s.del(dst.Parent, dst.Name, dstHad, now)
+		v.s.add(src.Parent, src.Name, dn, now)
+		v.s.add(dst.Parent, dst.Name, sn, now)
+		return nil
+	}
+
+	if dst.Found {
+		dn := dst.Node
+		if flags&vfs.RenameNoReplace != 0 {
+			return fail(vfs.CodeExists, "")
+		}
+		if same || (v.s.cfg.Links && v.s.sameFile(ctx, sn, dn)) {
+			// The same entry, or two hard links to one file: nothing to do, as
+			// POSIX says.
+			return nil
+		}
+		switch {
+		case sn.Type == fs.ModeDir && dn.Type != fs.ModeDir:
+			return fail(vfs.CodeNotDir, "cannot replace a non-directory with a directory")
+		case sn.Type != fs.ModeDir && dn.Type == fs.ModeDir:
+			return fail(vfs.CodeIsDir, "cannot replace a directory with a non-directory")
+		}
+		if sn.Type == fs.ModeDir && isAncestor(sn, dst.Parent) {
+			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+		}
+		if dn.Type == fs.ModeDir {
+			empty, err := v.s.empty(ctx, dn)
+			if err != nil {
+				return wrap(v.s.lo.LowerErr(op, to, err))
+			}
+			if !empty {
+				return fail(vfs.CodeNotEmpty, "")
+			}
+		}
+		v.s.del(src.Parent, src.Name, srcHad, now)
+		v.s.del(dst.Parent, dst.Name, dstHad, now)
+		v.s.unlinked(ctx, dn)
+		v.s.add(dst.Parent, dst.Name, sn, now)
+		return nil
+	}
+
+	if sn.Type == fs.ModeDir && isAncestor(sn, dst.Parent) {
+		return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
+	}
+	if err := canCreate(dst, op, to); err != nil {
+		return wrap(err)
+	}
+	v.s.del(src.Parent, src.Name, srcHad, now)
+	v.s.add(dst.Parent, dst.Name, sn, now)
+	return nil
+}
+
+// Symlink creates symlink p with target text target, stored verbatim.
+func (v *View[L]) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	const op = "symlink"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return err
+	}
+	switch {
+	case target == "":
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "empty symlink target")
+	case len(target) > vfs.MaxPathLen:
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "symlink target too long")
+	case strings.IndexByte(target, 0) >= 0:
+		return vfs.NewError(vfs.CodeInvalidPath, op, p, "NUL byte in symlink target")
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	r, err := v.resolve(ctx, p.WithoutDirMark(), false, op, true)
+	if err != nil {
+		return err
+	}
+	if r.Found {
+		return vfs.NewError(vfs.CodeExists, op, p, "")
+	}
+	if p.MustBeDir() {
+		return vfs.NewError(vfs.CodeNotDir, op, p, "a symlink is not a directory")
+	}
+	if err := canCreate(r, op, p); err != nil {
+		return err
+	}
+	now := v.s.now()
+	if !v.s.cfg.Links {
+		v.s.add(r.Parent, r.Name, &Node[L]{Type: fs.ModeSymlink, Up: true, Target: target, perm: fs.ModePerm, mtime: now}, now)
+		return nil
+	}
+	ino, ip := v.s.newIno()
+	if err := v.s.store.Symlink(ctx, target, ip); err != nil {
+		return vfs.Readdress(err, op, p.String(), "")
+	}
+	v.s.add(r.Parent, r.Name, &Node[L]{Type: fs.ModeSymlink, Up: true, Ino: ino, Target: target}, v.s.now())
+	return nil
+}
+
+// Readlink returns the target text of symlink p; invalid_path if p is not one
+// (or if the Lower cannot give a lower symlink's target).
+func (v *View[L]) Readlink(ctx context.Context, p vfs.Path) (string, error) {
+	const op = "readlink"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return "", err
+	}
+	v.s.mu.RLock()
+	defer v.s.mu.RUnlock()
+	r, err := v.find(ctx, p, false, op, false)
+	if err != nil {
+		return "", err
+	}
+	if r.Node.Type != fs.ModeSymlink {
+		return "", vfs.NewError(vfs.CodeInvalidPath, op, p, "not a symlink")
+	}
+	t, err := tree[L]{s: v.s}.Target(r.Node)
+	if err != nil {
+		return "", vfs.Errno(op, p, err)
+	}
+	return t, nil
+}
+
+// Link makes newp another name of oldp (not following a final symlink, as
+// link(2)); a lower file or symlink is copied up first. Without Config.Links it
+// fails with not_supported.
+func (v *View[L]) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	const op = "link"
+	fail := func(code vfs.Code, msg string) error {
+		e := vfs.NewError(code, op, oldp, msg)
+		e.Dest = newp.String()
+		return e
+	}
+	if !v.s.cfg.Links {
+		return fail(vfs.CodeNotSupported, v.s.cfg.NoLinks)
+	}
+	if err := v.Enter(ctx, op, oldp); err != nil {
+		return err
+	}
+	wrap := func(err error) error { return vfs.Readdress(err, op, oldp.String(), newp.String()) }
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	src, err := v.lookupEntry(ctx, oldp, op)
+	if err != nil {
+		return wrap(err)
+	}
+	if !src.Found {
+		return fail(vfs.CodeNotFound, "")
+	}
+	if src.Node.Type == fs.ModeDir {
+		return fail(vfs.CodePermission, "cannot hard-link a directory")
+	}
+	dst, err := v.resolve(ctx, newp.WithoutDirMark(), false, op, true)
+	if err != nil {
+		return wrap(err)
+	}
+	if dst.Found {
+		return fail(vfs.CodeExists, "")
+	}
+	if newp.MustBeDir() {
+		return fail(vfs.CodeNotDir, "")
+	}
+	if err := canCreate(dst, op, newp); err != nil {
+		return wrap(err)
+	}
+	n := src.Node
+	if !n.Up {
+		if n, err = v.copyUp(ctx, op, oldp, src.Parent, src.Name, n, false); err != nil {
+			return wrap(err)
+		}
+	}
+	ino, ip := v.s.newIno()
+	if err := v.s.store.Link(ctx, InoPath(n.Ino), ip); err != nil {
+		return wrap(err)
+	}
+	v.s.add(dst.Parent, dst.Name, &Node[L]{Type: n.Type, Up: true, Ino: ino, Target: n.Target}, v.s.now())
+	return nil
+}
+
+// modify resolves p (following a final symlink) for Chmod and Chtimes and runs
+// fn on the node, a lower file copied up first if copy says so.
+func (v *View[L]) modify(ctx context.Context, op string, p vfs.Path, copy bool, fn func(n *Node[L]) error) error {
+	if err := v.Enter(ctx, op, p); err != nil {
+		return err
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	r, err := v.find(ctx, p, true, op, true)
+	if err != nil {
+		return err
+	}
+	n := r.Node
+	if n.Type == 0 && !n.Up {
+		if !copy {
+			return nil
+		}
+		if n, err = v.copyUp(ctx, op, p, r.Parent, r.Name, n, false); err != nil {
+			return err
+		}
+	}
+	return fn(n)
+}
+
+// Chmod sets p's permission bits (following a final symlink). A lower file is
+// copied up first.
+func (v *View[L]) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
+	const op = "chmod"
+	return v.modify(ctx, op, p, true, func(n *Node[L]) error {
+		if n.Type == fs.ModeDir {
+			n.perm = mode & permBits
+			return nil
+		}
+		return vfs.Readdress(v.s.store.Chmod(ctx, InoPath(n.Ino), mode), op, p.String(), "")
+	})
+}
+
+// Chtimes sets p's modification time (following a final symlink) unless mtime
+// is zero; access times are not kept. A lower file is copied up first.
+func (v *View[L]) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	const op = "chtimes"
+	return v.modify(ctx, op, p, !mtime.IsZero(), func(n *Node[L]) error {
+		if mtime.IsZero() {
+			return nil
+		}
+		if n.Type == fs.ModeDir {
+			n.mtime = mtime
+			return nil
+		}
+		return vfs.Readdress(v.s.store.Chtimes(ctx, InoPath(n.Ino), atime, mtime), op, p.String(), "")
+	})
+}
+
+// Sub returns a view rooted at directory p (following symlinks), pinned to its
+// node: a later rename of p does not redirect it, and writes through it land in
+// the overlay.
+func (v *View[L]) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	const op = "sub"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return nil, err
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	r, err := v.find(ctx, p, true, op, true)
+	if err != nil {
+		return nil, err
+	}
+	n := r.Node
+	if n.Type != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	if !n.Up { // every directory reached by a materializing walk is up
+		return nil, vfs.NewError(vfs.CodeIO, op, p, "directory not materialized")
+	}
+	return &View[L]{s: v.s, root: n}, nil
+}
+
+// Resolve returns the canonical location of p in the view, copying nothing up.
+func (v *View[L]) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	const op = "resolve"
+	if err := v.Enter(ctx, op, p); err != nil {
+		return vfs.Location{}, err
+	}
+	v.s.mu.RLock()
+	defer v.s.mu.RUnlock()
+	_, loc, err := vfs.ResolveLocation[*Node[L]](ctx, tree[L]{ctx, v.s, false}, v.root, p, follow, op)
+	if err != nil {
+		return vfs.Location{}, v.s.lo.ResolveErr(err, op, p)
+	}
+	return loc, nil
+}
+
+// Locate returns the view's root's current path in the overlay, after renames
+// made since Sub pinned it (a view of the whole overlay is at the root);
+// not_found once the directory was removed.
+func (v *View[L]) Locate(ctx context.Context) (vfs.Path, error) {
+	if err := v.Enter(ctx, "locate", vfs.Root); err != nil {
+		return vfs.Path{}, err
+	}
+	v.s.mu.RLock()
+	defer v.s.mu.RUnlock()
+	var names []string
+	n := v.root
+	for n.parent != nil {
+		name, ok := "", false
+		for k, c := range n.parent.Ents {
+			if c == n {
+				name, ok = k, true
+				break
+			}
+		}
+		if !ok {
+			return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the directory was removed")
+		}
+		names = append(names, name)
+		n = n.parent
+	}
+	if n.gone {
+		return vfs.Path{}, vfs.NewError(vfs.CodeNotFound, "locate", vfs.Root, "the directory was removed")
+	}
+	p := vfs.Root
+	for i := len(names) - 1; i >= 0; i-- {
+		var err error
+		if p, err = p.Child(names[i]); err != nil {
+			return vfs.Path{}, err
+		}
+	}
+	return p, nil
+}
