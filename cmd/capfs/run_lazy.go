@@ -258,7 +258,7 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 	if h.view.inner == nil {
 		return ents, nil
 	}
-	out := ents[:0]
+	out := make([]vfs.DirEntry, 0, len(ents))
 	for _, e := range ents {
 		c, cerr := p.Child(e.Name)
 		if cerr != nil {
