@@ -12,16 +12,14 @@ import "context"
 //
 //   - invalid_path for an id below -1 or above the host's range (the one
 //     invalid-argument code);
-//
 //   - not_found, not_a_directory, path_outside_sandbox, too_many_links as any
 //     resolution of p does;
-//
 //   - fs_permission_denied where the host refuses the change (an unprivileged
 //     process giving a file away, or the backend's own rule: the physical
 //     backend refuses files with several hard links, as it does for Chmod);
-//
+//   - not_regular_file where the backend refuses the kind of file (the
+//     physical backend: FIFOs, sockets and devices, as for Chmod);
 //   - read_only on a read-only backend;
-//
 //   - not_supported where the backend cannot change ownership after all.
 //
 // Backends without ownership do not implement Chowner; the function Chown
