@@ -2,7 +2,6 @@ package dir
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ import (
 //     and os.IsExist, which predate errors.Is and only recognise *fs.PathError
 //     around an errno, do not: afero.Exists and afero.DirExists report a missing
 //     path as an error rather than false.
-//   - Chown always fails with not_supported: capabilities carry no ownership.
+//   - Chown is Dir.Chown: not_supported where the backend keeps no owners.
 //   - Chmod refuses setuid and setgid (fs_permission_denied) as Dir.Chmod does;
 //     the perm given to OpenFile, Mkdir and MkdirAll keeps only the permission and
 //     sticky bits, the way a umask would drop the others.
@@ -173,10 +172,10 @@ func (v *aferoView) Chmod(name string, mode os.FileMode) error {
 	return v.d.Chmod(context.Background(), name, mode)
 }
 
-// Chown implements afero.Fs: capabilities carry no ownership, so it fails with
-// not_supported.
+// Chown implements afero.Fs with Dir.Chown (not_supported where the backend
+// keeps no owners).
 func (v *aferoView) Chown(name string, uid, gid int) error {
-	return &vfs.Error{Code: vfs.CodeNotSupported, Op: "Chown", Path: printable(name), Err: errors.ErrUnsupported}
+	return v.d.Chown(context.Background(), name, uid, gid)
 }
 
 // Chtimes implements afero.Fs with Dir.Chtimes.
