@@ -573,8 +573,11 @@ func (s *scope) allowInner(ctx context.Context, c *call, op policy.Op, p vfs.Pat
 func (s *scope) allowEntry(ctx context.Context, c *call, op policy.Op, lex, canon vfs.Path) (policy.Decision, bool) {
 	r := *c.req
 	r.Op = op
-	lexPath := c.base.Join(lex.WithoutDirMark().Unresolved()).String()
 	r.Path = c.base.Join(canon.WithoutDirMark().Unresolved()).String()
+	lexPath := r.Path
+	if lex.Raw() != canon.Raw() {
+		lexPath = c.base.Join(lex.WithoutDirMark().Unresolved()).String()
+	}
 	r.Dest = ""
 	r.GuestPath = lex.String()
 	r.Size = -1
