@@ -270,3 +270,38 @@ func TestChownUnprivileged(t *testing.T) {
 	err := f.Chown(t.Context(), P("f"), os.Geteuid()+1, -1)
 	wantCode(t, err, vfs.CodePermission, "Chown to another user")
 }
+
+// TestChownResolvedMark: a Resolved path follows no symlink; a directory on it
+// swapped for a link after the resolution fails the chown with conflict and
+// changes nothing.
+func TestChownResolvedMark(t *testing.T) {
+	eachResolver(t, func(t *testing.T, opts ...Option) {
+		h := newHost(t)
+		if err := os.Mkdir(h.in("d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.writeHost(h.in("d/f"), "x")
+		f := newAt(t, h.root, opts...)
+		ctx := t.Context()
+		loc, err := f.Resolve(ctx, P("d/f"), true)
+		if err != nil || !loc.Found {
+			t.Fatalf("Resolve: %+v, %v", loc, err)
+		}
+		if err := os.Rename(h.in("d"), h.in("d2")); err != nil {
+			t.Fatal(err)
+		}
+		// A link to another directory of the root, which the decision was not
+		// made on ("protected").
+		if err := os.Mkdir(h.in("protected"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.writeHost(h.in("protected/f"), "p")
+		h.plant("protected", "d")
+		ou, og := owner(t, h.in("protected/f"))
+		wantCode(t, f.Chown(ctx, loc.Path, -1, og+1), vfs.CodeConflict, "Chown of a Resolved path through a swapped-in link")
+		wantCode(t, f.Lchown(ctx, loc.Path, -1, og+1), vfs.CodeConflict, "Lchown of a Resolved path through a swapped-in link")
+		if u, g := owner(t, h.in("protected/f")); u != ou || g != og {
+			t.Errorf("protected/f's owner became %d:%d", u, g)
+		}
+	})
+}

@@ -61,15 +61,16 @@
 //     name with O_NONBLOCK|O_NOCTTY and the handle checked again, so a FIFO, socket
 //     or device swapped in meanwhile can neither hang the call nor be used (it is,
 //     though, opened once: see below). ReadDir opens with O_DIRECTORY, which fails
-//     before anything else is opened. Chmod and Chtimes refuse special files too.
+//     before anything else is opened. Chmod, Chtimes and Chown refuse special files too.
 //   - Hard links. A regular file with more than one name may share its inode with a
 //     file outside the root (a link the host planted). Under HardLinksReplace (the
 //     default) it may be read, but it is never written: opening it for writing gives
 //     the name a private copy first (a new file in the same directory holding the old
 //     contents, or none for O_TRUNC, with the old mode, and the old owner where the
 //     process may set it), renamed over the name, and the handle writes that copy.
-//     Under HardLinksReject it cannot be opened at all. Chmod and Chtimes refuse it
-//     under either policy (fs_permission_denied). O_TRUNC is never handed to the
+//     Under HardLinksReject it cannot be opened at all. Chmod, Chtimes, Chown and
+//     Lchown refuse it under either policy (fs_permission_denied), a symlink with
+//     several names too for Lchown. O_TRUNC is never handed to the
 //     kernel: the file is truncated with ftruncate only after the status of the
 //     inode opened shows a single name (and not at all when O_CREAT|O_EXCL has just
 //     created it), so a hard link renamed over the path meanwhile is not emptied.
@@ -141,7 +142,11 @@
 //   - Chmod and Chtimes act on a link's target inside the root: the target is
 //     resolved to an O_PATH handle and changed through it (fchmodat2 or utimensat
 //     with AT_EMPTY_PATH, or the handle's /proc/self/fd link on older kernels),
-//     never by name, so nothing is followed after the check.
+//     never by name, so nothing is followed after the check. Chown does the same
+//     (fchownat with AT_EMPTY_PATH on the handle); Lchown opens the final name
+//     without following it (O_PATH|O_NOFOLLOW beneath the root) and changes that
+//     link. Info reports st_uid and st_gid (HasOwner); who may give a file away
+//     is the host's decision (EPERM: fs_permission_denied).
 //   - Under WithOneFilesystem a path crossing a mount point fails with
 //     path_outside_sandbox ("crosses a mount point"); the portable resolver detects
 //     crossings by device number, so a bind mount of the same filesystem is not
