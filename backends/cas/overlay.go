@@ -61,14 +61,31 @@ import (
 // tree must stay in the store while the overlay is used: name it (SaveRoot), or
 // keep within the grace period of the pin OpenOverlay and each Commit refresh.
 //
+// Overlay is a vfs.Backend (with Resolve) through the merged view it shares with
+// the git overlay (package internal/cowview), and these are its methods'
+// guarantees besides the Backend contract. ReadDir lists the base Directory's
+// entries minus whiteouts, merged with the upper layer's. OpenFile copies a
+// base file up when it opens it for writing or with O_TRUNC, not for reading.
+// Remove hides a base entry with a whiteout. Chmod and Chtimes copy a base file
+// up first. Link makes a second name of a file or symlink, not following a
+// final symlink (a base entry is copied up first); Commit stores each name as
+// its own entry. Features reports a writable, non-persistent backend with
+// symlinks, hard links, Chmod and Chtimes (only the owner-execute bit of files
+// survives a Commit). Sub returns a writable Backend rooted at a directory,
+// pinned to that directory: writes through it land in the overlay (and the next
+// Commit), a later rename of the directory does not redirect it, and it has no
+// Commit of its own. Resolve returns the canonical location of a path in the
+// merged view, copying nothing up.
+//
 // All methods are safe for concurrent use: the merged view is guarded by one
 // readers-writer lock (lookups run in parallel; mutations are exclusive), file
 // contents by the memory layer's per-file locks. Commit excludes the overlay's
 // mutating methods while it walks the view; a write through a file already open
 // for writing is in the result whole or not at all.
 type Overlay struct {
-	v  *cowview.View[node]
-	lo *FS // the base tree (its root is the overlay's base)
+	*view                     // the vfs.Backend methods and Resolve
+	t     *cowview.Tree[node] // the merged view's nodes, store, lock and Close
+	lo    *FS                 // the base tree (its root is the overlay's base)
 
 	commitMu sync.Mutex // serializes Commit
 	encoded  int        // directories encoded by the last Commit, for tests; guarded by commitMu
@@ -101,7 +118,8 @@ func (s *Store) OpenOverlay(ctx context.Context, root Digest, opts ...memory.Opt
 	now := time.Now().Round(0)
 	base := &FS{st: s, cache: &dirCache{m: map[Digest]*ents{}, max: 8192}, root: node{typ: fs.ModeDir, d: root}, modTime: now}
 	cfg := cowview.Config{Store: memory.New(opts...), InoPrefix: "i", BaseTime: now, Links: true}
-	return &Overlay{v: cowview.New[node](casLower{base}, cfg, base.root), lo: base, base: root}, nil
+	t, v := cowview.New[node](casLower{base}, cfg, base.root)
+	return &Overlay{view: v, t: t, lo: base, base: root}, nil
 }
 
 // Base returns the root digest the overlay was opened on, or the last one Commit
@@ -115,7 +133,7 @@ func (o *Overlay) Base() Digest {
 // Close discards the upper layer's bookkeeping: afterwards every method fails
 // with closed (files already open stay usable). Closing again does nothing.
 func (o *Overlay) Close() error {
-	o.v.Close()
+	o.t.Close()
 	return nil
 }
 
@@ -131,17 +149,17 @@ func (o *Overlay) Commit(ctx context.Context, name string) (Digest, error) {
 	if name != "" && !ValidRootName(name) {
 		return Digest{}, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, fmt.Sprintf("invalid root name %q", trunc(name)))
 	}
-	if err := o.v.Enter(ctx, op, vfs.Root); err != nil {
+	if err := o.t.Enter(ctx, op, vfs.Root); err != nil {
 		return Digest{}, err
 	}
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
 	st := o.lo.st
 	defer st.ingest()()
-	o.v.RLock()
+	o.t.RLock()
 	o.encoded = 0
-	d, err := o.writeDir(ctx, o.v.Root(), vfs.Root)
-	o.v.RUnlock()
+	d, err := o.writeDir(ctx, o.t.Root(), vfs.Root)
+	o.t.RUnlock()
 	if err != nil {
 		return Digest{}, err
 	}
@@ -282,7 +300,7 @@ func sameAs(d *Directory, e *ents) bool {
 // layer's file lock, so a concurrent write is in them whole or not at all.
 func (o *Overlay) writeFile(ctx context.Context, c *unode, p vfs.Path) (Digest, bool, error) {
 	const op = "commit"
-	f, err := o.v.Store().OpenFile(ctx, cowview.InoPath(c.Ino), os.O_RDONLY, 0)
+	f, err := o.t.Store().OpenFile(ctx, cowview.InoPath(c.Ino), os.O_RDONLY, 0)
 	if err != nil {
 		return Digest{}, false, vfs.Readdress(err, op, p.String(), "")
 	}
@@ -317,86 +335,14 @@ func (o *Overlay) writeFile(ctx context.Context, c *unode, p vfs.Path) (Digest, 
 	return dg, info.Mode&0o100 != 0, nil
 }
 
-// Features reports a writable, non-persistent backend with symlinks, hard links,
-// Chmod and Chtimes (only the owner-execute bit of files survives a Commit).
-func (o *Overlay) Features() vfs.Features { return o.v.Features() }
-
-// Stat returns information on p in the merged view, following a final symlink.
-func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) { return o.v.Stat(ctx, p) }
-
-// Lstat returns information on p in the merged view.
-func (o *Overlay) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return o.v.Lstat(ctx, p)
-}
-
-// ReadDir lists directory p of the merged view, sorted by name.
-func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	return o.v.ReadDir(ctx, p)
-}
-
-// OpenFile opens p. Opening a base file for writing (or with O_TRUNC) copies that
-// file up first; opening it for reading does not.
-func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
-	return o.v.OpenFile(ctx, p, flag, perm)
-}
-
-// Mkdir creates directory p.
-func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return o.v.Mkdir(ctx, p, perm)
-}
-
-// Remove removes a file, symlink or empty directory; a base entry is hidden by a
-// whiteout.
-func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error { return o.v.Remove(ctx, p) }
-
-// Rename moves from to to with rename(2)'s semantics and flags; a base directory
-// moves lazily (see Overlay).
-func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	return o.v.Rename(ctx, from, to, flags)
-}
-
-// Symlink creates symlink p with target text target.
-func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	return o.v.Symlink(ctx, target, p)
-}
-
-// Readlink returns the target text of symlink p.
-func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
-	return o.v.Readlink(ctx, p)
-}
-
-// Link makes newp another name of the file or symlink oldp (a base entry is
-// copied up first). Commit stores each name as its own entry.
-func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	return o.v.Link(ctx, oldp, newp)
-}
-
-// Chmod changes p's permission bits (a base file is copied up first).
-func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return o.v.Chmod(ctx, p, mode)
-}
-
-// Chtimes changes p's modification time (a base file is copied up first).
-func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return o.v.Chtimes(ctx, p, atime, mtime)
-}
-
-// Sub returns a writable Backend rooted at directory p, pinned to that
-// directory: writes through it land in the overlay (and the next Commit), and a
-// later rename of p does not redirect it. It has no Commit of its own.
-func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) { return o.v.Sub(ctx, p) }
-
-// Resolve returns the canonical location of p in the merged view, copying
-// nothing up.
-func (o *Overlay) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
-	return o.v.Resolve(ctx, p, follow)
-}
-
 // The merged view is package cowview's, over the base tree: what follows is what
 // it needs of a CAS tree. A lower entry is a node (a decoded entry of a
 // Directory); the zero node is no Directory. Up files and symlinks live in the
 // memory store under a flat name (Ino); a hard link is a second name there, with
 // its own Node (cowview.Config.Links).
+
+// view is the merged view of an Overlay, or of a Sub of one.
+type view = cowview.View[node]
 
 // unode is one entry of the merged view.
 type unode = cowview.Node[node]

@@ -73,16 +73,35 @@ type Signature struct {
 // each Commit (base files that were never copied up are not read), and only
 // objects the store lacks are written.
 //
+// Overlay is a vfs.Backend (with Resolve) through the merged view it shares with
+// the CAS overlay (package internal/cowview), and these are its methods'
+// guarantees besides the Backend contract. Stat and Lstat of an entry the
+// overlay has not changed report what the read-only FS does (its Info.Sys is an
+// *Entry; an up directory without changes of its own keeps its tree's, or its
+// submodule's). ReadDir lists the base tree's entries minus whiteouts, merged
+// with the upper layer's. OpenFile copies a base file up when it opens it for
+// writing or with O_TRUNC, not for reading. Remove hides a base entry with a
+// whiteout. Chmod and Chtimes copy a base file up first; Commit keeps only the
+// owner execute bit of files and no times. Features reports a writable,
+// non-persistent backend with symlinks, Chmod and Chtimes; Link fails with
+// not_supported, as git cannot record hard links. Sub returns a writable Backend
+// rooted at a directory of the overlay, pinned to that directory: writes through
+// it land in the overlay (and in the next Commit), a later rename of the
+// directory does not redirect it, and it has no Commit of its own. Resolve
+// returns the canonical location of a path in the merged view, copying nothing
+// up.
+//
 // All methods are safe for concurrent use: the merged view is guarded by one
 // readers-writer lock (lookups run in parallel; mutations are exclusive), and file
 // contents by the memory layer's per-file locks. Commit excludes the overlay's own
 // mutating methods while it snapshots the tree, but not writes through files that
 // were already open for writing.
 type Overlay struct {
-	v    *cowview.View[node]
-	base *FS // the base revision; its object store also takes Commit's objects
-	repo *git.Repository
-	ref  plumbing.ReferenceName
+	*view                     // the vfs.Backend methods and Resolve
+	t     *cowview.Tree[node] // the merged view's nodes, store, lock and Close
+	base  *FS                 // the base revision; its object store also takes Commit's objects
+	repo  *git.Repository
+	ref   plumbing.ReferenceName
 	// gitDir is the repository's git directory for ref updates; "" for a ".git"
 	// file, where go-git's CheckAndSetReference is used.
 	gitDir string
@@ -142,8 +161,8 @@ func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, erro
 		base.Close()
 		return nil, notCommit
 	}
-	v := newView(base, cowview.Config{Store: memory.New(cfg.mem...)})
-	ov := &Overlay{v: v, base: base, repo: repo, ref: name, head: ref.Hash()}
+	t, v := newView(base, cowview.Config{Store: memory.New(cfg.mem...)})
+	ov := &Overlay{view: v, t: t, base: base, repo: repo, ref: name, head: ref.Hash()}
 	if dir, ok := gitDir(repoPath); ok {
 		ov.gitDir = dir
 	}
@@ -184,86 +203,8 @@ func (o *Overlay) Base() string {
 // afterwards every method fails with closed (files already open on written files
 // stay usable). Closing again does nothing.
 func (o *Overlay) Close() error {
-	o.v.Close()
+	o.t.Close()
 	return o.base.Close()
-}
-
-// Features reports a writable, non-persistent backend with symlinks, Chmod and
-// Chtimes (only the execute bit survives a Commit). Hard links are not supported:
-// git has no notion of them.
-func (o *Overlay) Features() vfs.Features { return o.v.Features() }
-
-// Stat returns information on p in the merged view, following a final symlink.
-// An entry the overlay has not changed reports what the read-only FS does (its
-// Info.Sys is an *Entry).
-func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return o.v.Stat(ctx, p)
-}
-
-// Lstat returns information on p in the merged view.
-func (o *Overlay) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return o.v.Lstat(ctx, p)
-}
-
-// ReadDir lists directory p of the merged view, sorted by name: the base tree's
-// entries minus whiteouts, merged with the upper layer's.
-func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	return o.v.ReadDir(ctx, p)
-}
-
-// OpenFile opens p. Opening a base file for writing (or with O_TRUNC) copies that
-// file up first; opening it for reading does not.
-func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
-	return o.v.OpenFile(ctx, p, flag, perm)
-}
-
-// Mkdir creates directory p in the overlay.
-func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return o.v.Mkdir(ctx, p, perm)
-}
-
-// Remove removes a file, symlink or empty directory from the overlay; a base entry
-// is hidden by a whiteout.
-func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error { return o.v.Remove(ctx, p) }
-
-// Rename moves from to to in the overlay; a directory moves with its subtree
-// (lazily, for a base directory: see Overlay).
-func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	return o.v.Rename(ctx, from, to, flags)
-}
-
-// Symlink creates symlink p with target text target in the overlay.
-func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	return o.v.Symlink(ctx, target, p)
-}
-
-// Readlink returns the target text of symlink p in the merged view.
-func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
-	return o.v.Readlink(ctx, p)
-}
-
-// Link fails with not_supported: git cannot record hard links.
-func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	return o.v.Link(ctx, oldp, newp)
-}
-
-// Chmod changes p's permission bits in the overlay (a base file is copied up);
-// Commit keeps only the owner execute bit of files.
-func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return o.v.Chmod(ctx, p, mode)
-}
-
-// Chtimes changes p's modification time in the overlay (a base file is copied up);
-// Commit does not record it.
-func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return o.v.Chtimes(ctx, p, atime, mtime)
-}
-
-// Sub returns a writable Backend rooted at directory p of the overlay, pinned to
-// that directory: writes through it land in the overlay (and in the next Commit),
-// and a later rename of p does not redirect it. It has no Commit of its own.
-func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
-	return o.v.Sub(ctx, p)
 }
 
 func validSig(s string) bool {
@@ -296,7 +237,7 @@ func (o *Overlay) Commit(ctx context.Context, message string, author Signature) 
 	}
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
-	if o.v.Closed() {
+	if o.t.Closed() {
 		return "", vfs.NewError(vfs.CodeClosed, "commit", vfs.Path{}, "overlay closed")
 	}
 	tree, err := o.tree(ctx)
@@ -384,7 +325,7 @@ func (o *Overlay) moveRef(head, id plumbing.Hash) error {
 func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
-	if o.v.Closed() {
+	if o.t.Closed() {
 		return "", vfs.NewError(vfs.CodeClosed, "writetree", vfs.Path{}, "overlay closed")
 	}
 	h, err := o.tree(ctx)
@@ -397,9 +338,9 @@ func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
 // tree writes the merged view's tree and returns its id; o.commitMu is held. It
 // excludes mutations (not readers) while it walks the view.
 func (o *Overlay) tree(ctx context.Context) (plumbing.Hash, error) {
-	o.v.RLock()
-	defer o.v.RUnlock()
-	h, empty, err := o.writeDir(ctx, o.v.Root(), vfs.Root)
+	o.t.RLock()
+	defer o.t.RUnlock()
+	h, empty, err := o.writeDir(ctx, o.t.Root(), vfs.Root)
 	if err != nil || !empty {
 		return h, err
 	}
@@ -548,7 +489,7 @@ func sameEntries(out []object.TreeEntry, d *dir) bool {
 
 // writeFile writes up file c's contents as a blob and returns its git mode.
 func (o *Overlay) writeFile(ctx context.Context, c *unode, p vfs.Path) (filemode.FileMode, plumbing.Hash, error) {
-	f, err := o.v.Store().OpenFile(ctx, cowview.InoPath(c.Ino), os.O_RDONLY, 0)
+	f, err := o.t.Store().OpenFile(ctx, cowview.InoPath(c.Ino), os.O_RDONLY, 0)
 	if err != nil {
 		return 0, plumbing.ZeroHash, vfs.Readdress(err, "commit", p.String(), "")
 	}

@@ -513,7 +513,7 @@ func TestOverlayCopyUpIsPerPath(t *testing.T) {
 	if _, err := o.ReadDir(ctx, P("dir/sub")); err != nil {
 		t.Fatal(err)
 	}
-	if u := o.v.Store().Usage(); u != 0 {
+	if u := o.t.Store().Usage(); u != 0 {
 		t.Fatalf("reads copied %d bytes up", u)
 	}
 	// Appending to a deep base file copies exactly that file.
@@ -525,7 +525,7 @@ func TestOverlayCopyUpIsPerPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if u := o.v.Store().DataUsage(); u != int64(len("deep\nmore\n")) {
+	if u := o.t.Store().DataUsage(); u != int64(len("deep\nmore\n")) {
 		t.Fatalf("memory layer holds %d bytes, want only the written file's %d", u, len("deep\nmore\n"))
 	}
 	if got := readAll(t, o, "dir/sub/deep.txt"); got != "deep\nmore\n" {
@@ -548,8 +548,8 @@ func TestOverlayCopyUpIsPerPath(t *testing.T) {
 		t.Fatalf("ReadDir(dir): %s", got)
 	}
 	// The upper layer of the root records only the changed directory.
-	if n := len(o.v.Root().Ents); n != 1 || o.v.Root().Ents["dir"] == nil {
-		t.Fatalf("root's upper entries: %v", o.v.Root().Ents)
+	if n := len(o.t.Root().Ents); n != 1 || o.t.Root().Ents["dir"] == nil {
+		t.Fatalf("root's upper entries: %v", o.t.Root().Ents)
 	}
 	// The commit's tree encodes only the three trees on the written path.
 	if _, err := o.WriteTree(ctx); err != nil {
@@ -647,7 +647,7 @@ func TestOverlayDirRename(t *testing.T) {
 	if err := o.Rename(ctx, P("old"), P("dir/old"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if u := o.v.Store().Usage(); u != 0 {
+	if u := o.t.Store().Usage(); u != 0 {
 		t.Fatalf("directory renames copied %d bytes", u)
 	}
 	if got := readAll(t, o, "sub2/deep.txt"); got != "deep\n" {

@@ -29,7 +29,10 @@ type gitLower struct{ base *FS }
 
 var _ cowview.Lower[node] = gitLower{}
 
-func newView(base *FS, cfg cowview.Config) *cowview.View[node] {
+// view is the merged view of an Overlay, or of a Sub of one.
+type view = cowview.View[node]
+
+func newView(base *FS, cfg cowview.Config) (*cowview.Tree[node], *view) {
 	cfg.InoPrefix = "f"
 	cfg.BaseTime = base.modTime
 	cfg.NoLinks = "git overlays have no hard links"

@@ -19,8 +19,3 @@ func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location
 	_, loc, err := vfs.ResolveLocation[node](ctx, treeView{f.r}, f.root, p, follow, op)
 	return loc, err
 }
-
-// Resolve returns the canonical location of p in the overlay.
-func (o *Overlay) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
-	return o.v.Resolve(ctx, p, follow)
-}

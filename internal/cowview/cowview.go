@@ -142,7 +142,9 @@ type state[L any] struct {
 }
 
 // View is the merged view from one root: an overlay's, or a Sub's. It is a
-// vfs.Backend (and a vfs.Locator) without a Close or Commit of its own.
+// vfs.Backend with Resolve, meant to be embedded in the backend's overlay type,
+// without a Close or Commit of its own (those are the overlay's, with Tree).
+// The Backends its Sub returns are vfs.Locators too.
 type View[L any] struct {
 	s    *state[L]
 	root *Node[L]
@@ -150,37 +152,51 @@ type View[L any] struct {
 
 var _ vfs.Backend = (*View[int])(nil)
 
+// Tree is the control side of one overlay's merged view, for the backend's
+// overlay type alone: the Node tree to commit, the memory store, the lock and
+// Close.
+type Tree[L any] struct {
+	s    *state[L]
+	root *Node[L]
+}
+
 // New returns the view of an overlay over lower directory root, nothing of
-// which is read.
-func New[L any](lower Lower[L], cfg Config, root L) *View[L] {
+// which is read, and its Tree.
+func New[L any](lower Lower[L], cfg Config, root L) (*Tree[L], *View[L]) {
 	s := &state[L]{lo: lower, cfg: cfg, store: cfg.Store}
 	top := &Node[L]{Type: fs.ModeDir, Lo: root}
 	s.materialize(top, nil)
-	return &View[L]{s: s, root: top}
+	return &Tree[L]{s: s, root: top}, &View[L]{s: s, root: top}
 }
 
-// Root returns the view's root directory node. Read the tree under RLock.
-func (v *View[L]) Root() *Node[L] { return v.root }
+// Root returns the overlay's root directory node. Read the tree under RLock.
+func (t *Tree[L]) Root() *Node[L] { return t.root }
 
 // Store returns the memory store of up files.
-func (v *View[L]) Store() *memory.FS { return v.s.store }
+func (t *Tree[L]) Store() *memory.FS { return t.s.store }
 
 // RLock excludes the view's mutations (not its readers, nor writes through
 // files already open) until RUnlock, for a commit's walk of the Node tree.
-func (v *View[L]) RLock() { v.s.mu.RLock() }
+func (t *Tree[L]) RLock() { t.s.mu.RLock() }
 
 // RUnlock ends RLock.
-func (v *View[L]) RUnlock() { v.s.mu.RUnlock() }
+func (t *Tree[L]) RUnlock() { t.s.mu.RUnlock() }
 
 // Close makes every later call of the view and its Subs fail with closed.
-func (v *View[L]) Close() { v.s.closed.Store(true) }
+func (t *Tree[L]) Close() { t.s.closed.Store(true) }
 
 // Closed reports whether Close was called.
-func (v *View[L]) Closed() bool { return v.s.closed.Load() }
+func (t *Tree[L]) Closed() bool { return t.s.closed.Load() }
+
+// Enter fails with canceled if ctx is done and with closed after Close, as
+// every operation of the view does first.
+func (t *Tree[L]) Enter(ctx context.Context, op string, p vfs.Path) error {
+	return t.s.enter(ctx, op, p)
+}
 
 // Lower returns the lower directory entries d overlays (or is).
-func (v *View[L]) Lower(ctx context.Context, d *Node[L]) ([]string, []L, error) {
-	return v.s.lo.Entries(ctx, d.Lo)
+func (t *Tree[L]) Lower(ctx context.Context, d *Node[L]) ([]string, []L, error) {
+	return t.s.lo.Entries(ctx, d.Lo)
 }
 
 func (s *state[L]) now() time.Time { return time.Now().Round(0) }

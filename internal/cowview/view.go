@@ -10,13 +10,11 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// Enter fails with canceled if ctx is done and with closed after Close; every
-// operation of the view starts with it.
-func (v *View[L]) Enter(ctx context.Context, op string, p vfs.Path) error {
+func (s *state[L]) enter(ctx context.Context, op string, p vfs.Path) error {
 	if err := ctx.Err(); err != nil {
 		return &vfs.Error{Code: vfs.CodeCanceled, Op: op, Path: p.String(), Err: err}
 	}
-	if v.s.closed.Load() {
+	if s.closed.Load() {
 		return vfs.NewError(vfs.CodeClosed, op, p, "overlay closed")
 	}
 	return nil
@@ -103,7 +101,7 @@ func (v *View[L]) Features() vfs.Features {
 }
 
 func (v *View[L]) stat(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Info, error) {
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return vfs.Info{}, err
 	}
 	v.s.mu.RLock()
@@ -128,7 +126,7 @@ func (v *View[L]) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 // ReadDir lists directory p, merged, sorted by name.
 func (v *View[L]) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	const op = "readdir"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return nil, err
 	}
 	v.s.mu.RLock()
@@ -152,7 +150,7 @@ func (v *View[L]) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, erro
 // does not.
 func (v *View[L]) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	const op = "open"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return nil, err
 	}
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
@@ -297,7 +295,7 @@ func (v *View[L]) copyUp(ctx context.Context, op string, p vfs.Path, parent *Nod
 // Mkdir creates directory p; its parent must exist.
 func (v *View[L]) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 	const op = "mkdir"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return err
 	}
 	v.s.mu.Lock()
@@ -321,7 +319,7 @@ func (v *View[L]) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 // a whiteout.
 func (v *View[L]) Remove(ctx context.Context, p vfs.Path) error {
 	const op = "remove"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return err
 	}
 	v.s.mu.Lock()
@@ -361,7 +359,7 @@ func (v *View[L]) Remove(ctx context.Context, p vfs.Path) error {
 // whiteout hides the old name.
 func (v *View[L]) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
 	const op = "rename"
-	if err := v.Enter(ctx, op, from); err != nil {
+	if err := v.s.enter(ctx, op, from); err != nil {
 		return err
 	}
 	fail := func(code vfs.Code, msg string) error {
@@ -473,7 +471,7 @@ func (v *View[L]) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 // Symlink creates symlink p with target text target, stored verbatim.
 func (v *View[L]) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	const op = "symlink"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return err
 	}
 	switch {
@@ -516,7 +514,7 @@ func (v *View[L]) Symlink(ctx context.Context, target string, p vfs.Path) error 
 // (or if the Lower cannot give a lower symlink's target).
 func (v *View[L]) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	const op = "readlink"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return "", err
 	}
 	v.s.mu.RLock()
@@ -548,7 +546,7 @@ func (v *View[L]) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	if !v.s.cfg.Links {
 		return fail(vfs.CodeNotSupported, v.s.cfg.NoLinks)
 	}
-	if err := v.Enter(ctx, op, oldp); err != nil {
+	if err := v.s.enter(ctx, op, oldp); err != nil {
 		return err
 	}
 	wrap := func(err error) error { return vfs.Readdress(err, op, oldp.String(), newp.String()) }
@@ -594,7 +592,7 @@ func (v *View[L]) Link(ctx context.Context, oldp, newp vfs.Path) error {
 // modify resolves p (following a final symlink) for Chmod and Chtimes and runs
 // fn on the node, a lower file copied up first if copy says so.
 func (v *View[L]) modify(ctx context.Context, op string, p vfs.Path, copy bool, fn func(n *Node[L]) error) error {
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return err
 	}
 	v.s.mu.Lock()
@@ -649,7 +647,7 @@ func (v *View[L]) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Tim
 // the overlay.
 func (v *View[L]) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	const op = "sub"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return nil, err
 	}
 	v.s.mu.Lock()
@@ -665,13 +663,13 @@ func (v *View[L]) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	if !n.Up { // every directory reached by a materializing walk is up
 		return nil, vfs.NewError(vfs.CodeIO, op, p, "directory not materialized")
 	}
-	return &View[L]{s: v.s, root: n}, nil
+	return &located[L]{&View[L]{s: v.s, root: n}}, nil
 }
 
 // Resolve returns the canonical location of p in the view, copying nothing up.
 func (v *View[L]) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
 	const op = "resolve"
-	if err := v.Enter(ctx, op, p); err != nil {
+	if err := v.s.enter(ctx, op, p); err != nil {
 		return vfs.Location{}, err
 	}
 	v.s.mu.RLock()
@@ -683,11 +681,15 @@ func (v *View[L]) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Loc
 	return loc, nil
 }
 
+// located is the View a Sub returns: a vfs.Locator.
+type located[L any] struct{ *View[L] }
+
+var _ vfs.Locator = located[int]{}
+
 // Locate returns the view's root's current path in the overlay, after renames
-// made since Sub pinned it (a view of the whole overlay is at the root);
-// not_found once the directory was removed.
-func (v *View[L]) Locate(ctx context.Context) (vfs.Path, error) {
-	if err := v.Enter(ctx, "locate", vfs.Root); err != nil {
+// made since Sub pinned it; not_found once the directory was removed.
+func (v located[L]) Locate(ctx context.Context) (vfs.Path, error) {
+	if err := v.s.enter(ctx, "locate", vfs.Root); err != nil {
 		return vfs.Path{}, err
 	}
 	v.s.mu.RLock()
