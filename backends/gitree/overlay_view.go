@@ -36,7 +36,6 @@ func newView(base *FS, cfg cowview.Config) (*cowview.Tree[node], *view) {
 	cfg.InoPrefix = "f"
 	cfg.BaseTime = base.modTime
 	cfg.NoLinks = "git overlays have no hard links"
-	cfg.CopyCleanupCtx = true
 	return cowview.New[node](gitLower{base}, cfg, base.root)
 }
 

@@ -92,9 +92,6 @@ type Config struct {
 	// in their Node and Link fails with not_supported and NoLinks as message.
 	Links   bool
 	NoLinks string
-	// CopyCleanupCtx removes a failed copy-up's Store entry with the
-	// operation's context (which may be canceled), not without cancellation.
-	CopyCleanupCtx bool
 }
 
 // Node is one entry of a merged view.

@@ -280,11 +280,9 @@ func (v *View[L]) copyUp(ctx context.Context, op string, p vfs.Path, parent *Nod
 		err = s.store.Chtimes(ctx, ip, time.Time{}, s.cfg.BaseTime)
 	}
 	if err != nil {
-		rctx := context.WithoutCancel(ctx)
-		if s.cfg.CopyCleanupCtx {
-			rctx = ctx
-		}
-		_ = s.store.Remove(rctx, ip)
+		// Without cancellation: a canceled call must not leave its partial
+		// copy behind (charged to the store's quota).
+		_ = s.store.Remove(context.WithoutCancel(ctx), ip)
 		return nil, vfs.Readdress(err, op, p.String(), "")
 	}
 	c := &Node[L]{Up: true, Ino: ino}
