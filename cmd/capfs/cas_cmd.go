@@ -35,8 +35,7 @@ A snapshot is mounted with --mount PATH=cas:NAME or PATH=cas:DIGEST (read-only).
 The store is --store DIR, else $CAPFS_CAS_STORE, else the user cache directory's
 capfs/cas. Snapshots read and write through the namespace, so the policy applies:
 files it keeps out of reach are not stored, and a restore writes nothing the
-policy refuses. (These commands live under "cas" so that "capfs snapshot" stays
-free for other backends' snapshots.)`
+policy refuses. "capfs snapshot ..." is "capfs cas snapshot ...".`
 
 type casOptions struct {
 	store string
@@ -59,7 +58,16 @@ func newCASCmd(o *globalOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	c.PersistentFlags().StringVar(&co.store, "store", "", "CAS store directory (default $CAPFS_CAS_STORE, else the user cache directory's capfs/cas)")
+	c.PersistentFlags().StringVar(&co.store, "store", "", casStoreHelp)
+	c.AddCommand(newSnapshotGroup(o, co), newCASVerifyCmd(co), newCASGCCmd(co), newCASPushCmd(co), newCASPullCmd(co))
+	return c
+}
+
+const casStoreHelp = "CAS store directory (default $CAPFS_CAS_STORE, else the user cache directory's capfs/cas)"
+
+// newSnapshotGroup is the snapshot commands (save, list, restore, diff) over
+// the store co opens.
+func newSnapshotGroup(o *globalOptions, co *casOptions) *cobra.Command {
 	snap := &cobra.Command{
 		Use:   "snapshot",
 		Short: "Save, list, restore and compare named snapshots",
@@ -67,8 +75,25 @@ func newCASCmd(o *globalOptions) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	snap.AddCommand(newCASSaveCmd(o, co), newCASListCmd(co), newCASRestoreCmd(o, co), newCASDiffCmd(co))
-	c.AddCommand(snap, newCASVerifyCmd(co), newCASGCCmd(co), newCASPushCmd(co), newCASPullCmd(co))
-	return c
+	return snap
+}
+
+// newSnapshotCmd is "capfs snapshot": the same commands as "capfs cas
+// snapshot", named as a user first looks for them.
+func newSnapshotCmd(o *globalOptions) *cobra.Command {
+	co := &casOptions{}
+	snap := newSnapshotGroup(o, co)
+	snap.Short = "Save, list, restore and compare named snapshots of directories (capfs cas snapshot)"
+	snap.Long = `Save, list, restore and compare named snapshots of namespace directories, kept
+in the content-addressed store (the same commands as "capfs cas snapshot"; see
+"capfs cas --help" for the store and its other commands).
+
+  capfs snapshot save NAME PATH     store namespace directory PATH, name it NAME
+  capfs snapshot list               list the named snapshots
+  capfs snapshot restore NAME DEST  write snapshot NAME to namespace path DEST (new)
+  capfs snapshot diff A B           what changed from A to B (names or digests)`
+	snap.PersistentFlags().StringVar(&co.store, "store", "", casStoreHelp)
+	return snap
 }
 
 func newCASSaveCmd(o *globalOptions, co *casOptions) *cobra.Command {

@@ -21,7 +21,7 @@ func runCAS(t *testing.T, args ...string) (string, string, int) {
 	root := &cobra.Command{Use: "capfs", SilenceErrors: true, SilenceUsage: true}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	o.addFlags(root)
-	root.AddCommand(newCASCmd(o))
+	root.AddCommand(newCASCmd(o), newSnapshotCmd(o))
 	var out, errb bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errb)
@@ -56,6 +56,13 @@ func TestCASCommands(t *testing.T) {
 	out, _, code = runCAS(t, "cas", st, "snapshot", "list")
 	if code != 0 || !strings.Contains(out, "v1\t"+v1) || !strings.Contains(out, "v2\t") {
 		t.Fatalf("list: %d %q", code, out)
+	}
+	// "capfs snapshot" is the same group over the same store.
+	if out2, errs, code := runCAS(t, "snapshot", st, "list"); code != 0 || out2 != out {
+		t.Fatalf("capfs snapshot list: %d %q %q; capfs cas snapshot list said %q", code, out2, errs, out)
+	}
+	if out, errs, code := runCAS(t, append(m, "snapshot", st, "save", "v1b", "p")...); code != 0 || !strings.HasPrefix(out, "v1b ") {
+		t.Fatalf("capfs snapshot save: %d %q %q", code, out, errs)
 	}
 	out, errs, code = runCAS(t, "cas", st, "snapshot", "diff", "v1", "v2")
 	if want := "M a.txt\nA new.txt\nD src/main.go\n"; code != 0 || out != want {

@@ -161,6 +161,7 @@ func newRootCmd() *cobra.Command {
 		newArchiveCmd(o),
 		newSQLiteCmd(o),
 		newCASCmd(o),
+		newSnapshotCmd(o),
 	)
 	return root
 }
