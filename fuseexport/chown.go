@@ -2,7 +2,10 @@ package fuseexport
 
 import (
 	"context"
+	"io/fs"
 	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -41,4 +44,48 @@ func (s *Server) chown(ctx context.Context, p vfs.Path, uid uint32, uok bool, gi
 		return syscall.EPERM
 	}
 	return errnoOf(err, opWrite)
+}
+
+// giveToCaller makes an entry just created at p (info, as the backend
+// reported it) the caller's, as a file system does: owner the calling uid;
+// group the calling gid, unless the directory holding p has the setgid bit,
+// in which case the host has already given it that directory's group. It
+// acts only where it can and must: a server running as root, over a backend
+// that keeps owners, for a caller other than the server's own user. It is a
+// Lchown through the Dir (decided as policy.OpChown and audited); if that is
+// refused the entry stays the server's, which is what the returned Info then
+// reports.
+func (s *Server) giveToCaller(ctx context.Context, p vfs.Path, info vfs.Info) vfs.Info {
+	if !s.privileged || !info.HasOwner {
+		return info
+	}
+	c, ok := fuse.FromContext(ctx)
+	if !ok {
+		return info
+	}
+	uid, gid := int(c.Uid), int(c.Gid)
+	if uid == info.Uid {
+		uid = -1
+	}
+	if gid == info.Gid {
+		gid = -1
+	}
+	if gid != -1 {
+		if parent, err := s.b.Stat(ctx, p.Dir()); err == nil && parent.Mode&fs.ModeSetgid != 0 {
+			gid = -1
+		}
+	}
+	if uid == -1 && gid == -1 {
+		return info
+	}
+	if err := vfs.Chown(ctx, s.b, p, uid, gid, false); err != nil {
+		return info
+	}
+	if uid != -1 {
+		info.Uid = uid
+	}
+	if gid != -1 {
+		info.Gid = gid
+	}
+	return info
 }

@@ -154,3 +154,51 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCreatorOwns (root): an entry a process creates through the mount is
+// its own, as on disk: owner its uid, group its gid, or the directory's group
+// where the directory has the setgid bit.
+func TestCreatorOwns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create entries as other uids")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	root := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(root, "w"), 0o777))
+	must(t, os.Chmod(filepath.Join(root, "w"), 0o777))
+	must(t, os.Mkdir(filepath.Join(root, "sg"), 0o777))
+	must(t, os.Chown(filepath.Join(root, "sg"), 0, 777))
+	must(t, os.Chmod(filepath.Join(root, "sg"), 0o777|os.ModeSetgid))
+	b, err := physical.New(root)
+	must(t, err)
+	t.Cleanup(func() { b.Close() })
+	d, _ := dir.New(b)
+	mp, _ := mountT(t, d, Options{AllowOther: true})
+	for _, p := range []string{filepath.Dir(mp), filepath.Dir(filepath.Dir(mp))} {
+		must(t, os.Chmod(p, 0o755))
+	}
+	c := exec.Command(sh, "-c", "set -e; cd "+mp+"; echo x > w/f; : > w/g; mkdir w/d; ln -s f w/l; echo y > sg/f; mkdir sg/d")
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1234, Gid: 4321}}
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("creating as uid 1234: %v: %s", err, out)
+	}
+	for _, n := range []string{"w/f", "w/g", "w/d", "w/l"} {
+		wantOwner(t, "host "+n, filepath.Join(root, n), 1234, 4321)
+		wantOwner(t, n+" through the mount", filepath.Join(mp, n), 1234, 4321)
+	}
+	for _, n := range []string{"sg/f", "sg/d"} {
+		wantOwner(t, "host "+n+" (setgid directory)", filepath.Join(root, n), 1234, 777)
+	}
+	// Opening an existing file with O_CREAT gives nothing away.
+	must(t, os.WriteFile(filepath.Join(root, "w", "mine"), nil, 0o666))
+	must(t, os.Chmod(filepath.Join(root, "w", "mine"), 0o666))
+	c = exec.Command(sh, "-c", "echo z >> "+filepath.Join(mp, "w", "mine"))
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1234, Gid: 4321}}
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("appending as uid 1234: %v: %s", err, out)
+	}
+	wantOwner(t, "host w/mine after an O_CREAT open of it", filepath.Join(root, "w", "mine"), 0, 0)
+}

@@ -260,8 +260,14 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, syscall.EPERM
 	}
 	flag := openFlags(flags) | os.O_CREATE
+	existed := true
 	if flags&syscall.O_EXCL != 0 {
 		flag |= os.O_EXCL
+		existed = false
+	} else if _, err := n.s.b.Lstat(ctx, p); vfs.CodeOf(err) == vfs.CodeNotFound {
+		// The kernel sends CREATE for a name it believes absent; a file
+		// made meanwhile through another route is opened, not given away.
+		existed = false
 	}
 	f, err := n.s.b.OpenFile(ctx, p, flag, unixToMode(mode)&^fs.ModeType)
 	if err != nil {
@@ -271,6 +277,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		_ = f.Close()
 		return nil, nil, 0, errnoOf(err, opWrite)
+	}
+	if !existed && info.Nlink <= 1 && info.HasOwner && uint32(info.Uid) == uint32(os.Geteuid()) {
+		info = n.s.giveToCaller(ctx, p, info)
 	}
 	info.Name = name
 	ch := n.s.newChild(ctx, n, p, info, out)
@@ -302,7 +311,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err := n.s.b.Mkdir(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(ctx, p, out)
+	return n.lookupNew(ctx, p, out, true)
 }
 
 // Mknod creates regular files only: FIFOs, sockets and device nodes are
@@ -328,15 +337,21 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	if err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
+	info = n.s.giveToCaller(ctx, p, info)
 	info.Name = name
 	return n.s.newChild(ctx, n, p, info, out), 0
 }
 
-// lookupNew answers a creation with the new entry's attributes.
-func (n *node) lookupNew(ctx context.Context, p vfs.Path, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+// lookupNew answers a creation with the new entry's attributes; created says
+// the entry is new (mkdir, symlink: given to the caller), not a new name of an
+// existing one (link).
+func (n *node) lookupNew(ctx context.Context, p vfs.Path, out *fuse.EntryOut, created bool) (*gofs.Inode, syscall.Errno) {
 	info, err := n.s.b.Lstat(ctx, p)
 	if err != nil {
 		return nil, errnoOf(err, opLookup)
+	}
+	if created {
+		info = n.s.giveToCaller(ctx, p, info)
 	}
 	return n.s.newChild(ctx, n, p, info, out), 0
 }
@@ -440,7 +455,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err := n.s.b.Symlink(ctx, target, p); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(ctx, p, out)
+	return n.lookupNew(ctx, p, out, true)
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
@@ -478,7 +493,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if err := n.s.b.Link(ctx, oldp, p); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(ctx, p, out)
+	return n.lookupNew(ctx, p, out, false)
 }
 
 // Statfs answers fixed figures: a Dir has no block device, and the backends

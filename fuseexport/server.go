@@ -66,6 +66,7 @@ type Server struct {
 	fuse       *fuse.Server
 	mountpoint string
 	uid, gid   uint32
+	privileged bool // the server runs as root: new entries are given to their creator
 
 	// tree orders path derivation against renames: requests that derive a
 	// path from go-fuse's tree hold it shared for their Dir call, Rename holds
@@ -163,6 +164,7 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		done:       make(chan struct{}),
 	}
 	s.uid, s.gid = uint32(os.Getuid()), uint32(os.Getgid())
+	s.privileged = os.Geteuid() == 0
 	if opts.OwnerRoot {
 		s.uid, s.gid = 0, 0
 	}
