@@ -105,6 +105,12 @@
 //     owners. A refusal (the policy, a file with other hard links, a FIFO, the
 //     host) is EPERM, a read-only Dir EROFS; on a backend without owners a
 //     chown that changes nothing succeeds and any other is EPERM.
+//     An entry a process creates through a root server's mount (create,
+//     mknod, mkdir, symlink) is given to that process as on disk: its uid,
+//     and its gid unless the directory has the setgid bit (then the
+//     directory's group, which the host applies). That is an Lchown through
+//     the Dir, decided and audited as policy.OpChown; where it is refused
+//     the entry stays the server's. A non-root server's entries are its own.
 //   - Hard links on the physical backend: chmod and utimes of a file with
 //     several names are refused (EACCES), and opening one for writing gives
 //     the name a private copy, so the other names keep the old contents
