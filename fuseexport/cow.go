@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capfs/capfs/backends/physical"
@@ -47,6 +48,12 @@ type Overlay struct {
 	whiteout map[string]bool
 	opaque   map[string]bool
 	base     map[string]Base
+	// The root is the upper directory itself, which stays private (mode
+	// 0700): it shows the lower root's permission bits (rootPerm, which a
+	// Chmod of the root changes) and starts with its modification time
+	// (rootTime), so a process sees its working directory as in a checkout.
+	rootPerm atomic.Uint32 // fs.FileMode permission bits
+	rootTime time.Time
 }
 
 // Base is what a lower entry was when the overlay first changed it.
@@ -74,14 +81,31 @@ type Change struct {
 // NewOverlay returns an Overlay of lower with its changes in upperDir, an
 // existing empty directory private to the caller (mode 0700). Close releases
 // it; the directory and its contents stay for the caller to sync back.
+//
+// The root shows the lower root's permission bits and, until an entry is
+// created or removed in it, its modification time (RootTime), although the
+// upper directory keeps its own private mode.
 func NewOverlay(lower vfs.Backend, upperDir string) (*Overlay, error) {
 	up, err := physical.New(upperDir)
 	if err != nil {
 		return nil, err
 	}
-	return &Overlay{lower: lower, upper: up, dir: upperDir,
-		whiteout: map[string]bool{}, opaque: map[string]bool{}, base: map[string]Base{}}, nil
+	o := &Overlay{lower: lower, upper: up, dir: upperDir,
+		whiteout: map[string]bool{}, opaque: map[string]bool{}, base: map[string]Base{}}
+	o.rootPerm.Store(0o755)
+	ctx := context.Background()
+	if info, err := lower.Lstat(ctx, vfs.Root); err == nil && info.Mode.IsDir() {
+		o.rootPerm.Store(uint32(info.Mode.Perm()))
+		o.rootTime = info.ModTime
+		_ = up.Chtimes(ctx, vfs.Root, time.Time{}, info.ModTime)
+	}
+	return o, nil
 }
+
+// RootTime is the lower root's modification time when the overlay was made
+// (zero if it could not be read): the root's time in the upper directory
+// until the process creates or removes an entry in it.
+func (o *Overlay) RootTime() time.Time { return o.rootTime }
 
 // UpperDir returns the host directory holding the changes.
 func (o *Overlay) UpperDir() string { return o.dir }
@@ -126,6 +150,9 @@ func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.I
 	p = p.Unresolved().WithoutDirMark()
 	if info, err := o.upper.Lstat(ctx, p); err == nil {
 		info.ID = upperID(info.ID)
+		if p.IsRoot() {
+			info.Mode = info.Mode&^fs.ModePerm | fs.FileMode(o.rootPerm.Load())
+		}
 		return true, ownerless(info), nil
 	} else if vfs.CodeOf(err) != vfs.CodeNotFound {
 		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
@@ -729,6 +756,12 @@ func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if p.IsRoot() {
+		// The upper directory stays private: the root's bits are shown, not
+		// set (a checkout's root mode is not synced back either).
+		o.rootPerm.Store(uint32(mode.Perm()))
+		return nil
+	}
 	if err := o.copyUp(ctx, p, false); err != nil {
 		return err
 	}

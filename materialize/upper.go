@@ -37,14 +37,17 @@ const StrategyUpper Strategy = "upper"
 // to be removed with it, as the layer records them). The bases play the
 // checkout manifest's part: each change is compared with its base to tell what
 // the sandbox changed, and the source with it to find conflicts, so a file the
-// host edited while the sandbox ran is a conflict, not overwritten.
+// host edited while the sandbox ran is a conflict, not overwritten. A base for
+// "." (a directory) gives the root's modification time when the layer started
+// (the upper's root must have had it then): a root whose time the sandbox
+// changed gets that time on the source, as a checkout's root does.
 //
 // A directory the layer copied up only to hold a change gets, in the upper,
 // its source's mode with the owner's rwx bits added; that is not a change. The
 // caller must have stopped every writer of upperDir (unmounted the layer):
-// OpenUpper does not copy it. Base paths must be valid (fs.ValidPath, not
-// "."): invalid_path otherwise. Nothing in upperDir is followed (see the
-// package doc).
+// OpenUpper does not copy it. Base paths must be valid (fs.ValidPath; "."
+// only for the root's directory base): invalid_path otherwise. Nothing in
+// upperDir is followed (see the package doc).
 func OpenUpper(ctx context.Context, src *dir.Dir, upperDir string, bases map[string]Entry) (*Tree, error) {
 	const op = "openupper"
 	if src == nil {
@@ -53,8 +56,19 @@ func OpenUpper(ctx context.Context, src *dir.Dir, upperDir string, bases map[str
 	if err := ctx.Err(); err != nil {
 		return nil, canceled(op, vfs.Root, err)
 	}
-	for p := range bases {
-		if !fs.ValidPath(p) || p == "." {
+	var rootTime time.Time
+	for p, b := range bases {
+		if p == "." {
+			// The root's: its time when the layer started, so a root whose
+			// entries the sandbox created and removed gets the time it left, as
+			// a checkout's does (see Tree.SyncBack).
+			if b.Type&fs.ModeType != fs.ModeDir {
+				return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the root's base is not a directory")
+			}
+			rootTime = b.ModTime
+			continue
+		}
+		if !fs.ValidPath(p) {
 			return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "a base names an invalid path")
 		}
 	}
@@ -79,6 +93,9 @@ func OpenUpper(ctx context.Context, src *dir.Dir, upperDir string, bases map[str
 	}
 	m := &Manifest{Entries: make(map[string]Entry, len(bases)), Created: time.Now(), stat: map[string]statKey{}}
 	for p, b := range bases {
+		if p == "." {
+			continue
+		}
 		e := Entry{Type: b.Type & fs.ModeType, Mode: b.Mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), ModTime: b.ModTime}
 		switch {
 		case e.IsRegular():
@@ -91,7 +108,7 @@ func OpenUpper(ctx context.Context, src *dir.Dir, upperDir string, bases map[str
 		}
 		m.Entries[p] = e
 	}
-	return &Tree{src: src, path: upperDir, rootFd: fd, strategy: StrategyUpper, created: true, manifest: m}, nil
+	return &Tree{src: src, path: upperDir, rootFd: fd, strategy: StrategyUpper, created: true, manifest: m, rootTime: rootTime}, nil
 }
 
 // upperDirMode is the mode to record for the source directory p whose mode

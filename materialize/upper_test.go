@@ -1,10 +1,12 @@
 package materialize_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
@@ -237,5 +239,69 @@ func TestOpenUpperDirMode(t *testing.T) {
 	k := kinds(cs)
 	if len(k) != 3 || k["ro/new"] != materialize.Added || k["other/new"] != materialize.Added || k["other"] != materialize.ModeChanged {
 		t.Errorf("diff %v", k)
+	}
+}
+
+// TestOpenUpperRootTime: the layer's root shows the source root's mode and time
+// while the upper directory stays private (a Chmod of the root is shown, not
+// applied to it); a root whose entries the sandbox created and removed gets the
+// time the sandbox left on the source at sync-back (as a checkout's root does:
+// go's test cache hashes a test's working directory), and only then.
+func TestOpenUpperRootTime(t *testing.T) {
+	l := newLazyLayer(t, map[string]string{"a.txt": "a"})
+	old := time.Now().Add(-time.Hour).Round(time.Second)
+	must(t, os.Chtimes(l.host, old, old))
+	must(t, os.Chmod(l.host, 0o750))
+	// A layer made after the source root got its time and mode.
+	must(t, l.ov.Close())
+	must(t, os.RemoveAll(l.upper))
+	must(t, os.Mkdir(l.upper, 0o700))
+	ov, err := fuseexport.NewOverlay(l.src.Backend(), l.upper)
+	must(t, err)
+	t.Cleanup(func() { ov.Close() })
+	l.ov = ov
+	l.view, _ = dir.New(ov)
+	if !ov.RootTime().Equal(old) {
+		t.Fatalf("RootTime %v, want the source root's %v", ov.RootTime(), old)
+	}
+	fi, err := l.view.Stat(ctx, ".")
+	must(t, err)
+	if fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(old) {
+		t.Errorf("the layer's root shows %v %v, want 0750 and %v", fi.Mode().Perm(), fi.ModTime(), old)
+	}
+	must(t, l.view.Chmod(ctx, ".", 0o755))
+	if fi, _ := l.view.Stat(ctx, "."); fi.Mode().Perm() != 0o755 {
+		t.Errorf("after Chmod the root shows %v", fi.Mode().Perm())
+	}
+	if st, _ := os.Stat(l.upper); st.Mode().Perm() != 0o700 {
+		t.Errorf("the upper directory's mode is %v; it must stay 0700", st.Mode().Perm())
+	}
+	// An entry made and removed in the root: the root's time moves.
+	must(t, l.view.WriteFile(ctx, "scratch", []byte("x"), 0o644))
+	must(t, l.view.Remove(ctx, "scratch"))
+	fi, err = l.view.Stat(ctx, ".")
+	must(t, err)
+	left := fi.ModTime()
+	if left.Equal(old) {
+		t.Fatal("creating and removing an entry left the root's time")
+	}
+	bases := l.entries()
+	bases["."] = materialize.Entry{Type: fs.ModeDir, ModTime: ov.RootTime()}
+	tr, err := materialize.OpenUpper(ctx, l.src, l.upper, bases)
+	must(t, err)
+	t.Cleanup(func() { tr.Close() })
+	if _, err := tr.SyncBack(ctx, materialize.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(l.host)
+	must(t, err)
+	if !st.ModTime().Equal(left) {
+		t.Errorf("the source root's time is %v, want the %v the sandbox left", st.ModTime(), left)
+	}
+	if st.Mode().Perm() != 0o750 {
+		t.Errorf("the source root's mode changed to %v (a root's mode is not synced)", st.Mode().Perm())
+	}
+	if _, err := materialize.OpenUpper(ctx, l.src, l.upper, map[string]materialize.Entry{".": {Type: 0}}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
+		t.Errorf("a file base for the root: %v; want invalid_path", err)
 	}
 }

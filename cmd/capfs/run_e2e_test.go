@@ -754,6 +754,21 @@ func TestRunGoTestCached(t *testing.T) {
 		t.Skip("go not found in PATH")
 	}
 	t.Parallel()
+	t.Run("checkout", func(t *testing.T) {
+		t.Parallel()
+		testRunGoTestCached(t, "0")
+	})
+	t.Run("lazy", func(t *testing.T) {
+		if err := lazyAvailable(); err != nil {
+			t.Skipf("lazy sandboxes need FUSE, not usable here: %v", err)
+		}
+		t.Parallel()
+		testRunGoTestCached(t, "1")
+	})
+}
+
+// testRunGoTestCached is TestRunGoTestCached with $CAPFS_RUN_LAZY set to lazy.
+func testRunGoTestCached(t *testing.T, lazy string) {
 	top := t.TempDir()
 	proj := filepath.Join(top, "m")
 	writeTree(t, proj, map[string]string{
@@ -797,8 +812,7 @@ func TestReadsAndScratches(t *testing.T) {
 		}
 	}
 	env, _ := stateEnv(t)
-	// The checkout (a lazy run's work tree is a FUSE mount, not this path).
-	env = append(env, "CAPFS_CACHE_DIR="+filepath.Join(top, "cache"), "CAPFS_RUN_LAZY=0")
+	env = append(env, "CAPFS_CACHE_DIR="+filepath.Join(top, "cache"), envRunLazy+"="+lazy)
 	first := runCapfsEnv(t, proj, env, "run", "--", "go", "test", "./...").want(t, 0)
 	if strings.Contains(first.stdout, "(cached)") {
 		t.Fatalf("the first run was cached already:\n%s", first.stdout)

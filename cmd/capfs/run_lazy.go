@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,6 +216,11 @@ func (lw *lazyWork) Finish(ctx context.Context, src *dir.Dir) (*materialize.Tree
 			}
 		}
 		entries[p] = materialize.Entry{Type: b.Type, Mode: b.Mode, Size: b.Size, ModTime: b.ModTime, Digest: b.Digest, Target: b.Target}
+	}
+	if rt := lw.ov.RootTime(); !rt.IsZero() {
+		// The root's time when the layer started: a root whose entries the
+		// command created and removed gets the time it left, as a checkout's.
+		entries["."] = materialize.Entry{Type: fs.ModeDir, ModTime: rt}
 	}
 	t, err := materialize.OpenUpper(ctx, src, lw.upper, entries)
 	if err != nil {
