@@ -264,10 +264,12 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if flags&syscall.O_EXCL != 0 {
 		flag |= os.O_EXCL
 		existed = false
-	} else if _, err := n.s.b.Lstat(ctx, p); vfs.CodeOf(err) == vfs.CodeNotFound {
+	} else if n.s.privileged {
 		// The kernel sends CREATE for a name it believes absent; a file
 		// made meanwhile through another route is opened, not given away.
-		existed = false
+		if _, err := n.s.b.Lstat(ctx, p); vfs.CodeOf(err) == vfs.CodeNotFound {
+			existed = false
+		}
 	}
 	f, err := n.s.b.OpenFile(ctx, p, flag, unixToMode(mode)&^fs.ModeType)
 	if err != nil {
