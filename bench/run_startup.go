@@ -261,6 +261,21 @@ func RunWorkloads() []RunWorkload {
 			Peer: func(fx *RunFixture) error { return fx.cachedTest(fx.CobraPeer, goTest...) },
 		},
 		{
+			// The same in lazy mode (the default where FUSE works).
+			Name: "second go test ./..., cobra, lazy", CapfsName: "capfs run --lazy -- go test", PeerName: "go test", Target: "≤ 1.3× peer",
+			Warm: func(fx *RunFixture) error {
+				if err := fx.command(fx.CobraPeer, goTest...); err != nil {
+					return err
+				}
+				return fx.command(fx.Cobra, append([]string{fx.Capfs, "run", "--lazy", "--"}, goTest...)...)
+			},
+			Capfs: func(fx *RunFixture) error {
+				return fx.cachedTest(fx.Cobra, append([]string{fx.Capfs, "run", "--lazy", "--"}, goTest...)...)
+			},
+			Peer:  func(fx *RunFixture) error { return fx.cachedTest(fx.CobraPeer, goTest...) },
+			Needs: lazyRunnable,
+		},
+		{
 			// The tests run every time (-count=1): what the build cache saves.
 			Name: "second go test -count=1 ./..., cobra", CapfsName: "capfs run -- go test -count=1", PeerName: "go test -count=1", Target: "≤ 1.3× peer",
 			Warm: func(fx *RunFixture) error {
