@@ -1,5 +1,6 @@
 // Package billyfs presents a capfs Dir as a go-billy v5 file system
-// (billy.Filesystem: Basic, TempFile, Dir, Symlink, Chroot, plus billy.Chmod),
+// (billy.Filesystem: Basic, TempFile, Dir, Symlink, Chroot, plus billy.Change:
+// Chmod, Chown, Lchown, Chtimes),
 // so libraries written against billy, go-git above all, work inside a
 // capability: a clone into memory scratch, a work tree on a physical Dir under
 // policy.
@@ -61,6 +62,7 @@ var (
 	_ billy.Filesystem = (*FS)(nil)
 	_ billy.Capable    = (*FS)(nil)
 	_ billy.Chmod      = (*FS)(nil)
+	_ billy.Change     = (*FS)(nil)
 )
 
 // New returns d as a billy.Filesystem whose root is d's root.
@@ -207,6 +209,17 @@ func (f *FS) Readlink(link string) (string, error) {
 // Chmod changes the permission bits of name (setuid and setgid are refused).
 func (f *FS) Chmod(name string, mode os.FileMode) error {
 	return pathErr("chmod", name, f.d.Chmod(bg, name, mode))
+}
+
+// Chown sets the numeric owner and group of name, following a symlink (-1
+// keeps one): Dir.Chown, not_supported where the backend keeps no owners.
+func (f *FS) Chown(name string, uid, gid int) error {
+	return pathErr("chown", name, f.d.Chown(bg, name, uid, gid))
+}
+
+// Lchown is Chown of name itself, a symlink not followed (Dir.Lchown).
+func (f *FS) Lchown(name string, uid, gid int) error {
+	return pathErr("lchown", name, f.d.Lchown(bg, name, uid, gid))
 }
 
 // Chtimes changes the access and modification times of name.

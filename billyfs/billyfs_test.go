@@ -7,14 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/util"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 )
 
@@ -163,4 +167,59 @@ func readAll(f billy.Filesystem, name string) (string, error) {
 	b := make([]byte, 100)
 	n, _ := fl.Read(b)
 	return string(b[:n]), nil
+}
+
+// TestChange: the billy.Change methods are the Dir's: Chtimes and Chmod act,
+// Chown and Lchown answer not_supported on a backend that keeps no owners
+// (memory) and, on the physical backend run as root, change the host file's
+// owner (skipped otherwise).
+func TestChange(t *testing.T) {
+	d, _ := dir.New(memory.New())
+	f := New(d)
+	if err := util.WriteFile(f, "x", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Unix(1_600_000_000, 0)
+	if err := f.Chtimes("x", when, when); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := f.Stat("x"); err != nil || !fi.ModTime().Equal(when) {
+		t.Errorf("Chtimes: %v, %v", fi, err)
+	}
+	if err := f.Chown("x", 1, 1); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Chown on memory: %v; want not supported", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("changing a file's owner needs root")
+	}
+	host := t.TempDir()
+	pb, err := physical.New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
+	pd, _ := dir.New(pb)
+	pf := New(pd)
+	if err := util.WriteFile(pf, "y", []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.Symlink("y", "ly"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.Chown("ly", 1234, 4321); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(host, "y"), &st); err != nil || st.Uid != 1234 || st.Gid != 4321 {
+		t.Errorf("Chown through a link: %+v, %v", st, err)
+	}
+	if err := pf.Lchown("ly", 99, 99); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Lstat(filepath.Join(host, "ly"), &st); err != nil || st.Uid != 99 {
+		t.Errorf("Lchown of the link: uid %d, %v", st.Uid, err)
+	}
+	if err := syscall.Stat(filepath.Join(host, "y"), &st); err != nil || st.Uid != 1234 {
+		t.Errorf("Lchown changed the target: uid %d, %v", st.Uid, err)
+	}
 }
