@@ -466,3 +466,34 @@ func TestRunLazyKeptThenSync(t *testing.T) {
 	}
 	leftovers(t, env, base)
 }
+
+// TestRunLazyCAS: a CAS snapshot mounts as a lazy work tree the way a git
+// revision does (issue 17): nothing is copied up front, the command reads the
+// snapshot's files, its outputs go to --out, and the snapshot itself stays as
+// it was (the same digest when saved again from a mount of it).
+func TestRunLazyCAS(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	proj, store, out := t.TempDir(), t.TempDir(), filepath.Join(t.TempDir(), "out")
+	writeTree(t, proj, map[string]string{"a.txt": "from the snapshot\n", "src/m.c": "int main(){return 0;}\n"})
+	env, base := stateEnv(t)
+	r := runCapfsEnv(t, proj, env, "--no-default-mounts", "-m", "p=physical:"+proj, "snapshot", "--store", store, "save", "v1", "p").want(t, 0)
+	fields := strings.Fields(r.stdout)
+	if len(fields) < 2 {
+		t.Fatalf("snapshot save printed %q", r.stdout)
+	}
+	digest := fields[1]
+	r = runCapfsEnv(t, proj, env, "--no-default-mounts", "-m", "w=cas:v1,store="+store, "run", "--lazy", "--work", "w", "--out", out, "--",
+		"sh", "-c", "cat a.txt src/m.c > built.txt; echo x > a.txt 2>/dev/null; true").want(t, 0)
+	if !strings.Contains(r.stderr, "work tree: lazy") {
+		t.Errorf("not a lazy run:\n%s", r.stderr)
+	}
+	if got := readFile(t, filepath.Join(out, "built.txt")); got != "from the snapshot\nint main(){return 0;}\n" {
+		t.Errorf("out/built.txt = %q", got)
+	}
+	r = runCapfsEnv(t, proj, env, "--no-default-mounts", "-m", "s=cas:v1,store="+store, "-m", "o=memory:", "snapshot", "--store", store, "save", "again", "s").want(t, 0)
+	if f := strings.Fields(r.stdout); len(f) < 2 || f[1] != digest {
+		t.Errorf("the snapshot changed: saved again as %q, was %s", r.stdout, digest)
+	}
+	leftovers(t, env, base)
+}
