@@ -432,8 +432,13 @@ func (s *Server) fillAttr(ino uint64, info vfs.Info, a *fuse.Attr) {
 		a.Nlink = uint32(info.Nlink)
 	}
 	// The Dir keeps no access time: atime is mtime. ctime is the backend's
-	// (the physical backend's st_ctim), else mtime.
+	// (the physical backend's st_ctim), else mtime. A backend that keeps no
+	// times (a CAS tree) shows the Unix epoch, as build systems' input trees
+	// do, not year 1 (which tools such as tar reject as implausible).
 	t, c := info.ModTime, info.ChangeTime
+	if t.IsZero() {
+		t = time.Unix(0, 0)
+	}
 	if c.IsZero() {
 		c = t
 	}
