@@ -67,6 +67,20 @@ func checkRef(ref string) (cas.Digest, bool, error) {
 	return cas.Digest{}, false, nil
 }
 
+// begin checks ref (a digest, or a snapshot name), chooses the name the
+// transfer saves (see target) and opens the local store, which the caller
+// closes.
+func (ro *casRemoteOptions) begin(co *casOptions, ref string) (d cas.Digest, isDigest bool, name string, st *cas.Store, err error) {
+	if d, isDigest, err = checkRef(ref); err != nil {
+		return
+	}
+	if name, err = ro.target(ref, isDigest); err != nil {
+		return
+	}
+	st, err = co.open()
+	return
+}
+
 func newCASPushCmd(co *casOptions) *cobra.Command {
 	ro := &casRemoteOptions{}
 	c := &cobra.Command{
@@ -82,15 +96,7 @@ tree, so "capfs cas pull NAME" on another machine finds it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			ref := args[0]
-			d, isDigest, err := checkRef(ref)
-			if err != nil {
-				return err
-			}
-			name, err := ro.target(ref, isDigest)
-			if err != nil {
-				return err
-			}
-			st, err := co.open()
+			d, isDigest, name, st, err := ro.begin(co, ref)
 			if err != nil {
 				return err
 			}
@@ -139,15 +145,7 @@ its grace period is over.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			ref := args[0]
-			d, isDigest, err := checkRef(ref)
-			if err != nil {
-				return err
-			}
-			name, err := ro.target(ref, isDigest)
-			if err != nil {
-				return err
-			}
-			st, err := co.open()
+			d, isDigest, name, st, err := ro.begin(co, ref)
 			if err != nil {
 				return err
 			}
