@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
-	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
@@ -21,17 +20,7 @@ func TestConformanceThroughMount(t *testing.T) {
 		New: func(t *testing.T) vfs.Backend {
 			d, _ := dir.New(memory.New())
 			mp, _ := mountT(t, d, Options{})
-			// The host-side backend is the probe, not the subject: it walks
-			// with the portable resolver, since openat2 fails a resolution
-			// that takes a link target's ".." with EAGAIN whenever a rename
-			// lands anywhere in the system meanwhile, which over FUSE (a
-			// round trip per link) on a loaded test run is every try.
-			b, err := physical.New(mp, physical.WithResolver(physical.ResolverPortable))
-			if err != nil {
-				t.Fatalf("physical.New on the mount: %v", err)
-			}
-			t.Cleanup(func() { b.Close() })
-			return b
+			return probeMount(t, mp)
 		},
 		RejectsEscapingSymlinks: true,
 		Skip: map[string]string{

@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
 )
 
 // mountT mounts d on a fresh directory for the length of t, or skips t when
@@ -25,4 +27,19 @@ func mountT(t testing.TB, d *dir.Dir, opts Options) (string, *Server) {
 		}
 	})
 	return mp, s
+}
+
+// probeMount is the host-side backend the conformance suites drive a mount
+// through. It is the probe, not the subject: it walks with the portable
+// resolver, since openat2 fails a resolution that takes a link target's ".."
+// with EAGAIN whenever a rename lands anywhere in the system meanwhile, which
+// over FUSE (a round trip per link) on a loaded test run is every try.
+func probeMount(t *testing.T, mp string) vfs.Backend {
+	t.Helper()
+	b, err := physical.New(mp, physical.WithResolver(physical.ResolverPortable))
+	if err != nil {
+		t.Fatalf("physical.New on the mount: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
