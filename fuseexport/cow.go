@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -891,3 +892,8 @@ func dedupeChanges(cs []Change) []Change {
 }
 
 var _ vfs.Backend = (*Overlay)(nil)
+
+// HostFd forwards to the upper file (see package hostfd): the upper is the
+// overlay's private directory, so its files are the ones a mount may hand
+// to the kernel (Options.Passthrough). A lower file never answers.
+func (f ovFile) HostFd(t hostfd.Token) (int, bool) { return hostfd.Of(f.File) }

@@ -12,7 +12,21 @@ import (
 // TestOverlayConformanceThroughMount runs vfstest through a kernel mount of an
 // Overlay (whose lower is a memory Dir), as a lazy sandbox serves it: the kernel
 // resolves symlinks, the overlay keeps the changes in its upper directory.
+//
+// It runs twice: as a mount serves every request, and with Passthrough (the
+// kernel reads and writes the upper files itself), which is how capfs run
+// mounts it.
 func TestOverlayConformanceThroughMount(t *testing.T) {
+	for _, pt := range []bool{false, true} {
+		name := "served"
+		if pt {
+			name = "passthrough"
+		}
+		t.Run(name, func(t *testing.T) { overlayConformance(t, Options{Passthrough: pt}) })
+	}
+}
+
+func overlayConformance(t *testing.T, opts Options) {
 	vfstest.TestBackend(t, vfstest.Config{
 		New: func(t *testing.T) vfs.Backend {
 			low, _ := dir.New(memory.New())
@@ -22,7 +36,7 @@ func TestOverlayConformanceThroughMount(t *testing.T) {
 			}
 			t.Cleanup(func() { ov.Close() })
 			d, _ := dir.New(ov)
-			mp, _ := mountT(t, d, Options{})
+			mp, _ := mountT(t, d, opts)
 			return probeMount(t, mp)
 		},
 		RejectsEscapingSymlinks: true,

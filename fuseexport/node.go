@@ -23,7 +23,8 @@ import (
 // path as it is now.
 type node struct {
 	gofs.Inode
-	s *Server
+	s  *Server
+	io ioState // open handles, with Options.Passthrough (guarded by s.ptMu)
 }
 
 var (
@@ -127,7 +128,7 @@ func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 }
 
 func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if h, ok := fh.(*handle); ok {
+	if h := asHandle(fh); h != nil {
 		info, err := h.f.Stat()
 		if err != nil {
 			return errnoOf(err, opRead)
@@ -161,7 +162,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if errno != 0 && fh == nil {
 		return errno
 	}
-	h, _ := fh.(*handle)
+	h := asHandle(fh)
 	isLink := n.StableAttr().Mode == syscall.S_IFLNK
 	uid, uok := in.GetUID()
 	gid, gok := in.GetGID()
@@ -245,8 +246,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, errnoOf(err, kindOfOpen(flags))
 	}
-	h := &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
-	return h, h.openFlags(), 0
+	return n.s.fileHandle(n, &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY})
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
@@ -285,8 +285,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	info.Name = name
 	ch := n.s.newChild(ctx, n, p, info, out)
-	h := &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
-	return ch, h, h.openFlags(), 0
+	fh, fflags, errno := n.s.fileHandle(ch.Operations().(*node), &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY})
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return ch, fh, fflags, 0
 }
 
 func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
@@ -517,6 +520,9 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 type handle struct {
 	f     vfs.File
 	write bool
+	srv   *Server // with Options.Passthrough
+	io    *node   // the node whose ioState counts this handle (Options.Passthrough)
+	pt    bool    // in passthrough
 }
 
 var (
@@ -549,6 +555,9 @@ func (h *handle) openFlags() uint32 {
 }
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h.srv != nil {
+		h.srv.served.Add(1)
+	}
 	n, err := h.f.ReadAt(dest, off)
 	if err != nil && err != io.EOF && n == 0 {
 		return nil, errnoOf(err, opRead)
@@ -557,6 +566,9 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.srv != nil {
+		h.srv.served.Add(1)
+	}
 	n, err := h.f.WriteAt(data, off)
 	if err != nil && n == 0 {
 		return 0, errnoOf(err, opWrite)
@@ -571,6 +583,9 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if h.io != nil {
+		h.io.s.released(h)
+	}
 	return errnoOf(h.f.Close(), opRead)
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,20 @@ type Options struct {
 
 	// Debug logs every FUSE request to stderr.
 	Debug bool
+
+	// Passthrough lets the kernel read and write directly the files a
+	// backend opened on the host with nothing to check per call: today the
+	// files of an Overlay's private upper directory (see package hostfd).
+	// Reads and writes of those files then cost no request to the server
+	// (FUSE passthrough, Linux 6.9 and later; the server needs
+	// CAP_SYS_ADMIN, and without it the option does nothing). The open is
+	// still one Dir call, decided and audited. What it gives up: a file
+	// already open is no longer stopped by revoking or write-locking the
+	// Dir (a checkout's files are not either), so set it only on a Dir
+	// nobody revokes while it is mounted, as capfs run's own layer. An open
+	// that would put one inode in two I/O modes, which the kernel refuses,
+	// fails with ESTALE (see fileHandle).
+	Passthrough bool
 }
 
 // Server is a Dir mounted on a host directory. It is safe for concurrent use.
@@ -79,6 +94,11 @@ type Server struct {
 	unmountMu sync.Mutex
 	unmounted bool
 	conn      string // the connection's name under /sys/fs/fuse/connections
+
+	ptMu   sync.Mutex   // guards every node's ioState
+	ptOnce sync.Once    // the passthrough probe
+	ptOn   atomic.Bool  // the kernel takes this mount's backing files
+	served atomic.Int64 // reads and writes of counted handles the server served (tests)
 }
 
 type invalidation struct {
