@@ -22,7 +22,7 @@ func TestOverlayConformanceThroughMount(t *testing.T) {
 		if pt {
 			name = "passthrough"
 		}
-		t.Run(name, func(t *testing.T) { overlayConformance(t, Options{Passthrough: pt}) })
+		t.Run(name, func(t *testing.T) { overlayConformance(t, Options{Passthrough: pt, ReadDirPlus: pt}) })
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
 )
 
 // passthroughMount mounts an Overlay of a memory Dir holding lower.txt with
@@ -145,5 +147,53 @@ func TestPassthroughLowerStaysServed(t *testing.T) {
 	}
 	if n != 0 {
 		t.Errorf("served %d reads and writes of a copied-up file with no other open, want 0", n)
+	}
+}
+
+// TestReadDirPlus: with ReadDirPlus, listing a directory and then stating
+// every entry sends the kernel's LOOKUP for none of them (without it, one
+// each), and an entry the policy hides (listed by name, as without
+// ReadDirPlus) stays unreachable: its lookup inside the listing fails, so
+// the kernel asks again, and is refused.
+func TestReadDirPlus(t *testing.T) {
+	for _, plus := range []bool{false, true} {
+		mem := memory.New()
+		seed, _ := dir.New(mem)
+		for _, name := range []string{"a.go", "b.go", "c.go", ".env", "sub/d.go"} {
+			_ = seed.MkdirAll(bg, filepath.Dir(name))
+			if err := seed.WriteFile(bg, name, []byte(name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, _ := dir.New(mem, dir.WithPolicy(policy.Defaults()))
+		mp, s := mountT(t, d, Options{ReadDirPlus: plus})
+		ents, err := os.ReadDir(mp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := s.lookups.Load()
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+			if e.Name() == ".env" {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(mp, e.Name())); err != nil {
+				t.Errorf("plus=%v: Lstat %s: %v", plus, e.Name(), err)
+			}
+		}
+		if got := strings.Join(names, " "); got != ".env a.go b.go c.go sub" {
+			t.Errorf("plus=%v: listing %q", plus, got)
+		}
+		if _, err := os.Lstat(filepath.Join(mp, ".env")); !os.IsNotExist(err) {
+			t.Errorf("plus=%v: hidden .env: %v", plus, err)
+		}
+		n := s.lookups.Load() - before
+		if plus && n != 1 { // .env's own lookup
+			t.Errorf("plus: %d LOOKUPs after the listing, want 1 (the hidden name's)", n)
+		}
+		if !plus && n < 5 {
+			t.Errorf("without plus: %d LOOKUPs after the listing, want one per entry and the hidden name", n)
+		}
 	}
 }

@@ -69,6 +69,14 @@ type Options struct {
 	// that would put one inode in two I/O modes, which the kernel refuses,
 	// fails with ESTALE (see fileHandle).
 	Passthrough bool
+
+	// ReadDirPlus answers a directory listing with each entry's attributes
+	// (READDIRPLUS, with the kernel's own choice of when: READDIRPLUS_AUTO),
+	// so a process that lists a directory and then opens or stats its
+	// entries (a build tool walking its sources) sends no lookup per entry.
+	// Each listed entry is looked up through the Dir as a LOOKUP would be:
+	// a listing of a large directory costs that many Dir calls.
+	ReadDirPlus bool
 }
 
 // Server is a Dir mounted on a host directory. It is safe for concurrent use.
@@ -95,10 +103,11 @@ type Server struct {
 	unmounted bool
 	conn      string // the connection's name under /sys/fs/fuse/connections
 
-	ptMu   sync.Mutex   // guards every node's ioState
-	ptOnce sync.Once    // the passthrough probe
-	ptOn   atomic.Bool  // the kernel takes this mount's backing files
-	served atomic.Int64 // reads and writes of counted handles the server served (tests)
+	ptMu    sync.Mutex   // guards every node's ioState
+	ptOnce  sync.Once    // the passthrough probe
+	ptOn    atomic.Bool  // the kernel takes this mount's backing files
+	served  atomic.Int64 // reads and writes of counted handles the server served (tests)
+	lookups atomic.Int64 // LOOKUP requests from the kernel (tests)
 }
 
 type invalidation struct {
@@ -224,13 +233,16 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		AllowOther:         opts.AllowOther,
 		Debug:              opts.Debug,
 		DisableXAttrs:      true,
-		DisableReadDirPlus: true,
+		DisableReadDirPlus: !opts.ReadDirPlus,
 		DirectMount:        os.Geteuid() == 0,
 		MaxWrite:           1 << 20,
 		ExtraCapabilities:  fuse.CAP_DIRECT_IO_ALLOW_MMAP,
 		// The kernel checks permission bits against the attributes we answer
 		// (uid, gid, mode), so a mode 0000 file is closed to everyone but root.
 		Options: []string{"default_permissions", "nosuid", "nodev"},
+	}
+	if opts.ReadDirPlus {
+		mo.ExtraCapabilities |= fuse.CAP_READDIRPLUS_AUTO
 	}
 	if readOnly {
 		mo.Options = append(mo.Options, "ro")
@@ -245,7 +257,7 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		GID:             s.gid,
 		RootStableAttr:  &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: rootIno},
 	}
-	raw := gofs.NewNodeFS(s.root, fopts)
+	raw := countingFS{RawFileSystem: gofs.NewNodeFS(s.root, fopts), lookups: &s.lookups}
 	srv, err := fuse.NewServer(raw, mountpoint, &fopts.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("fuseexport: mount %s: %w", mountpoint, err)
@@ -604,4 +616,16 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.unmountMu.Unlock()
 		return nil
 	}
+}
+
+// countingFS counts the kernel's LOOKUP requests (a listing with
+// attributes looks its entries up without one).
+type countingFS struct {
+	fuse.RawFileSystem
+	lookups *atomic.Int64
+}
+
+func (c countingFS) Lookup(cancel <-chan struct{}, header *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	c.lookups.Add(1)
+	return c.RawFileSystem.Lookup(cancel, header, name, out)
 }

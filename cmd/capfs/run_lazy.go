@@ -141,7 +141,7 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 		opts = append(opts, dir.WithHooks(h))
 	}
 	view, _ := dir.New(lw.ov, opts...)
-	lw.srv, err = fuseexport.Mount(mp, view, fuseexport.Options{AllowOther: os.Geteuid() == 0, Name: "capfs-lazy", Passthrough: true})
+	lw.srv, err = fuseexport.Mount(mp, view, fuseexport.Options{AllowOther: os.Geteuid() == 0, Name: "capfs-lazy", Passthrough: true, ReadDirPlus: true})
 	if err != nil {
 		lw.ov.Close()
 		return fail(fmt.Errorf("lazy work tree: %w", err))
