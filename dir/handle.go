@@ -250,6 +250,29 @@ func (h *Handle) stat() (vfs.Info, error) {
 	return info, nil
 }
 
+// OpenStat returns information on the open file as it was when opened, without a
+// call to the backend, where the backend recorded it at the open (the physical
+// backend does: it examines what it opens before opening it; see
+// vfs.OpenStater); ok is false otherwise, and on a revoked capability or a
+// closed Handle (then Stat reports why). A write since the open may have changed
+// the size and times, which Stat reports: a reader uses it to check the type
+// and size and to size its buffer, and still reads to the end. Its Name is that
+// of Stat.
+func (h *Handle) OpenStat() (info fs.FileInfo, ok bool) {
+	if h.closed.Load() || h.check("OpenStat", false) != nil {
+		return nil, false
+	}
+	i, ok := vfs.OpenStat(h.f)
+	if !ok {
+		return nil, false
+	}
+	i.Name = h.p.Base()
+	if h.p.IsRoot() {
+		i.Name = "."
+	}
+	return fileInfoOf(i), true
+}
+
 // Close closes the Handle. It works even after revocation; a second Close fails with
 // closed.
 func (h *Handle) Close() error {

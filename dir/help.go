@@ -142,8 +142,9 @@ STREAMING
       O_TRUNC, O_APPEND (any write flag on a read-only Dir: read_only). A file
       O_CREATE makes gets perm's permission and sticky bits; setuid and setgid
       are silently dropped. A Handle has Read, ReadAt, Write, WriteAt, Seek,
-      Truncate, Stat, Sync, ReadDir (for directories), Name and Close. Each call
-      re-checks revocation and read-only.
+      Truncate, Stat, OpenStat (the status at the open, where the backend
+      recorded it: no second stat), Sync, ReadDir (for directories), Name and
+      Close. Each call re-checks revocation and read-only.
       Example: h, _ := Open(ctx, "big.log", os.O_RDONLY, 0); defer h.Close()
 
 NARROWING (attenuation: one-way, chainable; the result keeps every restriction)

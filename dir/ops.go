@@ -74,9 +74,12 @@ func readAll(ctx context.Context, b vfs.Backend, p vfs.Path, max int64) ([]byte,
 }
 
 func readOpen(f vfs.File, p vfs.Path, max int64) ([]byte, error) {
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
+	info, ok := vfs.OpenStat(f) // the status the open checked: no fstat
+	if !ok {
+		var err error
+		if info, err = f.Stat(); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case info.Mode.IsDir():

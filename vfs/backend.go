@@ -294,3 +294,27 @@ type TypedFile interface {
 	File
 	Type() fs.FileMode
 }
+
+// OpenStater is implemented by Files that recorded the status of the object they
+// opened at the moment they opened it (the physical backend examines what a path
+// reaches with fstat before opening it, so that a FIFO or device is never opened).
+// OpenStat returns that status and true, without a system call; false when the
+// File recorded none (then call Stat). The status is that of the very object open,
+// as it was at the open: a write since may have changed its size and times, which
+// Stat reports. Its Name is the name the File was opened by. A reader uses it to
+// check the type and a size limit and to size its buffer before the first read;
+// it must still read to the end (a short read), not trust the size.
+//
+// Wrappers of a File forward it (vfs.ReadOnly does); use the function OpenStat.
+type OpenStater interface {
+	OpenStat() (Info, bool)
+}
+
+// OpenStat returns the status f recorded at its open when f is an OpenStater
+// that has one, else false.
+func OpenStat(f File) (Info, bool) {
+	if s, ok := f.(OpenStater); ok {
+		return s.OpenStat()
+	}
+	return Info{}, false
+}

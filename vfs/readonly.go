@@ -166,6 +166,9 @@ func (f *readOnlyFile) deny(op string) error {
 
 func (f *readOnlyFile) Write(b []byte) (int, error) { return 0, f.deny("write") }
 
+// OpenStat forwards to the wrapped File (see vfs.OpenStater).
+func (f *readOnlyFile) OpenStat() (Info, bool) { return OpenStat(f.File) }
+
 func (f *readOnlyFile) WriteAt(b []byte, off int64) (int, error) { return 0, f.deny("write") }
 
 func (f *readOnlyFile) Truncate(size int64) error { return f.deny("truncate") }

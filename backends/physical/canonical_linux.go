@@ -466,7 +466,7 @@ func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locati
 			if err != nil {
 				return nil, loc, wrap(op, p, err)
 			}
-			return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false), loc, nil
+			return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false).withOpenStat(&st), loc, nil
 		}
 		if err != errNotObject {
 			f.leave()

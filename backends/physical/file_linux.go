@@ -41,9 +41,32 @@ type file struct {
 	read    bool  // opened for reading
 	write   bool  // opened for writing
 	append  bool  // O_APPEND
+
+	opened    unix.Stat_t // the status checked at the open (OpenStat), when hasOpened
+	hasOpened bool
 }
 
-var _ vfs.TypedFile = (*file)(nil)
+var (
+	_ vfs.TypedFile  = (*file)(nil)
+	_ vfs.OpenStater = (*file)(nil)
+)
+
+// withOpenStat records st, the status of the object h opened as the open checked
+// it, for OpenStat, and returns h.
+func (h *file) withOpenStat(st *unix.Stat_t) *file {
+	h.opened, h.hasOpened = *st, true
+	return h
+}
+
+// OpenStat returns the status of the object as the open checked it (vfs.OpenStater),
+// without a system call: the fstat of its O_PATH handle before the reopen, or of
+// the descriptor right after a checked open. Files opened for writing record none.
+func (h *file) OpenStat() (vfs.Info, bool) {
+	if !h.hasOpened {
+		return vfs.Info{}, false
+	}
+	return infoOf(&h.opened, h.name, h.rootDev), true
+}
 
 // newFile wraps fd, which it owns from then on, opened with flag, of type typ;
 // nonblock says fd carries O_NONBLOCK.

@@ -458,7 +458,7 @@ func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) 
 		if err != nil {
 			return nil, err
 		}
-		return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false), nil
+		return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false).withOpenStat(&st), nil
 	}
 	fd, err := f.openChecked(ctx, root, p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, true, func(st *unix.Stat_t) error {
 		if st == nil {
@@ -538,7 +538,11 @@ func (f *FS) finishOpen(fd int, p vfs.Path, st *unix.Stat_t, flag int) (*file, e
 		unix.Close(fd)
 		return nil, err
 	}
-	return f.newFile(fd, p, flag, fileMode(st.Mode).Type(), true), nil
+	h := f.newFile(fd, p, flag, fileMode(st.Mode).Type(), true)
+	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		h.withOpenStat(st)
+	}
+	return h, nil
 }
 
 // openWrite opens p with a write mode, O_CREATE or O_TRUNC. The kernel never sees

@@ -287,6 +287,9 @@ func (f *checkedFile) Truncate(size int64) error {
 
 func (f *checkedFile) Sync() error { return f.checkErr("Sync", f.f.Sync(), false) }
 
+// OpenStat forwards to the wrapped File (vfs.OpenStater).
+func (f *checkedFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(f.f) }
+
 func (c *checked) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
 	loc, err := c.b.Resolve(ctx, p, follow)
 	if err == nil && !loc.Path.IsResolved() {

@@ -27,6 +27,9 @@
 //     would, ".." in targets physical), its errors, agreement with
 //     vfs.ResolveBackend, and the Resolved mark: a Resolved path with a symlink
 //     on it makes every call fail with conflict and change nothing.
+//   - OpenStat: where the backend's Files record their status at the open
+//     (vfs.OpenStater), that it is what Stat reported then, for OpenFile and
+//     vfs.ResolveOpen, and that it stays so when the file changes.
 //   - Errors: every error code a backend must produce, each a *vfs.Error (not
 //     wrapped) with the caller's path, an Op, the io/fs sentinel, and no host path;
 //     every call on a closed File fails with closed.
@@ -110,6 +113,7 @@ func TestBackend(t *testing.T, cfg Config) {
 	t.Run("Sub", func(t *testing.T) { testSub(t, cfg) })
 	t.Run("Resolve", func(t *testing.T) { testResolve(t, cfg) })
 	t.Run("ReadDirInfo", func(t *testing.T) { testDirInfo(t, cfg) })
+	t.Run("OpenStat", func(t *testing.T) { testOpenStat(t, cfg) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, cfg) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, cfg) })
 }
