@@ -19,7 +19,13 @@
 //     RENAME_EXCHANGE are passed on; RENAME_WHITEOUT is EINVAL), readlink one
 //     Readlink, readdir one Dir.Walk that does not descend (plus a Readlink per
 //     symlink listed), setattr the Chmod, Chtimes or truncating open it asks
-//     for. Readdirplus is off, so listing a directory never stats its entries.
+//     for. Readdirplus is off unless Options.ReadDirPlus: then a listing also
+//     looks up each entry it returns (one Lstat each, as a lookup), so a
+//     process that stats or opens the entries next sends no lookup. With
+//     Options.Passthrough, a file a backend opened on the host with nothing
+//     to check per call (an Overlay's upper file) is read and written by the
+//     kernel itself: its open is still one Dir call, its reads and writes are
+//     none (see Options.Passthrough for what that gives up).
 //     Nothing is read ahead or copied. Names longer than 255 bytes are
 //     ENAMETOOLONG, and so is a path longer than PATH_MAX (4096 bytes) from the
 //     exported root (a Dir holds no longer path).
