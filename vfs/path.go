@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"math/bits"
 	"strings"
 )
 
@@ -109,10 +110,92 @@ const (
 	scanBadByte        // contains NUL or backslash
 )
 
-// scan classifies s in one pass: scanBadByte if it holds a NUL or backslash,
-// scanClean if it is already a clean relative path with no trailing slash and no
-// over-long component, scanDirty otherwise.
+// scan classifies s (non-empty) in one pass: scanBadByte if it holds a NUL or
+// backslash, scanClean if it is already a clean relative path with no trailing
+// slash and no over-long component, scanDirty otherwise. Most paths are clean and
+// are recognized eight bytes at a time (cleanWords); the rest take scanBytes.
 func scan(s string) int {
+	if cleanWords(s) {
+		return scanClean
+	}
+	return scanBytes(s)
+}
+
+// SWAR constants: a byte's low bits, and every byte's low seven bits.
+const (
+	swarLo   = 0x0101010101010101
+	swarLow7 = 0x7f7f7f7f7f7f7f7f
+)
+
+// bytesEq returns the high bit of every byte of x that equals c, and nothing
+// else (exact: no borrow runs from one byte into the next).
+func bytesEq(x uint64, c byte) uint64 {
+	t := x ^ (swarLo * uint64(c))
+	return ^((t&swarLow7 + swarLow7) | t | swarLow7)
+}
+
+// cleanWords reports whether s (non-empty) is certainly a clean relative path
+// (scanBytes would say scanClean), eight bytes at a time. It says false for
+// anything else, and also, conservatively, for some clean paths: a segment
+// starting with "." (".git", "a/.b") or longer than 247 bytes; scanBytes then
+// decides.
+func cleanWords(s string) bool {
+	n := len(s)
+	if s[n-1] == '/' {
+		return false // a trailing slash (an empty last segment)
+	}
+	// starts carries the mark of a segment starting at the next word's first
+	// byte: the string's start begins one.
+	starts := uint64(0x80)
+	last := -1 // index of the last '/' so far
+	for i := 0; i < n; i += 8 {
+		var x uint64
+		switch rem := n - i; {
+		case rem >= 8:
+			x = load64(s[i : i+8])
+		case n >= 8:
+			// The tail, as the end of the last eight bytes, padded above
+			// with 'a', which is none of the bytes looked for.
+			x = load64(s[n-8:])>>(8*uint(8-rem)) | 0x6161616161616161<<(8*uint(rem))
+		default:
+			x = 0x6161616161616161
+			for k, c := range []byte(s) {
+				x = x&^(0xff<<(8*uint(k))) | uint64(c)<<(8*uint(k))
+			}
+		}
+		if bytesEq(x, 0)|bytesEq(x, '\\') != 0 {
+			return false
+		}
+		slash := bytesEq(x, '/')
+		first := starts | slash<<8 // bytes that begin a segment
+		// An empty segment ("//", a leading "/") or one starting with '.'.
+		if first&(slash|bytesEq(x, '.')) != 0 {
+			return false
+		}
+		starts = slash >> 56
+		if slash == 0 {
+			if i+8-last-1 > MaxNameLen {
+				return false
+			}
+			continue
+		}
+		if i+int(uint(bits.TrailingZeros64(slash))>>3)-last-1 > MaxNameLen {
+			return false
+		}
+		last = i + 7 - int(uint(bits.LeadingZeros64(slash))>>3)
+	}
+	return n-last-1 <= MaxNameLen
+}
+
+// load64 returns the first eight bytes of w, little-endian, in one load.
+func load64(w string) uint64 {
+	w = w[:8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+// scanBytes is scan, a byte at a time.
+func scanBytes(s string) int {
 	result := scanClean
 	if s[0] == '/' || s[len(s)-1] == '/' {
 		result = scanDirty
