@@ -110,7 +110,7 @@ func charges(m *FS) (structure, data int64) {
 				structure += DirCharge
 				walk(c)
 			case fs.ModeSymlink:
-				structure += NodeCharge + int64(len(c.target))
+				structure += NodeCharge + int64(len(c.target()))
 			default:
 				structure += NodeCharge
 				c.mu.RLock()

@@ -29,6 +29,7 @@
 //     readers-writer lock (lookups run in parallel); file contents have a lock per
 //     inode, so reads and writes of different files do not contend; Stat reads an
 //     inode's metadata without locking it, yet always sees one consistent state.
+//     StatFileInfo's answer is such a state, immutable once returned.
 //   - A path with no symlink to follow resolves by a direct walk of the tree, to the
 //     answer vfs.Resolve would give; lookups of deep paths are memoized (valid until
 //     the next change to any directory's entries), and directory listings are
@@ -68,9 +69,11 @@
 // set both. What the quota charges is the data structures' measured size, not the
 // Go allocator's: an allocation is rounded up to its size class (at most an eighth
 // more for a file up to 32 KiB, less than 8 KiB more for a larger one), a file
-// being reallocated briefly holds its old and new copies, and the store keeps a
-// fixed-size cache of resolved paths (at most 1024 paths). Handles, Subs and open
-// listings are the caller's, not charged.
+// being reallocated briefly holds its old and new copies, the store keeps a
+// fixed-size cache of resolved paths (at most 1024 paths), and a node once
+// asked for its status through StatFileInfo keeps the last one (64 bytes, plus
+// its name when longer than 24 bytes). Handles, Subs and open listings are the
+// caller's, not charged.
 package memory
 
 import (
@@ -206,25 +209,51 @@ func (f *FS) stat(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.
 	// defer the compiler keeps the results in registers (about a tenth of a flat
 	// Stat).
 	f.st.mu.RLock()
-	r, err := f.lookup(ctx, p, follow, op)
-	if err != nil || !r.Found {
+	n, name, err := f.statNode(ctx, p, follow, op)
+	if err != nil {
 		f.st.mu.RUnlock()
-		if err == nil {
-			err = vfs.NewError(vfs.CodeNotFound, op, p, "")
-		}
 		return vfs.Info{}, err
 	}
-	// The entry's own name is p's last component unless a final symlink was
-	// followed (Info is named by the path given, as os.Stat does).
+	i := n.info(name)
+	f.st.mu.RUnlock()
+	return i, nil
+}
+
+// statNode finds the node a Stat (follow) or Lstat of p reports on, and the name
+// its Info carries: p's last component, whether or not a final symlink was
+// followed (Info is named by the path given, as os.Stat does), "." for the root.
+// The caller holds store.mu for reading.
+func (f *FS) statNode(ctx context.Context, p vfs.Path, follow bool, op string) (*node, string, error) {
+	var r vfs.Resolution[*node]
+	var err error
+	if !deep(p.Raw()) {
+		// The common case, answered in registers (lookup, without its cache).
+		if _, n, name, ok := walkTo(f.root, p, follow); ok {
+			switch {
+			case n == nil:
+				return nil, "", vfs.NewError(vfs.CodeNotFound, op, p, "")
+			case name == "":
+				name = "."
+			}
+			return n, name, nil
+		}
+		r, err = vfs.Resolve[*node](ctx, tree{}, f.root, p, follow, op)
+	} else {
+		r, err = f.lookup(ctx, p, follow, op)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if !r.Found {
+		return nil, "", vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
 	name := r.Name
 	if r.Followed {
 		name = p.Base()
 	} else if name == "" {
 		name = "."
 	}
-	i := r.Node.info(name)
-	f.st.mu.RUnlock()
-	return i, nil
+	return r.Node, name, nil
 }
 
 // ReadDir lists directory p sorted by name. The listing is cached per directory
@@ -550,7 +579,8 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	now := f.st.now()
 	n := f.st.newNode(fs.ModeSymlink, fs.ModePerm, now)
 	// A copy: the target may share memory with a much larger string.
-	n.target = strings.Clone(target)
+	t := strings.Clone(target)
+	n.link = &t
 	n.size.Store(int64(len(target)))
 	f.st.addEntry(r.Parent, r.Name, n, now)
 	return nil
@@ -589,7 +619,7 @@ func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	if r.Node.typ != fs.ModeSymlink {
 		return "", vfs.NewError(vfs.CodeInvalidPath, op, p, "not a symlink")
 	}
-	return r.Node.target, nil
+	return r.Node.target(), nil
 }
 
 // Link creates newp as another name for oldp, neither end followed (linking a

@@ -52,10 +52,10 @@ type store struct {
 func (s *store) now() time.Time { return s.clock().Round(0) }
 
 // Charges, in bytes, besides file capacity and symlink targets (see WithQuota).
-// They are measured costs rounded up: a node is 128 bytes, a directory adds its
-// dirInfo and map header (about 110 bytes), and an entry costs its map slot at the
-// worst load factor, its line in the listing cache and its name's allocation
-// (about 60 + 24 + len(name) bytes).
+// They are measured costs rounded up: a node is 128 bytes (a symlink's target
+// string header adds 16), a directory adds its dirInfo and map header (about 110
+// bytes), and an entry costs its map slot at the worst load factor, its line in
+// the listing cache and its name's allocation (about 60 + 24 + len(name) bytes).
 const (
 	// NodeCharge is charged for every file and symlink node.
 	NodeCharge = 160
@@ -76,7 +76,7 @@ func nodeCharge(n *node) int64 {
 	case fs.ModeDir:
 		return DirCharge
 	case fs.ModeSymlink:
-		return NodeCharge + int64(len(n.target))
+		return NodeCharge + int64(len(n.target()))
 	}
 	return NodeCharge
 }
@@ -142,12 +142,14 @@ type node struct {
 	msec  atomic.Int64 // modification time: Unix seconds
 	id    uint64       // immutable
 	dir   *dirInfo     // immutable: directories only
-	freed bool         // guarded by mu: the node's charges were given back (see releaseIfUnused)
-	_     [7]byte      // start mu on the second line
+	// status is the fs.FileInfo the node last reported (see fileInfo): any
+	// snapshot of some past state, checked against the current one before use.
+	status atomic.Pointer[fileInfo]
 
-	mu     sync.RWMutex // guards data and dir.entries, and serializes metadata writers
-	data   []byte       // regular file contents; cap(data) is charged to the quota
-	target string       // immutable: symlink target
+	mu    sync.RWMutex // guards data and dir.entries, and serializes metadata writers
+	data  []byte       // regular file contents; cap(data) is charged to the quota
+	link  *string      // immutable: symlinks only, the target (see target)
+	freed bool         // guarded by mu: the node's charges were given back (see releaseIfUnused)
 }
 
 // dirInfo is the part of a node only directories have.
@@ -203,7 +205,17 @@ func (tree) Lookup(dir *node, name string) (*node, bool, error) {
 
 func (tree) Type(n *node) fs.FileMode { return n.typ }
 
-func (tree) Target(n *node) (string, error) { return n.target, nil }
+func (tree) Target(n *node) (string, error) { return n.target(), nil }
+
+// target returns a symlink's target ("" for other nodes). The target lives
+// outside the node, so that the node's two cache lines hold what the hot paths
+// touch; symlinks are rare.
+func (n *node) target() string {
+	if n.link == nil {
+		return ""
+	}
+	return *n.link
+}
 
 // info describes n under the name name. It takes no lock.
 func (n *node) info(name string) vfs.Info {

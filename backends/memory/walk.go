@@ -19,9 +19,17 @@ const walkMax = 63
 // which decides every such case and reports its errors. When walk does answer, its
 // Resolution is the one vfs.Resolve would return. The caller holds store.mu.
 func walk(root *node, p vfs.Path, follow bool) (vfs.Resolution[*node], bool) {
+	parent, n, name, ok := walkTo(root, p, follow)
+	return vfs.Resolution[*node]{Parent: parent, Name: name, Node: n, Found: n != nil}, ok
+}
+
+// walkTo is walk's answer in parts, held in registers: the parent directory, the
+// node (nil when the final entry is missing) and its name ("" for the root), or
+// ok false where walk falls back. The hot paths (stat) call it directly.
+func walkTo(root *node, p vfs.Path, follow bool) (parent, n *node, name string, ok bool) {
 	rest := p.Raw()
 	if rest == "" {
-		return vfs.Resolution[*node]{Parent: root, Node: root, Found: true}, true
+		return root, root, "", true
 	}
 	mustDir := p.MustBeDir()
 	dir := root
@@ -31,24 +39,24 @@ func walk(root *node, p vfs.Path, follow bool) (vfs.Resolution[*node], bool) {
 			i++
 		}
 		seg, more := rest[:i], i < len(rest)
-		child, ok := dir.dir.children[seg]
+		child, found := dir.dir.children[seg]
 		if !more {
 			switch {
-			case !ok:
-				return vfs.Resolution[*node]{Parent: dir, Name: seg}, true
+			case !found:
+				return dir, nil, seg, true
 			case child.typ == fs.ModeSymlink:
 				if follow || mustDir {
-					return vfs.Resolution[*node]{}, false
+					return nil, nil, "", false
 				}
 			case child.typ != fs.ModeDir && mustDir:
-				return vfs.Resolution[*node]{}, false
+				return nil, nil, "", false
 			}
-			return vfs.Resolution[*node]{Parent: dir, Name: seg, Node: child, Found: true}, true
+			return dir, child, seg, true
 		}
-		if !ok || child.typ != fs.ModeDir {
-			return vfs.Resolution[*node]{}, false
+		if !found || child.typ != fs.ModeDir {
+			return nil, nil, "", false
 		}
 		dir, rest = child, rest[i+1:]
 	}
-	return vfs.Resolution[*node]{}, false
+	return nil, nil, "", false
 }
