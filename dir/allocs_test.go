@@ -13,9 +13,10 @@ import (
 
 // TestDefaultPathAllocs pins what the enforcement path costs with the default
 // options, in allocations beyond those of the same work on the backend alone
-// (whose own count is not this package's business): nothing for the checks, one
-// fs.FileInfo for a Stat, one Handle for an Open, three slices for a ReadDir of any
-// size.
+// (whose own count is not this package's business): nothing for the checks,
+// nothing for a Stat (the memory backend hands out the status it keeps; other
+// backends' Stat costs one fs.FileInfo), one Handle for an Open, three slices for
+// a ReadDir of any size.
 func TestDefaultPathAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under -race")
@@ -64,22 +65,22 @@ func TestDefaultPathAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"Stat", 1, func() {
+		{"Stat", 0, func() {
 			if _, err := root.Stat(bg, "a/b/f"); err != nil {
 				t.Fatal(err)
 			}
 		}, backendStat},
-		{"Stat through a Sub", 1, func() {
+		{"Stat through a Sub", 0, func() {
 			if _, err := sub.Stat(bg, "b/f"); err != nil {
 				t.Fatal(err)
 			}
 		}, backendStat},
-		{"Stat through a read-only Child", 1, func() {
+		{"Stat through a read-only Child", 0, func() {
 			if _, err := child.Dir().ReadOnly().Stat(bg, "b/f"); err != nil {
 				t.Fatal(err)
 			}
 		}, backendStat},
-		{"File.Stat of a Revocable File under a Child", 1, func() {
+		{"File.Stat of a Revocable File under a Child", 0, func() {
 			if _, err := deep.Stat(bg); err != nil {
 				t.Fatal(err)
 			}

@@ -101,21 +101,14 @@ func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.Fi
 		c.fol = followNone
 	}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		var err error
-		info := c.info
-		switch {
-		case c.haveInfo:
+		if c.haveInfo {
 			// The resolution that the decision was made on stat'ed it.
-		case follow:
-			info, err = d.s.b.Stat(ctx, c.rp)
-		default:
-			info, err = d.s.b.Lstat(ctx, c.rp)
+			fi = named(c.info, c.p)
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-		fi = named(info, c.p)
-		return nil
+		var err error
+		fi, err = statAs(ctx, d.s.b, c.rp, follow, c.p)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -336,12 +329,45 @@ func (d *Dir) Chtimes(ctx context.Context, path string, atime, mtime time.Time) 
 
 // named returns info as an fs.FileInfo named after the last element of p.
 func named(info vfs.Info, p vfs.Path) fs.FileInfo {
-	if p.IsRoot() {
-		info.Name = "."
-	} else {
-		info.Name = p.Base()
-	}
+	info.Name = baseName(p)
 	return fileInfoOf(info)
+}
+
+// baseName is the name a status of p carries: its last element, "." for the root.
+func baseName(p vfs.Path) string {
+	if p.IsRoot() {
+		return "."
+	}
+	return p.Base()
+}
+
+// statAs returns the status of p on b, following a final symlink if follow, as
+// an fs.FileInfo named after the last element of name.
+func statAs(ctx context.Context, b vfs.Backend, p vfs.Path, follow bool, name vfs.Path) (fs.FileInfo, error) {
+	if s, ok := b.(fileInfoStater); ok {
+		return s.StatFileInfo(ctx, p, follow, baseName(name))
+	}
+	var info vfs.Info
+	var err error
+	if follow {
+		info, err = b.Stat(ctx, p)
+	} else {
+		info, err = b.Lstat(ctx, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return named(info, name), nil
+}
+
+// fileInfoStater is a backend that answers Stat (follow) and Lstat with an
+// fs.FileInfo named name, showing what named would make of its Info (the
+// fs.FileInfo fields and nothing else), with the same errors: the memory
+// backend, whose answer is an immutable status it keeps and hands out again
+// while nothing it shows changes, so that a Stat through a Dir allocates
+// nothing.
+type fileInfoStater interface {
+	StatFileInfo(ctx context.Context, p vfs.Path, follow bool, name string) (fs.FileInfo, error)
 }
 
 // fileInfo is the fs.FileInfo the capabilities return: the fields fs.FileInfo

@@ -133,7 +133,10 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context) e
 		if c.op.Writes() && (s.ro || st&lockedBit != 0) {
 			return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
 		}
-		return s.address(c, fn(ctx))
+		if err := fn(ctx); err != nil {
+			return s.address(c, err)
+		}
+		return nil
 	}
 	return s.runFull(ctx, c, fn)
 }

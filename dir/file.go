@@ -200,12 +200,9 @@ func (f *File) Append(ctx context.Context, b []byte) error {
 func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	err := f.do(ctx, policy.OpStat, "Stat", -1, func(ctx context.Context, p vfs.Path) error {
-		info, err := f.s.b.Stat(ctx, p)
-		if err != nil {
-			return err
-		}
-		fi = named(info, f.leaf)
-		return nil
+		var err error
+		fi, err = statAs(ctx, f.s.b, p, true, f.leaf)
+		return err
 	})
 	if err != nil {
 		return nil, err
