@@ -34,8 +34,11 @@
 //     Options.IgnoreAbove down to the root when it is set; .git/info/exclude,
 //     the global excludes file and .ignore/.rgignore are not consulted, and
 //     they apply whether or not the tree is a git work tree (rg requires one).
-//   - A file that changes while it is read is searched as it was read; one
-//     that grows after its Stat is searched up to the size Stat reported.
+//   - A file that changes while it is read is searched as it was read, to the
+//     end its reads found (grown or shrunk since its open checked its size);
+//     one that grew past Options.MaxFileSize is skipped as too large.
+//   - A binary file larger than 64 KiB is read only up to its first 64 KiB
+//     (enough to see the NUL byte that makes it binary).
 //   - Case-insensitive matching follows Go's regexp (?i), i.e. Unicode simple
 //     case folding.
 package search
@@ -70,7 +73,7 @@ type Mode int
 
 const (
 	// FilesWithMatches reports each file with a match, once (grep -l); the file
-	// is read only up to its first match.
+	// is searched only up to its first match.
 	FilesWithMatches Mode = iota
 	// Content reports the matching lines, with context lines (grep -n).
 	Content
@@ -238,18 +241,29 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &searcher{d: d, opts: opts, m: m, root: root, base: splitNames(root),
-		order: make(chan *slot, 1024), work: make(chan *slot, 256), sem: make(chan struct{}, 8)}
+		order: make(chan *batch, 256), work: make(chan *batch, 64), loadq: make(chan *node, maxAhead)}
 	var wg sync.WaitGroup
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		s.loaders.Add(1)
+		go s.loader(ctx)
+	}
 	for range opts.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w := &worker{s: s}
-			for sl := range s.work {
-				if ctx.Err() == nil {
-					w.search(ctx, sl)
+			defer w.release()
+			for b := range s.work {
+				for i := range b.slots {
+					sl := &b.slots[i]
+					if ctx.Err() != nil {
+						break
+					}
+					if sl.skip == nil && sl.fatal == nil {
+						w.search(ctx, sl)
+					}
 				}
-				close(sl.done)
+				close(b.done)
 			}
 		}()
 	}
@@ -260,9 +274,10 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		defer close(s.work)
 		if !info.IsDir() {
 			s.file(ctx, root)
+		} else if !s.walk(ctx, &node{p: root, inherit: s.ignoresAbove(ctx)}) {
 			return
 		}
-		s.walk(ctx, &node{p: root, inherit: s.ignoresAbove(ctx)})
+		s.flush(ctx)
 	}()
 	// However the search ends, stop the walk, the workers and the directory
 	// loads, and wait for them: no Dir call of this search runs after Search
@@ -274,45 +289,48 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 	}()
 
 	results := 0
-	for sl := range s.order {
-		<-sl.done
-		if sl.fatal != nil {
-			return sum, sl.fatal
-		}
-		if sl.skip != nil {
-			sum.Skipped = append(sum.Skipped, *sl.skip)
-			continue
-		}
-		if sl.binary {
-			sum.Binary++
-			continue
-		}
-		if !sl.searched {
-			continue
-		}
-		sum.Searched++
-		if sl.file == nil {
-			continue
-		}
-		f := sl.file
-		if opts.Limit > 0 {
-			if opts.Mode == Content {
-				if left := opts.Limit - results; f.Count > left {
-					cutAt(f, left)
-				}
-				results += f.Count
-			} else {
-				results++
+	for b := range s.order {
+		<-b.done
+		for i := range b.slots {
+			sl := &b.slots[i]
+			if sl.fatal != nil {
+				return sum, sl.fatal
 			}
-		}
-		sum.Matched++
-		if err := emit(f); err != nil {
-			return sum, err
-		}
-		if opts.Limit > 0 && results >= opts.Limit {
-			sum.Truncated = true
-			cancel()
-			break
+			if sl.skip != nil {
+				sum.Skipped = append(sum.Skipped, *sl.skip)
+				continue
+			}
+			if sl.binary {
+				sum.Binary++
+				continue
+			}
+			if !sl.searched {
+				continue
+			}
+			sum.Searched++
+			if sl.file == nil {
+				continue
+			}
+			f := sl.file
+			if opts.Limit > 0 {
+				if opts.Mode == Content {
+					if left := opts.Limit - results; f.Count > left {
+						cutAt(f, left)
+					}
+					results += f.Count
+				} else {
+					results++
+				}
+			}
+			sum.Matched++
+			if err := emit(f); err != nil {
+				return sum, err
+			}
+			if opts.Limit > 0 && results >= opts.Limit {
+				sum.Truncated = true
+				cancel()
+				return sum, nil
+			}
 		}
 	}
 	if sum.Truncated {
@@ -354,11 +372,23 @@ func join(dirPath, name string) string {
 	return dirPath + "/" + name
 }
 
+// batch is a run of consecutive slots of the ordered output, searched by one
+// worker: handing files to workers and results back one at a time would cost
+// a goroutine switch or two per file. done is closed once every slot is final.
+type batch struct {
+	slots []slot
+	done  chan struct{}
+}
+
+// batchSize is how many files the walk hands a worker at once. The walk hands
+// over a shorter batch before it waits for a directory listing, so the
+// workers never wait on a batch the walk is not filling.
+const batchSize = 16
+
 // slot is one entry of the ordered output: a file to search, or a skip found
-// by the walk. done is closed once it is final.
+// by the walk (skip or fatal set).
 type slot struct {
 	path     string // the path from the Dir given to Search, opened through it
-	done     chan struct{}
 	searched bool
 	binary   bool
 	file     *File
@@ -372,16 +402,18 @@ type searcher struct {
 	m       *matcher
 	root    string
 	base    []string       // root's names from the Dir's root (the domain of .gitignore patterns starts there)
-	order   chan *slot     // every slot, in walk order
-	work    chan *slot     // the slots to search
-	sem     chan struct{}  // bounds concurrent directory loads ahead of the walk
-	ahead   atomic.Int64   // nodes loading or loaded and not yet walked
-	loaders sync.WaitGroup // the goroutines loading nodes
+	order   chan *batch    // every batch, in walk order
+	work    chan *batch    // the batches to search
+	cur     *batch         // the batch the walk is filling
+	loadq   chan *node     // the directories to load ahead of the walk
+	ahead   atomic.Int64   // nodes queued, loading or loaded and not yet walked
+	loaders sync.WaitGroup // the goroutines loading nodes (loader)
 }
 
 // node is one directory of the walk, with its entries, the .gitignore
 // patterns in force in it, and its subdirectories' nodes. Nodes are loaded
-// ahead of the walk, in parallel (a crawl bounded by sem and maxAhead), and
+// ahead of the walk, in parallel (by a few loader goroutines, at most maxAhead
+// ahead), and
 // consumed by the walk in depth-first order. Directories and files are named
 // by their path from the Dir given to Search: each call on it resolves that
 // path afresh, beneath the Dir, and is decided on what it reaches. (A Dir
@@ -403,28 +435,37 @@ type node struct {
 // maxAhead bounds the directories loaded ahead of the walk.
 const maxAhead = 4096
 
-// newNode returns the node of directory name of parent, loading it in the
-// background when a slot is free and not too much is loaded ahead already.
-func (s *searcher) newNode(ctx context.Context, p string, rel []string, inherit []gitignore.Pattern) *node {
+// newNode returns the node of directory p, queued to be loaded in the
+// background unless too much is loaded ahead already (then the walk loads it
+// when it gets there).
+func (s *searcher) newNode(p string, rel []string, inherit []gitignore.Pattern) *node {
 	n := &node{p: p, rel: rel, inherit: inherit}
-	if s.ahead.Load() < maxAhead {
-		s.ahead.Add(1)
+	if s.ahead.Add(1) <= maxAhead {
 		n.done = make(chan struct{})
-		s.loaders.Add(1)
-		go func() {
-			defer s.loaders.Done()
-			defer close(n.done)
-			select {
-			case s.sem <- struct{}{}:
-			case <-ctx.Done():
-				n.err = ctx.Err()
-				return
-			}
-			n.load(ctx, s)
-			<-s.sem
-		}()
+		s.loadq <- n // never blocks: it holds maxAhead nodes
+	} else {
+		s.ahead.Add(-1)
 	}
 	return n
+}
+
+// loader loads the queued nodes until the search ends. Nodes still queued then
+// are never loaded (the walk stops waiting for them: see wait).
+func (s *searcher) loader(ctx context.Context) {
+	defer s.loaders.Done()
+	for {
+		select {
+		case n := <-s.loadq:
+			if ctx.Err() == nil {
+				n.load(ctx, s)
+			} else {
+				n.err = ctx.Err()
+			}
+			close(n.done)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // load reads the directory's entries and its .gitignore, and starts its
@@ -450,44 +491,77 @@ func (n *node) load(ctx context.Context, s *searcher) {
 	for _, e := range n.ents {
 		if e.IsDir() && s.keep(e, n.rel, n.ignores) {
 			name := e.Name()
-			n.kids = append(n.kids, s.newNode(ctx, join(n.p, name), append(n.rel[:len(n.rel):len(n.rel)], name), n.ignores))
+			n.kids = append(n.kids, s.newNode(join(n.p, name), append(n.rel[:len(n.rel):len(n.rel)], name), n.ignores))
 		}
 	}
 }
 
-// wait returns once n is loaded (loading it now if nobody did).
-func (n *node) wait(ctx context.Context, s *searcher) {
+// ready reports whether n is loaded (without waiting).
+func (n *node) ready() bool {
 	if n.done == nil {
-		n.load(ctx, s)
-		return
+		return false
 	}
-	<-n.done
-	s.ahead.Add(-1)
+	select {
+	case <-n.done:
+		return true
+	default:
+		return false
+	}
 }
 
-// put queues a slot in order (and for searching if work); false if the search
-// is over.
-func (s *searcher) put(ctx context.Context, sl *slot, work bool) bool {
+// wait returns once n is loaded (loading it now if it was not queued), with
+// the error of its load, or that of the search once it is over.
+func (n *node) wait(ctx context.Context, s *searcher) error {
+	if n.done == nil {
+		n.load(ctx, s)
+		return n.err
+	}
 	select {
-	case s.order <- sl:
+	case <-n.done:
+		s.ahead.Add(-1)
+		return n.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// add appends a slot to the batch being filled, handing the batch over when
+// it is full; false if the search is over.
+func (s *searcher) add(ctx context.Context, sl slot) bool {
+	if s.cur == nil {
+		s.cur = &batch{slots: make([]slot, 0, batchSize), done: make(chan struct{})}
+	}
+	s.cur.slots = append(s.cur.slots, sl)
+	if len(s.cur.slots) == batchSize {
+		return s.flush(ctx)
+	}
+	return true
+}
+
+// flush hands the batch being filled, if any, to the output and the workers;
+// false if the search is over.
+func (s *searcher) flush(ctx context.Context) bool {
+	b := s.cur
+	if b == nil {
+		return ctx.Err() == nil
+	}
+	s.cur = nil
+	select {
+	case s.order <- b:
 	case <-ctx.Done():
 		return false
 	}
-	if !work {
-		close(sl.done)
-		return true
-	}
 	select {
-	case s.work <- sl:
+	case s.work <- b:
 		return true
 	case <-ctx.Done():
-		close(sl.done)
+		close(b.done)
 		return false
 	}
 }
 
 func (s *searcher) file(ctx context.Context, p string) bool {
-	return s.put(ctx, &slot{path: p, done: make(chan struct{})}, true)
+	return s.add(ctx, slot{path: p})
 }
 
 func (s *searcher) skip(ctx context.Context, p string, err error) bool {
@@ -496,21 +570,25 @@ func (s *searcher) skip(ctx context.Context, p string, err error) bool {
 		return false
 	}
 	if code == vfs.CodeRevoked || code == vfs.CodeCanceled {
-		s.put(ctx, &slot{path: p, done: make(chan struct{}), fatal: err}, false)
+		if s.add(ctx, slot{path: p, fatal: err}) {
+			s.flush(ctx)
+		}
 		return false
 	}
 	reason := SkipUnreadable
 	if code == vfs.CodePermission {
 		reason = SkipDenied
 	}
-	return s.put(ctx, &slot{path: p, done: make(chan struct{}), skip: &Skip{Path: p, Reason: reason, Err: err}}, false)
+	return s.add(ctx, slot{path: p, skip: &Skip{Path: p, Reason: reason, Err: err}})
 }
 
 // walk walks the directory of node n, depth first, queueing its files.
 func (s *searcher) walk(ctx context.Context, n *node) bool {
-	n.wait(ctx, s)
-	if n.err != nil {
-		return s.skip(ctx, n.p, n.err)
+	if !n.ready() && !s.flush(ctx) {
+		return false
+	}
+	if err := n.wait(ctx, s); err != nil {
+		return s.skip(ctx, n.p, err)
 	}
 	next := 0
 	for _, e := range n.ents {
@@ -658,6 +736,26 @@ type worker struct {
 	lower []byte
 }
 
+// bufs keeps the read buffers of finished searches for the next (a search
+// would otherwise grow a buffer per worker from nothing each time).
+var bufs sync.Pool
+
+// keepBuf is the largest buffer bufs keeps: one that grew for a larger file is
+// left to the garbage collector.
+const keepBuf = 4 << 20
+
+// minBuf is the size of a worker's first buffer.
+const minBuf = 64 << 10
+
+// release gives the worker's read buffer back to bufs.
+func (w *worker) release() {
+	if c := cap(w.buf); c >= minBuf && c <= keepBuf {
+		b := w.buf[:c]
+		bufs.Put(&b)
+	}
+	w.buf = nil
+}
+
 func (w *worker) search(ctx context.Context, sl *slot) {
 	s := w.s
 	fail := func(err error) {
@@ -679,10 +777,13 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 		return
 	}
 	defer h.Close()
-	info, err := h.Stat()
-	if err != nil {
-		fail(err)
-		return
+	// The status the open checked (no fstat), else Stat's.
+	info, ok := h.OpenStat()
+	if !ok {
+		if info, err = h.Stat(); err != nil {
+			fail(err)
+			return
+		}
 	}
 	if !info.Mode().IsRegular() {
 		return
@@ -692,45 +793,19 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: size}
 		return
 	}
-	// Read the whole file into the reused buffer: as many bytes as Stat
-	// reported (a file of size 0, such as some special files report, is read to
-	// EOF).
-	want := int(size) + 1
-	if cap(w.buf) < want {
-		w.buf = make([]byte, want+want/4+4096)
-	}
-	buf := w.buf[:cap(w.buf)]
-	n := 0
-	for {
-		if n == len(buf) {
-			if int64(n) > s.opts.MaxFileSize {
-				sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: int64(n)}
-				return
-			}
-			nb := make([]byte, 2*len(buf))
-			copy(nb, buf[:n])
-			w.buf, buf = nb, nb
-		}
-		k, err := h.Read(buf[n:])
-		n += k
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			fail(err)
-			return
-		}
-		if k == 0 || (size > 0 && int64(n) >= size) {
-			// As large as Stat said: the file is searched as it was then,
-			// without a read to see EOF.
-			break
-		}
-	}
-	data := buf[:n]
-	if int64(n) > s.opts.MaxFileSize {
+	n, binary, err := w.read(h, size, s.opts.Custom == nil)
+	switch {
+	case err != nil:
+		fail(err)
+		return
+	case int64(n) > s.opts.MaxFileSize:
 		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: int64(n)}
 		return
+	case binary:
+		sl.binary = true
+		return
 	}
+	data := w.buf[:n]
 	if s.opts.Custom != nil {
 		sl.searched = true
 		if v, ok := s.opts.Custom(sl.path, data); ok {
@@ -738,12 +813,84 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 		}
 		return
 	}
-	if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
-		sl.binary = true
-		return
-	}
 	sl.searched = true
 	sl.file = w.scan(sl.path, data)
+}
+
+// firstChunk is how much of a file larger than it is read before the rest,
+// when binary files are not searched: a NUL byte in its first binarySniff
+// bytes ends the read there.
+const firstChunk = 64 << 10
+
+// read reads the file open as h, of the given size at its open, into w.buf and
+// returns how many bytes it read: the whole file, or more than MaxFileSize
+// bytes of it when it is larger, or, with sniff, the first bytes of a binary
+// file (binary true: a NUL byte in its first binarySniff bytes).
+//
+// It asks for one byte more than size, so a file still of that size is read with
+// one read: a read that returns less than asked for, once size bytes are in, is
+// taken as the end of the file (for a regular file it is: the kernel fills a read
+// up to the end), and one that fills the buffer means the file grew, so it reads
+// on to the end. A file that reports size 0 (as special files do) is read until
+// a read returns nothing. With sniff, a file larger than firstChunk is read
+// first up to firstChunk bytes and looked at for a NUL byte.
+func (w *worker) read(h io.Reader, size int64, sniff bool) (n int, binary bool, err error) {
+	limit := w.s.opts.MaxFileSize
+	if w.buf == nil {
+		if b, ok := bufs.Get().(*[]byte); ok {
+			w.buf = *b
+		}
+	}
+	sniffAt := -1 // the offset at which the first bytes are looked at for a NUL
+	want := int(size) + 1
+	if sniff {
+		sniffAt = binarySniff
+		if size > firstChunk {
+			sniffAt, want = firstChunk, firstChunk
+		}
+	}
+	w.grow(0, want)
+	for {
+		if n == len(w.buf) {
+			if int64(n) > limit {
+				return n, false, nil
+			}
+			w.grow(n, 2*n)
+		}
+		end := len(w.buf)
+		if sniffAt > n && size > firstChunk {
+			end = sniffAt
+		}
+		asked := end - n
+		k, err := h.Read(w.buf[n:end])
+		n += k
+		if err != nil && err != io.EOF {
+			return n, false, err
+		}
+		eof := err == io.EOF || k == 0 || (k < asked && size > 0 && int64(n) >= size)
+		if sniffAt >= 0 && (n >= sniffAt || eof) {
+			if bytes.IndexByte(w.buf[:min(n, binarySniff)], 0) >= 0 {
+				return n, true, nil
+			}
+			sniffAt = -1
+			w.grow(n, int(size)+1) // the rest of a large file
+		}
+		if eof {
+			return n, false, nil
+		}
+	}
+}
+
+// grow makes w.buf (its whole capacity, as its length) hold at least want
+// bytes, keeping its first n.
+func (w *worker) grow(n, want int) {
+	if cap(w.buf) >= want {
+		w.buf = w.buf[:cap(w.buf)]
+		return
+	}
+	nb := make([]byte, max(want+want/4, minBuf))
+	copy(nb, w.buf[:n])
+	w.buf = nb
 }
 
 // scan finds the matching lines of data.

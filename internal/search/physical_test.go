@@ -1,0 +1,144 @@
+package search_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/search"
+	"github.com/capfs/capfs/policy"
+)
+
+// physicalTree writes files under a new temporary directory and returns a Dir
+// over it through the physical backend, whose Files report their status at
+// the open (the engine's read path without a Stat), and the directory.
+func physicalTree(t *testing.T, files map[string]string) (*dir.Dir, string) {
+	t.Helper()
+	root := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := physical.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	d, _ := dir.New(b, dir.WithPolicy(policy.Defaults()))
+	return d, root
+}
+
+// TestPhysicalAgainstReference runs the reference comparison over the
+// physical backend with files around the engine's read boundaries: empty, one
+// byte, just under and over binarySniff (8000) and the first chunk (64 KiB),
+// large files with matches on either side of those offsets and a line that
+// spans them, and NUL bytes just inside and just past the first 8000 bytes of
+// a large file.
+func TestPhysicalAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	line := func() string {
+		words := []string{"foo", "bar", "func New", "Needle", "x", "kelvin", "ſ", "needle"}
+		var b strings.Builder
+		for range 1 + rng.IntN(6) {
+			b.WriteString(words[rng.IntN(len(words))])
+			b.WriteByte(' ')
+		}
+		if rng.IntN(8) == 0 {
+			b.WriteByte('\r')
+		}
+		b.WriteByte('\n')
+		return b.String()
+	}
+	fill := func(size int) string {
+		var b strings.Builder
+		for b.Len() < size {
+			b.WriteString(line())
+		}
+		return b.String()[:size]
+	}
+	files := map[string]string{"empty": "", "one": "x", "nl": "\n"}
+	for i, size := range []int{7999, 8000, 8001, 65535, 65536, 65537, 140000} {
+		files[fmt.Sprintf("s/%d.txt", i)] = fill(size)
+	}
+	long := fill(70000)
+	files["long/spans"] = long[:60000] + strings.Repeat("y", 10000) + "needle" + long[60000:]
+	nul := fill(100000)
+	files["bin/early"] = nul[:7999] + "\x00" + nul[8000:]
+	files["bin/late"] = nul[:8000] + "\x00" + nul[8001:]
+	files["bin/small"] = "needle\x00\n"
+	d, _ := physicalTree(t, files)
+	for _, pat := range []string{"needle", "func New", `func New\b`, `bar \r?$`, "y+needle", "kelvin|Needle"} {
+		for _, ic := range []bool{false, true} {
+			for _, mode := range []search.Mode{search.FilesWithMatches, search.Count, search.Content} {
+				expr := pat
+				if ic {
+					expr = "(?i)" + pat
+				}
+				want := reference(files, regexp.MustCompile(expr), mode, 1, 1)
+				before, after := 0, 0
+				if mode == search.Content {
+					before, after = 1, 1
+				}
+				got, sum := run(t, d, ".", search.Options{Pattern: pat, IgnoreCase: ic, Mode: mode, Before: before, After: after})
+				if g := render(got, mode); g != want {
+					t.Fatalf("pattern %q ic=%v mode=%d:\ngot:\n%.3000s\nwant:\n%.3000s", pat, ic, mode, g, want)
+				}
+				if sum.Binary != 2 {
+					t.Errorf("pattern %q: %d binary files, want 2 (bin/early, bin/small)", pat, sum.Binary)
+				}
+			}
+		}
+	}
+}
+
+// TestPhysicalSpecialFiles checks that a FIFO met by the walk is neither
+// opened nor reported, over the physical backend: the search ends (a FIFO
+// opened for reading would block it) and finds the regular file beside it.
+func TestPhysicalSpecialFiles(t *testing.T) {
+	d, hp := physicalTree(t, map[string]string{"a/file": "needle\n"})
+	if err := syscall.Mkfifo(filepath.Join(hp, "a", "fifo"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	got, sum := run(t, d, ".", search.Options{Pattern: "needle", Mode: search.FilesWithMatches})
+	if len(got) != 1 || got[0].Path != "a/file" || sum.Searched != 1 {
+		t.Fatalf("got %v, searched %d; want a/file alone", got, sum.Searched)
+	}
+	// Named as the root, the FIFO is not searched either.
+	got, sum = run(t, d, "a/fifo", search.Options{Pattern: "needle"})
+	if len(got) != 0 || sum.Searched != 0 {
+		t.Fatalf("a FIFO as the root: got %v, searched %d", got, sum.Searched)
+	}
+}
+
+// TestFilesWithMatchesStopsAtFirst checks that FilesWithMatches and Count
+// report what Content finds, and that FilesWithMatches reports one match and
+// no lines per file (its scan ends at the first match).
+func TestFilesWithMatchesStopsAtFirst(t *testing.T) {
+	files := map[string]string{"a": strings.Repeat("needle\n", 1000), "b": "no\n", "c/d": "x\nneedle needle\n"}
+	d := tree(t, files)
+	fw, _ := run(t, d, ".", search.Options{Pattern: "needle", Mode: search.FilesWithMatches})
+	cnt, _ := run(t, d, ".", search.Options{Pattern: "needle", Mode: search.Count})
+	if len(fw) != 2 || len(cnt) != 2 {
+		t.Fatalf("files %d, counts %d; want 2 each", len(fw), len(cnt))
+	}
+	for i, f := range fw {
+		if f.Path != cnt[i].Path || f.Count != 1 || len(f.Lines) != 0 {
+			t.Errorf("files_with_matches %d: %q count %d, %d lines; count mode %q", i, f.Path, f.Count, len(f.Lines), cnt[i].Path)
+		}
+	}
+	if cnt[0].Count != 1000 || cnt[1].Count != 1 {
+		t.Errorf("counts %d, %d; want 1000, 1", cnt[0].Count, cnt[1].Count)
+	}
+}
