@@ -113,7 +113,7 @@ func TestReadBinarySniff(t *testing.T) {
 		t.Errorf("NUL at %d of a large file: binary %v, %d bytes (err %v); want text, all %d", binarySniff, binary, n, err, len(late))
 	}
 	f = &scripted{data: small}
-	if n, binary, _ = w.read(f, int64(len(small)), true); !binary || f.reads != 1 {
+	if _, binary, _ = w.read(f, int64(len(small)), true); !binary || f.reads != 1 {
 		t.Errorf("small binary file: binary %v after %d Reads", binary, f.reads)
 	}
 	f = &scripted{data: early}
