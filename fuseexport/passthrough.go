@@ -83,8 +83,11 @@ func (s *Server) fileHandle(n *node, h *handle) (gofs.FileHandle, uint32, syscal
 		io.dev, io.ino = st.Dev, st.Ino
 		h.io, h.pt = n, true
 		// No FOPEN_DIRECT_IO: the kernel serves a direct-I/O open through
-		// the server even when it passes the file through.
-		return &ptHandle{handle: h, fd: fd}, flags &^ fuse.FOPEN_DIRECT_IO, 0
+		// the server even when it passes the file through. FOPEN_NOFLUSH:
+		// the mount's page cache holds nothing of a passthrough file (its
+		// pages are the backing file's), so a FLUSH at close would wait
+		// for nothing.
+		return &ptHandle{handle: h, fd: fd}, flags&^fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH, 0
 	case io.pt > 0:
 		_ = h.f.Close()
 		return nil, 0, syscall.ESTALE
