@@ -24,14 +24,17 @@ const (
 	FUSENative       = "native directory (os)"
 	FUSEMount        = "capfs FUSE mount (Dir over physical)"
 	FUSEMountDefault = "capfs FUSE mount (Dir, default policy, over physical)"
+	FUSEMountPT      = "capfs FUSE mount (Dir over physical, passthrough + readdirplus)"
 )
 
 // FUSEImpls returns the implementations of the FUSE comparison (issue 17): plain
 // os on the host directory, and plain os on a capfs FUSE mount serving a Dir over
-// the physical backend on that directory, without and with policy.Defaults().
-// Each New mounts afresh on a new mount point; Close unmounts.
+// the physical backend on that directory, without and with policy.Defaults(),
+// and with the options a lazy run mounts its layer with (Passthrough: the
+// kernel reads and writes the host files itself; ReadDirPlus). Each New
+// mounts afresh on a new mount point; Close unmounts.
 func FUSEImpls() []HostImpl {
-	mount := func(opts ...dir.Option) func(root string) (HostTarget, error) {
+	mount := func(fo fuseexport.Options, opts ...dir.Option) func(root string) (HostTarget, error) {
 		return func(root string) (HostTarget, error) {
 			pb, err := physical.New(root)
 			if err != nil {
@@ -43,7 +46,7 @@ func FUSEImpls() []HostImpl {
 				return nil, err
 			}
 			d, _ := dir.New(pb, opts...)
-			s, err := fuseexport.Mount(mp, d, fuseexport.Options{})
+			s, err := fuseexport.Mount(mp, d, fo)
 			if err != nil {
 				pb.Close()
 				os.Remove(mp)
@@ -54,8 +57,9 @@ func FUSEImpls() []HostImpl {
 	}
 	return []HostImpl{
 		{Name: FUSENative, New: func(root string) (HostTarget, error) { return osTarget{root: root}, nil }},
-		{Name: FUSEMount, New: mount()},
-		{Name: FUSEMountDefault, New: mount(dir.WithPolicy(policy.Defaults()))},
+		{Name: FUSEMount, New: mount(fuseexport.Options{})},
+		{Name: FUSEMountDefault, New: mount(fuseexport.Options{}, dir.WithPolicy(policy.Defaults()))},
+		{Name: FUSEMountPT, New: mount(fuseexport.Options{Passthrough: true, ReadDirPlus: true})},
 	}
 }
 
