@@ -1,0 +1,55 @@
+package fuseexport
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
+)
+
+// BenchmarkOverlayOpenRead measures what a lazy run's server does for one
+// open+read+close of a source file (no kernel involved): the layer's Dir
+// (default policy) over the Overlay over the work Dir (default policy) over
+// the physical backend, against the work Dir alone.
+func BenchmarkOverlayOpenRead(b *testing.B) {
+	root := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a/b"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a/b/c.go"), make([]byte, 4096), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	pb, err := physical.New(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pb.Close()
+	work, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
+	ov, err := NewOverlay(work.Backend(), b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ov.Close()
+	view, _ := dir.New(ov, dir.WithPolicy(policy.Defaults()))
+	buf := make([]byte, 8192)
+	for _, c := range []struct {
+		name string
+		d    *dir.Dir
+	}{{"work-dir", work}, {"lazy-layer", view}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				h, err := c.d.Open(bg, "a/b/c.go", os.O_RDONLY, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.ReadAt(buf, 0); err != nil && err.Error() != "EOF" {
+					b.Fatal(err)
+				}
+				h.Close()
+			}
+		})
+	}
+}
