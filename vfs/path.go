@@ -50,8 +50,12 @@ func ParseGuest(s string) (Path, error) {
 	if len(s) > MaxPathLen {
 		return Path{}, &Error{Code: CodeInvalidPath, Op: "parse", Path: truncate(s), msg: "path too long"}
 	}
-	// One pass decides the common case: an already clean relative path.
-	switch scan(s) {
+	// The common case, an already clean relative path, is recognized eight bytes
+	// at a time; one pass over the bytes decides the rest.
+	if cleanWords(s) {
+		return Path{p: s}, nil
+	}
+	switch scanBytes(s) {
 	case scanClean:
 		return Path{p: s}, nil
 	case scanBadByte:
@@ -109,17 +113,6 @@ const (
 	scanDirty          // valid bytes, but needs cleaning (or has an over-long component)
 	scanBadByte        // contains NUL or backslash
 )
-
-// scan classifies s (non-empty) in one pass: scanBadByte if it holds a NUL or
-// backslash, scanClean if it is already a clean relative path with no trailing
-// slash and no over-long component, scanDirty otherwise. Most paths are clean and
-// are recognized eight bytes at a time (cleanWords); the rest take scanBytes.
-func scan(s string) int {
-	if cleanWords(s) {
-		return scanClean
-	}
-	return scanBytes(s)
-}
 
 // SWAR constants: a byte's low bits, and every byte's low seven bits.
 const (
@@ -194,7 +187,9 @@ func load64(w string) uint64 {
 		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 }
 
-// scanBytes is scan, a byte at a time.
+// scanBytes classifies s (non-empty) in one pass, a byte at a time: scanBadByte
+// if it holds a NUL or backslash, scanClean if it is already a clean relative
+// path with no trailing slash and no over-long component, scanDirty otherwise.
 func scanBytes(s string) int {
 	result := scanClean
 	if s[0] == '/' || s[len(s)-1] == '/' {
