@@ -219,6 +219,13 @@ func (n *node) target() string {
 
 // info describes n under the name name. It takes no lock.
 func (n *node) info(name string) vfs.Info {
+	var i vfs.Info
+	n.infoTo(&i, name)
+	return i
+}
+
+// infoTo is info, written to *i (whose other fields it leaves alone).
+func (n *node) infoTo(i *vfs.Info, name string) {
 	for spins := 0; ; spins++ {
 		s := n.seq.Load()
 		if s&1 == 0 {
@@ -227,14 +234,10 @@ func (n *node) info(name string) vfs.Info {
 			size := n.size.Load()
 			sec, nsec := n.msec.Load(), n.mnsec.Load()
 			if n.seq.Load() == s {
-				return vfs.Info{
-					Name:    name,
-					Size:    size,
-					Mode:    n.typ | perm,
-					ModTime: time.Unix(sec, int64(nsec)),
-					Nlink:   int(nlink),
-					ID:      n.id,
-				}
+				i.Name, i.Size, i.Mode = name, size, n.typ|perm
+				i.ModTime = time.Unix(sec, int64(nsec))
+				i.Nlink, i.ID = int(nlink), n.id
+				return
 			}
 		}
 		if spins > 3 {

@@ -76,8 +76,9 @@ func (n *node) fileInfo(name string) *fileInfo {
 	}
 }
 
-// StatFileInfo is Stat (follow) or Lstat as an fs.FileInfo named name rather
-// than p's last element: the same lookup, the same errors (Op "stat" or
+// StatFileInfo is Stat (follow) or Lstat as an fs.FileInfo named name, or when
+// name is "" by p's last element ("." for the root) as Stat's Info is: the same
+// lookup, the same errors (Op "stat" or
 // "lstat"), and a result that is the same snapshot Stat's Info would give
 // (Name, Size, Mode, ModTime; Sys is nil). The result is immutable and may be
 // shared: while nothing it shows changes, repeated calls return the same value
@@ -92,10 +93,13 @@ func (f *FS) StatFileInfo(ctx context.Context, p vfs.Path, follow bool, name str
 		return nil, canceled(op, p, err)
 	}
 	f.st.mu.RLock()
-	n, _, err := f.statNode(ctx, p, follow, op)
+	n, base, err := f.statNode(ctx, p, follow, op)
 	if err != nil {
 		f.st.mu.RUnlock()
 		return nil, err
+	}
+	if name == "" {
+		name = base
 	}
 	i := n.fileInfo(name)
 	f.st.mu.RUnlock()
