@@ -345,8 +345,18 @@ func baseName(p vfs.Path) string {
 // an fs.FileInfo named after the last element of name.
 func statAs(ctx context.Context, b vfs.Backend, p vfs.Path, follow bool, name vfs.Path) (fs.FileInfo, error) {
 	if s, ok := b.(fileInfoStater); ok {
-		return s.StatFileInfo(ctx, p, follow, baseName(name))
+		as := "" // the backend's own name for p: its last element
+		if p.Raw() != name.Raw() {
+			as = baseName(name)
+		}
+		return s.StatFileInfo(ctx, p, follow, as)
 	}
+	return statInfoAs(ctx, b, p, follow, name)
+}
+
+// statInfoAs is statAs through the backend's Stat or Lstat (apart, so that the
+// Info it builds does not weigh on the frame of statAs's common case).
+func statInfoAs(ctx context.Context, b vfs.Backend, p vfs.Path, follow bool, name vfs.Path) (fs.FileInfo, error) {
 	var info vfs.Info
 	var err error
 	if follow {
@@ -361,7 +371,8 @@ func statAs(ctx context.Context, b vfs.Backend, p vfs.Path, follow bool, name vf
 }
 
 // fileInfoStater is a backend that answers Stat (follow) and Lstat with an
-// fs.FileInfo named name, showing what named would make of its Info (the
+// fs.FileInfo named name ("" meaning p's last element, "." for the root, as
+// Stat names it), showing what named would make of its Info (the
 // fs.FileInfo fields and nothing else), with the same errors: the memory
 // backend, whose answer is an immutable status it keeps and hands out again
 // while nothing it shows changes, so that a Stat through a Dir allocates

@@ -411,42 +411,43 @@ func (s *scope) resolveCall(ctx context.Context, c *call) error {
 // allowAllRule is the rule the default policy names in its decisions.
 var allowAllRule = defaultPolicy.Decide(context.Background(), &policy.Request{}).Rule
 
-// parse fills c.p and c.q (step 2).
+// parse fills c.p and c.q (step 2), and c.rp and c.rq with the same paths.
 func (s *scope) parse(c *call) error {
+	// The paths are kept in locals and stored once, at the end: read back right
+	// after being stored field by field, they stalled the processor (a load
+	// spanning several stores cannot be forwarded from them).
+	p, q := c.p, c.q
 	switch {
 	case c.prepare != nil:
 		if err := c.prepare(); err != nil {
 			return err
 		}
+		p, q = c.p, c.q
 	case !c.fixed:
 		raw := c.path
 		if raw == "" && c.emptyIsDot {
 			raw = "."
 		}
-		p, err := vfs.ParseGuest(raw)
-		if err != nil {
+		var err error
+		if p, err = vfs.ParseGuest(raw); err != nil {
 			return reop(err, c.method)
 		}
 		if c.single && !vfs.ValidName(raw) {
 			return errAt(vfs.CodeInvalidPath, c.method, raw, "", "a single name is required here (no \"/\")")
 		}
-		c.p = p
 		if c.kind == destPath {
-			q, err := vfs.ParseGuest(c.dest)
-			if err != nil {
+			if q, err = vfs.ParseGuest(c.dest); err != nil {
 				return reopDest(err, c.method, c.path)
 			}
-			c.q = q
 		}
 	}
 	if c.kind == destTarget {
-		q, err := linkTarget(c.p, c.dest)
-		if err != nil {
+		var err error
+		if q, err = linkTarget(p, c.dest); err != nil {
 			return readdress(err, c.method, c.path, "")
 		}
-		c.q = q
 	}
-	c.rp, c.rq = c.p, c.q
+	c.p, c.q, c.rp, c.rq = p, q, p, q
 	return nil
 }
 
