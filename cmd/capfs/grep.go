@@ -396,6 +396,10 @@ func (r *grepRun) searchRoot(ctx context.Context, root string, seen map[string]b
 		ExcludeFiles: r.o.excludes,
 		ExcludeDirs:  r.o.excludeDirs,
 		MaxFileSize:  r.max,
+		// A binary file met by the walk is skipped (as rg does): the engine
+		// tells it from its first bytes without reading the rest. One named
+		// on the command line is searched (it may say "binary file matches").
+		SkipBinary: st.IsDir() && !r.o.text,
 		Custom: func(p string, data []byte) (any, bool) {
 			j := &grepJob{path: p, display: show(display(p)), explicit: !st.IsDir()}
 			if r.max == 0 && len(data) > 0 {

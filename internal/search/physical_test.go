@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -140,5 +141,41 @@ func TestFilesWithMatchesStopsAtFirst(t *testing.T) {
 	}
 	if cnt[0].Count != 1000 || cnt[1].Count != 1 {
 		t.Errorf("counts %d, %d; want 1000, 1", cnt[0].Count, cnt[1].Count)
+	}
+}
+
+// TestCustomSkipBinary checks Options.SkipBinary: with it, Custom sees only
+// the text files (binary ones are counted in Summary.Binary, a NUL byte past
+// the first 8000 bytes does not make a file binary); without it, Custom sees
+// every file, binary ones whole.
+func TestCustomSkipBinary(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef\n", 10000)
+	files := map[string]string{
+		"text":      "hello\n",
+		"bin/small": "a\x00b",
+		"bin/large": "x\x00" + big,
+		"late":      big[:9000] + "\x00" + big,
+	}
+	for _, d := range []*dir.Dir{tree(t, files), func() *dir.Dir { d, _ := physicalTree(t, files); return d }()} {
+		for _, skip := range []bool{false, true} {
+			seen := map[string]int{}
+			var mu sync.Mutex
+			_, sum := run(t, d, ".", search.Options{SkipBinary: skip, Custom: func(p string, data []byte) (any, bool) {
+				mu.Lock()
+				seen[p] = len(data)
+				mu.Unlock()
+				return nil, false
+			}})
+			want := map[string]int{"text": 6, "late": len(files["late"])}
+			if !skip {
+				want["bin/small"], want["bin/large"] = len(files["bin/small"]), len(files["bin/large"])
+			}
+			if fmt.Sprint(seen) != fmt.Sprint(want) {
+				t.Errorf("SkipBinary %v: Custom saw %v, want %v", skip, seen, want)
+			}
+			if wantBin := map[bool]int{false: 0, true: 2}[skip]; sum.Binary != wantBin {
+				t.Errorf("SkipBinary %v: %d binary, want %d", skip, sum.Binary, wantBin)
+			}
+		}
 	}
 }

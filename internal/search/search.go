@@ -140,6 +140,11 @@ type Options struct {
 	// walk order, with File.Value set to the value it returns. Pattern may then
 	// be empty; Mode, Before, After and Limit do not apply.
 	Custom func(path string, data []byte) (value any, report bool)
+	// SkipBinary, with Custom, counts binary files (a NUL byte in the first
+	// 8000 bytes) in Summary.Binary instead of passing them to Custom, and
+	// reads no more of a large one than it takes to tell. (Without Custom,
+	// binary files are never searched.)
+	SkipBinary bool
 	// Limit, when positive, stops the search after Limit results: files in
 	// FilesWithMatches and Count mode, matching lines in Content mode (the file
 	// that reaches it is cut after that line).
@@ -793,7 +798,7 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: size}
 		return
 	}
-	n, binary, err := w.read(h, size, s.opts.Custom == nil)
+	n, binary, err := w.read(h, size, s.opts.Custom == nil || s.opts.SkipBinary)
 	switch {
 	case err != nil:
 		fail(err)
