@@ -161,7 +161,10 @@
 //     EAGAIN (from one that does not) clears it. Reopened and newly created files
 //     are opened without it.
 //   - Files implement vfs.TypedFile: Type reports the type checked at the open
-//     (fs.ModeDir or 0), so layers above need no fstat to tell.
+//     (fs.ModeDir or 0), so layers above need no fstat to tell. Files opened for
+//     reading implement vfs.OpenStater too: OpenStat reports the status that
+//     check read (the fstat of the O_PATH handle, or of the descriptor after a
+//     checked open), so a reader sizes its buffer without a second fstat.
 //
 // # Cost
 //
