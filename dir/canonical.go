@@ -105,7 +105,8 @@ func (c *call) structural() bool {
 // later answers re-based there are b's tree path after any move. An answer that
 // does not end base (a Locator counting from somewhere else) is not used.
 func (s *scope) pin(ctx context.Context, b vfs.Backend, base vfs.Path) {
-	s.b, s.base, s.locates, s.locPrefix = b, base, false, vfs.Path{}
+	s.setBackend(b)
+	s.base, s.locates, s.locPrefix = base, false, vfs.Path{}
 	l, ok := b.(vfs.Locator)
 	if !ok {
 		return

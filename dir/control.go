@@ -107,7 +107,8 @@ func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
 	e.plain = !e.customPolicy && len(e.hooks) == 0 && !e.audited
 	e.tmu = treeLock(e, b)
 	g := newGate(nil)
-	d := &Dir{s: scope{env: e, gate: g, b: b}}
+	d := &Dir{s: scope{env: e, gate: g}}
+	d.s.setBackend(b)
 	return d, &Control{dir: d, gate: g}
 }
 

@@ -101,13 +101,13 @@ func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.Fi
 		c.fol = followNone
 	}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		if c.haveInfo {
+		if c.info != nil {
 			// The resolution that the decision was made on stat'ed it.
-			fi = named(c.info, c.p)
+			fi = c.info
 			return nil
 		}
 		var err error
-		fi, err = statAs(ctx, d.s.b, c.rp, follow, c.p)
+		fi, err = d.s.statAs(ctx, c.rp, follow, c.p)
 		return err
 	})
 	if err != nil {
@@ -341,17 +341,17 @@ func baseName(p vfs.Path) string {
 	return p.Base()
 }
 
-// statAs returns the status of p on b, following a final symlink if follow, as
-// an fs.FileInfo named after the last element of name.
-func statAs(ctx context.Context, b vfs.Backend, p vfs.Path, follow bool, name vfs.Path) (fs.FileInfo, error) {
-	if s, ok := b.(fileInfoStater); ok {
+// statAs returns the status of p on the scope's backend, following a final
+// symlink if follow, as an fs.FileInfo named after the last element of name.
+func (s *scope) statAs(ctx context.Context, p vfs.Path, follow bool, name vfs.Path) (fs.FileInfo, error) {
+	if s.stater != nil {
 		as := "" // the backend's own name for p: its last element
 		if p.Raw() != name.Raw() {
 			as = baseName(name)
 		}
-		return s.StatFileInfo(ctx, p, follow, as)
+		return s.stater.StatFileInfo(ctx, p, follow, as)
 	}
-	return statInfoAs(ctx, b, p, follow, name)
+	return statInfoAs(ctx, s.b, p, follow, name)
 }
 
 // statInfoAs is statAs through the backend's Stat or Lstat (apart, so that the

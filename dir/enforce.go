@@ -3,6 +3,7 @@ package dir
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -29,6 +30,15 @@ type scope struct {
 	// b's root from the tree's root (see pin).
 	locates   bool
 	locPrefix vfs.Path
+	// stater is b when it answers Stat with a status it keeps (see statAs),
+	// asserted once here rather than on every Stat.
+	stater fileInfoStater
+}
+
+// setBackend makes b the scope's storage.
+func (s *scope) setBackend(b vfs.Backend) {
+	s.b = b
+	s.stater, _ = b.(fileInfoStater)
 }
 
 // destKind says how a call's second argument is interpreted.
@@ -85,12 +95,11 @@ type call struct {
 	rp, rq vfs.Path
 	// base is the scope's root from the tree's root at the time of the call.
 	base vfs.Path
-	// info, when the call sets it, asks the resolution for the status of what p
-	// reaches (a Stat's answer, from the lookup that decided it); haveInfo says
-	// it was filled.
+	// wantInfo asks the resolution for the status of what p reaches (a Stat's
+	// answer, from the lookup that decided it); info is that status, named after
+	// p's last element, when the resolution gave it (nil otherwise).
 	wantInfo bool
-	haveInfo bool
-	info     vfs.Info
+	info     fs.FileInfo
 	// req is the request the policy and hooks see, made in step 4 only when the Dir
 	// has a custom policy or hooks; nil otherwise.
 	req *policy.Request
@@ -377,15 +386,19 @@ func (e *env) decideAll(ctx context.Context, op policy.Op, alsoRead bool, r *pol
 
 // resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q.
 func (s *scope) resolveCall(ctx context.Context, c *call) error {
+	var info vfs.Info
 	var want *vfs.Info
 	if c.wantInfo {
-		want = &c.info
+		want = &info
 	}
 	rp, filled, err := s.canonStat(ctx, c.p, c.fol, want)
 	if err != nil {
 		return err
 	}
-	c.rp, c.haveInfo = rp, filled
+	c.rp = rp
+	if filled {
+		c.info = named(info, c.p)
+	}
 	switch c.kind {
 	case destPath:
 		fq := c.fol

@@ -201,7 +201,7 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	err := f.do(ctx, policy.OpStat, "Stat", -1, func(ctx context.Context, p vfs.Path) error {
 		var err error
-		fi, err = statAs(ctx, f.s.b, p, true, f.leaf)
+		fi, err = f.s.statAs(ctx, p, true, f.leaf)
 		return err
 	})
 	if err != nil {
