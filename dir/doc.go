@@ -167,8 +167,9 @@
 // that could neither refuse nor be observed are skipped: no policy.Request, request
 // id, clock reading or audit event is made, and the enforcement itself allocates
 // nothing. Beyond what the backend allocates, a Stat costs only the fs.FileInfo it
-// returns, opening a file only the Handle, and ReadDir three objects whatever the
-// number of entries. Revocation and the write lock cost one or two atomic loads per
+// returns (nothing on the memory backend, which hands out the immutable status it
+// keeps while the entry is unchanged), opening a file only the Handle, and ReadDir
+// three objects whatever the number of entries. Revocation and the write lock cost one or two atomic loads per
 // call whatever the depth of Control.Child and File.Revocable chains (the first
 // check after a host change walks the chain once). With a policy, hooks or a sink,
 // each call makes its request id and, for a policy or hooks, one policy.Request,
