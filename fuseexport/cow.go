@@ -788,12 +788,6 @@ func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	return nil, vfs.NewError(vfs.CodeNotSupported, "sub", p, "the copy-on-write layer is served whole")
 }
 
-// Resolve resolves p with the shared resolver over the overlay's own Lstat and
-// Readlink.
-func (o *Overlay) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
-	return vfs.ResolveBackend(ctx, o, p, follow, "resolve")
-}
-
 // Changes lists what the overlay changed, sorted by path: every upper entry
 // (added where the lower had nothing visible, modified where it replaced a
 // lower entry) and every whiteout (deleted), with the Base of the lower entry

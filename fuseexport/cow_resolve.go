@@ -1,0 +1,113 @@
+package fuseexport
+
+import (
+	"context"
+	"io/fs"
+	"os"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// The Overlay resolves paths with the shared resolver (vfs.ResolveLocation)
+// over its merged view, one layer lookup per component, and keeps what each
+// lookup found (the entry's status and its layer). A Dir with a policy over
+// the Overlay (a lazy run's layer) resolves every call before deciding on
+// it; ResolveStat and ResolveOpen let it stat or open what the resolution
+// reached without looking the final entry up again (a lookup here is an
+// upper Lstat and a lower one, the lower through the work Dir).
+
+// ovNode is an entry of the merged view met by a resolution.
+type ovNode struct {
+	p       vfs.Path
+	info    vfs.Info
+	inUpper bool
+	root    bool // the root: its status is looked up when asked for
+}
+
+type ovTree struct {
+	o   *Overlay
+	ctx context.Context
+}
+
+func (t ovTree) Lookup(dir ovNode, name string) (ovNode, bool, error) {
+	child, err := dir.p.Child(name)
+	if err != nil {
+		return ovNode{}, false, err
+	}
+	inUpper, info, err := t.o.layer(t.ctx, "lstat", child)
+	if err != nil {
+		if vfs.CodeOf(err) == vfs.CodeNotFound {
+			return ovNode{}, false, nil
+		}
+		return ovNode{}, false, err
+	}
+	return ovNode{p: child, info: info, inUpper: inUpper}, true, nil
+}
+
+func (t ovTree) Type(n ovNode) fs.FileMode {
+	if n.root {
+		return fs.ModeDir
+	}
+	return n.info.Mode.Type()
+}
+
+func (t ovTree) Target(n ovNode) (string, error) { return t.o.Readlink(t.ctx, n.p) }
+
+func (o *Overlay) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[ovNode], vfs.Location, error) {
+	return vfs.ResolveLocation[ovNode](ctx, ovTree{o: o, ctx: ctx}, ovNode{p: vfs.Root, root: true}, p, follow, op)
+}
+
+// Resolve resolves p in the merged view (see vfs.Resolver).
+func (o *Overlay) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	_, loc, err := o.resolve(ctx, p, follow, "resolve")
+	return loc, err
+}
+
+// ResolveStat is Resolve plus the status of what it reached, as the
+// resolution found it (see vfs.StatResolver).
+func (o *Overlay) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	res, loc, err := o.resolve(ctx, p, follow, "resolve")
+	if err != nil || !loc.Found {
+		return loc, vfs.Info{}, err
+	}
+	if res.Node.root {
+		_, info, err := o.layer(ctx, "stat", vfs.Root)
+		if err != nil {
+			return vfs.Location{}, vfs.Info{}, err
+		}
+		return loc, info, nil
+	}
+	return loc, res.Node.info, nil
+}
+
+// ResolveOpen resolves p, lets decide rule on the location, and opens for
+// reading the entry the resolution reached, in the layer it was found in
+// (see vfs.OpenResolver).
+func (o *Overlay) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	res, loc, err := o.resolve(ctx, p, true, "resolve")
+	if err != nil {
+		return nil, vfs.Location{}, err
+	}
+	if err := decide(loc); err != nil {
+		return nil, loc, err
+	}
+	var f vfs.File
+	switch {
+	case !loc.Found || res.Node.root:
+		f, err = o.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
+	case res.Node.inUpper:
+		f, err = upperFile(o.upper.OpenFile(ctx, loc.Path, os.O_RDONLY, 0))
+	default:
+		f, err = o.lower.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
+		if err == nil {
+			f = lowerFile{f}
+		}
+	}
+	if err != nil {
+		if e, ok := err.(*vfs.Error); ok && e.Path == loc.Path.String() {
+			e.Path = p.String()
+		}
+		return nil, loc, err
+	}
+	return f, loc, nil
+}
