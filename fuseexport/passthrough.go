@@ -20,19 +20,23 @@ import (
 // passthrough, all on the same backing file; otherwise none in passthrough
 // (an open that breaks this fails with EIO). The server keeps the same
 // account per node (ioState) and decides each open by it:
-//   - an eligible file, on a node with no page-cache opens, and either no
-//     passthrough opens or ones on this very file (device and inode): passthrough;
+//   - an eligible file, on a node with no other opens, or with passthrough
+//     opens on this very file (device and inode) only: passthrough;
 //   - a node in passthrough whose new open is not eligible or is another
 //     file (a lower file, or a file replaced by another route while the node
 //     was open): ESTALE, the open fails rather than reach the wrong file;
-//   - otherwise the open is served as without Passthrough (a read-only open
-//     is counted as a page-cache one).
+//   - otherwise the open is served as without Passthrough, and counted: while
+//     it is open, no open of the node is passed through. (A direct-I/O open
+//     beside passthrough ones is legal for the kernel, but go-fuse releases
+//     a node's backing-file reference at every RELEASE of the node, so its
+//     close would drop the backing the passthrough opens use, and the next
+//     passthrough open, registering another, would fail with EIO.)
 // The account is released when the server sees RELEASE, after the kernel
 // has released its own, so it never undercounts what the kernel holds.
 
 // ioState is a node's account of its open handles (guarded by Server.ptMu).
 type ioState struct {
-	cached   int // read-only opens served through the page cache
+	other    int // opens served by the server (page cache or direct I/O)
 	pt       int // opens in passthrough
 	dev, ino uint64
 }
@@ -78,7 +82,7 @@ func (s *Server) fileHandle(n *node, h *handle) (gofs.FileHandle, uint32, syscal
 	defer s.ptMu.Unlock()
 	io := &n.io
 	switch {
-	case ok && io.cached == 0 && (io.pt == 0 || io.dev == st.Dev && io.ino == st.Ino):
+	case ok && io.other == 0 && (io.pt == 0 || io.dev == st.Dev && io.ino == st.Ino):
 		io.pt++
 		io.dev, io.ino = st.Dev, st.Ino
 		h.io, h.pt = n, true
@@ -92,10 +96,8 @@ func (s *Server) fileHandle(n *node, h *handle) (gofs.FileHandle, uint32, syscal
 		_ = h.f.Close()
 		return nil, 0, syscall.ESTALE
 	}
-	if !h.write {
-		io.cached++
-		h.io = n
-	}
+	io.other++
+	h.io = n
 	return h, flags, 0
 }
 
@@ -108,7 +110,7 @@ func (s *Server) released(h *handle) {
 	if h.pt {
 		h.io.io.pt--
 	} else {
-		h.io.io.cached--
+		h.io.io.other--
 	}
 	s.ptMu.Unlock()
 }

@@ -197,3 +197,60 @@ func TestReadDirPlus(t *testing.T) {
 		}
 	}
 }
+
+// TestPassthroughMixedOpens: opens served by the server and opens passed
+// through never share a node, whatever order they come and go in: a
+// reader of a source file, a writer copying it up beside it, new readers
+// while the writer is open, then readers after everything closed. Every
+// open succeeds (the kernel answers a mix with EIO) and reads what was
+// written.
+func TestPassthroughMixedOpens(t *testing.T) {
+	mp, _, _ := passthroughMount(t)
+	p := filepath.Join(mp, "lower.txt")
+	open := func(flag int) *os.File {
+		t.Helper()
+		f, err := os.OpenFile(p, flag, 0)
+		if err != nil {
+			t.Fatalf("open(%#x): %v", flag, err)
+		}
+		return f
+	}
+	read := func(f *os.File, want string) {
+		t.Helper()
+		buf := make([]byte, 64)
+		n, _ := f.ReadAt(buf, 0)
+		if string(buf[:n]) != want {
+			t.Errorf("read %q, want %q", buf[:n], want)
+		}
+	}
+	r := open(os.O_RDONLY)
+	w := open(os.O_RDWR)
+	if _, err := w.WriteAt([]byte("LOWER"), 0); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	for range 3 {
+		r2 := open(os.O_RDONLY)
+		r3 := open(os.O_RDONLY)
+		read(r3, "LOWER contents")
+		r2.Close()
+		r3.Close()
+	}
+	// The writer closes while a reader is open, then another reader comes.
+	r4 := open(os.O_RDONLY)
+	w.Close()
+	time.Sleep(20 * time.Millisecond) // let RELEASE reach the server (not asserted on)
+	r5 := open(os.O_RDONLY)
+	read(r5, "LOWER contents")
+	r4.Close()
+	r5.Close()
+	for range 3 {
+		a := open(os.O_RDONLY)
+		b := open(os.O_RDWR)
+		c := open(os.O_RDONLY)
+		read(c, "LOWER contents")
+		a.Close()
+		b.Close()
+		c.Close()
+	}
+}
