@@ -165,6 +165,9 @@ type grepRun struct {
 }
 
 func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions, args []string) error {
+	// A search allocates per file opened and keeps little: collect as the
+	// server does (GOGC 400 unless the environment says otherwise).
+	tuneServerGC()
 	patterns := g.patterns
 	if len(patterns) == 0 {
 		patterns, args = []string{args[0]}, args[1:]
