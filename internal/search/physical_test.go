@@ -1,20 +1,26 @@
 package search_test
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/internal/search"
 	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
 )
 
 // physicalTree writes files under a new temporary directory and returns a Dir
@@ -177,5 +183,45 @@ func TestCustomSkipBinary(t *testing.T) {
 				t.Errorf("SkipBinary %v: %d binary, want %d", skip, sum.Binary, wantBin)
 			}
 		}
+	}
+}
+
+// counting is a backend that counts the files opened.
+type counting struct {
+	vfs.Backend
+	opens atomic.Int64
+}
+
+func (c *counting) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	c.opens.Add(1)
+	return c.Backend.OpenFile(ctx, p, flag, perm)
+}
+
+// TestLimitBoundsReadAhead checks that a search cut at Options.Limit early in
+// a large tree opens a bounded number of files (what is read ahead of the
+// results: at most 64 batches of 16), not the tree.
+func TestLimitBoundsReadAhead(t *testing.T) {
+	m := memory.New()
+	plain, _ := dir.New(m)
+	ctx := context.Background()
+	const n = 6000
+	for i := range n {
+		p := fmt.Sprintf("d%02d/f%04d.txt", i%40, i)
+		if err := plain.MkdirAll(ctx, path.Dir(p)); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.WriteFile(ctx, p, []byte("hit\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &counting{Backend: m}
+	d, _ := dir.New(c)
+	got, sum := run(t, d, ".", search.Options{Pattern: "hit", Mode: search.FilesWithMatches, Limit: 10})
+	if len(got) != 10 || !sum.Truncated {
+		t.Fatalf("%d files, truncated %v; want 10, true", len(got), sum.Truncated)
+	}
+	// 64 batches of 16 ahead of the results, one being filled, one per worker.
+	if opened := c.opens.Load(); opened > (64+1+4)*16+10 {
+		t.Errorf("a search cut at 10 files opened %d of %d", opened, n)
 	}
 }

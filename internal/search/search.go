@@ -246,7 +246,9 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &searcher{d: d, opts: opts, m: m, root: root, base: splitNames(root),
-		order: make(chan *batch, 256), work: make(chan *batch, 64), loadq: make(chan *node, maxAhead)}
+		// At most 64 batches (1,024 files) are read ahead of the results
+		// emitted: what a search cut at Options.Limit may open in vain.
+		order: make(chan *batch, 64), work: make(chan *batch, 16), loadq: make(chan *node, maxAhead)}
 	var wg sync.WaitGroup
 	for range max(2, runtime.GOMAXPROCS(0)) {
 		s.loaders.Add(1)
