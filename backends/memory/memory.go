@@ -768,36 +768,44 @@ func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location
 // ResolveStat is Resolve and, when the entry is found, what Stat (follow) or
 // Lstat would report for it, from one walk under one lock (vfs.StatResolver): a
 // Dir with a policy answers a Stat from the lookup it decided on.
-func (f *FS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+func (f *FS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (loc vfs.Location, info vfs.Info, err error) {
 	const op = "resolve"
 	if err := ctx.Err(); err != nil {
 		return vfs.Location{}, vfs.Info{}, canceled(op, p, err)
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, ok := walk(f.root, p, follow)
-	var loc vfs.Location
-	if ok {
-		loc = vfs.Location{Path: p.Resolved(), Found: r.Found}
-		if r.Found {
-			loc.Type = r.Node.typ
+	// The answer is built in the results (an Info returned by value through
+	// calls is copied at each).
+	var n *node
+	var name string
+	if _, wn, wname, ok := walkTo(f.root, p, follow); ok {
+		// No symlink on the way: p is its own canonical path.
+		loc = vfs.Location{Path: p.Resolved(), Found: wn != nil}
+		if wn != nil {
+			loc.Type = wn.typ
 		}
+		n, name = wn, wname
 	} else {
-		var err error
+		var r vfs.Resolution[*node]
 		if r, loc, err = vfs.ResolveLocation[*node](ctx, tree{}, f.root, p, follow, op); err != nil {
 			return vfs.Location{}, vfs.Info{}, err
 		}
+		if r.Found {
+			n, name = r.Node, r.Name
+			if r.Followed {
+				name = p.Base()
+			}
+		}
 	}
-	if !r.Found {
+	if n == nil {
 		return loc, vfs.Info{}, nil
 	}
-	name := r.Name
-	if r.Followed {
-		name = p.Base()
-	} else if name == "" {
+	if name == "" {
 		name = "."
 	}
-	return loc, r.Node.info(name), nil
+	n.infoTo(&info, name)
+	return loc, info, nil
 }
 
 // Locate returns the current path of this FS's root from the root of the FS New
