@@ -148,8 +148,17 @@ func (o *Overlay) Features() vfs.Features {
 // layer says where p is served from: the upper (true) or the lower (false),
 // with its Lstat.
 func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.Info, error) {
+	return o.layerIn(ctx, op, p, true)
+}
+
+// layerIn is layer; with upper false the caller knows the upper holds no
+// parent of p (a resolution whose previous step found the parent in the
+// lower only), so only the lower is asked.
+func (o *Overlay) layerIn(ctx context.Context, op string, p vfs.Path, upper bool) (bool, vfs.Info, error) {
 	p = p.Unresolved().WithoutDirMark()
-	if info, err := o.upper.Lstat(ctx, p); err == nil {
+	if !upper {
+		// fall through to the lower
+	} else if info, err := o.upper.Lstat(ctx, p); err == nil {
 		info.ID = upperID(info.ID)
 		if p.IsRoot() {
 			info.Mode = info.Mode&^fs.ModePerm | fs.FileMode(o.rootPerm.Load())

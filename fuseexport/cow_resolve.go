@@ -34,7 +34,9 @@ func (t ovTree) Lookup(dir ovNode, name string) (ovNode, bool, error) {
 	if err != nil {
 		return ovNode{}, false, err
 	}
-	inUpper, info, err := t.o.layer(t.ctx, "lstat", child)
+	// A directory the upper does not hold has no children there: a
+	// resolution that met one in the lower only asks the lower below it.
+	inUpper, info, err := t.o.layerIn(t.ctx, "lstat", child, dir.root || dir.inUpper)
 	if err != nil {
 		if vfs.CodeOf(err) == vfs.CodeNotFound {
 			return ovNode{}, false, nil
