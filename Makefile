@@ -63,6 +63,7 @@ sysdeps:
 FUZZTIME    ?=
 FUZZ_TARGETS := \
 	./vfs:FuzzParseGuest:200000 \
+	./vfs:FuzzCleanWords:200000 \
 	./vfs:FuzzResolve:200000 \
 	./dir:FuzzGlob:60000 \
 	./policy:FuzzRules:40000 \
