@@ -70,9 +70,10 @@
 // Go allocator's: an allocation is rounded up to its size class (at most an eighth
 // more for a file up to 32 KiB, less than 8 KiB more for a larger one), a file
 // being reallocated briefly holds its old and new copies, the store keeps a
-// fixed-size cache of resolved paths (at most 1024 paths), and a node once
-// asked for its status through StatFileInfo keeps the last one (64 bytes, plus
-// its name when longer than 24 bytes). Handles, Subs and open listings are the
+// fixed-size cache of resolved paths (at most 1024 paths). A node once asked
+// for its status through StatFileInfo keeps the last one when its name fits
+// in 24 bytes (64 bytes, within NodeCharge and DirCharge; a longer name's
+// status is made afresh each time). Handles, Subs and open listings are the
 // caller's, not charged.
 package memory
 

@@ -53,14 +53,15 @@ func (s *store) now() time.Time { return s.clock().Round(0) }
 
 // Charges, in bytes, besides file capacity and symlink targets (see WithQuota).
 // They are measured costs rounded up: a node is 128 bytes (a symlink's target
-// string header adds 16), a directory adds its dirInfo and map header (about 110
-// bytes), and an entry costs its map slot at the worst load factor, its line in
-// the listing cache and its name's allocation (about 60 + 24 + len(name) bytes).
+// string header adds 16) plus the 64-byte status it may keep (StatFileInfo),
+// a directory adds its dirInfo and map header (about 110 bytes), and an entry
+// costs its map slot at the worst load factor, its line in the listing cache
+// and its name's allocation (about 60 + 24 + len(name) bytes).
 const (
 	// NodeCharge is charged for every file and symlink node.
-	NodeCharge = 160
+	NodeCharge = 224
 	// DirCharge is charged for every directory node.
-	DirCharge = 320
+	DirCharge = 384
 	// EntryCharge is charged for every directory entry (every name, hard links
 	// included), plus the length of the name.
 	EntryCharge = 96

@@ -66,7 +66,12 @@ func (n *node) fileInfo(name string) *fileInfo {
 					return c
 				}
 				c := newFileInfo(name, size, mode, sec, nsec)
-				n.status.Store(c)
+				if len(name) <= len(c.inline) {
+					// Kept: its 64 bytes are in the node's charge. A status
+					// with a longer name holds a copy of it, which is not:
+					// it is made afresh each time.
+					n.status.Store(c)
+				}
 				return c
 			}
 		}
