@@ -3,6 +3,7 @@ package fuseexport
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
@@ -19,7 +20,7 @@ func TestOverlayResolveMatchesShared(t *testing.T) {
 	mem := memory.New()
 	seed, _ := dir.New(mem)
 	for name, body := range map[string]string{"low.txt": "low", "d/f.txt": "df", "d/e/g.txt": "deg", "gone.txt": "gone", "edit.txt": "old"} {
-		_ = seed.MkdirAll(bg, dirOf(name))
+		_ = seed.MkdirAll(bg, filepath.Dir(name))
 		if err := seed.WriteFile(bg, name, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -123,13 +124,4 @@ func TestOverlayResolveMatchesShared(t *testing.T) {
 	if f, _, err := ov.ResolveOpen(ctx, vfs.MustParse("low.txt"), func(vfs.Location) error { return refusal }); f != nil || err != refusal {
 		t.Errorf("refused ResolveOpen: %v, %v", f, err)
 	}
-}
-
-func dirOf(name string) string {
-	for i := len(name) - 1; i >= 0; i-- {
-		if name[i] == '/' {
-			return name[:i]
-		}
-	}
-	return "."
 }
