@@ -61,7 +61,8 @@
 //     from one read-only open to the next and drops them when the attributes
 //     it fetches show another mtime or size, so a file changed through the
 //     mount is read anew at once and one changed through another route within
-//     AttrTimeout. Files opened for writing bypass the page cache (direct I/O,
+//     AttrTimeout. Files opened for writing (unless passed through, see
+//     Options.Passthrough) bypass the page cache (direct I/O,
 //     which also drops the pages it overwrites), so concurrent readers and
 //     writers of one descriptor see each other's bytes at once; shared
 //     writable mmap still works (Linux 6.6+). Server.Invalidate drops what the
