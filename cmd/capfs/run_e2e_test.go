@@ -433,6 +433,29 @@ func (p *ptyRun) expect(s string) {
 	p.t.Fatalf("no %q in the terminal output:\n%s", s, p.out.String())
 }
 
+// expectAsking sends ask every half second until s is in the terminal
+// output (within 20 seconds): for what a shell reports only when asked, once
+// it has happened (a killed job's end).
+func (p *ptyRun) expectAsking(ask, s string) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		p.send(ask)
+		for range 25 {
+			p.mu.Lock()
+			ok := strings.Contains(p.out.String(), s)
+			p.mu.Unlock()
+			if ok {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.t.Fatalf("no %q in the terminal output:\n%s", s, p.out.String())
+}
+
 func (p *ptyRun) send(s string) {
 	p.t.Helper()
 	if _, err := p.ptmx.Write([]byte(s)); err != nil {
@@ -486,9 +509,7 @@ func TestRunBashUnderPty(t *testing.T) {
 	p.send("\x1a") // Ctrl-Z: bash stops the job
 	p.expect("Stopped")
 	p.send("kill %1\n")
-	time.Sleep(300 * time.Millisecond)
-	p.send("jobs\n") // bash reports the job's end when asked
-	p.expect("Terminated")
+	p.expectAsking("jobs\n", "Terminated") // bash reports the job's end when asked
 	p.send("echo made > made.txt; echo bye-$((2+3)); exit 4\n")
 	p.expect("bye-5")
 	if code := p.wait(); code != 4 {
