@@ -156,16 +156,18 @@ func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.I
 // lower only), so only the lower is asked.
 func (o *Overlay) layerIn(ctx context.Context, op string, p vfs.Path, upper bool) (bool, vfs.Info, error) {
 	p = p.Unresolved().WithoutDirMark()
-	if !upper {
-		// fall through to the lower
-	} else if info, err := o.upper.Lstat(ctx, p); err == nil {
-		info.ID = upperID(info.ID)
-		if p.IsRoot() {
-			info.Mode = info.Mode&^fs.ModePerm | fs.FileMode(o.rootPerm.Load())
+	if upper {
+		info, err := o.upper.Lstat(ctx, p)
+		if err == nil {
+			info.ID = upperID(info.ID)
+			if p.IsRoot() {
+				info.Mode = info.Mode&^fs.ModePerm | fs.FileMode(o.rootPerm.Load())
+			}
+			return true, ownerless(info), nil
 		}
-		return true, ownerless(info), nil
-	} else if vfs.CodeOf(err) != vfs.CodeNotFound {
-		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
+		if vfs.CodeOf(err) != vfs.CodeNotFound {
+			return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
+		}
 	}
 	if o.isHidden(p) {
 		return false, vfs.Info{}, notFound(op, p)
