@@ -37,8 +37,14 @@ demo-scratch:
 ## test: everything CI runs: lint, race-enabled tests, short bounded fuzzing.
 test: lint unit fuzz-short
 
+# Every test binary panics with its goroutines' stacks after 8 minutes (-timeout).
+# The outer bound catches what that cannot: a binary that does not exit after its
+# panic (a thread stuck in the kernel), or a child process it leaves holding the
+# output. A hang fails the run with output instead of running on unseen.
+HANG_BOUND ?= timeout --kill-after=30s
+
 unit: sysdeps
-	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+	$(HANG_BOUND) 20m $(GO) test -race -count=1 -timeout 8m $(PKGS)
 
 # sysdeps installs the host tools tests use when missing: git builds the gitree
 # fixtures, bubblewrap runs the sandboxed builds, cc builds the sample project (and pjdfstest, which
@@ -59,8 +65,11 @@ sysdeps:
 # not by a duration: Go 1.26's fuzz coordinator can report a spurious "context
 # deadline exceeded" failure when a -fuzztime duration runs out under load
 # (golang/go#75804, fixed in Go 1.27). A count has no deadline to race.
-# FUZZTIME=2m (a duration or Nx) overrides every count.
+# FUZZTIME=2m (a duration or Nx) overrides every count. Fuzzing runs with no test
+# timeout (the testing package stops its alarm before it fuzzes), so each run is
+# bounded from outside: an input that hangs fails the run after FUZZ_BOUND.
 FUZZTIME    ?=
+FUZZ_BOUND  ?= 10m
 FUZZ_TARGETS := \
 	./vfs:FuzzParseGuest:200000 \
 	./vfs:FuzzCleanWords:200000 \
@@ -86,13 +95,13 @@ fuzz-short:
 		if [ -n "$(FUZZTIME)" ]; then budget="$(FUZZTIME)"; fi; \
 		if $(GO) test -list "^$$name$$" $$pkg 2>/dev/null | grep -qx "$$name"; then \
 			echo "fuzz $$pkg $$name ($$budget)"; \
-			$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$$budget -fuzzminimizetime=200x $$pkg; \
+			$(HANG_BOUND) $(FUZZ_BOUND) $(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$$budget -fuzzminimizetime=200x $$pkg; \
 		else echo "fuzz target $$name missing in $$pkg" >&2; exit 1; fi; \
 	done
 
 ## fuzz: longer fuzzing (FUZZTIME=5m make fuzz for more).
 fuzz:
-	$(MAKE) fuzz-short FUZZTIME=$${FUZZTIME:-2m}
+	$(MAKE) fuzz-short FUZZTIME=$${FUZZTIME:-2m} FUZZ_BOUND=0
 
 ## stress: long race and concurrency runs (CAPFS_STRESS=1 scales the bounded tests up).
 stress:
