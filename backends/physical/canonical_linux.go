@@ -448,6 +448,22 @@ func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locati
 		return nil, vfs.Location{}, err
 	}
 	if f.reopens() {
+		var st unix.Stat_t
+		if fd := f.openExpected(ctx, root, p, &st); fd >= 0 {
+			// A regular file reached without a symlink: p is its canonical
+			// path. Nothing has been read; a refusal closes it unread.
+			f.leave()
+			loc := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: true}
+			if err := decide(loc); err != nil {
+				unix.Close(fd)
+				return nil, loc, err
+			}
+			h, err := f.expectedFile(fd, p, &st)
+			if err != nil {
+				return nil, loc, wrap(op, p, err)
+			}
+			return h, loc, nil
+		}
 		obj, loc, st, err := f.resolveObject(ctx, root, p)
 		if err == nil {
 			f.leave()

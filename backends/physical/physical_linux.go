@@ -439,9 +439,14 @@ func (f *FS) reopenChecked(opath int, flags int) (int, error) {
 // its handle is checked again, since the name may have changed in between (were a
 // FIFO, socket or device swapped in, O_NONBLOCK keeps the open from waiting, and
 // the second check refuses it).
+//
+// With vfs.ExpectRegular's hint, openExpected is tried first (see there).
 func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) {
 	var st unix.Stat_t
 	if f.reopens() {
+		if fd := f.openExpected(ctx, root, p, &st); fd >= 0 {
+			return f.expectedFile(fd, p, &st)
+		}
 		opath, err := f.pathStat(ctx, root, p, &st)
 		if err != nil {
 			return nil, err
@@ -470,6 +475,44 @@ func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) 
 		return nil, err
 	}
 	return f.finishOpen(fd, p, &st, os.O_RDONLY)
+}
+
+// openExpected serves callers that set vfs.ExpectRegular (they open names a
+// listing showed as regular files). It opens p beneath root for reading in one
+// openat2, with O_NONBLOCK|O_NOCTTY, following no symlink (RESOLVE_NO_SYMLINKS
+// beside the usual confinement), and examines the descriptor with fstat. Only a
+// regular file is kept: its descriptor is returned, st holding its status, and
+// p is its canonical path, since no symlink was crossed. Anything else (a
+// directory, a FIFO, socket or device swapped in after the listing, a path with
+// a symlink on it, a missing name) is closed unread, and -1 sends the caller down
+// its usual route, which gives the result it would have given without the hint.
+// The cost of the hint is that opening: such a special file may be opened once
+// (O_NONBLOCK keeps the open of a FIFO from waiting; nothing is read from it).
+// Without the hint, or for a path that must be a directory, nothing is tried.
+func (f *FS) openExpected(ctx context.Context, root int, p vfs.Path, st *unix.Stat_t) int {
+	if p.MustBeDir() || !vfs.ExpectsRegular(ctx) {
+		return -1
+	}
+	fd, err := openat2(root, pathArg(p), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, f.resolveFlags()|unix.RESOLVE_NO_SYMLINKS)
+	if err != nil {
+		return -1
+	}
+	if unix.Fstat(fd, st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
+}
+
+// expectedFile wraps fd, a regular file openExpected opened, as a read-only
+// File, once the hard-link rule allows it (openable); otherwise it closes fd
+// unread. It owns fd.
+func (f *FS) expectedFile(fd int, p vfs.Path, st *unix.Stat_t) (*file, error) {
+	if err := f.openable(st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return f.newFile(fd, p, os.O_RDONLY, 0, true).withOpenStat(st), nil
 }
 
 // openChecked opens p beneath root with flags (and mode, for O_CREAT), following

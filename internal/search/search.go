@@ -258,7 +258,7 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{s: s}
+			w := &worker{s: s, expect: vfs.ExpectRegular(ctx)}
 			defer w.release()
 			for b := range s.work {
 				for i := range b.slots {
@@ -280,7 +280,7 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		defer close(s.order)
 		defer close(s.work)
 		if !info.IsDir() {
-			s.file(ctx, root)
+			s.file(ctx, root, false)
 		} else if !s.walk(ctx, &node{p: root, inherit: s.ignoresAbove(ctx)}) {
 			return
 		}
@@ -396,6 +396,7 @@ const batchSize = 16
 // by the walk (skip or fatal set).
 type slot struct {
 	path     string // the path from the Dir given to Search, opened through it
+	regular  bool   // the walk listed path as a regular file (opened with vfs.ExpectRegular)
 	searched bool
 	binary   bool
 	file     *File
@@ -567,8 +568,10 @@ func (s *searcher) flush(ctx context.Context) bool {
 	}
 }
 
-func (s *searcher) file(ctx context.Context, p string) bool {
-	return s.add(ctx, slot{path: p})
+// file queues p for a worker to search; regular says the walk listed it as a
+// regular file (not so for a root the caller named).
+func (s *searcher) file(ctx context.Context, p string, regular bool) bool {
+	return s.add(ctx, slot{path: p, regular: regular})
 }
 
 func (s *searcher) skip(ctx context.Context, p string, err error) bool {
@@ -616,7 +619,7 @@ func (s *searcher) walk(ctx context.Context, n *node) bool {
 			if !s.keep(e, n.rel, n.ignores) || !s.included(n.rel, name) || matchName(s.opts.ExcludeFiles, name) {
 				continue
 			}
-			if !s.file(ctx, join(n.p, name)) {
+			if !s.file(ctx, join(n.p, name), true) {
 				return false
 			}
 		}
@@ -738,9 +741,10 @@ func appendPatterns(ps []gitignore.Pattern, data []byte, domain []string) []giti
 
 // worker searches files with buffers of its own.
 type worker struct {
-	s     *searcher
-	buf   []byte
-	lower []byte
+	s      *searcher
+	expect context.Context // the search's context with vfs.ExpectRegular, for the files the walk listed
+	buf    []byte
+	lower  []byte
 }
 
 // bufs keeps the read buffers of finished searches for the next (a search
@@ -778,7 +782,14 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 			sl.skip = &Skip{Path: sl.path, Reason: SkipUnreadable, Err: err}
 		}
 	}
-	h, err := s.d.Open(ctx, sl.path, os.O_RDONLY, 0)
+	// A file the walk listed as regular is opened with the hint, which lets the
+	// physical backend open it in one system call (vfs.ExpectRegular); a root
+	// the caller named is opened as any path is.
+	octx := ctx
+	if sl.regular {
+		octx = w.expect
+	}
+	h, err := s.d.Open(octx, sl.path, os.O_RDONLY, 0)
 	if err != nil {
 		fail(err)
 		return

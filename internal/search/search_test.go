@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"path"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
@@ -407,5 +409,69 @@ func TestWalkOptions(t *testing.T) {
 	}
 	if b.String() != "src/a.go=4 src/sub/c_test.go=4 src/sub/d.bin=5 src/vendor/v.go=4 " {
 		t.Errorf("Custom: %s", b.String())
+	}
+}
+
+// hintRecorder is a backend that records, for every open, whether the call
+// carried vfs.ExpectRegular's hint.
+type hintRecorder struct {
+	vfs.Backend
+	mu    sync.Mutex
+	opens map[string][]bool
+}
+
+func (h *hintRecorder) record(ctx context.Context, p vfs.Path) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.opens[p.String()] = append(h.opens[p.String()], vfs.ExpectsRegular(ctx))
+}
+
+func (h *hintRecorder) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	h.record(ctx, p)
+	return h.Backend.OpenFile(ctx, p, flag, perm)
+}
+
+func (h *hintRecorder) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	h.record(ctx, p)
+	return vfs.ResolveOpen(ctx, h.Backend, p, decide)
+}
+
+// TestSearchExpectsRegular: the engine opens the files its walk listed as
+// regular with vfs.ExpectRegular (with a policy, through the fused route, and
+// without), and a file the caller names as the root without it, since nothing
+// listed it.
+func TestSearchExpectsRegular(t *testing.T) {
+	for _, withPolicy := range []bool{false, true} {
+		m := memory.New()
+		plain, _ := dir.New(m)
+		ctx := context.Background()
+		for _, p := range []string{"a.txt", "sub/b.txt", "sub/deep/c.go"} {
+			if err := plain.MkdirAll(ctx, path.Dir(p)); err != nil {
+				t.Fatal(err)
+			}
+			if err := plain.WriteFile(ctx, p, []byte("needle\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := &hintRecorder{Backend: m, opens: map[string][]bool{}}
+		var opts []dir.Option
+		if withPolicy {
+			opts = append(opts, dir.WithPolicy(policy.Defaults()))
+		}
+		d, _ := dir.New(rec, opts...)
+		files, _ := run(t, d, ".", search.Options{Pattern: "needle", Mode: search.FilesWithMatches})
+		if len(files) != 3 {
+			t.Fatalf("policy %v: %d files matched, want 3", withPolicy, len(files))
+		}
+		for _, p := range []string{"a.txt", "sub/b.txt", "sub/deep/c.go"} {
+			if got := rec.opens[p]; !slices.Equal(got, []bool{true}) {
+				t.Errorf("policy %v: %s opened with hints %v; want one open with the hint", withPolicy, p, got)
+			}
+		}
+		clear(rec.opens)
+		run(t, d, "sub/b.txt", search.Options{Pattern: "needle", Mode: search.FilesWithMatches})
+		if got := rec.opens["sub/b.txt"]; !slices.Equal(got, []bool{false}) {
+			t.Errorf("policy %v: the named root opened with hints %v; want one open without", withPolicy, got)
+		}
 	}
 }
