@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
@@ -21,6 +22,7 @@ import (
 	"github.com/capfs/capfs/internal/search"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // physicalTree writes files under a new temporary directory and returns a Dir
@@ -223,5 +225,133 @@ func TestLimitBoundsReadAhead(t *testing.T) {
 	// 64 batches of 16 ahead of the results, one being filled, one per worker.
 	if opened := c.opens.Load(); opened > (64+1+4)*16+10 {
 		t.Errorf("a search cut at 10 files opened %d of %d", opened, n)
+	}
+}
+
+// TestPhysicalSearchRacesSwaps races searches (whose opens of listed files
+// carry vfs.ExpectRegular) against a host that keeps exchanging names, with each
+// resolver, under a policy that denies reads of the root's vault/:
+//
+//   - a matching file exchanged with a FIFO holding matching bytes: the FIFO is
+//     never read (its bytes are all still in it afterwards) and no search waits
+//     on it;
+//   - a directory exchanged with a symlink to the root: sub/vault/note, listed
+//     while sub was real, reaches vault/note through the link, which the policy
+//     decides on, so the vault's content never appears (a hinted open that
+//     followed the link would decide on sub/vault/note and read it).
+func TestPhysicalSearchRacesSwaps(t *testing.T) {
+	for _, r := range []struct {
+		name string
+		mode physical.ResolverMode
+	}{{"openat2", physical.ResolverOpenat2}, {"portable", physical.ResolverPortable}} {
+		t.Run(r.name, func(t *testing.T) {
+			root := t.TempDir()
+			files := map[string]string{
+				"a/file":         "needle plain\n",
+				"vault/note":     "needle VAULT\n",
+				"sub/vault/note": "needle decoy\n",
+				"sub/other":      "needle other\n",
+			}
+			for p, c := range files {
+				full := filepath.Join(root, filepath.FromSlash(p))
+				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := syscall.Mkfifo(filepath.Join(root, "a", "fifo"), 0o644); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+			// O_RDWR opens a FIFO at once and holds both ends: what is written
+			// stays until someone reads it.
+			keep, err := os.OpenFile(filepath.Join(root, "a", "fifo"), os.O_RDWR|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer keep.Close()
+			const inFIFO = "needle FIFO\n"
+			if _, err := keep.WriteString(inFIFO); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(".", filepath.Join(root, "rootlink")); err != nil {
+				t.Fatal(err)
+			}
+			b, err := physical.New(root, physical.WithResolver(r.mode))
+			if err != nil {
+				if vfs.CodeOf(err) == vfs.CodeNotSupported {
+					t.Skipf("no openat2 here: %v", err)
+				}
+				t.Fatal(err)
+			}
+			defer b.Close()
+			pol, err := policy.New(policy.Config{Rules: []policy.Rule{{
+				Effect: policy.Deny, Ops: []policy.Op{policy.OpRead},
+				Paths: []string{"vault", "vault/**"}, Reason: "the vault",
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, _ := dir.New(b, dir.WithPolicy(pol))
+			hostRoot, err := os.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hostRoot.Close()
+			hfd := int(hostRoot.Fd())
+			stop := make(chan struct{})
+			var swaps sync.WaitGroup
+			var swapErr atomic.Value
+			for _, pair := range [][2]string{{"a/file", "a/fifo"}, {"sub", "rootlink"}} {
+				swaps.Add(1)
+				go func() {
+					defer swaps.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if err := unix.Renameat2(hfd, pair[0], hfd, pair[1], unix.RENAME_EXCHANGE); err != nil {
+							swapErr.Store(fmt.Errorf("exchange %s and %s: %w", pair[0], pair[1], err))
+							return
+						}
+					}
+				}()
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			seen := map[string]int{}
+			for range 40 {
+				_, err := search.Search(ctx, d, ".", search.Options{Pattern: "needle", Mode: search.Content}, func(f *search.File) error {
+					for _, l := range f.Lines {
+						seen[string(l.Text)]++
+					}
+					return nil
+				})
+				if err != nil {
+					close(stop)
+					swaps.Wait()
+					t.Fatalf("search: %v (a search that waits on a special file runs into the deadline)", err)
+				}
+			}
+			close(stop)
+			swaps.Wait()
+			if err, _ := swapErr.Load().(error); err != nil {
+				t.Fatal(err)
+			}
+			for text, n := range seen {
+				if strings.Contains(text, "VAULT") || strings.Contains(text, "FIFO") {
+					t.Errorf("a search reported %q (%d times): the vault or the FIFO was read", text, n)
+				}
+			}
+			buf := make([]byte, 64)
+			n, _ := keep.Read(buf)
+			if string(buf[:max(n, 0)]) != inFIFO {
+				t.Errorf("the FIFO holds %q after the race; want %q: something read it", buf[:max(n, 0)], inFIFO)
+			}
+			t.Logf("lines seen: %v", seen)
+		})
 	}
 }
