@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/internal/testenv"
@@ -66,12 +68,26 @@ func runCapfs(t *testing.T, dir string, args ...string) result {
 
 func runCapfsEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(capfsBin, exactMounts(args)...)
+	return runCapfsTimeout(t, dir, env, 5*time.Minute, args...)
+}
+
+// runCapfsTimeout is runCapfsEnv with a deadline: a capfs still running after d
+// is killed (its children's hold on the output is dropped 10 s later) and the
+// test fails, so a hang fails it instead of running into the package timeout.
+func runCapfsTimeout(t *testing.T, dir string, env []string, d time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, capfsBin, exactMounts(args)...)
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("capfs %q was still running after %v: killed (stderr: %s)", args, d, errb.String())
+	}
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError

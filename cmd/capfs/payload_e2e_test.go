@@ -419,7 +419,13 @@ func eachResolver(t *testing.T, play func(t *testing.T, env []string)) {
 // mcpClientEnv is mcpClient with extra environment variables for the server.
 func mcpClientEnv(t *testing.T, dir string, env []string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(capfsBin, "mcp")
+	return mcpClientEnvArgs(t, dir, env)
+}
+
+// mcpClientEnvArgs is mcpClientEnv with global flags (--policy, ...) before mcp.
+func mcpClientEnvArgs(t *testing.T, dir string, env []string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(capfsBin, append(args, "mcp")...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)

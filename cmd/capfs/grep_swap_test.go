@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+)
+
+// TestGrepRacesSwaps plays, through a real capfs mcp and through capfs grep,
+// with each resolver, the races a search's hinted opens (vfs.ExpectRegular)
+// must survive, under a policy that denies reads of the project's vault/:
+//
+//   - a matching file exchanged, again and again, with a FIFO holding matching
+//     bytes: every grep answers, and the FIFO is never read (its bytes are all
+//     still in it afterwards);
+//   - a directory exchanged with a symlink to the project's root:
+//     sub/vault/note, listed while sub was real, then reaches vault/note, which
+//     the policy denies, so the vault's line never appears.
+//
+// Each call runs under a deadline, and the server is stopped at the end, so a
+// grep that waited on the FIFO fails the test instead of hanging it.
+func TestGrepRacesSwaps(t *testing.T) {
+	eachResolver(t, func(t *testing.T, env []string) {
+		root := filepath.Join(t.TempDir(), "project")
+		writeTree(t, root, map[string]string{
+			"a/file":         "needle plain\n",
+			"vault/note":     "needle VAULT\n",
+			"sub/vault/note": "needle decoy\n",
+			"sub/other":      "needle other\n",
+		})
+		fifo := filepath.Join(root, "a", "fifo")
+		if err := unix.Mkfifo(fifo, 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+		// O_RDWR opens a FIFO at once and holds both its ends: what is
+		// written stays until someone reads it.
+		keep, err := os.OpenFile(fifo, os.O_RDWR|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer keep.Close()
+		const inFIFO = "needle FIFO\n"
+		if _, err := keep.WriteString(inFIFO); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(".", filepath.Join(root, "rootlink")); err != nil {
+			t.Fatal(err)
+		}
+		pol := filepath.Join(t.TempDir(), "policy.toml")
+		rules := "default = \"allow\"\n\n[[rules]]\nname = \"vault\"\neffect = \"deny\"\nops = [\"read\"]\npaths = [\"project/vault\", \"project/vault/**\"]\nreason = \"the vault\"\n"
+		if err := os.WriteFile(pol, []byte(rules), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cs := mcpClientEnvArgs(t, root, env, "--policy", pol)
+		defer cs.Close()
+
+		// The rule holds before any race: the vault is refused by name.
+		if text := mcpGrepText(t, cs, "project/vault"); strings.Contains(text, "VAULT") {
+			t.Fatalf("grep of the vault itself: %q", text)
+		}
+
+		dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(dirfd)
+		stop := make(chan struct{})
+		var swaps sync.WaitGroup
+		swapErrs := make(chan error, 2)
+		for _, pair := range [][2]string{{"a/file", "a/fifo"}, {"sub", "rootlink"}} {
+			swaps.Add(1)
+			go func() {
+				defer swaps.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := unix.Renameat2(dirfd, pair[0], dirfd, pair[1], unix.RENAME_EXCHANGE); err != nil {
+						swapErrs <- err
+						return
+					}
+				}
+			}()
+		}
+		var texts []string
+		func() {
+			defer func() { close(stop); swaps.Wait() }()
+			for range 20 {
+				texts = append(texts, mcpGrepText(t, cs, "project"))
+			}
+			for range 5 {
+				r := runCapfsTimeout(t, root, env, 60*time.Second, "--policy", pol, "grep", "-r", "needle", ".")
+				texts = append(texts, r.stdout)
+			}
+		}()
+		select {
+		case err := <-swapErrs:
+			t.Fatalf("RENAME_EXCHANGE: %v", err)
+		default:
+		}
+		plain := 0
+		for _, text := range texts {
+			if strings.Contains(text, "VAULT") || strings.Contains(text, "FIFO") {
+				t.Errorf("a grep showed the vault or the FIFO: %q", text)
+			}
+			if strings.Contains(text, "needle plain") {
+				plain++
+			}
+		}
+		if plain == 0 {
+			t.Errorf("no grep found the regular file under either name: %q", texts)
+		}
+		buf := make([]byte, 64)
+		n, _ := keep.Read(buf)
+		if got := string(buf[:max(n, 0)]); got != inFIFO {
+			t.Errorf("the FIFO holds %q after the race; want %q: something read it", got, inFIFO)
+		}
+	})
+}
+
+// mcpGrepText runs the MCP grep tool in content mode on path, under a deadline.
+func mcpGrepText(t *testing.T, cs *mcp.ClientSession, path string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "grep", Arguments: map[string]any{
+		"pattern": "needle", "path": path, "output_mode": "content",
+	}})
+	if err != nil {
+		t.Fatalf("grep %s: %v (a grep that waits on a special file runs into the deadline)", path, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
