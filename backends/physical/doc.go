@@ -62,6 +62,9 @@
 //     or device swapped in meanwhile can neither hang the call nor be used (it is,
 //     though, opened once: see below). ReadDir opens with O_DIRECTORY, which fails
 //     before anything else is opened. Chmod, Chtimes and Chown refuse special files too.
+//     A caller that sets vfs.ExpectRegular (a search opening names its listing
+//     showed as regular files) gives up part of this guarantee, and only for
+//     those opens: see "Not guaranteed".
 //   - Hard links. A regular file with more than one name may share its inode with a
 //     file outside the root (a link the host planted). Under HardLinksReplace (the
 //     default) it may be read, but it is never written: opening it for writing gives
@@ -174,7 +177,10 @@
 // (O_PATH), fstat, the openat of the /proc/self/fd entry and the close of the
 // O_PATH handle, at any depth (plus ftruncate for O_TRUNC); creating a new file
 // takes openat2 (O_CREAT|O_EXCL) and fchmod. Without the reopen, opening takes the
-// three calls of Stat, then openat2 and fstat for the real open. Rename and Link
+// three calls of Stat, then openat2 and fstat for the real open. With
+// vfs.ExpectRegular's hint, opening a regular file for reading takes one openat2
+// and one fstat (OpenFile and ResolveOpen alike; anything else then takes the
+// usual route as well). Rename and Link
 // take an openat2 and a close per parent directory not the root, one for both
 // names when they share it, and the renameat2 or linkat. The portable resolver
 // takes an openat and a close per directory on the way.
@@ -186,6 +192,15 @@
 //     reopen (see above), a FIFO or device node renamed over a regular file between
 //     the check and the open is opened once (without blocking, and refused): hosts
 //     that keep device nodes in a served tree should mount it nodev.
+//   - With vfs.ExpectRegular's hint, an open for reading is first tried as one
+//     openat2 (O_RDONLY|O_NONBLOCK|O_NOCTTY, RESOLVE_NO_SYMLINKS beside the usual
+//     confinement), and only a regular file reached without a symlink is kept (its
+//     path is then canonical, and a ResolveOpen decides on it before anything is
+//     read). Anything else is closed unread and takes the usual route, which gives
+//     the usual result. So a FIFO, socket or device renamed over a listed name
+//     after the listing may be opened once, without blocking and never read: the
+//     same exposure as without the reopen. Explicit opens (the hint unset) keep
+//     the guarantee that special files are never opened.
 //   - The reopen names descriptors in /proc/self/fd, the descriptor table that all
 //     threads of a Go program share. A program that gives a thread its own table
 //     (unshare(CLONE_FILES) on a locked thread; Go's runtime never does) must not
