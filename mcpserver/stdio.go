@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -278,15 +279,43 @@ func (c *lineConn) reply(id jsonrpc.ID, code int64, msg string) {
 }
 
 func (c *lineConn) write(msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeMessage(msg)
 	if err != nil {
 		return err
 	}
 	return c.writeLine(data)
 }
 
+// encodeMessage encodes msg as jsonrpc.EncodeMessage does, byte for byte, with
+// the line's newline appended. A successful response with a numeric id, the
+// bulk of what a server writes, is put together here, its result copied into
+// the envelope as it is: the SDK builds every result with its JSON encoder
+// (jsonrpc2.NewResponse), so it is already compact, valid JSON, and the SDK's
+// own encoder would only copy it once more through encoding/json's compaction,
+// a second pass over a result that can be megabytes long (a long listing, a
+// grep). TestEncodeMessage holds the two to the same bytes.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	if r, ok := msg.(*jsonrpc.Response); ok && r.Error == nil && len(r.Result) > 0 {
+		if id, ok := r.ID.Raw().(int64); ok {
+			out := make([]byte, 0, len(r.Result)+48)
+			out = append(out, `{"jsonrpc":"2.0","id":`...)
+			out = strconv.AppendInt(out, id, 10)
+			out = append(out, `,"result":`...)
+			out = append(out, r.Result...)
+			return append(out, '}', '\n'), nil
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
 func (c *lineConn) writeLine(data []byte) error {
-	data = append(data, '\n')
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		data = append(data, '\n')
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_, err := c.out.Write(data)
