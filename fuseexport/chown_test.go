@@ -195,10 +195,28 @@ func TestCreatorOwns(t *testing.T) {
 	// Opening an existing file with O_CREAT gives nothing away.
 	must(t, os.WriteFile(filepath.Join(root, "w", "mine"), nil, 0o666))
 	must(t, os.Chmod(filepath.Join(root, "w", "mine"), 0o666))
-	c = exec.Command(sh, "-c", "echo z >> "+filepath.Join(mp, "w", "mine"))
+	appendAs1234(t, sh, filepath.Join(mp, "w", "mine"))
+	wantOwner(t, "host w/mine after an O_CREAT open of it", filepath.Join(root, "w", "mine"), 0, 0)
+	// Nor does one the kernel still believes absent (a negative entry from a
+	// lookup before the host made the file), for which it sends CREATE.
+	if _, err := os.Stat(filepath.Join(mp, "w", "late")); !os.IsNotExist(err) {
+		t.Fatalf("w/late before the host made it: %v", err)
+	}
+	must(t, os.WriteFile(filepath.Join(root, "w", "late"), nil, 0o666))
+	must(t, os.Chmod(filepath.Join(root, "w", "late"), 0o666))
+	appendAs1234(t, sh, filepath.Join(mp, "w", "late"))
+	wantOwner(t, "host w/late after an O_CREAT open of it", filepath.Join(root, "w", "late"), 0, 0)
+	if data, err := os.ReadFile(filepath.Join(root, "w", "late")); err != nil || string(data) != "z\n" {
+		t.Errorf("host w/late = %q, %v; want the appended line", data, err)
+	}
+}
+
+// appendAs1234 appends a line to name as uid 1234, gid 4321, with O_CREAT.
+func appendAs1234(t *testing.T, sh, name string) {
+	t.Helper()
+	c := exec.Command(sh, "-c", "echo z >> "+name)
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1234, Gid: 4321}}
 	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("appending as uid 1234: %v: %s", err, out)
+		t.Fatalf("appending to %s as uid 1234: %v: %s", name, err, out)
 	}
-	wantOwner(t, "host w/mine after an O_CREAT open of it", filepath.Join(root, "w", "mine"), 0, 0)
 }

@@ -260,18 +260,31 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, syscall.EPERM
 	}
 	flag := openFlags(flags) | os.O_CREATE
+	perm := unixToMode(mode) &^ fs.ModeType
 	existed := true
-	if flags&syscall.O_EXCL != 0 {
+	var (
+		f   vfs.File
+		err error
+	)
+	switch {
+	case flags&syscall.O_EXCL != 0:
 		flag |= os.O_EXCL
 		existed = false
-	} else if n.s.privileged {
-		// The kernel sends CREATE for a name it believes absent; a file
-		// made meanwhile through another route is opened, not given away.
-		if _, err := n.s.b.Lstat(ctx, p); vfs.CodeOf(err) == vfs.CodeNotFound {
+		f, err = n.s.b.OpenFile(ctx, p, flag, perm)
+	case n.s.privileged:
+		// The kernel sends CREATE for a name it believes absent, so the
+		// file is created exclusively first: only a file this call made is
+		// given to the caller. One made meanwhile through another route
+		// fails the exclusive create and is opened, not given away.
+		f, err = n.s.b.OpenFile(ctx, p, flag|os.O_EXCL, perm)
+		if err == nil {
 			existed = false
+		} else if vfs.CodeOf(err) == vfs.CodeExists {
+			f, err = n.s.b.OpenFile(ctx, p, flag, perm)
 		}
+	default:
+		f, err = n.s.b.OpenFile(ctx, p, flag, perm)
 	}
-	f, err := n.s.b.OpenFile(ctx, p, flag, unixToMode(mode)&^fs.ModeType)
 	if err != nil {
 		return nil, nil, 0, errnoOf(err, opWrite)
 	}
