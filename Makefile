@@ -40,7 +40,9 @@ test: lint unit fuzz-short
 # Every test binary panics with its goroutines' stacks after 8 minutes (-timeout).
 # The outer bound catches what that cannot: a binary that does not exit after its
 # panic (a thread stuck in the kernel), or a child process it leaves holding the
-# output. A hang fails the run with output instead of running on unseen.
+# output. A hang fails the run with output instead of running on unseen. The
+# downloads and builds of the tools are bounded the same way (a stalled module
+# download has no timeout of its own).
 HANG_BOUND ?= timeout --kill-after=30s
 
 unit: sysdeps
@@ -132,10 +134,10 @@ tools: $(STATICCHECK) bazel-remote
 # and the cas bench, built ahead where the tests look for it; they build it
 # themselves, or skip saying why, when it is not there.
 bazel-remote:
-	-@test -x $${TMPDIR:-/tmp}/capfs-bazel-remote-v2.6.2 || (cd tools && $(GO) build -o $${TMPDIR:-/tmp}/capfs-bazel-remote-v2.6.2 github.com/buchgr/bazel-remote/v2)
+	-@test -x $${TMPDIR:-/tmp}/capfs-bazel-remote-v2.6.2 || (cd tools && $(HANG_BOUND) 10m $(GO) build -o $${TMPDIR:-/tmp}/capfs-bazel-remote-v2.6.2 github.com/buchgr/bazel-remote/v2)
 
 $(STATICCHECK):
-	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(HANG_BOUND) 10m $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 clean:
 	$(GO) clean -testcache
