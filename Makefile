@@ -58,7 +58,7 @@ sysdeps:
 		command -v $${d%%:*} >/dev/null 2>&1 || missing="$$missing $${d##*:}"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			apt-get update && apt-get install -y $$missing; \
+			$(HANG_BOUND) 10m apt-get update && $(HANG_BOUND) 10m apt-get install -y $$missing; \
 		else echo "missing and not installable here:$$missing (the tests that need them will skip)"; fi; \
 	fi
 
