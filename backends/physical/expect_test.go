@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/capfs/capfs/internal/testenv"
 	"github.com/capfs/capfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -176,7 +177,7 @@ func TestExpectRegularFIFOSwap(t *testing.T) {
 		f := newAt(t, h.root, opts...)
 		ctx := vfs.ExpectRegular(t.Context())
 		opened, refused := 0, 0
-		exchanging(t, h.root, "f", "fifo", func() {
+		testenv.Exchanging(t, h.root, [][2]string{{"f", "fifo"}}, func() {
 			returns(t, "hinted opens racing a FIFO swap", func() {
 				for i := range 1000 {
 					var fh vfs.File
@@ -209,38 +210,4 @@ func TestExpectRegularFIFOSwap(t *testing.T) {
 		}
 		t.Logf("%d opens of the regular file, %d refusals of the FIFO", opened, refused)
 	})
-}
-
-// exchanging runs fn while another goroutine exchanges names a and b in dir
-// (RENAME_EXCHANGE) as fast as it can, and stops it before returning.
-func exchanging(t *testing.T, dir, a, b string, fn func()) {
-	t.Helper()
-	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(root)
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			if err := unix.Renameat2(root, a, root, b, unix.RENAME_EXCHANGE); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
-	defer func() {
-		close(stop)
-		if err := <-done; err != nil {
-			t.Errorf("RENAME_EXCHANGE: %v", err)
-		}
-	}()
-	fn()
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/internal/testenv"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
 )
@@ -266,54 +267,31 @@ func TestReopenNeverOpensSwappedFIFO(t *testing.T) {
 	if _, err := unix.InotifyAddWatch(in, h.in("fifo"), unix.IN_OPEN); err != nil {
 		t.Skipf("cannot watch the FIFO: %v", err)
 	}
-	root, err := unix.Open(h.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(root)
-	stop := make(chan struct{})
-	done := make(chan error)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			if err := unix.Renameat2(root, "f", root, "fifo", unix.RENAME_EXCHANGE); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
 	ctx := t.Context()
 	refused, opened := 0, 0
-	returns(t, "opens racing a FIFO swap", func() {
-		for i := range 2000 {
-			flag := []int{os.O_RDONLY, os.O_RDWR, os.O_WRONLY | os.O_APPEND}[i%3]
-			fh, err := f.OpenFile(ctx, P("f"), flag, 0)
-			if err != nil {
-				if code := vfs.CodeOf(err); code != vfs.CodeNotRegular {
-					t.Errorf("OpenFile(f, %#x): %v; want success or not_regular_file", flag, err)
+	testenv.Exchanging(t, h.root, [][2]string{{"f", "fifo"}}, func() {
+		returns(t, "opens racing a FIFO swap", func() {
+			for i := range 2000 {
+				flag := []int{os.O_RDONLY, os.O_RDWR, os.O_WRONLY | os.O_APPEND}[i%3]
+				fh, err := f.OpenFile(ctx, P("f"), flag, 0)
+				if err != nil {
+					if code := vfs.CodeOf(err); code != vfs.CodeNotRegular {
+						t.Errorf("OpenFile(f, %#x): %v; want success or not_regular_file", flag, err)
+					}
+					refused++
+					continue
 				}
-				refused++
-				continue
+				opened++
+				if typ := fh.(vfs.TypedFile).Type(); typ != 0 {
+					t.Errorf("OpenFile(f) opened a %v", typ)
+				}
+				if info, err := fh.Stat(); err != nil || !info.Mode.IsRegular() {
+					t.Errorf("OpenFile(f) opened %v, %v; want the regular file", info.Mode, err)
+				}
+				fh.Close()
 			}
-			opened++
-			if typ := fh.(vfs.TypedFile).Type(); typ != 0 {
-				t.Errorf("OpenFile(f) opened a %v", typ)
-			}
-			if info, err := fh.Stat(); err != nil || !info.Mode.IsRegular() {
-				t.Errorf("OpenFile(f) opened %v, %v; want the regular file", info.Mode, err)
-			}
-			fh.Close()
-		}
+		})
 	})
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatalf("RENAME_EXCHANGE: %v", err)
-	}
 	buf := make([]byte, 4096)
 	if n, err := unix.Read(in, buf); n > 0 {
 		t.Fatalf("the FIFO was opened (%d bytes of inotify events)", n)

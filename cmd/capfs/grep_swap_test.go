@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
@@ -67,34 +67,8 @@ func TestGrepRacesSwaps(t *testing.T) {
 			t.Fatalf("grep of the vault itself: %q", text)
 		}
 
-		dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(dirfd)
-		stop := make(chan struct{})
-		var swaps sync.WaitGroup
-		swapErrs := make(chan error, 2)
-		for _, pair := range [][2]string{{"a/file", "a/fifo"}, {"sub", "rootlink"}} {
-			swaps.Add(1)
-			go func() {
-				defer swaps.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if err := unix.Renameat2(dirfd, pair[0], dirfd, pair[1], unix.RENAME_EXCHANGE); err != nil {
-						swapErrs <- err
-						return
-					}
-				}
-			}()
-		}
 		var texts []string
-		func() {
-			defer func() { close(stop); swaps.Wait() }()
+		testenv.Exchanging(t, root, [][2]string{{"a/file", "a/fifo"}, {"sub", "rootlink"}}, func() {
 			for range 20 {
 				texts = append(texts, mcpGrepText(t, cs, "project"))
 			}
@@ -102,12 +76,7 @@ func TestGrepRacesSwaps(t *testing.T) {
 				r := runCapfsTimeout(t, root, env, 60*time.Second, "--policy", pol, "grep", "-r", "needle", ".")
 				texts = append(texts, r.stdout)
 			}
-		}()
-		select {
-		case err := <-swapErrs:
-			t.Fatalf("RENAME_EXCHANGE: %v", err)
-		default:
-		}
+		})
 		plain := 0
 		for _, text := range texts {
 			if strings.Contains(text, "VAULT") || strings.Contains(text, "FIFO") {

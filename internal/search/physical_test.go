@@ -20,9 +20,9 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/internal/search"
+	"github.com/capfs/capfs/internal/testenv"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
-	"golang.org/x/sys/unix"
 )
 
 // physicalTree writes files under a new temporary directory and returns a Dir
@@ -294,53 +294,22 @@ func TestPhysicalSearchRacesSwaps(t *testing.T) {
 				t.Fatal(err)
 			}
 			d, _ := dir.New(b, dir.WithPolicy(pol))
-			hostRoot, err := os.Open(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer hostRoot.Close()
-			hfd := int(hostRoot.Fd())
-			stop := make(chan struct{})
-			var swaps sync.WaitGroup
-			var swapErr atomic.Value
-			for _, pair := range [][2]string{{"a/file", "a/fifo"}, {"sub", "rootlink"}} {
-				swaps.Add(1)
-				go func() {
-					defer swaps.Done()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						if err := unix.Renameat2(hfd, pair[0], hfd, pair[1], unix.RENAME_EXCHANGE); err != nil {
-							swapErr.Store(fmt.Errorf("exchange %s and %s: %w", pair[0], pair[1], err))
-							return
-						}
-					}
-				}()
-			}
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			seen := map[string]int{}
-			for range 40 {
-				_, err := search.Search(ctx, d, ".", search.Options{Pattern: "needle", Mode: search.Content}, func(f *search.File) error {
-					for _, l := range f.Lines {
-						seen[string(l.Text)]++
+			testenv.Exchanging(t, root, [][2]string{{"a/file", "a/fifo"}, {"sub", "rootlink"}}, func() {
+				for range 40 {
+					_, err := search.Search(ctx, d, ".", search.Options{Pattern: "needle", Mode: search.Content}, func(f *search.File) error {
+						for _, l := range f.Lines {
+							seen[string(l.Text)]++
+						}
+						return nil
+					})
+					if err != nil {
+						t.Fatalf("search: %v (a search that waits on a special file runs into the deadline)", err)
 					}
-					return nil
-				})
-				if err != nil {
-					close(stop)
-					swaps.Wait()
-					t.Fatalf("search: %v (a search that waits on a special file runs into the deadline)", err)
 				}
-			}
-			close(stop)
-			swaps.Wait()
-			if err, _ := swapErr.Load().(error); err != nil {
-				t.Fatal(err)
-			}
+			})
 			for text, n := range seen {
 				if strings.Contains(text, "VAULT") || strings.Contains(text, "FIFO") {
 					t.Errorf("a search reported %q (%d times): the vault or the FIFO was read", text, n)
