@@ -5,13 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/capfs/capfs/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 )
 
 // TestGrepRacesSwaps plays, through a real capfs mcp and through capfs grep,
@@ -36,21 +34,8 @@ func TestGrepRacesSwaps(t *testing.T) {
 			"sub/vault/note": "needle decoy\n",
 			"sub/other":      "needle other\n",
 		})
-		fifo := filepath.Join(root, "a", "fifo")
-		if err := unix.Mkfifo(fifo, 0o644); err != nil {
-			t.Skipf("mkfifo: %v", err)
-		}
-		// O_RDWR opens a FIFO at once and holds both its ends: what is
-		// written stays until someone reads it.
-		keep, err := os.OpenFile(fifo, os.O_RDWR|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer keep.Close()
 		const inFIFO = "needle FIFO\n"
-		if _, err := keep.WriteString(inFIFO); err != nil {
-			t.Fatal(err)
-		}
+		fifoLeft := testenv.HeldFIFO(t, filepath.Join(root, "a", "fifo"), inFIFO)
 		if err := os.Symlink(".", filepath.Join(root, "rootlink")); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +54,7 @@ func TestGrepRacesSwaps(t *testing.T) {
 
 		var texts []string
 		testenv.Exchanging(t, root, [][2]string{{"a/file", "a/fifo"}, {"sub", "rootlink"}}, func() {
-			for range 20 {
+			for range 40 {
 				texts = append(texts, mcpGrepText(t, cs, "project"))
 			}
 			for range 5 {
@@ -89,9 +74,7 @@ func TestGrepRacesSwaps(t *testing.T) {
 		if plain == 0 {
 			t.Errorf("no grep found the regular file under either name: %q", texts)
 		}
-		buf := make([]byte, 64)
-		n, _ := keep.Read(buf)
-		if got := string(buf[:max(n, 0)]); got != inFIFO {
+		if got := fifoLeft(); got != inFIFO {
 			t.Errorf("the FIFO holds %q after the race; want %q: something read it", got, inFIFO)
 		}
 	})

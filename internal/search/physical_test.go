@@ -261,20 +261,8 @@ func TestPhysicalSearchRacesSwaps(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := syscall.Mkfifo(filepath.Join(root, "a", "fifo"), 0o644); err != nil {
-				t.Skipf("mkfifo: %v", err)
-			}
-			// O_RDWR opens a FIFO at once and holds both ends: what is written
-			// stays until someone reads it.
-			keep, err := os.OpenFile(filepath.Join(root, "a", "fifo"), os.O_RDWR|syscall.O_NONBLOCK, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer keep.Close()
 			const inFIFO = "needle FIFO\n"
-			if _, err := keep.WriteString(inFIFO); err != nil {
-				t.Fatal(err)
-			}
+			fifoLeft := testenv.HeldFIFO(t, filepath.Join(root, "a", "fifo"), inFIFO)
 			if err := os.Symlink(".", filepath.Join(root, "rootlink")); err != nil {
 				t.Fatal(err)
 			}
@@ -315,10 +303,8 @@ func TestPhysicalSearchRacesSwaps(t *testing.T) {
 					t.Errorf("a search reported %q (%d times): the vault or the FIFO was read", text, n)
 				}
 			}
-			buf := make([]byte, 64)
-			n, _ := keep.Read(buf)
-			if string(buf[:max(n, 0)]) != inFIFO {
-				t.Errorf("the FIFO holds %q after the race; want %q: something read it", buf[:max(n, 0)], inFIFO)
+			if got := fifoLeft(); got != inFIFO {
+				t.Errorf("the FIFO holds %q after the race; want %q: something read it", got, inFIFO)
 			}
 			t.Logf("lines seen: %v", seen)
 		})

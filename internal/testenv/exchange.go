@@ -50,3 +50,28 @@ func Exchanging(t testing.TB, dir string, pairs [][2]string, fn func()) {
 	}()
 	fn()
 }
+
+// HeldFIFO makes a FIFO at path, holds both its ends (an O_RDWR open, which
+// never waits on Linux) and writes data into it. The bytes stay there until
+// someone reads the FIFO: the function returned reads what is left (at most
+// 4 KiB), so a test can check that nothing it ran read from it. The FIFO's
+// ends are closed at the end of t.
+func HeldFIFO(t testing.TB, path, data string) (left func() string) {
+	t.Helper()
+	if err := unix.Mkfifo(path, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("opening the FIFO: %v", err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if _, err := unix.Write(fd, []byte(data)); err != nil {
+		t.Fatalf("writing into the FIFO: %v", err)
+	}
+	return func() string {
+		buf := make([]byte, 4096)
+		n, _ := unix.Read(fd, buf)
+		return string(buf[:max(n, 0)])
+	}
+}
