@@ -42,8 +42,9 @@ test: lint unit fuzz-short
 # panic (a thread stuck in the kernel), or a child process it leaves holding the
 # output. A hang fails the run with output instead of running on unseen. The
 # downloads and builds of the tools are bounded the same way (a stalled module
-# download has no timeout of its own).
-HANG_BOUND ?= timeout --kill-after=30s
+# download has no timeout of its own). --foreground keeps the command in the
+# terminal's process group, so Ctrl-C still reaches it.
+HANG_BOUND ?= timeout --foreground --kill-after=30s
 
 unit: sysdeps
 	$(HANG_BOUND) 20m $(GO) test -race -count=1 -timeout 8m $(PKGS)
