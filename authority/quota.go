@@ -238,8 +238,9 @@ func (h *quotaFile) Truncate(size int64) error {
 	return nil
 }
 
-// Locate, ResolveStat and ResolveOpen forward to the wrapped backend (reads only;
-// see vfs.Locator, vfs.StatResolver, vfs.OpenResolver). HostPath is deliberately
+// Locate, ResolveStat, ResolveOpen and ResolveReadDir forward to the wrapped
+// backend (reads only; see vfs.Locator, vfs.StatResolver, vfs.OpenResolver,
+// vfs.ListResolver). HostPath is deliberately
 // not forwarded: a host directory bound into a sandbox would bypass the account.
 func (f *quotaFS) Locate(ctx context.Context) (vfs.Path, error) {
 	if l, ok := f.Backend.(vfs.Locator); ok {
@@ -254,6 +255,10 @@ func (f *quotaFS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs
 
 func (f *quotaFS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
 	return vfs.ResolveOpen(ctx, f.Backend, p, decide)
+}
+
+func (f *quotaFS) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
+	return vfs.ResolveReadDir(ctx, f.Backend, p, decide)
 }
 
 // Close closes the wrapped backend when it has a Close method.

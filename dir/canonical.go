@@ -309,38 +309,63 @@ func opFollow(op policy.Op) follow {
 // resolves, decides and opens in one backend call (vfs.ResolveOpen): admit
 // decides on the canonical location and runs the Before hooks between the
 // resolution and the open, and the backend opens the very object decided on.
-// Where the resolution fails before reaching a decision (a missing or
-// non-directory parent), the call decides on where the path would lead, as an
-// unfused call does, so a refused place answers the same refusal whether or not
-// something exists beneath it. Any other call opens c.rp.
+// Any other call opens c.rp.
 func (s *scope) openRead(ctx context.Context, c *call) (vfs.File, error) {
 	if c.ad == nil {
 		return s.b.OpenFile(ctx, c.rp, os.O_RDONLY, 0)
 	}
+	return fusedCall(ctx, s, c, func(decide func(vfs.Location) error) (vfs.File, error) {
+		f, _, err := vfs.ResolveOpen(ctx, s.b, c.p, decide)
+		return f, err
+	})
+}
+
+// readDir lists c's directory. A fused call (c.admit set by step 4) resolves,
+// decides and lists in one backend call (vfs.ResolveReadDir), as openRead does
+// for reads; any other call lists c.rp.
+func (s *scope) readDir(ctx context.Context, c *call) ([]vfs.DirEntry, error) {
+	if c.ad == nil {
+		return s.b.ReadDir(ctx, c.rp)
+	}
+	return fusedCall(ctx, s, c, func(decide func(vfs.Location) error) ([]vfs.DirEntry, error) {
+		ents, _, err := vfs.ResolveReadDir(ctx, s.b, c.p, decide)
+		return ents, err
+	})
+}
+
+// fusedCall runs the backend call of a fused read (act: vfs.ResolveOpen or
+// vfs.ResolveReadDir), whose decision callback admit makes: it decides on the
+// canonical location and runs the Before hooks between the resolution and the
+// action, on the very object the backend then acts on. Where the resolution
+// fails before reaching a decision (a missing or non-directory parent), the call
+// decides on where the path would lead, as an unfused call does, so a refused
+// place answers the same refusal whether or not something exists beneath it.
+func fusedCall[T any](ctx context.Context, s *scope, c *call, act func(decide func(vfs.Location) error) (T, error)) (T, error) {
 	// The resolution's callback works on the admission's copy of what admit
 	// needs of c (ad.args), so that c itself never escapes to the heap.
 	ad := c.ad
 	decided := false
 	var aerr error
-	f, _, err := vfs.ResolveOpen(ctx, s.b, c.p, func(loc vfs.Location) error {
+	v, err := act(func(loc vfs.Location) error {
 		decided = true
 		ad.args.rp = loc.Path
 		aerr = ad.admit(ctx, ad.args)
 		return aerr
 	})
 	c.rp = ad.args.rp
+	var zero T
 	switch {
 	case err == nil:
-		return f, nil
+		return v, nil
 	case decided && err == aerr:
-		return nil, &addressed{err}
+		return zero, &addressed{err}
 	case !decided:
 		if rp, cerr := s.canon(ctx, c.p, followFinal); cerr == nil {
 			c.rp, ad.args.rp = rp, rp
 			if aerr := ad.admit(ctx, ad.args); aerr != nil {
-				return nil, &addressed{aerr}
+				return zero, &addressed{aerr}
 			}
 		}
 	}
-	return nil, err
+	return zero, err
 }

@@ -68,9 +68,9 @@ func (d *Dir) List(ctx context.Context, path string) ([]string, error) {
 // Each entry's Info is fetched on demand (without following symlinks).
 func (d *Dir) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
-	c := &call{op: policy.OpList, method: "ReadDir", path: path, emptyIsDot: true}
+	c := &call{op: policy.OpList, method: "ReadDir", path: path, emptyIsDot: true, fused: true}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		ents, err := d.s.b.ReadDir(ctx, c.rp)
+		ents, err := d.s.readDir(ctx, c)
 		if err != nil {
 			return err
 		}

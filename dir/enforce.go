@@ -79,10 +79,11 @@ type call struct {
 	// prepare, when set, replaces path parsing in step 2 (Glob patterns); it fills
 	// the call it was made for.
 	prepare func() error
-	// fused marks a read that resolves, decides and opens in one backend call
-	// (vfs.ResolveOpen): with a policy or hooks to serve, step 4 decides on the
-	// guest's path, then leaves the canonical decision and the Before hooks to
-	// admit, which openRead calls from inside the resolution.
+	// fused marks a read or a listing that resolves, decides and acts in one
+	// backend call (vfs.ResolveOpen, vfs.ResolveReadDir): with a policy or hooks
+	// to serve, step 4 decides on the guest's path, then leaves the canonical
+	// decision and the Before hooks to admit, which openRead or readDir calls
+	// from inside the resolution (fusedCall).
 	fused bool
 	ad    *admission // set by step 4 for a fused read
 
@@ -251,7 +252,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		}
 		if c.fused && !c.checkOnly && !c.p.MustBeDir() {
 			// The canonical decision and the Before hooks run inside the
-			// backend's resolution (openRead), on the very object it opens.
+			// backend's resolution (fusedCall), on the very object it acts on.
 			// One allocation holds the admission and the little of the call
 			// that admit needs (the call itself stays on the stack).
 			h := &fusedAdmission{admission: *ad, args: c.admitArgs()}

@@ -224,6 +224,45 @@ func ResolveOpen(ctx context.Context, b Backend, p Path, decide func(Location) e
 	return f, loc, nil
 }
 
+// ListResolver is implemented by backends that can resolve a path, let the caller
+// decide on the canonical location it reaches, and list that very directory, in
+// one lookup (the physical backend). ResolveReadDir resolves p following a final
+// symlink, as Resolve(p, true) would, calls decide with the location (Found false
+// when p reaches nothing) and, only if decide returns nil, lists what was
+// resolved as ReadDir would; an error from decide is returned unchanged and
+// nothing is listed. If the resolution itself fails, decide is not called. A
+// layer that decides on canonical paths (a Dir with a policy) lists through it
+// without a second lookup, and no directory swapped in after the decision can be
+// listed instead. See the function ResolveReadDir for the fallback.
+type ListResolver interface {
+	ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error)
+}
+
+// ResolveReadDir resolves p in b, lets decide rule on the location, and lists
+// it: b's own ResolveReadDir when b is a ListResolver, else Resolve, decide, and
+// ReadDir of the Resolved path (which follows nothing, so a swap in between
+// fails with conflict). Errors from the listing are addressed to p.
+func ResolveReadDir(ctx context.Context, b Backend, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
+	if lr, ok := b.(ListResolver); ok {
+		return lr.ResolveReadDir(ctx, p, decide)
+	}
+	loc, err := b.Resolve(ctx, p, true)
+	if err != nil {
+		return nil, Location{}, err
+	}
+	if err := decide(loc); err != nil {
+		return nil, loc, err
+	}
+	ents, err := b.ReadDir(ctx, loc.Path)
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Path == loc.Path.String() {
+			e.Path = p.String()
+		}
+		return nil, loc, err
+	}
+	return ents, loc, nil
+}
+
 // HostLinkResolver is implemented by backends whose symlinks may hold absolute
 // host paths (the physical backend, where the host planted them). Such a target
 // is never shown (Readlink fails with path_outside_sandbox) and no backend

@@ -145,6 +145,51 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 	return f, loc, nil
 }
 
+// ResolveReadDir is Resolve, a decision and a listing, in one lookup where the
+// mount's backend offers one (see ListResolver) and p lies inside a mount with
+// no other mount beneath it (so the listing needs no mount merged in). decide
+// sees the namespace location.
+func (n *Namespace) ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
+	t := n.table()
+	l := t.locate(p)
+	if l.kind == kindInMount && !t.shadowing[l.m] {
+		if _, ok := l.m.b.(ListResolver); ok {
+			var derr error
+			var at Location
+			decided := false
+			ents, _, err := ResolveReadDir(ctx, l.m.b, l.rel, func(loc Location) error {
+				loc.Path = l.m.path.Join(loc.Path).Resolved()
+				at, decided = loc, true
+				derr = decide(loc)
+				return derr
+			})
+			switch {
+			case err == nil:
+				return ents, at, nil
+			case derr != nil && err == derr:
+				return nil, at, err // decide's own error, unchanged
+			case !decided && CodeOf(err) == CodeOutside && !p.resolved:
+				// Nothing decided yet, and a link leaves the mount: the
+				// namespace's own resolution may follow it back in (below).
+			default:
+				return nil, at, readdress("readdir", p, err)
+			}
+		}
+	}
+	loc, err := n.Resolve(ctx, p, true)
+	if err != nil {
+		return nil, Location{}, err
+	}
+	if err := decide(loc); err != nil {
+		return nil, loc, err
+	}
+	ents, err := n.ReadDir(ctx, loc.Path)
+	if err != nil {
+		return nil, loc, readdress("readdir", p, err)
+	}
+	return ents, loc, nil
+}
+
 // route returns the path an operation on p must act on: p itself, unless p lies in
 // a shadowing mount and is not yet Resolved; then the namespace's own resolution
 // of p (Resolved), so the operation reaches the mount that really serves what p

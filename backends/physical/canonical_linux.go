@@ -511,6 +511,61 @@ func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locati
 	return h, loc, nil
 }
 
+// ResolveReadDir lists p, as ReadDir does, and decides in between, as ResolveOpen
+// does for reads: once it knows the canonical location p reaches (as Resolve with
+// follow reports it), it calls decide with it, without holding any lock of f; an
+// error from decide is returned as is and nothing is listed. With openat2 and a
+// path with no symlink on it, the directory is opened once (O_DIRECTORY, which
+// fails before anything but a directory is opened, and RESOLVE_NO_SYMLINKS, so
+// p is its canonical path), decided on and listed through that descriptor: one
+// lookup serves the decision and the listing, and nothing renamed or swapped in
+// after the decision can be listed instead. Any other path (a symlink on it, a
+// missing name, a file) is resolved, decided on and listed as ReadDir lists its
+// Resolved path, which follows nothing, so a swap in between fails with conflict.
+//
+// It is the listing path of a layer that decides on canonical paths (a Dir with
+// a policy); its errors are addressed to p with Op "readdir".
+func (f *FS) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
+	const op = "readdir"
+	root, err := f.enter(ctx, op, p)
+	if err != nil {
+		return nil, vfs.Location{}, err
+	}
+	if !f.portable.Load() {
+		fd, err := openat2(root, pathArg(p), unix.O_RDONLY|unix.O_DIRECTORY, 0, f.resolveFlags()|unix.RESOLVE_NO_SYMLINKS)
+		if err == nil {
+			f.leave()
+			defer unix.Close(fd)
+			loc := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: true, Type: fs.ModeDir}
+			if err := decide(loc); err != nil {
+				return nil, loc, err
+			}
+			ents, err := readDirFd(fd)
+			if err != nil {
+				return nil, loc, wrap(op, p, err)
+			}
+			return ents, loc, nil
+		}
+	}
+	// Resolve, decide, then list the Resolved path (which follows nothing).
+	loc, err := f.resolve(ctx, root, p, true, nil)
+	f.leave()
+	if err != nil {
+		return nil, vfs.Location{}, wrap(op, p, err)
+	}
+	if err := decide(loc); err != nil {
+		return nil, loc, err
+	}
+	ents, err := f.ReadDir(ctx, loc.Path)
+	if err != nil {
+		if e, ok := err.(*vfs.Error); ok {
+			e.Path = p.String()
+		}
+		return nil, loc, err
+	}
+	return ents, loc, nil
+}
+
 // errNotObject: resolveObject has no handle to give (p is missing, or the walk
 // needs what the general path does); the caller resolves and opens the usual way.
 var errNotObject = &lookupErr{vfs.CodeNotFound, "no object"}
