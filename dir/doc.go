@@ -53,7 +53,10 @@
 // guest's text stays in GuestPath), and so does the audit trail. The backend then
 // acts on the canonical path marked vfs.Path.Resolved, following no symlink: a
 // link swapped in after the decision makes the call fail with conflict, never
-// reach something undecided. A symlink's target (Symlink, links Copy recreates) is
+// reach something undecided. Reads and listings (ReadFile, Open for reading,
+// ReadDir) resolve, decide and act in one backend call where the backend offers
+// it (vfs.ResolveOpen, vfs.ResolveReadDir): the decision runs between the
+// resolution and the action, on the very object acted on. A symlink's target (Symlink, links Copy recreates) is
 // decided where it leads, so a new name for a protected path is refused, and so is
 // a Move, Rename or Copy of something protected or onto a protected name: the
 // paths beneath a directory that moves are decided under their old and their new

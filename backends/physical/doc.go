@@ -119,10 +119,12 @@
 //     flag set, O_CREATE included), Sub, Readlink, Chmod, Chtimes, and for the
 //     parents of Mkdir, Remove, Rename, Symlink and Link. A layer that resolved a
 //     path, decided on it and then acts on it thus reaches the place it decided
-//     on or nothing. ResolveStat and ResolveOpen fuse the two steps for Stat and
-//     reads: one lookup serves the decision (a callback, for ResolveOpen) and the
-//     call, and ResolveOpen opens the very object decided on, through the O_PATH
-//     handle of the resolution.
+//     on or nothing. ResolveStat, ResolveOpen and ResolveReadDir fuse the two
+//     steps for Stat, reads and listings: one lookup serves the decision (a
+//     callback, for ResolveOpen and ResolveReadDir) and the call; ResolveOpen
+//     opens the very object decided on, through the O_PATH handle of the
+//     resolution, and ResolveReadDir lists the very directory decided on, through
+//     the descriptor its one openat2 (O_DIRECTORY, RESOLVE_NO_SYMLINKS) opened.
 //   - Locate (vfs.Locator): a Sub reports the current path of its directory beneath
 //     the root of the FS New returned, after any renames of either, from the
 //     kernel's names of both handles (/proc/self/fd, re-read each time) or, where
