@@ -290,6 +290,30 @@ func (f *checkedFile) Sync() error { return f.checkErr("Sync", f.f.Sync(), false
 // OpenStat forwards to the wrapped File (vfs.OpenStater).
 func (f *checkedFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(f.f) }
 
+// ResolveOpen and ResolveReadDir reach the wrapped backend's own (vfs.OpenResolver,
+// vfs.ListResolver), or the vfs fallbacks over it, and check their errors, except
+// the decision's own, which they must return unchanged.
+func (c *checked) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	var derr error
+	h, loc, err := vfs.ResolveOpen(ctx, c.b, p, func(l vfs.Location) error { derr = decide(l); return derr })
+	if err != nil && err != derr {
+		c.check("ResolveOpen("+p.String()+")", err)
+	}
+	if h != nil {
+		h = &checkedFile{f: h, c: c, name: p.String()}
+	}
+	return h, loc, err
+}
+
+func (c *checked) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
+	var derr error
+	ents, loc, err := vfs.ResolveReadDir(ctx, c.b, p, func(l vfs.Location) error { derr = decide(l); return derr })
+	if err != nil && err != derr {
+		c.check("ResolveReadDir("+p.String()+")", err)
+	}
+	return ents, loc, err
+}
+
 func (c *checked) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
 	loc, err := c.b.Resolve(ctx, p, follow)
 	if err == nil && !loc.Path.IsResolved() {

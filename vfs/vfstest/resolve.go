@@ -1,6 +1,7 @@
 package vfstest
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -149,6 +150,70 @@ func testResolve(t *testing.T, cfg Config) {
 				g, w := describeLoc(got, gerr), describeLoc(want, werr)
 				if g != w {
 					t.Errorf("Resolve(%s, follow=%v) = %s; vfs.ResolveBackend says %s", s, follow, g, w)
+				}
+			}
+		}
+	})
+
+	t.Run("fused", func(t *testing.T) {
+		// ResolveReadDir and ResolveOpen (the backend's own, vfs.ListResolver and
+		// vfs.OpenResolver, or the vfs fallbacks) decide on what Resolve(p, true)
+		// reports and give what listing that location gives; a refusal is
+		// returned unchanged and nothing is opened.
+		f := newFx(t, cfg, symlinks)
+		f.seed("d/", "d/e/", "d/e/f=F", "d/g=G", "b/", "b/c/", "b/t=BT", "t=T",
+			"ld -> d", "lf -> d/e/f", "a -> b/c", "d/e/back -> ../../b",
+			"dangle -> d/newfile", "loop1 -> loop2", "loop2 -> loop1", "self -> .")
+		paths := []string{".", "d", "d/", "d/e", "ld", "ld/", "ld/e", "a", "d/e/back", "self/ld",
+			"d/e/f", "lf", "lf/", "t/x", "dangle", "loop1", "missing", "missing/x", "d/e/back/c"}
+		// (The checking wrapper reaches the backend's own, or the fallbacks.)
+		lr, listing := f.b.(vfs.ListResolver)
+		or, opening := f.b.(vfs.OpenResolver)
+		refusal := errors.New("refused by the test")
+		for _, s := range paths {
+			want, werr := f.b.Resolve(f.ctx, p(s), true)
+			check := func(what string, got vfs.Location, called bool, err error) {
+				t.Helper()
+				switch {
+				case werr != nil && called:
+					t.Errorf("%s(%s): decided on %s where Resolve fails (%v)", what, s, describeLoc(got, nil), werr)
+				case werr != nil && vfs.CodeOf(err) != vfs.CodeOf(werr):
+					t.Errorf("%s(%s): %v; Resolve fails with %v", what, s, err, werr)
+				case werr == nil && !called:
+					t.Errorf("%s(%s): no decision (%v); Resolve reports %s", what, s, err, describeLoc(want, nil))
+				case werr == nil && describeLoc(got, nil) != describeLoc(want, nil):
+					t.Errorf("%s(%s): decided on %s; Resolve reports %s", what, s, describeLoc(got, nil), describeLoc(want, nil))
+				}
+			}
+			if listing {
+				var got vfs.Location
+				called := false
+				_, _, err := lr.ResolveReadDir(f.ctx, p(s), func(l vfs.Location) error { got, called = l, true; return refusal })
+				check("ResolveReadDir", got, called, err)
+				if called && err != refusal {
+					t.Errorf("ResolveReadDir(%s): a refusing decision gave %v, not the refusal itself", s, err)
+				}
+				ents, _, err := lr.ResolveReadDir(f.ctx, p(s), func(vfs.Location) error { return nil })
+				var wantEnts []vfs.DirEntry
+				var wantErr error = werr
+				if werr == nil {
+					wantEnts, wantErr = f.b.ReadDir(f.ctx, want.Path)
+				}
+				if vfs.CodeOf(err) != vfs.CodeOf(wantErr) || fmt.Sprint(ents) != fmt.Sprint(wantEnts) {
+					t.Errorf("ResolveReadDir(%s) = %v, %v; ReadDir of where it leads = %v, %v", s, ents, err, wantEnts, wantErr)
+				}
+			}
+			if opening {
+				var got vfs.Location
+				called := false
+				h, _, err := or.ResolveOpen(f.ctx, p(s), func(l vfs.Location) error { got, called = l, true; return refusal })
+				if h != nil {
+					h.Close()
+					t.Errorf("ResolveOpen(%s): a refusing decision opened a file", s)
+				}
+				check("ResolveOpen", got, called, err)
+				if called && err != refusal {
+					t.Errorf("ResolveOpen(%s): a refusing decision gave %v, not the refusal itself", s, err)
 				}
 			}
 		}

@@ -26,7 +26,10 @@
 //   - Resolve: Backend.Resolve's canonical locations (links followed as the call
 //     would, ".." in targets physical), its errors, agreement with
 //     vfs.ResolveBackend, and the Resolved mark: a Resolved path with a symlink
-//     on it makes every call fail with conflict and change nothing.
+//     on it makes every call fail with conflict and change nothing; the fused
+//     calls (vfs.ResolveOpen, vfs.ResolveReadDir, the backend's own where it has
+//     them) decide on that location, return a refusal unchanged, and list what
+//     ReadDir of it lists.
 //   - OpenStat: where the backend's Files record their status at the open
 //     (vfs.OpenStater), that it is what Stat reported then, for OpenFile and
 //     vfs.ResolveOpen, and that it stays so when the file changes.
