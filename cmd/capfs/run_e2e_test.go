@@ -418,10 +418,17 @@ func startPty(t *testing.T, root string, env []string, args ...string) *ptyRun {
 // expect waits until the output holds s (from the whole output so far).
 func (p *ptyRun) expect(s string) {
 	p.t.Helper()
+	p.expectCount(s, 1)
+}
+
+// expectCount waits until s shows n times in the terminal output (within 20
+// seconds).
+func (p *ptyRun) expectCount(s string, n int) {
+	p.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		p.mu.Lock()
-		ok := strings.Contains(p.out.String(), s)
+		ok := strings.Count(p.out.String(), s) >= n
 		p.mu.Unlock()
 		if ok {
 			return
@@ -430,7 +437,7 @@ func (p *ptyRun) expect(s string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.t.Fatalf("no %q in the terminal output:\n%s", s, p.out.String())
+	p.t.Fatalf("no %q (%d times) in the terminal output:\n%s", s, n, p.out.String())
 }
 
 // expectAsking sends ask every half second until s is in the terminal
@@ -493,8 +500,12 @@ func TestRunBashUnderPty(t *testing.T) {
 	p.send("test -t 0 && echo is-a-$((1+1))-tty; stty size\n")
 	p.expect("is-a-2-tty")
 	p.expect("30 100")
-	p.send("sleep 60\n")
-	time.Sleep(300 * time.Millisecond)
+	// Each job says it has started from inside its own process: bash puts a
+	// job in its own process group, and in the terminal's foreground, before
+	// the job runs anything, so once it speaks a key goes to it (a fixed pause
+	// instead raced the fork under load).
+	p.send("(echo started-$((2+6)); exec sleep 60)\n")
+	p.expect("started-8")
 	p.send("\x03") // Ctrl-C: the sleep, not bash, and not capfs
 	p.send("echo after-sleep-$?\n")
 	p.expect("after-sleep-130")
@@ -504,12 +515,20 @@ func TestRunBashUnderPty(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	p.send("stty size\n")
 	p.expect("40 120")
-	p.send("sleep 60\n")
-	time.Sleep(300 * time.Millisecond)
+	p.send("(echo started-$((3+4)); exec sleep 60)\n")
+	p.expect("started-7")
 	p.send("\x1a") // Ctrl-Z: bash stops the job
 	p.expect("Stopped")
-	p.send("kill %1\n")
-	p.expectAsking("jobs\n", "Terminated") // bash reports the job's end when asked
+	// The stopped job comes back to the foreground and a Ctrl-C ends it: bash
+	// reports its status. (Killing it in the background raced under load: a job
+	// stopped before it exec'd its command could still ignore SIGTERM, and one
+	// continued in the background stopped again on taking the terminal.)
+	// bash prints the job as it resumes it ("( echo ...; exec sleep 60 )", a
+	// second time after the Stopped line); a Ctrl-C is sent until the job's
+	// status shows.
+	p.send("fg\n")
+	p.expectCount("exec sleep 60 )", 2)
+	p.expectAsking("\x03echo after-fg-$?\n", "after-fg-130")
 	p.send("echo made > made.txt; echo bye-$((2+3)); exit 4\n")
 	p.expect("bye-5")
 	if code := p.wait(); code != 4 {
