@@ -109,25 +109,12 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 	l := t.locate(p)
 	if (l.kind == kindInMount || l.kind == kindMountPoint) && !t.shadowing[l.m] {
 		if _, ok := l.m.b.(OpenResolver); ok {
-			var derr error
-			var at Location
-			decided := false
-			f, _, err := ResolveOpen(ctx, l.m.b, l.rel, func(loc Location) error {
-				loc.Path = l.m.path.Join(loc.Path).Resolved()
-				at, decided = loc, true
-				derr = decide(loc)
-				return derr
+			f, at, done, err := fusedInMount(p, l, "open", decide, func(rel Path, decide func(Location) error) (File, error) {
+				f, _, err := ResolveOpen(ctx, l.m.b, rel, decide)
+				return f, err
 			})
-			switch {
-			case err == nil:
-				return f, at, nil
-			case derr != nil && err == derr:
-				return nil, at, err // decide's own error, unchanged
-			case !decided && CodeOf(err) == CodeOutside && !p.resolved:
-				// Nothing decided yet, and a link leaves the mount: the
-				// namespace's own resolution may follow it back in (below).
-			default:
-				return nil, at, readdress("open", p, err)
+			if done {
+				return f, at, err
 			}
 		}
 	}
@@ -154,25 +141,12 @@ func (n *Namespace) ResolveReadDir(ctx context.Context, p Path, decide func(Loca
 	l := t.locate(p)
 	if l.kind == kindInMount && !t.shadowing[l.m] {
 		if _, ok := l.m.b.(ListResolver); ok {
-			var derr error
-			var at Location
-			decided := false
-			ents, _, err := ResolveReadDir(ctx, l.m.b, l.rel, func(loc Location) error {
-				loc.Path = l.m.path.Join(loc.Path).Resolved()
-				at, decided = loc, true
-				derr = decide(loc)
-				return derr
+			ents, at, done, err := fusedInMount(p, l, "readdir", decide, func(rel Path, decide func(Location) error) ([]DirEntry, error) {
+				ents, _, err := ResolveReadDir(ctx, l.m.b, rel, decide)
+				return ents, err
 			})
-			switch {
-			case err == nil:
-				return ents, at, nil
-			case derr != nil && err == derr:
-				return nil, at, err // decide's own error, unchanged
-			case !decided && CodeOf(err) == CodeOutside && !p.resolved:
-				// Nothing decided yet, and a link leaves the mount: the
-				// namespace's own resolution may follow it back in (below).
-			default:
-				return nil, at, readdress("readdir", p, err)
+			if done {
+				return ents, at, err
 			}
 		}
 	}
@@ -188,6 +162,33 @@ func (n *Namespace) ResolveReadDir(ctx context.Context, p Path, decide func(Loca
 		return nil, loc, readdress("readdir", p, err)
 	}
 	return ents, loc, nil
+}
+
+// fusedInMount runs a fused call of the backend of mount l.m (act: its
+// ResolveOpen or ResolveReadDir of l.rel) for the namespace path p: decide sees
+// the namespace location, and its own error comes back unchanged; other errors
+// are addressed to p with op. done is false (and err nil) when nothing was
+// decided and a link leaves the mount: the namespace's own resolution may follow
+// it back in.
+func fusedInMount[T any](p Path, l loc, op string, decide func(Location) error, act func(rel Path, decide func(Location) error) (T, error)) (v T, at Location, done bool, err error) {
+	var derr error
+	decided := false
+	v, err = act(l.rel, func(loc Location) error {
+		loc.Path = l.m.path.Join(loc.Path).Resolved()
+		at, decided = loc, true
+		derr = decide(loc)
+		return derr
+	})
+	switch {
+	case err == nil:
+		return v, at, true, nil
+	case derr != nil && err == derr:
+		return v, at, true, err // decide's own error, unchanged
+	case !decided && CodeOf(err) == CodeOutside && !p.resolved:
+		var zero T
+		return zero, Location{}, false, nil
+	}
+	return v, at, true, readdress(op, p, err)
 }
 
 // route returns the path an operation on p must act on: p itself, unless p lies in
