@@ -37,40 +37,14 @@ func listVia(d *dir.Dir, name string) (string, error) {
 }
 
 func TestFusedListMatchesPlain(t *testing.T) {
-	for _, ab := range aliasBackends {
-		t.Run(ab.name, func(t *testing.T) {
-			b := ab.new(t)
-			host := plant(t, b)
-			must(t, host.Symlink(bg, "work/f.txt", "lf"))
-			must(t, host.Symlink(bg, "work", "lw"))
-			must(t, host.Symlink(bg, "missing", "dangling"))
-			must(t, host.Symlink(bg, "..", "work/sub/up"))
-			ns := vfs.NewNamespace()
-			must(t, ns.Mount(vfs.MustParse("m"), b, vfs.MountOptions{}))
-			must(t, ns.Mount(vfs.MustParse("ro"), b, vfs.MountOptions{ReadOnly: true}))
-			for _, tree := range []struct {
-				b      vfs.Backend
-				prefix string
-			}{{b, ""}, {ns, "m/"}, {ns, "ro/"}} {
-				plain, _ := dir.New(tree.b)
-				pol, _ := dir.New(tree.b, dir.WithPolicy(aliasPolicy(t)))
-				for _, name := range []string{"work", "lw", "lw/sub", "work/sub/up", "work/sub/up/sub", "work/", "lf", "dangling", "nope", "nope/x", "work/f.txt", "work/f.txt/x", "protected", "work/sub"} {
-					name = tree.prefix + name
-					want, werr := listVia(plain, name)
-					got, gerr := listVia(pol, name)
-					if vfs.CodeOf(werr) != vfs.CodeOf(gerr) || got != want {
-						t.Errorf("ReadDir(%s): %q, %v; without a policy %q, %v", name, got, gerr, want, werr)
-					}
-					if gerr != nil {
-						var ve *vfs.Error
-						if !asVFS(gerr, &ve) || ve.Path != name {
-							t.Errorf("ReadDir(%s): error %v is not addressed to the guest's path", name, gerr)
-						}
-					}
-				}
-			}
-		})
-	}
+	eachFusedTree(t, "..", func(t *testing.T, plain, pol *dir.Dir, prefix string) {
+		for _, name := range []string{"work", "lw", "lw/sub", "work/sub/up", "work/sub/up/sub", "work/", "lf", "dangling", "nope", "nope/x", "work/f.txt", "work/f.txt/x", "protected", "work/sub"} {
+			name = prefix + name
+			want, werr := listVia(plain, name)
+			got, gerr := listVia(pol, name)
+			wantSameAnswer(t, "ReadDir("+name+")", name, got, want, gerr, werr)
+		}
+	})
 }
 
 // TestFusedListRefusesWhereItLeads: through a link to the root or to the hidden

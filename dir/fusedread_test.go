@@ -2,6 +2,7 @@ package dir_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -49,7 +50,12 @@ func readVia(d *dir.Dir, name string, open bool) (string, error) {
 	return string(b), err
 }
 
-func TestFusedReadMatchesPlain(t *testing.T) {
+// eachFusedTree plants the host's tree in each backend, with links lf (to
+// work/f.txt), lw (to work), dangling, and work/sub/up (to up), and calls fn
+// with a Dir without a policy and one with aliasPolicy over the backend itself, a
+// Namespace mount of it and a read-only mount, and the prefix naming the tree's
+// root in those Dirs.
+func eachFusedTree(t *testing.T, up string, fn func(t *testing.T, plain, pol *dir.Dir, prefix string)) {
 	for _, ab := range aliasBackends {
 		t.Run(ab.name, func(t *testing.T) {
 			b := ab.new(t)
@@ -57,7 +63,7 @@ func TestFusedReadMatchesPlain(t *testing.T) {
 			must(t, host.Symlink(bg, "work/f.txt", "lf"))
 			must(t, host.Symlink(bg, "work", "lw"))
 			must(t, host.Symlink(bg, "missing", "dangling"))
-			must(t, host.Symlink(bg, "../work/f.txt", "work/sub/up"))
+			must(t, host.Symlink(bg, up, "work/sub/up"))
 			ns := vfs.NewNamespace()
 			must(t, ns.Mount(vfs.MustParse("m"), b, vfs.MountOptions{}))
 			must(t, ns.Mount(vfs.MustParse("ro"), b, vfs.MountOptions{ReadOnly: true}))
@@ -67,25 +73,38 @@ func TestFusedReadMatchesPlain(t *testing.T) {
 			}{{b, ""}, {ns, "m/"}, {ns, "ro/"}} {
 				plain, _ := dir.New(tree.b)
 				pol, _ := dir.New(tree.b, dir.WithPolicy(aliasPolicy(t)))
-				for _, name := range []string{"lf", "lw/f.txt", "work/sub/up", "dangling", "work", "work/f.txt/", "nope", "nope/x", "work/f.txt/x", "protected/p.txt"} {
-					name = tree.prefix + name
-					for _, open := range []bool{false, true} {
-						want, werr := readVia(plain, name, open)
-						got, gerr := readVia(pol, name, open)
-						if vfs.CodeOf(werr) != vfs.CodeOf(gerr) || got != want {
-							t.Errorf("%s (open %v): %q, %v; without a policy %q, %v", name, open, got, gerr, want, werr)
-						}
-						if gerr != nil {
-							var ve *vfs.Error
-							if !asVFS(gerr, &ve) || ve.Path != name {
-								t.Errorf("%s (open %v): error %v is not addressed to the guest's path", name, open, gerr)
-							}
-						}
-					}
-				}
+				fn(t, plain, pol, tree.prefix)
 			}
 		})
 	}
+}
+
+// wantSameAnswer fails t unless the policy Dir's answer (got, gerr) for name is
+// the plain Dir's (want, werr), with its error addressed to the guest's path.
+func wantSameAnswer(t *testing.T, what, name, got, want string, gerr, werr error) {
+	t.Helper()
+	if vfs.CodeOf(werr) != vfs.CodeOf(gerr) || got != want {
+		t.Errorf("%s: %q, %v; without a policy %q, %v", what, got, gerr, want, werr)
+	}
+	if gerr != nil {
+		var ve *vfs.Error
+		if !asVFS(gerr, &ve) || ve.Path != name {
+			t.Errorf("%s: error %v is not addressed to the guest's path", what, gerr)
+		}
+	}
+}
+
+func TestFusedReadMatchesPlain(t *testing.T) {
+	eachFusedTree(t, "../work/f.txt", func(t *testing.T, plain, pol *dir.Dir, prefix string) {
+		for _, name := range []string{"lf", "lw/f.txt", "work/sub/up", "dangling", "work", "work/f.txt/", "nope", "nope/x", "work/f.txt/x", "protected/p.txt"} {
+			name = prefix + name
+			for _, open := range []bool{false, true} {
+				want, werr := readVia(plain, name, open)
+				got, gerr := readVia(pol, name, open)
+				wantSameAnswer(t, fmt.Sprintf("%s (open %v)", name, open), name, got, want, gerr, werr)
+			}
+		}
+	})
 }
 
 func asVFS(err error, ve **vfs.Error) bool {
