@@ -274,7 +274,7 @@ func (c *lineConn) reply(id jsonrpc.ID, code int64, msg string) {
 		E  *jsonrpc.Error `json:"error"`
 	}{"2.0", nil, &jsonrpc.Error{Code: code, Message: msg}})
 	if err == nil {
-		_ = c.writeLine(data)
+		_ = c.writeLine(append(data, '\n'))
 	}
 }
 
@@ -312,13 +312,11 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-func (c *lineConn) writeLine(data []byte) error {
-	if len(data) == 0 || data[len(data)-1] != '\n' {
-		data = append(data, '\n')
-	}
+// writeLine writes one message, line ending included.
+func (c *lineConn) writeLine(line []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.out.Write(data)
+	_, err := c.out.Write(line)
 	if err != nil {
 		c.mu.Lock()
 		c.writeErr = err
