@@ -166,9 +166,8 @@ func testResolve(t *testing.T, cfg Config) {
 			"dangle -> d/newfile", "loop1 -> loop2", "loop2 -> loop1", "self -> .")
 		paths := []string{".", "d", "d/", "d/e", "ld", "ld/", "ld/e", "a", "d/e/back", "self/ld",
 			"d/e/f", "lf", "lf/", "t/x", "dangle", "loop1", "missing", "missing/x", "d/e/back/c"}
-		// (The checking wrapper reaches the backend's own, or the fallbacks.)
-		lr, listing := f.b.(vfs.ListResolver)
-		or, opening := f.b.(vfs.OpenResolver)
+		// f.b is the checking wrapper, whose ResolveReadDir and ResolveOpen
+		// reach the backend's own or the fallbacks.
 		refusal := errors.New("refused by the test")
 		for _, s := range paths {
 			want, werr := f.b.Resolve(f.ctx, p(s), true)
@@ -185,15 +184,15 @@ func testResolve(t *testing.T, cfg Config) {
 					t.Errorf("%s(%s): decided on %s; Resolve reports %s", what, s, describeLoc(got, nil), describeLoc(want, nil))
 				}
 			}
-			if listing {
+			{ // The listing: decided where Resolve leads, and ReadDir's entries there.
 				var got vfs.Location
 				called := false
-				_, _, err := lr.ResolveReadDir(f.ctx, p(s), func(l vfs.Location) error { got, called = l, true; return refusal })
+				_, _, err := vfs.ResolveReadDir(f.ctx, f.b, p(s), func(l vfs.Location) error { got, called = l, true; return refusal })
 				check("ResolveReadDir", got, called, err)
 				if called && err != refusal {
 					t.Errorf("ResolveReadDir(%s): a refusing decision gave %v, not the refusal itself", s, err)
 				}
-				ents, _, err := lr.ResolveReadDir(f.ctx, p(s), func(vfs.Location) error { return nil })
+				ents, _, err := vfs.ResolveReadDir(f.ctx, f.b, p(s), func(vfs.Location) error { return nil })
 				var wantEnts []vfs.DirEntry
 				var wantErr error = werr
 				if werr == nil {
@@ -203,10 +202,10 @@ func testResolve(t *testing.T, cfg Config) {
 					t.Errorf("ResolveReadDir(%s) = %v, %v; ReadDir of where it leads = %v, %v", s, ents, err, wantEnts, wantErr)
 				}
 			}
-			if opening {
+			{ // The open: decided where Resolve leads, and nothing opened on a refusal.
 				var got vfs.Location
 				called := false
-				h, _, err := or.ResolveOpen(f.ctx, p(s), func(l vfs.Location) error { got, called = l, true; return refusal })
+				h, _, err := vfs.ResolveOpen(f.ctx, f.b, p(s), func(l vfs.Location) error { got, called = l, true; return refusal })
 				if h != nil {
 					h.Close()
 					t.Errorf("ResolveOpen(%s): a refusing decision opened a file", s)
