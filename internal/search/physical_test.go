@@ -25,12 +25,10 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// physicalTree writes files under a new temporary directory and returns a Dir
-// over it through the physical backend, whose Files report their status at
-// the open (the engine's read path without a Stat), and the directory.
-func physicalTree(t *testing.T, files map[string]string) (*dir.Dir, string) {
+// writeFiles writes files (slash paths to contents) under the host directory
+// root, making their directories.
+func writeFiles(t *testing.T, root string, files map[string]string) {
 	t.Helper()
-	root := t.TempDir()
 	for p, c := range files {
 		full := filepath.Join(root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -40,6 +38,15 @@ func physicalTree(t *testing.T, files map[string]string) (*dir.Dir, string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// physicalTree writes files under a new temporary directory and returns a Dir
+// over it through the physical backend, whose Files report their status at
+// the open (the engine's read path without a Stat), and the directory.
+func physicalTree(t *testing.T, files map[string]string) (*dir.Dir, string) {
+	t.Helper()
+	root := t.TempDir()
+	writeFiles(t, root, files)
 	b, err := physical.New(root)
 	if err != nil {
 		t.Fatal(err)
@@ -252,15 +259,7 @@ func TestPhysicalSearchRacesSwaps(t *testing.T) {
 				"sub/vault/note": "needle decoy\n",
 				"sub/other":      "needle other\n",
 			}
-			for p, c := range files {
-				full := filepath.Join(root, filepath.FromSlash(p))
-				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeFiles(t, root, files)
 			const inFIFO = "needle FIFO\n"
 			fifoLeft := testenv.HeldFIFO(t, filepath.Join(root, "a", "fifo"), inFIFO)
 			if err := os.Symlink(".", filepath.Join(root, "rootlink")); err != nil {
