@@ -137,6 +137,12 @@ type server struct {
 // New returns an MCP server whose tools act on root. A Dir that can never write
 // (root.IsReadOnly) gets only the reading tools. The server holds root and nothing
 // else: revoking root's Control makes every tool fail with revoked.
+//
+// Tool results are written in one encoding pass (see oneEncode): receiving
+// middleware added to the returned server sees a tools/call result as an
+// mcp.Result of this package's own type, which embeds the *mcp.CallToolResult
+// (its fields and methods are promoted; a type assertion to
+// *mcp.CallToolResult fails).
 func New(root *dir.Dir, opts Options) *mcp.Server {
 	opts.defaults()
 	s := &server{root: root, opts: opts}
@@ -151,7 +157,7 @@ func New(root *dir.Dir, opts Options) *mcp.Server {
 		so.RootsListChangedHandler = func(_ context.Context, req *mcp.RootsListChangedRequest) { go s.fetchRoots(req.Session) }
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, so)
-	srv.AddReceivingMiddleware(declaredOnly)
+	srv.AddReceivingMiddleware(oneEncode, declaredOnly)
 	s.addReadTools(srv)
 	if !root.IsReadOnly() {
 		s.addWriteTools(srv)
