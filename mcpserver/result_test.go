@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -169,5 +170,39 @@ func TestToolCallsAnswerWireResults(t *testing.T) {
 		if _, ok := r.(*wireResult); !ok {
 			t.Fatalf("a tool result reached the jsonrpc layer as %T", r)
 		}
+	}
+}
+
+// BenchmarkToolResultEncoding writes a names-only list result of 883 entries
+// (the size of issue 12's benchmark directory) as the SDK's jsonrpc layer
+// does: the result as the SDK marshals it, and its wireResult.
+func BenchmarkToolResultEncoding(b *testing.B) {
+	var entries []listEntry
+	for i := range 883 {
+		e := listEntry{Name: fmt.Sprintf("script_%04d_some_test_name.txt", i), Type: "file"}
+		if i%50 == 0 {
+			e.Type = "directory"
+		}
+		entries = append(entries, e)
+	}
+	out := listOut{Path: "cmd/go/testdata/script", Entries: []listEntry{}}
+	for _, e := range entries {
+		out.Names = append(out.Names, e.Name)
+	}
+	res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: "s1/list/1"}, StructuredContent: out,
+		Content: []mcp.Content{&mcp.TextContent{Text: listText(entries, false, 0)}}}
+	for name, v := range map[string]any{"sdk": res, "wire": wireOf(res)} {
+		b.Run(name, func(b *testing.B) {
+			var buf bytes.Buffer
+			for b.Loop() {
+				buf.Reset()
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(buf.Len()))
+		})
 	}
 }
