@@ -49,9 +49,12 @@ var (
 	errAbs   = &lookupErr{vfs.CodeOutside, "absolute symlink target"}
 	errAbove = &lookupErr{vfs.CodeOutside, "resolution climbs above the root"}
 	errLoop  = &lookupErr{vfs.CodeTooManyLinks, "too many levels of symbolic links"}
-	errNoSym = &lookupErr{vfs.CodePermission, "symlinks are not followed here (SymlinksReject)"}
-	errXdev  = &lookupErr{vfs.CodeOutside, "path crosses a mount point (WithOneFilesystem)"}
-	errMagic = &lookupErr{vfs.CodeOutside, "path leaves the root through a magic link or escaping symlink"}
+	// errKernelLoop is classifyLoop's answer to an ELOOP the path does not
+	// explain; lookup then opens it with the portable walk.
+	errKernelLoop = &lookupErr{vfs.CodeTooManyLinks, "the kernel counted more symbolic links than the path has"}
+	errNoSym      = &lookupErr{vfs.CodePermission, "symlinks are not followed here (SymlinksReject)"}
+	errXdev       = &lookupErr{vfs.CodeOutside, "path crosses a mount point (WithOneFilesystem)"}
+	errMagic      = &lookupErr{vfs.CodeOutside, "path leaves the root through a magic link or escaping symlink"}
 	// errResolvedLink: a symlink stands where a Resolved path (vfs.Path.Resolved)
 	// would follow one. The path was resolved before a decision; the link came
 	// after it, so nothing is followed and nothing reached.
@@ -166,7 +169,10 @@ func (f *FS) lookup(ctx context.Context, root int, s string, flags int, mode uin
 			if noSym {
 				return -1, errResolvedLink
 			}
-			return -1, f.classifyLoop(ctx, root, s, follow)
+			if err := f.classifyLoop(ctx, root, s, follow); err != errKernelLoop {
+				return -1, err
+			}
+			// The path resolves within vfs.MaxSymlinks: the walk below opens it.
 		case unix.ENOSYS:
 			if f.cfg.resolver != ResolverAuto {
 				return -1, &lookupErr{vfs.CodeNotSupported, "openat2 is not available (WithResolver(ResolverOpenat2))"}
@@ -204,14 +210,22 @@ func (f *FS) classifyXdev(root int, s string, follow bool) error {
 // classifyLoop names the cause of an ELOOP from openat2: a symlink under
 // SymlinksReject, too many links, or a magic link (or, racing, an escaping link).
 // The portable resolver, which reads link targets itself, tells the last two apart;
-// its result only chooses the error code and is never used.
+// its result only chooses the error code and is never used. A walk that reaches
+// an entry other than a symlink within vfs.MaxSymlinks links gives
+// errKernelLoop: the kernel's count was not the path's. (It keeps the links
+// followed by a lookup in RCU mode that gave up and restarted, so a path of
+// exactly 40 links can fail now and then.)
 func (f *FS) classifyLoop(ctx context.Context, root int, s string, follow bool) error {
 	if f.cfg.symlinks == SymlinksReject {
 		return errNoSym
 	}
 	w, err := f.walk(ctx, root, s, walkOpts{follow: follow})
 	if err == nil {
+		spurious := w.found && w.st.Mode&unix.S_IFMT != unix.S_IFLNK
 		w.close()
+		if spurious {
+			return errKernelLoop
+		}
 		return errLoop
 	}
 	var le *lookupErr
