@@ -108,3 +108,16 @@ func nonNil(b []byte) []byte {
 	}
 	return b
 }
+
+// ToolResult returns the tool result r stands for, for receiving middleware
+// added after New: r as the SDK's *mcp.CallToolResult, or the one this
+// package's wire form of it embeds. ok is false for any other result.
+func ToolResult(r mcp.Result) (res *mcp.CallToolResult, ok bool) {
+	switch r := r.(type) {
+	case *mcp.CallToolResult:
+		return r, r != nil
+	case *wireResult:
+		return r.CallToolResult, r != nil && r.CallToolResult != nil
+	}
+	return nil, false
+}

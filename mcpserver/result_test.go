@@ -170,6 +170,17 @@ func TestToolCallsAnswerWireResults(t *testing.T) {
 		if _, ok := r.(*wireResult); !ok {
 			t.Fatalf("a tool result reached the jsonrpc layer as %T", r)
 		}
+		res, ok := ToolResult(r)
+		if !ok || res.Meta[MetaRequestTag] == nil || len(res.Content) == 0 {
+			t.Fatalf("ToolResult(%T) = %+v, %v", r, res, ok)
+		}
+	}
+	direct := &mcp.CallToolResult{}
+	if res, ok := ToolResult(direct); !ok || res != direct {
+		t.Fatalf("ToolResult of the SDK's own type = %p, %v", res, ok)
+	}
+	if _, ok := ToolResult(&mcp.ListToolsResult{}); ok {
+		t.Fatal("ToolResult accepted a tools/list result")
 	}
 }
 

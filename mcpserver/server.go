@@ -142,7 +142,7 @@ type server struct {
 // middleware added to the returned server sees a tools/call result as an
 // mcp.Result of this package's own type, which embeds the *mcp.CallToolResult
 // (its fields and methods are promoted; a type assertion to
-// *mcp.CallToolResult fails).
+// *mcp.CallToolResult fails: use ToolResult).
 func New(root *dir.Dir, opts Options) *mcp.Server {
 	opts.defaults()
 	s := &server{root: root, opts: opts}
