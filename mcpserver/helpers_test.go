@@ -26,8 +26,13 @@ type fixture struct {
 // connect serves d (New with opts) to a client over in-memory transports.
 func connect(t *testing.T, d *dir.Dir, opts mcpserver.Options) *mcp.ClientSession {
 	t.Helper()
+	return serve(t, mcpserver.New(d, opts))
+}
+
+// serve connects a client to srv over in-memory transports.
+func serve(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
-	srv := mcpserver.New(d, opts)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {

@@ -2,15 +2,11 @@ package mcpserver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
-	"github.com/capfs/capfs/backends/memory"
-	"github.com/capfs/capfs/dir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -107,80 +103,6 @@ func TestWireResultLeavesTheRest(t *testing.T) {
 	r := &mcp.CallToolResult{Meta: mcp.Meta{"k": "v"}, Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}
 	if got := wireOf(r).GetMeta(); !reflect.DeepEqual(got, map[string]any{"k": "v"}) {
 		t.Fatalf("GetMeta through the wire form: %v", got)
-	}
-}
-
-// TestToolCallsAnswerWireResults: a tools/call through a server from New
-// reaches the jsonrpc layer as a wireResult, other methods and refused
-// results as the SDK made them.
-func TestToolCallsAnswerWireResults(t *testing.T) {
-	fsys := memory.New()
-	d, _ := dir.New(fsys)
-	ctx := context.Background()
-	if err := d.WriteFile(ctx, "a.txt", []byte("<&>\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var seen []mcp.Result
-	srv := New(d, Options{})
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			if method == "tools/call" {
-				seen = append(seen, res)
-			}
-			return res, err
-		}
-	})
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cs.Close(); ss.Wait() }()
-	for _, call := range []struct {
-		args    map[string]any
-		isError bool
-	}{
-		{map[string]any{"path": "a.txt"}, false},
-		{map[string]any{"path": "missing.txt"}, true},
-	} {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: call.args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := res.Content[len(res.Content)-1].(*mcp.TextContent).Text
-		if res.IsError != call.isError || (!call.isError && !strings.Contains(text, "<&>")) {
-			t.Fatalf("read %v: isError %v, text %q", call.args, res.IsError, text)
-		}
-		if res.Meta[MetaRequestTag] == nil || (call.isError && res.Meta[MetaCode] != "not_found") {
-			t.Fatalf("read %v: _meta %v", call.args, res.Meta)
-		}
-		if !call.isError && res.StructuredContent == nil {
-			t.Fatalf("read %v: no structuredContent", call.args)
-		}
-	}
-	if len(seen) != 2 {
-		t.Fatalf("%d tool results seen, want 2", len(seen))
-	}
-	for _, r := range seen {
-		if _, ok := r.(*wireResult); !ok {
-			t.Fatalf("a tool result reached the jsonrpc layer as %T", r)
-		}
-		res, ok := ToolResult(r)
-		if !ok || res.Meta[MetaRequestTag] == nil || len(res.Content) == 0 {
-			t.Fatalf("ToolResult(%T) = %+v, %v", r, res, ok)
-		}
-	}
-	direct := &mcp.CallToolResult{}
-	if res, ok := ToolResult(direct); !ok || res != direct {
-		t.Fatalf("ToolResult of the SDK's own type = %p, %v", res, ok)
-	}
-	if _, ok := ToolResult(&mcp.ListToolsResult{}); ok {
-		t.Fatal("ToolResult accepted a tools/list result")
 	}
 }
 
