@@ -87,6 +87,7 @@ FUZZ_TARGETS := \
 	./backends/gitree:FuzzInflate:30000 \
 	./internal/termsafe:FuzzEscape:200000 \
 	./audit:FuzzReadJSONL:30000 \
+	./audit:FuzzAppendJSON:50000 \
 	./archive:FuzzSanitizeName:100000 \
 	./archive:FuzzExtract:5000 \
 	./backends/cas:FuzzDecodeDirectory:100000 \

@@ -172,23 +172,21 @@ func (j *JSONL) syncLoop(tick <-chan time.Time, stopTicker, ticked func()) {
 	}
 }
 
-var encBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// lineBufs holds the buffers events are encoded into (*[]byte).
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // Record appends e to the file as one line, in one write call (and, under SyncEvery,
 // an fsync). Failures are counted and reported to the OnError callback.
 func (j *JSONL) Record(_ context.Context, e Event) {
-	buf := encBufs.Get().(*bytes.Buffer)
+	bp := lineBufs.Get().(*[]byte)
 	defer func() {
-		if buf.Cap() <= 64<<10 {
-			buf.Reset()
-			encBufs.Put(buf)
+		if cap(*bp) <= 64<<10 {
+			lineBufs.Put(bp)
 		}
 	}()
-	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
-		j.fail(fmt.Errorf("audit: encode event %s: %w", e.RequestID, err))
+	*bp = AppendJSON((*bp)[:0], e)
+	if len(*bp) == 0 {
+		j.fail(fmt.Errorf("audit: encode event %s: its time is outside years 0-9999", e.RequestID))
 		return
 	}
 	j.mu.RLock()
@@ -197,7 +195,7 @@ func (j *JSONL) Record(_ context.Context, e Event) {
 		j.fail(ErrSinkClosed)
 		return
 	}
-	if _, err := j.f.Write(buf.Bytes()); err != nil {
+	if _, err := j.f.Write(*bp); err != nil {
 		j.fail(fmt.Errorf("audit: write JSONL sink: %w", err))
 		return
 	}

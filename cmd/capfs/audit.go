@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -177,18 +175,16 @@ func (s *writerSink) Record(_ context.Context, e audit.Event) {
 	if !s.keep(e.Outcome) {
 		return
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
-		s.fail(err)
+	line := audit.AppendJSON(make([]byte, 0, 512), e)
+	if len(line) == 0 {
+		s.fail(fmt.Errorf("audit: encode event %s: its time is outside years 0-9999", e.RequestID))
 		return
 	}
 	s.mu.Lock()
 	if s.follow != nil {
 		s.follow.before()
 	}
-	_, err := s.w.Write(buf.Bytes())
+	_, err := s.w.Write(line)
 	if s.follow != nil && err == nil {
 		s.follow.after()
 	}
