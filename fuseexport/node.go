@@ -158,6 +158,9 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
+	// Its changes are made one after the other: an interrupt between two
+	// would answer EINTR for an attribute already changed.
+	ctx = afterChange(ctx)
 	p, errno := n.path()
 	if errno != 0 && fh == nil {
 		return errno
@@ -288,6 +291,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, errnoOf(err, opWrite)
 	}
+	ctx = afterChange(ctx)
 	info, err := f.Stat()
 	if err != nil {
 		_ = f.Close()
@@ -329,7 +333,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err := n.s.b.Mkdir(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(ctx, p, out, true)
+	return n.lookupNew(afterChange(ctx), p, out, true)
 }
 
 // Mknod creates regular files only: FIFOs, sockets and device nodes are
@@ -348,6 +352,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	if err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
+	ctx = afterChange(ctx)
 	info, err := f.Stat()
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -359,6 +364,15 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	info.Name = name
 	return n.s.newChild(ctx, n, p, info, out), 0
 }
+
+// afterChange is ctx for the rest of a request whose change is made: the kernel
+// interrupts a request when the calling process takes a signal (a Go
+// program's runtime sends itself one every few milliseconds), go-fuse then
+// cancels its context, and a change already made must still be answered as
+// made, its new entry looked up and given to its creator. Answering EINTR
+// instead makes the caller retry a creation that succeeded (EEXIST) and leaves
+// the entry owned by the server.
+func afterChange(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // lookupNew answers a creation with the new entry's attributes; created says
 // the entry is new (mkdir, symlink: given to the caller), not a new name of an
@@ -473,7 +487,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err := n.s.b.Symlink(ctx, target, p); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(ctx, p, out, true)
+	return n.lookupNew(afterChange(ctx), p, out, true)
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
@@ -511,7 +525,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if err := n.s.b.Link(ctx, oldp, p); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(ctx, p, out, false)
+	return n.lookupNew(afterChange(ctx), p, out, false)
 }
 
 // Statfs answers fixed figures: a Dir has no block device, and the backends

@@ -1,0 +1,144 @@
+package fuseexport
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+)
+
+// interruptedAfter is a backend that, once a creating call has made its
+// change, waits until the request's context is canceled (the kernel's
+// FUSE_INTERRUPT, which go-fuse turns into a cancellation) before it
+// returns: the window in which a request can be interrupted after its change
+// is made, held open.
+type interruptedAfter struct {
+	vfs.Backend
+	made        chan struct{} // a change was made, the request waits
+	interrupted atomic.Int32  // requests whose context was canceled while waiting
+}
+
+func (b *interruptedAfter) wait(ctx context.Context) {
+	b.made <- struct{}{}
+	select {
+	case <-ctx.Done():
+		b.interrupted.Add(1)
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func (b *interruptedAfter) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
+	err := b.Backend.Mkdir(ctx, p, perm)
+	if err == nil {
+		b.wait(ctx)
+	}
+	return err
+}
+
+func (b *interruptedAfter) Symlink(ctx context.Context, target string, p vfs.Path) error {
+	err := b.Backend.Symlink(ctx, target, p)
+	if err == nil {
+		b.wait(ctx)
+	}
+	return err
+}
+
+func (b *interruptedAfter) Link(ctx context.Context, oldp, newp vfs.Path) error {
+	err := b.Backend.Link(ctx, oldp, newp)
+	if err == nil {
+		b.wait(ctx)
+	}
+	return err
+}
+
+func (b *interruptedAfter) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := b.Backend.OpenFile(ctx, p, flag, perm)
+	if err == nil && flag&os.O_CREATE != 0 {
+		b.wait(ctx)
+	}
+	return f, err
+}
+
+// TestInterruptAfterChange: a creating request interrupted after its change
+// is made (the calling thread takes a signal while the server is still
+// answering) is answered as made. Answering EINTR instead made the caller
+// retry a creation that had succeeded and fail with EEXIST, the cause of a
+// rare failure of the conformance suite through a mount.
+func TestInterruptAfterChange(t *testing.T) {
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "f"), []byte("F"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pb, err := physical.New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pb.Close() })
+	b := &interruptedAfter{Backend: pb, made: make(chan struct{})}
+	d, _ := dir.New(b)
+	mp, _ := mountT(t, d, Options{})
+	for _, c := range []struct {
+		name string
+		call func(p string) error
+	}{
+		{"mkdir", func(p string) error { return unix.Mkdir(p, 0o755) }},
+		{"symlink", func(p string) error { return unix.Symlink("f", p) }},
+		{"link", func(p string) error { return unix.Link(filepath.Join(mp, "f"), p) }},
+		{"create", func(p string) error {
+			fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				unix.Close(fd)
+			}
+			return err
+		}},
+		{"mknod", func(p string) error { return unix.Mknod(p, unix.S_IFREG|0o644, 0) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(mp, "new-"+c.name)
+			before := b.interrupted.Load()
+			errc := make(chan error, 1)
+			tidc := make(chan int, 1)
+			go func() {
+				// One thread makes the call, so the signal reaches the
+				// thread waiting on the request.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				tidc <- unix.Gettid()
+				errc <- c.call(p)
+			}()
+			tid := <-tidc
+			select {
+			case <-b.made:
+			case err := <-errc:
+				t.Fatalf("%s returned %v before the server made the change", c.name, err)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: the server never made the change", c.name)
+			}
+			// SIGURG: the Go runtime's own preemption signal, which it
+			// ignores for a thread not running Go code; the kernel sees a
+			// signal and interrupts the request.
+			if err := unix.Tgkill(os.Getpid(), tid, unix.SIGURG); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-errc; err != nil {
+				t.Errorf("%s interrupted after its change: %v; want it answered as made", c.name, err)
+			}
+			if _, err := os.Lstat(filepath.Join(host, "new-"+c.name)); err != nil {
+				t.Errorf("%s: nothing made on the host: %v", c.name, err)
+			}
+			if b.interrupted.Load() == before {
+				t.Errorf("%s: the request was not interrupted (its context was never canceled), so this tested nothing", c.name)
+			}
+		})
+	}
+}
