@@ -378,9 +378,15 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 // has nothing visible at p. o.mu is held.
 func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 	if uinfo, err := o.upper.Lstat(ctx, p); err == nil {
-		if deep && uinfo.Mode.IsDir() && !o.opaque[p.Raw()] && o.inLower(ctx, p) {
-			// Made as a parent of an earlier change: bring the rest.
-			return o.copyUpChildren(ctx, p)
+		if deep && uinfo.Mode.IsDir() && !o.opaque[p.Raw()] {
+			low, err := o.inLower(ctx, p)
+			if err != nil {
+				return err
+			}
+			if low {
+				// Made as a parent of an earlier change: bring the rest.
+				return o.copyUpChildren(ctx, p)
+			}
 		}
 		return nil
 	}
@@ -460,20 +466,46 @@ func (o *Overlay) copyUpChildren(ctx context.Context, p vfs.Path) error {
 }
 
 // inLower reports whether the lower has a visible entry at p. o.mu is held.
-func (o *Overlay) inLower(ctx context.Context, p vfs.Path) bool {
+func (o *Overlay) inLower(ctx context.Context, p vfs.Path) (bool, error) {
 	if o.hidden(p) {
-		return false
+		return false, nil
 	}
 	_, err := o.lower.Lstat(ctx, p)
-	return err == nil
+	return err == nil, notAnswer(err)
 }
 
 // exists reports whether p is visible in the overlay. o.mu is held.
-func (o *Overlay) exists(ctx context.Context, p vfs.Path) bool {
-	if _, err := o.upper.Lstat(ctx, p); err == nil {
-		return true
+func (o *Overlay) exists(ctx context.Context, p vfs.Path) (bool, error) {
+	_, err := o.upper.Lstat(ctx, p)
+	if err == nil {
+		return true, nil
+	}
+	if err := notAnswer(err); err != nil {
+		return false, err
 	}
 	return o.inLower(ctx, p)
+}
+
+// existsErr is what a creation at p answers when exists said err or "there".
+func existsErr(err error, op string, p vfs.Path) error {
+	if err != nil {
+		return err
+	}
+	return vfs.NewError(vfs.CodeExists, op, p, "")
+}
+
+// notAnswer is err when it says nothing about whether an entry is there: the
+// call was canceled, the capability revoked or closed, or the layer failed.
+// Such an error must stop a change, never be read as "absent" (a canceled
+// existence check would otherwise let a removal report success having
+// removed nothing). Every other error (not found, refused, not a directory)
+// answers "absent", nil here.
+func notAnswer(err error) error {
+	switch vfs.CodeOf(err) {
+	case vfs.CodeCanceled, vfs.CodeRevoked, vfs.CodeClosed, vfs.CodeIO:
+		return err
+	}
+	return nil
 }
 
 // Mkdir creates directory p in the upper.
@@ -481,8 +513,8 @@ func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 	p = p.Unresolved().WithoutDirMark()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.exists(ctx, p) {
-		return vfs.NewError(vfs.CodeExists, "mkdir", p, "")
+	if there, err := o.exists(ctx, p); err != nil || there {
+		return existsErr(err, "mkdir", p)
 	}
 	if err := o.parents(ctx, p); err != nil {
 		return err
@@ -519,7 +551,10 @@ func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	low := o.inLower(ctx, p)
+	low, err := o.inLower(ctx, p)
+	if err != nil {
+		return err
+	}
 	if low {
 		if _, ok := o.base[p.Raw()]; !ok {
 			if err := o.recordBase(ctx, p); err != nil {
@@ -531,6 +566,8 @@ func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 		if err := o.removeUpper(ctx, p); err != nil {
 			return err
 		}
+	} else if err := notAnswer(err); err != nil {
+		return err
 	}
 	if low {
 		o.whiteout[p.Raw()] = true
@@ -634,8 +671,14 @@ func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fromLow := o.inLower(ctx, from)
-	toLow := o.inLower(ctx, to)
+	fromLow, err := o.inLower(ctx, from)
+	if err != nil {
+		return err
+	}
+	toLow, err := o.inLower(ctx, to)
+	if err != nil {
+		return err
+	}
 	if toLow {
 		if _, ok := o.base[to.Raw()]; !ok {
 			if err := o.recordBase(ctx, to); err != nil {
@@ -680,11 +723,12 @@ func (o *Overlay) exchange(ctx context.Context, from, to vfs.Path) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.exists(ctx, from) {
-		return notFound("rename", from)
-	}
-	if !o.exists(ctx, to) {
-		return notFound("rename", to)
+	for _, p := range []vfs.Path{from, to} {
+		if there, err := o.exists(ctx, p); err != nil {
+			return err
+		} else if !there {
+			return notFound("rename", p)
+		}
 	}
 	if from.Equal(to) {
 		return nil
@@ -713,8 +757,8 @@ func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error 
 	p = p.Unresolved().WithoutDirMark()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.exists(ctx, p) {
-		return vfs.NewError(vfs.CodeExists, "symlink", p, "")
+	if there, err := o.exists(ctx, p); err != nil || there {
+		return existsErr(err, "symlink", p)
 	}
 	if err := o.parents(ctx, p); err != nil {
 		return err
@@ -744,8 +788,8 @@ func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	oldp, newp = oldp.Unresolved().WithoutDirMark(), newp.Unresolved().WithoutDirMark()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.exists(ctx, newp) {
-		return vfs.NewError(vfs.CodeExists, "link", newp, "")
+	if there, err := o.exists(ctx, newp); err != nil || there {
+		return existsErr(err, "link", newp)
 	}
 	if err := o.copyUp(ctx, oldp, false); err != nil {
 		return err

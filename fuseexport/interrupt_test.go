@@ -142,3 +142,73 @@ func TestInterruptAfterChange(t *testing.T) {
 		})
 	}
 }
+
+// cancelAfterFirst is a lower layer whose first successful Lstat of path
+// cancels the context of the call: a request interrupted between two of the
+// Overlay's lookups.
+type cancelAfterFirst struct {
+	vfs.Backend
+	path   string
+	cancel context.CancelFunc
+	fired  atomic.Bool
+}
+
+func (b *cancelAfterFirst) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	info, err := b.Backend.Lstat(ctx, p)
+	if err == nil && p.Raw() == b.path && b.fired.CompareAndSwap(false, true) {
+		b.cancel()
+	}
+	return info, err
+}
+
+// TestOverlayCanceledMidway: an Overlay call canceled after its first look at
+// the lower layer fails with canceled and changes nothing; a canceled
+// existence check is never read as "absent" (a removal used to report success
+// having removed nothing, and no whiteout).
+func TestOverlayCanceledMidway(t *testing.T) {
+	for _, op := range []string{"remove", "rename"} {
+		t.Run(op, func(t *testing.T) {
+			host := t.TempDir()
+			for _, f := range []string{"a", "b"} {
+				if err := os.WriteFile(filepath.Join(host, f), []byte(f), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pb, err := physical.New(host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { pb.Close() })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			low := &cancelAfterFirst{Backend: pb, path: "a", cancel: cancel}
+			ov, err := NewOverlay(low, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ov.Close() })
+			a := vfs.MustParse("a")
+			if op == "remove" {
+				err = ov.Remove(ctx, a)
+			} else {
+				err = ov.Rename(ctx, a, vfs.MustParse("c"), 0)
+			}
+			if !low.fired.Load() {
+				t.Fatal("the lower layer was never asked: this tested nothing")
+			}
+			if vfs.CodeOf(err) != vfs.CodeCanceled {
+				t.Errorf("%s canceled midway = %v; want canceled", op, err)
+			}
+			bg := context.Background()
+			for _, name := range []string{"a", "b"} {
+				info, err := ov.Lstat(bg, vfs.MustParse(name))
+				if err != nil || !info.Mode.IsRegular() {
+					t.Errorf("after a canceled %s, %s is %v, %v; want the lower file", op, name, info.Mode, err)
+				}
+			}
+			if changes, err := ov.Changes(bg); err != nil || len(changes) != 0 {
+				t.Errorf("after a canceled %s the overlay holds changes %v (%v)", op, changes, err)
+			}
+		})
+	}
+}
