@@ -39,11 +39,13 @@
 //     read-only Dir is mounted read-only, so every change is EROFS, and a write
 //     refused as read_only by a Dir (the host's write lock, a read-only mount
 //     of a Namespace) is EROFS too.
-//   - Interrupts: a request the kernel interrupts (its caller took a signal)
-//     is canceled until it changes something, and EINTR then means nothing
-//     was changed. Once its change is made it is answered as made: a creation
-//     still looks its new entry up and gives it to its creator, and a setattr
-//     applies every attribute it was asked to.
+//   - Interrupts: every request the server has begun is answered, whatever
+//     signals its caller takes meanwhile (a build's make takes SIGCHLD each
+//     time a job ends): a stat or an open never fails with EINTR, and a change
+//     is made whole and answered as made, a creation with its new entry given
+//     to its creator. This is Linux NFS's rule (only SIGKILL cuts a request
+//     short); a process being killed does not wait for a request the server
+//     has not yet read, and waits for one it is answering.
 //   - Confinement: the kernel resolves symlinks itself, so a symlink whose
 //     target would leave the exported Dir (absolute, or climbing above its
 //     root) is never shown: lookups answer ENOENT and listings leave it out,

@@ -102,6 +102,7 @@ func (n *node) child(name string) (vfs.Path, syscall.Errno) {
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
@@ -122,6 +123,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 }
 
 func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	return n.getattr(ctx, fh, out)
@@ -156,11 +158,9 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 }
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
-	// Its changes are made one after the other: an interrupt between two
-	// would answer EINTR for an attribute already changed.
-	ctx = afterChange(ctx)
 	p, errno := n.path()
 	if errno != 0 && fh == nil {
 		return errno
@@ -239,6 +239,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.path()
@@ -253,6 +254,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
@@ -291,7 +293,6 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, errnoOf(err, opWrite)
 	}
-	ctx = afterChange(ctx)
 	info, err := f.Stat()
 	if err != nil {
 		_ = f.Close()
@@ -310,6 +311,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.path()
@@ -324,6 +326,7 @@ func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
@@ -333,12 +336,13 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err := n.s.b.Mkdir(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(afterChange(ctx), p, out, true)
+	return n.lookupNew(ctx, p, out, true)
 }
 
 // Mknod creates regular files only: FIFOs, sockets and device nodes are
 // refused (EPERM), as in every capfs tree.
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	if mode&syscall.S_IFMT != syscall.S_IFREG && mode&syscall.S_IFMT != 0 {
@@ -352,7 +356,6 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	if err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	ctx = afterChange(ctx)
 	info, err := f.Stat()
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -365,14 +368,17 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	return n.s.newChild(ctx, n, p, info, out), 0
 }
 
-// afterChange is ctx for the rest of a request whose change is made: the kernel
-// interrupts a request when the calling process takes a signal (a Go
-// program's runtime sends itself one every few milliseconds), go-fuse then
-// cancels its context, and a change already made must still be answered as
-// made, its new entry looked up and given to its creator. Answering EINTR
-// instead makes the caller retry a creation that succeeded (EEXIST) and leaves
-// the entry owned by the server.
-func afterChange(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// uninterrupted is a request's context without its cancellation. The kernel
+// interrupts a request whenever its caller takes a signal (a build's make
+// takes SIGCHLD each time a job ends; a Go program's runtime signals its own
+// threads), and go-fuse then cancels the request's context: every Dir call
+// made with it would fail with canceled, and the caller would get EINTR from a
+// stat, an open or a mkdir, which programs do not retry, or, after a change
+// was made, retry a creation that succeeded (EEXIST). So every request the
+// server has begun is answered, as Linux's NFS lets no signal but SIGKILL cut
+// a request short (and a process being killed does not wait on the answer of
+// a request the server has not yet read).
+func uninterrupted(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // lookupNew answers a creation with the new entry's attributes; created says
 // the entry is new (mkdir, symlink: given to the caller), not a new name of an
@@ -389,6 +395,7 @@ func (n *node) lookupNew(ctx context.Context, p vfs.Path, out *fuse.EntryOut, cr
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
@@ -415,6 +422,7 @@ const (
 // process's working directory) never resolves through the name its old place
 // now holds.
 func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	n.s.tree.Lock()
 	errno := n.rename(ctx, name, newParent, newName, flags)
 	if errno != 0 {
@@ -478,6 +486,7 @@ func (n *node) rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.child(name)
@@ -487,10 +496,11 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err := n.s.b.Symlink(ctx, target, p); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(afterChange(ctx), p, out, true)
+	return n.lookupNew(ctx, p, out, true)
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.path()
@@ -508,6 +518,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	t, ok := target.(*node)
@@ -525,7 +536,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if err := n.s.b.Link(ctx, oldp, p); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(afterChange(ctx), p, out, false)
+	return n.lookupNew(ctx, p, out, false)
 }
 
 // Statfs answers fixed figures: a Dir has no block device, and the backends
