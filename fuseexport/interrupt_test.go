@@ -30,12 +30,54 @@ type interruptedAfter struct {
 	made chan struct{} // a change was made, the request waits
 }
 
-func (b *interruptedAfter) wait(ctx context.Context) {
-	b.made <- struct{}{}
+func (b *interruptedAfter) wait(ctx context.Context) { hold(ctx, b.made) }
+
+// hold tells the test on told that the server is in a request, then holds
+// the request open for interruptWindow (or until its context is canceled,
+// after which the rest of it fails at once).
+func hold(ctx context.Context, told chan<- struct{}) {
+	told <- struct{}{}
 	select {
-	case <-ctx.Done(): // the request was canceled: the rest fails at once
+	case <-ctx.Done():
 	case <-time.After(interruptWindow):
 	}
+}
+
+// signaledDuring makes call on a thread of its own and, once the server says
+// on held that it is in the request, signals that thread with SIGURG (the Go
+// runtime's own preemption signal, which it ignores for a thread not running
+// Go code): the kernel sees a signal and interrupts the request. It returns
+// call's error.
+func signaledDuring(t *testing.T, held <-chan struct{}, call func() error) error {
+	t.Helper()
+	errc, tidc := make(chan error, 1), make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tidc <- unix.Gettid()
+		errc <- call()
+	}()
+	tid := <-tidc
+	select {
+	case <-held:
+	case err := <-errc:
+		t.Fatalf("the call returned %v before the server held its request", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never held the call's request")
+	}
+	if err := unix.Tgkill(os.Getpid(), tid, unix.SIGURG); err != nil {
+		t.Fatal(err)
+	}
+	return <-errc
+}
+
+// openClose opens p with flags (and mode) and closes it.
+func openClose(p string, flags int, mode uint32) error {
+	fd, err := unix.Open(p, flags|unix.O_CLOEXEC, mode)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
 }
 
 func (b *interruptedAfter) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
@@ -96,42 +138,12 @@ func TestInterruptAfterChange(t *testing.T) {
 		{"mkdir", func(p string) error { return unix.Mkdir(p, 0o755) }},
 		{"symlink", func(p string) error { return unix.Symlink("f", p) }},
 		{"link", func(p string) error { return unix.Link(filepath.Join(mp, "f"), p) }},
-		{"create", func(p string) error {
-			fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-			if err == nil {
-				unix.Close(fd)
-			}
-			return err
-		}},
+		{"create", func(p string) error { return openClose(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644) }},
 		{"mknod", func(p string) error { return unix.Mknod(p, unix.S_IFREG|0o644, 0) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(mp, "new-"+c.name)
-			errc := make(chan error, 1)
-			tidc := make(chan int, 1)
-			go func() {
-				// One thread makes the call, so the signal reaches the
-				// thread waiting on the request.
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				tidc <- unix.Gettid()
-				errc <- c.call(p)
-			}()
-			tid := <-tidc
-			select {
-			case <-b.made:
-			case err := <-errc:
-				t.Fatalf("%s returned %v before the server made the change", c.name, err)
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s: the server never made the change", c.name)
-			}
-			// SIGURG: the Go runtime's own preemption signal, which it
-			// ignores for a thread not running Go code; the kernel sees a
-			// signal and interrupts the request.
-			if err := unix.Tgkill(os.Getpid(), tid, unix.SIGURG); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-errc; err != nil {
+			if err := signaledDuring(t, b.made, func() error { return c.call(p) }); err != nil {
 				t.Errorf("%s interrupted after its change: %v; want it answered as made", c.name, err)
 			}
 			if _, err := os.Lstat(filepath.Join(host, "new-"+c.name)); err != nil {
@@ -221,11 +233,7 @@ type slowLookup struct {
 
 func (b *slowLookup) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 	if p.Base() == b.name {
-		b.waiting <- struct{}{}
-		select {
-		case <-ctx.Done():
-		case <-time.After(interruptWindow):
-		}
+		hold(ctx, b.waiting)
 	}
 	return b.Backend.Lstat(ctx, p)
 }
@@ -253,34 +261,10 @@ func TestSignalDuringLookup(t *testing.T) {
 		call func(p string) error
 	}{
 		{"stat", func(p string) error { var st unix.Stat_t; return unix.Lstat(p, &st) }},
-		{"open", func(p string) error {
-			fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			if err == nil {
-				unix.Close(fd)
-			}
-			return err
-		}},
+		{"open", func(p string) error { return openClose(p, unix.O_RDONLY, 0) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			errc, tidc := make(chan error, 1), make(chan int, 1)
-			go func() {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				tidc <- unix.Gettid()
-				errc <- c.call(filepath.Join(mp, "slow"))
-			}()
-			tid := <-tidc
-			select {
-			case <-b.waiting:
-			case err := <-errc:
-				t.Fatalf("%s returned %v before the server looked the name up", c.name, err)
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s: the server never looked the name up", c.name)
-			}
-			if err := unix.Tgkill(os.Getpid(), tid, unix.SIGURG); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-errc; err != nil {
+			if err := signaledDuring(t, b.waiting, func() error { return c.call(filepath.Join(mp, "slow")) }); err != nil {
 				t.Errorf("%s with a signal during the lookup: %v; want the file", c.name, err)
 			}
 			for len(b.waiting) > 0 {
