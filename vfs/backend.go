@@ -208,20 +208,9 @@ func ResolveOpen(ctx context.Context, b Backend, p Path, decide func(Location) e
 		return or.ResolveOpen(ctx, p, decide)
 	}
 	loc, err := b.Resolve(ctx, p, true)
-	if err != nil {
-		return nil, Location{}, err
-	}
-	if err := decide(loc); err != nil {
-		return nil, loc, err
-	}
-	f, err := b.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
-	if err != nil {
-		if e, ok := err.(*Error); ok && e.Path == loc.Path.String() {
-			e.Path = p.String()
-		}
-		return nil, loc, err
-	}
-	return f, loc, nil
+	return decideThen(loc, err, decide, func(q Path) (File, error) {
+		return b.OpenFile(ctx, q, os.O_RDONLY, 0)
+	}, func(err error) error { return renamedTo(err, loc.Path, p) })
 }
 
 // ListResolver is implemented by backends that can resolve a path, let the caller
@@ -247,20 +236,39 @@ func ResolveReadDir(ctx context.Context, b Backend, p Path, decide func(Location
 		return lr.ResolveReadDir(ctx, p, decide)
 	}
 	loc, err := b.Resolve(ctx, p, true)
+	return decideThen(loc, err, decide, func(q Path) ([]DirEntry, error) {
+		return b.ReadDir(ctx, q)
+	}, func(err error) error { return renamedTo(err, loc.Path, p) })
+}
+
+// decideThen is the fallback of the fused calls (ResolveOpen, ResolveReadDir
+// and the Namespace's): given the resolution of a path (loc, err), it lets
+// decide rule on loc and, if decide returns nil, calls act on loc.Path, the
+// Resolved path, which follows nothing, so a swap after the decision fails
+// with conflict. Errors of the resolution and of decide are returned as they
+// are; act's go through address, which names the path the caller asked for.
+func decideThen[T any](loc Location, err error, decide func(Location) error, act func(Path) (T, error), address func(error) error) (T, Location, error) {
+	var zero T
 	if err != nil {
-		return nil, Location{}, err
+		return zero, Location{}, err
 	}
 	if err := decide(loc); err != nil {
-		return nil, loc, err
+		return zero, loc, err
 	}
-	ents, err := b.ReadDir(ctx, loc.Path)
+	v, err := act(loc.Path)
 	if err != nil {
-		if e, ok := err.(*Error); ok && e.Path == loc.Path.String() {
-			e.Path = p.String()
-		}
-		return nil, loc, err
+		return zero, loc, address(err)
 	}
-	return ents, loc, nil
+	return v, loc, nil
+}
+
+// renamedTo is err with its path p where it names from (a Resolved path the
+// caller did not write).
+func renamedTo(err error, from, p Path) error {
+	if e, ok := err.(*Error); ok && e.Path == from.String() {
+		e.Path = p.String()
+	}
+	return err
 }
 
 // HostLinkResolver is implemented by backends whose symlinks may hold absolute

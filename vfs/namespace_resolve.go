@@ -119,17 +119,9 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 		}
 	}
 	loc, err := n.Resolve(ctx, p, true)
-	if err != nil {
-		return nil, Location{}, err
-	}
-	if err := decide(loc); err != nil {
-		return nil, loc, err
-	}
-	f, err := n.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, loc, readdress("open", p, err)
-	}
-	return f, loc, nil
+	return decideThen(loc, err, decide, func(q Path) (File, error) {
+		return n.OpenFile(ctx, q, os.O_RDONLY, 0)
+	}, func(err error) error { return readdress("open", p, err) })
 }
 
 // ResolveReadDir is Resolve, a decision and a listing, in one lookup where the
@@ -151,17 +143,9 @@ func (n *Namespace) ResolveReadDir(ctx context.Context, p Path, decide func(Loca
 		}
 	}
 	loc, err := n.Resolve(ctx, p, true)
-	if err != nil {
-		return nil, Location{}, err
-	}
-	if err := decide(loc); err != nil {
-		return nil, loc, err
-	}
-	ents, err := n.ReadDir(ctx, loc.Path)
-	if err != nil {
-		return nil, loc, readdress("readdir", p, err)
-	}
-	return ents, loc, nil
+	return decideThen(loc, err, decide, func(q Path) ([]DirEntry, error) {
+		return n.ReadDir(ctx, q)
+	}, func(err error) error { return readdress("readdir", p, err) })
 }
 
 // fusedInMount runs a fused call of the backend of mount l.m (act: its
