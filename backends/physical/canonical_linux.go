@@ -490,25 +490,13 @@ func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locati
 		}
 	}
 	// Resolve, decide, then open the Resolved path (which follows nothing).
-	loc, err := f.resolve(ctx, root, p, true, nil)
-	f.leave()
-	if err != nil {
-		return nil, vfs.Location{}, wrap(op, p, err)
-	}
-	if err := decide(loc); err != nil {
-		return nil, loc, err
-	}
-	h, err := f.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
-	if err != nil {
-		if e, ok := err.(*vfs.Error); ok {
-			e.Path = p.String()
+	return resolveDecideThen(ctx, f, root, op, p, decide, func(q vfs.Path) (vfs.File, error) {
+		h, err := f.OpenFile(ctx, q, os.O_RDONLY, 0)
+		if fh, ok := h.(*file); ok {
+			fh.p, fh.name = p, baseName(p)
 		}
-		return nil, loc, err
-	}
-	if fh, ok := h.(*file); ok {
-		fh.p, fh.name = p, baseName(p)
-	}
-	return h, loc, nil
+		return h, err
+	})
 }
 
 // ResolveReadDir lists p, as ReadDir does, and decides in between, as ResolveOpen
@@ -548,22 +536,35 @@ func (f *FS) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Loc
 		}
 	}
 	// Resolve, decide, then list the Resolved path (which follows nothing).
+	return resolveDecideThen(ctx, f, root, op, p, decide, func(q vfs.Path) ([]vfs.DirEntry, error) {
+		return f.ReadDir(ctx, q)
+	})
+}
+
+// resolveDecideThen is the general path of the fused calls: it resolves p
+// beneath root (following a final link), ends the call f.enter began, lets
+// decide rule on the location and, if decide returns nil, calls act on the
+// Resolved path, which follows nothing, so a swap after the decision fails
+// with conflict. act's errors are addressed to p; decide's are returned as
+// they are.
+func resolveDecideThen[T any](ctx context.Context, f *FS, root int, op string, p vfs.Path, decide func(vfs.Location) error, act func(vfs.Path) (T, error)) (T, vfs.Location, error) {
+	var zero T
 	loc, err := f.resolve(ctx, root, p, true, nil)
 	f.leave()
 	if err != nil {
-		return nil, vfs.Location{}, wrap(op, p, err)
+		return zero, vfs.Location{}, wrap(op, p, err)
 	}
 	if err := decide(loc); err != nil {
-		return nil, loc, err
+		return zero, loc, err
 	}
-	ents, err := f.ReadDir(ctx, loc.Path)
+	v, err := act(loc.Path)
 	if err != nil {
 		if e, ok := err.(*vfs.Error); ok {
 			e.Path = p.String()
 		}
-		return nil, loc, err
+		return zero, loc, err
 	}
-	return ents, loc, nil
+	return v, loc, nil
 }
 
 // errNotObject: resolveObject has no handle to give (p is missing, or the walk
