@@ -1,7 +1,6 @@
 package dir_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,14 +87,7 @@ func TestFusedListSwapAfterDecision(t *testing.T) {
 			must(t, host.WriteFile(bg, "d/decoy", []byte("decoy"), 0o644))
 			must(t, host.MkdirAll(bg, "vault"))
 			must(t, host.WriteFile(bg, "vault/key-name", []byte("KEY"), 0o644))
-			swap := hookFunc(func(ctx context.Context, r *policy.Request) error {
-				if r.Op == policy.OpList && r.Path == "d" {
-					must(t, host.Move(bg, "d", "d.old"))
-					must(t, host.Symlink(bg, "vault", "d"))
-				}
-				return nil
-			})
-			guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)), dir.WithHooks(swap))
+			guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)), dir.WithHooks(swapToVault(t, host, policy.OpList, "d")))
 			got, err := listVia(guest, "d")
 			if strings.Contains(got, "key-name") {
 				t.Fatalf("listed the vault through a link swapped in after the decision: %q", got)

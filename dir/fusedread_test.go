@@ -216,6 +216,18 @@ func TestFusedReadHooks(t *testing.T) {
 	}
 }
 
+// swapToVault is a hook that, deciding op on path, moves d aside and puts a
+// link to vault in its place: a swap between the decision and the action.
+func swapToVault(t *testing.T, host *dir.Dir, op policy.Op, path string) hookFunc {
+	return func(ctx context.Context, r *policy.Request) error {
+		if r.Op == op && r.Path == path {
+			must(t, host.Move(bg, "d", "d.old"))
+			must(t, host.Symlink(bg, "vault", "d"))
+		}
+		return nil
+	}
+}
+
 // TestFusedReadSwapAfterDecision: between the decision on d/id (a decoy) and
 // the open, d becomes a link to vault: the read returns the decoy or fails, never
 // the key.
@@ -231,14 +243,7 @@ func TestFusedReadSwapAfterDecision(t *testing.T) {
 				must(t, host.WriteFile(bg, "d/id", []byte("decoy"), 0o644))
 				must(t, host.MkdirAll(bg, "vault"))
 				must(t, host.WriteFile(bg, "vault/id", []byte("KEY"), 0o644))
-				swap := hookFunc(func(ctx context.Context, r *policy.Request) error {
-					if r.Op == policy.OpRead && r.Path == "d/id" {
-						must(t, host.Move(bg, "d", "d.old"))
-						must(t, host.Symlink(bg, "vault", "d"))
-					}
-					return nil
-				})
-				guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)), dir.WithHooks(swap))
+				guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)), dir.WithHooks(swapToVault(t, host, policy.OpRead, "d/id")))
 				got, err := readVia(guest, "d/id", open)
 				if got == "KEY" {
 					t.Fatalf("open %v: read the key through a link swapped in after the decision", open)
