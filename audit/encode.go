@@ -21,49 +21,34 @@ func AppendJSON(b []byte, e Event) []byte {
 	}
 	b = append(b, `{"time":"`...)
 	b = e.Time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","request_id":`...)
-	b = appendString(b, e.RequestID)
-	if e.Subject != "" {
-		b = append(b, `,"subject":`...)
-		b = appendString(b, e.Subject)
-	}
-	b = append(b, `,"op":`...)
-	b = appendString(b, e.Op)
-	b = append(b, `,"path":`...)
-	b = appendString(b, e.Path)
-	if e.Dest != "" {
-		b = append(b, `,"dest":`...)
-		b = appendString(b, e.Dest)
-	}
-	if e.GuestPath != "" {
-		b = append(b, `,"guest_path":`...)
-		b = appendString(b, e.GuestPath)
-	}
-	b = append(b, `,"outcome":`...)
-	b = appendString(b, string(e.Outcome))
-	if e.Code != "" {
-		b = append(b, `,"code":`...)
-		b = appendString(b, e.Code)
-	}
-	if e.Rule != "" {
-		b = append(b, `,"rule":`...)
-		b = appendString(b, e.Rule)
-	}
+	b = append(b, '"')
+	b = field(b, `,"request_id":`, e.RequestID, false)
+	b = field(b, `,"subject":`, e.Subject, true)
+	b = field(b, `,"op":`, e.Op, false)
+	b = field(b, `,"path":`, e.Path, false)
+	b = field(b, `,"dest":`, e.Dest, true)
+	b = field(b, `,"guest_path":`, e.GuestPath, true)
+	b = field(b, `,"outcome":`, string(e.Outcome), false)
+	b = field(b, `,"code":`, e.Code, true)
+	b = field(b, `,"rule":`, e.Rule, true)
 	b = append(b, `,"duration_ns":`...)
 	b = strconv.AppendInt(b, int64(e.Duration), 10)
-	if e.Grant != "" {
-		b = append(b, `,"grant":`...)
-		b = appendString(b, e.Grant)
-	}
-	if e.Tag != "" {
-		b = append(b, `,"tag":`...)
-		b = appendString(b, e.Tag)
-	}
+	b = field(b, `,"grant":`, e.Grant, true)
+	b = field(b, `,"tag":`, e.Tag, true)
 	if e.Count != 0 {
 		b = append(b, `,"count":`...)
 		b = strconv.AppendInt(b, int64(e.Count), 10)
 	}
 	return append(b, "}\n"...)
+}
+
+// field appends key and the string v, or nothing when v is empty and the
+// field is omitempty.
+func field(b []byte, key, v string, omitEmpty bool) []byte {
+	if omitEmpty && v == "" {
+		return b
+	}
+	return appendString(append(b, key...), v)
 }
 
 // appendReflect is AppendJSON by encoding/json; on an error it appends nothing
