@@ -265,13 +265,22 @@ func chooseBase(base string, need int64) (string, error) {
 	if base != "" {
 		return base, nil
 	}
+	return DefaultBase(need), nil
+}
+
+// DefaultBase is the directory a checkout of need bytes is made under when
+// Options.Base is "": $CAPFS_TMPDIR when set, else /dev/shm when it is a
+// writable tmpfs with room for need bytes plus 10% and 64 MiB, else
+// os.TempDir(). Other private trees of a run (a lazy run's copy-on-write
+// layer) take the same rule, so that they live where checkouts do.
+func DefaultBase(need int64) string {
 	if b := os.Getenv(EnvTmpDir); b != "" {
-		return b, nil
+		return b
 	}
 	if shmFits(need) {
-		return "/dev/shm", nil
+		return "/dev/shm"
 	}
-	return os.TempDir(), nil
+	return os.TempDir()
 }
 
 // shmFits reports whether /dev/shm is a tmpfs this process can create

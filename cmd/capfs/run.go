@@ -61,7 +61,9 @@ what it changed, and bring the changes back through the namespace's checks.
      CAPFS_RUN_LAZY=0 for a checkout): nothing is copied before CMD starts.
      The work path is a FUSE mount of a copy-on-write layer over it: files
      are read through the capability on first access, every change lands in
-     a private upper directory (the "checkout" of the steps below), a write
+     a private upper directory (the "checkout" of the steps below; under
+     $CAPFS_TMPDIR, else /dev/shm when 1 GiB is free there, else the temp
+     dir), a write
      the policy refuses fails at once, and every .git is read-only (its
      contents hidden unless --git keep: a lazy run does not scan history).
      The summary says which mode ran.

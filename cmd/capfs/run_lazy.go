@@ -80,14 +80,22 @@ type lazyWork struct {
 // lazyAvailable reports whether lazy sandboxes can work here (FUSE usable).
 func lazyAvailable() error { return fuseexport.Available() }
 
-// lazyBase is the parent of a lazy run's directories: $CAPFS_TMPDIR, else the
-// temporary directory (the upper holds what the command writes: no tmpfs
-// sized by guesswork).
+// lazyUpperRoom is the room a lazy run's upper directory asks of /dev/shm:
+// the upper holds what the command writes, which nobody knows before it runs.
+const lazyUpperRoom = 1 << 30
+
+// lazyBase is the parent of a lazy run's upper directory: where checkouts
+// are made (materialize.DefaultBase), asking for lazyUpperRoom. That is
+// $CAPFS_TMPDIR when set, else /dev/shm when it is a writable tmpfs with
+// 1 GiB (and a margin) free, else the temporary directory. On tmpfs the
+// command's files are written to memory and copied to the source once, at
+// sync-back, as a checkout's are; on a disk, each new file would be made
+// twice there (in the upper, then in the source), and a file system that
+// scans recently freed inodes at every creation (ext4 without a journal)
+// pays that twice. A command that writes more than /dev/shm holds gets
+// ENOSPC: $CAPFS_TMPDIR puts the upper on a disk.
 func lazyBase() string {
-	if b := os.Getenv(materialize.EnvTmpDir); b != "" {
-		return b
-	}
-	return os.TempDir()
+	return materialize.DefaultBase(lazyUpperRoom)
 }
 
 // startLazyWork serves work on a new mount point with a copy-on-write upper,
