@@ -155,12 +155,23 @@ func (s *scope) canon(ctx context.Context, p vfs.Path, f follow) (vfs.Path, erro
 	return q, err
 }
 
+// infoState says what a resolution asked for a status (call.wantInfo) learnt
+// of what the path reaches.
+type infoState uint8
+
+const (
+	infoNone   infoState = iota // nothing: the operation looks it up
+	infoFilled                  // its status, from the lookup that resolved it
+	infoAbsent                  // nothing is there (the parent resolved, the name did not)
+)
+
 // canonStat is canon that, when info is not nil, also fills it with the status of
 // what p reaches, from the same lookup where the backend offers one
-// (vfs.StatResolver); filled reports that it did (p reaches an existing entry).
-func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.Info) (q vfs.Path, filled bool, err error) {
+// (vfs.StatResolver); st says whether it did (p reaches an existing entry) or
+// found that p reaches nothing.
+func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.Info) (q vfs.Path, st infoState, err error) {
 	if p.IsResolved() {
-		return p, false, nil
+		return p, infoNone, nil
 	}
 	q = p
 	if f == followEntry {
@@ -171,8 +182,12 @@ func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.I
 	if info != nil {
 		var got vfs.Info
 		loc, got, err = vfs.ResolveStat(ctx, s.b, q, fol)
-		if err == nil && loc.Found {
-			*info, filled = got, true
+		switch {
+		case err != nil:
+		case loc.Found:
+			*info, st = got, infoFilled
+		default:
+			st = infoAbsent
 		}
 	} else {
 		loc, err = s.b.Resolve(ctx, q, fol)
@@ -182,24 +197,24 @@ func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.I
 		// name would be (the parent's canonical path and the name), so a refused
 		// place answers the same whatever does or does not exist beneath it.
 		if c := codeOf(err); (c != vfs.CodeNotFound && c != vfs.CodeNotDir) || q.IsRoot() {
-			return vfs.Path{}, false, err
+			return vfs.Path{}, infoNone, err
 		}
 		parent, perr := s.canon(ctx, q.Dir().WithoutDirMark(), followFinal)
 		if perr != nil {
-			return vfs.Path{}, false, err
+			return vfs.Path{}, infoNone, err
 		}
 		r, cerr := parent.Child(q.Base())
 		if cerr != nil {
-			return vfs.Path{}, false, err
+			return vfs.Path{}, infoNone, err
 		}
 		// A dangling link whose target's directory is missing: the entry itself
 		// exists, so the operation reports what it reports (not_found).
 		if l, lerr := s.b.Resolve(ctx, r, false); lerr == nil && l.Found {
-			return vfs.Path{}, false, err
+			return vfs.Path{}, infoNone, err
 		}
 		loc.Path = r
 	}
-	return loc.Path.WithDirMark(p.MustBeDir()), filled, nil
+	return loc.Path.WithDirMark(p.MustBeDir()), st, nil
 }
 
 // decideBoth asks the policy about r as given (its Path and Dest being the

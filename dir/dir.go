@@ -101,12 +101,13 @@ func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.Fi
 		c.fol = followNone
 	}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		if c.info != nil {
-			// The resolution that the decision was made on stat'ed it.
-			fi = c.info
-			return nil
+		info, known, err := c.resolvedStat(follow)
+		if known {
+			if err == nil {
+				fi = named(info, c.p)
+			}
+			return err
 		}
-		var err error
 		fi, err = d.s.statAs(ctx, c.rp, follow, c.p)
 		return err
 	})

@@ -3,7 +3,6 @@ package dir
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -97,10 +96,11 @@ type call struct {
 	// base is the scope's root from the tree's root at the time of the call.
 	base vfs.Path
 	// wantInfo asks the resolution for the status of what p reaches (a Stat's
-	// answer, from the lookup that decided it); info is that status, named after
-	// p's last element, when the resolution gave it (nil otherwise).
+	// answer, from the lookup that decided it); got says what it learnt: info,
+	// that status, or that nothing is there.
 	wantInfo bool
-	info     fs.FileInfo
+	got      infoState
+	info     vfs.Info
 	// req is the request the policy and hooks see, made in step 4 only when the Dir
 	// has a custom policy or hooks; nil otherwise.
 	req *policy.Request
@@ -392,13 +392,13 @@ func (s *scope) resolveCall(ctx context.Context, c *call) error {
 	if c.wantInfo {
 		want = &info
 	}
-	rp, filled, err := s.canonStat(ctx, c.p, c.fol, want)
+	rp, got, err := s.canonStat(ctx, c.p, c.fol, want)
 	if err != nil {
 		return err
 	}
 	c.rp = rp
-	if filled {
-		c.info = named(info, c.p)
+	if c.wantInfo {
+		c.got, c.info = got, info
 	}
 	switch c.kind {
 	case destPath:
@@ -498,6 +498,24 @@ func (s *scope) treePath(p vfs.Path) string {
 // destForErr is the second path an error names: the destination of two-path calls;
 // a symlink target is not a path of the tree, so it is left out.
 func (c *call) destForErr() string { return destForErr(c.kind, c.dest) }
+
+// resolvedStat is the answer of a status call (wantInfo) that its resolution
+// already holds: known reports that it does, with the status of what c.rp is,
+// or the not_found error when the resolution found nothing there (the entry,
+// or for a followed link its target). Otherwise the call looks c.rp up.
+func (c *call) resolvedStat(follow bool) (vfs.Info, bool, error) {
+	switch c.got {
+	case infoFilled:
+		return c.info, true, nil
+	case infoAbsent:
+		op := "lstat"
+		if follow {
+			op = "stat"
+		}
+		return vfs.Info{}, true, vfs.NewError(vfs.CodeNotFound, op, c.rp, "")
+	}
+	return vfs.Info{}, false, nil
+}
 
 // destForErr returns dest if it is a second path (not a symlink's target), else "".
 func destForErr(kind destKind, dest string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"testing"
@@ -35,18 +36,45 @@ func secretPolicy(t testing.TB) policy.Policy {
 	return e
 }
 
-// readVia reads name through d with ReadFile (open false) or Open and Read.
-func readVia(d *dir.Dir, name string, open bool) (string, error) {
-	if !open {
+// readHow is a route by which a guest reads a file.
+type readHow int
+
+const (
+	viaReadFile readHow = iota // Dir.ReadFile
+	viaOpen                    // Dir.Open, then Read
+	viaView                    // the Dir's Backend view: OpenFile, then Read (what a FUSE OPEN calls)
+)
+
+var readHows = []readHow{viaReadFile, viaOpen, viaView}
+
+func (h readHow) String() string { return [...]string{"ReadFile", "Open", "Backend view"}[h] }
+
+// readVia reads name through d by how.
+func readVia(d *dir.Dir, name string, how readHow) (string, error) {
+	var r io.ReadCloser
+	switch how {
+	case viaReadFile:
 		b, err := d.ReadFile(bg, name)
 		return string(b), err
+	case viaOpen:
+		h, err := d.Open(bg, name, os.O_RDONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		r = h
+	case viaView:
+		p, err := vfs.ParseGuest(name)
+		if err != nil {
+			return "", err
+		}
+		f, err := d.Backend().OpenFile(bg, p, os.O_RDONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		r = f
 	}
-	h, err := d.Open(bg, name, os.O_RDONLY, 0)
-	if err != nil {
-		return "", err
-	}
-	defer h.Close()
-	b, err := io.ReadAll(h)
+	defer r.Close()
+	b, err := io.ReadAll(r)
 	return string(b), err
 }
 
@@ -98,13 +126,25 @@ func TestFusedReadMatchesPlain(t *testing.T) {
 	eachFusedTree(t, "../work/f.txt", func(t *testing.T, plain, pol *dir.Dir, prefix string) {
 		for _, name := range []string{"lf", "lw/f.txt", "work/sub/up", "dangling", "work", "work/f.txt/", "nope", "nope/x", "work/f.txt/x", "protected/p.txt"} {
 			name = prefix + name
-			for _, open := range []bool{false, true} {
-				want, werr := readVia(plain, name, open)
-				got, gerr := readVia(pol, name, open)
-				wantSameAnswer(t, fmt.Sprintf("%s (open %v)", name, open), name, got, want, gerr, werr)
+			for _, how := range readHows {
+				want, werr := readVia(plain, name, how)
+				got, gerr := readVia(pol, name, how)
+				wantSameAnswer(t, fmt.Sprintf("%s (%v)", name, how), guestPath(name, how), got, want, gerr, werr)
 			}
 		}
 	})
+}
+
+// guestPath is the path an error of a read of name by how is addressed to:
+// name as written, or through the Backend view, the path it parses to.
+func guestPath(name string, how readHow) string {
+	if how != viaView {
+		return name
+	}
+	if p, err := vfs.ParseGuest(name); err == nil {
+		return p.String()
+	}
+	return name
 }
 
 func asVFS(err error, ve **vfs.Error) bool {
@@ -128,10 +168,10 @@ func TestFusedReadRefusesWhereItLeads(t *testing.T) {
 			rec := audit.NewRing(64)
 			guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)), dir.WithAudit(rec))
 			for _, name := range []string{"up/vault/id", "up/vault/missing", "up/vault/missing/x", "up/vault/id/x", "key", "work/../up/vault/id", "up/vault"} {
-				for _, open := range []bool{false, true} {
-					got, err := readVia(guest, name, open)
+				for _, how := range readHows {
+					got, err := readVia(guest, name, how)
 					if vfs.CodeOf(err) != vfs.CodePermission {
-						t.Errorf("%s (open %v): %q, %v; want fs_permission_denied", name, open, got, err)
+						t.Errorf("%s (%v): %q, %v; want fs_permission_denied", name, how, got, err)
 					}
 				}
 			}
@@ -182,33 +222,33 @@ func TestFusedReadHooks(t *testing.T) {
 			must(t, host.WriteFile(bg, "vault/id", []byte("KEY"), 0o644))
 			h := &countingHook{refuse: "protected/p.txt"}
 			guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)), dir.WithHooks(h))
-			for _, open := range []bool{false, true} {
+			for _, how := range readHows {
 				h.before, h.after, h.refused, h.paths = 0, 0, 0, nil
-				if got, err := readVia(guest, "lw/f.txt", open); err != nil || got != "f" {
+				if got, err := readVia(guest, "lw/f.txt", how); err != nil || got != "f" {
 					t.Fatalf("lw/f.txt: %q, %v", got, err)
 				}
-				if _, err := readVia(guest, "nope/x", open); vfs.CodeOf(err) != vfs.CodeNotFound {
+				if _, err := readVia(guest, "nope/x", how); vfs.CodeOf(err) != vfs.CodeNotFound {
 					t.Errorf("nope/x: %v, want not_found", err)
 				}
-				if _, err := readVia(guest, "up-none/vault/id", open); err == nil {
+				if _, err := readVia(guest, "up-none/vault/id", how); err == nil {
 					t.Error("read through a missing link succeeded")
 				}
-				if _, err := readVia(guest, "lw/../protected/p.txt", open); err == nil {
+				if _, err := readVia(guest, "lw/../protected/p.txt", how); err == nil {
 					t.Error("the hook's refusal did not refuse the read")
 				}
-				if _, err := readVia(guest, "up/vault/id", open); vfs.CodeOf(err) != vfs.CodePermission {
+				if _, err := readVia(guest, "up/vault/id", how); vfs.CodeOf(err) != vfs.CodePermission {
 					t.Errorf("up/vault/id: %v, want fs_permission_denied", err)
 				}
 				// A Before that refuses is owed no After; every other is.
 				if h.refused != 1 || h.before != h.after+h.refused {
-					t.Errorf("open %v: %d Before calls (%d refusing), %d After", open, h.before, h.refused, h.after)
+					t.Errorf("%v: %d Before calls (%d refusing), %d After", how, h.before, h.refused, h.after)
 				}
 				if len(h.paths) == 0 || h.paths[0] != "work/f.txt" {
-					t.Errorf("open %v: the hook saw %q first, want the canonical work/f.txt", open, h.paths)
+					t.Errorf("%v: the hook saw %q first, want the canonical work/f.txt", how, h.paths)
 				}
 				for _, p := range h.paths {
 					if p == "vault/id" {
-						t.Errorf("open %v: a Before hook ran for a path the policy refused", open)
+						t.Errorf("%v: a Before hook ran for a path the policy refused", how)
 					}
 				}
 			}
@@ -236,7 +276,7 @@ func TestFusedReadSwapAfterDecision(t *testing.T) {
 		t.Run(ab.name, func(t *testing.T) {
 			b := ab.new(t)
 			host := plant(t, b)
-			for _, open := range []bool{false, true} {
+			for _, how := range readHows {
 				_ = host.RemoveAll(bg, "d")
 				_ = host.RemoveAll(bg, "d.old")
 				must(t, host.MkdirAll(bg, "d"))
@@ -244,14 +284,88 @@ func TestFusedReadSwapAfterDecision(t *testing.T) {
 				must(t, host.MkdirAll(bg, "vault"))
 				must(t, host.WriteFile(bg, "vault/id", []byte("KEY"), 0o644))
 				guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)), dir.WithHooks(swapToVault(t, host, policy.OpRead, "d/id")))
-				got, err := readVia(guest, "d/id", open)
+				got, err := readVia(guest, "d/id", how)
 				if got == "KEY" {
-					t.Fatalf("open %v: read the key through a link swapped in after the decision", open)
+					t.Fatalf("%v: read the key through a link swapped in after the decision", how)
 				}
 				if err == nil && got != "decoy" {
-					t.Fatalf("open %v: read %q", open, got)
+					t.Fatalf("%v: read %q", how, got)
 				}
 			}
 		})
+	}
+}
+
+// statVia is the status of name through d: Stat (follow) or Lstat, by the
+// Dir's method or its Backend view's (what a FUSE LOOKUP and GETATTR call).
+func statVia(d *dir.Dir, name string, follow, view bool) (vfs.Info, error) {
+	if !view {
+		var fi fs.FileInfo
+		var err error
+		if follow {
+			fi, err = d.Stat(bg, name)
+		} else {
+			fi, err = d.Lstat(bg, name)
+		}
+		if err != nil {
+			return vfs.Info{}, err
+		}
+		return vfs.Info{Name: fi.Name(), Mode: fi.Mode(), Size: fi.Size()}, nil
+	}
+	p, err := vfs.ParseGuest(name)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	if follow {
+		return d.Backend().Stat(bg, p)
+	}
+	return d.Backend().Lstat(bg, p)
+}
+
+// TestResolvedStatMatchesPlain: a status call with a policy answers from the
+// resolution that decided it (the status it found, or that nothing is there);
+// the answers are a plain Dir's, through the Dir and through its Backend view,
+// and a hidden place answers fs_permission_denied whether or not anything is
+// beneath it.
+func TestResolvedStatMatchesPlain(t *testing.T) {
+	eachFusedTree(t, "../work/f.txt", func(t *testing.T, plain, pol *dir.Dir, prefix string) {
+		for _, name := range []string{"lf", "lw", "lw/f.txt", "work/sub/up", "dangling", "work", "work/", "work/f.txt/", "nope", "nope/x", "work/nope", "work/f.txt/x", "protected/p.txt", "."} {
+			name = prefix + name
+			for _, follow := range []bool{false, true} {
+				for _, view := range []bool{false, true} {
+					want, werr := statVia(plain, name, follow, view)
+					got, gerr := statVia(pol, name, follow, view)
+					what := fmt.Sprintf("%s (follow %v, view %v)", name, follow, view)
+					if vfs.CodeOf(gerr) != vfs.CodeOf(werr) || got.Name != want.Name || got.Mode != want.Mode || (got.Mode.IsRegular() && got.Size != want.Size) {
+						t.Errorf("%s: %s %v %d, %v; without a policy %s %v %d, %v", what, got.Name, got.Mode, got.Size, gerr, want.Name, want.Mode, want.Size, werr)
+					}
+					if gerr != nil {
+						how := viaOpen
+						if view {
+							how = viaView
+						}
+						var ve *vfs.Error
+						if !asVFS(gerr, &ve) || ve.Path != guestPath(name, how) {
+							t.Errorf("%s: error %v is not addressed to the guest's path", what, gerr)
+						}
+					}
+				}
+			}
+		}
+	})
+	b := aliasBackends[0].new(t)
+	host := plant(t, b)
+	must(t, host.MkdirAll(bg, "vault"))
+	must(t, host.WriteFile(bg, "vault/id", []byte("KEY"), 0o644))
+	must(t, host.Symlink(bg, ".", "up"))
+	guest, _ := dir.New(b, dir.WithPolicy(secretPolicy(t)))
+	for _, name := range []string{"up/vault/id", "up/vault/missing", "up/vault"} {
+		for _, follow := range []bool{false, true} {
+			for _, view := range []bool{false, true} {
+				if _, err := statVia(guest, name, follow, view); vfs.CodeOf(err) != vfs.CodePermission {
+					t.Errorf("%s (follow %v, view %v): %v, want fs_permission_denied", name, follow, view, err)
+				}
+			}
+		}
 	}
 }

@@ -67,24 +67,36 @@ func openFlagOp(flag int) policy.Op {
 func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode) (*Handle, error) {
 	var h *Handle
 	c := &call{op: openFlagOp(flag), method: "Open", path: path, alsoRead: flag&os.O_RDWR != 0, fol: openFollow(flag)}
-	c.fused = c.op == policy.OpRead && c.fol == followFinal && flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0
+	c.markFusedOpen(flag)
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		if c.fused {
-			f, err := d.s.openRead(ctx, c)
-			if err != nil {
-				return err
-			}
-			h, err = d.s.handle(ctx, path, c.rp, f, flag)
-			return err
-		}
 		var err error
-		h, err = d.s.open(ctx, path, c.rp, flag, createPerm(perm))
+		h, err = d.s.openAs(ctx, c, path, flag, perm)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// markFusedOpen marks c, an open with flag, as a fused read when it is one: it
+// reads only and follows a final symlink.
+func (c *call) markFusedOpen(flag int) {
+	c.fused = c.op == policy.OpRead && c.fol == followFinal && flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0
+}
+
+// openAs is the backend work of open call c (see markFusedOpen): a fused read
+// resolves, decides and opens in one backend call (openRead); any other open
+// opens c.rp. name is the path as the guest wrote it.
+func (s *scope) openAs(ctx context.Context, c *call, name string, flag int, perm fs.FileMode) (*Handle, error) {
+	if !c.fused {
+		return s.open(ctx, name, c.rp, flag, createPerm(perm))
+	}
+	f, err := s.openRead(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.handle(ctx, name, c.rp, f, flag)
 }
 
 // open opens p of the scope's backend inside an enforced call; name is the path as

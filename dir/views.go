@@ -188,10 +188,26 @@ func (v *backendView) Features() vfs.Features {
 }
 
 func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	return v.stat(ctx, "stat", p, followFinal)
+}
+
+// stat is Stat (fol followFinal) or Lstat (followNone): the status the
+// resolution that decided the call found, where it found one, else the
+// backend's.
+func (v *backendView) stat(ctx context.Context, method string, p vfs.Path, fol follow) (vfs.Info, error) {
 	var info vfs.Info
-	err := v.do(ctx, policy.OpStat, "stat", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
-		var err error
-		info, err = v.d.s.b.Stat(ctx, rp)
+	c := call{op: policy.OpStat, method: method, path: p.String(), fixed: true, p: p, fol: fol, wantInfo: true}
+	err := v.d.s.run(ctx, &c, func(ctx context.Context) error {
+		got, known, err := c.resolvedStat(fol == followFinal)
+		if known {
+			info = got
+			return err
+		}
+		if fol == followFinal {
+			info, err = v.d.s.b.Stat(ctx, c.rp)
+		} else {
+			info, err = v.d.s.b.Lstat(ctx, c.rp)
+		}
 		return err
 	})
 	if err == nil {
@@ -201,16 +217,7 @@ func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 }
 
 func (v *backendView) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	var info vfs.Info
-	err := v.do(ctx, policy.OpStat, "lstat", p, followNone, func(ctx context.Context, rp vfs.Path) error {
-		var err error
-		info, err = v.d.s.b.Lstat(ctx, rp)
-		return err
-	})
-	if err == nil {
-		info.Name = baseOrDot(p)
-	}
-	return info, err
+	return v.stat(ctx, "lstat", p, followNone)
 }
 
 func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
@@ -276,9 +283,10 @@ func (v *backendView) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInf
 func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	var h *Handle
 	c := call{op: openFlagOp(flag), method: "open", path: p.String(), fixed: true, p: p, alsoRead: flag&os.O_RDWR != 0, fol: openFollow(flag)}
+	c.markFusedOpen(flag)
 	err := v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
-		h, err = v.d.s.open(ctx, p.String(), c.rp, flag, createPerm(perm))
+		h, err = v.d.s.openAs(ctx, &c, p.String(), flag, perm)
 		return err
 	})
 	if err != nil {
