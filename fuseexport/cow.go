@@ -284,7 +284,7 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 		if err != nil {
 			return nil, err
 		}
-		return lowerFile{f}, nil
+		return lowerOf(f), nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -321,11 +321,36 @@ func (f lowerFile) Stat() (vfs.Info, error) {
 	return ownerless(info), err
 }
 
+// typedFile is a layer's file (ovFile, lowerFile) over a vfs.TypedFile: it
+// answers the type the backend's file knows, so the Dir above does not fstat
+// it at each open.
+type typedFile struct {
+	vfs.File
+	typ fs.FileMode
+}
+
+func (f typedFile) Type() fs.FileMode { return f.typ }
+
+// HostFd forwards to the wrapped layer's file (an upper file answers, a
+// lower one never does).
+func (f typedFile) HostFd(t hostfd.Token) (int, bool) { return hostfd.Of(f.File) }
+
+// typed is w, the wrapper of f, made a vfs.TypedFile when f is one.
+func typed(w, f vfs.File) vfs.File {
+	if tf, ok := f.(vfs.TypedFile); ok {
+		return typedFile{w, tf.Type()}
+	}
+	return w
+}
+
+// lowerOf wraps f, opened in the lower layer.
+func lowerOf(f vfs.File) vfs.File { return typed(lowerFile{f}, f) }
+
 func upperFile(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ovFile{f}, nil
+	return typed(ovFile{f}, f), nil
 }
 
 // parents makes p's parent directories exist in the upper (copying their modes

@@ -102,7 +102,7 @@ func (o *Overlay) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.L
 	default:
 		f, err = o.lower.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
 		if err == nil {
-			f = lowerFile{f}
+			f = lowerOf(f)
 		}
 	}
 	if err != nil {

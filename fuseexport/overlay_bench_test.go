@@ -8,6 +8,7 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
 )
 
 // BenchmarkOverlayOpenRead measures what a lazy run's server does for one
@@ -52,4 +53,61 @@ func BenchmarkOverlayOpenRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkOverlayServer measures the calls a lazy run's server makes for
+// the kernel's requests (no kernel involved): through the layer's Backend
+// view (default policy) over the Overlay over the work Dir, an OPEN and
+// RELEASE of a source file and of a file the sandbox wrote (in the upper),
+// and a LOOKUP of a source file and of a missing name.
+func BenchmarkOverlayServer(b *testing.B) {
+	root := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a/b"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a/b/c.go"), make([]byte, 4096), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	pb, err := physical.New(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pb.Close()
+	work, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
+	ov, err := NewOverlay(work.Backend(), b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ov.Close()
+	layer, _ := dir.New(ov, dir.WithPolicy(policy.Defaults()))
+	view := layer.Backend()
+	if err := layer.WriteFile(bg, "a/b/c.o", make([]byte, 1300), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	open := func(p string) func(b *testing.B) {
+		return func(b *testing.B) {
+			vp := vfs.MustParse(p)
+			for b.Loop() {
+				f, err := view.OpenFile(bg, vp, os.O_RDONLY, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		}
+	}
+	lookup := func(p string, found bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			vp := vfs.MustParse(p)
+			for b.Loop() {
+				if _, err := view.Lstat(bg, vp); (err == nil) != found {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("open-source", open("a/b/c.go"))
+	b.Run("open-upper", open("a/b/c.o"))
+	b.Run("lookup-source", lookup("a/b/c.go", true))
+	b.Run("lookup-missing", lookup("a/b/none.o", false))
 }
