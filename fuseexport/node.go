@@ -622,7 +622,11 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	if h.io != nil {
-		h.io.s.released(h)
+		var req <-chan struct{}
+		if fc, ok := ctx.(*fuse.Context); ok {
+			req = fc.Cancel
+		}
+		h.io.s.releasing(req, h)
 	}
 	return errnoOf(h.f.Close(), opRead)
 }

@@ -31,8 +31,12 @@ import (
 //     a node's backing-file reference at every RELEASE of the node, so its
 //     close would drop the backing the passthrough opens use, and the next
 //     passthrough open, registering another, would fail with EIO.)
-// The account is released when the server sees RELEASE, after the kernel
-// has released its own, so it never undercounts what the kernel holds.
+// The account is released when the server has done with RELEASE: after the
+// kernel has released its own, and after go-fuse has dropped the node's
+// backing-file reference (countingFS.Release), so it never undercounts what
+// the kernel or go-fuse holds. (Released any earlier, the account of a
+// served handle would let a passthrough open register a backing file that
+// the rest of that RELEASE then drops: the open fails with EIO.)
 
 // ioState is a node's account of its open handles (guarded by Server.ptMu).
 type ioState struct {
@@ -99,6 +103,37 @@ func (s *Server) fileHandle(n *node, h *handle) (gofs.FileHandle, uint32, syscal
 	io.other++
 	h.io = n
 	return h, flags, 0
+}
+
+// releasing notes that h is being released by the RELEASE request whose
+// cancel channel is req: its account is returned once go-fuse has done with
+// the request (afterRelease). Without a request (nil), at once.
+func (s *Server) releasing(req <-chan struct{}, h *handle) {
+	if h.io == nil {
+		return
+	}
+	if req == nil {
+		s.released(h)
+		return
+	}
+	s.ptMu.Lock()
+	if s.pendingRel == nil {
+		s.pendingRel = map[<-chan struct{}]*handle{}
+	}
+	s.pendingRel[req] = h
+	s.ptMu.Unlock()
+}
+
+// afterRelease returns the account of the handle the RELEASE request req
+// released, if any.
+func (s *Server) afterRelease(req <-chan struct{}) {
+	s.ptMu.Lock()
+	h := s.pendingRel[req]
+	delete(s.pendingRel, req)
+	s.ptMu.Unlock()
+	if h != nil {
+		s.released(h)
+	}
 }
 
 // released returns h's share of its node's account.

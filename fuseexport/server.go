@@ -103,7 +103,10 @@ type Server struct {
 	unmounted bool
 	conn      string // the connection's name under /sys/fs/fuse/connections
 
-	ptMu    sync.Mutex   // guards every node's ioState
+	ptMu    sync.Mutex   // guards every node's ioState, and pendingRel
+	// pendingRel holds the handles of RELEASE requests under way, by the
+	// request's cancel channel (see Server.releasing).
+	pendingRel map[<-chan struct{}]*handle
 	ptOnce  sync.Once    // the passthrough probe
 	ptOn    atomic.Bool  // the kernel takes this mount's backing files
 	served  atomic.Int64 // reads and writes of counted handles the server served (tests)
@@ -257,7 +260,7 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		GID:             s.gid,
 		RootStableAttr:  &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: rootIno},
 	}
-	raw := countingFS{RawFileSystem: gofs.NewNodeFS(s.root, fopts), lookups: &s.lookups}
+	raw := countingFS{RawFileSystem: gofs.NewNodeFS(s.root, fopts), s: s}
 	srv, err := fuse.NewServer(raw, mountpoint, &fopts.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("fuseexport: mount %s: %w", mountpoint, err)
@@ -618,14 +621,21 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-// countingFS counts the kernel's LOOKUP requests (a listing with
-// attributes looks its entries up without one).
+// countingFS is go-fuse's file system with two additions: it counts the
+// kernel's LOOKUP requests (a listing with attributes looks its entries up
+// without one), and it returns a released handle's passthrough account once
+// go-fuse has done with the RELEASE (see Server.releasing).
 type countingFS struct {
 	fuse.RawFileSystem
-	lookups *atomic.Int64
+	s *Server
 }
 
 func (c countingFS) Lookup(cancel <-chan struct{}, header *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	c.lookups.Add(1)
+	c.s.lookups.Add(1)
 	return c.RawFileSystem.Lookup(cancel, header, name, out)
+}
+
+func (c countingFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	c.RawFileSystem.Release(cancel, in)
+	c.s.afterRelease(cancel)
 }
