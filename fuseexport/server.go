@@ -103,14 +103,14 @@ type Server struct {
 	unmounted bool
 	conn      string // the connection's name under /sys/fs/fuse/connections
 
-	ptMu    sync.Mutex   // guards every node's ioState, and pendingRel
+	ptMu sync.Mutex // guards every node's ioState, and pendingRel
 	// pendingRel holds the handles of RELEASE requests under way, by the
 	// request's cancel channel (see Server.releasing).
 	pendingRel map[<-chan struct{}]*handle
-	ptOnce  sync.Once    // the passthrough probe
-	ptOn    atomic.Bool  // the kernel takes this mount's backing files
-	served  atomic.Int64 // reads and writes of counted handles the server served (tests)
-	lookups atomic.Int64 // LOOKUP requests from the kernel (tests)
+	ptOnce     sync.Once    // the passthrough probe
+	ptOn       atomic.Bool  // the kernel takes this mount's backing files
+	served     atomic.Int64 // reads and writes of counted handles the server served (tests)
+	lookups    atomic.Int64 // LOOKUP requests from the kernel (tests)
 }
 
 type invalidation struct {
