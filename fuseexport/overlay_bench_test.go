@@ -11,11 +11,10 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// BenchmarkOverlayOpenRead measures what a lazy run's server does for one
-// open+read+close of a source file (no kernel involved): the layer's Dir
-// (default policy) over the Overlay over the work Dir (default policy) over
-// the physical backend, against the work Dir alone.
-func BenchmarkOverlayOpenRead(b *testing.B) {
+// lazyLayer makes a lazy run's layers over a new host directory holding
+// a/b/c.go (4 KiB): the work Dir (default policy) over the physical backend,
+// and the layer's Dir (default policy) over an Overlay of the work Dir.
+func lazyLayer(b *testing.B) (work, layer *dir.Dir) {
 	root := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "a/b"), 0o755); err != nil {
 		b.Fatal(err)
@@ -27,14 +26,23 @@ func BenchmarkOverlayOpenRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer pb.Close()
-	work, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
+	b.Cleanup(func() { pb.Close() })
+	work, _ = dir.New(pb, dir.WithPolicy(policy.Defaults()))
 	ov, err := NewOverlay(work.Backend(), b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ov.Close()
-	view, _ := dir.New(ov, dir.WithPolicy(policy.Defaults()))
+	b.Cleanup(func() { ov.Close() })
+	layer, _ = dir.New(ov, dir.WithPolicy(policy.Defaults()))
+	return work, layer
+}
+
+// BenchmarkOverlayOpenRead measures what a lazy run's server does for one
+// open+read+close of a source file (no kernel involved): the layer's Dir
+// (default policy) over the Overlay over the work Dir (default policy) over
+// the physical backend, against the work Dir alone.
+func BenchmarkOverlayOpenRead(b *testing.B) {
+	work, view := lazyLayer(b)
 	buf := make([]byte, 8192)
 	for _, c := range []struct {
 		name string
@@ -61,25 +69,7 @@ func BenchmarkOverlayOpenRead(b *testing.B) {
 // RELEASE of a source file and of a file the sandbox wrote (in the upper),
 // and a LOOKUP of a source file and of a missing name.
 func BenchmarkOverlayServer(b *testing.B) {
-	root := b.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "a/b"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "a/b/c.go"), make([]byte, 4096), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	pb, err := physical.New(root)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pb.Close()
-	work, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
-	ov, err := NewOverlay(work.Backend(), b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ov.Close()
-	layer, _ := dir.New(ov, dir.WithPolicy(policy.Defaults()))
+	_, layer := lazyLayer(b)
 	view := layer.Backend()
 	if err := layer.WriteFile(bg, "a/b/c.o", make([]byte, 1300), 0o644); err != nil {
 		b.Fatal(err)
