@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/capfs/capfs/fuseexport"
 )
 
 // End-to-end tests of capfs run's review flow, capfs sync, signals, the
@@ -29,7 +31,30 @@ import (
 func stateEnv(t *testing.T) (env []string, base string) {
 	t.Helper()
 	base = t.TempDir()
-	return []string{"XDG_STATE_HOME=" + t.TempDir(), "CAPFS_TMPDIR=" + base}, base
+	state := t.TempDir()
+	// Cleanups run last first: this one runs after the test's own (which
+	// kill a capfs still running) and before the directories are removed.
+	t.Cleanup(func() { detachMountsUnder(t, state) })
+	return []string{"XDG_STATE_HOME=" + state, "CAPFS_TMPDIR=" + base}, base
+}
+
+// detachMountsUnder detaches the dead FUSE mounts under dir: what a lazy
+// run killed by a failing test (SIGKILL) leaves in its state directory,
+// which could not be removed otherwise and would outlive the test.
+func detachMountsUnder(t *testing.T, dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasPrefix(f[4], dir+"/") {
+			continue
+		}
+		if err := fuseexport.ClearStale(f[4]); err != nil {
+			t.Logf("a mount left under the test's state directory: %v", err)
+		}
+	}
 }
 
 var keptIDRe = regexp.MustCompile(`\(id ([0-9]+)\)`)
