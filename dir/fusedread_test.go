@@ -369,3 +369,97 @@ func TestResolvedStatMatchesPlain(t *testing.T) {
 		}
 	}
 }
+
+// countingBackend counts the calls a Dir makes on b that look a path up or
+// open it, forwarding the resolvers b offers.
+type countingBackend struct {
+	vfs.Backend
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countingBackend) add(m string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[m]++
+}
+
+// take returns the calls counted since the last take.
+func (c *countingBackend) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+func (c *countingBackend) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	c.add("Lstat")
+	return c.Backend.Lstat(ctx, p)
+}
+
+func (c *countingBackend) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
+	c.add("Stat")
+	return c.Backend.Stat(ctx, p)
+}
+
+func (c *countingBackend) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	c.add("OpenFile")
+	return c.Backend.OpenFile(ctx, p, flag, perm)
+}
+
+func (c *countingBackend) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
+	c.add("Resolve")
+	return c.Backend.Resolve(ctx, p, follow)
+}
+
+func (c *countingBackend) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	c.add("ResolveStat")
+	return vfs.ResolveStat(ctx, c.Backend, p, follow)
+}
+
+func (c *countingBackend) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	c.add("ResolveOpen")
+	return vfs.ResolveOpen(ctx, c.Backend, p, decide)
+}
+
+// TestBackendViewOneLookup: with a policy, a Backend view's Lstat, Stat and
+// read-only OpenFile (a FUSE LOOKUP, GETATTR and OPEN) make one backend call
+// each, the resolution that decided them: the status it found, that nothing
+// is there, or the file it opened.
+func TestBackendViewOneLookup(t *testing.T) {
+	for _, ab := range aliasBackends {
+		t.Run(ab.name, func(t *testing.T) {
+			b := ab.new(t)
+			host := plant(t, b)
+			must(t, host.Symlink(bg, "work/f.txt", "lf"))
+			cb := &countingBackend{Backend: b, n: map[string]int{}}
+			guest, _ := dir.New(cb, dir.WithPolicy(aliasPolicy(t)))
+			view := guest.Backend()
+			one := func(what, call string, err error, wantCode vfs.Code) {
+				t.Helper()
+				if vfs.CodeOf(err) != wantCode {
+					t.Errorf("%s: %v, want %s", what, err, wantCode)
+				}
+				if got := cb.take(); len(got) != 1 || got[call] != 1 {
+					t.Errorf("%s: backend calls %v, want one %s", what, got, call)
+				}
+			}
+			_, err := view.Lstat(bg, vfs.MustParse("work/f.txt"))
+			one("Lstat of a file", "ResolveStat", err, "")
+			_, err = view.Lstat(bg, vfs.MustParse("work/nope"))
+			one("Lstat of a missing name", "ResolveStat", err, vfs.CodeNotFound)
+			_, err = view.Stat(bg, vfs.MustParse("lf"))
+			one("Stat through a link", "ResolveStat", err, "")
+			f, err := view.OpenFile(bg, vfs.MustParse("lf"), os.O_RDONLY, 0)
+			one("read-only open through a link", "ResolveOpen", err, "")
+			if err == nil {
+				b, _ := io.ReadAll(f)
+				f.Close()
+				if string(b) != "f" {
+					t.Errorf("read %q through the view, want %q", b, "f")
+				}
+			}
+		})
+	}
+}
