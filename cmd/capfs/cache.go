@@ -278,6 +278,12 @@ Each is bounded by CAPFS_CACHE_MAX (default 4G): after a run (at most once an
 hour) the least recently modified files are removed down to three quarters of
 it. capfs run --no-cache runs without them.
 
+The cache is a bind mount: inside, /proc/self/mountinfo names its directory's
+path on the host (a bind mount's root is its path within its file system), as
+it names /usr, /etc and the Go toolchain and module cache. Where that path must
+not show (it holds your home directory's name by default), set
+$CAPFS_CACHE_DIR to a neutral directory or run with --no-cache.
+
   capfs cache ls              every project cache: size, last use, project
   capfs cache clean           remove the current project's cache
   capfs cache clean --all     remove them all

@@ -111,7 +111,9 @@
 // path within its filesystem: a command inside can read where on the host each
 // grant comes from. The system binds show /usr, /etc (and its masks, as
 // /null of devtmpfs), the Go root and module cache at their own paths, which
-// the mount points show anyway. A grant shows its Source's path within its
+// the mount points show anyway (capfs run's per-project build cache, a grant of
+// its own, shows its directory under the user's cache directory). A grant shows
+// its Source's path within its
 // filesystem, whether given by path or by descriptor (Mount.File changes how the
 // source is resolved, not what mountinfo prints): a caller that must not reveal
 // its paths gives grants that are the root of a filesystem of their own (as
