@@ -81,7 +81,9 @@ func runCapfsTimeout(t *testing.T, dir string, env []string, d time.Duration, ar
 	cmd := exec.CommandContext(ctx, capfsBin, exactMounts(args)...)
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	state := t.TempDir()
+	t.Cleanup(func() { detachMountsUnder(t, state) }) // a killed lazy run's mount
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+state), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
