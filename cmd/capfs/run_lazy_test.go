@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -496,4 +498,33 @@ func TestRunLazyCAS(t *testing.T) {
 		t.Errorf("the snapshot changed: saved again as %q, was %s", r.stdout, digest)
 	}
 	leftovers(t, env, base)
+}
+
+// TestNarrowProcs: a lazy mount's life runs capfs on a quarter of the CPUs
+// (at least one), gives them back after, and leaves a GOMAXPROCS the
+// environment set alone.
+func TestNarrowProcs(t *testing.T) {
+	for ncpu, want := range map[int]int{1: 1, 2: 1, 4: 1, 7: 1, 8: 2, 64: 16} {
+		if got := lazyProcs(ncpu); got != want {
+			t.Errorf("lazyProcs(%d) = %d, want %d", ncpu, got, want)
+		}
+	}
+	prev := runtime.GOMAXPROCS(0)
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	restore := narrowProcs()
+	if got, want := runtime.GOMAXPROCS(0), min(prev, lazyProcs(runtime.NumCPU())); got != want {
+		t.Errorf("GOMAXPROCS during the mount: %d, want %d", got, want)
+	}
+	restore()
+	restore() // a second call changes nothing
+	if got := runtime.GOMAXPROCS(0); got != prev {
+		t.Errorf("GOMAXPROCS after: %d, want %d back", got, prev)
+	}
+	t.Setenv("GOMAXPROCS", strconv.Itoa(prev))
+	restore = narrowProcs()
+	if got := runtime.GOMAXPROCS(0); got != prev {
+		t.Errorf("GOMAXPROCS set in the environment: changed to %d", got)
+	}
+	restore()
 }
