@@ -3,6 +3,7 @@ package dir_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -426,49 +427,34 @@ func TestSubOfMountDecidesTreePaths(t *testing.T) {
 
 // TestStatFromResolution: a Dir with a policy answers Stat and Lstat from the
 // lookup its decision was made on (vfs.StatResolver on physical, directly and
-// under a Namespace); the answers match a Dir without a policy.
+// under a Namespace): the status it found, or that nothing is there. The
+// answers, through the Dir and through its Backend view (what a FUSE LOOKUP
+// and GETATTR call), match a Dir without a policy, and errors are addressed
+// to the guest's path.
 func TestStatFromResolution(t *testing.T) {
-	for _, ab := range aliasBackends {
-		t.Run(ab.name, func(t *testing.T) {
-			b := ab.new(t)
-			host := plant(t, b)
-			must(t, host.Symlink(bg, "work/f.txt", "lf"))
-			must(t, host.Symlink(bg, "work", "lw"))
-			must(t, host.Symlink(bg, "missing", "dangling"))
-			ns := vfs.NewNamespace()
-			must(t, ns.Mount(vfs.MustParse("m"), b, vfs.MountOptions{}))
-			for _, tree := range []struct {
-				b      vfs.Backend
-				prefix string
-			}{{b, ""}, {ns, "m/"}} {
-				plain, _ := dir.New(tree.b)
-				pol, _ := dir.New(tree.b, dir.WithPolicy(aliasPolicy(t)))
-				for _, name := range []string{"lf", "lw", "lw/f.txt", "dangling", "work", "work/", "lw/", "nope", "work/f.txt/", "."} {
-					name = tree.prefix + name
-					for _, lstat := range []bool{false, true} {
-						stat := func(d *dir.Dir) (fs.FileInfo, error) {
-							if lstat {
-								return d.Lstat(bg, name)
-							}
-							return d.Stat(bg, name)
-						}
-						want, werr := stat(plain)
-						got, gerr := stat(pol)
-						if vfs.CodeOf(werr) != vfs.CodeOf(gerr) {
-							t.Errorf("%s (lstat %v): error %v, want %v", name, lstat, gerr, werr)
-							continue
-						}
-						if werr != nil {
-							continue
-						}
-						if got.Name() != want.Name() || got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) {
-							t.Errorf("%s (lstat %v): %v, want %v", name, lstat, got, want)
-						}
+	eachFusedTree(t, "../work/f.txt", func(t *testing.T, plain, pol *dir.Dir, prefix string) {
+		for _, name := range []string{"lf", "lw", "lw/f.txt", "lw/", "work/sub/up", "dangling", "work", "work/", "work/f.txt/", "nope", "nope/x", "work/nope", "work/f.txt/x", "protected/p.txt", "."} {
+			name = prefix + name
+			for _, follow := range []bool{false, true} {
+				for _, view := range []bool{false, true} {
+					want, werr := statVia(plain, name, follow, view)
+					got, gerr := statVia(pol, name, follow, view)
+					what := fmt.Sprintf("%s (follow %v, view %v)", name, follow, view)
+					if vfs.CodeOf(gerr) != vfs.CodeOf(werr) || got.Name != want.Name || got.Mode != want.Mode || got.Size != want.Size || !got.ModTime.Equal(want.ModTime) {
+						t.Errorf("%s: %s %v %d, %v; without a policy %s %v %d, %v", what, got.Name, got.Mode, got.Size, gerr, want.Name, want.Mode, want.Size, werr)
+					}
+					how := viaOpen
+					if view {
+						how = viaView
+					}
+					var ve *vfs.Error
+					if gerr != nil && (!asVFS(gerr, &ve) || ve.Path != guestPath(name, how)) {
+						t.Errorf("%s: error %v is not addressed to the guest's path", what, gerr)
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestSwapAfterDecisionFinalAndTree: the file itself swapped for a link to
