@@ -379,8 +379,16 @@ func TestSpecialFilesRefused(t *testing.T) {
 }
 
 // TestPolicyThroughMount: the default policy's secrets are absent, its
-// persistence files cannot be written, and every request is audited.
+// persistence files cannot be written, also through links the guest makes to
+// them, and every request is audited; with openat2 and with the portable
+// resolver.
 func TestPolicyThroughMount(t *testing.T) {
+	for _, mode := range []physical.ResolverMode{physical.ResolverAuto, physical.ResolverPortable} {
+		t.Run(map[physical.ResolverMode]string{physical.ResolverAuto: "openat2", physical.ResolverPortable: "portable"}[mode], func(t *testing.T) { policyThroughMount(t, mode) })
+	}
+}
+
+func policyThroughMount(t *testing.T, mode physical.ResolverMode) {
 	host := t.TempDir()
 	for name, body := range map[string]string{".env": "TOKEN=1", ".ssh/id_rsa": "KEY", "main.go": "package main", ".git/config": "[core]", ".bashrc": "echo"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(host, name)), 0o755); err != nil {
@@ -390,7 +398,7 @@ func TestPolicyThroughMount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pb, err := physical.New(host)
+	pb, err := physical.New(host, physical.WithResolver(mode))
 	if err != nil {
 		t.Skipf("physical backend: %v", err)
 	}
@@ -421,6 +429,28 @@ func TestPolicyThroughMount(t *testing.T) {
 	wantErrno(t, "write .git/config", os.WriteFile(filepath.Join(mp, ".git/config"), []byte("evil"), 0o644), syscall.EACCES)
 	wantErrno(t, "create .git/hooks", os.Mkdir(filepath.Join(mp, ".git/hooks"), 0o755), syscall.EACCES)
 	wantErrno(t, "rename onto .bashrc", os.Rename(filepath.Join(mp, "main.go"), filepath.Join(mp, ".bashrc")), syscall.EACCES)
+	// A link the guest makes to a protected place is refused (its target is
+	// decided as a path). One the host tree already holds is followed by the
+	// kernel, one request per step, and each step is decided where it is.
+	for _, c := range []struct {
+		link, target string
+		through      func(string) error
+		want         syscall.Errno
+	}{
+		{"k", ".ssh/id_rsa", func(l string) error { _, err := os.ReadFile(l); return err }, syscall.ENOENT},
+		{"s", ".ssh", func(l string) error { _, err := os.ReadFile(filepath.Join(l, "id_rsa")); return err }, syscall.ENOENT},
+		{"g", ".git", func(l string) error { return os.WriteFile(filepath.Join(l, "config"), []byte("evil"), 0o644) }, syscall.EACCES},
+		{"rc", ".bashrc", func(l string) error { return os.WriteFile(l, []byte("evil"), 0o644) }, syscall.EACCES},
+	} {
+		wantErrno(t, "symlink "+c.link+" -> "+c.target, os.Symlink(c.target, filepath.Join(mp, c.link)), syscall.EACCES)
+		if err := os.Symlink(c.target, filepath.Join(host, "host-"+c.link)); err != nil {
+			t.Fatal(err)
+		}
+		wantErrno(t, "through host-"+c.link+" -> "+c.target, c.through(filepath.Join(mp, "host-"+c.link)), c.want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(host, ".git/config")); string(b) != "[core]" {
+		t.Fatalf(".git/config on the host = %q", b)
+	}
 	if b, _ := os.ReadFile(filepath.Join(host, ".bashrc")); string(b) != "echo" {
 		t.Fatalf(".bashrc on the host = %q", b)
 	}
