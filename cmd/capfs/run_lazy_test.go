@@ -255,9 +255,16 @@ func TestRunLazySecretsHidden(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"a.txt": "a\n", ".env": "SECRET=1\n", ".ssh/id_rsa": "KEY\n", "sub/server.pem": "PEM\n", ".git/HEAD": "ref: refs/heads/main\n"})
+	// Links the project holds to the secrets: followed by the kernel, each
+	// step decided where it lands.
+	for link, target := range map[string]string{"k": ".ssh/id_rsa", "e": ".env", "s": ".ssh", "sub/up": ".."} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	env, base := stateEnv(t)
 	r := runCapfsEnv(t, root, env, "run", "--lazy", "--", "sh", "-c",
-		"ls -a . sub .git; cat .env .ssh/id_rsa sub/server.pem .git/HEAD; true").want(t, 0)
+		"ls -a . sub .git; cat .env .ssh/id_rsa sub/server.pem .git/HEAD; cat k e s/id_rsa sub/up/.env; ln -s .env e2; cat e2; true").want(t, 0)
 	for _, bad := range []string{".env", ".ssh", "server.pem", "SECRET", "KEY", "PEM", "HEAD", "refs"} {
 		if strings.Contains(r.stdout, bad) {
 			t.Errorf("%q shows in the lazy mount:\n%s", bad, r.stdout)
