@@ -74,6 +74,9 @@ type Options struct {
 	// GitScanBudget bounds GitAuto's scan: the tree objects it may read in all
 	// (0 means DefaultGitScanBudget). A history larger than that is left out.
 	GitScanBudget int
+	// GitScanCache is the directory where GitAuto and GitKeep scans keep the
+	// paths of each history they read (see ScanGitHistory); "" scans every time.
+	GitScanCache string
 }
 
 // Strategy names how a checkout was made.
@@ -124,6 +127,8 @@ type Tree struct {
 	skipped  []Skip
 	readOnly []string // ReadOnlyPaths
 	emptied  []string // git directories decideGit emptied
+	// gitReports are decideGit's decisions (GitReports).
+	gitReports []GitReport
 	// rootTime is the source root's modification time, given to the
 	// checkout's root (zero when not known); dirTimes are the directories
 	// (root "") whose time the last scan found changed with their entries
@@ -198,8 +203,8 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 
 	// A bind shows the whole directory: only when the Dir showed all of it, the
 	// checkout need not hide its path, and no .git needs scanning (a scan reads
-	// the checkout's own copy).
-	if hostFd >= 0 && len(t.skipped) == 0 && !opts.Private && (opts.Git == GitKeep || !hasGit(entries)) {
+	// the checkout's own copy; GitOmit empties it).
+	if hostFd >= 0 && len(t.skipped) == 0 && !opts.Private && !hasGit(entries) {
 		t.strategy = StrategyBind
 		bound, err := t.bind(ctx, hostFd, entries)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
@@ -61,6 +62,9 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 			}
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := s.worktrees(gitdir, prefix); err != nil {
 		return err
 	}
 	err := s.roots(gitdir, st, func(o plumbing.EncodedObject) error {
@@ -380,6 +384,35 @@ func (s *gitScan) tree(st *looseFirst, h plumbing.Hash, prefix string) error {
 		if e.Mode == filemode.Dir {
 			if err := s.tree(st, e.Hash, p); err != nil {
 				return err
+			}
+		}
+	}
+	return nil
+}
+
+// worktrees calls found with the paths of the indexes of the git directory's
+// linked worktrees (worktrees/*/index): they name what was added there, and
+// the blobs they name are in this object store.
+func (s *gitScan) worktrees(gitdir, prefix string) error {
+	idxs, err := filepath.Glob(filepath.Join(gitdir, "worktrees", "*", "index"))
+	if err != nil {
+		return err
+	}
+	for _, p := range idxs {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: "worktrees/" + filepath.Base(filepath.Dir(p)) + "/index", Err: err}
+		}
+		f := os.NewFile(uintptr(fd), p)
+		var idx index.Index
+		err = index.NewDecoder(bufio.NewReader(f)).Decode(&idx)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, e := range idx.Entries {
+			if s.found(join(prefix, e.Name)) {
+				return errGitFound
 			}
 		}
 	}

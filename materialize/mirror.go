@@ -2,7 +2,6 @@ package materialize
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,8 +34,10 @@ const (
 	// empty, so git inside finds no repository, and (bound read-only with the
 	// rest of ReadOnlyPaths) cannot create one there.
 	GitOmit
-	// GitKeep keeps every git directory without scanning it: the host vouches
-	// that its history holds nothing the policy hides.
+	// GitKeep keeps every git directory unless the scan GitAuto makes finds a
+	// path of its history the policy hides (then it is emptied, as GitAuto
+	// does): the host vouches for what the scan cannot check (a history past
+	// Options.GitScanBudget, or one it cannot read), which stays.
 	GitKeep
 )
 
@@ -105,11 +106,8 @@ func (t *Tree) mirror(ctx context.Context) error {
 
 // decideGit empties each git directory of the checkout (named .git, or laid
 // out as one: see gitLayout) that the GitPolicy leaves out, recording it in
-// Skipped.
+// Skipped and, with every git directory scanned, in GitReports.
 func (t *Tree) decideGit(ctx context.Context) error {
-	if t.opts.Git == GitKeep {
-		return nil
-	}
 	var gits []string
 	for rel, e := range t.manifest.Entries {
 		if e.Type.IsDir() && (isGit(rel) || t.gitLayout(rel)) {
@@ -127,13 +125,14 @@ func (t *Tree) decideGit(ctx context.Context) error {
 			continue // scanned (as a module) or emptied with an outer one
 		}
 		handled = append(handled, rel)
-		why := "left out (GitOmit)"
-		if t.opts.Git == GitAuto {
+		rep := GitReport{Path: rel, Why: "left out (GitOmit)"}
+		if t.opts.Git != GitOmit {
 			var err error
-			if why, err = t.gitHides(ctx, rel, &budget); err != nil {
+			if rep, err = t.gitHides(ctx, rel, &budget); err != nil {
 				return err
 			}
-			if why == "" {
+			t.gitReports = append(t.gitReports, rep)
+			if rep.Kept {
 				continue
 			}
 		}
@@ -142,7 +141,7 @@ func (t *Tree) decideGit(ctx context.Context) error {
 		}
 		t.emptied = append(t.emptied, rel)
 		t.mu.Lock()
-		t.skipped = append(t.skipped, Skip{Path: rel, Code: vfs.CodePermission, Reason: "git directory emptied: " + why})
+		t.skipped = append(t.skipped, Skip{Path: rel, Code: vfs.CodePermission, Reason: "git directory emptied: " + rep.Why})
 		t.mu.Unlock()
 	}
 	sort.Slice(t.skipped, func(i, j int) bool { return t.skipped[i].Path < t.skipped[j].Path })
@@ -171,70 +170,80 @@ func underAny(rel string, dirs []string) bool {
 	return false
 }
 
-// gitHides scans the checkout's copy of the git directory rel and returns why
-// it must be left out ("" when it may stay): a path of its history the source
-// Dir hides, a history too large for the budget, or one it cannot read.
-func (t *Tree) gitHides(ctx context.Context, rel string, budget *int) (string, error) {
+// GitReport is what a checkout decided about one of its git directories.
+type GitReport struct {
+	Path   string // the git directory, relative to the checkout
+	Kept   bool   // its contents are in the checkout
+	Why    string // why it was emptied or, kept under GitKeep, what was not checked
+	Paths  int    // distinct paths its history shows (as far as scanned)
+	Cached bool   // the history's paths came from the scan cache (Options.GitScanCache)
+}
+
+// GitReports returns what the checkout decided about each git directory it
+// scanned (none under GitOmit), in path order.
+func (t *Tree) GitReports() []GitReport {
+	return append([]GitReport(nil), t.gitReports...)
+}
+
+// gitHides scans the checkout's copy of the git directory rel (through the
+// scan cache) and decides whether it stays: under GitAuto, not when its
+// history names a path the source Dir hides, is too large for the budget, or
+// cannot be read; under GitKeep, only not in the first case.
+func (t *Tree) gitHides(ctx context.Context, rel string, budget *int) (GitReport, error) {
+	rep := GitReport{Path: rel}
 	prefix := path.Dir(path.Dir(rel + "/x")) // the work tree: rel's parent
 	if prefix == "." {
 		prefix = ""
 	}
+	keep := t.opts.Git == GitKeep
+	h, err := ScanGitHistory(ctx, filepath.Join(t.path, filepath.FromSlash(rel)), max(*budget, 1), t.opts.GitScanCache)
+	if err != nil {
+		if ctx.Err() != nil {
+			return rep, canceled("checkout", vfs.Root, ctx.Err())
+		}
+		rep.Kept, rep.Why = keep, "its history cannot be read to check it"
+		return rep, nil
+	}
+	*budget = max(*budget-h.Trees, 0)
+	rep.Paths, rep.Cached = len(h.Paths), h.Cached
+	v, err := CheckGitHistory(h, prefix, t.hiddenInHistory(ctx))
+	if err != nil {
+		rep.Kept, rep.Why = keep, "its history cannot be read to check it"
+		return rep, nil
+	}
+	rep.Why = v.Why()
+	rep.Kept = rep.Why == "" || (keep && v.Hidden == 0)
+	return rep, nil
+}
+
+// hiddenInHistory is the checkout's decision on a path of a git history: not
+// hidden when the checkout holds it, hidden when the walk skipped it as
+// refused, else as Dir.Check decides a read of it (at most gitCheckBudget
+// checks: past them, errGitBudget).
+func (t *Tree) hiddenInHistory(ctx context.Context) func(p string) (bool, error) {
 	skipped := map[string]vfs.Code{}
 	for _, s := range t.Skipped() {
 		skipped[s.Path] = s.Code
 	}
-	checks, hidden := 0, 0
-	decided := map[string]bool{}
-	var failure error
-	s := &gitScan{ctx: ctx, budget: *budget, seen: map[string]struct{}{}}
-	s.found = func(p string) bool {
+	checks := 0
+	return func(p string) (bool, error) {
 		if _, ok := t.manifest.Entries[p]; ok {
-			return false // the checkout shows it
+			return false, nil // the checkout shows it
 		}
-		if h, ok := decided[p]; ok {
-			return h
-		}
-		h := false
 		if code, ok := skipped[p]; ok {
-			h = code == vfs.CodePermission
-		} else {
-			checks++
-			if checks > gitCheckBudget {
-				failure = errGitBudget
-				return true
-			}
-			err := t.src.Check(ctx, policy.OpRead, p, "", -1)
-			switch vfs.CodeOf(err) {
-			case "":
-			case vfs.CodePermission, vfs.CodeInvalidPath, vfs.CodeOutside:
-				h = true
-			default:
-				failure = err
-				return true
-			}
+			return code == vfs.CodePermission, nil
 		}
-		decided[p] = h
-		if h {
-			hidden++
+		if checks++; checks > gitCheckBudget {
+			return false, errGitBudget
 		}
-		return h
-	}
-	err := s.scan(filepath.Join(t.path, filepath.FromSlash(rel)), prefix)
-	*budget = max(s.budget, 0)
-	if failure != nil {
-		err = failure
-	}
-	switch {
-	case err == nil:
-		return "", nil
-	case errors.Is(err, errGitFound):
-		return "its history holds a path the policy hides", nil
-	case errors.Is(err, errGitBudget):
-		return "its history is too large to check (see Options.GitScanBudget)", nil
-	case ctx.Err() != nil:
-		return "", canceled("checkout", vfs.Root, ctx.Err())
-	default:
-		return "its history cannot be read to check it", nil
+		err := t.src.Check(ctx, policy.OpRead, p, "", -1)
+		switch vfs.CodeOf(err) {
+		case "":
+			return false, nil
+		case vfs.CodePermission, vfs.CodeInvalidPath, vfs.CodeOutside:
+			return true, nil
+		}
+		return false, err
 	}
 }
 

@@ -225,11 +225,8 @@ func TestGitHistoryHidesSecrets(t *testing.T) {
 			d, _ := physicalDir(t, root, dir.WithPolicy(policy.Defaults()))
 			tr := checkout(t, d, materialize.Options{})
 			sk := gitSkip(tr, ".git")
-			if sk == nil || !strings.Contains(sk.Reason, "history holds a path the policy hides") {
-				t.Fatalf("Skipped() = %+v: want .git left out for its history", tr.Skipped())
-			}
-			if strings.Contains(sk.Reason, ".env") {
-				t.Errorf("the reason names the hidden path: %q", sk.Reason)
+			if sk == nil || !strings.Contains(sk.Reason, "history names ") || !strings.Contains(sk.Reason, ".env, which the policy hides") {
+				t.Fatalf("Skipped() = %+v: want .git left out for its history, naming the hidden path", tr.Skipped())
 			}
 			ents, err := os.ReadDir(filepath.Join(tr.Path(), ".git"))
 			if err != nil || len(ents) != 0 {
@@ -302,7 +299,8 @@ git show HEAD:.env 2>&1 | head -n 1`, workMount(tr))
 }
 
 // TestGitScanBudgetAndPolicies: a history over budget is left out; GitOmit
-// always leaves .git out, GitKeep never does.
+// always leaves .git out; GitKeep keeps a history over budget but not one that
+// names a hidden path.
 func TestGitScanBudgetAndPolicies(t *testing.T) {
 	root := gitRepo(t, map[string]string{"a/b/c.txt": "c\n"}, map[string]string{"a/b/d.txt": "d\n"})
 	d, _ := physicalDir(t, root, dir.WithPolicy(policy.Defaults()))
@@ -315,14 +313,24 @@ func TestGitScanBudgetAndPolicies(t *testing.T) {
 	if sk := gitSkip(checkout(t, d, materialize.Options{Git: materialize.GitOmit}), ".git"); sk == nil {
 		t.Fatal("GitOmit kept .git")
 	}
-	secret := gitRepo(t, map[string]string{".env": "X=1\n"})
-	sd, _ := physicalDir(t, secret, dir.WithPolicy(policy.Defaults()))
-	tr := checkout(t, sd, materialize.Options{Git: materialize.GitKeep})
+	tr := checkout(t, d, materialize.Options{Git: materialize.GitKeep, GitScanBudget: 2})
 	if sk := gitSkip(tr, ".git"); sk != nil {
-		t.Fatalf("GitKeep left .git out: %+v", sk)
+		t.Fatalf("GitKeep left a history over budget out: %+v", sk)
 	}
 	if _, err := os.Stat(filepath.Join(tr.Path(), ".git", "HEAD")); err != nil {
 		t.Fatalf("GitKeep: %v", err)
+	}
+	if reps := tr.GitReports(); len(reps) != 1 || !reps[0].Kept || !strings.Contains(reps[0].Why, "too large") {
+		t.Fatalf("GitKeep over budget: GitReports() = %+v, want kept with the budget noted", reps)
+	}
+	secret := gitRepo(t, map[string]string{".env": "X=1\n"})
+	sd, _ := physicalDir(t, secret, dir.WithPolicy(policy.Defaults()))
+	tr = checkout(t, sd, materialize.Options{Git: materialize.GitKeep})
+	if sk := gitSkip(tr, ".git"); sk == nil || !strings.Contains(sk.Reason, ".env") {
+		t.Fatalf("GitKeep kept a history naming .env: %+v", sk)
+	}
+	if _, err := os.Stat(filepath.Join(tr.Path(), ".git", "HEAD")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("GitKeep: .git/HEAD is in the checkout (%v)", err)
 	}
 }
 
