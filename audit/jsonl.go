@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,11 +53,19 @@ var ErrSinkClosed = fmt.Errorf("audit: sink is closed: %w", fs.ErrClosed)
 // a failed write or fsync, and events recorded after Close are not returned to the
 // guest (the guest's call has already happened): they are counted (Errors) and passed
 // to the OnError callback, if any.
+//
+// # Rotation and the compact form
+//
+// With Rotate, the file is rotated by size and its rotated files compressed
+// and bounded (see RotateOptions). With Compact, successful calls are held for
+// a moment and written as compact records, one line for many events (see
+// Compact); their lines are visible, and synced, once written.
 type JSONL struct {
-	f       *os.File
+	f       logFile
 	every   bool
 	onError func(error)
-	sync    func(*os.File) error // f.Sync; replaced in tests
+	sync    func() error // f.Sync; replaced in tests
+	cmp     *compactor   // nil: every event written at once, as a plain line
 
 	mu     sync.RWMutex // write lock: Close; read lock: Record, Sync
 	closed bool
@@ -91,6 +98,41 @@ type jsonlConfig struct {
 	sync   func(*os.File) error
 	tick   func() (<-chan time.Time, func())
 	ticked func()
+
+	compact time.Duration  // 0: no compact form
+	rotate  *RotateOptions // nil: never rotated
+}
+
+// logFile is what a JSONL sink writes to: an *os.File, or a rotatingFile.
+type logFile interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// DefaultCompactInterval is how long, at most, a sink opened with Compact(0)
+// holds an event before writing it: 1 s.
+const DefaultCompactInterval = time.Second
+
+// Compact makes the sink write calls in the compact form: it holds each for at
+// most d (d <= 0: DefaultCompactInterval), groups those that share subject, op,
+// outcome, code, rule, grant and tag, and writes each group as one compact
+// record (see the package doc). Refusals, calls with a destination and
+// summaries are written at once as plain lines, so the file is in time order
+// only within each record. Sync and Close write what is held first. A process
+// killed without Close loses what it held: up to d of calls.
+func Compact(d time.Duration) JSONLOption {
+	return func(c *jsonlConfig) {
+		if d <= 0 {
+			d = DefaultCompactInterval
+		}
+		c.compact = d
+	}
+}
+
+// Rotate makes the sink rotate its file as o says (see RotateOptions).
+func Rotate(o RotateOptions) JSONLOption {
+	return func(c *jsonlConfig) { c.rotate = &o }
 }
 
 // SyncEvery makes Record fsync the file after every event, before returning.
@@ -128,13 +170,25 @@ func OpenJSONL(path string, opts ...JSONLOption) (*JSONL, error) {
 			o(&cfg)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("audit: open JSONL sink: %w", err)
+	j := &JSONL{every: cfg.mode == syncEvery, onError: cfg.onError}
+	if cfg.rotate != nil {
+		r, err := openRotating(path, *cfg.rotate, j.fail)
+		if err != nil {
+			return nil, fmt.Errorf("audit: open JSONL sink: %w", err)
+		}
+		j.f, j.sync = r, r.Sync
+	} else {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("audit: open JSONL sink: %w", err)
+		}
+		j.f, j.sync = f, f.Sync
+		if cfg.sync != nil {
+			j.sync = func() error { return cfg.sync(f) }
+		}
 	}
-	j := &JSONL{f: f, every: cfg.mode == syncEvery, onError: cfg.onError, sync: cfg.sync}
-	if j.sync == nil {
-		j.sync = (*os.File).Sync
+	if cfg.compact > 0 {
+		j.cmp = newCompactor(cfg.compact, j.writeLine)
 	}
 	if cfg.mode == syncInterval {
 		tick := cfg.tick
@@ -161,7 +215,7 @@ func (j *JSONL) syncLoop(tick <-chan time.Time, stopTicker, ticked func()) {
 			return
 		case <-tick:
 			if j.dirty.Swap(false) {
-				if err := j.sync(j.f); err != nil {
+				if err := j.sync(); err != nil {
 					j.fail(fmt.Errorf("audit: fsync JSONL sink: %w", err))
 				}
 			}
@@ -176,8 +230,13 @@ func (j *JSONL) syncLoop(tick <-chan time.Time, stopTicker, ticked func()) {
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // Record appends e to the file as one line, in one write call (and, under SyncEvery,
-// an fsync). Failures are counted and reported to the OnError callback.
+// an fsync); under Compact, a successful call is held and written with others.
+// Failures are counted and reported to the OnError callback.
 func (j *JSONL) Record(_ context.Context, e Event) {
+	if j.cmp != nil {
+		j.cmp.record(e)
+		return
+	}
 	bp := lineBufs.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= 64<<10 {
@@ -189,22 +248,32 @@ func (j *JSONL) Record(_ context.Context, e Event) {
 		j.fail(fmt.Errorf("audit: encode event %s: its time is outside years 0-9999", e.RequestID))
 		return
 	}
+	j.writeLine(*bp, 1)
+}
+
+// writeLine writes one line standing for n events (none written when the line
+// is empty: an event JSON cannot hold).
+func (j *JSONL) writeLine(b []byte, n int) {
+	if len(b) == 0 {
+		j.fail(errors.New("audit: encode event: its time is outside years 0-9999"))
+		return
+	}
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
 		j.fail(ErrSinkClosed)
 		return
 	}
-	if _, err := j.f.Write(*bp); err != nil {
+	if _, err := j.f.Write(b); err != nil {
 		j.fail(fmt.Errorf("audit: write JSONL sink: %w", err))
 		return
 	}
-	j.written.Add(1)
+	j.written.Add(uint64(n))
 	if !j.every {
 		j.dirty.Store(true)
 		return
 	}
-	if err := j.sync(j.f); err != nil {
+	if err := j.sync(); err != nil {
 		j.fail(fmt.Errorf("audit: fsync JSONL sink: %w", err))
 	}
 }
@@ -212,18 +281,24 @@ func (j *JSONL) Record(_ context.Context, e Event) {
 // Sync commits every event written so far to stable storage (fsync), whatever the
 // policy. It returns ErrSinkClosed after Close.
 func (j *JSONL) Sync() error {
+	if j.cmp != nil {
+		j.cmp.flush()
+	}
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
 		return ErrSinkClosed
 	}
 	j.dirty.Store(false)
-	return j.sync(j.f)
+	return j.sync()
 }
 
 // Close stops the background syncer, fsyncs and closes the file. Events recorded
 // afterwards are dropped and counted as errors. A second Close returns ErrSinkClosed.
 func (j *JSONL) Close() error {
+	if j.cmp != nil {
+		j.cmp.close()
+	}
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
@@ -235,7 +310,7 @@ func (j *JSONL) Close() error {
 		close(j.stop)
 		<-j.done
 	}
-	serr := j.sync(j.f)
+	serr := j.sync()
 	if serr != nil {
 		serr = fmt.Errorf("audit: fsync JSONL sink: %w", serr)
 	}
@@ -256,35 +331,66 @@ func (j *JSONL) fail(err error) {
 	}
 }
 
-// maxJSONLLine bounds one line ReadJSONL accepts: events are small (paths are cut at
-// 512 bytes), so anything longer is not an event.
+// maxJSONLLine bounds one line ReadJSONL accepts: events are small (guest paths are
+// cut at 512 bytes) and a compact record is cut at compactMaxBytes, so anything
+// longer is neither.
 const maxJSONLLine = 1 << 20
 
-// ReadJSONL reads events written by a JSONL sink, one per line, in file order. Blank
-// lines are skipped; fields it does not know are ignored (so files written by a newer
-// version still read). On a line that is not an event (including a last line cut short
-// by a crash), it returns the events before it and an error naming the line number.
+// ReadJSONL reads events written by a JSONL sink, one per line or many per
+// compact record, in file order. Blank lines are skipped; fields it does not know
+// are ignored (so files written by a newer version still read). On a line that is
+// not an event (including a last line cut short by a crash), it returns the events
+// before it and an error naming the line number. ScanJSONL reads past such lines.
 func ReadJSONL(r io.Reader) ([]Event, error) {
+	var out []Event
+	err := ScanJSONL(r, func(e Event) error {
+		out = append(out, e)
+		return nil
+	}, func(le *LineError) error { return le })
+	return out, err
+}
+
+// LineError is a line of a log that is not an event, or not one this version
+// reads: a line cut short by a crash (and perhaps appended to afterwards), or
+// a compact record that does not decode.
+type LineError struct {
+	Line int // from 1
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("audit: JSONL line %d: %v", e.Line, e.Err) }
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ScanJSONL reads the events of a JSONL log from r, plain lines and compact
+// records alike, and calls fn for each in file order. A line that is not an
+// event is passed to bad and skipped; its events, for a compact record, are
+// all skipped. A non-nil error from fn or bad stops the scan and is returned;
+// so is a read error (a compressed file cut short), after the events before it.
+func ScanJSONL(r io.Reader, fn func(Event) error, bad func(*LineError) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxJSONLLine)
-	var out []Event
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		var e Event
-		dec := json.NewDecoder(bytes.NewReader(line))
-		if err := dec.Decode(&e); err != nil {
-			return out, fmt.Errorf("audit: JSONL line %d: %w", n, err)
+		var ferr error
+		err := decodeLine(line, func(e Event) error {
+			ferr = fn(e)
+			return ferr
+		})
+		if ferr != nil {
+			return ferr
 		}
-		if dec.More() {
-			return out, fmt.Errorf("audit: JSONL line %d: more than one value", n)
+		if err != nil {
+			if berr := bad(&LineError{Line: n, Err: err}); berr != nil {
+				return berr
+			}
 		}
-		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("audit: reading JSONL: %w", err)
+		return fmt.Errorf("audit: reading JSONL: %w", err)
 	}
-	return out, nil
+	return nil
 }
