@@ -67,7 +67,7 @@ func TestImportAgentFS(t *testing.T) {
 	defer a.Close()
 	f, name := newFS(t)
 	must(t, f.Mkdir(bg, P("imported"), 0o755))
-	must(t, Import(bg, f, P("imported"), a))
+	must(t, Import(bg, f, P("imported"), a, 0))
 	f = reopen(t, f, name)
 	sub, err := f.Sub(bg, P("imported"))
 	must(t, err)
@@ -87,7 +87,7 @@ func TestImportHardLinks(t *testing.T) {
 	must(t, vfstest.WriteFile(bg, src, P("a"), bytes.Repeat([]byte("x"), 300_000)))
 	must(t, src.Link(bg, P("a"), P("b")))
 	dst, _ := newFS(t)
-	must(t, Import(bg, dst, vfs.Root, src))
+	must(t, Import(bg, dst, vfs.Root, src, 0))
 	ia, _ := dst.Stat(bg, P("a"))
 	ib, _ := dst.Stat(bg, P("b"))
 	if ia.ID != ib.ID || ia.Nlink != 2 || ia.Size != 300_000 {
@@ -110,4 +110,20 @@ func TestAgentFSErrors(t *testing.T) {
 	if _, err := Open(agentDB(t)); !errors.Is(err, ErrForeign) {
 		t.Fatalf("AgentFS as capfs: %v, want ErrForeign", err)
 	}
+}
+
+// TestImportBudget: Import writes no more than its byte budget (file sizes
+// and symlink targets) and fails with quota_exceeded at the entry that would
+// exceed it.
+func TestImportBudget(t *testing.T) {
+	a, err := OpenAgentFS(agentDB(t))
+	must(t, err)
+	defer a.Close()
+	const need = 14 + 10000 + 11 // hello.txt, big.bin, the link's target
+	f, _ := newFS(t)
+	if err := Import(bg, f, vfs.Root, a, need-1); vfs.CodeOf(err) != vfs.CodeQuota {
+		t.Fatalf("import over its budget: %v, want quota_exceeded", err)
+	}
+	g, _ := newFS(t)
+	must(t, Import(bg, g, vfs.Root, a, need))
 }

@@ -19,6 +19,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/capfs/capfs/backends/sqlite/internal/sqlschema"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -244,6 +245,9 @@ func Open(name string, opts ...Option) (*FS, error) {
 		if err := checkSchema(st.q); err != nil {
 			return nil, err
 		}
+		if err := checkTables(context.Background(), st.snap, scratchTables, sqlschema.Exclusive); err != nil {
+			return nil, err
+		}
 	}
 	if err := st.readChunkSize(); err != nil {
 		return nil, err
@@ -354,6 +358,17 @@ CREATE TABLE IF NOT EXISTS chunk(
 );
 `
 
+// scratchTables are the tables of schemaV1 and the columns capfs reads. A
+// scratch file holds nothing else (sqlschema.Exclusive): no view, trigger or
+// index of anyone else's, which capfs's own writes could set off. A
+// migration that adds an object adds it here.
+var scratchTables = []sqlschema.Table{
+	{Name: "meta", Columns: []string{"key", "value"}},
+	{Name: "inode", Columns: []string{"ino", "mode", "nlink", "size", "mtime", "mtime_ns", "target"}},
+	{Name: "dentry", Columns: []string{"parent", "name", "ino"}},
+	{Name: "chunk", Columns: []string{"id", "data"}},
+}
+
 // initSchema creates the tables of a new file, migrates an old one, and
 // refuses a foreign or newer one. It runs on the write connection.
 func (s *store) initSchema() error {
@@ -389,6 +404,9 @@ COMMIT;`
 		return fmt.Errorf("%w: version %d, this capfs knows up to %d", ErrNewerSchema, ver, schemaVersion)
 	case ver < 1:
 		return fmt.Errorf("%w: schema version %d", ErrCorrupt, ver)
+	}
+	if err := checkTables(ctx, c, scratchTables, sqlschema.Exclusive); err != nil {
+		return err
 	}
 	// Forward migrations, one version at a time, each in one transaction
 	// (migrations[v] takes v to v+1).

@@ -282,11 +282,21 @@ a consistent copy of one (even while another capfs writes it) and put a copy bac
 			return nil
 		},
 	}
+	var maxBytes string
 	importAgentFS := &cobra.Command{
 		Use:   "import-agentfs AGENT.db FILE [DIR]",
 		Short: "Copy an AgentFS database's tree into scratch FILE (created if missing), under DIR (default: its root)",
-		Args:  cobra.RangeArgs(2, 3),
+		Long: `Copy an AgentFS database's tree into scratch FILE (created if missing), under DIR
+(default: its root). The database is checked first (plain tables of the AgentFS
+schema, every file's declared size equal to the data it stores). The import
+writes at most --max-bytes of file data and symlink targets: by default the
+size of AGENT.db, which a valid database cannot exceed.`,
+		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			budget, err := importBudget(args[0], maxBytes)
+			if err != nil {
+				return err
+			}
 			a, err := sqlite.OpenAgentFS(args[0])
 			if err != nil {
 				return failed(fmt.Errorf("%s: %v", args[0], err))
@@ -306,7 +316,7 @@ a consistent copy of one (even while another capfs writes it) and put a copy bac
 					return failed(err)
 				}
 			}
-			err = sqlite.Import(cmd.Context(), f, at, a)
+			err = sqlite.Import(cmd.Context(), f, at, a, budget)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -317,6 +327,7 @@ a consistent copy of one (even while another capfs writes it) and put a copy bac
 			return nil
 		},
 	}
+	importAgentFS.Flags().StringVar(&maxBytes, "max-bytes", "", "the most file data and symlink targets to write (default: the size of AGENT.db; none: no limit)")
 	var skipLinks bool
 	exportSqlar := &cobra.Command{
 		Use:   "export-sqlar PATH ARCHIVE",
@@ -370,6 +381,23 @@ that sqlite3 -Ax extracts the whole archive.`,
 	})
 	c.AddCommand(snapshot, restore, importAgentFS, exportSqlar, importSqlar)
 	return c
+}
+
+// importBudget is import-agentfs's byte budget: flag (a size, or none), else
+// the size of the database file db.
+func importBudget(db, flag string) (int64, error) {
+	if flag != "" {
+		n, err := parseQuota(flag)
+		if err != nil {
+			return 0, usageErrorf("--max-bytes=%q: %v", flag, err)
+		}
+		return n, nil // -1 for none
+	}
+	st, err := os.Stat(db)
+	if err != nil {
+		return 0, usageErrorf("%s: %v", db, cause(err))
+	}
+	return max(st.Size(), 1), nil
 }
 
 // mkdirAllBackend creates directory p of b and its missing parents.
