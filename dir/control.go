@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -83,7 +84,8 @@ func (g *gate) writable() bool { return g.state()&lockedBit == 0 }
 // Control is the host's caretaker facet for a Dir: it can lock writes and revoke
 // the Dir and every capability derived from it (Dirs, Files, Handles, views),
 // without the guest's cooperation. It is never handed to a guest, and no Dir method
-// leads to it. Control methods are host actions: they are not policed or audited.
+// leads to it. Control methods are host actions: they are not policed or audited,
+// except Child, which hands out a Dir and is decided and audited as a Sub.
 // A Control is safe for concurrent use.
 type Control struct {
 	dir  *Dir
@@ -136,30 +138,56 @@ func (c *Control) Revoke() { c.gate.set(revokedBit, true) }
 func (c *Control) Revoked() bool { return c.gate.isRevoked() }
 
 // Child returns a Control for the subtree at path (relative to this Control's Dir;
-// "/" means its root, "." the Dir itself). Its Dir is a Sub of this Control's Dir,
-// pinned now, sharing subject, policy, hooks and audit; its own revocation and
-// write lock are chained under this Control's: revoking or locking this Control
-// revokes or locks the child, not the other way round. Errors are *vfs.Error:
-// revoked if this Control is revoked, invalid_path or path_outside_sandbox for a
-// bad path, not_found or not_a_directory if path is not a directory.
+// "/" means its root, "." the Dir itself). Its Dir is what Sub(path) on this
+// Control's Dir returns: path is resolved to the canonical directory it reaches
+// (through any symlink on the way), decided there by the policy and hooks as an
+// OpSub, audited, and pinned now; the child's paths, in every later decision and
+// audit event, are from that place (see Location). It shares subject, policy,
+// hooks and audit; its own revocation and write lock are chained under this
+// Control's: revoking or locking this Control revokes or locks the child, not the
+// other way round. Errors are *vfs.Error: revoked if this Control is revoked,
+// invalid_path or path_outside_sandbox for a bad path, fs_permission_denied if the
+// policy or a hook refuses the place path leads to, not_found or not_a_directory
+// if path is not a directory.
 func (c *Control) Child(ctx context.Context, path string) (*Control, error) {
-	const op = "Child"
-	if c.gate.isRevoked() {
-		return nil, errAt(vfs.CodeRevoked, op, path, "", "capability revoked")
-	}
-	p, err := vfs.ParseGuest(path)
-	if err != nil {
-		return nil, reop(err, op)
-	}
 	d := c.dir
-	sub, err := d.s.b.Sub(ctx, p)
+	var out *Dir
+	cl := &call{op: policy.OpSub, method: "Child", path: path}
+	err := d.do(ctx, cl, func(ctx context.Context) error {
+		if !cl.rp.IsResolved() {
+			// A Dir without policy or hooks resolves nothing to decide: the
+			// host's child is pinned at the canonical place all the same.
+			rp, err := d.s.canon(ctx, cl.p, followFinal)
+			if err != nil {
+				return err
+			}
+			cl.rp = rp
+		}
+		sub, err := d.s.b.Sub(ctx, cl.rp)
+		if err != nil {
+			return err
+		}
+		out = d.derive(ctx, sub, cl.rp)
+		return nil
+	})
 	if err != nil {
-		return nil, readdress(err, op, path, "")
+		return nil, err
 	}
 	g := newGate(c.gate)
-	s := d.s
-	s.gate = g
-	s.pin(ctx, sub, d.s.base.Join(p.WithoutDirMark()))
-	cd := &Dir{s: s}
-	return &Control{dir: cd, gate: g}, nil
+	out.s.gate = g
+	return &Control{dir: out, gate: g}, nil
+}
+
+// Location returns the path of this Control's Dir from the root of the tree it
+// descends from (the backend given to New), "." for that root: the canonical
+// place of its directory now (where the backend can say where a pinned directory
+// is), else the place it was pinned at. It is the prefix of the paths its
+// decisions and audit events name. Errors are *vfs.Error: not_found if the
+// directory has left the tree.
+func (c *Control) Location(ctx context.Context) (string, error) {
+	p, err := c.dir.s.where(ctx)
+	if err != nil {
+		return "", err
+	}
+	return p.String(), nil
 }

@@ -53,8 +53,8 @@ func Example() {
 		fmt.Println("walk:", p)
 		return err
 	})
-	// One event per call: 7 by the host and src, 2 by the guest, 2 by WalkDir
-	// (a Stat of "." and one ReadDir).
+	// One event per call: 7 by the host and src, 1 for the Child (a Sub), 2 by
+	// the guest, 2 by WalkDir (a Stat of "." and one ReadDir).
 	fmt.Println("audit events:", trail.Total())
 
 	// Output:
@@ -66,5 +66,5 @@ func Example() {
 	// revoked
 	// walk: .
 	// walk: main.go
-	// audit events: 11
+	// audit events: 12
 }

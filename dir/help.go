@@ -63,6 +63,9 @@ READING
   ReadDir(ctx, path) -> ([]fs.DirEntry, error)
       Entries of directory path, sorted, with type bits (directory, symlink, file).
       Example: ReadDir(ctx, "src")
+  ReadDirVisible(ctx, path) -> ([]fs.DirEntry, error)
+      Like ReadDir, less the entries Walk leaves out and those whose status the
+      owner's policy refuses (a secret's name): what a FUSE mount lists.
   Stat(ctx, path) -> (fs.FileInfo, error)
       Size, mode, modification time; follows a final symlink.
       Example: Stat(ctx, "README.md").Size() -> 1234
@@ -269,7 +272,7 @@ func (c *Control) Help() string {
 
 const controlHelp = `Control is the owner's (host's) facet of a Dir. The Dir's holder cannot reach it:
 no Dir, File or Handle method leads here. Control calls are owner actions; they are
-neither policed nor audited.
+neither policed nor audited, except Child, which hands out a Dir (a Sub).
 
   Dir() -> *Dir
       The Dir this Control governs: give it (or something narrowed from it) away.
@@ -290,9 +293,15 @@ neither policed nor audited.
       A Control for the subtree at path (relative to this Control's Dir), with its
       own Dir (a Sub) and its own switches, chained under this one: revoking or
       locking this Control also revokes or locks the child, never the reverse.
-      Errors: revoked, invalid_path, path_outside_sandbox, not_found,
-      not_a_directory. Example: tmp, _ := ctl.Child(ctx, "tmp"); give tmp.Dir()
-      to a guest; later tmp.Revoke().
+      path is resolved to the directory it reaches (through symlinks), decided
+      and audited there as a Sub, and pinned: decisions and audit events under
+      the child name paths from that place.
+      Errors: revoked, invalid_path, path_outside_sandbox, fs_permission_denied,
+      not_found, not_a_directory. Example: tmp, _ := ctl.Child(ctx, "tmp"); give
+      tmp.Dir() to a guest; later tmp.Revoke().
+  Location(ctx) -> (string, error)
+      Where this Control's Dir is, from the tree's root ("." for it): the
+      canonical place of its directory now. Errors: not_found if it left the tree.
   Help() -> string
       This text.
 `
