@@ -27,6 +27,9 @@
 //     writes through the Dir, so the Dir's policy, quotas and symlink rules
 //     (escaping targets refused) apply to every entry. A compressed row is
 //     inflated with a bound (its sz): a zip bomb gets no further than sz bytes.
+//   - The archive is checked before any row is read: sqlar must be a plain
+//     table (a view, recursive or not, a virtual table, a generated column or
+//     a trigger on it is refused), and its files may add up to MaxTotalSize.
 //
 // # Not guaranteed
 //
@@ -53,6 +56,7 @@ import (
 
 	_ "modernc.org/sqlite" // the driver
 
+	"github.com/capfs/capfs/backends/sqlite/internal/sqlschema"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
@@ -225,6 +229,15 @@ type entry struct {
 // file in one row, inflated in memory.
 const MaxFileSize = 1 << 30
 
+// MaxTotalSize is the most file data Import extracts from one archive (the
+// sum of its rows' sz), checked before anything is written.
+const MaxTotalSize = 4 << 30
+
+// sqlarTable is the table Import reads: a plain table (not a view, which a
+// query would run, nor a virtual table) without generated columns or
+// triggers.
+var sqlarTable = []sqlschema.Table{{Name: "sqlar", Columns: []string{"name", "mode", "mtime", "sz", "data"}}}
+
 // ErrBadArchive is returned, wrapped with the row's name, for an archive
 // Import refuses.
 var ErrBadArchive = errors.New("invalid sqlar archive")
@@ -247,11 +260,15 @@ func Import(ctx context.Context, archive string, d *dir.Dir) (Stats, error) {
 		return st, err
 	}
 	defer db.Close()
+	if err := sqlschema.Check(ctx, db, sqlarTable, sqlschema.Shared); err != nil {
+		return st, fmt.Errorf("sqlar: %w: %w", ErrBadArchive, err)
+	}
 	rows, err := db.QueryContext(ctx, `SELECT name, mode, mtime, sz, coalesce(length(data), 0) FROM sqlar`)
 	if err != nil {
 		return st, fmt.Errorf("sqlar: %w: %v", ErrBadArchive, err)
 	}
 	var plan []entry
+	var total int64
 	seen := map[string]bool{}
 	for rows.Next() {
 		var e entry
@@ -299,6 +316,10 @@ func Import(ctx context.Context, archive string, d *dir.Dir) (Stats, error) {
 			if e.sz > MaxFileSize {
 				rows.Close()
 				return st, bad("larger than MaxFileSize")
+			}
+			if total += e.sz; total > MaxTotalSize {
+				rows.Close()
+				return st, bad("the archive's files add up to more than MaxTotalSize")
 			}
 		default:
 			rows.Close()
