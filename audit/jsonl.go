@@ -178,7 +178,7 @@ func OpenJSONL(path string, opts ...JSONLOption) (*JSONL, error) {
 		}
 		j.f, j.sync = r, r.Sync
 	} else {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, _, err := openLog(path)
 		if err != nil {
 			return nil, fmt.Errorf("audit: open JSONL sink: %w", err)
 		}
@@ -365,7 +365,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 // ScanJSONL reads the events of a JSONL log from r, plain lines and compact
 // records alike, and calls fn for each in file order. A line that is not an
 // event is passed to bad and skipped; its events, for a compact record, are
-// all skipped. A non-nil error from fn or bad stops the scan and is returned;
+// all skipped. When such a line ends with a whole event or record (a line cut
+// short by a crash, and the next one appended to it), that one is read. A non-nil error from fn or bad stops the scan and is returned;
 // so is a read error (a compressed file cut short), after the events before it.
 func ScanJSONL(r io.Reader, fn func(Event) error, bad func(*LineError) error) error {
 	sc := bufio.NewScanner(r)
@@ -387,10 +388,35 @@ func ScanJSONL(r io.Reader, fn func(Event) error, bad func(*LineError) error) er
 			if berr := bad(&LineError{Line: n, Err: err}); berr != nil {
 				return berr
 			}
+			if ferr := decodeTail(line, fn); ferr != nil {
+				return ferr
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("audit: reading JSONL: %w", err)
+	}
+	return nil
+}
+
+// decodeTail reads the event or record that ends a bad line, if one does:
+// from the first place where one starts and decodes to the end. It returns
+// fn's error only.
+func decodeTail(line []byte, fn func(Event) error) error {
+	for i := 1; i < len(line); i++ {
+		j := bytes.Index(line[i:], []byte(`{"`))
+		if j < 0 {
+			return nil
+		}
+		i += j
+		rest := line[i:]
+		if !bytes.HasPrefix(rest, []byte(`{"time":`)) && !bytes.HasPrefix(rest, []byte(`{"bulk":`)) {
+			continue
+		}
+		var ferr error
+		if decodeLine(rest, func(e Event) error { ferr = fn(e); return ferr }) == nil || ferr != nil {
+			return ferr
+		}
 	}
 	return nil
 }

@@ -25,7 +25,9 @@ import (
 // compresses each rotated file with zstd (name + ".zst", written to a temporary
 // file, synced and renamed, then the plain file removed) once nothing has
 // written to it for Grace, and removes the oldest rotated files while there
-// are more than MaxFiles or they take more than MaxTotal bytes on disk. A file
+// are more than MaxFiles or they take more than MaxTotal bytes on disk (a file
+// waiting for its compression counts in MaxFiles, and in MaxTotal once
+// compressed). A file
 // left uncompressed (a process that exited during its Grace, a crash) is
 // compressed by the next sink on the same path, at its open or its rotation.
 //
@@ -89,17 +91,38 @@ func openRotating(path string, o RotateOptions, fail func(error)) (*rotatingFile
 
 // open starts writing the file at path (created 0600 when missing).
 func (r *rotatingFile) open() error {
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, size, err := openLog(r.path)
 	if err != nil {
 		return err
+	}
+	r.f, r.size, r.last = f, size, time.Now()
+	return nil
+}
+
+// openLog opens the log at path for appending (created 0600 when missing)
+// and returns it with its size. A file whose last line was cut short (a
+// crash in a write) gets a newline first, so that the next line is not
+// glued to the torn one.
+func openLog(path string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return err
+		return nil, 0, err
 	}
-	r.f, r.size, r.last = f, fi.Size(), time.Now()
-	return nil
+	size := fi.Size()
+	var last [1]byte
+	if size > 0 && fi.Mode().IsRegular() {
+		if _, err := f.ReadAt(last[:], size-1); err == nil && last[0] != '\n' {
+			if n, err := f.Write([]byte{'\n'}); err == nil {
+				size += int64(n)
+			}
+		}
+	}
+	return f, size, nil
 }
 
 // Write appends p in one write call, rotating first when p would take the
@@ -267,9 +290,13 @@ func (r *rotatingFile) bound() {
 	kept, full := 0, r.o.MaxFiles < 0
 	for i := len(bs) - 1; i >= 0; i-- {
 		b := bs[i]
-		if !full && (r.o.MaxFiles == 0 || kept < r.o.MaxFiles) && (r.o.MaxTotal <= 0 || total+b.size <= r.o.MaxTotal) {
+		size := b.size
+		if b.zst == "" {
+			size = 0 // waiting for its compression: counted once compressed
+		}
+		if !full && (r.o.MaxFiles == 0 || kept < r.o.MaxFiles) && (r.o.MaxTotal <= 0 || total+size <= r.o.MaxTotal) {
 			kept++
-			total += b.size
+			total += size
 			continue
 		}
 		full = true // oldest first: nothing older stays
