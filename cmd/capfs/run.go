@@ -310,6 +310,7 @@ type runner struct {
 	lazy             bool        // the work tree is a lazy FUSE mount (run_lazy.go)
 	lazyWhy          string      // why lazy or not, for the summary
 	lazyWork         *lazyWork
+	git              gitRun // the work tree's .git (run_git.go)
 }
 
 func (r *runner) close() {
@@ -392,6 +393,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 			return r.failedBeforeRun(err)
 		}
 		r.workTree = t
+		r.checkoutGit(t)
 		if r.keep {
 			t.Keep()
 		}
@@ -449,7 +451,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		Path:    argv[0],
 		Args:    argv[1:],
 		Dir:     sandboxTarget(r.workPath),
-		Env:     r.env,
+		Env:     append(r.gitEnv(), r.env...),
 		Mounts:  r.mounts,
 		Subject: s.Subject,
 		Stdin:   r.stdin,
@@ -488,6 +490,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		r.say("capfs: run: limits: %s\n", bw.Limits())
 	}
 	r.say("capfs: run: work tree: %s\n", r.workMode())
+	r.sayGit()
 	code := r.review(ctx, res.ExitCode)
 	r.olderKept()
 	r.say("capfs: audit log: %s\n", s.AuditPath)
@@ -602,7 +605,7 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 // checkout materializes d (namespace path p), with a progress bar on stderr when
 // it is a terminal and the checkout takes over a second.
 func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly bool, host vfs.Backend) (*materialize.Tree, error) {
-	opts := materialize.Options{ReadOnly: readOnly, Host: host, Git: r.lim.git, Private: !r.lim.bindGrants, GitScanBudget: r.lim.gitScanBudget}
+	opts := materialize.Options{ReadOnly: readOnly, Host: host, Git: r.lim.git, Private: !r.lim.bindGrants, GitScanBudget: r.lim.gitScanBudget, GitScanCache: gitScanCache()}
 	bar := newProgress(r.stderr, "checkout "+showPath(p.String()))
 	if bar != nil {
 		opts.Progress = bar.update
@@ -615,7 +618,7 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 	r.trees = append(r.trees, t)
 	for _, sk := range t.Skipped() {
 		if strings.HasPrefix(sk.Reason, "git directory emptied") {
-			r.say("capfs: run: not in the sandbox: %s's contents: %s (--git keep shows it)\n", showGuest(p, sk.Path), show(sk.Reason))
+			r.say("capfs: run: not in the sandbox: %s's contents: %s\n", showGuest(p, sk.Path), show(sk.Reason))
 			continue
 		}
 		r.say("capfs: run: not in the sandbox: %s (%s)\n", showGuest(p, sk.Path), sk.Code)
@@ -777,7 +780,7 @@ func (l *limitFlags) add(cmd *cobra.Command) {
 	f.StringVar(&l.maxBytes, "max-bytes", sandbox.FormatSize(materialize.DefaultMaxBytes), "most bytes of file contents the sync may write (0: no limit)")
 	f.StringVar(&l.maxDepthArg, "max-depth", fmt.Sprint(materialize.DefaultMaxDepth), "deepest path, in components, the sync may write (0: no limit)")
 	f.StringVar(&l.maxFileSize, "max-file-size", "0", "largest single file the sync may write, e.g. 100M (0: no limit beyond --max-bytes)")
-	f.StringVar(&l.gitArg, "git", "auto", "the checkout's .git: auto (left empty when its history names a path the policy hides), omit, or keep (read-only, unscanned)")
+	f.StringVar(&l.gitArg, "git", "auto", "the work tree's .git, read-only: auto (shown unless its history names a path the policy hides or is past --git-scan-budget), omit, or keep (as auto, but shown past the budget)")
 	f.IntVar(&l.gitScanBudget, "git-scan-budget", materialize.DefaultGitScanBudget, "most tree objects --git auto reads of a .git's history before it empties that .git as too large to scan")
 	f.BoolVar(&l.bindGrants, "bind-grants", false, "bind read-only physical grants without copying (faster; their host paths show in the sandbox's /proc/self/mountinfo)")
 }
