@@ -215,31 +215,40 @@ func (lw *lazyWork) Finish(ctx context.Context, src *dir.Dir) (*materialize.Tree
 	if err := lw.Stop(); err != nil {
 		return nil, err
 	}
-	bases := lw.ov.Bases()
+	t, err := upperTree(ctx, lw.ov, src)
+	if err != nil {
+		return nil, err
+	}
+	lw.tree = true
+	return t, nil
+}
+
+// upperTree returns the Tree of the changes ov holds over src, the Dir its
+// lower is the Backend of: its upper directory, with the base of every entry
+// it changed (see fuseexport.Overlay.Bases), for the sync-back to judge
+// changes and conflicts as a checkout's. ov must be stopped (unmounted).
+func upperTree(ctx context.Context, ov *fuseexport.Overlay, src *dir.Dir) (*materialize.Tree, error) {
+	upper := ov.UpperDir()
+	bases := ov.Bases()
 	entries := make(map[string]materialize.Entry, len(bases))
 	for p, b := range bases {
-		if _, err := os.Lstat(filepath.Join(lw.upper, p)); err != nil {
+		if _, err := os.Lstat(filepath.Join(upper, p)); err != nil {
 			// Not in the upper: removed, unless the layer still shows the
 			// source's entry there (then it is unchanged).
 			if vp, perr := vfs.ParseGuest(p); perr == nil {
-				if _, err := lw.ov.Lstat(ctx, vp); err == nil {
+				if _, err := ov.Lstat(ctx, vp); err == nil {
 					continue
 				}
 			}
 		}
 		entries[p] = materialize.Entry{Type: b.Type, Mode: b.Mode, Size: b.Size, ModTime: b.ModTime, Digest: b.Digest, Target: b.Target}
 	}
-	if rt := lw.ov.RootTime(); !rt.IsZero() {
+	if rt := ov.RootTime(); !rt.IsZero() {
 		// The root's time when the layer started: a root whose entries the
 		// command created and removed gets the time it left, as a checkout's.
 		entries["."] = materialize.Entry{Type: fs.ModeDir, ModTime: rt}
 	}
-	t, err := materialize.OpenUpper(ctx, src, lw.upper, entries)
-	if err != nil {
-		return nil, err
-	}
-	lw.tree = true
-	return t, nil
+	return materialize.OpenUpper(ctx, src, upper, entries)
 }
 
 // restore gives capfs back the CPUs narrowProcs took for the mount's life.
@@ -267,7 +276,7 @@ func (lw *lazyWork) Close() error {
 // hidingLower is the work Dir's backend view with the names the session's
 // policy denies left out of listings, as a checkout leaves them out (the Dir
 // refuses every call on them; its listings name them unless the policy hides
-// secrets), and every .git listed empty unless the view shows it (lazyGitView).
+// secrets), and, unless the view keeps git, every .git listed empty.
 type hidingLower struct {
 	vfs.Backend
 	view lazyViewPolicy
@@ -278,21 +287,16 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 	if err != nil {
 		return nil, err
 	}
-	git := inGit(p.String())
-	if git && !h.view.git.shows(p.String()) {
+	if !h.view.gitKeep && inGit(p.String()) {
 		return nil, nil
 	}
-	if h.view.inner == nil && !git {
+	if h.view.inner == nil {
 		return ents, nil
 	}
 	out := make([]vfs.DirEntry, 0, len(ents))
 	for _, e := range ents {
 		c, cerr := p.Child(e.Name)
-		if cerr != nil || (git && !h.view.git.shows(c.String())) {
-			continue
-		}
-		if h.view.inner == nil {
-			out = append(out, e)
+		if cerr != nil {
 			continue
 		}
 		r := policy.Request{Op: policy.OpStat, Path: h.view.join(c.String()), GuestPath: c.String(), Size: -1}
@@ -311,17 +315,17 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 // the work path; an Ask lets the call through, the sync-back asks again with
 // the session's Asker), and every write to a .git. As a policy it leaves
 // reads to the source Dir beneath (which applies the session's policy to
-// them) but denies everything beneath a .git that git does not show (run_git.go).
+// them) but denies, unless gitKeep, everything beneath a .git.
 type lazyViewPolicy struct {
-	inner policy.Policy
-	root  string
-	git   *lazyGitView // the work root's .git, when shown
+	inner   policy.Policy
+	root    string
+	gitKeep bool
 }
 
 // Decide is the view's policy.
 func (p lazyViewPolicy) Decide(ctx context.Context, r *policy.Request) policy.Decision {
-	if beneathGit(r.Path) && !p.git.shows(r.Path) {
-		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-hidden", Reason: "this git history is not shown in the sandbox (see the run's summary)"}
+	if !p.gitKeep && beneathGit(r.Path) {
+		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-hidden", Reason: "a lazy sandbox shows no git history (--git keep, or --no-lazy)"}
 	}
 	return policy.Decision{Effect: policy.Allow, Rule: "lazy:view"}
 }
@@ -431,7 +435,7 @@ func narrowProcs() (restore func()) {
 // startLazy mounts the lazy work tree of r.workDir and binds it at the work
 // path's target; r.close unmounts it and removes what is left.
 func (r *runner) startLazy(ctx context.Context) error {
-	pol := lazyViewPolicy{inner: r.s.Policy, root: r.workPath.String(), git: r.lazyGit(ctx)}
+	pol := lazyViewPolicy{inner: r.s.Policy, root: r.workPath.String(), gitKeep: r.lim.git == materialize.GitKeep}
 	restore := narrowProcs()
 	lw, err := startLazyWork(ctx, r.workDir, pol)
 	if err != nil {
@@ -441,6 +445,11 @@ func (r *runner) startLazy(ctx context.Context) error {
 	lw.restoreProcs = restore
 	r.lazyWork = lw
 	r.subs = append(r.subs, lw.Close)
+	if !pol.gitKeep {
+		if fi, err := r.workDir.Lstat(ctx, ".git"); err == nil && fi.IsDir() {
+			r.say("capfs: run: not in the sandbox: %s's contents (a lazy run shows no git history; --git keep shows it read-only, --no-lazy scans it)\n", showGuest(r.workPath, ".git"))
+		}
+	}
 	r.mounts = append(r.mounts, sandbox.Mount{Source: lw.Mountpoint, Target: sandboxTarget(r.workPath), Writable: true})
 	r.seenTargets = append(r.seenTargets, r.workPath)
 	return nil
