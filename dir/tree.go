@@ -171,11 +171,8 @@ func (s *scope) walk(ctx context.Context, c *call, name string, p vfs.Path, de f
 		}
 	}
 	for _, e := range ents {
-		child, cerr := p.Child(e.Name)
-		if cerr != nil {
-			continue
-		}
-		if _, ok := s.allowInner(ctx, c, policy.OpList, child, nil); !ok {
+		child, ok := s.listed(ctx, c, p, e.Name, false)
+		if !ok {
 			continue
 		}
 		if err := s.walk(ctx, c, path.Join(name, e.Name), child, s.entry(s.b, child, e), fn); err != nil {
@@ -186,6 +183,55 @@ func (s *scope) walk(ctx context.Context, c *call, name string, p vfs.Path, de f
 		}
 	}
 	return nil
+}
+
+// ReadDirVisible returns the entries of directory path that a Walk of it shows
+// and whose status the policy lets a caller read, sorted by name: what a view
+// that answers every listed name's lookup (a FUSE mount) lists, so it never
+// lists a name it then refuses (a secret's, which Walk shows unless the policy
+// hides secrets). "" means ".". It is one call, decided as a listing of path
+// and audited once; each entry is decided as Walk decides it, then as a status
+// (policy.OpStat) of the entry itself.
+func (d *Dir) ReadDirVisible(ctx context.Context, path string) ([]fs.DirEntry, error) {
+	var out []fs.DirEntry
+	c := &call{op: policy.OpList, method: "ReadDirVisible", path: path, emptyIsDot: true}
+	err := d.do(ctx, c, func(ctx context.Context) error {
+		ents, err := d.s.b.ReadDir(ctx, c.rp)
+		if err != nil {
+			return err
+		}
+		p := c.rp.WithoutDirMark()
+		out = make([]fs.DirEntry, 0, len(ents))
+		for _, e := range ents {
+			if child, ok := d.s.listed(ctx, c, p, e.Name, true); ok {
+				out = append(out, d.s.entry(d.s.b, child, e))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// listed returns the path of entry name of directory p and whether the
+// listing c shows it: the policy allows it as a listing of its own path (Walk's
+// rule) and, with lookup, as a status of it too (ReadDirVisible's).
+func (s *scope) listed(ctx context.Context, c *call, p vfs.Path, name string, lookup bool) (vfs.Path, bool) {
+	child, err := p.Child(name)
+	if err != nil {
+		return child, false
+	}
+	if _, ok := s.allowInner(ctx, c, policy.OpList, child, nil); !ok {
+		return child, false
+	}
+	if lookup {
+		if _, ok := s.allowInner(ctx, c, policy.OpStat, child, nil); !ok {
+			return child, false
+		}
+	}
+	return child, true
 }
 
 // Glob returns the paths matching pattern, relative to this Dir and sorted. The

@@ -17,8 +17,8 @@
 //     mkdir, symlink and link the call and an Lstat of the new entry, unlink
 //     and rmdir one Remove, rename one Rename (RENAME_NOREPLACE and
 //     RENAME_EXCHANGE are passed on; RENAME_WHITEOUT is EINVAL), readlink one
-//     Readlink, readdir one Dir.Walk that does not descend (plus a Readlink per
-//     symlink listed), setattr the Chmod, Chtimes or truncating open it asks
+//     Readlink, readdir one Dir.ReadDirVisible (plus a Readlink per symlink
+//     listed), setattr the Chmod, Chtimes or truncating open it asks
 //     for. Readdirplus is off unless Options.ReadDirPlus: then a listing also
 //     looks up each entry it returns (one Lstat each, as a lookup), so a
 //     process that stats or opens the entries next sends no lookup. With
@@ -142,10 +142,10 @@
 //     and why, all for the reasons above, and the run fails on any other.
 //   - Directory entries carry no inode number (d_ino is FUSE's unknown
 //     value); stat's st_ino is the stable one.
-//   - A listing shows the names the Dir's Walk shows (its policy decides each
-//     entry as a listing): a secret matched by a file pattern (".env") keeps
-//     its name unless the policy sets HideSecrets, though looking it up
-//     answers ENOENT.
+//   - A listing shows the names the Dir's ReadDirVisible shows, "." and ".."
+//     first: those its Walk shows, less those whose status the policy refuses
+//     (a secret matched by a file pattern, ".env", which Walk names unless the
+//     policy sets HideSecrets), so every name listed can be looked up.
 //   - unlink and rmdir act on the name: the kernel checks the entry's type
 //     from its cache, so an entry replaced through another route between the
 //     kernel's lookup and the call is removed if the Dir allows it.

@@ -504,40 +504,29 @@ func (s *Server) admit(ctx context.Context, p vfs.Path, mode fs.FileMode) syscal
 	return 0
 }
 
-// list reads directory p in one Dir.Walk that does not descend: the Dir's
-// policy leaves out the entries a listing must not show (Walk decides each
-// entry as a listing of its own path), as in a checkout. Special files and
-// symlinks leaving the Dir are left out too, as Lookup answers them absent.
+// list reads directory p in one Dir.ReadDirVisible: the entries the Dir's
+// Walk shows, less those whose status its policy refuses (a secret's name,
+// which a lookup answers absent), so every name listed can be looked up, as
+// in a checkout. Special files and symlinks leaving the Dir are left out too,
+// as Lookup answers them absent. "." and ".." come first.
 func (s *Server) list(ctx context.Context, p vfs.Path) ([]fuse.DirEntry, error) {
-	var ents []fuse.DirEntry
+	des, err := s.d.ReadDirVisible(ctx, "/"+p.String())
+	if err != nil {
+		return nil, err
+	}
+	ents := make([]fuse.DirEntry, 2, len(des)+2)
+	ents[0] = fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR}
+	ents[1] = fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR}
 	var links []int
-	first := true
-	err := s.d.Walk(ctx, "/"+p.String(), func(name string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if first {
-			first = false
-			if !de.IsDir() {
-				return vfs.NewError(vfs.CodeNotDir, "readdir", p, "")
-			}
-			return nil
-		}
+	for _, de := range des {
 		t := de.Type()
 		if special(t) {
-			return nil
+			continue
 		}
 		if t&fs.ModeSymlink != 0 {
 			links = append(links, len(ents))
 		}
 		ents = append(ents, fuse.DirEntry{Name: de.Name(), Mode: modeToUnix(t) & syscall.S_IFMT})
-		if de.IsDir() {
-			return fs.SkipDir
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	if len(links) == 0 {
 		return ents, nil
