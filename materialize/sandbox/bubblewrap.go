@@ -74,6 +74,10 @@ type BubblewrapOptions struct {
 	// ShowPrivateEtc binds /etc as it is. By default the entries of /etc that an
 	// ordinary user could not read are hidden (see the package documentation).
 	ShowPrivateEtc bool
+	// ShareNet gives the sandbox the host's network (bwrap --share-net), for a
+	// command trusted with it. By default the sandbox has a loopback interface
+	// and nothing else (see package egress for a door to chosen hosts).
+	ShareNet bool
 }
 
 // BubblewrapWrapper is the bubblewrap Sandbox. Use Bubblewrap to make one; it is
@@ -302,6 +306,9 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		"--uid", strconv.Itoa(b.opts.UID), "--gid", strconv.Itoa(b.opts.GID),
 		"--hostname", "capfs",
 		"--die-with-parent",
+	}
+	if b.opts.ShareNet {
+		a = append(a, "--share-net")
 	}
 	if l.Terminal == nil {
 		// No terminal of its own: a new session keeps it from the caller's
