@@ -14,7 +14,8 @@
 //     Options.MemoryBudget, then a 0700 temporary directory whose files are
 //     named by entry number, never by an archive name), counted against the
 //     Limits, and checked: each entry's declared size, each zip entry's
-//     CRC-32, the gzip CRC-32 or zstd checksum of the whole stream.
+//     CRC-32 (always, stored or compressed, even a zero one) and compressed
+//     size (deflate), the gzip CRC-32 or zstd checksum of the whole stream.
 //  2. Merge. Only when the whole archive passed, the accepted entries are
 //     created through the Target: directories (parents first), files, hard
 //     links, and symlinks last, so nothing is ever written through a link the
@@ -72,7 +73,12 @@
 // (5 minutes). A zip entry's declared size is checked against the limits
 // before it is inflated, and the reader holds it to that size, so a zip bomb
 // is refused without being expanded; overlapping zip entries (the
-// non-recursive zip bomb) are refused from the central directory alone.
+// non-recursive zip bomb) are refused from the central directory alone. A
+// zip's central directory is read a second time, independently of
+// archive/zip, and each entry's local header compared with it: a different
+// name, method, flags, or (without a data descriptor) CRC-32 or size refuses
+// the archive (ErrCorrupt), so two tools never see different archives in one
+// file.
 //
 // # Not guaranteed
 //
@@ -85,8 +91,12 @@
 //     other writers; the merge's calls are decided again (by the Dir) and fail
 //     rather than follow anything outside, but a directory created meanwhile by
 //     someone else is merged into.
-//   - A zip's local headers are not compared with its central directory: the
-//     central directory's name, size and CRC are the ones used and checked.
+//   - A zip's data descriptor is checked for its CRC-32, not its sizes (whose
+//     width the format leaves unclear); a zstd entry's compressed size is not
+//     checked byte for byte (its decoder reads ahead; trailing bytes must
+//     still decode as zstd frames, whose output the CRC-32 covers).
+//   - A tar has one header per entry and no directory to disagree with; a
+//     name given twice is filtered (ReasonCollision), never merged.
 //
 // Create writes archives reproducibly (sorted, normalized modes, no owners,
 // optionally one fixed time) from a Source, normally a Dir (Dir.CreateArchive),

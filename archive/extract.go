@@ -265,7 +265,7 @@ func (x *extractor) readZip(src io.ReaderAt, size int64) error {
 	if x.lim.MaxEntries >= 0 && len(zr.File) > x.lim.MaxEntries {
 		return fmt.Errorf("%w: %d entries, more than %d", ErrLimit, len(zr.File), x.lim.MaxEntries)
 	}
-	ents, err := zipEntries(zr, size)
+	ents, err := zipEntries(src, zr, size)
 	if err != nil {
 		return err
 	}
@@ -283,9 +283,9 @@ func (x *extractor) readZip(src io.ReaderAt, size int64) error {
 			e.link = t
 		}
 		if err := x.entry(e, func() (io.Reader, func(), error) {
-			rc, err := e.zipFile.Open()
+			rc, err := openZip(e.zipFile)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+				return nil, nil, err
 			}
 			return &counter{r: rc, limit: -1, ctx: x.ctx}, func() { rc.Close() }, nil
 		}); err != nil {
@@ -299,9 +299,9 @@ func (x *extractor) zipLinkTarget(e *entry) (string, error) {
 	if e.size > 4096 {
 		return "", nil // filtered later as a bad target
 	}
-	rc, err := e.zipFile.Open()
+	rc, err := openZip(e.zipFile)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return "", err
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, 4097))

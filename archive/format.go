@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -223,12 +222,18 @@ func tarEntry(h *tar.Header) entry {
 }
 
 // zipEntries lists a zip's entries, in central-directory order, after checking
-// that no two entries' data overlap and all of it lies inside the archive.
-func zipEntries(zr *zip.Reader, size int64) ([]entry, error) {
+// that each local header agrees with the central directory (checkLocal), no
+// two entries (headers and data) overlap and all of them lie inside the
+// archive.
+func zipEntries(src io.ReaderAt, zr *zip.Reader, size int64) ([]entry, error) {
 	type span struct{ start, end int64 }
 	spans := make([]span, 0, len(zr.File))
 	out := make([]entry, 0, len(zr.File))
-	for _, f := range zr.File {
+	offs, err := localOffsets(src, size, zr.File)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range zr.File {
 		e := entry{raw: f.Name, size: int64(f.UncompressedSize64), mtime: f.Modified, zipFile: f}
 		if f.UncompressedSize64 > 1<<62 || f.CompressedSize64 > 1<<62 {
 			return nil, fmt.Errorf("%w: entry size out of range", ErrCorrupt)
@@ -259,14 +264,12 @@ func zipEntries(zr *zip.Reader, size int64) ([]entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
-		end := off + int64(f.CompressedSize64)
-		if off < 0 || end < off || end > size {
-			return nil, fmt.Errorf("%w: entry %q's data lies outside the archive", ErrOverlap, printable(f.Name))
+		start, end := offs[i], off+int64(f.CompressedSize64)
+		if f.Flags&flagDesc != 0 {
+			end += 12 // the data descriptor, at its shortest
 		}
-		// The local header lies before the data: at least 30 bytes plus the name.
-		start := off - 30 - int64(len(f.Name))
-		if start < 0 {
-			start = 0
+		if start < 0 || off < start || end < off || end > size {
+			return nil, fmt.Errorf("%w: entry %q's data lies outside the archive", ErrOverlap, printable(f.Name))
 		}
 		spans = append(spans, span{start, end})
 		out = append(out, e)
@@ -285,19 +288,23 @@ func zipEntries(zr *zip.Reader, size int64) ([]entry, error) {
 			return nil, fmt.Errorf("%w: two entries share bytes %d-%d", ErrOverlap, spans[i].start, spans[i-1].end)
 		}
 	}
+	for i, f := range zr.File {
+		if err := checkLocal(src, f, offs[i]); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
 // zstdMethod is the zip method number of Zstandard (APPNOTE 4.4.5).
 const zstdMethod = 93
 
-// newZipReader opens a zip with fast decompressors registered.
+// newZipReader reads a zip's central directory. Entries' data is read with
+// openZip, which verifies it, never with zip.File.Open.
 func newZipReader(r io.ReaderAt, size int64) (*zip.Reader, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("%w: zip: %v", ErrCorrupt, err)
 	}
-	zr.RegisterDecompressor(zip.Deflate, func(r io.Reader) io.ReadCloser { return flate.NewReader(r) })
-	zr.RegisterDecompressor(zstdMethod, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
 	return zr, nil
 }

@@ -210,6 +210,11 @@ type RawZipEnt struct {
 	DeclaredSize int64
 	// BadCRC stores a wrong CRC-32.
 	BadCRC bool
+	// OtherMethod stores the other method (store for deflate and back) than
+	// the local header's.
+	OtherMethod bool
+	// Flags are the central header's flags (the local header's are 0).
+	Flags uint16
 }
 
 // RawLocal is one local record of RawZip.
@@ -217,6 +222,16 @@ type RawLocal struct {
 	Name    string
 	Data    []byte
 	Deflate bool
+	// ZeroCRC stores a CRC-32 of 0 in both headers (archive/zip then checks
+	// none).
+	ZeroCRC bool
+	// BadLocalCRC stores a wrong CRC-32 in the local header only.
+	BadLocalCRC bool
+	// LocalSizeLie adds one to the uncompressed size in the local header only.
+	LocalSizeLie bool
+	// Trailing is stored after the compressed data, counted in the
+	// compressed size (bytes the data's decoder never reads).
+	Trailing []byte
 }
 
 // RawZip writes a zip by hand: the local records in order, then one central
@@ -233,6 +248,15 @@ func RawZip(locals []RawLocal, ents []RawZipEnt) []byte {
 	}
 	recs := make([]rec, len(locals))
 	le := binary.LittleEndian
+	declared := make([]int64, len(locals)) // the size the first ent declares, in the local header too
+	for i := range declared {
+		declared[i] = -1
+	}
+	for i := len(ents) - 1; i >= 0; i-- {
+		if ents[i].DeclaredSize >= 0 {
+			declared[ents[i].Local] = ents[i].DeclaredSize
+		}
+	}
 	for i, l := range locals {
 		data := l.Data
 		method := uint16(0)
@@ -244,7 +268,11 @@ func RawZip(locals []RawLocal, ents []RawZipEnt) []byte {
 			data = c.Bytes()
 			method = 8
 		}
+		data = append(slices.Clip(data), l.Trailing...)
 		r := rec{off: uint32(buf.Len()), crc: crc32.ChecksumIEEE(l.Data), csize: uint32(len(data)), usize: uint32(len(l.Data)), method: method}
+		if l.ZeroCRC {
+			r.crc = 0
+		}
 		recs[i] = r
 		h := make([]byte, 30)
 		le.PutUint32(h[0:], 0x04034b50)
@@ -253,6 +281,15 @@ func RawZip(locals []RawLocal, ents []RawZipEnt) []byte {
 		le.PutUint32(h[14:], r.crc)
 		le.PutUint32(h[18:], r.csize)
 		le.PutUint32(h[22:], r.usize)
+		if l.BadLocalCRC {
+			le.PutUint32(h[14:], r.crc^0xdeadbeef)
+		}
+		if declared[i] >= 0 {
+			le.PutUint32(h[22:], uint32(declared[i]))
+		}
+		if l.LocalSizeLie {
+			le.PutUint32(h[22:], r.usize+1)
+		}
 		le.PutUint16(h[26:], uint16(len(l.Name)))
 		buf.Write(h)
 		buf.WriteString(l.Name)
@@ -273,7 +310,12 @@ func RawZip(locals []RawLocal, ents []RawZipEnt) []byte {
 		le.PutUint32(h[0:], 0x02014b50)
 		le.PutUint16(h[4:], 20|3<<8) // made by Unix
 		le.PutUint16(h[6:], 20)
-		le.PutUint16(h[10:], r.method)
+		le.PutUint16(h[8:], e.Flags)
+		method := r.method
+		if e.OtherMethod {
+			method = 8 - method
+		}
+		le.PutUint16(h[10:], method)
 		le.PutUint32(h[16:], crc)
 		le.PutUint32(h[20:], r.csize)
 		le.PutUint32(h[24:], usize)
@@ -422,6 +464,34 @@ func build() []Case {
 		Err: archive.ErrOverlap})
 	add(Case{Name: "zip crc broken", Data: RawZip([]RawLocal{{Name: "a", Data: []byte("hello")}}, []RawZipEnt{{Name: "a", DeclaredSize: -1, BadCRC: true}}),
 		Err: archive.ErrCorrupt})
+	// Checksums and sizes, stored and deflated, and the local header against
+	// the central directory (two readers must not disagree on what a zip holds).
+	hello := []byte("hello, world")
+	one := func(l RawLocal, e RawZipEnt) []byte {
+		l.Data, e.DeclaredSize = hello, -1
+		if l.Name == "" {
+			l.Name = "a"
+		}
+		if e.Name == "" {
+			e.Name = "a"
+		}
+		return RawZip([]RawLocal{l}, []RawZipEnt{e})
+	}
+	add(Case{Name: "zip stored crc broken", Data: one(RawLocal{}, RawZipEnt{BadCRC: true}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip deflated crc broken", Data: one(RawLocal{Deflate: true}, RawZipEnt{BadCRC: true}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip stored crc zero", Data: one(RawLocal{ZeroCRC: true}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip deflated crc zero", Data: one(RawLocal{ZeroCRC: true, Deflate: true}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip local name differs", Data: one(RawLocal{Name: "innocent.txt"}, RawZipEnt{Name: "evil.txt"}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip local method differs", Data: one(RawLocal{Deflate: true}, RawZipEnt{OtherMethod: true}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip local crc differs", Data: one(RawLocal{BadLocalCRC: true}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip local size differs", Data: one(RawLocal{LocalSizeLie: true}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip flags differ", Data: one(RawLocal{}, RawZipEnt{Flags: 0x800}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip deflated with trailing bytes", Data: one(RawLocal{Deflate: true, Trailing: []byte("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip stored and valid", Data: one(RawLocal{}, RawZipEnt{}), Extracted: []string{"a"}, Filtered: reasons()})
+	prefixed := append([]byte("#!/bin/sh\nexit 0\n"), Zip(ZEnt{Name: "p.txt", Body: "prefixed"}, ZEnt{Name: "s.txt", Body: "stored", Store: true})...)
+	add(Case{Name: "zip after a prefix", Opts: archive.Options{Format: archive.FormatZip}, Data: prefixed,
+		Extracted: []string{"p.txt", "s.txt"}, Filtered: reasons()})
+	add(Case{Name: "zip deflated and valid", Data: one(RawLocal{Deflate: true}, RawZipEnt{}), Extracted: []string{"a"}, Filtered: reasons()})
 	add(Case{Name: "tar.gz ratio bomb", Opts: archive.Options{Limits: archive.Limits{MaxExtractedBytes: 1 << 20}},
 		Data: Gz(Tar(Ent{Name: "a", Size: 600 << 10}, Ent{Name: "b", Size: 600 << 10})), Err: archive.ErrLimit})
 	add(Case{Name: "tar stream over archive limit", Opts: archive.Options{Limits: archive.Limits{MaxArchiveBytes: 64 << 10}},
@@ -446,6 +516,9 @@ func build() []Case {
 	add(Case{Name: "gzip crc broken", Data: gzb, Err: archive.ErrCorrupt})
 	tb := Tar(Ent{Name: "a", Body: strings.Repeat("x", 5000)})
 	add(Case{Name: "truncated tar", Data: tb[:3000], Err: archive.ErrCorrupt})
+	tc := bytes.Clone(tb)
+	tc[0] = 'b' // the name, under an unchanged header checksum
+	add(Case{Name: "tar header checksum broken", Data: tc, Err: archive.ErrCorrupt})
 	zb := Zip(ZEnt{Name: "a", Body: "hello"})
 	add(Case{Name: "truncated zip", Data: zb[:len(zb)-10], Err: archive.ErrCorrupt})
 	add(Case{Name: "not an archive", Data: []byte("just some text, not an archive at all"), Err: archive.ErrFormat})

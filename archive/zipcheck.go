@@ -1,0 +1,352 @@
+package archive
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/zstd"
+)
+
+// A zip names each entry twice: in the central directory (what archive/zip
+// and Extract read) and in the local header before its data (what a
+// streaming reader reads). The checks here refuse any disagreement, so two
+// tools never see different archives in one file, and read each entry's data
+// through one path that verifies its CRC-32 and both sizes whatever the
+// method.
+
+var le = binary.LittleEndian
+
+const (
+	sigCentral = 0x02014b50
+	sigLocal   = 0x04034b50
+	sigEnd     = 0x06054b50
+	sigEnd64   = 0x06064b50
+	sigLoc64   = 0x07064b50
+	flagDesc   = 0x8 // sizes and CRC-32 in a data descriptor after the data
+)
+
+// zipCorrupt is an ErrCorrupt naming the entry.
+func zipCorrupt(name, format string, args ...any) error {
+	return fmt.Errorf("%w: zip entry %q: %s", ErrCorrupt, printable(name), fmt.Sprintf(format, args...))
+}
+
+// localOffsets returns the offset of each file's local header, read from the
+// central directory again, independently of archive/zip: the records must
+// follow one another and agree with what archive/zip parsed.
+func localOffsets(r io.ReaderAt, size int64, files []*zip.File) ([]int64, error) {
+	dirOff, base, err := directoryStart(r, size)
+	if err != nil {
+		return nil, err
+	}
+	// archive/zip reads the directory at dirOff+base, or at dirOff when a
+	// prefix was assumed but the records are there; take whichever holds them.
+	var last error
+	for _, b := range []int64{base, 0} {
+		offs, err := walkCentral(r, dirOff+b, b, files)
+		if err == nil {
+			return offs, nil
+		}
+		last = err
+		if base == 0 {
+			break
+		}
+	}
+	return nil, last
+}
+
+// directoryStart finds the end of central directory record (zip64 too) and
+// returns the directory's offset as recorded and the offset of the zip within
+// the file (data prepended to it, as archive/zip allows).
+func directoryStart(r io.ReaderAt, size int64) (dirOff, base int64, err error) {
+	n := min(size, 22+65535)
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, size-n); err != nil && err != io.EOF {
+		return 0, 0, fmt.Errorf("%w: zip: %v", ErrCorrupt, err)
+	}
+	i := len(buf) - 22
+	for ; i >= 0; i-- {
+		if le.Uint32(buf[i:]) == sigEnd && i+22+int(le.Uint16(buf[i+20:])) <= len(buf) {
+			break
+		}
+	}
+	if i < 0 {
+		return 0, 0, fmt.Errorf("%w: zip: no end of central directory", ErrCorrupt)
+	}
+	end := size - n + int64(i)
+	e := buf[i:]
+	dirSize, dirOff := int64(le.Uint32(e[12:])), int64(le.Uint32(e[16:]))
+	if le.Uint16(e[10:]) == 0xffff || dirSize == 0xffffffff || dirOff == 0xffffffff {
+		if end, dirSize, dirOff, err = directory64(r, end); err != nil {
+			return 0, 0, err
+		}
+	}
+	return dirOff, end - dirSize - dirOff, nil
+}
+
+// directory64 reads the zip64 end of central directory record the locator
+// before end points at.
+func directory64(r io.ReaderAt, end int64) (end64, dirSize, dirOff int64, err error) {
+	var loc [20]byte
+	var rec [56]byte
+	bad := fmt.Errorf("%w: zip: bad zip64 end of central directory", ErrCorrupt)
+	if end < 20 {
+		return 0, 0, 0, bad
+	}
+	if _, err := r.ReadAt(loc[:], end-20); err != nil || le.Uint32(loc[:]) != sigLoc64 {
+		return 0, 0, 0, bad
+	}
+	end64 = int64(le.Uint64(loc[8:]))
+	if end64 < 0 || end64 >= end {
+		return 0, 0, 0, bad
+	}
+	if _, err := r.ReadAt(rec[:], end64); err != nil || le.Uint32(rec[:]) != sigEnd64 {
+		return 0, 0, 0, bad
+	}
+	dirSize, dirOff = int64(le.Uint64(rec[40:])), int64(le.Uint64(rec[48:]))
+	if dirSize < 0 || dirOff < 0 {
+		return 0, 0, 0, bad
+	}
+	return end64, dirSize, dirOff, nil
+}
+
+// walkCentral reads the central records from pos, one per file, checking
+// each against archive/zip's File, and returns their local header offsets
+// (plus base).
+func walkCentral(r io.ReaderAt, pos, base int64, files []*zip.File) ([]int64, error) {
+	offs := make([]int64, len(files))
+	var h [46]byte
+	for i, f := range files {
+		if pos < 0 {
+			return nil, fmt.Errorf("%w: zip: central directory out of range", ErrCorrupt)
+		}
+		if _, err := r.ReadAt(h[:], pos); err != nil || le.Uint32(h[:]) != sigCentral {
+			return nil, zipCorrupt(f.Name, "central directory record not where it should be")
+		}
+		nl, el, cl := int64(le.Uint16(h[28:])), int64(le.Uint16(h[30:])), int64(le.Uint16(h[32:]))
+		rest := make([]byte, nl+el+cl)
+		if _, err := r.ReadAt(rest, pos+46); err != nil {
+			return nil, zipCorrupt(f.Name, "central directory record truncated")
+		}
+		if string(rest[:nl]) != f.Name || !bytes.Equal(rest[nl:nl+el], f.Extra) || string(rest[nl+el:]) != f.Comment ||
+			le.Uint16(h[8:]) != f.Flags || le.Uint16(h[10:]) != f.Method || le.Uint32(h[16:]) != f.CRC32 {
+			return nil, zipCorrupt(f.Name, "central directory record read two ways")
+		}
+		off := int64(le.Uint32(h[42:]))
+		if off == 0xffffffff {
+			var ok bool
+			if off, ok = zip64Offset(f.Extra, le.Uint32(h[24:]) == 0xffffffff, le.Uint32(h[20:]) == 0xffffffff); !ok {
+				return nil, zipCorrupt(f.Name, "zip64 offset missing")
+			}
+		}
+		offs[i] = off + base
+		pos += 46 + nl + el + cl
+	}
+	return offs, nil
+}
+
+// zip64Offset reads the local header offset from a central record's zip64
+// extra field, whose 8-byte values come in the order uncompressed size,
+// compressed size, offset, each only if its 32-bit field is all ones.
+func zip64Offset(extra []byte, usize, csize bool) (int64, bool) {
+	for len(extra) >= 4 {
+		tag, n := le.Uint16(extra), int(le.Uint16(extra[2:]))
+		if len(extra) < 4+n {
+			return 0, false
+		}
+		body := extra[4 : 4+n]
+		extra = extra[4+n:]
+		if tag != 1 {
+			continue
+		}
+		skip := 0
+		if usize {
+			skip += 8
+		}
+		if csize {
+			skip += 8
+		}
+		if len(body) < skip+8 {
+			return 0, false
+		}
+		off := int64(le.Uint64(body[skip:]))
+		return off, off >= 0
+	}
+	return 0, false
+}
+
+// checkLocal compares the local header at off with f's central record: the
+// same name, method and flags, and (without a data descriptor) the same
+// CRC-32 and sizes (with one, the data descriptor's CRC-32); and archive/zip's
+// data offset must follow it.
+func checkLocal(r io.ReaderAt, f *zip.File, off int64) error {
+	var h [30]byte
+	if _, err := r.ReadAt(h[:], off); err != nil || le.Uint32(h[:]) != sigLocal {
+		return zipCorrupt(f.Name, "no local header where the central directory says")
+	}
+	nl, el := int64(le.Uint16(h[26:])), int64(le.Uint16(h[28:]))
+	rest := make([]byte, nl+el)
+	if _, err := r.ReadAt(rest, off+30); err != nil {
+		return zipCorrupt(f.Name, "local header truncated")
+	}
+	if string(rest[:nl]) != f.Name {
+		return zipCorrupt(f.Name, "the local header names %q", printable(string(rest[:nl])))
+	}
+	if le.Uint16(h[6:]) != f.Flags || le.Uint16(h[8:]) != f.Method {
+		return zipCorrupt(f.Name, "the local header's flags or method differ from the central directory's")
+	}
+	if d, err := f.DataOffset(); err != nil || d != off+30+nl+el {
+		return zipCorrupt(f.Name, "its data is not after its local header")
+	}
+	if f.Flags&flagDesc != 0 {
+		return checkDescriptor(r, f, off+30+nl+el+int64(f.CompressedSize64))
+	}
+	crc, csize, usize := le.Uint32(h[14:]), uint64(le.Uint32(h[18:])), uint64(le.Uint32(h[22:]))
+	if csize == 0xffffffff || usize == 0xffffffff {
+		u, c, ok := zip64Sizes(rest[nl:])
+		if !ok {
+			return zipCorrupt(f.Name, "local zip64 sizes missing")
+		}
+		csize, usize = c, u
+	}
+	if crc != f.CRC32 || csize != f.CompressedSize64 || usize != f.UncompressedSize64 {
+		return zipCorrupt(f.Name, "the local header's CRC-32 or sizes differ from the central directory's")
+	}
+	return nil
+}
+
+// checkDescriptor reads the data descriptor at end (its signature optional)
+// and compares its CRC-32 with the central directory's.
+func checkDescriptor(r io.ReaderAt, f *zip.File, end int64) error {
+	var d [16]byte
+	if _, err := r.ReadAt(d[:12], end); err != nil {
+		return zipCorrupt(f.Name, "data descriptor missing")
+	}
+	first := le.Uint32(d[:])
+	if first != f.CRC32 && (first != 0x08074b50 || le.Uint32(d[4:]) != f.CRC32) {
+		return zipCorrupt(f.Name, "the data descriptor's CRC-32 differs from the central directory's")
+	}
+	return nil
+}
+
+// zip64Sizes reads a local header's zip64 extra field: uncompressed, then
+// compressed size.
+func zip64Sizes(extra []byte) (usize, csize uint64, ok bool) {
+	for len(extra) >= 4 {
+		tag, n := le.Uint16(extra), int(le.Uint16(extra[2:]))
+		if len(extra) < 4+n {
+			return 0, 0, false
+		}
+		if tag == 1 && n >= 16 {
+			return le.Uint64(extra[4:]), le.Uint64(extra[12:]), true
+		}
+		extra = extra[4+n:]
+	}
+	return 0, 0, false
+}
+
+// openZip returns a reader of f's data that checks, at its end, that exactly
+// the declared uncompressed size came out, its CRC-32 (always, even a zero
+// one archive/zip would skip), and for deflate that the stream used exactly
+// the compressed size. Close releases the decoder.
+func openZip(f *zip.File) (io.ReadCloser, error) {
+	raw, err := f.OpenRaw()
+	if err != nil {
+		return nil, zipCorrupt(f.Name, "%v", err)
+	}
+	v := &verified{f: f, crc: crc32.NewIEEE()}
+	switch f.Method {
+	case zip.Store:
+		v.r = raw
+	case zip.Deflate:
+		v.in = &countingReader{r: bufio.NewReaderSize(raw, 32<<10)}
+		fr := flate.NewReader(v.in)
+		v.r, v.close = fr, fr.Close
+	case zstdMethod:
+		zr, err := zstd.NewReader(raw, zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, zipCorrupt(f.Name, "%v", err)
+		}
+		v.r, v.close = zr, func() error { zr.Close(); return nil }
+	default:
+		return nil, zipCorrupt(f.Name, "unsupported method %d", f.Method)
+	}
+	return v, nil
+}
+
+// countingReader counts the compressed bytes a decoder took; it is an
+// io.ByteReader, so the decoder takes no more than its stream.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+type verified struct {
+	f     *zip.File
+	r     io.Reader
+	in    *countingReader // the compressed input of a deflated entry
+	close func() error
+	crc   hash.Hash32
+	n     uint64
+	err   error
+}
+
+func (v *verified) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.r.Read(p)
+	v.crc.Write(p[:n])
+	v.n += uint64(n)
+	if v.n > v.f.UncompressedSize64 {
+		v.err = zipCorrupt(v.f.Name, "longer than its declared size")
+		return 0, v.err
+	}
+	if err == io.EOF {
+		err = v.atEnd()
+	} else if err != nil {
+		err = zipCorrupt(v.f.Name, "%v", err)
+	}
+	v.err = err
+	return n, err
+}
+
+// atEnd checks the entry once its data ended.
+func (v *verified) atEnd() error {
+	switch {
+	case v.n != v.f.UncompressedSize64:
+		return zipCorrupt(v.f.Name, "shorter than its declared size")
+	case v.crc.Sum32() != v.f.CRC32:
+		return zipCorrupt(v.f.Name, "CRC-32 mismatch")
+	case v.in != nil && v.in.n != int64(v.f.CompressedSize64):
+		return zipCorrupt(v.f.Name, "its compressed data is %d bytes, not the %d declared", v.in.n, v.f.CompressedSize64)
+	}
+	return io.EOF
+}
+
+func (v *verified) Close() error {
+	if v.close != nil {
+		return v.close()
+	}
+	return nil
+}
