@@ -404,7 +404,7 @@ func relByParents(ctx context.Context, ofd, sfd int, ost *unix.Stat_t) (string, 
 			}
 			return "", err
 		}
-		ents, err := readDirFd(parent)
+		ents, err := readDirFd(context.Background(), parent)
 		if err != nil {
 			unix.Close(parent)
 			return "", err
@@ -528,7 +528,7 @@ func (f *FS) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Loc
 			if err := decide(loc); err != nil {
 				return nil, loc, err
 			}
-			ents, err := readDirFd(fd)
+			ents, err := readDirFd(ctx, fd)
 			if err != nil {
 				return nil, loc, wrap(op, p, err)
 			}

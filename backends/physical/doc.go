@@ -159,7 +159,9 @@
 //   - Under SymlinksReject a path that would follow a symlink fails with
 //     fs_permission_denied; Lstat and Readlink still work on links.
 //   - Listings leave out names a vfs.Path cannot hold (containing a backslash);
-//     such entries cannot be addressed.
+//     such entries cannot be addressed. A listing made under
+//     vfs.WithUnaddressable reports each one it leaves out, so the layers
+//     above say so rather than drop it silently.
 //   - Remove and Rename of the root fail with invalid_path.
 //   - A File opened by name after a check (the fallback above) keeps O_NONBLOCK
 //     from the open; regular files on local filesystems ignore it, and the first

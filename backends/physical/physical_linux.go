@@ -262,7 +262,8 @@ func (f *FS) statAt(ctx context.Context, root int, p vfs.Path, follow bool, st *
 }
 
 // ReadDir lists directory p, sorted by name. Entries whose names a vfs.Path cannot
-// hold (those containing a backslash) are left out.
+// hold (those containing a backslash) are left out, and reported to the
+// context's vfs.WithUnaddressable function if it carries one.
 func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	const op = "readdir"
 	root, err := f.enter(ctx, op, p)
@@ -275,7 +276,7 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	if err != nil {
 		return nil, wrap(op, p, err)
 	}
-	ents, err := readDirFd(fd)
+	ents, err := readDirFd(ctx, fd)
 	unix.Close(fd)
 	if err != nil {
 		return nil, wrap(op, p, err)
@@ -301,7 +302,7 @@ func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error)
 		f.leave()
 		return nil, wrap(op, p, err)
 	}
-	ents, err := readDirFd(fd)
+	ents, err := readDirFd(ctx, fd)
 	if err != nil {
 		unix.Close(fd)
 		f.leave()
@@ -1447,8 +1448,9 @@ func fileMode(m uint32) fs.FileMode {
 
 // readDirFd lists the open directory fd with getdents64, sorted by name. d_type
 // gives each entry's type; where the filesystem does not say, fstatat on the
-// directory handle does (never a path).
-func readDirFd(fd int) ([]vfs.DirEntry, error) {
+// directory handle does (never a path). A name no vfs.Path can hold is left
+// out and reported to ctx's vfs.WithUnaddressable function.
+func readDirFd(ctx context.Context, fd int) ([]vfs.DirEntry, error) {
 	buf := make([]byte, 32<<10)
 	var out []vfs.DirEntry
 	for {
@@ -1475,7 +1477,11 @@ func readDirFd(fd int) ([]vfs.DirEntry, error) {
 			}
 			off += reclen
 			name := string(nameb)
-			if ino == 0 || name == "." || name == ".." || !vfs.ValidName(name) {
+			if ino == 0 || name == "." || name == ".." {
+				continue
+			}
+			if why := vfs.NameProblem(name); why != "" {
+				vfs.NoteUnaddressable(ctx, vfs.Unaddressable{Name: name, Reason: why})
 				continue
 			}
 			t, ok := direntType(fd, name, typ)
