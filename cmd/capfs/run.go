@@ -444,14 +444,18 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		}
 	}
 	bw := sandbox.Bubblewrap(opts)
-	runner := &sandbox.Runner{Wrappers: []sandbox.Wrapper{bw}}
+	wrappers, err := r.lim.net.wrappers(bw, s.Subject, s.Audit, r.msgs())
+	if err != nil {
+		return r.failedBeforeRun(err)
+	}
+	runner := &sandbox.Runner{Wrappers: wrappers}
 	runner.AllowUnsandboxed = r.allowUnsandboxed
 	runner.Audit = s.Audit
 	launch := &sandbox.Launch{
 		Path:    argv[0],
 		Args:    argv[1:],
 		Dir:     sandboxTarget(r.workPath),
-		Env:     append(r.gitEnv(), r.env...),
+		Env:     append(append(r.gitEnv(), r.lim.net.env()...), r.env...),
 		Mounts:  r.mounts,
 		Subject: s.Subject,
 		Stdin:   r.stdin,
@@ -488,6 +492,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		strings.Join(res.Wrappers, ", "), roundDur(setup), roundDur(res.Duration))
 	if res.Sandboxed {
 		r.say("capfs: run: limits: %s\n", bw.Limits())
+	}
+	if res.ExitCode != 0 {
+		r.say("%s", r.lim.net.hint())
 	}
 	r.say("capfs: run: work tree: %s\n", r.workMode())
 	r.sayGit()
@@ -769,6 +776,7 @@ type limitFlags struct {
 	sync                       materialize.Limits
 	fileSize                   int64 // 0: no limit
 	gitScanBudget              int
+	net                        netFlags
 }
 
 func (l *limitFlags) add(cmd *cobra.Command) {
@@ -782,6 +790,7 @@ func (l *limitFlags) add(cmd *cobra.Command) {
 	f.StringVar(&l.maxFileSize, "max-file-size", "0", "largest single file the sync may write, e.g. 100M (0: no limit beyond --max-bytes)")
 	f.StringVar(&l.gitArg, "git", "auto", "the work tree's .git, read-only: auto (shown unless its history names a path the policy hides or is past --git-scan-budget), omit, or keep (as auto, but shown past the budget)")
 	f.IntVar(&l.gitScanBudget, "git-scan-budget", materialize.DefaultGitScanBudget, "most tree objects --git auto reads of a .git's history before it empties that .git as too large to scan")
+	l.net.add(f)
 	f.BoolVar(&l.bindGrants, "bind-grants", false, "bind read-only physical grants without copying (faster; their host paths show in the sandbox's /proc/self/mountinfo)")
 }
 
@@ -847,7 +856,7 @@ func (l *limitFlags) parse() error {
 	default:
 		return usageErrorf("--git %s: want auto, omit or keep", l.gitArg)
 	}
-	return nil
+	return l.net.parse()
 }
 
 // options returns the bubblewrap options with the limits.
@@ -857,6 +866,7 @@ func (l *limitFlags) options() sandbox.BubblewrapOptions {
 	if o.MaxProcs == 0 {
 		o.MaxProcs = -1
 	}
+	o.ShareNet = l.net.mode == netHost
 	return o
 }
 
