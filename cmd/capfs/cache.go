@@ -270,6 +270,18 @@ Go's build cache (GOCACHE), npm, pip, cargo (CARGO_HOME), ccache and
 XDG_CACHE_HOME point into it. Go modules come from the host's module cache,
 read-only (the sandbox has no network).
 
+Building offline: a run without --net has no network, and npm is told it is
+offline (npm_config_offline=true), so it installs from this cache or fails at
+once. Seed the cache with one run that may reach the registry, then build
+offline:
+
+  capfs run --net allow=registry.npmjs.org -- npm ci    # fills the npm cache
+  capfs run -- npm ci                                   # offline, from the cache
+
+pip and cargo do the same with --net allow=pypi.org,files.pythonhosted.org and
+--net allow=index.crates.io,static.crates.io; Go fetches modules on the host
+(go mod download) and reads them from its module cache inside.
+
 Each project (the work mount's host directory; for --rev, its repository) has
 its own cache directory, so a run never sees what another project's builds
 left there, and nothing in it is synced into the project. They live under
