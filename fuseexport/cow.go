@@ -22,8 +22,9 @@ import (
 // process makes kept in a private upper directory on the host. Nothing is read
 // or copied ahead: opening a lower file for reading reads it through the Dir;
 // the first change to a lower file copies it up (whole, once), and records what
-// the lower file was (its Base), so a later sync-back can tell a change made in
-// the sandbox from one made to the source meanwhile. Removing a lower entry
+// the lower file was when the process first saw it (its Base, see Bases), so a
+// later sync-back can tell a change made in the sandbox from one made to the
+// source meanwhile, before or after the change. Removing a lower entry
 // leaves a whiteout; a directory made where a removed one stood is opaque (the
 // lower's entries beneath it stay hidden).
 //
@@ -49,6 +50,10 @@ type Overlay struct {
 	whiteout map[string]bool
 	opaque   map[string]bool
 	base     map[string]Base
+	// seen holds a *sight for each lower entry the process looked up, by
+	// path: what it was then (see sightOf). Written once per entry, read
+	// at each change: a sync.Map, read without a lock.
+	seen sync.Map
 	// The root is the upper directory itself, which stays private (mode
 	// 0700): it shows the lower root's permission bits (rootPerm, which a
 	// Chmod of the root changes) and starts with its modification time
@@ -57,14 +62,20 @@ type Overlay struct {
 	rootTime time.Time
 }
 
-// Base is what a lower entry was when the overlay first changed it.
+// Base is what a lower entry was when the process first saw it (looked it
+// up, listed or opened it), recorded when the overlay first changes it.
 type Base struct {
 	Type    fs.FileMode // type bits
 	Mode    fs.FileMode // permission bits
 	Size    int64
 	ModTime time.Time
-	Digest  string // hex SHA-256 of a regular file's contents
-	Target  string // a symlink's target
+	// Digest is the hex SHA-256 of a regular file's contents; empty when
+	// they are unknown (the file changed in the lower between the process's
+	// first sight and the change, and was not hashed at sight): it matches
+	// no file, so a sync-back finds the source changed.
+	Digest string
+	// Target is a symlink's target; empty when unknown (as Digest).
+	Target string
 }
 
 // Change is one path the overlay changed, as Changes lists it.
@@ -176,6 +187,7 @@ func (o *Overlay) layerIn(ctx context.Context, op string, p vfs.Path, upper bool
 	if err != nil {
 		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
 	}
+	o.see(ctx, p, info)
 	return false, ownerless(info), nil
 }
 
@@ -288,7 +300,9 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.copyUp(ctx, p, false); err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+	err = o.copyUp(ctx, p, false)
+	gone := vfs.CodeOf(err) == vfs.CodeNotFound
+	if err != nil && !gone {
 		return nil, err
 	}
 	if err := o.parents(ctx, p); err != nil {
@@ -296,6 +310,9 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 	}
 	f, err := upperFile(o.upper.OpenFile(ctx, p, flag, perm))
 	if err == nil {
+		if gone {
+			o.sawGone(p)
+		}
 		delete(o.whiteout, p.Raw())
 	}
 	return f, err
@@ -392,7 +409,7 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 	}
 	_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
 	if _, ok := o.base[p.Raw()]; !ok {
-		o.base[p.Raw()] = Base{Type: fs.ModeDir, Mode: info.Mode.Perm(), ModTime: info.ModTime}
+		o.base[p.Raw()] = o.baseAt(p, info, Base{Type: fs.ModeDir, Mode: info.Mode.Perm(), ModTime: info.ModTime})
 	}
 	return nil
 }
@@ -442,7 +459,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 		if err := o.upper.Symlink(ctx, t, p); err != nil {
 			return err
 		}
-		o.base[p.Raw()] = Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime}
+		o.base[p.Raw()] = o.baseAt(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
 		return nil
 	case info.Mode.IsRegular():
 		src, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
@@ -464,7 +481,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 			return vfs.Errno("copyup", p, err)
 		}
 		_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
-		o.base[p.Raw()] = Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: hex.EncodeToString(h.Sum(nil))}
+		o.base[p.Raw()] = o.baseAt(p, info, Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: hex.EncodeToString(h.Sum(nil))})
 		return nil
 	}
 	return vfs.NewError(vfs.CodeNotRegular, "copyup", p, "")
@@ -547,6 +564,7 @@ func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 	if err := o.upper.Mkdir(ctx, p, perm); err != nil {
 		return err
 	}
+	o.sawGone(p)
 	if o.whiteout[p.Raw()] {
 		delete(o.whiteout, p.Raw())
 		o.opaque[p.Raw()] = true
@@ -623,8 +641,8 @@ func (o *Overlay) removeUpper(ctx context.Context, p vfs.Path) error {
 	return o.upper.Remove(ctx, p)
 }
 
-// recordBase records the lower entry at p as it is now (for a deletion). o.mu
-// is held.
+// recordBase records the Base of the lower entry at p (for a deletion, or a
+// rename over it), as the process first saw it. o.mu is held.
 func (o *Overlay) recordBase(ctx context.Context, p vfs.Path) error {
 	info, err := o.lower.Lstat(ctx, p)
 	if err != nil {
@@ -650,7 +668,7 @@ func (o *Overlay) recordBase(ctx context.Context, p vfs.Path) error {
 	default:
 		b.Size = 0
 	}
-	o.base[p.Raw()] = b
+	o.base[p.Raw()] = o.baseAt(p, info, b)
 	return nil
 }
 
@@ -727,6 +745,9 @@ func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	if err := o.upper.Rename(ctx, from, to, 0); err != nil {
 		return err
 	}
+	if !toLow {
+		o.sawGone(to)
+	}
 	// Bases recorded beneath from now describe the lower entries at from: keep
 	// them (sync-back compares the source's old paths), and mark from removed.
 	if fromLow {
@@ -791,6 +812,7 @@ func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error 
 	if err := o.upper.Symlink(ctx, target, p); err != nil {
 		return err
 	}
+	o.sawGone(p)
 	delete(o.whiteout, p.Raw())
 	return nil
 }
@@ -825,6 +847,7 @@ func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	if err := o.upper.Link(ctx, oldp, newp); err != nil {
 		return err
 	}
+	o.sawGone(newp)
 	delete(o.whiteout, newp.Raw())
 	return nil
 }
@@ -925,8 +948,9 @@ func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 }
 
 // Bases returns a copy of every Base the overlay recorded, by path: each
-// lower entry it copied up, replaced or removed, as the entry was when first
-// changed, whether its path still holds it or not (a renamed directory's
+// lower entry it copied up, replaced or removed (or that the process saw and
+// the lower lost before the process made an entry there), as the entry was
+// when the process first saw it, whether its path still holds it or not (a renamed directory's
 // entries stay under their old paths, hidden by a whiteout). With the upper
 // directory it is all a sync-back needs: an upper entry without a Base is new,
 // a Base without an upper entry at its path was removed.
