@@ -96,12 +96,24 @@ func init() {
 		},
 		Open: func(spec mountSpec) (vfs.Backend, error) {
 			f, err := sqlite.OpenAgentFS(spec.Host)
-			if errors.Is(err, sqlite.ErrForeign) {
-				return nil, fmt.Errorf("%s is not an AgentFS database", filepath.Base(spec.Host))
+			if err != nil {
+				return nil, agentFSError(filepath.Base(spec.Host), err)
 			}
-			return f, err
+			return f, nil
 		},
 	})
+}
+
+// agentFSError says why OpenAgentFS refused the database name.
+func agentFSError(name string, err error) error {
+	switch {
+	case errors.Is(err, sqlite.ErrForeign):
+		return fmt.Errorf("%s is not an AgentFS database", name)
+	case errors.Is(err, sqlite.ErrCorrupt):
+		why := strings.TrimPrefix(err.Error(), sqlite.ErrCorrupt.Error()+": ")
+		return fmt.Errorf("%s is refused as an AgentFS database: %s", name, why)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 func setOpt(spec *mountSpec, k, v string) {
@@ -299,7 +311,7 @@ size of AGENT.db, which a valid database cannot exceed.`,
 			}
 			a, err := sqlite.OpenAgentFS(args[0])
 			if err != nil {
-				return failed(fmt.Errorf("%s: %v", args[0], err))
+				return failed(agentFSError(args[0], err))
 			}
 			defer a.Close()
 			f, err := openSQLite(args[1])
