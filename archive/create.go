@@ -40,6 +40,10 @@ type CreateOptions struct {
 	// (the sum of file sizes) apply, with the same defaults as extraction, so
 	// what Create makes Extract accepts.
 	Limits Limits
+	// Exclude, when set, is asked of each entry (its archive name, its type
+	// bits) before it is read: true leaves the entry out, and a directory with
+	// all it holds, without counting or listing it.
+	Exclude func(name string, mode fs.FileMode) bool
 }
 
 // Skipped is an entry Create left out.
@@ -66,7 +70,8 @@ type CreateResult struct {
 // relative, in-tree targets). Devices, FIFOs and sockets are skipped, and so are
 // entries the source refuses to read (fs_permission_denied, for a Dir whose
 // policy hides them): both are listed in CreateResult.Skipped. Names are
-// relative to root, without a leading "./".
+// relative to root, without a leading "./". Entries opts.Exclude names are
+// left out unlisted.
 //
 // It fails (with nothing useful in w) on a limit (file_too_large wrapping
 // ErrLimit), on any other read error, or when ctx ends.
@@ -176,6 +181,9 @@ func (c *creator) walk(srcPath, name string) error {
 		an := de.Name()
 		if name != "" {
 			an = name + "/" + de.Name()
+		}
+		if c.opts.Exclude != nil && c.opts.Exclude(an, de.Type()) {
+			continue
 		}
 		fi, err := c.src.Lstat(c.ctx, sp)
 		if err != nil {

@@ -46,13 +46,20 @@ type SnapshotOptions struct {
 	// reach), which the snapshot leaves out. Calls may come from several
 	// goroutines at once.
 	Denied func(path string, err error)
+	// Exclude, when set, is asked of each entry before it is read (path
+	// relative to the snapshot's root, its type bits): true leaves the entry
+	// out, and a directory with all it holds. A stat cache records trees as
+	// filtered, so a different filter wants a different StatCache name. Calls
+	// may come from several goroutines at once.
+	Exclude func(path string, mode fs.FileMode) bool
 }
 
 // Snapshot stores the tree d shows (files, directories, symlinks, as d's policy
 // lets d see them) and returns its root digest. Files are read and stored in
 // parallel, each read once (hashed and compressed from one read). Symlinks are
 // recorded, never followed; the executable bit is the owner-execute bit; entries
-// a Directory cannot hold are left out (see SnapshotOptions.Skipped).
+// a Directory cannot hold are left out (see SnapshotOptions.Skipped), and so
+// are those SnapshotOptions.Exclude names.
 //
 // With a stat cache, a file whose size, permission bits and modification time
 // match the cache's record is not opened; a Dir reveals no inode or change time,
@@ -548,6 +555,9 @@ func (w *walker) walk(ctx context.Context, sd *snapDir) error {
 			if w.opts.Skipped != nil {
 				w.opts.Skipped(rel, e.mode)
 			}
+			continue
+		}
+		if w.opts.Exclude != nil && w.opts.Exclude(rel, e.mode.Type()) {
 			continue
 		}
 		switch {

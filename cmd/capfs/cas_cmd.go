@@ -97,41 +97,57 @@ in the content-addressed store (the same commands as "capfs cas snapshot"; see
 }
 
 func newCASSaveCmd(o *globalOptions, co *casOptions) *cobra.Command {
-	return &cobra.Command{
+	var git gitEntries
+	cmd := &cobra.Command{
 		Use:   "save NAME PATH",
 		Short: "Store namespace directory PATH and name it NAME; print its digest",
-		Args:  exactArgs(2),
-		RunE: action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
-			name, path := args[0], args[1]
-			if !cas.ValidRootName(name) {
-				return usageErrorf("snapshot name %q: use 1-128 of A-Z a-z 0-9 . _ - (not starting with . or -)", name)
-			}
-			st, err := co.open()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			d, err := s.Root.Sub(ctx, path)
-			if err != nil {
-				return err
-			}
-			var skipped, denied atomic.Int64
-			root, err := st.Snapshot(ctx, d, cas.SnapshotOptions{Name: name, StatCache: statCacheKey(s, path),
-				Skipped: func(string, fs.FileMode) { skipped.Add(1) },
-				Denied:  func(string, error) { denied.Add(1) }})
-			if err != nil {
-				return err
-			}
-			if n := skipped.Load(); n > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "capfs: %d special files (FIFOs, sockets, devices) left out\n", n)
-			}
-			if n := denied.Load(); n > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "capfs: %d entries the policy keeps out of reach left out\n", n)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", name, root)
-			return nil
-		}),
+		Long: `Store namespace directory PATH and name it NAME; print its digest. ".git"
+directories and files are left out, as git archive leaves them, so the snapshot
+restores anywhere (a restore cannot write a git directory: the policy keeps git
+read-only); --git keep stores them too.`,
+		Args: exactArgs(2),
 	}
+	addGitFlag(cmd.Flags(), &git, "stores them; restore leaves them out unless --git keep")
+	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		name, path := args[0], args[1]
+		if !cas.ValidRootName(name) {
+			return usageErrorf("snapshot name %q: use 1-128 of A-Z a-z 0-9 . _ - (not starting with . or -)", name)
+		}
+		exclude, err := git.exclude()
+		if err != nil {
+			return err
+		}
+		st, err := co.open()
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		d, err := s.Root.Sub(ctx, path)
+		if err != nil {
+			return err
+		}
+		key := statCacheKey(s, path)
+		if exclude == nil {
+			key += "\x00git=keep" // the cache records trees as filtered
+		}
+		var skipped, denied atomic.Int64
+		root, err := st.Snapshot(ctx, d, cas.SnapshotOptions{Name: name, StatCache: key, Exclude: exclude,
+			Skipped: func(string, fs.FileMode) { skipped.Add(1) },
+			Denied:  func(string, error) { denied.Add(1) }})
+		if err != nil {
+			return err
+		}
+		if n := skipped.Load(); n > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: %d special files (FIFOs, sockets, devices) left out\n", n)
+		}
+		if n := denied.Load(); n > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: %d entries the policy keeps out of reach left out\n", n)
+		}
+		git.report(cmd.ErrOrStderr(), "snapshot save")
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", name, root)
+		return nil
+	})
+	return cmd
 }
 
 // statCacheKey names the stat cache of a snapshot of namespace path: the path
@@ -179,49 +195,72 @@ func newCASListCmd(co *casOptions) *cobra.Command {
 }
 
 func newCASRestoreCmd(o *globalOptions, co *casOptions) *cobra.Command {
-	return &cobra.Command{
+	var git gitEntries
+	cmd := &cobra.Command{
 		Use:   "restore NAME DEST",
 		Short: "Write snapshot NAME (or a digest) to namespace path DEST, which must not exist",
-		Args:  exactArgs(2),
-		RunE: action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
-			st, err := co.open()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			src, err := mountCAS(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
-			if ok, err := s.Root.Exists(ctx, args[1]); err != nil {
-				return err
-			} else if ok {
-				return vfs.NewError(vfs.CodeExists, "restore", vfs.Path{}, args[1]+" exists: restore writes a new directory")
-			}
-			d, err := s.Root.CreateDir(ctx, args[1])
-			if err != nil {
-				return err
-			}
-			budget := cas.DefaultMaxEntries
-			n, err := restoreInto(ctx, src, vfs.Root, d, &budget)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %d entries of %s to %s\n", n, src.Root(), termsafe.Escape(args[1]))
-			return nil
-		}),
+		Long: `Write snapshot NAME (or a digest) to namespace path DEST, which must not exist,
+through the namespace: the policy decides every write. ".git" directories and
+files a snapshot holds (saved with --git keep) are left out; --git keep writes
+them, which the default policy refuses ("git is read-only here": the restore
+stops there, exit 1) and a policy with allow_git_writes = true lets through but
+for .git/config and hooks. Mount the snapshot (--mount PATH=cas:NAME) to read
+its .git.`,
+		Args: exactArgs(2),
 	}
+	addGitFlag(cmd.Flags(), &git, "writes them, where the policy allows git writes")
+	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		exclude, err := git.exclude()
+		if err != nil {
+			return err
+		}
+		st, err := co.open()
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		src, err := mountCAS(ctx, st, args[0])
+		if err != nil {
+			return err
+		}
+		if ok, err := s.Root.Exists(ctx, args[1]); err != nil {
+			return err
+		} else if ok {
+			return vfs.NewError(vfs.CodeExists, "restore", vfs.Path{}, args[1]+" exists: restore writes a new directory")
+		}
+		d, err := s.Root.CreateDir(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		r := restorer{src: src, budget: cas.DefaultMaxEntries, exclude: exclude}
+		n, err := r.into(ctx, vfs.Root, d)
+		git.report(cmd.ErrOrStderr(), "snapshot restore")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "restored %d entries of %s to %s\n", n, src.Root(), termsafe.Escape(args[1]))
+		return nil
+	})
+	return cmd
 }
 
-// restoreInto copies directory p of src into d, through d (so its policy decides
-// every write), and returns the number of entries written. It writes at most
-// *budget entries: a tree can share one directory under many names.
-func restoreInto(ctx context.Context, src *cas.FS, p vfs.Path, d *dir.Dir, budget *int) (int, error) {
-	ents, err := src.ReadDir(ctx, p)
+// restorer copies a snapshot into a Dir, through it (so its policy decides
+// every write). It writes at most budget entries (a tree can share one
+// directory under many names) and leaves out those exclude names.
+type restorer struct {
+	src     *cas.FS
+	budget  int
+	exclude func(string, fs.FileMode) bool
+}
+
+// into copies directory p of the snapshot into d and returns the number of
+// entries written.
+func (r *restorer) into(ctx context.Context, p vfs.Path, d *dir.Dir) (int, error) {
+	ents, err := r.src.ReadDir(ctx, p)
 	if err != nil {
 		return 0, err
 	}
-	if *budget -= len(ents); *budget < 0 {
+	if r.budget -= len(ents); r.budget < 0 {
 		return 0, vfs.NewError(vfs.CodeQuota, "restore", p, fmt.Sprintf("the snapshot has more than %d entries", cas.DefaultMaxEntries))
 	}
 	n := 0
@@ -230,19 +269,22 @@ func restoreInto(ctx context.Context, src *cas.FS, p vfs.Path, d *dir.Dir, budge
 		if err != nil {
 			return n, err
 		}
+		if r.exclude != nil && r.exclude(cp.String(), e.Type) {
+			continue
+		}
 		switch e.Type {
 		case fs.ModeDir:
 			sub, err := d.CreateDir(ctx, e.Name)
 			if err != nil {
 				return n, err
 			}
-			m, err := restoreInto(ctx, src, cp, sub, budget)
+			m, err := r.into(ctx, cp, sub)
 			n += m
 			if err != nil {
 				return n, err
 			}
 		case fs.ModeSymlink:
-			t, err := src.Readlink(ctx, cp)
+			t, err := r.src.Readlink(ctx, cp)
 			if err != nil {
 				return n, err
 			}
@@ -250,29 +292,35 @@ func restoreInto(ctx context.Context, src *cas.FS, p vfs.Path, d *dir.Dir, budge
 				return n, err
 			}
 		default:
-			info, err := src.Lstat(ctx, cp)
-			if err != nil {
-				return n, err
-			}
-			in, err := src.OpenFile(ctx, cp, os.O_RDONLY, 0)
-			if err != nil {
-				return n, err
-			}
-			out, err := d.Open(ctx, e.Name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
-			if err == nil {
-				_, err = io.Copy(out, in)
-				if cerr := out.Close(); err == nil {
-					err = cerr
-				}
-			}
-			in.Close()
-			if err != nil {
+			if err := r.file(ctx, cp, d, e.Name); err != nil {
 				return n, err
 			}
 		}
 		n++
 	}
 	return n, nil
+}
+
+// file copies the snapshot's file p to name in d.
+func (r *restorer) file(ctx context.Context, p vfs.Path, d *dir.Dir, name string) error {
+	info, err := r.src.Lstat(ctx, p)
+	if err != nil {
+		return err
+	}
+	in, err := r.src.OpenFile(ctx, p, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := d.Open(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func newCASDiffCmd(co *casOptions) *cobra.Command {

@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capfs/capfs/archive"
 )
@@ -138,6 +142,7 @@ func newArchiveCmd(o *globalOptions) *cobra.Command {
 	var (
 		format, mtime string
 		asJSON        bool
+		git           gitEntries
 	)
 	cmd := &cobra.Command{
 		Use:   "archive SRC OUT",
@@ -147,13 +152,16 @@ standard output) as an archive: tar.zst by default, or --format tar, tar.gz or
 zip. Entries are written in path order without owners, with modes normalized
 (0755 directories, 0644 or 0755 files); with --mtime every entry gets that time,
 so the bytes depend on the tree alone. Files the policy does not let you read
-are left out and listed. OUT is written to a temporary name beside it and
-renamed into place when complete.`,
+are left out and listed. ".git" directories and files are left out, as git
+archive leaves them, so the archive extracts anywhere (capfs extract refuses to
+write a git directory); --git keep includes them. OUT is written to a temporary
+name beside it and renamed into place when complete.`,
 		Args: cobra.ExactArgs(2),
 	}
 	cmd.Flags().StringVar(&format, "format", "tar.zst", "tar.zst, tar, tar.gz or zip")
 	cmd.Flags().StringVar(&mtime, "mtime", "", "modification time of every entry (RFC 3339, or @UNIXSECONDS)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON (entries, bytes, skipped)")
+	addGitFlag(cmd.Flags(), &git, "archives them; capfs extract then leaves them out")
 	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
 		src, outPath := args[0], args[1]
 		fm, err := archive.ParseFormat(format)
@@ -161,6 +169,9 @@ renamed into place when complete.`,
 			return usageErrorf("--format %s: want tar.zst, tar, tar.gz or zip", format)
 		}
 		opts := archive.CreateOptions{Format: fm}
+		if opts.Exclude, err = git.exclude(); err != nil {
+			return err
+		}
 		if mtime != "" {
 			t, err := parseMtime(mtime)
 			if err != nil {
@@ -208,6 +219,7 @@ renamed into place when complete.`,
 		for _, sk := range res.Skipped {
 			fmt.Fprintf(report, "capfs: archive: left out %s: %s\n", show(sk.Path), show(sk.Reason))
 		}
+		git.report(report, "archive")
 		fmt.Fprintf(report, "capfs: archive: %d entries, %s of file data\n", res.Entries, humanBytes(res.Bytes))
 		return nil
 	})
@@ -228,4 +240,46 @@ func parseMtime(s string) (time.Time, error) {
 		return time.Time{}, errors.New("want @UNIXSECONDS or an RFC 3339 time")
 	}
 	return t, nil
+}
+
+// gitEntries is --git of snapshot save, snapshot restore and archive: what
+// becomes of ".git" entries (git directories and gitdir files, at any depth).
+// omit, the default, leaves them out, as git archive does, so what is saved
+// restores and extracts anywhere (the policy refuses to write a git directory);
+// keep stores them too.
+type gitEntries struct {
+	arg     string
+	omitted atomic.Int64
+}
+
+// addGitFlag adds --git to f; verb says what keep does ("stores them").
+func addGitFlag(f *pflag.FlagSet, g *gitEntries, verb string) {
+	f.StringVar(&g.arg, "git", "omit", `".git" directories and files: omit (as git archive does) or keep (`+verb+`)`)
+}
+
+// exclude is the Exclude filter --git asks for: nil for keep.
+func (g *gitEntries) exclude() (func(string, fs.FileMode) bool, error) {
+	switch g.arg {
+	case "keep":
+		return nil, nil
+	case "omit", "":
+		return func(p string, _ fs.FileMode) bool {
+			if path.Base(p) != ".git" {
+				return false
+			}
+			g.omitted.Add(1)
+			return true
+		}, nil
+	}
+	return nil, usageErrorf("--git %s: want omit or keep", g.arg)
+}
+
+// report says on w what was left out, if anything: "capfs: WHAT: left out ...".
+func (g *gitEntries) report(w io.Writer, what string) {
+	switch n := g.omitted.Load(); {
+	case n == 1:
+		fmt.Fprintf(w, "capfs: %s: left out .git (--git keep includes it)\n", what)
+	case n > 1:
+		fmt.Fprintf(w, "capfs: %s: left out %d .git entries (--git keep includes them)\n", what, n)
+	}
 }
