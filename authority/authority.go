@@ -31,6 +31,8 @@ type Authority struct {
 	asker     policy.Asker
 	dirOpts   []dir.Option
 	prefix    string // random, per Authority: grant ids from different authorities differ
+	guarded   bool   // WithGitGuard: each root gets a dir.GitGuard
+	guardOpts []dir.GitGuardOption
 
 	store    string // Open's file; "" : grants are not persisted
 	dirty    bool   // a record changed since the store was written; guarded by mu
@@ -48,6 +50,9 @@ type root struct {
 	name string
 	b    vfs.Backend
 	desc *RootDescriptor // nil for a root registered without a kind
+	// guard is the root's dir.GitGuard (WithGitGuard), shared by the grants over
+	// it so that they serialize on one lock; nil without.
+	guard dir.Hook
 }
 
 // grant is the authority's state for one grant.
@@ -98,6 +103,18 @@ func WithAsker(k policy.Asker) Option { return func(a *Authority) { a.asker = k 
 // Authority's options.
 func WithDirOptions(opts ...dir.Option) Option {
 	return func(a *Authority) { a.dirOpts = append(a.dirOpts, opts...) }
+}
+
+// WithGitGuard puts a dir.GitGuard hook, made with opts, on every grant's Dir,
+// after the hooks of WithDirOptions: one per registered root, over that root's
+// backend, shared by every grant over it. It refuses what would make or change
+// a git dir under a name the policy's patterns do not know, as it does for a
+// capfs session's Dir.
+func WithGitGuard(opts ...dir.GitGuardOption) Option {
+	return func(a *Authority) {
+		a.guarded = true
+		a.guardOpts = append(a.guardOpts, opts...)
+	}
 }
 
 // WithClock sets the clock that stamps grants and decides expiry (time.Now by
@@ -153,7 +170,11 @@ func (a *Authority) register(name string, b vfs.Backend, desc *RootDescriptor) e
 	if _, ok := a.roots[name]; ok {
 		return fmt.Errorf("authority: root %q: %w", name, fs.ErrExist)
 	}
-	a.roots[name] = &root{name: name, b: b, desc: desc}
+	r := &root{name: name, b: b, desc: desc}
+	if a.guarded {
+		r.guard = dir.GitGuard(b, a.guardOpts...)
+	}
+	a.roots[name] = r
 	return nil
 }
 
@@ -192,11 +213,17 @@ func (a *Authority) Roots() []string {
 // Grant gives req.Subject a Dir over req.Path within root req.Root, limited to
 // req.Access, and records the grant. The Dir:
 //
-//   - is confined to req.Path (a Sub of the root, pinned now);
+//   - is confined to the directory req.Path leads to: the path is resolved to its
+//     canonical place (through any symlink on the way), decided there by the
+//     host-wide policy and hooks as a sub, and pinned now; the record keeps both
+//     (Grant.Path as asked, Grant.Resolved where it led), and a symlink put at
+//     the path later does not move the grant;
 //   - is read-only unless Access includes Write, Delete or Move;
 //   - names req.Subject (Subject.String) in every policy request and audit event, and
 //     sends its events, marked with the grant's id, to the authority's audit sink;
-//     paths in requests and events are from the registered root;
+//     paths in requests and events are from the registered root, and canonical:
+//     under a grant on "keys" that led to ".ssh", a read of "id_rsa" is decided
+//     and recorded as ".ssh/id_rsa";
 //   - decides every call, in this order: expired grant -> refused (rule
 //     "grant:<id>:expired"); an operation outside the access list -> refused (rule
 //     "grant:<id>:access", see Required); then the host-wide policy, whose decision
@@ -209,9 +236,11 @@ func (a *Authority) Roots() []string {
 // revoke at once (revoked).
 //
 // Errors: a malformed request wraps fs.ErrInvalid; an unknown root wraps
-// fs.ErrNotExist; a Path that is malformed, climbs out, or is not a directory of the
-// root is the *vfs.Error from resolving it (invalid_path, path_outside_sandbox,
-// not_found, not_a_directory).
+// fs.ErrNotExist; a Path that is malformed, climbs out, is not a directory of the
+// root, or leads to a place the host-wide policy refuses is the *vfs.Error from
+// resolving or deciding it (invalid_path, path_outside_sandbox, not_found,
+// not_a_directory, fs_permission_denied); a Path that no longer leads to
+// req.Resolved wraps fs.ErrPermission.
 func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Grant, error) {
 	now := a.clock()
 	if err := req.Subject.Validate(); err != nil {
@@ -301,11 +330,16 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 	if r.desc != nil {
 		g.rec.Kind = r.desc.Kind
 	}
-	d, err := a.build(ctx, g, r, p)
+	d, loc, err := a.build(ctx, g, r, p)
 	if err != nil {
 		return nil, Grant{}, err
 	}
 	ctl := g.ctl
+	if err := leadsTo(id, req.Resolved, loc); err != nil {
+		ctl.Revoke()
+		return nil, Grant{}, err
+	}
+	g.rec.Resolved = loc
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -315,6 +349,7 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 		return nil, Grant{}, fmt.Errorf("authority: root %q: %w", req.Root, fs.ErrNotExist)
 	}
 	a.grants[id] = g
+	a.dirty = true // a new record: the store keeps every grant Grant returns
 	g.dir = d
 	if a.realClock && !expires.IsZero() {
 		g.armTimer()
@@ -327,8 +362,10 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 	return d, g.snapshot(), nil
 }
 
-// build makes the Dir tree of grant g over root r, confined to p, and sets g.ctl.
-func (a *Authority) build(ctx context.Context, g *grant, r *root, p vfs.Path) (*dir.Dir, error) {
+// build makes the Dir tree of grant g over root r, confined to the directory p
+// leads to (dir.Control.Child: resolved, decided and pinned there), and sets
+// g.ctl. It returns that directory's canonical place in the root.
+func (a *Authority) build(ctx context.Context, g *grant, r *root, p vfs.Path) (*dir.Dir, string, error) {
 	id := g.rec.ID
 	opts := append(slices.Clone(a.dirOpts),
 		dir.WithSubject(g.rec.Subject.String()),
@@ -336,12 +373,19 @@ func (a *Authority) build(ctx context.Context, g *grant, r *root, p vfs.Path) (*
 		dir.WithAsker(a.asker),
 		dir.WithAudit(grantSink{id: id, sink: a.sink}),
 	)
+	if r.guard != nil {
+		opts = append(opts, dir.WithHooks(r.guard))
+	}
 	d, ctl := dir.New(r.b, opts...)
+	loc := "."
 	if !p.IsRoot() {
 		child, err := ctl.Child(ctx, p.String())
+		if err == nil {
+			loc, err = child.Location(ctx)
+		}
 		if err != nil {
 			ctl.Revoke()
-			return nil, reop(err, "Grant")
+			return nil, "", reop(err, "Grant")
 		}
 		d = child.Dir()
 	}
@@ -349,7 +393,19 @@ func (a *Authority) build(ctx context.Context, g *grant, r *root, p vfs.Path) (*
 	if !g.set.writes() {
 		d = d.ReadOnly()
 	}
-	return d, nil
+	return d, loc, nil
+}
+
+// leadsTo checks that grant id's path led to want ("" : anywhere), having led
+// to got. The error wraps fs.ErrPermission.
+func leadsTo(id, want, got string) error {
+	if want == "" {
+		return nil
+	}
+	if w, err := vfs.ParseGuest(want); err == nil && w.WithoutDirMark().String() == got {
+		return nil
+	}
+	return fmt.Errorf("authority: grant %s: its path now leads to %q, not to %q where it led when granted: %w", id, got, want, fs.ErrPermission)
 }
 
 // Revoke revokes grant id at once: every call that starts afterwards on its Dir, or

@@ -485,16 +485,17 @@ func TestGrantRecordJSON(t *testing.T) {
 	var m map[string]any
 	must(t, json.Unmarshal(data, &m))
 	want := map[string]any{
-		"id":      g.ID,
-		"subject": map[string]any{"kind": "agent-run", "id": "conv1/run7"},
-		"root":    "ws",
-		"path":    "src",
-		"access":  []any{"read", "write"},
-		"reason":  "apply model edit",
-		"source":  "user-approval",
-		"created": "2025-03-01T12:00:00Z",
-		"expires": "2025-03-01T13:00:00Z",
-		"status":  "active",
+		"id":       g.ID,
+		"subject":  map[string]any{"kind": "agent-run", "id": "conv1/run7"},
+		"root":     "ws",
+		"path":     "src",
+		"resolved": "src",
+		"access":   []any{"read", "write"},
+		"reason":   "apply model edit",
+		"source":   "user-approval",
+		"created":  "2025-03-01T12:00:00Z",
+		"expires":  "2025-03-01T13:00:00Z",
+		"status":   "active",
 	}
 	if fmt.Sprint(m) != fmt.Sprint(want) {
 		t.Fatalf("JSON %s\nwant %v", data, want)
@@ -533,8 +534,12 @@ func TestSubPathGrantStaysInside(t *testing.T) {
 	req := request(FullAccess()...)
 	req.Path = "src"
 	d, g := grantOK(t, a, req)
-	if g.Path != "src" {
-		t.Fatalf("record path %q", g.Path)
+	if g.Path != "src" || g.Resolved != "src" {
+		t.Fatalf("record path %q, resolved %q", g.Path, g.Resolved)
+	}
+	// The grant itself was decided by the host policy, where it leads.
+	if p := <-seen; p != "src" {
+		t.Fatalf("host policy saw %q at grant time, want src", p)
 	}
 	got, err := d.ReadFile(ctx, "main.go")
 	if err != nil || string(got) != "package main" {

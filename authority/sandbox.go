@@ -45,7 +45,10 @@ type SandboxOptions struct {
 	Runner *sandbox.Runner
 	// Mountpoint is the directory grants appear under (default /grants): grant g
 	// over root R at path P is at Mountpoint/R'/P, R' being R with every byte
-	// other than a letter, digit, ".", "_" or "-" replaced by "_".
+	// other than a letter, digit, ".", "_" or "-" replaced by "_". P is the
+	// grant's Path as asked for (a name inside the sandbox only); what is bound
+	// there is the checkout of the grant's Dir, the directory P led to when it
+	// was granted (Grant.Resolved).
 	Mountpoint string
 	// Checkout is the template for each grant's checkout (Base, Workers, Git,
 	// Private); ReadOnly is set per grant.
@@ -56,9 +59,12 @@ type SandboxOptions struct {
 
 // GrantMount is one grant as the sandbox sees it.
 type GrantMount struct {
-	Grant    string `json:"grant"`
-	Root     string `json:"root"`
-	Target   string `json:"target"`
+	Grant  string `json:"grant"`
+	Root   string `json:"root"`
+	Target string `json:"target"`
+	// Resolved is the grant's directory in the root (Grant.Resolved): where
+	// the bound tree comes from and its changes go back to.
+	Resolved string `json:"resolved,omitempty"`
 	Writable bool   `json:"writable"`
 }
 
@@ -75,7 +81,8 @@ type RunReport struct {
 
 // Run runs a command on a subject's grants, the way direct Dir access sees
 // them: each grant is checked out through its own Dir (so its policy decides
-// and its audit trail records every read, under the grant's id), read grants
+// and its audit trail records every read, under the grant's id, on the
+// canonical paths of the directory the grant led to: see Grant), read grants
 // are bound read-only and writable ones (Write, Delete or Move) read-write;
 // nothing else of the host's roots is visible. After the command exits, each
 // writable grant's changes come back through that grant's Dir by
@@ -186,7 +193,7 @@ func (a *Authority) Run(ctx context.Context, req RunRequest, opts SandboxOptions
 			m.File = t.BindFile()
 		}
 		mounts = append(mounts, m)
-		rep.Mounts = append(rep.Mounts, GrantMount{Grant: b.g.ID, Root: b.g.Root, Target: target, Writable: m.Writable})
+		rep.Mounts = append(rep.Mounts, GrantMount{Grant: b.g.ID, Root: b.g.Root, Target: target, Resolved: b.g.Resolved, Writable: m.Writable})
 	}
 	wd := req.Dir
 	if wd == "" {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/policy"
 )
 
 func sandboxRunner(t *testing.T) *sandbox.Runner {
@@ -126,5 +129,69 @@ func TestRunRevokedMidRun(t *testing.T) {
 	outDir, _ := dir.New(out)
 	if ok, _ := outDir.Exists(ctx, "f.txt"); ok {
 		t.Fatal("f.txt reached the root after revocation")
+	}
+}
+
+// Run acts where the grants lead: write grants on d/g -> ../.git and
+// hk -> .git/hooks check out .git and .git/hooks and sync back through Dirs
+// that decide there, so neither .git/config nor a pre-commit hook changes;
+// a read grant on w shows the directory w was when granted, though w has
+// since become a link to src. Before the fix, .git/config was rewritten and
+// the hook added.
+func TestRunActsWhereGrantsLead(t *testing.T) {
+	runner := sandboxRunner(t)
+	for _, rs := range resolvers {
+		t.Run(rs.name, func(t *testing.T) {
+			root := linkedProject(t)
+			ring := audit.NewRing(10000)
+			a := New(WithPolicy(policy.Defaults()), WithAudit(ring), WithGitGuard())
+			must(t, a.Register("project", physicalRoot(t, root, rs.mode)))
+			var ids []string
+			for _, p := range []string{"d/g", "hk", "w"} {
+				access := FullAccess()
+				if p == "w" {
+					access = ReadOnlyAccess()
+				}
+				_, g, err := a.Grant(ctx, GrantRequest{Subject: agent, Root: "project", Path: p, Access: access, Reason: "test", Source: SourceUserApproval})
+				must(t, err)
+				ids = append(ids, g.ID)
+			}
+			must(t, os.Rename(filepath.Join(root, "w"), filepath.Join(root, "w.old")))
+			must(t, os.Symlink("src", filepath.Join(root, "w")))
+
+			var stdout, stderr bytes.Buffer
+			script := `printf '[core]\n\tfsmonitor = "touch /tmp/owned"\n' > /grants/project/d/g/config 2>/dev/null; ` +
+				`printf '#!/bin/sh\necho owned\n' > /grants/project/hk/pre-commit 2>/dev/null; ` +
+				`ls /grants/project/w; true`
+			rep, err := a.Run(ctx, RunRequest{Subject: agent, Grants: ids, Path: "sh", Args: []string{"-c", script}, Stdout: &stdout, Stderr: &stderr},
+				SandboxOptions{Runner: runner})
+			if rep == nil || rep.Result == nil {
+				t.Fatalf("Run: %v\nstderr: %s", err, stderr.String())
+			}
+			if data, _ := os.ReadFile(filepath.Join(root, ".git/config")); string(data) != "[core]\n" {
+				t.Fatalf(".git/config = %q (run err %v)", data, err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, ".git/hooks/pre-commit")); err == nil {
+				t.Fatal(".git/hooks/pre-commit was added")
+			}
+			if sr := rep.Syncs[ids[1]]; err == nil || sr == nil || len(sr.Refused) != 1 || sr.Refused[0].Change.Path != "pre-commit" {
+				t.Fatalf("the sync-back of the grant on hk: %+v, %v; want pre-commit refused", sr, err)
+			}
+			if got := stdout.String(); got != "a.txt\n" {
+				t.Fatalf("the read grant on w showed %q, want a.txt (w when granted)", got)
+			}
+			want := map[string]string{ids[0]: ".git", ids[1]: ".git/hooks", ids[2]: "w"}
+			for _, m := range rep.Mounts {
+				if m.Resolved != want[m.Grant] {
+					t.Errorf("mount %+v, want resolved %q", m, want[m.Grant])
+				}
+			}
+			// Whatever was checked out or refused was decided at the canonical paths.
+			for _, e := range ring.Events() {
+				if e.Grant != "" && (strings.HasPrefix(e.Path, "d/") || strings.HasPrefix(e.Path, "hk")) {
+					t.Fatalf("an event names a path through a link: %+v", e)
+				}
+			}
+		})
 	}
 }

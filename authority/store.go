@@ -203,15 +203,26 @@ func (a *Authority) Restore(ctx context.Context, id string) (*dir.Dir, Grant, er
 
 	p, err := vfs.ParseGuest(g.rec.Path)
 	var d *dir.Dir
+	var loc string
 	if err == nil {
-		d, err = a.build(ctx, g, r, p)
+		d, loc, err = a.build(ctx, g, r, p)
+		if err == nil {
+			if err = leadsTo(id, g.rec.Resolved, loc); err != nil {
+				g.ctl.Revoke()
+			}
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g.restoring = false
 	if err != nil {
 		g.root = nil
+		g.ctl = nil
 		return nil, Grant{}, reop(err, "Restore")
+	}
+	if g.rec.Resolved == "" {
+		g.rec.Resolved = loc // a record written before Resolved was kept
+		a.dirty = true
 	}
 	if g.rec.Status != Active || a.roots[g.rec.Root] != r {
 		// Revoked, or the root unregistered, while the Dir was built.

@@ -222,8 +222,14 @@ type Grant struct {
 	// Kind is the root's kind (RegisterRoot), "" for a root without one.
 	Kind RootKind `json:"root_kind,omitempty"`
 	// Path is the directory within the root the grant is confined to, slash-separated
-	// and cleaned; "." is the whole root.
+	// and cleaned; "." is the whole root. It is the path as asked for.
 	Path string `json:"path"`
+	// Resolved is the canonical place Path led to when the grant was made (the
+	// same, unless Path runs through a symlink): the directory the grant is pinned
+	// to, decided there, and the prefix of the paths its decisions and audit events
+	// name. Remaking or restoring the grant requires Path to lead there still.
+	// Empty in records written before it was kept.
+	Resolved string `json:"resolved,omitempty"`
 	// Access is the set granted, without duplicates, in the order List, Metadata,
 	// Read, Write, Delete, Move, Archive, Watch.
 	Access  []Access  `json:"access"`
@@ -255,8 +261,12 @@ type GrantRequest struct {
 	// Path confines the grant to a directory within the root ("" or "." for the
 	// whole root). It is parsed like a guest path: "/" means the root, and it cannot
 	// climb above it.
-	Path   string
-	Access []Access
+	Path string
+	// Resolved, if not empty, is where Path must lead (a record's Resolved, when a
+	// grant is made again from its record, as capfs run --grants does): a Path that
+	// now leads elsewhere is refused with an error wrapping fs.ErrPermission.
+	Resolved string
+	Access   []Access
 	// Reason says why, for the record and the audit trail ("apply model edit").
 	Reason string
 	Source Source
