@@ -30,11 +30,46 @@ type listIn struct {
 // listEntry is one entry of list's and tree's structured results.
 type listEntry struct {
 	Name    string `json:"name" jsonschema:"the entry's name (in tree: its path from the tree's directory)"`
-	Type    string `json:"type" jsonschema:"file, directory, symlink, special, hidden (refused by the policy: not even its size is shown) or unreadable"`
+	Type    string `json:"type" jsonschema:"file, directory, symlink, special, hidden (refused by the policy: not even its size is shown), unreadable, or unaddressable (a host name no path can hold, such as one with a backslash: it cannot be read; reason says why)"`
 	Size    int64  `json:"size,omitempty" jsonschema:"a file's size in bytes"`
 	ModTime string `json:"mod_time,omitempty" jsonschema:"modification time, RFC 3339"`
 	Target  string `json:"target,omitempty" jsonschema:"a symlink's target"`
 	Depth   int    `json:"depth,omitempty" jsonschema:"tree only: levels below the tree's directory"`
+	Reason  string `json:"reason,omitempty" jsonschema:"unaddressable only: why no path can name the entry"`
+}
+
+// skippedNames collects the entries listings leave out because no path can
+// name them (vfs.WithUnaddressable), as entries of type unaddressable.
+type skippedNames struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	add   func(listEntry) // called with mu held
+	dir   string          // the directory being listed, as the result names it
+	depth int             // its depth
+}
+
+// context returns ctx reporting to k.
+func (k *skippedNames) context(ctx context.Context) context.Context {
+	return vfs.WithUnaddressable(ctx, func(u vfs.Unaddressable) {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		name := joinGuest(k.dir, u.Name)
+		if k.seen[name] {
+			return
+		}
+		if k.seen == nil {
+			k.seen = map[string]bool{}
+		}
+		k.seen[name] = true
+		k.add(listEntry{Name: name, Type: "unaddressable", Reason: u.Reason, Depth: k.depth})
+	})
+}
+
+// at says that the listings from now on are of directory dir, at depth.
+func (k *skippedNames) at(dir string, depth int) {
+	k.mu.Lock()
+	k.dir, k.depth = dir, depth
+	k.mu.Unlock()
 }
 
 type listOut struct {
@@ -195,7 +230,9 @@ func (s *server) list(ctx context.Context, in listIn) (listOut, string, error) {
 	default:
 		return out, "", argErrorf("argument \"sort_by\" must be name, size or mtime, got %q", in.SortBy)
 	}
-	ents, err := s.root.ReadDir(ctx, p)
+	var skipped []listEntry
+	k := skippedNames{add: func(e listEntry) { skipped = append(skipped, e) }}
+	ents, err := s.root.ReadDir(k.context(ctx), p)
 	if err != nil {
 		return out, "", err
 	}
@@ -207,7 +244,7 @@ func (s *server) list(ctx context.Context, in listIn) (listOut, string, error) {
 		if in.SortBy == "size" || in.SortBy == "mtime" {
 			return out, "", argErrorf("sort_by %q needs sizes and times: leave \"sizes\" true", in.SortBy)
 		}
-		out.Entries = s.namesOnly(ctx, p, ents)
+		out.Entries = append(s.namesOnly(ctx, p, ents), skipped...)
 		if in.Reverse {
 			slices.Reverse(out.Entries)
 		}
@@ -231,7 +268,7 @@ func (s *server) list(ctx context.Context, in listIn) (listOut, string, error) {
 		out.Entries = other
 		return out, text, nil
 	} else {
-		out.Entries = s.describeAll(ctx, p, ents)
+		out.Entries = append(s.describeAll(ctx, p, ents), skipped...)
 	}
 	switch in.SortBy {
 	case "size":
@@ -278,6 +315,8 @@ func listText(entries []listEntry, sizes bool, more int) string {
 			fmt.Fprintf(&b, "[HIDDEN] %s (refused by the policy)\n", name)
 		case "unreadable":
 			fmt.Fprintf(&b, "[?]    %s (unreadable)\n", name)
+		case "unaddressable":
+			fmt.Fprintf(&b, "[SKIPPED] %s (cannot be addressed: %s)\n", name, e.Reason)
 		default:
 			fmt.Fprintf(&b, "[SPECIAL] %s\n", name)
 		}
@@ -334,7 +373,15 @@ func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 	limit := s.headLimit(in.HeadLimit)
 	var b strings.Builder
 	var pending []walked
-	err := s.root.Walk(ctx, root, func(p string, d fs.DirEntry, err error) error {
+	k := skippedNames{add: func(e listEntry) {
+		if len(out.Entries) >= limit {
+			out.More++
+			return
+		}
+		out.Entries = append(out.Entries, e)
+	}}
+	wctx := k.context(ctx)
+	err := s.root.Walk(wctx, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if vfs.CodeOf(err) == vfs.CodeRevoked || p == cleanGuest(root) {
 				return err
@@ -373,6 +420,9 @@ func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 		if d.IsDir() && lvl >= depth {
 			return fs.SkipDir
 		}
+		if d.IsDir() {
+			k.at(rel, lvl+1) // Walk lists it next
+		}
 		return nil
 	})
 	if err == nil {
@@ -398,6 +448,8 @@ func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 			fmt.Fprintf(&b, "%s%s (hidden: refused by the policy)\n", ind, name)
 		case "unreadable":
 			fmt.Fprintf(&b, "%s%s (unreadable)\n", ind, name)
+		case "unaddressable":
+			fmt.Fprintf(&b, "%s%s (cannot be addressed: %s)\n", ind, name, e.Reason)
 		default:
 			fmt.Fprintf(&b, "%s%s (special)\n", ind, name)
 		}

@@ -7,6 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +31,9 @@ its mount (an absolute target, which is not shown, or one climbing above the
 mount's root: capfs never follows it), dangles or loops. An entry whose
 metadata the policy hides (a secret) shows "?" in place of them. Every entry is
 listed: one that cannot be described is shown with its error, and the command
-then exits 1. --json prints the entries as a JSON array.`,
+then exits 1. A host name no capfs path can hold (one containing a backslash)
+cannot be listed or read: each is named on stderr with the reason. --json
+prints the entries as a JSON array.`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "long format: mode, size, modification time, name, link target")
@@ -62,10 +67,12 @@ then exits 1. --json prints the entries as a JSON array.`,
 			}
 			return lsLine(ctx, w, s.Root, p, p, info, long, col)
 		}
-		entries, err := s.Root.ReadDir(ctx, p)
+		var skipped unaddressable
+		entries, err := s.Root.ReadDir(skipped.context(ctx, p), p)
 		if err != nil {
 			return err
 		}
+		defer skipped.report(cmd.ErrOrStderr(), "ls")
 		var firstErr error
 		var out []*jsonEntry
 		vp, _ := vfs.ParseGuest(p)
@@ -151,4 +158,62 @@ func lsLine(ctx context.Context, w io.Writer, d *dir.Dir, full, name string, inf
 	}
 	_, err := fmt.Fprintf(w, "%s %10d %s %s%s\n", info.Mode(), info.Size(), info.ModTime().Format("2006-01-02 15:04"), name, target)
 	return err
+}
+
+// unaddressable collects, per directory, the entries listings left out
+// because no capfs path can name them (vfs.WithUnaddressable), so that a
+// command names each once on stderr instead of dropping it silently.
+type unaddressable struct {
+	mu    sync.Mutex
+	cur   string // the directory being listed
+	dirs  []string
+	names map[string][]vfs.Unaddressable
+}
+
+// context returns ctx reporting to u, the directory being listed set to dir.
+func (u *unaddressable) context(ctx context.Context, dir string) context.Context {
+	u.at(dir)
+	return vfs.WithUnaddressable(ctx, u.note)
+}
+
+// at says that the listings from now on are of directory dir (a Walk lists a
+// directory right after visiting it).
+func (u *unaddressable) at(dir string) {
+	u.mu.Lock()
+	u.cur = dir
+	u.mu.Unlock()
+}
+
+func (u *unaddressable) note(e vfs.Unaddressable) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.names == nil {
+		u.names = map[string][]vfs.Unaddressable{}
+	}
+	for _, o := range u.names[u.cur] {
+		if o.Name == e.Name {
+			return
+		}
+	}
+	if len(u.names[u.cur]) == 0 {
+		u.dirs = append(u.dirs, u.cur)
+	}
+	u.names[u.cur] = append(u.names[u.cur], e)
+}
+
+// report writes a line per directory where names were left out.
+func (u *unaddressable) report(w io.Writer, command string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, d := range u.dirs {
+		es := u.names[d]
+		parts := make([]string, len(es))
+		for i, e := range es {
+			parts[i] = show(e.Name) + ": " + e.Reason
+		}
+		slices.Sort(parts)
+		vp, _ := vfs.ParseGuest(d)
+		fmt.Fprintf(w, "capfs %s: %s: skipped %d %s the capability cannot address (%s)\n", command, showPath(vp.String()),
+			len(es), plural(len(es), "name", "names"), strings.Join(parts, "; "))
+	}
 }

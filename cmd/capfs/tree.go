@@ -23,8 +23,9 @@ func newTreeCmd(o *globalOptions) *cobra.Command {
 symlinks are shown with their targets and never followed, with a note in
 brackets when the link leaves its mount (an absolute target is not shown),
 dangles or loops; a summary line counts directories and files. Every entry is
-listed; a directory that cannot be read is shown with its error (exit 1).
---depth N stops N levels below PATH (0: no limit); --json prints the tree as
+listed; a directory that cannot be read is shown with its error (exit 1). A
+host name no capfs path can hold (one containing a backslash) cannot be listed
+or read: each is named on stderr with the reason. --depth N stops N levels below PATH (0: no limit); --json prints the tree as
 nested JSON objects.`,
 		Args: cobra.MaximumNArgs(1),
 	}
@@ -57,9 +58,12 @@ nested JSON objects.`,
 		var ndirs, nfiles int
 		var walkErr error
 		first, base := true, ""
-		err = s.Root.Walk(ctx, root, func(p string, d fs.DirEntry, err error) error {
+		var skipped unaddressable
+		defer skipped.report(cmd.ErrOrStderr(), "tree")
+		err = s.Root.Walk(skipped.context(ctx, root), root, func(p string, d fs.DirEntry, err error) error {
 			if first && err == nil {
 				first, base = false, p
+				skipped.at(p)
 				return nil
 			}
 			if err != nil {
@@ -111,6 +115,7 @@ nested JSON objects.`,
 			if n.dir {
 				ndirs++
 				stack = append(stack, n)
+				skipped.at(p) // Walk lists it next
 				if err != nil {
 					return fs.SkipDir
 				}

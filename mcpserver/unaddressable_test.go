@@ -1,0 +1,73 @@
+//go:build linux
+
+package mcpserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/mcpserver"
+	"github.com/capfs/capfs/policy"
+)
+
+// TestUnaddressableNamesListed: a host name no path can hold ("a\b") is not
+// dropped silently by list (with and without sizes) and tree: each shows it
+// once, as an entry of type unaddressable with the reason; with the openat2
+// and the portable resolvers. Before, the name was missing from both.
+func TestUnaddressableNamesListed(t *testing.T) {
+	for _, r := range []struct {
+		name string
+		mode physical.ResolverMode
+	}{{"openat2", physical.ResolverAuto}, {"portable", physical.ResolverPortable}} {
+		t.Run(r.name, func(t *testing.T) { unaddressableListed(t, r.mode) })
+	}
+}
+
+func unaddressableListed(t *testing.T, mode physical.ResolverMode) {
+	host := t.TempDir()
+	for _, name := range []string{"a.txt", `a\b`, "sub/x", `sub/c\d`} {
+		p := filepath.Join(host, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pb, err := physical.New(host, physical.WithResolver(mode))
+	if err != nil {
+		t.Skipf("physical backend: %v", err)
+	}
+	t.Cleanup(func() { pb.Close() })
+	d, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
+	cs := connect(t, d, mcpserver.Options{})
+	once := func(what, text, want string) {
+		t.Helper()
+		if n := strings.Count(text, want); n != 1 {
+			t.Errorf("%s shows %q %d times; want once:\n%s", what, want, n, text)
+		}
+	}
+	for _, args := range []map[string]any{{}, {"sizes": false}} {
+		r := callTool(t, cs, "list", args)
+		if r.isErr {
+			t.Fatalf("list %v: %s", args, r.text)
+		}
+		once("list", r.text, `[SKIPPED] a\\b (cannot be addressed: contains a backslash)`)
+		if !strings.Contains(r.text, "a.txt") {
+			t.Errorf("list %v lost a.txt:\n%s", args, r.text)
+		}
+	}
+	r := callTool(t, cs, "tree", map[string]any{})
+	if r.isErr {
+		t.Fatalf("tree: %s", r.text)
+	}
+	once("tree", r.text, "\n  a\\\\b (cannot be addressed: contains a backslash)\n")
+	once("tree", r.text, "\n    c\\\\d (cannot be addressed: contains a backslash)\n")
+	if i, j := strings.Index(r.text, "sub/"), strings.Index(r.text, `c\\d`); i < 0 || j < i {
+		t.Errorf("tree shows sub's skipped name outside sub:\n%s", r.text)
+	}
+}
