@@ -64,8 +64,8 @@ what it changed, and bring the changes back through the namespace's checks.
      a private upper directory (the "checkout" of the steps below; under
      $CAPFS_TMPDIR, else /dev/shm when 1 GiB is free there, else the temp
      dir), a write
-     the policy refuses fails at once, and every .git is read-only (its
-     contents hidden unless --git keep: a lazy run does not scan history).
+     the policy refuses fails at once, and every .git is read-only (the work
+     tree's shown after the history scan --git describes; nested ones hidden).
      The summary says which mode ran.
   2. Every other physical mount, and each --grant path (e.g. ref/head), is
      made visible read-only: a physical directory is bound without copying when

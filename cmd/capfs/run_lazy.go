@@ -36,10 +36,8 @@ import (
 //
 // Inside, the layer is decided by a policy mirroring the source's: a write the
 // source would refuse fails at once (EACCES), every .git is read-only, and
-// under --git auto or omit the contents of every .git are out of reach (the
-// checkout's history scan would read the whole history before the start; a
-// lazy run does not, so it shows no git history: --git keep shows it,
-// read-only, and --no-lazy scans it).
+// the contents of every .git are out of reach but the work root's, shown when
+// its history scan allows (run_git.go).
 //
 // What differs from a checkout, and what a lazy run does not guarantee:
 //

@@ -248,13 +248,14 @@ func TestRunLazyRefused(t *testing.T) {
 }
 
 // TestRunLazySecretsHidden: the secrets the policy hides are absent from the
-// lazy mount (not listed, not readable), and git history is not shown under
-// --git auto.
+// lazy mount (not listed, not readable), and so is a .git whose index names
+// one (git in a lazy run: run_git_test.go).
 func TestRunLazySecretsHidden(t *testing.T) {
 	needLazy(t)
 	t.Parallel()
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"a.txt": "a\n", ".env": "SECRET=1\n", ".ssh/id_rsa": "KEY\n", "sub/server.pem": "PEM\n", ".git/HEAD": "ref: refs/heads/main\n"})
+	gitIndexNaming(t, root, "sub/server.pem")
 	// Links the project holds to the secrets: followed by the kernel, each
 	// step decided where it lands.
 	for link, target := range map[string]string{"k": ".ssh/id_rsa", "e": ".env", "s": ".ssh", "sub/up": ".."} {
