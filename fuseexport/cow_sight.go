@@ -24,12 +24,15 @@ import (
 // changed it meanwhile, and the Base is the one seen (contents unknown
 // unless hashed at sight: a conflict at sync-back, never an overwrite).
 //
-// A status is trusted only where an edit must change it: the backend keeps
-// a change time (which user space cannot set) and the entry was last
-// changed more than sightRacy before the sight. Otherwise (a backend
-// without change times; an entry changed within the last second, whose
-// next edit could fall in the same clock tick and leave every field equal)
-// a regular file of up to sightHashMax bytes is hashed at sight.
+// A status is trusted where an edit must change it: the entry was last
+// changed more than sightRacy before the sight (an edit in the same clock
+// tick as the last change could leave every field equal), as its change
+// time says (which user space cannot set) or, on a backend that keeps none
+// (memory, SQLite, git, CAS: written through capfs, which sets the
+// modification time of what it writes, or immutable), its modification
+// time. Otherwise (changed within the last second, or no time at all) a
+// regular file of up to sightHashMax bytes is hashed at sight: few files
+// are, and their next read comes from the cache.
 
 // sightRacy is how long after its last change an entry's status is trusted
 // to change at its next edit (a variable for tests).
@@ -62,14 +65,11 @@ func (s *sight) same(info vfs.Info) bool {
 // racy reports whether the status of an entry seen at now cannot be
 // trusted to show its next edit.
 func (s *sight) racy(now time.Time) bool {
-	if s.ctime.IsZero() {
-		return true
-	}
 	last := s.ctime
 	if s.mtime.After(last) {
 		last = s.mtime
 	}
-	return now.Sub(last) < sightRacy
+	return last.IsZero() || now.Sub(last) < sightRacy
 }
 
 // base is the Base of the entry as it was seen: a file's digest and a

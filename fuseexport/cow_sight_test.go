@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -129,29 +131,72 @@ func TestSightBase(t *testing.T) {
 
 // TestSightCalls: a first lookup of a file whose status is trusted makes
 // the one lower Lstat it made before (no call is added); a racy one is
-// hashed once (one open), not at later lookups.
+// hashed once (one open), not at later lookups. On a backend without change
+// times (memory), a file last modified long ago is trusted, a fresh one
+// hashed.
 func TestSightCalls(t *testing.T) {
-	for _, trust := range []bool{true, false} {
-		t.Run(map[bool]string{true: "trusted", false: "racy"}[trust], func(t *testing.T) {
-			if trust {
-				trustStat(t)
+	cases := []struct {
+		name      string
+		lower     func(t *testing.T) vfs.Backend
+		wantOpens int64
+	}{
+		{"physical/old", func(t *testing.T) vfs.Backend { return physicalWith(t, time.Hour) }, 0},
+		{"physical/fresh", func(t *testing.T) vfs.Backend { return physicalWith(t, 0) }, 1},
+		{"memory/old", func(t *testing.T) vfs.Backend { return memoryWith(t, time.Now().Add(-time.Hour)) }, 0},
+		{"memory/fresh", func(t *testing.T) vfs.Backend { return memoryWith(t, time.Time{}) }, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lower := &countingLower{Backend: c.lower(t)}
+			ov, err := NewOverlay(lower, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
 			}
-			ov, _, lower := sightOverlay(t, map[string]string{"f": "x"})
+			defer ov.Close()
 			lower.lstats.Store(0) // NewOverlay's of the root
 			for range 3 {
 				if _, err := ov.Lstat(bg, vp("f")); err != nil {
 					t.Fatal(err)
 				}
 			}
-			wantOpens := int64(1)
-			if trust {
-				wantOpens = 0
-			}
-			if l, o := lower.lstats.Load(), lower.opens.Load(); l != 3 || o != wantOpens {
-				t.Errorf("3 lookups made %d lower Lstats and %d opens; want 3 and %d", l, o, wantOpens)
+			if l, o := lower.lstats.Load(), lower.opens.Load(); l != 3 || o != c.wantOpens {
+				t.Errorf("3 lookups made %d lower Lstats and %d opens; want 3 and %d", l, o, c.wantOpens)
 			}
 		})
 	}
+}
+
+// physicalWith is a physical directory holding file f, its status trusted
+// as if changed age ago (sightRacy moved for the test).
+func physicalWith(t *testing.T, age time.Duration) vfs.Backend {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if age > 0 {
+		trustStat(t)
+	}
+	pb, err := physical.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pb
+}
+
+// memoryWith is a memory backend holding file f, modified at mtime (now if
+// zero).
+func memoryWith(t *testing.T, mtime time.Time) vfs.Backend {
+	mem := memory.New()
+	d, _ := dir.New(mem)
+	if err := d.WriteFile(bg, "f", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !mtime.IsZero() {
+		if err := d.Chtimes(bg, "f", mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mem
 }
 
 // TestSightDirBase: a directory's Base is its mode and time when first
