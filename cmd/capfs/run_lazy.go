@@ -30,9 +30,10 @@ import (
 // the Dir (its policy and audit) on first access, and every change lands in a
 // private upper directory. After the command exits the mount is stopped and
 // materialize.OpenUpper turns the upper directory and the layer's bases (what
-// each changed source entry was when first changed) into a Tree, which the
-// review syncs back exactly as a checkout's: the same plan, validation,
-// conflicts, --sync modes, summary, kept checkouts and exit codes.
+// each changed source entry was when the command first saw it: looked it up,
+// listed or read it) into a Tree, which the review syncs back exactly as a
+// checkout's: the same plan, validation, conflicts, --sync modes, summary,
+// kept checkouts and exit codes.
 //
 // Inside, the layer is decided by a policy mirroring the source's: a write the
 // source would refuse fails at once (EACCES), every .git is read-only, and
@@ -49,9 +50,11 @@ import (
 //   - The sandbox reads the source as it is when each file is first read,
 //     not as it was at the start: a host edit made during the run may show
 //     (within the kernel's one-second cache), and a file read while the host
-//     rewrites it may show a mix. Such an edit is still a conflict at
-//     sync-back when the sandbox changed the same path (its base is what it
-//     first read), never overwritten.
+//     rewrites it may show a mix. An edit the command did not see (made
+//     after its first look at the path) is a conflict at sync-back when the
+//     sandbox changed the same path, never overwritten; one made before it,
+//     which the command saw, is not (in a checkout, which shows the tree as
+//     it was at the start, every edit made during the run is).
 //   - Paths the policy hides are absent from listings and lookups, but the
 //     run does not list them as a checkout's walk does ("not in the
 //     sandbox: ..."): nothing is walked.
