@@ -145,7 +145,9 @@
 //   - A listing shows the names the Dir's ReadDirVisible shows, "." and ".."
 //     first: those its Walk shows, less those whose status the policy refuses
 //     (a secret matched by a file pattern, ".env", which Walk names unless the
-//     policy sets HideSecrets), so every name listed can be looked up.
+//     policy sets HideSecrets), so every name listed can be looked up. A host
+//     name no capfs path can hold (one containing a backslash) can be neither
+//     looked up nor listed; Options.Unaddressable is told of each once.
 //   - unlink and rmdir act on the name: the kernel checks the entry's type
 //     from its cache, so an entry replaced through another route between the
 //     kernel's lookup and the call is removed if the Dir allows it.

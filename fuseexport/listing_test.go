@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
 )
 
 // rawNames lists directory p with getdents64 itself, "." and ".." included
@@ -53,6 +55,8 @@ func rawNames(t *testing.T, p string) []string {
 // "-????????? .env"), no secret directory, and every name it lists can be
 // looked up; with and without READDIRPLUS, with the openat2 and the portable
 // resolvers. Before the fix, the listing showed .env and left out "." and "..".
+// A name no path can hold (sub/a\b) is not listed, and the host is told of it
+// once (Options.Unaddressable); before, nobody was.
 func TestListingHidesWhatLookupRefuses(t *testing.T) {
 	for _, mode := range []physical.ResolverMode{physical.ResolverAuto, physical.ResolverPortable} {
 		for _, plus := range []bool{false, true} {
@@ -81,7 +85,13 @@ func listingHides(t *testing.T, mode physical.ResolverMode, plus bool) {
 	}
 	t.Cleanup(func() { pb.Close() })
 	d, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
-	mp, _ := mountT(t, d, Options{ReadDirPlus: plus})
+	var mu sync.Mutex
+	var told []string
+	mp, _ := mountT(t, d, Options{ReadDirPlus: plus, Unaddressable: func(dir vfs.Path, u vfs.Unaddressable) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, dir.String()+": "+u.String())
+	}})
 
 	for _, c := range []struct {
 		dir  string
@@ -112,5 +122,13 @@ func listingHides(t *testing.T, mode physical.ResolverMode, plus bool) {
 		if !slices.Equal(got, dirNames) {
 			t.Errorf("mount lists %q, the Dir %q", got, dirNames)
 		}
+	}
+	// sub\a\b cannot be looked up, so it is not listed: the host is told,
+	// once however often sub is listed.
+	rawNames(t, filepath.Join(mp, "sub"))
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{`sub: "a\\b": contains a backslash`}; !slices.Equal(told, want) {
+		t.Errorf("told of %q; want %q", told, want)
 	}
 }

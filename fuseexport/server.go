@@ -77,6 +77,15 @@ type Options struct {
 	// Each listed entry is looked up through the Dir as a LOOKUP would be:
 	// a listing of a large directory costs that many Dir calls.
 	ReadDirPlus bool
+
+	// Unaddressable, if set, is told of each entry a listing leaves out
+	// because no capfs path can name it (vfs.Unaddressable: a host name
+	// containing a backslash), once per directory and name for the mount's
+	// life: the mount cannot show a name it cannot look up, so the host says
+	// so (capfs mount writes it on stderr). dir is the directory, relative
+	// to the exported Dir. It is called from request goroutines, one at a
+	// time, and must not block.
+	Unaddressable func(dir vfs.Path, u vfs.Unaddressable)
 }
 
 // Server is a Dir mounted on a host directory. It is safe for concurrent use.
@@ -102,6 +111,9 @@ type Server struct {
 	unmountMu sync.Mutex
 	unmounted bool
 	conn      string // the connection's name under /sys/fs/fuse/connections
+
+	skipMu  sync.Mutex
+	skipped map[string]bool // directory and name of entries told to Options.Unaddressable
 
 	ptMu sync.Mutex // guards every node's ioState, and pendingRel
 	// pendingRel holds the handles of RELEASE requests under way, by the
@@ -510,6 +522,9 @@ func (s *Server) admit(ctx context.Context, p vfs.Path, mode fs.FileMode) syscal
 // in a checkout. Special files and symlinks leaving the Dir are left out too,
 // as Lookup answers them absent. "." and ".." come first.
 func (s *Server) list(ctx context.Context, p vfs.Path) ([]fuse.DirEntry, error) {
+	if s.opts.Unaddressable != nil {
+		ctx = vfs.WithUnaddressable(ctx, func(u vfs.Unaddressable) { s.noteSkipped(p, u) })
+	}
 	des, err := s.d.ReadDirVisible(ctx, "/"+p.String())
 	if err != nil {
 		return nil, err
@@ -545,6 +560,26 @@ func (s *Server) list(ctx context.Context, p vfs.Path) ([]fuse.DirEntry, error) 
 		}
 	}
 	return out, nil
+}
+
+// maxSkipped bounds how many skipped names a server remembers having told;
+// past it, a name may be told again.
+const maxSkipped = 1 << 12
+
+// noteSkipped tells Options.Unaddressable of u, left out of directory p's
+// listing, unless it was told already.
+func (s *Server) noteSkipped(p vfs.Path, u vfs.Unaddressable) {
+	key := p.Raw() + "\x00" + u.Name
+	s.skipMu.Lock()
+	defer s.skipMu.Unlock()
+	if s.skipped[key] {
+		return
+	}
+	if s.skipped == nil || len(s.skipped) >= maxSkipped {
+		s.skipped = map[string]bool{}
+	}
+	s.skipped[key] = true
+	s.opts.Unaddressable(p, u)
 }
 
 // ino returns the inode number of the entry at p. Within one identity space

@@ -19,8 +19,10 @@ Every request a program makes in the mount is one call on a capfs Dir, with the
 same policy, hooks and audit log as every other command: paths the policy hides
 answer "No such file or directory", read-only mounts and write-protected paths
 refuse changes (EROFS, EACCES), symlinks leading out of the exported tree and
-FIFOs are absent, and creating them is refused. Nothing is copied: files are
-read on first access.
+FIFOs are absent, and creating them is refused. A listing shows "." and "..",
+and no name the policy hides. A host name no capfs path can hold (one
+containing a backslash) cannot be shown: each is named once on stderr. Nothing
+is copied: files are read on first access.
 
 A mount point left by a capfs that was killed (stat answers "Transport endpoint
 is not connected") is detected and detached before mounting.
@@ -76,10 +78,15 @@ func newMountCmd(o *globalOptions) *cobra.Command {
 				return err
 			}
 		}
+		stderr := cmd.ErrOrStderr()
 		opts := fuseexport.Options{
 			Mounts:     exportMounts(s, wp),
 			AllowOther: allowOther,
 			Debug:      debug,
+			Unaddressable: func(dir vfs.Path, u vfs.Unaddressable) {
+				fmt.Fprintf(stderr, "capfs mount: %s: skipped 1 name the capability cannot address (%s: %s); the mount does not show it\n",
+					showPath(wp.Join(dir).String()), show(u.Name), u.Reason)
+			},
 		}
 		if cache <= 0 {
 			opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout = -1, -1, -1
