@@ -277,7 +277,7 @@ func (lw *lazyWork) Close() error {
 // hidingLower is the work Dir's backend view with the names the session's
 // policy denies left out of listings, as a checkout leaves them out (the Dir
 // refuses every call on them; its listings name them unless the policy hides
-// secrets), and, unless the view keeps git, every .git listed empty.
+// secrets), and every .git listed empty unless the view shows it (lazyGitView).
 type hidingLower struct {
 	vfs.Backend
 	view lazyViewPolicy
@@ -288,16 +288,21 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 	if err != nil {
 		return nil, err
 	}
-	if !h.view.gitKeep && inGit(p.String()) {
+	git := inGit(p.String())
+	if git && !h.view.git.shows(p.String()) {
 		return nil, nil
 	}
-	if h.view.inner == nil {
+	if h.view.inner == nil && !git {
 		return ents, nil
 	}
 	out := make([]vfs.DirEntry, 0, len(ents))
 	for _, e := range ents {
 		c, cerr := p.Child(e.Name)
-		if cerr != nil {
+		if cerr != nil || (git && !h.view.git.shows(c.String())) {
+			continue
+		}
+		if h.view.inner == nil {
+			out = append(out, e)
 			continue
 		}
 		r := policy.Request{Op: policy.OpStat, Path: h.view.join(c.String()), GuestPath: c.String(), Size: -1}
@@ -316,17 +321,17 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 // the work path; an Ask lets the call through, the sync-back asks again with
 // the session's Asker), and every write to a .git. As a policy it leaves
 // reads to the source Dir beneath (which applies the session's policy to
-// them) but denies, unless gitKeep, everything beneath a .git.
+// them) but denies everything beneath a .git that git does not show (run_git.go).
 type lazyViewPolicy struct {
-	inner   policy.Policy
-	root    string
-	gitKeep bool
+	inner policy.Policy
+	root  string
+	git   *lazyGitView // the work root's .git, when shown
 }
 
 // Decide is the view's policy.
 func (p lazyViewPolicy) Decide(ctx context.Context, r *policy.Request) policy.Decision {
-	if !p.gitKeep && beneathGit(r.Path) {
-		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-hidden", Reason: "a lazy sandbox shows no git history (--git keep, or --no-lazy)"}
+	if beneathGit(r.Path) && !p.git.shows(r.Path) {
+		return policy.Decision{Effect: policy.Deny, Rule: "lazy:git-hidden", Reason: "this git history is not shown in the sandbox (see the run's summary)"}
 	}
 	return policy.Decision{Effect: policy.Allow, Rule: "lazy:view"}
 }
@@ -436,7 +441,7 @@ func narrowProcs() (restore func()) {
 // startLazy mounts the lazy work tree of r.workDir and binds it at the work
 // path's target; r.close unmounts it and removes what is left.
 func (r *runner) startLazy(ctx context.Context) error {
-	pol := lazyViewPolicy{inner: r.s.Policy, root: r.workPath.String(), gitKeep: r.lim.git == materialize.GitKeep}
+	pol := lazyViewPolicy{inner: r.s.Policy, root: r.workPath.String(), git: r.lazyGit(ctx)}
 	restore := narrowProcs()
 	lw, err := startLazyWork(ctx, r.workDir, pol)
 	if err != nil {
@@ -446,11 +451,6 @@ func (r *runner) startLazy(ctx context.Context) error {
 	lw.restoreProcs = restore
 	r.lazyWork = lw
 	r.subs = append(r.subs, lw.Close)
-	if !pol.gitKeep {
-		if fi, err := r.workDir.Lstat(ctx, ".git"); err == nil && fi.IsDir() {
-			r.say("capfs: run: not in the sandbox: %s's contents (a lazy run shows no git history; --git keep shows it read-only, --no-lazy scans it)\n", showGuest(r.workPath, ".git"))
-		}
-	}
 	r.mounts = append(r.mounts, sandbox.Mount{Source: lw.Mountpoint, Target: sandboxTarget(r.workPath), Writable: true})
 	r.seenTargets = append(r.seenTargets, r.workPath)
 	return nil
