@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -35,12 +36,25 @@ var errGitFound = errors.New("found")
 // name, and of its index; then the same for the repositories under its
 // modules/ directory (submodules), whose paths are taken to lie under their
 // module name. Each tree is read once per path it appears at.
+//
+// It also accounts for every object of each store: one that no commit, tag,
+// tree or index of that store names (a blob added to the index and dropped
+// from it, a tree no commit holds) has no path the policy can decide. Such
+// loose objects are listed (unnamed, as paths relative to top), packed ones
+// counted (unnamedPacked): a caller leaves the former out and the store out
+// for the latter.
 type gitScan struct {
 	ctx    context.Context
 	budget int                 // tree objects left to read
 	found  func(p string) bool // true stops the scan (errGitFound)
 	seen   map[string]struct{} // prefix + "\x00" + tree id
 	trees  map[plumbing.Hash]*object.Tree
+
+	top           string                     // the git directory scanned first
+	named         map[plumbing.Hash]struct{} // objects the current store's history names
+	loose, packed []plumbing.Hash            // the current store's objects
+	unnamed       []string                   // unnamed loose objects: paths relative to top
+	unnamedPacked int                        // unnamed packed objects (or, with alternates, any)
 }
 
 // scan scans the git directory gitdir (a host path) whose work tree is prefix
@@ -54,9 +68,14 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 	defer fst.Close()
 	st := newLooseFirst(fst, gitdir)
 	defer st.close()
+	if s.top == "" {
+		s.top = gitdir
+	}
 	s.trees = map[plumbing.Hash]*object.Tree{}
+	s.named, s.loose, s.packed = map[plumbing.Hash]struct{}{}, nil, nil
 	if idx, err := st.Index(); err == nil {
 		for _, e := range idx.Entries {
+			s.named[e.Hash] = struct{}{}
 			if s.found(join(prefix, e.Name)) {
 				return errGitFound
 			}
@@ -68,6 +87,7 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 		return err
 	}
 	err := s.roots(gitdir, st, func(o plumbing.EncodedObject) error {
+		s.named[o.Hash()] = struct{}{}
 		switch o.Type() {
 		case plumbing.CommitObject:
 			c, err := object.DecodeCommit(st, o)
@@ -89,7 +109,28 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 	if err != nil {
 		return err
 	}
+	s.account(gitdir)
 	return s.modules(filepath.Join(gitdir, "modules"), "", prefix)
+}
+
+// account records the current store's objects that nothing it holds names.
+func (s *gitScan) account(gitdir string) {
+	rel, err := filepath.Rel(s.top, gitdir)
+	if err != nil || rel == "." {
+		rel = ""
+	}
+	for _, h := range s.loose {
+		if _, ok := s.named[h]; !ok {
+			id := h.String()
+			s.unnamed = append(s.unnamed, join(filepath.ToSlash(rel), "objects/"+id[:2]+"/"+id[2:]))
+		}
+	}
+	for _, h := range s.packed {
+		if _, ok := s.named[h]; !ok {
+			s.unnamedPacked++
+		}
+	}
+	s.named, s.loose, s.packed = nil, nil, nil
 }
 
 // tree visits tree h at prefix.
@@ -103,11 +144,18 @@ func (s *gitScan) roots(gitdir string, st *looseFirst, fn func(o plumbing.Encode
 		if err != nil {
 			return err
 		}
-		return all.ForEach(fn)
+		return all.ForEach(func(o plumbing.EncodedObject) error {
+			s.packed = append(s.packed, o.Hash()) // loose or not, it cannot be left out alone
+			if o.Type() != plumbing.CommitObject && o.Type() != plumbing.TagObject {
+				return nil
+			}
+			return fn(o)
+		})
 	}
 	fsys := osfs.New(gitdir, osfs.WithBoundOS())
 	dg := dotgit.New(fsys)
 	err := looseObjects(s.ctx, gitdir, func(h plumbing.Hash, typ plumbing.ObjectType) error {
+		s.loose = append(s.loose, h)
 		if typ != plumbing.CommitObject && typ != plumbing.TagObject {
 			return nil
 		}
@@ -125,6 +173,9 @@ func (s *gitScan) roots(gitdir string, st *looseFirst, fn func(o plumbing.Encode
 		return err
 	}
 	for _, p := range packs {
+		if err := s.packIDs(dg, p); err != nil {
+			return err
+		}
 		for _, typ := range []plumbing.ObjectType{plumbing.CommitObject, plumbing.TagObject} {
 			pf, err := dg.ObjectPack(p)
 			if err != nil {
@@ -146,6 +197,34 @@ func (s *gitScan) roots(gitdir string, st *looseFirst, fn func(o plumbing.Encode
 		}
 	}
 	return nil
+}
+
+// packIDs appends the ids of pack p's objects (from its index) to s.packed.
+func (s *gitScan) packIDs(dg *dotgit.DotGit, p plumbing.Hash) error {
+	f, err := dg.ObjectPackIdx(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return err
+	}
+	it, err := idx.Entries()
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for {
+		e, err := it.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.packed = append(s.packed, e.Hash)
+	}
 }
 
 // looseObjects calls fn with the id and type of every loose object of the git
@@ -366,6 +445,7 @@ func (s *gitScan) tree(st *looseFirst, h plumbing.Hash, prefix string) error {
 	if s.budget < 0 {
 		return errGitBudget
 	}
+	s.named[h] = struct{}{}
 	t, ok := s.trees[h]
 	if !ok {
 		var err error
@@ -377,6 +457,7 @@ func (s *gitScan) tree(st *looseFirst, h plumbing.Hash, prefix string) error {
 		}
 	}
 	for _, e := range t.Entries {
+		s.named[e.Hash] = struct{}{}
 		p := join(prefix, e.Name)
 		if s.found(p) {
 			return errGitFound
@@ -411,6 +492,7 @@ func (s *gitScan) worktrees(gitdir, prefix string) error {
 			return err
 		}
 		for _, e := range idx.Entries {
+			s.named[e.Hash] = struct{}{}
 			if s.found(join(prefix, e.Name)) {
 				return errGitFound
 			}

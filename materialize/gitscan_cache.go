@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,10 +32,19 @@ type GitHistory struct {
 	Complete bool
 	// Cached is true when the paths came from the cache, not a scan.
 	Cached bool
+	// Unnamed lists the loose objects (paths relative to the git directory)
+	// that no commit, tag, tree or index of their store names, such as a blob
+	// added to the index and dropped from it: no path says what they hold, so
+	// they must be left out. Only of a complete scan.
+	Unnamed []string
+	// UnnamedPacked counts such objects in packs, which cannot be left out
+	// alone (with alternates, any unnamed object counts here).
+	UnnamedPacked int
 	// Objects holds, when the git directory could be fingerprinted, every
 	// entry beneath its objects/ and modules/ (slash paths relative to the git
-	// directory) as it was before the scan: a caller that shows the directory
-	// live shows only these, so that no object added later goes unscanned.
+	// directory) as it was before the scan, less Unnamed: a caller that shows
+	// the directory live shows only these, so that no object added later goes
+	// unscanned.
 	Objects map[string]bool
 }
 
@@ -62,7 +72,7 @@ func ScanGitHistory(ctx context.Context, gitdir string, budget int, cacheDir str
 	fp, objs, fperr := gitFingerprint(gitdir)
 	if fperr == nil && cacheDir != "" {
 		if h, ok := readGitCache(cacheDir, fp, budget); ok {
-			h.Cached, h.Objects = true, objs
+			h.Cached, h.Objects = true, withoutUnnamed(objs, h.Unnamed)
 			return h, nil
 		}
 	}
@@ -73,13 +83,21 @@ func ScanGitHistory(ctx context.Context, gitdir string, budget int, cacheDir str
 	if fperr != nil {
 		return h, nil
 	}
-	h.Objects = objs
+	h.Objects = withoutUnnamed(objs, h.Unnamed)
 	if cacheDir != "" {
 		if fp2, _, err := gitFingerprint(gitdir); err == nil && fp2 == fp {
 			_ = writeGitCache(cacheDir, fp, budget, h) // a cache that cannot be written is a rescan next time
 		}
 	}
 	return h, nil
+}
+
+// withoutUnnamed removes the unnamed objects from objs.
+func withoutUnnamed(objs map[string]bool, unnamed []string) map[string]bool {
+	for _, u := range unnamed {
+		delete(objs, u)
+	}
+	return objs
 }
 
 // scanGitPaths runs gitScan over gitdir, collecting every path it shows.
@@ -104,6 +122,10 @@ func scanGitPaths(ctx context.Context, gitdir string, budget int) (*GitHistory, 
 		h.Paths = append(h.Paths, p)
 	}
 	sort.Strings(h.Paths)
+	if h.Complete {
+		h.Unnamed, h.UnnamedPacked = s.unnamed, s.unnamedPacked
+		sort.Strings(h.Unnamed)
+	}
 	return h, nil
 }
 
@@ -189,11 +211,11 @@ func gitCacheName(dir string, fp [32]byte) string {
 //	capfs-gitscan 1
 //	key <fingerprint hex>
 //	trees <n> complete <0|1> budget <n>
-//	paths <count> <sha256 hex of the body>
-//	<body: each path followed by a NUL>
+//	paths <count> unnamed <count> packed <count> <sha256 hex of the body>
+//	<body: each path followed by a NUL, then each unnamed object the same>
 func writeGitCache(dir string, fp [32]byte, budget int, h *GitHistory) error {
 	var body bytes.Buffer
-	for _, p := range h.Paths {
+	for _, p := range append(slices.Clip(h.Paths), h.Unnamed...) {
 		body.WriteString(p)
 		body.WriteByte(0)
 	}
@@ -208,7 +230,8 @@ func writeGitCache(dir string, fp [32]byte, budget int, h *GitHistory) error {
 	if h.Complete {
 		complete = 1
 	}
-	hdr := fmt.Sprintf("%skey %x\ntrees %d complete %d budget %d\npaths %d %x\n", gitCacheMagic, fp, h.Trees, complete, budget, len(h.Paths), bsum)
+	hdr := fmt.Sprintf("%skey %x\ntrees %d complete %d budget %d\npaths %d unnamed %d packed %d %x\n", gitCacheMagic, fp, h.Trees, complete, budget,
+		len(h.Paths), len(h.Unnamed), h.UnnamedPacked, bsum)
 	f, err := os.CreateTemp(dir, ".scan-*")
 	if err != nil {
 		return err
@@ -265,25 +288,25 @@ func parseGitCache(br *bufio.Reader, fp [32]byte) (*GitHistory, int, bool) {
 	if line() != gitCacheMagic || line() != fmt.Sprintf("key %x\n", fp) {
 		return nil, 0, false
 	}
-	var trees, complete, budget, count int
+	var trees, complete, budget, count, nUnnamed, packed int
 	var bsum string
 	f := strings.Fields(line())
 	if len(f) != 6 || f[0] != "trees" || f[2] != "complete" || f[4] != "budget" {
 		return nil, 0, false
 	}
 	g := strings.Fields(line())
-	if len(g) != 3 || g[0] != "paths" {
+	if len(g) != 7 || g[0] != "paths" || g[2] != "unnamed" || g[4] != "packed" {
 		return nil, 0, false
 	}
-	nums := []*int{&trees, &complete, &budget, &count}
-	for i, s := range []string{f[1], f[3], f[5], g[1]} {
+	nums := []*int{&trees, &complete, &budget, &count, &nUnnamed, &packed}
+	for i, s := range []string{f[1], f[3], f[5], g[1], g[3], g[5]} {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 || strconv.Itoa(n) != s {
 			return nil, 0, false
 		}
 		*nums[i] = n
 	}
-	bsum = g[2]
+	bsum = g[6]
 	body, err := io.ReadAll(br)
 	if err != nil || complete > 1 {
 		return nil, 0, false
@@ -291,23 +314,34 @@ func parseGitCache(br *bufio.Reader, fp [32]byte) (*GitHistory, int, bool) {
 	if s := sha256.Sum256(body); hex.EncodeToString(s[:]) != bsum {
 		return nil, 0, false
 	}
-	paths := make([]string, 0, count)
-	for len(body) > 0 {
-		i := bytes.IndexByte(body, 0)
-		if i <= 0 {
-			return nil, 0, false
-		}
-		p := string(body[:i])
-		if n := len(paths); n > 0 && paths[n-1] >= p {
-			return nil, 0, false
-		}
-		paths = append(paths, p)
-		body = body[i+1:]
-	}
-	if len(paths) != count {
+	paths, body, ok := parseNulList(body, count)
+	if !ok {
 		return nil, 0, false
 	}
-	return &GitHistory{Paths: paths, Trees: trees, Complete: complete == 1}, budget, true
+	unnamed, body, ok := parseNulList(body, nUnnamed)
+	if !ok || len(body) != 0 || (complete == 0 && (nUnnamed > 0 || packed > 0)) {
+		return nil, 0, false
+	}
+	return &GitHistory{Paths: paths, Trees: trees, Complete: complete == 1, Unnamed: unnamed, UnnamedPacked: packed}, budget, true
+}
+
+// parseNulList parses n strings, each non-empty, followed by a NUL and
+// greater than the one before, from the start of body.
+func parseNulList(body []byte, n int) ([]string, []byte, bool) {
+	out := make([]string, 0, min(n, 1<<16))
+	for range n {
+		i := bytes.IndexByte(body, 0)
+		if i <= 0 {
+			return nil, nil, false
+		}
+		p := string(body[:i])
+		if k := len(out); k > 0 && out[k-1] >= p {
+			return nil, nil, false
+		}
+		out = append(out, p)
+		body = body[i+1:]
+	}
+	return out, body, true
 }
 
 // trimGitCache removes the least recently used cache files past
@@ -348,6 +382,7 @@ type GitVerdict struct {
 	First    string // the first hidden path (sorted order), "" when none
 	Hidden   int    // how many of the history's paths are hidden
 	TooLarge bool   // the scan or the checks stopped at their budget: not all was checked
+	Unnamed  int    // packed objects no history names (UnnamedPacked)
 }
 
 // Why says why a git directory with this verdict is left out ("" when it
@@ -360,6 +395,8 @@ func (v GitVerdict) Why() string {
 		return fmt.Sprintf("its history names %s and %d more paths the policy hides", v.First, v.Hidden-1)
 	case v.TooLarge:
 		return "its history is too large to check (see Options.GitScanBudget)"
+	case v.Unnamed > 0:
+		return fmt.Sprintf("its object store packs %d objects no commit, tag or index names (such as a blob added and then dropped), which no path lets the policy decide", v.Unnamed)
 	}
 	return ""
 }
@@ -369,7 +406,7 @@ func (v GitVerdict) Why() string {
 // view of the tree answers: true when that view hides the path. An error from
 // hidden stops the check; errGitBudget from it marks the verdict TooLarge.
 func CheckGitHistory(h *GitHistory, prefix string, hidden func(p string) (bool, error)) (GitVerdict, error) {
-	v := GitVerdict{TooLarge: !h.Complete}
+	v := GitVerdict{TooLarge: !h.Complete, Unnamed: h.UnnamedPacked}
 	for _, hp := range h.Paths {
 		p := join(prefix, hp)
 		hid, err := hidden(p)

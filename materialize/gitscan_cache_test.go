@@ -2,6 +2,7 @@ package materialize_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,5 +110,59 @@ func TestGitWorktreeIndexHides(t *testing.T) {
 	d, _ := physicalDir(t, root, dir.WithPolicy(policy.Defaults()))
 	if sk := gitSkip(checkout(t, d, materialize.Options{}), ".git"); sk == nil || !strings.Contains(sk.Reason, "secrets/.env") {
 		t.Fatalf(".git with a worktree index naming secrets/.env: %+v", sk)
+	}
+}
+
+// TestGitUnnamedObjects: a blob added to the index and dropped from it (no
+// path names it) is left out of a kept .git while loose, and the .git is left
+// out under GitAuto once it is packed (kept under GitKeep); the cache keeps
+// both answers.
+func TestGitUnnamedObjects(t *testing.T) {
+	root := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	writeHost(t, root, map[string]string{".env": "TOKEN=DANGLING-SECRET\n"})
+	id := strings.TrimSpace(hostGit(t, root, "hash-object", "-w", ".env"))
+	must(t, os.Remove(filepath.Join(root, ".env")))
+	loose := "objects/" + id[:2] + "/" + id[2:]
+	cache := t.TempDir()
+	for i := range 2 {
+		h, err := materialize.ScanGitHistory(ctx, filepath.Join(root, ".git"), 0, cache)
+		must(t, err)
+		if h.Cached != (i == 1) || !slices.Equal(h.Unnamed, []string{loose}) || h.UnnamedPacked != 0 || h.Objects[loose] || !h.Objects["objects/"+id[:2]] {
+			t.Fatalf("scan %d: Unnamed %q, packed %d, cached %v, Objects[%s] %v", i, h.Unnamed, h.UnnamedPacked, h.Cached, loose, h.Objects[loose])
+		}
+	}
+	d, _ := physicalDir(t, root, dir.WithPolicy(policy.Defaults()))
+	tr := checkout(t, d, materialize.Options{})
+	if reps := tr.GitReports(); len(reps) != 1 || !reps[0].Kept || reps[0].Unnamed != 1 {
+		t.Fatalf("GitReports() = %+v, want .git kept with one unnamed object removed", reps)
+	}
+	if _, err := os.Lstat(filepath.Join(tr.Path(), ".git", filepath.FromSlash(loose))); !os.IsNotExist(err) {
+		t.Fatalf("the unnamed blob is in the checkout: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, ".git", filepath.FromSlash(loose))); err != nil {
+		t.Fatalf("the host's blob: %v", err)
+	}
+	needBwrap(t)
+	out := inSandbox(t, `git cat-file --batch-all-objects --batch 2>&1; git fsck --lost-found 2>&1; git log --oneline | wc -l`, workMount(tr))
+	if strings.Contains(out, "DANGLING-SECRET") || !strings.Contains(out, "1\n") {
+		t.Fatalf("inside the sandbox:\n%s", out)
+	}
+
+	cmd := exec.Command("git", "pack-objects", "-q", ".git/objects/pack/pack")
+	cmd.Dir, cmd.Stdin = root, strings.NewReader(id+"\n")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git pack-objects: %v\n%s", err, b)
+	}
+	must(t, os.Remove(filepath.Join(root, ".git", filepath.FromSlash(loose))))
+	h, err := materialize.ScanGitHistory(ctx, filepath.Join(root, ".git"), 0, cache)
+	must(t, err)
+	if h.Cached || h.UnnamedPacked != 1 || len(h.Unnamed) != 0 {
+		t.Fatalf("packed: %+v", h)
+	}
+	if sk := gitSkip(checkout(t, d, materialize.Options{}), ".git"); sk == nil || !strings.Contains(sk.Reason, "packs 1 objects no commit") {
+		t.Fatalf("a packed unnamed blob under GitAuto: %+v", sk)
+	}
+	if sk := gitSkip(checkout(t, d, materialize.Options{Git: materialize.GitKeep}), ".git"); sk != nil {
+		t.Fatalf("a packed unnamed blob under GitKeep: %+v", sk)
 	}
 }

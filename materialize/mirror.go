@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
@@ -177,6 +178,9 @@ type GitReport struct {
 	Why    string // why it was emptied or, kept under GitKeep, what was not checked
 	Paths  int    // distinct paths its history shows (as far as scanned)
 	Cached bool   // the history's paths came from the scan cache (Options.GitScanCache)
+	// Unnamed counts the loose objects no commit, tag, tree or index names
+	// (see GitHistory.Unnamed), removed from a kept git directory.
+	Unnamed int
 }
 
 // GitReports returns what the checkout decided about each git directory it
@@ -213,7 +217,28 @@ func (t *Tree) gitHides(ctx context.Context, rel string, budget *int) (GitReport
 	}
 	rep.Why = v.Why()
 	rep.Kept = rep.Why == "" || (keep && v.Hidden == 0)
+	if rep.Kept {
+		rep.Unnamed = len(h.Unnamed)
+		if err := t.removeUnnamed(rel, h.Unnamed); err != nil {
+			return rep, vfs.Errno("checkout", vfs.MustParse(rel), err)
+		}
+	}
 	return rep, nil
+}
+
+// removeUnnamed removes from the checkout's git directory rel its loose
+// objects no history names (paths relative to rel), and their manifest
+// entries. The checkout is private and nothing has run in it yet.
+func (t *Tree) removeUnnamed(rel string, unnamed []string) error {
+	for _, u := range unnamed {
+		p := rel + "/" + u
+		if err := os.Remove(filepath.Join(t.path, filepath.FromSlash(p))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		delete(t.manifest.Entries, p)
+		delete(t.manifest.stat, p)
+	}
+	return nil
 }
 
 // hiddenInHistory is the checkout's decision on a path of a git history: not
@@ -231,7 +256,8 @@ func (t *Tree) hiddenInHistory(ctx context.Context) func(p string) (bool, error)
 			return false, nil // the checkout shows it
 		}
 		if code, ok := skipped[p]; ok {
-			return code == vfs.CodePermission, nil
+			// Refused, or a name no path can hold: the checkout does not show it.
+			return code == vfs.CodePermission || code == vfs.CodeInvalidPath, nil
 		}
 		if checks++; checks > gitCheckBudget {
 			return false, errGitBudget

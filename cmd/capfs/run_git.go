@@ -139,7 +139,7 @@ func (r *runner) lazyGit(ctx context.Context) *lazyGitView {
 	case why != "":
 		r.git.note = fmt.Sprintf("%s shown read-only (--git keep): %s (%s)", where, show(why), how)
 	default:
-		r.git.note = fmt.Sprintf("%s shown read-only: its history's %d paths name none the policy hides (%s)", where, len(h.Paths), how)
+		r.git.note = fmt.Sprintf("%s shown read-only: its history's %d paths name none the policy hides (%s)%s", where, len(h.Paths), how, unnamedNote(len(h.Unnamed)))
 	}
 	if h.Objects == nil && !keep {
 		return hide("its object store cannot be fingerprinted (alternates, a commondir or a symlink in it)")
@@ -203,7 +203,7 @@ func (r *runner) checkoutGit(t *materialize.Tree) {
 		case rep.Why != "":
 			r.git.note = fmt.Sprintf("%s kept read-only (--git keep): %s (%s)", where, show(rep.Why), how)
 		default:
-			r.git.note = fmt.Sprintf("%s kept read-only: its history's %d paths name none the policy hides (%s)", where, rep.Paths, how)
+			r.git.note = fmt.Sprintf("%s kept read-only: its history's %d paths name none the policy hides (%s)%s", where, rep.Paths, how, unnamedNote(rep.Unnamed))
 		}
 		return
 	}
@@ -238,4 +238,12 @@ func keepRefuses(keep bool, hidden int) string {
 		return ""
 	}
 	return "; --git keep does not show a history that names a hidden path"
+}
+
+// unnamedNote says how many loose objects no history names were left out.
+func unnamedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d loose objects no commit, tag or index names left out", n)
 }
