@@ -29,3 +29,25 @@ func RequestTag(ctx context.Context) string {
 	s, _ := ctx.Value(tagKey{}).(string)
 	return s
 }
+
+// DefaultTag returns a sink that records to sink every event, with Tag set to
+// tag when the call's context gave it none: the tag of a whole session (a
+// capfs run), under which the tags of its requests, if any, still show.
+func DefaultTag(sink Sink, tag string) Sink {
+	if len(tag) > maxTagLen {
+		tag = tag[:maxTagLen]
+	}
+	return &defaultTag{sink: sink, tag: tag} // a pointer: comparable, as Batch compares sinks
+}
+
+type defaultTag struct {
+	sink Sink
+	tag  string
+}
+
+func (d *defaultTag) Record(ctx context.Context, e Event) {
+	if e.Tag == "" {
+		e.Tag = d.tag
+	}
+	d.sink.Record(ctx, e)
+}

@@ -43,3 +43,14 @@ func TestTagInSinks(t *testing.T) {
 		t.Fatalf("JSONL round trip of the tag: %v %+v", err, back)
 	}
 }
+
+func TestDefaultTag(t *testing.T) {
+	r := NewRing(4)
+	s := DefaultTag(r, "run-1")
+	s.Record(context.Background(), Event{RequestID: "a"})
+	s.Record(context.Background(), Event{RequestID: "b", Tag: "mcp:7"})
+	evs := r.Events()
+	if evs[0].Tag != "run-1" || evs[1].Tag != "mcp:7" {
+		t.Fatalf("tags %q, %q", evs[0].Tag, evs[1].Tag)
+	}
+}

@@ -1,27 +1,35 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"gopkg.in/natefinch/lumberjack.v2"
+	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/audit"
 )
 
-// Audit log defaults: the log rotates when it would pass defaultAuditMaxSize,
-// keeping defaultAuditMaxFiles rotated files next to it, so it never holds more
-// than (1+defaultAuditMaxFiles) × defaultAuditMaxSize (64 MiB).
+// Audit log defaults: the log rotates when it would pass defaultAuditMaxSize;
+// its rotated files are compressed (zstd) and kept while there are at most
+// defaultAuditMaxFiles of them taking at most defaultAuditMaxTotal on disk,
+// the oldest removed first. Events are written in the compact form (see
+// package audit): a lazy npm ci's 177,077 events take a few MiB, not 47.
 const (
 	defaultAuditMaxSize  = 16 << 20
-	defaultAuditMaxFiles = 3
+	defaultAuditMaxFiles = 100
+	defaultAuditMaxTotal = 64 << 20
 )
 
 // auditLevels are the --audit-level values: which outcomes are recorded.
@@ -35,18 +43,28 @@ var auditLevels = map[string]func(audit.Outcome) bool{
 type auditSettings struct {
 	dest     string // a file, "off" or "stderr"
 	maxSize  string // "" = default; "none" = never rotate
-	maxFiles int    // -1 = default
+	maxFiles int    // -1 = default; 0 = keep no rotated file
+	maxTotal string // "" = default; "none" = no bound
 	level    string // "" = all
 }
 
+// auditRecheck is how often a rotating sink checks that its file is still the
+// one at its path (see audit.RotateOptions.Recheck); 0 checks at every write.
+// auditGrace is how long a rotated file rests before its compression
+// (audit.RotateOptions.Grace: 0 is the default, negative compresses at once).
+var (
+	auditRecheck = time.Second
+	auditGrace   time.Duration
+)
+
 // openAuditSink opens the audit destination: "off" records nothing, "stderr"
-// writes JSON Lines to standard error, and a file is appended to and rotated by
-// size (lumberjack: the full file is renamed with a timestamp and a new one
-// started; the oldest rotated files beyond maxFiles are removed). With
-// --audit-max-size none, the file is never rotated and is fsynced at most every
-// second (audit.JSONL). A path that is not a regular file (/dev/null, a FIFO)
-// is written to as it is, never rotated or fsynced. It returns the sink and
-// the function that flushes and closes it.
+// writes JSON Lines to standard error, and a file is appended to by an
+// audit.JSONL sink in the compact form, rotated by size (audit.Rotate: the full
+// file renamed with a timestamp, compressed in the background, the oldest
+// rotated files removed beyond maxFiles and maxTotal). With --audit-max-size
+// none, the file is never rotated. A path that is not a regular file
+// (/dev/null, a FIFO) is written to as it is, never rotated or fsynced. It
+// returns the sink and the function that flushes and closes it.
 func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error, error) {
 	keep := auditLevels["all"]
 	if st.level != "" {
@@ -56,18 +74,6 @@ func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error
 		}
 		keep = k
 	}
-	maxSize := int64(defaultAuditMaxSize)
-	if st.maxSize != "" {
-		q, err := parseQuota(st.maxSize)
-		if err != nil {
-			return nil, nil, usageErrorf("--audit-max-size %s: %v", st.maxSize, err)
-		}
-		maxSize = q
-	}
-	maxFiles := defaultAuditMaxFiles
-	if st.maxFiles >= 0 {
-		maxFiles = st.maxFiles
-	}
 	switch st.dest {
 	case "off", "none":
 		return audit.Discard, func() error { return nil }, nil
@@ -75,8 +81,11 @@ func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error
 		s := &writerSink{w: stderr, keep: keep}
 		return s, s.Close, nil
 	}
-	// Surface a bad path now (the rotating writer opens lazily), and tell a
-	// regular file from /dev/null or a FIFO.
+	rot, err := rotateOptions(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Surface a bad path now, and tell a regular file from /dev/null or a FIFO.
 	f, err := os.OpenFile(st.dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, usageErrorf("--audit %s: %v (use --audit=off to record nothing)", st.dest, cause(err))
@@ -91,82 +100,90 @@ func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error
 		return s, s.Close, nil
 	}
 	f.Close()
-	if maxSize < 0 {
-		j, err := audit.OpenJSONL(st.dest)
-		if err != nil {
-			return nil, nil, usageErrorf("--audit %s: %v", st.dest, cause(err))
-		}
-		if st.level == "" || st.level == "all" {
-			return j, j.Close, nil
-		}
-		return audit.Filter(j, func(e audit.Event) bool { return keep(e.Outcome) }), j.Close, nil
+	var fails firstError
+	opts := []audit.JSONLOption{audit.Compact(0), audit.OnError(fails.record)}
+	if rot != nil {
+		opts = append(opts, audit.Rotate(*rot))
 	}
-	// lumberjack counts whole megabytes.
-	mb := int((maxSize + (1<<20 - 1)) >> 20)
-	lj := &lumberjack.Logger{Filename: st.dest, MaxSize: max(mb, 1), MaxBackups: maxFiles}
-	if maxFiles == 0 {
-		// lumberjack's 0 means "keep all": keep none by removing each rotated
-		// file at the next rotation is not offered, so keep one.
-		lj.MaxBackups = 1
-	}
-	s := &writerSink{w: lj, keep: keep, closer: lj, follow: &followPath{path: st.dest, reopen: lj.Close}}
-	return s, s.Close, nil
-}
-
-// auditRecheck is how often a rotating sink checks that its file is still the
-// one at its path.
-var auditRecheck = time.Second
-
-// followPath keeps a rotating sink writing to the file at its path when
-// another capfs process (a CLI command beside a long capfs mcp or capfs run)
-// rotated it: at most every auditRecheck it compares the path's inode with the
-// one it last saw there and, when they differ, closes its file so that the next
-// write opens the path anew. Without it, a process would go on appending to a
-// rotated file, and once that file is removed as the oldest, its events would
-// be lost.
-type followPath struct {
-	path   string
-	reopen func() error
-	ino    uint64
-	last   time.Time
-}
-
-func (f *followPath) before() {
-	if f.ino == 0 || time.Since(f.last) < auditRecheck {
-		return
-	}
-	f.last = time.Now()
-	if ino := inodeOf(f.path); ino != f.ino {
-		f.reopen()
-		f.ino = 0
-	}
-}
-
-func (f *followPath) after() {
-	if f.ino == 0 {
-		f.ino, f.last = inodeOf(f.path), time.Now()
-	}
-}
-
-func inodeOf(p string) uint64 {
-	st, err := os.Stat(p)
+	j, err := audit.OpenJSONL(st.dest, opts...)
 	if err != nil {
-		return 1 // gone: differs from any file's inode, so the sink reopens
+		return nil, nil, usageErrorf("--audit %s: %v", st.dest, cause(err))
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		return sys.Ino
+	closeSink := func() error {
+		err := j.Close()
+		if n := j.Errors(); n > 0 {
+			err = errors.Join(err, fmt.Errorf("audit log: %d %s: %v", n, plural(int(n), "failure", "failures"), fails.get()))
+		}
+		return err
 	}
-	return 0
+	if st.level == "" || st.level == "all" {
+		return j, closeSink, nil
+	}
+	return audit.Filter(j, func(e audit.Event) bool { return keep(e.Outcome) }), closeSink, nil
 }
 
-// writerSink writes each event as one JSON line in one Write call. Failed
-// writes are counted; Close reports them.
+// rotateOptions turns the rotation flags into audit.RotateOptions; nil
+// under --audit-max-size none.
+func rotateOptions(st auditSettings) (*audit.RotateOptions, error) {
+	o := &audit.RotateOptions{MaxSize: defaultAuditMaxSize, MaxFiles: defaultAuditMaxFiles,
+		MaxTotal: defaultAuditMaxTotal, Recheck: auditRecheck, Grace: auditGrace}
+	if o.Recheck == 0 {
+		o.Recheck = -1
+	}
+	if st.maxSize != "" {
+		q, err := parseQuota(st.maxSize)
+		if err != nil {
+			return nil, usageErrorf("--audit-max-size %s: %v", st.maxSize, err)
+		}
+		if q < 0 {
+			return nil, nil
+		}
+		o.MaxSize = q
+	}
+	if st.maxTotal != "" {
+		q, err := parseQuota(st.maxTotal)
+		if err != nil {
+			return nil, usageErrorf("--audit-max-total %s: %v", st.maxTotal, err)
+		}
+		o.MaxTotal = max(q, 0) // none: no bound
+	}
+	switch {
+	case st.maxFiles == 0:
+		o.MaxFiles = -1 // keep none
+	case st.maxFiles > 0:
+		o.MaxFiles = st.maxFiles
+	}
+	return o, nil
+}
+
+// firstError keeps the first error a sink reports.
+type firstError struct {
+	mu    sync.Mutex
+	first error
+}
+
+func (f *firstError) record(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
+}
+
+// writerSink writes each event as one plain JSON line in one Write call, to
+// standard error or a file that is not a regular one. Failed writes are
+// counted; Close reports them.
 type writerSink struct {
 	mu     sync.Mutex
 	w      io.Writer
 	keep   func(audit.Outcome) bool
 	closer io.Closer
-	follow *followPath // non-nil for a rotating file
 	errs   atomic.Uint64
 	first  error
 }
@@ -181,13 +198,7 @@ func (s *writerSink) Record(_ context.Context, e audit.Event) {
 		return
 	}
 	s.mu.Lock()
-	if s.follow != nil {
-		s.follow.before()
-	}
 	_, err := s.w.Write(line)
-	if s.follow != nil && err == nil {
-		s.follow.after()
-	}
 	s.mu.Unlock()
 	if err != nil {
 		s.fail(err)
@@ -214,4 +225,254 @@ func (s *writerSink) Close() error {
 		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+const auditLong = `Read the audit log: its rotated files first (compressed or not), then the
+current one, each event as one line, plain and compact records alike.
+
+  capfs audit                      every event, in the log's order
+  capfs audit --runs               the runs (capfs run and capfs sync) in the log
+  capfs audit --run last --changes what the last run changed: each path it
+                                   created, wrote, removed, renamed or re-moded,
+                                   with the decision (ok, denied, failed)
+
+Each line: time, outcome, op, path (-> destination), then the error code and
+the deciding rule when there are any. --json prints the events as JSON Lines
+instead. A line or file that cannot be read (a crash cut it short) is reported
+on stderr and skipped. The log is --audit's (or the configuration's, or the
+default one).`
+
+// auditView is what capfs audit shows.
+type auditView struct {
+	run     string // a run's tag; "last": the last run's
+	changes bool
+	runs    bool
+	json    bool
+}
+
+func newAuditCmd(o *globalOptions) *cobra.Command {
+	var v auditView
+	cmd := &cobra.Command{
+		Use:   "audit [--run TAG|last] [--changes] [--runs] [--json]",
+		Short: "Read the audit log (rotated and compressed files included): what a run changed",
+		Long:  auditLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := o.auditLogPath()
+			if err != nil {
+				return err
+			}
+			return showAudit(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, v)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&v.run, "run", "", "only the events of this run (its tag, from --runs), or last for the last run")
+	f.BoolVar(&v.changes, "changes", false, "only the calls that change something (create, write, mkdir, remove, rename, ...), refused ones included")
+	f.BoolVar(&v.runs, "runs", false, "list the runs in the log: tag, start, events, changes, refusals")
+	f.BoolVar(&v.json, "json", false, "print the events as JSON Lines")
+	return cmd
+}
+
+// auditLogPath is the log capfs audit reads: --audit, else the
+// configuration's, else the default.
+func (o *globalOptions) auditLogPath() (string, error) {
+	p := o.auditFile
+	if p == "" && o.configFile != "" {
+		cfg, err := loadConfig(o.configFile)
+		if err != nil {
+			return "", err
+		}
+		p = cfg.audit
+	}
+	switch p {
+	case "":
+		return defaultAuditPath()
+	case "off", "none", "stderr", "-":
+		return "", usageErrorf("--audit %s: no log to read", p)
+	}
+	return p, nil
+}
+
+// runTagPrefixes are the prefixes of the tags capfs gives a run's events
+// (see runTag).
+var runTagPrefixes = []string{"run-", "sync-"}
+
+func isRunTag(t string) bool {
+	for _, p := range runTagPrefixes {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// runTag is the tag of the events of one capfs command that changes the
+// project (run, sync): the command's name, the start time and a random part.
+func runTag(command string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return command + "-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// changeOps are the ops that change the tree.
+var changeOps = map[string]bool{
+	"write": true, "create": true, "mkdir": true, "remove": true, "rename": true, "copy": true,
+	"symlink": true, "link": true, "chmod": true, "chtimes": true, "chown": true,
+}
+
+// isChange reports whether e changed something or was refused a change (a
+// plan's check included).
+func isChange(e audit.Event) bool {
+	if changeOps[e.Op] {
+		return true
+	}
+	op, ok := strings.CutPrefix(e.Op, "check.")
+	return ok && changeOps[op] && e.Outcome != audit.OK
+}
+
+// showAudit prints the log at path as v asks.
+func showAudit(stdout, stderr io.Writer, path string, v auditView) error {
+	bad := 0
+	report := func(file string, err error) error {
+		bad++
+		fmt.Fprintf(stderr, "capfs: audit: %s: %v (skipped)\n", filepath.Base(file), err)
+		return nil
+	}
+	if v.runs {
+		return listRuns(stdout, path, report)
+	}
+	if v.run == "last" {
+		last, err := lastRun(path)
+		if err != nil {
+			return failed(err)
+		}
+		if last == "" {
+			return failed(errors.New("audit log: no run in the log"))
+		}
+		v.run = last
+	}
+	keep := func(e audit.Event) bool {
+		return (v.run == "" || e.Tag == v.run) && (!v.changes || isChange(e))
+	}
+	w := bufio.NewWriter(stdout)
+	var evs []audit.Event
+	err := audit.ScanLog(path, func(e audit.Event) error {
+		switch {
+		case !keep(e):
+		case v.run != "":
+			evs = append(evs, e) // one run: shown in time order
+		default:
+			writeEvent(w, e, v.json)
+		}
+		return nil
+	}, report)
+	if err != nil {
+		return failed(err)
+	}
+	slices.SortStableFunc(evs, func(a, b audit.Event) int { return a.Time.Compare(b.Time) })
+	for _, e := range evs {
+		writeEvent(w, e, v.json)
+	}
+	if v.run != "" {
+		fmt.Fprintf(stderr, "capfs: audit: run %s: %s\n", v.run, summarize(evs, v.changes))
+	}
+	return w.Flush()
+}
+
+// summarize counts evs by outcome.
+func summarize(evs []audit.Event, changes bool) string {
+	n := map[audit.Outcome]int{}
+	for _, e := range evs {
+		n[e.Outcome]++
+	}
+	what := plural(len(evs), "event", "events")
+	if changes {
+		what = plural(len(evs), "change", "changes")
+	}
+	return fmt.Sprintf("%d %s (%d ok, %d denied, %d failed)", len(evs), what, n[audit.OK], n[audit.Denied], n[audit.Failed])
+}
+
+// writeEvent prints e as one line.
+func writeEvent(w io.Writer, e audit.Event, asJSON bool) {
+	if asJSON {
+		w.Write(audit.AppendJSON(nil, e))
+		return
+	}
+	p := e.Path
+	if p == "" {
+		p = e.GuestPath
+	}
+	line := fmt.Sprintf("%s  %-6s  %-8s %s", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), e.Outcome, e.Op, show(p))
+	if e.Dest != "" {
+		line += " -> " + show(e.Dest)
+	}
+	if e.Count > 0 {
+		line += fmt.Sprintf("  (%d calls)", e.Count)
+	}
+	if e.Code != "" {
+		line += "  " + e.Code
+	}
+	if e.Rule != "" {
+		line += "  rule " + e.Rule
+	}
+	fmt.Fprintln(w, line)
+}
+
+// lastRun is the tag of the run whose first event is the latest in the log.
+func lastRun(path string) (string, error) {
+	var last string
+	var at time.Time
+	err := audit.ScanLog(path, func(e audit.Event) error {
+		if isRunTag(e.Tag) && e.Tag != last && e.Time.After(at) {
+			last, at = e.Tag, e.Time
+		}
+		return nil
+	}, func(string, error) error { return nil })
+	return last, err
+}
+
+// runStats is one run in capfs audit --runs.
+type runStats struct {
+	tag, subject        string
+	start               time.Time
+	events, changes, no int
+}
+
+// listRuns prints the runs in the log, oldest first.
+func listRuns(stdout io.Writer, path string, bad func(string, error) error) error {
+	byTag := map[string]*runStats{}
+	err := audit.ScanLog(path, func(e audit.Event) error {
+		if !isRunTag(e.Tag) {
+			return nil
+		}
+		r := byTag[e.Tag]
+		if r == nil {
+			r = &runStats{tag: e.Tag, subject: e.Subject, start: e.Time}
+			byTag[e.Tag] = r
+		}
+		if e.Time.Before(r.start) {
+			r.start = e.Time
+		}
+		r.events++
+		if isChange(e) {
+			r.changes++
+		}
+		if e.Outcome == audit.Denied {
+			r.no++
+		}
+		return nil
+	}, bad)
+	if err != nil {
+		return failed(err)
+	}
+	runs := make([]*runStats, 0, len(byTag))
+	for _, r := range byTag {
+		runs = append(runs, r)
+	}
+	slices.SortFunc(runs, func(a, b *runStats) int { return a.start.Compare(b.start) })
+	w := bufio.NewWriter(stdout)
+	for _, r := range runs {
+		fmt.Fprintf(w, "%s  %s  %s  %d events, %d changes, %d denied\n", r.tag, r.start.Local().Format(time.DateTime), r.subject, r.events, r.changes, r.no)
+	}
+	return w.Flush()
 }

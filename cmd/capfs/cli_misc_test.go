@@ -221,8 +221,8 @@ func TestAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 30000 {
-		sink.Record(t.Context(), audit.Event{RequestID: strconv.Itoa(i), Op: "read", Path: "p/" + strings.Repeat("n", 100), Outcome: audit.OK})
+	for i := range 30000 { // refusals: one line each, not held for a compact record
+		sink.Record(t.Context(), audit.Event{RequestID: strconv.Itoa(i), Op: "read", Path: "p/" + strings.Repeat("n", 100), Outcome: audit.Denied})
 	}
 	if err := closeSink(); err != nil {
 		t.Fatal(err)
@@ -245,7 +245,7 @@ func TestAuditLog(t *testing.T) {
 	if len(files) != 3 {
 		t.Errorf("want the log and 2 rotated files, got %d: %v", len(files), files)
 	}
-	if total > 3<<20 || total < 2<<20 {
+	if total > 3<<20 || total < 1<<20 { // rotated files may be compressed
 		t.Errorf("the logs hold %d bytes", total)
 	}
 	// Every line of every file is a whole event.

@@ -102,9 +102,11 @@ flags add mounts, --policy and --audit override):
   read_only = false
   quota = "64MiB"           # memory only, optional
 
-Audit log: one JSON line per call, appended to $XDG_STATE_HOME/capfs/audit.jsonl
-(else $TMPDIR/capfs-$UID/audit.jsonl), rotated at 16MiB with 3 old files kept;
---audit FILE|stderr|off, --audit-max-size, --audit-max-files, --audit-level.
+Audit log: JSON Lines (one line per call, or one compact record for many),
+appended to $XDG_STATE_HOME/capfs/audit.jsonl (else $TMPDIR/capfs-$UID/audit.jsonl),
+rotated at 16MiB, old files zstd-compressed and kept up to 64MiB; read it with
+capfs audit; --audit FILE|stderr|off, --audit-max-size, --audit-max-files,
+--audit-max-total, --audit-level.
 
 Exit codes: 0 success; 1 an operation failed (grep and glob: nothing matched;
 diff --exit-code: differences); 2 bad flags, arguments, mount specs or
@@ -163,6 +165,7 @@ func newRootCmd() *cobra.Command {
 		newSQLiteCmd(o),
 		newCASCmd(o),
 		newSnapshotCmd(o),
+		newAuditCmd(o),
 	)
 	return root
 }

@@ -506,7 +506,7 @@ func runCapfsEnvState(t *testing.T, dir, state string, args ...string) result {
 
 func readAudit(t *testing.T, name string) []audit.Event {
 	t.Helper()
-	f, err := os.Open(name)
+	f, err := audit.OpenLogFile(name) // a rotated one may be compressed
 	if err != nil {
 		t.Fatal(err)
 	}

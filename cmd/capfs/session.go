@@ -102,6 +102,7 @@ type globalOptions struct {
 	// The audit log's rotation and level (see openAuditSink).
 	auditMaxSize  string
 	auditMaxFiles int
+	auditMaxTotal string
 	auditLevel    string
 	// allowSecret and allowFixtures let secret-pattern paths through (cli_policy.go).
 	allowSecret   []string
@@ -131,8 +132,9 @@ func (o *globalOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.configFile, "config", "", "read mounts, policy and audit settings from this TOML file")
 	f.StringVar(&o.policyFile, "policy", "", "policy file (.toml or .json; default: built-in secret and persistence deny lists)")
 	f.StringVar(&o.auditFile, "audit", "", "append audit events (JSON Lines) to this file, or to stderr, or off to record nothing (default: $XDG_STATE_HOME/capfs/audit.jsonl, else $TMPDIR/capfs-UID/audit.jsonl)")
-	f.StringVar(&o.auditMaxSize, "audit-max-size", "", "rotate the audit log when it would grow past SIZE, e.g. 16MiB (whole MiB); none never rotates (default 16MiB)")
-	f.IntVar(&o.auditMaxFiles, "audit-max-files", defaultAuditMaxFiles, "rotated audit logs to keep beside the current one, oldest removed first")
+	f.StringVar(&o.auditMaxSize, "audit-max-size", "", "rotate the audit log when it would grow past SIZE, e.g. 16MiB; none never rotates (default 16MiB)")
+	f.IntVar(&o.auditMaxFiles, "audit-max-files", defaultAuditMaxFiles, "rotated (zstd-compressed) audit logs to keep beside the current one, oldest removed first")
+	f.StringVar(&o.auditMaxTotal, "audit-max-total", "", "bytes on disk the rotated audit logs may take together, oldest removed first; none for no bound (default 64MiB)")
 	f.StringVar(&o.auditLevel, "audit-level", "", "which calls to record: all, errors (denied and failed) or denied (default all)")
 	f.StringArrayVar(&o.allowSecret, "allow-secret", nil, "let capfs reach paths matching this namespace glob that a secret pattern refuses, e.g. 'project/testdata/*.pem' (repeatable; host rules still apply)")
 	f.BoolVar(&o.allowFixtures, "allow-test-fixtures", false, "--allow-secret for test data directories: **/testdata/**, **/fixtures/**, **/__fixtures__/**, **/test/data/**, **/tests/data/**")
@@ -361,9 +363,14 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 		}
 		auditFile = p
 	}
-	sink, closeSink, err := openAuditSink(auditSettings{dest: auditFile, maxSize: o.auditMaxSize, maxFiles: o.auditMaxFiles, level: o.auditLevel}, os.Stderr)
+	sink, closeSink, err := openAuditSink(auditSettings{dest: auditFile, maxSize: o.auditMaxSize, maxFiles: o.auditMaxFiles,
+		maxTotal: o.auditMaxTotal, level: o.auditLevel}, os.Stderr)
 	if err != nil {
 		return nil, err
+	}
+	if command == "run" || command == "sync" {
+		// One tag for the command's events: capfs audit --run answers what it changed.
+		sink = audit.DefaultTag(sink, runTag(command))
 	}
 	s.AuditPath = auditFile
 	s.Audit = sink
