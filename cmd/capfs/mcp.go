@@ -18,7 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/mcpserver"
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -41,8 +44,10 @@ Tools: read, read_many, tail, read_media, write, append, edit, multi_edit,
 apply_patch, list, tree, glob, grep, stat, mkdir, move, copy, remove, mounts,
 help; each with a title, an output schema and structured results. A bad line
 on stdin gets a JSON-RPC error and the server keeps serving; when stdin
-closes, every reply in flight is written before the exit. With --roots, the
-client's roots are mounted under roots/NAME. Every tool call goes
+closes, every reply in flight is written before the exit. With --roots, each
+of the client's roots that lies inside a directory mounted with --mount is
+shown under roots/NAME as a view of it (same policy, read-only if the mount
+is); other roots, file:/// included, are refused on stderr. Every tool call goes
 through the namespace's capability: confined to it, decided by the policy,
 and recorded in the audit log, each event tagged with the MCP request. With
 --read-only (or when every mount is read-only) no writing tool is offered.
@@ -58,7 +63,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT) instead of stdio")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "serve a read-only view: no writing tool is offered")
-	cmd.Flags().BoolVar(&roots, "roots", false, "mount the client's roots (the file:// directories it lists with roots/list) under roots/NAME, as physical mounts under the session's policy (read-only with --read-only); a changed list adds the new ones")
+	cmd.Flags().BoolVar(&roots, "roots", false, "show each of the client's roots (the file:// directories it lists with roots/list) that lies inside a physical mount as roots/NAME, a view of that directory through the namespace (its policy; read-only if the mount is or with --read-only); roots outside every mount, file:/// included, are refused and reported on stderr; a changed list adds the new ones")
 	cmd.Flags().BoolVar(&o.ephemeralScratch, "ephemeral-scratch", false, "make the default tmp mount a memory scratch that ends with the session (default: tmp persists across sessions in one SQLite file per project under $XDG_DATA_HOME/capfs/scratch, with the memory quota)")
 	cmd.Flags().DurationVar(&sessionTimeout, "http-session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close a session idle for this long (its next request gets 404, and the client starts a new one)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -73,7 +78,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 			if readOnly {
 				root = root.ReadOnly()
 			}
-			rm := &rootMounts{s: s, readOnly: readOnly, byURI: map[string]string{}}
+			rm := &rootMounts{s: s, root: root, log: cmd.ErrOrStderr(), byURI: map[string]string{}}
 			opts := mcpserver.Options{
 				Name:    "capfs",
 				Version: version,
@@ -83,7 +88,6 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 				opts.Roots = rm.mount
 			}
 			srv := mcpserver.New(root, opts)
-			defer rm.close()
 			if httpAddr == "" {
 				err := srv.Run(ctx, &mcpserver.StdioTransport{In: os.Stdin, Out: os.Stdout})
 				if ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
@@ -112,71 +116,199 @@ func tuneServerGC() {
 	}
 }
 
-// rootMounts mounts the client's roots (capfs mcp --roots).
+// rootMounts shows the client's roots (capfs mcp --roots) as views of the
+// directories the host mounted: a root only narrows the namespace, it never
+// adds a host directory to it.
 type rootMounts struct {
-	s        *session
-	readOnly bool
-	mu       sync.Mutex
-	byURI    map[string]string // root URI -> mount path
-	infos    []mcpserver.MountInfo
-	closers  []func() error
+	s    *session
+	root *dir.Dir  // the Dir the server serves (read-only with --read-only)
+	log  io.Writer // where refused roots are reported (the host's stderr)
+	mu   sync.Mutex
+	// views is the Dir the roots' views are Subs of (see viewsDir), made
+	// with the first root accepted.
+	views *dir.Dir
+	// byURI maps each root URI already handled to its mount path ("" when
+	// it was refused).
+	byURI map[string]string
+	infos []mcpserver.MountInfo
 }
 
-// mount mounts each file:// root not mounted yet at roots/NAME (NAME the
-// directory's base name, made unique with -2, -3, ...). Roots that are not
-// local directories are ignored.
+// mount shows each file:// root not handled yet at roots/NAME (NAME the
+// directory's base name, made unique with -2, -3, ...), as a view of the
+// directory of a physical mount that holds it (see [rootMounts.view]). A root
+// outside every physical mount, or whose path leads out of its mount, is
+// refused and reported on r.log; roots that are not file:// URIs are ignored.
 //
 //lint:ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
-func (r *rootMounts) mount(_ context.Context, roots []*mcp.Root) {
+func (r *rootMounts) mount(ctx context.Context, roots []*mcp.Root) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, root := range roots {
-		if root == nil || r.byURI[root.URI] != "" {
+		if root == nil {
 			continue
 		}
-		u, err := url.Parse(root.URI)
-		if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		if _, done := r.byURI[root.URI]; done {
 			continue
 		}
-		host := filepath.Clean(u.Path)
-		if fi, err := os.Stat(host); err != nil || !fi.IsDir() {
+		host, ok := rootHostPath(root.URI)
+		if !ok {
 			continue
 		}
-		base := filepath.Base(host)
-		if base == "/" || base == "." || strings.ContainsAny(base, `\`) {
-			base = "root"
-		}
-		name := base
-		var mp vfs.Path
-		for i := 2; ; i++ {
-			mp, err = vfs.ParseGuest("roots/" + name)
-			if err != nil {
-				break
-			}
-			if _, serr := r.s.NS.Lstat(context.Background(), mp); serr != nil {
-				break
-			}
-			name = fmt.Sprintf("%s-%d", base, i)
-		}
+		r.byURI[root.URI] = ""
+		at, ro, err := r.view(ctx, host)
 		if err != nil {
+			fmt.Fprintf(r.log, "capfs mcp: root %q refused: %v\n", root.URI, err)
 			continue
 		}
-		m, err := openMount(mountSpec{Path: mp, Kind: kindPhysical, Source: root.URI, Host: host, ReadOnly: r.readOnly, Origin: "roots"}, 0)
+		r.byURI[root.URI] = "/" + at.String()
+		r.infos = append(r.infos, mcpserver.MountInfo{Path: "/" + at.String(), Backend: "view", ReadOnly: ro,
+			Note: "a root of the MCP client (" + root.Name + "): a view of a mounted directory, under its policy"})
+	}
+}
+
+// rootHostPath returns the cleaned host path of a file:// URI naming a local
+// absolute path; false for anything else.
+func rootHostPath(uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		return "", false
+	}
+	return filepath.Clean(u.Path), true
+}
+
+// view mounts at roots/NAME a Sub of r.root at the guest path of host, and
+// returns where and whether it is read-only. host must lie inside a physical
+// mount; Dir.Sub then resolves it within the namespace, so a symlink that
+// leads out of the mount, or a place the policy refuses, is refused as it is
+// to the guest. The view keeps the mount's and the server's read-only bit.
+func (r *rootMounts) view(ctx context.Context, host string) (vfs.Path, bool, error) {
+	gp, m, ok := r.guestPath(host)
+	if !ok {
+		return vfs.Path{}, false, errors.New("not inside a directory mounted with --mount (a root can only narrow the namespace)")
+	}
+	if r.views == nil {
+		views, err := r.viewsDir()
 		if err != nil {
+			return vfs.Path{}, false, err
+		}
+		r.views = views
+	}
+	sub, err := r.views.Sub(ctx, gp.String())
+	if err != nil {
+		return vfs.Path{}, false, errors.New(formatError(err))
+	}
+	ro := m.ReadOnly || r.root.IsReadOnly()
+	if ro {
+		sub = sub.ReadOnly()
+	}
+	at, err := r.freeName(ctx, host)
+	if err != nil {
+		return vfs.Path{}, false, err
+	}
+	if err := r.s.NS.Mount(at, sub.Backend(), vfs.MountOptions{ReadOnly: ro}); err != nil {
+		return vfs.Path{}, false, errors.New(formatError(err))
+	}
+	return at, ro, nil
+}
+
+// viewsDir returns a Dir over a namespace of the session's own mounts (the
+// same backends at the same paths, read-only where they are), with the
+// session's policy, audit sink, subject and git guard: the roots' views are
+// Subs of it, so every call through roots/NAME is decided on the path it has
+// in the mount as well as on roots/NAME. It is not the session's Root itself,
+// whose tree lock a call through the view already holds when it reaches the
+// view (a Dir mounted in its own namespace would wait on itself).
+func (r *rootMounts) viewsDir() (*dir.Dir, error) {
+	ns := vfs.NewNamespace()
+	for _, m := range r.s.Mounts {
+		if err := ns.Mount(m.Path, m.Backend, vfs.MountOptions{ReadOnly: m.ReadOnly}); err != nil {
+			return nil, errors.New(formatError(err))
+		}
+	}
+	d, _ := dir.New(ns, dir.WithPolicy(r.s.Policy), dir.WithAudit(audit.Batching(r.s.Audit)), dir.WithSubject(r.s.Subject),
+		dir.WithHooks(dir.GitGuard(ns, gitGuardOptions(r.s.Policy)...)))
+	if r.root.IsReadOnly() {
+		d = d.ReadOnly()
+	}
+	return d, nil
+}
+
+// gitGuardOptions returns the git guard's options for policy p, as the
+// session's Root has them: git writes allowed when the rule engine says so.
+func gitGuardOptions(p policy.Policy) []dir.GitGuardOption {
+	if sa, ok := p.(*secretAllow); ok {
+		p = sa.inner
+	}
+	if eng, ok := p.(*policy.Engine); ok && eng.Config().AllowGitWrites {
+		return []dir.GitGuardOption{dir.GitGuardAllowDotGit()}
+	}
+	return nil
+}
+
+// guestPath translates host into the namespace path it has in the physical
+// mount of the session that holds it (the one with the deepest host
+// directory, compared as given and with its symlinks resolved), provided no
+// other mount covers that path. It is only a translation: what the path
+// names is decided when it is resolved through the Dir.
+func (r *rootMounts) guestPath(host string) (vfs.Path, *mounted, bool) {
+	var best *mounted
+	var bestPath vfs.Path
+	bestDepth := -1
+	for _, m := range r.s.Mounts {
+		if m.Kind != kindPhysical || m.Host == "" {
 			continue
 		}
-		if err := r.s.NS.Mount(mp, m.Backend, vfs.MountOptions{ReadOnly: r.readOnly}); err != nil {
-			if c, ok := m.Backend.(io.Closer); ok {
-				c.Close()
+		for _, base := range hostForms(m.Host) {
+			rel, err := filepath.Rel(base, host)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+				continue
 			}
-			continue
+			gp := m.Path
+			if rel != "." {
+				p, err := vfs.ParseGuest(filepath.ToSlash(rel))
+				if err != nil {
+					continue
+				}
+				gp = m.Path.Join(p)
+			}
+			if deepest, _, ok := r.s.mountAt(gp); !ok || deepest != m {
+				continue
+			}
+			if d := strings.Count(base, string(filepath.Separator)); d > bestDepth {
+				best, bestPath, bestDepth = m, gp, d
+			}
 		}
-		if c, ok := m.Backend.(io.Closer); ok {
-			r.closers = append(r.closers, c.Close)
+	}
+	return bestPath, best, best != nil
+}
+
+// hostForms is a mount's host directory as given and, when it differs, with
+// its symlinks resolved (a client may name either).
+func hostForms(h string) []string {
+	forms := []string{h}
+	if real, err := filepath.EvalSymlinks(h); err == nil && real != h {
+		forms = append(forms, real)
+	}
+	return forms
+}
+
+// freeName returns roots/NAME for host's base name, made unique with -2,
+// -3, ... against what the namespace already has.
+func (r *rootMounts) freeName(ctx context.Context, host string) (vfs.Path, error) {
+	base := filepath.Base(host)
+	if base == string(filepath.Separator) || base == "." || strings.ContainsAny(base, `\`) {
+		base = "root"
+	}
+	name := base
+	for i := 2; ; i++ {
+		mp, err := vfs.ParseGuest("roots/" + name)
+		if err != nil {
+			return vfs.Path{}, fmt.Errorf("no mount name for %q: %s", base, formatError(err))
 		}
-		r.byURI[root.URI] = "/" + mp.String()
-		r.infos = append(r.infos, mcpserver.MountInfo{Path: "/" + mp.String(), Backend: "host directory", ReadOnly: r.readOnly,
-			Note: "a root of the MCP client (" + root.Name + ")"})
+		if _, err := r.s.NS.Lstat(ctx, mp); err != nil {
+			return mp, nil
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
 	}
 }
 
@@ -184,15 +316,6 @@ func (r *rootMounts) list() []mcpserver.MountInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]mcpserver.MountInfo(nil), r.infos...)
-}
-
-func (r *rootMounts) close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range r.closers {
-		_ = c()
-	}
-	r.closers = nil
 }
 
 // mcpMounts describes the session's mounts for the mounts tool, without host
