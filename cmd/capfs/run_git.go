@@ -141,8 +141,8 @@ func (r *runner) lazyGit(ctx context.Context) *lazyGitView {
 	default:
 		r.git.note = fmt.Sprintf("%s shown read-only: its history's %d paths name none the policy hides (%s)%s", where, len(h.Paths), how, unnamedNote(len(h.Unnamed)))
 	}
-	if h.Objects == nil && !keep {
-		return hide("its object store cannot be fingerprinted (alternates, a commondir or a symlink in it)")
+	if h.Objects == nil && (!keep || len(h.Unnamed) > 0) {
+		return hide("its object store cannot be fingerprinted (alternates, a commondir or a symlink in it), so what the view shows of it cannot be limited to what was scanned")
 	}
 	return &lazyGitView{shown: true, objects: h.Objects}
 }
