@@ -98,7 +98,10 @@ FUZZ_TARGETS := \
 	./archive:FuzzSanitizeName:100000 \
 	./archive:FuzzExtract:5000 \
 	./backends/cas:FuzzDecodeDirectory:100000 \
-	./backends/cas:FuzzParseDigest:100000
+	./backends/cas:FuzzParseDigest:100000 \
+	./backends/sqlite:FuzzAgentFSOpen:1500 \
+	./backends/sqlite:FuzzScratchOpen:1500 \
+	./backends/sqlite/sqlar:FuzzImport:1500
 
 fuzz-short:
 	@set -e; start=$$(date +%s); cut=0; for t in $(FUZZ_TARGETS); do \
