@@ -371,13 +371,33 @@ func (t *Tree) skip(rel string, err error) {
 	t.mu.Unlock()
 }
 
+// readDir lists directory rel ("" for the root) of the source, recording as
+// skipped (invalid_path, with the reason) each entry the listing leaves out
+// because no path can name it (vfs.Unaddressable: a host name with a
+// backslash), so the run's summary names it and no bind shows it.
+func (t *Tree) readDir(ctx context.Context, rel string) ([]fs.DirEntry, error) {
+	ctx = vfs.WithUnaddressable(ctx, func(u vfs.Unaddressable) {
+		p := u.Name
+		if rel != "" {
+			p = rel + "/" + u.Name
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.skipped = append(t.skipped, Skip{Path: p, Code: vfs.CodeInvalidPath, Reason: "no capfs path can name it: " + u.Reason})
+	})
+	if rel == "" {
+		return t.src.ReadDir(ctx, ".")
+	}
+	return t.src.ReadDir(ctx, rel)
+}
+
 // walk lists the source through the Dir, depth first in lexical order (so a
 // directory comes before its contents), and returns what to check out. The
 // metadata of the entries the listings call regular files is fetched afterwards
 // by Options.Workers goroutines (fileInfos): on a git tree a file's size is a
 // read of its object's header, most of the walk's time.
 func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
-	root, err := t.src.ReadDir(ctx, ".")
+	root, err := t.readDir(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +435,7 @@ func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
 				mode: info.Mode().Perm(), mtime: info.ModTime()}
 			switch {
 			case e.typ == fs.ModeDir:
-				ents, err := t.src.ReadDir(ctx, rel)
+				ents, err := t.readDir(ctx, rel)
 				if err != nil {
 					if skippable(err) {
 						t.skip(rel, err)
@@ -1004,7 +1024,9 @@ func (t *Tree) Manifest() *Manifest { return t.manifest }
 // Skipped returns the source paths Checkout left out, sorted: paths the Dir's
 // policy denied (fs_permission_denied), special files (not_regular_file),
 // symlinks that are absolute or climb above the source's root
-// (path_outside_sandbox), and entries that vanished during the walk (not_found).
+// (path_outside_sandbox), entries that vanished during the walk (not_found),
+// and host names no capfs path can name (invalid_path: a backslash), whose
+// Path is then no valid vfs.Path.
 func (t *Tree) Skipped() []Skip {
 	t.mu.Lock()
 	defer t.mu.Unlock()
