@@ -244,7 +244,7 @@ default one).`
 
 // auditView is what capfs audit shows.
 type auditView struct {
-	run     string // a run's tag; "last": the last run's
+	run     string // a run (run:ID); "last": the last run
 	changes bool
 	runs    bool
 	json    bool
@@ -266,7 +266,7 @@ func newAuditCmd(o *globalOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&v.run, "run", "", "only the events of this run (its tag, from --runs), or last for the last run")
+	f.StringVar(&v.run, "run", "", "only the events of this run (run:ID, from --runs or capfs run's messages), or last for the last run")
 	f.BoolVar(&v.changes, "changes", false, "only the calls that change something (create, write, mkdir, remove, rename, ...), refused ones included")
 	f.BoolVar(&v.runs, "runs", false, "list the runs in the log: tag, start, events, changes, refusals")
 	f.BoolVar(&v.json, "json", false, "print the events as JSON Lines")
@@ -293,25 +293,24 @@ func (o *globalOptions) auditLogPath() (string, error) {
 	return p, nil
 }
 
-// runTagPrefixes are the prefixes of the tags capfs gives a run's events
-// (see runTag).
-var runTagPrefixes = []string{"run-", "sync-"}
-
-func isRunTag(t string) bool {
-	for _, p := range runTagPrefixes {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
+// runOf is the run an event's tag names: its first word when that is
+// run:ID or sync:ID (the tags runTag makes, and run --grants' "run:ID
+// checkout"), else "".
+func runOf(tag string) string {
+	id, _, _ := strings.Cut(tag, " ")
+	if strings.HasPrefix(id, "run:") || strings.HasPrefix(id, "sync:") {
+		return id
 	}
-	return false
+	return ""
 }
 
 // runTag is the tag of the events of one capfs command that changes the
-// project (run, sync): the command's name, the start time and a random part.
+// project (run, sync) when its calls carry none: the command's name and a
+// random id, as in run --grants (authority.RunReport.RunID).
 func runTag(command string) string {
-	var b [3]byte
+	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return command + "-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	return command + ":" + hex.EncodeToString(b[:])
 }
 
 // changeOps are the ops that change the tree.
@@ -352,7 +351,7 @@ func showAudit(stdout, stderr io.Writer, path string, v auditView) error {
 		v.run = last
 	}
 	keep := func(e audit.Event) bool {
-		return (v.run == "" || e.Tag == v.run) && (!v.changes || isChange(e))
+		return (v.run == "" || runOf(e.Tag) == v.run) && (!v.changes || isChange(e))
 	}
 	w := bufio.NewWriter(stdout)
 	var evs []audit.Event
@@ -374,7 +373,7 @@ func showAudit(stdout, stderr io.Writer, path string, v auditView) error {
 		writeEvent(w, e, v.json)
 	}
 	if v.run != "" {
-		fmt.Fprintf(stderr, "capfs: audit: run %s: %s\n", v.run, summarize(evs, v.changes))
+		fmt.Fprintf(stderr, "capfs: audit: %s: %s\n", v.run, summarize(evs, v.changes))
 	}
 	return w.Flush()
 }
@@ -418,13 +417,13 @@ func writeEvent(w io.Writer, e audit.Event, asJSON bool) {
 	fmt.Fprintln(w, line)
 }
 
-// lastRun is the tag of the run whose first event is the latest in the log.
+// lastRun is the run of the latest event of a run in the log.
 func lastRun(path string) (string, error) {
 	var last string
 	var at time.Time
 	err := audit.ScanLog(path, func(e audit.Event) error {
-		if isRunTag(e.Tag) && e.Tag != last && e.Time.After(at) {
-			last, at = e.Tag, e.Time
+		if r := runOf(e.Tag); r != "" && !e.Time.Before(at) {
+			last, at = r, e.Time
 		}
 		return nil
 	}, func(string, error) error { return nil })
@@ -442,13 +441,14 @@ type runStats struct {
 func listRuns(stdout io.Writer, path string, bad func(string, error) error) error {
 	byTag := map[string]*runStats{}
 	err := audit.ScanLog(path, func(e audit.Event) error {
-		if !isRunTag(e.Tag) {
+		run := runOf(e.Tag)
+		if run == "" {
 			return nil
 		}
-		r := byTag[e.Tag]
+		r := byTag[run]
 		if r == nil {
-			r = &runStats{tag: e.Tag, subject: e.Subject, start: e.Time}
-			byTag[e.Tag] = r
+			r = &runStats{tag: run, subject: e.Subject, start: e.Time}
+			byTag[run] = r
 		}
 		if e.Time.Before(r.start) {
 			r.start = e.Time

@@ -126,8 +126,8 @@ func TestAuditCommandAnswersWhatARunChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := npmRun(t, sink, "run-1", 300)
-	second := npmRun(t, sink, "run-2", 2000)
+	first := npmRun(t, sink, "run:1", 300)
+	second := npmRun(t, sink, "run:2 checkout", 2000) // run --grants adds to the tag
 	if err := closeSink(); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestAuditCommandAnswersWhatARunChanged(t *testing.T) {
 			t.Fatalf("line %d: %q, want %q", i, l, want[i])
 		}
 	}
-	if !strings.Contains(lines[len(lines)-1], "fs_permission_denied") || !strings.Contains(errb.String(), "run-2: 4001 changes (4000 ok, 1 denied, 0 failed)") {
+	if !strings.Contains(lines[len(lines)-1], "fs_permission_denied") || !strings.Contains(errb.String(), "run:2: 4001 changes (4000 ok, 1 denied, 0 failed)") {
 		t.Errorf("last line %q, stderr %q", lines[len(lines)-1], errb.String())
 	}
 
@@ -170,7 +170,7 @@ func TestAuditCommandAnswersWhatARunChanged(t *testing.T) {
 	if code := execute(t.Context(), []string{"--audit", log, "audit", "--runs"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("capfs audit --runs exited %d: %s", code, errb.String())
 	}
-	if runs := out.String(); !strings.HasPrefix(runs, "run-1 ") || !strings.Contains(runs, "\nrun-2 ") ||
+	if runs := out.String(); !strings.HasPrefix(runs, "run:1 ") || !strings.Contains(runs, "\nrun:2 ") ||
 		!strings.Contains(runs, "1201 events, 601 changes, 1 denied") {
 		t.Errorf("--runs:\n%s", runs)
 	}
@@ -186,7 +186,7 @@ func TestAuditCommandSkipsTornFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := npmRun(t, sink, "run-1", 1000)
+	evs := npmRun(t, sink, "run:1", 1000)
 	if err := closeSink(); err != nil {
 		t.Fatal(err)
 	}
