@@ -8,11 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"sort"
 	"time"
 
 	"github.com/capfs/capfs/authority"
+	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/policy"
 )
 
 // runOnGrants is "capfs run --grants FILE -- CMD": the command runs on exactly the
@@ -25,6 +28,14 @@ import (
 // the grant's id, with the run's id and wrappers in the event's tag. The grants
 // are made afresh in a private authority for this run from the file's records:
 // their ids are new, and each one's reason names the id it came from.
+//
+// Each grant is decided where its path leads, as every path of capfs run is: the
+// path is resolved to the canonical directory it reaches in its root (a link
+// committed in the project, keys -> .ssh, leads to .ssh), decided there by the
+// session's policy and the GitGuard, and the grant's checkout, bind and
+// sync-back act on that directory, with canonical paths in every decision and
+// audit event. A record that says where its path led when it was granted
+// (resolved) must lead there still, or the run is refused.
 //
 // The file stays the authority while the command runs: when it changes so that
 // it no longer grants one of them (the grant is gone, revoked or expired, or the
@@ -39,7 +50,7 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	if err != nil {
 		return usageErrorf("--grants %s: %v", file, err)
 	}
-	a := authority.New(authority.WithPolicy(s.Policy), authority.WithAudit(s.Audit))
+	a := authority.New(authority.WithPolicy(s.Policy), authority.WithAudit(s.Audit), authority.WithGitGuard(grantGuard(s.Policy)...))
 	roots := map[string]bool{}
 	for _, m := range s.Mounts {
 		name := m.Path.String()
@@ -59,7 +70,7 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 			sort.Strings(known)
 			return usageErrorf("--grants %s: grant %s is over root %q, which no mount provides (mounts: %v)", file, show(g.ID), show(g.Root), known)
 		}
-		req := authority.GrantRequest{Subject: set.Subject, Root: g.Root, Path: g.Path, Access: g.Access,
+		req := authority.GrantRequest{Subject: set.Subject, Root: g.Root, Path: g.Path, Resolved: g.Resolved, Access: g.Access,
 			Reason: "from grant " + g.ID + ": " + g.Reason, Source: g.Source}
 		if !g.Expires.IsZero() {
 			if !g.Expires.After(time.Now()) {
@@ -96,7 +107,7 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 			if m.Writable {
 				mode = "read-write"
 			}
-			fmt.Fprintf(r.stderr, "capfs: run: grant %s (from %s) at %s, %s\n", show(m.Grant), show(from[m.Grant]), show(m.Target), mode)
+			fmt.Fprintf(r.stderr, "capfs: run: grant %s (from %s) at %s (%s), %s\n", show(m.Grant), show(from[m.Grant]), show(m.Target), show(path.Join(m.Root, m.Resolved)), mode)
 		}
 		for _, sk := range rep.Skipped {
 			fmt.Fprintf(r.stderr, "capfs: run: skipped %s\n", show(sk))
@@ -133,6 +144,19 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 		if sr != nil && (len(sr.Refused) > 0 || len(sr.NotApplied) > 0) {
 			return exitStatus(3)
 		}
+	}
+	return nil
+}
+
+// grantGuard returns the GitGuard options of the session's Dir for the
+// grants' Dirs: git dirs named .git are left to the policy when it allows git
+// writes (policy.Config.AllowGitWrites).
+func grantGuard(p policy.Policy) []dir.GitGuardOption {
+	if sa, ok := p.(*secretAllow); ok {
+		p = sa.inner
+	}
+	if eng, ok := p.(*policy.Engine); ok && eng.Config().AllowGitWrites {
+		return []dir.GitGuardOption{dir.GitGuardAllowDotGit()}
 	}
 	return nil
 }

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/capfs/capfs/authority"
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -205,5 +207,135 @@ wait:
 	}
 	if _, err := os.Stat(filepath.Join(root, "src/new.c")); err == nil {
 		t.Errorf("src/new.c landed through a grant revoked mid-run:\n%s", strings.Join(seen, "\n"))
+	}
+}
+
+// grantSetFile serializes the grants of subject sub that a host authority
+// makes over root "project" (host directory root), one per path and access,
+// and returns the file. The records of the paths in old say nothing of where
+// they led, as records written before they kept it.
+func grantSetFile(t *testing.T, root string, sub authority.Subject, grants map[string][]authority.Access, old ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	b, err := physical.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a := authority.New()
+	if err := a.Register("project", b); err != nil {
+		t.Fatal(err)
+	}
+	for p, access := range grants {
+		if _, _, err := a.Grant(ctx, authority.GrantRequest{Subject: sub, Root: "project", Path: p, Access: access, Reason: "test", Source: authority.SourceUserApproval}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := json.Marshal(a.GrantSetFor(sub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set map[string]any
+	if err := json.Unmarshal(data, &set); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range set["grants"].([]any) {
+		if rec := g.(map[string]any); slices.Contains(old, rec["path"].(string)) {
+			delete(rec, "resolved")
+		}
+	}
+	if data, err = json.Marshal(set); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "grants.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestRunGrantsDecidedWhereTheyLead: capfs run --grants resolves each grant's
+// path to where it leads in the project and decides it there, with the
+// session's policy and GitGuard, as capfs run --work does. A read grant on
+// keys -> .ssh is refused and shows nothing; write grants on hk -> .git/hooks
+// and d/g -> ../.git (one recorded before records kept where they led) run,
+// but the sync-back refuses the pre-commit hook, .git/config is bound
+// read-only, and the audit trail names .git paths, never the links; a grant
+// whose path became a link after it was granted is refused. Before the fix,
+// the sandbox read id_rsa, and the hook and .git/config came back.
+func TestRunGrantsDecidedWhereTheyLead(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{".ssh/id_rsa": "PRIVATE KEY", ".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n",
+		".git/hooks/README": "hooks", ".git/objects/.keep": "", ".git/refs/.keep": "", "src/main.c": "int main;", "w/a.txt": "A"})
+	for link, target := range map[string]string{"keys": ".ssh", "hk": ".git/hooks", "d/g": "../.git"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro := []authority.Access{authority.List, authority.Metadata, authority.Read}
+	rw := append(ro[:3:3], authority.Write, authority.Delete)
+	auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
+	run := func(file, script string) result {
+		t.Helper()
+		return runCapfs(t, root, "--audit", auditLog, "--no-default-mounts", "-m", "project=physical:"+root,
+			"run", "--grants", file, "--", "sh", "-c", script)
+	}
+
+	// A read grant on a link to .ssh, recorded before records kept where
+	// they led.
+	file := grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "k"}, map[string][]authority.Access{"keys": ro}, "keys")
+	r := run(file, "cat /grants/project/keys/id_rsa")
+	t.Logf("keys: exit %d, stderr:\n%s", r.code, r.stderr)
+	if strings.Contains(r.stdout, "PRIVATE") || r.code == 0 || !strings.Contains(r.stderr, "fs_permission_denied") {
+		t.Fatalf("a read grant on keys -> .ssh: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Write grants on links into .git; the record of d/g predates Resolved.
+	file = grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "g"}, map[string][]authority.Access{"hk": rw, "d/g": rw}, "d/g")
+	r = run(file, `printf '[core]\n\tfsmonitor = "touch /tmp/owned"\n' > /grants/project/d/g/config; `+
+		`printf '#!/bin/sh\necho owned\n' > /grants/project/hk/pre-commit; true`)
+	t.Logf("hk, d/g: exit %d, stderr:\n%s", r.code, r.stderr)
+	if r.code != 3 || !strings.Contains(r.stderr, "refused pre-commit") {
+		t.Errorf("write grants into .git: exit %d, want 3 with pre-commit refused\nstderr:\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, ".git/config")); string(b) != "[core]\n" {
+		t.Errorf(".git/config = %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(root, ".git/hooks/pre-commit")); err == nil {
+		t.Errorf(".git/hooks/pre-commit was added\nstderr:\n%s", r.stderr)
+	}
+	canon := false
+	for _, ev := range readAudit(t, auditLog) {
+		if ev.Grant == "" {
+			continue
+		}
+		if strings.HasPrefix(ev.Path, "hk") || strings.HasPrefix(ev.Path, "d/") || strings.HasPrefix(ev.Path, "keys") {
+			t.Errorf("an event names a path through a link: %+v", ev)
+		}
+		if ev.Path == ".git/hooks/pre-commit" {
+			canon = true
+		}
+	}
+	if !canon {
+		t.Errorf("no audit event names .git/hooks/pre-commit")
+	}
+
+	// A grant whose path became a link after it was granted.
+	file = grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "w"}, map[string][]authority.Access{"w": ro})
+	if err := os.Rename(filepath.Join(root, "w"), filepath.Join(root, "w.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src", filepath.Join(root, "w")); err != nil {
+		t.Fatal(err)
+	}
+	r = run(file, "cat /grants/project/w/main.c")
+	t.Logf("w: exit %d, stderr:\n%s", r.code, r.stderr)
+	if strings.Contains(r.stdout, "int main") || r.code == 0 || !strings.Contains(r.stderr, "now leads to") {
+		t.Errorf("a grant on w, now a link to src: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
