@@ -31,16 +31,19 @@ const StrategyUpper Strategy = "upper"
 // unless it is kept) and sets its own mode to 0700 when the sandbox opened it
 // to others (the root's mode is never synced). bases describes, for every path
 // of src the layer copied up, replaced or removed, what the source entry was
-// when the layer first changed it (Type, Mode, Size, Digest for a file, Target
+// when the sandbox first saw it (Type, Mode, Size, Digest for a file, Target
 // for a symlink, ModTime); a path with no base is new. A base whose path is
 // not in the upper was removed (a directory's entries each need their own base
 // to be removed with it, as the layer records them). The bases play the
 // checkout manifest's part: each change is compared with its base to tell what
 // the sandbox changed, and the source with it to find conflicts, so a file the
-// host edited while the sandbox ran is a conflict, not overwritten. A base for
-// "." (a directory) gives the root's modification time when the layer started
-// (the upper's root must have had it then): a root whose time the sandbox
-// changed gets that time on the source, as a checkout's root does.
+// host edited after the sandbox saw it is a conflict, not overwritten. An
+// empty Digest or Target means unknown (the source changed before the layer
+// could read what the sandbox saw): it matches nothing, so a change there is
+// a conflict. A base for "." (a directory) gives the root's modification time
+// when the layer started (the upper's root must have had it then): a root
+// whose time the sandbox changed gets that time on the source, as a
+// checkout's root does.
 //
 // A directory the layer copied up only to hold a change gets, in the upper,
 // its source's mode with the owner's rwx bits added; that is not a change. The
