@@ -253,7 +253,9 @@ var hostLinkDirs = []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx3
 // /sbin, /lib, /lib64, /lib32, /libx32, the Go root and module cache), or that
 // nests with or repeats another mount's target. The launch it returns has no
 // Mounts (they are inside) and Dir "/" (bwrap's own, on the host); its
-// ExtraFiles are l's followed by the descriptors of l's Mounts.
+// ExtraFiles are l's followed by the descriptors of l's Mounts and the one
+// bwrap reads its options from (--args): its argument list, which the sandbox
+// sees as /proc/1/cmdline, holds only the command, no host path.
 func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error) {
 	if err := validateLaunch(l); err != nil {
 		return nil, err
@@ -404,7 +406,15 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		k, v, _ := strings.Cut(e, "=")
 		a = append(a, "--setenv", k, v)
 	}
-	a = append(a, "--")
+	// The options name host directories: they reach bwrap through a
+	// descriptor (--args), not its argument list, which the sandbox reads as
+	// /proc/1/cmdline. Only the command stays there.
+	argsFile, err := argsFD(a)
+	if err != nil {
+		return nil, &vfs.Error{Code: vfs.CodeIO, Op: "run", Err: err}
+	}
+	extra = append(extra, argsFile)
+	a = []string{"--args", strconv.Itoa(2 + len(extra)), "--"}
 	if _, err := os.Stat("/bin/sh"); err == nil && !b.opts.NoExecCheck {
 		a = append(a, "/bin/sh", "-c", execCheck, "capfs")
 	}
@@ -413,11 +423,12 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 
 	prog, argv, _, cleanup, err := applyLimits(lim, bin, a)
 	if err != nil {
+		argsFile.Close()
 		return nil, &vfs.Error{Code: vfs.CodeNotSupported, Op: "run", Err: err}
 	}
-	var cleanups []func()
+	cleanups := []func(){func() { argsFile.Close() }}
 	if cleanup != nil {
-		cleanups = []func(){cleanup}
+		cleanups = append(cleanups, cleanup)
 	}
 	return &Launch{
 		Path:       prog,
@@ -433,6 +444,41 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		ExtraFiles: extra,
 		Wrappers:   l.Wrappers,
 	}, nil
+}
+
+// argsFD returns a file, at offset 0, holding args NUL-terminated, for
+// bwrap's --args: an anonymous memory file (memfd), sealed against change, or
+// where there is none an unlinked temporary file. The caller closes it.
+func argsFD(args []string) (*os.File, error) {
+	var buf bytes.Buffer
+	for _, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, errors.New("a sandbox argument holds a NUL byte")
+		}
+		buf.WriteString(a)
+		buf.WriteByte(0)
+	}
+	var f *os.File
+	if fd, err := unix.MemfdCreate("capfs-bwrap-args", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING); err == nil {
+		f = os.NewFile(uintptr(fd), "capfs-bwrap-args")
+	} else {
+		t, err := os.CreateTemp("", "capfs-bwrap-args-")
+		if err != nil {
+			return nil, err
+		}
+		_ = os.Remove(t.Name())
+		f = t
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	_, _ = unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
+	return f, nil
 }
 
 // CacheDir is a host directory bound read-write into every run at Target, with

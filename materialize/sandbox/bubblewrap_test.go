@@ -255,20 +255,40 @@ func launchesBwrap(l *Launch) bool {
 	return l.Path == launcherShell && i >= 0 && i+1 < len(l.Args) && strings.HasSuffix(l.Args[i+1], "bwrap")
 }
 
-// bwrapArgs returns the arguments l passes to bwrap, and l's Cleanup run.
+// bwrapArgs returns the arguments l passes to bwrap, those it reads from its
+// --args descriptor in their place, and l's Cleanup run.
 func bwrapArgs(t *testing.T, l *Launch) []string {
 	t.Helper()
-	for i := len(l.Cleanup) - 1; i >= 0; i-- {
-		l.Cleanup[i]()
+	defer func() {
+		for i := len(l.Cleanup) - 1; i >= 0; i-- {
+			l.Cleanup[i]()
+		}
+	}()
+	args := l.Args
+	if !strings.HasSuffix(l.Path, "bwrap") {
+		i := slices.Index(l.Args, "--")
+		if !launchesBwrap(l) {
+			t.Fatalf("launch %s %q does not run bwrap", l.Path, l.Args)
+		}
+		args = l.Args[i+2:]
 	}
-	if strings.HasSuffix(l.Path, "bwrap") {
-		return l.Args
+	if len(args) < 2 || args[0] != "--args" {
+		t.Fatalf("bwrap's arguments %q do not start with --args FD", args)
 	}
-	i := slices.Index(l.Args, "--")
-	if !launchesBwrap(l) {
-		t.Fatalf("launch %s %q does not run bwrap", l.Path, l.Args)
+	fd, err := strconv.Atoi(args[1])
+	if err != nil || fd < 3 || fd-3 >= len(l.ExtraFiles) {
+		t.Fatalf("bwrap's --args %q names no descriptor of the launch", args[1])
 	}
-	return l.Args[i+2:]
+	st, err := l.ExtraFiles[fd-3].Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, st.Size())
+	if _, err := l.ExtraFiles[fd-3].ReadAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	inFile := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+	return append(inFile, args[2:]...)
 }
 
 func TestBwrapCancelKillsProcess(t *testing.T) {

@@ -303,6 +303,13 @@ func TestValidateLaunch(t *testing.T) {
 func wrapNow(w Wrapper, l *Launch) (*Launch, error) {
 	out, err := w.Wrap(context.Background(), l)
 	if out != nil {
+		// The cleanup closes bwrap's --args descriptor (the last extra
+		// file): a copy stays for bwrapArgs to read.
+		if n := len(out.ExtraFiles); n > len(l.ExtraFiles) {
+			if fd, derr := unix.Dup(int(out.ExtraFiles[n-1].Fd())); derr == nil {
+				out.ExtraFiles = append(out.ExtraFiles[:n-1:n-1], os.NewFile(uintptr(fd), "bwrap-args-copy"))
+			}
+		}
 		for i := len(out.Cleanup) - 1; i >= 0; i-- {
 			out.Cleanup[i]()
 		}
@@ -334,8 +341,13 @@ func TestWrapArguments(t *testing.T) {
 	if !launchesBwrap(out) || out.Dir != "/" || out.Mounts != nil || out.Subject != "s" {
 		t.Fatalf("wrapped launch %+v", out)
 	}
-	if !slices.Equal(out.ExtraFiles, []*os.File{pre, f}) {
-		t.Fatalf("extra files %v, want the launch's then the mount's", out.ExtraFiles)
+	if len(out.ExtraFiles) != 3 || !slices.Equal(out.ExtraFiles[:2], []*os.File{pre, f}) {
+		t.Fatalf("extra files %v, want the launch's, the mount's, then bwrap's options", out.ExtraFiles)
+	}
+	// bwrap's own argument list (/proc/1/cmdline inside) holds no host path:
+	// the options come through a descriptor.
+	if raw := strings.Join(out.Args, " "); strings.Contains(raw, src) || !strings.Contains(raw, "--args 5 -- /bin/sh") {
+		t.Errorf("bwrap's argument list names a host directory or lacks --args 5: %s", raw)
 	}
 	args := strings.Join(bwrapArgs(t, out), " ")
 	for _, want := range []string{
