@@ -95,7 +95,7 @@ FUZZ_TARGETS := \
 	./internal/termsafe:FuzzEscape:200000 \
 	./audit:FuzzReadJSONL:30000 \
 	./audit:FuzzAppendJSON:50000 \
-	./audit:FuzzReadCompact:20000 \
+	./audit:FuzzReadCompact:5000 \
 	./archive:FuzzSanitizeName:100000 \
 	./archive:FuzzExtract:5000 \
 	./backends/cas:FuzzDecodeDirectory:100000 \
