@@ -58,3 +58,53 @@ func TestListingsNameUnaddressable(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAndMCPOnUnaddressable: through capfs run (checkout and lazy) and
+// capfs mcp, a host name no capfs path can hold ("a\b") never shows as a
+// name the sandbox or the client cannot use, and a secret (.env) is not
+// listed in the sandbox: the checkout's summary names a\b (invalid_path);
+// the lazy tree lists ".", ".." and a.txt only, each of which ls -la can
+// describe; capfs mcp's list and tree name a\b once as unaddressable. With the
+// openat2 and the portable resolvers. The checkout and MCP parts fail on
+// 8a35f16 (nothing said of a\b).
+func TestRunAndMCPOnUnaddressable(t *testing.T) {
+	needSandbox(t)
+	for _, res := range []string{"auto", "portable"} {
+		t.Run(res, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root, map[string]string{"a.txt": "a\n", ".env": "SECRET=1\n", `a\b`: "odd\n", `sub/c\d`: "odd\n", "sub/x": "x\n"})
+			env, _ := stateEnv(t)
+			env = append(env, "CAPFS_PHYSICAL_RESOLVER="+res)
+			r := runCapfsEnv(t, root, env, "run", "--no-lazy", "--", "ls", "-a").want(t, 0)
+			if strings.Contains(r.stdout, `a\b`) || strings.Contains(r.stdout, ".env") {
+				t.Errorf("checkout shows a\\b or .env:\n%s", r.stdout)
+			}
+			for _, want := range []string{`a\\b (invalid_path)`, `sub/c\\d (invalid_path)`} {
+				if strings.Count(r.stderr, want) != 1 {
+					t.Errorf("the checkout's summary does not name %s once:\n%s", want, r.stderr)
+				}
+			}
+			if lazyAvailable() == nil {
+				r = runCapfsEnv(t, root, env, "run", "--lazy", "--", "sh", "-c", "ls -a; ls -la >/dev/null").want(t, 0)
+				if r.stdout != ".\n..\na.txt\nsub\n" {
+					t.Errorf("the lazy tree lists %q; want ., .., a.txt and sub\n%s", r.stdout, r.stderr)
+				}
+			}
+			cs := mcpClientEnvArgs(t, root, env, "--mount", "p=physical:"+root)
+			t.Cleanup(func() { cs.Close() })
+			for _, c := range []struct {
+				tool string
+				args map[string]any
+				want string
+			}{
+				{"list", map[string]any{"path": "p"}, `[SKIPPED] a\\b (cannot be addressed: contains a backslash)`},
+				{"tree", map[string]any{"path": "p"}, `c\\d (cannot be addressed: contains a backslash)`},
+			} {
+				text, isErr, _ := mcpCall(t, cs, c.tool, c.args)
+				if isErr || strings.Count(text, c.want) != 1 {
+					t.Errorf("capfs mcp %s %v (error %v): want %q once:\n%s", c.tool, c.args, isErr, c.want, text)
+				}
+			}
+		})
+	}
+}
