@@ -74,9 +74,15 @@
 //
 // # What a grant guarantees
 //
-//   - Confinement: the Dir is a pinned Sub of the grant's Path within the root; the
-//     guest cannot name anything outside it (".." and symlinks stop at it), as for
-//     any dir.Dir.
+//   - Confinement: the Dir is a pinned Sub of the directory the grant's Path leads
+//     to within the root; the guest cannot name anything outside it (".." and
+//     symlinks stop at it), as for any dir.Dir.
+//   - A grant is decided where it leads: Path is resolved to its canonical place
+//     (through any symlink, such as one committed in a cloned project), decided
+//     there by the host-wide policy and hooks (WithGitGuard) when it is granted,
+//     and every later decision and audit event names canonical paths beneath it
+//     (Grant.Resolved). A symlink put at Path later does not move the grant, and
+//     Restore refuses a Path that now leads elsewhere.
 //   - The access list is enforced on every call, including the paths composite
 //     calls touch inside (RemoveAll needs Delete for every path, Copy needs Read on
 //     its source): each policy operation needs one Access (see Required and the
@@ -113,8 +119,9 @@
 //     operation: a Handle opened for writing (os.O_RDWR, which needs Write) can also
 //     read the file, and Append or Open for writing need only Write. A grant with
 //     Write but not Read can therefore read back files it may write.
-//   - Paths are checked lexically by the host-wide policy, as in package dir: the
-//     grant confines by directory (Path), not by pattern.
+//   - The grant confines by directory (Path), not by pattern: patterns are the
+//     host-wide policy's, decided on the paths as written and where they lead,
+//     as in package dir.
 //   - It does not merge or deduplicate grants: two grants to one subject are two
 //     Dirs, each revocable on its own.
 //   - Calls already running when a grant is revoked or expires may finish, as with
