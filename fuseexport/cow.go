@@ -185,6 +185,9 @@ func (o *Overlay) layerIn(ctx context.Context, op string, p vfs.Path, upper bool
 	}
 	info, err := o.lower.Lstat(ctx, p)
 	if err != nil {
+		if vfs.CodeOf(err) == vfs.CodeNotFound {
+			o.seeAbsent(p)
+		}
 		return false, vfs.Info{}, vfs.Readdress(err, op, p.String(), "")
 	}
 	o.see(ctx, p, info)
@@ -409,7 +412,7 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 	}
 	_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
 	if _, ok := o.base[p.Raw()]; !ok {
-		o.base[p.Raw()] = o.baseAt(p, info, Base{Type: fs.ModeDir, Mode: info.Mode.Perm(), ModTime: info.ModTime})
+		o.setBase(p, info, Base{Type: fs.ModeDir, Mode: info.Mode.Perm(), ModTime: info.ModTime})
 	}
 	return nil
 }
@@ -459,7 +462,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 		if err := o.upper.Symlink(ctx, t, p); err != nil {
 			return err
 		}
-		o.base[p.Raw()] = o.baseAt(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
+		o.setBase(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
 		return nil
 	case info.Mode.IsRegular():
 		src, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
@@ -481,7 +484,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 			return vfs.Errno("copyup", p, err)
 		}
 		_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
-		o.base[p.Raw()] = o.baseAt(p, info, Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: hex.EncodeToString(h.Sum(nil))})
+		o.setBase(p, info, Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: hex.EncodeToString(h.Sum(nil))})
 		return nil
 	}
 	return vfs.NewError(vfs.CodeNotRegular, "copyup", p, "")
@@ -668,7 +671,7 @@ func (o *Overlay) recordBase(ctx context.Context, p vfs.Path) error {
 	default:
 		b.Size = 0
 	}
-	o.base[p.Raw()] = o.baseAt(p, info, b)
+	o.setBase(p, info, b)
 	return nil
 }
 
@@ -939,9 +942,11 @@ func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 		return nil, err
 	}
 	for w := range o.whiteout {
-		b := o.base[w]
-		bb := b
-		out = append(out, Change{Path: w, Kind: "deleted", Base: &bb})
+		b, ok := o.base[w]
+		if !ok {
+			continue // an entry the process first found absent: new to it
+		}
+		out = append(out, Change{Path: w, Kind: "deleted", Base: &b})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return dedupeChanges(out), nil

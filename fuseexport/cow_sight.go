@@ -22,7 +22,10 @@ import (
 // the lower's status then is compared with the one kept: unchanged, the
 // entry's contents read then are what the process saw; changed, the host
 // changed it meanwhile, and the Base is the one seen (contents unknown
-// unless hashed at sight: a conflict at sync-back, never an overwrite).
+// unless hashed at sight: a conflict at sync-back, never an overwrite). A
+// lookup that finds nothing keeps that too: an entry the host then makes
+// there is new to the process, and gets no Base (at sync-back, "added in
+// the source too", as in a checkout, which never held it).
 //
 // A status is trusted where an edit must change it: the entry was last
 // changed more than sightRacy before the sight (an edit in the same clock
@@ -49,7 +52,11 @@ type sight struct {
 	id           uint64
 	mtime, ctime time.Time
 	digest       string // a racy regular file's contents, hashed at sight
+	absent       bool   // the lookup found nothing
 }
+
+// absentSight is the sight of a name the lower did not hold.
+var absentSight = &sight{absent: true}
 
 // sightOf is the sight of an entry whose Lstat is info.
 func sightOf(info vfs.Info) *sight {
@@ -83,7 +90,7 @@ func (s *sight) base() Base {
 }
 
 // see records that the process saw the lower entry p, whose Lstat is info,
-// unless it saw it before. A racy regular file is hashed (see above).
+// unless it saw p before. A racy regular file is hashed (see above).
 func (o *Overlay) see(ctx context.Context, p vfs.Path, info vfs.Info) {
 	if _, ok := o.seen.Load(p.Raw()); ok {
 		return
@@ -110,6 +117,14 @@ func (o *Overlay) hashLower(ctx context.Context, p vfs.Path) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// seeAbsent records that the process found no lower entry at p, unless it
+// saw p before.
+func (o *Overlay) seeAbsent(p vfs.Path) {
+	if _, ok := o.seen.Load(p.Raw()); !ok {
+		o.seen.LoadOrStore(p.Raw(), absentSight)
+	}
+}
+
 // sightAt is the sight of lower entry p, or nil if the process never saw it.
 func (o *Overlay) sightAt(p vfs.Path) *sight {
 	v, ok := o.seen.Load(p.Raw())
@@ -121,18 +136,29 @@ func (o *Overlay) sightAt(p vfs.Path) *sight {
 
 // baseAt is the Base to record for lower entry p, whose Base as it is now
 // is cur (info its Lstat, taken before cur was read): p as the process first
-// saw it (cur when it never saw it before this change).
-func (o *Overlay) baseAt(p vfs.Path, info vfs.Info, cur Base) Base {
+// saw it (cur when it never saw it before this change). ok is false when the
+// process first found nothing there: p is new to it, and has no Base.
+func (o *Overlay) baseAt(p vfs.Path, info vfs.Info, cur Base) (b Base, ok bool) {
 	s := o.sightAt(p)
 	switch {
 	case s == nil:
-		return cur
+		return cur, true
+	case s.absent:
+		return Base{}, false
 	case !s.same(info):
-		return s.base()
+		return s.base(), true
 	case s.digest != "" && cur.Type.IsRegular():
 		cur.Digest = s.digest // hashed at sight: what the process read
 	}
-	return cur
+	return cur, true
+}
+
+// setBase records Base cur of lower entry p (info its Lstat) as baseAt
+// makes it, if it makes one. o.mu is held.
+func (o *Overlay) setBase(p vfs.Path, info vfs.Info, cur Base) {
+	if b, ok := o.baseAt(p, info, cur); ok {
+		o.base[p.Raw()] = b
+	}
 }
 
 // sawGone records, once the process made an entry at p where the lower shows
@@ -143,7 +169,7 @@ func (o *Overlay) sawGone(p vfs.Path) {
 	if _, ok := o.base[p.Raw()]; ok || o.hidden(p) {
 		return
 	}
-	if s := o.sightAt(p); s != nil {
+	if s := o.sightAt(p); s != nil && !s.absent {
 		o.base[p.Raw()] = s.base()
 	}
 }

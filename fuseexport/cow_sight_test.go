@@ -268,3 +268,41 @@ func TestSightGone(t *testing.T) {
 		})
 	}
 }
+
+// TestSightAbsent: a name the process looked up and found absent, that the
+// host then made, is new to the process: writing it records no Base (the
+// sync-back then finds it "added in the source too"), and removing it
+// removes nothing the sync-back would delete.
+func TestSightAbsent(t *testing.T) {
+	trustStat(t)
+	ov, root, _ := sightOverlay(t, nil)
+	for _, n := range []string{"w", "rm"} {
+		if _, err := ov.Lstat(bg, vp(n)); vfs.CodeOf(err) != vfs.CodeNotFound {
+			t.Fatalf("%s: %v, want not_found", n, err)
+		}
+		if err := os.WriteFile(filepath.Join(root, n), []byte("host\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ov.Lstat(bg, vp(n)); err != nil {
+			t.Fatal(err) // seen now, but first seen absent
+		}
+	}
+	f, err := ov.OpenFile(bg, vp("w"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := ov.Remove(bg, vp("rm")); err != nil {
+		t.Fatal(err)
+	}
+	if bs := ov.Bases(); len(bs) != 0 {
+		t.Errorf("bases %+v; want none", bs)
+	}
+	cs, err := ov.Changes(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Path != "w" || cs[0].Kind != "added" {
+		t.Errorf("changes %+v; want w added", cs)
+	}
+}

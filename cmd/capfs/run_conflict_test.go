@@ -266,6 +266,15 @@ func runConflictCell(t *testing.T, w conflictWork, op conflictOp, when string, e
 	if when == editAfter {
 		edit(t, root)
 	}
+	got := syncConflict(t, ctx, finish, root)
+	got.gone = gone
+	return got
+}
+
+// syncConflict syncs back the Tree finish returns (applying what is not in
+// conflict) and returns the outcome for conf in root.
+func syncConflict(t *testing.T, ctx context.Context, finish func() (*materialize.Tree, error), root string) conflictCell {
+	t.Helper()
 	tr, err := finish()
 	if err != nil {
 		t.Fatal(err)
@@ -275,12 +284,45 @@ func runConflictCell(t *testing.T, w conflictWork, op conflictOp, when string, e
 	if err != nil && rep == nil {
 		t.Fatalf("sync-back: %v", err)
 	}
-	got := conflictCell{gone: gone}
+	var got conflictCell
 	for _, p := range rep.Conflicts {
 		got.conflict = got.conflict || p == "conf"
 	}
 	got.conf = hostConf(t, root)
 	return got
+}
+
+// TestConflictHostCreated: the sandbox looks conf up and finds nothing, the
+// host then makes conf, and the sandbox writes conf (a truncating open that
+// creates): a conflict in every mode ("added in the source too"), and the
+// host's file stays.
+func TestConflictHostCreated(t *testing.T) {
+	for _, w := range conflictWorks {
+		t.Run(w.name, func(t *testing.T) {
+			if w.need != nil {
+				w.need(t)
+			}
+			ctx := context.Background()
+			root := t.TempDir()
+			pb, err := physical.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, _ := dir.New(pb)
+			sb, finish := w.start(t, ctx, src)
+			if _, err := sb.Stat("conf"); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the sandbox's lookup: %v, want not exist", err)
+			}
+			hostRewrite(t, root)
+			if err := writeConf(sb, "conf", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, "sandbox\n"); err != nil {
+				t.Fatalf("the sandbox's write: %v", err)
+			}
+			got := syncConflict(t, ctx, finish, root)
+			if want := (conflictCell{conf: confHost, conflict: true}); got != want {
+				t.Errorf("conf %q, conflict %v; want conf %q, conflict %v", got.conf, got.conflict, want.conf, want.conflict)
+			}
+		})
+	}
 }
 
 // hostConf is conf on the host: its contents, "<absent>" or "<dir>".
