@@ -331,9 +331,7 @@ func isChange(e audit.Event) bool {
 
 // showAudit prints the log at path as v asks.
 func showAudit(stdout, stderr io.Writer, path string, v auditView) error {
-	bad := 0
 	report := func(file string, err error) error {
-		bad++
 		fmt.Fprintf(stderr, "capfs: audit: %s: %v (skipped)\n", filepath.Base(file), err)
 		return nil
 	}
@@ -350,18 +348,15 @@ func showAudit(stdout, stderr io.Writer, path string, v auditView) error {
 		}
 		v.run = last
 	}
-	keep := func(e audit.Event) bool {
-		return (v.run == "" || runOf(e.Tag) == v.run) && (!v.changes || isChange(e))
-	}
 	w := bufio.NewWriter(stdout)
-	var evs []audit.Event
+	var evs []audit.Event // one run's: shown in time order
 	err := audit.ScanLog(path, func(e audit.Event) error {
 		switch {
-		case !keep(e):
-		case v.run != "":
-			evs = append(evs, e) // one run: shown in time order
-		default:
+		case v.changes && !isChange(e):
+		case v.run == "":
 			writeEvent(w, e, v.json)
+		case runOf(e.Tag) == v.run:
+			evs = append(evs, e)
 		}
 		return nil
 	}, report)
