@@ -52,7 +52,7 @@
 // Every event of a compact record reads back with every field as its plain line
 // gives it. A JSONL sink with Compact holds events for up to a second and groups
 // them (so the file is in time order within each record, not across lines); for a
-// bulk run of reads and writes an event then takes about a fifth of its plain
+// bulk run of reads and writes an event then takes about a sixth of its plain
 // line, and a compressed rotated file far less (bench/RESULTS.md).
 //
 // A line that is neither (a line a crash cut short, to which the next process
