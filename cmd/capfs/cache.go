@@ -108,6 +108,37 @@ func projectCacheKey(m *mounted, rel vfs.Path, rev string) string {
 	return hex.EncodeToString(sum[:8]) + "|" + id
 }
 
+// isCacheName reports whether name is a project cache's directory name (the
+// first 8 bytes of a hash, in hex: see projectCacheKey). The cache directory
+// holds other things (the CAS store's default home, "cas"), which cache ls
+// does not list and cache clean does not remove.
+func isCacheName(name string) bool {
+	if len(name) != 16 {
+		return false
+	}
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// projectCaches lists the names of the project caches under root.
+func projectCaches(root string) ([]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && isCacheName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
 // splitKey splits a key into its directory name and the project it names.
 func splitKey(key string) (name, project string) {
 	name, project, _ = strings.Cut(key, "|")
@@ -310,22 +341,26 @@ $CAPFS_CACHE_DIR to a neutral directory or run with --no-cache.
 			if err != nil {
 				return failed(fmt.Errorf("cache directory: %v", err))
 			}
-			ents, err := os.ReadDir(root)
+			names, err := projectCaches(root)
 			if err != nil {
 				return failed(err)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tLAST USED\tPROJECT")
 			var total int64
-			for _, e := range ents {
-				if !e.IsDir() {
-					continue
-				}
-				d := filepath.Join(root, e.Name())
+			for _, name := range names {
+				d := filepath.Join(root, name)
 				m := readCacheMeta(d)
 				n := dirSize(filepath.Join(d, "data"))
 				total += n
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name(), humanBytes(n), m.LastUsed.Local().Format(time.DateTime), show(m.Project))
+				used, project := "-", "-"
+				if !m.LastUsed.IsZero() {
+					used = m.LastUsed.Local().Format(time.DateTime)
+				}
+				if m.Project != "" {
+					project = show(m.Project)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, humanBytes(n), used, project)
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(cacheMax()))
@@ -345,18 +380,12 @@ $CAPFS_CACHE_DIR to a neutral directory or run with --no-cache.
 			var names []string
 			switch {
 			case all:
-				ents, err := os.ReadDir(root)
-				if err != nil {
+				if names, err = projectCaches(root); err != nil {
 					return failed(err)
-				}
-				for _, e := range ents {
-					if e.IsDir() {
-						names = append(names, e.Name())
-					}
 				}
 			case len(args) > 0:
 				for _, a := range args {
-					if a == "" || strings.ContainsAny(a, "/.") {
+					if !isCacheName(a) {
 						return usageErrorf("cache clean %s: not a cache name (see capfs cache ls)", show(a))
 					}
 					if _, err := os.Stat(filepath.Join(root, a)); err != nil {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"strings"
 
 	"github.com/capfs/capfs/internal/termsafe"
@@ -127,6 +129,11 @@ func formatError(err error) string {
 	if h := hintFor(ve); h != "" {
 		b.WriteString("; ")
 		b.WriteString(h)
+	}
+	var he *hintError
+	if errors.As(err, &he) {
+		b.WriteString("; ")
+		b.WriteString(he.hint)
 	}
 	return b.String()
 }
@@ -258,4 +265,66 @@ var codeText = map[vfs.Code]string{
 	vfs.CodeNotSupported: "not supported",
 	vfs.CodeIO:           "input/output error",
 	vfs.CodeCanceled:     "canceled",
+}
+
+// hintError is an error with a hint that needs the session to give (which
+// mount holds a path), printed after the error's own (see formatError).
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+// withMountHint adds to a not_found error whose path lies under no mount the
+// hint that namespace paths start with a mount: the mount that holds that
+// path, if one does ("project/main.go"), else the mounts.
+func withMountHint(ctx context.Context, s *session, err error) error {
+	var ve *vfs.Error
+	if !errors.As(err, &ve) || ve.Code != vfs.CodeNotFound || ve.Path == "" {
+		return err
+	}
+	p, perr := vfs.ParseGuest(ve.Path)
+	if perr != nil || p.IsRoot() {
+		return err
+	}
+	if _, _, ok := s.mountAt(p); ok {
+		return err
+	}
+	var names []string
+	for _, m := range s.Mounts {
+		q := m.Path.Join(p)
+		if ok, _ := s.Root.Exists(ctx, q.String()); ok {
+			return &hintError{err: err, hint: "paths start with a mount: " + q.String()}
+		}
+		names = append(names, displayPath(m.Path.String()))
+	}
+	if len(names) == 0 {
+		return err
+	}
+	return &hintError{err: err, hint: "paths start with a mount: " + strings.Join(names, ", ") + " (capfs mounts)"}
+}
+
+// showMessage is showError without the operation, for a line whose prefix
+// names it already ("capfs: run: sandbox unavailable: ...", not "run: run:").
+func showMessage(err error) string {
+	var ve *vfs.Error
+	if errors.As(err, &ve) && ve.Path == "" && err.Error() == ve.Error() {
+		c := *ve
+		c.Op = ""
+		return show(formatError(&c))
+	}
+	return showError(err)
+}
+
+// sandboxHint says what to do when no sandbox can work here: install
+// bubblewrap when it is missing, else let it create user namespaces; or run
+// without isolation.
+func sandboxHint() string {
+	const unsandboxed = "or run with --allow-unsandboxed (no isolation; audited as such)"
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return "install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap) " + unsandboxed
+	}
+	return "bubblewrap is installed but cannot create its namespaces here: allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) " + unsandboxed
 }

@@ -19,8 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,10 +75,7 @@ validated (regular files, directories and in-tree relative symlinks only, no
 setuid bits, size limits, the policy) and synced back through the same checks.
 
 Mounts (repeatable --mount PATH=KIND:ARG[,ro]):
-  physical:HOSTDIR      a host directory (read-write unless ,ro)
-  git:REPO[@REV]        a git revision as a tree, always read-only (REV: HEAD)
-  memory:[,quota=SIZE]  an empty in-memory tree (gone when capfs exits)
-With no --mount and no --config, the namespace is:
+{{kinds}}With no --mount and no --config, the namespace is:
   project    the current directory (read-write, through run's checkout)
   ref/head   the same directory at the git HEAD (read-only; inside a repository)
   tmp        memory
@@ -96,7 +96,7 @@ flags add mounts, --policy and --audit override):
   memory_quota = "256MiB"   # memory mounts' default quota, optional
   [[mount]]
   path = "project"          # namespace path
-  kind = "physical"         # physical, git or memory
+  kind = "physical"         # {{kindnames}}
   source = "."              # host directory or repository
   rev = "HEAD"              # git only
   read_only = false
@@ -117,16 +117,52 @@ sandbox), or 130 when interrupted.
 Errors are printed on stderr as "capfs: <what was done> <path>: <message>
 (<code>)", with what to do about it when there is something to do.`
 
+// builtinKindHelp describes the built-in mount kinds for the root help.
+var builtinKindHelp = [][2]string{
+	{"physical:HOSTDIR", "a host directory (read-write unless ,ro)"},
+	{"git:REPO[@REV]", "a git revision as a tree, always read-only (REV: HEAD)"},
+	{"memory:[,quota=SIZE]", "an empty in-memory tree (gone when capfs exits)"},
+}
+
+// kindHelp describes the registered mount kinds (registerMountKind) for the
+// root help; a kind missing here is listed with its usage alone (a test
+// checks that none is).
+var kindHelp = map[string]string{
+	"agentfs": "an AgentFS database (capfs sqlite import-agentfs copies one to sqlite)",
+	"cas":     "a content-addressed snapshot, read-only (capfs snapshot)",
+	"sqlite":  "a scratch tree in one SQLite file, created when missing",
+}
+
+// rootHelp is rootLong with its mount kinds filled in from the built-in ones
+// and the registry, so that --help lists every kind --mount takes.
+func rootHelp() string {
+	rows := slices.Clone(builtinKindHelp)
+	names := slices.Sorted(maps.Keys(mountKinds))
+	for _, n := range names {
+		rows = append(rows, [2]string{mountKinds[n].Usage, kindHelp[n]})
+	}
+	const width = 20 // a longer usage has its description on the next line
+	var b strings.Builder
+	for _, r := range rows {
+		if len(r[0]) > width {
+			fmt.Fprintf(&b, "  %s\n  %-*s  %s\n", r[0], width, "", r[1])
+			continue
+		}
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, r[0], r[1])
+	}
+	kinds := strings.NewReplacer("{{kinds}}", b.String(), "{{kindnames}}", kindNames())
+	return kinds.Replace(rootLong)
+}
+
 // newRootCmd builds the command tree.
 func newRootCmd() *cobra.Command {
 	o := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "capfs",
 		Short:         "Capability filesystem: browse, grep and run sandboxed builds on a composed namespace",
-		Long:          rootLong,
+		Long:          rootHelp(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
@@ -167,7 +203,45 @@ func newRootCmd() *cobra.Command {
 		newSnapshotCmd(o),
 		newAuditCmd(o),
 	)
+	suggestCommands(root)
 	return root
+}
+
+// suggestCommands makes an unknown subcommand of root, or of any command group
+// under it ("capfs lss", "capfs cache lss"), a usage error naming the nearest
+// commands. cobra suggests only for a command without Args of its own, and a
+// group's Args must refuse what is not a subcommand.
+func suggestCommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		suggestCommands(sub)
+	}
+	if !c.HasSubCommands() {
+		return
+	}
+	c.Args = unknownCommand
+	if !c.Runnable() {
+		// cobra checks Args only for a runnable command; else it shows help.
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+}
+
+// unknownCommand is the Args of a command group: no arguments, and for one that
+// is no subcommand, "did you mean ...?" naming the closest commands cobra
+// finds (an edit away, else two).
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	var s []string
+	for d := 1; d <= 2 && len(s) == 0; d++ {
+		cmd.SuggestionsMinimumDistance = d
+		s = cmd.SuggestionsFor(args[0])
+	}
+	if len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageError(errors.New(msg))
 }
 
 // action adapts a subcommand body: it opens the session, runs fn, closes the
@@ -184,7 +258,7 @@ func action(o *globalOptions, fn func(ctx context.Context, cmd *cobra.Command, s
 			defer close(done)
 			go exitIfStuck(ctx, done, cmd.ErrOrStderr())
 		}
-		err = failed(fn(ctx, cmd, s, args))
+		err = failed(withMountHint(ctx, s, fn(ctx, cmd, s, args)))
 		if cerr := s.Close(); cerr != nil && err == nil {
 			err = failed(cerr)
 		}

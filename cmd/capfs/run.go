@@ -101,7 +101,8 @@ what it changed, and bring the changes back through the namespace's checks.
        never                     apply nothing; keep the changes for later
        ask                       show the summary and ask (y: apply, n:
                                  discard, k: keep for later, d: a diff in
-                                 $PAGER); without a terminal, as never
+                                 $PAGER); without a terminal, as never,
+                                 exiting 3 when CMD exited 0
      --dry-run applies nothing and keeps nothing (unless --keep).
   6. The apply goes through the capability, each file atomically and with the
      time the sandbox gave it, under a journal kept outside the project (if
@@ -571,7 +572,7 @@ func (r *runner) startFailed(prog string, err error) error {
 	code := exitRunFailed
 	switch {
 	case errors.Is(err, sandbox.ErrUnavailable):
-		r.say("capfs: run: %s\ncapfs: run: no sandbox can work here; --allow-unsandboxed runs the command without isolation (audited)\n", showError(err))
+		r.say("capfs: run: %s\ncapfs: run: %s\n", showMessage(err), sandboxHint())
 	case vfs.CodeOf(err) == vfs.CodeNotFound:
 		r.say("capfs: run: %s: command not found\n", show(prog))
 		code = exitNotFound
@@ -623,13 +624,15 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 		return nil, readdressUnder(err, p)
 	}
 	r.trees = append(r.trees, t)
+	var hidden []materialize.Skip
 	for _, sk := range t.Skipped() {
 		if strings.HasPrefix(sk.Reason, "git directory emptied") {
 			r.say("capfs: run: not in the sandbox: %s's contents: %s\n", showGuest(p, sk.Path), show(sk.Reason))
 			continue
 		}
-		r.say("capfs: run: not in the sandbox: %s (%s)\n", showGuest(p, sk.Path), sk.Code)
+		hidden = append(hidden, sk)
 	}
+	r.sayNotInSandbox(p, hidden)
 	return t, nil
 }
 

@@ -182,8 +182,9 @@ func TestRunDryRunAndDiscard(t *testing.T) {
 	if len(checkouts(t, base)) != 0 {
 		t.Errorf("--discard left %v", checkouts(t, base))
 	}
-	// With no terminal, --sync=ask applies nothing and keeps the changes.
-	r = runCapfsEnv(t, root, env, "run", "--sync=ask", "--", "sh", "-c", "echo newer > a.txt").want(t, 0)
+	// With no terminal, --sync=ask applies nothing, keeps the changes and
+	// exits 3 (a change left unapplied), as README says.
+	r = runCapfsEnv(t, root, env, "run", "--sync=ask", "--", "sh", "-c", "echo newer > a.txt").want(t, exitSyncBack)
 	if !strings.Contains(r.stderr, "needs a terminal") || readFile(t, filepath.Join(root, "a.txt")) != "new\n" || len(checkouts(t, base)) != 1 {
 		t.Errorf("--sync=ask without a terminal:\n%s", r.stderr)
 	}

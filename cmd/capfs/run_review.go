@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -107,21 +109,27 @@ func (r *runner) apply(ctx context.Context, status int) int {
 // why they are not applied), and keeps the checkout for capfs sync when keep
 // is set and there is something to keep.
 func (r *runner) hold(ctx context.Context, status int, verb string, keep bool) int {
+	code, _ := r.holdKept(ctx, status, verb, keep)
+	return code
+}
+
+// holdKept is hold, also reporting whether there were changes to hold.
+func (r *runner) holdKept(ctx context.Context, status int, verb string, keep bool) (int, bool) {
 	opts, err := r.syncOptions(true)
 	if err != nil {
 		r.say("capfs: run: %s\n", show(err.Error()))
-		return exitRunFailed
+		return exitRunFailed, false
 	}
 	rep, serr := r.workTree.SyncBack(ctx, opts)
 	if rep == nil {
 		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
 		r.keepForLater(ctx, status, "")
-		return exitSyncBack
+		return exitSyncBack, true
 	}
 	sum := newSummary(r.workPath, verb, rep)
 	if sum.empty() && !r.keep {
 		r.printSummary(sum, nil)
-		return status
+		return status, false
 	}
 	keep = keep || r.keep
 	if keep {
@@ -133,7 +141,7 @@ func (r *runner) hold(ctx context.Context, status int, verb string, keep bool) i
 	if keep {
 		r.keepForLater(ctx, status, "")
 	}
-	return status
+	return status, !sum.empty()
 }
 
 // ask shows what would be applied and asks, on the terminal, what to do.
@@ -141,8 +149,14 @@ func (r *runner) ask(ctx context.Context, status int) int {
 	in, ok := r.stdin.(*os.File)
 	ef, eok := r.stderr.(*os.File)
 	if !ok || !eok || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(ef.Fd())) {
+		// Nobody could be asked: the changes are kept, and a command that
+		// succeeded exits 3 (left a change unapplied), as README says.
 		r.say("capfs: run: --sync=ask needs a terminal: nothing applied\n")
-		return r.hold(ctx, status, "not applied (--sync=ask without a terminal)", true)
+		code, held := r.holdKept(ctx, status, "not applied (--sync=ask without a terminal)", true)
+		if held && code == 0 {
+			code = exitSyncBack
+		}
+		return code
 	}
 	opts, err := r.syncOptions(true)
 	if err != nil {
@@ -342,6 +356,8 @@ type changeLine struct {
 	Path string `json:"path"`
 	Type string `json:"type,omitempty"` // "dir", "symlink"; "" for a file
 	Size int64  `json:"size,omitempty"`
+
+	exec bool // a regular file with an execute bit, after the change
 }
 
 type refusalLine struct {
@@ -380,7 +396,8 @@ func newSummary(at vfs.Path, verb string, rep *materialize.SyncReport) *summary 
 				typ = "symlink"
 			}
 		}
-		s.Changes = append(s.Changes, changeLine{string(c.Kind), joinGuest(at, c.Path), typ, size})
+		exec := c.New != nil && c.New.IsRegular() && c.Kind != materialize.Deleted && c.New.Mode&0o111 != 0
+		s.Changes = append(s.Changes, changeLine{Kind: string(c.Kind), Path: joinGuest(at, c.Path), Type: typ, Size: size, exec: exec})
 		d := path.Dir(c.Path)
 		dc := dirs[d]
 		if dc == nil {
@@ -531,7 +548,7 @@ func writeSummary(w io.Writer, s *summary, err error) {
 				fmt.Fprintf(w, "    %s/: %s%s\n", show(d.Dir), strings.Join(c, ", "), size)
 			}
 		}
-		for i, c := range s.Changes {
+		for i, c := range tellingFirst(s.Changes) {
 			if s.show >= 0 && i >= s.show {
 				fmt.Fprintf(w, "  ... and %d more (--show -1 lists every path, --json prints them all)\n", len(s.Changes)-i)
 				break
@@ -571,6 +588,79 @@ func writeSummary(w io.Writer, s *summary, err error) {
 	if s.Out != "" {
 		fmt.Fprintf(w, "capfs: run: written into %s\n", show(s.Out))
 	}
+}
+
+// maxSkipLines is how many paths left out of a checkout, of one kind, are
+// listed one a line; more are counted on one line.
+const maxSkipLines = 3
+
+// sayNotInSandbox reports the paths of the checkout of p left out of the
+// sandbox: one a line when there are few of a kind (code), else one line
+// with the count and the first two.
+func (r *runner) sayNotInSandbox(p vfs.Path, skips []materialize.Skip) {
+	byCode := map[vfs.Code][]string{}
+	var codes []vfs.Code
+	for _, sk := range skips {
+		if byCode[sk.Code] == nil {
+			codes = append(codes, sk.Code)
+		}
+		byCode[sk.Code] = append(byCode[sk.Code], showGuest(p, sk.Path))
+	}
+	for _, c := range codes {
+		paths := byCode[c]
+		if len(paths) <= maxSkipLines {
+			for _, q := range paths {
+				r.say("capfs: run: not in the sandbox: %s (%s)\n", q, c)
+			}
+			continue
+		}
+		what := fmt.Sprintf("paths (%s)", c)
+		if c == vfs.CodePermission {
+			what = "paths the policy hides"
+		}
+		r.say("capfs: run: not in the sandbox: %d %s (%s, %s and %d more; the audit log lists them)\n",
+			len(paths), what, paths[0], paths[1], len(paths)-2)
+	}
+}
+
+// tellingFirst returns the changes in the order the text summary lists them,
+// the most telling first: executables, then shallower paths, then files other
+// than build intermediates (object files, archives, bytecode), then by path. A
+// build's binary and top-level outputs thus come before its object files.
+func tellingFirst(cs []changeLine) []changeLine {
+	out := slices.Clone(cs)
+	slices.SortStableFunc(out, func(a, b changeLine) int {
+		if a.exec != b.exec {
+			if a.exec {
+				return -1
+			}
+			return 1
+		}
+		if da, db := strings.Count(a.Path, "/"), strings.Count(b.Path, "/"); da != db {
+			return cmp.Compare(da, db)
+		}
+		if ia, ib := intermediate(a.Path), intermediate(b.Path); ia != ib {
+			if ib {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return out
+}
+
+// intermediateExts are the extensions of build intermediates: what compilers
+// leave beside the outputs that matter.
+var intermediateExts = map[string]bool{
+	".o": true, ".obj": true, ".a": true, ".lo": true, ".la": true, ".d": true,
+	".pyc": true, ".pyo": true, ".class": true, ".gcno": true, ".gcda": true,
+	".dep": true, ".tmp": true, ".rlib": true, ".rmeta": true,
+}
+
+// intermediate reports whether p names a build intermediate.
+func intermediate(p string) bool {
+	return intermediateExts[strings.ToLower(path.Ext(p))]
 }
 
 // printApplied prints a recovered sync's report.
