@@ -102,7 +102,8 @@ FUZZ_TARGETS := \
 	./backends/cas:FuzzParseDigest:100000 \
 	./backends/sqlite:FuzzAgentFSOpen:1500 \
 	./backends/sqlite:FuzzScratchOpen:1500 \
-	./backends/sqlite/sqlar:FuzzImport:1500
+	./backends/sqlite/sqlar:FuzzImport:1500 \
+	./authority:FuzzParseGrantSet:30000
 
 fuzz-short:
 	@set -e; start=$$(date +%s); cut=0; for t in $(FUZZ_TARGETS); do \

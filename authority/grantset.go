@@ -31,18 +31,25 @@ func (a *Authority) GrantSetFor(s Subject) GrantSet {
 	return set
 }
 
-// ParseGrantSet decodes and validates a GrantSet strictly: unknown fields,
-// trailing data, an unknown version, access or status, a grant of another
-// subject, an ended grant, or one over a secret root are errors wrapping
-// fs.ErrInvalid.
+// MaxGrantSetBytes bounds a grant set document ParseGrantSet reads.
+const MaxGrantSetBytes = 4 << 20
+
+// ParseGrantSet decodes and validates a GrantSet strictly: a document over
+// MaxGrantSetBytes, unknown fields, trailing data, an unknown version, access
+// or status, a grant of another subject, an ended grant, or one over a secret
+// root are errors wrapping fs.ErrInvalid.
 func ParseGrantSet(data []byte) (GrantSet, error) {
 	var set GrantSet
+	if len(data) > MaxGrantSetBytes {
+		return GrantSet{}, invalid("grant set: %d bytes, more than %d", len(data), MaxGrantSetBytes)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&set); err != nil {
 		return GrantSet{}, invalid("grant set: %v", err)
 	}
-	if dec.More() {
+	// More does not report a closing bracket; anything but space is refused.
+	if len(bytes.Trim(data[dec.InputOffset():], " \t\r\n")) != 0 {
 		return GrantSet{}, invalid("grant set: data after the document")
 	}
 	if set.Version != 1 {
