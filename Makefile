@@ -103,7 +103,8 @@ FUZZ_TARGETS := \
 	./backends/sqlite:FuzzAgentFSOpen:1500 \
 	./backends/sqlite:FuzzScratchOpen:1500 \
 	./backends/sqlite/sqlar:FuzzImport:1500 \
-	./authority:FuzzParseGrantSet:30000
+	./authority:FuzzParseGrantSet:30000 \
+	./policy:FuzzParseConfig:30000
 
 fuzz-short:
 	@set -e; start=$$(date +%s); cut=0; for t in $(FUZZ_TARGETS); do \

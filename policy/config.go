@@ -74,11 +74,17 @@ type fileRule struct {
 	Reason string   `toml:"reason" json:"reason"`
 }
 
-// ParseConfig decodes a configuration file (see the package doc for its keys). Keys
-// it does not know, and rules without an effect, are errors wrapping
-// ErrInvalidConfig; patterns are checked by New, not here.
+// MaxConfigBytes bounds a configuration file: a larger one is refused.
+const MaxConfigBytes = 1 << 20
+
+// ParseConfig decodes a configuration file (see the package doc for its keys). A
+// file over MaxConfigBytes, keys it does not know, and rules without an effect, are
+// errors wrapping ErrInvalidConfig; patterns are checked by New, not here.
 func ParseConfig(data []byte, format Format) (Config, error) {
 	var fc fileConfig
+	if len(data) > MaxConfigBytes {
+		return Config{}, fmt.Errorf("%w: more than %d bytes", ErrInvalidConfig, MaxConfigBytes)
+	}
 	switch format {
 	case TOML:
 		md, err := toml.Decode(string(data), &fc)
@@ -165,7 +171,12 @@ func Load(path string) (*Engine, error) {
 	default:
 		return nil, fmt.Errorf("policy: %s: %w: unknown file extension (want .toml or .json)", path, ErrInvalidConfig)
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
