@@ -145,3 +145,50 @@ func TestChildIsPinnedWhereItLed(t *testing.T) {
 		t.Fatalf("Location = %q, %v; want old", loc, err)
 	}
 }
+
+// swapOnSub is a backend whose Sub first lets the host replace src with a
+// link to .ssh: the window between Child's decision and its pinning.
+type swapOnSub struct {
+	vfs.Backend
+	swap func()
+}
+
+func (s *swapOnSub) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	if s.swap != nil {
+		s.swap()
+		s.swap = nil
+	}
+	return s.Backend.Sub(ctx, p)
+}
+
+func (s *swapOnSub) Locate(ctx context.Context) (vfs.Path, error) {
+	return s.Backend.(vfs.Locator).Locate(ctx)
+}
+
+// TestChildRefusesWhatMovedBeforePinning: a child is pinned only where it was
+// decided. If the directory is replaced by a link between the decision and the
+// pinning, Child fails (conflict: the backend follows no link on the resolved
+// path it is given) instead of pinning the link's target under the decided
+// name. Before the fix, Child pinned .ssh as "src".
+func TestChildRefusesWhatMovedBeforePinning(t *testing.T) {
+	ctx := context.Background()
+	b := linkedProject(t)
+	host, _ := dir.New(b)
+	sw := &swapOnSub{Backend: b, swap: func() {
+		if err := host.Move(ctx, "src", "old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := host.Symlink(ctx, ".ssh", "src"); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	_, ctl := dir.New(sw, dir.WithPolicy(policy.Defaults()))
+	child, err := ctl.Child(ctx, "src")
+	if err == nil {
+		data, _ := child.Dir().ReadFile(ctx, "id_rsa")
+		t.Fatalf("Child pinned what src became after the decision (id_rsa: %q)", data)
+	}
+	if vfs.CodeOf(err) != vfs.CodeConflict {
+		t.Fatalf("Child = %v, want conflict", err)
+	}
+}
