@@ -389,6 +389,14 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	if dir == "" {
 		dir = "/"
 	}
+	// The sandbox's own account in /etc/passwd and /etc/group (passwd.go).
+	accounts := &accountFiles{}
+	if !b.opts.ShowPrivateEtc {
+		if accounts, err = sandboxAccounts(b.opts.UID, b.opts.GID); err != nil {
+			return nil, &vfs.Error{Code: vfs.CodeIO, Op: "run", Err: err}
+		}
+		a, extra = accounts.bind(a, extra)
+	}
 	a = append(a, "--chdir", dir)
 
 	base := MinimalEnv()
@@ -411,6 +419,7 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	// /proc/1/cmdline. Only the command stays there.
 	argsFile, err := argsFD(a)
 	if err != nil {
+		accounts.Close()
 		return nil, &vfs.Error{Code: vfs.CodeIO, Op: "run", Err: err}
 	}
 	extra = append(extra, argsFile)
@@ -424,9 +433,10 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	prog, argv, _, cleanup, err := applyLimits(lim, bin, a)
 	if err != nil {
 		argsFile.Close()
+		accounts.Close()
 		return nil, &vfs.Error{Code: vfs.CodeNotSupported, Op: "run", Err: err}
 	}
-	cleanups := []func(){func() { argsFile.Close() }}
+	cleanups := []func(){func() { argsFile.Close(); accounts.Close() }}
 	if cleanup != nil {
 		cleanups = append(cleanups, cleanup)
 	}
@@ -458,18 +468,25 @@ func argsFD(args []string) (*os.File, error) {
 		buf.WriteString(a)
 		buf.WriteByte(0)
 	}
+	return sealedFile("capfs-bwrap-args", buf.Bytes())
+}
+
+// sealedFile returns a file, at offset 0, holding data: an anonymous memory
+// file (memfd), sealed against change, or where there is none an unlinked
+// temporary file. The caller closes it.
+func sealedFile(name string, data []byte) (*os.File, error) {
 	var f *os.File
-	if fd, err := unix.MemfdCreate("capfs-bwrap-args", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING); err == nil {
-		f = os.NewFile(uintptr(fd), "capfs-bwrap-args")
+	if fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING); err == nil {
+		f = os.NewFile(uintptr(fd), name)
 	} else {
-		t, err := os.CreateTemp("", "capfs-bwrap-args-")
+		t, err := os.CreateTemp("", name+"-")
 		if err != nil {
 			return nil, err
 		}
 		_ = os.Remove(t.Name())
 		f = t
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return nil, err
 	}
