@@ -154,9 +154,11 @@ func SyncInterval(d time.Duration) JSONLOption {
 func SyncNever() JSONLOption { return func(c *jsonlConfig) { c.mode = syncNever } }
 
 // OnError sets a callback for errors the sink cannot return to anyone: failed
-// encodes, writes and fsyncs, and events recorded after Close. It is called in the
-// goroutine that hit the error (a guest's, or the interval syncer's), so it must be
-// safe for concurrent use and quick. Errors may name the file's host path: they are
+// encodes, writes and fsyncs, and events recorded after Close. Under Rotate it also
+// receives the failures of rotation that lose no event (a rename, a compression, a
+// removal), which Errors does not count. It is called in the goroutine that hit the
+// error (a guest's, the interval syncer's or rotation's), so it must be safe for
+// concurrent use and quick. Errors may name the file's host path: they are
 // for the host, never the guest.
 func OnError(fn func(error)) JSONLOption { return func(c *jsonlConfig) { c.onError = fn } }
 
@@ -172,7 +174,7 @@ func OpenJSONL(path string, opts ...JSONLOption) (*JSONL, error) {
 	}
 	j := &JSONL{every: cfg.mode == syncEvery, onError: cfg.onError}
 	if cfg.rotate != nil {
-		r, err := openRotating(path, *cfg.rotate, j.fail)
+		r, err := openRotating(path, *cfg.rotate, j.warn)
 		if err != nil {
 			return nil, fmt.Errorf("audit: open JSONL sink: %w", err)
 		}
@@ -323,6 +325,13 @@ func (j *JSONL) Written() uint64 { return j.written.Load() }
 // Errors returns how many failures (encode, write, fsync, record after Close) the
 // sink has had.
 func (j *JSONL) Errors() uint64 { return j.errs.Load() }
+
+// warn reports a failure that lost no event.
+func (j *JSONL) warn(err error) {
+	if j.onError != nil {
+		j.onError(err)
+	}
+}
 
 func (j *JSONL) fail(err error) {
 	j.errs.Add(1)

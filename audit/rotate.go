@@ -56,7 +56,7 @@ const backupLayout = "2006-01-02T15-04-05.000"
 type rotatingFile struct {
 	path string
 	o    RotateOptions
-	fail func(error)
+	warn func(error) // failures that lose no event: a rotation, a compression
 
 	mu     sync.Mutex
 	f      *os.File
@@ -69,7 +69,7 @@ type rotatingFile struct {
 	done chan struct{} // closed when maintenance has stopped
 }
 
-func openRotating(path string, o RotateOptions, fail func(error)) (*rotatingFile, error) {
+func openRotating(path string, o RotateOptions, warn func(error)) (*rotatingFile, error) {
 	if o.MaxSize <= 0 {
 		return nil, errors.New("rotation needs a size greater than 0")
 	}
@@ -79,7 +79,7 @@ func openRotating(path string, o RotateOptions, fail func(error)) (*rotatingFile
 	if o.Grace == 0 {
 		o.Grace = DefaultGrace
 	}
-	r := &rotatingFile{path: path, o: o, fail: fail,
+	r := &rotatingFile{path: path, o: o, warn: warn,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := r.open(); err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (r *rotatingFile) Write(p []byte) (int, error) {
 	r.follow()
 	if r.size > 0 && r.size+int64(len(p)) > r.o.MaxSize {
 		if err := r.rotate(); err != nil {
-			r.fail(fmt.Errorf("audit: rotate JSONL sink: %w", err))
+			r.warn(fmt.Errorf("audit: rotate JSONL sink: %w", err))
 		}
 	}
 	n, err := r.f.Write(p)
@@ -161,7 +161,7 @@ func (r *rotatingFile) follow() {
 	}
 	old := r.f
 	if err := r.open(); err != nil {
-		r.fail(fmt.Errorf("audit: reopen JSONL sink: %w", err))
+		r.warn(fmt.Errorf("audit: reopen JSONL sink: %w", err))
 		return
 	}
 	old.Close()
@@ -253,7 +253,7 @@ func (r *rotatingFile) maintain(stopping bool) {
 func (r *rotatingFile) compressRested(stopping bool) time.Duration {
 	bs, tmps, err := listBackups(r.path)
 	if err != nil {
-		r.fail(fmt.Errorf("audit: list rotated logs: %w", err))
+		r.warn(fmt.Errorf("audit: list rotated logs: %w", err))
 		return 0
 	}
 	for _, t := range tmps {
@@ -272,8 +272,8 @@ func (r *rotatingFile) compressRested(stopping bool) time.Duration {
 				wait = rest
 			}
 		default:
-			if err := compressFile(b.plain); err != nil {
-				r.fail(fmt.Errorf("audit: compress rotated log: %w", err))
+			if err := compressFile(b.plain); err != nil && !errors.Is(err, os.ErrNotExist) { // not: another process's work
+				r.warn(fmt.Errorf("audit: compress rotated log: %w", err))
 			}
 		}
 	}
@@ -303,7 +303,7 @@ func (r *rotatingFile) bound() {
 		for _, n := range []string{b.zst, b.plain} {
 			if n != "" {
 				if err := os.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
-					r.fail(fmt.Errorf("audit: remove rotated log: %w", err))
+					r.warn(fmt.Errorf("audit: remove rotated log: %w", err))
 				}
 			}
 		}

@@ -113,6 +113,8 @@ func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error
 		err := j.Close()
 		if n := j.Errors(); n > 0 {
 			err = errors.Join(err, fmt.Errorf("audit log: %d %s: %v", n, plural(int(n), "failure", "failures"), fails.get()))
+		} else if w := fails.get(); w != nil {
+			fmt.Fprintf(stderr, "capfs: audit log: %v (no event lost)\n", w) // a rotation's failure
 		}
 		return err
 	}
