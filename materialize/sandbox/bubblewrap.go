@@ -389,6 +389,7 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	if dir == "" {
 		dir = "/"
 	}
+	a = append(a, "--chdir", dir)
 	// The sandbox's own account in /etc/passwd and /etc/group (passwd.go).
 	accounts := &accountFiles{}
 	if !b.opts.ShowPrivateEtc {
@@ -397,7 +398,6 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		}
 		a, extra = accounts.bind(a, extra)
 	}
-	a = append(a, "--chdir", dir)
 
 	base := MinimalEnv()
 	if goroot != "" {
