@@ -138,8 +138,8 @@ func (c *Control) Revoke() { c.gate.set(revokedBit, true) }
 func (c *Control) Revoked() bool { return c.gate.isRevoked() }
 
 // Child returns a Control for the subtree at path (relative to this Control's Dir;
-// "/" means its root, "." the Dir itself). Its Dir is what Sub(path) on this
-// Control's Dir returns: path is resolved to the canonical directory it reaches
+// "/" means its root, "." the Dir itself). Its Dir is made as Sub(path) on this
+// Control's Dir makes one: path is resolved to the canonical directory it reaches
 // (through any symlink on the way), decided there by the policy and hooks as an
 // OpSub, audited, and pinned now; the child's paths, in every later decision and
 // audit event, are from that place (see Location). It shares subject, policy,
