@@ -143,6 +143,13 @@ func TestAuditCommandAnswersWhatARunChanged(t *testing.T) {
 	}
 
 	var out, errb bytes.Buffer
+	if code := execute(t.Context(), []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 || errb.Len() != 0 {
+		t.Fatalf("capfs audit --json exited %d: %s", code, errb.String())
+	}
+	if all, err := audit.ReadJSONL(&out); err != nil || len(all) != len(first)+len(second) {
+		t.Fatalf("capfs audit --json: %d events, want %d, %v", len(all), len(first)+len(second), err)
+	}
+	out.Reset()
 	if code := execute(t.Context(), []string{"--audit", log, "audit", "--run", "last", "--changes"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("capfs audit exited %d: %s", code, errb.String())
 	}
@@ -222,5 +229,33 @@ func TestAuditCommandSkipsTornFiles(t *testing.T) {
 	msg := errb.String()
 	if strings.Count(msg, "(skipped)") != 2 || !strings.Contains(msg, filepath.Base(cut)) || !strings.Contains(msg, "audit.jsonl: audit: JSONL line") {
 		t.Errorf("stderr:\n%s", msg)
+	}
+}
+
+// TestAuditRotationFlags: the rotation flags map onto audit.RotateOptions
+// (0 rotated files keeps none; none lifts the total's bound or rotation).
+func TestAuditRotationFlags(t *testing.T) {
+	for _, c := range []struct {
+		st   auditSettings
+		want *audit.RotateOptions
+	}{
+		{auditSettings{maxFiles: -1}, &audit.RotateOptions{MaxSize: 16 << 20, MaxFiles: 100, MaxTotal: 64 << 20}},
+		{auditSettings{maxSize: "1MiB", maxFiles: 0, maxTotal: "8MiB"}, &audit.RotateOptions{MaxSize: 1 << 20, MaxFiles: -1, MaxTotal: 8 << 20}},
+		{auditSettings{maxFiles: 5, maxTotal: "none"}, &audit.RotateOptions{MaxSize: 16 << 20, MaxFiles: 5}},
+		{auditSettings{maxSize: "none", maxFiles: -1}, nil},
+	} {
+		got, err := rotateOptions(c.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != nil {
+			got.Recheck, got.Grace = 0, 0
+		}
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("%+v: %+v, want %+v", c.st, got, c.want)
+		}
+	}
+	if _, err := rotateOptions(auditSettings{maxTotal: "lots"}); err == nil || exitCodeOf(err) != exitUsage {
+		t.Errorf("--audit-max-total lots: %v", err)
 	}
 }
