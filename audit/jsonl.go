@@ -31,8 +31,9 @@ var ErrSinkClosed = fmt.Errorf("audit: sink is closed: %w", fs.ErrClosed)
 // kernel in one write call of the whole line. Within one process the *os.File
 // serializes writes; across processes appending to the same file, O_APPEND makes
 // each write land whole at the end of the file (on local filesystems; not on NFS).
-// Nothing is buffered in user space: a line is visible to readers of the file as soon
-// as Record returns, whatever the sync policy.
+// Without Compact, nothing is buffered in user space: a line is visible to readers of
+// the file as soon as Record returns, whatever the sync policy. With Compact, a
+// compact record is written the same way, whole, when it is written (see Compact).
 //
 // # Durability: the fsync policy
 //
@@ -374,10 +375,13 @@ func (e *LineError) Unwrap() error { return e.Err }
 // ScanJSONL reads the events of a JSONL log from r, plain lines and compact
 // records alike, and calls fn for each in file order. A line that is not an
 // event is passed to bad and skipped; its events, for a compact record, are
-// all skipped. When such a line ends with a whole event or record (a line cut
+// all skipped (bad may be nil). When such a line ends with a whole event or record (a line cut
 // short by a crash, and the next one appended to it), that one is read. A non-nil error from fn or bad stops the scan and is returned;
 // so is a read error (a compressed file cut short), after the events before it.
 func ScanJSONL(r io.Reader, fn func(Event) error, bad func(*LineError) error) error {
+	if bad == nil {
+		bad = func(*LineError) error { return nil }
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxJSONLLine)
 	for n := 1; sc.Scan(); n++ {

@@ -497,9 +497,12 @@ func (z zstdFile) Close() error {
 // ScanLog reads every event of the log at path, its rotated files first
 // (see LogFiles), calling fn for each in file order. A line that is not an
 // event, or a file that cannot be read to its end (a compressed file cut
-// short), is passed to bad with the file's name, and the scan goes on; a
+// short), is passed to bad (if not nil) with the file's name, and the scan goes on; a
 // non-nil error from fn or bad stops it and is returned.
 func ScanLog(path string, fn func(Event) error, bad func(file string, err error) error) error {
+	if bad == nil {
+		bad = func(string, error) error { return nil }
+	}
 	files, err := LogFiles(path)
 	if err != nil {
 		return err
