@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
+
 package main
 
 import (
@@ -36,8 +38,6 @@ func (l *lockedBuffer) String() string {
 // and waits until the server has taken the client's roots (the mounts tool
 // shows want); it returns the session, the mounts tool's text and the server's
 // stderr.
-//
-//lint:ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
 func rootsClient(t *testing.T, work string, args []string, want string, roots ...*mcp.Root) (*mcp.ClientSession, string, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(capfsBin, args...)
@@ -46,7 +46,6 @@ func rootsClient(t *testing.T, work string, args []string, want string, roots ..
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
-	//lint:ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
 	client.AddRoots(roots...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	// Roots are a feature of the session protocols (2025-11-25 and before);
