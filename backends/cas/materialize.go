@@ -66,9 +66,9 @@ type MaterializeStats struct {
 // A tree holding a symlink whose target would resolve outside dest (absolute, or
 // climbing above it) is refused before anything is written: host tools follow
 // links, and the checkout would reach outside itself. Every Directory is read and
-// verified before dest is created.
-func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts MaterializeOptions) (MaterializeStats, error) {
-	var st MaterializeStats
+// verified before dest is created; a file blob that is missing or corrupt
+// fails the materialization, which then removes dest.
+func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts MaterializeOptions) (st MaterializeStats, err error) {
 	// Plan: read every directory, check every link.
 	type planned struct {
 		rel  string
@@ -127,6 +127,14 @@ func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts 
 	if err := os.Mkdir(dest, 0o755); err != nil {
 		return st, fmt.Errorf("cas: materialize: %w", err)
 	}
+	// dest is new and ours: a failure from here (a file blob missing, or not
+	// what its node declares) removes it again, so a refused tree leaves
+	// nothing behind.
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dest)
+		}
+	}()
 	for _, d := range dirs {
 		if err := os.Mkdir(filepath.Join(dest, filepath.FromSlash(d)), 0o755); err != nil {
 			return st, fmt.Errorf("cas: materialize: %w", err)
