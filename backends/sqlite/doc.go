@@ -86,7 +86,11 @@
 // capfs scratch file is ErrForeign, one written by a newer capfs is
 // ErrNewerSchema (older schemas are migrated forward, one transaction per
 // version), a malformed one is ErrCorrupt, at Open or, for data pages, on the
-// read that finds it (an io_error whose cause matches ErrCorrupt).
+// read that finds it (an io_error whose cause matches ErrCorrupt). Before
+// reading any row, Open checks that the schema is capfs's own and holds
+// nothing else: a table that is a view (a recursive one would never finish),
+// a virtual table, a generated column, a trigger (which capfs's own writes
+// would set off) or any other object is ErrSchema (wrapped in ErrCorrupt).
 //
 // # Snapshots
 //
@@ -99,10 +103,13 @@
 //
 // OpenAgentFS serves an AgentFS database (Turso's agent filesystem, its SPEC's
 // schema 0.4: fs_inode, fs_dentry, fs_data, fs_symlink, fs_config) as a
-// read-only backend through the same read path, without copying it; Import
-// copies any backend (an AgentFS one included) into a scratch file, keeping hard
-// links, modes and times. Package sqlar exports a tree to a SQLite Archive and
-// imports one.
+// read-only backend through the same read path, without copying it. It trusts
+// nothing in the file first: its tables must be plain tables (ErrSchema
+// otherwise), every file's chunks must hold exactly its declared size, and
+// checking and loading must end within AgentFSOpenTimeout (ErrCorrupt
+// otherwise). Import copies any backend (an AgentFS one included) into a
+// scratch file, keeping hard links, modes and times, within a byte budget.
+// Package sqlar exports a tree to a SQLite Archive and imports one.
 //
 // # Quotas
 //
