@@ -217,10 +217,13 @@ func (d *Dir) ReadDirVisible(ctx context.Context, path string) ([]fs.DirEntry, e
 
 // listed returns the path of entry name of directory p and whether the
 // listing c shows it: the policy allows it as a listing of its own path (Walk's
-// rule) and, with lookup, as a status of it too (ReadDirVisible's).
+// rule) and, with lookup, as a status of it too (ReadDirVisible's). A name no
+// path can hold (a backend that lists one) is reported to ctx's
+// vfs.WithUnaddressable function, not dropped silently.
 func (s *scope) listed(ctx context.Context, c *call, p vfs.Path, name string, lookup bool) (vfs.Path, bool) {
 	child, err := p.Child(name)
 	if err != nil {
+		vfs.NoteUnaddressable(ctx, vfs.Unaddressable{Name: name, Reason: vfs.NameProblem(name)})
 		return child, false
 	}
 	if _, ok := s.allowInner(ctx, c, policy.OpList, child, nil); !ok {

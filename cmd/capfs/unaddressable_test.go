@@ -108,3 +108,23 @@ func TestRunAndMCPOnUnaddressable(t *testing.T) {
 		})
 	}
 }
+
+// TestTreeNamesUnaddressableGitEntries: a git tree may hold a name no capfs
+// path can hold ("a\b"); the git backend lists it, and capfs tree, which
+// walks through the Dir, names it once on stderr instead of leaving it out
+// silently (as it did on 8a35f16).
+func TestTreeNamesUnaddressableGitEntries(t *testing.T) {
+	repo := gitRepo(t, map[string]string{"ok": "x\n", `a\b`: "odd\n"})
+	var out, errb bytes.Buffer
+	args := []string{"--no-default-mounts", "-m", "r=git:" + repo, "--audit", "off", "tree", "/r"}
+	if code := execute(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("capfs tree exited %d: %s", code, errb.String())
+	}
+	const want = `capfs tree: r: skipped 1 name the capability cannot address (a\\b: contains a backslash)`
+	if n := strings.Count(errb.String(), want); n != 1 {
+		t.Errorf("stderr has %q %d times; want once:\n%s", want, n, errb.String())
+	}
+	if !strings.Contains(out.String(), "ok") {
+		t.Errorf("tree lost ok:\n%s", out.String())
+	}
+}
