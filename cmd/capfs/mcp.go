@@ -155,14 +155,14 @@ func (r *rootMounts) mount(ctx context.Context, roots []*mcp.Root) {
 			continue
 		}
 		r.byURI[root.URI] = ""
-		at, ro, err := r.view(ctx, host)
+		at, of, ro, err := r.view(ctx, host)
 		if err != nil {
 			fmt.Fprintf(r.log, "capfs mcp: root %q refused: %v\n", root.URI, err)
 			continue
 		}
 		r.byURI[root.URI] = "/" + at.String()
 		r.infos = append(r.infos, mcpserver.MountInfo{Path: "/" + at.String(), Backend: "view", ReadOnly: ro,
-			Note: "a root of the MCP client (" + root.Name + "): a view of a mounted directory, under its policy"})
+			Note: "a root of the MCP client (" + root.Name + "): a view of /" + of.String() + ", under its policy"})
 	}
 }
 
@@ -176,39 +176,36 @@ func rootHostPath(uri string) (string, bool) {
 	return filepath.Clean(u.Path), true
 }
 
-// view mounts at roots/NAME a Sub of r.root at the guest path of host, and
-// returns where and whether it is read-only. host must lie inside a physical
+// view mounts at roots/NAME a Sub of the namespace at the guest path of host,
+// and returns where, that guest path, and whether the view is read-only. host must lie inside a physical
 // mount; Dir.Sub then resolves it within the namespace, so a symlink that
 // leads out of the mount, or a place the policy refuses, is refused as it is
 // to the guest. The view keeps the mount's and the server's read-only bit.
-func (r *rootMounts) view(ctx context.Context, host string) (vfs.Path, bool, error) {
+func (r *rootMounts) view(ctx context.Context, host string) (at, gp vfs.Path, ro bool, err error) {
 	gp, m, ok := r.guestPath(host)
 	if !ok {
-		return vfs.Path{}, false, errors.New("not inside a directory mounted with --mount (a root can only narrow the namespace)")
+		return at, gp, false, errors.New("not inside a directory mounted with --mount (a root can only narrow the namespace)")
 	}
 	if r.views == nil {
-		views, err := r.viewsDir()
-		if err != nil {
-			return vfs.Path{}, false, err
+		if r.views, err = r.viewsDir(); err != nil {
+			return at, gp, false, err
 		}
-		r.views = views
 	}
 	sub, err := r.views.Sub(ctx, gp.String())
 	if err != nil {
-		return vfs.Path{}, false, errors.New(formatError(err))
+		return at, gp, false, errors.New(formatError(err))
 	}
-	ro := m.ReadOnly || r.root.IsReadOnly()
+	ro = m.ReadOnly || r.root.IsReadOnly()
 	if ro {
 		sub = sub.ReadOnly()
 	}
-	at, err := r.freeName(ctx, host)
-	if err != nil {
-		return vfs.Path{}, false, err
+	if at, err = r.freeName(ctx, host); err != nil {
+		return at, gp, ro, err
 	}
 	if err := r.s.NS.Mount(at, sub.Backend(), vfs.MountOptions{ReadOnly: ro}); err != nil {
-		return vfs.Path{}, false, errors.New(formatError(err))
+		return at, gp, ro, errors.New(formatError(err))
 	}
-	return at, ro, nil
+	return at, gp, ro, nil
 }
 
 // viewsDir returns a Dir over a namespace of the session's own mounts (the

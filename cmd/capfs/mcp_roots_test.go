@@ -132,7 +132,7 @@ func TestMCPRootsOnlyNarrow(t *testing.T) {
 		&mcp.Root{URI: "file://" + filepath.Join(proj, "sub"), Name: "sub"},
 	)
 	defer cs.Close()
-	if !strings.Contains(mounts, `"/roots/sub"`) || !strings.Contains(mounts, `"/roots/d"`) {
+	if !strings.Contains(mounts, `"/roots/sub"`) || !strings.Contains(mounts, `"/roots/d"`) || !strings.Contains(mounts, "a view of /project/sub") {
 		t.Fatalf("the roots inside mounts are not shown: %s", mounts)
 	}
 	for _, refused := range []string{`"/roots/root"`, `"/roots/outside"`, `"/roots/escape"`, `"/roots/outside-2"`} {
