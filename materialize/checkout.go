@@ -376,7 +376,7 @@ func (t *Tree) skip(rel string, err error) {
 // because no path can name it (vfs.Unaddressable: a host name with a
 // backslash), so the run's summary names it and no bind shows it.
 func (t *Tree) readDir(ctx context.Context, rel string) ([]fs.DirEntry, error) {
-	ctx = vfs.WithUnaddressable(ctx, func(u vfs.Unaddressable) {
+	note := func(u vfs.Unaddressable) {
 		p := u.Name
 		if rel != "" {
 			p = rel + "/" + u.Name
@@ -384,11 +384,25 @@ func (t *Tree) readDir(ctx context.Context, rel string) ([]fs.DirEntry, error) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		t.skipped = append(t.skipped, Skip{Path: p, Code: vfs.CodeInvalidPath, Reason: "no capfs path can name it: " + u.Reason})
-	})
-	if rel == "" {
-		return t.src.ReadDir(ctx, ".")
 	}
-	return t.src.ReadDir(ctx, rel)
+	dir := rel
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := t.src.ReadDir(vfs.WithUnaddressable(ctx, note), dir)
+	if err != nil {
+		return nil, err
+	}
+	// A backend that lists such a name (a git tree's) rather than leave it out.
+	out := ents[:0]
+	for _, e := range ents {
+		if why := vfs.NameProblem(e.Name()); why != "" {
+			note(vfs.Unaddressable{Name: e.Name(), Reason: why})
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // walk lists the source through the Dir, depth first in lexical order (so a

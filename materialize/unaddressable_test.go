@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/capfs/capfs/backends/gitree"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
@@ -64,5 +65,28 @@ func TestCheckoutReportsUnaddressable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckoutOfGitTreeWithUnaddressable: a git tree may hold a name no capfs
+// path can hold ("a\b"), which the git backend lists: the checkout leaves it
+// out and names it in Skipped, and checks out the rest. On 8a35f16 the
+// checkout failed (invalid_path).
+func TestCheckoutOfGitTreeWithUnaddressable(t *testing.T) {
+	repo := gitRepo(t, map[string]string{"ok": "x\n", `a\b`: "odd\n"})
+	g, err := gitree.Open(repo, "HEAD")
+	must(t, err)
+	t.Cleanup(func() { g.Close() })
+	d, _ := dir.New(g, dir.WithPolicy(policy.Defaults()))
+	tr := checkout(t, d, materialize.Options{})
+	var got []string
+	for _, s := range tr.Skipped() {
+		got = append(got, s.Path+" "+string(s.Code))
+	}
+	if want := []string{`a\b invalid_path`}; !slices.Equal(got, want) {
+		t.Errorf("Skipped = %q; want %q", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(tr.Path(), "ok")); err != nil || string(b) != "x\n" {
+		t.Errorf("ok: %q, %v", b, err)
 	}
 }
