@@ -163,9 +163,15 @@ func TestNotInSandboxGrouped(t *testing.T) {
 	}
 	skips = append(skips, materialize.Skip{Path: "fifo", Code: vfs.CodeNotRegular})
 	r.sayNotInSandbox(vfs.MustParse("project"), skips)
-	want := "capfs: run: not in the sandbox: 32 paths the policy hides (project/testdata/k00.pem, project/testdata/k01.pem and 30 more; the audit log lists them)\n" +
+	want := "capfs: run: not in the sandbox: 32 paths the policy hides (project/testdata/k00.pem, project/testdata/k01.pem and 30 more; --show -1 lists them)\n" +
 		"capfs: run: not in the sandbox: project/fifo (" + string(vfs.CodeNotRegular) + ")\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	r.show = -1
+	r.sayNotInSandbox(vfs.MustParse("project"), skips)
+	if n := strings.Count(b.String(), "\n"); n != 33 || !strings.Contains(b.String(), "not in the sandbox: project/testdata/k31.pem (fs_permission_denied)\n") {
+		t.Errorf("--show -1: want every path on its own line, got %d lines:\n%s", n, b.String())
 	}
 }

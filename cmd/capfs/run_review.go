@@ -595,8 +595,8 @@ func writeSummary(w io.Writer, s *summary, err error) {
 const maxSkipLines = 3
 
 // sayNotInSandbox reports the paths of the checkout of p left out of the
-// sandbox: one a line when there are few of a kind (code), else one line
-// with the count and the first two.
+// sandbox: one a line when there are few of a kind (code) or with --show -1,
+// else one line with the count and the first two.
 func (r *runner) sayNotInSandbox(p vfs.Path, skips []materialize.Skip) {
 	byCode := map[vfs.Code][]string{}
 	var codes []vfs.Code
@@ -608,7 +608,7 @@ func (r *runner) sayNotInSandbox(p vfs.Path, skips []materialize.Skip) {
 	}
 	for _, c := range codes {
 		paths := byCode[c]
-		if len(paths) <= maxSkipLines {
+		if len(paths) <= maxSkipLines || r.show < 0 {
 			for _, q := range paths {
 				r.say("capfs: run: not in the sandbox: %s (%s)\n", q, c)
 			}
@@ -618,7 +618,7 @@ func (r *runner) sayNotInSandbox(p vfs.Path, skips []materialize.Skip) {
 		if c == vfs.CodePermission {
 			what = "paths the policy hides"
 		}
-		r.say("capfs: run: not in the sandbox: %d %s (%s, %s and %d more; the audit log lists them)\n",
+		r.say("capfs: run: not in the sandbox: %d %s (%s, %s and %d more; --show -1 lists them)\n",
 			len(paths), what, paths[0], paths[1], len(paths)-2)
 	}
 }
