@@ -50,7 +50,11 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	if err != nil {
 		return usageErrorf("--grants %s: %v", file, err)
 	}
-	a := authority.New(authority.WithPolicy(s.Policy), authority.WithAudit(s.Audit), authority.WithGitGuard(grantGuard(s.Policy)...))
+	pol, err := grantsPolicy(ctx, s)
+	if err != nil {
+		return failed(fmt.Errorf("--grants: %v", err))
+	}
+	a := authority.New(authority.WithPolicy(pol), authority.WithAudit(s.Audit), authority.WithGitGuard(grantGuard(s.Policy)...))
 	roots := map[string]bool{}
 	for _, m := range s.Mounts {
 		name := m.Path.String()
@@ -96,7 +100,7 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	go watchGrantFile(wctx, file, a, from, r.stderr)
 	bw := sandbox.Bubblewrap(r.lim.options())
 	opts := authority.SandboxOptions{Runner: &sandbox.Runner{Wrappers: []sandbox.Wrapper{bw}}}
-	opts.Checkout.Git = r.lim.git
+	opts.Checkout.Git, opts.Checkout.GitScanCache = r.lim.git, gitScanCache()
 	rep, err := a.Run(ctx, authority.RunRequest{
 		Subject: set.Subject, Grants: ids, Path: args[0], Args: args[1:], Env: r.env,
 		Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr,
@@ -146,6 +150,40 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 		}
 	}
 	return nil
+}
+
+// grantsPolicy is the session's policy for the grants' Dirs, whose paths are
+// from their root (the mount), not from the namespace: the rules the session
+// derived from each writable physical project's git configuration
+// (policy.ForProject: core.hooksPath, ...) name namespace paths, so they are
+// derived again from the mount's own root. A project's rules then also decide
+// the same paths in the other roots, which can only refuse more.
+func grantsPolicy(ctx context.Context, s *session) (policy.Policy, error) {
+	p := s.Policy
+	sa, wrapped := p.(*secretAllow)
+	if wrapped {
+		p = sa.inner
+	}
+	eng, ok := p.(*policy.Engine)
+	if !ok {
+		return s.Policy, nil
+	}
+	for _, m := range s.Mounts {
+		if m.Kind != kindPhysical || m.ReadOnly {
+			continue
+		}
+		rules, err := policy.ForProject(ctx, m.Host, "")
+		if err == nil {
+			eng, err = eng.With(rules...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mount %s: git configuration: %v", show(m.Path.String()), err)
+		}
+	}
+	if wrapped {
+		return allowSecrets(eng, sa.globs)
+	}
+	return eng, nil
 }
 
 // grantGuard returns the GitGuard options of the session's Dir for the
