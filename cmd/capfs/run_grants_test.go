@@ -339,3 +339,33 @@ func TestRunGrantsDecidedWhereTheyLead(t *testing.T) {
 		t.Errorf("a grant on w, now a link to src: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestRunGrantsKeepProjectRules: the rules the session derives from the
+// project's git configuration (core.hooksPath = tools/hooks) decide under
+// --grants too, where paths are from the grant's root, as they do under
+// --work: a write grant on the whole project cannot plant a hook there.
+// Before the fix, the hook came back.
+func TestRunGrantsKeepProjectRules(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	root := gitRepo(t, map[string]string{"tools/hooks/README": "hooks\n", "src/main.c": "int main;"})
+	cmd := exec.Command("git", "config", "core.hooksPath", "tools/hooks")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v\n%s", err, out)
+	}
+	rw := []authority.Access{authority.List, authority.Metadata, authority.Read, authority.Write, authority.Delete}
+	file := grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "p"}, map[string][]authority.Access{".": rw})
+	r := runCapfs(t, root, "--no-default-mounts", "-m", "project=physical:"+root, "run", "--grants", file, "--",
+		"sh", "-c", `printf '#!/bin/sh\necho owned\n' > /grants/project/tools/hooks/pre-commit; echo made > /grants/project/src/new.c; true`)
+	if _, err := os.Lstat(filepath.Join(root, "tools/hooks/pre-commit")); err == nil {
+		t.Fatalf("a hook was planted in core.hooksPath through a grant: exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	// Bound read-only in the sandbox, or refused at sync-back.
+	if !strings.Contains(r.stderr, "Read-only file system") && !strings.Contains(r.stderr, "refused pre-commit") {
+		t.Errorf("exit %d: the hook was neither bound read-only nor refused\nstderr:\n%s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "src/new.c")); err != nil || string(b) != "made\n" {
+		t.Errorf("src/new.c = %q, %v: the grant's allowed change did not come back", b, err)
+	}
+}
