@@ -286,6 +286,10 @@ func expand(l *line) ([]Event, error) {
 	if h.RequestID != "" || h.Path != "" || h.Dest != "" || h.GuestPath != "" || h.Duration != 0 || h.Count != 0 {
 		return nil, errors.New("compact record: an event field in its header")
 	}
+	// The events share the header's UTC offset: a fixed zone keeps it across
+	// a daylight-saving change that the header's Local zone would follow.
+	_, off := h.Time.Zone()
+	h.Time = h.Time.In(time.FixedZone("", off))
 	out := make([]Event, 0, len(l.Events))
 	prev := Event{Time: h.Time}
 	for i, raw := range l.Events {
