@@ -169,10 +169,13 @@ func writeAtomic(path string, data []byte) error {
 // Restore gives back the Dir of an active grant read from the store (Open),
 // once its root is registered again under the same name. The Dir is made as
 // Grant makes it: same subject, path, access, expiry and id, so audit events
-// continue under the grant's id. A revoked or expired grant is an error
-// wrapping fs.ErrPermission, and so is a grant whose Dir already exists in
-// this process (Restore once per start); an unknown id wraps fs.ErrNotExist;
-// an unregistered root wraps fs.ErrNotExist.
+// continue under the grant's id. The path is resolved and decided again, and
+// must lead where it led when granted (Grant.Resolved; a record without one
+// takes where it leads now): one that leads elsewhere (a symlink put there
+// since) is an error wrapping fs.ErrPermission, and so is a revoked or expired
+// grant, or a grant whose Dir already exists in this process (Restore once
+// per start); an unknown id wraps fs.ErrNotExist; an unregistered root wraps
+// fs.ErrNotExist.
 func (a *Authority) Restore(ctx context.Context, id string) (*dir.Dir, Grant, error) {
 	a.mu.Lock()
 	g, ok := a.grants[id]
