@@ -126,10 +126,9 @@ read-only); --git keep stores them too.`,
 		if err != nil {
 			return err
 		}
-		key := statCacheKey(s, path)
-		if exclude == nil {
-			key += "\x00git=keep" // the cache records trees as filtered
-		}
+		// The cache records trees as filtered: each --git has its own (and
+		// none is the key of a cache written before --git, which kept .git).
+		key := statCacheKey(s, path) + "\x00git=" + git.arg
 		var skipped, denied atomic.Int64
 		root, err := st.Snapshot(ctx, d, cas.SnapshotOptions{Name: name, StatCache: key, Exclude: exclude,
 			Skipped: func(string, fs.FileMode) { skipped.Add(1) },
