@@ -76,9 +76,9 @@
 // non-recursive zip bomb) are refused from the central directory alone. A
 // zip's central directory is read a second time, independently of
 // archive/zip, and each entry's local header compared with it: a different
-// name, method, flags, or (without a data descriptor) CRC-32 or size refuses
-// the archive (ErrCorrupt), so two tools never see different archives in one
-// file.
+// name, method, flags, CRC-32 or sizes (those of the data descriptor, when
+// the entry has one) refuses the archive (ErrCorrupt), so two tools never see
+// different archives in one file.
 //
 // # Not guaranteed
 //
@@ -91,10 +91,9 @@
 //     other writers; the merge's calls are decided again (by the Dir) and fail
 //     rather than follow anything outside, but a directory created meanwhile by
 //     someone else is merged into.
-//   - A zip's data descriptor is checked for its CRC-32, not its sizes (whose
-//     width the format leaves unclear); a zstd entry's compressed size is not
-//     checked byte for byte (its decoder reads ahead; trailing bytes must
-//     still decode as zstd frames, whose output the CRC-32 covers).
+//   - A zstd entry's compressed size is not checked byte for byte (its
+//     decoder reads ahead; trailing bytes must still decode as zstd frames,
+//     whose output the CRC-32 covers).
 //   - A tar has one header per entry and no directory to disagree with; a
 //     name given twice is filtered (ReasonCollision), never merged.
 //

@@ -221,18 +221,29 @@ func checkLocal(r io.ReaderAt, f *zip.File, off int64) error {
 	return nil
 }
 
-// checkDescriptor reads the data descriptor at end (its signature optional)
-// and compares its CRC-32 with the central directory's.
+// checkDescriptor reads the data descriptor at end (its signature optional,
+// its sizes 4 or 8 bytes wide: the format leaves both to the writer) and
+// compares its CRC-32 and sizes with the central directory's: one of the
+// readings must agree.
 func checkDescriptor(r io.ReaderAt, f *zip.File, end int64) error {
-	var d [16]byte
-	if _, err := r.ReadAt(d[:12], end); err != nil {
-		return zipCorrupt(f.Name, "data descriptor missing")
+	var d [24]byte
+	n, _ := r.ReadAt(d[:], end)
+	for _, skip := range []int{0, 4} {
+		if skip == 4 && le.Uint32(d[:]) != 0x08074b50 {
+			break
+		}
+		b := d[skip:n]
+		if len(b) < 12 || le.Uint32(b) != f.CRC32 {
+			continue
+		}
+		if uint64(le.Uint32(b[4:])) == f.CompressedSize64 && uint64(le.Uint32(b[8:])) == f.UncompressedSize64 {
+			return nil
+		}
+		if len(b) >= 20 && le.Uint64(b[4:]) == f.CompressedSize64 && le.Uint64(b[12:]) == f.UncompressedSize64 {
+			return nil
+		}
 	}
-	first := le.Uint32(d[:])
-	if first != f.CRC32 && (first != 0x08074b50 || le.Uint32(d[4:]) != f.CRC32) {
-		return zipCorrupt(f.Name, "the data descriptor's CRC-32 differs from the central directory's")
-	}
-	return nil
+	return zipCorrupt(f.Name, "its data descriptor differs from the central directory")
 }
 
 // zip64Sizes reads a local header's zip64 extra field: uncompressed, then

@@ -488,6 +488,12 @@ func build() []Case {
 	add(Case{Name: "zip flags differ", Data: one(RawLocal{}, RawZipEnt{Flags: 0x800}), Err: archive.ErrCorrupt})
 	add(Case{Name: "zip deflated with trailing bytes", Data: one(RawLocal{Deflate: true, Trailing: []byte("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
 	add(Case{Name: "zip stored and valid", Data: one(RawLocal{}, RawZipEnt{}), Extracted: []string{"a"}, Filtered: reasons()})
+	desc := Zip(ZEnt{Name: "a", Body: "hello, world"}) // archive/zip writes a data descriptor
+	if i := bytes.Index(desc, []byte("PK\x07\x08")); i >= 0 {
+		desc = bytes.Clone(desc)
+		desc[i+12]++ // its uncompressed size
+	}
+	add(Case{Name: "zip data descriptor size differs", Data: desc, Err: archive.ErrCorrupt})
 	prefixed := append([]byte("#!/bin/sh\nexit 0\n"), Zip(ZEnt{Name: "p.txt", Body: "prefixed"}, ZEnt{Name: "s.txt", Body: "stored", Store: true})...)
 	add(Case{Name: "zip after a prefix", Opts: archive.Options{Format: archive.FormatZip}, Data: prefixed,
 		Extracted: []string{"p.txt", "s.txt"}, Filtered: reasons()})
