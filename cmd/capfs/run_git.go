@@ -118,33 +118,37 @@ func (r *runner) lazyGit(ctx context.Context) *lazyGitView {
 	if !ok {
 		return hide("the work tree is not a host directory a scan can read")
 	}
+	return r.lazyGitScan(ctx, filepath.Join(host, ".git"), where, hide)
+}
+
+// lazyGitScan scans the host's git directory gitdir (the work root's .git,
+// shown as where) and decides, for lazyGit, whether the view shows it; hide
+// records why not.
+func (r *runner) lazyGitScan(ctx context.Context, gitdir, where string, hide func(string) *lazyGitView) *lazyGitView {
 	keep := r.lim.git == materialize.GitKeep
-	h, err := materialize.ScanGitHistory(ctx, filepath.Join(host, ".git"), r.lim.gitScanBudget, gitScanCache())
-	if err != nil {
-		if !keep {
-			return hide("its history cannot be read to check it")
-		}
+	h, err := materialize.ScanGitHistory(ctx, gitdir, r.lim.gitScanBudget, gitScanCache())
+	switch {
+	case err != nil && keep:
 		r.git.note = where + " shown read-only, unchecked (--git keep): its history cannot be read to check it"
 		return &lazyGitView{shown: true}
+	case err != nil:
+		return hide("its history cannot be read to check it")
 	}
 	v, err := materialize.CheckGitHistory(h, "", r.lazyHidden(ctx))
 	if err != nil {
 		return hide("its history cannot be checked: " + showError(err))
 	}
-	how := "scanned"
-	if h.Cached {
-		how = "scan cached"
-	}
-	switch why := v.Why(); {
+	how := scanHow(h.Cached)
+	why := v.Why()
+	switch {
 	case v.Hidden > 0 || (why != "" && !keep):
 		return hide(show(why) + " (" + how + ")" + keepRefuses(keep, v.Hidden))
+	case h.Objects == nil && (!keep || len(h.Unnamed) > 0):
+		return hide("its object store cannot be fingerprinted (alternates, a commondir or a symlink in it), so what the view shows of it cannot be limited to what was scanned")
 	case why != "":
 		r.git.note = fmt.Sprintf("%s shown read-only (--git keep): %s (%s)", where, show(why), how)
 	default:
 		r.git.note = fmt.Sprintf("%s shown read-only: its history's %d paths name none the policy hides (%s)%s", where, len(h.Paths), how, unnamedNote(len(h.Unnamed)))
-	}
-	if h.Objects == nil && (!keep || len(h.Unnamed) > 0) {
-		return hide("its object store cannot be fingerprinted (alternates, a commondir or a symlink in it), so what the view shows of it cannot be limited to what was scanned")
 	}
 	return &lazyGitView{shown: true, objects: h.Objects}
 }
@@ -194,10 +198,7 @@ func (r *runner) checkoutGit(t *materialize.Tree) {
 			continue
 		}
 		where := showGuest(r.workPath, ".git")
-		how := "scanned"
-		if rep.Cached {
-			how = "scan cached"
-		}
+		how := scanHow(rep.Cached)
 		switch {
 		case !rep.Kept:
 			r.git = gitRun{hidden: true, note: fmt.Sprintf("%s emptied: %s (%s)%s; go build runs with -buildvcs=false", where, show(rep.Why), how,
@@ -256,4 +257,12 @@ func unnamedNote(n int) string {
 		return ""
 	}
 	return fmt.Sprintf("; %d loose objects no commit, tag or index names left out", n)
+}
+
+// scanHow says whether a history's paths were scanned or read from the cache.
+func scanHow(cached bool) string {
+	if cached {
+		return "scan cached"
+	}
+	return "scanned"
 }
