@@ -251,7 +251,9 @@ func (s *store) agentEntries(ctx context.Context, nodes map[int64]*node) error {
 // it never produces more bytes than the database holds. Only the lengths are
 // read, not the data.
 func (s *store) agentData(ctx context.Context, nodes map[int64]*node) error {
-	rows, err := s.snap.QueryContext(ctx, `SELECT ino, chunk_index, length(data) FROM fs_data ORDER BY ino, chunk_index`)
+	// typeof and length read a value's header, not its bytes; length counts
+	// the bytes of a blob only, so any other type is refused.
+	rows, err := s.snap.QueryContext(ctx, `SELECT ino, chunk_index, length(data), typeof(data) = 'blob' FROM fs_data ORDER BY ino, chunk_index`)
 	if err != nil {
 		return classify(err)
 	}
@@ -260,11 +262,15 @@ func (s *store) agentData(ctx context.Context, nodes map[int64]*node) error {
 	last := struct{ ino, idx, n int64 }{ino: -1}
 	for rows.Next() {
 		var ino, idx, n int64
-		if err := rows.Scan(&ino, &idx, &n); err != nil {
+		var blob bool
+		if err := rows.Scan(&ino, &idx, &n, &blob); err != nil {
 			return classify(err)
 		}
 		if f := nodes[ino]; f == nil || f.typ != 0 {
 			continue // data of no file served: never read
+		}
+		if !blob {
+			return fmt.Errorf("%w: AgentFS file %d: chunk %d is not a blob", ErrCorrupt, ino, idx)
 		}
 		want, prevFull := int64(0), true
 		if ino == last.ino {

@@ -108,6 +108,7 @@ func AgentFS() []Case {
 		{"chunks from 1", `UPDATE fs_data SET chunk_index = chunk_index + 3 WHERE ino = 5;`, Corrupt},
 		{"short middle chunk", `UPDATE fs_data SET data = zeroblob(100) WHERE ino = 5 AND chunk_index = 0; UPDATE fs_inode SET size = 6004 WHERE ino = 5;`, Corrupt},
 		{"chunk over the chunk size", `UPDATE fs_data SET data = zeroblob(8192) WHERE ino = 5 AND chunk_index = 2; UPDATE fs_inode SET size = 16384 WHERE ino = 5;`, Corrupt},
+		{"text chunk", `UPDATE fs_data SET data = CAST(data AS TEXT) || '` + "éé" + `' WHERE ino = 4; UPDATE fs_inode SET size = 16 WHERE ino = 4;`, Corrupt},
 		{"huge chunk size", `UPDATE fs_config SET value = '1099511627776' WHERE key = 'chunk_size';`, Corrupt},
 		{"duplicate entry", `DROP TABLE fs_dentry; CREATE TABLE fs_dentry (id INTEGER PRIMARY KEY, name TEXT, parent_ino INTEGER, ino INTEGER);
 			INSERT INTO fs_dentry (name, parent_ino, ino) VALUES ('d', 1, 2), ('e', 2, 3), ('hello.txt', 2, 4), ('big.bin', 3, 5), ('empty', 1, 6), ('empty', 1, 7);`, Corrupt},
