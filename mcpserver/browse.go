@@ -50,19 +50,36 @@ type skippedNames struct {
 
 // context returns ctx reporting to k.
 func (k *skippedNames) context(ctx context.Context) context.Context {
-	return vfs.WithUnaddressable(ctx, func(u vfs.Unaddressable) {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		name := joinGuest(k.dir, u.Name)
-		if k.seen[name] {
-			return
+	return vfs.WithUnaddressable(ctx, k.note)
+}
+
+// note adds u, in the directory being listed, unless it was added already.
+func (k *skippedNames) note(u vfs.Unaddressable) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	name := joinGuest(k.dir, u.Name)
+	if k.seen[name] {
+		return
+	}
+	if k.seen == nil {
+		k.seen = map[string]bool{}
+	}
+	k.seen[name] = true
+	k.add(listEntry{Name: name, Type: "unaddressable", Reason: u.Reason, Depth: k.depth})
+}
+
+// addressable returns ents without the entries whose names no path can hold
+// (a git tree lists them), which it notes as unaddressable.
+func (k *skippedNames) addressable(ents []fs.DirEntry) []fs.DirEntry {
+	out := ents[:0]
+	for _, e := range ents {
+		if why := vfs.NameProblem(e.Name()); why != "" {
+			k.note(vfs.Unaddressable{Name: e.Name(), Reason: why})
+			continue
 		}
-		if k.seen == nil {
-			k.seen = map[string]bool{}
-		}
-		k.seen[name] = true
-		k.add(listEntry{Name: name, Type: "unaddressable", Reason: u.Reason, Depth: k.depth})
-	})
+		out = append(out, e)
+	}
+	return out
 }
 
 // at says that the listings from now on are of directory dir, at depth.
@@ -236,6 +253,7 @@ func (s *server) list(ctx context.Context, in listIn) (listOut, string, error) {
 	if err != nil {
 		return out, "", err
 	}
+	ents = k.addressable(ents)
 	if len(ents) > maxList {
 		out.More = len(ents) - maxList
 		ents = ents[:maxList]

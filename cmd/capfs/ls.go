@@ -77,6 +77,11 @@ prints the entries as a JSON array.`,
 		var out []*jsonEntry
 		vp, _ := vfs.ParseGuest(p)
 		for _, e := range entries {
+			if why := vfs.NameProblem(e.Name()); why != "" {
+				// Listed by a backend that does not leave such names out (git).
+				skipped.note(vfs.Unaddressable{Name: e.Name(), Reason: why})
+				continue
+			}
 			full := path.Join(vp.String(), e.Name())
 			if !long && !asJSON {
 				name := show(e.Name())

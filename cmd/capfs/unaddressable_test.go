@@ -110,21 +110,23 @@ func TestRunAndMCPOnUnaddressable(t *testing.T) {
 }
 
 // TestTreeNamesUnaddressableGitEntries: a git tree may hold a name no capfs
-// path can hold ("a\b"); the git backend lists it, and capfs tree, which
-// walks through the Dir, names it once on stderr instead of leaving it out
-// silently (as it did on 8a35f16).
+// path can hold ("a\b"), which the git backend lists: capfs tree and ls
+// (plain and -l) name it once on stderr and list the rest. On 8a35f16 tree
+// left it out silently and ls listed a name nothing could reach.
 func TestTreeNamesUnaddressableGitEntries(t *testing.T) {
 	repo := gitRepo(t, map[string]string{"ok": "x\n", `a\b`: "odd\n"})
-	var out, errb bytes.Buffer
-	args := []string{"--no-default-mounts", "-m", "r=git:" + repo, "--audit", "off", "tree", "/r"}
-	if code := execute(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("capfs tree exited %d: %s", code, errb.String())
-	}
-	const want = `capfs tree: r: skipped 1 name the capability cannot address (a\\b: contains a backslash)`
-	if n := strings.Count(errb.String(), want); n != 1 {
-		t.Errorf("stderr has %q %d times; want once:\n%s", want, n, errb.String())
-	}
-	if !strings.Contains(out.String(), "ok") {
-		t.Errorf("tree lost ok:\n%s", out.String())
+	for _, cmd := range [][]string{{"tree", "/r"}, {"ls", "/r"}, {"ls", "-l", "/r"}} {
+		var out, errb bytes.Buffer
+		args := append([]string{"--no-default-mounts", "-m", "r=git:" + repo, "--audit", "off"}, cmd...)
+		if code := execute(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("capfs %q exited %d: %s", cmd, code, errb.String())
+		}
+		want := "capfs " + cmd[0] + `: r: skipped 1 name the capability cannot address (a\\b: contains a backslash)`
+		if n := strings.Count(errb.String(), want); n != 1 {
+			t.Errorf("capfs %q: stderr has %q %d times; want once:\n%s", cmd, want, n, errb.String())
+		}
+		if !strings.Contains(out.String(), "ok") || strings.Contains(out.String(), "a\\") {
+			t.Errorf("capfs %q: want ok and no a\\b listed:\n%s", cmd, out.String())
+		}
 	}
 }
