@@ -263,7 +263,9 @@ func Import(ctx context.Context, archive string, d *dir.Dir) (Stats, error) {
 	if err := sqlschema.Check(ctx, db, sqlarTable, sqlschema.Shared); err != nil {
 		return st, fmt.Errorf("sqlar: %w: %w", ErrBadArchive, err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT name, mode, mtime, sz, coalesce(length(data), 0) FROM sqlar`)
+	// Bytes, not characters: length() of a text value counts characters.
+	rows, err := db.QueryContext(ctx, `SELECT name, mode, mtime, sz,
+		CASE typeof(data) WHEN 'blob' THEN length(data) WHEN 'null' THEN 0 ELSE length(CAST(data AS BLOB)) END FROM sqlar`)
 	if err != nil {
 		return st, fmt.Errorf("sqlar: %w: %v", ErrBadArchive, err)
 	}
@@ -371,6 +373,9 @@ func Import(ctx context.Context, archive string, d *dir.Dir) (Stats, error) {
 			return st, err
 		}
 		data := blob
+		if int64(len(blob)) > e.sz {
+			return st, fmt.Errorf("sqlar: %w: %q: holds more than its %d bytes", ErrBadArchive, e.name, e.sz)
+		}
 		if int64(len(blob)) < e.sz {
 			zr, err := zlib.NewReader(bytes.NewReader(blob))
 			if err != nil {

@@ -155,6 +155,7 @@ func Sqlar() []Case {
 			INSERT INTO sqlar(name, mode, mtime, sz) VALUES ('big', 33188, 0, 1000000);`, Schema},
 		{"trigger on sqlar", `CREATE TRIGGER t AFTER INSERT ON sqlar BEGIN SELECT 1; END;`, Schema},
 		{"size below the data", `UPDATE sqlar SET sz = 4 WHERE name = 'a/f.txt';`, Corrupt},
+		{"text longer in bytes than in characters", `INSERT INTO sqlar VALUES ('t', 33188, 0, 4, '` + "éééé" + `');`, Corrupt},
 		{"more than the total budget", `INSERT INTO sqlar SELECT 'f' || n, 33188, 0, 1073741824, x'' FROM (` + infinite + ` SELECT n FROM r LIMIT 5);`, Corrupt},
 	})
 }
