@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 
 	_ "modernc.org/sqlite" // the driver
 )
@@ -94,6 +95,10 @@ func AgentFS() []Case {
 		{"fs_data a recursive view", `DROP TABLE fs_data; CREATE VIEW fs_data(ino, chunk_index, data) AS ` + infinite +
 			` SELECT 5, n - 1, zeroblob(4096) FROM r;`, Schema},
 		{"fs_symlink a plain view", `DROP TABLE fs_symlink; CREATE VIEW fs_symlink(ino, target) AS SELECT 7, 'd/hello.txt';`, Schema},
+		{"an upper-case view", `DROP TABLE fs_symlink; CREATE VIEW FS_SYMLINK(ino, target) AS SELECT 7, 'd/hello.txt';`, Schema},
+		{"a table whose SQL is a query", `PRAGMA writable_schema = ON;
+			UPDATE sqlite_schema SET sql = 'CREATE TABLE fs_symlink AS ` + strings.ReplaceAll(infinite, "'", "''") + ` SELECT n AS ino, ''x'' AS target FROM r' WHERE name = 'fs_symlink';
+			PRAGMA writable_schema = OFF;`, Corrupt},
 		{"fs_config a view", `DROP TABLE fs_config; CREATE VIEW fs_config(key, value) AS VALUES ('chunk_size', '4096'), ('schema_version', '0.4');`, Schema},
 		{"fs_symlink a virtual table", `DROP TABLE fs_symlink; CREATE VIRTUAL TABLE fs_symlink USING fts5(ino, target);
 			INSERT INTO fs_symlink VALUES (7, 'd/hello.txt');`, Schema},
