@@ -227,11 +227,15 @@ its .git.`,
 		} else if ok {
 			return vfs.NewError(vfs.CodeExists, "restore", vfs.Path{}, args[1]+" exists: restore writes a new directory")
 		}
+		dp, err := vfs.ParseGuest(args[1])
+		if err != nil {
+			return err
+		}
 		d, err := s.Root.CreateDir(ctx, args[1])
 		if err != nil {
 			return err
 		}
-		r := restorer{src: src, budget: cas.DefaultMaxEntries, exclude: exclude}
+		r := restorer{src: src, dest: dp, budget: cas.DefaultMaxEntries, exclude: exclude}
 		n, err := r.into(ctx, vfs.Root, d)
 		git.report(cmd.ErrOrStderr(), "snapshot restore")
 		if err != nil {
@@ -248,8 +252,15 @@ its .git.`,
 // directory under many names) and leaves out those exclude names.
 type restorer struct {
 	src     *cas.FS
+	dest    vfs.Path // the namespace path d is, for errors
 	budget  int
 	exclude func(string, fs.FileMode) bool
+}
+
+// at addresses err, from a call on the Dir at snapshot path p, by its
+// namespace path.
+func (r *restorer) at(err error, p vfs.Path) error {
+	return readdressUnder(err, r.dest.Join(p))
 }
 
 // into copies directory p of the snapshot into d and returns the number of
@@ -275,7 +286,7 @@ func (r *restorer) into(ctx context.Context, p vfs.Path, d *dir.Dir) (int, error
 		case fs.ModeDir:
 			sub, err := d.CreateDir(ctx, e.Name)
 			if err != nil {
-				return n, err
+				return n, r.at(err, p)
 			}
 			m, err := r.into(ctx, cp, sub)
 			n += m
@@ -288,7 +299,7 @@ func (r *restorer) into(ctx context.Context, p vfs.Path, d *dir.Dir) (int, error
 				return n, err
 			}
 			if err := d.Symlink(ctx, t, e.Name); err != nil {
-				return n, err
+				return n, r.at(err, p)
 			}
 		default:
 			if err := r.file(ctx, cp, d, e.Name); err != nil {
@@ -313,13 +324,13 @@ func (r *restorer) file(ctx context.Context, p vfs.Path, d *dir.Dir, name string
 	defer in.Close()
 	out, err := d.Open(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
 	if err != nil {
-		return err
+		return r.at(err, p.Dir())
 	}
 	_, err = io.Copy(out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return r.at(err, p.Dir())
 }
 
 func newCASDiffCmd(co *casOptions) *cobra.Command {
