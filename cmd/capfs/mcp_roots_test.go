@@ -100,8 +100,9 @@ func TestMCPRoots(t *testing.T) {
 // mounted, never a new host directory (issue 26). file:/// and a directory
 // outside every mount are refused (and said so on stderr); a root inside a
 // mount shows that directory only; one that leads out of its mount through a
-// symlink is refused; one inside a read-only mount stays read-only; and the
-// policy's rules for the mount's paths hold through the view.
+// symlink is refused; one inside a read-only mount (named by its real path,
+// the mount by a symlink) stays read-only; and the policy's rules for the
+// mount's paths hold through the view.
 func TestMCPRootsOnlyNarrow(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()
@@ -122,7 +123,12 @@ func TestMCPRootsOnlyNarrow(t *testing.T) {
 	if err := os.WriteFile(pol, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--policy", pol, "mcp", "--roots", "-m", "project=physical:" + proj, "-m", "docs=physical:" + docs + ",ro"}
+	// docs is mounted through a symlink to it; the client names its real path.
+	docsLink := filepath.Join(work, "docs-link")
+	if err := os.Symlink(docs, docsLink); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--policy", pol, "mcp", "--roots", "-m", "project=physical:" + proj, "-m", "docs=physical:" + docsLink + ",ro"}
 	cs, mounts, stderr := rootsClient(t, work, args, `"/roots/sub"`,
 		&mcp.Root{URI: "file:///", Name: "everything"},
 		&mcp.Root{URI: "file://" + outside, Name: "outside"},
