@@ -501,6 +501,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	r.sayGit()
 	code := r.review(ctx, res.ExitCode)
 	r.olderKept()
+	if s.AuditTag != "" {
+		r.say("capfs: run: audit events tagged %s (what it changed: capfs audit --run %s --changes)\n", s.AuditTag, s.AuditTag)
+	}
 	r.say("capfs: audit log: %s\n", s.AuditPath)
 	return exitStatus(code)
 }

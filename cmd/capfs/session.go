@@ -178,6 +178,7 @@ type session struct {
 	Policy    policy.Policy
 	Audit     audit.Sink // the sink Root records to (host use: also given to the sandbox runner)
 	AuditPath string
+	AuditTag  string // the tag of this command's events when it set one (run, sync: see runTag)
 	Subject   string
 	Work      string // the configured default work mount for run ("" = defaultWork)
 	closers   []func() error
@@ -368,9 +369,10 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	if err != nil {
 		return nil, err
 	}
-	if command == "run" || command == "sync" {
+	if (command == "run" || command == "sync") && sink != audit.Discard {
 		// One tag for the command's events: capfs audit --run answers what it changed.
-		sink = audit.DefaultTag(sink, runTag(command))
+		s.AuditTag = runTag(command)
+		sink = audit.DefaultTag(sink, s.AuditTag)
 	}
 	s.AuditPath = auditFile
 	s.Audit = sink
