@@ -50,9 +50,10 @@ type Overlay struct {
 	whiteout map[string]bool
 	opaque   map[string]bool
 	base     map[string]Base
-	// seen holds a *sight for each lower entry the process looked up, by
-	// path: what it was then (see sightOf). Written once per entry, read
-	// at each change: a sync.Map, read without a lock.
+	// seen holds a *sight for each lower path the process looked up, by
+	// path: what the lower held there then, or that it held nothing (see
+	// cow_sight.go). Written once per path, read at each lookup and change:
+	// a sync.Map, read without a lock.
 	seen sync.Map
 	// The root is the upper directory itself, which stays private (mode
 	// 0700): it shows the lower root's permission bits (rootPerm, which a
