@@ -99,10 +99,14 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	defer stopWatch()
 	go watchGrantFile(wctx, file, a, from, r.stderr)
 	bw := sandbox.Bubblewrap(r.lim.options())
-	opts := authority.SandboxOptions{Runner: &sandbox.Runner{Wrappers: []sandbox.Wrapper{bw}}}
+	wrappers, err := r.lim.net.wrappers(bw, set.Subject.String(), s.Audit, r.stderr)
+	if err != nil {
+		return err
+	}
+	opts := authority.SandboxOptions{Runner: &sandbox.Runner{Wrappers: wrappers}}
 	opts.Checkout.Git, opts.Checkout.GitScanCache = r.lim.git, gitScanCache()
 	rep, err := a.Run(ctx, authority.RunRequest{
-		Subject: set.Subject, Grants: ids, Path: args[0], Args: args[1:], Env: r.env,
+		Subject: set.Subject, Grants: ids, Path: args[0], Args: args[1:], Env: append(r.lim.net.env(), r.env...),
 		Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr,
 	}, opts)
 	if rep != nil {

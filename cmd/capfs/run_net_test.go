@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha512"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +18,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/capfs/capfs/authority"
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/vfs"
 )
 
 // tinyRegistry is an npm-compatible registry of one package, tiny@1.0.0: the
@@ -186,5 +192,48 @@ func TestRunNetFlag(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--net") {
 			t.Errorf("--net %s: exit %d, want %d with a message naming --net:\n%s", bad, r.code, exitUsage, r.stderr)
 		}
+	}
+}
+
+func TestRunGrantsNet(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed, skipping the --net test")
+	}
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }))
+	defer srv.Close()
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"docs/guide.md": "GUIDE"})
+	ctx := context.Background()
+	mem := memory.New()
+	if err := mem.Mkdir(ctx, vfs.MustParse("docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := authority.New()
+	if err := a.Register("project", mem); err != nil {
+		t.Fatal(err)
+	}
+	sub := authority.Subject{Kind: "agent", ID: "a1"}
+	if _, _, err := a.Grant(ctx, authority.GrantRequest{Subject: sub, Root: "project", Path: "docs",
+		Access: []authority.Access{authority.List, authority.Metadata, authority.Read}, Reason: "test", Source: authority.SourceUserApproval}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(a.GrantSetFor(sub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "grants.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `cat /grants/project/docs/guide.md; echo; curl -sS -f ` + srv.URL + `/x; echo " exit=$?"`
+	r := runCapfs(t, root, "-m", "project=physical:"+root, "run", "--grants", file, "--net", "allow="+strings.TrimPrefix(srv.URL, "http://"), "--", "sh", "-c", script).want(t, 0)
+	if r.stdout != "GUIDE\nreached exit=0\n" {
+		t.Fatalf("stdout %q\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	r = runCapfs(t, root, "-m", "project=physical:"+root, "run", "--grants", file, "--", "sh", "-c", script).want(t, 0)
+	if !strings.HasPrefix(r.stdout, "GUIDE\n") || strings.Contains(r.stdout, "reached") {
+		t.Fatalf("without --net the grants run reached the host: %q", r.stdout)
 	}
 }
