@@ -214,32 +214,18 @@ func gitCacheName(dir string, fp [32]byte) string {
 //	paths <count> unnamed <count> packed <count> <sha256 hex of the body>
 //	<body: each path followed by a NUL, then each unnamed object the same>
 func writeGitCache(dir string, fp [32]byte, budget int, h *GitHistory) error {
-	var body bytes.Buffer
-	for _, p := range append(slices.Clip(h.Paths), h.Unnamed...) {
-		body.WriteString(p)
-		body.WriteByte(0)
-	}
-	if body.Len() > maxGitCache {
+	data := encodeGitCache(fp, budget, h)
+	if len(data) > maxGitCache {
 		return errors.New("too large to cache")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	bsum := sha256.Sum256(body.Bytes())
-	complete := 0
-	if h.Complete {
-		complete = 1
-	}
-	hdr := fmt.Sprintf("%skey %x\ntrees %d complete %d budget %d\npaths %d unnamed %d packed %d %x\n", gitCacheMagic, fp, h.Trees, complete, budget,
-		len(h.Paths), len(h.Unnamed), h.UnnamedPacked, bsum)
 	f, err := os.CreateTemp(dir, ".scan-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(hdr)
-	if err == nil {
-		_, err = f.Write(body.Bytes())
-	}
+	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -252,6 +238,23 @@ func writeGitCache(dir string, fp [32]byte, budget int, h *GitHistory) error {
 	}
 	trimGitCache(dir)
 	return nil
+}
+
+// encodeGitCache is the cache file of h, scanned with budget, under fp.
+func encodeGitCache(fp [32]byte, budget int, h *GitHistory) []byte {
+	var body bytes.Buffer
+	for _, p := range append(slices.Clip(h.Paths), h.Unnamed...) {
+		body.WriteString(p)
+		body.WriteByte(0)
+	}
+	bsum := sha256.Sum256(body.Bytes())
+	complete := 0
+	if h.Complete {
+		complete = 1
+	}
+	out := fmt.Appendf(nil, "%skey %x\ntrees %d complete %d budget %d\npaths %d unnamed %d packed %d %x\n", gitCacheMagic, fp, h.Trees, complete, budget,
+		len(h.Paths), len(h.Unnamed), h.UnnamedPacked, bsum)
+	return append(out, body.Bytes()...)
 }
 
 // readGitCache returns the history cached under fp when its file parses
@@ -278,6 +281,40 @@ func readGitCache(dir string, fp [32]byte, budget int) (*GitHistory, bool) {
 
 // parseGitCache parses a cache file (see writeGitCache) that must be fp's.
 func parseGitCache(br *bufio.Reader, fp [32]byte) (*GitHistory, int, bool) {
+	hdr, ok := parseGitCacheHeader(br, fp)
+	if !ok {
+		return nil, 0, false
+	}
+	body, err := io.ReadAll(br)
+	if err != nil {
+		return nil, 0, false
+	}
+	if s := sha256.Sum256(body); hex.EncodeToString(s[:]) != hdr.sum {
+		return nil, 0, false
+	}
+	paths, body, ok := parseNulList(body, hdr.paths)
+	if !ok {
+		return nil, 0, false
+	}
+	unnamed, body, ok := parseNulList(body, hdr.unnamed)
+	if !ok || len(body) != 0 {
+		return nil, 0, false
+	}
+	h := &GitHistory{Paths: paths, Trees: hdr.trees, Complete: hdr.complete == 1, Unnamed: unnamed, UnnamedPacked: hdr.packed}
+	return h, hdr.budget, true
+}
+
+// gitCacheHeader is a cache file's header (see writeGitCache).
+type gitCacheHeader struct {
+	trees, complete, budget, paths, unnamed, packed int
+	sum                                             string
+}
+
+// parseGitCacheHeader parses the header of a cache file that must be fp's:
+// the numbers are canonical decimals, complete is 0 or 1, and an incomplete
+// scan has no unnamed objects.
+func parseGitCacheHeader(br *bufio.Reader, fp [32]byte) (gitCacheHeader, bool) {
+	var h gitCacheHeader
 	line := func() string {
 		s, err := br.ReadString('\n')
 		if err != nil {
@@ -286,43 +323,27 @@ func parseGitCache(br *bufio.Reader, fp [32]byte) (*GitHistory, int, bool) {
 		return s
 	}
 	if line() != gitCacheMagic || line() != fmt.Sprintf("key %x\n", fp) {
-		return nil, 0, false
+		return h, false
 	}
-	var trees, complete, budget, count, nUnnamed, packed int
-	var bsum string
-	f := strings.Fields(line())
-	if len(f) != 6 || f[0] != "trees" || f[2] != "complete" || f[4] != "budget" {
-		return nil, 0, false
+	fl, gl := line(), line()
+	f, g := strings.Fields(fl), strings.Fields(gl)
+	if len(f) != 6 || f[0] != "trees" || f[2] != "complete" || f[4] != "budget" ||
+		len(g) != 7 || g[0] != "paths" || g[2] != "unnamed" || g[4] != "packed" {
+		return h, false
 	}
-	g := strings.Fields(line())
-	if len(g) != 7 || g[0] != "paths" || g[2] != "unnamed" || g[4] != "packed" {
-		return nil, 0, false
-	}
-	nums := []*int{&trees, &complete, &budget, &count, &nUnnamed, &packed}
+	nums := []*int{&h.trees, &h.complete, &h.budget, &h.paths, &h.unnamed, &h.packed}
 	for i, s := range []string{f[1], f[3], f[5], g[1], g[3], g[5]} {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 || strconv.Itoa(n) != s {
-			return nil, 0, false
+			return h, false
 		}
 		*nums[i] = n
 	}
-	bsum = g[6]
-	body, err := io.ReadAll(br)
-	if err != nil || complete > 1 {
-		return nil, 0, false
-	}
-	if s := sha256.Sum256(body); hex.EncodeToString(s[:]) != bsum {
-		return nil, 0, false
-	}
-	paths, body, ok := parseNulList(body, count)
-	if !ok {
-		return nil, 0, false
-	}
-	unnamed, body, ok := parseNulList(body, nUnnamed)
-	if !ok || len(body) != 0 || (complete == 0 && (nUnnamed > 0 || packed > 0)) {
-		return nil, 0, false
-	}
-	return &GitHistory{Paths: paths, Trees: trees, Complete: complete == 1, Unnamed: unnamed, UnnamedPacked: packed}, budget, true
+	h.sum = g[6]
+	ok := h.complete <= 1 && (h.complete == 1 || h.unnamed+h.packed == 0) &&
+		fl == fmt.Sprintf("trees %d complete %d budget %d\n", h.trees, h.complete, h.budget) &&
+		gl == fmt.Sprintf("paths %d unnamed %d packed %d %s\n", h.paths, h.unnamed, h.packed, h.sum)
+	return h, ok
 }
 
 // parseNulList parses n strings, each non-empty, followed by a NUL and
