@@ -104,6 +104,7 @@ FUZZ_TARGETS := \
 	./backends/sqlite:FuzzScratchOpen:1500 \
 	./backends/sqlite/sqlar:FuzzImport:1500 \
 	./authority:FuzzParseGrantSet:30000 \
+	./materialize:FuzzParseGitCache:100000 \
 	./policy:FuzzParseConfig:30000
 
 fuzz-short:
