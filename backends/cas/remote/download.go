@@ -30,11 +30,10 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 	if err := c.capabilities(ctx); err != nil {
 		return ts, fmt.Errorf("remote: GetCapabilities: %w", err)
 	}
-	n, err := c.prefetchTree(ctx, st, root)
+	pre, err := c.prefetchTree(ctx, root)
 	if err != nil && !errors.Is(err, ErrMissing) {
 		return ts, err
 	}
-	ts.TreeDirs = n
 	// Walk the tree level by level, fetching the directories GetTree did not
 	// give in their exact bytes.
 	seenD := map[cas.Digest]bool{}
@@ -46,9 +45,17 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 		for _, d := range level {
 			if ok, err := st.Has(d); err != nil {
 				return ts, err
-			} else if !ok {
-				lack = append(lack, d)
+			} else if ok {
+				continue
 			}
+			if b, ok := pre[d]; ok {
+				if _, err := st.PutBytes(ctx, b); err != nil {
+					return ts, err
+				}
+				ts.TreeDirs++
+				continue
+			}
+			lack = append(lack, d)
 		}
 		ts.Missing += len(lack)
 		if err := c.fetch(ctx, st, lack, &ts); err != nil {
@@ -93,21 +100,31 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 	return ts, c.fetch(ctx, st, lack, &ts)
 }
 
-// prefetchTree stores the directories GetTree returns for root whose canonical
-// encoding is their digest's (those encoded otherwise are read as blobs later).
-func (c *Client) prefetchTree(ctx context.Context, st *cas.Store, root cas.Digest) (int, error) {
-	token := ""
-	stored := 0
-	for {
-		var dirs []*repb.Directory
+// maxPrefetch bounds what GetTree may hand Download: the bytes of its
+// answers, empty ones counted as one byte (and as many pages). Past it the
+// rest of the tree is read a directory at a time, as if GetTree had stopped
+// there; a server that streams without end fills neither memory nor the
+// store.
+var maxPrefetch = 64 << 20
+
+// prefetchTree returns the directories GetTree answers for root whose
+// canonical encoding is their digest's, by digest, within maxPrefetch. The
+// caller stores those its walk of the tree reaches, and nothing else.
+func (c *Client) prefetchTree(ctx context.Context, root cas.Digest) (map[cas.Digest][]byte, error) {
+	pre := map[cas.Digest][]byte{}
+	token, total, pages := "", 0, 0
+	for total < maxPrefetch && pages < 4096 {
+		pages++
 		var next string
 		err := c.retry(ctx, func(ctx context.Context) error {
-			dirs, next = nil, ""
+			next = ""
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel() // ends the stream when the budget stops reading it
 			stream, err := c.cas.GetTree(ctx, &repb.GetTreeRequest{InstanceName: c.opts.Instance, RootDigest: pb(root), PageToken: token, DigestFunction: repb.DigestFunction_SHA256})
 			if err != nil {
 				return err
 			}
-			for {
+			for total < maxPrefetch {
 				resp, err := stream.Recv()
 				if err == io.EOF {
 					return nil
@@ -115,34 +132,35 @@ func (c *Client) prefetchTree(ctx context.Context, st *cas.Store, root cas.Diges
 				if err != nil {
 					return err
 				}
-				dirs = append(dirs, resp.GetDirectories()...)
+				// Every answer counts, kept or not, empty or not.
+				total += proto.Size(resp) + 1
 				next = resp.GetNextPageToken()
+				for _, d := range resp.GetDirectories() {
+					b, err := proto.MarshalOptions{Deterministic: true}.Marshal(d)
+					if err != nil {
+						continue
+					}
+					if _, err := cas.DecodeDirectory(b); err != nil {
+						continue // not a Directory the store would accept
+					}
+					pre[cas.DigestOf(b)] = b
+				}
 			}
+			next = "" // the budget is spent: no further page
+			return nil
 		})
 		if status.Code(err) == codes.NotFound {
-			return stored, fmt.Errorf("%w: tree %s", ErrMissing, root)
+			return pre, fmt.Errorf("%w: tree %s", ErrMissing, root)
 		}
 		if err != nil {
-			return stored, fmt.Errorf("remote: GetTree %s: %w", root, err)
+			return pre, fmt.Errorf("remote: GetTree %s: %w", root, err)
 		}
-		for _, d := range dirs {
-			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(d)
-			if err != nil {
-				continue
-			}
-			if _, err := cas.DecodeDirectory(b); err != nil {
-				continue // not a Directory the store would accept
-			}
-			if _, err := st.PutBytes(ctx, b); err != nil {
-				return stored, err
-			}
-			stored++
-		}
-		if next == "" {
-			return stored, nil
+		if next == "" || next == token {
+			return pre, nil
 		}
 		token = next
 	}
+	return pre, nil
 }
 
 // fetch stores blobs ds from the server.
