@@ -1,0 +1,275 @@
+//lint:file-ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
+
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capfs/capfs/authority"
+	"github.com/capfs/capfs/fuseexport"
+)
+
+// The ways in (issue 26, THREATS.md "Ways in"): each attack class tried
+// through a route the other tests left out, with the openat2 and the portable
+// resolvers.
+
+// resolvers are the values of CAPFS_PHYSICAL_RESOLVER every test here runs
+// with: openat2 where the kernel has it, and the portable walk.
+var resolvers = []string{"auto", "portable"}
+
+// TestWaysInMCPRootsOverHTTP: capfs mcp --http --roots takes a client's roots
+// as stdio does (issue 26, class 2): file:///, a directory outside every mount
+// and a root whose symlink leads out are refused on stderr; a root inside a
+// mount is a view of that directory only, under the session's policy.
+func TestWaysInMCPRootsOverHTTP(t *testing.T) {
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			work := t.TempDir()
+			proj, outside := filepath.Join(work, "proj"), filepath.Join(work, "outside")
+			writeTree(t, proj, map[string]string{"top.txt": "above the root\n", "sub/inside.txt": "inside the root\n", "sub/vault/note.txt": "vaulted\n"})
+			writeTree(t, outside, map[string]string{"secret.txt": "not mounted\n"})
+			if err := os.Symlink(outside, filepath.Join(proj, "sub", "escape")); err != nil {
+				t.Fatal(err)
+			}
+			pol := filepath.Join(work, "policy.toml")
+			rules := "default = \"allow\"\n\n[[rules]]\nname = \"vault\"\neffect = \"deny\"\npaths = [\"project/sub/vault\", \"project/sub/vault/**\"]\nreason = \"the vault\"\n"
+			if err := os.WriteFile(pol, []byte(rules), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cs, stderr := httpRootsClient(t, work, []string{"CAPFS_PHYSICAL_RESOLVER=" + res},
+				[]string{"--policy", pol, "--no-default-mounts", "-m", "project=physical:" + proj, "mcp", "--roots", "--http", "127.0.0.1:0"},
+				&mcp.Root{URI: "file:///", Name: "everything"},
+				&mcp.Root{URI: "file://" + outside, Name: "outside"},
+				&mcp.Root{URI: "file://" + filepath.Join(proj, "sub", "escape"), Name: "escape"},
+				&mcp.Root{URI: "file://" + filepath.Join(proj, "sub"), Name: "sub"},
+			)
+			var mounts string
+			for range 100 {
+				mounts, _, _ = mcpCall(t, cs, "mounts", map[string]any{})
+				if strings.Contains(mounts, `"/roots/sub"`) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if !strings.Contains(mounts, `"/roots/sub"`) {
+				t.Fatalf("the root inside the mount is not shown over HTTP: %s\nstderr:\n%s", mounts, stderr.String())
+			}
+			for _, refused := range []string{`"/roots/root"`, `"/roots/outside"`, `"/roots/escape"`} {
+				if strings.Contains(mounts, refused) {
+					t.Errorf("a root outside the mounts is mounted (%s): %s", refused, mounts)
+				}
+			}
+			if strings.Contains(mounts, work) {
+				t.Errorf("the mounts tool shows a host path: %s", mounts)
+			}
+			if text, isErr, _ := mcpCall(t, cs, "read", map[string]any{"path": "roots/sub/inside.txt"}); isErr || !strings.Contains(text, "inside the root") {
+				t.Errorf("reading inside the root: %q", text)
+			}
+			for _, p := range []string{"roots/sub/../top.txt", "roots/sub/escape/secret.txt", "roots/root/etc/hostname", "roots/outside/secret.txt", "roots/sub/vault/note.txt"} {
+				text, isErr, _ := mcpCall(t, cs, "read", map[string]any{"path": p})
+				if !isErr || strings.Contains(text, "above the root") || strings.Contains(text, "not mounted") || strings.Contains(text, "vaulted") {
+					t.Errorf("read %s through the roots over HTTP: %q (error %v)", p, text, isErr)
+				}
+			}
+			if text, isErr, _ := mcpCall(t, cs, "write", map[string]any{"path": "roots/sub/escape/planted.txt", "content": "x"}); !isErr {
+				t.Errorf("writing through the escaping link under a root succeeded: %q", text)
+			}
+			if _, err := os.Lstat(filepath.Join(outside, "planted.txt")); err == nil {
+				t.Error("a write through a root landed outside the mounts")
+			}
+			cs.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(stderr.String(), "escape") && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			log := stderr.String()
+			for _, name := range []string{"file:///", "file://" + outside, "escape"} {
+				if !strings.Contains(log, name) || !strings.Contains(log, "refused") {
+					t.Errorf("stderr does not say the root %s was refused:\n%s", name, log)
+				}
+			}
+		})
+	}
+}
+
+// httpRootsClient starts capfs with args (an mcp --http command) in work and
+// connects a client offering roots over streamable HTTP; it returns the
+// session and the server's stderr. The server is interrupted at cleanup.
+func httpRootsClient(t *testing.T, work string, env, args []string, roots ...*mcp.Root) (*mcp.ClientSession, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(capfsBin, args...)
+	cmd.Dir = work
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	var endpoint string
+	for deadline := time.Now().Add(30 * time.Second); endpoint == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		s := stderr.String()
+		if i := strings.Index(s, "http://"); i >= 0 {
+			if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+				endpoint = strings.TrimSpace(s[i : i+j])
+			}
+		}
+	}
+	if endpoint == "" {
+		t.Fatalf("no URL on the server's stderr: %s", stderr.String())
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
+	client.AddRoots(roots...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", endpoint, err)
+	}
+	return cs, stderr
+}
+
+// TestWaysInGrantsResolvers: capfs run --grants decides each grant where it
+// leads with the portable resolver as with openat2 (issue 26, class 1): a read
+// grant on keys -> .ssh shows nothing; write grants on hk -> .git/hooks come
+// back refused; a grant whose path became a link after it was granted is
+// refused. (TestRunGrantsDecidedWhereTheyLead runs with the default resolver.)
+func TestWaysInGrantsResolvers(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			writeTree(t, root, map[string]string{".ssh/id_rsa": "PRIVATE KEY", ".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n",
+				".git/hooks/README": "hooks", ".git/objects/.keep": "", ".git/refs/.keep": "", "src/main.c": "int main;", "w/a.txt": "A"})
+			for link, target := range map[string]string{"keys": ".ssh", "hk": ".git/hooks"} {
+				if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ro := []authority.Access{authority.List, authority.Metadata, authority.Read}
+			rw := append(ro[:3:3], authority.Write, authority.Delete)
+			env := []string{"CAPFS_PHYSICAL_RESOLVER=" + res}
+			run := func(file, script string) result {
+				t.Helper()
+				return runCapfsEnv(t, root, env, "--audit", "off", "--no-default-mounts", "-m", "project=physical:"+root,
+					"run", "--grants", file, "--", "sh", "-c", script)
+			}
+
+			file := grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "k"}, map[string][]authority.Access{"keys": ro}, "keys")
+			r := run(file, "cat /grants/project/keys/id_rsa")
+			if strings.Contains(r.stdout, "PRIVATE") || r.code == 0 || !strings.Contains(r.stderr, "fs_permission_denied") {
+				t.Errorf("a read grant on keys -> .ssh: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+
+			file = grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "g"}, map[string][]authority.Access{"hk": rw})
+			r = run(file, `printf '#!/bin/sh\necho owned\n' > /grants/project/hk/pre-commit; true`)
+			if r.code != 3 || !strings.Contains(r.stderr, "refused pre-commit") {
+				t.Errorf("a write grant on hk -> .git/hooks: exit %d, want 3 with pre-commit refused\nstderr:\n%s", r.code, r.stderr)
+			}
+			if _, err := os.Lstat(filepath.Join(root, ".git/hooks/pre-commit")); err == nil {
+				t.Errorf(".git/hooks/pre-commit was added\nstderr:\n%s", r.stderr)
+			}
+
+			file = grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "w"}, map[string][]authority.Access{"w": ro})
+			if err := os.Rename(filepath.Join(root, "w"), filepath.Join(root, "w.old")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("src", filepath.Join(root, "w")); err != nil {
+				t.Fatal(err)
+			}
+			r = run(file, "cat /grants/project/w/main.c")
+			if strings.Contains(r.stdout, "int main") || r.code == 0 || !strings.Contains(r.stderr, "now leads to") {
+				t.Errorf("a grant on w, now a link to src: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestWaysInMountWorkAndAliases: capfs mount decides where a path leads
+// (issue 26, class 1), with the openat2 and the portable resolvers: --work
+// naming a link to .ssh is refused before anything is mounted; through the
+// mount, keys -> .ssh shows no key and hk -> .git/hooks takes no hook, and the
+// host's files are unchanged.
+func TestWaysInMountWorkAndAliases(t *testing.T) {
+	if err := fuseexport.Available(); err != nil {
+		t.Skipf("FUSE is not usable here (needs /dev/fuse and root or fusermount3; make sysdeps installs fuse3): %v", err)
+	}
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Setenv("CAPFS_PHYSICAL_RESOLVER", res)
+			host := t.TempDir()
+			writeTree(t, host, map[string]string{".ssh/id_rsa": "PRIVATE KEY", ".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/README": "hooks", "main.go": "package main\n"})
+			for link, target := range map[string]string{"keys": ".ssh", "hk": ".git/hooks"} {
+				if err := os.Symlink(target, filepath.Join(host, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			base := []string{"--no-default-mounts", "-m", "w=physical:" + host, "--audit", "off", "mount"}
+
+			// --work through a link to .ssh.
+			mp := t.TempDir()
+			var out, errb syncBuffer
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			code := execute(ctx, append(base, "--work", "w/keys", mp), strings.NewReader(""), &out, &errb)
+			cancel()
+			if code == 0 || mountedAt(mp) {
+				t.Errorf("capfs mount --work w/keys (keys -> .ssh) exited %d: %s", code, errb.String())
+			}
+			if strings.Contains(errb.String(), host) {
+				t.Errorf("the refusal names a host path: %s", errb.String())
+			}
+
+			// Aliases through the mount.
+			ctx, cancel = context.WithCancel(context.Background())
+			defer cancel()
+			var stderr syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- execute(ctx, append(base, "--work", "w", mp), strings.NewReader(""), &syncBuffer{}, &stderr)
+			}()
+			for deadline := time.Now().Add(20 * time.Second); !mountedAt(mp); time.Sleep(20 * time.Millisecond) {
+				select {
+				case code := <-done:
+					t.Fatalf("capfs mount exited %d: %s", code, stderr.String())
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the mount did not appear: %s", stderr.String())
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(mp, "keys", "id_rsa")); err == nil || strings.Contains(string(b), "PRIVATE") {
+				t.Errorf("read keys/id_rsa through the mount: %q, %v", b, err)
+			}
+			if b, err := os.ReadFile(filepath.Join(mp, "main.go")); err != nil || string(b) != "package main\n" {
+				t.Errorf("read main.go through the mount: %q, %v", b, err)
+			}
+			if err := os.WriteFile(filepath.Join(mp, "hk", "pre-commit"), []byte("#!/bin/sh\necho owned\n"), 0o755); err == nil {
+				t.Error("writing hk/pre-commit (hk -> .git/hooks) through the mount succeeded")
+			}
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("capfs mount did not exit after the interrupt")
+			}
+			if _, err := os.Lstat(filepath.Join(host, ".git", "hooks", "pre-commit")); err == nil {
+				t.Error(".git/hooks/pre-commit was planted through the mount")
+			}
+		})
+	}
+}
