@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -245,7 +247,7 @@ func Open(name string, opts ...Option) (*FS, error) {
 		if err := checkSchema(st.q); err != nil {
 			return nil, err
 		}
-		if err := checkTables(context.Background(), st.snap, scratchTables, sqlschema.Exclusive); err != nil {
+		if err := checkTables(context.Background(), st.snap, scratchTablesAt(schemaVersion), sqlschema.Exclusive); err != nil {
 			return nil, err
 		}
 	}
@@ -369,6 +371,34 @@ var scratchTables = []sqlschema.Table{
 	{Name: "chunk", Columns: []string{"id", "data"}},
 }
 
+// scratchTablesAt is scratchTables for a file of schema version ver: at
+// version 1 each table's recorded SQL must be schemaV1's own, so that no
+// CHECK constraint or default of anyone else's runs on capfs's writes. (A
+// migration that changes a table gives its version's SQL here.)
+func scratchTablesAt(ver int64) []sqlschema.Table {
+	if ver != 1 {
+		return scratchTables
+	}
+	stmts := createStatements(schemaV1)
+	out := slices.Clone(scratchTables)
+	for i := range out {
+		out[i].SQL = stmts[out[i].Name]
+	}
+	return out
+}
+
+// createStatements maps each table of schema (CREATE TABLE IF NOT EXISTS
+// statements) to the SQL SQLite records for it.
+func createStatements(schema string) map[string]string {
+	out := map[string]string{}
+	for _, part := range strings.Split(schema, "CREATE TABLE IF NOT EXISTS ")[1:] {
+		stmt := strings.TrimRight(strings.TrimSpace(part), ";")
+		name, _, _ := strings.Cut(stmt, "(")
+		out[name] = "CREATE TABLE " + stmt
+	}
+	return out
+}
+
 // initSchema creates the tables of a new file, migrates an old one, and
 // refuses a foreign or newer one. It runs on the write connection.
 func (s *store) initSchema() error {
@@ -405,7 +435,7 @@ COMMIT;`
 	case ver < 1:
 		return fmt.Errorf("%w: schema version %d", ErrCorrupt, ver)
 	}
-	if err := checkTables(ctx, c, scratchTables, sqlschema.Exclusive); err != nil {
+	if err := checkTables(ctx, c, scratchTablesAt(ver), sqlschema.Exclusive); err != nil {
 		return err
 	}
 	// Forward migrations, one version at a time, each in one transaction

@@ -140,6 +140,10 @@ func Scratch() []Case {
 		{"unrelated view", `CREATE VIEW v AS SELECT 1;`, Schema},
 		{"generated column", `DROP TABLE dentry; CREATE TABLE dentry(parent INTEGER NOT NULL, name TEXT NOT NULL, i INTEGER, ino INTEGER AS (i + 0), PRIMARY KEY(parent, name)) WITHOUT ROWID;`, Schema},
 		{"missing column", `DROP TABLE inode; CREATE TABLE inode(ino INTEGER PRIMARY KEY, mode INTEGER);`, Schema},
+		{"check constraint on chunk", `DROP TABLE chunk; CREATE TABLE chunk(id INTEGER PRIMARY KEY, data BLOB NOT NULL CHECK (length(zeroblob(100000000)) > 0));`, Schema},
+		{"default expression on inode", `DROP TABLE inode; CREATE TABLE inode(ino INTEGER PRIMARY KEY, mode INTEGER NOT NULL, nlink INTEGER NOT NULL,
+			size INTEGER NOT NULL, mtime INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, target TEXT DEFAULT (hex(zeroblob(100000000))));
+			INSERT INTO inode VALUES(1, 16877, 2, 0, 0, 0, NULL);`, Schema},
 	})
 }
 

@@ -26,6 +26,10 @@ const MaxObjects = 10_000
 type Table struct {
 	Name    string
 	Columns []string
+	// SQL, if set, is the exact CREATE TABLE statement SQLite must have
+	// recorded for the table: no CHECK constraint, default or other
+	// expression of anyone else's, which a write would evaluate.
+	SQL string
 }
 
 // Queryer is what Check needs of a *sql.DB, *sql.Conn or *sql.Tx.
@@ -99,6 +103,8 @@ func checkTable(ctx context.Context, q Queryer, objs []object, t Table) error {
 			return fmt.Errorf("%w: %s is a %s, not a table", ErrShape, t.Name, o.typ)
 		case !hasPrefixFold(strings.TrimSpace(o.sql), "CREATE TABLE"):
 			return fmt.Errorf("%w: %s is not an ordinary table", ErrShape, t.Name)
+		case t.SQL != "" && o.sql != t.SQL:
+			return fmt.Errorf("%w: table %s is not as it was created", ErrShape, t.Name)
 		default:
 			found = true
 		}
