@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,11 +41,7 @@ import (
 // file is removed), that grant is revoked at once, and the sync-back then
 // refuses its changes.
 func runOnGrants(ctx context.Context, s *session, r *runner, file string, args []string) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return usageErrorf("--grants %s: %v", file, cause(err))
-	}
-	set, err := authority.ParseGrantSet(data)
+	set, err := readGrantFile(file)
 	if err != nil {
 		return usageErrorf("--grants %s: %v", file, err)
 	}
@@ -224,14 +219,11 @@ func watchGrantFile(ctx context.Context, file string, a *authority.Authority, fr
 		last = st
 		live := map[string]bool{}
 		if err == nil {
-			if data, rerr := os.ReadFile(file); rerr == nil {
-				var set authority.GrantSet
-				if json.Unmarshal(data, &set) == nil {
-					now := time.Now()
-					for _, g := range set.Grants {
-						if g.Status == authority.Active && (g.Expires.IsZero() || g.Expires.After(now)) {
-							live[g.ID] = true
-						}
+			if set, rerr := readGrantFile(file); rerr == nil {
+				now := time.Now()
+				for _, g := range set.Grants {
+					if g.Status == authority.Active && (g.Expires.IsZero() || g.Expires.After(now)) {
+						live[g.ID] = true
 					}
 				}
 			}
@@ -246,4 +238,20 @@ func watchGrantFile(ctx context.Context, file string, a *authority.Authority, fr
 			}
 		}
 	}
+}
+
+// readGrantFile reads and parses a grant-set file, reading no more than
+// authority.MaxGrantSetBytes (and one byte to tell a larger file): the file is
+// an outside input, parsed by the one parser, authority.ParseGrantSet.
+func readGrantFile(file string) (authority.GrantSet, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return authority.GrantSet{}, cause(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, authority.MaxGrantSetBytes+1))
+	if err != nil {
+		return authority.GrantSet{}, cause(err)
+	}
+	return authority.ParseGrantSet(data)
 }
