@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 )
@@ -156,6 +159,8 @@ func submodulePaths(ctx context.Context, top string) []string {
 	if err != nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, gitConfigTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, gitBin, "-C", top, "config", "--file", ".gitmodules", "-z", "--get-regexp", `^submodule\..*\.path$`)
 	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
 	out, err := cmd.Output()
@@ -191,6 +196,8 @@ func gitConfigEntries(ctx context.Context, root string) ([]configEntry, string) 
 		return localConfig(root), top
 	}
 	run := func(args ...string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, gitConfigTimeout)
+		defer cancel()
 		cmd := exec.CommandContext(ctx, gitBin, append([]string{"-C", root}, args...)...)
 		cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
 		return cmd.Output()
@@ -224,7 +231,7 @@ func gitConfigEntries(ctx context.Context, root string) ([]configEntry, string) 
 func localConfig(root string) []configEntry {
 	gitDir := filepath.Join(root, ".git")
 	if st, err := os.Stat(gitDir); err == nil && !st.IsDir() {
-		data, err := os.ReadFile(gitDir)
+		data, err := readBounded(gitDir, maxGitdirFile)
 		if err != nil {
 			return nil
 		}
@@ -238,13 +245,12 @@ func localConfig(root string) []configEntry {
 		}
 	}
 	name := filepath.Join(gitDir, "config")
-	f, err := os.Open(name)
+	data, err := readBounded(name, maxGitConfig)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	cfg := gitconfig.New()
-	if err := gitconfig.NewDecoder(f).Decode(cfg); err != nil {
+	if err := gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg); err != nil {
 		return nil
 	}
 	var out []configEntry
@@ -479,4 +485,44 @@ func (e *Engine) With(rules ...Rule) (*Engine, error) {
 	cfg := e.Config()
 	cfg.Rules = append(cfg.Rules, rules...)
 	return New(cfg)
+}
+
+// Bounds on the project's own git files read by localConfig: they come from the
+// project, an outside input (a cloned or unpacked tree may make them a FIFO, a
+// device or a gigabyte of text).
+const (
+	// gitConfigTimeout bounds each git command that reads them for us (a
+	// .gitmodules linked to /dev/zero would keep git reading).
+	gitConfigTimeout = 10 * time.Second
+	maxGitdirFile    = 4 << 10
+	maxGitConfig     = 1 << 20
+)
+
+// errNotRegular is readBounded's answer for a file that is not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// readBounded reads the regular file at name (following links, as git does), at
+// most max bytes: a FIFO or device is refused without a read that could block
+// or never end, and a longer file is an error, not a truncated read.
+func readBounded(name string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errNotRegular
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: more than %d bytes", filepath.Base(name), max)
+	}
+	return data, nil
 }
