@@ -50,6 +50,10 @@ type Overlay struct {
 	whiteout map[string]bool
 	opaque   map[string]bool
 	base     map[string]Base
+	// unread holds, by path, the sight of each removed lower entry whose
+	// Base still lacks its contents (a file's digest, a symlink's target):
+	// read when the Bases are asked for (see deferBase).
+	unread map[string]unreadBase
 	// seen holds a *sight for each lower path the process looked up, by
 	// path: what the lower held there then, or that it held nothing (see
 	// cow_sight.go). Written once per path, read at each lookup and change:
@@ -104,7 +108,7 @@ func NewOverlay(lower vfs.Backend, upperDir string) (*Overlay, error) {
 		return nil, err
 	}
 	o := &Overlay{lower: lower, upper: up, dir: upperDir,
-		whiteout: map[string]bool{}, opaque: map[string]bool{}, base: map[string]Base{}}
+		whiteout: map[string]bool{}, opaque: map[string]bool{}, base: map[string]Base{}, unread: map[string]unreadBase{}}
 	o.rootPerm.Store(0o755)
 	ctx := context.Background()
 	if info, err := lower.Lstat(ctx, vfs.Root); err == nil && info.Mode.IsDir() {
@@ -577,13 +581,14 @@ func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 }
 
 // Remove removes p: from the upper, and with a whiteout where the lower has it.
-// A directory must be empty in the merged view.
+// A directory must be empty in the merged view. The lower entry's Base comes
+// from its sight (see cow_sight.go): a removal reads none of its contents.
 func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 	p = p.Unresolved().WithoutDirMark()
 	if p.IsRoot() {
 		return vfs.NewError(vfs.CodeInvalidPath, "remove", p, "")
 	}
-	_, info, err := o.layer(ctx, "remove", p)
+	inUpper, info, err := o.layer(ctx, "remove", p)
 	if err != nil {
 		return err
 	}
@@ -598,13 +603,13 @@ func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	low, err := o.inLower(ctx, p)
+	low, lowInfo, err := o.lowerOf(ctx, p, inUpper, info)
 	if err != nil {
 		return err
 	}
 	if low {
 		if _, ok := o.base[p.Raw()]; !ok {
-			if err := o.recordBase(ctx, p); err != nil {
+			if err := o.recordBase(ctx, p, lowInfo); err != nil {
 				return err
 			}
 		}
@@ -621,6 +626,21 @@ func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 	}
 	delete(o.opaque, p.Raw())
 	return nil
+}
+
+// lowerOf reports whether the lower has a visible entry at p, with its
+// Lstat when known: a lookup that served p from the lower (inUpper false,
+// info its Lstat) answers, unless p was hidden since; else the lower is
+// asked (its Lstat is then left for recordBase). o.mu is held.
+func (o *Overlay) lowerOf(ctx context.Context, p vfs.Path, inUpper bool, info vfs.Info) (bool, *vfs.Info, error) {
+	if !inUpper {
+		if o.hidden(p) {
+			return false, nil, notFound("remove", p) // removed meanwhile
+		}
+		return true, &info, nil
+	}
+	low, err := o.inLower(ctx, p)
+	return low, nil, err
 }
 
 // removeUpper removes p from the upper, a directory with whatever the upper
@@ -646,17 +666,28 @@ func (o *Overlay) removeUpper(ctx context.Context, p vfs.Path) error {
 }
 
 // recordBase records the Base of the lower entry at p (for a deletion, or a
-// rename over it), as the process first saw it. o.mu is held.
-func (o *Overlay) recordBase(ctx context.Context, p vfs.Path) error {
-	info, err := o.lower.Lstat(ctx, p)
-	if err != nil {
-		return err
+// rename over it), as the process first saw it; info is its Lstat when the
+// caller has it. A regular file's digest or a symlink's target is read now
+// only when the process never saw the entry; else it is the sight's (see
+// deferBase). o.mu is held.
+func (o *Overlay) recordBase(ctx context.Context, p vfs.Path, info *vfs.Info) error {
+	if info == nil {
+		li, err := o.lower.Lstat(ctx, p)
+		if err != nil {
+			return err
+		}
+		info = &li
 	}
-	b := Base{Type: info.Mode.Type(), Mode: info.Mode.Perm(), Size: info.Size, ModTime: info.ModTime}
+	b := Base{Type: info.Mode.Type(), Mode: info.Mode.Perm(), ModTime: info.ModTime}
+	if info.Mode.IsRegular() {
+		b.Size = info.Size
+	}
+	if o.deferBase(p, *info, b) {
+		return nil
+	}
 	switch {
 	case info.Mode&fs.ModeSymlink != 0:
 		b.Target, _ = o.lower.Readlink(ctx, p)
-		b.Size = 0
 	case info.Mode.IsRegular():
 		f, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
 		if err != nil {
@@ -669,10 +700,8 @@ func (o *Overlay) recordBase(ctx context.Context, p vfs.Path) error {
 			return vfs.Errno("remove", p, err)
 		}
 		b.Digest = hex.EncodeToString(h.Sum(nil))
-	default:
-		b.Size = 0
 	}
-	o.setBase(p, info, b)
+	o.setBase(p, *info, b)
 	return nil
 }
 
@@ -728,7 +757,7 @@ func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	}
 	if toLow {
 		if _, ok := o.base[to.Raw()]; !ok {
-			if err := o.recordBase(ctx, to); err != nil {
+			if err := o.recordBase(ctx, to, nil); err != nil {
 				return err
 			}
 		}
@@ -904,6 +933,7 @@ func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.readUnread(ctx)
 	var out []Change
 	var walk func(p vfs.Path) error
 	walk = func(p vfs.Path) error {
@@ -963,6 +993,7 @@ func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 func (o *Overlay) Bases() map[string]Base {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.readUnread(context.Background())
 	out := make(map[string]Base, len(o.base))
 	for p, b := range o.base {
 		out[p] = b

@@ -173,3 +173,65 @@ func (o *Overlay) sawGone(p vfs.Path) {
 		o.base[p.Raw()] = s.base()
 	}
 }
+
+// unreadBase is a removed lower entry whose Base lacks its contents until the
+// Bases are asked for (see deferBase).
+type unreadBase struct {
+	p vfs.Path
+	s *sight
+}
+
+// deferBase records Base cur of lower entry p (info its Lstat, taken now)
+// as baseAt makes it, reading nothing, when the process saw p before; false
+// when it never did (the caller reads the contents now). A file or symlink
+// unchanged since its sight, with no digest kept at sight, holds what the
+// process saw: its digest or target is read when the Bases are asked for
+// (readUnread), after the command, not at each removal. o.mu is held.
+func (o *Overlay) deferBase(p vfs.Path, info vfs.Info, cur Base) bool {
+	s := o.sightAt(p)
+	if s == nil {
+		return false
+	}
+	b, ok := o.baseAt(p, info, cur)
+	if !ok {
+		return true // absent at first sight: new to the process, no Base
+	}
+	o.base[p.Raw()] = b
+	if s.same(info) && s.digest == "" && (info.Mode.IsRegular() || info.Mode&fs.ModeSymlink != 0) {
+		o.unread[p.Raw()] = unreadBase{p: p, s: s}
+	}
+	return true
+}
+
+// readUnread completes the Bases deferBase left without contents. An entry
+// whose lower status is still the one the process saw holds what it saw
+// (see above): its digest or target is read, then its status taken again,
+// and kept if unchanged. One the host changed meanwhile keeps none
+// (contents unknown: a conflict at sync-back, never an overwrite). An entry
+// the lower cannot answer for now (canceled, revoked) waits for the next
+// call. o.mu is held.
+func (o *Overlay) readUnread(ctx context.Context) {
+	for raw, u := range o.unread {
+		b := o.base[raw]
+		var got string
+		if b.Type&fs.ModeSymlink != 0 {
+			got, _ = o.lower.Readlink(ctx, u.p)
+		} else {
+			got = o.hashLower(ctx, u.p)
+		}
+		info, err := o.lower.Lstat(ctx, u.p)
+		if err != nil && notAnswer(err) != nil {
+			continue
+		}
+		delete(o.unread, raw)
+		if err != nil || got == "" && b.Type.IsRegular() || !u.s.same(info) {
+			continue
+		}
+		if b.Type.IsRegular() {
+			b.Digest = got
+		} else {
+			b.Target = got
+		}
+		o.base[raw] = b
+	}
+}
