@@ -110,6 +110,13 @@ func lazyBase() string {
 // they are made (paths from the work tree's root); reads of the source are
 // decided by work's own policy as well, so hidden paths are absent.
 func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazyWork, error) {
+	return startLazyWorkTold(ctx, work, pol, nil)
+}
+
+// startLazyWorkTold is startLazyWork; tell, if not nil, is told of each name
+// a listing leaves out because no path can hold it
+// (fuseexport.Options.Unaddressable).
+func startLazyWorkTold(ctx context.Context, work *dir.Dir, pol policy.Policy, tell func(vfs.Path, vfs.Unaddressable)) (*lazyWork, error) {
 	if err := fuseexport.Available(); err != nil {
 		return nil, err
 	}
@@ -154,7 +161,7 @@ func startLazyWork(ctx context.Context, work *dir.Dir, pol policy.Policy) (*lazy
 		opts = append(opts, dir.WithHooks(h))
 	}
 	view, _ := dir.New(lw.ov, opts...)
-	lw.srv, err = fuseexport.Mount(mp, view, fuseexport.Options{AllowOther: os.Geteuid() == 0, Name: "capfs-lazy", Passthrough: true, ReadDirPlus: true})
+	lw.srv, err = fuseexport.Mount(mp, view, fuseexport.Options{AllowOther: os.Geteuid() == 0, Name: "capfs-lazy", Passthrough: true, ReadDirPlus: true, Unaddressable: tell})
 	if err != nil {
 		lw.ov.Close()
 		return fail(fmt.Errorf("lazy work tree: %w", err))
@@ -443,7 +450,10 @@ func narrowProcs() (restore func()) {
 func (r *runner) startLazy(ctx context.Context) error {
 	pol := lazyViewPolicy{inner: r.s.Policy, root: r.workPath.String(), git: r.lazyGit(ctx)}
 	restore := narrowProcs()
-	lw, err := startLazyWork(ctx, r.workDir, pol)
+	lw, err := startLazyWorkTold(ctx, r.workDir, pol, func(dir vfs.Path, u vfs.Unaddressable) {
+		r.say("capfs run: %s: skipped 1 name the capability cannot address (%s: %s); the lazy work tree does not show it\n",
+			showPath(r.workPath.Join(dir).String()), show(u.Name), u.Reason)
+	})
 	if err != nil {
 		restore()
 		return err

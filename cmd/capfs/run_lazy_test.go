@@ -131,15 +131,19 @@ func TestRunLazySyncBack(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"a.txt": "a\n", "mod.txt": "old\n", "gone.txt": "bye\n",
-		"dir/x.c": "x\n", "dir/sub/y.c": "y\n", "untouched/big.txt": strings.Repeat("u", 1<<16)})
+		"dir/x.c": "x\n", "dir/sub/y.c": "y\n", "untouched/big.txt": strings.Repeat("u", 1<<16), `odd\name`: "o\n"})
 	env, base := stateEnv(t)
 	r := runCapfsEnv(t, root, env, "run", "--lazy", "--show", "-1", "--", "sh", "-c",
-		"cat a.txt; echo new > new.txt; echo changed > mod.txt; rm gone.txt; mv dir renamed; mkdir -p made/deep; echo d > made/deep/f; ln -s a.txt link").want(t, 0)
+		"ls >/dev/null; ls >/dev/null; cat a.txt; echo new > new.txt; echo changed > mod.txt; rm gone.txt; mv dir renamed; mkdir -p made/deep; echo d > made/deep/f; ln -s a.txt link").want(t, 0)
 	if r.stdout != "a\n" {
 		t.Errorf("stdout %q", r.stdout)
 	}
 	if !strings.Contains(r.stderr, "work tree: lazy") {
 		t.Errorf("the summary does not say the run was lazy:\n%s", r.stderr)
+	}
+	// A name no path can hold is told once (Options.Unaddressable), though listed twice.
+	if n := strings.Count(r.stderr, `project: skipped 1 name the capability cannot address (odd\\name: contains a backslash)`); n != 1 {
+		t.Errorf("the unaddressable name is told %d times; want once:\n%s", n, r.stderr)
 	}
 	for p, want := range map[string]string{"new.txt": "new\n", "mod.txt": "changed\n", "renamed/x.c": "x\n", "renamed/sub/y.c": "y\n", "made/deep/f": "d\n", "a.txt": "a\n"} {
 		if got := readFile(t, filepath.Join(root, p)); got != want {
