@@ -332,3 +332,137 @@ func TestWaysInRevAnchoredRules(t *testing.T) {
 		}
 	}
 }
+
+// TestWaysInRunWorkThroughLink: capfs run --work decides the work path where
+// it leads (issue 26, class 1), checked out and lazy, with the openat2 and the
+// portable resolvers: a work path that is a link to .ssh, or out of the
+// project, is refused before the command runs, and the command sees nothing
+// of it.
+func TestWaysInRunWorkThroughLink(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			outside := t.TempDir()
+			writeTree(t, outside, map[string]string{"other.txt": "not mounted\n"})
+			proj := t.TempDir()
+			writeTree(t, proj, map[string]string{".ssh/id_rsa": "PRIVATE KEY", "main.go": "package main\n"})
+			for link, target := range map[string]string{"keys": ".ssh", "vendor": outside, "rel": "../" + filepath.Base(outside)} {
+				if err := os.Symlink(target, filepath.Join(proj, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env, _ := stateEnv(t)
+			env = append(env, "CAPFS_PHYSICAL_RESOLVER="+res)
+			modes := []string{"--no-lazy"}
+			if lazyAvailable() == nil {
+				modes = append(modes, "--lazy")
+			}
+			for _, mode := range modes {
+				for _, work := range []string{"project/keys", "project/vendor", "project/rel"} {
+					r := runCapfsEnv(t, proj, env, "run", mode, "--work", work, "--", "sh", "-c", "cat id_rsa other.txt; echo ran")
+					if r.code == 0 || strings.Contains(r.stdout, "ran") || strings.Contains(r.stdout, "PRIVATE") || strings.Contains(r.stdout, "not mounted") {
+						t.Errorf("run %s --work %s (a link to .ssh or out of the project): exit %d\nstdout:\n%s\nstderr:\n%s", mode, work, r.code, r.stdout, r.stderr)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWaysInMCPAliasesOverHTTP: capfs mcp --http decides each tool's path
+// where it leads as stdio does (issue 26, class 1; TestMCPFollowsLinksThatStayInside
+// is the stdio route), with the openat2 and the portable resolvers: no key
+// read through keys -> .ssh, no hook written through hk -> .git/hooks, no
+// file read or written through a link out of the mount.
+func TestWaysInMCPAliasesOverHTTP(t *testing.T) {
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			work := t.TempDir()
+			proj, outside := filepath.Join(work, "proj"), filepath.Join(work, "outside")
+			writeTree(t, proj, map[string]string{".ssh/id_rsa": "PRIVATE KEY", ".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/README": "hooks", "main.go": "package main\n"})
+			writeTree(t, outside, map[string]string{"secret.txt": "not mounted\n"})
+			for link, target := range map[string]string{"keys": ".ssh", "hk": ".git/hooks", "out": "../outside", "abs": outside} {
+				if err := os.Symlink(target, filepath.Join(proj, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cs, _ := httpRootsClient(t, work, []string{"CAPFS_PHYSICAL_RESOLVER=" + res},
+				[]string{"--no-default-mounts", "-m", "project=physical:" + proj, "mcp", "--http", "127.0.0.1:0"})
+			defer cs.Close()
+			if text, isErr, _ := mcpCall(t, cs, "read", map[string]any{"path": "project/main.go"}); isErr || !strings.Contains(text, "package main") {
+				t.Fatalf("read project/main.go over HTTP: %q", text)
+			}
+			for _, p := range []string{"project/keys/id_rsa", "project/out/secret.txt", "project/abs/secret.txt"} {
+				if text, isErr, _ := mcpCall(t, cs, "read", map[string]any{"path": p}); !isErr || strings.Contains(text, "PRIVATE") || strings.Contains(text, "not mounted") {
+					t.Errorf("read %s over HTTP: %q (error %v)", p, text, isErr)
+				}
+			}
+			for _, p := range []string{"project/hk/pre-commit", "project/out/planted.txt", "project/abs/planted.txt"} {
+				if text, isErr, _ := mcpCall(t, cs, "write", map[string]any{"path": p, "content": "#!/bin/sh\necho owned\n"}); !isErr {
+					t.Errorf("write %s over HTTP succeeded: %q", p, text)
+				}
+			}
+			if text, isErr, _ := mcpCall(t, cs, "grep", map[string]any{"pattern": "PRIVATE|not mounted", "path": "project", "no_ignore": true}); strings.Contains(text, "id_rsa") || strings.Contains(text, "secret.txt") {
+				t.Errorf("grep over HTTP names a hidden or outside file (error %v): %q", isErr, text)
+			}
+			for _, p := range []string{filepath.Join(proj, ".git", "hooks", "pre-commit"), filepath.Join(outside, "planted.txt")} {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("%s was written through a link", p)
+				}
+			}
+		})
+	}
+}
+
+// TestWaysInGrantsHostPathsAndHidden: a capfs run --grants sandbox (issue 26,
+// classes 4 and 5) shows no host path of the project in /proc/1/cmdline,
+// environ or mountinfo, and a granted directory's hidden files (.env, .ssh)
+// are neither listed nor readable, with the openat2 and the portable
+// resolvers.
+func TestWaysInGrantsHostPathsAndHidden(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			const marker = "bob-grantpath-26w"
+			root := filepath.Join(t.TempDir(), marker)
+			writeTree(t, root, map[string]string{"src/main.c": "int main;", "src/.env": "SECRET=1\n", "src/.ssh/id_rsa": "PRIVATE KEY"})
+			tmp, state := filepath.Join(t.TempDir(), marker+"-tmp"), filepath.Join(t.TempDir(), marker+"-state")
+			for _, d := range []string{tmp, state} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ro := []authority.Access{authority.List, authority.Metadata, authority.Read}
+			file := grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "s"}, map[string][]authority.Access{"src": ro})
+			script := `cat /grants/project/src/main.c; echo; ls -a /grants/project/src; cat /grants/project/src/.env /grants/project/src/.ssh/id_rsa
+for f in /proc/1/cmdline /proc/1/environ /proc/self/environ /proc/self/mountinfo; do echo "== $f"; tr '\0' '\n' < "$f"; echo; done`
+			env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "CAPFS_TMPDIR=" + tmp, "XDG_STATE_HOME=" + state, "CAPFS_PHYSICAL_RESOLVER=" + res}
+			r := runCapfsEnv(t, root, env, "--audit", "off", "--no-default-mounts", "-m", "project=physical:"+root, "run", "--grants", file, "--", "sh", "-c", script)
+			listing, procs, _ := strings.Cut(r.stdout, "== ")
+			if !strings.Contains(listing, "int main;") {
+				t.Fatalf("the granted file is not shown: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			if strings.Contains(listing, ".env") || strings.Contains(listing, ".ssh") || strings.Contains(listing, "SECRET") || strings.Contains(listing, "PRIVATE") {
+				t.Errorf("the grant shows a hidden file:\n%s", listing)
+			}
+			for _, sec := range strings.Split("== "+procs, "== ")[1:] {
+				name, body, _ := strings.Cut(sec, "\n")
+				if name == "/proc/self/mountinfo" && !strings.HasPrefix(tmp, "/dev/shm") {
+					// A checkout on disk shows as its path there
+					// (TestRunNoHostPathInside leaves it out too); the
+					// project's own directory must not.
+					body = strings.ReplaceAll(body, tmp, "CAPFS_TMPDIR")
+				}
+				if strings.Contains(body, marker) {
+					t.Errorf("%s inside a --grants run names a host directory of the user's (%s):\n%s", name, marker, body)
+				}
+			}
+		})
+	}
+}
