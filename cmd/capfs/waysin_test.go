@@ -466,3 +466,43 @@ for f in /proc/1/cmdline /proc/1/environ /proc/self/environ /proc/self/mountinfo
 		})
 	}
 }
+
+// TestWaysInRunGrantThroughLink: capfs run --grant PATH (a read-only
+// namespace path beside the work path) is decided where it leads (issue 26,
+// class 1), bound or copied, with the openat2 and the portable resolvers: a
+// grant on a link to .ssh or out of the project is refused before the
+// command runs.
+func TestWaysInRunGrantThroughLink(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			outside := t.TempDir()
+			writeTree(t, outside, map[string]string{"other.txt": "not mounted\n"})
+			proj := t.TempDir()
+			writeTree(t, proj, map[string]string{"app/main.go": "package main\n", ".ssh/id_rsa": "PRIVATE KEY", "pub/readme": "hello\n"})
+			for link, target := range map[string]string{"keys": ".ssh", "vendor": outside} {
+				if err := os.Symlink(target, filepath.Join(proj, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env, _ := stateEnv(t)
+			env = append(env, "CAPFS_PHYSICAL_RESOLVER="+res)
+			for _, extra := range [][]string{nil, {"--bind-grants"}} {
+				// The control: a plain grant is shown.
+				args := append([]string{"-m", "project=physical:" + proj, "run", "--no-lazy", "--work", "project/app", "--grant", "project/pub"}, extra...)
+				if r := runCapfsEnv(t, proj, env, append(args, "--", "cat", "/capfs/project/pub/readme")...); r.code != 0 || r.stdout != "hello\n" {
+					t.Fatalf("capfs run --grant project/pub %q: exit %d\nstdout:\n%s\nstderr:\n%s", extra, r.code, r.stdout, r.stderr)
+				}
+				for _, g := range []string{"project/keys", "project/vendor"} {
+					args := append([]string{"-m", "project=physical:" + proj, "run", "--no-lazy", "--work", "project/app", "--grant", g}, extra...)
+					r := runCapfsEnv(t, proj, env, append(args, "--", "sh", "-c", "cat /capfs/project/keys/id_rsa /capfs/project/vendor/other.txt; echo ran")...)
+					if r.code == 0 || strings.Contains(r.stdout, "ran") || strings.Contains(r.stdout, "PRIVATE") || strings.Contains(r.stdout, "not mounted") {
+						t.Errorf("capfs run --grant %s %q: exit %d\nstdout:\n%s\nstderr:\n%s", g, extra, r.code, r.stdout, r.stderr)
+					}
+				}
+			}
+		})
+	}
+}
