@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/policy"
@@ -46,25 +45,19 @@ type gitRun struct {
 	hidden bool   // the work root has a .git whose contents the sandbox does not see
 }
 
-// gitScanCache returns the directory of the history scan cache: "gitscan/data"
-// in the user's capfs cache (cacheRoot), noted as a cache whose project is the
-// scans; "" (no cache) when it cannot be made private.
+// gitScanCache returns the directory of the history scan cache, "gitscan" in
+// the user's capfs cache (cacheRoot; not a project cache: capfs cache ls and
+// clean leave it alone); "" (no cache) when it cannot be made private.
 func gitScanCache() string {
 	root, err := cacheRoot()
 	if err != nil {
 		return ""
 	}
 	d := filepath.Join(root, "gitscan")
-	if ensureDir(d) != nil || ensureDir(filepath.Join(d, "data")) != nil {
+	if ensureDir(d) != nil {
 		return ""
 	}
-	meta := readCacheMeta(d)
-	if meta.Project == "" {
-		meta.Project, meta.Created = "(git history scans)", time.Now()
-	}
-	meta.LastUsed = time.Now()
-	writeCacheMeta(d, meta)
-	return filepath.Join(d, "data")
+	return d
 }
 
 // lazyGitView is the lazy view's decision on the work root's .git: shown
