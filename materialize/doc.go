@@ -88,11 +88,16 @@
 //   - git's object database shows no more than the checkout: under GitAuto (the
 //     default) each git directory's history (a .git, or a directory laid out
 //     as one, such as a bare repository: every commit in its object store,
-//     reachable or not, its index and its submodules' git directories) is
-//     scanned, and one whose history names a path the policy hides (or that is
-//     too large to scan: Options.GitScanBudget) is emptied, read-only, and
-//     reported in Skipped, so `git show HEAD:.env` finds no repository.
-//     GitOmit always empties git directories; GitKeep keeps them unscanned.
+//     reachable or not, its index, its linked worktrees' indexes and its
+//     submodules' git directories) is scanned (ScanGitHistory, cached in
+//     Options.GitScanCache), and one whose history names a path the policy
+//     hides (or that is too large to scan: Options.GitScanBudget) is emptied,
+//     read-only, and reported in Skipped and GitReports, so `git show
+//     HEAD:.env` finds no repository. Loose objects no history names (a blob
+//     added and dropped) are removed from a kept one; a pack holding one
+//     empties it. GitOmit always empties git directories; GitKeep scans as
+//     GitAuto and empties those that name a hidden path, keeping those the
+//     scan cannot finish or read.
 //   - With Options.Private, no host path of the source shows in the sandbox's
 //     /proc/self/mountinfo: nothing is bound from the source, and the checkout
 //     is a tmpfs of its own where this process may mount one (root, base on a
