@@ -130,6 +130,14 @@ func main() {
 				fx.Close()
 			}
 		}
+		if err == nil { // issue 27: rm -rf in a lazy run against plain
+			var fx *bench.LazyRmFixture
+			if fx, err = bench.NewLazyRmFixture(); err == nil {
+				fmt.Fprintln(os.Stdout)
+				err = bench.LazyRmTable(os.Stdout, os.Stderr, fx, max(*count/2, 1))
+				fx.Close()
+			}
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
