@@ -16,13 +16,14 @@ import (
 )
 
 // LazyRmFixture is what LazyRmTable runs on: a capfs binary (built from this
-// module, or $CAPFS_BENCH_CAPFS to compare another build), a project whose
-// node_modules holds RmPackages packages (RmEntries entries in all), and a
-// private state and cache directory.
+// module, or $CAPFS_BENCH_CAPFS to time another build), optionally an
+// earlier build to time beside it (Before, $CAPFS_BENCH_CAPFS_BEFORE), a
+// project whose node_modules holds RmPackages packages (RmEntries entries
+// in all), and a private state and cache directory.
 type LazyRmFixture struct {
-	Capfs, Project string
-	root           string
-	env            []string
+	Capfs, Before, Project string
+	root                   string
+	env                    []string
 }
 
 // RmPackages is how many packages the fixture's node_modules holds; each is
@@ -45,7 +46,7 @@ func NewLazyRmFixture() (*LazyRmFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	fx := &LazyRmFixture{Capfs: filepath.Join(root, "capfs"), Project: filepath.Join(root, "proj"), root: root}
+	fx := &LazyRmFixture{Capfs: filepath.Join(root, "capfs"), Before: os.Getenv("CAPFS_BENCH_CAPFS_BEFORE"), Project: filepath.Join(root, "proj"), root: root}
 	fail := func(err error) (*LazyRmFixture, error) {
 		fx.Close()
 		return nil, err
@@ -145,7 +146,9 @@ func (fx *LazyRmFixture) rmRound(dir string, argv ...string) (cmd, wall time.Dur
 // before, so the lazy layer trusts their status as it would an installed
 // node_modules. For each: rm's own time (measured in the sandbox by the same
 // shell), and the whole command's wall time (capfs: session, mount or
-// checkout, sandbox, review). The target is the lazy rm within 1.5× of plain.
+// checkout, sandbox, review). With fx.Before, a fourth row times the earlier
+// build's lazy run in the same rounds. The target is the lazy rm within 1.5×
+// of plain.
 func LazyRmTable(out, progress io.Writer, fx *LazyRmFixture, count int) error {
 	time.Sleep(1100 * time.Millisecond) // older than the layer's racy window
 	sh := []string{"sh", "-c", rmScript}
@@ -156,6 +159,12 @@ func LazyRmTable(out, progress io.Writer, fx *LazyRmFixture, count int) error {
 		{"plain rm -rf (host copy)", sh},
 		{"capfs run (lazy) -- rm -rf", append([]string{fx.Capfs, "run", "--sync", "never", "--"}, sh...)},
 		{"capfs run --no-lazy -- rm -rf (checkout)", append([]string{fx.Capfs, "run", "--no-lazy", "--sync", "never", "--"}, sh...)},
+	}
+	if fx.Before != "" { // the earlier build's lazy run, in the same rounds
+		modes = append(modes, struct {
+			name string
+			argv []string
+		}{"capfs run (lazy) -- rm -rf, earlier build", append([]string{fx.Before, "run", "--sync", "never", "--"}, sh...)})
 	}
 	cmds := make([][]time.Duration, len(modes))
 	walls := make([][]time.Duration, len(modes))

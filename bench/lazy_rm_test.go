@@ -8,7 +8,8 @@ import (
 
 // TestLazyRmTable prints LazyRmTable (`rm -rf` of a 7,501-entry
 // node_modules: plain, in a lazy capfs run, in a checkout) when
-// CAPFS_BENCH_FUSE=1; CAPFS_BENCH_CAPFS names another capfs build to time:
+// CAPFS_BENCH_FUSE=1; CAPFS_BENCH_CAPFS names another capfs build to time,
+// CAPFS_BENCH_CAPFS_BEFORE an earlier one to time beside it:
 //
 //	CAPFS_BENCH_FUSE=1 go test -run TestLazyRmTable -v -timeout 30m ./bench
 func TestLazyRmTable(t *testing.T) {
