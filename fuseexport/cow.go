@@ -76,8 +76,9 @@ type Base struct {
 	ModTime time.Time
 	// Digest is the hex SHA-256 of a regular file's contents; empty when
 	// they are unknown (the file changed in the lower between the process's
-	// first sight and the change, and was not hashed at sight): it matches
-	// no file, so a sync-back finds the source changed.
+	// first sight and the change, and was not hashed at sight; or, for a
+	// removed file, before the Bases were asked for: see deferBase): it
+	// matches no file, so a sync-back finds the source changed.
 	Digest string
 	// Target is a symlink's target; empty when unknown (as Digest).
 	Target string
