@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitModes are the ways a run reaches the work tree: the default (lazy where
@@ -187,4 +188,62 @@ func gitIndexNaming(t *testing.T, root, path string) {
 	t.Helper()
 	gitIn(t, root, "init", "-q")
 	gitIn(t, root, "add", "-f", path)
+}
+
+// TestRunLazyGitLateObject: an object the host adds to the .git after a lazy
+// run's scan (git add during the run) is not shown inside, though the index
+// naming it and a new work-tree file are: the view shows only the objects the
+// scan covered.
+func TestRunLazyGitLateObject(t *testing.T) {
+	needLazy(t)
+	t.Parallel()
+	root := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	id := strings.TrimSpace(gitInStdin(t, root, "LATE-CONTENT-42\n", "hash-object", "--stdin"))
+	env, _ := gitCacheEnv(t)
+	mnt := filepath.Join(strings.TrimPrefix(env[0], "XDG_STATE_HOME="), "capfs", "mnt")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 600 { // the mount exists once the scan is done
+			if m, _ := filepath.Glob(filepath.Join(mnt, "capfs-lazy-*")); len(m) > 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := os.WriteFile(filepath.Join(root, "late.txt"), []byte("LATE-CONTENT-42\n"), 0o644); err != nil {
+			t.Error(err)
+			return
+		}
+		gitIn(t, root, "add", "late.txt")
+		if err := os.WriteFile(filepath.Join(root, "marker"), nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	}()
+	script := `i=0; while [ ! -e marker ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+[ -e marker ] && echo SAW-MARKER; sleep 1.5
+git cat-file -p ` + id + ` 2>&1; git show :late.txt 2>&1; ls .git/objects/` + id[:2] + ` 2>&1; git ls-files --stage 2>&1; true`
+	r := runCapfsEnv(t, root, env, "run", "--lazy", "--sync", "never", "--", "sh", "-c", script).want(t, 0)
+	<-done
+	if !strings.Contains(r.stdout, "SAW-MARKER") {
+		t.Skipf("the host's change did not show in the lazy mount within 30 s:\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, "LATE-CONTENT") {
+		t.Fatalf("an object added after the scan is shown:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "late.txt") {
+		t.Errorf("the live index does not name late.txt (the test did not exercise the late object):\n%s", r.stdout)
+	}
+}
+
+// gitInStdin runs git in root with stdin and returns its output.
+func gitInStdin(t *testing.T, root, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Stdin = root, strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %q: %v", args, err)
+	}
+	return string(out)
 }
