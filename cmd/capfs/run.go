@@ -795,7 +795,7 @@ func (l *limitFlags) add(cmd *cobra.Command) {
 	f.StringVar(&l.maxDepthArg, "max-depth", fmt.Sprint(materialize.DefaultMaxDepth), "deepest path, in components, the sync may write (0: no limit)")
 	f.StringVar(&l.maxFileSize, "max-file-size", "0", "largest single file the sync may write, e.g. 100M (0: no limit beyond --max-bytes)")
 	f.StringVar(&l.gitArg, "git", "auto", "the work tree's .git, read-only: auto (shown unless its history names a path the policy hides or is past --git-scan-budget), omit, or keep (as auto, but shown past the budget)")
-	f.IntVar(&l.gitScanBudget, "git-scan-budget", materialize.DefaultGitScanBudget, "most tree objects --git auto reads of a .git's history before it empties that .git as too large to scan")
+	f.IntVar(&l.gitScanBudget, "git-scan-budget", materialize.DefaultGitScanBudget, "most tree objects a .git's history scan reads (past it, --git auto leaves the .git out as too large to check; keep shows it)")
 	l.net.add(f)
 	f.BoolVar(&l.bindGrants, "bind-grants", false, "bind read-only physical grants without copying (faster; their host paths show in the sandbox's /proc/self/mountinfo)")
 }
