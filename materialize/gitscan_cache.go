@@ -180,6 +180,9 @@ func gitFingerprint(gitdir string) ([32]byte, map[string]bool, error) {
 			}
 			rel, _ := filepath.Rel(gitdir, p)
 			rel = filepath.ToSlash(rel)
+			if strings.HasSuffix(rel, "/objects/info/alternates") || strings.HasSuffix(rel, "/commondir") {
+				return errNoFingerprint // a module's store borrows objects the fingerprint does not cover
+			}
 			objs[rel] = true
 			add(rel, fi)
 			return nil

@@ -3,6 +3,8 @@ package materialize
 import (
 	"bufio"
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -42,4 +44,43 @@ func FuzzParseGitCache(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGitFingerprintRefusesBorrowedObjects: a git directory, or one of its
+// modules, that borrows objects (alternates, a commondir) or holds a symlink
+// beneath objects/ cannot be fingerprinted, so its scan is never cached.
+func TestGitFingerprintRefusesBorrowedObjects(t *testing.T) {
+	for name, files := range map[string][]string{
+		"alternates":        {"objects/info/alternates"},
+		"commondir":         {"commondir"},
+		"module alternates": {"modules/m/objects/info/alternates"},
+		"module commondir":  {"modules/m/commondir"},
+	} {
+		gitdir := t.TempDir()
+		for _, f := range files {
+			p := filepath.Join(gitdir, filepath.FromSlash(f))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("/elsewhere\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := gitFingerprint(gitdir); err == nil {
+			t.Errorf("%s: fingerprinted", name)
+		}
+	}
+	gitdir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(gitdir, "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gitFingerprint(gitdir); err != nil {
+		t.Fatalf("a plain objects/: %v", err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(gitdir, "objects", "ab")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gitFingerprint(gitdir); err == nil {
+		t.Error("a symlink beneath objects/: fingerprinted")
+	}
 }
