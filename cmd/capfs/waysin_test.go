@@ -383,7 +383,7 @@ func TestWaysInMCPAliasesOverHTTP(t *testing.T) {
 			t.Parallel()
 			work := t.TempDir()
 			proj, outside := filepath.Join(work, "proj"), filepath.Join(work, "outside")
-			writeTree(t, proj, map[string]string{".ssh/id_rsa": "PRIVATE KEY", ".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/README": "hooks", "main.go": "package main\n"})
+			writeTree(t, proj, map[string]string{".ssh/id_rsa": "PRIVATE KEY", ".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/README": "hooks", "main.go": "package main\n", `a\b`: "odd\n"})
 			writeTree(t, outside, map[string]string{"secret.txt": "not mounted\n"})
 			for link, target := range map[string]string{"keys": ".ssh", "hk": ".git/hooks", "out": "../outside", "abs": outside} {
 				if err := os.Symlink(target, filepath.Join(proj, link)); err != nil {
@@ -405,6 +405,9 @@ func TestWaysInMCPAliasesOverHTTP(t *testing.T) {
 				if text, isErr, _ := mcpCall(t, cs, "write", map[string]any{"path": p, "content": "#!/bin/sh\necho owned\n"}); !isErr {
 					t.Errorf("write %s over HTTP succeeded: %q", p, text)
 				}
+			}
+			if text, isErr, _ := mcpCall(t, cs, "list", map[string]any{"path": "project"}); isErr || strings.Contains(text, "[DIR]  .ssh") || strings.Contains(text, "id_rsa") || strings.Count(text, `a\\b (cannot be addressed`) != 1 {
+				t.Errorf("list over HTTP shows .ssh as a directory, or does not name a\\b once (error %v):\n%s", isErr, text)
 			}
 			if text, isErr, _ := mcpCall(t, cs, "grep", map[string]any{"pattern": "PRIVATE|not mounted", "path": "project", "no_ignore": true}); strings.Contains(text, "id_rsa") || strings.Contains(text, "secret.txt") {
 				t.Errorf("grep over HTTP names a hidden or outside file (error %v): %q", isErr, text)
@@ -431,7 +434,7 @@ func TestWaysInGrantsHostPathsAndHidden(t *testing.T) {
 			t.Parallel()
 			const marker = "bob-grantpath-26w"
 			root := filepath.Join(t.TempDir(), marker)
-			writeTree(t, root, map[string]string{"src/main.c": "int main;", "src/.env": "SECRET=1\n", "src/.ssh/id_rsa": "PRIVATE KEY"})
+			writeTree(t, root, map[string]string{"src/main.c": "int main;", "src/.env": "SECRET=1\n", "src/.ssh/id_rsa": "PRIVATE KEY", `src/a\b`: "odd\n"})
 			tmp, state := filepath.Join(t.TempDir(), marker+"-tmp"), filepath.Join(t.TempDir(), marker+"-state")
 			for _, d := range []string{tmp, state} {
 				if err := os.Mkdir(d, 0o700); err != nil {
@@ -450,6 +453,9 @@ for f in /proc/1/cmdline /proc/1/environ /proc/self/environ /proc/self/mountinfo
 			}
 			if strings.Contains(listing, ".env") || strings.Contains(listing, ".ssh") || strings.Contains(listing, "SECRET") || strings.Contains(listing, "PRIVATE") {
 				t.Errorf("the grant shows a hidden file:\n%s", listing)
+			}
+			if strings.Contains(listing, `a\b`) {
+				t.Errorf("a\\b (no capfs path can name it) is listed:\n%s", listing)
 			}
 			for _, sec := range strings.Split("== "+procs, "== ")[1:] {
 				name, body, _ := strings.Cut(sec, "\n")
@@ -502,6 +508,60 @@ func TestWaysInRunGrantThroughLink(t *testing.T) {
 						t.Errorf("capfs run --grant %s %q: exit %d\nstdout:\n%s\nstderr:\n%s", g, extra, r.code, r.stdout, r.stderr)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestWaysInGrantsUnaddressableNamed: a capfs run --grants checkout names a
+// host name no capfs path can hold (a\b) in its summary, as capfs run's
+// checkout does (issue 26, class 5: dropped silently), with the openat2 and
+// the portable resolvers.
+func TestWaysInGrantsUnaddressableNamed(t *testing.T) {
+	t.Skip("known hole (issue 26, class 5): authority.Run's checkouts leave a\\b out and capfs run --grants says nothing of it (fails on 854455c: stderr never names it)")
+	needSandbox(t)
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			writeTree(t, root, map[string]string{"src/main.c": "int main;", `src/a\b`: "odd\n"})
+			ro := []authority.Access{authority.List, authority.Metadata, authority.Read}
+			file := grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "u"}, map[string][]authority.Access{"src": ro})
+			env := []string{"CAPFS_PHYSICAL_RESOLVER=" + res}
+			r := runCapfsEnv(t, root, env, "--audit", "off", "--no-default-mounts", "-m", "project=physical:"+root, "run", "--grants", file, "--", "ls", "-a", "/grants/project/src")
+			if r.code != 0 || r.stdout != ".\n..\nmain.c\n" {
+				t.Fatalf("ls in the grant: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			if n := strings.Count(r.stderr, `a\\b`); n != 1 {
+				t.Errorf("stderr names a\\b %d times; want once:\n%s", n, r.stderr)
+			}
+		})
+	}
+}
+
+// TestWaysInLazyUnaddressableNamed: a lazy capfs run names a host name no
+// capfs path can hold (a\b) on stderr, as the checkout's summary and capfs
+// mount do (issue 26, class 5: dropped silently), with the openat2 and the
+// portable resolvers.
+func TestWaysInLazyUnaddressableNamed(t *testing.T) {
+	t.Skip("known hole (issue 26, class 5): the lazy run's mount (cmd/capfs/run_lazy.go) does not pass fuseexport.Options.Unaddressable, so a\\b is left out without a word (fails on 71c5951)")
+	needSandbox(t)
+	needLazy(t)
+	t.Parallel()
+	for _, res := range resolvers {
+		t.Run(res, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			writeTree(t, root, map[string]string{"a.txt": "a\n", `a\b`: "odd\n"})
+			env, _ := stateEnv(t)
+			env = append(env, "CAPFS_PHYSICAL_RESOLVER="+res)
+			r := runCapfsEnv(t, root, env, "run", "--lazy", "--", "ls", "-a").want(t, 0)
+			if r.stdout != ".\n..\na.txt\n" {
+				t.Errorf("the lazy tree lists %q", r.stdout)
+			}
+			if n := strings.Count(r.stderr, `a\\b`); n != 1 {
+				t.Errorf("stderr names a\\b %d times; want once:\n%s", n, r.stderr)
 			}
 		})
 	}
