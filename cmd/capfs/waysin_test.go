@@ -412,6 +412,19 @@ func TestWaysInMCPAliasesOverHTTP(t *testing.T) {
 			if text, isErr, _ := mcpCall(t, cs, "grep", map[string]any{"pattern": "PRIVATE|not mounted", "path": "project", "no_ignore": true}); strings.Contains(text, "id_rsa") || strings.Contains(text, "secret.txt") {
 				t.Errorf("grep over HTTP names a hidden or outside file (error %v): %q", isErr, text)
 			}
+			// Class 4: no answer names a host path (the link to one included).
+			for _, c := range []struct {
+				tool string
+				args map[string]any
+			}{
+				{"stat", map[string]any{"path": "project/abs"}}, {"read", map[string]any{"path": "project/abs/secret.txt"}},
+				{"list", map[string]any{"path": "project"}}, {"tree", map[string]any{"path": "project"}}, {"mounts", map[string]any{}},
+				{"read", map[string]any{"path": "project/missing.txt"}}, {"write", map[string]any{"path": "project/abs/x", "content": "x"}},
+			} {
+				if text, _, _ := mcpCall(t, cs, c.tool, c.args); strings.Contains(text, work) {
+					t.Errorf("%s %v over HTTP names a host path:\n%s", c.tool, c.args, text)
+				}
+			}
 			for _, p := range []string{filepath.Join(proj, ".git", "hooks", "pre-commit"), filepath.Join(outside, "planted.txt")} {
 				if _, err := os.Lstat(p); err == nil {
 					t.Errorf("%s was written through a link", p)
