@@ -135,7 +135,8 @@ func (fx *LazyRmFixture) rmRound(dir string, argv ...string) (cmd, wall time.Dur
 
 // LazyRmTable times `rm -rf node_modules` (RmEntries entries) three ways,
 // count interleaved rounds after a warm-up, median and fastest kept: plain,
-// on a fresh host copy of the project (sh -c, rm timed inside the shell);
+// on a fresh host copy of the project beside it (sh -c, rm timed inside the
+// shell; the copy synced to disk first, untimed);
 // in `capfs run --sync never` (lazy, the default: the FUSE copy-on-write
 // layer records a whiteout and the base of each entry removed); and in
 // `capfs run --no-lazy --sync never` (a checkout: the project copied to
@@ -177,6 +178,8 @@ func LazyRmTable(out, progress io.Writer, fx *LazyRmFixture, count int) error {
 				if b, err := exec.Command("cp", "-a", fx.Project, copyDir).CombinedOutput(); err != nil {
 					return fmt.Errorf("cp: %v: %s", err, b)
 				}
+				_ = exec.Command("sync").Run() // the copy's writeback is not rm's
+
 				dir = copyDir
 			}
 			cmd, wall, err := fx.rmRound(dir, m.argv...)
