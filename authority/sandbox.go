@@ -66,6 +66,10 @@ type GrantMount struct {
 	// the bound tree comes from and its changes go back to.
 	Resolved string `json:"resolved,omitempty"`
 	Writable bool   `json:"writable"`
+	// Skipped lists what the grant's checkout left out of the sandbox and why
+	// (paths relative to Resolved): names the policy hides, special files,
+	// names no capfs path can hold. Nothing is left out silently.
+	Skipped []materialize.Skip `json:"skipped,omitempty"`
 }
 
 // RunReport says what Run did.
@@ -193,7 +197,7 @@ func (a *Authority) Run(ctx context.Context, req RunRequest, opts SandboxOptions
 			m.File = t.BindFile()
 		}
 		mounts = append(mounts, m)
-		rep.Mounts = append(rep.Mounts, GrantMount{Grant: b.g.ID, Root: b.g.Root, Target: target, Resolved: b.g.Resolved, Writable: m.Writable})
+		rep.Mounts = append(rep.Mounts, GrantMount{Grant: b.g.ID, Root: b.g.Root, Target: target, Resolved: b.g.Resolved, Writable: m.Writable, Skipped: t.Skipped()})
 	}
 	wd := req.Dir
 	if wd == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize/sandbox"
 	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
 )
 
 // runOnGrants is "capfs run --grants FILE -- CMD": the command runs on exactly the
@@ -111,6 +112,9 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 				mode = "read-write"
 			}
 			fmt.Fprintf(r.stderr, "capfs: run: grant %s (from %s) at %s (%s), %s\n", show(m.Grant), show(from[m.Grant]), show(m.Target), show(path.Join(m.Root, m.Resolved)), mode)
+			if p, err := vfs.ParseGuest(path.Join(m.Root, m.Resolved)); err == nil {
+				r.sayNotInSandbox(p, m.Skipped)
+			}
 		}
 		for _, sk := range rep.Skipped {
 			fmt.Fprintf(r.stderr, "capfs: run: skipped %s\n", show(sk))

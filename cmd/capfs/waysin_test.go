@@ -280,7 +280,6 @@ func TestWaysInMountWorkAndAliases(t *testing.T) {
 // the other repository's history, with the openat2 and the portable resolvers.
 // Without --rev, the same work path is refused by the Dir.
 func TestWaysInRevThroughLink(t *testing.T) {
-	t.Skip("known hole (issue 26): --rev and --commit find the repository with gitTop on the work path's host path, never resolved through the Dir, so project/vendor -> ../other runs on, and commits to, the other repository (fails on 25b3ba9)")
 	needSandbox(t)
 	t.Parallel()
 	for _, res := range resolvers {
@@ -315,7 +314,6 @@ func TestWaysInRevThroughLink(t *testing.T) {
 // tree (issue 26, class 1: a path decided by its name in the repository, not
 // where it is in the namespace).
 func TestWaysInRevAnchoredRules(t *testing.T) {
-	t.Skip("known hole (issue 26): revSource's Dir decides repository-relative paths (vault/note.txt), so rules on namespace paths (project/vault/**) do not hold under --rev (fails on 25b3ba9: the sandbox read vault/note.txt)")
 	needSandbox(t)
 	t.Parallel()
 	proj := gitRepo(t, map[string]string{"vault/note.txt": "vaulted\n", "a.txt": "a\n"})
@@ -531,7 +529,6 @@ func TestWaysInRunGrantThroughLink(t *testing.T) {
 // checkout does (issue 26, class 5: dropped silently), with the openat2 and
 // the portable resolvers.
 func TestWaysInGrantsUnaddressableNamed(t *testing.T) {
-	t.Skip("known hole (issue 26, class 5): authority.Run's checkouts leave a\\b out and capfs run --grants says nothing of it (fails on 854455c: stderr never names it)")
 	needSandbox(t)
 	t.Parallel()
 	for _, res := range resolvers {
