@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -59,13 +60,15 @@ func loadIndexHints(hostDir string) *indexHints {
 	if st, err := os.Lstat(gitDir); err != nil || !st.IsDir() {
 		return nil // a worktree's or submodule's .git file: not followed
 	}
-	f, err := os.Open(filepath.Join(gitDir, "index"))
+	// The index is the project's file, an outside input: opened without
+	// blocking (a FIFO), and read only when it is a regular file.
+	f, err := os.OpenFile(filepath.Join(gitDir, "index"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
+	if err != nil || !st.Mode().IsRegular() {
 		return nil
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 1<<30))
