@@ -320,12 +320,9 @@ func (l *looseFirst) close() {
 // go-git answers.
 func (l *looseFirst) EncodedObject(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if l.objects >= 0 {
-		o, err := l.loose(h)
+		o, err := l.loose(h, typ)
 		switch {
 		case err == nil:
-			if typ != plumbing.AnyObject && o.Type() != typ {
-				return nil, plumbing.ErrObjectNotFound
-			}
 			return o, nil
 		case !errors.Is(err, unix.ENOENT):
 			return nil, err
@@ -334,8 +331,15 @@ func (l *looseFirst) EncodedObject(typ plumbing.ObjectType, h plumbing.Hash) (pl
 	return l.Storage.EncodedObject(typ, h)
 }
 
-// loose reads the loose object h whole.
-func (l *looseFirst) loose(h plumbing.Hash) (plumbing.EncodedObject, error) {
+// maxLooseObject bounds the loose object the scan inflates: the object store is
+// the project's, an outside input, and a few kilobytes of zlib can declare and
+// inflate to gigabytes. A larger object fails the scan (the .git is then kept
+// out, as for any history that cannot be read).
+const maxLooseObject = 64 << 20
+
+// loose reads the loose object h whole when it is of type want (or want is
+// AnyObject); another type answers ErrObjectNotFound without its body read.
+func (l *looseFirst) loose(h plumbing.Hash, want plumbing.ObjectType) (plumbing.EncodedObject, error) {
 	id := h.String()
 	fd, err := openBeneath(l.objects, id[:2]+"/"+id[2:], unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
@@ -351,27 +355,32 @@ func (l *looseFirst) loose(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	} else if err := l.zr.(zlib.Resetter).Reset(l.br, nil); err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(l.zr)
+	typ, size, err := looseHeader(l.zr, id)
 	if err != nil {
 		return nil, err
 	}
-	sp := bytes.IndexByte(data, ' ')
-	nul := bytes.IndexByte(data, 0)
-	if sp < 0 || nul < sp {
-		return nil, errors.New("loose object " + id + ": no header")
+	if want != plumbing.AnyObject && typ != want {
+		return nil, plumbing.ErrObjectNotFound // its body is not read
 	}
-	typ, err := plumbing.ParseObjectType(string(data[:sp]))
-	if err != nil {
-		return nil, err
+	if size > maxLooseObject {
+		return nil, errors.New("loose object " + id + ": larger than the scan reads")
 	}
-	size, err := strconv.ParseInt(string(data[sp+1:nul]), 10, 64)
-	if err != nil || size != int64(len(data)-nul-1) {
+	// One byte more than declared: the read then meets the end of the stream,
+	// where zlib checks its checksum.
+	data := make([]byte, size+1)
+	n, err := io.ReadFull(l.zr, data)
+	switch {
+	case int64(n) == size && (err == io.EOF || err == io.ErrUnexpectedEOF):
+		data = data[:n]
+	case err == nil || err == io.EOF || err == io.ErrUnexpectedEOF:
 		return nil, errors.New("loose object " + id + ": size does not match its header")
+	default:
+		return nil, err
 	}
 	o := &plumbing.MemoryObject{}
 	o.SetType(typ)
 	o.SetSize(size)
-	if _, err := o.Write(data[nul+1:]); err != nil {
+	if _, err := o.Write(data); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -537,4 +546,31 @@ func join(prefix, name string) string {
 		return name
 	}
 	return prefix + "/" + name
+}
+
+// looseHeader reads a loose object's "TYPE SIZE\x00" header from r.
+func looseHeader(r io.Reader, id string) (plumbing.ObjectType, int64, error) {
+	var hdr [32]byte
+	for i := range hdr {
+		if _, err := io.ReadFull(r, hdr[i:i+1]); err != nil {
+			return 0, 0, errors.New("loose object " + id + ": no header")
+		}
+		if hdr[i] != 0 {
+			continue
+		}
+		typStr, sizeStr, ok := bytes.Cut(hdr[:i], []byte{' '})
+		if !ok {
+			break
+		}
+		typ, err := plumbing.ParseObjectType(string(typStr))
+		if err != nil {
+			return 0, 0, err
+		}
+		size, err := strconv.ParseInt(string(sizeStr), 10, 64)
+		if err != nil || size < 0 {
+			break
+		}
+		return typ, size, nil
+	}
+	return 0, 0, errors.New("loose object " + id + ": no header")
 }

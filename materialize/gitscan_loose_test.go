@@ -1,0 +1,73 @@
+package materialize
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// writeLoose stores raw (a header and a body) as the zlib-compressed loose
+// object id under gitdir.
+func writeLoose(t *testing.T, gitdir, id string, raw ...[]byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	for _, r := range raw {
+		zw.Write(r)
+	}
+	zw.Close()
+	p := filepath.Join(gitdir, "objects", id[:2], id[2:])
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, buf.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGitScanLooseBounded: the scan's loose-object reader inflates no more than
+// an object's declared size, and no object declaring more than maxLooseObject;
+// a body of another type than asked for is not inflated at all. On the code
+// before, every loose object was inflated whole into memory, whatever it
+// declared (a few kilobytes of zlib can inflate to gigabytes).
+func TestGitScanLooseBounded(t *testing.T) {
+	gitdir := t.TempDir()
+	const (
+		bomb   = "1111111111111111111111111111111111111111"
+		liar   = "2222222222222222222222222222222222222222"
+		empty  = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+		short  = "3333333333333333333333333333333333333333"
+		blobID = "5555555555555555555555555555555555555555"
+	)
+	zeros := make([]byte, 1<<20)
+	// Declares 128 MiB (the bound refuses it before inflating); the body is
+	// kept short so the test is quick.
+	writeLoose(t, gitdir, bomb, []byte("tree 134217728\x00"), zeros)
+	writeLoose(t, gitdir, liar, []byte("tree 5\x00"), []byte("0123456789"))
+	writeLoose(t, gitdir, short, []byte("tree 50\x00"), []byte("0123456789"))
+	writeLoose(t, gitdir, empty, []byte("tree 0\x00"))
+	writeLoose(t, gitdir, blobID, []byte("blob 134217728\x00"), zeros)
+	l := newLooseFirst(nil, gitdir)
+	defer l.close()
+
+	if _, err := l.loose(plumbing.NewHash(bomb), plumbing.TreeObject); err == nil {
+		t.Error("an object past maxLooseObject was read")
+	}
+	for _, id := range []string{liar, short} {
+		if _, err := l.loose(plumbing.NewHash(id), plumbing.TreeObject); err == nil {
+			t.Errorf("object %s, whose size disagrees with its header, was read", id[:4])
+		}
+	}
+	o, err := l.loose(plumbing.NewHash(empty), plumbing.TreeObject)
+	if err != nil || o.Size() != 0 || o.Type() != plumbing.TreeObject {
+		t.Errorf("the empty tree: %v, %v", o, err)
+	}
+	if _, err := l.loose(plumbing.NewHash(blobID), plumbing.TreeObject); !errors.Is(err, plumbing.ErrObjectNotFound) {
+		t.Errorf("a blob asked for as a tree: %v, want ErrObjectNotFound (body not read)", err)
+	}
+}
