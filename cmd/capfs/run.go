@@ -365,7 +365,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		if r.out != "" {
 			return usageErrorf("--commit and --out: give one")
 		}
-		if r.commitAt, err = r.commitTargetOf(m, rel, r.commit); err != nil {
+		if r.commitAt, err = r.commitTargetOf(ctx, r.commit); err != nil {
 			return err
 		}
 	}
@@ -517,7 +517,7 @@ func (r *runner) workSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir
 		if m.Host == "" || (m.Kind != kindPhysical && m.Kind != kindGit) {
 			return nil, usageErrorf("--rev %s: the work path %s is not in a physical or git mount", r.rev, displayPath(r.workPath.String()))
 		}
-		return r.revSource(ctx, m, rel)
+		return r.revSource(ctx)
 	}
 	d, err := s.Root.Sub(ctx, r.workPath.String())
 	if err != nil {

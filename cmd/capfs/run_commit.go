@@ -15,47 +15,131 @@ import (
 )
 
 // commitTarget is where --commit writes: the repository holding the work
-// path, the work path within it, and the revision the branch starts at.
+// path where it leads, and the revision the branch starts at.
 type commitTarget struct {
-	repo   string   // the work tree or git directory, for git and OpenOverlay
-	sub    vfs.Path // the work path within the repository's tree
+	at     revPlace // the repository and where its tree stands in the namespace
 	rev    string   // REV as given
 	branch string
+}
+
+// revPlace is the repository of a work path, found where the path leads, and
+// where its tree stands in the namespace, so that a Dir over a revision (or an
+// overlay) of it decides the same namespace paths as the session's Root.
+type revPlace struct {
+	repo string   // the repository's host path (a work tree or a git directory)
+	at   vfs.Path // the namespace path the tree's directory tree is mounted at
+	tree vfs.Path // the directory of the repository's tree shown at at
+	work vfs.Path // the work path where it leads (canonical)
+	git  *mounted // the git mount serving it (nil: a physical mount)
+}
+
+// workRepo finds the repository of the work path where it leads: the session's
+// Root resolves the path (decided as a stat of it, like every path a guest
+// names), the mount serving the canonical path maps it to a host directory, and
+// the repository is the nearest one holding that directory. A path that leaves
+// its mount, or is refused, is an error naming the flag.
+func (r *runner) workRepo(ctx context.Context, flag, val string) (revPlace, error) {
+	loc, err := r.s.Root.Backend().Resolve(ctx, r.workPath, true)
+	if err == nil && loc.Found && !loc.Type.IsDir() {
+		err = vfs.NewError(vfs.CodeNotDir, "resolve", r.workPath, "")
+	}
+	if err != nil {
+		return revPlace{}, usageErrorf("%s %s: the work path %s: %s", flag, val, displayPath(r.workPath.String()), messageOrCode(err))
+	}
+	work := loc.Path.Unresolved()
+	m, rel, ok := r.s.mountAt(work)
+	if !ok || m.Host == "" || (m.Kind != kindPhysical && m.Kind != kindGit) {
+		return revPlace{}, usageErrorf("%s %s: the work path %s is not in a physical or git mount", flag, val, displayPath(r.workPath.String()))
+	}
+	if m.Kind == kindGit {
+		return revPlace{repo: m.Host, at: m.Path, work: work, git: m}, nil
+	}
+	top, _, ok := gitTop(filepath.Join(m.Host, filepath.FromSlash(rel.String())))
+	if !ok {
+		return revPlace{}, usageErrorf("%s %s: %s is not in a git repository", flag, val, displayPath(r.workPath.String()))
+	}
+	pl := revPlace{repo: top, at: m.Path, work: work}
+	if up, err := filepath.Rel(top, m.Host); err == nil && up != "." && !climbs(up) {
+		// The repository holds the mount: the mount shows its directory up.
+		pl.tree, err = vfs.ParseGuest(filepath.ToSlash(up))
+		return pl, err
+	}
+	if down, err := filepath.Rel(m.Host, top); err == nil && down != "." && !climbs(down) {
+		// The repository is inside the mount, at down.
+		p, err := vfs.ParseGuest(filepath.ToSlash(down))
+		pl.at = m.Path.Join(p)
+		return pl, err
+	}
+	return pl, nil
+}
+
+// climbs reports whether relative host path rel leaves its base ("..", "../x").
+func climbs(rel string) bool {
+	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// revDir mounts b, a tree (or overlay) of pl's repository Sub'd to pl.tree, at
+// pl.at in a namespace of its own and returns the Dir of pl.work in it, with the
+// session's policy, audit sink, subject and git guard: every path is decided
+// by its namespace path, as a checkout of the work tree decides it.
+func (r *runner) revDir(ctx context.Context, b vfs.Backend, pl revPlace, readOnly bool) (*dir.Dir, error) {
+	ns := vfs.NewNamespace()
+	if err := ns.Mount(pl.at, b, vfs.MountOptions{ReadOnly: readOnly}); err != nil {
+		return nil, err
+	}
+	d, _ := dir.New(ns, dir.WithPolicy(r.s.Policy), dir.WithAudit(r.s.Audit), dir.WithSubject(r.s.Subject),
+		dir.WithHooks(dir.GitGuard(ns, gitGuardOptions(r.s.Policy)...)))
+	if readOnly {
+		d = d.ReadOnly()
+	}
+	return d.Sub(ctx, pl.work.String())
+}
+
+// checkGitName refuses a revision or branch name git would read as an option.
+func checkGitName(flag, name string) error {
+	if name == "" || strings.HasPrefix(name, "-") {
+		return usageErrorf("%s %s: not a git revision or branch name (it must not start with -)", flag, show(name))
+	}
+	return nil
 }
 
 // commitTo writes the checkout's changes as one commit on a new branch
 // (c.branch, created at c.rev), through a gitree overlay: the project's work
 // tree, index and current branch are not touched. Every change goes through a
-// Dir with the session's policy (nothing under .git, no persistence files);
-// deletions are applied too. It returns the new commit's id.
+// Dir over the overlay mounted where the work path leads, with the session's
+// policy and git guard deciding its namespace paths (nothing under .git, no
+// persistence files); deletions are applied too. It returns the new commit's id.
 func (r *runner) commitTo(ctx context.Context, c commitTarget) (string, *materialize.ExportReport, error) {
 	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", c.repo}, args...)...)
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", c.at.repo}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("git %s: %s", args[0], strings.TrimSpace(string(out)))
 		}
 		return strings.TrimSpace(string(out)), nil
 	}
-	base, err := git("rev-parse", "--verify", "--quiet", c.rev+"^{commit}")
+	base, err := git("rev-parse", "--verify", "--quiet", "--end-of-options", c.rev+"^{commit}")
 	if err != nil {
 		return "", nil, fmt.Errorf("--rev %s: not a commit", c.rev)
 	}
-	if _, err := git("branch", "--no-track", c.branch, base); err != nil {
+	if _, err := git("branch", "--no-track", "--end-of-options", c.branch, base); err != nil {
 		return "", nil, fmt.Errorf("--commit %s: %v", c.branch, err)
 	}
-	ov, err := gitree.OpenOverlay(c.repo, c.branch)
+	ov, err := gitree.OpenOverlay(c.at.repo, c.branch)
 	if err != nil {
 		return "", nil, err
 	}
 	defer ov.Close()
 	var b vfs.Backend = ov
-	if !c.sub.IsRoot() {
-		if b, err = ov.Sub(ctx, c.sub); err != nil {
+	if !c.at.tree.IsRoot() {
+		if b, err = ov.Sub(ctx, c.at.tree); err != nil {
 			return "", nil, err
 		}
 	}
-	d, _ := dir.New(b, dir.WithPolicy(r.s.Policy), dir.WithAudit(r.s.Audit), dir.WithSubject(r.s.Subject))
+	d, err := r.revDir(ctx, b, c.at, false)
+	if err != nil {
+		return "", nil, err
+	}
 	rep, err := r.workTree.Export(ctx, d, r.lim.sync)
 	if err != nil {
 		return "", rep, err
@@ -71,26 +155,20 @@ func (r *runner) commitTo(ctx context.Context, c commitTarget) (string, *materia
 	return id, rep, err
 }
 
-// commitTargetOf finds the repository of the work path for --commit.
-func (r *runner) commitTargetOf(m *mounted, rel vfs.Path, branch string) (commitTarget, error) {
-	c := commitTarget{rev: r.rev, branch: branch, repo: m.Host, sub: rel}
-	if m.Kind == kindGit {
-		if c.rev == "" {
-			c.rev = m.Rev
-		}
-		return c, nil
+// commitTargetOf finds the repository of the work path, where it leads, for
+// --commit BRANCH.
+func (r *runner) commitTargetOf(ctx context.Context, branch string) (commitTarget, error) {
+	c := commitTarget{rev: r.rev, branch: branch}
+	if err := checkGitName("--commit", branch); err != nil {
+		return c, err
 	}
-	top, relTop, ok := gitTop(filepath.Join(m.Host, filepath.FromSlash(rel.String())))
-	if !ok {
-		return c, usageErrorf("--commit %s: %s is not in a git repository", branch, displayPath(r.workPath.String()))
+	pl, err := r.workRepo(ctx, "--commit", branch)
+	if err != nil {
+		return c, err
 	}
-	c.repo, c.sub = top, vfs.Root
-	if relTop != "." {
-		p, err := vfs.ParseGuest(filepath.ToSlash(relTop))
-		if err != nil {
-			return c, err
-		}
-		c.sub = p
+	c.at = pl
+	if c.rev == "" && pl.git != nil {
+		c.rev = pl.git.Rev
 	}
-	return c, nil
+	return c, checkGitName("--rev", c.rev)
 }

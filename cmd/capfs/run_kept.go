@@ -289,40 +289,33 @@ func exportTo(ctx context.Context, t *materialize.Tree, out string, s *session, 
 }
 
 // revSource opens the git revision r.rev of the repository holding the work
-// path (a physical mount's directory, or a git mount's repository), at the work
-// path, as a read-only Dir under the session's policy.
-func (r *runner) revSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir.Dir, error) {
+// path where it leads (a physical mount's directory, or a git mount's
+// repository) as a read-only Dir of the work path, deciding namespace paths
+// under the session's policy and git guard (see [runner.workRepo]).
+func (r *runner) revSource(ctx context.Context) (*dir.Dir, error) {
 	r.writeBack = false
-	host := m.Host
-	sub := rel
-	if m.Kind == kindPhysical {
-		top, relTop, ok := gitTop(filepath.Join(m.Host, filepath.FromSlash(rel.String())))
-		if !ok {
-			return nil, usageErrorf("--rev %s: %s is not in a git repository", r.rev, displayPath(r.workPath.String()))
-		}
-		host = top
-		if relTop == "." {
-			sub = vfs.Root
-		} else {
-			p, err := vfs.ParseGuest(filepath.ToSlash(relTop))
-			if err != nil {
-				return nil, err
-			}
-			sub = p
-		}
+	if err := checkGitName("--rev", r.rev); err != nil {
+		return nil, err
 	}
-	g, err := gitree.Open(host, r.rev)
+	pl, err := r.workRepo(ctx, "--rev", r.rev)
+	if err != nil {
+		return nil, err
+	}
+	g, err := gitree.Open(pl.repo, r.rev)
 	if err != nil {
 		return nil, usageErrorf("--rev %s: %s", r.rev, messageOrCode(err))
 	}
 	r.subs = append(r.subs, g.Close)
 	var b vfs.Backend = g
-	if !sub.IsRoot() {
-		if b, err = g.Sub(ctx, sub); err != nil {
+	if !pl.tree.IsRoot() {
+		if b, err = g.Sub(ctx, pl.tree); err != nil {
 			return nil, usageErrorf("--rev %s: %s", r.rev, messageOrCode(err))
 		}
 	}
-	d, _ := dir.New(vfs.ReadOnly(b), dir.WithPolicy(r.s.Policy), dir.WithAudit(r.s.Audit), dir.WithSubject(r.s.Subject))
+	d, err := r.revDir(ctx, vfs.ReadOnly(b), pl, true)
+	if err != nil {
+		return nil, usageErrorf("--rev %s: the work path %s: %s", r.rev, displayPath(r.workPath.String()), messageOrCode(err))
+	}
 	return d, nil
 }
 
