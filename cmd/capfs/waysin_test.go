@@ -555,7 +555,6 @@ func TestWaysInGrantsUnaddressableNamed(t *testing.T) {
 // mount do (issue 26, class 5: dropped silently), with the openat2 and the
 // portable resolvers.
 func TestWaysInLazyUnaddressableNamed(t *testing.T) {
-	t.Skip("known hole (issue 26, class 5): the lazy run's mount (cmd/capfs/run_lazy.go) does not pass fuseexport.Options.Unaddressable, so a\\b is left out without a word (fails on 71c5951)")
 	needSandbox(t)
 	needLazy(t)
 	t.Parallel()
