@@ -102,6 +102,10 @@ func (p *Proxy) connect(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 		return
 	}
 	defer up.Close()
+	// Closing c when ctx ends does not wake a copy blocked reading a silent
+	// upstream: close that side too, so the tunnel ends with ctx.
+	stopUp := context.AfterFunc(ctx, func() { up.Close() })
+	defer stopUp()
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
