@@ -58,14 +58,25 @@ func (r *runner) workRepo(ctx context.Context, flag, val string) (revPlace, erro
 	if !ok {
 		return revPlace{}, usageErrorf("%s %s: %s is not in a git repository", flag, val, displayPath(r.workPath.String()))
 	}
-	pl := revPlace{repo: top, at: m.Path, work: work}
+	pl, err := placeRepo(m, top)
+	if err != nil {
+		return revPlace{}, usageErrorf("%s %s: the work path %s: its repository cannot be placed in the namespace (%v)", flag, val, displayPath(r.workPath.String()), vfs.CodeOf(err))
+	}
+	pl.work = work
+	return pl, nil
+}
+
+// placeRepo places repository top, the nearest one holding a directory of
+// physical mount m, in the namespace: when it holds the mount, its tree's
+// directory the mount shows is mounted at the mount's path; when it lies
+// inside the mount, its whole tree at its own namespace path.
+func placeRepo(m *mounted, top string) (revPlace, error) {
+	pl := revPlace{repo: top, at: m.Path}
 	if up, err := filepath.Rel(top, m.Host); err == nil && up != "." && !climbs(up) {
-		// The repository holds the mount: the mount shows its directory up.
 		pl.tree, err = vfs.ParseGuest(filepath.ToSlash(up))
 		return pl, err
 	}
 	if down, err := filepath.Rel(m.Host, top); err == nil && down != "." && !climbs(down) {
-		// The repository is inside the mount, at down.
 		p, err := vfs.ParseGuest(filepath.ToSlash(down))
 		pl.at = m.Path.Join(p)
 		return pl, err
