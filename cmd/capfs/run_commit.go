@@ -22,6 +22,11 @@ type commitTarget struct {
 	branch string
 }
 
+// gitTreeOpt is the mount option of a git mount that shows a directory of its
+// repository's tree (the default ref/head in a subdirectory of the work tree):
+// that directory, slash-separated.
+const gitTreeOpt = "tree"
+
 // revPlace is the repository of a work path, found where the path leads, and
 // where its tree stands in the namespace, so that a Dir over a revision (or an
 // overlay) of it decides the same namespace paths as the session's Root.
@@ -52,7 +57,13 @@ func (r *runner) workRepo(ctx context.Context, flag, val string) (revPlace, erro
 		return revPlace{}, usageErrorf("%s %s: the work path %s is not in a physical or git mount", flag, val, displayPath(r.workPath.String()))
 	}
 	if m.Kind == kindGit {
-		return revPlace{repo: m.Host, at: m.Path, work: work, git: m}, nil
+		pl := revPlace{repo: m.Host, at: m.Path, work: work, git: m}
+		if t := m.Opts[gitTreeOpt]; t != "" {
+			if pl.tree, err = vfs.ParseGuest(t); err != nil {
+				return revPlace{}, usageErrorf("%s %s: the work path %s: its repository cannot be placed in the namespace (%v)", flag, val, displayPath(r.workPath.String()), vfs.CodeOf(err))
+			}
+		}
+		return pl, nil
 	}
 	top, _, ok := gitTop(filepath.Join(m.Host, filepath.FromSlash(rel.String())))
 	if !ok {

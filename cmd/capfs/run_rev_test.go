@@ -50,6 +50,16 @@ func TestRunRevWhereItLeads(t *testing.T) {
 	if r.stdout != "at head\n" {
 		t.Errorf("--rev HEAD in sub: stdout %q\n%s", r.stdout, r.stderr)
 	}
+	// ref/head in sub shows HEAD's sub: --rev and --commit take the same directory.
+	out4 := filepath.Join(t.TempDir(), "out4")
+	r = runCapfsEnv(t, filepath.Join(repo, "sub"), env, "run", "--no-lazy", "--work", "ref/head", "--rev", "HEAD", "--out", out4, "--", "cat", "s.txt").want(t, 0)
+	if r.stdout != "at head\n" {
+		t.Errorf("--work ref/head --rev HEAD in sub: stdout %q\n%s", r.stdout, r.stderr)
+	}
+	r = runCapfsEnv(t, filepath.Join(repo, "sub"), env, "run", "--no-lazy", "--work", "ref/head", "--commit", "capfs/head-sub", "--", "sh", "-c", "echo y > y.txt").want(t, 0)
+	if b, err := exec.Command("git", "-C", repo, "show", "capfs/head-sub:sub/y.txt").Output(); err != nil || string(b) != "y\n" {
+		t.Errorf("capfs/head-sub:sub/y.txt = %q, %v\n%s", b, err, r.stderr)
+	}
 	// The repository inside the mount, at project/inner.
 	outer := t.TempDir()
 	if err := os.Rename(gitRepo(t, map[string]string{"i.txt": "inner\n"}), filepath.Join(outer, "inner")); err != nil {

@@ -760,10 +760,11 @@ func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec, persis
 				}
 			}
 			if err == nil {
-				ms = append(ms, &mounted{
-					mountSpec: mountSpec{Path: vfs.MustParse("ref/head"), Kind: kindGit, Source: ".", Host: top, Rev: "HEAD", ReadOnly: true, Origin: "default"},
-					Backend:   closeWith(b, g),
-				})
+				head := mountSpec{Path: vfs.MustParse("ref/head"), Kind: kindGit, Source: ".", Host: top, Rev: "HEAD", ReadOnly: true, Origin: "default"}
+				if rel != "." {
+					head.Opts = map[string]string{gitTreeOpt: filepath.ToSlash(rel)} // the directory of the tree it shows
+				}
+				ms = append(ms, &mounted{mountSpec: head, Backend: closeWith(b, g)})
 			} else {
 				g.Close()
 			}
