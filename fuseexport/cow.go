@@ -490,7 +490,11 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 			return vfs.Errno("copyup", p, err)
 		}
 		_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
-		o.setBase(p, info, Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: hex.EncodeToString(h.Sum(nil))})
+		digest := hex.EncodeToString(h.Sum(nil))
+		if after, err := src.Stat(); err != nil || !sightOf(info).same(after) {
+			digest = "" // the host changed it during the copy: contents unknown, a conflict at sync-back
+		}
+		o.setBase(p, info, Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: digest})
 		return nil
 	}
 	return vfs.NewError(vfs.CodeNotRegular, "copyup", p, "")
