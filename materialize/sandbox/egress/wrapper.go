@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -99,6 +101,12 @@ func (w *Wrapper) Wrap(ctx context.Context, l *sandbox.Launch) (*sandbox.Launch,
 	return &out, nil
 }
 
+// maxConns bounds the connections the proxy serves at once for one sandbox:
+// past it, a new one is answered 503 and closed, so that the sandbox cannot make
+// the host hold unbounded descriptors, goroutines and header buffers (a
+// variable for tests).
+var maxConns = 256
+
 // serveControl receives the connections the shim hands over on ctl and serves
 // each with p, until ctl ends or ctx is done; it waits for the connections.
 func serveControl(ctx context.Context, ctl *net.UnixConn, p *Proxy) {
@@ -106,6 +114,7 @@ func serveControl(ctx context.Context, ctl *net.UnixConn, p *Proxy) {
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	active := make(chan struct{}, maxConns)
 	buf := make([]byte, 16)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
@@ -120,9 +129,19 @@ func serveControl(ctx context.Context, ctl *net.UnixConn, p *Proxy) {
 			if err != nil {
 				continue
 			}
+			select {
+			case active <- struct{}{}:
+			default:
+				// A deadline: a peer that reads nothing cannot hold the loop.
+				_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				reply(c, http.StatusServiceUnavailable, "capfs: the sandbox has "+strconv.Itoa(maxConns)+" connections open through the egress proxy, its most")
+				c.Close()
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer func() { <-active }()
 				p.ServeConn(ctx, c)
 			}()
 		}
