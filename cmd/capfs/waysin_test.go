@@ -234,18 +234,30 @@ func TestWaysInMountWorkAndAliases(t *testing.T) {
 				t.Errorf("the refusal names a host path: %s", errb.String())
 			}
 
-			// Aliases through the mount.
-			ctx, cancel = context.WithCancel(context.Background())
-			defer cancel()
+			// Aliases through the mount, served by the binary in a process of its
+			// own: this process only reads and writes through it (a server in
+			// the same process can deadlock with the kernel's requests).
+			srv := exec.Command(capfsBin, append(base, "--work", "w", mp)...)
 			var stderr syncBuffer
-			done := make(chan int, 1)
-			go func() {
-				done <- execute(ctx, append(base, "--work", "w", mp), strings.NewReader(""), &syncBuffer{}, &stderr)
+			srv.Stderr = &stderr
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- srv.Wait() }()
+			waited := false
+			defer func() {
+				if !waited {
+					srv.Process.Kill()
+					<-exited
+				}
+				detachMountsUnder(t, filepath.Dir(mp))
 			}()
 			for deadline := time.Now().Add(20 * time.Second); !mountedAt(mp); time.Sleep(20 * time.Millisecond) {
 				select {
-				case code := <-done:
-					t.Fatalf("capfs mount exited %d: %s", code, stderr.String())
+				case err := <-exited:
+					waited = true
+					t.Fatalf("capfs mount exited (%v): %s", err, stderr.String())
 				default:
 				}
 				if time.Now().After(deadline) {
@@ -261,9 +273,10 @@ func TestWaysInMountWorkAndAliases(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(mp, "hk", "pre-commit"), []byte("#!/bin/sh\necho owned\n"), 0o755); err == nil {
 				t.Error("writing hk/pre-commit (hk -> .git/hooks) through the mount succeeded")
 			}
-			cancel()
+			srv.Process.Signal(os.Interrupt)
 			select {
-			case <-done:
+			case <-exited:
+				waited = true
 			case <-time.After(20 * time.Second):
 				t.Fatal("capfs mount did not exit after the interrupt")
 			}
