@@ -22,7 +22,9 @@ left out. Exits 1 when nothing matches. --json prints a JSON array.`,
 	var asJSON bool
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of the matching paths")
 	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
-		matches, err := s.Root.Glob(ctx, args[0])
+		var skipped unaddressable
+		defer skipped.report(cmd.ErrOrStderr(), "glob")
+		matches, err := s.Root.Glob(skipped.context(ctx, ""), args[0])
 		if err != nil {
 			return err
 		}

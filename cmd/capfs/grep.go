@@ -248,7 +248,11 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 	stdout := cmd.OutOrStdout()
 	stderr := cmd.ErrOrStderr()
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	ctx, cancel := context.WithCancel(ctx)
+	// Names no capfs path can hold are named once, not skipped silently (the
+	// walk is parallel: they are reported without their directory).
+	var skipped unaddressable
+	defer skipped.report(stderr, "grep")
+	ctx, cancel := context.WithCancel(skipped.context(ctx, ""))
 	defer cancel()
 
 	if g.maxCount == 0 {

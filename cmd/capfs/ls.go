@@ -217,8 +217,12 @@ func (u *unaddressable) report(w io.Writer, command string) {
 			parts[i] = show(e.Name) + ": " + e.Reason
 		}
 		slices.Sort(parts)
-		vp, _ := vfs.ParseGuest(d)
-		fmt.Fprintf(w, "capfs %s: %s: skipped %d %s the capability cannot address (%s)\n", command, showPath(vp.String()),
+		where := ""
+		if d != "" {
+			vp, _ := vfs.ParseGuest(d)
+			where = showPath(vp.String()) + ": "
+		}
+		fmt.Fprintf(w, "capfs %s: %sskipped %d %s the capability cannot address (%s)\n", command, where,
 			len(es), plural(len(es), "name", "names"), strings.Join(parts, "; "))
 	}
 }
