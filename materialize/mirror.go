@@ -222,6 +222,9 @@ func (t *Tree) gitHides(ctx context.Context, rel string, budget *int) (GitReport
 		if err := t.removeUnnamed(rel, h.Unnamed); err != nil {
 			return rep, vfs.Errno("checkout", vfs.MustParse(rel), err)
 		}
+		if err := t.removeUnshown(rel); err != nil {
+			return rep, vfs.Errno("checkout", vfs.MustParse(rel), err)
+		}
 	}
 	return rep, nil
 }

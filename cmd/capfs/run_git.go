@@ -78,7 +78,7 @@ func (g *lazyGitView) shows(p string) bool {
 	if !ok {
 		return p == ".git"
 	}
-	if inGit(rel) {
+	if inGit(rel) || !materialize.GitShows(rel) {
 		return false
 	}
 	if g.objects != nil && (rel == "objects" || rel == "modules" || strings.HasPrefix(rel, "objects/") || strings.HasPrefix(rel, "modules/")) {
