@@ -133,6 +133,13 @@ type Sandbox interface {
 	Probe(ctx context.Context) error
 }
 
+// NeedsSandbox is a Wrapper that means nothing outside a sandbox (a door in the
+// sandbox's walls): the Runner refuses the run rather than run it unsandboxed
+// under AllowUnsandboxed.
+type NeedsSandbox interface {
+	NeedsSandbox() bool
+}
+
 // ErrUnavailable is matched (errors.Is) by the error of a run refused because no
 // sandbox can work here (a probe failed, or the chain has none).
 var ErrUnavailable = errors.New("sandbox unavailable")
@@ -320,6 +327,10 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	for _, w := range r.Wrappers {
 		if _, ok := w.(Sandbox); ok && !sandboxed {
 			continue
+		}
+		if n, ok := w.(NeedsSandbox); ok && n.NeedsSandbox() && !sandboxed {
+			ev.Outcome = audit.Denied
+			return nil, fmt.Errorf("%w: the %s wrapper works only inside a sandbox, and none can run here", ErrUnavailable, w.Name())
 		}
 		next, err := w.Wrap(ctx, cur)
 		if err != nil {

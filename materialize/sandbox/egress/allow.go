@@ -15,6 +15,17 @@
 //
 // Nothing else leaves the sandbox: a program that ignores the proxy variables
 // meets the empty network namespace, as before.
+//
+// What a rule does not bound: an allowed name is resolved by the host, and an
+// answer on the host itself or its link (loopback, link-local: DNS rebinding
+// toward 127.0.0.1 or a cloud's metadata service) is not dialed, but any other
+// address the name resolves to is, private ranges included (an internal
+// registry lives there). A CONNECT tunnel carries what the client sends: TLS to
+// a shared front (a CDN address serving many names) reaches whichever name the
+// client asks for inside, which the proxy cannot see without intercepting TLS.
+// Allow only hosts you would let the command reach by any name they serve. The
+// wrapper needs a sandbox ([sandbox.NeedsSandbox]): a run that would go
+// unsandboxed is refused.
 package egress
 
 import (

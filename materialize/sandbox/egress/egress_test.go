@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -264,5 +265,68 @@ curl -sS ` + denied.URL + `/no | head -c 60; echo`
 	got := strings.Join(rec.list(), "\n")
 	if !strings.Contains(got, "allowed=true") || !strings.Contains(got, "allowed=false") {
 		t.Fatalf("attempts not recorded:\n%s", got)
+	}
+}
+
+// TestProxyNoRebinding: an allowed name that resolves to the host's own or its
+// link's addresses (DNS rebinding to 127.0.0.1, the metadata service at
+// 169.254.169.254) is not dialed; a rule naming such an address itself is.
+func TestProxyNoRebinding(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a rebound name reached the host's server: %s", r.URL)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	var dialed []string
+	var mu sync.Mutex
+	p := &Proxy{
+		Allow: Allow{{Host: "rebind.test", Port: port}, {Host: "meta.test", Port: port}},
+		Resolver: func(_ context.Context, host string) ([]net.IP, error) {
+			if host == "meta.test" {
+				return []net.IP{net.ParseIP("169.254.169.254"), net.ParseIP("::1")}, nil
+			}
+			return []net.IP{net.ParseIP("127.0.0.1")}, nil
+		},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			dialed = append(dialed, addr)
+			mu.Unlock()
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+	pu := serveProxy(t, p)
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+	for _, host := range []string{"rebind.test", "meta.test"} {
+		resp, err := client.Get("http://" + host + ":" + strconv.Itoa(port) + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Errorf("%s: status %d, want 502", host, resp.StatusCode)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialed) != 0 {
+		t.Errorf("dialed %v for names that resolve to local addresses", dialed)
+	}
+}
+
+// TestWrapperNeedsSandbox: under AllowUnsandboxed with no sandbox able to run,
+// a run with the egress wrapper is refused (unsandboxed, the command would
+// have the host's network and the shim the host's loopback).
+func TestWrapperNeedsSandbox(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := sandbox.Bubblewrap(sandbox.BubblewrapOptions{Path: "/nonexistent/bwrap"})
+	r := &sandbox.Runner{Wrappers: []sandbox.Wrapper{&Wrapper{Exe: exe}, bw}, AllowUnsandboxed: true}
+	var out bytes.Buffer
+	_, err = r.Run(context.Background(), &sandbox.Launch{Path: "/bin/echo", Args: []string{"ran"}, Stdout: &out})
+	if err == nil || !errors.Is(err, sandbox.ErrUnavailable) || out.Len() != 0 {
+		t.Fatalf("run: %v, output %q; want refused with ErrUnavailable", err, out.String())
 	}
 }

@@ -32,12 +32,17 @@ type Attempt struct {
 // value refuses everything. Fields must not change while it serves.
 type Proxy struct {
 	Allow Allow
-	// Dial connects to an allowed host:port; nil means a net.Dialer with a 30 s
-	// timeout. It is called only after the rule check, so a refused name is never
-	// resolved.
+	// Dial connects to an allowed address (an IP address and port: a name is
+	// resolved first, see Resolver); nil means a net.Dialer with a 30 s
+	// timeout. It is called only after the rule check, so a refused name is
+	// never resolved.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Record, when set, receives every attempt. It must be safe for concurrent use.
 	Record func(Attempt)
+	// Resolver looks an allowed name up; nil means the system's resolver.
+	// Addresses on the host or its link (loopback, link-local) are dropped
+	// from its answer: only a rule naming such an address reaches it.
+	Resolver func(ctx context.Context, host string) ([]net.IP, error)
 
 	once sync.Once
 	tr   *http.Transport
@@ -166,11 +171,68 @@ func (p *Proxy) transport() *http.Transport {
 
 // dial connects to addr, which the caller has already allowed.
 func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if net.ParseIP(host) != nil {
+		return p.dialIP(ctx, network, addr) // an address the rule names itself
+	}
+	ips, err := p.lookup(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	var firstErr error
+	for _, ip := range ips {
+		if localIP(ip) {
+			continue
+		}
+		c, err := p.dialIP(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = fmt.Errorf("%s resolves only to loopback or link-local addresses, which a rule must name as addresses", host)
+	}
+	return nil, firstErr
+}
+
+// lookup resolves an allowed name (Resolver, else the system's).
+func (p *Proxy) lookup(ctx context.Context, host string) ([]net.IP, error) {
+	if p.Resolver != nil {
+		return p.Resolver(ctx, host)
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	ips := make([]net.IP, len(addrs))
+	for i, a := range addrs {
+		ips[i] = a.IP
+	}
+	return ips, nil
+}
+
+// dialIP connects to addr, an IP address and port.
+func (p *Proxy) dialIP(ctx context.Context, network, addr string) (net.Conn, error) {
 	if p.Dial != nil {
 		return p.Dial(ctx, network, addr)
 	}
 	d := net.Dialer{Timeout: 30 * time.Second}
 	return d.DialContext(ctx, network, addr)
+}
+
+// localIP reports whether ip is the host's own or its link's: loopback,
+// link-local (the cloud metadata service at 169.254.169.254 among them),
+// unspecified or multicast. An allowed name that resolves there (DNS
+// rebinding) is not dialed; a rule naming such an address is.
+func localIP(ip net.IP) bool {
+	return ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified()
 }
 
 // record hands a to Record, when set.

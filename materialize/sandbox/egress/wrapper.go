@@ -38,6 +38,11 @@ type Wrapper struct {
 // Name is "egress".
 func (w *Wrapper) Name() string { return "egress" }
 
+// NeedsSandbox is true: outside a sandbox the command has the host's network
+// and the shim would listen on the host's loopback, so a run that cannot be
+// sandboxed is refused (see [sandbox.NeedsSandbox]).
+func (w *Wrapper) NeedsSandbox() bool { return true }
+
 // ProxyURL is the proxy's address as the command sees it.
 var ProxyURL = "http://127.0.0.1:" + strconv.Itoa(Port)
 
