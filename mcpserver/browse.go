@@ -113,6 +113,42 @@ type globIn struct {
 type globOut struct {
 	Paths []string `json:"paths" jsonschema:"matching paths, newest first"`
 	More  int      `json:"more,omitempty" jsonschema:"matches not shown (raise head_limit)"`
+	// Unaddressable names the host entries the walk met that no path can name,
+	// with the reason: never matched, never dropped silently.
+	Unaddressable []string `json:"unaddressable,omitempty" jsonschema:"entries no path can name (not matched), with the reason"`
+}
+
+// unaddressableNames collects, for a search, the names listings left out
+// because no path can hold them, once each, as "name: reason".
+type unaddressableNames struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	names []string
+}
+
+func (u *unaddressableNames) note(e vfs.Unaddressable) {
+	s := esc(e.Name) + ": " + e.Reason
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.seen == nil {
+		u.seen = map[string]bool{}
+	}
+	if !u.seen[s] {
+		u.seen[s] = true
+		u.names = append(u.names, s)
+	}
+}
+
+// text is a line per name, for a tool's text result.
+func (u *unaddressableNames) text() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var b strings.Builder
+	for _, n := range u.names {
+		name, why, _ := strings.Cut(n, ": ")
+		fmt.Fprintf(&b, "[SKIPPED] %s (cannot be addressed: %s)\n", name, why)
+	}
+	return b.String()
 }
 
 type statIn struct {
@@ -566,10 +602,12 @@ func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
 			pattern = quoteGlob(base) + "/" + pattern
 		}
 	}
-	matches, err := s.root.Glob(ctx, pattern)
+	var skipped unaddressableNames
+	matches, err := s.root.Glob(vfs.WithUnaddressable(ctx, skipped.note), pattern)
 	if err != nil {
 		return out, "", err
 	}
+	out.Unaddressable = skipped.names
 	type hit struct {
 		p string
 		t time.Time
@@ -613,7 +651,7 @@ func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
 		return hits[i].p < hits[j].p
 	})
 	if len(hits) == 0 {
-		return out, "(no matches)\n", nil
+		return out, "(no matches)\n" + skipped.text(), nil
 	}
 	limit := s.headLimit(in.HeadLimit)
 	var b strings.Builder
@@ -627,6 +665,7 @@ func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
 		b.WriteString(esc(h.p))
 		b.WriteByte('\n')
 	}
+	b.WriteString(skipped.text())
 	return out, b.String(), nil
 }
 

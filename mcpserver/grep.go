@@ -11,6 +11,7 @@ import (
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/internal/search"
+	"github.com/capfs/capfs/vfs"
 )
 
 type grepIn struct {
@@ -42,6 +43,9 @@ type grepOut struct {
 	Binary    int        `json:"binary,omitempty" jsonschema:"binary files not searched"`
 	Denied    int        `json:"denied,omitempty" jsonschema:"files the policy refused (counted, not named)"`
 	Skipped   []grepSkip `json:"skipped,omitempty" jsonschema:"other files not searched (too large, unreadable), with the reason"`
+	// Unaddressable names the host entries no path can name, with the reason:
+	// never searched, never dropped silently.
+	Unaddressable []string `json:"unaddressable,omitempty" jsonschema:"entries no path can name (not searched), with the reason"`
 }
 
 type grepFile struct {
@@ -127,7 +131,8 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 	// host's sink is wrapped by audit.Batching); refusals stay one event each.
 	batch := &audit.Batch{Op: "grep", Path: root}
 	defer batch.Flush(ctx)
-	sum, err := search.Search(audit.WithBatch(ctx, batch), s.root, root, opts, func(f *search.File) error {
+	var unaddressable unaddressableNames
+	sum, err := search.Search(vfs.WithUnaddressable(audit.WithBatch(ctx, batch), unaddressable.note), s.root, root, opts, func(f *search.File) error {
 		gf := grepFile{Path: f.Path}
 		p := esc(f.Path)
 		switch opts.Mode {
@@ -186,6 +191,7 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 		}
 	}
 	out.Denied = counts[search.SkipDenied]
+	out.Unaddressable = unaddressable.names
 	if len(out.Files) == 0 {
 		b.WriteString("(no matches)\n")
 	}
@@ -207,5 +213,6 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 			}
 		}
 	}
+	b.WriteString(unaddressable.text())
 	return out, b.String(), nil
 }
