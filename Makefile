@@ -105,6 +105,7 @@ FUZZ_TARGETS := \
 	./backends/sqlite:FuzzScratchOpen:1500 \
 	./backends/sqlite/sqlar:FuzzImport:1500 \
 	./authority:FuzzParseGrantSet:30000 \
+	./internal/strictjson:FuzzCheckDuplicateKeys:50000 \
 	./materialize:FuzzParseGitCache:100000 \
 	./policy:FuzzParseConfig:30000
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+
+	"github.com/capfs/capfs/internal/strictjson"
 )
 
 // GrantSet is the JSON document a host hands a sandbox wrapper (capfs run
@@ -51,6 +53,11 @@ func ParseGrantSet(data []byte) (GrantSet, error) {
 	// More does not report a closing bracket; anything but space is refused.
 	if len(bytes.Trim(data[dec.InputOffset():], " \t\r\n")) != 0 {
 		return GrantSet{}, invalid("grant set: data after the document")
+	}
+	// A repeated key would be read as its last value here and perhaps as its
+	// first by another tool: refused.
+	if err := strictjson.CheckDuplicateKeys(data); err != nil {
+		return GrantSet{}, invalid("grant set: %v", err)
 	}
 	if set.Version != 1 {
 		return GrantSet{}, invalid("grant set version %d", set.Version)
