@@ -119,6 +119,11 @@ func tuneServerGC() {
 // rootMounts shows the client's roots (capfs mcp --roots) as views of the
 // directories the host mounted: a root only narrows the namespace, it never
 // adds a host directory to it.
+// maxRoots bounds the distinct root URIs a server handles (each accepted one
+// is a mount): a client cannot grow the namespace, its audit trail and the
+// listings without end.
+const maxRoots = 64
+
 type rootMounts struct {
 	s    *session
 	root *dir.Dir  // the Dir the server serves (read-only with --read-only)
@@ -152,6 +157,10 @@ func (r *rootMounts) mount(ctx context.Context, roots []*mcp.Root) {
 		}
 		host, ok := rootHostPath(root.URI)
 		if !ok {
+			continue
+		}
+		if len(r.byURI) >= maxRoots {
+			fmt.Fprintf(r.log, "capfs mcp: root %q refused: the client has offered %d roots, the most a session takes\n", root.URI, maxRoots)
 			continue
 		}
 		r.byURI[root.URI] = ""
