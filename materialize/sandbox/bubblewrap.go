@@ -425,7 +425,7 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	extra = append(extra, argsFile)
 	a = []string{"--args", strconv.Itoa(2 + len(extra)), "--"}
 	if _, err := os.Stat("/bin/sh"); err == nil && !b.opts.NoExecCheck {
-		a = append(a, "/bin/sh", "-c", execCheck, "capfs")
+		a = append(a, "/bin/sh", "-c", ExecCheck, "capfs")
 	}
 	a = append(a, l.Path)
 	a = append(a, l.Args...)
@@ -468,15 +468,22 @@ func argsFD(args []string) (*os.File, error) {
 		buf.WriteString(a)
 		buf.WriteByte(0)
 	}
-	return sealedFile("capfs-bwrap-args", buf.Bytes())
+	return SealedFile("capfs-bwrap-args", &buf, false)
 }
 
-// sealedFile returns a file, at offset 0, holding data: an anonymous memory
-// file (memfd), sealed against change, or where there is none an unlinked
-// temporary file. The caller closes it.
-func sealedFile(name string, data []byte) (*os.File, error) {
+// SealedFile returns a file, at offset 0, holding what src reads: an anonymous
+// memory file (memfd), sealed against change, or where there is none an
+// unlinked temporary file. With exec the memory file may be executed (as
+// /proc/self/fd/N), on kernels that ask (MFD_EXEC). The caller closes it.
+func SealedFile(name string, src io.Reader, exec bool) (*os.File, error) {
 	var f *os.File
-	if fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING); err == nil {
+	flags := unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
+	fd, err := unix.MemfdCreate(name, flags|execFlag(exec))
+	if errors.Is(err, unix.EINVAL) && exec {
+		// A kernel before 6.3 knows no MFD_EXEC; its memory files are executable.
+		fd, err = unix.MemfdCreate(name, flags)
+	}
+	if err == nil {
 		f = os.NewFile(uintptr(fd), name)
 	} else {
 		t, err := os.CreateTemp("", name+"-")
@@ -486,7 +493,7 @@ func sealedFile(name string, data []byte) (*os.File, error) {
 		_ = os.Remove(t.Name())
 		f = t
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, src); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -496,6 +503,14 @@ func sealedFile(name string, data []byte) (*os.File, error) {
 	}
 	_, _ = unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
 	return f, nil
+}
+
+// execFlag is MFD_EXEC when exec is set.
+func execFlag(exec bool) int {
+	if exec {
+		return unix.MFD_EXEC
+	}
+	return 0
 }
 
 // CacheDir is a host directory bound read-write into every run at Target, with
@@ -519,13 +534,13 @@ func cacheTargets(cs []CacheDir) []string {
 	return out
 }
 
-// execCheck is the script run inside the sandbox (by /bin/sh, which then execs
+// ExecCheck is the script run inside the sandbox (by /bin/sh, which then execs
 // the command in its place: no process stays behind) that finds the command
 // first and exits as shells do when it cannot be run: 127 when it is not found,
 // 126 when it is found but cannot be executed (a directory, no execute
 // permission), with a line on stderr saying which. Without it, bwrap exits 1
 // for both, which a command's own status 1 could not be told from.
-const execCheck = `c=$1 m= s=
+const ExecCheck = `c=$1 m= s=
 case $c in
 */*) if [ -d "$c" ]; then m="is a directory"; s=126
      elif [ ! -e "$c" ] && [ ! -L "$c" ]; then m="no such file"; s=127

@@ -46,7 +46,7 @@ func sandboxAccounts(uid, gid int) (*accountFiles, error) {
 		if err != nil {
 			continue
 		}
-		file, err := sealedFile("capfs-"+strings.TrimPrefix(f.target, "/etc/"), f.make(host, uid, gid))
+		file, err := SealedFile("capfs-"+strings.TrimPrefix(f.target, "/etc/"), bytes.NewReader(f.make(host, uid, gid)), false)
 		if err != nil {
 			a.Close()
 			return nil, err

@@ -366,7 +366,7 @@ func TestWrapArguments(t *testing.T) {
 			t.Errorf("bwrap args lack %q:\n%s", want, args)
 		}
 	}
-	if !strings.HasSuffix(args, " -- /bin/sh -c "+execCheck+" capfs make -j2 all") {
+	if !strings.HasSuffix(args, " -- /bin/sh -c "+ExecCheck+" capfs make -j2 all") {
 		t.Errorf("bwrap args do not end with the command: %s", args)
 	}
 	// A toolchain inside the module cache is shown by the cache's bind alone.

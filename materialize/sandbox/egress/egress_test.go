@@ -266,6 +266,13 @@ curl -sS ` + denied.URL + `/no | head -c 60; echo`
 	if !strings.Contains(got, "allowed=true") || !strings.Contains(got, "allowed=false") {
 		t.Fatalf("attempts not recorded:\n%s", got)
 	}
+	// The shim starts the command through the sandbox's exec check: 127 and
+	// the sandbox's own line for a command that is not there.
+	errb.Reset()
+	res, err = r.Run(context.Background(), &sandbox.Launch{Path: "capfs-no-such-command", Stderr: &errb})
+	if err != nil || res.ExitCode != 127 || !strings.Contains(errb.String(), "capfs-no-such-command: command not found") {
+		t.Fatalf("missing command: %v, exit %v, stderr %q", err, res, errb.String())
+	}
 }
 
 // TestProxyNoRebinding: an allowed name that resolves to the host's own or its

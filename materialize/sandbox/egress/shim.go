@@ -3,8 +3,6 @@ package egress
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/materialize/sandbox"
 )
 
 // ShimArg is the first argument that makes a program run [ShimMain]: a binary
@@ -104,13 +104,15 @@ func handOver(c net.Conn, ctl *net.UnixConn, mu *sync.Mutex) error {
 }
 
 // runCommand runs path with args on the shim's streams and environment and
-// returns the status to exit with.
+// returns the status to exit with. Where /bin/sh exists the command starts
+// through the sandbox's own exec check ([sandbox.ExecCheck]: 127 when it is not
+// found, 126 when it cannot be executed, said as the sandbox says it), which
+// execs it in its place.
 func runCommand(path string, args []string) int {
-	if st, msg := checkCommand(path); msg != "" {
-		fmt.Fprintf(os.Stderr, "capfs: run: %s: %s\n", path, msg)
-		return st
-	}
 	cmd := exec.Command(path, args...)
+	if _, err := os.Stat("/bin/sh"); err == nil {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", sandbox.ExecCheck, "capfs", path}, args...)...)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// The command shares the shim's process group: a signal to the group reaches
 	// it directly. The shim only outlives it.
@@ -134,63 +136,4 @@ func runCommand(path string, args []string) int {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
-}
-
-// checkCommand finds path as the bubblewrap wrapper's exec check does: 127 when
-// it is not found, 126 when it cannot be executed, with the reason.
-func checkCommand(path string) (int, string) {
-	if !containsSlash(path) {
-		if _, err := exec.LookPath(path); err != nil {
-			return 127, "command not found"
-		}
-		return 0, ""
-	}
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return 127, "no such file"
-	case err == nil && fi.IsDir():
-		return 126, "is a directory"
-	case err == nil && unix.Access(path, unix.X_OK) != nil:
-		return 126, "permission denied (not executable)"
-	}
-	return 0, ""
-}
-
-// containsSlash reports whether s holds a '/'.
-func containsSlash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
-}
-
-// copyImage copies the executable at exe into a sealed memory file the sandbox
-// can execute and cannot change.
-func copyImage(exe string) (*os.File, error) {
-	src, err := os.Open(exe)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	fd, err := unix.MemfdCreate("capfs-egress", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
-	if errors.Is(err, unix.EINVAL) {
-		// A kernel before 6.3 knows no MFD_EXEC; its memory files are executable.
-		fd, err = unix.MemfdCreate("capfs-egress", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	}
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "capfs-egress")
-	if _, err := io.Copy(f, src); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }

@@ -62,7 +62,7 @@ func (w *Wrapper) Wrap(ctx context.Context, l *sandbox.Launch) (*sandbox.Launch,
 	if w.Exe == "" {
 		return nil, errors.New("egress: no shim binary (Wrapper.Exe)")
 	}
-	img, err := copyImage(w.Exe)
+	img, err := sealedImage(w.Exe)
 	if err != nil {
 		return nil, fmt.Errorf("egress: shim image: %w", err)
 	}
@@ -171,4 +171,15 @@ func receivedFDs(oob []byte) []int {
 		}
 	}
 	return fds
+}
+
+// sealedImage copies the executable at exe into a sealed memory file the
+// sandbox can execute and cannot change.
+func sealedImage(exe string) (*os.File, error) {
+	src, err := os.Open(exe)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	return sandbox.SealedFile("capfs-egress", src, true)
 }
