@@ -465,6 +465,12 @@ func LogFiles(path string) ([]string, error) {
 	return out, nil
 }
 
+// maxLogWindow bounds the window of a ".zst" file OpenLogFile decodes, and
+// so the decoder's memory: compressFile writes 8 MiB windows (the encoder's
+// default), and the zstd tool's levels up to 19 as well; a hostile header
+// asking for more (up to 512 MiB by default) is refused, not allocated.
+const maxLogWindow = 32 << 20
+
 // OpenLogFile opens one file of a log for reading, decompressing a ".zst" one.
 func OpenLogFile(name string) (io.ReadCloser, error) {
 	f, err := os.Open(name)
@@ -474,7 +480,7 @@ func OpenLogFile(name string) (io.ReadCloser, error) {
 	if !strings.HasSuffix(name, ".zst") {
 		return f, nil
 	}
-	d, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+	d, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxLogWindow))
 	if err != nil {
 		f.Close()
 		return nil, err

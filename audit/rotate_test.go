@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // rotLog writes n events with ids 0..n-1 through a rotating sink (its
@@ -251,4 +255,31 @@ func mustOpen(t *testing.T, name string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// TestOpenLogFileRefusesHugeWindow checks that a compressed file whose header
+// asks for a window past maxLogWindow is refused, not decoded.
+func TestOpenLogFileRefusesHugeWindow(t *testing.T) {
+	var buf bytes.Buffer
+	enc, err := zstd.NewWriter(&buf, zstd.WithWindowSize(2*maxLogWindow), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `{"time":"2026-11-28T10:45:00Z","request_id":"1","op":"read","path":"a","outcome":"ok"}` + "\n"
+	enc.Write([]byte(strings.Repeat(line, 4096))) // past one block: the header keeps the window
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(t.TempDir(), "audit-2026-11-28T10-45-00.000.jsonl.zst")
+	if err := os.WriteFile(name, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := OpenLogFile(name)
+	if err == nil {
+		_, err = io.ReadAll(rc)
+		rc.Close()
+	}
+	if err == nil {
+		t.Fatal("a file with a window past maxLogWindow decoded")
+	}
 }
