@@ -4,10 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/sha512"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,8 +18,6 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/authority"
-	"github.com/capfs/capfs/backends/memory"
-	"github.com/capfs/capfs/vfs"
 )
 
 // tinyRegistry is an npm-compatible registry of one package, tiny@1.0.0: the
@@ -205,28 +201,8 @@ func TestRunGrantsNet(t *testing.T) {
 	defer srv.Close()
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"docs/guide.md": "GUIDE"})
-	ctx := context.Background()
-	mem := memory.New()
-	if err := mem.Mkdir(ctx, vfs.MustParse("docs"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a := authority.New()
-	if err := a.Register("project", mem); err != nil {
-		t.Fatal(err)
-	}
-	sub := authority.Subject{Kind: "agent", ID: "a1"}
-	if _, _, err := a.Grant(ctx, authority.GrantRequest{Subject: sub, Root: "project", Path: "docs",
-		Access: []authority.Access{authority.List, authority.Metadata, authority.Read}, Reason: "test", Source: authority.SourceUserApproval}); err != nil {
-		t.Fatal(err)
-	}
-	data, err := json.Marshal(a.GrantSetFor(sub))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "grants.json")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := grantSetFile(t, root, authority.Subject{Kind: "agent", ID: "a1"},
+		map[string][]authority.Access{"docs": {authority.List, authority.Metadata, authority.Read}})
 	script := `cat /grants/project/docs/guide.md; echo; curl -sS -f ` + srv.URL + `/x; echo " exit=$?"`
 	r := runCapfs(t, root, "-m", "project=physical:"+root, "run", "--grants", file, "--net", "allow="+strings.TrimPrefix(srv.URL, "http://"), "--", "sh", "-c", script).want(t, 0)
 	if r.stdout != "GUIDE\nreached exit=0\n" {
