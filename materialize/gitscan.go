@@ -27,9 +27,6 @@ import (
 // errGitBudget stops a history scan that has read its budget of tree objects.
 var errGitBudget = errors.New("history larger than the scan budget")
 
-// errGitFound stops a history scan at the first path the callback flags.
-var errGitFound = errors.New("found")
-
 // gitScan lists the paths a git directory can show: every path of every tree
 // of every commit in its object store (reachable or not: branches, tags,
 // reflogs, stashes and dangling commits alike), of trees that annotated tags
@@ -46,7 +43,7 @@ var errGitFound = errors.New("found")
 type gitScan struct {
 	ctx    context.Context
 	budget int                 // tree objects left to read
-	found  func(p string) bool // true stops the scan (errGitFound)
+	paths  map[string]struct{} // every path found
 	seen   map[string]struct{} // prefix + "\x00" + tree id
 	trees  map[plumbing.Hash]*object.Tree
 
@@ -76,9 +73,7 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 	if idx, err := st.Index(); err == nil {
 		for _, e := range idx.Entries {
 			s.named[e.Hash] = struct{}{}
-			if s.found(join(prefix, e.Name)) {
-				return errGitFound
-			}
+			s.paths[join(prefix, e.Name)] = struct{}{}
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -468,9 +463,7 @@ func (s *gitScan) tree(st *looseFirst, h plumbing.Hash, prefix string) error {
 	for _, e := range t.Entries {
 		s.named[e.Hash] = struct{}{}
 		p := join(prefix, e.Name)
-		if s.found(p) {
-			return errGitFound
-		}
+		s.paths[p] = struct{}{}
 		if e.Mode == filemode.Dir {
 			if err := s.tree(st, e.Hash, p); err != nil {
 				return err
@@ -480,7 +473,7 @@ func (s *gitScan) tree(st *looseFirst, h plumbing.Hash, prefix string) error {
 	return nil
 }
 
-// worktrees calls found with the paths of the indexes of the git directory's
+// worktrees records the paths of the indexes of the git directory's
 // linked worktrees (worktrees/*/index): they name what was added there, and
 // the blobs they name are in this object store.
 func (s *gitScan) worktrees(gitdir, prefix string) error {
@@ -502,9 +495,7 @@ func (s *gitScan) worktrees(gitdir, prefix string) error {
 		}
 		for _, e := range idx.Entries {
 			s.named[e.Hash] = struct{}{}
-			if s.found(join(prefix, e.Name)) {
-				return errGitFound
-			}
+			s.paths[join(prefix, e.Name)] = struct{}{}
 		}
 	}
 	return nil

@@ -102,12 +102,7 @@ func withoutUnnamed(objs map[string]bool, unnamed []string) map[string]bool {
 
 // scanGitPaths runs gitScan over gitdir, collecting every path it shows.
 func scanGitPaths(ctx context.Context, gitdir string, budget int) (*GitHistory, error) {
-	set := map[string]struct{}{}
-	s := &gitScan{ctx: ctx, budget: budget, seen: map[string]struct{}{}}
-	s.found = func(p string) bool {
-		set[p] = struct{}{}
-		return false
-	}
+	s := &gitScan{ctx: ctx, budget: budget, paths: map[string]struct{}{}, seen: map[string]struct{}{}}
 	err := s.scan(gitdir, "")
 	h := &GitHistory{Trees: budget - max(s.budget, 0), Complete: err == nil}
 	switch {
@@ -117,8 +112,8 @@ func scanGitPaths(ctx context.Context, gitdir string, budget int) (*GitHistory, 
 	default:
 		return nil, err
 	}
-	h.Paths = make([]string, 0, len(set))
-	for p := range set {
+	h.Paths = make([]string, 0, len(s.paths))
+	for p := range s.paths {
 		h.Paths = append(h.Paths, p)
 	}
 	sort.Strings(h.Paths)
