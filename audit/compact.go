@@ -19,6 +19,13 @@ const (
 	compactMaxBytes  = 256 << 10
 )
 
+// maxExpanded bounds the bytes of the strings (request id, path, guest path)
+// that the events of one compact record decode into: each keeps a prefix of
+// the one before it, so a record of a few bytes an event could otherwise ask
+// for gigabytes (a long path, then many events keeping it plus a byte). It is
+// far past what the writer makes: compactMaxEvents events of 8 KiB paths.
+const maxExpanded = 64 << 20
+
 // groupKey is what the events of one compact record share.
 type groupKey struct {
 	subject, op, code, rule, grant, tag string
@@ -292,10 +299,14 @@ func expand(l *line) ([]Event, error) {
 	h.Time = h.Time.In(time.FixedZone("", off))
 	out := make([]Event, 0, len(l.Events))
 	prev := Event{Time: h.Time}
+	total := 0
 	for i, raw := range l.Events {
 		e, err := expandOne(h, prev, raw)
 		if err != nil {
 			return nil, fmt.Errorf("compact record: event %d: %w", i+1, err)
+		}
+		if total += len(e.RequestID) + len(e.Path) + len(e.GuestPath); total > maxExpanded {
+			return nil, fmt.Errorf("compact record: its events take more than %d bytes", maxExpanded)
 		}
 		out = append(out, e)
 		prev = e

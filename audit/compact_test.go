@@ -254,3 +254,27 @@ func FuzzReadCompact(f *testing.F) {
 		}
 	})
 }
+
+// TestCompactRecordExpansionIsBounded: a record whose events each keep a long
+// path plus a byte (a few bytes each in the file, a copy of the path each once
+// decoded) is refused past maxExpanded, not decoded into gigabytes.
+func TestCompactRecordExpansionIsBounded(t *testing.T) {
+	const pathLen = 256 << 10
+	n := maxExpanded/pathLen + 2
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"bulk":%d,"time":"2025-01-02T03:04:05Z","op":"read","outcome":"ok","events":[[0,0,"r",5,0,"%s",0]`, n, strings.Repeat("a", pathLen))
+	for range n - 1 {
+		fmt.Fprintf(&b, `,[0,1,"",5,%d,"b",0]`, pathLen)
+	}
+	b.WriteString("]}\n")
+	if b.Len() > maxJSONLLine {
+		t.Fatalf("record of %d bytes: past the line bound", b.Len())
+	}
+	var got int
+	var skipped []*LineError
+	err := ScanJSONL(strings.NewReader(b.String()), func(Event) error { got++; return nil },
+		func(le *LineError) error { skipped = append(skipped, le); return nil })
+	if err != nil || got != 0 || len(skipped) != 1 {
+		t.Fatalf("%d events, skipped %v, %v", got, skipped, err)
+	}
+}
