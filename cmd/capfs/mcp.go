@@ -21,7 +21,6 @@ import (
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/mcpserver"
-	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -237,18 +236,6 @@ func (r *rootMounts) viewsDir() (*dir.Dir, error) {
 		d = d.ReadOnly()
 	}
 	return d, nil
-}
-
-// gitGuardOptions returns the git guard's options for policy p, as the
-// session's Root has them: git writes allowed when the rule engine says so.
-func gitGuardOptions(p policy.Policy) []dir.GitGuardOption {
-	if sa, ok := p.(*secretAllow); ok {
-		p = sa.inner
-	}
-	if eng, ok := p.(*policy.Engine); ok && eng.Config().AllowGitWrites {
-		return []dir.GitGuardOption{dir.GitGuardAllowDotGit()}
-	}
-	return nil
 }
 
 // guestPath translates host into the namespace path it has in the physical

@@ -328,7 +328,6 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 
 	// What the projects' git configuration runs (core.hooksPath, ...) is
 	// write-denied too, and no directory may become a git dir under another name.
-	var guard []dir.GitGuardOption
 	if eng, ok := s.Policy.(*policy.Engine); ok {
 		for _, m := range s.Mounts {
 			if m.Kind != kindPhysical || m.ReadOnly {
@@ -341,9 +340,6 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 			if err != nil {
 				return nil, failed(fmt.Errorf("mount %s: git configuration: %v", displayPath(m.Path.String()), err))
 			}
-		}
-		if eng.Config().AllowGitWrites {
-			guard = append(guard, dir.GitGuardAllowDotGit())
 		}
 		s.Policy = eng
 	}
@@ -382,9 +378,22 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	// MCP) log their successful reads as one summary event; refusals and
 	// failures stay one event each.
 	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(audit.Batching(sink)), dir.WithSubject(s.Subject),
-		dir.WithHooks(dir.GitGuard(s.NS, guard...)))
+		dir.WithHooks(dir.GitGuard(s.NS, gitGuardOptions(s.Policy)...)))
 	ok = true
 	return s, nil
+}
+
+// gitGuardOptions returns the git guard's options for policy p, the one
+// choice every Dir of a session makes: git dirs named .git are left to the
+// policy when its rule engine allows git writes (policy.Config.AllowGitWrites).
+func gitGuardOptions(p policy.Policy) []dir.GitGuardOption {
+	if sa, ok := p.(*secretAllow); ok {
+		p = sa.inner
+	}
+	if eng, ok := p.(*policy.Engine); ok && eng.Config().AllowGitWrites {
+		return []dir.GitGuardOption{dir.GitGuardAllowDotGit()}
+	}
+	return nil
 }
 
 func closerOf(b vfs.Backend) func() error {
