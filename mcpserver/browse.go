@@ -118,37 +118,39 @@ type globOut struct {
 	Unaddressable []string `json:"unaddressable,omitempty" jsonschema:"entries no path can name (not matched), with the reason"`
 }
 
-// unaddressableNames collects, for a search, the names listings left out
-// because no path can hold them, once each, as "name: reason".
-type unaddressableNames struct {
-	mu    sync.Mutex
-	seen  map[string]bool
-	names []string
+// searchSkips collects, for a search (grep, glob), the names its listings
+// left out because no path can hold them: skippedNames, the list and tree
+// tools' collector, without the directory (a search's walk is not in order).
+type searchSkips struct {
+	k    skippedNames
+	ents []listEntry
 }
 
-func (u *unaddressableNames) note(e vfs.Unaddressable) {
-	s := esc(e.Name) + ": " + e.Reason
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.seen == nil {
-		u.seen = map[string]bool{}
-	}
-	if !u.seen[s] {
-		u.seen[s] = true
-		u.names = append(u.names, s)
-	}
+// context returns ctx reporting to s.
+func (s *searchSkips) context(ctx context.Context) context.Context {
+	s.k.add = func(e listEntry) { s.ents = append(s.ents, e) }
+	return s.k.context(ctx)
 }
 
-// text is a line per name, for a tool's text result.
-func (u *unaddressableNames) text() string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var b strings.Builder
-	for _, n := range u.names {
-		name, why, _ := strings.Cut(n, ": ")
-		fmt.Fprintf(&b, "[SKIPPED] %s (cannot be addressed: %s)\n", name, why)
+// names lists them as "name: reason", for a tool's structured result.
+func (s *searchSkips) names() []string {
+	s.k.mu.Lock()
+	defer s.k.mu.Unlock()
+	var out []string
+	for _, e := range s.ents {
+		out = append(out, esc(e.Name)+": "+e.Reason)
 	}
-	return b.String()
+	return out
+}
+
+// text is listText's line for each, for a tool's text result.
+func (s *searchSkips) text() string {
+	s.k.mu.Lock()
+	defer s.k.mu.Unlock()
+	if len(s.ents) == 0 {
+		return ""
+	}
+	return listText(s.ents, false, 0)
 }
 
 type statIn struct {
@@ -602,12 +604,12 @@ func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
 			pattern = quoteGlob(base) + "/" + pattern
 		}
 	}
-	var skipped unaddressableNames
-	matches, err := s.root.Glob(vfs.WithUnaddressable(ctx, skipped.note), pattern)
+	var skipped searchSkips
+	matches, err := s.root.Glob(skipped.context(ctx), pattern)
 	if err != nil {
 		return out, "", err
 	}
-	out.Unaddressable = skipped.names
+	out.Unaddressable = skipped.names()
 	type hit struct {
 		p string
 		t time.Time

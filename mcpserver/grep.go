@@ -11,7 +11,6 @@ import (
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/internal/search"
-	"github.com/capfs/capfs/vfs"
 )
 
 type grepIn struct {
@@ -131,8 +130,8 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 	// host's sink is wrapped by audit.Batching); refusals stay one event each.
 	batch := &audit.Batch{Op: "grep", Path: root}
 	defer batch.Flush(ctx)
-	var unaddressable unaddressableNames
-	sum, err := search.Search(vfs.WithUnaddressable(audit.WithBatch(ctx, batch), unaddressable.note), s.root, root, opts, func(f *search.File) error {
+	var unaddressable searchSkips
+	sum, err := search.Search(unaddressable.context(audit.WithBatch(ctx, batch)), s.root, root, opts, func(f *search.File) error {
 		gf := grepFile{Path: f.Path}
 		p := esc(f.Path)
 		switch opts.Mode {
@@ -191,7 +190,7 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 		}
 	}
 	out.Denied = counts[search.SkipDenied]
-	out.Unaddressable = unaddressable.names
+	out.Unaddressable = unaddressable.names()
 	if len(out.Files) == 0 {
 		b.WriteString("(no matches)\n")
 	}
