@@ -217,6 +217,28 @@ func TestScanJSONLSkipsTornLines(t *testing.T) {
 	}
 }
 
+// TestScanJSONLBoundsTornLineTries: the whole event that ends a bad line is
+// read when fewer than maxTailTries torn events come before it, and past that
+// the line is skipped whole, so that a hostile line costs a bounded number of
+// decodes.
+func TestScanJSONLBoundsTornLineTries(t *testing.T) {
+	l1, l2 := AppendJSON(nil, sampleEvent("1")), AppendJSON(nil, sampleEvent("2"))
+	torn := func(n int) string { return "x" + strings.Repeat(string(l1[:30]), n) + string(l2) }
+	for _, c := range []struct {
+		tears int
+		want  []string
+	}{{maxTailTries - 1, []string{"2"}}, {maxTailTries, nil}} {
+		var ids []string
+		err := ScanJSONL(strings.NewReader(torn(c.tears)), func(e Event) error {
+			ids = append(ids, e.RequestID)
+			return nil
+		}, nil)
+		if err != nil || !slices.Equal(ids, c.want) {
+			t.Errorf("%d torn events before a whole one: read %v, %v; want %v", c.tears, ids, err, c.want)
+		}
+	}
+}
+
 // FuzzReadCompact: whatever ReadJSONL reads from compact records (or plain
 // lines) writes back in the compact form and reads again as the same events.
 func FuzzReadCompact(f *testing.F) {

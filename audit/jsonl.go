@@ -412,11 +412,18 @@ func ScanJSONL(r io.Reader, fn func(Event) error, bad func(*LineError) error) er
 	return nil
 }
 
+// maxTailTries bounds the places decodeTail tries in one bad line. Each try
+// may scan to the line's end, so without it a hostile line of nested
+// `{"time":` takes time quadratic in its length (tens of seconds for 1 MiB);
+// a line torn by crashes has one such place per tear.
+const maxTailTries = 16
+
 // decodeTail reads the event or record that ends a bad line, if one does:
-// from the first place where one starts and decodes to the end. It returns
-// fn's error only.
+// from the first place where one starts and decodes to the end, among the
+// first maxTailTries places where one starts. It returns fn's error only.
 func decodeTail(line []byte, fn func(Event) error) error {
-	for i := 1; i < len(line); i++ {
+	tries := 0
+	for i := 1; i < len(line) && tries < maxTailTries; i++ {
 		j := bytes.Index(line[i:], []byte(`{"`))
 		if j < 0 {
 			return nil
@@ -426,6 +433,7 @@ func decodeTail(line []byte, fn func(Event) error) error {
 		if !bytes.HasPrefix(rest, []byte(`{"time":`)) && !bytes.HasPrefix(rest, []byte(`{"bulk":`)) {
 			continue
 		}
+		tries++
 		var ferr error
 		if decodeLine(rest, func(e Event) error { ferr = fn(e); return ferr }) == nil || ferr != nil {
 			return ferr
