@@ -5,17 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
+
+	"github.com/capfs/capfs/internal/hostfile"
 )
 
 // gitHookNames are the hooks git runs, for a core.hooksPath that names the work
@@ -231,7 +231,7 @@ func gitConfigEntries(ctx context.Context, root string) ([]configEntry, string) 
 func localConfig(root string) []configEntry {
 	gitDir := filepath.Join(root, ".git")
 	if st, err := os.Stat(gitDir); err == nil && !st.IsDir() {
-		data, err := readBounded(gitDir, maxGitdirFile)
+		data, _, err := hostfile.ReadRegular(gitDir, maxGitdirFile)
 		if err != nil {
 			return nil
 		}
@@ -245,7 +245,7 @@ func localConfig(root string) []configEntry {
 		}
 	}
 	name := filepath.Join(gitDir, "config")
-	data, err := readBounded(name, maxGitConfig)
+	data, _, err := hostfile.ReadRegular(name, maxGitConfig)
 	if err != nil {
 		return nil
 	}
@@ -497,32 +497,3 @@ const (
 	maxGitdirFile    = 4 << 10
 	maxGitConfig     = 1 << 20
 )
-
-// errNotRegular is readBounded's answer for a file that is not a regular file.
-var errNotRegular = errors.New("not a regular file")
-
-// readBounded reads the regular file at name (following links, as git does), at
-// most max bytes: a FIFO or device is refused without a read that could block
-// or never end, and a longer file is an error, not a truncated read.
-func readBounded(name string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: more than %d bytes", filepath.Base(name), max)
-	}
-	return data, nil
-}

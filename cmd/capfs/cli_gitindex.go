@@ -5,20 +5,19 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/capfs/capfs/backends/gitree"
+	"github.com/capfs/capfs/internal/hostfile"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -60,18 +59,8 @@ func loadIndexHints(hostDir string) *indexHints {
 	if st, err := os.Lstat(gitDir); err != nil || !st.IsDir() {
 		return nil // a worktree's or submodule's .git file: not followed
 	}
-	// The index is the project's file, an outside input: opened without
-	// blocking (a FIFO), and read only when it is a regular file.
-	f, err := os.OpenFile(filepath.Join(gitDir, "index"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<30))
+	// The index is the project's file, an outside input.
+	data, st, err := hostfile.ReadRegular(filepath.Join(gitDir, "index"), 1<<30)
 	if err != nil {
 		return nil
 	}
