@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/authority"
-	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize/sandbox"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -50,7 +49,7 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	if err != nil {
 		return failed(fmt.Errorf("--grants: %v", err))
 	}
-	a := authority.New(authority.WithPolicy(pol), authority.WithAudit(s.Audit), authority.WithGitGuard(grantGuard(s.Policy)...))
+	a := authority.New(authority.WithPolicy(pol), authority.WithAudit(s.Audit), authority.WithGitGuard(gitGuardOptions(s.Policy)...))
 	roots := map[string]bool{}
 	for _, m := range s.Mounts {
 		name := m.Path.String()
@@ -187,19 +186,6 @@ func grantsPolicy(ctx context.Context, s *session) (policy.Policy, error) {
 		return allowSecrets(eng, sa.globs)
 	}
 	return eng, nil
-}
-
-// grantGuard returns the GitGuard options of the session's Dir for the
-// grants' Dirs: git dirs named .git are left to the policy when it allows git
-// writes (policy.Config.AllowGitWrites).
-func grantGuard(p policy.Policy) []dir.GitGuardOption {
-	if sa, ok := p.(*secretAllow); ok {
-		p = sa.inner
-	}
-	if eng, ok := p.(*policy.Engine); ok && eng.Config().AllowGitWrites {
-		return []dir.GitGuardOption{dir.GitGuardAllowDotGit()}
-	}
-	return nil
 }
 
 // watchGrantFile polls the grant-set file while a run on its grants lasts, and
