@@ -57,7 +57,9 @@
 //
 // A line that is neither (a line a crash cut short, to which the next process
 // appended) is reported by ScanJSONL and skipped, the whole event that ends it
-// read; a writer that opens a log whose last line is torn ends it first.
+// read (looked for at the first 16 places an event could start: a hostile line
+// costs no more); a writer that opens a log whose last line is torn ends it
+// first.
 package audit
 
 import (
