@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,12 @@ import (
 func rotLog(t *testing.T, dir string, from, n int, o RotateOptions, opts ...JSONLOption) string {
 	t.Helper()
 	path := filepath.Join(dir, "audit.jsonl")
-	var errs []error
-	j, err := OpenJSONL(path, append([]JSONLOption{SyncNever(), Rotate(o), OnError(func(err error) { errs = append(errs, err) })}, opts...)...)
+	var (
+		mu   sync.Mutex // OnError runs in the writer and in the maintenance goroutine
+		errs []error
+	)
+	onErr := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
+	j, err := OpenJSONL(path, append([]JSONLOption{SyncNever(), Rotate(o), OnError(onErr)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +39,8 @@ func rotLog(t *testing.T, dir string, from, n int, o RotateOptions, opts ...JSON
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(errs) != 0 {
 		t.Fatalf("sink errors: %v", errs)
 	}
