@@ -247,3 +247,29 @@ func gitInStdin(t *testing.T, root, stdin string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestInGitBeneathGit: inGit finds a ".git" component anywhere in a path,
+// beneathGit only in its parent.
+func TestInGitBeneathGit(t *testing.T) {
+	for _, c := range []struct {
+		p               string
+		in, beneathWant bool
+	}{
+		{"", false, false},
+		{".git", true, false},
+		{".git/HEAD", true, true},
+		{"a/.git", true, false},
+		{"a/.git/objects/ab", true, true},
+		{"a/.gitx/b", false, false},
+		{"x.git/b", false, false},
+		{"a/b/c", false, false},
+		{"a//.git", true, false},
+	} {
+		if got := inGit(c.p); got != c.in {
+			t.Errorf("inGit(%q) = %v, want %v", c.p, got, c.in)
+		}
+		if got := beneathGit(c.p); got != c.beneathWant {
+			t.Errorf("beneathGit(%q) = %v, want %v", c.p, got, c.beneathWant)
+		}
+	}
+}

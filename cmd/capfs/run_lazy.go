@@ -378,9 +378,10 @@ func (p lazyViewPolicy) join(rel string) string {
 	return p.root + "/" + rel
 }
 
-// inGit reports whether a component of p is ".git".
+// inGit reports whether a component of p is ".git". It allocates nothing:
+// the lazy view's policy asks it at every call.
 func inGit(p string) bool {
-	for _, c := range strings.Split(p, "/") {
+	for c := range strings.SplitSeq(p, "/") {
 		if c == ".git" {
 			return true
 		}
@@ -388,15 +389,11 @@ func inGit(p string) bool {
 	return false
 }
 
-// beneathGit reports whether p lies beneath a ".git" component.
+// beneathGit reports whether p lies beneath a ".git" component: whether a
+// component of p's parent is.
 func beneathGit(p string) bool {
-	cs := strings.Split(p, "/")
-	for _, c := range cs[:len(cs)-1] {
-		if c == ".git" {
-			return true
-		}
-	}
-	return false
+	i := strings.LastIndexByte(p, '/')
+	return i >= 0 && inGit(p[:i])
 }
 
 // chooseLazy decides whether this run is lazy: --lazy/--no-lazy when given
