@@ -253,7 +253,7 @@ func (r *rootMounts) guestPath(host string) (vfs.Path, *mounted, bool) {
 		}
 		for _, base := range hostForms(m.Host) {
 			rel, err := filepath.Rel(base, host)
-			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+			if err != nil || climbs(rel) || filepath.IsAbs(rel) {
 				continue
 			}
 			gp := m.Path
