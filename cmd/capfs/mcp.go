@@ -230,8 +230,7 @@ func (r *rootMounts) viewsDir() (*dir.Dir, error) {
 			return nil, errors.New(formatError(err))
 		}
 	}
-	d, _ := dir.New(ns, dir.WithPolicy(r.s.Policy), dir.WithAudit(audit.Batching(r.s.Audit)), dir.WithSubject(r.s.Subject),
-		dir.WithHooks(dir.GitGuard(ns, gitGuardOptions(r.s.Policy)...)))
+	d, _ := r.s.dirOver(ns, audit.Batching(r.s.Audit))
 	if r.root.IsReadOnly() {
 		d = d.ReadOnly()
 	}

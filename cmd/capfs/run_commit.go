@@ -109,8 +109,7 @@ func (r *runner) revDir(ctx context.Context, b vfs.Backend, pl revPlace, readOnl
 	if err := ns.Mount(pl.at, b, vfs.MountOptions{ReadOnly: readOnly}); err != nil {
 		return nil, err
 	}
-	d, _ := dir.New(ns, dir.WithPolicy(r.s.Policy), dir.WithAudit(r.s.Audit), dir.WithSubject(r.s.Subject),
-		dir.WithHooks(dir.GitGuard(ns, gitGuardOptions(r.s.Policy)...)))
+	d, _ := r.s.dirOver(ns, r.s.Audit)
 	if readOnly {
 		d = d.ReadOnly()
 	}

@@ -377,10 +377,16 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	// Batching: requests that ask for it (grep, on the command line and over
 	// MCP) log their successful reads as one summary event; refusals and
 	// failures stay one event each.
-	s.Root, s.Control = dir.New(s.NS, dir.WithPolicy(s.Policy), dir.WithAudit(audit.Batching(sink)), dir.WithSubject(s.Subject),
-		dir.WithHooks(dir.GitGuard(s.NS, gitGuardOptions(s.Policy)...)))
+	s.Root, s.Control = s.dirOver(s.NS, audit.Batching(sink))
 	ok = true
 	return s, nil
+}
+
+// dirOver returns a Dir over b made as the session's Root is: the session's
+// policy, subject and git guard (over b), recording to sink.
+func (s *session) dirOver(b vfs.Backend, sink audit.Sink) (*dir.Dir, *dir.Control) {
+	return dir.New(b, dir.WithPolicy(s.Policy), dir.WithAudit(sink), dir.WithSubject(s.Subject),
+		dir.WithHooks(dir.GitGuard(b, gitGuardOptions(s.Policy)...)))
 }
 
 // gitGuardOptions returns the git guard's options for policy p, the one
