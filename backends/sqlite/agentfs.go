@@ -294,18 +294,25 @@ func (s *store) agentData(ctx context.Context, nodes map[int64]*node) error {
 }
 
 // reachable refuses a directory named somewhere but not reachable from the
-// root (a cycle of directories).
+// root (a cycle of directories). Each directory's way up is walked once: the
+// directories found reachable are remembered, so a deep tree costs time in
+// proportion to its size, not to its size times its depth.
 func reachable(nodes map[int64]*node, root *node) error {
+	ok := map[*node]bool{root: true}
+	var path []*node
 	for _, n := range nodes {
 		if n.typ != fs.ModeDir || n == root || n.parent == nil {
 			continue // not named anywhere: unreachable, harmless
 		}
-		depth := 0
-		for d := n; d != root; d = d.parent {
-			if d == nil || depth > len(nodes) {
+		path = path[:0]
+		for d := n; !ok[d]; d = d.parent {
+			if d == nil || len(path) > len(nodes) {
 				return fmt.Errorf("%w: AgentFS directory %d is not reachable from the root", ErrCorrupt, n.ino)
 			}
-			depth++
+			path = append(path, d)
+		}
+		for _, d := range path {
+			ok[d] = true
 		}
 	}
 	return nil
