@@ -53,3 +53,44 @@ func TestGitShownOnly(t *testing.T) {
 		t.Fatalf("inside the sandbox:\n%s", out)
 	}
 }
+
+// TestGitShownNested: the stores no history path names are left out beneath
+// a submodule's and a linked worktree's git directory too, and from a .git
+// kept unread under GitKeep (history past the budget); on the code before,
+// both kept them.
+func TestGitShownNested(t *testing.T) {
+	for _, c := range []struct {
+		rel  string
+		want bool
+	}{
+		{"modules/sub/objects/ab", true}, {"modules/a/b/HEAD", true}, {"modules/sub/lfs/objects/x", false},
+		{"modules/a/b/rr-cache/1/preimage", false}, {"worktrees/w/MERGE_MSG", false}, {"worktrees/w/HEAD", true},
+		{"refs/heads/lfs", true},
+	} {
+		if got := materialize.GitShows(c.rel); got != c.want {
+			t.Errorf("GitShows(%s) = %v, want %v", c.rel, got, c.want)
+		}
+	}
+	root := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	writeHost(t, root, map[string]string{
+		".git/modules/sub/HEAD":              "ref: refs/heads/main\n",
+		".git/modules/sub/lfs/objects/x/y":   "TOKEN=SUB-LFS-SECRET\n",
+		".git/worktrees/w/rebase-apply/0001": "+TOKEN=WT-PATCH-SECRET\n",
+		".git/lfs/objects/ab/cd/abcd":        "TOKEN=LFS-SECRET\n",
+	})
+	d, _ := physicalDir(t, root, dir.WithPolicy(policy.Defaults()))
+	for _, opts := range []materialize.Options{{}, {Git: materialize.GitKeep, GitScanBudget: 1}} {
+		tr := checkout(t, d, opts)
+		if reps := tr.GitReports(); len(reps) != 1 || !reps[0].Kept {
+			t.Fatalf("%+v: GitReports() = %+v, want .git kept", opts, reps)
+		}
+		for _, p := range []string{"modules/sub/lfs", "worktrees/w/rebase-apply", "lfs"} {
+			if _, err := os.Lstat(filepath.Join(tr.Path(), ".git", filepath.FromSlash(p))); !os.IsNotExist(err) {
+				t.Errorf("%+v: .git/%s is in the checkout: %v", opts, p, err)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(tr.Path(), ".git", "modules", "sub", "HEAD")); err != nil {
+			t.Errorf("%+v: .git/modules/sub/HEAD: %v", opts, err)
+		}
+	}
+}

@@ -194,6 +194,20 @@ func (t *Tree) GitReports() []GitReport {
 // history names a path the source Dir hides, is too large for the budget, or
 // cannot be read; under GitKeep, only not in the first case.
 func (t *Tree) gitHides(ctx context.Context, rel string, budget *int) (GitReport, error) {
+	rep, err := t.gitVerdict(ctx, rel, budget)
+	if err == nil && rep.Kept {
+		// Every kept .git, scanned or kept unread under GitKeep, holds only
+		// what git's read commands use.
+		if err := t.removeUnshown(rel); err != nil {
+			return rep, vfs.Errno("checkout", vfs.MustParse(rel), err)
+		}
+	}
+	return rep, err
+}
+
+// gitVerdict scans the git directory rel and decides gitHides's report,
+// removing from a kept one the loose objects no history names.
+func (t *Tree) gitVerdict(ctx context.Context, rel string, budget *int) (GitReport, error) {
 	rep := GitReport{Path: rel}
 	prefix := path.Dir(path.Dir(rel + "/x")) // the work tree: rel's parent
 	if prefix == "." {
@@ -220,9 +234,6 @@ func (t *Tree) gitHides(ctx context.Context, rel string, budget *int) (GitReport
 	if rep.Kept {
 		rep.Unnamed = len(h.Unnamed)
 		if err := t.removeUnnamed(rel, h.Unnamed); err != nil {
-			return rep, vfs.Errno("checkout", vfs.MustParse(rel), err)
-		}
-		if err := t.removeUnshown(rel); err != nil {
 			return rep, vfs.Errno("checkout", vfs.MustParse(rel), err)
 		}
 	}
