@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capfs/capfs/archive"
+	"github.com/capfs/capfs/internal/hostfile"
 )
 
 // newExtractCmd is "capfs extract ARCHIVE DEST": a host archive file extracted
@@ -90,15 +91,13 @@ archive was refused.`,
 			}
 			*l.to = n
 		}
-		af, err := os.Open(src)
+		// ARCHIVE is an outside file: only a regular one, opened without
+		// blocking, and named in errors as the user wrote it.
+		af, st, err := hostfile.OpenRegular(src)
 		if err != nil {
-			return usageErrorf("extract: %s: %v", src, cause(err))
+			return usageErrorf("extract: %s: %v", src, err)
 		}
 		defer af.Close()
-		st, err := af.Stat()
-		if err != nil || !st.Mode().IsRegular() {
-			return usageErrorf("extract: %s: not a regular file", src)
-		}
 		res, err := s.Root.ExtractArchiveFrom(ctx, af, st.Size(), dest, opts)
 		out := cmd.OutOrStdout()
 		if asJSON && res != nil {

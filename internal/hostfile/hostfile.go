@@ -20,18 +20,11 @@ var ErrNotRegular = errors.New("not a regular file")
 // (ErrNotRegular) without a read that could block or never end, and a longer
 // file is an error, not a truncated read. Errors name no path.
 func ReadRegular(name string, max int64) ([]byte, fs.FileInfo, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, st, err := OpenRegular(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, ErrNotRegular
-	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, nil, err
@@ -40,4 +33,30 @@ func ReadRegular(name string, max int64) ([]byte, fs.FileInfo, error) {
 		return nil, nil, fmt.Errorf("more than %d bytes", max)
 	}
 	return data, st, nil
+}
+
+// OpenRegular opens the regular file at name (following links) for reading
+// and returns it with its status, for a caller that reads it in place (an
+// archive too large to hold in memory). A FIFO, device or directory is
+// refused (ErrNotRegular) without a read, and the open itself does not block
+// on a FIFO. An open that fails returns the error of open(2) alone
+// (an [syscall.Errno]), so no path, the caller's or a resolved one, is in it.
+func OpenRegular(name string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = ErrNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
 }
