@@ -99,6 +99,7 @@ FUZZ_TARGETS := \
 	./audit:FuzzReadCompact:5000 \
 	./archive:FuzzSanitizeName:100000 \
 	./archive:FuzzExtract:5000 \
+	./archive:FuzzZipZstd:5000 \
 	./backends/cas:FuzzDecodeDirectory:100000 \
 	./backends/cas:FuzzParseDigest:100000 \
 	./backends/sqlite:FuzzAgentFSOpen:1500 \

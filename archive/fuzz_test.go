@@ -2,6 +2,8 @@ package archive_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"maps"
 	"strings"
 	"testing"
@@ -87,6 +89,42 @@ func FuzzExtract(f *testing.F) {
 					t.Fatalf("extracted unsanitary %q", it.Path)
 				}
 			}
+		}
+	})
+}
+
+// FuzzZipZstd extracts a one-entry zip whose Zstandard data is mutated (a byte
+// changed, bytes or a skippable frame appended): either the entry is refused
+// as corrupt, or what is extracted is exactly the original content (and no
+// skippable frame was in the data).
+func FuzzZipZstd(f *testing.F) {
+	f.Add([]byte("hello, world"), uint16(0), byte(0), []byte(nil))
+	f.Add(bytes.Repeat([]byte("ab"), 5000), uint16(7), byte(1), []byte("x"))
+	f.Add([]byte("hello"), uint16(0), byte(0), archivetest.SkippableFrame("hidden"))
+	f.Fuzz(func(t *testing.T, body []byte, at uint16, xor byte, tail []byte) {
+		data := archivetest.RawZip([]archivetest.RawLocal{{Name: "a", Data: body, Zstd: true, Trailing: tail}},
+			[]archivetest.RawZipEnt{{Name: "a", DeclaredSize: -1}})
+		data = bytes.Clone(data)
+		if n := len(data) - 31 - 22 - 47; n > 0 { // the compressed bytes, between the headers
+			data[31+int(at)%n] ^= xor
+		}
+		m := memory.New(memory.WithQuota(8 << 20))
+		root, _ := dir.New(m)
+		root.MkdirAll(bg, "dest")
+		_, err := root.ExtractArchiveFrom(bg, bytes.NewReader(data), int64(len(data)), "dest",
+			archive.Options{Limits: archive.Limits{MaxExtractedBytes: 4 << 20}})
+		if err != nil {
+			if !errors.Is(err, archive.ErrCorrupt) && !errors.Is(err, archive.ErrLimit) {
+				t.Fatalf("refused with %v, want corrupt or limit", err)
+			}
+			return
+		}
+		if len(tail) >= 4 && binary.LittleEndian.Uint32(tail)&^0xf == 0x184d2a50 {
+			t.Fatalf("a skippable frame after the zstd data (%q) was accepted", tail)
+		}
+		got, rerr := root.ReadFile(bg, "dest/a")
+		if rerr != nil || !bytes.Equal(got, body) {
+			t.Fatalf("extracted %d bytes (%v), not the %d compressed", len(got), rerr, len(body))
 		}
 	})
 }

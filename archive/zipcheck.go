@@ -264,8 +264,9 @@ func zip64Sizes(extra []byte) (usize, csize uint64, ok bool) {
 
 // openZip returns a reader of f's data that checks, at its end, that exactly
 // the declared uncompressed size came out, its CRC-32 (always, even a zero
-// one archive/zip would skip), and for deflate that the stream used exactly
-// the compressed size. Close releases the decoder.
+// one archive/zip would skip), and for deflate and zstd that the decoder took
+// exactly the compressed size (zstd data is first walked by [zstdFrames]).
+// Close releases the decoder.
 func openZip(f *zip.File) (io.ReadCloser, error) {
 	raw, err := f.OpenRaw()
 	if err != nil {
@@ -280,7 +281,15 @@ func openZip(f *zip.File) (io.ReadCloser, error) {
 		fr := flate.NewReader(v.in)
 		v.r, v.close = fr, fr.Close
 	case zstdMethod:
-		zr, err := zstd.NewReader(raw, zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderConcurrency(1))
+		ra, ok := raw.(io.ReaderAt)
+		if !ok {
+			return nil, zipCorrupt(f.Name, "its compressed data cannot be walked")
+		}
+		if err := zstdFrames(ra, int64(f.CompressedSize64)); err != nil {
+			return nil, zipCorrupt(f.Name, "%v", err)
+		}
+		v.in = &countingReader{r: bufio.NewReaderSize(raw, 32<<10)}
+		zr, err := zstd.NewReader(v.in, zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return nil, zipCorrupt(f.Name, "%v", err)
 		}
@@ -315,7 +324,7 @@ func (c *countingReader) ReadByte() (byte, error) {
 type verified struct {
 	f     *zip.File
 	r     io.Reader
-	in    *countingReader // the compressed input of a deflated entry
+	in    *countingReader // the compressed input of a deflated or zstd entry
 	close func() error
 	crc   hash.Hash32
 	n     uint64
@@ -360,4 +369,107 @@ func (v *verified) Close() error {
 		return v.close()
 	}
 	return nil
+}
+
+const (
+	zstdMagic     = 0xfd2fb528
+	zstdSkipMagic = 0x184d2a50 // the low 4 bits are free
+)
+
+// zstdFrames checks that the n compressed bytes of a zstd entry are zstd
+// frames, one after another, ending exactly at n: no skippable frame (data
+// a decoder skips, hidden from the extracted file), nothing after the last
+// frame, no frame cut short. It reads each frame and block header only, not
+// the block contents, so it costs one small read per block (at most 128 KiB
+// of data each).
+func zstdFrames(r io.ReaderAt, n int64) error {
+	if n == 0 {
+		return fmt.Errorf("no zstd frame")
+	}
+	for pos := int64(0); pos < n; {
+		end, err := zstdFrame(r, pos, n)
+		if err != nil {
+			return err
+		}
+		pos = end
+	}
+	return nil
+}
+
+// zstdFrame walks the zstd frame at pos (RFC 8878 section 3.1.1) and returns
+// where it ends, at most n.
+func zstdFrame(r io.ReaderAt, pos, n int64) (int64, error) {
+	var h [5]byte
+	if n-pos < 6 { // the shortest header: magic, descriptor, one more byte
+		return 0, fmt.Errorf("zstd data ends inside a frame header")
+	}
+	if _, err := r.ReadAt(h[:], pos); err != nil {
+		return 0, err
+	}
+	switch magic := le.Uint32(h[:]); {
+	case magic&^0xf == zstdSkipMagic:
+		return 0, fmt.Errorf("zstd skippable frame at %d", pos)
+	case magic != zstdMagic:
+		return 0, fmt.Errorf("no zstd frame at %d", pos)
+	}
+	fhd := h[4]
+	if fhd&0x08 != 0 {
+		return 0, fmt.Errorf("zstd frame header reserved bit set")
+	}
+	end, err := zstdBlocks(r, pos+4+zstdHeaderSize(fhd), n)
+	if err != nil {
+		return 0, err
+	}
+	if fhd&0x04 != 0 {
+		end += 4 // the content checksum
+	}
+	if end > n {
+		return 0, fmt.Errorf("zstd checksum past the compressed size")
+	}
+	return end, nil
+}
+
+// zstdHeaderSize is the size of a frame header after the magic, from its
+// descriptor byte fhd.
+func zstdHeaderSize(fhd byte) int64 {
+	single := fhd&0x20 != 0
+	size := int64(1) // the descriptor
+	if !single {
+		size++ // the window descriptor
+	}
+	size += []int64{0, 1, 2, 4}[fhd&3] // dictionary id
+	fcs := []int64{0, 2, 4, 8}[fhd>>6] // frame content size
+	if fcs == 0 && single {
+		fcs = 1
+	}
+	return size + fcs
+}
+
+// zstdBlocks walks a frame's blocks from pos to its last and returns where
+// that ends, at most n.
+func zstdBlocks(r io.ReaderAt, pos, n int64) (int64, error) {
+	for {
+		var b [3]byte
+		if n-pos < 3 {
+			return 0, fmt.Errorf("zstd data ends inside a block header")
+		}
+		if _, err := r.ReadAt(b[:], pos); err != nil {
+			return 0, err
+		}
+		bh := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+		body := int64(bh >> 3)
+		switch (bh >> 1) & 3 {
+		case 1: // RLE: one byte, repeated
+			body = 1
+		case 3:
+			return 0, fmt.Errorf("zstd block of reserved type")
+		}
+		pos += 3 + body
+		if pos > n {
+			return 0, fmt.Errorf("zstd block past the compressed size")
+		}
+		if bh&1 != 0 {
+			return pos, nil
+		}
+	}
 }

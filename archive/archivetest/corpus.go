@@ -222,6 +222,8 @@ type RawLocal struct {
 	Name    string
 	Data    []byte
 	Deflate bool
+	// Zstd compresses Data with zstd (zip method 93) instead.
+	Zstd bool
 	// ZeroCRC stores a CRC-32 of 0 in both headers (archive/zip then checks
 	// none).
 	ZeroCRC bool
@@ -232,6 +234,19 @@ type RawLocal struct {
 	// Trailing is stored after the compressed data, counted in the
 	// compressed size (bytes the data's decoder never reads).
 	Trailing []byte
+	// Leading is stored before the compressed data, counted in the
+	// compressed size.
+	Leading []byte
+	// Cut drops that many bytes from the end of the compressed data.
+	Cut int
+}
+
+// SkippableFrame is a zstd skippable frame holding payload: zstd decoders
+// skip it, so it adds nothing to what decompresses.
+func SkippableFrame(payload string) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 0x184d2a50)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+	return append(b, payload...)
 }
 
 // RawZip writes a zip by hand: the local records in order, then one central
@@ -268,7 +283,11 @@ func RawZip(locals []RawLocal, ents []RawZipEnt) []byte {
 			data = c.Bytes()
 			method = 8
 		}
-		data = append(slices.Clip(data), l.Trailing...)
+		if l.Zstd {
+			data, method = Zst(l.Data), 93
+		}
+		data = append(slices.Clip(data[:len(data)-l.Cut]), l.Trailing...)
+		data = append(slices.Clip(l.Leading), data...)
 		r := rec{off: uint32(buf.Len()), crc: crc32.ChecksumIEEE(l.Data), csize: uint32(len(data)), usize: uint32(len(l.Data)), method: method}
 		if l.ZeroCRC {
 			r.crc = 0
@@ -488,6 +507,21 @@ func build() []Case {
 	add(Case{Name: "zip flags differ", Data: one(RawLocal{}, RawZipEnt{Flags: 0x800}), Err: archive.ErrCorrupt})
 	add(Case{Name: "zip deflated with trailing bytes", Data: one(RawLocal{Deflate: true, Trailing: []byte("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
 	add(Case{Name: "zip stored and valid", Data: one(RawLocal{}, RawZipEnt{}), Extracted: []string{"a"}, Filtered: reasons()})
+	// Zstandard entries are checked as deflated ones: CRC-32, both sizes, and
+	// compressed data that is exactly zstd frames filling the compressed size.
+	add(Case{Name: "zip zstd and valid", Data: one(RawLocal{Zstd: true}, RawZipEnt{}), Extracted: []string{"a"}, Filtered: reasons()})
+	add(Case{Name: "zip zstd crc broken", Data: one(RawLocal{Zstd: true}, RawZipEnt{BadCRC: true}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd crc zero", Data: one(RawLocal{Zstd: true, ZeroCRC: true}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd local size differs", Data: one(RawLocal{Zstd: true, LocalSizeLie: true}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd size that lies low", Data: RawZip([]RawLocal{{Name: "z", Data: make([]byte, 1<<16), Zstd: true}}, []RawZipEnt{{Name: "z", DeclaredSize: 10}}),
+		Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd size that lies high", Data: RawZip([]RawLocal{{Name: "z", Data: make([]byte, 1<<10), Zstd: true}}, []RawZipEnt{{Name: "z", DeclaredSize: 1 << 11}}),
+		Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd with trailing bytes", Data: one(RawLocal{Zstd: true, Trailing: []byte("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd with a trailing byte", Data: one(RawLocal{Zstd: true, Trailing: []byte{0}}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd with a skippable frame after", Data: one(RawLocal{Zstd: true, Trailing: SkippableFrame("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd with a skippable frame before", Data: one(RawLocal{Zstd: true, Leading: SkippableFrame("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd truncated", Data: one(RawLocal{Zstd: true, Cut: 3}, RawZipEnt{}), Err: archive.ErrCorrupt})
 	desc := Zip(ZEnt{Name: "a", Body: "hello, world"}) // archive/zip writes a data descriptor
 	if i := bytes.Index(desc, []byte("PK\x07\x08")); i >= 0 {
 		desc = bytes.Clone(desc)
