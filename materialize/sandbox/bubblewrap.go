@@ -39,15 +39,20 @@ type BubblewrapOptions struct {
 	// (root inside is never offered).
 	UID, GID int
 	// GoRoot, if set, is a host Go toolchain (see DetectGoRoot) to make usable
-	// inside: bound read-only at the same path (unless it is under /usr, bound
-	// already), its bin directory first in PATH, and GOTOOLCHAIN=local so that
-	// go never tries to download another toolchain (there is no network).
+	// inside: bound read-only at GoRootTarget (one under /usr stays where it
+	// is, bound already), its bin directory first in PATH, and
+	// GOTOOLCHAIN=local so that go never tries to download another toolchain
+	// (there is no network). It may be the toolchain as another mount shows
+	// it (capfs run's FUSE mount of its own, so that the bind's source, which
+	// /proc/self/mountinfo shows, is no host path of the user's).
 	GoRoot string
 	// GoModCache, if set, is a host Go module cache (see DetectGoModCache) bound
-	// read-only at the same path, with GOMODCACHE pointing at it and GOPROXY=off,
-	// so that `go build` works inside on modules whose dependencies the host has
-	// downloaded (and fails at once, not after a network timeout, on the others).
-	// The build cache is not shared: the sandbox could poison it for the host.
+	// read-only at GoModCacheTarget (one under /usr stays where it is), with
+	// GOMODCACHE pointing there and GOPROXY=off, so that `go build` works
+	// inside on modules whose dependencies the host has downloaded (and fails
+	// at once, not after a network timeout, on the others). Like GoRoot it may
+	// be seen through another mount. The build cache is not shared: the
+	// sandbox could poison it for the host.
 	GoModCache string
 	// TmpSize caps the sandbox's /tmp (a tmpfs in memory; HOME and the Go build
 	// cache live there) at this many bytes: a write past it fails with ENOSPC.
@@ -179,6 +184,9 @@ func (b *BubblewrapWrapper) Probe(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(pctx, l.Path, l.Args...)
+	if l.Argv0 != "" {
+		cmd.Args[0] = l.Argv0
+	}
 	cmd.Env = MinimalEnv()
 	cmd.Dir = "/"
 	cmd.ExtraFiles = l.ExtraFiles
@@ -250,12 +258,15 @@ var hostLinkDirs = []string{"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx3
 // Wrap returns a launch of bwrap running l inside the sandbox. It refuses (code
 // invalid_path) a mount target that is not absolute and clean, that is "/", that
 // is, contains or lies under a system bind (/usr, /etc, /proc, /dev, /tmp, /bin,
-// /sbin, /lib, /lib64, /lib32, /libx32, the Go root and module cache), or that
-// nests with or repeats another mount's target. The launch it returns has no
-// Mounts (they are inside) and Dir "/" (bwrap's own, on the host); its
-// ExtraFiles are l's followed by the descriptors of l's Mounts and the one
-// bwrap reads its options from (--args): its argument list, which the sandbox
-// sees as /proc/1/cmdline, holds only the command, no host path.
+// /sbin, /lib, /lib64, /lib32, /libx32, GoRootTarget and GoModCacheTarget when
+// bound, the caches), or that nests with or repeats another mount's target. The
+// launch it returns has no Mounts (they are inside) and Dir "/" (bwrap's own,
+// on the host); its ExtraFiles are l's followed by the descriptors of l's
+// Mounts and the one bwrap reads its options from (--args): its argument list,
+// which the sandbox sees as /proc/1/cmdline, holds only the command, no host
+// path. A bwrap outside /usr, /bin and /sbin (under the user's home, say) runs
+// from a sealed copy in memory, named "bwrap" (see launchAs), so that its path
+// shows neither there nor in /proc/1/exe and /proc/1/maps.
 func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error) {
 	if err := validateLaunch(l); err != nil {
 		return nil, err
@@ -264,19 +275,8 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	if err != nil {
 		return nil, err
 	}
-	reserved := systemTargets
-	goroot, modcache := b.opts.GoRoot, b.opts.GoModCache
-	bindGo := goroot != "" && !within(goroot, "/usr")
-	bindMod := modcache != "" && !within(modcache, "/usr")
-	if bindGo || bindMod {
-		reserved = append([]string(nil), systemTargets...)
-		if bindGo {
-			reserved = append(reserved, goroot)
-		}
-		if bindMod {
-			reserved = append(reserved, modcache)
-		}
-	}
+	gb := b.opts.goBinds()
+	reserved := append(append([]string(nil), systemTargets...), gb.targets()...)
 	for _, c := range b.opts.Caches {
 		if !cleanAbs(c.Target) || c.Target == "/" || !filepath.IsAbs(c.Source) {
 			return nil, mountError(c.Target, "of a cache is not an absolute clean path below / (or its source is not absolute)")
@@ -343,14 +343,7 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		a = append(a, "--size", strconv.FormatInt(lim.TmpSize, 10))
 	}
 	a = append(a, "--tmpfs", "/tmp")
-	// A toolchain GOTOOLCHAIN downloaded lives in the module cache: one bind then
-	// shows both.
-	if bindGo && !(bindMod && within(goroot, modcache)) {
-		a = append(a, "--ro-bind", goroot, goroot)
-	}
-	if bindMod && !(bindGo && within(modcache, goroot)) {
-		a = append(a, "--ro-bind", modcache, modcache)
-	}
+	a = append(a, gb.args()...)
 
 	var cacheEnv []string
 	for _, c := range b.opts.Caches {
@@ -399,17 +392,7 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		a, extra = accounts.bind(a, extra)
 	}
 
-	base := MinimalEnv()
-	if goroot != "" {
-		base = mergeEnv(base, []string{
-			"PATH=" + filepath.Join(goroot, "bin") + ":" + envValue(base, "PATH"),
-			"GOTOOLCHAIN=local",
-		})
-	}
-	if modcache != "" {
-		base = mergeEnv(base, []string{"GOMODCACHE=" + modcache, "GOPROXY=off"})
-	}
-	base = mergeEnv(base, cacheEnv)
+	base := mergeEnv(gb.env(MinimalEnv()), cacheEnv)
 	for _, e := range mergeEnv(base, l.Env) {
 		k, v, _ := strings.Cut(e, "=")
 		a = append(a, "--setenv", k, v)
@@ -430,18 +413,31 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	a = append(a, l.Path)
 	a = append(a, l.Args...)
 
-	prog, argv, _, cleanup, err := applyLimits(lim, bin, a)
-	if err != nil {
+	// A bwrap under the user's home would name it in the sandbox's
+	// /proc/1/cmdline, exe and maps: it runs from a copy in memory.
+	bwrapProg, argv0, extra, image := launchAs(bin, extra)
+	closeFiles := func() {
 		argsFile.Close()
 		accounts.Close()
+		if image != nil {
+			image.Close()
+		}
+	}
+	prog, argv, _, cleanup, err := applyLimits(lim, bwrapProg, a)
+	if err != nil {
+		closeFiles()
 		return nil, &vfs.Error{Code: vfs.CodeNotSupported, Op: "run", Err: err}
 	}
-	cleanups := []func(){func() { argsFile.Close(); accounts.Close() }}
+	if prog != bwrapProg {
+		argv0 = "" // the launcher (applyLimits) is started as itself
+	}
+	cleanups := []func(){closeFiles}
 	if cleanup != nil {
 		cleanups = append(cleanups, cleanup)
 	}
 	return &Launch{
 		Path:       prog,
+		Argv0:      argv0,
 		Args:       argv,
 		Cleanup:    cleanups,
 		Dir:        "/",

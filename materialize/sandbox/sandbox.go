@@ -52,6 +52,9 @@ type Launch struct {
 	// Path is the program. When it contains no slash it is looked up in the PATH of
 	// the environment it runs in (inside the sandbox, the sandbox's PATH).
 	Path string
+	// Argv0, if set, is the program's argv[0] (what it and /proc/PID/cmdline
+	// show as its name); "" means Path.
+	Argv0 string
 	// Args are the arguments after the program name (argv[1:]).
 	Args []string
 	// Dir is the working directory inside the sandbox; "" means the Target of the
@@ -432,6 +435,9 @@ func (r *Runner) command(ctx context.Context, l *Launch, sandboxed bool) (*exec.
 	}
 	cmd := exec.CommandContext(ctx, prog, l.Args...)
 	cmd.Args[0] = l.Path
+	if l.Argv0 != "" {
+		cmd.Args[0] = l.Argv0
+	}
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.Stdin, l.Stdout, l.Stderr
 	cmd.ExtraFiles = l.ExtraFiles

@@ -246,7 +246,7 @@ func TestWrapValidatesMounts(t *testing.T) {
 		{"tmp", []Mount{m("/tmp")}},
 		{"bin", []Mount{m("/bin")}},
 		{"lib64", []Mount{m("/lib64")}},
-		{"goroot", []Mount{m("/opt/go/src")}},
+		{"goroot", []Mount{m("/opt/capfs/go/src")}},
 		{"above goroot", []Mount{m("/opt")}},
 		{"duplicate", []Mount{m("/work"), m("/work")}},
 		{"nested", []Mount{m("/work"), m("/work/ref")}},
@@ -261,8 +261,12 @@ func TestWrapValidatesMounts(t *testing.T) {
 		}
 	}
 	wm := Bubblewrap(BubblewrapOptions{Path: bin, GoModCache: "/root/go/pkg/mod"})
-	if _, err := wrapNow(wm, &Launch{Path: "true", Mounts: []Mount{m("/root/go")}}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
+	if _, err := wrapNow(wm, &Launch{Path: "true", Mounts: []Mount{m("/opt/capfs")}}); vfs.CodeOf(err) != vfs.CodeInvalidPath {
 		t.Errorf("mount holding the module cache: Wrap = %v, want invalid_path", err)
+	}
+	// The host paths of the toolchain and module cache are not the sandbox's.
+	if _, err := wrapNow(wm, &Launch{Path: "true", Mounts: []Mount{m("/root/go"), m("/opt/go")}}); err != nil {
+		t.Errorf("mounts at the host paths of the Go root and module cache refused: %v", err)
 	}
 	// Siblings and look-alike prefixes are fine.
 	if _, err := wrapNow(w, &Launch{Path: "true", Mounts: []Mount{m("/work"), m("/workshop"), m("/usrdata"), m("/ref/head")}}); err != nil {
@@ -357,9 +361,9 @@ func TestWrapArguments(t *testing.T) {
 		"--unshare-all --unshare-user --disable-userns --uid 1000 --gid 1000",
 		"--die-with-parent --new-session --clearenv --ro-bind /usr /usr",
 		"--ro-bind /etc /etc",
-		"--proc /proc --dev /dev --size 1073741824 --tmpfs /tmp --ro-bind /opt/go /opt/go",
+		"--proc /proc --dev /dev --size 1073741824 --tmpfs /tmp --ro-bind /opt/go " + GoRootTarget,
 		"--ro-bind " + src + " /ref --bind-fd 4 /work --bind " + src + " /out --chdir /work",
-		"--setenv PATH /opt/go/bin:/usr/local/sbin:",
+		"--setenv PATH " + GoRootTarget + "/bin:/usr/local/sbin:",
 		"--setenv HOME /tmp", "--setenv GOTOOLCHAIN local", "--setenv CC gcc",
 	} {
 		if !strings.Contains(args, want) {
@@ -369,13 +373,14 @@ func TestWrapArguments(t *testing.T) {
 	if !strings.HasSuffix(args, " -- /bin/sh -c "+ExecCheck+" capfs make -j2 all") {
 		t.Errorf("bwrap args do not end with the command: %s", args)
 	}
-	// A toolchain inside the module cache is shown by the cache's bind alone.
+	// A toolchain inside the module cache is bound at the toolchain's target
+	// too; neither's host path is a target or in the environment.
 	out, err = wrapNow(Bubblewrap(BubblewrapOptions{Path: bin, GoRoot: "/m/golang.org/toolchain@v1/go", GoModCache: "/m"}), &Launch{Path: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args := strings.Join(bwrapArgs(t, out), " "); strings.Contains(args, "--ro-bind /m/golang.org") || !strings.Contains(args, "--ro-bind /m /m") ||
-		!strings.Contains(args, "--setenv GOMODCACHE /m --setenv GOPROXY off") {
+	if args := strings.Join(bwrapArgs(t, out), " "); !strings.Contains(args, "--ro-bind /m/golang.org/toolchain@v1/go "+GoRootTarget+" --ro-bind /m "+GoModCacheTarget) ||
+		!strings.Contains(args, "--setenv GOMODCACHE "+GoModCacheTarget+" --setenv GOPROXY off") || strings.Contains(args, "--setenv PATH /m") {
 		t.Errorf("args with GOROOT in the module cache: %s", args)
 	}
 	if _, err := wrapNow(w, &Launch{Path: "go", Mounts: []Mount{{Source: src, Target: "/m/x"}}}); err != nil {
