@@ -25,8 +25,17 @@ import (
 // fetched (batched, or streamed when large). Every blob is verified before it is
 // stored. A blob the server no longer holds fails with an error matching
 // ErrMissing.
+//
+// What Download brings into the store is bounded by Options.MaxDownloadBytes:
+// each blob is charged its declared size before it is asked for (a blob is
+// never read past that size), a prefetched directory its length when stored,
+// and the files are charged all together before the first is fetched, so a
+// tree naming more than the budget fails with an error matching [ErrBudget]
+// having fetched none of them. The store then holds only whole, verified
+// blobs (no name points at the partial tree).
 func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (TransferStats, error) {
 	var ts TransferStats
+	bud := &budget{left: c.opts.MaxDownloadBytes, max: c.opts.MaxDownloadBytes}
 	if err := c.capabilities(ctx); err != nil {
 		return ts, fmt.Errorf("remote: GetCapabilities: %w", err)
 	}
@@ -49,6 +58,9 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 				continue
 			}
 			if b, ok := pre[d]; ok {
+				if err := bud.charge(int64(len(b))); err != nil {
+					return ts, err
+				}
 				if _, err := st.PutBytes(ctx, b); err != nil {
 					return ts, err
 				}
@@ -58,7 +70,7 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 			lack = append(lack, d)
 		}
 		ts.Missing += len(lack)
-		if err := c.fetch(ctx, st, lack, &ts); err != nil {
+		if err := c.fetch(ctx, st, lack, &ts, bud); err != nil {
 			return ts, err
 		}
 		var next []cas.Digest
@@ -97,7 +109,20 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 		}
 	}
 	ts.Missing += len(lack)
-	return ts, c.fetch(ctx, st, lack, &ts)
+	return ts, c.fetch(ctx, st, lack, &ts, bud)
+}
+
+// budget is what a Download may still bring into the store.
+type budget struct{ left, max int64 }
+
+// charge takes n bytes from b, or fails with ErrBudget (taking nothing) when
+// fewer are left.
+func (b *budget) charge(n int64) error {
+	if n < 0 || n > b.left {
+		return fmt.Errorf("%w: the tree needs more than the %d bytes allowed", ErrBudget, b.max)
+	}
+	b.left -= n
+	return nil
 }
 
 // maxPrefetch bounds what GetTree may hand Download: the bytes of its
@@ -163,10 +188,20 @@ func (c *Client) prefetchTree(ctx context.Context, root cas.Digest) (map[cas.Dig
 	return pre, nil
 }
 
-// fetch stores blobs ds from the server.
-func (c *Client) fetch(ctx context.Context, st *cas.Store, ds []cas.Digest, ts *TransferStats) error {
+// fetch stores blobs ds from the server, once their declared sizes are
+// charged to bud all together.
+func (c *Client) fetch(ctx context.Context, st *cas.Store, ds []cas.Digest, ts *TransferStats, bud *budget) error {
 	if len(ds) == 0 {
 		return nil
+	}
+	var total int64
+	for _, d := range ds {
+		if total += d.Size; d.Size < 0 || total < 0 {
+			return bud.charge(-1)
+		}
+	}
+	if err := bud.charge(total); err != nil {
+		return err
 	}
 	var small, large []cas.Digest
 	for _, d := range ds {

@@ -54,6 +54,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/capfs/capfs/backends/cas"
+	"github.com/capfs/capfs/vfs"
 )
 
 // ErrMismatch is matched by errors reporting that the server refused a blob as
@@ -82,7 +83,20 @@ type Options struct {
 	// OnBlob, when set, is called after each blob is uploaded or downloaded
 	// (tests use it to interrupt a transfer). It must not block for long.
 	OnBlob func(d cas.Digest)
+	// MaxDownloadBytes bounds the bytes one Download may bring into the store
+	// (default [DefaultMaxDownload]); past it Download fails with an error
+	// matching [ErrBudget].
+	MaxDownloadBytes int64
 }
+
+// DefaultMaxDownload is the download budget when Options.MaxDownloadBytes is
+// not set: larger than a project snapshot, smaller than a disk.
+const DefaultMaxDownload = 16 << 30
+
+// ErrBudget is matched by Download's error when the tree needs more bytes than
+// its budget (Options.MaxDownloadBytes). It has the stable code
+// quota_exceeded, so errors.Is(err, vfs.ErrQuota) matches too.
+var ErrBudget = &vfs.Error{Code: vfs.CodeQuota, Op: "remote download", Err: errors.New("more bytes than the download budget")}
 
 // Client talks to one REAPI server. It is safe for concurrent use.
 type Client struct {
@@ -110,6 +124,9 @@ func Dial(target string, opts Options) (*Client, error) {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
+	}
+	if opts.MaxDownloadBytes <= 0 {
+		opts.MaxDownloadBytes = DefaultMaxDownload
 	}
 	target = strings.TrimPrefix(strings.TrimPrefix(target, "grpc://"), "grpcs://")
 	creds := opts.TLS
