@@ -87,6 +87,7 @@ FUZZ_TARGETS := \
 	./vfs:FuzzResolve:200000 \
 	./dir:FuzzGlob:60000 \
 	./policy:FuzzRules:40000 \
+	./policy:FuzzCompiled:40000 \
 	./authority:FuzzParseSubject:100000 \
 	./cmd/capfs:FuzzParseMountFlag:100000 \
 	./cmd/capfs:FuzzGrepMatch:50000 \

@@ -199,6 +199,10 @@ type Engine struct {
 	maxWhy       string
 	fold         bool
 	hide         bool
+	// compiled holds the patterns compiled into one matcher per kind of op
+	// (see compiled.go); nil when there are more than maxIDs patterns, and the
+	// engine then decides with the per-pattern matcher (refDecideEnd).
+	compiled *compiledSet
 }
 
 type rule struct {
@@ -206,6 +210,7 @@ type rule struct {
 	ops          opMask
 	pats         []pattern // empty: every path
 	name, reason string
+	index        int // in Engine.rules
 }
 
 // named is a secret or persistence pattern with its decision text.
@@ -264,6 +269,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	rules := make([]Rule, len(cfg.Rules))
+
 	for i, r := range cfg.Rules {
 		r.Ops = slices.Clone(r.Ops)
 		r.Paths = slices.Clone(r.Paths)
@@ -274,7 +280,7 @@ func New(cfg Config) (*Engine, error) {
 		if !validEffect(r.Effect) {
 			return nil, fmt.Errorf("%w: %s: effect %v", ErrInvalidConfig, where, r.Effect)
 		}
-		c := rule{effect: r.Effect, reason: r.Reason}
+		c := rule{effect: r.Effect, reason: r.Reason, index: i}
 		for _, op := range r.Ops {
 			switch op {
 			case GroupRead:
@@ -310,6 +316,7 @@ func New(cfg Config) (*Engine, error) {
 	cfg.SecretPatterns = slices.Clone(cfg.SecretPatterns) // never nil: an empty list stays empty
 	cfg.PersistencePatterns = slices.Clone(cfg.PersistencePatterns)
 	e.cfg = cfg
+	e.compiled = compileSet(e)
 	return e, nil
 }
 
@@ -397,7 +404,7 @@ func (e *Engine) Decide(_ context.Context, r *Request) Decision {
 	if e.maxSize > 0 && r.Size > e.maxSize {
 		return Decision{Effect: Deny, Rule: RuleMaxFileSize, Reason: e.maxWhy}
 	}
-	p, ok := e.clean(r.Path)
+	p, ok := e.cleanFast(r.Path)
 	if !ok {
 		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
 	}
@@ -410,7 +417,7 @@ func (e *Engine) Decide(_ context.Context, r *Request) Decision {
 	if d.Effect == Deny || r.Dest == "" {
 		return d
 	}
-	q, ok := e.clean(r.Dest)
+	q, ok := e.cleanFast(r.Dest)
 	if !ok {
 		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
 	}
@@ -449,10 +456,33 @@ func (e *Engine) clean(s string) (string, bool) {
 	return s, true
 }
 
-// decideEnd decides one path of a request: the secret patterns, then for writing
-// ops the persistence patterns, then the rules (any Deny wins; else the first Ask;
-// else the first Allow; else the default).
+// cleanFast is clean, checking the path in one pass (validPath).
+func (e *Engine) cleanFast(s string) (string, bool) {
+	if !validPath(s) {
+		return "", false
+	}
+	if e.fold {
+		s = foldCase(s)
+	}
+	return s, true
+}
+
+// decideEnd decides one path of a request with the compiled matcher, or the
+// per-pattern one (refDecideEnd) where the compiled one cannot answer.
 func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
+	if e.compiled != nil {
+		if d, ok := e.compiled.decideEnd(e, op, bit, p); ok {
+			return d
+		}
+	}
+	return e.refDecideEnd(op, bit, p)
+}
+
+// refDecideEnd decides one path of a request pattern by pattern: the secret
+// patterns, then for writing ops the persistence patterns, then the rules (any
+// Deny wins; else the first Ask; else the first Allow; else the default). It is
+// the reference the compiled matcher is tested against.
+func (e *Engine) refDecideEnd(op Op, bit opMask, p string) Decision {
 	s := newSubject(p)
 	for i := range e.secrets {
 		n := &e.secrets[i]
@@ -470,10 +500,16 @@ func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
 			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 		}
 	}
+	return e.ruleDecision(bit, func(r *rule) bool { return r.matches(&s) })
+}
+
+// ruleDecision decides by the rules, matched tells which of them match the path:
+// any Deny wins; else the first Ask; else the first Allow; else the default.
+func (e *Engine) ruleDecision(bit opMask, matched func(*rule) bool) Decision {
 	var ask, allow *rule
 	for i := range e.rules {
 		r := &e.rules[i]
-		if r.ops&bit == 0 || !r.matches(&s) {
+		if r.ops&bit == 0 || !matched(r) {
 			continue
 		}
 		switch r.effect {
@@ -495,6 +531,11 @@ func (e *Engine) decideEnd(op Op, bit opMask, p string) Decision {
 	case allow != nil:
 		return Decision{Effect: Allow, Rule: allow.name, Reason: allow.reason}
 	}
+	return e.defaultDecision()
+}
+
+// defaultDecision is the decision when no rule matches.
+func (e *Engine) defaultDecision() Decision {
 	d := Decision{Effect: e.def, Rule: RuleDefault}
 	if e.def != Allow {
 		d.Reason = "no policy rule allows this"

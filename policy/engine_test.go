@@ -787,12 +787,21 @@ func BenchmarkDecide(b *testing.B) {
 		{"defaults/secret", e, Request{Op: OpRead, Path: "home/.ssh/id_rsa", Size: -1}},
 		{"rules/write", rules, Request{Op: OpWrite, Path: "src/internal/server/handler.go", Size: 4096}},
 		{"fold/read", fold, Request{Op: OpRead, Path: "src/internal/server/handler.go", Size: -1}},
+		{"defaults/deep-stat", e, Request{Op: OpStat, Path: "d00/d01/d02/d03/d04/d05/d06/d07/d08/d09/d10/d11/d12/d13/d14/d15/leaf", Size: -1}},
+		{"defaults/deep-create", e, Request{Op: OpCreate, Path: "d00/d01/d02/d03/d04/d05/d06/d07/d08/d09/d10/d11/d12/d13/d14/d15/leaf", Size: -1}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			r := c.r
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = c.e.Decide(ctx, &r)
+			}
+		})
+		// The reference engine (pattern by pattern), for comparison.
+		b.Run(c.name+"/reference", func(b *testing.B) {
+			r := c.r
+			for b.Loop() {
+				_ = refDecide(c.e, &r)
 			}
 		})
 	}

@@ -1,0 +1,580 @@
+package policy
+
+import (
+	"io/fs"
+	"math/bits"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// This file holds the compiled form of an Engine's patterns: one matcher over
+// path components that answers, in a single walk of the path, which of the
+// patterns match. The per-pattern matcher (pattern.match) stays as the
+// reference and as the fallback for the few patterns and paths the compiled
+// form does not take.
+
+// maxIDs bounds the patterns one matcher numbers: its answer is a bit set on
+// the stack. An Engine with more patterns decides with the reference matcher.
+const maxIDs = 512
+
+// idSet is the set of pattern ids a path matches.
+type idSet [maxIDs / 64]uint64
+
+func (s *idSet) add(id uint16)      { s[id>>6] |= 1 << (id & 63) }
+func (s *idSet) has(id uint16) bool { return s[id>>6]&(1<<(id&63)) != 0 }
+
+// segKind is what one element of a pattern matches.
+type segKind uint8
+
+const (
+	segLit  segKind = iota // one component equal to lit
+	segGlob                // one component the glob matches (doublestar, on that component alone)
+	segAny                 // "**": any number of components, zero included
+)
+
+// seg is one "/"-separated element of a compiled pattern. A glob whose "{}"
+// alternatives could be spelled out is several alternatives, each literal or
+// a glob; one component matches the seg if it matches any of them.
+type seg struct {
+	kind segKind
+	alts []alt
+}
+
+// alt is one alternative of a seg.
+type alt struct {
+	lit  string // the literal, or for a glob its literal prefix
+	glob string // "" for a literal
+	sfx  string // a glob's literal suffix
+}
+
+func (a *alt) match(comp string) bool {
+	if a.glob == "" {
+		return comp == a.lit
+	}
+	if !strings.HasPrefix(comp, a.lit) || !strings.HasSuffix(comp, a.sfx) {
+		return false
+	}
+	return doublestar.MatchUnvalidated(a.glob, comp)
+}
+
+func (g *seg) match(comp string) bool {
+	for i := range g.alts {
+		if g.alts[i].match(comp) {
+			return true
+		}
+	}
+	return false
+}
+
+// cpat is one compiled pattern: its id in the matcher's answer and its
+// elements, consecutive "**" collapsed into one.
+type cpat struct {
+	id   uint16
+	segs []seg
+	// tailAny[i] reports that segs[i:] are all "**": a state there matches
+	// whatever follows, the end of the path included.
+	tailAny []bool
+}
+
+// state is a position in a pattern: segs[:pos] have matched the components
+// walked so far.
+type state struct {
+	pat uint16
+	pos uint16
+}
+
+// maxStates bounds the positions followed at once; a path that needs more is
+// decided by the reference matcher.
+const maxStates = 16
+
+// entry starts a position in a pattern from an index (the pattern, and the
+// position after the element the index found).
+type entry struct {
+	pat uint16
+	pos uint16
+}
+
+// index finds, for one component, the patterns whose next element matches it:
+// literal elements by a map behind a first-byte test, globs by their literal
+// first or last byte, and the rest tried on every component.
+type index struct {
+	first   [4]uint64 // first bytes of the literals
+	lits    map[string][]entry
+	byFirst map[byte][]globEntry // globs with a literal prefix
+	byLast  map[byte][]globEntry // globs without one, with a literal suffix
+	any     []globEntry          // globs with neither
+	globFst [4]uint64            // keys of byFirst
+	globLst [4]uint64            // keys of byLast
+}
+
+type globEntry struct {
+	a *alt
+	entry
+}
+
+func setBit(b *[4]uint64, c byte)      { b[c>>6] |= 1 << (c & 63) }
+func hasBit(b *[4]uint64, c byte) bool { return b[c>>6]&(1<<(c&63)) != 0 }
+
+func (x *index) addAlt(a *alt, e entry) {
+	switch {
+	case a.glob == "":
+		if x.lits == nil {
+			x.lits = make(map[string][]entry)
+		}
+		setBit(&x.first, a.lit[0])
+		x.lits[a.lit] = append(x.lits[a.lit], e)
+	case a.lit != "":
+		if x.byFirst == nil {
+			x.byFirst = make(map[byte][]globEntry)
+		}
+		setBit(&x.globFst, a.lit[0])
+		x.byFirst[a.lit[0]] = append(x.byFirst[a.lit[0]], globEntry{a, e})
+	case a.sfx != "":
+		if x.byLast == nil {
+			x.byLast = make(map[byte][]globEntry)
+		}
+		c := a.sfx[len(a.sfx)-1]
+		setBit(&x.globLst, c)
+		x.byLast[c] = append(x.byLast[c], globEntry{a, e})
+	default:
+		x.any = append(x.any, globEntry{a, e})
+	}
+}
+
+// step pushes onto next the positions whose element comp matches (see
+// matcher.push).
+func (x *index) step(m *matcher, comp string, next *stateSet, out *idSet) {
+	c0, cl := comp[0], comp[len(comp)-1]
+	if hasBit(&x.first, c0) {
+		for _, e := range x.lits[comp] {
+			m.push(next, out, e.pat, e.pos)
+		}
+	}
+	if hasBit(&x.globFst, c0) {
+		for _, g := range x.byFirst[c0] {
+			if g.a.match(comp) {
+				m.push(next, out, g.pat, g.pos)
+			}
+		}
+	}
+	if hasBit(&x.globLst, cl) {
+		for _, g := range x.byLast[cl] {
+			if g.a.match(comp) {
+				m.push(next, out, g.pat, g.pos)
+			}
+		}
+	}
+	for _, g := range x.any {
+		if g.a.match(comp) {
+			m.push(next, out, g.pat, g.pos)
+		}
+	}
+}
+
+// matcher is a set of patterns compiled into one automaton over path
+// components. Patterns beginning with "**" float: their second element is
+// looked up in one index for every component. Anchored patterns start from
+// another index, at the first component. Positions past the first element are
+// followed in a small set of states.
+type matcher struct {
+	pats      []cpat
+	floating  index
+	anchored  index
+	root      idSet // ids matching the root "."
+	always    idSet // ids of patterns made only of "**": every other path
+	hasAlways bool
+	// residual patterns are matched one by one with the reference matcher
+	// (escapes, and "/" inside a class or "{}" group).
+	residual []residualPat
+}
+
+type residualPat struct {
+	id uint16
+	p  *pattern
+}
+
+// The residual patterns are candidates for every path; decideEnd confirms them.
+
+// add compiles p under id into m.
+func (m *matcher) add(id uint16, p *pattern) {
+	if p.root {
+		m.root.add(id)
+	}
+	if p.pat == "." {
+		return // matches the root only
+	}
+	segs, ok := splitSegs(p.pat)
+	if !ok {
+		m.residual = append(m.residual, residualPat{id, p})
+		return
+	}
+	allAny := true
+	for _, s := range segs {
+		allAny = allAny && s.kind == segAny
+	}
+	if allAny {
+		m.always.add(id)
+		m.hasAlways = true
+		return
+	}
+	c := cpat{id: id, segs: segs, tailAny: make([]bool, len(segs)+1)}
+	for i := len(segs) - 1; i >= 0 && segs[i].kind == segAny; i-- {
+		c.tailAny[i] = true
+	}
+	pi := uint16(len(m.pats))
+	m.pats = append(m.pats, c)
+	cp := &m.pats[pi]
+	if cp.segs[0].kind == segAny {
+		for i := range cp.segs[1].alts {
+			m.floating.addAlt(&cp.segs[1].alts[i], entry{pi, 2})
+		}
+		return
+	}
+	for i := range cp.segs[0].alts {
+		m.anchored.addAlt(&cp.segs[0].alts[i], entry{pi, 1})
+	}
+}
+
+// splitSegs splits a normalized pattern into elements, or reports that the
+// compiled form cannot take it: escapes, an element that is not a valid
+// pattern on its own (a class or "{}" group holding "/"), "**" beside other
+// text in an element.
+func splitSegs(pat string) ([]seg, bool) {
+	if strings.IndexByte(pat, '\\') >= 0 {
+		return nil, false
+	}
+	var out []seg
+	for _, el := range strings.Split(pat, "/") {
+		if el == "**" {
+			if len(out) > 0 && out[len(out)-1].kind == segAny {
+				continue
+			}
+			out = append(out, seg{kind: segAny})
+			continue
+		}
+		if strings.Contains(el, "**") || !doublestar.ValidatePattern(el) || strings.Contains(el, "[]") ||
+			strings.Contains(el, "[!]") || strings.Contains(el, "[^]") {
+			return nil, false
+		}
+		if literal(el) {
+			out = append(out, seg{kind: segLit, alts: []alt{{lit: el}}})
+			continue
+		}
+		s := seg{kind: segGlob}
+		for _, a := range expandBraces(el) {
+			s.alts = append(s.alts, globAlt(a))
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// globAlt makes one alternative of a glob element.
+func globAlt(a string) alt {
+	if literal(a) {
+		return alt{lit: a}
+	}
+	i := strings.IndexAny(a, `*?[]{}\,!^`)
+	j := strings.LastIndexAny(a, `*?[]{}\,!^`)
+	return alt{lit: a[:i], glob: a[:], sfx: a[j+1:]}
+}
+
+// maxAlts bounds the alternatives one element is spelled out into.
+const maxAlts = 64
+
+// expandBraces spells out the "{}" groups of one element (no "/" in it) into
+// its alternatives; an element with a class, or with too many alternatives,
+// is returned as is (doublestar matches it whole).
+func expandBraces(el string) []string {
+	if strings.IndexByte(el, '{') < 0 || strings.IndexByte(el, '[') >= 0 {
+		return []string{el}
+	}
+	out := []string{el}
+	for {
+		var next []string
+		changed := false
+		for _, s := range out {
+			open, close, commas := braceGroup(s)
+			if open < 0 {
+				next = append(next, s)
+				continue
+			}
+			changed = true
+			from := open + 1
+			for _, c := range append(commas, close) {
+				next = append(next, s[:open]+s[from:c]+s[close+1:])
+				from = c + 1
+			}
+		}
+		if len(next) > maxAlts {
+			return []string{el}
+		}
+		out = next
+		if !changed {
+			return out
+		}
+	}
+}
+
+// braceGroup finds the first top-level "{...}" of s: the offsets of its
+// braces and of its top-level commas; open is -1 if there is none.
+func braceGroup(s string) (open, close int, commas []int) {
+	open = strings.IndexByte(s, '{')
+	if open < 0 {
+		return -1, -1, nil
+	}
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				return open, i, commas
+			}
+		case ',':
+			if depth == 1 {
+				commas = append(commas, i)
+			}
+		}
+	}
+	return -1, -1, nil // unbalanced: ValidatePattern has refused it already
+}
+
+// stateSet is a fixed set of positions, with overflow reported.
+type stateSet struct {
+	s    [maxStates]state
+	n    int
+	over bool
+}
+
+// push adds the position (pat, pos) and those it reaches without a component
+// (past "**"); a position from which only "**" remains matches now whatever
+// follows, so it goes into out instead.
+func (m *matcher) push(ss *stateSet, out *idSet, pat, pos uint16) {
+	c := &m.pats[pat]
+	for {
+		if c.tailAny[pos] {
+			out.add(c.id)
+			return
+		}
+		if ss.n == maxStates {
+			ss.over = true
+			return
+		}
+		ss.s[ss.n] = state{pat, pos}
+		ss.n++
+		if int(pos) == len(c.segs) || c.segs[pos].kind != segAny {
+			return
+		}
+		pos++
+	}
+}
+
+// match adds to out the ids of the patterns path matches. path is clean
+// (fs.ValidPath) and not "."; ok is false if the walk needed more states than
+// it keeps (out is then incomplete).
+func (m *matcher) match(path string, out *idSet) (ok bool) {
+	if m.hasAlways {
+		for i := range m.always {
+			out[i] |= m.always[i]
+		}
+	}
+	var a, b stateSet
+	cur, next := &a, &b
+	depth := 0
+	for rest := path; ; depth++ {
+		i := strings.IndexByte(rest, '/')
+		comp := rest
+		if i >= 0 {
+			comp = rest[:i]
+		}
+		next.n = 0
+		for k := 0; k < cur.n; k++ {
+			st := cur.s[k]
+			c := &m.pats[st.pat]
+			if int(st.pos) == len(c.segs) {
+				continue // matched up to here; more components follow
+			}
+			g := &c.segs[st.pos]
+			switch {
+			case g.kind == segAny:
+				m.push(next, out, st.pat, st.pos) // "**" takes the component
+			case g.match(comp):
+				m.push(next, out, st.pat, st.pos+1)
+			}
+		}
+		m.floating.step(m, comp, next, out)
+		if depth == 0 {
+			m.anchored.step(m, comp, next, out)
+		}
+		if next.over {
+			return false
+		}
+		cur, next = next, cur
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	for k := 0; k < cur.n; k++ {
+		st := cur.s[k]
+		if int(st.pos) == len(m.pats[st.pat].segs) {
+			out.add(m.pats[st.pat].id)
+		}
+	}
+	return true
+}
+
+// validPath is fs.ValidPath, in one pass for ASCII paths.
+func validPath(s string) bool {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return validPathSlow(s)
+		case c == '/':
+			if !validElem(s[start:i]) {
+				return false
+			}
+			start = i + 1
+		}
+	}
+	return s == "." || validElem(s[start:])
+}
+
+func validElem(el string) bool { return el != "" && el != "." && el != ".." }
+
+func validPathSlow(s string) bool { return fs.ValidPath(s) }
+
+// firstIn returns the smallest id in [lo, hi) that s holds, or -1.
+func (s *idSet) firstIn(lo, hi int) int {
+	for lo < hi {
+		w := s[lo>>6] >> (lo & 63)
+		if w != 0 {
+			if i := lo + bits.TrailingZeros64(w); i < hi {
+				return i
+			}
+			return -1
+		}
+		lo = (lo | 63) + 1
+	}
+	return -1
+}
+
+// compiledSet is an Engine's patterns compiled: ids 0.. are the secret
+// patterns in order, then the persistence patterns, then each rule's patterns.
+type compiledSet struct {
+	read, write *matcher // read ops see no persistence pattern
+	nSecret     int
+	nPersist    int
+	ruleIDs     [][]uint16 // per rule, the ids of its patterns (none: every path)
+	pats        []*pattern // by id
+}
+
+// compileSet compiles e's patterns, or returns nil if they are too many.
+func compileSet(e *Engine) *compiledSet {
+	n := len(e.secrets) + len(e.persist)
+	for i := range e.rules {
+		n += len(e.rules[i].pats)
+	}
+	if n > maxIDs {
+		return nil
+	}
+	cs := &compiledSet{read: &matcher{}, write: &matcher{}, nSecret: len(e.secrets), nPersist: len(e.persist)}
+	id := uint16(0)
+	for i := range e.secrets {
+		cs.pats = append(cs.pats, &e.secrets[i].pattern)
+		cs.read.add(id, &e.secrets[i].pattern)
+		cs.write.add(id, &e.secrets[i].pattern)
+		id++
+	}
+	for i := range e.persist {
+		cs.pats = append(cs.pats, &e.persist[i].pattern)
+		cs.write.add(id, &e.persist[i].pattern)
+		id++
+	}
+	cs.ruleIDs = make([][]uint16, len(e.rules))
+	for i := range e.rules {
+		for j := range e.rules[i].pats {
+			cs.pats = append(cs.pats, &e.rules[i].pats[j])
+			cs.read.add(id, &e.rules[i].pats[j])
+			cs.write.add(id, &e.rules[i].pats[j])
+			cs.ruleIDs[i] = append(cs.ruleIDs[i], id)
+			id++
+		}
+	}
+	return cs
+}
+
+// decideEnd is Engine.refDecideEnd on the compiled patterns; ok is false when
+// the matcher could not answer (too many positions at once). The walk finds
+// the candidates; each candidate that could decide is confirmed by its own
+// pattern (pattern.match), so the answer is doublestar's to the letter, its
+// corner cases included ("a*/**" does not match "a"), while a path no pattern
+// matches, the common case, costs one walk.
+func (cs *compiledSet) decideEnd(e *Engine, op Op, bit opMask, p string) (Decision, bool) {
+	m := cs.read
+	if op.Writes() {
+		m = cs.write
+	}
+	var got idSet
+	root := p == "."
+	if root {
+		got = m.root // exact: no confirmation needed
+	} else if !m.match(p, &got) {
+		return Decision{}, false
+	}
+	var s subject
+	subj := false
+	confirm := func(id int) bool {
+		if root {
+			return true
+		}
+		if !subj {
+			s, subj = newSubject(p), true
+		}
+		return cs.pats[id].match(&s)
+	}
+	if !root {
+		for _, r := range m.residual {
+			got.add(r.id) // a candidate like any other, confirmed by its pattern
+		}
+	}
+	for i := got.firstIn(0, cs.nSecret); i >= 0; i = got.firstIn(i+1, cs.nSecret) {
+		n := &e.secrets[i]
+		if op == OpList && !e.hide && !n.tree {
+			continue // the name may be listed; its contents stay out of reach
+		}
+		if confirm(i) {
+			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}, true
+		}
+	}
+	if op.Writes() {
+		end := cs.nSecret + cs.nPersist
+		for i := got.firstIn(cs.nSecret, end); i >= 0; i = got.firstIn(i+1, end) {
+			if confirm(i) {
+				n := &e.persist[i-cs.nSecret]
+				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}, true
+			}
+		}
+	}
+	if len(e.rules) == 0 {
+		return e.defaultDecision(), true
+	}
+	return e.ruleDecision(bit, func(r *rule) bool {
+		ids := cs.ruleIDs[r.index]
+		if len(ids) == 0 {
+			return true
+		}
+		for _, id := range ids {
+			if got.has(id) && confirm(int(id)) {
+				return true
+			}
+		}
+		return false
+	}), true
+}

@@ -1,0 +1,339 @@
+package policy
+
+import (
+	"context"
+	"io/fs"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// refDecide is Engine.Decide on the reference engine: every path checked with
+// fs.ValidPath and every end decided pattern by pattern (refDecideEnd), as the
+// engine decided before its patterns were compiled.
+func refDecide(e *Engine, r *Request) Decision {
+	if r == nil {
+		return Decision{Effect: Deny, Rule: RuleInvalidRequest, Reason: "no request"}
+	}
+	bit := opBit(r.Op)
+	if bit == 0 {
+		return Decision{Effect: Deny, Rule: RuleUnknownOp, Reason: "unknown operation"}
+	}
+	if e.maxSize > 0 && r.Size > e.maxSize {
+		return Decision{Effect: Deny, Rule: RuleMaxFileSize, Reason: e.maxWhy}
+	}
+	p, ok := e.clean(r.Path)
+	if !ok {
+		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
+	}
+	srcOp, srcBit := r.Op, bit
+	if r.Op == OpCopy {
+		srcOp, srcBit = OpRead, opBit(OpRead)
+	}
+	d := e.refDecideEnd(srcOp, srcBit, p)
+	if d.Effect == Deny || r.Dest == "" {
+		return d
+	}
+	q, ok := e.clean(r.Dest)
+	if !ok {
+		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
+	}
+	return combine(d, e.refDecideEnd(r.Op, bit, q))
+}
+
+// Elements patterns and paths are made of: dot files, the default patterns'
+// names, case and Unicode variants that fold onto them (the long s, the Kelvin
+// sign, a dotless i, NFD accents), "." and "..", and globs with classes and
+// alternatives.
+var (
+	genNames = []string{
+		"a", "b", "A", "src", ".ssh", ".SSH", ".\u017fsh", ".git", ".GIT", ".Git", "hooks", "config",
+		"config.worktree", "modules", "x.git", ".env", ".env.local", ".envrc", "id_rsa", "k.pem", "a.pem.txt",
+		"\u212a.key", "K.KEY", "caf\u00e9", "cafe\u0301", "\u0130", "i", "site-packages", "dist-packages",
+		"x.pth", ".bashrc", ".claude", "credentials.json", ".npmrc", "lefthook.yml", ".lefthook-local.yml",
+		"mise.toml", ".aider.conf", "..a", "a..", "...", "*", "[x]", "{a}", "\u00df", "SS", "\u03a3", "\u03c2",
+	}
+	genGlobs = []string{
+		"**", "*", "?", "*.pem", ".env.*", "[a-c]", "[!.]*", "[^a]", "{a,b}", "{x,.git}", "{,.}lefthook{,-local}.yml",
+		"*{.key,.pem}", "?s?", "[.]env", ".*", "*s*", "[a-z]*[0-9]", "{site,dist}-packages", "[[]x]", "\\*",
+		"{a,{b,c}}", "[A-Z]", "*\u017f*", "**x", "{a/b,c}", "[a/]",
+	}
+	genBadPaths = []string{"", ".", "..", "a/..", "../a", "a/./b", "a//b", "/a", "a/", ".ssh/", "a/b/", "\xff", "a/\xc3"}
+)
+
+func genPattern(r *rand.Rand) string {
+	n := 1 + r.IntN(4)
+	els := make([]string, n)
+	for i := range els {
+		if r.IntN(2) == 0 {
+			els[i] = genNames[r.IntN(len(genNames))]
+		} else {
+			els[i] = genGlobs[r.IntN(len(genGlobs))]
+		}
+	}
+	p := strings.Join(els, "/")
+	if r.IntN(10) == 0 {
+		p = "/" + p
+	}
+	if r.IntN(20) == 0 {
+		p = "."
+	}
+	return p
+}
+
+func genPath(r *rand.Rand) string {
+	if r.IntN(15) == 0 {
+		return genBadPaths[r.IntN(len(genBadPaths))]
+	}
+	if r.IntN(20) == 0 {
+		return "."
+	}
+	n := 1 + r.IntN(6)
+	els := make([]string, n)
+	for i := range els {
+		els[i] = genNames[r.IntN(len(genNames))]
+		if els[i] == "*" || els[i] == "[x]" || els[i] == "{a}" {
+			continue // names with glob characters are names too
+		}
+	}
+	p := strings.Join(els, "/")
+	switch r.IntN(30) {
+	case 0:
+		p += "/"
+	case 1:
+		p += "/.."
+	case 2:
+		p = "./" + p
+	}
+	return p
+}
+
+// genConfig makes a configuration: random secret and persistence lists (or the
+// defaults), rules with op groups, folding, hiding.
+func genConfig(r *rand.Rand) Config {
+	c := Config{CaseInsensitive: r.IntN(2) == 0, HideSecrets: r.IntN(3) == 0, AllowGitWrites: r.IntN(4) == 0}
+	c.Default = Effect(r.IntN(3))
+	pats := func() []string {
+		out := make([]string, r.IntN(6))
+		for i := range out {
+			out[i] = genPattern(r)
+		}
+		return out
+	}
+	if r.IntN(3) > 0 {
+		c.SecretPatterns = pats()
+	}
+	if r.IntN(3) > 0 {
+		c.PersistencePatterns = pats()
+	}
+	for range r.IntN(5) {
+		rule := Rule{Effect: Effect(r.IntN(3)), Paths: pats()}
+		for range r.IntN(3) {
+			rule.Ops = append(rule.Ops, append(allOps[:], GroupRead, GroupWrite)[r.IntN(len(allOps)+2)])
+		}
+		c.Rules = append(c.Rules, rule)
+	}
+	return c
+}
+
+// newValid compiles c, dropping the patterns New refuses one by one.
+func newValid(c Config) *Engine {
+	keep := func(ps []string) []string {
+		if ps == nil {
+			return nil
+		}
+		out := []string{}
+		for _, p := range ps {
+			if _, err := compilePattern(p, c.CaseInsensitive); err == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	c.SecretPatterns, c.PersistencePatterns = keep(c.SecretPatterns), keep(c.PersistencePatterns)
+	for i := range c.Rules {
+		c.Rules[i].Paths = keep(c.Rules[i].Paths)
+	}
+	e, err := New(c)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// checkSame fails t if e decides any request on path (each op, alone and as
+// either end of a two-path call beside other) differently from the reference.
+func checkSame(t *testing.T, e *Engine, path, other string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, op := range allOps {
+		for _, r := range []Request{
+			{Op: op, Path: path, Size: -1},
+			{Op: op, Path: path, Dest: other, Size: -1},
+			{Op: op, Path: other, Dest: path, Size: -1},
+		} {
+			got, want := e.Decide(ctx, &r), refDecide(e, &r)
+			if got != want {
+				t.Fatalf("%s %q -> %q under %+v:\ncompiled  %+v\nreference %+v", r.Op, r.Path, r.Dest, e.Config(), got, want)
+			}
+		}
+	}
+}
+
+// TestCompiledMatchesReference decides generated requests under generated rule
+// sets with the compiled matcher and with the reference engine, and requires
+// the same decision (effect, rule and reason) every time.
+func TestCompiledMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 1))
+	configs, paths := 400, 60
+	if testing.Short() {
+		configs = 100
+	}
+	for range configs {
+		e := newValid(genConfig(r))
+		if e.compiled == nil {
+			t.Fatal("a small rule set was not compiled")
+		}
+		for range paths {
+			checkSame(t, e, genPath(r), genPath(r))
+		}
+	}
+	// The default engines on the generated paths and on every default pattern
+	// spelled out as a path, at the top and below.
+	fold, err := New(Config{CaseInsensitive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*Engine{Defaults(), fold} {
+		for range 3000 {
+			checkSame(t, e, genPath(r), genPath(r))
+		}
+		for _, p := range append(DefaultPersistencePatterns(), DefaultSecretPatterns()...) {
+			for _, s := range []string{"x", "A", ".git"} {
+				name := strings.NewReplacer("**", s, "*", s, "{", "", "}", "", ",", "", "[", "", "]", "").Replace(p)
+				checkSame(t, e, name, "y")
+				checkSame(t, e, "home/u/"+name, "y")
+				checkSame(t, e, strings.ToUpper(name), "y")
+			}
+		}
+	}
+}
+
+// TestCompiledForms pins the compiled form's edge cases against the reference:
+// "**" beside nothing, around literals and alone, the root, classes and
+// alternatives spelled out, patterns left to the reference matcher.
+func TestCompiledForms(t *testing.T) {
+	pats := []string{
+		"**", "**/**", "a/**/**/b", "**/a/**", "a/**", "**/a", ".", "*", "*/**", "a/*/b", "**/.git/**/config",
+		"{a,b}/[xy]?.txt", "**/{lefthook,.lefthook}{,-local}.{yml,yaml}", "a\\*b", "{**/,}k", "[a/]b", "a**",
+		"**/.env.*", "**/*.pem", "{a/b,c}/d", "**/{site,dist}-packages/*.pth", "[!.]*/**", "**/?",
+	}
+	paths := []string{
+		".", "a", "b", "a/b", "a/x/b", "a/x/y/b", "x/a", "x/a/y", "k", "x/k", "a*b", "ab", "a/b/c", "b/c/d",
+		"c/d", "a/x1.txt", "b/yz.txt", ".git/config", "x/.git/modules/m/config", ".lefthook-local.yml",
+		"lefthook.yaml", "q/.env.local", "k.pem", "site-packages/x.pth", "dist-packages/a/x.pth", ".a/b", "z",
+	}
+	for i, p := range pats {
+		for _, fold := range []bool{false, true} {
+			e, err := New(Config{CaseInsensitive: fold, SecretPatterns: pats[:i+1], PersistencePatterns: pats[i:],
+				Rules: []Rule{{Effect: Ask, Paths: []string{p}}, {Effect: Allow, Ops: []Op{GroupRead}, Paths: pats[:i]}}})
+			if err != nil {
+				t.Fatalf("%q: %v", p, err)
+			}
+			for _, path := range paths {
+				checkSame(t, e, path, "o")
+				checkSame(t, e, strings.ToUpper(path), "o")
+			}
+		}
+	}
+}
+
+// TestCompiledFallbacks: a rule set larger than the compiled form takes, and a
+// path that needs more positions than it follows, are decided by the reference
+// matcher, alike.
+func TestCompiledFallbacks(t *testing.T) {
+	var many []string
+	for i := range maxIDs + 1 {
+		many = append(many, "**/n"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+"/**")
+	}
+	big, err := New(Config{SecretPatterns: many})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.compiled != nil {
+		t.Fatal("more than maxIDs patterns compiled")
+	}
+	checkSame(t, big, "q/nxa/z", "o")
+	// Every "**/a/**/a/.../b" position alive at once on a path of a's.
+	var deep []string
+	for i := range maxStates + 2 {
+		deep = append(deep, strings.Repeat("**/a/", i+1)+"b")
+	}
+	e, err := New(Config{SecretPatterns: []string{}, PersistencePatterns: deep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.Repeat("a/", 40) + "b"
+	var got idSet
+	if e.compiled.write.match(path, &got) {
+		t.Fatal("the walk did not overflow its states")
+	}
+	checkSame(t, e, path, "o")
+	checkSame(t, e, strings.Repeat("a/", 40)+"c", "o")
+}
+
+// TestValidPathAgrees: the one-pass path check answers as fs.ValidPath.
+func TestValidPathAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 33))
+	cases := append([]string{"", ".", "..", "/", "a", "a/", "/a", "a//b", "a/./b", "a/../b", "...", ".a", "a.", "\xff", "é/."}, genBadPaths...)
+	for range 5000 {
+		cases = append(cases, genPath(r))
+	}
+	for _, s := range cases {
+		if got, want := validPath(s), fs.ValidPath(s); got != want {
+			t.Errorf("validPath(%q) = %v, fs.ValidPath %v", s, got, want)
+		}
+	}
+}
+
+// FuzzCompiled decides a request under a rule set made of the fuzzed patterns
+// (one a line: secrets, persistence patterns and rules in turn) with the
+// compiled matcher and the reference engine, and requires the same decision.
+func FuzzCompiled(f *testing.F) {
+	seeds := [][2]string{
+		{"**/.ssh/**\n**/.git/**/config\n{a,b}/**", "x/.git/modules/m/config"},
+		{"**/*.pem\n**/.env.*\n**", ".env.local"}, {"a/**/b\n**/a/**\n.", "a/a/b"},
+		{"**/{lefthook,.lefthook}{,-local}.yml\n[!.]*\n*/**", ".lefthook-local.yml"},
+		{"**/.SSH/**\n\\*\n{a/b,c}/d", ".\u017fsh/k"}, {"**/\u212a.key\n?\n**/?/**", "K.KEY"},
+		{"a**\n[a/]b\n**/**/x", "a/b/x"}, {"**/caf\u00e9/**\n*\u00e9\n**", "cafe\u0301/x"},
+	}
+	for i, s := range seeds {
+		f.Add(s[0], s[1], "o/p", uint8(i), i%2 == 0, i%3 == 0)
+	}
+	f.Fuzz(func(t *testing.T, pats, path, other string, opIdx uint8, fold, hide bool) {
+		if len(pats) > 512 || len(path) > 256 || len(other) > 256 {
+			return // bound the work of backtracking matches
+		}
+		c := Config{CaseInsensitive: fold, HideSecrets: hide, SecretPatterns: []string{}, PersistencePatterns: []string{}}
+		for i, p := range strings.Split(pats, "\n") {
+			switch i % 3 {
+			case 0:
+				c.SecretPatterns = append(c.SecretPatterns, p)
+			case 1:
+				c.PersistencePatterns = append(c.PersistencePatterns, p)
+			default:
+				c.Rules = append(c.Rules, Rule{Effect: Effect(int(opIdx) / 16 % 3), Ops: []Op{allOps[i%len(allOps)]}, Paths: []string{p}})
+			}
+		}
+		e := newValid(c)
+		ctx := context.Background()
+		for _, op := range []Op{allOps[int(opIdx)%len(allOps)], OpList, OpWrite, OpRead} {
+			for _, r := range []Request{{Op: op, Path: path, Size: -1}, {Op: op, Path: other, Dest: path, Size: -1}} {
+				if got, want := e.Decide(ctx, &r), refDecide(e, &r); got != want {
+					t.Fatalf("%s %q -> %q under %q (fold %v, hide %v):\ncompiled  %+v\nreference %+v",
+						r.Op, r.Path, r.Dest, pats, fold, hide, got, want)
+				}
+			}
+		}
+	})
+}
