@@ -18,6 +18,7 @@ type casRemoteOptions struct {
 	remote   string
 	instance string
 	as       string
+	maxBytes string // pull only: --max-download
 }
 
 func (ro *casRemoteOptions) addFlags(c *cobra.Command, asHelp string) {
@@ -49,7 +50,15 @@ func (ro *casRemoteOptions) dial() (*remote.Client, error) {
 	if target == "" {
 		return nil, usageErrorf("no remote: give --remote HOST:PORT or set $CAPFS_CAS_REMOTE")
 	}
-	c, err := remote.Dial(target, remote.Options{Instance: ro.instance})
+	opts := remote.Options{Instance: ro.instance}
+	if ro.maxBytes != "" {
+		n, err := parseQuota(ro.maxBytes)
+		if err != nil || n <= 0 {
+			return nil, usageErrorf("--max-download %s: want a size such as 64GiB", ro.maxBytes)
+		}
+		opts.MaxDownloadBytes = n
+	}
+	c, err := remote.Dial(target, opts)
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -140,7 +149,9 @@ digest is taken as the root Directory. Only the blobs the local store lacks are
 fetched, each verified against its digest before it is stored. A name (or --as
 NAME) is then saved in the local store, so --mount PATH=cas:NAME mounts it; a
 tree pulled by digest alone is unnamed, and a garbage collection removes it once
-its grace period is over.`,
+its grace period is over. A pull brings at most --max-download bytes into the
+store (default 16GiB): a tree that needs more is refused (quota_exceeded)
+before its files are fetched, and no name is saved.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -177,5 +188,6 @@ its grace period is over.`,
 		},
 	}
 	ro.addFlags(c, "save the tree as NAME in the local store (default: the name pulled; a digest stays unnamed)")
+	c.Flags().StringVar(&ro.maxBytes, "max-download", "", "most bytes the pull brings into the store, e.g. 64GiB (default 16GiB)")
 	return c
 }

@@ -154,6 +154,19 @@ func TestCASPushPullRemote(t *testing.T) {
 	}
 	runCapfs(t, proj, "cas", "--store="+storeA, "push", "v1", "--as", "-bad", "--remote", addr).want(t, 2)
 
+	// --max-download: a tree over it is refused before its files arrive, and
+	// the name is not saved; a bad size is a usage error.
+	storeD := t.TempDir()
+	r = runCapfs(t, proj, "cas", "--store="+storeD, "pull", "v1", "--max-download", "64KiB", "--remote", addr).want(t, 1)
+	if !strings.Contains(r.stderr, "quota_exceeded") {
+		t.Errorf("pull over --max-download: %q", r.stderr)
+	}
+	if r := runCapfs(t, proj, "-m", "s=cas:v1,store="+storeD, "cat", "s/a.txt"); r.code == 0 {
+		t.Errorf("a refused pull saved its name: cat printed %q", r.stdout)
+	}
+	runCapfs(t, proj, "cas", "--store="+storeD, "verify").want(t, 0)
+	runCapfs(t, proj, "cas", "--store="+storeD, "pull", "v1", "--max-download", "lots", "--remote", addr).want(t, 2)
+
 	// Errors: unknown names exit 1, bad arguments 2, no server 1.
 	r = runCapfs(t, proj, "cas", "--store="+storeC, "pull", "nosuch", "--remote", addr).want(t, 1)
 	if !strings.Contains(r.stderr, "no snapshot named nosuch") {
