@@ -471,8 +471,51 @@ func LogFiles(path string) ([]string, error) {
 // asking for more (up to 512 MiB by default) is refused, not allocated.
 const maxLogWindow = 32 << 20
 
-// OpenLogFile opens one file of a log for reading, decompressing a ".zst" one.
-func OpenLogFile(name string) (io.ReadCloser, error) {
+// A rotated file holds what its log's writers appended before its rotation:
+// at most RotateOptions.MaxSize, plus what other processes wrote in the
+// second or so before they saw the rotation. DecompressFactor times MaxSize
+// is far more than that; a compressed file that decompresses past its bound
+// is a zstd bomb, not a log, and is read no further (ErrTooLarge).
+const DecompressFactor = 16
+
+// DefaultMaxDecompressed is the bound on what one compressed file of a log
+// decompresses to when the reader is given none ([MaxDecompressed]): 1 GiB,
+// DecompressFactor times a 64 MiB rotation size.
+const DefaultMaxDecompressed = 1 << 30
+
+// ErrTooLarge is matched by the error of a compressed log file read past its
+// decompressed bound ([MaxDecompressed]).
+var ErrTooLarge = errors.New("audit: compressed log file decompresses past its bound")
+
+// ReadOption configures OpenLogFile, ScanLog and ScanLogFile.
+type ReadOption func(*readOptions)
+
+type readOptions struct{ maxDecompressed int64 }
+
+func readOpts(opts []ReadOption) readOptions {
+	o := readOptions{maxDecompressed: DefaultMaxDecompressed}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// MaxDecompressed bounds what one compressed file may decompress to: n
+// bytes, past which its reader fails with ErrTooLarge. A log rotated at
+// MaxSize is read with n = MaxSize * DecompressFactor. n <= 0 keeps the
+// default, DefaultMaxDecompressed.
+func MaxDecompressed(n int64) ReadOption {
+	return func(o *readOptions) {
+		if n > 0 {
+			o.maxDecompressed = n
+		}
+	}
+}
+
+// OpenLogFile opens one file of a log for reading, decompressing a ".zst"
+// one within its bound (see MaxDecompressed).
+func OpenLogFile(name string, opts ...ReadOption) (io.ReadCloser, error) {
+	o := readOpts(opts)
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -485,19 +528,42 @@ func OpenLogFile(name string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	return zstdFile{d, f}, nil
+	return zstdFile{&bounded{r: d, left: o.maxDecompressed, max: o.maxDecompressed}, d, f}, nil
 }
 
 type zstdFile struct {
+	r io.Reader
 	d *zstd.Decoder
 	f *os.File
 }
 
-func (z zstdFile) Read(p []byte) (int, error) { return z.d.Read(p) }
+func (z zstdFile) Read(p []byte) (int, error) { return z.r.Read(p) }
 
 func (z zstdFile) Close() error {
 	z.d.Close()
 	return z.f.Close()
+}
+
+// bounded reads r up to max bytes; more is ErrTooLarge, not a quiet end.
+type bounded struct {
+	r         io.Reader
+	left, max int64
+}
+
+func (b *bounded) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := b.r.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, b.max)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // ScanLog reads every event of the log at path, its rotated files first
@@ -505,16 +571,16 @@ func (z zstdFile) Close() error {
 // event, or a file that cannot be read to its end (a compressed file cut
 // short), is passed to bad (if not nil) with the file's name, and the scan goes on; a
 // non-nil error from fn or bad stops it and is returned.
-func ScanLog(path string, fn func(Event) error, bad func(file string, err error) error) error {
-	if bad == nil {
-		bad = func(string, error) error { return nil }
-	}
+//
+// A compressed file is read within its bound (see MaxDecompressed): past
+// it, the file's events so far are kept and ErrTooLarge goes to bad.
+func ScanLog(path string, fn func(Event) error, bad func(file string, err error) error, opts ...ReadOption) error {
 	files, err := LogFiles(path)
 	if err != nil {
 		return err
 	}
 	for _, name := range files {
-		if err := scanFile(name, fn, bad); err != nil {
+		if err := ScanLogFile(name, fn, bad, opts...); err != nil {
 			return err
 		}
 	}
@@ -526,8 +592,13 @@ type errStop struct{ err error }
 
 func (e errStop) Error() string { return e.err.Error() }
 
-func scanFile(name string, fn func(Event) error, bad func(string, error) error) error {
-	rc, err := OpenLogFile(name)
+// ScanLogFile reads the events of one file of a log (one of LogFiles), as
+// ScanLog reads each.
+func ScanLogFile(name string, fn func(Event) error, bad func(file string, err error) error, opts ...ReadOption) error {
+	if bad == nil {
+		bad = func(string, error) error { return nil }
+	}
+	rc, err := OpenLogFile(name, opts...)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil // removed by a rotation since it was listed

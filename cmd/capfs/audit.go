@@ -251,6 +251,20 @@ type auditView struct {
 	changes bool
 	runs    bool
 	json    bool
+	read    []audit.ReadOption // how each file is read (its decompressed bound)
+}
+
+// auditReadBound bounds what one compressed file of the log may decompress
+// to: audit.DecompressFactor times the rotation size (--audit-max-size when
+// larger than the default, else the default: a log may have been written
+// with the default), so 256 MiB by default. A zstd bomb among the rotated
+// files is read that far, reported and skipped.
+func auditReadBound(maxSize string) audit.ReadOption {
+	size := int64(defaultAuditMaxSize)
+	if q, err := parseQuota(maxSize); maxSize != "" && err == nil && q > size {
+		size = q
+	}
+	return audit.MaxDecompressed(size * audit.DecompressFactor)
 }
 
 func newAuditCmd(o *globalOptions) *cobra.Command {
@@ -265,6 +279,7 @@ func newAuditCmd(o *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			v.read = []audit.ReadOption{auditReadBound(o.auditMaxSize)}
 			return showAudit(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, v)
 		},
 	}
@@ -332,17 +347,20 @@ func isChange(e audit.Event) bool {
 	return ok && changeOps[op] && e.Outcome != audit.OK
 }
 
-// showAudit prints the log at path as v asks.
+// showAudit prints the log at path as v asks, reading it once (--run last
+// reads its newest file with a run first, to find that run). A run's events
+// are printed in time order through a window of runWindow events, not all
+// held.
 func showAudit(stdout, stderr io.Writer, path string, v auditView) error {
 	report := func(file string, err error) error {
 		fmt.Fprintf(stderr, "capfs: audit: %s: %v (skipped)\n", filepath.Base(file), err)
 		return nil
 	}
 	if v.runs {
-		return listRuns(stdout, path, report)
+		return listRuns(stdout, path, report, v.read...)
 	}
 	if v.run == "last" {
-		last, err := lastRun(path)
+		last, err := lastRun(path, v.read...)
 		if err != nil {
 			return failed(err)
 		}
@@ -352,41 +370,111 @@ func showAudit(stdout, stderr io.Writer, path string, v auditView) error {
 		v.run = last
 	}
 	w := bufio.NewWriter(stdout)
-	var evs []audit.Event // one run's: shown in time order
+	run := &runEvents{print: func(e audit.Event) { writeEvent(w, e, v.json) }}
 	err := audit.ScanLog(path, func(e audit.Event) error {
 		switch {
 		case v.changes && !isChange(e):
 		case v.run == "":
 			writeEvent(w, e, v.json)
 		case runOf(e.Tag) == v.run:
-			evs = append(evs, e)
+			run.add(e)
 		}
 		return nil
-	}, report)
+	}, report, v.read...)
 	if err != nil {
 		return failed(err)
 	}
-	slices.SortStableFunc(evs, func(a, b audit.Event) int { return a.Time.Compare(b.Time) })
-	for _, e := range evs {
-		writeEvent(w, e, v.json)
-	}
+	run.flush()
 	if v.run != "" {
-		fmt.Fprintf(stderr, "capfs: audit: %s: %s\n", v.run, summarize(evs, v.changes))
+		fmt.Fprintf(stderr, "capfs: audit: %s: %s\n", v.run, run.summary(v.changes))
 	}
 	return w.Flush()
 }
 
-// summarize counts evs by outcome.
-func summarize(evs []audit.Event, changes bool) string {
-	n := map[audit.Outcome]int{}
-	for _, e := range evs {
-		n[e.Outcome]++
+// runWindow is how many events of one run capfs audit --run holds to print
+// them in time order. Writers append nearly in time order (compact records
+// of concurrent calls are the exception, a few hundred events apart at most),
+// so a window of this many sorts them; an event later than that by more
+// shows in log order.
+const runWindow = 4096
+
+// runEvents prints one run's events in time order through a window of
+// runWindow events (a heap, earliest first, log order among equal times),
+// and counts them by outcome.
+type runEvents struct {
+	print  func(audit.Event)
+	heap   []seqEvent
+	seq    int
+	counts map[audit.Outcome]int
+	most   int // the most events held at once (tests)
+}
+
+type seqEvent struct {
+	e   audit.Event
+	seq int
+}
+
+func (r *runEvents) less(i, j int) bool {
+	a, b := r.heap[i], r.heap[j]
+	if c := a.e.Time.Compare(b.e.Time); c != 0 {
+		return c < 0
 	}
-	what := plural(len(evs), "event", "events")
+	return a.seq < b.seq
+}
+
+// add takes e into the window, printing the earliest event when it is full.
+func (r *runEvents) add(e audit.Event) {
+	if r.counts == nil {
+		r.counts = map[audit.Outcome]int{}
+	}
+	r.counts[e.Outcome]++
+	r.seq++
+	r.heap = append(r.heap, seqEvent{e, r.seq})
+	for i := len(r.heap) - 1; i > 0 && r.less(i, (i-1)/2); i = (i - 1) / 2 {
+		r.heap[i], r.heap[(i-1)/2] = r.heap[(i-1)/2], r.heap[i]
+	}
+	r.most = max(r.most, len(r.heap))
+	if len(r.heap) >= runWindow {
+		r.pop()
+	}
+}
+
+// pop prints and removes the earliest event held.
+func (r *runEvents) pop() {
+	r.print(r.heap[0].e)
+	n := len(r.heap) - 1
+	r.heap[0] = r.heap[n]
+	r.heap = r.heap[:n]
+	for i := 0; ; {
+		m := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < n && r.less(c, m) {
+				m = c
+			}
+		}
+		if m == i {
+			return
+		}
+		r.heap[i], r.heap[m] = r.heap[m], r.heap[i]
+		i = m
+	}
+}
+
+// flush prints the events still held.
+func (r *runEvents) flush() {
+	for len(r.heap) > 0 {
+		r.pop()
+	}
+}
+
+// summary counts the run's events by outcome.
+func (r *runEvents) summary(changes bool) string {
+	total := r.seq
+	what := plural(total, "event", "events")
 	if changes {
-		what = plural(len(evs), "change", "changes")
+		what = plural(total, "change", "changes")
 	}
-	return fmt.Sprintf("%d %s (%d ok, %d denied, %d failed)", len(evs), what, n[audit.OK], n[audit.Denied], n[audit.Failed])
+	return fmt.Sprintf("%d %s (%d ok, %d denied, %d failed)", total, what, r.counts[audit.OK], r.counts[audit.Denied], r.counts[audit.Failed])
 }
 
 // writeEvent prints e as one line.
@@ -415,17 +503,28 @@ func writeEvent(w io.Writer, e audit.Event, asJSON bool) {
 	fmt.Fprintln(w, line)
 }
 
-// lastRun is the run of the latest event of a run in the log.
-func lastRun(path string) (string, error) {
-	var last string
-	var at time.Time
-	err := audit.ScanLog(path, func(e audit.Event) error {
-		if r := runOf(e.Tag); r != "" && !e.Time.Before(at) {
-			last, at = r, e.Time
+// lastRun is the run of the latest run event in the newest file of the log
+// that has one: rotated files hold events older than the files after them,
+// so this reads that file (usually the current one), not the whole log.
+func lastRun(path string, read ...audit.ReadOption) (string, error) {
+	files, err := audit.LogFiles(path)
+	if err != nil {
+		return "", err
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		var last string
+		var at time.Time
+		err := audit.ScanLogFile(files[i], func(e audit.Event) error {
+			if r := runOf(e.Tag); r != "" && !e.Time.Before(at) {
+				last, at = r, e.Time
+			}
+			return nil
+		}, nil, read...)
+		if err != nil || last != "" {
+			return last, err
 		}
-		return nil
-	}, func(string, error) error { return nil })
-	return last, err
+	}
+	return "", nil
 }
 
 // runStats is one run in capfs audit --runs.
@@ -436,7 +535,7 @@ type runStats struct {
 }
 
 // listRuns prints the runs in the log, oldest first.
-func listRuns(stdout io.Writer, path string, bad func(string, error) error) error {
+func listRuns(stdout io.Writer, path string, bad func(string, error) error, read ...audit.ReadOption) error {
 	byTag := map[string]*runStats{}
 	err := audit.ScanLog(path, func(e audit.Event) error {
 		run := runOf(e.Tag)
@@ -459,7 +558,7 @@ func listRuns(stdout io.Writer, path string, bad func(string, error) error) erro
 			r.no++
 		}
 		return nil
-	}, bad)
+	}, bad, read...)
 	if err != nil {
 		return failed(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/capfs/capfs/audit"
 )
 
@@ -257,5 +259,94 @@ func TestAuditRotationFlags(t *testing.T) {
 	}
 	if _, err := rotateOptions(auditSettings{maxTotal: "lots"}); err == nil || exitCodeOf(err) != exitUsage {
 		t.Errorf("--audit-max-total lots: %v", err)
+	}
+}
+
+// TestAuditCommandBoundsZstdBomb: a rotated file that is a zstd bomb (300 MiB
+// of blank lines from a file of a few KiB, past the 256 MiB bound of a log
+// rotated at 16 MiB) is read to the bound, reported once on stderr and
+// skipped; every other event shows, and --run last still finds the last run.
+// Before the bound, capfs audit decompressed the whole file and said nothing.
+func TestAuditCommandBoundsZstdBomb(t *testing.T) {
+	compressAtOnce(t)
+	d := t.TempDir()
+	log := filepath.Join(d, "audit.jsonl")
+	sink, closeSink, err := openAuditSink(auditSettings{dest: log, maxSize: "32KiB", maxFiles: -1}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := npmRun(t, sink, "run:1", 300)
+	if err := closeSink(); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	line := func(id string) string {
+		return `{"time":"2000-01-01T00:00:00Z","request_id":"` + id + `","op":"write","path":"x","outcome":"ok","tag":"run:bomb"}` + "\n"
+	}
+	bomb := enc.EncodeAll([]byte(line("bomb-before")), nil)
+	blank := enc.EncodeAll([]byte(strings.Repeat(" ", 1<<20-1)+"\n"), nil)
+	bomb = append(bomb, bytes.Repeat(blank, 300)...)
+	bomb = enc.EncodeAll([]byte(line("bomb-after")), bomb)
+	name := "audit-2000-01-01T00-00-00.000.jsonl.zst"
+	if err := os.WriteFile(filepath.Join(d, name), bomb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := execute(t.Context(), []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("capfs audit exited %d: %s", code, errb.String())
+	}
+	got, err := audit.ReadJSONL(&out)
+	if err != nil || len(got) != len(evs)+1 || got[0].RequestID != "bomb-before" {
+		t.Errorf("read %d events (%v), want the %d of the log and the bomb's first", len(got), err, len(evs))
+	}
+	if msg := errb.String(); strings.Count(msg, "(skipped)") != 1 || !strings.Contains(msg, name) || !strings.Contains(msg, "decompresses past") {
+		t.Errorf("stderr:\n%s", msg)
+	}
+	out.Reset()
+	errb.Reset()
+	if code := execute(t.Context(), []string{"--audit", log, "audit", "--run", "last", "--changes"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("capfs audit --run last exited %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "run:1: 601 changes (600 ok, 1 denied, 0 failed)") {
+		t.Errorf("--run last: stderr %q", errb.String())
+	}
+}
+
+// TestAuditRunWindow: capfs audit --run prints a run's events in time order
+// holding at most runWindow of them, whatever the run's length; events out of
+// order by less than the window come out sorted, equal times in log order.
+func TestAuditRunWindow(t *testing.T) {
+	var got []audit.Event
+	r := &runEvents{print: func(e audit.Event) { got = append(got, e) }}
+	start := time.Unix(1700000000, 0)
+	n := 5 * runWindow
+	for i := range n {
+		j := i ^ 1 // pairs swapped: out of time order
+		if i%1000 == 0 {
+			j = i - 500 // and some events 500 back
+		}
+		r.add(audit.Event{Time: start.Add(time.Duration(j/2) * time.Millisecond), RequestID: strconv.Itoa(i), Outcome: audit.OK})
+	}
+	r.flush()
+	if r.most > runWindow {
+		t.Errorf("held %d events at once, want at most %d", r.most, runWindow)
+	}
+	if len(got) != n {
+		t.Fatalf("printed %d events, want %d", len(got), n)
+	}
+	for i := 1; i < n; i++ {
+		a, b := got[i-1], got[i]
+		ai, _ := strconv.Atoi(a.RequestID)
+		bi, _ := strconv.Atoi(b.RequestID)
+		if b.Time.Before(a.Time) || b.Time.Equal(a.Time) && bi < ai {
+			t.Fatalf("event %d (%s) printed before %d (%s)", ai, a.Time, bi, b.Time)
+		}
+	}
+	if s := r.summary(false); s != fmt.Sprintf("%d events (%d ok, 0 denied, 0 failed)", n, n) {
+		t.Errorf("summary %q", s)
 	}
 }
