@@ -107,6 +107,9 @@ type index struct {
 	any     []globEntry          // globs with neither
 	globFst [4]uint64            // keys of byFirst
 	globLst [4]uint64            // keys of byLast
+	// pair tells by a component's first and last bytes whether step could
+	// find anything (see may, seal).
+	pair [256][4]uint64
 }
 
 type globEntry struct {
@@ -141,6 +144,48 @@ func (x *index) addAlt(a *alt, e entry) {
 	default:
 		x.any = append(x.any, globEntry{a, e})
 	}
+}
+
+// may reports whether comp could match an element the index holds: its first
+// byte begins a literal or a glob prefix, its last byte ends a glob suffix, or
+// the index has globs with neither.
+func (x *index) may(comp string) bool {
+	l := comp[len(comp)-1]
+	return x.pair[comp[0]][l>>6]&(1<<(l&63)) != 0
+}
+
+// seal fills the index's table for may: the pairs of first and last bytes
+// of the literals, and of globs' literal prefixes and suffixes (any byte
+// where a glob has none).
+func (x *index) seal() {
+	mark := func(first, last string) {
+		for f := 0; f < 256; f++ {
+			if first != "" && f != int(first[0]) {
+				continue
+			}
+			for l := 0; l < 256; l++ {
+				if last == "" || l == int(last[len(last)-1]) {
+					x.pair[f][l>>6] |= 1 << (l & 63)
+				}
+			}
+		}
+	}
+	for lit := range x.lits {
+		mark(lit, lit)
+	}
+	for _, gs := range [][]globEntry{x.any, flatten(x.byFirst), flatten(x.byLast)} {
+		for _, g := range gs {
+			mark(g.a.lit, g.a.sfx)
+		}
+	}
+}
+
+func flatten(m map[byte][]globEntry) []globEntry {
+	var out []globEntry
+	for _, gs := range m {
+		out = append(out, gs...)
+	}
+	return out
 }
 
 // step pushes onto next the positions whose element comp matches (see
@@ -374,10 +419,25 @@ func (m *matcher) push(ss *stateSet, out *idSet, pat, pos uint16) {
 	}
 }
 
-// match adds to out the ids of the patterns path matches. path is clean
-// (fs.ValidPath) and not "."; ok is false if the walk needed more states than
-// it keeps (out is then incomplete).
+// walkStatus is how a walk of a path ended.
+type walkStatus uint8
+
+const (
+	walkOK      walkStatus = iota
+	walkInvalid            // the path is not clean (fs.ValidPath)
+	walkOver               // more positions at once than a stateSet keeps
+)
+
+// match adds to out the ids of the patterns path may match (candidates, see
+// compiledSet.decideEnd). path is clean (fs.ValidPath) and not ".". ok is
+// false if the walk needed more states than it keeps (out is then incomplete).
 func (m *matcher) match(path string, out *idSet) (ok bool) {
+	return m.walk(path, out) == walkOK
+}
+
+// walk is match on a path not yet checked: it checks, in the same pass, that
+// path is clean as fs.ValidPath requires, and reports walkInvalid if not.
+func (m *matcher) walk(path string, out *idSet) walkStatus {
 	if m.hasAlways {
 		for i := range m.always {
 			out[i] |= m.always[i]
@@ -385,13 +445,18 @@ func (m *matcher) match(path string, out *idSet) (ok bool) {
 	}
 	var a, b stateSet
 	cur, next := &a, &b
-	depth := 0
-	for rest := path; ; depth++ {
-		i := strings.IndexByte(rest, '/')
-		comp := rest
-		if i >= 0 {
-			comp = rest[:i]
+	var high byte // every byte or-ed: non-ASCII text needs a UTF-8 check
+	start := 0
+	for depth := 0; ; depth++ {
+		end := start
+		for end < len(path) && path[end] != '/' {
+			high |= path[end]
+			end++
 		}
+		if n := end - start; n == 0 || path[start] == '.' && (n == 1 || n == 2 && path[start+1] == '.') {
+			return walkInvalid // an empty, "." or ".." element
+		}
+		comp := path[start:end]
 		next.n = 0
 		for k := 0; k < cur.n; k++ {
 			st := cur.s[k]
@@ -407,18 +472,23 @@ func (m *matcher) match(path string, out *idSet) (ok bool) {
 				m.push(next, out, st.pat, st.pos+1)
 			}
 		}
-		m.floating.step(m, comp, next, out)
-		if depth == 0 {
+		if m.floating.may(comp) {
+			m.floating.step(m, comp, next, out)
+		}
+		if depth == 0 && m.anchored.may(comp) {
 			m.anchored.step(m, comp, next, out)
 		}
 		if next.over {
-			return false
+			return walkOver
 		}
 		cur, next = next, cur
-		if i < 0 {
+		if end == len(path) {
 			break
 		}
-		rest = rest[i+1:]
+		start = end + 1
+	}
+	if high >= utf8.RuneSelf && !utf8.ValidString(path) {
+		return walkInvalid
 	}
 	for k := 0; k < cur.n; k++ {
 		st := cur.s[k]
@@ -426,7 +496,7 @@ func (m *matcher) match(path string, out *idSet) (ok bool) {
 			out.add(m.pats[st.pat].id)
 		}
 	}
-	return true
+	return walkOK
 }
 
 // validPath is fs.ValidPath, in one pass for ASCII paths.
@@ -507,6 +577,10 @@ func compileSet(e *Engine) *compiledSet {
 			id++
 		}
 	}
+	for _, m := range []*matcher{cs.read, cs.write} {
+		m.floating.seal()
+		m.anchored.seal()
+	}
 	return cs
 }
 
@@ -528,6 +602,29 @@ func (cs *compiledSet) decideEnd(e *Engine, op Op, bit opMask, p string) (Decisi
 	} else if !m.match(p, &got) {
 		return Decision{}, false
 	}
+	return cs.choose(e, op, bit, p, root, m, &got), true
+}
+
+// decideRaw is decideEnd on a path not yet checked (an Engine that does not
+// fold case): the walk checks it as it goes.
+func (cs *compiledSet) decideRaw(e *Engine, op Op, bit opMask, p string) (Decision, walkStatus) {
+	m := cs.read
+	if op.Writes() {
+		m = cs.write
+	}
+	var got idSet
+	root := p == "."
+	if root {
+		got = m.root
+	} else if st := m.walk(p, &got); st != walkOK {
+		return Decision{}, st
+	}
+	return cs.choose(e, op, bit, p, root, m, &got), walkOK
+}
+
+// choose picks the decision from the candidates got holds, confirming each
+// candidate that could decide with its own pattern.
+func (cs *compiledSet) choose(e *Engine, op Op, bit opMask, p string, root bool, m *matcher, got *idSet) Decision {
 	var s subject
 	subj := false
 	confirm := func(id int) bool {
@@ -550,7 +647,7 @@ func (cs *compiledSet) decideEnd(e *Engine, op Op, bit opMask, p string) (Decisi
 			continue // the name may be listed; its contents stay out of reach
 		}
 		if confirm(i) {
-			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}, true
+			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 		}
 	}
 	if op.Writes() {
@@ -558,12 +655,12 @@ func (cs *compiledSet) decideEnd(e *Engine, op Op, bit opMask, p string) (Decisi
 		for i := got.firstIn(cs.nSecret, end); i >= 0; i = got.firstIn(i+1, end) {
 			if confirm(i) {
 				n := &e.persist[i-cs.nSecret]
-				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}, true
+				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 			}
 		}
 	}
 	if len(e.rules) == 0 {
-		return e.defaultDecision(), true
+		return e.defaultDecision()
 	}
 	return e.ruleDecision(bit, func(r *rule) bool {
 		ids := cs.ruleIDs[r.index]
@@ -576,5 +673,5 @@ func (cs *compiledSet) decideEnd(e *Engine, op Op, bit opMask, p string) (Decisi
 			}
 		}
 		return false
-	}), true
+	})
 }

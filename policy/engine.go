@@ -404,24 +404,43 @@ func (e *Engine) Decide(_ context.Context, r *Request) Decision {
 	if e.maxSize > 0 && r.Size > e.maxSize {
 		return Decision{Effect: Deny, Rule: RuleMaxFileSize, Reason: e.maxWhy}
 	}
-	p, ok := e.cleanFast(r.Path)
-	if !ok {
-		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
-	}
 	// The source of a copy is read, not written.
 	srcOp, srcBit := r.Op, bit
 	if r.Op == OpCopy {
 		srcOp, srcBit = OpRead, opBit(OpRead)
 	}
-	d := e.decideEnd(srcOp, srcBit, p)
-	if d.Effect == Deny || r.Dest == "" {
-		return d
-	}
-	q, ok := e.cleanFast(r.Dest)
+	d, ok := e.decidePath(srcOp, srcBit, r.Path)
 	if !ok {
 		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
 	}
-	return combine(d, e.decideEnd(r.Op, bit, q))
+	if d.Effect == Deny || r.Dest == "" {
+		return d
+	}
+	dd, ok := e.decidePath(r.Op, bit, r.Dest)
+	if !ok {
+		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
+	}
+	return combine(d, dd)
+}
+
+// decidePath checks that s is a clean path (ok false if not) and decides it
+// as one end of a request. An Engine that does not fold case checks and
+// matches in one walk of s.
+func (e *Engine) decidePath(op Op, bit opMask, s string) (d Decision, ok bool) {
+	if e.compiled != nil && !e.fold {
+		d, st := e.compiled.decideRaw(e, op, bit, s)
+		switch st {
+		case walkOK:
+			return d, true
+		case walkInvalid:
+			return Decision{}, false
+		}
+	}
+	p, ok := e.cleanFast(s)
+	if !ok {
+		return Decision{}, false
+	}
+	return e.decideEnd(op, bit, p), true
 }
 
 // combine merges the decisions of a request's two ends: the stronger effect wins
