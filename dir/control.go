@@ -107,6 +107,7 @@ func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
 	}
 	e.audited = e.audit != discardSink
 	e.plain = !e.customPolicy && len(e.hooks) == 0 && !e.audited
+	e.quiet = e.isQuiet()
 	e.tmu = treeLock(e, b)
 	g := newGate(nil)
 	d := &Dir{s: scope{env: e, gate: g}}

@@ -227,6 +227,11 @@ func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	var data []byte
 	c := &call{op: policy.OpRead, method: "ReadFile", path: path, fused: true}
 	err := d.do(ctx, c, func(ctx context.Context) error {
+		if d.s.regular != nil && c.ad == nil {
+			var err error
+			data, err = readRegular(ctx, d.s.regular, c.rp, d.s.env.maxRead)
+			return err
+		}
 		f, err := d.s.openRead(ctx, c)
 		if err != nil {
 			return err

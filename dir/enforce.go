@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capfs/capfs/audit"
@@ -32,12 +33,36 @@ type scope struct {
 	// stater is b when it answers Stat with a status it keeps (see statAs),
 	// asserted once here rather than on every Stat.
 	stater fileInfoStater
+	// regular is b when it reads a regular file whole without a handle (see
+	// readRegular).
+	regular regularReader
+	// opens and lists say b resolves, decides and acts in one call for reads
+	// (vfs.OpenResolver) and listings (vfs.ListResolver); see fuses.
+	opens, lists bool
 }
 
 // setBackend makes b the scope's storage.
 func (s *scope) setBackend(b vfs.Backend) {
 	s.b = b
 	s.stater, _ = b.(fileInfoStater)
+	s.regular, _ = b.(regularReader)
+	_, s.opens = b.(vfs.OpenResolver)
+	_, s.lists = b.(vfs.ListResolver)
+}
+
+// fuses reports whether the scope's backend runs a fused call c (a read or a
+// listing) in one call of its own. For a backend that does not, the fused
+// form is vfs.ResolveOpen's or vfs.ResolveReadDir's fallback: the very steps
+// of an unfused call (resolve, decide, act on the Resolved path), so runFull
+// takes those, without the callbacks' allocations.
+func (s *scope) fuses(c *call) bool {
+	switch c.op {
+	case policy.OpRead:
+		return s.opens
+	case policy.OpList:
+		return s.lists
+	}
+	return true
 }
 
 // destKind says how a call's second argument is interpreted.
@@ -158,7 +183,10 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	if e.audited {
 		start = time.Now()
 	}
-	id := newRequestID()
+	var id string
+	if !e.quiet {
+		id = newRequestID()
+	}
 	// ad holds what the audit record reports (the paths from the tree's root,
 	// once parsed; the outcome and rule) and the state of steps 4 and 5, which a
 	// fused read runs from inside the backend's call (see admission.admit).
@@ -239,7 +267,14 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		c.base = base
 		ad.lexPath, ad.lexDest = c.treePaths()
 		ad.treePath, ad.treeDest = ad.lexPath, ad.lexDest
-		c.req = &policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: ad.lexPath, Dest: ad.lexDest, GuestPath: c.path, Size: c.size - 1}
+		if e.quiet {
+			// Nothing keeps the request past the call: it is borrowed.
+			c.req = quietRequests.Get().(*policy.Request)
+			defer quietRequests.Put(c.req)
+		} else {
+			c.req = new(policy.Request)
+		}
+		*c.req = policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: ad.lexPath, Dest: ad.lexDest, GuestPath: c.path, Size: c.size - 1}
 		d, ok := policy.Decision{Effect: policy.Allow, Rule: allowAllRule}, true
 		if e.customPolicy {
 			// The guest's own paths first: a refused name reveals nothing more.
@@ -250,7 +285,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 			ad.outcome, finished = audit.Denied, true
 			return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
 		}
-		if c.fused && !c.checkOnly && !c.p.MustBeDir() {
+		if c.fused && !c.checkOnly && !c.p.MustBeDir() && s.fuses(c) {
 			// The canonical decision and the Before hooks run inside the
 			// backend's resolution (fusedCall), on the very object it acts on.
 			// One allocation holds the admission and the little of the call
@@ -286,6 +321,19 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	}
 	finished = true
 	return err
+}
+
+// quietRequests holds the requests of quiet envs' calls (see env.isQuiet),
+// reused from call to call.
+var quietRequests = sync.Pool{New: func() any { return new(policy.Request) }}
+
+// isQuiet reports whether nothing but e's policy, a *policy.Engine, ever sees
+// a call's policy.Request: no hooks, no audit, no Asker. The Engine keeps no
+// request and reads no ID, so such a call's request needs no ID and is reused
+// once the call returns (runFull).
+func (e *env) isQuiet() bool {
+	_, engine := e.policy.(*policy.Engine)
+	return engine && len(e.hooks) == 0 && !e.audited && e.asker == nil
 }
 
 // admission is the state runFull shares with the second half of step 4 (the

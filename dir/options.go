@@ -104,6 +104,7 @@ type env struct {
 	maxRead      int64
 	audited      bool // audit is not audit.Discard
 	plain        bool // default policy, no hooks, audit.Discard: run's fast path
+	quiet        bool // nothing sees a call's Request but the policy engine: see isQuiet
 
 	// tmu makes a structural change (Move, Copy, Symlink, Link) atomic with its
 	// checks with respect to every other mutation through Dirs over the same root
