@@ -66,6 +66,9 @@ READING
   ReadDirVisible(ctx, path) -> ([]fs.DirEntry, error)
       Like ReadDir, less the entries Walk leaves out and those whose status the
       owner's policy refuses (a secret's name): what a FUSE mount lists.
+  ReadDirVisibleInfo(ctx, path) -> ([]vfs.DirInfo, error)
+      ReadDirVisible with each entry's status (as Lstat gives it), read with
+      the listing in one pass where the backend can.
   Stat(ctx, path) -> (fs.FileInfo, error)
       Size, mode, modification time; follows a final symlink.
       Example: Stat(ctx, "README.md").Size() -> 1234

@@ -215,6 +215,35 @@ func (d *Dir) ReadDirVisible(ctx context.Context, path string) ([]fs.DirEntry, e
 	return out, nil
 }
 
+// ReadDirVisibleInfo is ReadDirVisible with each entry's status, as an Lstat
+// of it through [Dir.Backend] reports it, read with the listing in one pass
+// where the backend can (vfs.ReadDirInfo): what a view that answers a listing
+// with attributes (a FUSE mount's READDIRPLUS) needs, without a lookup per
+// entry. It is decided and audited as ReadDirVisible. An entry whose status
+// the backend could not read carries that error in Err.
+func (d *Dir) ReadDirVisibleInfo(ctx context.Context, path string) ([]vfs.DirInfo, error) {
+	var out []vfs.DirInfo
+	c := &call{op: policy.OpList, method: "ReadDirVisible", path: path, emptyIsDot: true}
+	err := d.do(ctx, c, func(ctx context.Context) error {
+		infos, err := vfs.ReadDirInfo(ctx, d.s.b, c.rp)
+		if err != nil {
+			return err
+		}
+		p := c.rp.WithoutDirMark()
+		out = infos[:0]
+		for _, e := range infos {
+			if _, ok := d.s.listed(ctx, c, p, e.Name, true); ok {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // listed returns the path of entry name of directory p and whether the
 // listing c shows it: the policy allows it as a listing of its own path (Walk's
 // rule) and, with lookup, as a status of it too (ReadDirVisible's). A name no

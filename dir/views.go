@@ -167,7 +167,10 @@ type backendView struct {
 	verbatimLinks bool
 }
 
-var _ vfs.Backend = (*backendView)(nil)
+var (
+	_ vfs.Backend      = (*backendView)(nil)
+	_ vfs.StatResolver = (*backendView)(nil)
+)
 
 func (v *backendView) do(ctx context.Context, op policy.Op, method string, p vfs.Path, fol follow, fn func(ctx context.Context, p vfs.Path) error) error {
 	c := call{op: op, method: method, path: p.String(), fixed: true, p: p, fol: fol}
@@ -195,6 +198,14 @@ func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 // resolution that decided the call found, where it found one, else the
 // backend's.
 func (v *backendView) stat(ctx context.Context, method string, p vfs.Path, fol follow) (vfs.Info, error) {
+	info, _, err := v.statAt(ctx, method, p, fol)
+	return info, err
+}
+
+// statAt is stat, with the path the call acted on: p's canonical location,
+// marked Resolved, where the Dir resolves its calls (a policy or hooks to
+// serve), else p as given.
+func (v *backendView) statAt(ctx context.Context, method string, p vfs.Path, fol follow) (vfs.Info, vfs.Path, error) {
 	var info vfs.Info
 	c := call{op: policy.OpStat, method: method, path: p.String(), fixed: true, p: p, fol: fol, wantInfo: true}
 	err := v.d.s.run(ctx, &c, func(ctx context.Context) error {
@@ -213,7 +224,7 @@ func (v *backendView) stat(ctx context.Context, method string, p vfs.Path, fol f
 	if err == nil {
 		info.Name = baseOrDot(p)
 	}
-	return info, err
+	return info, c.rp, err
 }
 
 func (v *backendView) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
@@ -395,6 +406,34 @@ func baseOrDot(p vfs.Path) string {
 type handleFile struct{ *Handle }
 
 func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
+
+// ResolveStat resolves p in d and stats what it reaches (vfs.StatResolver):
+// where d resolves its calls canonically, one enforced call, decided and
+// audited as Stat (follow) or Lstat of p, whose location is the one the
+// decision was made on. Otherwise, and for an absent entry, Resolve and then
+// a status of what it reached.
+func (v *backendView) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	fol, method := followNone, "lstat"
+	if follow {
+		fol, method = followFinal, "stat"
+	}
+	info, rp, err := v.statAt(ctx, method, p, fol)
+	if err == nil && rp.IsResolved() {
+		return vfs.Location{Path: rp.WithoutDirMark(), Found: true, Type: info.Mode.Type()}, info, nil
+	}
+	if err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+		return vfs.Location{}, vfs.Info{}, err
+	}
+	loc, err := v.Resolve(ctx, p, follow)
+	if err != nil || !loc.Found {
+		return loc, vfs.Info{}, err
+	}
+	info, err = v.stat(ctx, method, loc.Path, fol)
+	if err != nil {
+		return vfs.Location{}, vfs.Info{}, err
+	}
+	return loc, info, nil
+}
 
 // Resolve resolves p in d as one enforced call (decided as a stat of p: it reveals
 // what a stat would).

@@ -241,6 +241,38 @@ func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 
 // ReadDir merges the upper's entries with the lower's visible ones.
 func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
+	return mergeLayers(ctx, o, p, readDir, func(e vfs.DirEntry) string { return e.Name }, nil, nil)
+}
+
+// ReadDirInfo is ReadDir with each entry's status as Lstat reports it (see
+// vfs.DirInfoReader), each layer listed in one pass where it can: a lazy
+// run's listing with attributes (READDIRPLUS) asks no lookup per entry. A
+// lower entry listed with its status is seen, as a lookup sees it (its sight
+// is recorded, see cow_sight.go).
+func (o *Overlay) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
+	name := func(e vfs.DirInfo) string { return e.Name }
+	up := func(e vfs.DirInfo) vfs.DirInfo {
+		if e.Err == nil {
+			e.ID = upperID(e.ID)
+			e.Info = ownerless(e.Info)
+		}
+		return e
+	}
+	low := func(c vfs.Path, e vfs.DirInfo) vfs.DirInfo {
+		if e.Err == nil {
+			o.see(ctx, c, e.Info)
+			e.Info = ownerless(e.Info)
+		}
+		return e
+	}
+	return mergeLayers(ctx, o, p, vfs.ReadDirInfo, name, up, low)
+}
+
+// mergeLayers lists directory p of the merged view with list (ReadDir or
+// ReadDirInfo) in each layer: the upper's entries (passed through up), then
+// the lower's that no upper entry or whiteout hides (passed through low with
+// their path), sorted by name. A nil up or low keeps entries as listed.
+func mergeLayers[E any](ctx context.Context, o *Overlay, p vfs.Path, list func(context.Context, vfs.Backend, vfs.Path) ([]E, error), name func(E) string, up func(E) E, low func(vfs.Path, E) E) ([]E, error) {
 	p, info, err := o.follow(ctx, "readdir", p)
 	if err != nil {
 		return nil, err
@@ -248,39 +280,50 @@ func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, erro
 	if !info.Mode.IsDir() {
 		return nil, vfs.NewError(vfs.CodeNotDir, "readdir", p, "")
 	}
-	byName := map[string]vfs.DirEntry{}
-	up, uerr := o.upper.ReadDir(ctx, p)
+	byName := map[string]E{}
+	ups, uerr := list(ctx, o.upper, p)
 	if uerr != nil && vfs.CodeOf(uerr) != vfs.CodeNotFound {
 		return nil, uerr
 	}
-	for _, e := range up {
-		byName[e.Name] = e
+	for _, e := range ups {
+		if up != nil {
+			e = up(e)
+		}
+		byName[name(e)] = e
 	}
 	o.mu.Lock()
 	lowerVisible := !o.hidden(p) && !o.opaque[p.Raw()]
 	o.mu.Unlock()
 	if lowerVisible {
-		low, lerr := o.lower.ReadDir(ctx, p)
+		lows, lerr := list(ctx, o.lower, p)
 		if lerr != nil && (uerr != nil || vfs.CodeOf(lerr) != vfs.CodeNotFound) {
 			return nil, lerr
 		}
+		kept := make([]vfs.Path, len(lows))
 		o.mu.Lock()
-		for _, e := range low {
-			c, cerr := p.Child(e.Name)
-			if cerr != nil || o.whiteout[c.Raw()] {
-				continue
-			}
-			if _, ok := byName[e.Name]; !ok {
-				byName[e.Name] = e
+		for i, e := range lows {
+			c, cerr := p.Child(name(e))
+			if _, ok := byName[name(e)]; cerr == nil && !ok && !o.whiteout[c.Raw()] {
+				kept[i] = c
 			}
 		}
 		o.mu.Unlock()
+		// low may read the lower (a racy file's sight): not under o.mu.
+		for i, e := range lows {
+			if kept[i].IsRoot() {
+				continue
+			}
+			if low != nil {
+				e = low(kept[i], e)
+			}
+			byName[name(e)] = e
+		}
 	}
-	out := make([]vfs.DirEntry, 0, len(byName))
+	out := make([]E, 0, len(byName))
 	for _, e := range byName {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool { return name(out[i]) < name(out[j]) })
 	return out, nil
 }
 
@@ -1037,3 +1080,8 @@ var _ vfs.Backend = (*Overlay)(nil)
 // overlay's private directory, so its files are the ones a mount may hand
 // to the kernel (Options.Passthrough). A lower file never answers.
 func (f ovFile) HostFd(t hostfd.Token) (int, bool) { return hostfd.Of(f.File) }
+
+// readDir is b's ReadDir, in vfs.ReadDirInfo's shape.
+func readDir(ctx context.Context, b vfs.Backend, p vfs.Path) ([]vfs.DirEntry, error) {
+	return b.ReadDir(ctx, p)
+}

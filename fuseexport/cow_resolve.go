@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -56,7 +57,43 @@ func (t ovTree) Type(n ovNode) fs.FileMode {
 func (t ovTree) Target(n ovNode) (string, error) { return t.o.Readlink(t.ctx, n.p) }
 
 func (o *Overlay) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[ovNode], vfs.Location, error) {
+	if n, ok := o.resolveLower(ctx, p, follow); ok {
+		loc := vfs.Location{Path: n.p.Resolved(), Found: true, Type: n.info.Mode.Type()}
+		return vfs.Resolution[ovNode]{Name: n.p.Base(), Node: n, Found: true}, loc, nil
+	}
 	return vfs.ResolveLocation[ovNode](ctx, ovTree{o: o, ctx: ctx}, ovNode{p: vfs.Root, root: true}, p, follow, op)
+}
+
+// resolveLower resolves p with one call to the lower, where only the lower
+// can hold p and its ancestors: the upper holds not even p's first
+// component, and no whiteout or opaque directory hides p or an ancestor. The
+// answer is then the one a resolution one component at a time gives, for a
+// fraction of the lookups (the lower, a work Dir's view, resolves the whole
+// path canonically in one enforced call). ok is false, and the caller
+// resolves one component at a time, where that does not hold: the lower is
+// no vfs.StatResolver, p ends in a slash, the lower found nothing or failed,
+// or its resolution followed a symlink (whose target the upper may have
+// changed or a whiteout hidden).
+func (o *Overlay) resolveLower(ctx context.Context, p vfs.Path, follow bool) (ovNode, bool) {
+	sr, ok := o.lower.(vfs.StatResolver)
+	if !ok || p.IsRoot() || p.MustBeDir() {
+		return ovNode{}, false
+	}
+	p = p.Unresolved()
+	top, _, _ := strings.Cut(p.Raw(), "/")
+	first, err := vfs.Root.Child(top)
+	if err != nil {
+		return ovNode{}, false
+	}
+	if _, err := o.upper.Lstat(ctx, first); vfs.CodeOf(err) != vfs.CodeNotFound || o.isHidden(p) {
+		return ovNode{}, false
+	}
+	loc, info, err := sr.ResolveStat(ctx, p, follow)
+	if err != nil || !loc.Found || loc.Path.Raw() != p.Raw() {
+		return ovNode{}, false
+	}
+	o.see(ctx, p, info)
+	return ovNode{p: p, info: ownerless(info)}, true
 }
 
 // Resolve resolves p in the merged view (see vfs.Resolver).

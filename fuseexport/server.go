@@ -123,6 +123,9 @@ type Server struct {
 	ptOn       atomic.Bool  // the kernel takes this mount's backing files
 	served     atomic.Int64 // reads and writes of counted handles the server served (tests)
 	lookups    atomic.Int64 // LOOKUP requests from the kernel (tests)
+	// changes counts the requests that may have changed an entry, and the
+	// host's invalidations (see dirhandle.go).
+	changes atomic.Uint64
 }
 
 type invalidation struct {
@@ -391,6 +394,7 @@ func (s *Server) Invalidate(p string) <-chan struct{} {
 		close(done)
 		return done
 	}
+	s.changes.Add(1) // a listing's statuses are no longer trusted (dirhandle.go)
 	s.unmountMu.Lock()
 	defer s.unmountMu.Unlock()
 	if s.unmounted {
@@ -522,44 +526,63 @@ func (s *Server) admit(ctx context.Context, p vfs.Path, mode fs.FileMode) syscal
 // in a checkout. Special files and symlinks leaving the Dir are left out too,
 // as Lookup answers them absent. "." and ".." come first.
 func (s *Server) list(ctx context.Context, p vfs.Path) ([]fuse.DirEntry, error) {
-	if s.opts.Unaddressable != nil {
-		ctx = vfs.WithUnaddressable(ctx, func(u vfs.Unaddressable) { s.noteSkipped(p, u) })
-	}
+	ctx = s.noting(ctx, p)
 	des, err := s.d.ReadDirVisible(ctx, "/"+p.String())
 	if err != nil {
 		return nil, err
 	}
-	ents := make([]fuse.DirEntry, 2, len(des)+2)
+	return s.dirents(ctx, p, len(des), func(i int) (string, fs.FileMode) { return des[i].Name(), des[i].Type() }), nil
+}
+
+// listInfo is list with the status of each entry listed, by name, from the
+// same listing (Dir.ReadDirVisibleInfo): an entry whose status could not be
+// read has none.
+func (s *Server) listInfo(ctx context.Context, p vfs.Path) ([]fuse.DirEntry, map[string]vfs.Info, error) {
+	ctx = s.noting(ctx, p)
+	infos, err := s.d.ReadDirVisibleInfo(ctx, "/"+p.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	ents := s.dirents(ctx, p, len(infos), func(i int) (string, fs.FileMode) { return infos[i].Name, infos[i].Mode.Type() })
+	byName := make(map[string]vfs.Info, len(infos))
+	for _, e := range infos {
+		if e.Err == nil {
+			byName[e.Name] = e.Info
+		}
+	}
+	return ents, byName, nil
+}
+
+// noting is ctx, telling Options.Unaddressable of each name a listing of p
+// leaves out because no path can hold it.
+func (s *Server) noting(ctx context.Context, p vfs.Path) context.Context {
+	if s.opts.Unaddressable != nil {
+		ctx = vfs.WithUnaddressable(ctx, func(u vfs.Unaddressable) { s.noteSkipped(p, u) })
+	}
+	return ctx
+}
+
+// dirents is the listing of directory p whose n entries entry gives (name,
+// type), as the kernel gets it: "." and ".." first, without the special
+// files and the symlinks leaving the Dir that Lookup answers absent.
+func (s *Server) dirents(ctx context.Context, p vfs.Path, n int, entry func(int) (string, fs.FileMode)) []fuse.DirEntry {
+	ents := make([]fuse.DirEntry, 2, n+2)
 	ents[0] = fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR}
 	ents[1] = fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR}
-	var links []int
-	for _, de := range des {
-		t := de.Type()
+	for i := range n {
+		name, t := entry(i)
 		if special(t) {
 			continue
 		}
 		if t&fs.ModeSymlink != 0 {
-			links = append(links, len(ents))
+			c, cerr := p.Child(name)
+			if cerr != nil || s.admit(ctx, c, fs.ModeSymlink) != 0 {
+				continue
+			}
 		}
-		ents = append(ents, fuse.DirEntry{Name: de.Name(), Mode: modeToUnix(t) & syscall.S_IFMT})
+		ents = append(ents, fuse.DirEntry{Name: name, Mode: modeToUnix(t) & syscall.S_IFMT})
 	}
-	if len(links) == 0 {
-		return ents, nil
-	}
-	drop := map[int]bool{}
-	for _, i := range links {
-		c, cerr := p.Child(ents[i].Name)
-		if cerr != nil || s.admit(ctx, c, fs.ModeSymlink) != 0 {
-			drop[i] = true
-		}
-	}
-	out := ents[:0]
-	for i, e := range ents {
-		if !drop[i] {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return ents
 }
 
 // maxSkipped bounds how many skipped names a server remembers having told;

@@ -290,8 +290,26 @@ type hidingLower struct {
 	view lazyViewPolicy
 }
 
+// ResolveStat resolves p in the work Dir's view in one call where it can
+// (vfs.StatResolver): the names hidingLower leaves out of listings are
+// resolved as Lstat finds them, so the answer is Lstat's.
+func (h hidingLower) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	return vfs.ResolveStat(ctx, h.Backend, p, follow)
+}
+
 func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	ents, err := h.Backend.ReadDir(ctx, p)
+	return hideEntries(ctx, h, p, func(ctx context.Context, b vfs.Backend, p vfs.Path) ([]vfs.DirEntry, error) { return b.ReadDir(ctx, p) }, func(e vfs.DirEntry) string { return e.Name })
+}
+
+// ReadDirInfo is ReadDir with each entry's status, read in one pass where the
+// work Dir's view can (vfs.DirInfoReader).
+func (h hidingLower) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
+	return hideEntries(ctx, h, p, vfs.ReadDirInfo, func(e vfs.DirInfo) string { return e.Name })
+}
+
+// hideEntries lists p in h's Backend with list, less the entries h hides.
+func hideEntries[E any](ctx context.Context, h hidingLower, p vfs.Path, list func(context.Context, vfs.Backend, vfs.Path) ([]E, error), name func(E) string) ([]E, error) {
+	ents, err := list(ctx, h.Backend, p)
 	if err != nil {
 		return nil, err
 	}
@@ -302,23 +320,28 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 	if h.view.inner == nil && !git {
 		return ents, nil
 	}
-	out := make([]vfs.DirEntry, 0, len(ents))
+	out := make([]E, 0, len(ents))
 	for _, e := range ents {
-		c, cerr := p.Child(e.Name)
-		if cerr != nil || (git && !h.view.git.shows(c.String())) {
-			continue
-		}
-		if h.view.inner == nil {
+		if h.shows(ctx, p, git, name(e)) {
 			out = append(out, e)
-			continue
 		}
-		r := policy.Request{Op: policy.OpStat, Path: h.view.join(c.String()), GuestPath: c.String(), Size: -1}
-		if h.view.inner.Decide(ctx, &r).Effect == policy.Deny {
-			continue
-		}
-		out = append(out, e)
 	}
 	return out, nil
+}
+
+// shows reports whether entry name of directory p (in a .git, if git) is
+// listed: the git view shows it and the session's policy does not deny its
+// status.
+func (h hidingLower) shows(ctx context.Context, p vfs.Path, git bool, name string) bool {
+	c, cerr := p.Child(name)
+	if cerr != nil || (git && !h.view.git.shows(c.String())) {
+		return false
+	}
+	if h.view.inner == nil {
+		return true
+	}
+	r := policy.Request{Op: policy.OpStat, Path: h.view.join(c.String()), GuestPath: c.String(), Size: -1}
+	return h.view.inner.Decide(ctx, &r).Effect != policy.Deny
 }
 
 // lazyViewPolicy is the policy and hook of a lazy sandbox's view of the work
