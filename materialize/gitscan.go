@@ -244,7 +244,7 @@ func looseObjects(ctx context.Context, gitdir string, fn func(h plumbing.Hash, t
 		return err
 	}
 	sort.Strings(fans)
-	hr := &headerReader{br: bufio.NewReaderSize(nil, 512)}
+	var lr looseReader
 	for _, fan := range fans {
 		if len(fan) != 2 || !isHex(fan) {
 			continue
@@ -268,7 +268,7 @@ func looseObjects(ctx context.Context, gitdir string, fn func(h plumbing.Hash, t
 				df.Close()
 				return err
 			}
-			typ, err := hr.typeAt(dfd, n)
+			typ, err := lr.typeAt(dfd, fan+n)
 			if err != nil {
 				df.Close()
 				return &os.PathError{Op: "read", Path: "objects/" + fan + "/" + n, Err: err}
@@ -290,8 +290,7 @@ func looseObjects(ctx context.Context, gitdir string, fn func(h plumbing.Hash, t
 type looseFirst struct {
 	*filesystem.Storage
 	objects int // handle of gitdir/objects, -1 when it cannot be opened
-	zr      io.ReadCloser
-	br      *bufio.Reader
+	lr      looseReader
 }
 
 func newLooseFirst(st *filesystem.Storage, gitdir string) *looseFirst {
@@ -299,7 +298,7 @@ func newLooseFirst(st *filesystem.Storage, gitdir string) *looseFirst {
 	if err != nil {
 		fd = -1
 	}
-	return &looseFirst{Storage: st, objects: fd, br: bufio.NewReaderSize(nil, 4096)}
+	return &looseFirst{Storage: st, objects: fd}
 }
 
 func (l *looseFirst) close() {
@@ -342,15 +341,7 @@ func (l *looseFirst) loose(h plumbing.Hash, want plumbing.ObjectType) (plumbing.
 	}
 	f := os.NewFile(uintptr(fd), id)
 	defer f.Close()
-	l.br.Reset(f)
-	if l.zr == nil {
-		if l.zr, err = zlib.NewReader(l.br); err != nil {
-			return nil, err
-		}
-	} else if err := l.zr.(zlib.Resetter).Reset(l.br, nil); err != nil {
-		return nil, err
-	}
-	typ, size, err := looseHeader(l.zr, id)
+	typ, size, err := l.lr.header(f, id)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +354,7 @@ func (l *looseFirst) loose(h plumbing.Hash, want plumbing.ObjectType) (plumbing.
 	// One byte more than declared: the read then meets the end of the stream,
 	// where zlib checks its checksum.
 	data := make([]byte, size+1)
-	n, err := io.ReadFull(l.zr, data)
+	n, err := io.ReadFull(l.lr.zr, data)
 	switch {
 	case int64(n) == size && (err == io.EOF || err == io.ErrUnexpectedEOF):
 		data = data[:n]
@@ -381,49 +372,46 @@ func (l *looseFirst) loose(h plumbing.Hash, want plumbing.ObjectType) (plumbing.
 	return o, nil
 }
 
-// headerReader reads loose objects' headers, reusing its buffers and inflater.
-type headerReader struct {
-	br  *bufio.Reader
-	zr  io.ReadCloser
-	hdr [32]byte
+// looseReader inflates loose objects one after another, reusing its buffer
+// and inflater. header is the one parser of a loose object's header, for the
+// listing (typeAt) and for the reads (looseFirst.loose) alike.
+type looseReader struct {
+	br *bufio.Reader
+	zr io.ReadCloser
 }
 
-// typeAt returns the type in the header of the loose object name in the
-// directory dfd ("commit 123\x00...").
-func (r *headerReader) typeAt(dfd int, name string) (plumbing.ObjectType, error) {
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+// header starts inflating the loose object in f (id names it in errors) and
+// reads its "TYPE SIZE\x00" header; zr then reads its body.
+func (r *looseReader) header(f *os.File, id string) (plumbing.ObjectType, int64, error) {
+	if r.br == nil {
+		r.br = bufio.NewReaderSize(f, 4096)
+	} else {
+		r.br.Reset(f)
+	}
+	if r.zr == nil {
+		zr, err := zlib.NewReader(r.br)
+		if err != nil {
+			return plumbing.InvalidObject, 0, err
+		}
+		r.zr = zr
+	} else if err := r.zr.(zlib.Resetter).Reset(r.br, nil); err != nil {
+		return plumbing.InvalidObject, 0, err
+	}
+	return looseHeader(r.zr, id)
+}
+
+// typeAt returns the type in the header of the loose object id, the file
+// id[2:] of the directory dfd (objects/id[:2]), no link followed; only the
+// header is inflated.
+func (r *looseReader) typeAt(dfd int, id string) (plumbing.ObjectType, error) {
+	fd, err := unix.Openat(dfd, id[2:], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return plumbing.InvalidObject, err
 	}
-	f := os.NewFile(uintptr(fd), name)
+	f := os.NewFile(uintptr(fd), id)
 	defer f.Close()
-	r.br.Reset(f)
-	if r.zr == nil {
-		if r.zr, err = zlib.NewReader(r.br); err != nil {
-			return plumbing.InvalidObject, err
-		}
-	} else if err := r.zr.(zlib.Resetter).Reset(r.br, nil); err != nil {
-		return plumbing.InvalidObject, err
-	}
-	n := 0
-	for n < len(r.hdr) {
-		m, err := r.zr.Read(r.hdr[n:])
-		n += m
-		if i := bytes.IndexByte(r.hdr[:n], ' '); i >= 0 {
-			typ, perr := plumbing.ParseObjectType(string(r.hdr[:i]))
-			if perr != nil {
-				return plumbing.InvalidObject, perr
-			}
-			return typ, nil
-		}
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return plumbing.InvalidObject, err
-		}
-	}
-	return plumbing.InvalidObject, errors.New("no object header")
+	typ, _, err := r.header(f, id)
+	return typ, err
 }
 
 func isHex(s string) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -69,5 +70,37 @@ func TestGitScanLooseBounded(t *testing.T) {
 	}
 	if _, err := l.loose(plumbing.NewHash(blobID), plumbing.TreeObject); !errors.Is(err, plumbing.ErrObjectNotFound) {
 		t.Errorf("a blob asked for as a tree: %v, want ErrObjectNotFound (body not read)", err)
+	}
+}
+
+// TestGitLooseHeaderOneParser: the listing of loose objects (typed by their
+// header alone) and the reader of one (looseFirst.loose) parse the header
+// with one parser, so they agree on every header: both accept a well-formed
+// one with the same type, both refuse any other. On the code before, the
+// listing had its own parser, which took the type from "blob x\x00" or a
+// header with no size or end at all, where the reader refused them.
+func TestGitLooseHeaderOneParser(t *testing.T) {
+	const id = "6666666666666666666666666666666666666666"
+	for _, raw := range []string{
+		"blob 5\x00hello", "commit 0\x00", "tree 0\x00",
+		"blob x\x00hello", "blob 5", "blob\x00", "blob5\x00hello", "blab 5\x00hello", "blob -1\x00",
+		"blob 99999999999999999999999\x00", "blob " + strings.Repeat("0", 40) + "5\x00hello", "",
+	} {
+		gitdir := t.TempDir()
+		writeLoose(t, gitdir, id, []byte(raw))
+		listed, lerr := plumbing.InvalidObject, error(nil)
+		lerr = looseObjects(t.Context(), gitdir, func(_ plumbing.Hash, typ plumbing.ObjectType) error {
+			listed = typ
+			return nil
+		})
+		l := newLooseFirst(nil, gitdir)
+		o, rerr := l.loose(plumbing.NewHash(id), plumbing.AnyObject)
+		l.close()
+		switch {
+		case (lerr == nil) != (rerr == nil):
+			t.Errorf("%q: the listing says %v (%v), the reader %v", raw, listed, lerr, rerr)
+		case lerr == nil && o.Type() != listed:
+			t.Errorf("%q: the listing says %v, the reader %v", raw, listed, o.Type())
+		}
 	}
 }
