@@ -312,6 +312,7 @@ type runner struct {
 	lazyWhy          string      // why lazy or not, for the summary
 	lazyWork         *lazyWork
 	git              gitRun // the work tree's .git (run_git.go)
+	toolNote         string // why the caches are bound as they are, for the summary (run_cachemount.go)
 }
 
 func (r *runner) close() {
@@ -444,6 +445,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 			opts.Caches = caches
 		}
 	}
+	r.useToolMount(&opts)
 	bw := sandbox.Bubblewrap(opts)
 	wrappers, err := r.lim.net.wrappers(bw, s.Subject, s.Audit, r.msgs())
 	if err != nil {
@@ -493,6 +495,9 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		strings.Join(res.Wrappers, ", "), roundDur(setup), roundDur(res.Duration))
 	if res.Sandboxed {
 		r.say("capfs: run: limits: %s\n", bw.Limits())
+		if r.toolNote != "" {
+			r.say("capfs: run: caches: %s\n", r.toolNote)
+		}
 	}
 	if res.ExitCode != 0 {
 		r.say("%s", r.lim.net.hint())

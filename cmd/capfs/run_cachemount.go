@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/capfs/capfs/backends/physical"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/fuseexport"
+	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/vfs"
+)
+
+// Tool directories through a mount of their own (issue 26: nothing hidden
+// shows through).
+//
+// A run binds host directories for its tools: the project's build cache
+// (cache.go), the host's Go module cache and, when it is not under /usr, Go
+// toolchain. A bind mount's entry in the sandbox's /proc/self/mountinfo names
+// its source's path within its file system (its "root" field), whatever the
+// target: /root/.cache/capfs/<key>/data, /home/alice/go/pkg/mod. Only a mount
+// that is a file system of its own shows "/" there. So the run serves them
+// all through one FUSE mount of its own (a Dir over a Namespace holding each
+// directory, physical backends, the module cache and toolchain read-only) and
+// binds its subdirectories: mountinfo shows "/cache-0", "/gomod" and "/go".
+// Where FUSE is not available the directories are bound as they are, and the
+// run says so in its summary.
+//
+// The Dir has the default policy (allow all) and no audit, as the binds it
+// stands for: these are the user's own caches, shown whole; every call is
+// still one Dir call. Reads and writes of their files go to the kernel
+// directly where FUSE passthrough works (fuseexport.Options.Passthrough).
+
+// toolMount is the FUSE mount serving a run's tool directories.
+type toolMount struct {
+	srv  *fuseexport.Server
+	priv string // the private directory (0700) holding the mount point
+	mp   string // the mount point
+	fss  []*physical.FS
+}
+
+// Names of the tool directories at the root of the mount.
+const (
+	toolGoMod  = "gomod"
+	toolGoRoot = "go"
+)
+
+// toolFUSE reports whether FUSE mounts can be made here (a variable for
+// tests of the fallback).
+var toolFUSE = fuseexport.Available
+
+// toolCacheName names the i-th cache (sandbox.CacheDir) in the mount.
+func toolCacheName(i int) string { return "cache-" + strconv.Itoa(i) }
+
+// toolDirs lists the host directories of opts the mount serves, by their
+// name in it, and whether each is read-only: every cache, the module cache
+// and the toolchain unless under /usr (the sandbox shows /usr as it is).
+func toolDirs(opts *sandbox.BubblewrapOptions) (names, hosts []string, ro []bool) {
+	for i, c := range opts.Caches {
+		names, hosts, ro = append(names, toolCacheName(i)), append(hosts, c.Source), append(ro, false)
+	}
+	if opts.GoModCache != "" && !underUsr(opts.GoModCache) {
+		names, hosts, ro = append(names, toolGoMod), append(hosts, opts.GoModCache), append(ro, true)
+	}
+	if opts.GoRoot != "" && !underUsr(opts.GoRoot) {
+		names, hosts, ro = append(names, toolGoRoot), append(hosts, opts.GoRoot), append(ro, true)
+	}
+	return names, hosts, ro
+}
+
+func underUsr(p string) bool {
+	p = filepath.Clean(p)
+	return p == "/usr" || len(p) > 5 && p[:5] == "/usr/"
+}
+
+// mountToolDirs serves opts' tool directories (toolDirs) through one FUSE
+// mount and points opts at it: each cache's Source, GoModCache and GoRoot
+// become the mount's subdirectories. It returns the mount (nil when there
+// is nothing to serve) and, when the directories stay bound as they are
+// (no FUSE here, or the mount failed), why, for the run's summary.
+func mountToolDirs(opts *sandbox.BubblewrapOptions) (*toolMount, error) {
+	names, hosts, ro := toolDirs(opts)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if err := toolFUSE(); err != nil {
+		return nil, err
+	}
+	tm := &toolMount{}
+	ns := vfs.NewNamespace()
+	ids := []vfs.Path{vfs.Root}
+	for i, n := range names {
+		fs, err := physical.New(hosts[i])
+		if err != nil {
+			tm.closeFS()
+			return nil, err
+		}
+		tm.fss = append(tm.fss, fs)
+		p := vfs.MustParse(n)
+		if err := ns.Mount(p, fs, vfs.MountOptions{ReadOnly: ro[i]}); err != nil {
+			tm.closeFS()
+			return nil, err
+		}
+		ids = append(ids, p)
+	}
+	if err := tm.mount(ns, ids); err != nil {
+		tm.closeFS()
+		return nil, err
+	}
+	for i := range opts.Caches {
+		opts.Caches[i].Source = filepath.Join(tm.mp, toolCacheName(i))
+	}
+	if opts.GoModCache != "" && !underUsr(opts.GoModCache) {
+		opts.GoModCache = filepath.Join(tm.mp, toolGoMod)
+	}
+	if opts.GoRoot != "" && !underUsr(opts.GoRoot) {
+		opts.GoRoot = filepath.Join(tm.mp, toolGoRoot)
+	}
+	return tm, nil
+}
+
+// mount serves ns on a new mount point, in a private directory named as a
+// lazy run's (capfs-lazy-*/work, under lazyMountDir), so that what a killed
+// run leaves is swept the same way (clearStaleLazy).
+func (tm *toolMount) mount(ns *vfs.Namespace, ids []vfs.Path) error {
+	mnt := lazyMountDir(lazyBase())
+	clearStaleLazy(mnt)
+	priv, err := os.MkdirTemp(mnt, "capfs-lazy-tools-")
+	if err != nil {
+		return err
+	}
+	mp := filepath.Join(priv, "work")
+	if err := os.Mkdir(mp, 0o700); err != nil {
+		os.Remove(priv)
+		return err
+	}
+	d, _ := dir.New(ns)
+	srv, err := fuseexport.Mount(mp, d, fuseexport.Options{
+		Mounts: ids, AllowOther: os.Geteuid() == 0, Name: "capfs-tools",
+		Passthrough: true, ReadDirPlus: true,
+	})
+	if err != nil {
+		os.Remove(mp)
+		os.Remove(priv)
+		return err
+	}
+	tm.srv, tm.priv, tm.mp = srv, priv, mp
+	return nil
+}
+
+func (tm *toolMount) closeFS() {
+	for _, fs := range tm.fss {
+		fs.Close()
+	}
+	tm.fss = nil
+}
+
+// Close stops the mount (waiting up to two seconds for files the sandbox
+// left open) and removes its mount point. Calling it again does nothing.
+func (tm *toolMount) Close() error {
+	if tm == nil || tm.srv == nil {
+		return nil
+	}
+	err := tm.srv.Close(2 * time.Second)
+	err = errors.Join(err, fuseexport.ClearStale(tm.mp), os.Remove(tm.mp), os.Remove(tm.priv))
+	tm.closeFS()
+	tm.srv = nil
+	return err
+}
+
+// useToolMount serves opts' tool directories through a mount of their own
+// for r's run (closed with r), or notes for the summary why they are bound
+// as they are: their host paths then show in the sandbox's
+// /proc/self/mountinfo.
+func (r *runner) useToolMount(opts *sandbox.BubblewrapOptions) {
+	tm, err := mountToolDirs(opts)
+	if err != nil {
+		r.toolNote = "bound from their host directories, which /proc/self/mountinfo inside names (no FUSE mount of their own here: " + showError(err) + ")"
+		return
+	}
+	if tm != nil {
+		r.subs = append(r.subs, tm.Close)
+	}
+}
