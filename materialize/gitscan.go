@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -52,6 +53,10 @@ type gitScan struct {
 	loose, packed []plumbing.Hash            // the current store's objects
 	unnamed       []string                   // unnamed loose objects: paths relative to top
 	unnamedPacked int                        // unnamed packed objects (or, with alternates, any)
+	// walked holds the entries beneath objects/ and modules/ (relative to
+	// top) a fingerprint saw just before the scan; the loose objects are
+	// taken from it instead of listing objects/ again. nil: list them.
+	walked map[string]bool
 }
 
 // scan scans the git directory gitdir (a host path) whose work tree is prefix
@@ -108,16 +113,23 @@ func (s *gitScan) scan(gitdir, prefix string) error {
 	return s.modules(filepath.Join(gitdir, "modules"), "", prefix)
 }
 
-// account records the current store's objects that nothing it holds names.
-func (s *gitScan) account(gitdir string) {
+// rel is the git directory gitdir relative to the top one, in slash form
+// ("" for the top one).
+func (s *gitScan) rel(gitdir string) string {
 	rel, err := filepath.Rel(s.top, gitdir)
 	if err != nil || rel == "." {
-		rel = ""
+		return ""
 	}
+	return filepath.ToSlash(rel)
+}
+
+// account records the current store's objects that nothing it holds names.
+func (s *gitScan) account(gitdir string) {
+	rel := s.rel(gitdir)
 	for _, h := range s.loose {
 		if _, ok := s.named[h]; !ok {
 			id := h.String()
-			s.unnamed = append(s.unnamed, join(filepath.ToSlash(rel), "objects/"+id[:2]+"/"+id[2:]))
+			s.unnamed = append(s.unnamed, join(rel, "objects/"+id[:2]+"/"+id[2:]))
 		}
 	}
 	for _, h := range s.packed {
@@ -149,7 +161,7 @@ func (s *gitScan) roots(gitdir string, st *looseFirst, fn func(o plumbing.Encode
 	}
 	fsys := osfs.New(gitdir, osfs.WithBoundOS())
 	dg := dotgit.New(fsys)
-	err := looseObjects(s.ctx, gitdir, func(h plumbing.Hash, typ plumbing.ObjectType) error {
+	err := looseObjects(s.ctx, gitdir, listedLoose(s.walked, s.rel(gitdir)), func(h plumbing.Hash, typ plumbing.ObjectType) error {
 		s.loose = append(s.loose, h)
 		if typ != plumbing.CommitObject && typ != plumbing.TagObject {
 			return nil
@@ -228,8 +240,10 @@ func (s *gitScan) packIDs(dg *dotgit.DotGit, p plumbing.Hash) error {
 // directories and files are opened relative to their parent's handle without
 // following symlinks (a symlink where an object should be is an error, as an
 // unreadable object is); names that are not object ids are ignored, as git
-// does.
-func looseObjects(ctx context.Context, gitdir string, fn func(h plumbing.Hash, typ plumbing.ObjectType) error) error {
+// does. The ids are listed, when not nil, sorted (those a fingerprint's walk
+// saw: objects/ is then not listed again, and one removed since, packed by a
+// git gc, is skipped); else read from the directories.
+func looseObjects(ctx context.Context, gitdir string, listed []string, fn func(h plumbing.Hash, typ plumbing.ObjectType) error) error {
 	ofd, err := unix.Open(filepath.Join(gitdir, "objects"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if err == unix.ENOENT {
@@ -239,48 +253,102 @@ func looseObjects(ctx context.Context, gitdir string, fn func(h plumbing.Hash, t
 	}
 	od := os.NewFile(uintptr(ofd), "objects")
 	defer od.Close()
+	ids := listed
+	if ids == nil {
+		if ids, err = readLooseIDs(od, ofd); err != nil {
+			return err
+		}
+	}
+	var lr looseReader
+	dfd, fan := -1, ""
+	defer func() {
+		if dfd >= 0 {
+			unix.Close(dfd)
+		}
+	}()
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if id[:2] != fan {
+			if dfd >= 0 {
+				unix.Close(dfd)
+			}
+			fan = id[:2]
+			if dfd, err = unix.Openat(ofd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+				dfd = -1
+				if listed != nil && err == unix.ENOENT {
+					continue
+				}
+				return &os.PathError{Op: "open", Path: "objects/" + fan, Err: err}
+			}
+		}
+		if dfd < 0 {
+			continue // its directory is gone
+		}
+		typ, err := lr.typeAt(dfd, id)
+		if listed != nil && errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "read", Path: "objects/" + fan + "/" + id[2:], Err: err}
+		}
+		if err := fn(plumbing.NewHash(id), typ); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLooseIDs lists the loose object ids beneath the objects directory od
+// (handle ofd), sorted.
+func readLooseIDs(od *os.File, ofd int) ([]string, error) {
 	fans, err := od.Readdirnames(-1)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sort.Strings(fans)
-	var lr looseReader
+	ids := []string{}
 	for _, fan := range fans {
 		if len(fan) != 2 || !isHex(fan) {
 			continue
 		}
 		dfd, err := unix.Openat(ofd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return &os.PathError{Op: "open", Path: "objects/" + fan, Err: err}
+			return nil, &os.PathError{Op: "open", Path: "objects/" + fan, Err: err}
 		}
 		df := os.NewFile(uintptr(dfd), fan)
 		names, err := df.Readdirnames(-1)
-		if err != nil {
-			df.Close()
-			return err
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if len(n) != 38 || !isHex(n) {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				df.Close()
-				return err
-			}
-			typ, err := lr.typeAt(dfd, fan+n)
-			if err != nil {
-				df.Close()
-				return &os.PathError{Op: "read", Path: "objects/" + fan + "/" + n, Err: err}
-			}
-			if err := fn(plumbing.NewHash(fan+n), typ); err != nil {
-				df.Close()
-				return err
-			}
-		}
 		df.Close()
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if len(n) == 38 && isHex(n) {
+				ids = append(ids, fan+n)
+			}
+		}
 	}
-	return nil
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// listedLoose returns the loose object ids of the store at rel (relative to
+// the top git directory, "" for it) among the entries a fingerprint walked
+// (see gitFingerprint), sorted; nil when there was no such walk.
+func listedLoose(walked map[string]bool, rel string) []string {
+	if walked == nil {
+		return nil
+	}
+	prefix := join(rel, "objects") + "/"
+	ids := []string{}
+	for e := range walked {
+		rest, ok := strings.CutPrefix(e, prefix)
+		if ok && len(rest) == 41 && rest[2] == '/' && isHex(rest[:2]) && isHex(rest[3:]) {
+			ids = append(ids, rest[:2]+rest[3:])
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // looseFirst is the store of a git directory that reads a loose object

@@ -76,7 +76,7 @@ func ScanGitHistory(ctx context.Context, gitdir string, budget int, cacheDir str
 			return h, nil
 		}
 	}
-	h, err := scanGitPaths(ctx, gitdir, budget)
+	h, err := scanGitPaths(ctx, gitdir, budget, objs) // objs: the walk's loose objects, not listed again
 	if err != nil {
 		return nil, err
 	}
@@ -100,9 +100,10 @@ func withoutUnnamed(objs map[string]bool, unnamed []string) map[string]bool {
 	return objs
 }
 
-// scanGitPaths runs gitScan over gitdir, collecting every path it shows.
-func scanGitPaths(ctx context.Context, gitdir string, budget int) (*GitHistory, error) {
-	s := &gitScan{ctx: ctx, budget: budget, paths: map[string]struct{}{}, seen: map[string]struct{}{}}
+// scanGitPaths runs gitScan over gitdir, collecting every path it shows;
+// walked, when not nil, is what gitFingerprint saw (see gitScan.walked).
+func scanGitPaths(ctx context.Context, gitdir string, budget int, walked map[string]bool) (*GitHistory, error) {
+	s := &gitScan{ctx: ctx, budget: budget, paths: map[string]struct{}{}, seen: map[string]struct{}{}, walked: walked}
 	err := s.scan(gitdir, "")
 	h := &GitHistory{Trees: budget - max(s.budget, 0), Complete: err == nil}
 	switch {

@@ -89,7 +89,7 @@ func TestGitLooseHeaderOneParser(t *testing.T) {
 		gitdir := t.TempDir()
 		writeLoose(t, gitdir, id, []byte(raw))
 		listed, lerr := plumbing.InvalidObject, error(nil)
-		lerr = looseObjects(t.Context(), gitdir, func(_ plumbing.Hash, typ plumbing.ObjectType) error {
+		lerr = looseObjects(t.Context(), gitdir, nil, func(_ plumbing.Hash, typ plumbing.ObjectType) error {
 			listed = typ
 			return nil
 		})
@@ -102,5 +102,36 @@ func TestGitLooseHeaderOneParser(t *testing.T) {
 		case lerr == nil && o.Type() != listed:
 			t.Errorf("%q: the listing says %v, the reader %v", raw, listed, o.Type())
 		}
+	}
+}
+
+// TestGitScanTakesTheWalk: on a scan after a fingerprint, the loose objects
+// are those the fingerprint's walk saw (objects/ is not listed a second
+// time): one removed since (packed by a git gc) is skipped, not an error, and
+// one added since is not scanned, as it is not among the objects shown.
+func TestGitScanTakesTheWalk(t *testing.T) {
+	gitdir := t.TempDir()
+	const (
+		kept  = "6666666666666666666666666666666666666666"
+		gone  = "7777777777777777777777777777777777777777"
+		added = "8888888888888888888888888888888888888888"
+	)
+	writeLoose(t, gitdir, kept, []byte("blob 5\x00hello"))
+	_, walked, err := gitFingerprint(gitdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked["objects/77/"+gone[2:]] = true
+	writeLoose(t, gitdir, added, []byte("blob 5\x00hello"))
+	h, err := scanGitPaths(t.Context(), gitdir, 100, walked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "objects/66/" + kept[2:]; len(h.Unnamed) != 1 || h.Unnamed[0] != want {
+		t.Errorf("unnamed %v, want [%s]", h.Unnamed, want)
+	}
+	h, err = scanGitPaths(t.Context(), gitdir, 100, nil)
+	if err != nil || len(h.Unnamed) != 2 {
+		t.Errorf("a scan listing objects/ itself: unnamed %v, %v; want both objects", h.Unnamed, err)
 	}
 }
