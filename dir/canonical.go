@@ -163,6 +163,7 @@ const (
 	infoNone   infoState = iota // nothing: the operation looks it up
 	infoFilled                  // its status, from the lookup that resolved it
 	infoAbsent                  // nothing is there (the parent resolved, the name did not)
+	infoKept                    // its status, the backend's own (call.kept; see keptStater)
 )
 
 // canonStat is canon that, when info is not nil, also fills it with the status of

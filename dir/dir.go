@@ -96,11 +96,15 @@ func (d *Dir) Lstat(ctx context.Context, path string) (fs.FileInfo, error) {
 
 func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.FileInfo, error) {
 	var fi fs.FileInfo
-	c := &call{op: policy.OpStat, method: method, path: path, wantInfo: true}
+	c := &call{op: policy.OpStat, method: method, path: path, wantInfo: true, keptOK: true}
 	if !follow {
 		c.fol = followNone
 	}
 	err := d.do(ctx, c, func(ctx context.Context) error {
+		if c.got == infoKept {
+			fi = c.kept
+			return nil
+		}
 		info, known, err := c.resolvedStat(follow)
 		if known {
 			if err == nil {

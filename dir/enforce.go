@@ -3,6 +3,7 @@ package dir
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type scope struct {
 	// stater is b when it answers Stat with a status it keeps (see statAs),
 	// asserted once here rather than on every Stat.
 	stater fileInfoStater
+	// kept is b when it answers a status call's resolution with the status
+	// it keeps (see resolveCall).
+	kept keptStater
 	// regular is b when it reads a regular file whole without a handle (see
 	// readRegular).
 	regular regularReader
@@ -46,6 +50,7 @@ func (s *scope) setBackend(b vfs.Backend) {
 	s.b = b
 	s.stater, _ = b.(fileInfoStater)
 	s.regular, _ = b.(regularReader)
+	s.kept, _ = b.(keptStater)
 	_, s.opens = b.(vfs.OpenResolver)
 	_, s.lists = b.(vfs.ListResolver)
 }
@@ -126,6 +131,11 @@ type call struct {
 	wantInfo bool
 	got      infoState
 	info     vfs.Info
+	// keptOK says the call's answer is an fs.FileInfo (Dir.Stat), which a
+	// keptStater's resolution can give: kept, with got infoKept (the
+	// backend's own, shared, immutable status).
+	keptOK bool
+	kept   fs.FileInfo
 	// req is the request the policy and hooks see, made in step 4 only when the Dir
 	// has a custom policy or hooks; nil otherwise.
 	req *policy.Request
@@ -424,6 +434,18 @@ func (ad *admission) admit(ctx context.Context, c *admitArgs) error {
 func (e *env) decideAll(ctx context.Context, op policy.Op, alsoRead bool, r *policy.Request) (policy.Decision, bool) {
 	d, ok := e.decide(ctx, r)
 	if ok && alsoRead && op != policy.OpRead {
+		if e.quiet {
+			// Only the Engine sees r, and keeps nothing: r itself is asked
+			// as a read, then restored, rather than copied to the heap.
+			saved := *r
+			r.Op, r.Dest, r.Size = policy.OpRead, "", -1
+			rd, rok := e.decide(ctx, r)
+			*r = saved
+			if !rok {
+				return rd, false
+			}
+			return d, ok
+		}
 		rr := *r
 		rr.Op, rr.Dest, rr.Size = policy.OpRead, "", -1
 		if rd, rok := e.decide(ctx, &rr); !rok {
@@ -435,6 +457,15 @@ func (e *env) decideAll(ctx context.Context, op policy.Op, alsoRead bool, r *pol
 
 // resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q.
 func (s *scope) resolveCall(ctx context.Context, c *call) error {
+	if c.keptOK && s.kept != nil && c.kind == destNone && c.fol != followEntry && !c.p.IsResolved() {
+		// The common case of a status call on a backend that keeps its
+		// answers: one lookup, no status built (see keptStater).
+		fol := c.fol == followFinal || c.p.MustBeDir()
+		if loc, fi, ok := s.kept.ResolveKeptStat(ctx, c.p, fol); ok {
+			c.rp, c.got, c.kept = loc.Path.WithDirMark(c.p.MustBeDir()), infoKept, fi
+			return nil
+		}
+	}
 	var info vfs.Info
 	var want *vfs.Info
 	if c.wantInfo {

@@ -32,3 +32,13 @@ func readRegular(ctx context.Context, r regularReader, p vfs.Path, max int64) ([
 	}
 	return data, nil
 }
+
+// keptStater is a backend whose resolution of a status call can answer with
+// the status it keeps, as fileInfoStater answers Stat (the memory backend):
+// ResolveKeptStat returns the location of p, reached with no symlink on the
+// way, and its fs.FileInfo named p's last element, or false and the caller
+// resolves as usual. A Stat through a Dir with a policy then allocates
+// nothing, as without one.
+type keptStater interface {
+	ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, fs.FileInfo, bool)
+}

@@ -40,3 +40,27 @@ func (f *FS) ReadRegular(ctx context.Context, p vfs.Path, max int64) (data []byt
 	copy(data, n.data)
 	return data, 0, size, nil
 }
+
+// ResolveKeptStat is ResolveStat's common case answered with the status the
+// node keeps (as StatFileInfo answers Stat): when p reaches an entry without
+// a symlink on the way (a final one followed only if follow is false), it
+// returns p's location and that status, named p's last element, and true.
+// Otherwise it returns false and the caller asks ResolveStat. It is how a
+// dir.Dir with a policy answers Stat without building an fs.FileInfo.
+func (f *FS) ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, fs.FileInfo, bool) {
+	if ctx.Err() != nil {
+		return vfs.Location{}, nil, false
+	}
+	f.st.mu.RLock()
+	_, n, name, ok := walkTo(f.root, p, follow)
+	if !ok || n == nil {
+		f.st.mu.RUnlock()
+		return vfs.Location{}, nil, false
+	}
+	if name == "" {
+		name = "."
+	}
+	fi := n.fileInfo(name)
+	f.st.mu.RUnlock()
+	return vfs.Location{Path: p.Resolved(), Found: true, Type: n.typ}, fi, true
+}

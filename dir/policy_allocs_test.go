@@ -1,0 +1,90 @@
+package dir_test
+
+import (
+	"io"
+	"os"
+	"testing"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
+)
+
+// TestPolicyPathAllocs pins what enforcement costs with the default policy
+// engine and no hooks: nothing beyond the same call without a policy, for a
+// stat, an existence check, an open for reading, a create and write, a
+// listing and a whole-file read; and a ReadFile of a memory file allocates
+// once, its result, with or without a policy.
+func TestPolicyPathAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under -race")
+	}
+	buf := make([]byte, 512)
+	counts := func(d *dir.Dir) map[string]float64 {
+		must(t, d.MkdirAll(bg, "a/b/c/d"))
+		must(t, d.WriteFile(bg, "a/b/c/d/f", make([]byte, 100), 0o644))
+		out := map[string]float64{}
+		for name, fn := range map[string]func(){
+			"Stat": func() {
+				if _, err := d.Stat(bg, "a/b/c/d/f"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			"Lstat": func() {
+				if _, err := d.Lstat(bg, "a/b/c/d/f"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			"Exists": func() {
+				if ok, err := d.Exists(bg, "a/b/c/d/f"); !ok || err != nil {
+					t.Fatal(ok, err)
+				}
+			},
+			"Open, Read, Close": func() {
+				h, err := d.Open(bg, "a/b/c/d/f", os.O_RDONLY, 0)
+				must(t, err)
+				if _, err := io.ReadFull(h, buf); err != io.ErrUnexpectedEOF {
+					t.Fatal(err)
+				}
+				must(t, h.Close())
+			},
+			"create, Write, Close": func() {
+				h, err := d.Open(bg, "a/b/c/d/g", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+				must(t, err)
+				if _, err := h.Write(buf[:10]); err != nil {
+					t.Fatal(err)
+				}
+				must(t, h.Close())
+			},
+			"ReadDir": func() {
+				if _, err := d.ReadDir(bg, "a/b/c/d"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			"ReadFile": func() {
+				if data, err := d.ReadFile(bg, "a/b/c/d/f"); err != nil || len(data) != 100 {
+					t.Fatal(len(data), err)
+				}
+			},
+		} {
+			out[name] = testing.AllocsPerRun(50, fn)
+		}
+		return out
+	}
+	plain, _ := dir.New(memory.New())
+	policed, _ := dir.New(memory.New(), dir.WithPolicy(policy.Defaults()))
+	without, with := counts(plain), counts(policed)
+	for name, n := range without {
+		if with[name] != n {
+			t.Errorf("%s: %v allocations with the default policy, %v without", name, with[name], n)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		n    float64
+	}{{"Stat", 0}, {"Lstat", 0}, {"Exists", 0}, {"ReadFile", 1}} {
+		if with[c.name] != c.n {
+			t.Errorf("%s with the default policy: %v allocations, want %v", c.name, with[c.name], c.n)
+		}
+	}
+}
