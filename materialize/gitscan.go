@@ -260,44 +260,58 @@ func looseObjects(ctx context.Context, gitdir string, listed []string, fn func(h
 		}
 	}
 	var lr looseReader
-	dfd, fan := -1, ""
-	defer func() {
-		if dfd >= 0 {
-			unix.Close(dfd)
-		}
-	}()
+	dirs := &fanDirs{ofd: ofd, fd: -1}
+	defer dirs.close()
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if id[:2] != fan {
-			if dfd >= 0 {
-				unix.Close(dfd)
-			}
-			fan = id[:2]
-			if dfd, err = unix.Openat(ofd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-				dfd = -1
-				if listed != nil && err == unix.ENOENT {
-					continue
-				}
-				return &os.PathError{Op: "open", Path: "objects/" + fan, Err: err}
-			}
-		}
-		if dfd < 0 {
-			continue // its directory is gone
-		}
-		typ, err := lr.typeAt(dfd, id)
+		typ, err := dirs.typeAt(&lr, id)
 		if listed != nil && errors.Is(err, unix.ENOENT) {
-			continue
+			continue // gone since the walk
 		}
 		if err != nil {
-			return &os.PathError{Op: "read", Path: "objects/" + fan + "/" + id[2:], Err: err}
+			return err
 		}
 		if err := fn(plumbing.NewHash(id), typ); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fanDirs keeps one directory of objects/ (handle ofd) open at a time.
+type fanDirs struct {
+	ofd, fd int
+	fan     string
+	err     error
+}
+
+// typeAt returns the type of loose object id, from its header.
+func (d *fanDirs) typeAt(lr *looseReader, id string) (plumbing.ObjectType, error) {
+	if fan := id[:2]; fan != d.fan {
+		d.close()
+		d.fan = fan
+		d.fd, d.err = unix.Openat(d.ofd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if d.err != nil {
+			d.fd, d.err = -1, &os.PathError{Op: "open", Path: "objects/" + fan, Err: d.err}
+		}
+	}
+	if d.err != nil {
+		return plumbing.InvalidObject, d.err
+	}
+	typ, err := lr.typeAt(d.fd, id)
+	if err != nil {
+		return plumbing.InvalidObject, &os.PathError{Op: "read", Path: "objects/" + id[:2] + "/" + id[2:], Err: err}
+	}
+	return typ, nil
+}
+
+func (d *fanDirs) close() {
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
 }
 
 // readLooseIDs lists the loose object ids beneath the objects directory od
