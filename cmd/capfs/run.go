@@ -311,8 +311,8 @@ type runner struct {
 	lazy             bool        // the work tree is a lazy FUSE mount (run_lazy.go)
 	lazyWhy          string      // why lazy or not, for the summary
 	lazyWork         *lazyWork
-	git              gitRun // the work tree's .git (run_git.go)
-	toolNote         string // why the caches are bound as they are, for the summary (run_cachemount.go)
+	git              gitRun   // the work tree's .git (run_git.go)
+	shownNotes       []string // host paths the sandbox's mountinfo shows, for the summary (run_cachemount.go)
 }
 
 func (r *runner) close() {
@@ -446,6 +446,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		}
 	}
 	r.useToolMount(&opts)
+	r.noteShownMounts()
 	bw := sandbox.Bubblewrap(opts)
 	wrappers, err := r.lim.net.wrappers(bw, s.Subject, s.Audit, r.msgs())
 	if err != nil {
@@ -495,8 +496,8 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		strings.Join(res.Wrappers, ", "), roundDur(setup), roundDur(res.Duration))
 	if res.Sandboxed {
 		r.say("capfs: run: limits: %s\n", bw.Limits())
-		if r.toolNote != "" {
-			r.say("capfs: run: caches: %s\n", r.toolNote)
+		for _, n := range r.shownNotes {
+			r.say("capfs: run: /proc/self/mountinfo inside shows %s\n", n)
 		}
 	}
 	if res.ExitCode != 0 {

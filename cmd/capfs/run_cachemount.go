@@ -2,10 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
@@ -178,10 +182,102 @@ func (tm *toolMount) Close() error {
 func (r *runner) useToolMount(opts *sandbox.BubblewrapOptions) {
 	tm, err := mountToolDirs(opts)
 	if err != nil {
-		r.toolNote = "bound from their host directories, which /proc/self/mountinfo inside names (no FUSE mount of their own here: " + showError(err) + ")"
+		r.shownNotes = append(r.shownNotes, "the build cache and Go's module cache and toolchain as their host directories (no FUSE mount of their own here: "+showError(err)+")")
 		return
 	}
 	if tm != nil {
 		r.subs = append(r.subs, tm.Close)
 	}
+}
+
+// noteShownMounts notes, for the summary, each of r's mounts whose entry in
+// the sandbox's /proc/self/mountinfo will name a host directory: a bind's
+// root there is its source's path within its file system, and only a
+// checkout that is a file system of its own (a tmpfs per checkout, as root
+// on /dev/shm; the lazy FUSE mount) or sits at the top of one shows none. A
+// checkout made under $CAPFS_TMPDIR on a disk shows that path (a directory
+// of the user's, such as /home/alice/scratch/capfs-checkout-123): capfs
+// cannot mount a file system of its own there without FUSE, and serving a
+// checked-out work tree through FUSE is what the lazy mode is. So the run
+// says which path shows, and how to hide it.
+func (r *runner) noteShownMounts() {
+	for _, m := range r.mounts {
+		if m.Source == "" {
+			continue
+		}
+		shown, err := mountinfoRoot(m.Source)
+		if err != nil || !namesHostDir(shown) {
+			continue
+		}
+		how := "its directory's path on its file system: $CAPFS_TMPDIR unset or on a tmpfs, or --lazy, hides it"
+		if m.File != nil {
+			how = "bound from the host directory: without --bind-grants it is copied"
+		}
+		r.shownNotes = append(r.shownNotes, fmt.Sprintf("%s as %s (%s)", m.Target, show(shown), how))
+	}
+}
+
+// namesHostDir reports whether a mountinfo root names a directory beyond
+// the temporary directories every host has: "/capfs-checkout-1" (a
+// checkout's own name on /dev/shm) or "/tmp/capfs-checkout-1" does not,
+// "/home/alice/scratch/capfs-checkout-1" does.
+func namesHostDir(root string) bool {
+	switch filepath.Dir(root) {
+	case "/", "/tmp", "/var/tmp", "/dev/shm":
+		return false
+	}
+	return root != "/"
+}
+
+// mountinfoRoot returns the path of host directory p within its file
+// system: what a bind of p shows as its root in /proc/self/mountinfo (the
+// root of p's mount joined with p's place below the mount point).
+func mountinfoRoot(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, real, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err != nil {
+		return "", err
+	}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		return "", errors.New("no mount id (kernel before 5.8)")
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	id := strconv.FormatUint(stx.Mnt_id, 10)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != id {
+			continue
+		}
+		rel, err := filepath.Rel(unescapeMountinfo(f[4]), real)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return "", errors.New("not beneath its mount point")
+		}
+		return filepath.Join(unescapeMountinfo(f[3]), rel), nil
+	}
+	return "", errors.New("mount not found")
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -93,7 +93,9 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go watchGrantFile(wctx, file, a, from, r.stderr)
-	bw := sandbox.Bubblewrap(r.lim.options())
+	bopts := r.lim.options()
+	r.useToolMount(&bopts)
+	bw := sandbox.Bubblewrap(bopts)
 	wrappers, err := r.lim.net.wrappers(bw, set.Subject.String(), s.Audit, r.stderr)
 	if err != nil {
 		return err
@@ -132,6 +134,9 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 			for _, rf := range sr.Refused {
 				fmt.Fprintf(r.stderr, "  refused %s: %s (%s)\n", show(rf.Change.Path), show(rf.Reason), rf.Code)
 			}
+		}
+		for _, n := range r.shownNotes {
+			fmt.Fprintf(r.stderr, "capfs: run: /proc/self/mountinfo inside shows %s\n", n)
 		}
 		fmt.Fprintf(r.stderr, "capfs: run: audit events are tagged run:%s; audit log: %s\n", rep.RunID, show(s.AuditPath))
 	}

@@ -15,9 +15,9 @@ import (
 // toolchain), /proc/self/cgroup, /proc/self/mountinfo (the build cache, the
 // module cache and the toolchain were binds of their host directories). The
 // user's directories (home, cache root, module cache, Go root, CAPFS_TMPDIR,
-// state) are all named with the marker. Where FUSE is missing the caches are
-// bound as they are and the summary says so; then their mountinfo lines are
-// not checked.
+// state) are all named with the marker. What still shows is named in the
+// summary: a checkout in a directory on disk (CAPFS_TMPDIR here), and the
+// caches where FUSE is missing.
 func TestRunNoHostPathInside(t *testing.T) {
 	needSandbox(t)
 	t.Parallel()
@@ -54,11 +54,11 @@ echo "== ls"; ls "$GOMODCACHE" /var/cache/capfs; command -v go; true`
 			if _, ls, _ := strings.Cut(r.stdout, "== ls\n"); !strings.Contains(ls, "cache\n") || !strings.Contains(ls, "/bin/go\n") || !strings.Contains(ls, "go-build") {
 				t.Errorf("the module cache, Go root or build cache is not in the sandbox:\n%s", ls)
 			}
-			noFUSE := strings.Contains(r.stderr, "capfs: run: caches: bound from their host directories")
+			noFUSE := strings.Contains(r.stderr, "capfs: run: /proc/self/mountinfo inside shows the build cache and Go's module cache and toolchain as their host directories")
 			for _, sec := range strings.Split(r.stdout, "== ")[1:] {
 				name, body, _ := strings.Cut(sec, "\n")
 				if name == "/proc/self/mountinfo" {
-					body = shownMountinfo(body, mode == "--no-lazy", noFUSE)
+					body = shownMountinfo(t, body, r.stderr, noFUSE)
 				}
 				if strings.Contains(body, marker) {
 					t.Errorf("%s inside names a host directory of the user's (%s):\n%s", name, marker, body)
@@ -68,16 +68,24 @@ echo "== ls"; ls "$GOMODCACHE" /var/cache/capfs; command -v go; true`
 	}
 }
 
-// shownMountinfo is mountinfo without the lines a run documents as showing
-// a host path: a checkout's (in a directory on disk, CAPFS_TMPDIR, it shows
-// as its path there; one on a tmpfs is a tmpfs of its own: TestRunMountinfo),
-// and, without FUSE, the caches'.
-func shownMountinfo(mi string, checkout, noFUSE bool) string {
+// shownMountinfo is mountinfo without the lines the run's summary says show
+// a host path: a checkout's in a directory on disk (CAPFS_TMPDIR; one on a
+// tmpfs is a tmpfs of its own: TestRunMountinfo), named with the path it
+// shows, and, without FUSE, the caches'. A checkout's line the summary does
+// not name is an error.
+func shownMountinfo(t *testing.T, mi, summary string, noFUSE bool) string {
+	t.Helper()
 	var keep []string
 	for _, l := range strings.Split(mi, "\n") {
 		f := strings.Fields(l)
-		if len(f) > 4 && (checkout && strings.HasPrefix(f[4], "/capfs/") ||
-			noFUSE && (strings.HasPrefix(f[4], "/opt/capfs/") || f[4] == "/var/cache/capfs")) {
+		switch {
+		case len(f) < 5:
+		case noFUSE && (strings.HasPrefix(f[4], "/opt/capfs/") || f[4] == "/var/cache/capfs"):
+			continue
+		case strings.HasPrefix(f[4], "/capfs/") && f[3] != "/":
+			if !strings.Contains(summary, "/proc/self/mountinfo inside shows "+f[4]+" as "+f[3]+" ") {
+				t.Errorf("mountinfo shows %s as %s; the summary does not say so:\n%s", f[4], f[3], summary)
+			}
 			continue
 		}
 		keep = append(keep, l)
