@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
@@ -213,6 +214,72 @@ func TestReadDirPlusNoResurrect(t *testing.T) {
 		info, err := e.Info()
 		if err != nil || info.Size() != 1 || !info.Mode().IsRegular() {
 			t.Fatalf("%s: %v, %v", e.Name(), info, err)
+		}
+	}
+}
+
+// TestReadDirPlusPassthroughWriter: a listing's status of a file open in
+// passthrough (written by the kernel, unseen by the server) is never given
+// to the kernel: a later READDIRPLUS batch of a listing made before a write
+// leaves the file's new size alone.
+func TestReadDirPlusPassthroughWriter(t *testing.T) {
+	mem := memory.New()
+	seed, _ := dir.New(mem)
+	ov, err := NewOverlay(seed.Backend(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ov.Close() })
+	d, _ := dir.New(ov)
+	mp, s := mountT(t, d, Options{Passthrough: true, ReadDirPlus: true})
+	const n = 600
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(mp, fmt.Sprintf("f%04d", i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.ptOn.Load() {
+		t.Skip("FUSE passthrough is not available here (it needs Linux 6.9 or later and CAP_SYS_ADMIN; run as root)")
+	}
+	var writers []*os.File
+	for i := 100; i < n; i += 10 {
+		w, err := os.OpenFile(filepath.Join(mp, fmt.Sprintf("f%04d", i)), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		writers = append(writers, w)
+	}
+	f, err := os.Open(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(20); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writers {
+		if _, err := w.Write([]byte("-appended")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A lookup that finds a name in the directory makes the kernel's next
+	// listing request a READDIRPLUS: a name the kernel has not seen yet.
+	if err := seed.WriteFile(bg, "host-made", []byte("h"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(mp, "host-made")); err != nil {
+		t.Fatal(err)
+	}
+	before := s.listed.Load()
+	if _, err := f.ReadDir(-1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("entries answered from the listing: %d", s.listed.Load()-before)
+	for _, w := range writers {
+		info, err := os.Lstat(w.Name())
+		if err != nil || info.Size() != int64(len("x-appended")) {
+			t.Fatalf("%s after its write: %v, %v; want %d bytes", filepath.Base(w.Name()), info.Size(), err, len("x-appended"))
 		}
 	}
 }

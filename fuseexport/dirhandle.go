@@ -28,8 +28,8 @@ import (
 //   - the listing is younger than the attribute timeout (the time the
 //     kernel trusts an attribute it was given without asking again; never
 //     with caching off),
-//   - the kernel holds no inode for the name yet (a file already known may
-//     be open for writing, where writes in passthrough reach no server), and
+//   - the name is no file open in passthrough (whose writes reach no
+//     server), and
 //   - the entry is no regular file with other hard links (its other names
 //     may be open).
 //
@@ -136,7 +136,7 @@ func (h *dirHandle) lookupListed(ctx context.Context, name string, out *fuse.Ent
 	info, ok := h.infos[name]
 	fresh := ok && h.gen == h.n.s.changes.Load() && time.Since(h.at) < h.n.s.attrTTL()
 	h.mu.Unlock()
-	if !fresh || (info.Mode.IsRegular() && info.Nlink > 1) || h.n.GetChild(name) != nil {
+	if !fresh || (info.Mode.IsRegular() && info.Nlink > 1) || h.n.s.openDirect(h.n.GetChild(name)) {
 		return nil, 0, false
 	}
 	n := h.n
@@ -150,7 +150,23 @@ func (h *dirHandle) lookupListed(ctx context.Context, name string, out *fuse.Ent
 	if errno := n.s.admit(ctx, p, info.Mode); errno != 0 {
 		return nil, errno, true
 	}
+	n.s.listed.Add(1)
 	return n.s.newChild(ctx, n, p, info, out), 0, true
+}
+
+// openDirect reports whether in is a file open in passthrough, whose writes
+// (if any) reach no server.
+func (s *Server) openDirect(in *gofs.Inode) bool {
+	if in == nil {
+		return false
+	}
+	n, ok := in.Operations().(*node)
+	if !ok {
+		return true
+	}
+	s.ptMu.Lock()
+	defer s.ptMu.Unlock()
+	return n.io.pt > 0
 }
 
 // attrTTL is how long the kernel trusts attributes the mount gives it: 0

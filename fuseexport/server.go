@@ -126,6 +126,7 @@ type Server struct {
 	// changes counts the requests that may have changed an entry, and the
 	// host's invalidations (see dirhandle.go).
 	changes atomic.Uint64
+	listed  atomic.Int64 // READDIRPLUS entries answered from a listing (tests)
 }
 
 type invalidation struct {
