@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"net"
 	"os"
@@ -216,4 +217,64 @@ func TestDownloadBudgetOption(t *testing.T) {
 			checkUntorn(t, st)
 		})
 	}
+}
+
+// zstdServer answers every ByteStream read with zstd skippable frames and
+// nothing else, up to 256 MiB: a compressed blob that never yields a byte.
+type zstdServer struct {
+	*bigServer
+}
+
+func (h *zstdServer) GetCapabilities(context.Context, *repb.GetCapabilitiesRequest) (*repb.ServerCapabilities, error) {
+	return &repb.ServerCapabilities{CacheCapabilities: &repb.CacheCapabilities{MaxBatchTotalSizeBytes: 4 << 20,
+		SupportedCompressors: []repb.Compressor_Value{repb.Compressor_ZSTD}}}, nil
+}
+
+func (h *zstdServer) Read(req *bspb.ReadRequest, stream bspb.ByteStream_ReadServer) error {
+	frame := make([]byte, 64<<10)
+	copy(frame, []byte{0x50, 0x2a, 0x4d, 0x18})
+	binary.LittleEndian.PutUint32(frame[4:], uint32(len(frame)-8))
+	for n := 0; n < 256<<20; n += len(frame) {
+		h.sent.Add(int64(len(frame)))
+		if err := stream.Send(&bspb.ReadResponse{Data: frame}); err != nil {
+			return err
+		}
+	}
+	return status.Error(codes.DataLoss, "the hostile server stops here")
+}
+
+// TestDownloadBudgetCompressedStream: a compressed ByteStream answer is
+// charged as it arrives: a blob of 5 MiB whose stream is zstd frames that
+// decompress to nothing is cut a little past 5 MiB (zstd's overhead), with
+// ErrBudget. Before, the decoder read all the server sent (here 256 MiB; a
+// server without end, for ever).
+func TestDownloadBudgetCompressedStream(t *testing.T) {
+	bh, root := treeNaming(t, 5<<20)
+	h := &zstdServer{bigServer: bh}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	repb.RegisterContentAddressableStorageServer(srv, h)
+	repb.RegisterCapabilitiesServer(srv, h)
+	bspb.RegisterByteStreamServer(srv, h)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	c, err := Dial(lis.Addr().String(), Options{Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	st := newStore(t)
+	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	defer cancel()
+	_, err = c.Download(ctx, st, root)
+	if !errors.Is(err, ErrBudget) {
+		t.Errorf("Download: %v, want ErrBudget", err)
+	}
+	if n := h.sent.Load(); n > 64<<20 {
+		t.Errorf("the server sent %d MiB before the download stopped", n>>20)
+	}
+	checkUntorn(t, st)
 }

@@ -28,7 +28,8 @@ import (
 //
 // What Download brings into the store is bounded by Options.MaxDownloadBytes:
 // each blob is charged its declared size before it is asked for (a blob is
-// never read past that size), a prefetched directory its length when stored,
+// never read past that size, nor a compressed stream past [maxWire] of it,
+// counted as it arrives), a prefetched directory its length when stored,
 // and the files are charged all together before the first is fetched, so a
 // tree naming more than the budget fails with an error matching [ErrBudget]
 // having fetched none of them. The store then holds only whole, verified
@@ -332,6 +333,7 @@ func (c *Client) streamRead(ctx context.Context, st *cas.Store, d cas.Digest) er
 		}
 		pr, pw := io.Pipe()
 		go func() {
+			lim, got := maxWire(d.Size, c.zstd), int64(0)
 			for {
 				resp, err := rs.Recv()
 				if err == io.EOF {
@@ -340,6 +342,10 @@ func (c *Client) streamRead(ctx context.Context, st *cas.Store, d cas.Digest) er
 				}
 				if err != nil {
 					pw.CloseWithError(err)
+					return
+				}
+				if got += int64(len(resp.GetData())); got > lim {
+					pw.CloseWithError(fmt.Errorf("%w: the server sent more than the %d bytes a blob of %d takes", ErrBudget, lim, d.Size))
 					return
 				}
 				if _, err := pw.Write(resp.GetData()); err != nil {
@@ -374,6 +380,18 @@ func (c *Client) streamRead(ctx context.Context, st *cas.Store, d cas.Digest) er
 		c.opts.OnBlob(d)
 	}
 	return nil
+}
+
+// maxWire is the most bytes a ByteStream read of a blob of size n may bring:
+// n, and when compressed zstd's worst case over it (a few bytes per block and
+// frame: n/64 and 64 KiB are far more). Bytes are charged as they arrive, so
+// a compressed stream that never yields its blob (skippable or empty frames
+// without end) stops there.
+func maxWire(n int64, compressed bool) int64 {
+	if !compressed {
+		return n
+	}
+	return n + n/64 + 64<<10
 }
 
 // rootKey returns the Action digest that names root name, and the Command and
