@@ -23,8 +23,10 @@ import (
 
 // Build caches. Each project (a work mount's host directory, or the repository
 // of a --rev run) has a cache directory of its own under the user's cache
-// directory, bound read-write into its runs at cacheTarget, with the tools'
-// environment pointing into it. A run sees its own project's cache only, never
+// directory, bound read-write into its runs at cacheTarget (served through a
+// FUSE mount of the run's own where it can, so that its host path does not
+// show inside: run_cachemount.go), with the tools' environment pointing into
+// it. A run sees its own project's cache only, never
 // another's (a build cache holds what was compiled from a project's files);
 // nothing in it is synced back into the project; the host's own caches (its
 // Go build cache, ~/.npm, ...) are never shown to the sandbox, which could
@@ -35,7 +37,8 @@ const cacheTarget = "/var/cache/capfs"
 
 // cacheEnv points each tool's cache into cacheTarget. Go's module cache is not
 // among them: the sandbox has no network, so it reads the host's module cache
-// (read-only, GOPROXY=off; see sandbox.BubblewrapOptions.GoModCache).
+// (read-only at sandbox.GoModCacheTarget, GOPROXY=off; see
+// sandbox.BubblewrapOptions.GoModCache).
 var cacheEnv = []string{
 	"GOCACHE=" + cacheTarget + "/go-build",
 	"npm_config_cache=" + cacheTarget + "/npm",
@@ -321,11 +324,15 @@ Each is bounded by CAPFS_CACHE_MAX (default 4G): after a run (at most once an
 hour) the least recently modified files are removed down to three quarters of
 it. capfs run --no-cache runs without them.
 
-The cache is a bind mount: inside, /proc/self/mountinfo names its directory's
-path on the host (a bind mount's root is its path within its file system), as
-it names /usr, /etc and the Go toolchain and module cache. Where that path must
-not show (it holds your home directory's name by default), set
-$CAPFS_CACHE_DIR to a neutral directory or run with --no-cache.
+No host path of the cache shows inside: a bind mount's entry in
+/proc/self/mountinfo names its source's path within its file system (here
+under your home directory), so capfs run serves the cache, and the Go module
+cache and a Go toolchain outside /usr (at /opt/capfs/gomodcache and
+/opt/capfs/go inside), through one FUSE mount of its own, whose entries show
+only /cache-0, /gomod and /go. Where FUSE is not available (no /dev/fuse, no
+fusermount3) they are bound from their host directories, and the run's
+summary says that mountinfo shows them; set $CAPFS_CACHE_DIR to a neutral
+directory or run with --no-cache if that path must not show.
 
   capfs cache ls              every project cache: size, last use, project
   capfs cache clean           remove the current project's cache

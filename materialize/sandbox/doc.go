@@ -109,16 +109,28 @@
 //
 // A bind mount's entry in mountinfo names, as its root, the bound directory's
 // path within its filesystem: a command inside can read where on the host each
-// grant comes from. The system binds show /usr, /etc (and its masks, as
-// /null of devtmpfs), the Go root and module cache at their own paths, which
-// the mount points show anyway (capfs run's per-project build cache, a grant of
-// its own, shows its directory under the user's cache directory). A grant shows
-// its Source's path within its
-// filesystem, whether given by path or by descriptor (Mount.File changes how the
-// source is resolved, not what mountinfo prints): a caller that must not reveal
-// its paths gives grants that are the root of a filesystem of their own (as
-// materialize's private checkouts are: see materialize.Options.Private), whose
-// entry then shows "/".
+// grant comes from. The system binds show /usr and /etc (and its masks, as
+// /null of devtmpfs), which the mount points show anyway. The Go root and
+// module cache, when not under /usr, are bound at GoRootTarget and
+// GoModCacheTarget, and PATH and GOMODCACHE name those; their entries, as a
+// cache's (CacheDir) and a grant's, show the Source's path within its
+// filesystem, whether given by path or by descriptor (Mount.File changes how
+// the source is resolved, not what mountinfo prints): a caller that must not
+// reveal its paths gives sources that are, or lie in, a filesystem of their
+// own (as materialize's private checkouts on a tmpfs are: see
+// materialize.Options.Private; capfs run serves its caches, the module cache
+// and the toolchain through a FUSE mount of its own), whose entry then shows
+// "/" or the path within it.
+//
+// bwrap's own argument list, which the sandbox reads as /proc/1/cmdline,
+// holds only "--args FD" and the command: the options, which name host
+// directories, come through a sealed memory file. A bwrap binary of the
+// user's own (under the home directory, or outside /usr, /bin and /sbin and
+// owned by a caller other than root) runs from a sealed copy in memory
+// (argv[0] "bwrap", or under the limits' launcher its descriptor
+// /proc/self/fd/N), so /proc/1/exe and /proc/1/maps show "/memfd:bwrap"
+// rather than its path; where memory files cannot be executed, its path
+// shows there.
 //
 // Files the command creates in a writable grant belong, on the host, to the
 // caller's uid (root, when capfs runs as root), and the command may set their
