@@ -19,9 +19,14 @@
 //     RENAME_EXCHANGE are passed on; RENAME_WHITEOUT is EINVAL), readlink one
 //     Readlink, readdir one Dir.ReadDirVisible (plus a Readlink per symlink
 //     listed), setattr the Chmod, Chtimes or truncating open it asks
-//     for. Readdirplus is off unless Options.ReadDirPlus: then a listing also
-//     looks up each entry it returns (one Lstat each, as a lookup), so a
-//     process that stats or opens the entries next sends no lookup. With
+//     for. A directory is listed once per open, at its first read.
+//     Readdirplus is off unless Options.ReadDirPlus: then the listing is one
+//     Dir.ReadDirVisibleInfo (each entry's status read with it, in one pass
+//     where the backend can), and the entries it returns carry that status,
+//     so a process that stats or opens them next sends no lookup; an entry
+//     is looked up instead (one Lstat) once anything may have changed since
+//     the listing, once the listing is older than AttrTimeout, and for a file
+//     open in passthrough (see dirhandle.go). With
 //     Options.Passthrough, a file a backend opened on the host with nothing
 //     to check per call (an Overlay's upper file) is read and written by the
 //     kernel itself: its open is still one Dir call, its reads and writes are
