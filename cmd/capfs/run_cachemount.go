@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,14 +181,34 @@ func (tm *toolMount) Close() error {
 // as they are: their host paths then show in the sandbox's
 // /proc/self/mountinfo.
 func (r *runner) useToolMount(opts *sandbox.BubblewrapOptions) {
+	names, _, _ := toolDirs(opts)
 	tm, err := mountToolDirs(opts)
 	if err != nil {
-		r.shownNotes = append(r.shownNotes, "the build cache and Go's module cache and toolchain as their host directories (no FUSE mount of their own here: "+showError(err)+")")
+		r.shownNotes = append(r.shownNotes, toolPhrase(names)+" as their host directories (no FUSE mount of their own here: "+showError(err)+")")
 		return
 	}
 	if tm != nil {
 		r.subs = append(r.subs, tm.Close)
 	}
+}
+
+// toolPhrase names the tool directories (toolDirs' names) for the summary.
+func toolPhrase(names []string) string {
+	var what []string
+	for _, n := range names {
+		switch {
+		case n == toolGoMod:
+			what = append(what, "Go's module cache")
+		case n == toolGoRoot:
+			what = append(what, "the Go toolchain")
+		case !slices.Contains(what, "the build cache"):
+			what = append(what, "the build cache")
+		}
+	}
+	if len(what) < 2 {
+		return strings.Join(what, "")
+	}
+	return strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1]
 }
 
 // noteShownMounts notes, for the summary, each of r's mounts whose entry in

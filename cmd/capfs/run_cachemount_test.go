@@ -74,7 +74,7 @@ func TestToolMountNoFUSE(t *testing.T) {
 	if opts.GoModCache != "/home/alice/go/pkg/mod" || opts.Caches[0].Source != caches[0].Source || len(r.subs) != 0 {
 		t.Errorf("options changed without FUSE: %+v", opts)
 	}
-	if len(r.shownNotes) != 1 || !strings.Contains(r.shownNotes[0], "as their host directories") || !strings.Contains(r.shownNotes[0], "/dev/fuse") {
+	if len(r.shownNotes) != 1 || !strings.HasPrefix(r.shownNotes[0], "the build cache and Go's module cache as their host directories") || !strings.Contains(r.shownNotes[0], "/dev/fuse") {
 		t.Errorf("summary notes %q", r.shownNotes)
 	}
 }

@@ -54,7 +54,7 @@ echo "== ls"; ls "$GOMODCACHE" /var/cache/capfs; command -v go; true`
 			if _, ls, _ := strings.Cut(r.stdout, "== ls\n"); !strings.Contains(ls, "cache\n") || !strings.Contains(ls, "/bin/go\n") || !strings.Contains(ls, "go-build") {
 				t.Errorf("the module cache, Go root or build cache is not in the sandbox:\n%s", ls)
 			}
-			noFUSE := strings.Contains(r.stderr, "capfs: run: /proc/self/mountinfo inside shows the build cache and Go's module cache and toolchain as their host directories")
+			noFUSE := strings.Contains(r.stderr, "capfs: run: /proc/self/mountinfo inside shows the build cache, Go's module cache and the Go toolchain as their host directories")
 			for _, sec := range strings.Split(r.stdout, "== ")[1:] {
 				name, body, _ := strings.Cut(sec, "\n")
 				if name == "/proc/self/mountinfo" {
