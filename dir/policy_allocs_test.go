@@ -8,6 +8,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
 )
 
 // TestPolicyPathAllocs pins what enforcement costs with the default policy
@@ -85,6 +86,34 @@ func TestPolicyPathAllocs(t *testing.T) {
 	}{{"Stat", 0}, {"Lstat", 0}, {"Exists", 0}, {"ReadFile", 1}} {
 		if with[c.name] != c.n {
 			t.Errorf("%s with the default policy: %v allocations, want %v", c.name, with[c.name], c.n)
+		}
+	}
+}
+
+// TestPolicyDeepStatAliases: a Stat with a policy on memory answers from the
+// status the backend keeps only where the path is canonical; a deep path
+// through a symlink into a secret directory is refused however often it is
+// asked (the backend's resolution cache answers the second time).
+func TestPolicyDeepStatAliases(t *testing.T) {
+	m := memory.New()
+	host, _ := dir.New(m)
+	must(t, host.MkdirAll(bg, "a/b/c/d/.ssh"))
+	must(t, host.WriteFile(bg, "a/b/c/d/.ssh/id", []byte("k"), 0o600))
+	must(t, host.WriteFile(bg, "a/b/c/d/ok", []byte("k"), 0o600))
+	must(t, host.Symlink(bg, ".ssh", "a/b/c/d/k"))
+	must(t, host.Symlink(bg, "a/b/c/d/.ssh", "x"))
+	must(t, host.Symlink(bg, "a/b", "y"))
+	d, _ := dir.New(m, dir.WithPolicy(policy.Defaults()))
+	for range 3 {
+		for _, p := range []string{"a/b/c/d/.ssh/id", "a/b/c/d/k/id", "x/id", "y/c/d/.ssh/id", "y/c/d/k/id", "y/c/d/k"} {
+			if _, err := d.Stat(bg, p); vfs.CodeOf(err) != vfs.CodePermission {
+				t.Errorf("Stat %s: %v, want fs_permission_denied", p, err)
+			}
+		}
+		for _, p := range []string{"a/b/c/d/ok", "y/c/d/ok"} {
+			if fi, err := d.Stat(bg, p); err != nil || fi.Name() != "ok" || fi.Size() != 1 {
+				t.Errorf("Stat %s: %v %v", p, fi, err)
+			}
 		}
 	}
 }

@@ -107,9 +107,9 @@ type index struct {
 	any     []globEntry          // globs with neither
 	globFst [4]uint64            // keys of byFirst
 	globLst [4]uint64            // keys of byLast
-	// pair tells by a component's first and last bytes whether step could
-	// find anything (see may, seal).
-	pair [256][4]uint64
+	// pair tells by a component's first byte and its last byte (modulo 64)
+	// whether step could find anything (see may, seal).
+	pair [256]uint64
 }
 
 type globEntry struct {
@@ -150,8 +150,7 @@ func (x *index) addAlt(a *alt, e entry) {
 // byte begins a literal or a glob prefix, its last byte ends a glob suffix, or
 // the index has globs with neither.
 func (x *index) may(comp string) bool {
-	l := comp[len(comp)-1]
-	return x.pair[comp[0]][l>>6]&(1<<(l&63)) != 0
+	return x.pair[comp[0]]&(1<<(comp[len(comp)-1]&63)) != 0
 }
 
 // seal fills the index's table for may: the pairs of first and last bytes
@@ -165,7 +164,7 @@ func (x *index) seal() {
 			}
 			for l := 0; l < 256; l++ {
 				if last == "" || l == int(last[len(last)-1]) {
-					x.pair[f][l>>6] |= 1 << (l & 63)
+					x.pair[f] |= 1 << (l & 63)
 				}
 			}
 		}
@@ -449,10 +448,21 @@ func (m *matcher) walk(path string, out *idSet) walkStatus {
 	start := 0
 	for depth := 0; ; depth++ {
 		end := start
+		for ; end+8 <= len(path); end += 8 {
+			w := load64(path, end)
+			if w&hiBits != 0 {
+				high = utf8.RuneSelf // a byte of this word or a later element's: all are scanned
+			}
+			if m := slashes(w); m != 0 {
+				end += bits.TrailingZeros64(m) >> 3
+				goto found
+			}
+		}
 		for end < len(path) && path[end] != '/' {
 			high |= path[end]
 			end++
 		}
+	found:
 		if n := end - start; n == 0 || path[start] == '.' && (n == 1 || n == 2 && path[start+1] == '.') {
 			return walkInvalid // an empty, "." or ".." element
 		}
@@ -497,6 +507,26 @@ func (m *matcher) walk(path string, out *idSet) walkStatus {
 		}
 	}
 	return walkOK
+}
+
+const (
+	hiBits = 0x8080808080808080
+	lo7    = 0x7f7f7f7f7f7f7f7f
+	slash8 = 0x2f2f2f2f2f2f2f2f
+)
+
+// load64 returns s[i:i+8] as a little-endian word.
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// slashes returns w with the high bit of each byte that is '/' set, and no
+// other bit: exactly, with no carry from one byte into the next.
+func slashes(w uint64) uint64 {
+	x := w ^ slash8
+	return ^(((x & lo7) + lo7) | x) & hiBits
 }
 
 // validPath is fs.ValidPath, in one pass for ASCII paths.

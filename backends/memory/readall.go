@@ -45,15 +45,28 @@ func (f *FS) ReadRegular(ctx context.Context, p vfs.Path, max int64) (data []byt
 // node keeps (as StatFileInfo answers Stat): when p reaches an entry without
 // a symlink on the way (a final one followed only if follow is false), it
 // returns p's location and that status, named p's last element, and true.
-// Otherwise it returns false and the caller asks ResolveStat. It is how a
-// dir.Dir with a policy answers Stat without building an fs.FileInfo.
+// Otherwise it returns false and the caller asks ResolveStat. A deep path is
+// looked up through the resolution cache, as Stat looks it up, and found
+// canonical when the directories holding the entry are named p's elements
+// (spells). It is how a dir.Dir with a policy answers Stat without building
+// an fs.FileInfo.
 func (f *FS) ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, fs.FileInfo, bool) {
 	if ctx.Err() != nil {
 		return vfs.Location{}, nil, false
 	}
 	f.st.mu.RLock()
-	_, n, name, ok := walkTo(f.root, p, follow)
-	if !ok || n == nil {
+	var n *node
+	var name string
+	if !deep(p.Raw()) {
+		var ok bool
+		if _, n, name, ok = walkTo(f.root, p, follow); !ok {
+			n = nil
+		}
+	} else if r, err := f.lookup(ctx, p, follow, "resolve"); err == nil && r.Found && !r.Followed &&
+		f.spells(r.Parent, r.Name, p.Raw()) {
+		n, name = r.Node, r.Name
+	}
+	if n == nil {
 		f.st.mu.RUnlock()
 		return vfs.Location{}, nil, false
 	}
@@ -63,4 +76,30 @@ func (f *FS) ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.
 	fi := n.fileInfo(name)
 	f.st.mu.RUnlock()
 	return vfs.Location{Path: p.Resolved(), Found: true, Type: n.typ}, fi, true
+}
+
+// spells reports whether the entry name in directory parent is at raw (a
+// path from f's root, at least one element): its directories, walked up by
+// their own names, are raw's elements. Then raw names no symlink on the way,
+// and is the entry's canonical path. The caller holds store.mu.
+func (f *FS) spells(parent *node, name, raw string) bool {
+	end := len(raw)
+	if len(name) > end || raw[end-len(name):] != name {
+		return false
+	}
+	end -= len(name)
+	for d := parent; ; d = d.dir.parent {
+		if end == 0 {
+			return d == f.root
+		}
+		if raw[end-1] != '/' || d == f.root || d.dir == nil {
+			return false
+		}
+		end--
+		nm := d.dir.name
+		if len(nm) > end || raw[end-len(nm):end] != nm {
+			return false
+		}
+		end -= len(nm)
+	}
 }

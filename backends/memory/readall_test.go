@@ -1,0 +1,101 @@
+package memory_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/vfs"
+)
+
+// TestResolveKeptStat: where it answers, it answers what ResolveStat does (the
+// location, and the status Stat or Lstat reports), shallow and deep (through
+// the resolution cache), and it declines every path with a symlink on the way
+// (its canonical path is not the path given), a followed final link, and a
+// missing entry.
+func TestResolveKeptStat(t *testing.T) {
+	ctx := context.Background()
+	m := memory.New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deep := "a/b/c/d/e/f"
+	for i := range strings.Split(deep, "/") {
+		must(m.Mkdir(ctx, vfs.MustParse(strings.Join(strings.Split(deep, "/")[:i+1], "/")), 0o755))
+	}
+	f, err := m.OpenFile(ctx, vfs.MustParse(deep+"/leaf"), os.O_WRONLY|os.O_CREATE, 0o640)
+	must(err)
+	f.Write([]byte("hello"))
+	f.Close()
+	must(m.Symlink(ctx, "a/b", vfs.MustParse("lb")))
+	must(m.Symlink(ctx, "b", vfs.MustParse("a/lb")))
+	must(m.Symlink(ctx, "leaf", vfs.MustParse(deep+"/ll")))
+	must(m.Mkdir(ctx, vfs.MustParse("a/x"), 0o755))
+	must(m.Mkdir(ctx, vfs.MustParse("a/x/c"), 0o755))
+	cases := []struct {
+		path   string
+		follow bool
+		want   bool
+	}{
+		{deep + "/leaf", true, true}, {deep + "/leaf", false, true}, {deep, true, true}, {deep + "/", true, true},
+		{"a", true, true}, {"a/b/c/d", false, true}, {deep + "/ll", false, true},
+		{deep + "/ll", true, false}, {"lb/c/d/e/f/leaf", true, false}, {"a/lb/c/d/e/f/leaf", true, false},
+		{"a/lb/c/d/e/f", false, false}, {deep + "/nope", true, false}, {"a/x/c/d/e/f", true, false},
+	}
+	for round := range 2 { // the second round hits the resolution cache
+		for _, c := range cases {
+			p := vfs.MustParse(c.path)
+			loc, fi, ok := m.ResolveKeptStat(ctx, p, c.follow)
+			if ok != c.want {
+				t.Fatalf("round %d: %s follow=%v: answered %v, want %v", round, c.path, c.follow, ok, c.want)
+			}
+			if !ok {
+				continue
+			}
+			wloc, info, err := m.ResolveStat(ctx, p, c.follow)
+			must(err)
+			if loc != wloc {
+				t.Errorf("%s: location %+v, ResolveStat's %+v", c.path, loc, wloc)
+			}
+			if fi.Name() != info.Name || fi.Size() != info.Size || fi.Mode() != info.Mode || !fi.ModTime().Equal(info.ModTime) {
+				t.Errorf("%s: status %v, ResolveStat's %+v", c.path, fs.FormatFileInfo(fi), info)
+			}
+		}
+	}
+}
+
+// TestReadRegular: the contents of a regular file (through a link too), and
+// for anything else the type, for a file over the bound nil data, for a
+// missing one not_found.
+func TestReadRegular(t *testing.T) {
+	ctx := context.Background()
+	m := memory.New()
+	f, err := m.OpenFile(ctx, vfs.MustParse("f"), os.O_WRONLY|os.O_CREATE, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("hello"))
+	f.Close()
+	m.Mkdir(ctx, vfs.MustParse("d"), 0o755)
+	m.Symlink(ctx, "f", vfs.MustParse("l"))
+	for _, name := range []string{"f", "l"} {
+		if data, typ, _, err := m.ReadRegular(ctx, vfs.MustParse(name), 5); string(data) != "hello" || typ != 0 || err != nil {
+			t.Errorf("%s: %q %v %v", name, data, typ, err)
+		}
+	}
+	if data, _, size, err := m.ReadRegular(ctx, vfs.MustParse("f"), 4); data != nil || size != 5 || err != nil {
+		t.Errorf("over the bound: %q %d %v", data, size, err)
+	}
+	if data, typ, _, err := m.ReadRegular(ctx, vfs.MustParse("d"), 5); data != nil || typ != fs.ModeDir || err != nil {
+		t.Errorf("directory: %q %v %v", data, typ, err)
+	}
+	if _, _, _, err := m.ReadRegular(ctx, vfs.MustParse("nope"), 5); vfs.CodeOf(err) != vfs.CodeNotFound {
+		t.Errorf("missing: %v", err)
+	}
+}
