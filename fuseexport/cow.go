@@ -64,6 +64,10 @@ type Overlay struct {
 	// Chmod of the root changes) and starts with its modification time
 	// (rootTime), so a process sees its working directory as in a checkout.
 	rootPerm atomic.Uint32 // fs.FileMode permission bits
+	// lastLower is the last path resolveLower found in the lower only, with
+	// its status: the change a Dir call decides on it then (a removal) takes
+	// it from there instead of looking it up again (see lowerHit).
+	lastLower atomic.Pointer[lowerHit]
 	rootTime time.Time
 }
 
@@ -636,7 +640,7 @@ func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 	if p.IsRoot() {
 		return vfs.NewError(vfs.CodeInvalidPath, "remove", p, "")
 	}
-	inUpper, info, err := o.layer(ctx, "remove", p)
+	inUpper, info, err := o.layerResolved(ctx, "remove", p)
 	if err != nil {
 		return err
 	}

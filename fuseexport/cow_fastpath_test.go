@@ -283,3 +283,32 @@ func TestReadDirPlusPassthroughWriter(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayRemoveAfterRemake: a removal takes its lookup from the
+// resolution that decided the previous call only while only the lower can
+// hold the path: a directory removed through the layer's Dir, then made
+// again in the upper and filled, right after, is not empty (the earlier
+// resolution said "a lower file"; using it removed the new directory with
+// what it held).
+func TestOverlayRemoveAfterRemake(t *testing.T) {
+	ov, _ := fastOverlay(t)
+	layer, _ := dir.New(ov, dir.WithPolicy(policy.Defaults()))
+	view := layer.Backend()
+	if err := view.Remove(bg, vp("top/x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ov.Mkdir(bg, vp("top/x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ov.OpenFile(bg, vp("top/x/new"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := ov.Remove(bg, vp("top/x")); vfs.CodeOf(err) != vfs.CodeNotEmpty {
+		t.Fatalf("removing the remade, filled directory: %v, want not_empty", err)
+	}
+	if _, err := ov.Lstat(bg, vp("top/x/new")); err != nil {
+		t.Fatalf("top/x/new after the refused removal: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -80,12 +81,7 @@ func (o *Overlay) resolveLower(ctx context.Context, p vfs.Path, follow bool) (ov
 		return ovNode{}, false
 	}
 	p = p.Unresolved()
-	top, _, _ := strings.Cut(p.Raw(), "/")
-	first, err := vfs.Root.Child(top)
-	if err != nil {
-		return ovNode{}, false
-	}
-	if _, err := o.upper.Lstat(ctx, first); vfs.CodeOf(err) != vfs.CodeNotFound || o.isHidden(p) {
+	if !o.lowerOnly(ctx, p) {
 		return ovNode{}, false
 	}
 	loc, info, err := sr.ResolveStat(ctx, p, follow)
@@ -93,7 +89,48 @@ func (o *Overlay) resolveLower(ctx context.Context, p vfs.Path, follow bool) (ov
 		return ovNode{}, false
 	}
 	o.see(ctx, p, info)
-	return ovNode{p: p, info: ownerless(info)}, true
+	n := ovNode{p: p, info: ownerless(info)}
+	o.lastLower.Store(&lowerHit{p: p, info: n.info, at: time.Now()})
+	return n, true
+}
+
+// lowerOnly reports whether only the lower can hold p: the upper holds not
+// even its first component, and no whiteout or opaque directory hides p or
+// an ancestor.
+func (o *Overlay) lowerOnly(ctx context.Context, p vfs.Path) bool {
+	top, _, _ := strings.Cut(p.Raw(), "/")
+	first, err := vfs.Root.Child(top)
+	if err != nil {
+		return false
+	}
+	_, err = o.upper.Lstat(ctx, first)
+	return vfs.CodeOf(err) == vfs.CodeNotFound && !o.isHidden(p)
+}
+
+// lowerHit is a path resolveLower found in the lower only, with its status
+// (ownerless) and when. A Dir call resolves its path, decides, then acts on
+// the Overlay: a removal right after its resolution takes the answer from
+// here (layerResolved) rather than ask both layers again. The answer is as
+// old as the resolution, never older than lowerHitAge: what a lookup made
+// then and acted on now would know anyway.
+type lowerHit struct {
+	p    vfs.Path
+	info vfs.Info
+	at   time.Time
+}
+
+// lowerHitAge bounds a lowerHit's use.
+const lowerHitAge = 10 * time.Millisecond
+
+// layerResolved is layer, from the last one-call resolution where it was of
+// p, is recent, and only the lower can still hold p (nothing made p in the
+// upper or hid it since).
+func (o *Overlay) layerResolved(ctx context.Context, op string, p vfs.Path) (bool, vfs.Info, error) {
+	p = p.Unresolved().WithoutDirMark()
+	if h := o.lastLower.Load(); h != nil && h.p.Raw() == p.Raw() && time.Since(h.at) < lowerHitAge && o.lowerOnly(ctx, p) {
+		return false, h.info, nil
+	}
+	return o.layer(ctx, op, p)
 }
 
 // Resolve resolves p in the merged view (see vfs.Resolver).
