@@ -68,7 +68,7 @@ type Overlay struct {
 	// its status: the change a Dir call decides on it then (a removal) takes
 	// it from there instead of looking it up again (see lowerHit).
 	lastLower atomic.Pointer[lowerHit]
-	rootTime time.Time
+	rootTime  time.Time
 }
 
 // Base is what a lower entry was when the process first saw it (looked it
