@@ -308,6 +308,9 @@ func splitSegs(pat string) ([]seg, bool) {
 		}
 		s := seg{kind: segGlob}
 		for _, a := range expandBraces(el) {
+			if a == "" {
+				return nil, false // an empty alternative ("{,x}"): left to doublestar whole
+			}
 			s.alts = append(s.alts, globAlt(a))
 		}
 		out = append(out, s)
@@ -639,7 +642,7 @@ func (cs *compiledSet) decideEnd(e *Engine, op Op, bit opMask, p string) (Decisi
 // fold case): the walk checks it as it goes.
 func (cs *compiledSet) decideRaw(e *Engine, op Op, bit opMask, p string) (Decision, walkStatus) {
 	m := cs.read
-	if op.Writes() {
+	if bit&maskWrite != 0 {
 		m = cs.write
 	}
 	var got idSet
@@ -652,45 +655,61 @@ func (cs *compiledSet) decideRaw(e *Engine, op Op, bit opMask, p string) (Decisi
 	return cs.choose(e, op, bit, p, root, m, &got), walkOK
 }
 
+// confirmer confirms candidates by their own patterns, on a subject made once.
+type confirmer struct {
+	cs    *compiledSet
+	p     string
+	root  bool
+	ready bool
+	s     subject
+}
+
+func (c *confirmer) confirm(id int) bool {
+	if c.root {
+		return true // the root set is exact
+	}
+	if !c.ready {
+		c.s, c.ready = newSubject(c.p), true
+	}
+	return c.cs.pats[id].match(&c.s)
+}
+
 // choose picks the decision from the candidates got holds, confirming each
 // candidate that could decide with its own pattern.
 func (cs *compiledSet) choose(e *Engine, op Op, bit opMask, p string, root bool, m *matcher, got *idSet) Decision {
-	var s subject
-	subj := false
-	confirm := func(id int) bool {
-		if root {
-			return true
-		}
-		if !subj {
-			s, subj = newSubject(p), true
-		}
-		return cs.pats[id].match(&s)
-	}
 	if !root {
 		for _, r := range m.residual {
 			got.add(r.id) // a candidate like any other, confirmed by its pattern
 		}
 	}
+	var none uint64
+	for _, w := range got {
+		none |= w
+	}
+	if none == 0 && len(e.rules) == 0 {
+		return e.defDecision // the common case: no candidate at all
+	}
+	c := confirmer{cs: cs, p: p, root: root}
 	for i := got.firstIn(0, cs.nSecret); i >= 0; i = got.firstIn(i+1, cs.nSecret) {
 		n := &e.secrets[i]
 		if op == OpList && !e.hide && !n.tree {
 			continue // the name may be listed; its contents stay out of reach
 		}
-		if confirm(i) {
+		if c.confirm(i) {
 			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 		}
 	}
-	if op.Writes() {
+	if bit&maskWrite != 0 {
 		end := cs.nSecret + cs.nPersist
 		for i := got.firstIn(cs.nSecret, end); i >= 0; i = got.firstIn(i+1, end) {
-			if confirm(i) {
+			if c.confirm(i) {
 				n := &e.persist[i-cs.nSecret]
 				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
 			}
 		}
 	}
 	if len(e.rules) == 0 {
-		return e.defaultDecision()
+		return e.defDecision
 	}
 	return e.ruleDecision(bit, func(r *rule) bool {
 		ids := cs.ruleIDs[r.index]
@@ -698,7 +717,7 @@ func (cs *compiledSet) choose(e *Engine, op Op, bit opMask, p string, root bool,
 			return true
 		}
 		for _, id := range ids {
-			if got.has(id) && confirm(int(id)) {
+			if got.has(id) && c.confirm(int(id)) {
 				return true
 			}
 		}

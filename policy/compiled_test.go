@@ -226,7 +226,7 @@ func TestCompiledForms(t *testing.T) {
 	pats := []string{
 		"**", "**/**", "a/**/**/b", "**/a/**", "a/**", "**/a", ".", "*", "*/**", "a/*/b", "**/.git/**/config",
 		"{a,b}/[xy]?.txt", "**/{lefthook,.lefthook}{,-local}.{yml,yaml}", "a\\*b", "{**/,}k", "[a/]b", "a**",
-		"**/.env.*", "**/*.pem", "{a/b,c}/d", "**/{site,dist}-packages/*.pth", "[!.]*/**", "**/?",
+		"**/.env.*", "**/*.pem", "{a/b,c}/d", "**/{site,dist}-packages/*.pth", "[!.]*/**", "**/?", "x{,y}", "{,a}/b", "a*/**",
 	}
 	paths := []string{
 		".", "a", "b", "a/b", "a/x/b", "a/x/y/b", "x/a", "x/a/y", "k", "x/k", "a*b", "ab", "a/b/c", "b/c/d",

@@ -203,6 +203,8 @@ type Engine struct {
 	// (see compiled.go); nil when there are more than maxIDs patterns, and the
 	// engine then decides with the per-pattern matcher (refDecideEnd).
 	compiled *compiledSet
+	// defDecision is the decision when no rule matches (defaultDecision).
+	defDecision Decision
 }
 
 type rule struct {
@@ -317,6 +319,7 @@ func New(cfg Config) (*Engine, error) {
 	cfg.PersistencePatterns = slices.Clone(cfg.PersistencePatterns)
 	e.cfg = cfg
 	e.compiled = compileSet(e)
+	e.defDecision = e.defaultDecision()
 	return e, nil
 }
 
