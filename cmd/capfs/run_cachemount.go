@@ -31,8 +31,10 @@ import (
 // all through one FUSE mount of its own (a Dir over a Namespace holding each
 // directory, physical backends, the module cache and toolchain read-only) and
 // binds its subdirectories: mountinfo shows "/cache-0", "/gomod" and "/go".
-// Where FUSE is not available the directories are bound as they are, and the
-// run says so in its summary.
+// Read-only checkouts (grants) made in a directory on disk whose path would
+// show ($CAPFS_TMPDIR) are served the same way ("/grant-N"). Where FUSE is
+// not available the directories are bound as they are, and the run says so
+// in its summary (noteShownMounts), as it does for what else still shows.
 //
 // The Dir has the default policy (allow all) and no audit, as the binds it
 // stands for: these are the user's own caches, shown whole; every call is
@@ -60,20 +62,31 @@ var toolFUSE = fuseexport.Available
 // toolCacheName names the i-th cache (sandbox.CacheDir) in the mount.
 func toolCacheName(i int) string { return "cache-" + strconv.Itoa(i) }
 
-// toolDirs lists the host directories of opts the mount serves, by their
-// name in it, and whether each is read-only: every cache, the module cache
-// and the toolchain unless under /usr (the sandbox shows /usr as it is).
-func toolDirs(opts *sandbox.BubblewrapOptions) (names, hosts []string, ro []bool) {
-	for i, c := range opts.Caches {
-		names, hosts, ro = append(names, toolCacheName(i)), append(hosts, c.Source), append(ro, false)
+// toolDir is a host directory the mount serves: its name at the mount's
+// root, whether read-only, and how to point the run at it (set gets the
+// directory's path in the mount).
+type toolDir struct {
+	name, host string
+	ro         bool
+	set        func(string)
+}
+
+// toolDirs lists the host directories of opts the mount serves: every
+// cache, read-write, the module cache and the toolchain, read-only, unless
+// under /usr (the sandbox shows /usr as it is).
+func toolDirs(opts *sandbox.BubblewrapOptions) []toolDir {
+	var ds []toolDir
+	for i := range opts.Caches {
+		c := &opts.Caches[i]
+		ds = append(ds, toolDir{toolCacheName(i), c.Source, false, func(p string) { c.Source = p }})
 	}
 	if opts.GoModCache != "" && !underUsr(opts.GoModCache) {
-		names, hosts, ro = append(names, toolGoMod), append(hosts, opts.GoModCache), append(ro, true)
+		ds = append(ds, toolDir{toolGoMod, opts.GoModCache, true, func(p string) { opts.GoModCache = p }})
 	}
 	if opts.GoRoot != "" && !underUsr(opts.GoRoot) {
-		names, hosts, ro = append(names, toolGoRoot), append(hosts, opts.GoRoot), append(ro, true)
+		ds = append(ds, toolDir{toolGoRoot, opts.GoRoot, true, func(p string) { opts.GoRoot = p }})
 	}
-	return names, hosts, ro
+	return ds
 }
 
 func underUsr(p string) bool {
@@ -83,12 +96,17 @@ func underUsr(p string) bool {
 
 // mountToolDirs serves opts' tool directories (toolDirs) through one FUSE
 // mount and points opts at it: each cache's Source, GoModCache and GoRoot
-// become the mount's subdirectories. It returns the mount (nil when there
-// is nothing to serve) and, when the directories stay bound as they are
-// (no FUSE here, or the mount failed), why, for the run's summary.
+// become the mount's subdirectories. It returns the mount, nil when there
+// is nothing to serve; on an error (no FUSE here, the mount failed) opts is
+// unchanged.
 func mountToolDirs(opts *sandbox.BubblewrapOptions) (*toolMount, error) {
-	names, hosts, ro := toolDirs(opts)
-	if len(names) == 0 {
+	return mountTools(toolDirs(opts))
+}
+
+// mountTools serves ds through one FUSE mount (a Dir over a Namespace of
+// physical backends) and calls each one's set with its path there.
+func mountTools(ds []toolDir) (*toolMount, error) {
+	if len(ds) == 0 {
 		return nil, nil
 	}
 	if err := toolFUSE(); err != nil {
@@ -97,15 +115,15 @@ func mountToolDirs(opts *sandbox.BubblewrapOptions) (*toolMount, error) {
 	tm := &toolMount{}
 	ns := vfs.NewNamespace()
 	ids := []vfs.Path{vfs.Root}
-	for i, n := range names {
-		fs, err := physical.New(hosts[i])
+	for _, d := range ds {
+		fs, err := physical.New(d.host)
 		if err != nil {
 			tm.closeFS()
 			return nil, err
 		}
 		tm.fss = append(tm.fss, fs)
-		p := vfs.MustParse(n)
-		if err := ns.Mount(p, fs, vfs.MountOptions{ReadOnly: ro[i]}); err != nil {
+		p := vfs.MustParse(d.name)
+		if err := ns.Mount(p, fs, vfs.MountOptions{ReadOnly: d.ro}); err != nil {
 			tm.closeFS()
 			return nil, err
 		}
@@ -115,14 +133,8 @@ func mountToolDirs(opts *sandbox.BubblewrapOptions) (*toolMount, error) {
 		tm.closeFS()
 		return nil, err
 	}
-	for i := range opts.Caches {
-		opts.Caches[i].Source = filepath.Join(tm.mp, toolCacheName(i))
-	}
-	if opts.GoModCache != "" && !underUsr(opts.GoModCache) {
-		opts.GoModCache = filepath.Join(tm.mp, toolGoMod)
-	}
-	if opts.GoRoot != "" && !underUsr(opts.GoRoot) {
-		opts.GoRoot = filepath.Join(tm.mp, toolGoRoot)
+	for _, d := range ds {
+		d.set(filepath.Join(tm.mp, d.name))
 	}
 	return tm, nil
 }
@@ -176,15 +188,17 @@ func (tm *toolMount) Close() error {
 	return err
 }
 
-// useToolMount serves opts' tool directories through a mount of their own
-// for r's run (closed with r), or notes for the summary why they are bound
-// as they are: their host paths then show in the sandbox's
-// /proc/self/mountinfo.
+// useToolMount serves opts' tool directories, and r's read-only checkouts
+// whose path would show (grantsShown), through one mount of their own for
+// r's run (closed with r), or notes for the summary that their host paths
+// show in the sandbox's /proc/self/mountinfo, and why.
 func (r *runner) useToolMount(opts *sandbox.BubblewrapOptions) {
-	names, _, _ := toolDirs(opts)
-	tm, err := mountToolDirs(opts)
+	tools := toolDirs(opts)
+	tm, err := mountTools(append(slices.Clip(tools), r.grantsShown()...))
 	if err != nil {
-		r.shownNotes = append(r.shownNotes, toolPhrase(names)+" as their host directories (no FUSE mount of their own here: "+showError(err)+")")
+		if len(tools) > 0 {
+			r.shownNotes = append(r.shownNotes, toolPhrase(tools)+" as their host directories (no FUSE mount of their own here: "+showError(err)+")")
+		}
 		return
 	}
 	if tm != nil {
@@ -192,14 +206,36 @@ func (r *runner) useToolMount(opts *sandbox.BubblewrapOptions) {
 	}
 }
 
-// toolPhrase names the tool directories (toolDirs' names) for the summary.
-func toolPhrase(names []string) string {
+// grantsShown lists r's read-only checkouts whose entry in the sandbox's
+// mountinfo would name a host directory (namesHostDir: a checkout under
+// $CAPFS_TMPDIR on a disk), to serve through the tools' mount: read-only,
+// a checkout shows the same through FUSE as bound. A bound grant
+// (--bind-grants) is left as it is, as is the writable work checkout of
+// --no-lazy, which through FUSE would lose what a checkout offers over the
+// lazy mode (FIFOs, sockets, any symlink): noteShownMounts names them.
+func (r *runner) grantsShown() []toolDir {
+	var ds []toolDir
+	for i := range r.mounts {
+		m := &r.mounts[i]
+		if m.Writable || m.File != nil || m.Source == "" {
+			continue
+		}
+		if shown, err := mountinfoRoot(m.Source); err != nil || !namesHostDir(shown) {
+			continue
+		}
+		ds = append(ds, toolDir{"grant-" + strconv.Itoa(i), m.Source, true, func(p string) { m.Source = p }})
+	}
+	return ds
+}
+
+// toolPhrase names the tool directories for the summary.
+func toolPhrase(ds []toolDir) string {
 	var what []string
-	for _, n := range names {
+	for _, d := range ds {
 		switch {
-		case n == toolGoMod:
+		case d.name == toolGoMod:
 			what = append(what, "Go's module cache")
-		case n == toolGoRoot:
+		case d.name == toolGoRoot:
 			what = append(what, "the Go toolchain")
 		case !slices.Contains(what, "the build cache"):
 			what = append(what, "the build cache")
