@@ -79,7 +79,12 @@ what it changed, and bring the changes back through the namespace's checks.
      working directory is /capfs/<work path>. What the policy forbids to write
      (.git, persistence files such as .bashrc) is bound read-only. The sandbox
      is limited to --max-procs processes, --max-memory of memory and a /tmp of
-     --tmp-size.
+     --tmp-size. No host path of yours shows inside (/proc/1/cmdline, the
+     environment, /proc/self/mountinfo): the build caches, Go's module cache
+     (at /opt/capfs/gomodcache) and a Go toolchain outside /usr (at
+     /opt/capfs/go) come through a FUSE mount of capfs's own; what still
+     shows (all of these without FUSE, a --no-lazy checkout under a
+     $CAPFS_TMPDIR on a disk, --bind-grants) is named in the summary.
   4. The terminal: when capfs's standard input and output are a terminal (and
      --tty is not never), CMD gets a pseudo-terminal of its own as its
      controlling terminal: Ctrl-C and Ctrl-Z reach its foreground job as in a
