@@ -103,6 +103,7 @@ FUZZ_TARGETS := \
 	./archive:FuzzZipZstd:5000 \
 	./backends/cas:FuzzDecodeDirectory:100000 \
 	./backends/cas:FuzzParseDigest:100000 \
+	./backends/cas/remote:FuzzDownloadBudget:100 \
 	./backends/sqlite:FuzzAgentFSOpen:1500 \
 	./backends/sqlite:FuzzScratchOpen:1500 \
 	./backends/sqlite/sqlar:FuzzImport:1500 \

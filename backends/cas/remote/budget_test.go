@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,8 +32,16 @@ type bigServer struct {
 	repb.UnimplementedContentAddressableStorageServer
 	repb.UnimplementedCapabilitiesServer
 	bspb.UnimplementedByteStreamServer
+	mu    sync.Mutex // guards blobs (a fuzz target swaps them)
 	blobs map[cas.Digest][]byte
 	sent  atomic.Int64
+}
+
+func (h *bigServer) blob(d cas.Digest) ([]byte, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b, ok := h.blobs[d]
+	return b, ok
 }
 
 const streamCap = 8 << 20
@@ -52,10 +61,13 @@ func (h *bigServer) BatchReadBlobs(_ context.Context, req *repb.BatchReadBlobsRe
 		if err != nil {
 			return nil, err
 		}
-		data, ok := h.blobs[dg]
+		data, ok := h.blob(dg)
 		if !ok {
-			data = make([]byte, dg.Size)
 			h.sent.Add(dg.Size)
+			if dg.Size > 16<<20 {
+				return nil, status.Error(codes.InvalidArgument, "more than a batch holds")
+			}
+			data = make([]byte, dg.Size)
 		}
 		resp.Responses = append(resp.Responses, &repb.BatchReadBlobsResponse_Response{Digest: d, Data: data})
 	}
@@ -74,7 +86,7 @@ func (h *bigServer) Read(req *bspb.ReadRequest, stream bspb.ByteStream_ReadServe
 }
 
 // serveBig starts h on a local port and returns a client of it.
-func serveBig(t *testing.T, h *bigServer, opts Options) *Client {
+func serveBig(t testing.TB, h *bigServer, opts Options) *Client {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +125,7 @@ func treeNaming(t *testing.T, sizes ...int64) (*bigServer, cas.Digest) {
 
 // checkUntorn fails t unless st holds only whole, verified blobs and no
 // temporary file.
-func checkUntorn(t *testing.T, st *cas.Store) {
+func checkUntorn(t testing.TB, st *cas.Store) {
 	t.Helper()
 	rep, err := st.Verify(bg, false)
 	if err != nil || len(rep.Corrupt) > 0 {
@@ -277,4 +289,44 @@ func TestDownloadBudgetCompressedStream(t *testing.T) {
 		t.Errorf("the server sent %d MiB before the download stopped", n>>20)
 	}
 	checkUntorn(t, st)
+}
+
+// FuzzDownloadBudget downloads a tree whose root directory is arbitrary bytes
+// from a server that answers any other blob with zeros of its declared size:
+// whatever the root names, no more than the budget is asked of the server,
+// and the store keeps only whole, verified blobs.
+func FuzzDownloadBudget(f *testing.F) {
+	for _, sizes := range [][]int64{{1 << 40}, {300 << 10, 300 << 10, 300 << 10}, {10, 20}} {
+		dir := &repb.Directory{}
+		for i, n := range sizes {
+			dir.Files = append(dir.Files, &repb.FileNode{Name: string(rune('a' + i)), Digest: pb(cas.Digest{Hash: sha256.Sum256([]byte{byte(i)}), Size: n})})
+		}
+		dir.Directories = []*repb.DirectoryNode{{Name: "d", Digest: pb(cas.Digest{Hash: sha256.Sum256(nil), Size: 5000})}}
+		msg, _ := proto.MarshalOptions{Deterministic: true}.Marshal(dir)
+		f.Add(msg)
+	}
+	const budget = 1 << 20
+	h := &bigServer{}
+	c := serveBig(f, h, Options{MaxDownloadBytes: budget})
+	f.Fuzz(func(t *testing.T, rootMsg []byte) {
+		root := cas.DigestOf(rootMsg)
+		h.mu.Lock()
+		h.blobs = map[cas.Digest][]byte{root: rootMsg}
+		h.mu.Unlock()
+		h.sent.Store(0)
+		st, err := cas.OpenStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+		defer cancel()
+		if _, err := c.Download(ctx, st, root); ctx.Err() != nil {
+			t.Fatalf("Download still running after 20 s: %v", err)
+		}
+		if n := h.sent.Load(); n > budget {
+			t.Fatalf("the server was asked for %d bytes, past the budget of %d", n, budget)
+		}
+		checkUntorn(t, st)
+	})
 }
