@@ -379,13 +379,11 @@ const (
 // zstdFrames checks that the n compressed bytes of a zstd entry are zstd
 // frames, one after another, ending exactly at n: no skippable frame (data
 // a decoder skips, hidden from the extracted file), nothing after the last
-// frame, no frame cut short. It reads each frame and block header only, not
-// the block contents, so it costs one small read per block (at most 128 KiB
-// of data each).
+// frame, no frame cut short. No bytes at all is an empty stream (an empty
+// file, as some writers store it). It reads each frame and block header
+// only, not the block contents, so it costs one small read per block (at
+// most 128 KiB of data each).
 func zstdFrames(r io.ReaderAt, n int64) error {
-	if n == 0 {
-		return fmt.Errorf("no zstd frame")
-	}
 	for pos := int64(0); pos < n; {
 		end, err := zstdFrame(r, pos, n)
 		if err != nil {

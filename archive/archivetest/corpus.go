@@ -522,6 +522,8 @@ func build() []Case {
 	add(Case{Name: "zip zstd with a skippable frame after", Data: one(RawLocal{Zstd: true, Trailing: SkippableFrame("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
 	add(Case{Name: "zip zstd with a skippable frame before", Data: one(RawLocal{Zstd: true, Leading: SkippableFrame("hidden")}, RawZipEnt{}), Err: archive.ErrCorrupt})
 	add(Case{Name: "zip zstd truncated", Data: one(RawLocal{Zstd: true, Cut: 3}, RawZipEnt{}), Err: archive.ErrCorrupt})
+	add(Case{Name: "zip zstd empty file, no bytes", Data: RawZip([]RawLocal{{Name: "e", Zstd: true, Cut: len(Zst(nil))}}, []RawZipEnt{{Name: "e", DeclaredSize: -1}}),
+		Extracted: []string{"e"}, Filtered: reasons()})
 	desc := Zip(ZEnt{Name: "a", Body: "hello, world"}) // archive/zip writes a data descriptor
 	if i := bytes.Index(desc, []byte("PK\x07\x08")); i >= 0 {
 		desc = bytes.Clone(desc)
