@@ -242,7 +242,9 @@ current one, each event as one line, plain and compact records alike.
 Each line: time, outcome, op, path (-> destination), then the error code and
 the deciding rule when there are any. --json prints the events as JSON Lines
 instead. A line or file that cannot be read (a crash cut it short) is reported
-on stderr and skipped. The log is --audit's (or the configuration's, or the
+on stderr and skipped, and so is the rest of a compressed file that
+decompresses past 16 times the rotation size (--audit-max-size, at least the
+default 16MiB): no rotated file holds that much. The log is --audit's (or the configuration's, or the
 default one).`
 
 // auditView is what capfs audit shows.
