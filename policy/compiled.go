@@ -652,6 +652,9 @@ func (cs *compiledSet) decideRaw(e *Engine, op Op, bit opMask, p string) (Decisi
 	} else if st := m.walk(p, &got); st != walkOK {
 		return Decision{}, st
 	}
+	if len(e.rules) == 0 && len(m.residual) == 0 && got == (idSet{}) {
+		return e.defDecision, walkOK // the common case: no candidate at all
+	}
 	return cs.choose(e, op, bit, p, root, m, &got), walkOK
 }
 

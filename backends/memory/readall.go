@@ -97,9 +97,13 @@ func (f *FS) spells(parent *node, name, raw string) bool {
 		}
 		end--
 		nm := d.dir.name
-		if len(nm) > end || raw[end-len(nm):end] != nm {
+		if len(nm) > end {
 			return false
 		}
-		end -= len(nm)
+		for k := len(nm) - 1; k >= 0; k-- { // short names: no call to memequal
+			if end--; raw[end] != nm[k] {
+				return false
+			}
+		}
 	}
 }
