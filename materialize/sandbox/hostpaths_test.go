@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,5 +109,68 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	}
 	if err := os.WriteFile(to, b, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWrapHomeBwrapFromMemory: a bwrap under the user's home is started from
+// a sealed copy in memory: directly as /proc/self/fd/N with argv[0] "bwrap",
+// under the limits' launcher as /proc/self/fd/N; for root, one elsewhere
+// (not the user's) is started by its path.
+func TestWrapHomeBwrapFromMemory(t *testing.T) {
+	if !memfdExecutable() {
+		t.Skip("memory files may not be executed here (vm.memfd_noexec=2)")
+	}
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(home, "bin", "bwrap")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	imageAt := func(l *Launch, p string) {
+		t.Helper()
+		fd, err := strconv.Atoi(strings.TrimPrefix(p, "/proc/self/fd/"))
+		if err != nil || !strings.HasPrefix(p, "/proc/self/fd/") || fd < 3 || fd-3 >= len(l.ExtraFiles) || l.ExtraFiles[fd-3].Name() != "bwrap" {
+			t.Fatalf("bwrap started as %q, not from its image among the launch's files", p)
+		}
+	}
+	out, err := Bubblewrap(BubblewrapOptions{Path: bin, MaxProcs: -1, MaxMemory: -1}).Wrap(context.Background(), &Launch{Path: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	imageAt(out, out.Path)
+	if out.Argv0 != "bwrap" || strings.Contains(strings.Join(out.Args, " "), home) {
+		t.Errorf("argv[0] %q, args %q", out.Argv0, out.Args)
+	}
+	runCleanup(out)
+	out, err = Bubblewrap(BubblewrapOptions{Path: bin, MaxProcs: 100, MaxMemory: -1}).Wrap(context.Background(), &Launch{Path: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.Index(out.Args, "--"); out.Path != launcherShell || i < 0 || i+1 >= len(out.Args) {
+		t.Fatalf("launch %s %q", out.Path, out.Args)
+	} else {
+		imageAt(out, out.Args[i+1])
+	}
+	runCleanup(out)
+	if os.Getuid() != 0 {
+		return // a binary the caller owns is the caller's own wherever it is
+	}
+	t.Setenv("HOME", t.TempDir())
+	out, err = Bubblewrap(BubblewrapOptions{Path: bin, MaxProcs: -1, MaxMemory: -1}).Wrap(context.Background(), &Launch{Path: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Path != bin {
+		t.Errorf("a bwrap outside the home directory started as %q", out.Path)
+	}
+	runCleanup(out)
+}
+
+func runCleanup(l *Launch) {
+	for i := len(l.Cleanup) - 1; i >= 0; i-- {
+		l.Cleanup[i]()
 	}
 }
