@@ -357,28 +357,23 @@ func (s *scope) readDir(ctx context.Context, c *call) ([]vfs.DirEntry, error) {
 // decides on where the path would lead, as an unfused call does, so a refused
 // place answers the same refusal whether or not something exists beneath it.
 func fusedCall[T any](ctx context.Context, s *scope, c *call, act func(decide func(vfs.Location) error) (T, error)) (T, error) {
-	// The resolution's callback works on the admission's copy of what admit
-	// needs of c (ad.args), so that c itself never escapes to the heap.
-	ad := c.ad
-	decided := false
-	var aerr error
-	v, err := act(func(loc vfs.Location) error {
-		decided = true
-		ad.args.rp = loc.Path
-		aerr = ad.admit(ctx, ad.args)
-		return aerr
-	})
-	c.rp = ad.args.rp
+	// The resolution's callback (h.decide) works on the admission's copy of
+	// what admit needs of c (h.args), so that c itself never escapes to the
+	// heap, and records what it did in h.
+	h := c.ad
+	h.ctx = ctx
+	v, err := act(h.decide)
+	c.rp = h.args.rp
 	var zero T
 	switch {
 	case err == nil:
 		return v, nil
-	case decided && err == aerr:
+	case h.decided && err == h.aerr:
 		return zero, &addressed{err}
-	case !decided:
+	case !h.decided:
 		if rp, cerr := s.canon(ctx, c.p, followFinal); cerr == nil {
-			c.rp, ad.args.rp = rp, rp
-			if aerr := ad.admit(ctx, ad.args); aerr != nil {
+			c.rp, h.args.rp = rp, rp
+			if aerr := h.admit(ctx, &h.args); aerr != nil {
 				return zero, &addressed{aerr}
 			}
 		}

@@ -114,7 +114,7 @@ type call struct {
 	// decision and the Before hooks to admit, which openRead or readDir calls
 	// from inside the resolution (fusedCall).
 	fused bool
-	ad    *admission // set by step 4 for a fused read
+	ad    *fusedAdmission // set by step 4 for a fused read
 
 	p, q vfs.Path // parsed paths, relative to the scope's backend
 	// fol says how the operation treats p's final component (and q's, for
@@ -300,9 +300,16 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 			// backend's resolution (fusedCall), on the very object it acts on.
 			// One allocation holds the admission and the little of the call
 			// that admit needs (the call itself stays on the stack).
-			h := &fusedAdmission{admission: *ad, args: c.admitArgs()}
+			var h *fusedAdmission
+			if e.quiet {
+				h = fusedAdmissions.Get().(*fusedAdmission)
+				defer h.release()
+			} else {
+				h = newFusedAdmission()
+			}
+			h.admission, h.args, h.decided, h.aerr = *ad, c.admitArgs(), false, nil
 			h.admission.args = &h.args
-			ad, c.ad = &h.admission, &h.admission
+			ad, c.ad = &h.admission, h
 		} else {
 			if rerr := s.resolveCall(ctx, c); rerr != nil {
 				finished = true
@@ -362,10 +369,42 @@ type admission struct {
 }
 
 // fusedAdmission is a fused read's admission with its admitArgs, allocated
-// together.
+// together, and the callback the backend's resolution calls (decide), made
+// once with it: runFull allocates it, or for a quiet env (see isQuiet) takes
+// one from fusedAdmissions and gives it back when the call returns.
 type fusedAdmission struct {
 	admission
 	args admitArgs
+	// ctx is the call's context, for decide; decided and aerr are what the
+	// callback did (see fusedCall).
+	ctx     context.Context
+	decided bool
+	aerr    error
+	decide  func(vfs.Location) error
+}
+
+func newFusedAdmission() *fusedAdmission {
+	h := new(fusedAdmission)
+	h.decide = h.decideAt
+	return h
+}
+
+// fusedAdmissions holds quiet calls' fused admissions, reused.
+var fusedAdmissions = sync.Pool{New: func() any { return newFusedAdmission() }}
+
+// decideAt is the resolution's callback: admit on the location it reached.
+func (h *fusedAdmission) decideAt(loc vfs.Location) error {
+	h.decided = true
+	h.args.rp = loc.Path
+	h.aerr = h.admit(h.ctx, &h.args)
+	return h.aerr
+}
+
+// release clears h and gives it back to fusedAdmissions.
+func (h *fusedAdmission) release() {
+	decide := h.decide
+	*h = fusedAdmission{decide: decide}
+	fusedAdmissions.Put(h)
 }
 
 // admitArgs is the part of a call that admit reads: small enough to copy, so

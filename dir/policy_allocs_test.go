@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -114,6 +115,50 @@ func TestPolicyDeepStatAliases(t *testing.T) {
 			if fi, err := d.Stat(bg, p); err != nil || fi.Name() != "ok" || fi.Size() != 1 {
 				t.Errorf("Stat %s: %v %v", p, fi, err)
 			}
+		}
+	}
+}
+
+// TestPolicyPathAllocsPhysical: over the physical backend, whose reads and
+// listings resolve, decide and act in one call (the fused path), the default
+// policy adds no allocation to an open and read, a ReadFile or a ReadDir.
+func TestPolicyPathAllocsPhysical(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under -race")
+	}
+	root := t.TempDir()
+	must(t, os.MkdirAll(root+"/a/b/c", 0o755))
+	must(t, os.WriteFile(root+"/a/b/c/f", make([]byte, 100), 0o644))
+	buf := make([]byte, 512)
+	counts := func(opts ...dir.Option) map[string]float64 {
+		b, err := physical.New(root)
+		must(t, err)
+		d, _ := dir.New(b, opts...)
+		return map[string]float64{
+			"Open, Read, Close": testing.AllocsPerRun(50, func() {
+				h, err := d.Open(bg, "a/b/c/f", os.O_RDONLY, 0)
+				must(t, err)
+				if _, err := io.ReadFull(h, buf); err != io.ErrUnexpectedEOF {
+					t.Fatal(err)
+				}
+				must(t, h.Close())
+			}),
+			"ReadFile": testing.AllocsPerRun(50, func() {
+				if _, err := d.ReadFile(bg, "a/b/c/f"); err != nil {
+					t.Fatal(err)
+				}
+			}),
+			"ReadDir": testing.AllocsPerRun(50, func() {
+				if _, err := d.ReadDir(bg, "a/b/c"); err != nil {
+					t.Fatal(err)
+				}
+			}),
+		}
+	}
+	without, with := counts(), counts(dir.WithPolicy(policy.Defaults()))
+	for name, n := range without {
+		if with[name] != n {
+			t.Errorf("%s: %v allocations with the default policy, %v without", name, with[name], n)
 		}
 	}
 }
