@@ -479,9 +479,10 @@ const maxLogWindow = 32 << 20
 const DecompressFactor = 16
 
 // DefaultMaxDecompressed is the bound on what one compressed file of a log
-// decompresses to when the reader is given none ([MaxDecompressed]): 1 GiB,
-// DecompressFactor times a 64 MiB rotation size.
-const DefaultMaxDecompressed = 1 << 30
+// decompresses to when the reader is given none ([MaxDecompressed]): 256 MiB,
+// DecompressFactor times a 16 MiB rotation size (capfs's default). A log
+// rotated at more is read with MaxDecompressed.
+const DefaultMaxDecompressed = 256 << 20
 
 // ErrTooLarge is matched by the error of a compressed log file read past its
 // decompressed bound ([MaxDecompressed]).
