@@ -256,13 +256,17 @@ type auditView struct {
 	read    []audit.ReadOption // how each file is read (its decompressed bound)
 }
 
+// auditReadFloor is the rotation size auditReadBound assumes at least (a
+// variable only for tests, which bound smaller bombs).
+var auditReadFloor = int64(defaultAuditMaxSize)
+
 // auditReadBound bounds what one compressed file of the log may decompress
 // to: audit.DecompressFactor times the rotation size (--audit-max-size when
 // larger than the default, else the default: a log may have been written
 // with the default), so 256 MiB by default. A zstd bomb among the rotated
 // files is read that far, reported and skipped.
 func auditReadBound(maxSize string) audit.ReadOption {
-	size := int64(defaultAuditMaxSize)
+	size := auditReadFloor
 	if q, err := parseQuota(maxSize); maxSize != "" && err == nil && q > size {
 		size = q
 	}

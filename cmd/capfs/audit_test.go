@@ -262,13 +262,18 @@ func TestAuditRotationFlags(t *testing.T) {
 	}
 }
 
-// TestAuditCommandBoundsZstdBomb: a rotated file that is a zstd bomb (300 MiB
-// of blank lines from a file of a few KiB, past the 256 MiB bound of a log
-// rotated at 16 MiB) is read to the bound, reported once on stderr and
+// TestAuditCommandBoundsZstdBomb: a rotated file that is a zstd bomb (20 MiB
+// of blank lines from a file of a few KiB, past the 16 MiB bound of a log
+// rotated at 1 MiB; 256 MiB for capfs's default 16 MiB) is read to the bound, reported once on stderr and
 // skipped; every other event shows, and --run last still finds the last run.
 // Before the bound, capfs audit decompressed the whole file and said nothing.
 func TestAuditCommandBoundsZstdBomb(t *testing.T) {
 	compressAtOnce(t)
+	// A 1 MiB floor bounds each file at 16 MiB (256 MiB by default): the
+	// bomb below is 20 MiB, not 300.
+	old := auditReadFloor
+	auditReadFloor = 1 << 20
+	t.Cleanup(func() { auditReadFloor = old })
 	d := t.TempDir()
 	log := filepath.Join(d, "audit.jsonl")
 	sink, closeSink, err := openAuditSink(auditSettings{dest: log, maxSize: "32KiB", maxFiles: -1}, os.Stderr)
@@ -289,7 +294,7 @@ func TestAuditCommandBoundsZstdBomb(t *testing.T) {
 	}
 	bomb := enc.EncodeAll([]byte(line("bomb-before")), nil)
 	blank := enc.EncodeAll([]byte(strings.Repeat(" ", 1<<20-1)+"\n"), nil)
-	bomb = append(bomb, bytes.Repeat(blank, 300)...)
+	bomb = append(bomb, bytes.Repeat(blank, 20)...)
 	bomb = enc.EncodeAll([]byte(line("bomb-after")), bomb)
 	name := "audit-2000-01-01T00-00-00.000.jsonl.zst"
 	if err := os.WriteFile(filepath.Join(d, name), bomb, 0o600); err != nil {
