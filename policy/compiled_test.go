@@ -337,3 +337,10 @@ func FuzzCompiled(f *testing.F) {
 		}
 	})
 }
+
+// TestOpCopyBit: the constant Decide tells a copy by is OpCopy's bit.
+func TestOpCopyBit(t *testing.T) {
+	if opBit(OpCopy) != opCopyBit {
+		t.Fatalf("opBit(OpCopy) = %b, opCopyBit %b", opBit(OpCopy), opCopyBit)
+	}
+}

@@ -407,9 +407,12 @@ func (e *Engine) Decide(_ context.Context, r *Request) Decision {
 	if e.maxSize > 0 && r.Size > e.maxSize {
 		return Decision{Effect: Deny, Rule: RuleMaxFileSize, Reason: e.maxWhy}
 	}
+	if e.plainOne(bit, r) {
+		return e.defDecision // one path that no pattern can match (see plainOne)
+	}
 	// The source of a copy is read, not written.
 	srcOp, srcBit := r.Op, bit
-	if r.Op == OpCopy {
+	if bit == opCopyBit {
 		srcOp, srcBit = OpRead, opBit(OpRead)
 	}
 	d, ok := e.decidePath(srcOp, srcBit, r.Path)
@@ -424,6 +427,28 @@ func (e *Engine) Decide(_ context.Context, r *Request) Decision {
 		return Decision{Effect: Deny, Rule: RuleInvalidPath, Reason: "the policy decides only clean paths"}
 	}
 	return combine(d, dd)
+}
+
+const opCopyBit = 1 << 8 // opBit(OpCopy)
+
+// plainOne reports whether r, with op bit, is one path (no Dest, not a copy)
+// that is clean and that no pattern of a compiled, non-folding Engine without
+// rules can match: the common case, answered with the default decision in
+// one walk and no further call.
+func (e *Engine) plainOne(bit opMask, r *Request) bool {
+	cs := e.compiled
+	if cs == nil || e.fold || len(e.rules) > 0 || r.Dest != "" || bit == opCopyBit || r.Path == "." {
+		return false
+	}
+	m := cs.read
+	if bit&maskWrite != 0 {
+		m = cs.write
+	}
+	if len(m.residual) > 0 {
+		return false
+	}
+	var got idSet
+	return m.walk(r.Path, &got) == walkOK && got == (idSet{})
 }
 
 // decidePath checks that s is a clean path (ok false if not) and decides it
