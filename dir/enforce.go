@@ -315,10 +315,12 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 				finished = true
 				return s.address(c, rerr)
 			}
-			args := c.admitArgs()
-			if aerr := ad.admit(ctx, &args); aerr != nil {
-				finished = true
-				return aerr
+			if len(e.hooks) > 0 || !c.sameTree(ad) { // else admit would find nothing to do
+				args := c.admitArgs()
+				if aerr := ad.admit(ctx, &args); aerr != nil {
+					finished = true
+					return aerr
+				}
 			}
 		}
 	}
@@ -338,6 +340,14 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	}
 	finished = true
 	return err
+}
+
+// sameTree reports whether the paths c acts on (c.rp, c.rq) are, from the
+// tree's root, the paths ad decided (the guest's): then admit, with no hook
+// to run, has nothing to decide or record.
+func (c *call) sameTree(ad *admission) bool {
+	path, dest := c.treePaths()
+	return path == ad.lexPath && dest == ad.lexDest
 }
 
 // quietRequests holds the requests of quiet envs' calls (see env.isQuiet),
@@ -473,25 +483,30 @@ func (ad *admission) admit(ctx context.Context, c *admitArgs) error {
 func (e *env) decideAll(ctx context.Context, op policy.Op, alsoRead bool, r *policy.Request) (policy.Decision, bool) {
 	d, ok := e.decide(ctx, r)
 	if ok && alsoRead && op != policy.OpRead {
-		if e.quiet {
-			// Only the Engine sees r, and keeps nothing: r itself is asked
-			// as a read, then restored, rather than copied to the heap.
-			saved := *r
-			r.Op, r.Dest, r.Size = policy.OpRead, "", -1
-			rd, rok := e.decide(ctx, r)
-			*r = saved
-			if !rok {
-				return rd, false
-			}
-			return d, ok
-		}
-		rr := *r
-		rr.Op, rr.Dest, rr.Size = policy.OpRead, "", -1
-		if rd, rok := e.decide(ctx, &rr); !rok {
+		if rd, rok := e.decideAsRead(ctx, r); !rok {
 			return rd, false
 		}
 	}
 	return d, ok
+}
+
+// decideAsRead decides r as a read (no Dest, size unknown). It is apart from
+// decideAll so that decideAll's frame holds no Request to clear.
+//
+//go:noinline
+func (e *env) decideAsRead(ctx context.Context, r *policy.Request) (policy.Decision, bool) {
+	if e.quiet {
+		// Only the Engine sees r, and keeps nothing: r itself is asked as a
+		// read, then restored, rather than copied to the heap.
+		saved := *r
+		r.Op, r.Dest, r.Size = policy.OpRead, "", -1
+		rd, rok := e.decide(ctx, r)
+		*r = saved
+		return rd, rok
+	}
+	rr := *r
+	rr.Op, rr.Dest, rr.Size = policy.OpRead, "", -1
+	return e.decide(ctx, &rr)
 }
 
 // resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q.
