@@ -183,7 +183,21 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context) e
 		}
 		return nil
 	}
-	return s.runFull(ctx, c, fn)
+	err := s.runFull(ctx, c, fn)
+	if s.env.quiet {
+		// What a quiet call borrowed (see isQuiet), given back here rather
+		// than by defers in runFull, whose many returns keep defers off the
+		// open-coded path. Nothing holds them once runFull has returned.
+		if c.ad != nil {
+			c.ad.release()
+			c.ad = nil
+		}
+		if c.req != nil {
+			quietRequests.Put(c.req)
+			c.req = nil
+		}
+	}
+	return err
 }
 
 // runFull is run with a policy, hooks or an audit sink to serve.
@@ -247,9 +261,12 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		finished = true
 		return perr
 	}
-	ad.treePath, ad.treeDest = s.treePaths(c)
+	if e.audited { // for the record of a refusal before step 4; step 4 sets them again
+		ad.treePath, ad.treeDest = s.treePaths(c)
+	}
 	// (3) Attenuation and the host's write lock.
-	if c.op.Writes() && (s.ro || st&lockedBit != 0) {
+	writes := c.op.Writes()
+	if writes && (s.ro || st&lockedBit != 0) {
 		ad.outcome, ad.rule, finished = audit.Denied, "read-only", true
 		return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
 	}
@@ -258,7 +275,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		// The default policy allows every request; nothing else needs one.
 		ad.rule = allowAllRule
 	} else {
-		if e.customPolicy && c.op.Writes() && !c.checkOnly {
+		if e.customPolicy && writes && !c.checkOnly {
 			// Decide and act under the tree lock: a structural change cannot
 			// interleave with another call's decision and action.
 			if c.structural() {
@@ -279,8 +296,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 		ad.treePath, ad.treeDest = ad.lexPath, ad.lexDest
 		if e.quiet {
 			// Nothing keeps the request past the call: it is borrowed.
-			c.req = quietRequests.Get().(*policy.Request)
-			defer quietRequests.Put(c.req)
+			c.req = quietRequests.Get().(*policy.Request) // given back by run
 		} else {
 			c.req = new(policy.Request)
 		}
@@ -302,8 +318,7 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 			// that admit needs (the call itself stays on the stack).
 			var h *fusedAdmission
 			if e.quiet {
-				h = fusedAdmissions.Get().(*fusedAdmission)
-				defer h.release()
+				h = fusedAdmissions.Get().(*fusedAdmission) // given back by run
 			} else {
 				h = newFusedAdmission()
 			}
