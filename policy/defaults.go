@@ -38,6 +38,10 @@ var defaultPersistence = []persistenceEntry{
 	{"**/.pre-commit-config.yaml", "git", "the pre-commit framework's hook runs the commands it lists (repo: local, language: system) on every commit"},
 	{"**/lefthook{,-local}.{yml,yaml,toml,json,jsonc}", "git", "lefthook's git hooks run the commands it lists (at the top or under .config)"},
 	{"**/.lefthook*/**", "git", "lefthook's .lefthook.yml, .lefthook-local.yml and .lefthook/ scripts, run by its git hooks"},
+	// "a*/**" does not match "a" itself (doublestar's rule for a wildcard
+	// element): without this one, a link named .lefthook to a directory of
+	// scripts was allowed, and lefthook runs what it reaches.
+	{"**/.lefthook*", "git", "lefthook's .lefthook/ scripts directory, or a link in its place"},
 	{"**/.overcommit.yml", "git", "overcommit's git hooks run the commands it lists"},
 	// Shells.
 	{"**/.profile", "shell", "sh, dash, bash (without .bash_profile), ksh login shells; display managers"},
@@ -102,6 +106,7 @@ var defaultPersistence = []persistenceEntry{
 	{"**/.codex/**", "agent", "Codex CLI: config.toml mcp_servers and notify program"},
 	{"**/.continue/**", "agent", "Continue: config.yaml MCP servers, config.ts run at load"},
 	{"**/.aider*/**", "agent", "aider: .aider.conf.yml (lint-cmd and test-cmd run after edits), model settings, the tags cache (pickled)"},
+	{"**/.aider*", "agent", "aider's own directories (a link in their place reaches what they hold)"},
 	{"**/.windsurf/**", "agent", "Windsurf: rules and workflows"},
 	{"**/.codeium/**", "agent", "Windsurf and Codeium: mcp_config.json servers"},
 	{"**/.roo/**", "agent", "Roo Code: mcp.json servers, rules"},
