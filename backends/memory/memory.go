@@ -451,15 +451,9 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	if err := ctx.Err(); err != nil {
 		return canceled(op, from, err)
 	}
-	fail := func(code vfs.Code, msg string) error {
-		e := vfs.NewError(code, op, from, msg)
-		e.Dest = to.String()
-		return e
-	}
 	wrap := func(err error) error { return vfs.Readdress(err, op, from.String(), to.String()) }
-	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 ||
-		flags == vfs.RenameNoReplace|vfs.RenameExchange {
-		return fail(vfs.CodeInvalidPath, "invalid rename flags")
+	if err := vfs.CheckRenameFlags(from, to, flags); err != nil {
+		return err
 	}
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
@@ -471,58 +465,19 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	if err != nil {
 		return wrap(err)
 	}
-	if !src.Found {
-		return fail(vfs.CodeNotFound, "")
+	act, err := vfs.CheckRename(renameEnds(from, to, flags, src, dst))
+	if err != nil || act == vfs.RenameNone {
+		return err
 	}
-	if src.Name == "" || (dst.Found && dst.Name == "") {
-		return fail(vfs.CodeInvalidPath, "cannot rename the root")
-	}
-	sn := src.Node
-	if to.MustBeDir() && sn.typ != fs.ModeDir {
-		return fail(vfs.CodeNotDir, "")
-	}
-	now := f.st.now()
-
-	if flags&vfs.RenameExchange != 0 {
-		if !dst.Found {
-			return fail(vfs.CodeNotFound, "exchange destination does not exist")
-		}
-		dn := dst.Node
-		if src.Parent == dst.Parent && src.Name == dst.Name {
-			return nil
-		}
-		if (sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent)) ||
-			(dn.typ == fs.ModeDir && isAncestor(dn, src.Parent)) {
-			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
-		}
+	sn, dn, now := src.Node, dst.Node, f.st.now()
+	switch act {
+	case vfs.RenameSwap:
 		f.st.delEntry(src.Parent, src.Name, sn, now)
 		f.st.delEntry(dst.Parent, dst.Name, dn, now)
 		f.st.addEntry(src.Parent, src.Name, dn, now)
 		f.st.addEntry(dst.Parent, dst.Name, sn, now)
 		return nil
-	}
-
-	if dst.Found {
-		dn := dst.Node
-		if flags&vfs.RenameNoReplace != 0 {
-			return fail(vfs.CodeExists, "")
-		}
-		if dn == sn {
-			// Same entry, or two hard links to one file: nothing to do, as POSIX says.
-			return nil
-		}
-		switch {
-		case sn.typ == fs.ModeDir && dn.typ != fs.ModeDir:
-			return fail(vfs.CodeNotDir, "cannot replace a non-directory with a directory")
-		case sn.typ != fs.ModeDir && dn.typ == fs.ModeDir:
-			return fail(vfs.CodeIsDir, "cannot replace a directory with a non-directory")
-		}
-		if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
-			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
-		}
-		if dn.typ == fs.ModeDir && len(dn.dir.children) > 0 {
-			return fail(vfs.CodeNotEmpty, "")
-		}
+	case vfs.RenameReplace:
 		f.st.delEntry(src.Parent, src.Name, sn, now)
 		f.st.delEntry(dst.Parent, dst.Name, dn, now)
 		f.st.unlinked(dn)
@@ -530,10 +485,6 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 		// The destination's entry now names sn; the source's is gone.
 		f.st.reserve(-entryCharge(src.Name))
 		return nil
-	}
-
-	if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
-		return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
 	}
 	if err := f.canCreate(dst, op, to); err != nil {
 		return wrap(err)
@@ -545,6 +496,23 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	f.st.delEntry(src.Parent, src.Name, sn, now)
 	f.st.addEntry(dst.Parent, dst.Name, sn, now)
 	return nil
+}
+
+// renameEnds describes a rename's looked-up ends for vfs.CheckRename.
+func renameEnds(from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*node]) *vfs.RenameEnds {
+	sn, dn := src.Node, dst.Node
+	return &vfs.RenameEnds{
+		From: from, To: to, Flags: flags,
+		SrcFound: src.Found, DstFound: dst.Found,
+		SrcRoot: src.Name == "", DstRoot: dst.Name == "",
+		SrcDir:    src.Found && sn.typ == fs.ModeDir,
+		DstDir:    dst.Found && dn.typ == fs.ModeDir,
+		SameEntry: src.Parent == dst.Parent && src.Name == dst.Name,
+		SameFile:  func() bool { return dn == sn },
+		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
+		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
+		DstEmpty:  func() (bool, error) { return len(dn.dir.children) == 0, nil },
+	}
 }
 
 // Symlink creates symlink p with the given target text, stored verbatim.
