@@ -360,15 +360,9 @@ func (v *View[L]) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	if err := v.s.enter(ctx, op, from); err != nil {
 		return err
 	}
-	fail := func(code vfs.Code, msg string) error {
-		e := vfs.NewError(code, op, from, msg)
-		e.Dest = to.String()
-		return e
-	}
 	wrap := func(err error) error { return vfs.Readdress(err, op, from.String(), to.String()) }
-	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 ||
-		flags == vfs.RenameNoReplace|vfs.RenameExchange {
-		return fail(vfs.CodeInvalidPath, "invalid rename flags")
+	if err := vfs.CheckRenameFlags(from, to, flags); err != nil {
+		return err
 	}
 	v.s.mu.Lock()
 	defer v.s.mu.Unlock()
@@ -380,83 +374,35 @@ func (v *View[L]) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	if err != nil {
 		return wrap(err)
 	}
-	if !src.Found {
-		return fail(vfs.CodeNotFound, "")
-	}
-	if src.Name == "" || (dst.Found && dst.Name == "") {
-		return fail(vfs.CodeInvalidPath, "cannot rename the root")
-	}
-	sn := src.Node
-	if to.MustBeDir() && sn.Type != fs.ModeDir {
-		return fail(vfs.CodeNotDir, "")
-	}
-	same := src.Parent == dst.Parent && src.Name == dst.Name
-	srcHad, err := v.s.lowerHas(ctx, src.Parent, src.Name)
-	if err != nil {
-		return wrap(v.s.lo.LowerErr(op, from, err))
-	}
-	dstHad, err := v.s.lowerHas(ctx, dst.Parent, dst.Name)
-	if err != nil {
-		return wrap(v.s.lo.LowerErr(op, to, err))
-	}
-	now := v.s.now()
-
-	if flags&vfs.RenameExchange != 0 {
-		if !dst.Found {
-			return fail(vfs.CodeNotFound, "exchange destination does not exist")
+	var srcHad, dstHad bool
+	ends := v.renameEnds(ctx, from, to, flags, src, dst)
+	ends.Ready = func() (err error) {
+		if srcHad, err = v.s.lowerHas(ctx, src.Parent, src.Name); err != nil {
+			return wrap(v.s.lo.LowerErr(op, from, err))
 		}
-		dn := dst.Node
-		if same {
-			return nil
+		if dstHad, err = v.s.lowerHas(ctx, dst.Parent, dst.Name); err != nil {
+			return wrap(v.s.lo.LowerErr(op, to, err))
 		}
-		if (sn.Type == fs.ModeDir && isAncestor(sn, dst.Parent)) ||
-			(dn.Type == fs.ModeDir && isAncestor(dn, src.Parent)) {
-			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
-		}
+		return nil
+	}
+	act, err := vfs.CheckRename(ends)
+	if err != nil || act == vfs.RenameNone {
+		return err
+	}
+	sn, dn, now := src.Node, dst.Node, v.s.now()
+	switch act {
+	case vfs.RenameSwap:
 		v.s.del(src.Parent, src.Name, srcHad, now)
 		v.s.del(dst.Parent, dst.Name, dstHad, now)
 		v.s.add(src.Parent, src.Name, dn, now)
 		v.s.add(dst.Parent, dst.Name, sn, now)
 		return nil
-	}
-
-	if dst.Found {
-		dn := dst.Node
-		if flags&vfs.RenameNoReplace != 0 {
-			return fail(vfs.CodeExists, "")
-		}
-		if same || (v.s.cfg.Links && v.s.sameFile(ctx, sn, dn)) {
-			// The same entry, or two hard links to one file: nothing to do, as
-			// POSIX says.
-			return nil
-		}
-		switch {
-		case sn.Type == fs.ModeDir && dn.Type != fs.ModeDir:
-			return fail(vfs.CodeNotDir, "cannot replace a non-directory with a directory")
-		case sn.Type != fs.ModeDir && dn.Type == fs.ModeDir:
-			return fail(vfs.CodeIsDir, "cannot replace a directory with a non-directory")
-		}
-		if sn.Type == fs.ModeDir && isAncestor(sn, dst.Parent) {
-			return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
-		}
-		if dn.Type == fs.ModeDir {
-			empty, err := v.s.empty(ctx, dn)
-			if err != nil {
-				return wrap(v.s.lo.LowerErr(op, to, err))
-			}
-			if !empty {
-				return fail(vfs.CodeNotEmpty, "")
-			}
-		}
+	case vfs.RenameReplace:
 		v.s.del(src.Parent, src.Name, srcHad, now)
 		v.s.del(dst.Parent, dst.Name, dstHad, now)
 		v.s.unlinked(ctx, dn)
 		v.s.add(dst.Parent, dst.Name, sn, now)
 		return nil
-	}
-
-	if sn.Type == fs.ModeDir && isAncestor(sn, dst.Parent) {
-		return fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
 	}
 	if err := canCreate(dst, op, to); err != nil {
 		return wrap(err)
@@ -464,6 +410,29 @@ func (v *View[L]) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	v.s.del(src.Parent, src.Name, srcHad, now)
 	v.s.add(dst.Parent, dst.Name, sn, now)
 	return nil
+}
+
+// renameEnds describes a rename's looked-up ends for vfs.CheckRename.
+func (v *View[L]) renameEnds(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*Node[L]]) *vfs.RenameEnds {
+	sn, dn := src.Node, dst.Node
+	return &vfs.RenameEnds{
+		From: from, To: to, Flags: flags,
+		SrcFound: src.Found, DstFound: dst.Found,
+		SrcRoot: src.Name == "", DstRoot: dst.Name == "",
+		SrcDir:    src.Found && sn.Type == fs.ModeDir,
+		DstDir:    dst.Found && dn.Type == fs.ModeDir,
+		SameEntry: src.Parent == dst.Parent && src.Name == dst.Name,
+		SameFile:  func() bool { return v.s.cfg.Links && v.s.sameFile(ctx, sn, dn) },
+		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
+		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
+		DstEmpty: func() (bool, error) {
+			empty, err := v.s.empty(ctx, dn)
+			if err != nil {
+				return false, vfs.Readdress(v.s.lo.LowerErr("rename", to, err), "rename", from.String(), to.String())
+			}
+			return empty, nil
+		},
+	}
 }
 
 // Symlink creates symlink p with target text target, stored verbatim.
