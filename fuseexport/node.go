@@ -33,7 +33,6 @@ var (
 	_ gofs.NodeSetattrer  = (*node)(nil)
 	_ gofs.NodeOpener     = (*node)(nil)
 	_ gofs.NodeCreater    = (*node)(nil)
-	_ gofs.NodeReaddirer  = (*node)(nil)
 	_ gofs.NodeMkdirer    = (*node)(nil)
 	_ gofs.NodeMknoder    = (*node)(nil)
 	_ gofs.NodeUnlinker   = (*node)(nil)
@@ -308,21 +307,6 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	return ch, fh, fflags, 0
-}
-
-func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	ctx = uninterrupted(ctx)
-	n.s.tree.RLock()
-	defer n.s.tree.RUnlock()
-	p, errno := n.path()
-	if errno != 0 {
-		return nil, errno
-	}
-	ents, err := n.s.list(ctx, p)
-	if err != nil {
-		return nil, errnoOf(err, opLookup)
-	}
-	return gofs.NewListDirStream(ents), 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
