@@ -1,0 +1,51 @@
+package vfs
+
+import "reflect"
+
+// Optional describes one optional interface a [Backend] may implement.
+//
+// The optional interfaces come in groups:
+//   - fused resolution: [StatResolver], [OpenResolver], [ListResolver] resolve
+//     a path and act on what it reaches in one lookup;
+//   - listings with status: [DirInfoReader] lists a directory with every
+//     entry's status in one pass;
+//   - host-backed: [HostPather] and [HostLinkResolver] serve a tree that is a
+//     real host directory;
+//   - locator: [Locator] says where a Sub's root is now;
+//   - chown: [Chowner] changes ownership.
+//
+// A wrapper of a Backend (one that embeds it or holds it) implements every one
+// of them, so that wrapping never hides what the wrapped backend can do. It
+// forwards the read-side ones through the helper that falls back when the
+// wrapped backend lacks the interface ([ResolveStat], [ResolveOpen],
+// [ResolveReadDir], [ReadDirInfo], [Chown]), so that what it claims always
+// works. Where no fallback exists (Locator), it claims the interface only when
+// the wrapped backend has it. A wrapper that withholds one, or answers it
+// itself, says why in its doc comment. vfstest.CheckForwards checks a wrapper
+// against [Optionals].
+type Optional struct {
+	Name  string       // the interface's name: "StatResolver"
+	Group string       // its group: "fused resolution", "host-backed", ...
+	Type  reflect.Type // the interface type
+	// Writes reports that the interface changes the tree (a read-only wrapper
+	// refuses it rather than forwarding).
+	Writes bool
+	// Unsupported reports that the interface's contract lets an implementation
+	// answer not_supported (Chowner: the backend may keep no ownership).
+	Unsupported bool
+}
+
+// Optionals returns every optional Backend interface: the one list wrappers
+// and their checks go by. Add a new optional interface here.
+func Optionals() []Optional {
+	return []Optional{
+		{Name: "StatResolver", Group: "fused resolution", Type: reflect.TypeFor[StatResolver]()},
+		{Name: "OpenResolver", Group: "fused resolution", Type: reflect.TypeFor[OpenResolver]()},
+		{Name: "ListResolver", Group: "fused resolution", Type: reflect.TypeFor[ListResolver]()},
+		{Name: "DirInfoReader", Group: "listings with status", Type: reflect.TypeFor[DirInfoReader]()},
+		{Name: "HostPather", Group: "host-backed", Type: reflect.TypeFor[HostPather]()},
+		{Name: "HostLinkResolver", Group: "host-backed", Type: reflect.TypeFor[HostLinkResolver]()},
+		{Name: "Locator", Group: "locator", Type: reflect.TypeFor[Locator]()},
+		{Name: "Chowner", Group: "chown", Type: reflect.TypeFor[Chowner](), Writes: true, Unsupported: true},
+	}
+}

@@ -1,0 +1,277 @@
+package vfstest
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/capfs/capfs/vfs"
+)
+
+// Forwarding says how a wrapper treats the optional interfaces of
+// [vfs.Optionals]. Its zero value demands that the wrapper forward every one
+// to the backend it wraps. Each map is keyed by interface name ("Locator")
+// and names the reason or the code, so every exception is written down.
+type Forwarding struct {
+	// Withheld are interfaces the wrapper deliberately does not implement.
+	Withheld map[string]string
+	// Own are interfaces the wrapper answers with its own logic (a Dir's
+	// enforced calls): it must answer as the wrapped backend would, but need
+	// not call the wrapped backend's method.
+	Own map[string]string
+	// Refused are interfaces the wrapper implements by refusing every call
+	// with this code without consulting the wrapped backend (a read-only
+	// wrapper's Chowner: read_only).
+	Refused map[string]vfs.Code
+	// Sub, if not nil, is how the wrapper's Subs treat them, where it differs
+	// (a Namespace's Sub into a mount is the mount's Sub).
+	Sub *Forwarding
+}
+
+// CheckForwards checks that wrap hides none of the optional interfaces of
+// [vfs.Optionals]: it wraps a probe over base (a fresh, empty, writable
+// backend) that implements every one, counting calls, and, on the result and
+// on the result's Sub of a directory, asserts each interface through the type
+// assertion a caller makes, calls it, and checks that the call succeeds and
+// reached the probe (or, as f says, that the wrapper withholds, answers or
+// refuses it). An interface added to vfs.Optionals without a call here fails.
+func CheckForwards(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend, f Forwarding) {
+	t.Helper()
+	ctx := context.Background()
+	seedProbe(t, ctx, base)
+	pr := &Probe{Backend: base, calls: &probeCalls{n: map[string]int{}}}
+	for _, o := range vfs.Optionals() {
+		if !reflect.TypeOf(pr).Implements(o.Type) {
+			t.Errorf("the probe does not implement vfs.%s: add it to vfstest.Probe", o.Name)
+		}
+		if _, ok := optionalCalls[o.Name]; !ok {
+			t.Errorf("vfstest has no call for vfs.%s: add one to optionalCalls", o.Name)
+		}
+	}
+	w := wrap(pr)
+	checkLevel(t, ctx, "wrapped", w, pr, f, vfs.MustParse("d"), vfs.MustParse("d/f"))
+	s, err := w.Sub(ctx, vfs.MustParse("d"))
+	if err != nil {
+		t.Fatalf("Sub(d) of the wrapped probe: %v", err)
+	}
+	if f.Sub != nil {
+		f = *f.Sub
+	}
+	checkLevel(t, ctx, "its Sub", s, pr, f, vfs.Root, vfs.MustParse("f"))
+}
+
+// CheckClaims checks that every optional interface wrap(base) claims works
+// although base implements none: no call answers not_supported unless the
+// interface's contract allows it. Run it over a backend without optional
+// interfaces, to catch a wrapper that claims what only its inner backend can do.
+func CheckClaims(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend) {
+	t.Helper()
+	ctx := context.Background()
+	seedProbe(t, ctx, base)
+	w := wrap(plain{base})
+	for _, o := range vfs.Optionals() {
+		if !reflect.TypeOf(w).Implements(o.Type) || o.Unsupported {
+			continue
+		}
+		if err := optionalCalls[o.Name](ctx, w, vfs.MustParse("d"), vfs.MustParse("d/f")); vfs.CodeOf(err) == vfs.CodeNotSupported {
+			t.Errorf("%T claims vfs.%s over a backend without it but answers %v", w, o.Name, err)
+		}
+	}
+}
+
+// plain hides every optional interface of the backend it holds.
+type plain struct{ vfs.Backend }
+
+func seedProbe(t *testing.T, ctx context.Context, base vfs.Backend) {
+	t.Helper()
+	if err := base.Mkdir(ctx, vfs.MustParse("d"), 0o755); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	h, err := base.OpenFile(ctx, vfs.MustParse("d/f"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if _, err := h.Write([]byte("probe")); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+}
+
+// checkLevel checks w's optional interfaces, dir and file being a directory
+// and a file in it as w names them.
+func checkLevel(t *testing.T, ctx context.Context, level string, w vfs.Backend, pr *Probe, f Forwarding, dir, file vfs.Path) {
+	t.Helper()
+	for _, o := range vfs.Optionals() {
+		call, known := optionalCalls[o.Name]
+		if !known {
+			continue
+		}
+		ok := reflect.TypeOf(w).Implements(o.Type)
+		reason, withheld := f.Withheld[o.Name]
+		switch {
+		case withheld && ok:
+			t.Errorf("%s %T: implements vfs.%s, which Forwarding says it withholds (%s)", level, w, o.Name, reason)
+			continue
+		case withheld:
+			continue
+		case !ok:
+			t.Errorf("%s %T: drops vfs.%s (%s): a caller's type assertion fails", level, w, o.Name, o.Group)
+			continue
+		}
+		before := pr.calls.get(o.Name)
+		err := call(ctx, w, dir, file)
+		reached := pr.calls.get(o.Name) > before
+		if code, refused := f.Refused[o.Name]; refused {
+			if vfs.CodeOf(err) != code || reached {
+				t.Errorf("%s %T: vfs.%s answered %v (reached the backend: %v), want a refusal with %s", level, w, o.Name, err, reached, code)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %T: vfs.%s failed: %v", level, w, o.Name, err)
+			continue
+		}
+		if _, own := f.Own[o.Name]; !own && !reached {
+			t.Errorf("%s %T: vfs.%s did not reach the wrapped backend's method", level, w, o.Name)
+		}
+	}
+}
+
+// optionalCalls calls each optional interface of w, through the type
+// assertion a caller makes, on dir or file, and checks the answer is one the
+// probe gives.
+var optionalCalls = map[string]func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error{
+	"StatResolver": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		loc, info, err := w.(vfs.StatResolver).ResolveStat(ctx, file, true)
+		return want(err, loc.Found && info.Mode.IsRegular() && info.Size == 5, "ResolveStat", file)
+	},
+	"OpenResolver": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		h, loc, err := w.(vfs.OpenResolver).ResolveOpen(ctx, file, func(vfs.Location) error { return nil })
+		if err == nil {
+			err = h.Close()
+		}
+		return want(err, loc.Found, "ResolveOpen", file)
+	},
+	"ListResolver": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		ents, _, err := w.(vfs.ListResolver).ResolveReadDir(ctx, dir, func(vfs.Location) error { return nil })
+		return want(err, slices.Contains(ents, vfs.DirEntry{Name: "f"}), "ResolveReadDir", dir)
+	},
+	"DirInfoReader": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		infos, err := w.(vfs.DirInfoReader).ReadDirInfo(ctx, dir)
+		return want(err, len(infos) == 1 && infos[0].Name == "f" && infos[0].Err == nil && infos[0].Size == 5, "ReadDirInfo", dir)
+	},
+	"HostPather": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		w.(vfs.HostPather).HostPath()
+		return nil
+	},
+	"HostLinkResolver": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		_, _, err := w.(vfs.HostLinkResolver).HostLinkTarget(ctx, file)
+		return err
+	},
+	"Locator": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		_, err := w.(vfs.Locator).Locate(ctx)
+		return err
+	},
+	"Chowner": func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
+		c := w.(vfs.Chowner)
+		if err := c.Chown(ctx, file, -1, -1); err != nil {
+			return err
+		}
+		return c.Lchown(ctx, file, -1, -1)
+	},
+}
+
+// want is err, or an error when the call succeeded with an answer that is not ok.
+func want(err error, ok bool, op string, p vfs.Path) error {
+	if err == nil && !ok {
+		return vfs.NewError(vfs.CodeConflict, op, p, "not the answer the probe gives")
+	}
+	return err
+}
+
+// Probe is a Backend implementing every optional interface of [vfs.Optionals]
+// over the Backend it embeds, counting the calls of each. The fused and
+// listing calls answer through the vfs helpers' fallbacks; HostPath reports
+// no host path, HostLinkTarget no target, Locate the root, Chown changes
+// nothing.
+type Probe struct {
+	vfs.Backend
+	calls *probeCalls
+	at    vfs.Path // where Locate says this Sub's root is
+}
+
+type probeCalls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *probeCalls) add(name string) {
+	c.mu.Lock()
+	c.n[name]++
+	c.mu.Unlock()
+}
+
+func (c *probeCalls) get(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
+}
+
+// Sub returns a Probe over the embedded backend's Sub, counting with p.
+func (p *Probe) Sub(ctx context.Context, q vfs.Path) (vfs.Backend, error) {
+	s, err := p.Backend.Sub(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return &Probe{Backend: s, calls: p.calls, at: p.at.Join(q)}, nil
+}
+
+func (p *Probe) ResolveStat(ctx context.Context, q vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	p.calls.add("StatResolver")
+	return vfs.ResolveStat(ctx, p.Backend, q, follow)
+}
+
+func (p *Probe) ResolveOpen(ctx context.Context, q vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	p.calls.add("OpenResolver")
+	return vfs.ResolveOpen(ctx, p.Backend, q, decide)
+}
+
+func (p *Probe) ResolveReadDir(ctx context.Context, q vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
+	p.calls.add("ListResolver")
+	return vfs.ResolveReadDir(ctx, p.Backend, q, decide)
+}
+
+func (p *Probe) ReadDirInfo(ctx context.Context, q vfs.Path) ([]vfs.DirInfo, error) {
+	p.calls.add("DirInfoReader")
+	return vfs.ReadDirInfo(ctx, p.Backend, q)
+}
+
+func (p *Probe) HostPath() (string, bool) {
+	p.calls.add("HostPather")
+	return "", false
+}
+
+func (p *Probe) HostLinkTarget(ctx context.Context, q vfs.Path) (vfs.Path, bool, error) {
+	p.calls.add("HostLinkResolver")
+	return vfs.Path{}, false, nil
+}
+
+func (p *Probe) Locate(ctx context.Context) (vfs.Path, error) {
+	p.calls.add("Locator")
+	return p.at, nil
+}
+
+func (p *Probe) Chown(ctx context.Context, q vfs.Path, uid, gid int) error {
+	p.calls.add("Chowner")
+	return nil
+}
+
+func (p *Probe) Lchown(ctx context.Context, q vfs.Path, uid, gid int) error {
+	p.calls.add("Chowner")
+	return nil
+}
