@@ -364,10 +364,8 @@ func (n *Namespace) Mounts() []MountInfo {
 // ReadOnly wrappers. Namespaces form a DAG (every Mount checks), so it terminates.
 func reaches(b Backend, target *Namespace) bool {
 	switch x := b.(type) {
-	case *readOnlyBackend:
-		return reaches(x.b, target)
-	case *locatedBackend:
-		return reaches(x.Backend, target)
+	case wrapper:
+		return reaches(x.wrapped(), target)
 	case *Namespace:
 		if x == target {
 			return true

@@ -328,10 +328,8 @@ func composite(b Backend) bool {
 	switch v := b.(type) {
 	case *Namespace:
 		return true
-	case *readOnlyBackend:
-		return composite(v.b)
-	case *locatedBackend:
-		return composite(v.Backend)
+	case wrapper:
+		return composite(v.wrapped())
 	}
 	return false
 }
@@ -372,12 +370,21 @@ func (n *Namespace) lstatAt(ctx context.Context, t *table, p Path) (Info, error)
 	return Info{}, NewError(CodeNotFound, "lstat", p, "")
 }
 
+// wrapper is a Backend of this package that wraps one other (ReadOnly's, a
+// mount's Sub), which composite and reaches look through.
+type wrapper interface{ wrapped() Backend }
+
 // locatedBackend is a mount's Sub seen from the namespace: Locate re-bases the
-// backend's own location at the mount point.
+// backend's own location at the mount point. The namespace makes one only of a
+// Locator. Every other optional interface ([Optionals]) forwards to the Sub,
+// through the helpers that fall back where the Sub lacks one.
 type locatedBackend struct {
 	Backend
 	at Path // the mount point
 }
+
+// wrapped is the mount's Sub.
+func (b *locatedBackend) wrapped() Backend { return b.Backend }
 
 // Locate returns the Sub's current path in the namespace.
 func (b *locatedBackend) Locate(ctx context.Context) (Path, error) {
@@ -413,6 +420,21 @@ func (b *locatedBackend) ResolveStat(ctx context.Context, p Path, follow bool) (
 // ResolveOpen forwards to the wrapped backend (see vfs.ResolveOpen).
 func (b *locatedBackend) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
 	return ResolveOpen(ctx, b.Backend, p, decide)
+}
+
+// ResolveReadDir forwards to the wrapped backend (see vfs.ResolveReadDir).
+func (b *locatedBackend) ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
+	return ResolveReadDir(ctx, b.Backend, p, decide)
+}
+
+// HostLinkTarget forwards to the wrapped backend when it is a HostLinkResolver
+// (ok false otherwise: a backend without host links has no such target). The
+// Sub's root is this backend's root, so its answer holds here.
+func (b *locatedBackend) HostLinkTarget(ctx context.Context, p Path) (Path, bool, error) {
+	if h, ok := b.Backend.(HostLinkResolver); ok {
+		return h.HostLinkTarget(ctx, p)
+	}
+	return Path{}, false, nil
 }
 
 // HostPath forwards to the wrapped backend when it is a HostPather.

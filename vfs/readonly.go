@@ -22,18 +22,38 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 //
 // ReadOnly is idempotent: wrapping a backend ReadOnly returned gives it back as is.
 //
-// The result implements HostPather, forwarding to b when b does (and reporting false
-// otherwise), so a host can still bind the tree into a sandbox without copying; such a
-// host must bind it read-only, as Features().ReadOnly says.
+// The result keeps every optional interface of [Optionals]: the read-side ones
+// forward to b (through the helpers that fall back when b lacks one), Chowner
+// refuses with read_only, and Locator is there only when b is a Locator, since
+// nothing can answer it otherwise. HostPath forwards to b when b is a
+// HostPather (reporting false otherwise), so a host can still bind the tree
+// into a sandbox without copying; such a host must bind it read-only, as
+// Features().ReadOnly says.
 func ReadOnly(b Backend) Backend {
-	if r, ok := b.(*readOnlyBackend); ok {
-		return r
+	switch b.(type) {
+	case *readOnlyBackend, readOnlyLocator:
+		return b
 	}
-	return &readOnlyBackend{b: b}
+	r := &readOnlyBackend{b: b}
+	if _, ok := b.(Locator); ok {
+		return readOnlyLocator{r}
+	}
+	return r
 }
 
-// readOnlyBackend is the Backend ReadOnly returns.
+// readOnlyBackend is the Backend ReadOnly returns for a b that is no Locator.
 type readOnlyBackend struct{ b Backend }
+
+// readOnlyLocator is the Backend ReadOnly returns for a Locator.
+type readOnlyLocator struct{ *readOnlyBackend }
+
+// Locate forwards to the wrapped backend: it only reads.
+func (r readOnlyLocator) Locate(ctx context.Context) (Path, error) {
+	return r.b.(Locator).Locate(ctx)
+}
+
+// wrapped is the backend r wraps.
+func (r *readOnlyBackend) wrapped() Backend { return r.b }
 
 func denyRO(op string, p Path) error {
 	return &Error{Code: CodeReadOnly, Op: op, Path: p.String(), msg: "read-only"}
@@ -124,16 +144,14 @@ func (r *readOnlyBackend) ResolveStat(ctx context.Context, p Path, follow bool) 
 	return ResolveStat(ctx, r.b, p, follow)
 }
 
-// Locate forwards to the wrapped backend when it is a Locator (not_supported
-// otherwise).
-func (r *readOnlyBackend) Locate(ctx context.Context) (Path, error) {
-	if l, ok := r.b.(Locator); ok {
-		return l.Locate(ctx)
-	}
-	return Path{}, NewError(CodeNotSupported, "locate", Root, "")
+// ResolveReadDir forwards to the wrapped backend (see vfs.ResolveReadDir): it
+// only reads.
+func (r *readOnlyBackend) ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
+	return ResolveReadDir(ctx, r.b, p, decide)
 }
 
-// HostLinkTarget forwards to the wrapped backend when it is a HostLinkResolver.
+// HostLinkTarget forwards to the wrapped backend when it is a HostLinkResolver
+// (ok false otherwise: a backend without host links has no such target).
 func (r *readOnlyBackend) HostLinkTarget(ctx context.Context, p Path) (Path, bool, error) {
 	if h, ok := r.b.(HostLinkResolver); ok {
 		return h.HostLinkTarget(ctx, p)
