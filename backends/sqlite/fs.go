@@ -556,17 +556,12 @@ func isAncestor(a, d *node) bool {
 // replaced destination's removal and both directories' times commit together.
 func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
 	const op = "rename"
-	fail := func(code vfs.Code, msg string) error {
-		e := vfs.NewError(code, op, from, msg)
-		e.Dest = to.String()
-		return e
-	}
 	wrap := func(err error) error { return vfs.Readdress(err, op, from.String(), to.String()) }
-	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 || flags == vfs.RenameNoReplace|vfs.RenameExchange {
-		return fail(vfs.CodeInvalidPath, "invalid rename flags")
+	if err := vfs.CheckRenameFlags(from, to, flags); err != nil {
+		return err
 	}
 	st := f.st
-	err := st.mutate(ctx, op, from, func() (*batch, error) {
+	return st.mutate(ctx, op, from, func() (*batch, error) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		src, err := f.lookupEntry(ctx, from, op)
@@ -577,135 +572,122 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 		if err != nil {
 			return nil, wrap(err)
 		}
-		if !src.Found {
-			return nil, fail(vfs.CodeNotFound, "")
+		act, err := vfs.CheckRename(renameEnds(from, to, flags, src, dst))
+		if err != nil || act == vfs.RenameNone {
+			return nil, err
 		}
-		if src.Name == "" || (dst.Found && dst.Name == "") {
-			return nil, fail(vfs.CodeInvalidPath, "cannot rename the root")
-		}
-		sn := src.Node
-		if to.MustBeDir() && sn.typ != fs.ModeDir {
-			return nil, fail(vfs.CodeNotDir, "")
-		}
-		now := st.now()
-		w := st.w
-		touch := func() error {
-			if err := w.x(w.setMtime, now.Unix(), now.Nanosecond(), src.Parent.ino); err != nil {
-				return err
-			}
-			if dst.Parent != src.Parent {
-				return w.x(w.setMtime, now.Unix(), now.Nanosecond(), dst.Parent.ino)
-			}
-			return nil
-		}
-		touchMem := func() {
-			src.Parent.link2mtime(now)
-			dst.Parent.link2mtime(now)
-		}
-		if flags&vfs.RenameExchange != 0 {
-			if !dst.Found {
-				return nil, fail(vfs.CodeNotFound, "exchange destination does not exist")
-			}
-			dn := dst.Node
-			if src.Parent == dst.Parent && src.Name == dst.Name {
-				return nil, nil
-			}
-			if (sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent)) || (dn.typ == fs.ModeDir && isAncestor(dn, src.Parent)) {
-				return nil, fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
-			}
-			b, err := st.exec(op, from, func() error {
-				if err := w.x(w.setDentry, dn.ino, src.Parent.ino, src.Name); err != nil {
-					return err
-				}
-				if err := w.x(w.setDentry, sn.ino, dst.Parent.ino, dst.Name); err != nil {
-					return err
-				}
-				return touch()
-			})
-			if err != nil {
-				return nil, wrap(err)
-			}
-			src.Parent.unlink(src.Name, sn)
-			dst.Parent.unlink(dst.Name, dn)
-			src.Parent.link(src.Name, dn)
-			dst.Parent.link(dst.Name, sn)
-			touchMem()
-			return b, nil
-		}
-		if dst.Found {
-			dn := dst.Node
-			if flags&vfs.RenameNoReplace != 0 {
-				return nil, fail(vfs.CodeExists, "")
-			}
-			if dn == sn {
-				return nil, nil
-			}
-			switch {
-			case sn.typ == fs.ModeDir && dn.typ != fs.ModeDir:
-				return nil, fail(vfs.CodeNotDir, "cannot replace a non-directory with a directory")
-			case sn.typ != fs.ModeDir && dn.typ == fs.ModeDir:
-				return nil, fail(vfs.CodeIsDir, "cannot replace a directory with a non-directory")
-			}
-			if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
-				return nil, fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
-			}
-			if dn.typ == fs.ModeDir && len(dn.children) > 0 {
-				return nil, fail(vfs.CodeNotEmpty, "")
-			}
-			dn.mu.Lock()
-			defer dn.mu.Unlock()
-			b, err := st.exec(op, from, func() error {
-				if err := w.x(w.delDentry, src.Parent.ino, src.Name); err != nil {
-					return err
-				}
-				if err := w.x(w.setDentry, sn.ino, dst.Parent.ino, dst.Name); err != nil {
-					return err
-				}
-				if err := st.unlinkSQL(dn); err != nil {
-					return err
-				}
-				return touch()
-			})
-			if err != nil {
-				return nil, wrap(err)
-			}
-			src.Parent.unlink(src.Name, sn)
-			dst.Parent.unlink(dst.Name, dn)
-			st.unlinked(dn)
-			dst.Parent.link(dst.Name, sn)
-			st.reserve(-entryCharge(src.Name))
-			touchMem()
-			return b, nil
-		}
-		if sn.typ == fs.ModeDir && isAncestor(sn, dst.Parent) {
-			return nil, fail(vfs.CodeInvalidPath, "cannot move a directory into its own subtree")
-		}
-		if err := canCreate(dst, op, to); err != nil {
+		b, err := f.renameAct(act, from, to, src, dst)
+		if err != nil {
 			return nil, wrap(err)
 		}
-		delta := entryCharge(dst.Name) - entryCharge(src.Name)
-		if !st.reserve(delta) {
-			return nil, wrap(quotaError(op, to))
+		return b, nil
+	})
+}
+
+// renameEnds describes a rename's looked-up ends for vfs.CheckRename.
+func renameEnds(from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*node]) *vfs.RenameEnds {
+	sn, dn := src.Node, dst.Node
+	return &vfs.RenameEnds{
+		From: from, To: to, Flags: flags,
+		SrcFound: src.Found, DstFound: dst.Found,
+		SrcRoot: src.Name == "", DstRoot: dst.Name == "",
+		SrcDir:    src.Found && sn.typ == fs.ModeDir,
+		DstDir:    dst.Found && dn.typ == fs.ModeDir,
+		SameEntry: src.Parent == dst.Parent && src.Name == dst.Name,
+		SameFile:  func() bool { return dn == sn },
+		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
+		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
+		DstEmpty:  func() (bool, error) { return len(dn.children) == 0, nil },
+	}
+}
+
+// renameAct carries out a rename vfs.CheckRename allowed: the SQL and the
+// in-memory tree change together, with both directories' times. Its errors
+// are not yet addressed to the rename's two paths.
+func (f *FS) renameAct(act vfs.RenameAction, from, to vfs.Path, src, dst vfs.Resolution[*node]) (*batch, error) {
+	const op = "rename"
+	st, w := f.st, f.st.w
+	sn, dn, now := src.Node, dst.Node, st.now()
+	var sql func() error
+	switch act {
+	case vfs.RenameSwap:
+		sql = func() error {
+			if err := w.x(w.setDentry, dn.ino, src.Parent.ino, src.Name); err != nil {
+				return err
+			}
+			return w.x(w.setDentry, sn.ino, dst.Parent.ino, dst.Name)
 		}
-		b, err := st.exec(op, from, func() error {
+	case vfs.RenameReplace:
+		dn.mu.Lock()
+		defer dn.mu.Unlock()
+		sql = func() error {
 			if err := w.x(w.delDentry, src.Parent.ino, src.Name); err != nil {
 				return err
 			}
-			if err := w.x(w.insDentry, dst.Parent.ino, dst.Name, sn.ino); err != nil {
+			if err := w.x(w.setDentry, sn.ino, dst.Parent.ino, dst.Name); err != nil {
 				return err
 			}
-			return touch()
-		})
-		if err != nil {
-			st.reserve(-delta)
-			return nil, wrap(err)
+			return st.unlinkSQL(dn)
 		}
-		src.Parent.unlink(src.Name, sn)
-		dst.Parent.link(dst.Name, sn)
-		touchMem()
-		return b, nil
+	default:
+		if err := canCreate(dst, op, to); err != nil {
+			return nil, err
+		}
+		sql = func() error {
+			if err := w.x(w.delDentry, src.Parent.ino, src.Name); err != nil {
+				return err
+			}
+			return w.x(w.insDentry, dst.Parent.ino, dst.Name, sn.ino)
+		}
+	}
+	delta := int64(0)
+	if act == vfs.RenameMove {
+		delta = entryCharge(dst.Name) - entryCharge(src.Name)
+		if !st.reserve(delta) {
+			return nil, quotaError(op, to)
+		}
+	}
+	b, err := st.exec(op, from, func() error {
+		if err := sql(); err != nil {
+			return err
+		}
+		return renameTouch(w, now, src.Parent, dst.Parent)
 	})
-	return err
+	if err != nil {
+		st.reserve(-delta)
+		return nil, err
+	}
+	renameTree(st, act, src, dst)
+	src.Parent.link2mtime(now)
+	dst.Parent.link2mtime(now)
+	return b, nil
+}
+
+// renameTouch sets the modification time of a rename's one or two directories.
+func renameTouch(w *writer, now time.Time, from, to *node) error {
+	if err := w.x(w.setMtime, now.Unix(), now.Nanosecond(), from.ino); err != nil {
+		return err
+	}
+	if to != from {
+		return w.x(w.setMtime, now.Unix(), now.Nanosecond(), to.ino)
+	}
+	return nil
+}
+
+// renameTree applies a committed rename to the in-memory tree.
+func renameTree(st *store, act vfs.RenameAction, src, dst vfs.Resolution[*node]) {
+	sn, dn := src.Node, dst.Node
+	src.Parent.unlink(src.Name, sn)
+	switch act {
+	case vfs.RenameSwap:
+		dst.Parent.unlink(dst.Name, dn)
+		src.Parent.link(src.Name, dn)
+	case vfs.RenameReplace:
+		dst.Parent.unlink(dst.Name, dn)
+		st.unlinked(dn)
+		st.reserve(-entryCharge(src.Name))
+	}
+	dst.Parent.link(dst.Name, sn)
 }
 
 // Link creates newp as another name for oldp, neither end followed.
