@@ -20,6 +20,12 @@ import (
 // renames over an existing file give the bytes back. Mutations are serialized,
 // so concurrent writers cannot overshoot the limit together. Directories and
 // metadata are not charged. Subs share the account.
+//
+// It keeps the optional interfaces of the backend it wraps (vfs.Optionals):
+// the read-side ones and Chowner (metadata, not charged) forward, through the
+// vfs helpers that fall back where the backend lacks one; Locator is there
+// only over a Locator (quotaLocator). HostPather is withheld: a host directory
+// bound into a sandbox would bypass the account.
 type quotaFS struct {
 	vfs.Backend
 	q *quotaAccount
@@ -31,8 +37,32 @@ type quotaAccount struct {
 	limit int64
 }
 
-func newQuotaFS(b vfs.Backend, limit int64) *quotaFS {
-	return &quotaFS{Backend: b, q: &quotaAccount{limit: limit}}
+// quotaBackend is what newQuotaFS returns: a *quotaFS, or a quotaLocator
+// over a Locator.
+type quotaBackend interface {
+	vfs.Backend
+	io.Closer
+}
+
+func newQuotaFS(b vfs.Backend, limit int64) quotaBackend {
+	return wrapQuota(b, &quotaAccount{limit: limit})
+}
+
+// wrapQuota wraps b charging q: a quotaLocator when b is a vfs.Locator.
+func wrapQuota(b vfs.Backend, q *quotaAccount) quotaBackend {
+	f := &quotaFS{Backend: b, q: q}
+	if _, ok := b.(vfs.Locator); ok {
+		return quotaLocator{f}
+	}
+	return f
+}
+
+// quotaLocator is a quotaFS over a vfs.Locator.
+type quotaLocator struct{ *quotaFS }
+
+// Locate forwards to the wrapped backend: it only reads.
+func (f quotaLocator) Locate(ctx context.Context) (vfs.Path, error) {
+	return f.Backend.(vfs.Locator).Locate(ctx)
 }
 
 func errQuota(op string, p vfs.Path) error {
@@ -150,7 +180,7 @@ func (f *quotaFS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &quotaFS{Backend: b, q: f.q}, nil
+	return wrapQuota(b, f.q), nil
 }
 
 // quotaFile charges a writable file's growth.
@@ -238,17 +268,11 @@ func (h *quotaFile) Truncate(size int64) error {
 	return nil
 }
 
-// Locate, ResolveStat, ResolveOpen and ResolveReadDir forward to the wrapped
-// backend (reads only; see vfs.Locator, vfs.StatResolver, vfs.OpenResolver,
-// vfs.ListResolver). HostPath is deliberately
-// not forwarded: a host directory bound into a sandbox would bypass the account.
-func (f *quotaFS) Locate(ctx context.Context) (vfs.Path, error) {
-	if l, ok := f.Backend.(vfs.Locator); ok {
-		return l.Locate(ctx)
-	}
-	return vfs.Path{}, vfs.NewError(vfs.CodeNotSupported, "locate", vfs.Root, "")
-}
-
+// ResolveStat, ResolveOpen, ResolveReadDir, ReadDirInfo and HostLinkTarget
+// forward to the wrapped backend (reads only; see vfs.StatResolver,
+// vfs.OpenResolver, vfs.ListResolver, vfs.DirInfoReader,
+// vfs.HostLinkResolver). HostPath is deliberately not forwarded: a host
+// directory bound into a sandbox would bypass the account.
 func (f *quotaFS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
 	return vfs.ResolveStat(ctx, f.Backend, p, follow)
 }
@@ -259,6 +283,27 @@ func (f *quotaFS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.L
 
 func (f *quotaFS) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
 	return vfs.ResolveReadDir(ctx, f.Backend, p, decide)
+}
+
+func (f *quotaFS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
+	return vfs.ReadDirInfo(ctx, f.Backend, p)
+}
+
+func (f *quotaFS) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, bool, error) {
+	if h, ok := f.Backend.(vfs.HostLinkResolver); ok {
+		return h.HostLinkTarget(ctx, p)
+	}
+	return vfs.Path{}, false, nil
+}
+
+// Chown and Lchown forward to the wrapped backend (see vfs.Chown): ownership
+// is metadata, which the account does not charge.
+func (f *quotaFS) Chown(ctx context.Context, p vfs.Path, uid, gid int) error {
+	return vfs.Chown(ctx, f.Backend, p, uid, gid, true)
+}
+
+func (f *quotaFS) Lchown(ctx context.Context, p vfs.Path, uid, gid int) error {
+	return vfs.Chown(ctx, f.Backend, p, uid, gid, false)
 }
 
 // Close closes the wrapped backend when it has a Close method.

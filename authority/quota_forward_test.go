@@ -1,0 +1,18 @@
+package authority
+
+import (
+	"testing"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/vfs"
+	"github.com/capfs/capfs/vfs/vfstest"
+)
+
+// quotaFS keeps every optional interface but HostPather.
+func TestQuotaFSForwardsOptionalInterfaces(t *testing.T) {
+	wrap := func(b vfs.Backend) vfs.Backend { return newQuotaFS(b, 1<<20) }
+	vfstest.CheckForwards(t, memory.New(), wrap, vfstest.Forwarding{
+		Withheld: map[string]string{"HostPather": "a host directory bound into a sandbox would bypass the account"},
+	})
+	vfstest.CheckClaims(t, memory.New(), wrap)
+}
