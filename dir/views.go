@@ -410,16 +410,24 @@ func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
 // ResolveStat resolves p in d and stats what it reaches (vfs.StatResolver):
 // where d resolves its calls canonically, one enforced call, decided and
 // audited as Stat (follow) or Lstat of p, whose location is the one the
-// decision was made on. Otherwise, and for an absent entry, Resolve and then
-// a status of what it reached.
+// decision was made on, found or not. Otherwise, Resolve and then a status
+// of what it reached.
 func (v *backendView) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
 	fol, method := followNone, "lstat"
 	if follow {
 		fol, method = followFinal, "stat"
 	}
 	info, rp, err := v.statAt(ctx, method, p, fol)
-	if err == nil && rp.IsResolved() {
-		return vfs.Location{Path: rp.WithoutDirMark(), Found: true, Type: info.Mode.Type()}, info, nil
+	if rp.IsResolved() && !rp.IsRoot() {
+		switch {
+		case err == nil:
+			return vfs.Location{Path: rp.WithoutDirMark(), Found: true, Type: info.Mode.Type()}, info, nil
+		case vfs.CodeOf(err) == vfs.CodeNotFound && !p.IsResolved():
+			// The resolution reached the final name's directory and found
+			// no entry there (a missing directory on the way fails the
+			// resolution, which leaves rp unset).
+			return vfs.Location{Path: rp.WithoutDirMark()}, vfs.Info{}, nil
+		}
 	}
 	if err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
 		return vfs.Location{}, vfs.Info{}, err
@@ -445,4 +453,73 @@ func (v *backendView) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs
 		return err
 	})
 	return out, err
+}
+
+// The view keeps the optional interfaces of vfs.Optionals, each as enforced
+// calls on d: StatResolver and DirInfoReader above, Chowner in chown.go,
+// ListResolver, OpenResolver and HostLinkResolver here. It withholds two:
+// HostPather, since binding the host directory would bypass d's policy, audit
+// and revocation; and Locator, since it answers a path from the origin's root,
+// above d's, which a capability does not reveal.
+var (
+	_ vfs.ListResolver     = (*backendView)(nil)
+	_ vfs.OpenResolver     = (*backendView)(nil)
+	_ vfs.HostLinkResolver = (*backendView)(nil)
+)
+
+// ResolveReadDir lists p as ReadDir does, one enforced readdir call, and
+// through the backend's fused call (vfs.ResolveReadDir) on the location the
+// Dir decided on, so that decide rules on what is listed. An error of decide
+// is returned unchanged.
+func (v *backendView) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
+	var (
+		ents []vfs.DirEntry
+		loc  vfs.Location
+		derr error
+	)
+	err := v.do(ctx, policy.OpList, "readdir", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+		var err error
+		ents, loc, err = vfs.ResolveReadDir(ctx, v.d.s.b, rp, func(l vfs.Location) error {
+			derr = decide(l)
+			return derr
+		})
+		return err
+	})
+	if derr != nil {
+		return nil, loc, derr
+	}
+	if err != nil {
+		return nil, vfs.Location{}, err
+	}
+	return ents, loc, nil
+}
+
+// ResolveOpen is vfs.ResolveOpen's fallback over the view's own enforced
+// Resolve and OpenFile, so the File is a Handle with its per-call checks; the
+// backend's fused open serves the view's OpenFile where d fuses opens.
+func (v *backendView) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	return vfs.ResolveOpen(ctx, struct{ vfs.Backend }{v}, p, decide)
+}
+
+// HostLinkTarget reports where host link p leads in d (vfs.HostLinkResolver),
+// one enforced call decided as a readlink of p: the backend's answer, a path
+// beneath d's root, or ok false where the backend has no host links.
+func (v *backendView) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, bool, error) {
+	var (
+		rel vfs.Path
+		ok  bool
+	)
+	err := v.do(ctx, policy.OpReadlink, "readlink", p, followNone, func(ctx context.Context, rp vfs.Path) error {
+		h, has := v.d.s.b.(vfs.HostLinkResolver)
+		if !has {
+			return nil
+		}
+		var err error
+		rel, ok, err = h.HostLinkTarget(ctx, rp)
+		return err
+	})
+	if err != nil {
+		return vfs.Path{}, false, err
+	}
+	return rel, ok, nil
 }
