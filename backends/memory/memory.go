@@ -364,14 +364,7 @@ func (f *FS) openLocked(ctx context.Context, p vfs.Path, flag, acc int, perm fs.
 // canCreate checks that a missing entry r may be created. The caller holds the
 // tree lock for writing.
 func (f *FS) canCreate(r vfs.Resolution[*node], op string, p vfs.Path) error {
-	if r.Parent.dir.gone {
-		return vfs.NewError(vfs.CodeNotFound, op, p, "directory has been removed")
-	}
-	if !vfs.ValidName(r.Name) {
-		// Only possible for a name taken from a symlink target.
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid name in symlink target")
-	}
-	return nil
+	return vfs.CheckCreate(op, p, r.Parent.dir.gone, r.Name)
 }
 
 // Mkdir creates directory p with permission perm; its parent must exist. An
@@ -428,16 +421,10 @@ func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
 	if err != nil {
 		return err
 	}
-	if !r.Found {
-		return vfs.NewError(vfs.CodeNotFound, op, p, "")
-	}
-	if r.Name == "" {
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
+	if err := vfs.CheckRemove(op, p, r, fullDir); err != nil {
+		return err
 	}
 	n := r.Node
-	if n.typ == fs.ModeDir && len(n.dir.children) > 0 {
-		return vfs.NewError(vfs.CodeNotEmpty, op, p, "")
-	}
 	f.st.delEntry(r.Parent, r.Name, n, f.st.now())
 	f.st.reserve(-entryCharge(r.Name))
 	f.st.unlinked(n)
@@ -498,6 +485,9 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	return nil
 }
 
+// fullDir reports whether n is a directory that holds entries.
+func fullDir(n *node) (bool, error) { return n.typ == fs.ModeDir && len(n.dir.children) > 0, nil }
+
 // renameEnds describes a rename's looked-up ends for vfs.CheckRename.
 func renameEnds(from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*node]) *vfs.RenameEnds {
 	sn, dn := src.Node, dst.Node
@@ -511,7 +501,7 @@ func renameEnds(from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolutio
 		SameFile:  func() bool { return dn == sn },
 		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
 		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
-		DstEmpty:  func() (bool, error) { return len(dn.dir.children) == 0, nil },
+		DstEmpty:  func() (bool, error) { full, err := fullDir(dn); return !full, err },
 	}
 }
 

@@ -308,13 +308,7 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 
 // canCreate checks that the missing entry r may be created.
 func canCreate(r vfs.Resolution[*node], op string, p vfs.Path) error {
-	if r.Parent.gone {
-		return vfs.NewError(vfs.CodeNotFound, op, p, "directory has been removed")
-	}
-	if !vfs.ValidName(r.Name) {
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid name in symlink target")
-	}
-	return nil
+	return vfs.CheckCreate(op, p, r.Parent.gone, r.Name)
 }
 
 // create makes a new inode of type typ named name in directory d, as one
@@ -462,16 +456,10 @@ func (f *FS) Remove(ctx context.Context, p vfs.Path) error {
 		if err != nil {
 			return nil, err
 		}
-		if !r.Found {
-			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
-		}
-		if r.Name == "" {
-			return nil, vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
+		if err := vfs.CheckRemove(op, p, r, fullDir); err != nil {
+			return nil, err
 		}
 		n := r.Node
-		if n.typ == fs.ModeDir && len(n.children) > 0 {
-			return nil, vfs.NewError(vfs.CodeNotEmpty, op, p, "")
-		}
 		now := st.now()
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -584,6 +572,9 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 	})
 }
 
+// fullDir reports whether n is a directory that holds entries.
+func fullDir(n *node) (bool, error) { return n.typ == fs.ModeDir && len(n.children) > 0, nil }
+
 // renameEnds describes a rename's looked-up ends for vfs.CheckRename.
 func renameEnds(from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*node]) *vfs.RenameEnds {
 	sn, dn := src.Node, dst.Node
@@ -597,7 +588,7 @@ func renameEnds(from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolutio
 		SameFile:  func() bool { return dn == sn },
 		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
 		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
-		DstEmpty:  func() (bool, error) { return len(dn.children) == 0, nil },
+		DstEmpty:  func() (bool, error) { full, err := fullDir(dn); return !full, err },
 	}
 }
 

@@ -51,13 +51,7 @@ func (v *View[L]) lookupEntry(ctx context.Context, p vfs.Path, op string) (vfs.R
 }
 
 func canCreate[L any](r vfs.Resolution[*Node[L]], op string, p vfs.Path) error {
-	if r.Parent.gone {
-		return vfs.NewError(vfs.CodeNotFound, op, p, "directory has been removed")
-	}
-	if !vfs.ValidName(r.Name) {
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "invalid name in symlink target")
-	}
-	return nil
+	return vfs.CheckCreate(op, p, r.Parent.gone, r.Name)
 }
 
 // info describes n as name. The caller holds s.mu.
@@ -326,22 +320,10 @@ func (v *View[L]) Remove(ctx context.Context, p vfs.Path) error {
 	if err != nil {
 		return err
 	}
-	if !r.Found {
-		return vfs.NewError(vfs.CodeNotFound, op, p, "")
-	}
-	if r.Name == "" {
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "cannot remove the root")
+	if err := vfs.CheckRemove(op, p, r, v.fullDir(ctx, op, p)); err != nil {
+		return err
 	}
 	n := r.Node
-	if n.Type == fs.ModeDir {
-		empty, err := v.s.empty(ctx, n)
-		if err != nil {
-			return v.s.lo.LowerErr(op, p, err)
-		}
-		if !empty {
-			return vfs.NewError(vfs.CodeNotEmpty, op, p, "")
-		}
-	}
 	had, err := v.s.lowerHas(ctx, r.Parent, r.Name)
 	if err != nil {
 		return v.s.lo.LowerErr(op, p, err)
@@ -412,6 +394,21 @@ func (v *View[L]) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	return nil
 }
 
+// fullDir returns a func that reports whether n is a directory that holds
+// entries; a Lower's error is addressed to p.
+func (v *View[L]) fullDir(ctx context.Context, op string, p vfs.Path) func(n *Node[L]) (bool, error) {
+	return func(n *Node[L]) (bool, error) {
+		if n.Type != fs.ModeDir {
+			return false, nil
+		}
+		empty, err := v.s.empty(ctx, n)
+		if err != nil {
+			return false, v.s.lo.LowerErr(op, p, err)
+		}
+		return !empty, nil
+	}
+}
+
 // renameEnds describes a rename's looked-up ends for vfs.CheckRename.
 func (v *View[L]) renameEnds(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*Node[L]]) *vfs.RenameEnds {
 	sn, dn := src.Node, dst.Node
@@ -426,11 +423,8 @@ func (v *View[L]) renameEnds(ctx context.Context, from, to vfs.Path, flags vfs.R
 		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
 		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
 		DstEmpty: func() (bool, error) {
-			empty, err := v.s.empty(ctx, dn)
-			if err != nil {
-				return false, vfs.Readdress(v.s.lo.LowerErr("rename", to, err), "rename", from.String(), to.String())
-			}
-			return empty, nil
+			full, err := v.fullDir(ctx, "rename", to)(dn)
+			return !full, vfs.Readdress(err, "rename", from.String(), to.String())
 		},
 	}
 }

@@ -1,0 +1,35 @@
+package vfs
+
+// CheckCreate returns the error of creating the entry name in a directory, or
+// nil: not_found if the directory was removed (gone), invalid_path if name,
+// taken from a symlink target, is not a valid name.
+func CheckCreate(op string, p Path, gone bool, name string) error {
+	if gone {
+		return NewError(CodeNotFound, op, p, "directory has been removed")
+	}
+	if !ValidName(name) {
+		// Only possible for a name taken from a symlink target.
+		return NewError(CodeInvalidPath, op, p, "invalid name in symlink target")
+	}
+	return nil
+}
+
+// CheckRemove returns the error of removing the entry r resolves to, or nil:
+// not_found if it is missing, invalid_path for the root, not_empty if full
+// reports a directory that holds entries. full's error is returned as is.
+func CheckRemove[N any](op string, p Path, r Resolution[N], full func(N) (bool, error)) error {
+	switch {
+	case !r.Found:
+		return NewError(CodeNotFound, op, p, "")
+	case r.Name == "":
+		return NewError(CodeInvalidPath, op, p, "cannot remove the root")
+	}
+	isFull, err := full(r.Node)
+	if err != nil {
+		return err
+	}
+	if isFull {
+		return NewError(CodeNotEmpty, op, p, "")
+	}
+	return nil
+}

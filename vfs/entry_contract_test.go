@@ -1,0 +1,46 @@
+package vfs
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestCheckCreate(t *testing.T) {
+	p := MustParse("d/x")
+	if err := CheckCreate("mkdir", p, false, "x"); err != nil {
+		t.Errorf("valid: %v", err)
+	}
+	if c := CodeOf(CheckCreate("mkdir", p, true, "x")); c != CodeNotFound {
+		t.Errorf("gone parent: %q, want not_found", c)
+	}
+	if c := CodeOf(CheckCreate("mkdir", p, false, "..")); c != CodeInvalidPath {
+		t.Errorf("bad name: %q, want invalid_path", c)
+	}
+}
+
+func TestCheckRemove(t *testing.T) {
+	p := MustParse("d")
+	boom := errors.New("boom")
+	full := func(n int) (bool, error) { return n > 0, nil }
+	cases := []struct {
+		name string
+		r    Resolution[int]
+		full func(int) (bool, error)
+		code Code
+	}{
+		{"file", Resolution[int]{Name: "d", Found: true}, full, ""},
+		{"missing", Resolution[int]{Name: "d"}, full, CodeNotFound},
+		{"root", Resolution[int]{Found: true}, full, CodeInvalidPath},
+		{"full dir", Resolution[int]{Name: "d", Node: 1, Found: true}, full, CodeNotEmpty},
+	}
+	for _, c := range cases {
+		err := CheckRemove("remove", p, c.r, c.full)
+		if CodeOf(err) != c.code {
+			t.Errorf("%s: %v, want %q", c.name, err, c.code)
+		}
+	}
+	err := CheckRemove("remove", p, Resolution[int]{Name: "d", Found: true}, func(int) (bool, error) { return false, boom })
+	if !errors.Is(err, boom) {
+		t.Errorf("full's error: got %v", err)
+	}
+}
