@@ -285,6 +285,13 @@ func (lw *lazyWork) Close() error {
 // policy denies left out of listings, as a checkout leaves them out (the Dir
 // refuses every call on them; its listings name them unless the policy hides
 // secrets), and every .git listed empty unless the view shows it (lazyGitView).
+//
+// It keeps the optional interfaces of vfs.Optionals that a lower layer may
+// offer: the read-side ones forward to the view (listings less what it hides).
+// It withholds three: HostPather, since binding the host directory would show
+// what it hides; Chowner, since a lower layer is only read and changes go back
+// through the sync-back's review; and Locator, which the Dir's view beneath
+// withholds.
 type hidingLower struct {
 	vfs.Backend
 	view lazyViewPolicy
@@ -305,6 +312,33 @@ func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, e
 // work Dir's view can (vfs.DirInfoReader).
 func (h hidingLower) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	return hideEntries(ctx, h, p, vfs.ReadDirInfo, func(e vfs.DirInfo) string { return e.Name })
+}
+
+// ResolveReadDir is ReadDir through the view's fused call (vfs.ListResolver):
+// decide rules on the location listed.
+func (h hidingLower) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
+	var loc vfs.Location
+	ents, err := hideEntries(ctx, h, p, func(ctx context.Context, b vfs.Backend, p vfs.Path) ([]vfs.DirEntry, error) {
+		ents, l, err := vfs.ResolveReadDir(ctx, b, p, decide)
+		loc = l
+		return ents, err
+	}, func(e vfs.DirEntry) string { return e.Name })
+	return ents, loc, err
+}
+
+// ResolveOpen forwards to the view (vfs.OpenResolver): the Dir beneath refuses
+// what the policy denies, hidden names included.
+func (h hidingLower) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	return vfs.ResolveOpen(ctx, h.Backend, p, decide)
+}
+
+// HostLinkTarget forwards to the view when it is a vfs.HostLinkResolver (ok
+// false otherwise).
+func (h hidingLower) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, bool, error) {
+	if r, ok := h.Backend.(vfs.HostLinkResolver); ok {
+		return r.HostLinkTarget(ctx, p)
+	}
+	return vfs.Path{}, false, nil
 }
 
 // hideEntries lists p in h's Backend with list, less the entries h hides.
