@@ -158,57 +158,17 @@ func walk(root *node, p vfs.Path, follow bool) (vfs.Resolution[*node], bool) {
 	return vfs.Resolution[*node]{}, false
 }
 
-// POSIX st_mode type bits, as stored in inode.mode.
-const (
-	sIFMT  = 0o170000
-	sIFDIR = 0o040000
-	sIFREG = 0o100000
-	sIFLNK = 0o120000
-)
-
-// unixMode converts a node's type and permission bits to st_mode.
-func unixMode(typ, perm fs.FileMode) int64 {
-	m := int64(perm & fs.ModePerm)
-	if perm&fs.ModeSetuid != 0 {
-		m |= 0o4000
-	}
-	if perm&fs.ModeSetgid != 0 {
-		m |= 0o2000
-	}
-	if perm&fs.ModeSticky != 0 {
-		m |= 0o1000
-	}
-	switch typ {
-	case fs.ModeDir:
-		m |= sIFDIR
-	case fs.ModeSymlink:
-		m |= sIFLNK
-	default:
-		m |= sIFREG
-	}
-	return m
-}
+// unixMode converts a node's type and permission bits to st_mode, as stored
+// in inode.mode.
+func unixMode(typ, perm fs.FileMode) int64 { return int64(vfs.UnixMode(typ | perm&permBits)) }
 
 // goMode converts st_mode to type and permission bits; ok is false for a type
 // capfs does not store.
 func goMode(m int64) (typ, perm fs.FileMode, ok bool) {
-	perm = fs.FileMode(m & 0o777)
-	if m&0o4000 != 0 {
-		perm |= fs.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		perm |= fs.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		perm |= fs.ModeSticky
-	}
-	switch m & sIFMT {
-	case sIFDIR:
-		return fs.ModeDir, perm, true
-	case sIFLNK:
-		return fs.ModeSymlink, perm, true
-	case sIFREG:
-		return 0, perm, true
+	fm := vfs.FileModeOf(uint32(m))
+	switch typ = fm.Type(); typ {
+	case 0, fs.ModeDir, fs.ModeSymlink:
+		return typ, fm &^ fs.ModeType, true
 	}
 	return 0, 0, false
 }

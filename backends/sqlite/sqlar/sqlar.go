@@ -139,7 +139,7 @@ func Export(ctx context.Context, fsys fs.FS, archive string, links SymlinkMode) 
 		if err != nil {
 			return err
 		}
-		mode := unixMode(info.Mode())
+		mode := int64(vfs.UnixMode(info.Mode()))
 		mt := info.ModTime().Unix()
 		switch t := info.Mode().Type(); {
 		case t == fs.ModeDir:
@@ -191,28 +191,6 @@ func Export(ctx context.Context, fsys fs.FS, archive string, links SymlinkMode) 
 	}
 	ok = true
 	return st, nil
-}
-
-func unixMode(m fs.FileMode) int64 {
-	u := int64(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= 0o1000
-	}
-	switch m.Type() {
-	case fs.ModeDir:
-		u |= sIFDIR
-	case fs.ModeSymlink:
-		u |= sIFLNK
-	default:
-		u |= sIFREG
-	}
-	return u
 }
 
 // entry is one planned row.
