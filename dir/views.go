@@ -410,24 +410,17 @@ func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
 // ResolveStat resolves p in d and stats what it reaches (vfs.StatResolver):
 // where d resolves its calls canonically, one enforced call, decided and
 // audited as Stat (follow) or Lstat of p, whose location is the one the
-// decision was made on, found or not. Otherwise, Resolve and then a status
-// of what it reached.
+// decision was made on. Otherwise, and for an absent entry (whose resolution
+// may not say which name was missing), Resolve and then a status of what it
+// reached.
 func (v *backendView) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
 	fol, method := followNone, "lstat"
 	if follow {
 		fol, method = followFinal, "stat"
 	}
 	info, rp, err := v.statAt(ctx, method, p, fol)
-	if rp.IsResolved() && !rp.IsRoot() {
-		switch {
-		case err == nil:
-			return vfs.Location{Path: rp.WithoutDirMark(), Found: true, Type: info.Mode.Type()}, info, nil
-		case vfs.CodeOf(err) == vfs.CodeNotFound && !p.IsResolved():
-			// The resolution reached the final name's directory and found
-			// no entry there (a missing directory on the way fails the
-			// resolution, which leaves rp unset).
-			return vfs.Location{Path: rp.WithoutDirMark()}, vfs.Info{}, nil
-		}
+	if err == nil && rp.IsResolved() {
+		return vfs.Location{Path: rp.WithoutDirMark(), Found: true, Type: info.Mode.Type()}, info, nil
 	}
 	if err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
 		return vfs.Location{}, vfs.Info{}, err

@@ -118,6 +118,18 @@ func TestOverlayResolveOneCall(t *testing.T) {
 	if got := lower.n.Load() - before; got != 1 {
 		t.Errorf("top/deep/y took %d one-call lower resolutions, want 1", got)
 	}
+	// An absent name in a lower directory is answered by the same one call
+	// (a compiler's or git's probes for files that are not there).
+	before = lower.n.Load()
+	if loc, _, err := ov.ResolveStat(bg, vp("top/deep/nothing"), false); err != nil || loc.Found || loc.Path.Raw() != "top/deep/nothing" {
+		t.Fatalf("top/deep/nothing: %+v, %v", loc, err)
+	}
+	if got := lower.n.Load() - before; got != 1 {
+		t.Errorf("top/deep/nothing took %d one-call lower resolutions, want 1", got)
+	}
+	if s := ov.sightAt(vp("top/deep/nothing")); s != absentSight {
+		t.Errorf("top/deep/nothing's sight: %v, want the absent one", s)
+	}
 }
 
 // TestOverlayReadDirInfo: each directory's listing with status names what

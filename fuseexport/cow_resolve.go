@@ -58,9 +58,12 @@ func (t ovTree) Type(n ovNode) fs.FileMode {
 func (t ovTree) Target(n ovNode) (string, error) { return t.o.Readlink(t.ctx, n.p) }
 
 func (o *Overlay) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[ovNode], vfs.Location, error) {
-	if n, ok := o.resolveLower(ctx, p, follow); ok {
-		loc := vfs.Location{Path: n.p.Resolved(), Found: true, Type: n.info.Mode.Type()}
-		return vfs.Resolution[ovNode]{Name: n.p.Base(), Node: n, Found: true}, loc, nil
+	if n, found, ok := o.resolveLower(ctx, p, follow); ok {
+		loc := vfs.Location{Path: n.p.Resolved(), Found: found}
+		if found {
+			loc.Type = n.info.Mode.Type()
+		}
+		return vfs.Resolution[ovNode]{Name: n.p.Base(), Node: n, Found: found}, loc, nil
 	}
 	return vfs.ResolveLocation[ovNode](ctx, ovTree{o: o, ctx: ctx}, ovNode{p: vfs.Root, root: true}, p, follow, op)
 }
@@ -74,24 +77,30 @@ func (o *Overlay) resolve(ctx context.Context, p vfs.Path, follow bool, op strin
 // resolves one component at a time, where that does not hold: the lower is
 // no vfs.StatResolver, p ends in a slash, the lower found nothing or failed,
 // or its resolution followed a symlink (whose target the upper may have
-// changed or a whiteout hidden).
-func (o *Overlay) resolveLower(ctx context.Context, p vfs.Path, follow bool) (ovNode, bool) {
-	sr, ok := o.lower.(vfs.StatResolver)
-	if !ok || p.IsRoot() || p.MustBeDir() {
-		return ovNode{}, false
+// changed or a whiteout hidden). A final name the lower does not hold, in a
+// directory it does, is absent (found false): the upper holds nothing there
+// either.
+func (o *Overlay) resolveLower(ctx context.Context, p vfs.Path, follow bool) (n ovNode, found, ok bool) {
+	sr, isSR := o.lower.(vfs.StatResolver)
+	if !isSR || p.IsRoot() || p.MustBeDir() {
+		return ovNode{}, false, false
 	}
 	p = p.Unresolved()
 	if !o.lowerOnly(ctx, p) {
-		return ovNode{}, false
+		return ovNode{}, false, false
 	}
 	loc, info, err := sr.ResolveStat(ctx, p, follow)
-	if err != nil || !loc.Found || loc.Path.Raw() != p.Raw() {
-		return ovNode{}, false
+	if err != nil || loc.Path.Raw() != p.Raw() {
+		return ovNode{}, false, false
+	}
+	if !loc.Found {
+		o.seeAbsent(p)
+		return ovNode{p: p}, false, true
 	}
 	o.see(ctx, p, info)
-	n := ovNode{p: p, info: ownerless(info)}
+	n = ovNode{p: p, info: ownerless(info)}
 	o.lastLower.Store(&lowerHit{p: p, info: n.info, at: time.Now()})
-	return n, true
+	return n, true, true
 }
 
 // lowerOnly reports whether only the lower can hold p: the upper holds not
