@@ -2,86 +2,64 @@ package vfs
 
 import "io/fs"
 
-// POSIX st_mode bits, the same on every Unix; capfs stores and exchanges them.
+// unixTypes pairs each fs.FileMode type with its st_mode type bits, the same
+// on every Unix. is is the bit that tells the type in an fs.FileMode.
+var unixTypes = [...]struct {
+	is, m fs.FileMode
+	u     uint32
+}{
+	{fs.ModeDir, fs.ModeDir, 0o040000},
+	{fs.ModeSymlink, fs.ModeSymlink, 0o120000},
+	{fs.ModeNamedPipe, fs.ModeNamedPipe, 0o010000},
+	{fs.ModeSocket, fs.ModeSocket, 0o140000},
+	{fs.ModeCharDevice, fs.ModeDevice | fs.ModeCharDevice, 0o020000},
+	{fs.ModeDevice, fs.ModeDevice, 0o060000},
+}
+
+// unixBits pairs the setuid, setgid and sticky bits with their st_mode bits.
+var unixBits = [...]struct {
+	m fs.FileMode
+	u uint32
+}{{fs.ModeSetuid, 0o4000}, {fs.ModeSetgid, 0o2000}, {fs.ModeSticky, 0o1000}}
+
 const (
 	unixTypeMask = 0o170000
-	unixDir      = 0o040000
 	unixReg      = 0o100000
-	unixLink     = 0o120000
-	unixFIFO     = 0o010000
-	unixSock     = 0o140000
-	unixChar     = 0o020000
-	unixBlock    = 0o060000
-	unixSetuid   = 0o4000
-	unixSetgid   = 0o2000
-	unixSticky   = 0o1000
 )
 
 // UnixMode converts m to st_mode bits: its type (a regular file when m has no
 // type bit), permission bits, setuid, setgid and sticky.
 func UnixMode(m fs.FileMode) uint32 {
 	u := uint32(m.Perm())
-	switch {
-	case m&fs.ModeDir != 0:
-		u |= unixDir
-	case m&fs.ModeSymlink != 0:
-		u |= unixLink
-	case m&fs.ModeNamedPipe != 0:
-		u |= unixFIFO
-	case m&fs.ModeSocket != 0:
-		u |= unixSock
-	case m&fs.ModeCharDevice != 0:
-		u |= unixChar
-	case m&fs.ModeDevice != 0:
-		u |= unixBlock
-	default:
-		u |= unixReg
+	for _, b := range unixBits {
+		if m&b.m != 0 {
+			u |= b.u
+		}
 	}
-	return u | unixSpecial(m)
-}
-
-func unixSpecial(m fs.FileMode) uint32 {
-	var u uint32
-	if m&fs.ModeSetuid != 0 {
-		u |= unixSetuid
+	for _, t := range unixTypes {
+		if m&t.is != 0 {
+			return u | t.u
+		}
 	}
-	if m&fs.ModeSetgid != 0 {
-		u |= unixSetgid
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= unixSticky
-	}
-	return u
+	return u | unixReg
 }
 
 // FileModeOf converts st_mode bits to an fs.FileMode, the inverse of
 // [UnixMode]. An unknown type gives fs.ModeIrregular.
 func FileModeOf(u uint32) fs.FileMode {
 	m := fs.FileMode(u & 0o777)
-	if u&unixSetuid != 0 {
-		m |= fs.ModeSetuid
+	for _, b := range unixBits {
+		if u&b.u != 0 {
+			m |= b.m
+		}
 	}
-	if u&unixSetgid != 0 {
-		m |= fs.ModeSetgid
-	}
-	if u&unixSticky != 0 {
-		m |= fs.ModeSticky
-	}
-	switch u & unixTypeMask {
-	case unixReg:
+	if u&unixTypeMask == unixReg {
 		return m
-	case unixDir:
-		return m | fs.ModeDir
-	case unixLink:
-		return m | fs.ModeSymlink
-	case unixFIFO:
-		return m | fs.ModeNamedPipe
-	case unixSock:
-		return m | fs.ModeSocket
-	case unixChar:
-		return m | fs.ModeDevice | fs.ModeCharDevice
-	case unixBlock:
-		return m | fs.ModeDevice
+	}
+	for _, t := range unixTypes {
+		if u&unixTypeMask == t.u {
+			return m | t.m
+		}
 	}
 	return m | fs.ModeIrregular
 }

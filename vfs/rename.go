@@ -128,6 +128,37 @@ func (e *RenameEnds) replace() (RenameAction, error) {
 	return RenameReplace, nil
 }
 
+// NodeOps is what the shared rename check asks of a virtual backend's nodes.
+type NodeOps[N comparable] struct {
+	// IsDir reports whether n is a directory.
+	IsDir func(n N) bool
+	// Above reports whether directory a is d or one of d's ancestors.
+	Above func(a, d N) bool
+	// Full reports whether n is a directory that holds entries.
+	Full func(n N) (bool, error)
+}
+
+// RenameEnds describes the looked-up ends of a rename for [CheckRename]. Two
+// ends with one node are one file; a Full error is addressed to the rename.
+func (o NodeOps[N]) RenameEnds(from, to Path, flags RenameFlags, src, dst Resolution[N]) *RenameEnds {
+	sn, dn := src.Node, dst.Node
+	return &RenameEnds{
+		From: from, To: to, Flags: flags,
+		SrcFound: src.Found, DstFound: dst.Found,
+		SrcRoot: src.Name == "", DstRoot: dst.Name == "",
+		SrcDir:    src.Found && o.IsDir(sn),
+		DstDir:    dst.Found && o.IsDir(dn),
+		SameEntry: src.Parent == dst.Parent && src.Name == dst.Name,
+		SameFile:  func() bool { return dn == sn },
+		SrcAbove:  func() bool { return o.Above(sn, dst.Parent) },
+		DstAbove:  func() bool { return o.Above(dn, src.Parent) },
+		DstEmpty: func() (bool, error) {
+			full, err := o.Full(dn)
+			return !full, Readdress(err, "rename", from.String(), to.String())
+		},
+	}
+}
+
 func (e *RenameEnds) fail(code Code, msg string) error {
 	return PairError(code, "rename", e.From, e.To, msg)
 }

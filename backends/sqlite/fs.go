@@ -560,7 +560,7 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 		if err != nil {
 			return nil, wrap(err)
 		}
-		act, err := vfs.CheckRename(renameEnds(from, to, flags, src, dst))
+		act, err := vfs.CheckRename(nodeOps.RenameEnds(from, to, flags, src, dst))
 		if err != nil || act == vfs.RenameNone {
 			return nil, err
 		}
@@ -575,21 +575,11 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 // fullDir reports whether n is a directory that holds entries.
 func fullDir(n *node) (bool, error) { return n.typ == fs.ModeDir && len(n.children) > 0, nil }
 
-// renameEnds describes a rename's looked-up ends for vfs.CheckRename.
-func renameEnds(from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*node]) *vfs.RenameEnds {
-	sn, dn := src.Node, dst.Node
-	return &vfs.RenameEnds{
-		From: from, To: to, Flags: flags,
-		SrcFound: src.Found, DstFound: dst.Found,
-		SrcRoot: src.Name == "", DstRoot: dst.Name == "",
-		SrcDir:    src.Found && sn.typ == fs.ModeDir,
-		DstDir:    dst.Found && dn.typ == fs.ModeDir,
-		SameEntry: src.Parent == dst.Parent && src.Name == dst.Name,
-		SameFile:  func() bool { return dn == sn },
-		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
-		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
-		DstEmpty:  func() (bool, error) { full, err := fullDir(dn); return !full, err },
-	}
+// nodeOps is what the shared rename check asks of nodes.
+var nodeOps = vfs.NodeOps[*node]{
+	IsDir: func(n *node) bool { return n.typ == fs.ModeDir },
+	Above: isAncestor,
+	Full:  fullDir,
 }
 
 // renameAct carries out a rename vfs.CheckRename allowed: the SQL and the
@@ -685,11 +675,7 @@ func renameTree(st *store, act vfs.RenameAction, src, dst vfs.Resolution[*node])
 // Directories cannot be linked (fs_permission_denied).
 func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	const op = "link"
-	fail := func(code vfs.Code, msg string) error {
-		e := vfs.NewError(code, op, oldp, msg)
-		e.Dest = newp.String()
-		return e
-	}
+	fail := func(code vfs.Code, msg string) error { return vfs.PairError(code, op, oldp, newp, msg) }
 	wrap := func(err error) error { return vfs.Readdress(err, op, oldp.String(), newp.String()) }
 	st := f.st
 	return st.mutate(ctx, op, oldp, func() (*batch, error) {

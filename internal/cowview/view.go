@@ -409,24 +409,17 @@ func (v *View[L]) fullDir(ctx context.Context, op string, p vfs.Path) func(n *No
 	}
 }
 
-// renameEnds describes a rename's looked-up ends for vfs.CheckRename.
+// renameEnds describes a rename's looked-up ends for vfs.CheckRename. Two
+// entries are one file only through a hard link of the store.
 func (v *View[L]) renameEnds(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags, src, dst vfs.Resolution[*Node[L]]) *vfs.RenameEnds {
-	sn, dn := src.Node, dst.Node
-	return &vfs.RenameEnds{
-		From: from, To: to, Flags: flags,
-		SrcFound: src.Found, DstFound: dst.Found,
-		SrcRoot: src.Name == "", DstRoot: dst.Name == "",
-		SrcDir:    src.Found && sn.Type == fs.ModeDir,
-		DstDir:    dst.Found && dn.Type == fs.ModeDir,
-		SameEntry: src.Parent == dst.Parent && src.Name == dst.Name,
-		SameFile:  func() bool { return v.s.cfg.Links && v.s.sameFile(ctx, sn, dn) },
-		SrcAbove:  func() bool { return isAncestor(sn, dst.Parent) },
-		DstAbove:  func() bool { return isAncestor(dn, src.Parent) },
-		DstEmpty: func() (bool, error) {
-			full, err := v.fullDir(ctx, "rename", to)(dn)
-			return !full, vfs.Readdress(err, "rename", from.String(), to.String())
-		},
+	ops := vfs.NodeOps[*Node[L]]{
+		IsDir: func(n *Node[L]) bool { return n.Type == fs.ModeDir },
+		Above: isAncestor[L],
+		Full:  v.fullDir(ctx, "rename", to),
 	}
+	e := ops.RenameEnds(from, to, flags, src, dst)
+	e.SameFile = func() bool { return v.s.cfg.Links && v.s.sameFile(ctx, src.Node, dst.Node) }
+	return e
 }
 
 // Symlink creates symlink p with target text target, stored verbatim.
@@ -499,11 +492,7 @@ func (v *View[L]) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 // fails with not_supported.
 func (v *View[L]) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	const op = "link"
-	fail := func(code vfs.Code, msg string) error {
-		e := vfs.NewError(code, op, oldp, msg)
-		e.Dest = newp.String()
-		return e
-	}
+	fail := func(code vfs.Code, msg string) error { return vfs.PairError(code, op, oldp, newp, msg) }
 	if !v.s.cfg.Links {
 		return fail(vfs.CodeNotSupported, v.s.cfg.NoLinks)
 	}
