@@ -271,18 +271,27 @@ func (h *Handle) stat() (vfs.Info, error) {
 // and size and to size its buffer, and still reads to the end. Its Name is that
 // of Stat.
 func (h *Handle) OpenStat() (info fs.FileInfo, ok bool) {
-	if h.closed.Load() || h.check("OpenStat", false) != nil {
+	i, ok := h.openStat()
+	if !ok {
 		return nil, false
+	}
+	return fileInfoOf(i), true
+}
+
+// openStat is OpenStat as a vfs.Info.
+func (h *Handle) openStat() (vfs.Info, bool) {
+	if h.closed.Load() || h.check("OpenStat", false) != nil {
+		return vfs.Info{}, false
 	}
 	i, ok := vfs.OpenStat(h.f)
 	if !ok {
-		return nil, false
+		return vfs.Info{}, false
 	}
 	i.Name = h.p.Base()
 	if h.p.IsRoot() {
 		i.Name = "."
 	}
-	return fileInfoOf(i), true
+	return i, true
 }
 
 // Close closes the Handle. It works even after revocation; a second Close fails with

@@ -303,7 +303,7 @@ func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm f
 	if err != nil {
 		return nil, err
 	}
-	return handleFile{h}, nil
+	return fileOf(h), nil
 }
 
 func (v *backendView) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
@@ -406,6 +406,23 @@ func baseOrDot(p vfs.Path) string {
 type handleFile struct{ *Handle }
 
 func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
+
+// OpenStat is the Handle's OpenStat as a vfs.Info (vfs.OpenStater).
+func (f handleFile) OpenStat() (vfs.Info, bool) { return f.Handle.openStat() }
+
+// typedHandleFile is a handleFile over a vfs.TypedFile.
+type typedHandleFile struct{ handleFile }
+
+// Type forwards to the backend's File (vfs.TypedFile).
+func (f typedHandleFile) Type() fs.FileMode { return f.f.(vfs.TypedFile).Type() }
+
+// fileOf presents h as a vfs.File, a vfs.TypedFile where the backend's is.
+func fileOf(h *Handle) vfs.File {
+	if _, ok := h.f.(vfs.TypedFile); ok {
+		return typedHandleFile{handleFile{h}}
+	}
+	return handleFile{h}
+}
 
 // ResolveStat resolves p in d and stats what it reaches (vfs.StatResolver):
 // where d resolves its calls canonically, one enforced call, decided and

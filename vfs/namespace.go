@@ -631,7 +631,10 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 			if err != nil {
 				return nil, readdress("open", p, err)
 			}
-			if nf, ok := f.(*nsFile); ok {
+			switch nf := f.(type) {
+			case *nsFile:
+				nf.path = p.String()
+			case nsTypedFile:
 				nf.path = p.String()
 			}
 			return f, nil
@@ -985,7 +988,26 @@ func wrapFile(f File, p Path, l *loc) File {
 	if l.kind == kindMountPoint {
 		nf.name = p.Base()
 	}
+	if _, ok := f.(TypedFile); ok {
+		return nsTypedFile{nf}
+	}
 	return nf
+}
+
+// nsTypedFile is an nsFile over a TypedFile.
+type nsTypedFile struct{ *nsFile }
+
+// Type forwards to the wrapped File (see vfs.TypedFile).
+func (f nsTypedFile) Type() fs.FileMode { return f.f.(TypedFile).Type() }
+
+// OpenStat forwards to the wrapped File (see vfs.OpenStater), with the name
+// Stat reports.
+func (f *nsFile) OpenStat() (Info, bool) {
+	info, ok := OpenStat(f.f)
+	if ok && f.name != "" {
+		info.Name = f.name
+	}
+	return info, ok
 }
 
 // nsFile is a File opened under a mount below the namespace root.

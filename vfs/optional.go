@@ -49,3 +49,16 @@ func Optionals() []Optional {
 		{Name: "Chowner", Group: "chown", Type: reflect.TypeFor[Chowner](), Writes: true, Unsupported: true},
 	}
 }
+
+// OptionalFiles returns every optional [File] interface, the group "file
+// status": [TypedFile] and [OpenStater] let a layer skip an fstat per open. A
+// wrapper of a File keeps both: OpenStater through the function [OpenStat]
+// (false where the wrapped File recorded nothing), TypedFile only when the
+// wrapped File is one, since nothing can answer it otherwise.
+// vfstest.CheckForwards checks the Files a wrapper opens against it.
+func OptionalFiles() []Optional {
+	return []Optional{
+		{Name: "TypedFile", Group: "file status", Type: reflect.TypeFor[TypedFile]()},
+		{Name: "OpenStater", Group: "file status", Type: reflect.TypeFor[OpenStater]()},
+	}
+}

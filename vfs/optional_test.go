@@ -39,6 +39,24 @@ func vfsWrappers(t *testing.T) map[string]struct {
 			},
 			Sub: &vfstest.Forwarding{}, // the mount's own Sub
 		}},
+		"Namespace, mount below its root": {wrap: func(b vfs.Backend) vfs.Backend {
+			s, err := b.Sub(context.Background(), vfs.MustParse("d"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return mount("d")(s)
+		}, f: vfstest.Forwarding{
+			Withheld: map[string]string{
+				"HostPather":       "a namespace is a tree of mounts, not one host directory",
+				"HostLinkResolver": "the namespace follows its mounts' host links itself",
+				"Locator":          "a namespace is an origin, not a Sub",
+			},
+			Own: map[string]string{
+				"ListResolver":  "the namespace lists a mount point itself",
+				"DirInfoReader": "the namespace lists a mount point itself",
+			},
+			Sub: &vfstest.Forwarding{}, // the mount's own Sub
+		}},
 		"Namespace.Sub into a mount": {wrap: func(b vfs.Backend) vfs.Backend {
 			s, err := mount("m")(b).Sub(context.Background(), vfs.MustParse("m"))
 			if err != nil {

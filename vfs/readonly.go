@@ -87,7 +87,7 @@ func (r *readOnlyBackend) OpenFile(ctx context.Context, p Path, flag int, perm f
 	if err != nil {
 		return nil, err
 	}
-	return &readOnlyFile{File: f, path: p}, nil
+	return readOnly(f, p), nil
 }
 
 func (r *readOnlyBackend) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
@@ -166,6 +166,22 @@ func (r *readOnlyBackend) HostPath() (string, bool) {
 	}
 	return "", false
 }
+
+// readOnly wraps f, opened at p, as a readOnlyFile, keeping TypedFile when f
+// is one.
+func readOnly(f File, p Path) File {
+	rf := &readOnlyFile{File: f, path: p}
+	if _, ok := f.(TypedFile); ok {
+		return readOnlyTypedFile{rf}
+	}
+	return rf
+}
+
+// readOnlyTypedFile is a readOnlyFile over a TypedFile.
+type readOnlyTypedFile struct{ *readOnlyFile }
+
+// Type forwards to the wrapped File (see vfs.TypedFile).
+func (f readOnlyTypedFile) Type() fs.FileMode { return f.File.(TypedFile).Type() }
 
 // readOnlyFile is a File opened through a ReadOnly backend: reads pass through,
 // writes fail with read_only (or closed, once closed).

@@ -2,6 +2,7 @@ package vfstest
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"reflect"
 	"slices"
@@ -51,8 +52,17 @@ func CheckForwards(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Ba
 			t.Errorf("vfstest has no call for vfs.%s: add one to optionalCalls", o.Name)
 		}
 	}
+	for _, o := range vfs.OptionalFiles() {
+		if !reflect.TypeFor[*probeFile]().Implements(o.Type) {
+			t.Errorf("the probe's File does not implement vfs.%s: add it to vfstest.probeFile", o.Name)
+		}
+		if _, ok := optionalFileCalls[o.Name]; !ok {
+			t.Errorf("vfstest has no call for vfs.%s: add one to optionalFileCalls", o.Name)
+		}
+	}
 	w := wrap(pr)
 	checkLevel(t, ctx, "wrapped", w, pr, f, vfs.MustParse("d"), vfs.MustParse("d/f"))
+	checkFiles(t, ctx, "wrapped", w, pr, f, vfs.MustParse("d/f"))
 	s, err := w.Sub(ctx, vfs.MustParse("d"))
 	if err != nil {
 		t.Fatalf("Sub(d) of the wrapped probe: %v", err)
@@ -61,6 +71,7 @@ func CheckForwards(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Ba
 		f = *f.Sub
 	}
 	checkLevel(t, ctx, "its Sub", s, pr, f, vfs.Root, vfs.MustParse("f"))
+	checkFiles(t, ctx, "its Sub", s, pr, f, vfs.MustParse("f"))
 }
 
 // CheckClaims checks that every optional interface wrap(base) claims works
@@ -140,6 +151,69 @@ func checkLevel(t *testing.T, ctx context.Context, level string, w vfs.Backend, 
 			t.Errorf("%s %T: vfs.%s did not reach the wrapped backend's method", level, w, o.Name)
 		}
 	}
+}
+
+// checkFiles checks the optional File interfaces (vfs.OptionalFiles) of file
+// opened through w, by OpenFile and, where w has it, ResolveOpen.
+func checkFiles(t *testing.T, ctx context.Context, level string, w vfs.Backend, pr *Probe, f Forwarding, file vfs.Path) {
+	t.Helper()
+	h, err := w.OpenFile(ctx, file, os.O_RDONLY, 0)
+	if err != nil {
+		t.Errorf("%s %T: OpenFile(%s): %v", level, w, file, err)
+		return
+	}
+	checkFile(t, level+" OpenFile", h, pr, f)
+	if r, ok := w.(vfs.OpenResolver); ok {
+		h, _, err := r.ResolveOpen(ctx, file, func(vfs.Location) error { return nil })
+		if err != nil {
+			t.Errorf("%s %T: ResolveOpen(%s): %v", level, w, file, err)
+			return
+		}
+		checkFile(t, level+" ResolveOpen", h, pr, f)
+	}
+}
+
+// checkFile checks h's optional File interfaces and closes it.
+func checkFile(t *testing.T, level string, h vfs.File, pr *Probe, f Forwarding) {
+	t.Helper()
+	defer h.Close()
+	for _, o := range vfs.OptionalFiles() {
+		call, known := optionalFileCalls[o.Name]
+		if !known {
+			continue
+		}
+		ok := reflect.TypeOf(h).Implements(o.Type)
+		if reason, withheld := f.Withheld[o.Name]; withheld {
+			if ok {
+				t.Errorf("%s %T: implements vfs.%s, which Forwarding says it withholds (%s)", level, h, o.Name, reason)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("%s %T: drops vfs.%s (%s): a caller's type assertion fails", level, h, o.Name, o.Group)
+			continue
+		}
+		before := pr.calls.get(o.Name)
+		if err := call(h); err != nil {
+			t.Errorf("%s %T: vfs.%s: %v", level, h, o.Name, err)
+		}
+		if _, own := f.Own[o.Name]; !own && pr.calls.get(o.Name) == before {
+			t.Errorf("%s %T: vfs.%s did not reach the wrapped File's method", level, h, o.Name)
+		}
+	}
+}
+
+// optionalFileCalls calls each optional File interface of h through the type
+// assertion a caller makes and checks the answer is the probe's (a regular
+// file of 5 bytes).
+var optionalFileCalls = map[string]func(h vfs.File) error{
+	"TypedFile": func(h vfs.File) error {
+		return want(nil, h.(vfs.TypedFile).Type() == 0, "type", vfs.Root)
+	},
+	"OpenStater": func(h vfs.File) error {
+		info, ok := h.(vfs.OpenStater).OpenStat()
+		return want(nil, ok && info.Size == 5 && info.Mode.IsRegular(), "openstat", vfs.Root)
+	},
 }
 
 // optionalCalls calls each optional interface of w, through the type
@@ -238,7 +312,40 @@ func (p *Probe) ResolveStat(ctx context.Context, q vfs.Path, follow bool) (vfs.L
 
 func (p *Probe) ResolveOpen(ctx context.Context, q vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
 	p.calls.add("OpenResolver")
-	return vfs.ResolveOpen(ctx, p.Backend, q, decide)
+	h, loc, err := vfs.ResolveOpen(ctx, p.Backend, q, decide)
+	if err != nil {
+		return nil, loc, err
+	}
+	return &probeFile{File: h, calls: p.calls}, loc, nil
+}
+
+// OpenFile opens q in the embedded backend as a File implementing every
+// optional File interface (vfs.OptionalFiles).
+func (p *Probe) OpenFile(ctx context.Context, q vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	h, err := p.Backend.OpenFile(ctx, q, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &probeFile{File: h, calls: p.calls}, nil
+}
+
+// probeFile is a File of a Probe: it answers the optional File interfaces
+// from Stat, counting the calls.
+type probeFile struct {
+	vfs.File
+	calls *probeCalls
+}
+
+func (f *probeFile) Type() fs.FileMode {
+	f.calls.add("TypedFile")
+	info, _ := f.File.Stat()
+	return info.Mode.Type()
+}
+
+func (f *probeFile) OpenStat() (vfs.Info, bool) {
+	f.calls.add("OpenStater")
+	info, err := f.File.Stat()
+	return info, err == nil
 }
 
 func (p *Probe) ResolveReadDir(ctx context.Context, q vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
