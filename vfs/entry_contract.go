@@ -1,5 +1,7 @@
 package vfs
 
+import "strings"
+
 // CheckCreate returns the error of creating the entry name in a directory, or
 // nil: not_found if the directory was removed (gone), invalid_path if name,
 // taken from a symlink target, is not a valid name.
@@ -30,6 +32,20 @@ func CheckRemove[N any](op string, p Path, r Resolution[N], full func(N) (bool, 
 	}
 	if isFull {
 		return NewError(CodeNotEmpty, op, p, "")
+	}
+	return nil
+}
+
+// CheckSymlinkTarget returns invalid_path if target cannot be stored as the
+// text of symlink p: empty, longer than [MaxPathLen], or holding a NUL byte.
+func CheckSymlinkTarget(op string, p Path, target string) error {
+	switch {
+	case target == "":
+		return NewError(CodeInvalidPath, op, p, "empty symlink target")
+	case len(target) > MaxPathLen:
+		return NewError(CodeInvalidPath, op, p, "symlink target too long")
+	case strings.IndexByte(target, 0) >= 0:
+		return NewError(CodeInvalidPath, op, p, "NUL byte in symlink target")
 	}
 	return nil
 }

@@ -44,3 +44,16 @@ func TestCheckRemove(t *testing.T) {
 		t.Errorf("full's error: got %v", err)
 	}
 }
+
+func TestCheckSymlinkTarget(t *testing.T) {
+	p := MustParse("l")
+	long := make([]byte, MaxPathLen+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	for target, code := range map[string]Code{"a/b": "", "": CodeInvalidPath, "a\x00b": CodeInvalidPath, string(long): CodeInvalidPath} {
+		if got := CodeOf(CheckSymlinkTarget("symlink", p, target)); got != code {
+			t.Errorf("target %.10q: %q, want %q", target, got, code)
+		}
+	}
+}

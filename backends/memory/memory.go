@@ -501,13 +501,8 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	if err := ctx.Err(); err != nil {
 		return canceled(op, p, err)
 	}
-	switch {
-	case target == "":
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "empty symlink target")
-	case len(target) > vfs.MaxPathLen:
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "symlink target too long")
-	case containsNUL(target):
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "NUL byte in symlink target")
+	if err := vfs.CheckSymlinkTarget(op, p, target); err != nil {
+		return err
 	}
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
@@ -540,15 +535,6 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 // quotaError is the error of an operation refused by the quota.
 func quotaError(op string, p vfs.Path) error {
 	return vfs.NewError(vfs.CodeQuota, op, p, "storage quota exceeded")
-}
-
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Readlink returns the target text of symlink p; invalid_path if p is not a

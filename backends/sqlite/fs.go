@@ -374,16 +374,8 @@ func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 // Symlink creates symlink p with the given target text, stored verbatim.
 func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	const op = "symlink"
-	switch {
-	case target == "":
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "empty symlink target")
-	case len(target) > vfs.MaxPathLen:
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "symlink target too long")
-	}
-	for i := 0; i < len(target); i++ {
-		if target[i] == 0 {
-			return vfs.NewError(vfs.CodeInvalidPath, op, p, "NUL byte in symlink target")
-		}
+	if err := vfs.CheckSymlinkTarget(op, p, target); err != nil {
+		return err
 	}
 	st := f.st
 	return st.mutate(ctx, op, p, func() (*batch, error) {

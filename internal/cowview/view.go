@@ -4,7 +4,6 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/capfs/capfs/vfs"
@@ -428,13 +427,8 @@ func (v *View[L]) Symlink(ctx context.Context, target string, p vfs.Path) error 
 	if err := v.s.enter(ctx, op, p); err != nil {
 		return err
 	}
-	switch {
-	case target == "":
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "empty symlink target")
-	case len(target) > vfs.MaxPathLen:
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "symlink target too long")
-	case strings.IndexByte(target, 0) >= 0:
-		return vfs.NewError(vfs.CodeInvalidPath, op, p, "NUL byte in symlink target")
+	if err := vfs.CheckSymlinkTarget(op, p, target); err != nil {
+		return err
 	}
 	v.s.mu.Lock()
 	defer v.s.mu.Unlock()
