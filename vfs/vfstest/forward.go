@@ -39,7 +39,7 @@ type Forwarding struct {
 // assertion a caller makes, calls it, and checks that the call succeeds and
 // reached the probe (or, as f says, that the wrapper withholds, answers or
 // refuses it). An interface added to vfs.Optionals without a call here fails.
-func CheckForwards(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend, f Forwarding) {
+func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend, f Forwarding) {
 	t.Helper()
 	ctx := context.Background()
 	seedProbe(t, ctx, base)
@@ -78,7 +78,7 @@ func CheckForwards(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Ba
 // although base implements none: no call answers not_supported unless the
 // interface's contract allows it. Run it over a backend without optional
 // interfaces, to catch a wrapper that claims what only its inner backend can do.
-func CheckClaims(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend) {
+func CheckClaims(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend) {
 	t.Helper()
 	ctx := context.Background()
 	seedProbe(t, ctx, base)
@@ -96,7 +96,7 @@ func CheckClaims(t *testing.T, base vfs.Backend, wrap func(vfs.Backend) vfs.Back
 // plain hides every optional interface of the backend it holds.
 type plain struct{ vfs.Backend }
 
-func seedProbe(t *testing.T, ctx context.Context, base vfs.Backend) {
+func seedProbe(t testing.TB, ctx context.Context, base vfs.Backend) {
 	t.Helper()
 	if err := base.Mkdir(ctx, vfs.MustParse("d"), 0o755); err != nil {
 		t.Fatalf("seed: %v", err)
@@ -115,7 +115,7 @@ func seedProbe(t *testing.T, ctx context.Context, base vfs.Backend) {
 
 // checkLevel checks w's optional interfaces, dir and file being a directory
 // and a file in it as w names them.
-func checkLevel(t *testing.T, ctx context.Context, level string, w vfs.Backend, pr *Probe, f Forwarding, dir, file vfs.Path) {
+func checkLevel(t testing.TB, ctx context.Context, level string, w vfs.Backend, pr *Probe, f Forwarding, dir, file vfs.Path) {
 	t.Helper()
 	for _, o := range vfs.Optionals() {
 		call, known := optionalCalls[o.Name]
@@ -155,7 +155,7 @@ func checkLevel(t *testing.T, ctx context.Context, level string, w vfs.Backend, 
 
 // checkFiles checks the optional File interfaces (vfs.OptionalFiles) of file
 // opened through w, by OpenFile and, where w has it, ResolveOpen.
-func checkFiles(t *testing.T, ctx context.Context, level string, w vfs.Backend, pr *Probe, f Forwarding, file vfs.Path) {
+func checkFiles(t testing.TB, ctx context.Context, level string, w vfs.Backend, pr *Probe, f Forwarding, file vfs.Path) {
 	t.Helper()
 	h, err := w.OpenFile(ctx, file, os.O_RDONLY, 0)
 	if err != nil {
@@ -174,7 +174,7 @@ func checkFiles(t *testing.T, ctx context.Context, level string, w vfs.Backend, 
 }
 
 // checkFile checks h's optional File interfaces and closes it.
-func checkFile(t *testing.T, level string, h vfs.File, pr *Probe, f Forwarding) {
+func checkFile(t testing.TB, level string, h vfs.File, pr *Probe, f Forwarding) {
 	t.Helper()
 	defer h.Close()
 	for _, o := range vfs.OptionalFiles() {
