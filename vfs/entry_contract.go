@@ -16,6 +16,16 @@ func CheckCreate(op string, p Path, gone bool, name string) error {
 	return nil
 }
 
+// CheckMkdir returns the error of making directory p, named name in a
+// directory: already_exists if found says p names an entry (a dangling
+// symlink included), else as [CheckCreate].
+func CheckMkdir(p Path, found, gone bool, name string) error {
+	if found {
+		return NewError(CodeExists, "mkdir", p, "")
+	}
+	return CheckCreate("mkdir", p, gone, name)
+}
+
 // CheckRemove returns the error of removing the entry r resolves to, or nil:
 // not_found if it is missing, invalid_path for the root, not_empty if full
 // reports a directory that holds entries. full's error is returned as is.

@@ -57,3 +57,15 @@ func TestCheckSymlinkTarget(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckMkdir(t *testing.T) {
+	p := MustParse("d")
+	for _, c := range []struct {
+		found, gone bool
+		code        Code
+	}{{false, false, ""}, {true, false, CodeExists}, {false, true, CodeNotFound}} {
+		if got := CodeOf(CheckMkdir(p, c.found, c.gone, "d")); got != c.code {
+			t.Errorf("found %v gone %v: %q, want %q", c.found, c.gone, got, c.code)
+		}
+	}
+}

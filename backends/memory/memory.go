@@ -380,10 +380,7 @@ func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if r.Found {
-		return vfs.NewError(vfs.CodeExists, op, p, "")
-	}
-	if err := f.canCreate(r, op, p); err != nil {
+	if err := vfs.CheckMkdir(p, r.Found, r.Parent.dir.gone, r.Name); err != nil {
 		return err
 	}
 	if !f.st.reserve(DirCharge + entryCharge(r.Name)) {

@@ -360,10 +360,7 @@ func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 		if err != nil {
 			return nil, err
 		}
-		if r.Found {
-			return nil, vfs.NewError(vfs.CodeExists, op, p, "")
-		}
-		if err := canCreate(r, op, p); err != nil {
+		if err := vfs.CheckMkdir(p, r.Found, r.Parent.gone, r.Name); err != nil {
 			return nil, err
 		}
 		_, b, err := st.create(r.Parent, r.Name, fs.ModeDir, perm, "", op, p)

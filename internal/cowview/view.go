@@ -295,10 +295,7 @@ func (v *View[L]) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 	if err != nil {
 		return err
 	}
-	if r.Found {
-		return vfs.NewError(vfs.CodeExists, op, p, "")
-	}
-	if err := canCreate(r, op, p); err != nil {
+	if err := vfs.CheckMkdir(p, r.Found, r.Parent.gone, r.Name); err != nil {
 		return err
 	}
 	now := v.s.now()
