@@ -631,13 +631,7 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 			if err != nil {
 				return nil, readdress("open", p, err)
 			}
-			switch nf := f.(type) {
-			case *nsFile:
-				nf.path = p.String()
-			case nsTypedFile:
-				nf.path = p.String()
-			}
-			return f, nil
+			return addressFile(f, p), nil
 		}
 		if err != nil {
 			if flag&os.O_CREATE != 0 && l.kind == kindInMount {
@@ -992,6 +986,18 @@ func wrapFile(f File, p Path, l *loc) File {
 		return nsTypedFile{nf}
 	}
 	return nf
+}
+
+// addressFile makes the errors of f, a file the namespace opened (maybe at a
+// path some link on p led to), name p, as its OpenFile(p) does.
+func addressFile(f File, p Path) File {
+	switch nf := f.(type) {
+	case *nsFile:
+		nf.path = p.String()
+	case nsTypedFile:
+		nf.path = p.String()
+	}
+	return f
 }
 
 // nsTypedFile is an nsFile over a TypedFile.

@@ -103,7 +103,7 @@ func (n *Namespace) resolveStatSlow(ctx context.Context, p Path, follow bool) (L
 
 // ResolveOpen is Resolve, a decision and an open for reading, in one lookup where
 // the mount's backend offers one (see OpenResolver). decide sees the namespace
-// location.
+// location. The file is the one OpenFile would return: its errors name p.
 func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
 	t := n.table()
 	l := t.locate(p)
@@ -113,6 +113,9 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 				f, _, err := ResolveOpen(ctx, l.m.b, rel, decide)
 				return f, err
 			})
+			if done && err == nil {
+				return wrapFile(f, p, &l), at, nil
+			}
 			if done {
 				return f, at, err
 			}
@@ -120,7 +123,8 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 	}
 	loc, err := n.Resolve(ctx, p, true)
 	return decideThen(loc, err, decide, func(q Path) (File, error) {
-		return n.OpenFile(ctx, q, os.O_RDONLY, 0)
+		f, err := n.OpenFile(ctx, q, os.O_RDONLY, 0)
+		return addressFile(f, p), err
 	}, func(err error) error { return readdress("open", p, err) })
 }
 

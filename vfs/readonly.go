@@ -133,10 +133,15 @@ func (r *readOnlyBackend) Resolve(ctx context.Context, p Path, follow bool) (Loc
 	return r.b.Resolve(ctx, p, follow)
 }
 
-// ResolveOpen forwards to the wrapped backend (see vfs.ResolveOpen): it only
-// reads.
+// ResolveOpen forwards to the wrapped backend (see vfs.ResolveOpen), which only
+// reads, and returns the file OpenFile would: writes to it fail with read_only,
+// naming p.
 func (r *readOnlyBackend) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
-	return ResolveOpen(ctx, r.b, p, decide)
+	f, loc, err := ResolveOpen(ctx, r.b, p, decide)
+	if err != nil {
+		return nil, loc, err
+	}
+	return readOnly(f, p), loc, nil
 }
 
 // ResolveStat forwards to the wrapped backend (see vfs.ResolveStat).
