@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-
 	"github.com/capfs/capfs/backends/sqlite"
 	"github.com/capfs/capfs/vfs"
 )
