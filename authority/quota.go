@@ -114,7 +114,7 @@ func (f *quotaFS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 		return nil, err
 	}
 	f.q.charge("open", p, -old)
-	return &quotaFile{File: h, q: f.q, p: p, appending: flag&os.O_APPEND != 0}, nil
+	return newQuotaFile(h, f.q, p, flag&os.O_APPEND != 0), nil
 }
 
 // Remove gives back what p held.
@@ -183,13 +183,34 @@ func (f *quotaFS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	return wrapQuota(b, f.q), nil
 }
 
-// quotaFile charges a writable file's growth.
+// quotaFile charges a writable file's growth. It keeps the optional File
+// interfaces (vfs.OptionalFiles): OpenStater forwards, TypedFile is there
+// only over a TypedFile (quotaTypedFile).
 type quotaFile struct {
 	vfs.File
 	q         *quotaAccount
 	p         vfs.Path
 	appending bool
 }
+
+// newQuotaFile wraps h, opened at p for writing, charging q: a quotaTypedFile
+// when h is a vfs.TypedFile.
+func newQuotaFile(h vfs.File, q *quotaAccount, p vfs.Path, appending bool) vfs.File {
+	qf := &quotaFile{File: h, q: q, p: p, appending: appending}
+	if _, ok := h.(vfs.TypedFile); ok {
+		return quotaTypedFile{qf}
+	}
+	return qf
+}
+
+// quotaTypedFile is a quotaFile over a vfs.TypedFile.
+type quotaTypedFile struct{ *quotaFile }
+
+// Type forwards to the wrapped File (see vfs.TypedFile).
+func (h quotaTypedFile) Type() fs.FileMode { return h.File.(vfs.TypedFile).Type() }
+
+// OpenStat forwards to the wrapped File (see vfs.OpenStater).
+func (h *quotaFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(h.File) }
 
 // grow charges for bytes written at off (or at the end when appending) and
 // returns the charge, which the caller refunds for what was not written.

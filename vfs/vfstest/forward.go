@@ -2,6 +2,7 @@ package vfstest
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"reflect"
@@ -154,7 +155,10 @@ func checkLevel(t testing.TB, ctx context.Context, level string, w vfs.Backend, 
 }
 
 // checkFiles checks the optional File interfaces (vfs.OptionalFiles) of file
-// opened through w, by OpenFile and, where w has it, ResolveOpen.
+// opened through w: by OpenFile for reading, by OpenFile for writing unless w
+// is read-only (a wrapper may wrap writable files apart: a quota's), and,
+// where w has it, by ResolveOpen, whose file must also refuse a write as
+// OpenFile's read-only file does (same code, same path).
 func checkFiles(t testing.TB, ctx context.Context, level string, w vfs.Backend, pr *Probe, f Forwarding, file vfs.Path) {
 	t.Helper()
 	h, err := w.OpenFile(ctx, file, os.O_RDONLY, 0)
@@ -162,15 +166,36 @@ func checkFiles(t testing.TB, ctx context.Context, level string, w vfs.Backend, 
 		t.Errorf("%s %T: OpenFile(%s): %v", level, w, file, err)
 		return
 	}
+	_, werr := h.Write([]byte("x"))
 	checkFile(t, level+" OpenFile", h, pr, f)
+	if !w.Features().ReadOnly {
+		h, err := w.OpenFile(ctx, file, os.O_RDWR, 0)
+		if err != nil {
+			t.Errorf("%s %T: OpenFile(%s, O_RDWR): %v", level, w, file, err)
+			return
+		}
+		checkFile(t, level+" OpenFile O_RDWR", h, pr, f)
+	}
 	if r, ok := w.(vfs.OpenResolver); ok {
 		h, _, err := r.ResolveOpen(ctx, file, func(vfs.Location) error { return nil })
 		if err != nil {
 			t.Errorf("%s %T: ResolveOpen(%s): %v", level, w, file, err)
 			return
 		}
+		if _, err := h.Write([]byte("x")); !sameRefusal(err, werr) {
+			t.Errorf("%s %T: a write to ResolveOpen's file %T answered %v, to OpenFile's %v", level, w, h, err, werr)
+		}
 		checkFile(t, level+" ResolveOpen", h, pr, f)
 	}
+}
+
+// sameRefusal reports that a and b are both errors with the same code and path.
+func sameRefusal(a, b error) bool {
+	var ea, eb *vfs.Error
+	if !errors.As(a, &ea) || !errors.As(b, &eb) {
+		return a != nil && b != nil && vfs.CodeOf(a) == vfs.CodeOf(b)
+	}
+	return ea.Code == eb.Code && ea.Path == eb.Path
 }
 
 // checkFile checks h's optional File interfaces and closes it.
