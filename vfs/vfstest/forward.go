@@ -31,6 +31,9 @@ type Forwarding struct {
 	// Sub, if not nil, is how the wrapper's Subs treat them, where it differs
 	// (a Namespace's Sub into a mount is the mount's Sub).
 	Sub *Forwarding
+	// NoSub, if set, is why the wrapper serves no Sub (a copy-on-write layer
+	// is served whole): the check then skips the Sub level.
+	NoSub string
 }
 
 // CheckForwards checks that wrap hides none of the optional interfaces of
@@ -64,6 +67,9 @@ func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Ba
 	w := wrap(pr)
 	checkLevel(t, ctx, "wrapped", w, pr, f, vfs.MustParse("d"), vfs.MustParse("d/f"))
 	checkFiles(t, ctx, "wrapped", w, pr, f, vfs.MustParse("d/f"))
+	if f.NoSub != "" {
+		return
+	}
 	s, err := w.Sub(ctx, vfs.MustParse("d"))
 	if err != nil {
 		t.Fatalf("Sub(d) of the wrapped probe: %v", err)
@@ -75,21 +81,38 @@ func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Ba
 	checkFiles(t, ctx, "its Sub", s, pr, f, vfs.MustParse("f"))
 }
 
-// CheckClaims checks that every optional interface wrap(base) claims works
-// although base implements none: no call answers not_supported unless the
-// interface's contract allows it. Run it over a backend without optional
-// interfaces, to catch a wrapper that claims what only its inner backend can do.
+// CheckClaims checks that every optional interface wrap(base) and its Sub of a
+// directory claim works although base implements none: no call answers
+// not_supported unless the interface's contract allows it. Run it over a
+// backend without optional interfaces, to catch a wrapper that claims what
+// only its inner backend can do. A wrapper whose Sub answers not_supported has
+// only its own claims checked.
 func CheckClaims(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend) {
 	t.Helper()
 	ctx := context.Background()
 	seedProbe(t, ctx, base)
 	w := wrap(plain{base})
+	checkClaims(t, ctx, "wrapped", w, vfs.MustParse("d"), vfs.MustParse("d/f"))
+	s, err := w.Sub(ctx, vfs.MustParse("d"))
+	switch {
+	case vfs.CodeOf(err) == vfs.CodeNotSupported:
+	case err != nil:
+		t.Errorf("Sub(d) of %T: %v", w, err)
+	default:
+		checkClaims(t, ctx, "its Sub", s, vfs.Root, vfs.MustParse("f"))
+	}
+}
+
+// checkClaims calls every optional interface w claims on dir or file and
+// fails on a not_supported its contract does not allow.
+func checkClaims(t testing.TB, ctx context.Context, level string, w vfs.Backend, dir, file vfs.Path) {
+	t.Helper()
 	for _, o := range vfs.Optionals() {
 		if !reflect.TypeOf(w).Implements(o.Type) || o.Unsupported {
 			continue
 		}
-		if err := optionalCalls[o.Name](ctx, w, vfs.MustParse("d"), vfs.MustParse("d/f")); vfs.CodeOf(err) == vfs.CodeNotSupported {
-			t.Errorf("%T claims vfs.%s over a backend without it but answers %v", w, o.Name, err)
+		if err := optionalCalls[o.Name](ctx, w, dir, file); vfs.CodeOf(err) == vfs.CodeNotSupported {
+			t.Errorf("%s %T claims vfs.%s over a backend without it but answers %v", level, w, o.Name, err)
 		}
 	}
 }
@@ -168,14 +191,6 @@ func checkFiles(t testing.TB, ctx context.Context, level string, w vfs.Backend, 
 	}
 	_, werr := h.Write([]byte("x"))
 	checkFile(t, level+" OpenFile", h, pr, f)
-	if !w.Features().ReadOnly {
-		h, err := w.OpenFile(ctx, file, os.O_RDWR, 0)
-		if err != nil {
-			t.Errorf("%s %T: OpenFile(%s, O_RDWR): %v", level, w, file, err)
-			return
-		}
-		checkFile(t, level+" OpenFile O_RDWR", h, pr, f)
-	}
 	if r, ok := w.(vfs.OpenResolver); ok {
 		h, _, err := r.ResolveOpen(ctx, file, func(vfs.Location) error { return nil })
 		if err != nil {
@@ -186,6 +201,14 @@ func checkFiles(t testing.TB, ctx context.Context, level string, w vfs.Backend, 
 			t.Errorf("%s %T: a write to ResolveOpen's file %T answered %v, to OpenFile's %v", level, w, h, err, werr)
 		}
 		checkFile(t, level+" ResolveOpen", h, pr, f)
+	}
+	if !w.Features().ReadOnly {
+		h, err := w.OpenFile(ctx, file, os.O_RDWR, 0)
+		if err != nil {
+			t.Errorf("%s %T: OpenFile(%s, O_RDWR): %v", level, w, file, err)
+			return
+		}
+		checkFile(t, level+" OpenFile O_RDWR", h, pr, f)
 	}
 }
 
