@@ -328,3 +328,13 @@ func sandboxHint() string {
 	}
 	return "bubblewrap is installed but cannot create its namespaces here: allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) " + unsandboxed
 }
+
+// errMessage is an error's message and code without the operation (the path is
+// printed by the caller): "no such file or directory (not_found)".
+func errMessage(err error) string {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return messageOf(ve) + " (" + string(ve.Code) + ")"
+	}
+	return err.Error()
+}
