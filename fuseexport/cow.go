@@ -386,12 +386,27 @@ func (f ovFile) Stat() (vfs.Info, error) {
 	return ownerless(info), err
 }
 
+// OpenStat is the upper file's status at its open, as Stat reports it (see
+// vfs.OpenStater).
+func (f ovFile) OpenStat() (vfs.Info, bool) {
+	info, ok := vfs.OpenStat(f.File)
+	info.ID = upperID(info.ID)
+	return ownerless(info), ok
+}
+
 // lowerFile is a lower file whose Stat reports no owner, as Lstat does.
 type lowerFile struct{ vfs.File }
 
 func (f lowerFile) Stat() (vfs.Info, error) {
 	info, err := f.File.Stat()
 	return ownerless(info), err
+}
+
+// OpenStat is the lower file's status at its open, as Stat reports it (see
+// vfs.OpenStater).
+func (f lowerFile) OpenStat() (vfs.Info, bool) {
+	info, ok := vfs.OpenStat(f.File)
+	return ownerless(info), ok
 }
 
 // typedFile is a layer's file (ovFile, lowerFile) over a vfs.TypedFile: it
@@ -403,6 +418,9 @@ type typedFile struct {
 }
 
 func (f typedFile) Type() fs.FileMode { return f.typ }
+
+// OpenStat forwards to the wrapped layer's file (see vfs.OpenStater).
+func (f typedFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(f.File) }
 
 // HostFd forwards to the wrapped layer's file (an upper file answers, a
 // lower one never does).
