@@ -9,8 +9,9 @@ import (
 	"github.com/capfs/capfs/backends/cas/remote"
 )
 
-// This file is the only one of the command that imports package remote (and
-// with it gRPC): the library packages capfs, vfs and dir never do.
+// This file, cmd_cas_push.go and cmd_cas_pull.go are the only ones of the
+// command that import package remote (and with it gRPC): the library packages
+// capfs, vfs and dir never do.
 
 type casRemoteOptions struct {
 	remote   string

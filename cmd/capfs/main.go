@@ -8,7 +8,7 @@
 // Run `capfs help` for the model, the mount syntax, the configuration format and the
 // exit codes; `capfs help <command>` for each subcommand.
 //
-// Adding a subcommand takes one file holding a constructor
+// Adding a subcommand takes one file, cmd_x.go, holding a constructor
 // `func newXCmd(o *globalOptions) *cobra.Command` whose RunE calls o.open to get the
 // session (namespace, root Dir, policy, audit sink), and one AddCommand line in
 // newRootCmd.
