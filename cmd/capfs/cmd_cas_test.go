@@ -14,7 +14,7 @@ import (
 )
 
 // runCAS runs a capfs command line in process, with the cas command added to the
-// root (cas_cmd.go), and returns stdout, stderr and the exit code.
+// root (cmd_cas.go), and returns stdout, stderr and the exit code.
 func runCAS(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	o := &globalOptions{}

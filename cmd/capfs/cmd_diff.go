@@ -130,7 +130,7 @@ func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOption
 		flt = &diffFilter{s: s, ctx: ctx, a: da.Backend(), b: db.Backend(), pa: pa, pb: pb,
 			dotGit: do.dotGit, noIgnore: do.noIgnore, cache: map[string][]gitignore.Pattern{}}
 		// A work tree against a git revision: git's stat cache spares reading
-		// the files it shows unchanged (cli_gitindex.go).
+		// the files it shows unchanged (gitindex.go).
 		if mb, rest, ok := s.mountAt(pb); ok && mb.Kind == kindPhysical && !do.noIndex {
 			if ma, _, ok := s.mountAt(pa); ok && ma.Kind == kindGit {
 				flt.hints = loadIndexHints(filepath.Join(mb.Host, filepath.FromSlash(rest.String())))

@@ -42,7 +42,7 @@ type globalOptions struct {
 	auditMaxFiles int
 	auditMaxTotal string
 	auditLevel    string
-	// allowSecret and allowFixtures let secret-pattern paths through (cli_policy.go).
+	// allowSecret and allowFixtures let secret-pattern paths through (policy.go).
 	allowSecret   []string
 	allowFixtures bool
 }
