@@ -631,7 +631,7 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 			if err != nil {
 				return nil, readdress("open", p, err)
 			}
-			return addressFile(f, p), nil
+			return addressFile(f, p, r), nil
 		}
 		if err != nil {
 			if flag&os.O_CREATE != 0 && l.kind == kindInMount {
@@ -982,22 +982,32 @@ func wrapFile(f File, p Path, l *loc) File {
 	if l.kind == kindMountPoint {
 		nf.name = p.Base()
 	}
-	if _, ok := f.(TypedFile); ok {
-		return nsTypedFile{nf}
-	}
-	return nf
+	return wrapAt(f, nf)
 }
 
-// addressFile makes the errors of f, a file the namespace opened (maybe at a
-// path some link on p led to), name p, as its OpenFile(p) does.
-func addressFile(f File, p Path) File {
+// addressFile makes the errors of f, a file the namespace opened at q (a path
+// some link on p led to), name p, as its OpenFile(p) does.
+func addressFile(f File, p, q Path) File {
 	switch nf := f.(type) {
+	case nil:
 	case *nsFile:
 		nf.path = p.String()
 	case nsTypedFile:
 		nf.path = p.String()
+	default:
+		if q.String() != p.String() {
+			return wrapAt(f, &nsFile{f: f, path: p.String()})
+		}
 	}
 	return f
+}
+
+// wrapAt is nf, the nsFile over f, kept a TypedFile when f is one.
+func wrapAt(f File, nf *nsFile) File {
+	if _, ok := f.(TypedFile); ok {
+		return nsTypedFile{nf}
+	}
+	return nf
 }
 
 // nsTypedFile is an nsFile over a TypedFile.

@@ -124,7 +124,7 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 	loc, err := n.Resolve(ctx, p, true)
 	return decideThen(loc, err, decide, func(q Path) (File, error) {
 		f, err := n.OpenFile(ctx, q, os.O_RDONLY, 0)
-		return addressFile(f, p), err
+		return addressFile(f, p, q), err
 	}, func(err error) error { return readdress("open", p, err) })
 }
 

@@ -29,6 +29,8 @@ func TestReadOnlyResolveOpenFileRefusesWrites(t *testing.T) {
 	ns := vfs.NewNamespace()
 	nsMust(t, ns.Mount(nsP("m"), roFixture(t), vfs.MountOptions{ReadOnly: true}))
 	nsMust(t, ns.Mount(nsP("w"), roFixture(t), vfs.MountOptions{}))
+	root := vfs.NewNamespace()
+	nsMust(t, root.Mount(vfs.Root, roFixture(t), vfs.MountOptions{}))
 	cases := []struct {
 		name string
 		b    vfs.Backend
@@ -40,6 +42,7 @@ func TestReadOnlyResolveOpenFileRefusesWrites(t *testing.T) {
 		{"Namespace, read-only mount", ns, "m/d/f", vfs.CodeReadOnly},
 		{"Namespace, read-only mount, through a link", ns, "m/l", vfs.CodeReadOnly},
 		{"Namespace, writable mount without OpenResolver, through a link", ns, "w/l", vfs.CodePermission},
+		{"Namespace, root mount without OpenResolver, through a link", root, "l", vfs.CodePermission},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
