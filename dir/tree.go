@@ -193,26 +193,8 @@ func (s *scope) walk(ctx context.Context, c *call, name string, p vfs.Path, de f
 // and audited once; each entry is decided as Walk decides it, then as a status
 // (policy.OpStat) of the entry itself.
 func (d *Dir) ReadDirVisible(ctx context.Context, path string) ([]fs.DirEntry, error) {
-	var out []fs.DirEntry
-	c := &call{op: policy.OpList, method: "ReadDirVisible", path: path, emptyIsDot: true}
-	err := d.do(ctx, c, func(ctx context.Context) error {
-		ents, err := d.s.b.ReadDir(ctx, c.rp)
-		if err != nil {
-			return err
-		}
-		p := c.rp.WithoutDirMark()
-		out = make([]fs.DirEntry, 0, len(ents))
-		for _, e := range ents {
-			if child, ok := d.s.listed(ctx, c, p, e.Name, true); ok {
-				out = append(out, d.s.entry(d.s.b, child, e))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	keep := func(child vfs.Path, e vfs.DirEntry) fs.DirEntry { return d.s.entry(d.s.b, child, e) }
+	return visible(ctx, d, path, vfs.ReadDir, func(e vfs.DirEntry) string { return e.Name }, keep)
 }
 
 // ReadDirVisibleInfo is ReadDirVisible with each entry's status, as an Lstat
@@ -222,18 +204,26 @@ func (d *Dir) ReadDirVisible(ctx context.Context, path string) ([]fs.DirEntry, e
 // entry. It is decided and audited as ReadDirVisible. An entry whose status
 // the backend could not read carries that error in Err.
 func (d *Dir) ReadDirVisibleInfo(ctx context.Context, path string) ([]vfs.DirInfo, error) {
-	var out []vfs.DirInfo
+	keep := func(_ vfs.Path, e vfs.DirInfo) vfs.DirInfo { return e }
+	return visible(ctx, d, path, vfs.ReadDirInfo, func(e vfs.DirInfo) string { return e.Name }, keep)
+}
+
+// visible is ReadDirVisible's one call: directory path listed with list,
+// each entry kept (through keep) when the listing shows it (scope.listed,
+// with the status decision).
+func visible[E, T any](ctx context.Context, d *Dir, path string, list func(context.Context, vfs.Backend, vfs.Path) ([]E, error), name func(E) string, keep func(vfs.Path, E) T) ([]T, error) {
+	var out []T
 	c := &call{op: policy.OpList, method: "ReadDirVisible", path: path, emptyIsDot: true}
 	err := d.do(ctx, c, func(ctx context.Context) error {
-		infos, err := vfs.ReadDirInfo(ctx, d.s.b, c.rp)
+		ents, err := list(ctx, d.s.b, c.rp)
 		if err != nil {
 			return err
 		}
 		p := c.rp.WithoutDirMark()
-		out = infos[:0]
-		for _, e := range infos {
-			if _, ok := d.s.listed(ctx, c, p, e.Name, true); ok {
-				out = append(out, e)
+		out = make([]T, 0, len(ents))
+		for _, e := range ents {
+			if child, ok := d.s.listed(ctx, c, p, name(e), true); ok {
+				out = append(out, keep(child, e))
 			}
 		}
 		return nil

@@ -245,7 +245,7 @@ func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
 
 // ReadDir merges the upper's entries with the lower's visible ones.
 func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	return mergeLayers(ctx, o, p, readDir, func(e vfs.DirEntry) string { return e.Name }, nil, nil)
+	return mergeLayers(ctx, o, p, vfs.ReadDir, func(e vfs.DirEntry) string { return e.Name }, nil, nil)
 }
 
 // ReadDirInfo is ReadDir with each entry's status as Lstat reports it (see
@@ -1102,8 +1102,3 @@ var _ vfs.Backend = (*Overlay)(nil)
 // overlay's private directory, so its files are the ones a mount may hand
 // to the kernel (Options.Passthrough). A lower file never answers.
 func (f ovFile) HostFd(t hostfd.Token) (int, bool) { return hostfd.Of(f.File) }
-
-// readDir is b's ReadDir, in vfs.ReadDirInfo's shape.
-func readDir(ctx context.Context, b vfs.Backend, p vfs.Path) ([]vfs.DirEntry, error) {
-	return b.ReadDir(ctx, p)
-}

@@ -171,15 +171,18 @@ func (s *Server) openDirect(in *gofs.Inode) bool {
 
 // attrTTL is how long the kernel trusts attributes the mount gives it: 0
 // with caching off.
-func (s *Server) attrTTL() time.Duration {
-	switch t := s.opts.AttrTimeout; {
-	case t < 0:
-		return 0
-	case t == 0:
+func (s *Server) attrTTL() time.Duration { return cacheTime(s.opts.AttrTimeout) }
+
+// cacheTime is the time the kernel is told it may cache for, given an
+// Options timeout: zero means the default (one second), negative none.
+func cacheTime(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
 		return time.Second
-	default:
-		return t
+	case d < 0:
+		return 0
 	}
+	return d
 }
 
 // changed counts a request that may have changed an entry (see above).

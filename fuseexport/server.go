@@ -237,12 +237,7 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 	rootIno := s.ino(vfs.Path{}, info)
 
 	timeout := func(d time.Duration) *time.Duration {
-		switch {
-		case d == 0:
-			d = time.Second
-		case d < 0:
-			d = 0
-		}
+		d = cacheTime(d)
 		return &d
 	}
 	readOnly := d.IsReadOnly()

@@ -40,6 +40,10 @@ func ReadDirInfo(ctx context.Context, b Backend, p Path) ([]DirInfo, error) {
 	return readDirInfoEach(ctx, b, p)
 }
 
+// ReadDir is b.ReadDir(ctx, p), in ReadDirInfo's shape, for code that lists
+// with either.
+func ReadDir(ctx context.Context, b Backend, p Path) ([]DirEntry, error) { return b.ReadDir(ctx, p) }
+
 // readDirInfoEach is ReadDirInfo as ReadDir and an Lstat per entry.
 func readDirInfoEach(ctx context.Context, b Backend, p Path) ([]DirInfo, error) {
 	ents, err := b.ReadDir(ctx, p)

@@ -305,7 +305,7 @@ func (h hidingLower) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (
 }
 
 func (h hidingLower) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	return hideEntries(ctx, h, p, func(ctx context.Context, b vfs.Backend, p vfs.Path) ([]vfs.DirEntry, error) { return b.ReadDir(ctx, p) }, func(e vfs.DirEntry) string { return e.Name })
+	return hideEntries(ctx, h, p, vfs.ReadDir, func(e vfs.DirEntry) string { return e.Name })
 }
 
 // ReadDirInfo is ReadDir with each entry's status, read in one pass where the
