@@ -35,7 +35,7 @@ func (r *resolveCounter) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.Dir
 // fastOverlay is an Overlay over a work Dir (default policy) of a physical
 // tree with a symlink l -> d, and changes in the upper: d/f rewritten, d/sub/g
 // removed, new/n created.
-func fastOverlay(t *testing.T) (*Overlay, *resolveCounter) {
+func fastOverlay(t *testing.T, opts ...physical.Option) (*Overlay, *resolveCounter) {
 	t.Helper()
 	trustStat(t)
 	root := t.TempDir()
@@ -50,7 +50,7 @@ func fastOverlay(t *testing.T) (*Overlay, *resolveCounter) {
 	if err := os.Symlink("d", filepath.Join(root, "l")); err != nil {
 		t.Fatal(err)
 	}
-	pb, err := physical.New(root)
+	pb, err := physical.New(root, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,16 @@ func fastOverlay(t *testing.T) (*Overlay, *resolveCounter) {
 // is gone): the one-call answer is refused where the lower's resolution
 // followed a link.
 func TestOverlayResolveOneCall(t *testing.T) {
-	ov, lower := fastOverlay(t)
+	for _, r := range []struct {
+		name string
+		opts []physical.Option
+	}{{"openat2", nil}, {"portable", []physical.Option{physical.WithResolver(physical.ResolverPortable)}}} {
+		t.Run(r.name, func(t *testing.T) { testOverlayResolveOneCall(t, r.opts...) })
+	}
+}
+
+func testOverlayResolveOneCall(t *testing.T, opts ...physical.Option) {
+	ov, lower := fastOverlay(t, opts...)
 	paths := []string{"top/x", "top/deep/y", "top/deep", "top/missing", "missing/x", "d/f", "l/f", "l/sub/g", "l/sub/h", "l", "d/sub/g", "new/n", "top/x/under"}
 	for _, s := range paths {
 		for _, follow := range []bool{false, true} {
