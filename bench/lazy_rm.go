@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/fuseexport"
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // LazyRmFixture is what LazyRmTable runs on: a capfs binary (built from this
@@ -149,8 +151,10 @@ func (fx *LazyRmFixture) rmRound(dir string, argv ...string) (cmd, wall time.Dur
 // node_modules. For each: rm's own time (measured in the sandbox by the same
 // shell), and the whole command's wall time (capfs: session, mount or
 // checkout, sandbox, review). With fx.Before, a fourth row times the earlier
-// build's lazy run in the same rounds. The target is the lazy rm within 1.5×
-// of plain.
+// build's lazy run in the same rounds. Two last rows time rm on a copy served
+// through go-fuse's pass-through loopback (see loopback), with and without
+// default_permissions: what FUSE itself costs, beside what the lazy layer
+// adds. The target is the lazy rm within 1.5× of plain.
 func LazyRmTable(out, progress io.Writer, fx *LazyRmFixture, count int) error {
 	time.Sleep(1100 * time.Millisecond) // older than the layer's racy window
 	sh := []string{"sh", "-c", rmScript}
@@ -169,6 +173,14 @@ func LazyRmTable(out, progress io.Writer, fx *LazyRmFixture, count int) error {
 			argv []string
 		}{"capfs run (lazy) -- rm -rf, earlier build", append([]string{fx.Before, "run", "--sync", "never", "--"}, sh...)})
 	}
+	loops := len(modes)
+	modes = append(modes, struct {
+		name string
+		argv []string
+	}{"go-fuse loopback, default_permissions (the floor of a FUSE layer)", sh}, struct {
+		name string
+		argv []string
+	}{"go-fuse loopback, no default_permissions", sh})
 	cmds := make([][]time.Duration, len(modes))
 	walls := make([][]time.Duration, len(modes))
 	copyDirs := []string{filepath.Join(fx.root, "copy"), filepath.Join("/dev/shm", filepath.Base(fx.root)+"-copy")}
@@ -186,11 +198,21 @@ func LazyRmTable(out, progress io.Writer, fx *LazyRmFixture, count int) error {
 
 				dir = copyDir
 			}
+			var unmount func()
+			if i >= loops {
+				var err error
+				if dir, unmount, err = fx.loopback(i == loops); err != nil {
+					return err
+				}
+			}
 			cmd, wall, err := fx.rmRound(dir, m.argv...)
+			if unmount != nil {
+				unmount()
+			}
 			if err != nil {
 				return err
 			}
-			if i >= len(copyDirs) {
+			if i >= len(copyDirs) && i < loops {
 				if _, err := os.Stat(filepath.Join(fx.Project, "node_modules", "pkg0", "package.json")); err != nil {
 					return fmt.Errorf("%s changed the host project: %v", m.name, err)
 				}
@@ -216,4 +238,38 @@ func LazyRmTable(out, progress io.Writer, fx *LazyRmFixture, count int) error {
 			fmtNs(float64(cm)), float64(cm)/float64(c0m), float64(cm)/float64(t0m), fmtNs(float64(w)), float64(w)/float64(w0))
 	}
 	return nil
+}
+
+// loopback copies the project beside it and serves the copy through
+// go-fuse's pass-through file system (no overlay, no policy, no audit: each
+// request is one system call on the copy), mounted as the lazy layer is
+// (nosuid, nodev, READDIRPLUS, 1 s entry and attribute timeouts), with or
+// without the kernel's permission checks (default_permissions). It returns
+// the mount point and how to unmount it. Its rm is the floor any FUSE layer
+// pays on this kernel: the requests themselves.
+func (fx *LazyRmFixture) loopback(perms bool) (string, func(), error) {
+	src, mp := filepath.Join(fx.root, "loop-src"), filepath.Join(fx.root, "loop-mnt")
+	os.RemoveAll(src)
+	if b, err := exec.Command("cp", "-a", fx.Project, src).CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("cp: %v: %s", err, b)
+	}
+	_ = exec.Command("sync").Run()
+	if err := os.MkdirAll(mp, 0o755); err != nil {
+		return "", nil, err
+	}
+	root, err := gofs.NewLoopbackRoot(src)
+	if err != nil {
+		return "", nil, err
+	}
+	opts := []string{"nosuid", "nodev"}
+	if perms {
+		opts = append(opts, "default_permissions")
+	}
+	sec := time.Second
+	srv, err := gofs.Mount(mp, root, &gofs.Options{EntryTimeout: &sec, AttrTimeout: &sec, NegativeTimeout: &sec,
+		MountOptions: fuse.MountOptions{DirectMount: os.Geteuid() == 0, Options: opts, ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO}})
+	if err != nil {
+		return "", nil, fmt.Errorf("go-fuse loopback: %v", err)
+	}
+	return mp, func() { _ = srv.Unmount() }, nil
 }
