@@ -138,30 +138,17 @@ func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *Syn
 			continue
 		}
 		hook("op")
-		err := a.do(ctx, s, o.ph)
-		if err != nil {
+		if err := a.do(ctx, s, o.ph); err != nil {
 			if first == nil {
 				first = vfs.Readdress(err, "syncback", s.c.Path, "")
 			}
-			if isConflict(err) {
-				s.state, s.code, s.reason = stConflict, vfs.CodeConflict, "not applied: "+messageOf(err)
-				s.conflict = true
-				block(a.plan)
-				if a.onReject == RejectAbort {
-					stopped = true
-				}
-				continue
-			}
-			s.state, s.code, s.reason = stFailed, vfs.CodeOf(err), messageOf(err)
-			stopped = true
+			stopped = a.fail(s, err) || stopped
 			continue
 		}
 		s.started = true
-		if a.j != nil {
-			if err := a.j.done(i); err != nil && first == nil {
-				first = err
-				stopped = true
-			}
+		if err := a.journalDone(i); err != nil && first == nil {
+			first = err
+			stopped = true
 		}
 		hook("done")
 		a.finish(s, rep)
@@ -170,6 +157,28 @@ func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *Syn
 		}
 	}
 	return first
+}
+
+// fail records s failed by err and reports whether the apply stops: a
+// conflict blocks the steps that depend on s and stops only under
+// RejectAbort; any other error stops it.
+func (a *applier) fail(s *step, err error) bool {
+	if !isConflict(err) {
+		s.state, s.code, s.reason = stFailed, vfs.CodeOf(err), messageOf(err)
+		return true
+	}
+	s.state, s.code, s.reason = stConflict, vfs.CodeConflict, "not applied: "+messageOf(err)
+	s.conflict = true
+	block(a.plan)
+	return a.onReject == RejectAbort
+}
+
+// journalDone records op i done in the journal, if there is one.
+func (a *applier) journalDone(i int) error {
+	if a.j == nil {
+		return nil
+	}
+	return a.j.done(i)
 }
 
 // finish counts one op of s done, and records s applied after its last.
@@ -226,71 +235,102 @@ func (a *applier) where(ctx context.Context, s *step, ph phase) (where, fs.FileI
 	if a.fast && s.seenSet && sameSeen(fi, s.seen) {
 		return atBase, fi, nil // as validation saw it
 	}
-	yes := func(ok bool, err error) bool { return err == nil && ok }
+	w := elsewhere
 	switch ph {
 	case phRemove:
-		if fi == nil {
-			return atNew, nil, nil
-		}
-		if s.force {
-			return atBase, fi, nil
-		}
-		ok, err := a.isOld(ctx, s, fi)
-		if err != nil {
-			return elsewhere, fi, err
-		}
-		if ok {
-			return atBase, fi, nil
-		}
-		if s.c.Kind == TypeChanged && yes(a.isNew(ctx, s, fi)) {
-			return atNew, fi, nil
-		}
+		w, err = a.whereRemove(ctx, s, fi)
 	case phReplace:
-		if fi == nil {
-			return atBase, nil, nil // removed before a crash: create
-		}
-		ok, err := a.isNew(ctx, s, fi)
-		if err != nil {
-			return elsewhere, fi, err
-		}
-		if ok {
-			return atNew, fi, nil
-		}
-		if s.force || yes(a.isOld(ctx, s, fi)) {
-			return atBase, fi, nil
-		}
+		w, err = a.whereReplace(ctx, s, fi)
 	case phCreate:
-		if fi == nil {
-			if s.c.Kind == Added || s.c.Kind == TypeChanged || s.force {
-				return atBase, nil, nil
-			}
-			return elsewhere, nil, nil
-		}
-		ok, err := a.isNew(ctx, s, fi)
-		if err != nil {
-			return elsewhere, fi, err
-		}
-		if ok {
-			return atNew, fi, nil
-		}
-		if s.force {
-			return atBase, fi, nil
-		}
-		if s.c.Kind == Modified && yes(a.isOld(ctx, s, fi)) {
-			return atBase, fi, nil
-		}
+		w, err = a.whereCreate(ctx, s, fi)
 	case phMeta:
-		// Keeping ours, a change of mode or time applies to whatever file
-		// the source has there (the sandbox did not change the contents).
-		if fi != nil && ((s.force && fi.Mode().IsRegular()) || yes(a.isNew(ctx, s, fi))) {
-			return atBase, fi, nil
-		}
+		w = a.whereMeta(ctx, s, fi)
 	case phDirMode:
 		if fi != nil && fi.IsDir() {
-			return atBase, fi, nil
+			w = atBase
 		}
 	}
-	return elsewhere, fi, nil
+	return w, fi, err
+}
+
+// holds reports whether a comparison answered yes without an error.
+func holds(ok bool, err error) bool { return err == nil && ok }
+
+// whereRemove places fi (nil: nothing) for a removal: nothing is as the
+// step leaves it; the manifest's entry, or anything when forced, is its
+// base; a type change's new entry is as it leaves it.
+func (a *applier) whereRemove(ctx context.Context, s *step, fi fs.FileInfo) (where, error) {
+	if fi == nil {
+		return atNew, nil
+	}
+	if s.force {
+		return atBase, nil
+	}
+	ok, err := a.isOld(ctx, s, fi)
+	if err != nil {
+		return elsewhere, err
+	}
+	if ok {
+		return atBase, nil
+	}
+	if s.c.Kind == TypeChanged && holds(a.isNew(ctx, s, fi)) {
+		return atNew, nil
+	}
+	return elsewhere, nil
+}
+
+// whereReplace places fi (nil: nothing) for a type change's replacement:
+// nothing (removed before a crash) is the base to create on; the new entry
+// is as the step leaves it; the old one, or anything when forced, the base.
+func (a *applier) whereReplace(ctx context.Context, s *step, fi fs.FileInfo) (where, error) {
+	if fi == nil {
+		return atBase, nil // removed before a crash: create
+	}
+	ok, err := a.isNew(ctx, s, fi)
+	if err != nil {
+		return elsewhere, err
+	}
+	if ok {
+		return atNew, nil
+	}
+	if s.force || holds(a.isOld(ctx, s, fi)) {
+		return atBase, nil
+	}
+	return elsewhere, nil
+}
+
+// whereCreate places fi (nil: nothing) for a creation or modification:
+// nothing is the base of an added or type-changed entry; the new entry is
+// as the step leaves it; a modified file's old contents, or anything when
+// forced, the base.
+func (a *applier) whereCreate(ctx context.Context, s *step, fi fs.FileInfo) (where, error) {
+	if fi == nil {
+		if s.c.Kind == Added || s.c.Kind == TypeChanged || s.force {
+			return atBase, nil
+		}
+		return elsewhere, nil
+	}
+	ok, err := a.isNew(ctx, s, fi)
+	if err != nil {
+		return elsewhere, err
+	}
+	if ok {
+		return atNew, nil
+	}
+	if s.force || (s.c.Kind == Modified && holds(a.isOld(ctx, s, fi))) {
+		return atBase, nil
+	}
+	return elsewhere, nil
+}
+
+// whereMeta places fi for a change of mode or time: keeping ours, it applies
+// to whatever file the source has there (the sandbox did not change the
+// contents); otherwise the entry must have the new contents.
+func (a *applier) whereMeta(ctx context.Context, s *step, fi fs.FileInfo) where {
+	if fi != nil && ((s.force && fi.Mode().IsRegular()) || holds(a.isNew(ctx, s, fi))) {
+		return atBase
+	}
+	return elsewhere
 }
 
 func sameSeen(fi fs.FileInfo, s *seenInfo) bool {
@@ -312,66 +352,83 @@ func (a *applier) do(ctx context.Context, s *step, ph phase) error {
 	if w == elsewhere {
 		return vfs.NewError(vfs.CodeConflict, "syncback", vfs.MustParse(s.c.Path), "changed in the source during the sync")
 	}
-	src := a.src
-	p := s.c.Path
-	n := s.c.New
 	switch ph {
 	case phRemove:
 		if w == atNew {
 			return nil
 		}
-		if s.force {
-			return src.RemoveAll(ctx, p)
-		}
-		return src.Remove(ctx, p)
+		return a.remove(ctx, s)
 	case phReplace, phCreate:
-		if w == atBase {
-			var data []byte
-			if n.IsRegular() {
-				if data, err = a.newData(p, n); err != nil {
-					return err
-				}
-			}
-			if ph == phReplace && fi != nil {
-				// The old entry of a type change (a directory's contents went
-				// first: they are deeper).
-				if s.force {
-					err = src.RemoveAll(ctx, p)
-				} else {
-					err = src.Remove(ctx, p)
-				}
-				if err != nil {
-					return err
-				}
-				fi = nil
-			}
-			if err := a.create(ctx, s, fi, data); err != nil {
-				return err
-			}
-		}
-		hook("mid")
-		if n.IsRegular() {
-			if s.chmod || s.force {
-				if err := src.Chmod(ctx, p, s.perm); err != nil {
-					return err
-				}
-			}
-			return src.Chtimes(ctx, p, time.Time{}, n.ModTime)
-		}
-		return nil
+		return a.write(ctx, s, ph, w, fi)
 	case phMeta:
-		if s.chmod {
-			if err := src.Chmod(ctx, p, s.perm); err != nil {
-				return err
-			}
-		}
-		hook("mid")
-		if s.setsTime() {
-			return src.Chtimes(ctx, p, time.Time{}, n.ModTime)
-		}
-		return nil
+		return a.meta(ctx, s)
 	case phDirMode:
-		return src.Chmod(ctx, p, s.perm)
+		return a.src.Chmod(ctx, s.c.Path, s.perm)
+	}
+	return nil
+}
+
+// remove removes the source's entry at s's path: with its contents when
+// keeping ours, else only if empty.
+func (a *applier) remove(ctx context.Context, s *step) error {
+	if s.force {
+		return a.src.RemoveAll(ctx, s.c.Path)
+	}
+	return a.src.Remove(ctx, s.c.Path)
+}
+
+// write makes s's new entry when the source has its base there (w), then
+// sets a new file's mode (when it changed or keeping ours) and time.
+func (a *applier) write(ctx context.Context, s *step, ph phase, w where, fi fs.FileInfo) error {
+	if w == atBase {
+		if err := a.put(ctx, s, ph, fi); err != nil {
+			return err
+		}
+	}
+	hook("mid")
+	n := s.c.New
+	if !n.IsRegular() {
+		return nil
+	}
+	if s.chmod || s.force {
+		if err := a.src.Chmod(ctx, s.c.Path, s.perm); err != nil {
+			return err
+		}
+	}
+	return a.src.Chtimes(ctx, s.c.Path, time.Time{}, n.ModTime)
+}
+
+// put reads a new file's contents, removes the old entry (fi) of a
+// replacement, then creates the new entry.
+func (a *applier) put(ctx context.Context, s *step, ph phase, fi fs.FileInfo) error {
+	var data []byte
+	if n := s.c.New; n.IsRegular() {
+		var err error
+		if data, err = a.newData(s.c.Path, n); err != nil {
+			return err
+		}
+	}
+	if ph == phReplace && fi != nil {
+		// The old entry of a type change (a directory's contents went
+		// first: they are deeper).
+		if err := a.remove(ctx, s); err != nil {
+			return err
+		}
+		fi = nil
+	}
+	return a.create(ctx, s, fi, data)
+}
+
+// meta applies a change of mode and time to the source's entry.
+func (a *applier) meta(ctx context.Context, s *step) error {
+	if s.chmod {
+		if err := a.src.Chmod(ctx, s.c.Path, s.perm); err != nil {
+			return err
+		}
+	}
+	hook("mid")
+	if s.setsTime() {
+		return a.src.Chtimes(ctx, s.c.Path, time.Time{}, s.c.New.ModTime)
 	}
 	return nil
 }

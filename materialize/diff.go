@@ -87,141 +87,213 @@ type limitHit struct {
 // entered. Negative limits are off.
 func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error) {
 	m := t.manifest
-	maxDepth := 0
-	if lim.MaxDepth >= 0 {
-		deepest := 0
-		for p := range m.Entries {
-			deepest = max(deepest, strings.Count(p, "/")+1)
-		}
-		maxDepth = max(lim.MaxDepth, deepest) + 1
-	}
-	var dirTimes []dirTime
-	if !t.rootTime.IsZero() {
-		var st unix.Stat_t
-		if unix.Fstat(t.rootFd, &st) == nil {
-			if now := time.Unix(0, st.Mtim.Nano()); !now.Equal(t.rootTime) {
-				dirTimes = append(dirTimes, dirTime{"", t.rootTime, now})
-			}
-		}
-	}
-	seen := make(map[string]bool, len(m.Entries))
-	var out []Change
-	var hit *limitHit
-	files, bytes := 0, int64(0)
-	errStop := errors.New("stop")
-	n := 0
-	err := walkHostParallel(t.rootFd, maxDepth, runtime.GOMAXPROCS(0), func(he *hostEntry) error {
-		if n++; n&255 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		typ, mode := typeOf(&he.st)
-		// ne and old stay on the stack; newChange copies them for a change.
-		ne := Entry{Type: typ, Mode: mode, ModTime: time.Unix(0, he.st.Mtim.Nano())}
-		old, had := m.Entries[he.rel]
-		var oldp *Entry
-		if had {
-			seen[he.rel] = true
-			oldp = &old
-		}
-		switch typ {
-		case 0:
-			ne.Size = he.st.Size
-			if had && old.IsRegular() {
-				if k, ok := m.stat[he.rel]; ok && !k.racy && sameKey(k, keyOf(&he.st)) {
-					ne.Digest = old.Digest
-				}
-			}
-			if ne.Digest == "" && lim.MaxBytes >= 0 && bytes+ne.Size > lim.MaxBytes {
-				// Over the limit whatever the contents: do not read them.
-				kind := Added
-				if had {
-					kind = Modified
-					if !old.IsRegular() {
-						kind = TypeChanged
-					}
-				}
-				if !had || !old.IsRegular() || old.Size != ne.Size {
-					c := newChange(kind, he.rel, oldp, &ne)
-					out = append(out, c)
-					hit = &limitHit{c, "more bytes to write than the limit of " + strconv.FormatInt(lim.MaxBytes, 10)}
-					return errStop
-				}
-			}
-			if ne.Digest == "" {
-				f, _, err := openRegularAt(he.dirfd, he.name, &he.st)
-				if err != nil {
-					return err
-				}
-				d, size, err := hashFile(f)
-				f.Close()
-				if err != nil {
-					return err
-				}
-				ne.Digest, ne.Size = d, size
-			}
-		case fs.ModeSymlink:
-			ne.Target = he.target
-			ne.Mode = 0
-		}
-		var c Change
-		switch {
-		case !had:
-			c = newChange(Added, he.rel, nil, &ne)
-		case old.Type != typ:
-			c = newChange(TypeChanged, he.rel, oldp, &ne)
-		case typ == 0 && (old.Size != ne.Size || old.Digest != ne.Digest):
-			c = newChange(Modified, he.rel, oldp, &ne)
-		case typ == fs.ModeSymlink && old.Target != ne.Target:
-			c = newChange(Modified, he.rel, oldp, &ne)
-		case typ != fs.ModeSymlink && old.Mode != mode:
-			c = newChange(ModeChanged, he.rel, oldp, &ne)
-		case typ == 0 && !old.ModTime.Equal(ne.ModTime) && !checkoutTime(m, he.rel, ne.ModTime):
-			c = newChange(Touched, he.rel, oldp, &ne)
-		default:
-			if typ == fs.ModeDir && !old.ModTime.Equal(ne.ModTime) {
-				dirTimes = append(dirTimes, dirTime{he.rel, old.ModTime, ne.ModTime})
-			}
-			return nil
-		}
-		out = append(out, c)
-		if c.Kind != ModeChanged && c.Kind != Touched {
-			files++
-			if typ == 0 {
-				bytes += ne.Size
-			}
-			switch {
-			case lim.MaxFiles >= 0 && files > lim.MaxFiles:
-				hit = &limitHit{c, "more entries to write than the limit of " + strconv.Itoa(lim.MaxFiles)}
-			case lim.MaxBytes >= 0 && bytes > lim.MaxBytes:
-				hit = &limitHit{c, "more bytes to write than the limit of " + strconv.FormatInt(lim.MaxBytes, 10)}
-			}
-			if hit != nil {
-				return errStop
-			}
-		}
-		return nil
-	})
-	if err == errStop {
-		return out, hit, nil
+	s := &scanner{ctx: ctx, m: m, lim: lim, seen: make(map[string]bool, len(m.Entries)), dirTimes: t.rootDirTimes()}
+	err := walkHostParallel(t.rootFd, scanDepth(m, lim.MaxDepth), runtime.GOMAXPROCS(0), s.visit)
+	if err == errScanStop {
+		return s.out, s.hit, nil
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, canceled("diff", vfs.Root, ctx.Err())
-		}
-		if err == errChanged || err == errNotRegular {
-			return nil, nil, vfs.NewError(vfs.CodeConflict, "diff", vfs.Root, "checkout changed while it was scanned")
-		}
-		return nil, nil, vfs.Errno("diff", vfs.Root, err)
+		return nil, nil, scanError(ctx, err)
 	}
+	out := s.out
 	for p, e := range m.Entries {
-		if !seen[p] {
+		if !s.seen[p] {
 			old := e
 			out = append(out, Change{Kind: Deleted, Path: p, Old: &old})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	t.dirTimes = dirTimes
+	t.dirTimes = s.dirTimes
 	return out, nil, nil
+}
+
+// errScanStop ends a scan's walk at the change that crossed a limit.
+var errScanStop = errors.New("stop")
+
+// scanner is one scan's state: what it compares against, the limits, and
+// what it found so far.
+type scanner struct {
+	ctx      context.Context
+	m        *Manifest
+	lim      Limits
+	seen     map[string]bool // manifest paths met on the host
+	out      []Change
+	hit      *limitHit
+	dirTimes []dirTime
+	files    int   // changes that write an entry
+	bytes    int64 // bytes those changes write
+	n        int   // entries visited, to poll ctx now and then
+}
+
+// scanDepth is the walk depth for limit maxDepth: one below the deeper of
+// maxDepth and every manifest path; 0 (no limit) when maxDepth is negative.
+func scanDepth(m *Manifest, maxDepth int) int {
+	if maxDepth < 0 {
+		return 0
+	}
+	deepest := 0
+	for p := range m.Entries {
+		deepest = max(deepest, strings.Count(p, "/")+1)
+	}
+	return max(maxDepth, deepest) + 1
+}
+
+// rootDirTimes is the root's changed time, when the checkout recorded one and
+// the root's modification time is another now.
+func (t *Tree) rootDirTimes() []dirTime {
+	if t.rootTime.IsZero() {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Fstat(t.rootFd, &st) != nil {
+		return nil
+	}
+	now := time.Unix(0, st.Mtim.Nano())
+	if now.Equal(t.rootTime) {
+		return nil
+	}
+	return []dirTime{{"", t.rootTime, now}}
+}
+
+// scanError is Diff's error for a failed walk: canceled, a conflict when the
+// checkout changed under the walk, else the errno.
+func scanError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return canceled("diff", vfs.Root, ctx.Err())
+	}
+	if err == errChanged || err == errNotRegular {
+		return vfs.NewError(vfs.CodeConflict, "diff", vfs.Root, "checkout changed while it was scanned")
+	}
+	return vfs.Errno("diff", vfs.Root, err)
+}
+
+// visit compares one host entry with the manifest and records its change.
+func (s *scanner) visit(he *hostEntry) error {
+	if s.n++; s.n&255 == 0 && s.ctx.Err() != nil {
+		return s.ctx.Err()
+	}
+	typ, mode := typeOf(&he.st)
+	// ne and old stay on the stack; newChange copies them for a change.
+	ne := Entry{Type: typ, Mode: mode, ModTime: time.Unix(0, he.st.Mtim.Nano())}
+	old, had := s.m.Entries[he.rel]
+	var oldp *Entry
+	if had {
+		s.seen[he.rel] = true
+		oldp = &old
+	}
+	switch typ {
+	case 0:
+		if err := s.regular(he, oldp, &ne); err != nil {
+			return err
+		}
+	case fs.ModeSymlink:
+		ne.Target = he.target
+		ne.Mode = 0
+	}
+	kind, changed := s.changeKind(he.rel, oldp, &ne)
+	if !changed {
+		return nil
+	}
+	return s.record(newChange(kind, he.rel, oldp, &ne))
+}
+
+// regular sets ne's size and digest for a regular file: the manifest's digest
+// when the stat cache vouches for the file, else its hash. A file over the
+// byte limit whatever its contents is recorded unread and stops the walk.
+func (s *scanner) regular(he *hostEntry, old, ne *Entry) error {
+	ne.Size = he.st.Size
+	if old != nil && old.IsRegular() {
+		if k, ok := s.m.stat[he.rel]; ok && !k.racy && sameKey(k, keyOf(&he.st)) {
+			ne.Digest = old.Digest
+		}
+	}
+	if ne.Digest != "" {
+		return nil
+	}
+	if s.lim.MaxBytes >= 0 && s.bytes+ne.Size > s.lim.MaxBytes && (old == nil || !old.IsRegular() || old.Size != ne.Size) {
+		// Over the limit whatever the contents: do not read them.
+		c := newChange(unreadKind(old), he.rel, old, ne)
+		s.out = append(s.out, c)
+		s.hit = &limitHit{c, s.bytesReason()}
+		return errScanStop
+	}
+	f, _, err := openRegularAt(he.dirfd, he.name, &he.st)
+	if err != nil {
+		return err
+	}
+	d, size, err := hashFile(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	ne.Digest, ne.Size = d, size
+	return nil
+}
+
+// unreadKind is the change to a regular file whose contents were not read,
+// from old (nil when the path is new).
+func unreadKind(old *Entry) ChangeKind {
+	switch {
+	case old == nil:
+		return Added
+	case !old.IsRegular():
+		return TypeChanged
+	}
+	return Modified
+}
+
+// changeKind is the change from old (nil when the path is new) to ne, or
+// false for none. An unchanged directory with another time is kept for
+// syncDirTimes.
+func (s *scanner) changeKind(rel string, old, ne *Entry) (ChangeKind, bool) {
+	typ := ne.Type
+	switch {
+	case old == nil:
+		return Added, true
+	case old.Type != typ:
+		return TypeChanged, true
+	case typ == 0 && (old.Size != ne.Size || old.Digest != ne.Digest):
+		return Modified, true
+	case typ == fs.ModeSymlink && old.Target != ne.Target:
+		return Modified, true
+	case typ != fs.ModeSymlink && old.Mode != ne.Mode:
+		return ModeChanged, true
+	case typ == 0 && !old.ModTime.Equal(ne.ModTime) && !checkoutTime(s.m, rel, ne.ModTime):
+		return Touched, true
+	}
+	if typ == fs.ModeDir && !old.ModTime.Equal(ne.ModTime) {
+		s.dirTimes = append(s.dirTimes, dirTime{rel, old.ModTime, ne.ModTime})
+	}
+	return "", false
+}
+
+// record appends c and counts it against the limits, stopping the walk at
+// the change that crosses one. Mode and time changes write no entry and
+// count for nothing.
+func (s *scanner) record(c Change) error {
+	s.out = append(s.out, c)
+	if c.Kind == ModeChanged || c.Kind == Touched {
+		return nil
+	}
+	s.files++
+	if c.New.Type == 0 {
+		s.bytes += c.New.Size
+	}
+	switch {
+	case s.lim.MaxFiles >= 0 && s.files > s.lim.MaxFiles:
+		s.hit = &limitHit{c, "more entries to write than the limit of " + strconv.Itoa(s.lim.MaxFiles)}
+	case s.lim.MaxBytes >= 0 && s.bytes > s.lim.MaxBytes:
+		s.hit = &limitHit{c, s.bytesReason()}
+	}
+	if s.hit != nil {
+		return errScanStop
+	}
+	return nil
+}
+
+// bytesReason is the reason a scan stops at the byte limit.
+func (s *scanner) bytesReason() string {
+	return "more bytes to write than the limit of " + strconv.FormatInt(s.lim.MaxBytes, 10)
 }
 
 // dirTime is a directory of the checkout (rel, "" for the root) whose

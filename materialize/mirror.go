@@ -327,19 +327,23 @@ func (t *Tree) protect(ctx context.Context) error {
 		}
 	}
 	sort.Strings(paths)
-	// Decide every path (and, for directories, a new entry in it) in parallel.
-	type verdict struct{ self, create bool }
-	verdicts := make([]verdict, len(paths))
-	denied := func(op policy.Op, p string) (bool, error) {
-		err := t.src.Check(ctx, op, p, "", -1)
-		switch vfs.CodeOf(err) {
-		case "":
-			return false, nil
-		case vfs.CodePermission, vfs.CodeReadOnly:
-			return true, nil
-		}
-		return false, err
+	verdicts, err := t.decideWrites(ctx, paths)
+	if err != nil {
+		return err
 	}
+	t.readOnly = t.readOnlyPaths(paths, wholePaths(m, paths, verdicts))
+	return nil
+}
+
+// writeVerdict is the policy's answer for one checkout path: whether a write
+// to it is refused and, for a directory, whether a new entry in it is.
+type writeVerdict struct{ self, create bool }
+
+// decideWrites decides every path of sorted paths (and, for directories, a
+// new entry in it) in parallel, on Options.Workers goroutines.
+func (t *Tree) decideWrites(ctx context.Context, paths []string) ([]writeVerdict, error) {
+	m := t.manifest.Entries
+	verdicts := make([]writeVerdict, len(paths))
 	n := t.opts.Workers
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
@@ -353,20 +357,12 @@ func (t *Tree) protect(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				p := paths[i]
-				if isGit(p) || strings.Contains(p, "/.git/") || strings.HasPrefix(p, ".git/") || slices.Contains(t.emptied, p) {
-					verdicts[i] = verdict{true, true}
-					continue
-				}
-				self, err := denied(policy.OpWrite, p)
-				if err == nil && self && m[p].Type.IsDir() {
-					verdicts[i].create, err = denied(policy.OpCreate, p+"/.capfs-new-entry")
-				}
+				v, err := t.decideWrite(ctx, paths[i], m[paths[i]].Type.IsDir())
 				if err != nil {
 					once.Do(func() { first = err })
 					continue
 				}
-				verdicts[i].self = self
+				verdicts[i] = v
 			}
 		}()
 	}
@@ -379,14 +375,46 @@ func (t *Tree) protect(ctx context.Context) error {
 	close(next)
 	wg.Wait()
 	if first != nil {
-		return first
+		return nil, first
 	}
 	if err := ctx.Err(); err != nil {
-		return canceled("checkout", vfs.Root, err)
+		return nil, canceled("checkout", vfs.Root, err)
 	}
-	// Bottom-up: a directory is whole when it is refused, new entries are, and
-	// every entry beneath it is whole. paths is sorted, so a directory's
-	// entries follow it; walking backwards sees them first.
+	return verdicts, nil
+}
+
+// decideWrite decides a write to path p and, when p is a directory whose
+// writes are refused, a new entry in it. A .git, anything in one and an
+// emptied directory are refused whatever the policy says.
+func (t *Tree) decideWrite(ctx context.Context, p string, isDir bool) (writeVerdict, error) {
+	if isGit(p) || strings.Contains(p, "/.git/") || strings.HasPrefix(p, ".git/") || slices.Contains(t.emptied, p) {
+		return writeVerdict{true, true}, nil
+	}
+	self, err := t.writeDenied(ctx, policy.OpWrite, p)
+	if err != nil || !self || !isDir {
+		return writeVerdict{self: self}, err
+	}
+	create, err := t.writeDenied(ctx, policy.OpCreate, p+"/.capfs-new-entry")
+	return writeVerdict{self, create}, err
+}
+
+// writeDenied reports whether Dir.Check refuses op on p (a permission or
+// read-only error); any other error is returned.
+func (t *Tree) writeDenied(ctx context.Context, op policy.Op, p string) (bool, error) {
+	err := t.src.Check(ctx, op, p, "", -1)
+	switch vfs.CodeOf(err) {
+	case "":
+		return false, nil
+	case vfs.CodePermission, vfs.CodeReadOnly:
+		return true, nil
+	}
+	return false, err
+}
+
+// wholePaths marks each of sorted paths whole when its write is refused and,
+// for a directory, new entries are and every entry beneath it is whole.
+// A directory's entries follow it, so walking backwards sees them first.
+func wholePaths(m map[string]Entry, paths []string, verdicts []writeVerdict) map[string]bool {
 	whole := make(map[string]bool, len(paths))
 	partial := map[string]bool{} // directories with an entry that is not whole
 	for i := len(paths) - 1; i >= 0; i-- {
@@ -397,15 +425,20 @@ func (t *Tree) protect(ctx context.Context) error {
 			w = v.self && v.create && !partial[p]
 		}
 		whole[p] = w
-		if !w {
-			for d := relParent(p); d != ""; d = relParent(d) {
-				if partial[d] {
-					break
-				}
-				partial[d] = true
-			}
+		if w {
+			continue
+		}
+		for d := relParent(p); d != "" && !partial[d]; d = relParent(d) {
+			partial[d] = true
 		}
 	}
+	return whole
+}
+
+// readOnlyPaths is the sorted list of whole paths not beneath another one:
+// every .git and emptied directory, then the rest up to MaxReadOnlyPaths.
+func (t *Tree) readOnlyPaths(paths []string, whole map[string]bool) []string {
+	m := t.manifest.Entries
 	var out, rest []string
 	var covered []string
 	for _, p := range paths {
@@ -424,8 +457,7 @@ func (t *Tree) protect(ctx context.Context) error {
 	}
 	out = append(out, rest[:min(len(rest), max(0, MaxReadOnlyPaths-len(out)))]...)
 	sort.Strings(out)
-	t.readOnly = out
-	return nil
+	return out
 }
 
 // relParent returns the parent of the relative path p, "" for a top-level one.

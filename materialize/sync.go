@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -289,42 +290,18 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		return nil, err
 	}
 	if t.opts.ReadOnly {
-		if len(changes) == 0 {
-			return rep, nil
-		}
-		return rep, listError(vfs.CodeReadOnly, op, "read-only checkout has changes", paths(changes))
+		return rep, readOnlyChanges(op, changes)
 	}
 	if hit != nil {
-		rep.Refused = []Refusal{{hit.change, vfs.CodeQuota, hit.reason}}
-		for _, c := range changes {
-			u := Unapplied{c, CauseLimit, vfs.CodeQuota, "not applied: the changes exceed the limits at " + hit.change.Path}
-			if c.Path == hit.change.Path {
-				u = Unapplied{c, CauseRefused, vfs.CodeQuota, hit.reason}
-			}
-			rep.NotApplied = append(rep.NotApplied, u)
-		}
-		t.keepFor(rep, opts.DryRun)
-		return rep, refusalError(op, rep.Refused, 0)
+		return rep, t.refuseAtLimit(op, rep, changes, hit, opts.DryRun)
 	}
 	v := &validator{ctx: ctx, src: t.src, opts: opts, lim: lim}
 	plan, err := t.plan(v, changes)
 	if err != nil {
 		return rep, err
 	}
-	pending := 0
-	for _, s := range plan {
-		if s.state == stPending {
-			pending++
-		}
-	}
-	if pending > 0 && t.src.Backend().Features().ReadOnly {
-		var ps []string
-		for _, s := range plan {
-			if s.state == stPending {
-				s.refuse(vfs.CodeReadOnly, "the source is read-only")
-				ps = append(ps, s.c.Path)
-			}
-		}
+	if hasPending(plan) && t.src.Backend().Features().ReadOnly {
+		ps := stopPending(plan, stRefused, vfs.CodeReadOnly, "the source is read-only")
 		fillReport(rep, plan)
 		t.keepFor(rep, opts.DryRun)
 		return rep, listError(vfs.CodeReadOnly, op, "source is read-only", ps)
@@ -332,40 +309,16 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 	problem := decide(plan, opts)
 	if opts.DryRun {
 		fillReport(rep, plan)
-		for _, s := range plan {
-			if s.state == stPending {
-				rep.Applied = append(rep.Applied, s.c)
-			}
-		}
+		rep.Applied = append(rep.Applied, pendingChanges(plan)...)
 		return rep, problem
 	}
-	var applyErr error
-	if ops := opsOf(plan); len(ops) > 0 {
-		j, err := t.startJournal(opts, plan, ops)
-		if err != nil {
-			for _, s := range plan {
-				if s.state == stPending {
-					s.state, s.code, s.reason = stStopped, vfs.CodeOf(err), "not applied: no journal could be written"
-				}
-			}
-			fillReport(rep, plan)
-			t.keepFor(rep, false)
-			return rep, err
-		}
-		a := &applier{src: t.src, rootFd: t.rootFd, onReject: opts.OnReject, fast: true, j: j, plan: plan, progress: opts.Progress}
-		applyErr = a.run(ctx, ops, nil, rep)
-		if err := j.finish(); err != nil && applyErr == nil {
-			applyErr = err
-		}
-	}
+	applyErr, err := t.applyPlan(ctx, opts, plan, rep)
 	fillReport(rep, plan)
-	var done []Change
-	for _, s := range plan {
-		if s.state == stApplied || (s.state == stSettled && s.c.Kind == Deleted) {
-			done = append(done, s.c)
-		}
+	if err != nil {
+		t.keepFor(rep, false)
+		return rep, err
 	}
-	t.advance(done)
+	t.advance(synced(plan))
 	t.keepFor(rep, false)
 	if applyErr != nil {
 		return rep, applyErr
@@ -374,6 +327,92 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		t.syncDirTimes(ctx)
 	}
 	return rep, problem
+}
+
+// readOnlyChanges is a ReadOnly checkout's SyncBack error: read_only naming
+// the changes, nil when there are none.
+func readOnlyChanges(op string, changes []Change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	return listError(vfs.CodeReadOnly, op, "read-only checkout has changes", paths(changes))
+}
+
+// refuseAtLimit reports every change not applied because the scan stopped at
+// hit, the change that crossed a limit, which is refused.
+func (t *Tree) refuseAtLimit(op string, rep *SyncReport, changes []Change, hit *limitHit, dryRun bool) error {
+	rep.Refused = []Refusal{{hit.change, vfs.CodeQuota, hit.reason}}
+	for _, c := range changes {
+		u := Unapplied{c, CauseLimit, vfs.CodeQuota, "not applied: the changes exceed the limits at " + hit.change.Path}
+		if c.Path == hit.change.Path {
+			u = Unapplied{c, CauseRefused, vfs.CodeQuota, hit.reason}
+		}
+		rep.NotApplied = append(rep.NotApplied, u)
+	}
+	t.keepFor(rep, dryRun)
+	return refusalError(op, rep.Refused, 0)
+}
+
+// hasPending reports whether a step of the plan is still to apply.
+func hasPending(plan []*step) bool {
+	return slices.ContainsFunc(plan, func(s *step) bool { return s.state == stPending })
+}
+
+// pendingChanges lists the changes of the plan's pending steps.
+func pendingChanges(plan []*step) []Change {
+	var out []Change
+	for _, s := range plan {
+		if s.state == stPending {
+			out = append(out, s.c)
+		}
+	}
+	return out
+}
+
+// stopPending puts every pending step in state st with code and reason,
+// and returns their paths.
+func stopPending(plan []*step, st stepState, code vfs.Code, reason string) []string {
+	var ps []string
+	for _, s := range plan {
+		if s.state == stPending {
+			s.state, s.code, s.reason = st, code, reason
+			ps = append(ps, s.c.Path)
+		}
+	}
+	return ps
+}
+
+// applyPlan applies the plan's ops under a journal. applyErr is the error
+// that stopped the apply; err, that no journal could be written (nothing was
+// applied, and the pending steps are stopped).
+func (t *Tree) applyPlan(ctx context.Context, opts SyncOptions, plan []*step, rep *SyncReport) (applyErr, err error) {
+	ops := opsOf(plan)
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	j, err := t.startJournal(opts, plan, ops)
+	if err != nil {
+		stopPending(plan, stStopped, vfs.CodeOf(err), "not applied: no journal could be written")
+		return nil, err
+	}
+	a := &applier{src: t.src, rootFd: t.rootFd, onReject: opts.OnReject, fast: true, j: j, plan: plan, progress: opts.Progress}
+	applyErr = a.run(ctx, ops, nil, rep)
+	if err := j.finish(); err != nil && applyErr == nil {
+		applyErr = err
+	}
+	return applyErr, nil
+}
+
+// synced lists the changes the source now has: the steps applied and the
+// deletions it had already made.
+func synced(plan []*step) []Change {
+	var done []Change
+	for _, s := range plan {
+		if s.state == stApplied || (s.state == stSettled && s.c.Kind == Deleted) {
+			done = append(done, s.c)
+		}
+	}
+	return done
 }
 
 // startJournal writes the plan's journal, flushed, before anything is applied.
@@ -591,40 +630,57 @@ func (v *validator) check(c Change) (*step, error) {
 		s.refuse(vfs.CodeInvalidPath, "name not allowed in the tree")
 		return s, nil
 	}
-	if c.New != nil {
-		s.perm = c.New.Mode.Perm()
-		switch {
-		case c.New.IsRegular(), c.New.IsDir():
-		case c.New.IsSymlink():
-			if _, err := vfs.SymlinkTarget(p, c.New.Target); err != nil {
-				s.refuse(vfs.CodeOf(err), "symlink target "+quote(c.New.Target)+" is absolute or leaves the tree")
-				return s, nil
-			}
-		default:
-			s.refuse(vfs.CodeNotRegular, "special file ("+c.New.Type.String()+")")
-			return s, nil
-		}
-		if v.lim.MaxDepth >= 0 && p.Depth() > v.lim.MaxDepth {
-			s.refuse(vfs.CodeQuota, fmt.Sprintf("deeper than the limit of %d", v.lim.MaxDepth))
-			return s, nil
-		}
+	if c.New != nil && !v.checkNew(s, p) {
+		return s, nil
 	}
-	if s.creates() {
-		switch {
-		case c.New.IsRegular() && c.Kind == Modified:
-			s.chmod = s.perm != c.Old.Mode.Perm()
-		case c.New.IsDir():
-			s.chmod = s.perm != 0o755
-		}
-	}
-	if c.Kind == ModeChanged {
-		s.chmod = c.New.Mode.Perm() != c.Old.Mode.Perm()
-		if !s.chmod && !s.setsTime() {
-			s.state = stSettled // only special bits, which are stripped: nothing to do
-			return s, nil
-		}
+	s.chmod = s.explicitChmod()
+	if c.Kind == ModeChanged && !s.chmod && !s.setsTime() {
+		s.state = stSettled // only special bits, which are stripped: nothing to do
+		return s, nil
 	}
 	return s, v.vet(s, s.calls())
+}
+
+// checkNew checks the entry s leaves at p and sets s.perm: a regular file,
+// a directory or a symlink that stays in the tree, within the depth limit.
+// It refuses s and reports false otherwise.
+func (v *validator) checkNew(s *step, p vfs.Path) bool {
+	n := s.c.New
+	s.perm = n.Mode.Perm()
+	switch {
+	case n.IsRegular(), n.IsDir():
+	case n.IsSymlink():
+		if _, err := vfs.SymlinkTarget(p, n.Target); err != nil {
+			s.refuse(vfs.CodeOf(err), "symlink target "+quote(n.Target)+" is absolute or leaves the tree")
+			return false
+		}
+	default:
+		s.refuse(vfs.CodeNotRegular, "special file ("+n.Type.String()+")")
+		return false
+	}
+	if v.lim.MaxDepth >= 0 && p.Depth() > v.lim.MaxDepth {
+		s.refuse(vfs.CodeQuota, fmt.Sprintf("deeper than the limit of %d", v.lim.MaxDepth))
+		return false
+	}
+	return true
+}
+
+// explicitChmod reports whether applying s sets the new entry's permission
+// bits itself: a mode change that changes them, a modified file whose bits
+// changed, a new directory with other bits than 0755.
+func (s *step) explicitChmod() bool {
+	c := s.c
+	switch {
+	case c.Kind == ModeChanged:
+		return c.New.Mode.Perm() != c.Old.Mode.Perm()
+	case !s.creates():
+		return false
+	case c.New.IsRegular() && c.Kind == Modified:
+		return s.perm != c.Old.Mode.Perm()
+	case c.New.IsDir():
+		return s.perm != 0o755
+	}
+	return false
 }
 
 // vet asks the source Dir (Dir.Check: its revocation, read-only and lock state,
@@ -716,7 +772,6 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 
 // plan validates every change and checks every valid one against the source.
 func (t *Tree) plan(v *validator, changes []Change) ([]*step, error) {
-	ctx := v.ctx
 	plan := make([]*step, 0, len(changes))
 	for _, c := range changes {
 		s, err := v.check(c)
@@ -725,72 +780,109 @@ func (t *Tree) plan(v *validator, changes []Change) ([]*step, error) {
 		}
 		plan = append(plan, s)
 	}
-	// Directories the plan itself creates: what is written beneath them needs
-	// nothing from the source.
+	made := plannedDirs(plan)
+	parents := map[string]parentState{}
+	for _, s := range plan {
+		if s.state == stSettled {
+			continue
+		}
+		if err := t.checkSource(v.ctx, s, made, parents); err != nil {
+			return nil, err
+		}
+	}
+	if v.opts.Conflict != ConflictKeepOurs {
+		for _, s := range plan {
+			s.parents = nil
+		}
+		return plan, nil
+	}
+	if err := v.keepOurs(plan); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// plannedDirs is the set of directories the plan itself creates: what is
+// written beneath them needs nothing from the source.
+func plannedDirs(plan []*step) map[string]bool {
 	made := map[string]bool{}
 	for _, s := range plan {
 		if s.state != stSettled && s.createsDir() {
 			made[s.c.Path] = true
 		}
 	}
-	parents := map[string]parentState{}
+	return made
+}
+
+// checkSource compares the source at s's path and above it with the
+// manifest, and puts s in conflict (or settles a deletion the source made
+// too). The error is one that ends the whole sync.
+func (t *Tree) checkSource(ctx context.Context, s *step, made map[string]bool, parents map[string]parentState) error {
+	conflict, why, err := t.sourceConflict(ctx, s, made, parents)
+	if err != nil {
+		return checkSourceError(s, err)
+	}
+	if conflict {
+		s.conflict = true
+		if s.state == stPending {
+			s.state, s.code, s.reason = stConflict, vfs.CodeConflict, why
+		}
+	} else if s.c.Kind == Deleted && s.gone && s.state == stPending {
+		s.state = stSettled // already deleted in the source
+	}
+	return nil
+}
+
+// sourceConflict reports whether the source changed s's path, or a directory
+// above it, since the checkout, and why.
+func (t *Tree) sourceConflict(ctx context.Context, s *step, made map[string]bool, parents map[string]parentState) (bool, string, error) {
+	conflict, why, err := t.changedInSource(ctx, s)
+	if err != nil {
+		return false, "", err
+	}
+	pc, pwhy, err := t.checkParents(ctx, s, made, parents)
+	// A deletion beneath a removed directory is already made; beneath
+	// a directory replaced by a symlink it would reach elsewhere.
+	if pc && !conflict && (s.c.Kind != Deleted || pwhy == whyParentNotDir) {
+		conflict, why = true, pwhy
+	}
+	if s.c.Kind == Deleted {
+		s.parents = nil
+	}
+	return conflict, why, err
+}
+
+// checkSourceError settles an error met checking s against the source: none
+// for a step refused already, a refusal when the sync can go on without
+// knowing, else the error, which ends the whole sync.
+func checkSourceError(s *step, err error) error {
+	code := vfs.CodeOf(err)
+	if s.state == stRefused && code != vfs.CodeRevoked && code != vfs.CodeCanceled {
+		return nil // refused already: no need to know more
+	}
+	if !skippable(err) {
+		return err
+	}
+	if s.state == stPending {
+		s.refuse(code, "cannot check the source: "+messageOf(err))
+	}
+	return nil
+}
+
+// keepOurs settles conflicts under ConflictKeepOurs: each step in conflict,
+// but one whose parent is no longer a directory, is applied by force, the
+// calls that adds checked in turn, still before anything is written.
+func (v *validator) keepOurs(plan []*step) error {
 	for _, s := range plan {
-		if s.state == stSettled {
+		if s.state != stConflict || s.reason == whyParentNotDir {
 			continue
 		}
-		conflict, why, err := t.changedInSource(ctx, s)
-		if err == nil {
-			var pc bool
-			var pwhy string
-			pc, pwhy, err = t.checkParents(ctx, s, made, parents)
-			// A deletion beneath a removed directory is already made; beneath
-			// a directory replaced by a symlink it would reach elsewhere.
-			if pc && !conflict && (s.c.Kind != Deleted || pwhy == whyParentNotDir) {
-				conflict, why = true, pwhy
-			}
-			if s.c.Kind == Deleted {
-				s.parents = nil
-			}
-		}
-		if err != nil {
-			if s.state == stRefused && vfs.CodeOf(err) != vfs.CodeRevoked && vfs.CodeOf(err) != vfs.CodeCanceled {
-				continue // refused already: no need to know more
-			}
-			if skippable(err) {
-				if s.state == stPending {
-					s.refuse(vfs.CodeOf(err), "cannot check the source: "+messageOf(err))
-				}
-				continue
-			}
-			return nil, err
-		}
-		if conflict {
-			s.conflict = true
-			if s.state == stPending {
-				s.state, s.code, s.reason = stConflict, vfs.CodeConflict, why
-			}
-		} else if s.c.Kind == Deleted && s.gone && s.state == stPending {
-			s.state = stSettled // already deleted in the source
+		s.state, s.code, s.reason, s.force = stPending, "", "", true
+		if err := v.vet(s, s.forcedCalls()); err != nil {
+			return err
 		}
 	}
-	// Keeping ours settles conflicts, adding calls that are checked in turn,
-	// still before anything is written.
-	if v.opts.Conflict == ConflictKeepOurs {
-		for _, s := range plan {
-			if s.state != stConflict || s.reason == whyParentNotDir {
-				continue
-			}
-			s.state, s.code, s.reason, s.force = stPending, "", "", true
-			if err := v.vet(s, s.forcedCalls()); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		for _, s := range plan {
-			s.parents = nil
-		}
-	}
-	return plan, nil
+	return nil
 }
 
 func messageOf(err error) string {
@@ -830,20 +922,9 @@ func (t *Tree) checkParents(ctx context.Context, s *step, made map[string]bool, 
 		if made[p] {
 			break
 		}
-		st, ok := cache[p]
-		if !ok {
-			fi, err := t.src.Lstat(ctx, p)
-			switch code := vfs.CodeOf(err); {
-			case err == nil && fi.IsDir():
-				st = parentDir
-			case err == nil:
-				st = parentOther
-			case code == vfs.CodeNotFound || code == vfs.CodeNotDir:
-				st = parentMissing
-			default:
-				return false, "", err
-			}
-			cache[p] = st
+		st, err := t.parentAt(ctx, p, cache)
+		if err != nil {
+			return false, "", err
 		}
 		switch st {
 		case parentOther:
@@ -857,6 +938,28 @@ func (t *Tree) checkParents(ctx context.Context, s *step, made map[string]bool, 
 		}
 	}
 	return false, "", nil
+}
+
+// parentAt is what the source has at directory p, looked up once per plan
+// (cache).
+func (t *Tree) parentAt(ctx context.Context, p string, cache map[string]parentState) (parentState, error) {
+	if st, ok := cache[p]; ok {
+		return st, nil
+	}
+	fi, err := t.src.Lstat(ctx, p)
+	var st parentState
+	switch code := vfs.CodeOf(err); {
+	case err == nil && fi.IsDir():
+		st = parentDir
+	case err == nil:
+		st = parentOther
+	case code == vfs.CodeNotFound || code == vfs.CodeNotDir:
+		st = parentMissing
+	default:
+		return 0, err
+	}
+	cache[p] = st
+	return st, nil
 }
 
 // changedInSource compares the source's current state at s's path with the
@@ -879,9 +982,7 @@ func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict bool, why
 		return false, "", err
 	}
 	s.seen = seenOf(fi)
-	if n := s.c.New; n != nil {
-		s.inTheWay = !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir())
-	}
+	s.inTheWay = inTheWay(s.c.New, fi)
 	old := s.c.Old
 	if old == nil {
 		// Added in both: only two directories agree.
@@ -898,6 +999,13 @@ func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict bool, why
 		return true, "changed in the source since the checkout", nil
 	}
 	return false, "", nil
+}
+
+// inTheWay reports whether the source's entry (fi) must go before n (nil:
+// nothing) is made: anything but a file for a file, a directory for a
+// directory.
+func inTheWay(n *Entry, fi fs.FileInfo) bool {
+	return n != nil && !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir())
 }
 
 // sameAs reports whether the source's entry at p (whose Lstat is fi) is what e
@@ -1016,42 +1124,13 @@ func decide(plan []*step, opts SyncOptions) error {
 // a path that stays. It repeats until nothing more is blocked.
 func block(plan []*step) {
 	for {
-		notMade := map[string]string{} // directories not created -> the path that caused it
-		kept := map[string]string{}    // every directory above a path that stays -> that path
-		for _, s := range plan {
-			switch s.state {
-			case stPending, stApplied, stSettled:
-				continue
-			}
-			if s.createsDir() || s.c.Kind == TypeChanged {
-				notMade[s.c.Path] = s.c.Path
-			}
-			for p := path.Dir(s.c.Path); p != "." && p != "/"; p = path.Dir(p) {
-				if _, ok := kept[p]; !ok {
-					kept[p] = s.c.Path
-				}
-			}
-			kept[s.c.Path] = s.c.Path
-		}
+		notMade, kept := notApplied(plan)
 		changed := false
 		for _, s := range plan {
 			if s.state != stPending || s.started {
 				continue
 			}
-			why := ""
-			if s.c.Kind != Deleted {
-				for p := path.Dir(s.c.Path); p != "." && p != "/" && why == ""; p = path.Dir(p) {
-					if q, ok := notMade[p]; ok {
-						why = "not applied: it depends on " + q + ", which is not applied"
-					}
-				}
-			}
-			if why == "" && s.removes() {
-				if q, ok := kept[s.c.Path]; ok && q != s.c.Path {
-					why = "not applied: " + q + " stays, and is inside it"
-				}
-			}
-			if why != "" {
+			if why := blockedBy(s, notMade, kept); why != "" {
 				s.state, s.code, s.reason = stBlocked, vfs.CodeConflict, why
 				changed = true
 			}
@@ -1060,6 +1139,48 @@ func block(plan []*step) {
 			return
 		}
 	}
+}
+
+// notApplied maps what the steps not applied leave as it is: notMade, each
+// directory not created, and kept, every path that stays and every directory
+// above one, to the step's path that caused it.
+func notApplied(plan []*step) (notMade, kept map[string]string) {
+	notMade, kept = map[string]string{}, map[string]string{}
+	for _, s := range plan {
+		switch s.state {
+		case stPending, stApplied, stSettled:
+			continue
+		}
+		if s.createsDir() || s.c.Kind == TypeChanged {
+			notMade[s.c.Path] = s.c.Path
+		}
+		for p := path.Dir(s.c.Path); p != "." && p != "/"; p = path.Dir(p) {
+			if _, ok := kept[p]; !ok {
+				kept[p] = s.c.Path
+			}
+		}
+		kept[s.c.Path] = s.c.Path
+	}
+	return notMade, kept
+}
+
+// blockedBy is why s cannot be applied (see notApplied), "" when it can: a
+// directory above it is not made, or it removes a directory above a path
+// that stays.
+func blockedBy(s *step, notMade, kept map[string]string) string {
+	if s.c.Kind != Deleted {
+		for p := path.Dir(s.c.Path); p != "." && p != "/"; p = path.Dir(p) {
+			if q, ok := notMade[p]; ok {
+				return "not applied: it depends on " + q + ", which is not applied"
+			}
+		}
+	}
+	if s.removes() {
+		if q, ok := kept[s.c.Path]; ok && q != s.c.Path {
+			return "not applied: " + q + " stays, and is inside it"
+		}
+	}
+	return ""
 }
 
 // fillReport lists every step of the plan in the report's views.
