@@ -85,7 +85,7 @@ func (n *Namespace) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) 
 				for i := range infos {
 					if infos[i].Err != nil {
 						c, _ := dir.Child(infos[i].Name)
-						infos[i].Err = readdress("lstat", c, infos[i].Err)
+						infos[i].Err = ReaddressTo(infos[i].Err, "lstat", c)
 					}
 				}
 				return infos, nil

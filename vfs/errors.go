@@ -240,3 +240,104 @@ func codeForErrno(e syscall.Errno) Code {
 	}
 	return CodeIO
 }
+
+// Errno returns the errno c stands for on POSIX: not_found is ENOENT,
+// already_exists EEXIST, read_only EROFS, and so on; io_error and unknown codes
+// are EIO. [Errno] (the function) maps it back.
+//
+//	not_found ENOENT             already_exists EEXIST     not_empty ENOTEMPTY
+//	not_a_directory ENOTDIR      is_a_directory EISDIR     read_only EROFS
+//	fs_permission_denied EACCES  revoked EACCES            path_outside_sandbox EPERM
+//	cross_mount EXDEV            too_many_links ELOOP      file_too_large EFBIG
+//	quota_exceeded ENOSPC        invalid_path EINVAL       not_regular_file EINVAL
+//	closed EBADF                 not_supported EOPNOTSUPP  canceled EINTR
+//	conflict ESTALE
+func (c Code) Errno() syscall.Errno {
+	if e, ok := codeErrno[c]; ok {
+		return e
+	}
+	return syscall.EIO
+}
+
+var codeErrno = map[Code]syscall.Errno{
+	CodeNotFound:     syscall.ENOENT,
+	CodeExists:       syscall.EEXIST,
+	CodeNotEmpty:     syscall.ENOTEMPTY,
+	CodeNotDir:       syscall.ENOTDIR,
+	CodeIsDir:        syscall.EISDIR,
+	CodeReadOnly:     syscall.EROFS,
+	CodePermission:   syscall.EACCES,
+	CodeRevoked:      syscall.EACCES,
+	CodeOutside:      syscall.EPERM,
+	CodeCrossMount:   syscall.EXDEV,
+	CodeTooManyLinks: syscall.ELOOP,
+	CodeTooLarge:     syscall.EFBIG,
+	CodeQuota:        syscall.ENOSPC,
+	CodeInvalidPath:  syscall.EINVAL,
+	CodeNotRegular:   syscall.EINVAL,
+	CodeClosed:       syscall.EBADF,
+	CodeNotSupported: syscall.EOPNOTSUPP,
+	CodeCanceled:     syscall.EINTR,
+	CodeConflict:     syscall.ESTALE,
+}
+
+// PathError returns err in the shape the os package gives: an *fs.PathError
+// with op, the guest's path as the caller named it, and the [Code.Errno] of
+// err's code. Both dialects understand it: os.IsNotExist, os.IsExist and
+// os.IsPermission (which look one level into an *fs.PathError for an errno),
+// and errors.Is with fs.ErrNotExist, fs.ErrExist and fs.ErrPermission. nil and
+// errors that hold no *Error (io.EOF) are returned unchanged.
+//
+// The *Error itself cannot ride along: os.IsNotExist compares the wrapped error
+// with == or as a syscall.Errno, so it must be the errno. [Errno] maps the
+// errno back to a code; revoked reads back as fs_permission_denied,
+// not_regular_file as invalid_path.
+func PathError(op, path string, err error) error {
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: path, Err: e.Code.Errno()}
+}
+
+// ReaddressTo is [Readdress] for a layer that names its paths as [Path]
+// values: err gets p (and dest, if given) and keeps its Op. An error that is
+// not an *Error first becomes one with Errno(op, p, err). nil stays nil.
+func ReaddressTo(err error, op string, p Path, dest ...Path) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*Error](err); !ok {
+		err = Errno(op, p, err)
+	}
+	to := ""
+	if len(dest) > 0 {
+		to = dest[0].String()
+	}
+	return Readdress(err, "", p.String(), to)
+}
+
+// Reop returns err with only its Op replaced; an error that is not an *Error
+// is returned unchanged.
+func Reop(err error, op string) error {
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
+		return err
+	}
+	return Readdress(e, op, e.Path, e.Dest)
+}
+
+// GuestError returns an *Error addressed to guest paths as the guest wrote
+// them, made [PrintablePath].
+func GuestError(code Code, op, path, dest, msg string) *Error {
+	return &Error{Code: code, Op: op, Path: PrintablePath(path), Dest: PrintablePath(dest), msg: msg}
+}
+
+// PrintablePath returns a guest path as errors and audit records show it: NUL
+// bytes spelled out, and cut after 512 bytes.
+func PrintablePath(s string) string {
+	if len(s) > 512 {
+		s = s[:512] + "…"
+	}
+	return printable(s)
+}

@@ -400,24 +400,6 @@ func (n *Namespace) Features() Features {
 	return f
 }
 
-// readdress turns a backend's error into the namespace's view of path p.
-func readdress(op string, p Path, err error) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return Readdress(e, "", p.String(), "")
-	}
-	return Errno(op, p, err)
-}
-
-// readdress2 is readdress for the two-path operations.
-func readdress2(op string, from, to Path, err error) error {
-	var e *Error
-	if !errors.As(err, &e) {
-		err = Errno(op, from, err)
-	}
-	return Readdress(err, "", from.String(), to.String())
-}
-
 func errReadOnly(op string, p Path) error {
 	return NewError(CodeReadOnly, op, p, "mount points and synthetic directories are fixed by the host")
 }
@@ -449,7 +431,7 @@ func (n *Namespace) coveredDir(ctx context.Context, op string, p Path, l *loc) (
 		if noDirCode(err) {
 			return Info{}, false, nil
 		}
-		return Info{}, false, readdress(op, p, err)
+		return Info{}, false, ReaddressTo(err, op, p)
 	}
 	if !info.Mode.IsDir() {
 		return Info{}, false, nil
@@ -488,7 +470,7 @@ func (n *Namespace) mutateErr(ctx context.Context, t *table, op string, p Path, 
 	if n.inSynthetic(ctx, t, p, err) {
 		return errReadOnly(op, p)
 	}
-	return readdress(op, p, err)
+	return ReaddressTo(err, op, p)
 }
 
 // Stat returns information on p, following a final symlink.
@@ -506,7 +488,7 @@ func (n *Namespace) stat(ctx context.Context, op string, p Path, follow bool) (I
 	t := n.table()
 	q, err := n.route(ctx, t, p, follow || p.mustDir, op)
 	if err != nil {
-		return Info{}, readdress(op, p, err)
+		return Info{}, ReaddressTo(err, op, p)
 	}
 	l := t.locate(q)
 	switch l.kind {
@@ -522,14 +504,14 @@ func (n *Namespace) stat(ctx context.Context, op string, p Path, follow bool) (I
 			if r, ok := n.reroute(ctx, t, q, follow || p.mustDir, op, err); ok {
 				info, err = n.stat(ctx, op, r, follow)
 				if err != nil {
-					return Info{}, readdress(op, p, err)
+					return Info{}, ReaddressTo(err, op, p)
 				}
 				if !p.IsRoot() {
 					info.Name = p.Base()
 				}
 				return info, nil
 			}
-			return Info{}, readdress(op, p, err)
+			return Info{}, ReaddressTo(err, op, p)
 		}
 		if (l.kind == kindMountPoint || q.resolved) && !p.IsRoot() {
 			info.Name = p.Base()
@@ -553,7 +535,7 @@ func (n *Namespace) ReadDir(ctx context.Context, p Path) ([]DirEntry, error) {
 	t := n.table()
 	q, err := n.route(ctx, t, p, true, "readdir")
 	if err != nil {
-		return nil, readdress("readdir", p, err)
+		return nil, ReaddressTo(err, "readdir", p)
 	}
 	l := t.locate(q)
 	switch l.kind {
@@ -564,7 +546,7 @@ func (n *Namespace) ReadDir(ctx context.Context, p Path) ([]DirEntry, error) {
 				ents, err = n.ReadDir(ctx, r)
 			}
 			if err != nil {
-				return nil, readdress("readdir", p, err)
+				return nil, ReaddressTo(err, "readdir", p)
 			}
 		}
 		return ents, nil
@@ -572,7 +554,7 @@ func (n *Namespace) ReadDir(ctx context.Context, p Path) ([]DirEntry, error) {
 		ents, err := l.m.b.ReadDir(ctx, l.rel.WithoutDirMark())
 		if err != nil {
 			if l.kind == kindMountPoint || !noDirCode(err) {
-				return nil, readdress("readdir", p, err)
+				return nil, ReaddressTo(err, "readdir", p)
 			}
 			ents = nil
 		}
@@ -620,7 +602,7 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 		if flag&os.O_CREATE != 0 {
 			return nil, n.mutateErr(ctx, t, "open", p, err)
 		}
-		return nil, readdress("open", p, err)
+		return nil, ReaddressTo(err, "open", p)
 	}
 	l := t.locate(q)
 	switch l.kind {
@@ -629,7 +611,7 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 		if r, ok := n.reroute(ctx, t, q, flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL, "open", err); ok {
 			f, err = n.OpenFile(ctx, r, flag, perm)
 			if err != nil {
-				return nil, readdress("open", p, err)
+				return nil, ReaddressTo(err, "open", p)
 			}
 			return addressFile(f, p, r), nil
 		}
@@ -637,7 +619,7 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 			if flag&os.O_CREATE != 0 && l.kind == kindInMount {
 				return nil, n.mutateErr(ctx, t, "open", p, err)
 			}
-			return nil, readdress("open", p, err)
+			return nil, ReaddressTo(err, "open", p)
 		}
 		return wrapFile(f, p, &l), nil
 	case kindCovered:
@@ -648,7 +630,7 @@ func (n *Namespace) OpenFile(ctx context.Context, p Path, flag int, perm fs.File
 		if ok {
 			f, err := l.m.b.OpenFile(ctx, l.rel, flag, perm)
 			if err != nil {
-				return nil, readdress("open", p, err)
+				return nil, ReaddressTo(err, "open", p)
 			}
 			return wrapFile(f, p, &l), nil
 		}
@@ -689,7 +671,7 @@ func (n *Namespace) Mkdir(ctx context.Context, p Path, perm fs.FileMode) error {
 				if err == nil {
 					return nil
 				}
-				return readdress("mkdir", p, err)
+				return ReaddressTo(err, "mkdir", p)
 			}
 			return n.mutateErr(ctx, t, "mkdir", p, err)
 		}
@@ -715,7 +697,7 @@ func (n *Namespace) Remove(ctx context.Context, p Path) error {
 	if err := l.m.b.Remove(ctx, l.rel); err != nil {
 		if r, ok := n.reroute(ctx, t, q, false, "remove", err); ok {
 			if err := n.Remove(ctx, r); err != nil {
-				return readdress("remove", p, err)
+				return ReaddressTo(err, "remove", p)
 			}
 			return nil
 		}
@@ -738,7 +720,7 @@ func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags
 		if n.inSynthetic(ctx, t, from, err) || n.inSynthetic(ctx, t, to, err) {
 			return errReadOnly2("rename", from, to)
 		}
-		return readdress2("rename", from, to, err)
+		return ReaddressTo(err, "rename", from, to)
 	}
 	lf, lt := t.locate(rf), t.locate(rt)
 	if lf.kind != kindInMount || lt.kind != kindInMount {
@@ -753,14 +735,14 @@ func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags
 		rt2, okt := n.reroute(ctx, t, rt, false, "rename", err)
 		if okf && okt {
 			if err := n.Rename(ctx, rf2, rt2, flags); err != nil {
-				return readdress2("rename", from, to, err)
+				return ReaddressTo(err, "rename", from, to)
 			}
 			return nil
 		}
 		if n.inSynthetic(ctx, t, from, err) || n.inSynthetic(ctx, t, to, err) {
 			return errReadOnly2("rename", from, to)
 		}
-		return readdress2("rename", from, to, err)
+		return ReaddressTo(err, "rename", from, to)
 	}
 	return nil
 }
@@ -779,7 +761,7 @@ func (n *Namespace) Symlink(ctx context.Context, target string, p Path) error {
 		if err := l.m.b.Symlink(ctx, target, l.rel); err != nil {
 			if r, ok := n.reroute(ctx, t, q, false, "symlink", err); ok {
 				if err := n.Symlink(ctx, target, r); err != nil {
-					return readdress("symlink", p, err)
+					return ReaddressTo(err, "symlink", p)
 				}
 				return nil
 			}
@@ -798,7 +780,7 @@ func (n *Namespace) Readlink(ctx context.Context, p Path) (string, error) {
 	t := n.table()
 	q, err := n.route(ctx, t, p, p.mustDir, "readlink")
 	if err != nil {
-		return "", readdress("readlink", p, err)
+		return "", ReaddressTo(err, "readlink", p)
 	}
 	l := t.locate(q)
 	switch l.kind {
@@ -808,7 +790,7 @@ func (n *Namespace) Readlink(ctx context.Context, p Path) (string, error) {
 			s, err = n.Readlink(ctx, r)
 		}
 		if err != nil {
-			return "", readdress("readlink", p, err)
+			return "", ReaddressTo(err, "readlink", p)
 		}
 		return s, nil
 	case kindCovered, kindSynthetic:
@@ -830,7 +812,7 @@ func (n *Namespace) Link(ctx context.Context, oldp, newp Path) error {
 		if n.inSynthetic(ctx, t, newp, err) {
 			return errReadOnly2("link", oldp, newp)
 		}
-		return readdress2("link", oldp, newp, err)
+		return ReaddressTo(err, "link", oldp, newp)
 	}
 	lo, ln := t.locate(ro), t.locate(rn)
 	switch {
@@ -851,14 +833,14 @@ func (n *Namespace) Link(ctx context.Context, oldp, newp Path) error {
 		rn2, okn := n.reroute(ctx, t, rn, false, "link", err)
 		if oko && okn {
 			if err := n.Link(ctx, ro2, rn2); err != nil {
-				return readdress2("link", oldp, newp, err)
+				return ReaddressTo(err, "link", oldp, newp)
 			}
 			return nil
 		}
 		if n.inSynthetic(ctx, t, newp, err) {
 			return errReadOnly2("link", oldp, newp)
 		}
-		return readdress2("link", oldp, newp, err)
+		return ReaddressTo(err, "link", oldp, newp)
 	}
 	return nil
 }
@@ -880,7 +862,7 @@ func (n *Namespace) setattr(ctx context.Context, op string, p Path, follow bool,
 	t := n.table()
 	q, err := n.route(ctx, t, p, follow, op)
 	if err != nil {
-		return readdress(op, p, err)
+		return ReaddressTo(err, op, p)
 	}
 	l := t.locate(q)
 	switch l.kind {
@@ -901,7 +883,7 @@ func (n *Namespace) setattr(ctx context.Context, op string, p Path, follow bool,
 					return nil
 				}
 			}
-			return readdress(op, p, err)
+			return ReaddressTo(err, op, p)
 		}
 		return nil
 	case kindSynthetic:
@@ -921,7 +903,7 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 	t := n.table()
 	q, err := n.route(ctx, t, p, true, "sub")
 	if err != nil {
-		return nil, readdress("sub", p, err)
+		return nil, ReaddressTo(err, "sub", p)
 	}
 	p = q.WithoutDirMark().Unresolved()
 	l := t.locate(q)
@@ -935,7 +917,7 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 				b, err = n.Sub(ctx, r)
 			}
 			if err != nil {
-				return nil, readdress("sub", p, err)
+				return nil, ReaddressTo(err, "sub", p)
 			}
 			return b, nil
 		}
@@ -959,7 +941,7 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 		case l.kind == kindCovered && noDirCode(err):
 			// No directory there in the covering mount: the new root is synthetic.
 		default:
-			return nil, readdress("sub", p, err)
+			return nil, ReaddressTo(err, "sub", p)
 		}
 	}
 	for _, m := range t.sorted {

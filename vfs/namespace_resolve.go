@@ -42,7 +42,7 @@ func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location,
 					return loc, nil
 				}
 			}
-			return Location{}, readdress("resolve", p, err)
+			return Location{}, ReaddressTo(err, "resolve", p)
 		}
 		loc.Path = l.m.path.Join(loc.Path).Resolved()
 		return loc, nil
@@ -67,7 +67,7 @@ func (n *Namespace) ResolveStat(ctx context.Context, p Path, follow bool) (Locat
 				return n.resolveStatSlow(ctx, p, follow)
 			}
 			if err != nil {
-				return Location{}, Info{}, readdress("resolve", p, err)
+				return Location{}, Info{}, ReaddressTo(err, "resolve", p)
 			}
 			loc.Path = l.m.path.Join(loc.Path).Resolved()
 			if loc.Found && !p.IsRoot() {
@@ -93,7 +93,7 @@ func (n *Namespace) resolveStatSlow(ctx context.Context, p Path, follow bool) (L
 		info, err = n.Lstat(ctx, loc.Path)
 	}
 	if err != nil {
-		return Location{}, Info{}, readdress("resolve", p, err)
+		return Location{}, Info{}, ReaddressTo(err, "resolve", p)
 	}
 	if !p.IsRoot() {
 		info.Name = p.Base()
@@ -125,7 +125,7 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 	return decideThen(loc, err, decide, func(q Path) (File, error) {
 		f, err := n.OpenFile(ctx, q, os.O_RDONLY, 0)
 		return addressFile(f, p, q), err
-	}, func(err error) error { return readdress("open", p, err) })
+	}, func(err error) error { return ReaddressTo(err, "open", p) })
 }
 
 // ResolveReadDir is Resolve, a decision and a listing, in one lookup where the
@@ -149,7 +149,7 @@ func (n *Namespace) ResolveReadDir(ctx context.Context, p Path, decide func(Loca
 	loc, err := n.Resolve(ctx, p, true)
 	return decideThen(loc, err, decide, func(q Path) ([]DirEntry, error) {
 		return n.ReadDir(ctx, q)
-	}, func(err error) error { return readdress("readdir", p, err) })
+	}, func(err error) error { return ReaddressTo(err, "readdir", p) })
 }
 
 // fusedInMount runs a fused call of the backend of mount l.m (act: its
@@ -176,7 +176,7 @@ func fusedInMount[T any](p Path, l loc, op string, decide func(Location) error, 
 		var zero T
 		return zero, Location{}, false, nil
 	}
-	return v, at, true, readdress(op, p, err)
+	return v, at, true, ReaddressTo(err, op, p)
 }
 
 // route returns the path an operation on p must act on: p itself, unless p lies in

@@ -216,21 +216,14 @@ func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (n
 	return res.Node, res.Name, nil
 }
 
-// readdress gives a store error met under the resolver the operation's name and
-// path.
+// readdress gives a store error met under the resolver (one with no path yet)
+// the operation's name and path with [vfs.Readdress]; an error the resolver
+// already addressed keeps its own.
 func readdress(err error, op string, p vfs.Path) error {
-	var ve *vfs.Error
-	if errors.As(err, &ve) && ve.Path == "" {
-		return vfs.NewError(ve.Code, op, p, errMsg(ve))
+	if ve, ok := errors.AsType[*vfs.Error](err); ok && ve.Path == "" {
+		return vfs.Readdress(ve, op, p.String(), "")
 	}
 	return err
-}
-
-func errMsg(e *vfs.Error) string {
-	if e.Err != nil {
-		return e.Err.Error()
-	}
-	return e.Message()
 }
 
 func ioErr(op string, p vfs.Path, err error) error {
