@@ -186,10 +186,7 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 		}
 	}()
 
-	hostFd := -1
-	if opts.ReadOnly && opts.Host != nil {
-		hostFd = openHost(ctx, opts.Host)
-	}
+	hostFd := t.openHost(ctx)
 	defer func() {
 		if hostFd >= 0 && (t.strategy != StrategyBind || !ok) {
 			unix.Close(hostFd)
@@ -204,9 +201,8 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 	// A bind shows the whole directory: only when the Dir showed all of it, the
 	// checkout need not hide its path, and no .git needs scanning (a scan reads
 	// the checkout's own copy; GitOmit empties it).
-	if hostFd >= 0 && len(t.skipped) == 0 && !opts.Private && !hasGit(entries) {
-		t.strategy = StrategyBind
-		bound, err := t.bind(ctx, hostFd, entries)
+	if hostFd >= 0 && t.canBind(entries) {
+		bound, err := t.tryBind(ctx, hostFd, entries)
 		if err != nil {
 			return nil, err
 		}
@@ -214,47 +210,12 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 			ok = true
 			return t, nil
 		}
-		// The policy refused a file: the bind would show it. Check out the rest.
-		t.skipped = nil
-		t.manifest.Entries, t.manifest.stat = map[string]Entry{}, map[string]statKey{}
-		for _, e := range entries {
-			e.ok = false
-		}
 	}
 
-	var need int64
-	for _, e := range entries {
-		if e.typ == 0 {
-			need += e.size
-		}
+	if err := t.makeRoot(entries); err != nil {
+		return nil, err
 	}
-	base, err := chooseBase(opts.Base, need)
-	if err != nil {
-		return nil, vfs.Errno(op, vfs.Root, err)
-	}
-	p, err := os.MkdirTemp(base, "capfs-checkout-")
-	if err != nil {
-		return nil, vfs.Errno(op, vfs.Root, err)
-	}
-	t.path, t.created = p, true
-	if err := os.Chmod(p, 0o700); err != nil {
-		return nil, vfs.Errno(op, vfs.Root, err)
-	}
-	if opts.Private {
-		mountPrivate(p)
-	}
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, vfs.Errno(op, vfs.Root, err)
-	}
-	t.rootFd = fd
-	t.strategy = StrategyCopy
-	if hostFd >= 0 && sameDevice(hostFd, fd) {
-		t.strategy = StrategyHardLink
-	} else if hostFd >= 0 {
-		unix.Close(hostFd)
-		hostFd = -1
-	}
+	hostFd = t.copyStrategy(hostFd)
 	if err := t.populate(ctx, entries, hostFd); err != nil {
 		return nil, err
 	}
@@ -263,6 +224,88 @@ func Checkout(ctx context.Context, src *dir.Dir, opts Options) (*Tree, error) {
 	}
 	ok = true
 	return t, nil
+}
+
+// openHost opens the host directory of a read-only checkout that names one
+// (Options.Host; see openHost), or returns -1.
+func (t *Tree) openHost(ctx context.Context) int {
+	if !t.opts.ReadOnly || t.opts.Host == nil {
+		return -1
+	}
+	return openHost(ctx, t.opts.Host)
+}
+
+// canBind reports whether a bind of the host directory would show what the
+// walk found (entries): the Dir hid nothing, the checkout need not hide its
+// path, and there is no .git to scan.
+func (t *Tree) canBind(entries []*srcEntry) bool {
+	return len(t.skipped) == 0 && !t.opts.Private && !hasGit(entries)
+}
+
+// copyStrategy sets the strategy of a checkout that is not a bind: hard links
+// when the host directory (hostFd, -1 for none) is on the checkout's device,
+// else copies. It returns the handle the copy uses, closing one it does not.
+func (t *Tree) copyStrategy(hostFd int) int {
+	if hostFd >= 0 && sameDevice(hostFd, t.rootFd) {
+		t.strategy = StrategyHardLink
+		return hostFd
+	}
+	t.strategy = StrategyCopy
+	if hostFd >= 0 {
+		unix.Close(hostFd)
+	}
+	return -1
+}
+
+// tryBind binds the host directory behind hostFd as the checkout (see bind)
+// and reports whether it did. When the policy refused a file, which the bind
+// would show, it forgets what it recorded, so the rest is checked out.
+func (t *Tree) tryBind(ctx context.Context, hostFd int, entries []*srcEntry) (bool, error) {
+	t.strategy = StrategyBind
+	bound, err := t.bind(ctx, hostFd, entries)
+	if err != nil || bound {
+		return bound, err
+	}
+	t.skipped = nil
+	t.manifest.Entries, t.manifest.stat = map[string]Entry{}, map[string]statKey{}
+	for _, e := range entries {
+		e.ok = false
+	}
+	return false, nil
+}
+
+// makeRoot creates the checkout's private directory (mode 0700; on a tmpfs
+// of its own when Options.Private asks for one) under the base chosen for
+// the entries' size, and opens it as t.rootFd.
+func (t *Tree) makeRoot(entries []*srcEntry) error {
+	const op = "checkout"
+	var need int64
+	for _, e := range entries {
+		if e.typ == 0 {
+			need += e.size
+		}
+	}
+	base, err := chooseBase(t.opts.Base, need)
+	if err != nil {
+		return vfs.Errno(op, vfs.Root, err)
+	}
+	p, err := os.MkdirTemp(base, "capfs-checkout-")
+	if err != nil {
+		return vfs.Errno(op, vfs.Root, err)
+	}
+	t.path, t.created = p, true
+	if err := os.Chmod(p, 0o700); err != nil {
+		return vfs.Errno(op, vfs.Root, err)
+	}
+	if t.opts.Private {
+		mountPrivate(p)
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return vfs.Errno(op, vfs.Root, err)
+	}
+	t.rootFd = fd
+	return nil
 }
 
 // chooseBase picks the parent directory of a checkout of need bytes.
@@ -433,53 +476,16 @@ func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
 			if f.rel != "" {
 				rel = f.rel + "/" + rel
 			}
-			if de.Type() == 0 {
-				out = append(out, &srcEntry{rel: rel, de: de})
-				continue
-			}
-			info, err := de.Info()
+			e, ents, err := t.walkEntry(ctx, rel, de)
 			if err != nil {
-				if skippable(err) {
-					t.skip(rel, err)
-					continue
-				}
 				return nil, err
 			}
-			e := &srcEntry{rel: rel, typ: info.Mode().Type(), size: info.Size(),
-				mode: info.Mode().Perm(), mtime: info.ModTime()}
-			switch {
-			case e.typ == fs.ModeDir:
-				ents, err := t.readDir(ctx, rel)
-				if err != nil {
-					if skippable(err) {
-						t.skip(rel, err)
-						continue
-					}
-					return nil, err
-				}
-				e.size = 0
-				out = append(out, e)
+			if e == nil {
+				continue
+			}
+			out = append(out, e)
+			if e.typ == fs.ModeDir {
 				subdirs = append(subdirs, frame{rel, ents})
-			case e.typ == fs.ModeSymlink:
-				target, err := t.src.Readlink(ctx, rel)
-				if err == nil {
-					p := vfs.MustParse(rel)
-					_, err = vfs.SymlinkTarget(p, target)
-				}
-				if err != nil {
-					if skippable(err) {
-						t.skip(rel, err)
-						continue
-					}
-					return nil, err
-				}
-				e.size, e.target = 0, target
-				out = append(out, e)
-			case e.typ == 0:
-				out = append(out, e)
-			default:
-				t.skip(rel, vfs.NewError(vfs.CodeNotRegular, "checkout", vfs.MustParse(rel),
-					"special file ("+e.typ.String()+") not checked out"))
 			}
 		}
 		// Push in reverse so the first subdirectory is walked next (depth first,
@@ -489,6 +495,56 @@ func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
 		}
 	}
 	return t.fileInfos(ctx, out)
+}
+
+// walkEntry examines the listed entry de at rel and returns what to check
+// out (nil: skipped) and, for a directory, its listing. A regular file's
+// metadata is left for fileInfos; a symlink's target must stay in the tree;
+// a special file, and what the Dir refuses, is skipped.
+func (t *Tree) walkEntry(ctx context.Context, rel string, de fs.DirEntry) (*srcEntry, []fs.DirEntry, error) {
+	if de.Type() == 0 {
+		return &srcEntry{rel: rel, de: de}, nil, nil
+	}
+	info, err := de.Info()
+	if err != nil {
+		return nil, nil, t.skipOr(rel, err)
+	}
+	e := &srcEntry{rel: rel, typ: info.Mode().Type(), size: info.Size(),
+		mode: info.Mode().Perm(), mtime: info.ModTime()}
+	switch e.typ {
+	case fs.ModeDir:
+		ents, err := t.readDir(ctx, rel)
+		if err != nil {
+			return nil, nil, t.skipOr(rel, err)
+		}
+		e.size = 0
+		return e, ents, nil
+	case fs.ModeSymlink:
+		target, err := t.src.Readlink(ctx, rel)
+		if err == nil {
+			_, err = vfs.SymlinkTarget(vfs.MustParse(rel), target)
+		}
+		if err != nil {
+			return nil, nil, t.skipOr(rel, err)
+		}
+		e.size, e.target = 0, target
+		return e, nil, nil
+	case 0:
+		return e, nil, nil
+	}
+	t.skip(rel, vfs.NewError(vfs.CodeNotRegular, "checkout", vfs.MustParse(rel),
+		"special file ("+e.typ.String()+") not checked out"))
+	return nil, nil, nil
+}
+
+// skipOr records err as a Skip of rel and returns nil when it is a refusal
+// (see skippable); otherwise it returns err.
+func (t *Tree) skipOr(rel string, err error) error {
+	if !skippable(err) {
+		return err
+	}
+	t.skip(rel, err)
+	return nil
 }
 
 // fileInfos fills in the metadata of the entries the walk left for it (those
@@ -711,8 +767,18 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 		}
 		e.ok = true
 	}
-	// Directory modes and times last (deepest first), once nothing more is
-	// written into them.
+	if err := t.setDirModes(entries); err != nil {
+		return err
+	}
+	racy := clockNow(t.rootFd)
+	t.setRootTime(ctx)
+	t.record(entries, racy)
+	return nil
+}
+
+// setDirModes gives the checkout's directories their modes and times, last
+// and deepest first, once nothing more is written into them.
+func (t *Tree) setDirModes(entries []*srcEntry) error {
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
 		if e.typ != fs.ModeDir {
@@ -720,7 +786,7 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 		}
 		fd, err := openBeneath(t.rootFd, e.rel, unix.O_PATH|unix.O_DIRECTORY, 0)
 		if err != nil {
-			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+			return vfs.Errno("checkout", vfs.MustParse(e.rel), err)
 		}
 		proc := "/proc/self/fd/" + strconv.Itoa(fd)
 		err = unix.Fchmodat(unix.AT_FDCWD, proc, uint32(e.mode), 0)
@@ -729,21 +795,25 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 		}
 		unix.Close(fd)
 		if err != nil {
-			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+			return vfs.Errno("checkout", vfs.MustParse(e.rel), err)
 		}
 	}
-	racy := clockNow(t.rootFd)
-	// The root's time too, after clockNow's probe file came and went in
-	// it: tools that look at the working directory see the source's (go
-	// test's result cache hashes the directory's status with the files it
-	// read, so a root stamped with each checkout's time misses every run).
-	if fi, err := t.src.Lstat(ctx, "."); err == nil && fi.IsDir() {
-		if unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(t.rootFd), times(fi.ModTime()), 0) == nil {
-			t.rootTime = fi.ModTime()
-		}
-	}
-	t.record(entries, racy)
 	return nil
+}
+
+// setRootTime gives the checkout's root the source's time, after clockNow's
+// probe file came and went in it: tools that look at the working directory
+// see the source's (go test's result cache hashes the directory's status
+// with the files it read, so a root stamped with each checkout's time misses
+// every run).
+func (t *Tree) setRootTime(ctx context.Context) {
+	fi, err := t.src.Lstat(ctx, ".")
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	if unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(t.rootFd), times(fi.ModTime()), 0) == nil {
+		t.rootTime = fi.ModTime()
+	}
 }
 
 // clockNow returns the change time a file changed now gets on the checkout's
@@ -817,11 +887,7 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 	const op = "checkout"
 	h, err := t.src.Open(ctx, e.rel, os.O_RDONLY, 0)
 	if err != nil {
-		if skippable(err) {
-			t.skip(e.rel, err)
-			return nil
-		}
-		return err
+		return t.skipOr(e.rel, err)
 	}
 	defer h.Close()
 	fi, err := h.Stat()
@@ -843,20 +909,38 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 			return nil
 		}
 	}
+	return t.writeCopy(ctx, e, h, fi.Size(), buf, pr)
+}
+
+// writeCopy creates e's file in the checkout and copies src (of size want)
+// into it, hashing, then gives it e's time and mode and records its stat key.
+func (t *Tree) writeCopy(ctx context.Context, e *srcEntry, src io.Reader, want int64, buf []byte, pr *progress) error {
 	// Created with its mode (less the umask) in the private checkout: the chmod
 	// below is only needed where the umask took bits away.
 	fd, err := openBeneath(t.rootFd, e.rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, uint32(e.mode))
 	if err != nil {
-		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		return vfs.Errno("checkout", vfs.MustParse(e.rel), err)
 	}
 	f := os.NewFile(uintptr(fd), e.rel)
 	defer f.Close()
+	n, digest, err := copyHashing(ctx, f, src, want, buf, pr, e.rel)
+	if err != nil {
+		return err
+	}
+	e.size, e.digest = n, digest
+	return finishCopy(fd, e)
+}
+
+// copyHashing copies src to dst through buf, counting the bytes in pr, and
+// returns their number and SHA-256 digest. It stops at want bytes when want
+// is positive, else at EOF.
+func copyHashing(ctx context.Context, dst io.Writer, src io.Reader, want int64, buf []byte, pr *progress, rel string) (int64, string, error) {
+	const op = "checkout"
 	hash := sha256.New()
 	var n int64
-	want := fi.Size()
 	for {
 		if ctx.Err() != nil {
-			return canceled(op, vfs.MustParse(e.rel), ctx.Err())
+			return 0, "", canceled(op, vfs.MustParse(rel), ctx.Err())
 		}
 		if want > 0 && n == want {
 			// The size the open file had: no read just to meet EOF (a file
@@ -865,11 +949,11 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 			// size 0 is read to EOF.
 			break
 		}
-		k, rerr := h.Read(buf)
+		k, rerr := src.Read(buf)
 		if k > 0 {
 			hash.Write(buf[:k])
-			if _, err := f.Write(buf[:k]); err != nil {
-				return vfs.Errno(op, vfs.MustParse(e.rel), err)
+			if _, err := dst.Write(buf[:k]); err != nil {
+				return 0, "", vfs.Errno(op, vfs.MustParse(rel), err)
 			}
 			n += int64(k)
 			pr.bytes.Add(int64(k))
@@ -878,24 +962,29 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 			break
 		}
 		if rerr != nil {
-			return rerr
+			return 0, "", rerr
 		}
 	}
-	e.size = n
-	e.digest = hex.EncodeToString(hash.Sum(nil))
+	return n, hex.EncodeToString(hash.Sum(nil)), nil
+}
+
+// finishCopy gives the copy open as fd e's modification time and mode (where
+// the umask took bits away), and records its stat key.
+func finishCopy(fd int, e *srcEntry) error {
+	fail := func(err error) error { return vfs.Errno("checkout", vfs.MustParse(e.rel), err) }
 	if err := futimes(fd, e.mtime); err != nil {
-		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		return fail(err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return vfs.Errno(op, vfs.MustParse(e.rel), err)
+		return fail(err)
 	}
 	if fs.FileMode(st.Mode&0o7777) != e.mode {
 		if err := unix.Fchmod(fd, uint32(e.mode)); err != nil {
-			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+			return fail(err)
 		}
 		if err := unix.Fstat(fd, &st); err != nil {
-			return vfs.Errno(op, vfs.MustParse(e.rel), err)
+			return fail(err)
 		}
 	}
 	e.key = keyOf(&st)

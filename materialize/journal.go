@@ -162,20 +162,53 @@ func writeJournal(jdir, label, checkout string, plan []*step, ops []op) (*journa
 	if err != nil {
 		return nil, journalError(err)
 	}
-	j := &journal{f: f, path: p, dir: jdir}
-	fail := func(err error) (*journal, error) {
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+	if err == nil {
+		err = writePlan(f, label, checkout, plan, ops)
+	}
+	if err == nil {
+		err = syncDir(jdir)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(p)
 		return nil, journalError(err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return fail(err)
+	hook("committed")
+	return &journal{f: f, path: p, dir: jdir}, nil
+}
+
+// writePlan writes the journal's header on its own line first (whatever
+// happens next, the journal names the checkout that holds the changes), then
+// the plan's steps and ops, flushed, then the commit line, flushed.
+func writePlan(f *os.File, label, checkout string, plan []*step, ops []op) error {
+	now := time.Now()
+	head, _ := json.Marshal(jRecord{Version: 1, Label: label, Checkout: checkout, Created: &now, Steps: len(plan), Ops: len(ops)})
+	if _, err := f.Write(append(head, '\n')); err != nil {
+		return err
 	}
+	hook("journal")
+	if err := writeSteps(f, plan, ops); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	n := len(ops)
+	line, _ := json.Marshal(jRecord{Commit: &n})
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// writeSteps writes a record for each step of the plan, then for each op
+// (naming its step by index), in writes of about 64 KiB.
+func writeSteps(f *os.File, plan []*step, ops []op) error {
 	index := map[*step]int{}
 	for i, s := range plan {
 		index[s] = i
 	}
-	now := time.Now()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	put := func(r jRecord) error {
@@ -191,44 +224,20 @@ func writeJournal(jdir, label, checkout string, plan []*step, ops []op) (*journa
 		}
 		return nil
 	}
-	// The header first, on its own: whatever happens next, the journal names
-	// the checkout that holds the changes.
-	head, _ := json.Marshal(jRecord{Version: 1, Label: label, Checkout: checkout, Created: &now, Steps: len(plan), Ops: len(ops)})
-	if _, err := f.Write(append(head, '\n')); err != nil {
-		return fail(err)
-	}
-	hook("journal")
 	for _, s := range plan {
 		js := jStep{Kind: s.c.Kind, Path: s.c.Path, Old: s.c.Old, New: s.c.New, Perm: s.perm, Chmod: s.chmod,
 			Force: s.force, Gone: s.gone, Parents: s.parents, State: stateNames[s.state], Code: s.code, Reason: s.reason, Clash: s.conflict}
 		if err := put(jRecord{Step: &js}); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	for _, o := range ops {
 		if err := put(jRecord{Op: []any{index[o.s], string(o.ph)}}); err != nil {
-			return fail(err)
+			return err
 		}
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	n := len(ops)
-	line, _ := json.Marshal(jRecord{Commit: &n})
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(jdir); err != nil {
-		return fail(err)
-	}
-	hook("committed")
-	return j, nil
+	_, err := f.Write(buf.Bytes())
+	return err
 }
 
 // done records op i as applied (not flushed: see journal).
@@ -331,6 +340,22 @@ type readJ struct {
 // readJournal opens, locks (without waiting: errBusy when held) and parses the
 // journal at p. With full unset it stops after the header.
 func readJournal(p string, full bool) (*readJ, error) {
+	f, err := lockJournal(p)
+	if err != nil {
+		return nil, err
+	}
+	j := &readJ{f: f, done: map[int]bool{}}
+	if err := j.parse(full); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// lockJournal opens and locks the journal at p without waiting (errBusy when
+// held). errGone means another Recover finished it (and removed it) while
+// this one waited: then there is nothing to do.
+func lockJournal(p string) (*os.File, error) {
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -342,75 +367,105 @@ func readJournal(p string, full bool) (*readJ, error) {
 		}
 		return nil, err
 	}
-	// Another Recover may have finished it (and removed it) while this one
-	// waited: then there is nothing to do.
 	var st, cur unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil || unix.Lstat(p, &cur) != nil || st.Ino != cur.Ino || st.Dev != cur.Dev {
 		f.Close()
 		return nil, errGone
 	}
-	j := &readJ{f: f, done: map[int]bool{}}
-	sc := bufio.NewScanner(f)
+	return f, nil
+}
+
+// errMalformedJournal is a journal whose records make no sense.
+var errMalformedJournal = errors.New("malformed journal")
+
+// parse reads j's records up to a torn last line. With full unset it stops
+// after the header, only looking for the commit line.
+func (j *readJ) parse(full bool) error {
+	sc := bufio.NewScanner(j.f)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	bad := errors.New("malformed journal")
-	n := 0
-	for sc.Scan() {
+	for n := 0; sc.Scan(); n++ {
 		var r jRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			break // a torn last line
 		}
-		switch {
-		case n == 0:
-			if r.Version != 1 {
-				f.Close()
-				return nil, bad
+		if n > 0 {
+			if err := j.record(&r); err != nil {
+				return err
 			}
-			j.version = r.Version
-			j.label, j.checkout = r.Label, r.Checkout
-			if r.Created != nil {
-				j.created = *r.Created
-			}
-			if !full {
-				// Committed: look for the commit line without building the plan.
-				for sc.Scan() {
-					if bytes.HasPrefix(sc.Bytes(), []byte(`{"commit":`)) {
-						j.committed = true
-						break
-					}
-				}
-				return j, nil
-			}
-		case r.Step != nil:
-			js := r.Step
-			s := &step{c: Change{Kind: js.Kind, Path: js.Path, Old: js.Old, New: js.New}, perm: js.Perm, chmod: js.Chmod,
-				force: js.Force, gone: js.Gone, parents: js.Parents, state: stateNamed(js.State), code: js.Code, reason: js.Reason, conflict: js.Clash}
-			j.plan = append(j.plan, s)
-		case r.Op != nil:
-			if len(r.Op) != 2 {
-				f.Close()
-				return nil, bad
-			}
-			k, ok1 := r.Op[0].(float64)
-			ph, ok2 := r.Op[1].(string)
-			if !ok1 || !ok2 || int(k) < 0 || int(k) >= len(j.plan) {
-				f.Close()
-				return nil, bad
-			}
-			s := j.plan[int(k)]
-			s.ops++
-			j.ops = append(j.ops, op{s, phase(ph)})
-		case r.Commit != nil:
-			if *r.Commit != len(j.ops) {
-				f.Close()
-				return nil, bad
-			}
-			j.committed = true
-		case r.Done != nil:
-			j.done[*r.Done] = true
+			continue
 		}
-		n++
+		if err := j.header(&r); err != nil {
+			return err
+		}
+		if !full {
+			j.committed = scanCommit(sc)
+			return nil
+		}
 	}
-	return j, nil
+	return nil
+}
+
+// header takes the journal's version, label, checkout and time from its
+// first record.
+func (j *readJ) header(r *jRecord) error {
+	if r.Version != 1 {
+		return errMalformedJournal
+	}
+	j.version = r.Version
+	j.label, j.checkout = r.Label, r.Checkout
+	if r.Created != nil {
+		j.created = *r.Created
+	}
+	return nil
+}
+
+// scanCommit reads on to the commit line, without building the plan, and
+// reports whether there is one.
+func scanCommit(sc *bufio.Scanner) bool {
+	for sc.Scan() {
+		if bytes.HasPrefix(sc.Bytes(), []byte(`{"commit":`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// record adds one record after the header to j: a step of the plan, an op
+// (of a step already read), the commit line, or an op done.
+func (j *readJ) record(r *jRecord) error {
+	switch {
+	case r.Step != nil:
+		js := r.Step
+		s := &step{c: Change{Kind: js.Kind, Path: js.Path, Old: js.Old, New: js.New}, perm: js.Perm, chmod: js.Chmod,
+			force: js.Force, gone: js.Gone, parents: js.Parents, state: stateNamed(js.State), code: js.Code, reason: js.Reason, conflict: js.Clash}
+		j.plan = append(j.plan, s)
+	case r.Op != nil:
+		return j.addOp(r.Op)
+	case r.Commit != nil:
+		if *r.Commit != len(j.ops) {
+			return errMalformedJournal
+		}
+		j.committed = true
+	case r.Done != nil:
+		j.done[*r.Done] = true
+	}
+	return nil
+}
+
+// addOp adds the op a record names as [step index, phase].
+func (j *readJ) addOp(rec []any) error {
+	if len(rec) != 2 {
+		return errMalformedJournal
+	}
+	k, ok1 := rec[0].(float64)
+	ph, ok2 := rec[1].(string)
+	if !ok1 || !ok2 || int(k) < 0 || int(k) >= len(j.plan) {
+		return errMalformedJournal
+	}
+	s := j.plan[int(k)]
+	s.ops++
+	j.ops = append(j.ops, op{s, phase(ph)})
+	return nil
 }
 
 // RecoverOptions configures Recover.
@@ -458,53 +513,21 @@ func Recover(ctx context.Context, src *dir.Dir, journalPath string, opts Recover
 	if j.version == 0 {
 		// Not even a header: the sync died creating the journal, before it
 		// could apply anything.
-		if err := os.Remove(journalPath); err == nil {
-			_ = syncDir(filepath.Dir(journalPath))
-		}
+		removeJournal(journalPath)
 		return &SyncReport{}, nil
 	}
 	rep := &SyncReport{Checkout: j.checkout}
 	var runErr error
-	if !j.committed {
-		for _, s := range j.plan {
-			if s.state == stPending {
-				s.state, s.code, s.reason = stStopped, vfs.CodeCanceled, "not applied: the sync was interrupted before it started (the checkout holds the change)"
-			}
-		}
+	if j.committed {
+		runErr = j.rollForward(ctx, src, opts, rep)
 	} else {
-		rootFd, oerr := unix.Open(j.checkout, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if oerr != nil {
-			rootFd = -1
-		}
-		a := &applier{src: src, rootFd: rootFd, onReject: opts.OnReject, plan: j.plan, j: &journal{f: j.f}}
-		// The op interrupted may have left a temporary file of Dir.WriteFile
-		// beside its target: remove capfs's own temporaries there.
-		for i, o := range j.ops {
-			if !j.done[i] {
-				if o.s.c.New != nil && o.s.c.New.IsRegular() {
-					removeTemps(ctx, src, o.s.c.Path)
-				}
-				break
-			}
-		}
-		runErr = a.run(ctx, j.ops, j.done, rep)
-		if rootFd >= 0 {
-			unix.Close(rootFd)
-		}
+		stopPending(j.plan, stStopped, vfs.CodeCanceled, "not applied: the sync was interrupted before it started (the checkout holds the change)")
 	}
 	fillReport(rep, j.plan)
 	if j.committed && len(rep.NotApplied) == 0 && !opts.KeepCheckout {
-		if _, err := os.Lstat(j.checkout); errors.Is(err, fs.ErrNotExist) {
-			rep.Checkout = "" // gone already
-		} else if isCheckoutDir(j.checkout) {
-			if err := removeTree(j.checkout); err == nil {
-				rep.Checkout = ""
-			}
-		}
+		removeSyncedCheckout(rep, j.checkout)
 	}
-	if err := os.Remove(journalPath); err == nil {
-		_ = syncDir(filepath.Dir(journalPath))
-	}
+	removeJournal(journalPath)
 	if runErr != nil {
 		return rep, runErr
 	}
@@ -512,6 +535,55 @@ func Recover(ctx context.Context, src *dir.Dir, journalPath string, opts Recover
 		return rep, listError(rep.NotApplied[0].Code, op, "not applied", unappliedPaths(rep.NotApplied))
 	}
 	return rep, nil
+}
+
+// rollForward applies the committed plan's ops not done yet through src,
+// reading new contents from the checkout the journal names.
+func (j *readJ) rollForward(ctx context.Context, src *dir.Dir, opts RecoverOptions, rep *SyncReport) error {
+	rootFd, err := unix.Open(j.checkout, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		rootFd = -1
+	} else {
+		defer unix.Close(rootFd)
+	}
+	a := &applier{src: src, rootFd: rootFd, onReject: opts.OnReject, plan: j.plan, j: &journal{f: j.f}}
+	j.removeInterruptedTemps(ctx, src)
+	return a.run(ctx, j.ops, j.done, rep)
+}
+
+// removeInterruptedTemps removes capfs's own temporaries beside the target
+// of the interrupted op (the first not done) when it writes a file: the
+// interrupted Dir.WriteFile may have left one there.
+func (j *readJ) removeInterruptedTemps(ctx context.Context, src *dir.Dir) {
+	for i, o := range j.ops {
+		if j.done[i] {
+			continue
+		}
+		if n := o.s.c.New; n != nil && n.IsRegular() {
+			removeTemps(ctx, src, o.s.c.Path)
+		}
+		return
+	}
+}
+
+// removeSyncedCheckout removes the checkout p of a recovered sync that
+// applied everything, if it is one Checkout made, and then clears
+// rep.Checkout (also when it is gone already).
+func removeSyncedCheckout(rep *SyncReport, p string) {
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		rep.Checkout = "" // gone already
+		return
+	}
+	if isCheckoutDir(p) && removeTree(p) == nil {
+		rep.Checkout = ""
+	}
+}
+
+// removeJournal removes the journal at p, and flushes its directory.
+func removeJournal(p string) {
+	if err := os.Remove(p); err == nil {
+		_ = syncDir(filepath.Dir(p))
+	}
 }
 
 // isCheckoutDir reports whether p looks like a directory Checkout made (a
