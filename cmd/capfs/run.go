@@ -14,6 +14,7 @@ import (
 
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/sandbox"
 	"github.com/capfs/capfs/vfs"
 )
@@ -89,7 +90,7 @@ type runner struct {
 	lazyFlag         *bool       // --lazy or --no-lazy as given (nil: the default)
 	lazy             bool        // the work tree is a lazy FUSE mount (run_lazy.go)
 	lazyWhy          string      // why lazy or not, for the summary
-	lazyWork         *lazyWork
+	lazyWork         *run.Lazy
 	git              gitRun   // the work tree's .git (run_git.go)
 	shownNotes       []string // host paths the sandbox's mountinfo shows, for the summary (run_cachemount.go)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/sandbox"
 	"github.com/capfs/capfs/vfs"
 )
@@ -141,10 +142,10 @@ func mountTools(ds []toolDir) (*toolMount, error) {
 
 // mount serves ns on a new mount point, in a private directory named as a
 // lazy run's (capfs-lazy-*/work, under lazyMountDir), so that what a killed
-// run leaves is swept the same way (clearStaleLazy).
+// run leaves is swept the same way (run.SweepLazy).
 func (tm *toolMount) mount(ns *vfs.Namespace, ids []vfs.Path) error {
-	mnt := lazyMountDir(lazyBase())
-	clearStaleLazy(mnt)
+	mnt := lazyMountDir(run.LazyBase())
+	run.SweepLazy(mnt)
 	priv, err := os.MkdirTemp(mnt, "capfs-lazy-tools-")
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/run"
 )
 
 // The conflict matrix (issue 27): what the sandbox does to a file (conf) ×
@@ -115,12 +116,12 @@ var conflictWorks = []conflictWork{
 		view, _ := dir.New(ov)
 		return view.Afero(), func() (*materialize.Tree, error) {
 			defer ov.Close()
-			return upperTree(ctx, ov, src)
+			return run.UpperTree(ctx, ov, src)
 		}
 	}},
 	// The lazy work tree of a run: the FUSE mount, with the kernel's caches.
 	{name: "lazy-fuse", need: needFUSE, start: func(t *testing.T, ctx context.Context, src *dir.Dir) (afero.Fs, func() (*materialize.Tree, error)) {
-		lw, err := startLazyWork(ctx, src, nil)
+		lw, err := run.StartLazy(ctx, src, run.LazyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -17,8 +18,8 @@ import (
 // GitAuto) and empties those whose history names a path the policy hides. A
 // lazy run scans the work tree's own .git on the host the same way
 // (materialize.ScanGitHistory, the one scanner) before the command starts,
-// deciding each path of the history as the lazy view decides a name (the
-// session's policy, as hidingLower does; Ask counts as hidden): when none is
+// deciding each path of the history as the lazy view (run.ViewPolicy)
+// decides a name (the session's policy; Ask counts as hidden): when none is
 // hidden, the .git is shown read-only, limited to the objects the scan
 // covered (an object the host adds during the run is not shown); else its
 // contents stay out of reach. Other .git directories of a lazy run (nested
@@ -60,43 +61,16 @@ func gitScanCache() string {
 	return d
 }
 
-// lazyGitView is the lazy view's decision on the work root's .git: shown
-// (read-only) or not, and, when shown with a fingerprint, the entries beneath
-// its objects/ and modules/ the scan covered.
-type lazyGitView struct {
-	shown   bool
-	objects map[string]bool // nil: no limit
-}
-
-// shows reports whether the view shows p (a path from the work root) that
-// lies in or beneath a .git: only what lies in the root's .git, when shown.
-func (g *lazyGitView) shows(p string) bool {
-	if g == nil || !g.shown {
-		return false
-	}
-	rel, ok := strings.CutPrefix(p, ".git/")
-	if !ok {
-		return p == ".git"
-	}
-	if inGit(rel) || !materialize.GitShows(rel) {
-		return false
-	}
-	if g.objects != nil && (rel == "objects" || rel == "modules" || strings.HasPrefix(rel, "objects/") || strings.HasPrefix(rel, "modules/")) {
-		return g.objects[rel]
-	}
-	return true
-}
-
 // lazyGit decides, before a lazy run starts, whether its view shows the work
 // root's .git (see the comment at the top of this file), records the
 // summary's note in r.git, and says so when it does not.
-func (r *runner) lazyGit(ctx context.Context) *lazyGitView {
+func (r *runner) lazyGit(ctx context.Context) *run.GitView {
 	fi, err := r.workDir.Lstat(ctx, ".git")
 	if err != nil {
 		return nil // no .git: nothing to show or hide
 	}
 	where := showGuest(r.workPath, ".git")
-	hide := func(why string) *lazyGitView {
+	hide := func(why string) *run.GitView {
 		r.git = gitRun{hidden: true, note: where + "'s contents are not in the sandbox: " + why + "; go build runs with -buildvcs=false"}
 		r.say("capfs: run: not in the sandbox: %s's contents: %s\n", where, why)
 		return nil
@@ -117,13 +91,13 @@ func (r *runner) lazyGit(ctx context.Context) *lazyGitView {
 // lazyGitScan scans the host's git directory gitdir (the work root's .git,
 // shown as where) and decides, for lazyGit, whether the view shows it; hide
 // records why not.
-func (r *runner) lazyGitScan(ctx context.Context, gitdir, where string, hide func(string) *lazyGitView) *lazyGitView {
+func (r *runner) lazyGitScan(ctx context.Context, gitdir, where string, hide func(string) *run.GitView) *run.GitView {
 	keep := r.lim.git == materialize.GitKeep
 	h, err := materialize.ScanGitHistory(ctx, gitdir, r.lim.gitScanBudget, gitScanCache())
 	switch {
 	case err != nil && keep:
 		r.git.note = where + " shown read-only, unchecked (--git keep): its history cannot be read to check it"
-		return &lazyGitView{shown: true}
+		return &run.GitView{Shown: true}
 	case err != nil:
 		return hide("its history cannot be read to check it")
 	}
@@ -143,7 +117,7 @@ func (r *runner) lazyGitScan(ctx context.Context, gitdir, where string, hide fun
 	default:
 		r.git.note = fmt.Sprintf("%s shown read-only: its history's %d paths name none the policy hides (%s)%s", where, len(h.Paths), how, unnamedNote(len(h.Unnamed)))
 	}
-	return &lazyGitView{shown: true, objects: h.Objects}
+	return &run.GitView{Shown: true, Objects: h.Objects}
 }
 
 // lazyHidden decides a path of the work root's history as the lazy view
@@ -152,16 +126,16 @@ func (r *runner) lazyGitScan(ctx context.Context, gitdir, where string, hide fun
 // denies listing it, or when it is not a path the Dir can hold.
 func (r *runner) lazyHidden(ctx context.Context) func(p string) (bool, error) {
 	inner := r.s.Policy
-	view := lazyViewPolicy{root: r.workPath.String()}
+	view := run.ViewPolicy{Root: r.workPath.String()}
 	return func(p string) (bool, error) {
-		if vp, err := vfs.ParseGuest(p); err != nil || vp.String() != p || inGit(p) {
+		if vp, err := vfs.ParseGuest(p); err != nil || vp.String() != p || run.InGit(p) {
 			return true, nil
 		}
 		if inner == nil {
 			return false, nil
 		}
 		for _, op := range []policy.Op{policy.OpRead, policy.OpStat} {
-			q := policy.Request{Op: op, Path: view.join(p), GuestPath: p, Size: -1}
+			q := policy.Request{Op: op, Path: view.Join(p), GuestPath: p, Size: -1}
 			if d := inner.Decide(ctx, &q); d.Effect != policy.Allow {
 				return true, nil
 			}

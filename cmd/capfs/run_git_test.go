@@ -153,35 +153,6 @@ func TestRunGitScanCached(t *testing.T) {
 	run("(scanned)")
 }
 
-// TestLazyGitViewShows: the lazy view shows the root's .git (and, when the
-// scan fingerprinted it, only the objects it covered), never a nested one.
-func TestLazyGitViewShows(t *testing.T) {
-	var hidden *lazyGitView
-	open := &lazyGitView{shown: true}
-	limited := &lazyGitView{shown: true, objects: map[string]bool{"objects": true, "objects/ab": true, "objects/ab/cd": true}}
-	for _, c := range []struct {
-		g    *lazyGitView
-		p    string
-		want bool
-	}{
-		{hidden, ".git/HEAD", false},
-		{open, ".git", true},
-		{open, ".git/HEAD", true},
-		{open, ".git/objects/ab/cd", true},
-		{open, "sub/.git/HEAD", false},
-		{open, ".git/modules/m/.git/HEAD", false},
-		{limited, ".git/HEAD", true},
-		{limited, ".git/objects/ab/cd", true},
-		{limited, ".git/objects/ab/ef", false},
-		{limited, ".git/objects/pack", false},
-		{limited, ".git/modules", false},
-	} {
-		if got := c.g.shows(c.p); got != c.want {
-			t.Errorf("%+v.shows(%q) = %v, want %v", c.g, c.p, got, c.want)
-		}
-	}
-}
-
 // gitIndexNaming makes root a git repository whose index names path (added,
 // not committed).
 func gitIndexNaming(t *testing.T, root, path string) {
@@ -246,30 +217,4 @@ func gitInStdin(t *testing.T, root, stdin string, args ...string) string {
 		t.Fatalf("git %q: %v", args, err)
 	}
 	return string(out)
-}
-
-// TestInGitBeneathGit: inGit finds a ".git" component anywhere in a path,
-// beneathGit only in its parent.
-func TestInGitBeneathGit(t *testing.T) {
-	for _, c := range []struct {
-		p               string
-		in, beneathWant bool
-	}{
-		{"", false, false},
-		{".git", true, false},
-		{".git/HEAD", true, true},
-		{"a/.git", true, false},
-		{"a/.git/objects/ab", true, true},
-		{"a/.gitx/b", false, false},
-		{"x.git/b", false, false},
-		{"a/b/c", false, false},
-		{"a//.git", true, false},
-	} {
-		if got := inGit(c.p); got != c.in {
-			t.Errorf("inGit(%q) = %v, want %v", c.p, got, c.in)
-		}
-		if got := beneathGit(c.p); got != c.beneathWant {
-			t.Errorf("beneathGit(%q) = %v, want %v", c.p, got, c.beneathWant)
-		}
-	}
 }
