@@ -164,9 +164,7 @@
 //
 // # Lazy sandboxes
 //
-// Overlay is the copy-on-write layer of a lazy sandbox: a vfs.Backend showing
-// a Dir's tree with a process's changes kept in a private upper directory,
-// mounted (dir.New(overlay), then Mount) in constant time whatever the tree's
-// size. Overlay.Changes lists what changed with each replaced entry's prior
-// state, for a sync-back through the source Dir.
+// A lazy sandbox serves the copy-on-write layer of package overlay
+// (dir.New(overlay), then Mount); the files of its private upper directory
+// are the ones Options.Passthrough hands to the kernel.
 package fuseexport

@@ -621,27 +621,16 @@ func (s *Server) ino(p vfs.Path, info vfs.Info) uint64 {
 		h := fnv.New64a()
 		h.Write([]byte{byte(k)})
 		h.Write([]byte(p.String()))
-		ino = mix64(h.Sum64()) | 1<<63
+		ino = vfs.MixID(h.Sum64()) | 1<<63
 	case k == 0:
 		ino = info.ID
 	default:
-		ino = mix64(info.ID + k*0x9e3779b97f4a7c15)
+		ino = vfs.MixID(info.ID + k*0x9e3779b97f4a7c15)
 	}
 	if ino <= 1 || ino == ^uint64(0) {
-		ino = mix64(ino + 0x632be59bd9b4e019)
+		ino = vfs.MixID(ino + 0x632be59bd9b4e019)
 	}
 	return ino
-}
-
-// mix64 is the splitmix64 finalizer: a bijection on uint64 that spreads nearby
-// numbers apart.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // Serve blocks until ctx is done, then unmounts (Close with a two-second

@@ -1,4 +1,4 @@
-package fuseexport
+package overlay
 
 import (
 	"context"
@@ -56,7 +56,7 @@ type Overlay struct {
 	unread map[string]unreadBase
 	// seen holds a *sight for each lower path the process looked up, by
 	// path: what the lower held there then, or that it held nothing (see
-	// cow_sight.go). Written once per path, read at each lookup and change:
+	// sight.go). Written once per path, read at each lookup and change:
 	// a sync.Map, read without a lock.
 	seen sync.Map
 	// The root is the upper directory itself, which stays private (mode
@@ -252,7 +252,7 @@ func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, erro
 // vfs.DirInfoReader), each layer listed in one pass where it can: a lazy
 // run's listing with attributes (READDIRPLUS) asks no lookup per entry. A
 // lower entry listed with its status is seen, as a lookup sees it (its sight
-// is recorded, see cow_sight.go).
+// is recorded, see sight.go).
 func (o *Overlay) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	name := func(e vfs.DirInfo) string { return e.Name }
 	up := func(e vfs.DirInfo) vfs.DirInfo {
@@ -375,7 +375,7 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 }
 
 // upperID keeps the upper's object IDs apart from the lower's.
-func upperID(id uint64) uint64 { return mix64(id ^ 0x5bd1e9955bd1e995) }
+func upperID(id uint64) uint64 { return vfs.MixID(id ^ 0x5bd1e9955bd1e995) }
 
 // ovFile is an upper file whose Stat reports the ID Lstat reports.
 type ovFile struct{ vfs.File }
@@ -652,7 +652,7 @@ func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 
 // Remove removes p: from the upper, and with a whiteout where the lower has it.
 // A directory must be empty in the merged view. The lower entry's Base comes
-// from its sight (see cow_sight.go): a removal reads none of its contents.
+// from its sight (see sight.go): a removal reads none of its contents.
 func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
 	p = p.Unresolved().WithoutDirMark()
 	if p.IsRoot() {

@@ -1,4 +1,4 @@
-package fuseexport
+package overlay
 
 import (
 	"os"

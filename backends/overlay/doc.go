@@ -1,0 +1,18 @@
+// Package overlay is the copy-on-write layer of a lazy sandbox: a
+// [vfs.Backend] showing a lower tree (a Dir's Backend view, never changed)
+// with a process's changes kept in a private upper directory on the host.
+//
+// An [Overlay] is served through a Dir: dir.New(overlay), then a FUSE mount
+// (fuseexport.Mount) for a sandboxed process. The Dir resolves each path in
+// the overlay (its Resolve, ResolveStat and ResolveOpen) before the layer
+// acts on it; the layer itself follows no symlink inside a path, and
+// TestConformanceThroughDir runs the backend suite the way it is used.
+//
+// What the process saw is kept too: the first sight of each lower entry is
+// its [Base], so a sync-back judges conflicts against what the process read,
+// not against what the source holds when the run ends. [Overlay.Changes]
+// lists what changed, each replaced entry with its Base.
+//
+// Mounting an Overlay costs the same whatever the lower tree's size: that is
+// the lazy sandbox's constant start-up.
+package overlay

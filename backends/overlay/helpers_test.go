@@ -1,0 +1,5 @@
+package overlay
+
+import "context"
+
+var bg = context.Background()
