@@ -53,14 +53,6 @@ func (t *Tree) Export(ctx context.Context, dst *dir.Dir, lim Limits) (*ExportRep
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	refusedDirs := map[string]bool{}
-	under := func(p string) bool {
-		for d := path.Dir(p); d != "."; d = path.Dir(d) {
-			if refusedDirs[d] {
-				return true
-			}
-		}
-		return false
-	}
 	for _, c := range changes {
 		if err := ctx.Err(); err != nil {
 			return rep, vfs.Errno(op, vfs.Root, err)
@@ -69,49 +61,74 @@ func (t *Tree) Export(ctx context.Context, dst *dir.Dir, lim Limits) (*ExportRep
 			rep.Deleted = append(rep.Deleted, c)
 			continue
 		}
-		if c.Kind == Touched || c.New == nil || under(c.Path) {
+		if c.Kind == Touched || c.New == nil || inRefusedDir(c.Path, refusedDirs) {
 			continue
 		}
-		n := c.New
-		var werr error
+		r, werr := t.exportEntry(ctx, dst, c)
 		switch {
-		case n.IsDir():
-			werr = dst.MkdirAll(ctx, c.Path)
-		case n.IsSymlink():
-			if why := badLink(c.Path, n.Target); why != "" {
-				rep.Refused = append(rep.Refused, Refusal{c, vfs.CodeOutside, why})
-				continue
-			}
-			if werr = mkParent(ctx, dst, c.Path); werr == nil {
-				werr = dst.Symlink(ctx, n.Target, c.Path)
-			}
-		case n.IsRegular():
-			data, err := readCheckoutAt(t.rootFd, c.Path, n)
-			if err != nil {
-				werr = err
-				break
-			}
-			if werr = mkParent(ctx, dst, c.Path); werr == nil {
-				werr = dst.WriteFile(ctx, c.Path, data, n.Mode.Perm())
+		case r != nil:
+			rep.Refused = append(rep.Refused, *r)
+		case werr == nil:
+			rep.Written = append(rep.Written, c)
+		case isExportRefusal(werr):
+			rep.Refused = append(rep.Refused, Refusal{c, vfs.CodeOf(werr), messageOf(werr)})
+			if c.New.IsDir() {
+				refusedDirs[c.Path] = true
 			}
 		default:
-			rep.Refused = append(rep.Refused, Refusal{c, vfs.CodeNotRegular, "not a regular file, directory or symlink"})
-			continue
-		}
-		if werr != nil {
-			switch vfs.CodeOf(werr) {
-			case vfs.CodePermission, vfs.CodeInvalidPath, vfs.CodeConflict:
-				rep.Refused = append(rep.Refused, Refusal{c, vfs.CodeOf(werr), messageOf(werr)})
-				if n.IsDir() {
-					refusedDirs[c.Path] = true
-				}
-				continue
-			}
 			return rep, werr
 		}
-		rep.Written = append(rep.Written, c)
 	}
 	return rep, nil
+}
+
+// inRefusedDir reports whether a directory above p is in refused.
+func inRefusedDir(p string, refused map[string]bool) bool {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		if refused[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// isExportRefusal reports whether dst's error writing an entry is a refusal
+// Export lists and goes on after.
+func isExportRefusal(err error) bool {
+	switch vfs.CodeOf(err) {
+	case vfs.CodePermission, vfs.CodeInvalidPath, vfs.CodeConflict:
+		return true
+	}
+	return false
+}
+
+// exportEntry writes c's new entry to dst: a directory, a symlink staying in
+// the tree, or a regular file read from the checkout. It returns a refusal
+// of its own for any other entry, else dst's error.
+func (t *Tree) exportEntry(ctx context.Context, dst *dir.Dir, c Change) (*Refusal, error) {
+	n := c.New
+	switch {
+	case n.IsDir():
+		return nil, dst.MkdirAll(ctx, c.Path)
+	case n.IsSymlink():
+		if why := badLink(c.Path, n.Target); why != "" {
+			return &Refusal{c, vfs.CodeOutside, why}, nil
+		}
+		if err := mkParent(ctx, dst, c.Path); err != nil {
+			return nil, err
+		}
+		return nil, dst.Symlink(ctx, n.Target, c.Path)
+	case n.IsRegular():
+		data, err := readCheckoutAt(t.rootFd, c.Path, n)
+		if err != nil {
+			return nil, err
+		}
+		if err := mkParent(ctx, dst, c.Path); err != nil {
+			return nil, err
+		}
+		return nil, dst.WriteFile(ctx, c.Path, data, n.Mode.Perm())
+	}
+	return &Refusal{c, vfs.CodeNotRegular, "not a regular file, directory or symlink"}, nil
 }
 
 // badLink says why a symlink at p with target may not be written ("" if it

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -147,17 +148,7 @@ func (s *gitScan) account(gitdir string) {
 // store with alternates is read through st's iteration of every object.
 func (s *gitScan) roots(gitdir string, st *looseFirst, fn func(o plumbing.EncodedObject) error) error {
 	if _, err := os.Lstat(filepath.Join(gitdir, "objects", "info", "alternates")); err == nil {
-		all, err := st.IterEncodedObjects(plumbing.AnyObject)
-		if err != nil {
-			return err
-		}
-		return all.ForEach(func(o plumbing.EncodedObject) error {
-			s.packed = append(s.packed, o.Hash()) // loose or not, it cannot be left out alone
-			if o.Type() != plumbing.CommitObject && o.Type() != plumbing.TagObject {
-				return nil
-			}
-			return fn(o)
-		})
+		return s.allRoots(st, fn)
 	}
 	fsys := osfs.New(gitdir, osfs.WithBoundOS())
 	dg := dotgit.New(fsys)
@@ -184,26 +175,48 @@ func (s *gitScan) roots(gitdir string, st *looseFirst, fn func(o plumbing.Encode
 			return err
 		}
 		for _, typ := range []plumbing.ObjectType{plumbing.CommitObject, plumbing.TagObject} {
-			pf, err := dg.ObjectPack(p)
-			if err != nil {
-				return err
-			}
-			idx, err := dg.ObjectPackIdx(p)
-			if err != nil {
-				pf.Close()
-				return err
-			}
-			it, err := filesystem.NewPackfileIter(fsys, pf, idx, typ, false, 0)
-			if err != nil {
-				pf.Close()
-				return err
-			}
-			if err := it.ForEach(fn); err != nil {
+			if err := packObjects(fsys, dg, p, typ, fn); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// allRoots is roots for a store with alternates: st's iteration of every
+// object, each recorded as packed (loose or not, it cannot be left out alone).
+func (s *gitScan) allRoots(st *looseFirst, fn func(o plumbing.EncodedObject) error) error {
+	all, err := st.IterEncodedObjects(plumbing.AnyObject)
+	if err != nil {
+		return err
+	}
+	return all.ForEach(func(o plumbing.EncodedObject) error {
+		s.packed = append(s.packed, o.Hash()) // loose or not, it cannot be left out alone
+		if o.Type() != plumbing.CommitObject && o.Type() != plumbing.TagObject {
+			return nil
+		}
+		return fn(o)
+	})
+}
+
+// packObjects calls fn with every object of type typ in pack p, by the
+// pack's own iteration by type.
+func packObjects(fsys billy.Filesystem, dg *dotgit.DotGit, p plumbing.Hash, typ plumbing.ObjectType, fn func(o plumbing.EncodedObject) error) error {
+	pf, err := dg.ObjectPack(p)
+	if err != nil {
+		return err
+	}
+	idx, err := dg.ObjectPackIdx(p)
+	if err != nil {
+		pf.Close()
+		return err
+	}
+	it, err := filesystem.NewPackfileIter(fsys, pf, idx, typ, false, 0)
+	if err != nil {
+		pf.Close()
+		return err
+	}
+	return it.ForEach(fn)
 }
 
 // packIDs appends the ids of pack p's objects (from its index) to s.packed.

@@ -326,23 +326,51 @@ func parseGitCacheHeader(br *bufio.Reader, fp [32]byte) (gitCacheHeader, bool) {
 	}
 	fl, gl := line(), line()
 	f, g := strings.Fields(fl), strings.Fields(gl)
-	if len(f) != 6 || f[0] != "trees" || f[2] != "complete" || f[4] != "budget" ||
-		len(g) != 7 || g[0] != "paths" || g[2] != "unnamed" || g[4] != "packed" {
+	if !labelled(f, 6, "trees", "complete", "budget") || !labelled(g, 7, "paths", "unnamed", "packed") {
 		return h, false
 	}
 	nums := []*int{&h.trees, &h.complete, &h.budget, &h.paths, &h.unnamed, &h.packed}
 	for i, s := range []string{f[1], f[3], f[5], g[1], g[3], g[5]} {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || strconv.Itoa(n) != s {
+		n, ok := canonicalCount(s)
+		if !ok {
 			return h, false
 		}
 		*nums[i] = n
 	}
 	h.sum = g[6]
-	ok := h.complete <= 1 && (h.complete == 1 || h.unnamed+h.packed == 0) &&
+	return h, h.canonical(fl, gl)
+}
+
+// labelled reports whether fields are n words with labels at the even
+// positions, in order.
+func labelled(fields []string, n int, labels ...string) bool {
+	if len(fields) != n {
+		return false
+	}
+	for i, l := range labels {
+		if fields[2*i] != l {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalCount parses s as a non-negative decimal written as Itoa writes it.
+func canonicalCount(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || strconv.Itoa(n) != s {
+		return 0, false
+	}
+	return n, true
+}
+
+// canonical reports whether h is consistent (complete is 0 or 1, an
+// incomplete scan has no unnamed objects) and its lines fl and gl are
+// exactly as writeGitCache writes them.
+func (h *gitCacheHeader) canonical(fl, gl string) bool {
+	return h.complete <= 1 && (h.complete == 1 || h.unnamed+h.packed == 0) &&
 		fl == fmt.Sprintf("trees %d complete %d budget %d\n", h.trees, h.complete, h.budget) &&
 		gl == fmt.Sprintf("paths %d unnamed %d packed %d %s\n", h.paths, h.unnamed, h.packed, h.sum)
-	return h, ok
 }
 
 // parseNulList parses n strings, each non-empty, followed by a NUL and

@@ -275,22 +275,15 @@ func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) erro
 	defer f.Close()
 	sort.Strings(names)
 	for _, name := range names {
-		e := hostEntry{dirfd: fd, name: name, rel: name}
-		if rel != "" {
-			e.rel = rel + "/" + name
-		}
-		if err := unix.Fstatat(fd, name, &e.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if err == unix.ENOENT {
-				continue
-			}
+		var e hostEntry
+		ok, err := statEntry(&e, fd, rel, name)
+		if err != nil {
 			return err
 		}
-		if e.st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			if e.target, err = readlinkAt(fd, name); err != nil {
-				return err
-			}
+		if !ok {
+			continue
 		}
-		err := fn(&e)
+		err = fn(&e)
 		if err == fs.SkipDir {
 			continue
 		}
@@ -300,18 +293,47 @@ func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) erro
 		if e.st.Mode&unix.S_IFMT != unix.S_IFDIR || (maxDepth > 0 && depth+1 >= maxDepth) {
 			continue
 		}
-		cfd, err := openatRetry(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == unix.ENOTDIR || err == unix.ELOOP || err == unix.ENOENT {
-			continue // replaced meanwhile: not entered
-		}
-		if err != nil {
-			return err
-		}
-		if err := walkDir(cfd, e.rel, depth+1, maxDepth, fn); err != nil {
+		if err := walkSubdir(fd, &e, depth+1, maxDepth, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// walkSubdir walks the directory e of the directory open as fd, at depth;
+// one replaced meanwhile is not entered.
+func walkSubdir(fd int, e *hostEntry, depth, maxDepth int, fn func(e *hostEntry) error) error {
+	cfd, err := openatRetry(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ENOTDIR || err == unix.ELOOP || err == unix.ENOENT {
+		return nil // replaced meanwhile: not entered
+	}
+	if err != nil {
+		return err
+	}
+	return walkDir(cfd, e.rel, depth, maxDepth, fn)
+}
+
+// statEntry fills e with entry name of the directory open as fd (at rel, ""
+// for the root): its lstat and, for a symlink, its target. It reports false,
+// without an error, for an entry gone meanwhile.
+func statEntry(e *hostEntry, fd int, rel, name string) (bool, error) {
+	*e = hostEntry{dirfd: fd, name: name, rel: name}
+	if rel != "" {
+		e.rel = rel + "/" + name
+	}
+	if err := unix.Fstatat(fd, name, &e.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err == unix.ENOENT {
+			return false, nil
+		}
+		return false, err
+	}
+	if e.st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		var err error
+		if e.target, err = readlinkAt(fd, name); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // privateMount reports whether dir is a checkout directory with a tmpfs of its

@@ -97,6 +97,31 @@ func Reopen(ctx context.Context, src *dir.Dir, state []byte) (*Tree, error) {
 	if src == nil {
 		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "nil source Dir")
 	}
+	s, err := parseState(op, state)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, vfs.Errno(op, vfs.Root, err)
+	}
+	fd, err := openKept(op, s)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.manifest(op)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	t := &Tree{
+		src: src, opts: Options{ReadOnly: s.ReadOnly}, path: s.Path, rootFd: fd,
+		strategy: StrategyCopy, created: true, manifest: m,
+	}
+	return t, nil
+}
+
+// parseState decodes a state MarshalState recorded, of this version.
+func parseState(op string, state []byte) (*savedState, error) {
 	var s savedState
 	if err := json.Unmarshal(state, &s); err != nil {
 		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "unreadable checkout state: "+err.Error())
@@ -104,49 +129,60 @@ func Reopen(ctx context.Context, src *dir.Dir, state []byte) (*Tree, error) {
 	if s.Version != stateVersion || s.Path == "" || s.Entries == nil {
 		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, fmt.Sprintf("checkout state of version %d: want %d", s.Version, stateVersion))
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, vfs.Errno(op, vfs.Root, err)
-	}
+	return &s, nil
+}
+
+// openKept opens the kept checkout s records, without following a symlink,
+// and returns its handle once it is the directory recorded, this user's and
+// closed to others.
+func openKept(op string, s *savedState) (int, error) {
 	fd, err := unix.Open(s.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return nil, vfs.NewError(vfs.CodeNotFound, op, vfs.Root, "the kept checkout is gone")
+			return -1, vfs.NewError(vfs.CodeNotFound, op, vfs.Root, "the kept checkout is gone")
 		}
-		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the kept checkout cannot be opened as a directory: "+err.Error())
+		return -1, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the kept checkout cannot be opened as a directory: "+err.Error())
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, vfs.Errno(op, vfs.Root, err)
+		return -1, vfs.Errno(op, vfs.Root, err)
 	}
+	if err := keptMismatch(fd, &st, s); err != nil {
+		unix.Close(fd)
+		return -1, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, err.Error())
+	}
+	return fd, nil
+}
+
+// keptMismatch says why the directory open at fd (whose stat is st) is not
+// the kept checkout s records, nil when it is: another directory, another
+// user's, or open to others.
+func keptMismatch(fd int, st *unix.Stat_t, s *savedState) error {
 	switch {
 	case st.Dev != s.Dev || st.Ino != s.Ino || (s.BTime != 0 && birthTime(fd) != s.BTime):
-		err = errors.New("the directory at the kept checkout's path is not the one recorded")
+		return errors.New("the directory at the kept checkout's path is not the one recorded")
 	case int(st.Uid) != os.Getuid():
-		err = errors.New("the kept checkout belongs to another user")
+		return errors.New("the kept checkout belongs to another user")
 	case st.Mode&0o077 != 0:
-		err = errors.New("the kept checkout is open to other users")
+		return errors.New("the kept checkout is open to other users")
 	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, err.Error())
-	}
+	return nil
+}
+
+// manifest rebuilds the checkout's Manifest from s, refusing a path that is
+// not a valid relative one.
+func (s *savedState) manifest(op string) (*Manifest, error) {
 	m := &Manifest{Entries: s.Entries, Created: s.Created, stat: make(map[string]statKey, len(s.Stat))}
 	for p, k := range s.Stat {
 		m.stat[p] = statKey{k.Dev, k.Ino, k.Size, k.MTime, k.CTime, k.Mode, k.Racy}
 	}
 	for p := range m.Entries {
 		if !fs.ValidPath(p) || p == "." {
-			unix.Close(fd)
 			return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "checkout state names an invalid path")
 		}
-
 	}
-	t := &Tree{
-		src: src, opts: Options{ReadOnly: s.ReadOnly}, path: s.Path, rootFd: fd,
-		strategy: StrategyCopy, created: true, manifest: m,
-	}
-	return t, nil
+	return m, nil
 }
 
 // Discard removes the kept checkout state describes (as Close would, after the

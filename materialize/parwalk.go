@@ -239,19 +239,12 @@ func (w *parWalker) enters(n *walkNode, e *hostEntry) bool {
 // handle), lists it, lstats every entry, reads every symlink, and queues the
 // subdirectories to enter. Errors are left in n.err.
 func (w *parWalker) read(n *walkNode) {
-	var fd int
-	var err error
-	if n.parent == nil {
-		fd, err = openatRetry(w.rootFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	} else {
-		fd, err = openatRetry(n.parent.fd, n.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == unix.ENOTDIR || err == unix.ELOOP || err == unix.ENOENT {
-			n.gone = true // replaced meanwhile: not entered
-			return
-		}
-	}
+	fd, err := w.openDir(n)
 	if err != nil {
 		n.err = err
+		return
+	}
+	if n.gone {
 		return
 	}
 	n.fd = fd
@@ -266,28 +259,40 @@ func (w *parWalker) read(n *walkNode) {
 	sort.Strings(names)
 	n.entries = make([]hostEntry, 0, len(names))
 	for _, name := range names {
-		e := hostEntry{dirfd: fd, name: name, rel: name}
-		if n.rel != "" {
-			e.rel = n.rel + "/" + name
-		}
-		if err := unix.Fstatat(fd, name, &e.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if err == unix.ENOENT {
-				continue
-			}
+		var e hostEntry
+		ok, err := statEntry(&e, fd, n.rel, name)
+		if err != nil {
 			n.err = err
 			break
 		}
-		if e.st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			if e.target, err = readlinkAt(fd, name); err != nil {
-				n.err = err
-				break
-			}
+		if !ok {
+			continue
 		}
 		n.entries = append(n.entries, e)
 		if w.enters(n, &e) {
 			n.kids = append(n.kids, &walkNode{parent: n, name: name, rel: e.rel, depth: n.depth + 1, fd: -1, ready: make(chan struct{})})
 		}
 	}
+	w.queueKids(n)
+}
+
+// openDir opens n relative to its parent's handle (the root: the walk's root
+// handle). A directory replaced meanwhile is not entered: n.gone, no error.
+func (w *parWalker) openDir(n *walkNode) (int, error) {
+	if n.parent == nil {
+		return openatRetry(w.rootFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	fd, err := openatRetry(n.parent.fd, n.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ENOTDIR || err == unix.ELOOP || err == unix.ENOENT {
+		n.gone = true // replaced meanwhile: not entered
+		return -1, nil
+	}
+	return fd, err
+}
+
+// queueKids queues n's subdirectories for the workers, unless the walk
+// stopped.
+func (w *parWalker) queueKids(n *walkNode) {
 	if len(n.kids) == 0 {
 		return
 	}

@@ -59,6 +59,31 @@ func OpenUpper(ctx context.Context, src *dir.Dir, upperDir string, bases map[str
 	if err := ctx.Err(); err != nil {
 		return nil, canceled(op, vfs.Root, err)
 	}
+	rootTime, err := checkBases(op, bases)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := openUpperDir(op, upperDir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Entries: make(map[string]Entry, len(bases)), Created: time.Now(), stat: map[string]statKey{}}
+	for p, b := range bases {
+		if p == "." {
+			continue
+		}
+		e := baseEntry(b)
+		if e.IsDir() {
+			e.Mode = upperDirMode(fd, p, e.Mode)
+		}
+		m.Entries[p] = e
+	}
+	return &Tree{src: src, path: upperDir, rootFd: fd, strategy: StrategyUpper, created: true, manifest: m, rootTime: rootTime}, nil
+}
+
+// checkBases checks every base's path and returns the root's time from its
+// base (zero without one).
+func checkBases(op string, bases map[string]Entry) (time.Time, error) {
 	var rootTime time.Time
 	for p, b := range bases {
 		if p == "." {
@@ -66,52 +91,55 @@ func OpenUpper(ctx context.Context, src *dir.Dir, upperDir string, bases map[str
 			// entries the sandbox created and removed gets the time it left, as
 			// a checkout's does (see Tree.SyncBack).
 			if b.Type&fs.ModeType != fs.ModeDir {
-				return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the root's base is not a directory")
+				return time.Time{}, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the root's base is not a directory")
 			}
 			rootTime = b.ModTime
 			continue
 		}
 		if !fs.ValidPath(p) {
-			return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "a base names an invalid path")
+			return time.Time{}, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "a base names an invalid path")
 		}
 	}
+	return rootTime, nil
+}
+
+// openUpperDir opens the upper directory without following a symlink,
+// refuses another user's, and takes others' permission (and special) bits
+// away from it.
+func openUpperDir(op, upperDir string) (int, error) {
 	fd, err := unix.Open(upperDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the upper directory cannot be opened as a directory: "+err.Error())
+		return -1, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the upper directory cannot be opened as a directory: "+err.Error())
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, vfs.Errno(op, vfs.Root, err)
+		return -1, vfs.Errno(op, vfs.Root, err)
 	}
 	if int(st.Uid) != os.Getuid() {
 		unix.Close(fd)
-		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the upper directory belongs to another user")
+		return -1, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the upper directory belongs to another user")
 	}
 	if st.Mode&0o7077 != 0 {
 		if err := unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), 0o700, 0); err != nil {
 			unix.Close(fd)
-			return nil, vfs.Errno(op, vfs.Root, err)
+			return -1, vfs.Errno(op, vfs.Root, err)
 		}
 	}
-	m := &Manifest{Entries: make(map[string]Entry, len(bases)), Created: time.Now(), stat: map[string]statKey{}}
-	for p, b := range bases {
-		if p == "." {
-			continue
-		}
-		e := Entry{Type: b.Type & fs.ModeType, Mode: b.Mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), ModTime: b.ModTime}
-		switch {
-		case e.IsRegular():
-			e.Size, e.Digest = b.Size, b.Digest
-		case e.IsSymlink():
-			e.Target, e.Mode = b.Target, 0
-		}
-		if e.IsDir() {
-			e.Mode = upperDirMode(fd, p, e.Mode)
-		}
-		m.Entries[p] = e
+	return fd, nil
+}
+
+// baseEntry is the manifest entry of base b: its type, mode bits and time,
+// a file's size and digest, a symlink's target (and no mode).
+func baseEntry(b Entry) Entry {
+	e := Entry{Type: b.Type & fs.ModeType, Mode: b.Mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), ModTime: b.ModTime}
+	switch {
+	case e.IsRegular():
+		e.Size, e.Digest = b.Size, b.Digest
+	case e.IsSymlink():
+		e.Target, e.Mode = b.Target, 0
 	}
-	return &Tree{src: src, path: upperDir, rootFd: fd, strategy: StrategyUpper, created: true, manifest: m, rootTime: rootTime}, nil
+	return e
 }
 
 // upperDirMode is the mode to record for the source directory p whose mode
