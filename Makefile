@@ -93,6 +93,7 @@ FUZZ_TARGETS := \
 	./cmd/capfs:FuzzGrepMatch:50000 \
 	./mcpserver:FuzzParsePatch:100000 \
 	./mcpserver:FuzzApplyPatch:30000 \
+	./internal/treediff:FuzzTreeDiff:20000 \
 	./backends/gitree:FuzzInflate:30000 \
 	./internal/termsafe:FuzzEscape:200000 \
 	./audit:FuzzReadJSONL:30000 \

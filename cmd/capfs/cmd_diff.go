@@ -19,9 +19,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/spf13/cobra"
 
-	"github.com/capfs/capfs/backends/gitree"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/treediff"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -160,7 +160,7 @@ func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOption
 			return err
 		}
 	}
-	changes, err := gitree.DiffBackends(ctx, ba, bb)
+	changes, err := treediff.Backends(ctx, ba, bb)
 	if err != nil {
 		return err
 	}
@@ -175,30 +175,27 @@ next:
 		kept = append(kept, c)
 	}
 	changes = kept
-	var renames []rename
 	if !do.noRenames {
-		changes, renames, err = detectRenames(ctx, ba, bb, changes)
-		if err != nil {
+		if changes, err = treediff.Renames(ctx, ba, bb, changes); err != nil {
 			return err
 		}
 	}
-	items := mergeItems(changes, renames)
 	w := bufio.NewWriter(cmd.OutOrStdout())
 	switch {
 	case do.nameOnly:
-		for _, it := range items {
-			fmt.Fprintln(w, show(it.newPath()))
+		for _, c := range changes {
+			fmt.Fprintln(w, show(c.Path))
 		}
 	case do.nameStatus:
-		for _, it := range items {
-			if it.r != nil {
-				fmt.Fprintf(w, "R%03d\t%s\t%s\n", it.r.score, show(it.r.from), show(it.r.to))
+		for _, c := range changes {
+			if c.Kind == treediff.Renamed {
+				fmt.Fprintf(w, "R%03d\t%s\t%s\n", c.Score, show(c.OldPath), show(c.Path))
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\n", statusLetter(it.c.Kind), show(it.c.Path))
+			fmt.Fprintf(w, "%s\t%s\n", statusLetter(c.Kind), show(c.Path))
 		}
 	case do.stat:
-		if err := writeStat(ctx, ba, bb, items, w); err != nil {
+		if err := writeStat(ctx, ba, bb, changes, w); err != nil {
 			return err
 		}
 	default:
@@ -208,10 +205,8 @@ next:
 			cw = &colorDiffWriter{w: w}
 			out = cw
 		}
-		for _, it := range items {
-			if err := writeItem(ctx, ba, bb, it, out); err != nil {
-				return err
-			}
+		if err := treediff.Unified(ctx, ba, bb, changes, out); err != nil {
+			return err
 		}
 		if cw != nil {
 			cw.flush()
@@ -234,155 +229,41 @@ next:
 		fmt.Fprintf(cmd.ErrOrStderr(), "capfs: diff: %d %s not compared, refused by the policy: %s%s; pass --allow-secret GLOB to compare one\n",
 			len(flt.hidden), plural(len(flt.hidden), "path", "paths"), strings.Join(shown, ", "), more)
 	}
-	if do.exitCode && len(items) > 0 {
+	if do.exitCode && len(changes) > 0 {
 		return exitStatus(exitFailed)
 	}
 	return nil
 }
 
-func statusLetter(k gitree.ChangeKind) string {
+func statusLetter(k treediff.Kind) string {
 	switch k {
-	case gitree.Added:
+	case treediff.Added:
 		return "A"
-	case gitree.Deleted:
+	case treediff.Deleted:
 		return "D"
-	case gitree.TypeChanged:
+	case treediff.TypeChanged:
 		return "T"
 	}
 	return "M"
 }
 
-// diffItem is a change or a rename, in path order.
-type diffItem struct {
-	c *gitree.Change
-	r *rename
-}
-
-func (it diffItem) newPath() string {
-	if it.r != nil {
-		return it.r.to
-	}
-	return it.c.Path
-}
-
-func mergeItems(changes []gitree.Change, renames []rename) []diffItem {
-	items := make([]diffItem, 0, len(changes)+len(renames))
-	for i := range changes {
-		items = append(items, diffItem{c: &changes[i]})
-	}
-	for i := range renames {
-		items = append(items, diffItem{r: &renames[i]})
-	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].newPath() < items[j].newPath() })
-	return items
-}
-
-// writeItem writes one change, or one rename with git's header and, when the
-// content differs, the hunks between the old and the new file.
-func writeItem(ctx context.Context, ba, bb vfs.Backend, it diffItem, w io.Writer) error {
-	if it.c != nil {
-		return gitree.UnifiedDiff(ctx, ba, bb, []gitree.Change{*it.c}, w)
-	}
-	r := it.r
-	if _, err := fmt.Fprintf(w, "diff --git %s %s\nsimilarity index %d%%\nrename from %s\nrename to %s\n",
-		show(gitQuoted("a/", r.from)), show(gitQuoted("b/", r.to)), r.score, show(r.from), show(r.to)); err != nil {
-		return err
-	}
-	if r.score == 100 && r.del.OldMode == r.add.NewMode {
-		return nil
-	}
-	// The hunks: diff the old content, placed at the new path, against the new.
-	old, err := readBackend(ctx, ba, r.from)
-	if err != nil {
-		return err
-	}
-	mem := memory.New()
-	host, _ := dir.New(mem)
-	np := vfs.MustParse(r.to)
-	if !np.Dir().IsRoot() {
-		if err := host.MkdirAll(ctx, np.Dir().String()); err != nil {
-			return err
-		}
-	}
-	if err := host.WriteFile(ctx, r.to, old, r.del.OldMode.Perm()); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	c := gitree.Change{Kind: gitree.Modified, Path: r.to, OldMode: r.del.OldMode, NewMode: r.add.NewMode, OldID: r.del.OldID, NewID: r.add.NewID}
-	if err := gitree.UnifiedDiff(ctx, mem, bb, []gitree.Change{c}, &buf); err != nil {
-		return err
-	}
-	// Drop UnifiedDiff's own "diff --git" line and name the old file on "---".
-	text := buf.String()
-	if i := strings.IndexByte(text, '\n'); i >= 0 {
-		text = text[i+1:]
-	}
-	text = strings.Replace(text, "--- "+gitQuoted("a/", r.to)+"\n", "--- "+show(gitQuoted("a/", r.from))+"\n", 1)
-	_, err = io.WriteString(w, text)
-	return err
-}
-
-// gitQuoted is prefix+p, in double quotes with C escapes when p holds a
-// character git quotes (a control character, a double quote, a backslash or a
-// byte above 0x7f).
-func gitQuoted(prefix, p string) string {
-	needs := false
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
-			needs = true
-			break
-		}
-	}
-	if !needs {
-		return prefix + p
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	s := prefix + p
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if c < 0x20 || c >= 0x7f {
-				fmt.Fprintf(&b, `\%03o`, c)
-			} else {
-				b.WriteByte(c)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-func readBackend(ctx context.Context, b vfs.Backend, p string) ([]byte, error) {
-	d, _ := dir.New(b)
-	return d.ReadFile(ctx, p)
-}
-
 // writeStat writes git's --stat: " path | N +++--" per change and a summary.
-func writeStat(ctx context.Context, ba, bb vfs.Backend, items []diffItem, w io.Writer) error {
+func writeStat(ctx context.Context, ba, bb vfs.Backend, changes []treediff.Change, w io.Writer) error {
 	type row struct {
 		name     string
 		add, del int
 		binary   string
 	}
-	rows := make([]row, 0, len(items))
+	rows := make([]row, 0, len(changes))
 	var totalAdd, totalDel int
-	for _, it := range items {
+	for _, c := range changes {
 		var buf bytes.Buffer
-		if err := writeItem(ctx, ba, bb, it, &buf); err != nil {
+		if err := treediff.Unified(ctx, ba, bb, []treediff.Change{c}, &buf); err != nil {
 			return err
 		}
-		r := row{name: it.newPath()}
-		if it.r != nil {
-			r.name = it.r.from + " => " + it.r.to
+		r := row{name: c.Path}
+		if c.Kind == treediff.Renamed {
+			r.name = c.OldPath + " => " + c.Path
 		}
 		r.name = show(r.name)
 		for _, l := range strings.Split(buf.String(), "\n") {

@@ -10,9 +10,10 @@ import (
 )
 
 // TestDiffLikeGit makes changes in a git work tree (an edit, an exact and an
-// inexact rename, an addition, a deletion, a mode change, an ignored build
-// directory) and wants capfs diff ref/head project to print what
-// "git diff --cached -M" prints once they are staged, in each format.
+// inexact rename, a rename with a mode change, an addition, a deletion, a
+// mode change, an ignored build directory) and wants capfs diff ref/head
+// project to print what "git diff --cached -M" prints once they are staged,
+// in each format.
 func TestDiffLikeGit(t *testing.T) {
 	t.Parallel()
 	body := "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta\n"
@@ -25,6 +26,7 @@ func TestDiffLikeGit(t *testing.T) {
 		"dir/keep.txt":  "keep\n",
 		"dir/chmod.sh":  "#!/bin/sh\n",
 		"unchanged.txt": "same\n",
+		"tool.sh":       "#!/bin/sh\necho tool\n",
 	})
 	must := func(err error) {
 		t.Helper()
@@ -39,6 +41,8 @@ func TestDiffLikeGit(t *testing.T) {
 	must(os.Remove(filepath.Join(root, "gone.txt")))
 	must(os.WriteFile(filepath.Join(root, "added.txt"), []byte("new\n"), 0o644))
 	must(os.Chmod(filepath.Join(root, "dir/chmod.sh"), 0o755))
+	must(os.Rename(filepath.Join(root, "tool.sh"), filepath.Join(root, "dir/runner.sh")))
+	must(os.Chmod(filepath.Join(root, "dir/runner.sh"), 0o755))
 	writeTree(t, root, map[string]string{"build/out.bin": "artifact\n", "x.o": "obj\n"})
 	git := func(args ...string) string {
 		t.Helper()
