@@ -88,17 +88,6 @@ func hashable(b vfs.Backend) (ok bool) {
 	return true
 }
 
-// structural reports whether c changes what names reach what (a rename, a copy,
-// a new link) and so must hold the tree lock exclusively while it decides and
-// acts; every other mutation holds it shared.
-func (c *call) structural() bool {
-	switch c.op {
-	case policy.OpRename, policy.OpCopy, policy.OpSymlink, policy.OpLink:
-		return true
-	}
-	return false
-}
-
 // pin makes b, pinned at tree path base, the scope's storage. If b can say where
 // it is (vfs.Locator), pin asks it now and keeps the part of base its answer does
 // not cover (the mount point, or the path of the backend the Locator counts from):

@@ -28,12 +28,13 @@ import (
 // Hosts use it to validate a batch of changes before applying any (materialize's
 // SyncBack); a guest learns nothing from it that the call itself would not tell.
 func (d *Dir) Check(ctx context.Context, op policy.Op, path, dest string, size int64) error {
-	c := &call{op: op, method: "Check", path: path, checkOnly: true, fol: opFollow(op)}
-	switch op {
-	case policy.OpRename, policy.OpCopy, policy.OpLink:
-		c.dest, c.kind = dest, destPath
-	case policy.OpSymlink:
-		c.dest, c.kind = dest, destTarget
+	sp := checkSpecs[op]
+	if sp == nil {
+		sp = checkSpec(op) // an op the policy does not know: it refuses it
+	}
+	c := &call{sp: sp, path: path}
+	if sp.kind != destNone {
+		c.dest = dest
 	}
 	if size >= 0 {
 		c.size = size + 1

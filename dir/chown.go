@@ -3,7 +3,6 @@ package dir
 import (
 	"context"
 
-	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -15,7 +14,7 @@ import (
 // who may give a file away (fs_permission_denied for an unprivileged process).
 // An id below -1 fails with invalid_path.
 func (d *Dir) Chown(ctx context.Context, path string, uid, gid int) error {
-	c := &call{op: policy.OpChown, method: "Chown", path: path}
+	c := &call{sp: specChown, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return vfs.Chown(ctx, d.s.b, c.rp, uid, gid, true)
 	})
@@ -25,7 +24,7 @@ func (d *Dir) Chown(ctx context.Context, path string, uid, gid int) error {
 // followed (a trailing slash still follows it, as in POSIX). It is decided on
 // the entry's canonical path.
 func (d *Dir) Lchown(ctx context.Context, path string, uid, gid int) error {
-	c := &call{op: policy.OpChown, method: "Lchown", path: path, fol: followNone}
+	c := &call{sp: specLchown, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return vfs.Chown(ctx, d.s.b, c.rp, uid, gid, false)
 	})
@@ -33,14 +32,14 @@ func (d *Dir) Lchown(ctx context.Context, path string, uid, gid int) error {
 
 // Chown implements vfs.Chowner as Dir.Chown does.
 func (v *backendView) Chown(ctx context.Context, p vfs.Path, uid, gid int) error {
-	return v.do(ctx, policy.OpChown, "chown", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+	return v.do(ctx, specViewChown, p, func(ctx context.Context, rp vfs.Path) error {
 		return vfs.Chown(ctx, v.d.s.b, rp, uid, gid, true)
 	})
 }
 
 // Lchown implements vfs.Chowner as Dir.Lchown does.
 func (v *backendView) Lchown(ctx context.Context, p vfs.Path, uid, gid int) error {
-	return v.do(ctx, policy.OpChown, "lchown", p, followNone, func(ctx context.Context, rp vfs.Path) error {
+	return v.do(ctx, specViewLchown, p, func(ctx context.Context, rp vfs.Path) error {
 		return vfs.Chown(ctx, v.d.s.b, rp, uid, gid, false)
 	})
 }

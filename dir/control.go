@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -153,7 +152,7 @@ func (c *Control) Revoked() bool { return c.gate.isRevoked() }
 func (c *Control) Child(ctx context.Context, path string) (*Control, error) {
 	d := c.dir
 	var out *Dir
-	cl := &call{op: policy.OpSub, method: "Child", path: path}
+	cl := &call{sp: specChild, path: path}
 	err := d.do(ctx, cl, func(ctx context.Context) error {
 		if !cl.rp.IsResolved() {
 			// A Dir without policy or hooks resolves nothing to decide: the

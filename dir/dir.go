@@ -46,7 +46,7 @@ func (d *Dir) derive(ctx context.Context, b vfs.Backend, p vfs.Path) *Dir {
 // List returns the names in directory path, sorted. "" means ".".
 func (d *Dir) List(ctx context.Context, path string) ([]string, error) {
 	var names []string
-	c := &call{op: policy.OpList, method: "List", path: path, emptyIsDot: true}
+	c := &call{sp: specList, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		ents, err := d.s.b.ReadDir(ctx, c.rp)
 		if err != nil {
@@ -68,7 +68,7 @@ func (d *Dir) List(ctx context.Context, path string) ([]string, error) {
 // Each entry's Info is fetched on demand (without following symlinks).
 func (d *Dir) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
-	c := &call{op: policy.OpList, method: "ReadDir", path: path, emptyIsDot: true, fused: true}
+	c := &call{sp: specReadDir, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		ents, err := d.s.readDir(ctx, c)
 		if err != nil {
@@ -86,20 +86,17 @@ func (d *Dir) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
 // Stat returns information on path, following a final symlink. The returned
 // FileInfo's Name is the last element of path ("." for the root).
 func (d *Dir) Stat(ctx context.Context, path string) (fs.FileInfo, error) {
-	return d.stat(ctx, path, "Stat", true)
+	return d.stat(ctx, path, specStat, true)
 }
 
 // Lstat returns information on path without following a final symlink.
 func (d *Dir) Lstat(ctx context.Context, path string) (fs.FileInfo, error) {
-	return d.stat(ctx, path, "Lstat", false)
+	return d.stat(ctx, path, specLstat, false)
 }
 
-func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.FileInfo, error) {
+func (d *Dir) stat(ctx context.Context, path string, sp *spec, follow bool) (fs.FileInfo, error) {
 	var fi fs.FileInfo
-	c := &call{op: policy.OpStat, method: method, path: path, wantInfo: true, keptOK: true}
-	if !follow {
-		c.fol = followNone
-	}
+	c := &call{sp: sp, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		if c.got == infoKept {
 			fi = c.kept
@@ -126,7 +123,7 @@ func (d *Dir) stat(ctx context.Context, path, method string, follow bool) (fs.Fi
 // a file used as a directory, are errors.
 func (d *Dir) Exists(ctx context.Context, path string) (bool, error) {
 	found := false
-	c := &call{op: policy.OpStat, method: "Exists", path: path, fol: followNone}
+	c := &call{sp: specExists, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		_, err := d.s.b.Lstat(ctx, c.rp)
 		if codeOf(err) == vfs.CodeNotFound {
@@ -142,7 +139,7 @@ func (d *Dir) Exists(ctx context.Context, path string) (bool, error) {
 // element (no "/"): use Sub for deeper paths. The result keeps this Dir's
 // restrictions and is pinned: renaming the directory later does not redirect it.
 func (d *Dir) OpenDir(ctx context.Context, name string) (*Dir, error) {
-	return d.sub(ctx, &call{op: policy.OpSub, method: "OpenDir", path: name, single: true})
+	return d.sub(ctx, &call{sp: specOpenDir, path: name})
 }
 
 // Sub returns a Dir rooted at directory path: the recipient cannot name anything
@@ -151,7 +148,7 @@ func (d *Dir) OpenDir(ctx context.Context, name string) (*Dir, error) {
 // the result. The result keeps this Dir's restrictions (read-only, revocation,
 // policy, audit). Sub(".") returns an equivalent Dir.
 func (d *Dir) Sub(ctx context.Context, path string) (*Dir, error) {
-	return d.sub(ctx, &call{op: policy.OpSub, method: "Sub", path: path})
+	return d.sub(ctx, &call{sp: specSub, path: path})
 }
 
 // sub runs c, a Sub or OpenDir call, and derives the pinned Dir it names.
@@ -184,7 +181,7 @@ func (d *Dir) ReadOnly() *Dir {
 // anything is there) with mode 0755 and returns it as a Dir.
 func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
 	var out *Dir
-	c := &call{op: policy.OpMkdir, method: "CreateDir", path: path, fol: followEntry}
+	c := &call{sp: specCreateDir, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		if err := d.s.b.Mkdir(ctx, c.rp, dirPerm); err != nil {
 			return err
@@ -206,7 +203,7 @@ func (d *Dir) CreateDir(ctx context.Context, path string) (*Dir, error) {
 // succeeds if path already is a directory (or a symlink to one); a non-directory in
 // the way is not_a_directory.
 func (d *Dir) MkdirAll(ctx context.Context, path string) error {
-	c := &call{op: policy.OpMkdir, method: "MkdirAll", path: path}
+	c := &call{sp: specMkdirAll, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return mkdirAll(ctx, d.s.b, c.rp.WithoutDirMark(), dirPerm)
 	})
@@ -215,7 +212,7 @@ func (d *Dir) MkdirAll(ctx context.Context, path string) error {
 // Remove removes a file, a symlink (not its target) or an empty directory. The
 // Dir's own root cannot be removed (invalid_path).
 func (d *Dir) Remove(ctx context.Context, path string) error {
-	c := &call{op: policy.OpRemove, method: "Remove", path: path, fol: followEntry}
+	c := &call{sp: specRemove, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		if c.p.IsRoot() {
 			return errAt(vfs.CodeInvalidPath, "Remove", path, "", "cannot remove the root")
@@ -229,7 +226,7 @@ func (d *Dir) Remove(ctx context.Context, path string) error {
 // is_a_directory; a FIFO, socket or device is not_regular_file.
 func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	var data []byte
-	c := &call{op: policy.OpRead, method: "ReadFile", path: path, fused: true}
+	c := &call{sp: specReadFile, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		if d.s.regular != nil && c.ad == nil {
 			var err error
@@ -258,7 +255,7 @@ func (d *Dir) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // symlink, its target is replaced and the link kept. Other hard links to the old
 // file keep the old contents.
 func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
-	c := &call{op: policy.OpWrite, method: "WriteFile", path: path, size: sized(len(data))}
+	c := &call{sp: specWriteFile, path: path, size: sized(len(data))}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return atomicWrite(ctx, d.s.b, c.rp, bytesSource(data), perm&fs.ModePerm)
 	})
@@ -267,7 +264,7 @@ func (d *Dir) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 // Append appends data to file path, creating it (mode 0644) if missing. The append
 // is atomic with respect to other appends on backends that support O_APPEND.
 func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
-	c := &call{op: policy.OpWrite, method: "Append", path: path}
+	c := &call{sp: specAppend, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		if d.s.env.customPolicy {
 			if err := d.s.allowSize(ctx, c, "Append", policy.OpWrite, c.rp, appendSize(ctx, d.s.b, c.rp, len(data))); err != nil {
@@ -283,7 +280,7 @@ func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
 // (path_outside_sandbox): "../x" is fine in "a/l", not at the root. The target need
 // not exist.
 func (d *Dir) Symlink(ctx context.Context, target, link string) error {
-	c := &call{op: policy.OpSymlink, method: "Symlink", path: link, dest: target, kind: destTarget, fol: followEntry}
+	c := &call{sp: specSymlink, path: link, dest: target}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.b.Symlink(ctx, target, c.rp)
 	})
@@ -292,7 +289,7 @@ func (d *Dir) Symlink(ctx context.Context, target, link string) error {
 // Readlink returns the target text of symlink path.
 func (d *Dir) Readlink(ctx context.Context, path string) (string, error) {
 	var t string
-	c := &call{op: policy.OpReadlink, method: "Readlink", path: path, fol: followNone}
+	c := &call{sp: specReadlink, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		t, err = d.s.b.Readlink(ctx, c.rp)
@@ -307,7 +304,7 @@ func (d *Dir) Readlink(ctx context.Context, path string) (string, error) {
 // Link creates newname as a hard link to the existing file oldname, where the
 // backend supports hard links (not_supported otherwise).
 func (d *Dir) Link(ctx context.Context, oldname, newname string) error {
-	c := &call{op: policy.OpLink, method: "Link", path: oldname, dest: newname, kind: destPath, fol: followEntry}
+	c := &call{sp: specLink, path: oldname, dest: newname}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.b.Link(ctx, c.rp, c.rq)
 	})
@@ -318,7 +315,7 @@ func (d *Dir) Link(ctx context.Context, oldname, newname string) error {
 // fs.ModeSetuid/fs.ModeSetgid or as Unix bits 0o4000/0o2000; 0o1000 means sticky;
 // other mode bits are ignored.
 func (d *Dir) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
-	c := &call{op: policy.OpChmod, method: "Chmod", path: path}
+	c := &call{sp: specChmod, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		m, err := chmodMode(mode)
 		if err != nil {
@@ -331,7 +328,7 @@ func (d *Dir) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 // Chtimes sets the access and modification times of path, following a symlink; a
 // zero time leaves that time unchanged.
 func (d *Dir) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
-	c := &call{op: policy.OpChtimes, method: "Chtimes", path: path}
+	c := &call{sp: specChtimes, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.b.Chtimes(ctx, c.rp, atime, mtime)
 	})

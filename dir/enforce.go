@@ -55,13 +55,13 @@ func (s *scope) setBackend(b vfs.Backend) {
 	_, s.lists = b.(vfs.ListResolver)
 }
 
-// fuses reports whether the scope's backend runs a fused call c (a read or a
+// fuses reports whether the scope's backend runs a fused call of sp (a read or a
 // listing) in one call of its own. For a backend that does not, the fused
 // form is vfs.ResolveOpen's or vfs.ResolveReadDir's fallback: the very steps
 // of an unfused call (resolve, decide, act on the Resolved path), so runFull
 // takes those, without the callbacks' allocations.
-func (s *scope) fuses(c *call) bool {
-	switch c.op {
+func (s *scope) fuses(sp *spec) bool {
+	switch sp.op {
 	case policy.OpRead:
 		return s.opens
 	case policy.OpList:
@@ -79,63 +79,40 @@ const (
 	destTarget          // a symlink target, validated against the link's directory
 )
 
-// call is one public call on its way through run. Callers declare it as a local
-// and hand run a closure that reads it: nothing retains a *call after run returns,
-// so it stays on the caller's stack.
+// call is one public call on its way through run: its method's spec and what
+// differs from call to call. Callers declare it as a local and hand run a
+// closure that reads it: nothing retains a *call after run returns, so it stays
+// on the caller's stack.
 type call struct {
-	op     policy.Op
-	method string // the public method, used as the error's Op
-	path   string // the guest's path, as written
-	dest   string // the guest's second path or symlink target
-	kind   destKind
-	// emptyIsDot makes "" mean "." (List, ReadDir, Walk).
-	emptyIsDot bool
-	// single requires the path to be one name (OpenDir).
-	single bool
-	// fixed marks calls whose paths are already parsed (File, Backend view): p and q
-	// are set by the caller and step 2 leaves them alone.
-	fixed bool
+	sp   *spec
+	path string // the guest's path, as written
+	dest string // the guest's second path or symlink target
 	// size is Request.Size plus one, so that the zero value means unknown (-1).
 	size int64
-	// alsoRead makes step 4 decide the path as a read too (an open for reading and
-	// writing), so a policy that guards reads cannot be bypassed with O_RDWR.
-	alsoRead bool
 	// innerRule is the rule that refused a path inside a composite call (set by
 	// allowInner); the call is then audited as denied by that rule.
 	innerRule string
-	// checkOnly stops the call after step 4 (Dir.Check): no hooks, no backend.
-	checkOnly bool
 	// prepare, when set, replaces path parsing in step 2 (Glob patterns); it fills
 	// the call it was made for.
 	prepare func() error
-	// fused marks a read or a listing that resolves, decides and acts in one
-	// backend call (vfs.ResolveOpen, vfs.ResolveReadDir): with a policy or hooks
-	// to serve, step 4 decides on the guest's path, then leaves the canonical
-	// decision and the Before hooks to admit, which openRead or readDir calls
-	// from inside the resolution (fusedCall).
-	fused bool
-	ad    *fusedAdmission // set by step 4 for a fused read
+	// ad is set by step 4 for a fused read (sp.fused, on a backend that fuses):
+	// step 4 decides on the guest's path, then leaves the canonical decision
+	// and the Before hooks to admit, which openRead or readDir calls from
+	// inside the resolution (fusedCall).
+	ad *fusedAdmission
 
-	p, q vfs.Path // parsed paths, relative to the scope's backend
-	// fol says how the operation treats p's final component (and q's, for
-	// destPath calls), for canonical resolution.
-	fol follow
+	p, q vfs.Path // parsed paths, relative to the scope's backend (set by the caller for sp.fixed)
 	// rp and rq are the paths the operation acts on: p and q, or with a policy or
 	// hooks to serve, their canonical locations, marked Resolved.
 	rp, rq vfs.Path
 	// base is the scope's root from the tree's root at the time of the call.
 	base vfs.Path
-	// wantInfo asks the resolution for the status of what p reaches (a Stat's
-	// answer, from the lookup that decided it); got says what it learnt: info,
-	// that status, or that nothing is there.
-	wantInfo bool
-	got      infoState
-	info     vfs.Info
-	// keptOK says the call's answer is an fs.FileInfo (Dir.Stat), which a
-	// keptStater's resolution can give: kept, with got infoKept (the
-	// backend's own, shared, immutable status).
-	keptOK bool
-	kept   fs.FileInfo
+	// got says what the resolution of a status call (sp.status) learnt: info,
+	// that status, or that nothing is there; or for sp.kept, kept (the
+	// backend's own, shared, immutable status, with got infoKept).
+	got  infoState
+	info vfs.Info
+	kept fs.FileInfo
 	// req is the request the policy and hooks see, made in step 4 only when the Dir
 	// has a custom policy or hooks; nil otherwise.
 	req *policy.Request
@@ -165,26 +142,32 @@ func (a *addressed) Unwrap() error { return a.err }
 //
 // With the default options (policy.AllowAll, no hooks, audit.Discard) steps 4, 5, 7
 // and 8 can neither refuse nor be observed, so run takes a path that skips them:
-// no request, no request id, no clock reading, no event.
+// no request, no request id, no clock reading, no event. With a policy engine
+// alone (a quiet env), a call with nothing inside it to decide takes runQuiet:
+// steps 1 to 4 and 6, in a straight line.
 func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context) error) error {
-	if s.env.plain {
+	e := s.env
+	if e.plain {
 		st := s.gate.state()
 		if st&revokedBit != 0 {
-			return errAt(vfs.CodeRevoked, c.method, c.path, c.destForErr(), "capability revoked")
+			return errAt(vfs.CodeRevoked, c.sp.method, c.path, c.destForErr(), "capability revoked")
 		}
 		if err := s.parse(c); err != nil {
 			return err
 		}
-		if c.op.Writes() && (s.ro || st&lockedBit != 0) {
-			return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
+		if c.sp.writes && (s.ro || st&lockedBit != 0) {
+			return errAt(vfs.CodeReadOnly, c.sp.method, c.path, c.destForErr(), "capability is read-only")
 		}
 		if err := fn(ctx); err != nil {
 			return s.address(c, err)
 		}
 		return nil
 	}
+	if e.quiet && s.straight(c.sp) {
+		return s.runQuiet(ctx, c, fn)
+	}
 	err := s.runFull(ctx, c, fn)
-	if s.env.quiet {
+	if e.quiet {
 		// What a quiet call borrowed (see isQuiet), given back here rather
 		// than by defers in runFull, whose many returns keep defers off the
 		// open-coded path. Nothing holds them once runFull has returned.
@@ -198,6 +181,99 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context) e
 		}
 	}
 	return err
+}
+
+// straight reports whether a call of sp runs through runQuiet in a quiet env:
+// it decides nothing inside it (no request to keep for fn), acts (not a
+// Check), and is not a read the backend fuses with its decision.
+func (s *scope) straight(sp *spec) bool {
+	return !sp.inner && !sp.checkOnly && !(sp.fused && s.fuses(sp))
+}
+
+// runQuiet is runFull for a quiet env (only a *policy.Engine sees requests:
+// no hooks, no audit, no Asker) and a straight call (see straight): steps 1
+// to 4 and 6, the request on the stack, the Engine called directly.
+func (s *scope) runQuiet(ctx context.Context, c *call, fn func(ctx context.Context) error) error {
+	st := s.gate.state()
+	if st&revokedBit != 0 {
+		return errAt(vfs.CodeRevoked, c.sp.method, c.path, c.destForErr(), "capability revoked")
+	}
+	if err := s.parse(c); err != nil {
+		return err
+	}
+	if !c.sp.writes {
+		return s.decideAct(ctx, c, fn)
+	}
+	if s.ro || st&lockedBit != 0 {
+		return errAt(vfs.CodeReadOnly, c.sp.method, c.path, c.destForErr(), "capability is read-only")
+	}
+	// Decide and act under the tree lock, as runFull does.
+	if c.sp.structural {
+		s.env.tmu.Lock()
+		defer s.env.tmu.Unlock()
+	} else {
+		s.env.tmu.RLock()
+		defer s.env.tmu.RUnlock()
+	}
+	return s.decideAct(ctx, c, fn)
+}
+
+// decideAct is runQuiet's step 4, on the paths as written and on the canonical
+// paths they reach, then step 6.
+func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Context) error) error {
+	base, werr := s.where(ctx)
+	if werr != nil {
+		return readdress(werr, c.sp.method, c.path, c.destForErr())
+	}
+	c.base = base
+	eng := s.env.policy.(*policy.Engine)
+	lexPath, lexDest := c.treePaths()
+	r := policy.Request{Subject: s.env.subject, Op: c.sp.op, Path: lexPath, Dest: lexDest, GuestPath: c.path, Size: c.size - 1}
+	if d, ok := decideEngine(ctx, eng, c.sp, &r); !ok {
+		return errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(d))
+	}
+	if err := s.resolveCall(ctx, c); err != nil {
+		return s.address(c, err)
+	}
+	if path, dest := c.treePaths(); path != lexPath || dest != lexDest {
+		r.Path, r.Dest = path, dest
+		if d, ok := decideEngine(ctx, eng, c.sp, &r); !ok {
+			return errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(d))
+		}
+	}
+	if err := fn(ctx); err != nil {
+		return s.address(c, err)
+	}
+	return nil
+}
+
+// decideEngine is decideAll for a quiet env: the Engine called directly (so r
+// stays on the caller's stack), Ask refused as env.decide refuses it without
+// an Asker.
+func decideEngine(ctx context.Context, eng *policy.Engine, sp *spec, r *policy.Request) (policy.Decision, bool) {
+	d := eng.Decide(ctx, r)
+	if d.Effect != policy.Allow {
+		return noAsker(d), false
+	}
+	if sp.alsoRead && sp.op != policy.OpRead {
+		saved := *r
+		r.Op, r.Dest, r.Size = policy.OpRead, "", -1
+		rd := eng.Decide(ctx, r)
+		*r = saved
+		if rd.Effect != policy.Allow {
+			return noAsker(rd), false
+		}
+	}
+	return d, true
+}
+
+// noAsker is the refusal of d, a decision other than Allow, where no Asker
+// settles Ask (see env.decide).
+func noAsker(d policy.Decision) policy.Decision {
+	if d.Effect == policy.Ask && d.Reason == "" {
+		d.Reason = "requires approval, and no approver is configured"
+	}
+	return d
 }
 
 // runFull is run with a policy, hooks or an audit sink to serve.
@@ -220,128 +296,17 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	finished := false
 	if e.audited {
 		defer func() {
-			ev := audit.Event{
-				Time:      start,
-				RequestID: id,
-				Subject:   e.subject,
-				Op:        c.auditOp(),
-				Path:      ad.treePath,
-				Dest:      ad.treeDest,
-				GuestPath: auditGuestPath(c.path),
-				Outcome:   audit.OK,
-				Rule:      ad.rule,
-				Tag:       audit.RequestTag(ctx),
-			}
-			switch {
-			case !finished && err == nil:
-				// A policy, hook or backend panicked: record the call, let the panic go on.
-				ev.Outcome, ev.Code = audit.Failed, "panic"
-			case err != nil:
-				ev.Outcome = ad.outcome
-				ev.Code = string(codeOf(err))
-			}
-			ev.Duration = time.Since(start)
-			e.audit.Record(ctx, ev)
+			s.record(ctx, c, ad, start, id, finished, err)
 		}()
 	}
-
-	// (1) Revocation comes first: a revoked capability reveals nothing, not even
-	// whether a path is well formed.
-	st := s.gate.state()
-	if st&revokedBit != 0 {
-		ad.outcome, ad.rule = audit.Denied, "revoked"
-		if e.audited && s.parse(c) == nil { // best effort, for the audit record only
-			ad.treePath, ad.treeDest = s.treePaths(c)
-		}
+	var unlock func()
+	ad, unlock, err = s.admitFull(ctx, c, ad, id)
+	if unlock != nil {
+		defer unlock()
+	}
+	if err != nil || c.sp.checkOnly {
 		finished = true
-		return errAt(vfs.CodeRevoked, c.method, c.path, c.destForErr(), "capability revoked")
-	}
-	// (2) Paths.
-	if perr := s.parse(c); perr != nil {
-		finished = true
-		return perr
-	}
-	if e.audited { // for the record of a refusal before step 4; step 4 sets them again
-		ad.treePath, ad.treeDest = s.treePaths(c)
-	}
-	// (3) Attenuation and the host's write lock.
-	writes := c.op.Writes()
-	if writes && (s.ro || st&lockedBit != 0) {
-		ad.outcome, ad.rule, finished = audit.Denied, "read-only", true
-		return errAt(vfs.CodeReadOnly, c.method, c.path, c.destForErr(), "capability is read-only")
-	}
-	// (4) Policy, on the paths as written and on the canonical paths they reach.
-	if !e.customPolicy && len(e.hooks) == 0 {
-		// The default policy allows every request; nothing else needs one.
-		ad.rule = allowAllRule
-	} else {
-		if e.customPolicy && writes && !c.checkOnly {
-			// Decide and act under the tree lock: a structural change cannot
-			// interleave with another call's decision and action.
-			if c.structural() {
-				e.tmu.Lock()
-				defer e.tmu.Unlock()
-			} else {
-				e.tmu.RLock()
-				defer e.tmu.RUnlock()
-			}
-		}
-		base, werr := s.where(ctx)
-		if werr != nil {
-			finished = true
-			return readdress(werr, c.method, c.path, c.destForErr())
-		}
-		c.base = base
-		ad.lexPath, ad.lexDest = c.treePaths()
-		ad.treePath, ad.treeDest = ad.lexPath, ad.lexDest
-		if e.quiet {
-			// Nothing keeps the request past the call: it is borrowed.
-			c.req = quietRequests.Get().(*policy.Request) // given back by run
-		} else {
-			c.req = new(policy.Request)
-		}
-		*c.req = policy.Request{ID: id, Subject: e.subject, Op: c.op, Path: ad.lexPath, Dest: ad.lexDest, GuestPath: c.path, Size: c.size - 1}
-		d, ok := policy.Decision{Effect: policy.Allow, Rule: allowAllRule}, true
-		if e.customPolicy {
-			// The guest's own paths first: a refused name reveals nothing more.
-			d, ok = e.decideAll(ctx, c.op, c.alsoRead, c.req)
-		}
-		ad.rule = d.Rule
-		if !ok {
-			ad.outcome, finished = audit.Denied, true
-			return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
-		}
-		if c.fused && !c.checkOnly && !c.p.MustBeDir() && s.fuses(c) {
-			// The canonical decision and the Before hooks run inside the
-			// backend's resolution (fusedCall), on the very object it acts on.
-			// One allocation holds the admission and the little of the call
-			// that admit needs (the call itself stays on the stack).
-			var h *fusedAdmission
-			if e.quiet {
-				h = fusedAdmissions.Get().(*fusedAdmission) // given back by run
-			} else {
-				h = newFusedAdmission()
-			}
-			h.admission, h.args, h.decided, h.aerr = *ad, c.admitArgs(), false, nil
-			h.admission.args = &h.args
-			ad, c.ad = &h.admission, h
-		} else {
-			if rerr := s.resolveCall(ctx, c); rerr != nil {
-				finished = true
-				return s.address(c, rerr)
-			}
-			if len(e.hooks) > 0 || !c.sameTree(ad) { // else admit would find nothing to do
-				args := c.admitArgs()
-				if aerr := ad.admit(ctx, &args); aerr != nil {
-					finished = true
-					return aerr
-				}
-			}
-		}
-	}
-	if c.checkOnly {
-		finished = true
-		return nil
+		return err
 	}
 	// (6) The operation.
 	err = s.address(c, fn(ctx))
@@ -355,6 +320,141 @@ func (s *scope) runFull(ctx context.Context, c *call, fn func(ctx context.Contex
 	}
 	finished = true
 	return err
+}
+
+// record writes runFull's audit event for c.
+func (s *scope) record(ctx context.Context, c *call, ad *admission, start time.Time, id string, finished bool, err error) {
+	e := s.env
+	ev := audit.Event{
+		Time:      start,
+		RequestID: id,
+		Subject:   e.subject,
+		Op:        c.auditOp(),
+		Path:      ad.treePath,
+		Dest:      ad.treeDest,
+		GuestPath: auditGuestPath(c.path),
+		Outcome:   audit.OK,
+		Rule:      ad.rule,
+		Tag:       audit.RequestTag(ctx),
+	}
+	switch {
+	case !finished && err == nil:
+		// A policy, hook or backend panicked: record the call, let the panic go on.
+		ev.Outcome, ev.Code = audit.Failed, "panic"
+	case err != nil:
+		ev.Outcome = ad.outcome
+		ev.Code = string(codeOf(err))
+	}
+	ev.Duration = time.Since(start)
+	e.audit.Record(ctx, ev)
+}
+
+// admitFull is runFull's steps 1 to 5. It returns the admission the rest of
+// the call reports to (ad, or a fused read's), and the tree lock's release
+// when it took the lock.
+func (s *scope) admitFull(ctx context.Context, c *call, ad *admission, id string) (_ *admission, unlock func(), err error) {
+	e := s.env
+	// (1) Revocation comes first: a revoked capability reveals nothing, not even
+	// whether a path is well formed.
+	st := s.gate.state()
+	if st&revokedBit != 0 {
+		ad.outcome, ad.rule = audit.Denied, "revoked"
+		if e.audited && s.parse(c) == nil { // best effort, for the audit record only
+			ad.treePath, ad.treeDest = s.treePaths(c)
+		}
+		return ad, nil, errAt(vfs.CodeRevoked, c.sp.method, c.path, c.destForErr(), "capability revoked")
+	}
+	// (2) Paths.
+	if perr := s.parse(c); perr != nil {
+		return ad, nil, perr
+	}
+	if e.audited { // for the record of a refusal before step 4; step 4 sets them again
+		ad.treePath, ad.treeDest = s.treePaths(c)
+	}
+	// (3) Attenuation and the host's write lock.
+	if c.sp.writes && (s.ro || st&lockedBit != 0) {
+		ad.outcome, ad.rule = audit.Denied, "read-only"
+		return ad, nil, errAt(vfs.CodeReadOnly, c.sp.method, c.path, c.destForErr(), "capability is read-only")
+	}
+	// (4) Policy, on the paths as written and on the canonical paths they reach.
+	if !e.customPolicy && len(e.hooks) == 0 {
+		// The default policy allows every request; nothing else needs one.
+		ad.rule = allowAllRule
+		return ad, nil, nil
+	}
+	if e.customPolicy && c.sp.writes && !c.sp.checkOnly {
+		// Decide and act under the tree lock: a structural change cannot
+		// interleave with another call's decision and action.
+		unlock = e.lockTree(c.sp.structural)
+	}
+	ad, err = s.decideFull(ctx, c, ad, id)
+	return ad, unlock, err
+}
+
+// lockTree takes the tree lock, exclusively for a structural change, and
+// returns its release.
+func (e *env) lockTree(structural bool) func() {
+	if structural {
+		e.tmu.Lock()
+		return e.tmu.Unlock
+	}
+	e.tmu.RLock()
+	return e.tmu.RUnlock
+}
+
+// decideFull is step 4 and, through admit, step 5 of runFull.
+func (s *scope) decideFull(ctx context.Context, c *call, ad *admission, id string) (*admission, error) {
+	e := s.env
+	base, werr := s.where(ctx)
+	if werr != nil {
+		return ad, readdress(werr, c.sp.method, c.path, c.destForErr())
+	}
+	c.base = base
+	ad.lexPath, ad.lexDest = c.treePaths()
+	ad.treePath, ad.treeDest = ad.lexPath, ad.lexDest
+	if e.quiet {
+		// Nothing keeps the request past the call: it is borrowed.
+		c.req = quietRequests.Get().(*policy.Request) // given back by run
+	} else {
+		c.req = new(policy.Request)
+	}
+	*c.req = policy.Request{ID: id, Subject: e.subject, Op: c.sp.op, Path: ad.lexPath, Dest: ad.lexDest, GuestPath: c.path, Size: c.size - 1}
+	d, ok := policy.Decision{Effect: policy.Allow, Rule: allowAllRule}, true
+	if e.customPolicy {
+		// The guest's own paths first: a refused name reveals nothing more.
+		d, ok = e.decideAll(ctx, c.sp, c.req)
+	}
+	ad.rule = d.Rule
+	if !ok {
+		ad.outcome = audit.Denied
+		return ad, errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(d))
+	}
+	if c.sp.fused && !c.sp.checkOnly && !c.p.MustBeDir() && s.fuses(c.sp) {
+		// The canonical decision and the Before hooks run inside the
+		// backend's resolution (fusedCall), on the very object it acts on.
+		// One allocation holds the admission and the little of the call
+		// that admit needs (the call itself stays on the stack).
+		var h *fusedAdmission
+		if e.quiet {
+			h = fusedAdmissions.Get().(*fusedAdmission) // given back by run
+		} else {
+			h = newFusedAdmission()
+		}
+		h.admission, h.args, h.decided, h.aerr = *ad, c.admitArgs(), false, nil
+		h.admission.args = &h.args
+		c.ad = h
+		return &h.admission, nil
+	}
+	if rerr := s.resolveCall(ctx, c); rerr != nil {
+		return ad, s.address(c, rerr)
+	}
+	if len(e.hooks) > 0 || !c.sameTree(ad) { // else admit would find nothing to do
+		args := c.admitArgs()
+		if aerr := ad.admit(ctx, &args); aerr != nil {
+			return ad, aerr
+		}
+	}
+	return ad, nil
 }
 
 // sameTree reports whether the paths c acts on (c.rp, c.rq) are, from the
@@ -435,28 +535,24 @@ func (h *fusedAdmission) release() {
 // admitArgs is the part of a call that admit reads: small enough to copy, so
 // that a fused read keeps its call on the stack and allocates only this.
 type admitArgs struct {
-	op                 policy.Op
-	method, path, dest string
-	kind               destKind
-	alsoRead           bool
-	checkOnly          bool
-	base, rp, rq       vfs.Path
-	req                *policy.Request
+	sp           *spec
+	path, dest   string
+	base, rp, rq vfs.Path
+	req          *policy.Request
 }
 
 // admitArgs returns what admit needs of c.
 func (c *call) admitArgs() admitArgs {
-	return admitArgs{op: c.op, method: c.method, path: c.path, dest: c.dest, kind: c.kind,
-		alsoRead: c.alsoRead, checkOnly: c.checkOnly, base: c.base, rp: c.rp, rq: c.rq, req: c.req}
+	return admitArgs{sp: c.sp, path: c.path, dest: c.dest, base: c.base, rp: c.rp, rq: c.rq, req: c.req}
 }
 
 // treePaths is call.treePaths.
 func (c *admitArgs) treePaths() (path, dest string) {
-	return treePathsOf(c.base, c.rp, c.rq, c.kind)
+	return treePathsOf(c.base, c.rp, c.rq, c.sp.kind)
 }
 
 // destForErr is call.destForErr.
-func (c *admitArgs) destForErr() string { return destForErr(c.kind, c.dest) }
+func (c *admitArgs) destForErr() string { return destForErr(c.sp.kind, c.dest) }
 
 // admit decides on c's canonical paths (c.rp, c.rq) where they differ from the
 // guest's, then runs the Before hooks (unless c only checks). Its errors are in
@@ -467,22 +563,22 @@ func (ad *admission) admit(ctx context.Context, c *admitArgs) error {
 	if ad.treePath != ad.lexPath || ad.treeDest != ad.lexDest {
 		c.req.Path, c.req.Dest = ad.treePath, ad.treeDest
 		if e.customPolicy {
-			d, ok := e.decideAll(ctx, c.op, c.alsoRead, c.req)
+			d, ok := e.decideAll(ctx, c.sp, c.req)
 			ad.rule = d.Rule
 			if !ok {
 				ad.outcome = audit.Denied
-				return errAt(vfs.CodePermission, c.method, c.path, c.destForErr(), denyReason(d))
+				return errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(d))
 			}
 		}
 	}
-	if c.checkOnly {
+	if c.sp.checkOnly {
 		return nil
 	}
 	// (5) Before hooks.
 	for _, h := range e.hooks {
 		if herr := h.Before(ctx, c.req); herr != nil {
 			ad.outcome, ad.rule = audit.Denied, hookRule(h)
-			err := hookError(herr, c.method, c.path, c.destForErr())
+			err := hookError(herr, c.sp.method, c.path, c.destForErr())
 			for i := ad.ran - 1; i >= 0; i-- {
 				e.hooks[i].After(ctx, c.req, err)
 			}
@@ -495,9 +591,9 @@ func (ad *admission) admit(ctx context.Context, c *admitArgs) error {
 }
 
 // decideAll decides r, and for an open that also reads, r as a read.
-func (e *env) decideAll(ctx context.Context, op policy.Op, alsoRead bool, r *policy.Request) (policy.Decision, bool) {
+func (e *env) decideAll(ctx context.Context, sp *spec, r *policy.Request) (policy.Decision, bool) {
 	d, ok := e.decide(ctx, r)
-	if ok && alsoRead && op != policy.OpRead {
+	if ok && sp.alsoRead && sp.op != policy.OpRead {
 		if rd, rok := e.decideAsRead(ctx, r); !rok {
 			return rd, false
 		}
@@ -526,10 +622,10 @@ func (e *env) decideAsRead(ctx context.Context, r *policy.Request) (policy.Decis
 
 // resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q.
 func (s *scope) resolveCall(ctx context.Context, c *call) error {
-	if c.keptOK && s.kept != nil && c.kind == destNone && c.fol != followEntry && !c.p.IsResolved() {
+	if c.sp.kept && s.kept != nil && c.sp.kind == destNone && c.sp.fol != followEntry && !c.p.IsResolved() {
 		// The common case of a status call on a backend that keeps its
 		// answers: one lookup, no status built (see keptStater).
-		fol := c.fol == followFinal || c.p.MustBeDir()
+		fol := c.sp.fol == followFinal || c.p.MustBeDir()
 		if loc, fi, ok := s.kept.ResolveKeptStat(ctx, c.p, fol); ok {
 			c.rp, c.got, c.kept = loc.Path.WithDirMark(c.p.MustBeDir()), infoKept, fi
 			return nil
@@ -537,26 +633,26 @@ func (s *scope) resolveCall(ctx context.Context, c *call) error {
 	}
 	var info vfs.Info
 	var want *vfs.Info
-	if c.wantInfo {
+	if c.sp.status {
 		want = &info
 	}
-	rp, got, err := s.canonStat(ctx, c.p, c.fol, want)
+	rp, got, err := s.canonStat(ctx, c.p, c.sp.fol, want)
 	if err != nil {
 		return err
 	}
 	c.rp = rp
-	if c.wantInfo {
+	if c.sp.status {
 		c.got, c.info = got, info
 	}
-	switch c.kind {
+	switch c.sp.kind {
 	case destPath:
-		fq := c.fol
-		if c.op == policy.OpCopy {
+		fq := c.sp.fol
+		if c.sp.op == policy.OpCopy {
 			fq = followFinal // Copy writes through a link at its destination, as WriteFile
 		}
 		rq, err := s.canon(ctx, c.q, fq)
 		if err != nil {
-			return &addressed{readdress(err, c.method, c.path, c.dest)}
+			return &addressed{readdress(err, c.sp.method, c.path, c.dest)}
 		}
 		c.rq = rq
 	case destTarget:
@@ -585,28 +681,28 @@ func (s *scope) parse(c *call) error {
 			return err
 		}
 		p, q = c.p, c.q
-	case !c.fixed:
+	case !c.sp.fixed:
 		raw := c.path
-		if raw == "" && c.emptyIsDot {
+		if raw == "" && c.sp.emptyIsDot {
 			raw = "."
 		}
 		var err error
 		if p, err = vfs.ParseGuest(raw); err != nil {
-			return reop(err, c.method)
+			return reop(err, c.sp.method)
 		}
-		if c.single && !vfs.ValidName(raw) {
-			return errAt(vfs.CodeInvalidPath, c.method, raw, "", "a single name is required here (no \"/\")")
+		if c.sp.single && !vfs.ValidName(raw) {
+			return errAt(vfs.CodeInvalidPath, c.sp.method, raw, "", "a single name is required here (no \"/\")")
 		}
-		if c.kind == destPath {
+		if c.sp.kind == destPath {
 			if q, err = vfs.ParseGuest(c.dest); err != nil {
-				return reopDest(err, c.method, c.path)
+				return reopDest(err, c.sp.method, c.path)
 			}
 		}
 	}
-	if c.kind == destTarget {
+	if c.sp.kind == destTarget {
 		var err error
 		if q, err = linkTarget(p, c.dest); err != nil {
-			return readdress(err, c.method, c.path, "")
+			return readdress(err, c.sp.method, c.path, "")
 		}
 	}
 	c.p, c.q, c.rp, c.rq = p, q, p, q
@@ -617,7 +713,7 @@ func (s *scope) parse(c *call) error {
 // policy and the audit trail see them.
 func (s *scope) treePaths(c *call) (path, dest string) {
 	path = s.treePath(c.p)
-	if c.kind != destNone {
+	if c.sp.kind != destNone {
 		dest = s.treePath(c.q)
 	}
 	return path, dest
@@ -625,7 +721,7 @@ func (s *scope) treePaths(c *call) (path, dest string) {
 
 // treePaths returns the paths c acts on (rp, rq) from the tree's root at c.base.
 func (c *call) treePaths() (path, dest string) {
-	return treePathsOf(c.base, c.rp, c.rq, c.kind)
+	return treePathsOf(c.base, c.rp, c.rq, c.sp.kind)
 }
 
 // treePathsOf returns rp and rq (rq only for a call with a second path) from
@@ -645,7 +741,7 @@ func (s *scope) treePath(p vfs.Path) string {
 
 // destForErr is the second path an error names: the destination of two-path calls;
 // a symlink target is not a path of the tree, so it is left out.
-func (c *call) destForErr() string { return destForErr(c.kind, c.dest) }
+func (c *call) destForErr() string { return destForErr(c.sp.kind, c.dest) }
 
 // resolvedStat is the answer of a status call (wantInfo) that its resolution
 // already holds: known reports that it does, with the status of what c.rp is,
@@ -682,7 +778,7 @@ func (s *scope) address(c *call, err error) error {
 	if errors.As(err, &a) {
 		return a.err
 	}
-	return readdress(err, c.method, c.path, c.destForErr())
+	return readdress(err, c.sp.method, c.path, c.destForErr())
 }
 
 // decide asks the policy, and the Asker for Ask decisions. ok reports whether the
@@ -920,8 +1016,8 @@ func codeOf(err error) vfs.Code {
 // auditOp is the op an audit event names: the policy op, or for Dir.Check
 // "check." and the op checked, so the trail never shows a check as the operation.
 func (c *call) auditOp() string {
-	if c.checkOnly {
-		return "check." + string(c.op)
+	if c.sp.checkOnly {
+		return "check." + string(c.sp.op)
 	}
-	return string(c.op)
+	return string(c.sp.op)
 }

@@ -34,7 +34,7 @@ type File struct {
 // not_regular_file.
 func (d *Dir) OpenFile(ctx context.Context, path string) (*File, error) {
 	var f *File
-	c := &call{op: policy.OpSub, method: "OpenFile", path: path}
+	c := &call{sp: specOpenFile, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		f, err = d.s.fileAt(ctx, c.rp, false)
@@ -51,7 +51,7 @@ func (d *Dir) OpenFile(ctx context.Context, path string) (*File, error) {
 // parent directory must exist.
 func (d *Dir) CreateFile(ctx context.Context, path string) (*File, error) {
 	var f *File
-	c := &call{op: policy.OpCreate, method: "CreateFile", path: path, fol: followEntry}
+	c := &call{sp: specCreateFile, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		f, err = d.s.fileAt(ctx, c.rp, true)
@@ -122,15 +122,15 @@ func (s *scope) fileAt(ctx context.Context, p vfs.Path, create bool) (*File, err
 //
 // fn is given the path to act on: the leaf, or where the leaf leads now (canonical,
 // Resolved) when the call was decided there.
-func (f *File) do(ctx context.Context, op policy.Op, method string, size int64, fn func(ctx context.Context, p vfs.Path) error) error {
-	c := call{op: op, method: method, path: f.name, fixed: true, p: f.leaf, size: size + 1}
+func (f *File) do(ctx context.Context, sp *spec, size int64, fn func(ctx context.Context, p vfs.Path) error) error {
+	c := call{sp: sp, path: f.name, p: f.leaf, size: size + 1}
 	return f.s.run(ctx, &c, func(ctx context.Context) error { return fn(ctx, c.rp) })
 }
 
 // doAppend is do for an append of n bytes: the size the file will have is decided
 // too, once the call knows where the file is.
 func (f *File) doAppend(ctx context.Context, n int, fn func(ctx context.Context, p vfs.Path) error) error {
-	c := call{op: policy.OpWrite, method: "Append", path: f.name, fixed: true, p: f.leaf}
+	c := call{sp: specFileAppend, path: f.name, p: f.leaf}
 	return f.s.run(ctx, &c, func(ctx context.Context) error {
 		if f.s.env.customPolicy {
 			if err := f.s.allowSize(ctx, &c, "Append", policy.OpWrite, c.rp, appendSize(ctx, f.s.b, c.rp, n)); err != nil {
@@ -148,7 +148,7 @@ func (f *File) Name() string { return f.name }
 // file_too_large (stream them with Open).
 func (f *File) ReadBytes(ctx context.Context) ([]byte, error) {
 	var data []byte
-	err := f.do(ctx, policy.OpRead, "ReadBytes", -1, func(ctx context.Context, p vfs.Path) error {
+	err := f.do(ctx, specFileReadBytes, -1, func(ctx context.Context, p vfs.Path) error {
 		var err error
 		data, err = readAll(ctx, f.s.b, p, f.s.env.maxRead)
 		return err
@@ -163,7 +163,7 @@ func (f *File) ReadBytes(ctx context.Context) ([]byte, error) {
 // not checked). The read limit applies as for ReadBytes.
 func (f *File) ReadText(ctx context.Context) (string, error) {
 	var data []byte
-	err := f.do(ctx, policy.OpRead, "ReadText", -1, func(ctx context.Context, p vfs.Path) error {
+	err := f.do(ctx, specFileReadText, -1, func(ctx context.Context, p vfs.Path) error {
 		var err error
 		data, err = readAll(ctx, f.s.b, p, f.s.env.maxRead)
 		return err
@@ -177,14 +177,14 @@ func (f *File) ReadText(ctx context.Context) (string, error) {
 // WriteBytes replaces the file's contents with b, atomically (see Dir.WriteFile),
 // creating the file again if it was removed.
 func (f *File) WriteBytes(ctx context.Context, b []byte) error {
-	return f.do(ctx, policy.OpWrite, "WriteBytes", int64(len(b)), func(ctx context.Context, p vfs.Path) error {
+	return f.do(ctx, specFileWriteBytes, int64(len(b)), func(ctx context.Context, p vfs.Path) error {
 		return atomicWrite(ctx, f.s.b, p, bytesSource(b), filePerm)
 	})
 }
 
 // WriteText replaces the file's contents with s, atomically.
 func (f *File) WriteText(ctx context.Context, s string) error {
-	return f.do(ctx, policy.OpWrite, "WriteText", int64(len(s)), func(ctx context.Context, p vfs.Path) error {
+	return f.do(ctx, specFileWriteText, int64(len(s)), func(ctx context.Context, p vfs.Path) error {
 		return atomicWrite(ctx, f.s.b, p, bytesSource([]byte(s)), filePerm)
 	})
 }
@@ -199,7 +199,7 @@ func (f *File) Append(ctx context.Context, b []byte) error {
 // Stat returns information on the file (following a symlink).
 func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 	var fi fs.FileInfo
-	err := f.do(ctx, policy.OpStat, "Stat", -1, func(ctx context.Context, p vfs.Path) error {
+	err := f.do(ctx, specFileStat, -1, func(ctx context.Context, p vfs.Path) error {
 		var err error
 		fi, err = f.s.statAs(ctx, p, true, f.leaf)
 		return err
@@ -214,7 +214,7 @@ func (f *File) Stat(ctx context.Context) (fs.FileInfo, error) {
 // Handle; O_CREATE recreates a removed file with mode 0644.
 func (f *File) Open(ctx context.Context, flag int) (*Handle, error) {
 	var h *Handle
-	c := call{op: openFlagOp(flag), method: "Open", path: f.name, fixed: true, p: f.leaf, alsoRead: flag&os.O_RDWR != 0}
+	c := call{sp: specFileOpen.of(flag), path: f.name, p: f.leaf}
 	err := f.s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
 		h, err = f.s.open(ctx, f.name, c.rp, flag, filePerm)

@@ -66,8 +66,7 @@ func openFlagOp(flag int) policy.Op {
 // Dir is read_only.
 func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode) (*Handle, error) {
 	var h *Handle
-	c := &call{op: openFlagOp(flag), method: "Open", path: path, alsoRead: flag&os.O_RDWR != 0, fol: openFollow(flag)}
-	c.markFusedOpen(flag)
+	c := &call{sp: specDirOpen.of(flag), path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		var err error
 		h, err = d.s.openAs(ctx, c, path, flag, perm)
@@ -79,17 +78,11 @@ func (d *Dir) Open(ctx context.Context, path string, flag int, perm fs.FileMode)
 	return h, nil
 }
 
-// markFusedOpen marks c, an open with flag, as a fused read when it is one: it
-// reads only and follows a final symlink.
-func (c *call) markFusedOpen(flag int) {
-	c.fused = c.op == policy.OpRead && c.fol == followFinal && flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0
-}
-
-// openAs is the backend work of open call c (see markFusedOpen): a fused read
+// openAs is the backend work of open call c (see makeOpenSpecs): a fused read
 // resolves, decides and opens in one backend call (openRead); any other open
 // opens c.rp. name is the path as the guest wrote it.
 func (s *scope) openAs(ctx context.Context, c *call, name string, flag int, perm fs.FileMode) (*Handle, error) {
-	if !c.fused {
+	if !c.sp.fused {
 		return s.open(ctx, name, c.rp, flag, createPerm(perm))
 	}
 	f, err := s.openRead(ctx, c)

@@ -30,7 +30,7 @@ func AllowCopy() MoveOption { return func(m *moveConfig) { m.allowCopy = true } 
 // (invalid_path). With a custom policy, every path beneath is checked before
 // anything is removed: a refusal anywhere removes nothing.
 func (d *Dir) RemoveAll(ctx context.Context, path string) error {
-	c := &call{op: policy.OpRemove, method: "RemoveAll", path: path, fol: followEntry}
+	c := &call{sp: specRemoveAll, path: path}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		return d.s.removeAll(ctx, c, c.rp, true)
 	})
@@ -48,7 +48,7 @@ func (d *Dir) Move(ctx context.Context, from, to string, opts ...MoveOption) err
 			o(&mc)
 		}
 	}
-	c := &call{op: policy.OpRename, method: "Move", path: from, dest: to, kind: destPath, fol: followEntry}
+	c := &call{sp: specMove, path: from, dest: to}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		const method = "Move"
 		if c.p.IsRoot() || c.q.IsRoot() {
@@ -100,7 +100,7 @@ func (s *scope) checkSubtree(ctx context.Context, c *call, method string, from, 
 // also decided as a read and every path beneath a copied directory as a copy,
 // before anything is created; if the copy fails midway, what it created is removed.
 func (d *Dir) Copy(ctx context.Context, from, to string) error {
-	c := &call{op: policy.OpCopy, method: "Copy", path: from, dest: to, kind: destPath, fol: followEntry}
+	c := &call{sp: specCopy, path: from, dest: to}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		if c.q.IsRoot() {
 			return errAt(vfs.CodeExists, "Copy", from, to, "the destination is the root")
@@ -122,7 +122,7 @@ func (d *Dir) Copy(ctx context.Context, from, to string) error {
 // policy refuses are left out (and not descended into). An error fn returns is
 // returned unchanged.
 func (d *Dir) Walk(ctx context.Context, root string, fn fs.WalkDirFunc) error {
-	c := &call{op: policy.OpList, method: "Walk", path: root, emptyIsDot: true}
+	c := &call{sp: specWalk, path: root}
 	return d.do(ctx, c, func(ctx context.Context) error {
 		p := c.rp
 		var info vfs.Info
@@ -213,7 +213,7 @@ func (d *Dir) ReadDirVisibleInfo(ctx context.Context, path string) ([]vfs.DirInf
 // with the status decision).
 func visible[E, T any](ctx context.Context, d *Dir, path string, list func(context.Context, vfs.Backend, vfs.Path) ([]E, error), name func(E) string, keep func(vfs.Path, E) T) ([]T, error) {
 	var out []T
-	c := &call{op: policy.OpList, method: "ReadDirVisible", path: path, emptyIsDot: true}
+	c := &call{sp: specReadDirVisible, path: path}
 	err := d.do(ctx, c, func(ctx context.Context) error {
 		ents, err := list(ctx, d.s.b, c.rp)
 		if err != nil {
@@ -268,7 +268,7 @@ func (s *scope) listed(ctx context.Context, c *call, p vfs.Path, name string, lo
 // policy refuses are left out.
 func (d *Dir) Glob(ctx context.Context, pattern string) ([]string, error) {
 	var out []string
-	c := &call{op: policy.OpList, method: "Glob", path: pattern}
+	c := &call{sp: specGlob, path: pattern}
 	c.prepare = func() error {
 		pat, p, err := prepareGlob(pattern)
 		if err != nil {
@@ -486,7 +486,7 @@ func (g *innerFS) path(op, name string) (vfs.Path, error) {
 	if err != nil {
 		return vfs.Path{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
-	if err := g.s.checkLive(g.ctx, g.c.method, p); err != nil {
+	if err := g.s.checkLive(g.ctx, g.c.sp.method, p); err != nil {
 		var a *addressed
 		errors.As(err, &a)
 		g.fatal = a.err

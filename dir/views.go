@@ -115,7 +115,7 @@ func (v *fsView) Sub(dir string) (fs.FS, error) {
 
 func (v *fsView) Glob(pattern string) ([]string, error) {
 	var out []string
-	c := &call{op: policy.OpList, method: "Glob", path: pattern}
+	c := &call{sp: specGlob, path: pattern}
 	c.prepare = func() error {
 		if _, err := path.Match(pattern, ""); err != nil {
 			e := errAt(vfs.CodeInvalidPath, "Glob", pattern, "", "malformed glob pattern")
@@ -172,14 +172,14 @@ var (
 	_ vfs.StatResolver = (*backendView)(nil)
 )
 
-func (v *backendView) do(ctx context.Context, op policy.Op, method string, p vfs.Path, fol follow, fn func(ctx context.Context, p vfs.Path) error) error {
-	c := call{op: op, method: method, path: p.String(), fixed: true, p: p, fol: fol}
+func (v *backendView) do(ctx context.Context, sp *spec, p vfs.Path, fn func(ctx context.Context, p vfs.Path) error) error {
+	c := call{sp: sp, path: p.String(), p: p}
 	return v.d.s.run(ctx, &c, func(ctx context.Context) error { return fn(ctx, c.rp) })
 }
 
-// call2 is the call of a two-path method (neither end followed).
-func call2(op policy.Op, method string, p, q vfs.Path) call {
-	return call{op: op, method: method, path: p.String(), dest: q.String(), kind: destPath, fixed: true, p: p, q: q, fol: followEntry}
+// call2 is the call of a two-path method of sp (neither end followed).
+func call2(sp *spec, p, q vfs.Path) call {
+	return call{sp: sp, path: p.String(), dest: q.String(), p: p, q: q}
 }
 
 func (v *backendView) Features() vfs.Features {
@@ -191,23 +191,24 @@ func (v *backendView) Features() vfs.Features {
 }
 
 func (v *backendView) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return v.stat(ctx, "stat", p, followFinal)
+	return v.stat(ctx, specViewStat, p)
 }
 
-// stat is Stat (fol followFinal) or Lstat (followNone): the status the
+// stat is Stat (specViewStat) or Lstat (specViewLstat): the status the
 // resolution that decided the call found, where it found one, else the
 // backend's.
-func (v *backendView) stat(ctx context.Context, method string, p vfs.Path, fol follow) (vfs.Info, error) {
-	info, _, err := v.statAt(ctx, method, p, fol)
+func (v *backendView) stat(ctx context.Context, sp *spec, p vfs.Path) (vfs.Info, error) {
+	info, _, err := v.statAt(ctx, sp, p)
 	return info, err
 }
 
 // statAt is stat, with the path the call acted on: p's canonical location,
 // marked Resolved, where the Dir resolves its calls (a policy or hooks to
 // serve), else p as given.
-func (v *backendView) statAt(ctx context.Context, method string, p vfs.Path, fol follow) (vfs.Info, vfs.Path, error) {
+func (v *backendView) statAt(ctx context.Context, sp *spec, p vfs.Path) (vfs.Info, vfs.Path, error) {
 	var info vfs.Info
-	c := call{op: policy.OpStat, method: method, path: p.String(), fixed: true, p: p, fol: fol, wantInfo: true}
+	fol := sp.fol
+	c := call{sp: sp, path: p.String(), p: p}
 	err := v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		got, known, err := c.resolvedStat(fol == followFinal)
 		if known {
@@ -228,12 +229,12 @@ func (v *backendView) statAt(ctx context.Context, method string, p vfs.Path, fol
 }
 
 func (v *backendView) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	return v.stat(ctx, "lstat", p, followNone)
+	return v.stat(ctx, specViewLstat, p)
 }
 
 func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	var ents []vfs.DirEntry
-	err := v.do(ctx, policy.OpList, "readdir", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+	err := v.do(ctx, specViewReadDir, p, func(ctx context.Context, rp vfs.Path) error {
 		var err error
 		ents, err = v.d.s.b.ReadDir(ctx, rp)
 		return err
@@ -255,7 +256,7 @@ func (v *backendView) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, 
 func (v *backendView) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	var infos []vfs.DirInfo
 	s := v.d.s
-	c := call{op: policy.OpList, method: "readdir", path: p.String(), fixed: true, p: p, fol: followFinal}
+	c := call{sp: specViewDirInfo, path: p.String(), p: p}
 	err := s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
 		infos, err = vfs.ReadDirInfo(ctx, s.b, c.rp)
@@ -293,8 +294,7 @@ func (v *backendView) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInf
 
 func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	var h *Handle
-	c := call{op: openFlagOp(flag), method: "open", path: p.String(), fixed: true, p: p, alsoRead: flag&os.O_RDWR != 0, fol: openFollow(flag)}
-	c.markFusedOpen(flag)
+	c := call{sp: specViewOpen.of(flag), path: p.String(), p: p}
 	err := v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		var err error
 		h, err = v.d.s.openAs(ctx, &c, p.String(), flag, perm)
@@ -307,19 +307,19 @@ func (v *backendView) OpenFile(ctx context.Context, p vfs.Path, flag int, perm f
 }
 
 func (v *backendView) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	return v.do(ctx, policy.OpMkdir, "mkdir", p, followEntry, func(ctx context.Context, rp vfs.Path) error {
+	return v.do(ctx, specViewMkdir, p, func(ctx context.Context, rp vfs.Path) error {
 		return v.d.s.b.Mkdir(ctx, rp, createPerm(perm))
 	})
 }
 
 func (v *backendView) Remove(ctx context.Context, p vfs.Path) error {
-	return v.do(ctx, policy.OpRemove, "remove", p, followEntry, func(ctx context.Context, rp vfs.Path) error {
+	return v.do(ctx, specViewRemove, p, func(ctx context.Context, rp vfs.Path) error {
 		return v.d.s.b.Remove(ctx, rp)
 	})
 }
 
 func (v *backendView) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	c := call2(policy.OpRename, "rename", from, to)
+	c := call2(specViewRename, from, to)
 	return v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		if v.d.s.env.customPolicy {
 			if err := v.d.s.checkSubtree(ctx, &c, "rename", c.rp, c.rq, policy.OpRename); err != nil {
@@ -336,9 +336,9 @@ func (v *backendView) Rename(ctx context.Context, from, to vfs.Path, flags vfs.R
 }
 
 func (v *backendView) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	c := &call{op: policy.OpSymlink, method: "symlink", path: p.String(), dest: target, kind: destTarget, fixed: true, p: p, fol: followEntry}
+	c := &call{sp: specViewSymlink, path: p.String(), dest: target, p: p}
 	if v.verbatimLinks {
-		c.kind, c.dest = destNone, ""
+		c.sp, c.dest = specViewSymlinkVerbatim, ""
 	}
 	return v.d.s.run(ctx, c, func(ctx context.Context) error {
 		return v.d.s.b.Symlink(ctx, target, c.rp)
@@ -347,7 +347,7 @@ func (v *backendView) Symlink(ctx context.Context, target string, p vfs.Path) er
 
 func (v *backendView) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	var t string
-	err := v.do(ctx, policy.OpReadlink, "readlink", p, followNone, func(ctx context.Context, rp vfs.Path) error {
+	err := v.do(ctx, specViewReadlink, p, func(ctx context.Context, rp vfs.Path) error {
 		var err error
 		t, err = v.d.s.b.Readlink(ctx, rp)
 		return err
@@ -356,14 +356,14 @@ func (v *backendView) Readlink(ctx context.Context, p vfs.Path) (string, error) 
 }
 
 func (v *backendView) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	c := call2(policy.OpLink, "link", oldp, newp)
+	c := call2(specViewLink, oldp, newp)
 	return v.d.s.run(ctx, &c, func(ctx context.Context) error {
 		return v.d.s.b.Link(ctx, c.rp, c.rq)
 	})
 }
 
 func (v *backendView) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	return v.do(ctx, policy.OpChmod, "chmod", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+	return v.do(ctx, specViewChmod, p, func(ctx context.Context, rp vfs.Path) error {
 		m, err := chmodMode(mode)
 		if err != nil {
 			return vfs.NewError(vfs.CodePermission, "chmod", p, err.Error())
@@ -373,14 +373,14 @@ func (v *backendView) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) e
 }
 
 func (v *backendView) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	return v.do(ctx, policy.OpChtimes, "chtimes", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+	return v.do(ctx, specViewChtimes, p, func(ctx context.Context, rp vfs.Path) error {
 		return v.d.s.b.Chtimes(ctx, rp, atime, mtime)
 	})
 }
 
 func (v *backendView) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	var out vfs.Backend
-	err := v.do(ctx, policy.OpSub, "sub", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+	err := v.do(ctx, specViewSub, p, func(ctx context.Context, rp vfs.Path) error {
 		sub, err := v.d.s.b.Sub(ctx, rp)
 		if err != nil {
 			return err
@@ -431,11 +431,11 @@ func fileOf(h *Handle) vfs.File {
 // may not say which name was missing), Resolve and then a status of what it
 // reached.
 func (v *backendView) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
-	fol, method := followNone, "lstat"
+	sp := specViewLstat
 	if follow {
-		fol, method = followFinal, "stat"
+		sp = specViewStat
 	}
-	info, rp, err := v.statAt(ctx, method, p, fol)
+	info, rp, err := v.statAt(ctx, sp, p)
 	if err == nil && rp.IsResolved() {
 		return vfs.Location{Path: rp.WithoutDirMark(), Found: true, Type: info.Mode.Type()}, info, nil
 	}
@@ -446,7 +446,7 @@ func (v *backendView) ResolveStat(ctx context.Context, p vfs.Path, follow bool) 
 	if err != nil || !loc.Found {
 		return loc, vfs.Info{}, err
 	}
-	info, err = v.stat(ctx, method, loc.Path, fol)
+	info, err = v.stat(ctx, sp, loc.Path)
 	if err != nil {
 		return vfs.Location{}, vfs.Info{}, err
 	}
@@ -457,7 +457,7 @@ func (v *backendView) ResolveStat(ctx context.Context, p vfs.Path, follow bool) 
 // what a stat would).
 func (v *backendView) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
 	var out vfs.Location
-	err := v.do(ctx, policy.OpStat, "resolve", p, followNone, func(ctx context.Context, _ vfs.Path) error {
+	err := v.do(ctx, specViewResolve, p, func(ctx context.Context, _ vfs.Path) error {
 		loc, err := v.d.s.b.Resolve(ctx, p, follow)
 		out = loc
 		return err
@@ -487,7 +487,7 @@ func (v *backendView) ResolveReadDir(ctx context.Context, p vfs.Path, decide fun
 		loc  vfs.Location
 		derr error
 	)
-	err := v.do(ctx, policy.OpList, "readdir", p, followFinal, func(ctx context.Context, rp vfs.Path) error {
+	err := v.do(ctx, specViewReadDir, p, func(ctx context.Context, rp vfs.Path) error {
 		var err error
 		ents, loc, err = vfs.ResolveReadDir(ctx, v.d.s.b, rp, func(l vfs.Location) error {
 			derr = decide(l)
@@ -519,7 +519,7 @@ func (v *backendView) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path,
 		rel vfs.Path
 		ok  bool
 	)
-	err := v.do(ctx, policy.OpReadlink, "readlink", p, followNone, func(ctx context.Context, rp vfs.Path) error {
+	err := v.do(ctx, specViewReadlink, p, func(ctx context.Context, rp vfs.Path) error {
 		h, has := v.d.s.b.(vfs.HostLinkResolver)
 		if !has {
 			return nil
