@@ -34,6 +34,10 @@ const maxSize = int64(min(math.MaxInt, 1<<47))
 type store struct {
 	mu  sync.RWMutex
 	gen uint64 // guarded by mu; advanced by every change to any directory's entries
+	// links is set, for good, by the first symlink the store holds (guarded
+	// by mu): until then no path has a symlink on the way, so every path
+	// that resolves is its own canonical path.
+	links bool
 
 	cache atomic.Pointer[resCache] // memoized resolutions of deep paths; allocated on first use
 
@@ -169,9 +173,12 @@ func (s *store) newNode(typ, perm fs.FileMode, now time.Time) *node {
 	n.msec.Store(now.Unix())
 	n.mnsec.Store(int32(now.Nanosecond()))
 	n.nlink.Store(1)
-	if typ == fs.ModeDir {
+	switch typ {
+	case fs.ModeDir:
 		n.dir = &dirInfo{children: make(map[string]*node)}
 		n.nlink.Store(2)
+	case fs.ModeSymlink:
+		s.links = true // the caller holds mu for writing
 	}
 	return n
 }

@@ -48,8 +48,9 @@ func (f *FS) ReadRegular(ctx context.Context, p vfs.Path, max int64) (data []byt
 // Otherwise it returns false and the caller asks ResolveStat. A deep path is
 // looked up through the resolution cache, as Stat looks it up, and found
 // canonical when the directories holding the entry are named p's elements
-// (spells). It is how a dir.Dir with a policy answers Stat without building
-// an fs.FileInfo.
+// (spells), or without a check while the store has never held a symlink
+// (store.links). It is how a dir.Dir with a policy answers Stat without
+// building an fs.FileInfo.
 func (f *FS) ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, fs.FileInfo, bool) {
 	if ctx.Err() != nil {
 		return vfs.Location{}, nil, false
@@ -63,7 +64,7 @@ func (f *FS) ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.
 			n = nil
 		}
 	} else if r, err := f.lookup(ctx, p, follow, "resolve"); err == nil && r.Found && !r.Followed &&
-		f.spells(r.Parent, r.Name, p.Raw()) {
+		(!f.st.links || f.spells(r.Parent, r.Name, p.Raw())) {
 		n, name = r.Node, r.Name
 	}
 	if n == nil {

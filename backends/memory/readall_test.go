@@ -99,3 +99,61 @@ func TestReadRegular(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestResolveKeptStatWithoutLinks: in a store that has never held a symlink,
+// ResolveKeptStat answers deep paths without checking their spelling, and
+// still answers exactly as ResolveStat, in the store and in a Sub of it; once
+// a symlink exists, a path through it is declined again.
+func TestResolveKeptStatWithoutLinks(t *testing.T) {
+	ctx := context.Background()
+	m := memory.New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deep := "a/b/c/d/e/f"
+	for i := range strings.Split(deep, "/") {
+		must(m.Mkdir(ctx, vfs.MustParse(strings.Join(strings.Split(deep, "/")[:i+1], "/")), 0o755))
+	}
+	must(m.Mkdir(ctx, vfs.MustParse("a/x"), 0o755))
+	f, err := m.OpenFile(ctx, vfs.MustParse(deep+"/leaf"), os.O_WRONLY|os.O_CREATE, 0o640)
+	must(err)
+	f.Close()
+	sub, err := m.Sub(ctx, vfs.MustParse("a"))
+	must(err)
+	check := func(b vfs.Backend, path string, want bool) {
+		t.Helper()
+		ks := b.(interface {
+			ResolveKeptStat(context.Context, vfs.Path, bool) (vfs.Location, fs.FileInfo, bool)
+		})
+		p := vfs.MustParse(path)
+		for round := range 2 { // the second round hits the resolution cache
+			loc, fi, ok := ks.ResolveKeptStat(ctx, p, true)
+			if ok != want {
+				t.Fatalf("round %d: %s: answered %v, want %v", round, path, ok, want)
+			}
+			if !ok {
+				continue
+			}
+			wloc, info, err := b.(vfs.StatResolver).ResolveStat(ctx, p, true)
+			must(err)
+			if loc != wloc || fi.Name() != info.Name || fi.Mode() != info.Mode {
+				t.Errorf("%s: %+v %v, ResolveStat's %+v %+v", path, loc, fs.FormatFileInfo(fi), wloc, info)
+			}
+		}
+	}
+	check(m, deep+"/leaf", true)
+	check(m, deep, true)
+	check(m, deep+"/nope", false)
+	check(m, "a/x/c/d/e/f", false)
+	check(sub, "b/c/d/e/f/leaf", true)
+	check(sub, "b/c/d/e/f/nope/x", false)
+	must(m.Symlink(ctx, "b", vfs.MustParse("a/lb")))
+	check(m, deep+"/leaf", true)
+	check(m, "a/lb/c/d/e/f/leaf", false)
+	check(sub, "lb/c/d/e/f/leaf", false)
+	must(m.Remove(ctx, vfs.MustParse("a/lb")))
+	check(m, deep+"/leaf", true)
+}
