@@ -74,111 +74,25 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 		mode = "files_with_matches"
 	}
 	out := grepOut{Mode: mode, Files: []grepFile{}}
-	opts := search.Options{Pattern: in.Pattern, IgnoreCase: in.I || in.CaseInsensitive, MaxFileSize: s.opts.MaxGrepFileBytes}
-	switch mode {
-	case "files_with_matches":
-		opts.Mode = search.FilesWithMatches
-	case "content":
-		opts.Mode = search.Content
-	case "count":
-		opts.Mode = search.Count
-	default:
-		return out, "", argErrorf("argument \"output_mode\" must be content, files_with_matches or count, got %q", mode)
+	opts, err := s.grepOptions(in, mode)
+	if err != nil {
+		return out, "", err
 	}
-	if in.Pattern == "" {
-		return out, "", argErrorf("argument \"pattern\" is empty")
-	}
-	if _, err := regexp.Compile(in.Pattern); err != nil {
-		return out, "", argErrorf("argument \"pattern\" is not a valid regular expression (Go RE2 syntax): %v", err)
-	}
-	if in.Glob != "" {
-		if !doublestar.ValidatePattern(in.Glob) {
-			return out, "", argErrorf("argument \"glob\": malformed glob %q", in.Glob)
-		}
-		opts.Include = []string{in.Glob}
-	}
-	for _, x := range in.Exclude {
-		if !doublestar.ValidatePattern(x) {
-			return out, "", argErrorf("argument \"exclude\": malformed glob %q", x)
-		}
-	}
-	opts.Exclude = in.Exclude
-	opts.NoIgnore = in.NoIgnore
-	opts.IgnoreAbove = "." // a search below the root honours the .gitignore files above it
-	before, after := in.Before, in.After
-	if c := max(in.Context, in.ContextLines); c > 0 {
-		before, after = max(before, c), max(after, c)
-	}
-	if before < 0 || after < 0 || in.Context < 0 || in.ContextLines < 0 {
-		return out, "", argErrorf("context lines (-A, -B, -C, context) must not be negative")
-	}
-	if in.HeadLimit < 0 {
-		return out, "", argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
-	}
-	opts.Before, opts.After = min(before, maxContext), min(after, maxContext)
-	numbers := in.N == nil || *in.N
-	limit := s.headLimit(in.HeadLimit)
-	opts.Limit = limit
-
 	root := in.Path
 	if root == "" {
 		root = "."
 	}
-	var b strings.Builder
-	width := s.opts.LineWidth
 	// One audit event for the files and directories the search read (when the
 	// host's sink is wrapped by audit.Batching); refusals stay one event each.
 	batch := &audit.Batch{Op: "grep", Path: root}
 	defer batch.Flush(ctx)
 	var unaddressable searchSkips
-	sum, err := search.Search(unaddressable.context(audit.WithBatch(ctx, batch)), s.root, root, opts, func(f *search.File) error {
-		gf := grepFile{Path: f.Path}
-		p := esc(f.Path)
-		switch opts.Mode {
-		case search.FilesWithMatches:
-			b.WriteString(p)
-			b.WriteByte('\n')
-		case search.Count:
-			gf.Count = f.Count
-			fmt.Fprintf(&b, "%s:%d\n", p, f.Count)
-		case search.Content:
-			gf.Count = f.Count
-			if (opts.Before > 0 || opts.After > 0) && len(out.Files) > 0 {
-				b.WriteString("--\n")
-			}
-			for i, l := range f.Lines {
-				if i > 0 && l.Num != f.Lines[i-1].Num+1 && (opts.Before > 0 || opts.After > 0) {
-					b.WriteString("--\n")
-				}
-				text, cut := l.Text, 0
-				if len(text) > width {
-					cut = len(text) - width
-					text = trimRune(text[:width], &cut)
-				}
-				gf.Lines = append(gf.Lines, grepLine{Line: l.Num, Text: strings.ToValidUTF8(string(text), "\uFFFD"), Context: !l.Match})
-				sep := "-"
-				if l.Match {
-					sep = ":"
-				}
-				b.WriteString(p)
-				if numbers {
-					b.WriteString(sep)
-					b.WriteString(strconv.Itoa(l.Num))
-				}
-				b.WriteString(sep)
-				b.Write(text)
-				if cut > 0 {
-					fmt.Fprintf(&b, " …[line cut: %d more bytes]", cut)
-				}
-				b.WriteByte('\n')
-			}
-		}
-		out.Files = append(out.Files, gf)
-		return nil
-	})
+	pr := &grepPrinter{out: &out, opts: &opts, numbers: in.N == nil || *in.N, width: s.opts.LineWidth}
+	sum, err := search.Search(unaddressable.context(audit.WithBatch(ctx, batch)), s.root, root, opts, pr.file)
 	if err != nil {
 		return out, "", err
 	}
+	b := &pr.b
 	out.Truncated, out.Searched, out.Binary = sum.Truncated, sum.Searched, sum.Binary
 	counts := map[search.SkipReason]int{}
 	var named []search.Skip // files refused by the policy are counted, not named
@@ -195,23 +109,165 @@ func (s *server) grep(ctx context.Context, in grepIn) (grepOut, string, error) {
 		b.WriteString("(no matches)\n")
 	}
 	if sum.Truncated {
-		fmt.Fprintf(&b, "(results cut at head_limit=%d: raise head_limit or narrow pattern, path or glob)\n", limit)
+		fmt.Fprintf(b, "(results cut at head_limit=%d: raise head_limit or narrow pattern, path or glob)\n", opts.Limit)
 	}
-	if skipped := sum.Binary + len(sum.Skipped); skipped > 0 {
-		fmt.Fprintf(&b, "(searched %d files; skipped %d: %d refused by policy, %d binary, %d too large, %d unreadable)\n",
-			sum.Searched, skipped, counts[search.SkipDenied], sum.Binary, counts[search.SkipTooLarge], counts[search.SkipUnreadable])
-		for i, sk := range named {
-			if i == maxSkipsShown {
-				fmt.Fprintf(&b, "(and %d more skipped)\n", len(named)-i)
-				break
-			}
-			if sk.Reason == search.SkipTooLarge {
-				fmt.Fprintf(&b, "skipped %s: too large (%d bytes)\n", esc(sk.Path), sk.Size)
-			} else {
-				fmt.Fprintf(&b, "skipped %s: %s\n", esc(sk.Path), sk.Reason)
-			}
-		}
-	}
+	writeGrepSkips(b, &sum, counts, named)
 	b.WriteString(unaddressable.text())
 	return out, b.String(), nil
+}
+
+// grepModes maps grep's output_mode to the search's mode.
+var grepModes = map[string]search.Mode{
+	"files_with_matches": search.FilesWithMatches,
+	"content":            search.Content,
+	"count":              search.Count,
+}
+
+// grepOptions checks grep's arguments and turns them into the search's
+// options, for output mode mode.
+func (s *server) grepOptions(in grepIn, mode string) (search.Options, error) {
+	opts := search.Options{Pattern: in.Pattern, IgnoreCase: in.I || in.CaseInsensitive, MaxFileSize: s.opts.MaxGrepFileBytes}
+	m, ok := grepModes[mode]
+	if !ok {
+		return opts, argErrorf("argument \"output_mode\" must be content, files_with_matches or count, got %q", mode)
+	}
+	opts.Mode = m
+	if in.Pattern == "" {
+		return opts, argErrorf("argument \"pattern\" is empty")
+	}
+	if _, err := regexp.Compile(in.Pattern); err != nil {
+		return opts, argErrorf("argument \"pattern\" is not a valid regular expression (Go RE2 syntax): %v", err)
+	}
+	if in.Glob != "" {
+		if !doublestar.ValidatePattern(in.Glob) {
+			return opts, argErrorf("argument \"glob\": malformed glob %q", in.Glob)
+		}
+		opts.Include = []string{in.Glob}
+	}
+	for _, x := range in.Exclude {
+		if !doublestar.ValidatePattern(x) {
+			return opts, argErrorf("argument \"exclude\": malformed glob %q", x)
+		}
+	}
+	opts.Exclude = in.Exclude
+	opts.NoIgnore = in.NoIgnore
+	opts.IgnoreAbove = "." // a search below the root honours the .gitignore files above it
+	before, after, err := grepContext(in)
+	if err != nil {
+		return opts, err
+	}
+	if in.HeadLimit < 0 {
+		return opts, argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
+	}
+	opts.Before, opts.After = min(before, maxContext), min(after, maxContext)
+	opts.Limit = s.headLimit(in.HeadLimit)
+	return opts, nil
+}
+
+// grepContext is the context lines asked for before and after each match:
+// -B and -A, each raised to -C or context.
+func grepContext(in grepIn) (before, after int, err error) {
+	before, after = in.Before, in.After
+	if c := max(in.Context, in.ContextLines); c > 0 {
+		before, after = max(before, c), max(after, c)
+	}
+	if before < 0 || after < 0 || in.Context < 0 || in.ContextLines < 0 {
+		return 0, 0, argErrorf("context lines (-A, -B, -C, context) must not be negative")
+	}
+	return before, after, nil
+}
+
+// grepPrinter collects each file the search reports into out and its text
+// into b, as rg prints it.
+type grepPrinter struct {
+	b       strings.Builder
+	out     *grepOut
+	opts    *search.Options
+	numbers bool // line numbers in content mode
+	width   int  // longest line shown
+}
+
+// file records one file with matches.
+func (pr *grepPrinter) file(f *search.File) error {
+	gf := grepFile{Path: f.Path}
+	p := esc(f.Path)
+	switch pr.opts.Mode {
+	case search.FilesWithMatches:
+		pr.b.WriteString(p)
+		pr.b.WriteByte('\n')
+	case search.Count:
+		gf.Count = f.Count
+		fmt.Fprintf(&pr.b, "%s:%d\n", p, f.Count)
+	case search.Content:
+		gf.Count = f.Count
+		gf.Lines = pr.content(p, f)
+	}
+	pr.out.Files = append(pr.out.Files, gf)
+	return nil
+}
+
+// content writes a file's matching and context lines (p is its escaped
+// path), groups apart marked "--" when context is shown, and returns them.
+func (pr *grepPrinter) content(p string, f *search.File) []grepLine {
+	ctxShown := pr.opts.Before > 0 || pr.opts.After > 0
+	if ctxShown && len(pr.out.Files) > 0 {
+		pr.b.WriteString("--\n")
+	}
+	var lines []grepLine
+	for i, l := range f.Lines {
+		if i > 0 && l.Num != f.Lines[i-1].Num+1 && ctxShown {
+			pr.b.WriteString("--\n")
+		}
+		lines = append(lines, pr.line(p, l))
+	}
+	return lines
+}
+
+// line writes one line as path:num:text (a match) or path-num-text
+// (context), cut at the line width, and returns it.
+func (pr *grepPrinter) line(p string, l search.Line) grepLine {
+	text, cut := l.Text, 0
+	if len(text) > pr.width {
+		cut = len(text) - pr.width
+		text = trimRune(text[:pr.width], &cut)
+	}
+	sep := "-"
+	if l.Match {
+		sep = ":"
+	}
+	b := &pr.b
+	b.WriteString(p)
+	if pr.numbers {
+		b.WriteString(sep)
+		b.WriteString(strconv.Itoa(l.Num))
+	}
+	b.WriteString(sep)
+	b.Write(text)
+	if cut > 0 {
+		fmt.Fprintf(b, " …[line cut: %d more bytes]", cut)
+	}
+	b.WriteByte('\n')
+	return grepLine{Line: l.Num, Text: strings.ToValidUTF8(string(text), "\uFFFD"), Context: !l.Match}
+}
+
+// writeGrepSkips writes how many files the search skipped and why, and
+// names the first maxSkipsShown of those not refused by the policy.
+func writeGrepSkips(b *strings.Builder, sum *search.Summary, counts map[search.SkipReason]int, named []search.Skip) {
+	skipped := sum.Binary + len(sum.Skipped)
+	if skipped == 0 {
+		return
+	}
+	fmt.Fprintf(b, "(searched %d files; skipped %d: %d refused by policy, %d binary, %d too large, %d unreadable)\n",
+		sum.Searched, skipped, counts[search.SkipDenied], sum.Binary, counts[search.SkipTooLarge], counts[search.SkipUnreadable])
+	for i, sk := range named {
+		if i == maxSkipsShown {
+			fmt.Fprintf(b, "(and %d more skipped)\n", len(named)-i)
+			break
+		}
+		if sk.Reason == search.SkipTooLarge {
+			fmt.Fprintf(b, "skipped %s: too large (%d bytes)\n", esc(sk.Path), sk.Size)
+		} else {
+			fmt.Fprintf(b, "skipped %s: %s\n", esc(sk.Path), sk.Reason)
+		}
+	}
 }

@@ -168,23 +168,58 @@ func looksBeginPatch(text string) bool {
 // a CR before a line's newline belongs to the line (as in a diff of a CRLF file).
 func parseBeginPatch(text string) ([]patchFile, error) {
 	lines := strings.Split(text, "\n")
-	// Trim blank lines around, and a heredoc wrapper.
-	lo, hi := 0, len(lines)
+	lo, hi, err := patchBounds(lines)
+	if err != nil {
+		return nil, err
+	}
+	var files []patchFile
+	i := lo + 1
+	end := hi - 1
+	for i < end {
+		line := lines[i]
+		var f patchFile
+		switch {
+		case strings.HasPrefix(line, addFile):
+			f, i, err = parseAddFile(lines, i, end)
+		case strings.HasPrefix(line, deleteFile):
+			f = patchFile{Kind: patchDelete, Path: strings.TrimSpace(line[len(deleteFile):])}
+			if f.Path == "" {
+				err = &patchError{Line: i + 1, Msg: "Delete File without a path"}
+			}
+			i++
+		case strings.HasPrefix(line, updateFile):
+			f, i, err = parseUpdateFile(lines, i, end)
+		case strings.TrimSpace(line) == "":
+			i++ // blank lines between sections
+			continue
+		default:
+			return nil, &patchError{Line: i + 1, Msg: fmt.Sprintf("expected *** Add File:, *** Delete File: or *** Update File:, got %q", clip(line, 80))}
+		}
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, &patchError{Line: lo + 1, Msg: "the patch changes no file"}
+	}
+	return files, nil
+}
+
+// patchBounds finds the "*** Begin Patch" line (lo) and the line after "***
+// End Patch" (hi) in lines, past blank lines and a wrapper around them, and
+// takes the CR off every line between when the Begin line has one.
+func patchBounds(lines []string) (lo, hi int, err error) {
+	lo, hi = 0, len(lines)
 	for lo < hi && strings.TrimSpace(lines[lo]) == "" {
 		lo++
 	}
 	for hi > lo && strings.TrimSpace(lines[hi-1]) == "" {
 		hi--
 	}
-	if hi-lo >= 2 && strings.HasPrefix(strings.TrimSpace(lines[lo]), "<<") && strings.TrimSpace(lines[hi-1]) == strings.Trim(strings.TrimPrefix(strings.TrimSpace(lines[lo]), "<<"), `'"`) {
-		lo++
-		hi--
-	} else if hi-lo >= 2 && strings.HasPrefix(strings.TrimSpace(lines[lo]), "```") && strings.TrimSpace(lines[hi-1]) == "```" {
-		lo++
-		hi--
-	}
+	lo, hi = unwrapPatch(lines, lo, hi)
 	if lo >= hi || strings.TrimSpace(lines[lo]) != beginPatch {
-		return nil, &patchError{Line: lo + 1, Msg: "the patch must start with " + beginPatch + " (or be a unified diff, as git diff writes it)"}
+		return lo, hi, &patchError{Line: lo + 1, Msg: "the patch must start with " + beginPatch + " (or be a unified diff, as git diff writes it)"}
 	}
 	if strings.HasSuffix(lines[lo], "\r") {
 		for i := lo; i < hi; i++ {
@@ -192,82 +227,92 @@ func parseBeginPatch(text string) ([]patchFile, error) {
 		}
 	}
 	if strings.TrimSpace(lines[hi-1]) != endPatch || hi-1 == lo {
-		return nil, &patchError{Line: hi, Msg: "the patch must end with " + endPatch}
+		return lo, hi, &patchError{Line: hi, Msg: "the patch must end with " + endPatch}
 	}
-	var files []patchFile
-	i := lo + 1
-	end := hi - 1
-	for i < end {
-		line := lines[i]
-		switch {
-		case strings.HasPrefix(line, addFile):
-			f := patchFile{Kind: patchAdd, Path: strings.TrimSpace(line[len(addFile):])}
-			if f.Path == "" {
-				return nil, &patchError{Line: i + 1, Msg: "Add File without a path"}
-			}
-			i++
-			var b strings.Builder
-			for i < end && !strings.HasPrefix(lines[i], "*** ") {
-				switch l := lines[i]; {
-				case strings.HasPrefix(l, "+"):
-					if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
-						return nil, &patchError{Line: i + 1, Msg: "a line after " + noNewline}
-					}
-					b.WriteString(l[1:] + "\n")
-				case strings.HasPrefix(l, `\`):
-					s := b.String()
-					if !strings.HasSuffix(s, "\n") {
-						return nil, &patchError{Line: i + 1, Msg: "a no-newline marker must follow a + line"}
-					}
-					b.Reset()
-					b.WriteString(s[:len(s)-1])
-				case strings.TrimSpace(l) == "" && blankToHeader(lines, i, end):
-					// Blank lines between this section and the next.
-				default:
-					return nil, &patchError{Line: i + 1, Msg: "every line of an added file must start with +"}
-				}
-				i++
-			}
-			f.Content = b.String()
-			files = append(files, f)
-		case strings.HasPrefix(line, deleteFile):
-			f := patchFile{Kind: patchDelete, Path: strings.TrimSpace(line[len(deleteFile):])}
-			if f.Path == "" {
-				return nil, &patchError{Line: i + 1, Msg: "Delete File without a path"}
-			}
-			files = append(files, f)
-			i++
-		case strings.HasPrefix(line, updateFile):
-			f := patchFile{Kind: patchUpdate, Path: strings.TrimSpace(line[len(updateFile):])}
-			if f.Path == "" {
-				return nil, &patchError{Line: i + 1, Msg: "Update File without a path"}
-			}
-			i++
-			if i < end && strings.HasPrefix(lines[i], moveTo) {
-				f.MoveTo = strings.TrimSpace(lines[i][len(moveTo):])
-				if f.MoveTo == "" {
-					return nil, &patchError{Line: i + 1, Msg: "Move to without a path"}
-				}
-				i++
-			}
-			var err error
-			if f.Chunks, i, err = parseChunks(lines, i, end); err != nil {
-				return nil, err
-			}
-			if len(f.Chunks) == 0 && f.MoveTo == "" {
-				return nil, &patchError{Line: i + 1, Msg: "Update File " + f.Path + " has no hunks"}
-			}
-			files = append(files, f)
-		case strings.TrimSpace(line) == "":
-			i++ // blank lines between sections
-		default:
-			return nil, &patchError{Line: i + 1, Msg: fmt.Sprintf("expected *** Add File:, *** Delete File: or *** Update File:, got %q", clip(line, 80))}
+	return lo, hi, nil
+}
+
+// unwrapPatch drops a heredoc wrapper ("<<'EOF'" ... "EOF") or a Markdown
+// fence ("```" ... "```") around lines[lo:hi].
+func unwrapPatch(lines []string, lo, hi int) (int, int) {
+	if hi-lo < 2 {
+		return lo, hi
+	}
+	first, last := strings.TrimSpace(lines[lo]), strings.TrimSpace(lines[hi-1])
+	heredoc := strings.HasPrefix(first, "<<") && last == strings.Trim(strings.TrimPrefix(first, "<<"), `'"`)
+	fence := strings.HasPrefix(first, "```") && last == "```"
+	if heredoc || fence {
+		return lo + 1, hi - 1
+	}
+	return lo, hi
+}
+
+// parseAddFile parses the Add File section whose header is lines[i], up to
+// the next header (or end), and returns the index of the line after it.
+func parseAddFile(lines []string, i, end int) (patchFile, int, error) {
+	f := patchFile{Kind: patchAdd, Path: strings.TrimSpace(lines[i][len(addFile):])}
+	if f.Path == "" {
+		return f, i, &patchError{Line: i + 1, Msg: "Add File without a path"}
+	}
+	var b strings.Builder
+	for i++; i < end && !strings.HasPrefix(lines[i], "*** "); i++ {
+		if err := addFileLine(&b, lines, i, end); err != nil {
+			return f, i, err
 		}
 	}
-	if len(files) == 0 {
-		return nil, &patchError{Line: lo + 1, Msg: "the patch changes no file"}
+	f.Content = b.String()
+	return f, i, nil
+}
+
+// addFileLine adds lines[i] of an Add File section to the contents b: a +
+// line, a no-newline marker after one, or a blank line before the next
+// section.
+func addFileLine(b *strings.Builder, lines []string, i, end int) error {
+	switch l := lines[i]; {
+	case strings.HasPrefix(l, "+"):
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			return &patchError{Line: i + 1, Msg: "a line after " + noNewline}
+		}
+		b.WriteString(l[1:] + "\n")
+	case strings.HasPrefix(l, `\`):
+		s := b.String()
+		if !strings.HasSuffix(s, "\n") {
+			return &patchError{Line: i + 1, Msg: "a no-newline marker must follow a + line"}
+		}
+		b.Reset()
+		b.WriteString(s[:len(s)-1])
+	case strings.TrimSpace(l) == "" && blankToHeader(lines, i, end):
+		// Blank lines between this section and the next.
+	default:
+		return &patchError{Line: i + 1, Msg: "every line of an added file must start with +"}
 	}
-	return files, nil
+	return nil
+}
+
+// parseUpdateFile parses the Update File section whose header is lines[i]
+// (with its Move to line and hunks), up to the next header (or end), and
+// returns the index of the line after it.
+func parseUpdateFile(lines []string, i, end int) (patchFile, int, error) {
+	f := patchFile{Kind: patchUpdate, Path: strings.TrimSpace(lines[i][len(updateFile):])}
+	if f.Path == "" {
+		return f, i, &patchError{Line: i + 1, Msg: "Update File without a path"}
+	}
+	i++
+	if i < end && strings.HasPrefix(lines[i], moveTo) {
+		f.MoveTo = strings.TrimSpace(lines[i][len(moveTo):])
+		if f.MoveTo == "" {
+			return f, i, &patchError{Line: i + 1, Msg: "Move to without a path"}
+		}
+		i++
+	}
+	var err error
+	if f.Chunks, i, err = parseChunks(lines, i, end); err != nil {
+		return f, i, err
+	}
+	if len(f.Chunks) == 0 && f.MoveTo == "" {
+		return f, i, &patchError{Line: i + 1, Msg: "Update File " + f.Path + " has no hunks"}
+	}
+	return f, i, nil
 }
 
 // blankToHeader reports whether lines[i:end] are blank up to the next "*** "
@@ -287,86 +332,123 @@ func rawBlank(line string) bool { return line == "" || line == "\r" }
 // parseChunks parses the hunks of one Update File section, from line i up to the
 // next file header (or end); it returns the index of the line after them.
 func parseChunks(lines []string, i, end int) ([]patchChunk, int, error) {
-	var chunks []patchChunk
-	var cur *patchChunk
-	flush := func() {
-		chunks = append(chunks, *cur)
-		cur = nil
-	}
-	for i < end {
+	var p chunkParser
+	for ; i < end; i++ {
 		line := lines[i]
+		var msg string
 		switch {
 		case strings.HasPrefix(line, "*** "):
-			if strings.TrimSpace(line) == endOfFile {
-				if cur == nil || len(cur.Lines) == cur.Soft {
-					return nil, i, &patchError{Line: i + 1, Msg: endOfFile + " outside a hunk"}
-				}
-				cur.EOF = true
-				flush()
-				i++
-				continue
+			if strings.TrimSpace(line) != endOfFile {
+				return p.finish(i)
 			}
-			if cur != nil {
-				if len(cur.Lines) == cur.Soft {
-					return nil, i, &patchError{Line: i + 1, Msg: "a @@ hunk without lines"}
-				}
-				flush()
-			}
-			return chunks, i, nil
+			msg = p.endOfFile()
 		case line == "@@" || strings.HasPrefix(line, "@@ "):
-			if cur != nil && len(cur.Lines) > cur.Soft {
-				flush()
-			}
-			if cur == nil {
-				cur = &patchChunk{}
-			}
-			cur.Lines, cur.Soft = nil, 0 // blank lines before a @@ only separate hunks
-			if ctx := strings.TrimPrefix(line[2:], " "); ctx != "" {
-				cur.Context = append(cur.Context, ctx)
-			}
+			p.startHunk(line)
 		case strings.HasPrefix(line, `\`):
-			if cur == nil || len(cur.Lines) == 0 {
-				return nil, i, &patchError{Line: i + 1, Msg: "a no-newline marker must follow a hunk line"}
-			}
-			last := &cur.Lines[len(cur.Lines)-1]
-			if !strings.HasSuffix(last.Text, "\n") {
-				return nil, i, &patchError{Line: i + 1, Msg: "two no-newline markers for one line"}
-			}
-			last.Text = last.Text[:len(last.Text)-1]
-			cur.Soft = 0
+			msg = p.noNewline()
 		case rawBlank(line) || line[0] == ' ' || line[0] == '-' || line[0] == '+':
-			if cur == nil && rawBlank(line) {
-				break // a blank line between hunks or sections
-			}
-			if cur == nil {
-				if len(chunks) > 0 {
-					return nil, i, &patchError{Line: i + 1, Msg: "a new hunk must start with @@"}
-				}
-				cur = &patchChunk{} // the first hunk may omit its @@
-			}
-			l := hunkLine{Op: ' ', Text: line + "\n"}
-			if rawBlank(line) {
-				cur.Soft++
-			} else {
-				l = hunkLine{Op: line[0], Text: line[1:] + "\n"}
-				cur.Soft = 0
-			}
-			if err := checkAfterMarker(cur.Lines, l.Op); err != "" {
-				return nil, i, &patchError{Line: i + 1, Msg: err}
-			}
-			cur.Lines = append(cur.Lines, l)
+			msg = p.line(line)
 		default:
-			return nil, i, &patchError{Line: i + 1, Msg: fmt.Sprintf("a hunk line must start with ' ', '-', '+' or @@, got %q", clip(line, 80))}
+			msg = fmt.Sprintf("a hunk line must start with ' ', '-', '+' or @@, got %q", clip(line, 80))
 		}
-		i++
+		if msg != "" {
+			return nil, i, &patchError{Line: i + 1, Msg: msg}
+		}
 	}
-	if cur != nil {
-		if len(cur.Lines) == cur.Soft {
+	return p.finish(i)
+}
+
+// chunkParser collects the hunks of one Update File section. Its methods
+// return why a line is malformed, or "".
+type chunkParser struct {
+	chunks []patchChunk
+	cur    *patchChunk // the hunk being read, nil between hunks
+}
+
+// flush ends the current hunk.
+func (p *chunkParser) flush() {
+	p.chunks = append(p.chunks, *p.cur)
+	p.cur = nil
+}
+
+// empty reports whether the current hunk has only blank lines written
+// without their prefix (which may just separate hunks).
+func (p *chunkParser) empty() bool { return len(p.cur.Lines) == p.cur.Soft }
+
+// finish ends the section at line i (a file header, or end) and returns its
+// hunks and i.
+func (p *chunkParser) finish(i int) ([]patchChunk, int, error) {
+	if p.cur != nil {
+		if p.empty() {
 			return nil, i, &patchError{Line: i + 1, Msg: "a @@ hunk without lines"}
 		}
-		flush()
+		p.flush()
 	}
-	return chunks, i, nil
+	return p.chunks, i, nil
+}
+
+// endOfFile ends the current hunk, anchored at the end of the file.
+func (p *chunkParser) endOfFile() string {
+	if p.cur == nil || p.empty() {
+		return endOfFile + " outside a hunk"
+	}
+	p.cur.EOF = true
+	p.flush()
+	return ""
+}
+
+// startHunk starts a hunk at a @@ line, with the context it names.
+func (p *chunkParser) startHunk(line string) {
+	if p.cur != nil && len(p.cur.Lines) > p.cur.Soft {
+		p.flush()
+	}
+	if p.cur == nil {
+		p.cur = &patchChunk{}
+	}
+	p.cur.Lines, p.cur.Soft = nil, 0 // blank lines before a @@ only separate hunks
+	if ctx := strings.TrimPrefix(line[2:], " "); ctx != "" {
+		p.cur.Context = append(p.cur.Context, ctx)
+	}
+}
+
+// noNewline marks the hunk's last line as having no newline.
+func (p *chunkParser) noNewline() string {
+	if p.cur == nil || len(p.cur.Lines) == 0 {
+		return "a no-newline marker must follow a hunk line"
+	}
+	last := &p.cur.Lines[len(p.cur.Lines)-1]
+	if !strings.HasSuffix(last.Text, "\n") {
+		return "two no-newline markers for one line"
+	}
+	last.Text = last.Text[:len(last.Text)-1]
+	p.cur.Soft = 0
+	return ""
+}
+
+// line adds a ' ', '-' or '+' line, or a blank unchanged line written
+// without its space, to the hunk; the first hunk may omit its @@.
+func (p *chunkParser) line(line string) string {
+	if p.cur == nil && rawBlank(line) {
+		return "" // a blank line between hunks or sections
+	}
+	if p.cur == nil {
+		if len(p.chunks) > 0 {
+			return "a new hunk must start with @@"
+		}
+		p.cur = &patchChunk{} // the first hunk may omit its @@
+	}
+	l := hunkLine{Op: ' ', Text: line + "\n"}
+	if rawBlank(line) {
+		p.cur.Soft++
+	} else {
+		l = hunkLine{Op: line[0], Text: line[1:] + "\n"}
+		p.cur.Soft = 0
+	}
+	if err := checkAfterMarker(p.cur.Lines, l.Op); err != "" {
+		return err
+	}
+	p.cur.Lines = append(p.cur.Lines, l)
+	return ""
 }
 
 // checkAfterMarker returns why a line with op cannot follow ls (a line of the

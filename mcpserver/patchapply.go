@@ -120,69 +120,93 @@ func fileStyle(img []string) string {
 func applyChunks(content string, chunks []patchChunk) (string, error) {
 	img := splitLines(content)
 	style := fileStyle(img)
-	marked := false
-	for _, c := range chunks {
-		for _, l := range c.Lines {
-			if !strings.HasSuffix(l.Text, "\n") {
-				marked = true
-			}
-		}
-	}
 	var out []string
 	pos, drift := 0, 0
 	for n, c := range chunks {
-		from, limit := pos, len(img)+1 // the hunk starts in [from, limit)
-		for _, a := range c.Context {
-			at, next := findAnchor(img, a, from)
-			if at < 0 {
-				return "", &hunkError{Hunk: n + 1, Msg: fmt.Sprintf("the @@ line %q was not found after line %d", clip(a, 120), from)}
-			}
-			from, limit = at, next
-		}
-		lines := c.Lines
-		at, level, err := locate(img, c, lines, from, limit, drift)
-		if err != nil && len(err.Candidates) == 0 && c.Soft > 0 {
-			lines = lines[:len(lines)-c.Soft]
-			at, level, err = locate(img, c, lines, from, limit, drift)
-		}
+		at, level, lines, err := placeChunk(img, c, pos, drift)
 		if err != nil {
 			err.Hunk = n + 1
 			return "", err
 		}
-		old := 0
-		for _, l := range lines {
-			if l.Op != '+' {
-				old++
-			}
-		}
+		old := len(oldLines(lines))
 		if c.Numbered {
 			drift = at - hintOf(c)
 		}
 		out = append(out, img[pos:at]...)
 		verbatim := level == 0 && (old > 0 || len(img) == 0 || c.Numbered)
-		k := at
-		for _, l := range lines {
-			switch l.Op {
-			case ' ':
-				if verbatim {
-					out = append(out, l.Text)
-				} else {
-					out = append(out, img[k])
-				}
-				k++
-			case '-':
-				k++
-			default:
-				if verbatim || !strings.HasSuffix(l.Text, "\n") {
-					out = append(out, l.Text)
-				} else {
-					out = append(out, stripEOL(l.Text)+style)
-				}
-			}
-		}
+		out = appendHunk(out, img[at:], lines, verbatim, style)
 		pos = at + old
 	}
 	out = append(out, img[pos:]...)
+	return joinLines(out, style, content, marksNoNewline(chunks)), nil
+}
+
+// marksNoNewline reports whether a hunk marks a line as having no newline.
+func marksNoNewline(chunks []patchChunk) bool {
+	for _, c := range chunks {
+		for _, l := range c.Lines {
+			if !strings.HasSuffix(l.Text, "\n") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// placeChunk finds where chunk c goes in img, from pos and after its @@
+// lines: the index, the level it matched at, and the lines placed (without
+// the blank lines written without a prefix at its end, when it is found
+// only without them).
+func placeChunk(img []string, c patchChunk, pos, drift int) (int, int, []hunkLine, *hunkError) {
+	from, limit := pos, len(img)+1 // the hunk starts in [from, limit)
+	for _, a := range c.Context {
+		at, next := findAnchor(img, a, from)
+		if at < 0 {
+			return 0, 0, nil, &hunkError{Msg: fmt.Sprintf("the @@ line %q was not found after line %d", clip(a, 120), from)}
+		}
+		from, limit = at, next
+	}
+	lines := c.Lines
+	at, level, err := locate(img, c, lines, from, limit, drift)
+	if err != nil && len(err.Candidates) == 0 && c.Soft > 0 {
+		lines = lines[:len(lines)-c.Soft]
+		at, level, err = locate(img, c, lines, from, limit, drift)
+	}
+	return at, level, lines, err
+}
+
+// appendHunk appends the new side of lines, placed at the start of img, to
+// out: unchanged lines as the patch writes them when verbatim, else as img
+// has them; added lines with the file's line end (style), unless verbatim or
+// marked as having no newline.
+func appendHunk(out, img []string, lines []hunkLine, verbatim bool, style string) []string {
+	k := 0
+	for _, l := range lines {
+		switch l.Op {
+		case ' ':
+			if verbatim {
+				out = append(out, l.Text)
+			} else {
+				out = append(out, img[k])
+			}
+			k++
+		case '-':
+			k++
+		default:
+			if verbatim || !strings.HasSuffix(l.Text, "\n") {
+				out = append(out, l.Text)
+			} else {
+				out = append(out, stripEOL(l.Text)+style)
+			}
+		}
+	}
+	return out
+}
+
+// joinLines joins the result's lines, ending every line but the last with
+// style; the last loses its line end when content had none and no hunk
+// marked one (marked).
+func joinLines(out []string, style, content string, marked bool) string {
 	for k := 0; k+1 < len(out); k++ {
 		if !strings.HasSuffix(out[k], "\n") {
 			out[k] += style
@@ -191,7 +215,7 @@ func applyChunks(content string, chunks []patchChunk) (string, error) {
 	if !marked && len(out) > 0 && content != "" && !strings.HasSuffix(content, "\n") {
 		out[len(out)-1] = stripEOL(out[len(out)-1])
 	}
-	return strings.Join(out, ""), nil
+	return strings.Join(out, "")
 }
 
 // hintOf is the index where a numbered hunk's old side starts by its header.
@@ -228,8 +252,43 @@ func findAnchor(img []string, a string, from int) (int, int) {
 // level it matched at.
 func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int) (int, int, *hunkError) {
 	old := oldLines(lines)
-	atEnd := c.EOF
-	atTop := false
+	atTop, atEnd := hunkEnds(c, lines)
+	if !c.Numbered && len(old) == 0 {
+		at, err := insertionAt(img, c, from, atEnd)
+		if err != nil {
+			return 0, 0, err
+		}
+		return at, 0, nil
+	}
+	start, stop := from, min(limit, len(img)-len(old)+1) // candidate starts in [start, stop)
+	if atTop {
+		stop = min(stop, 1)
+	}
+	if atEnd {
+		start = max(start, len(img)-len(old))
+	}
+	hint := -1
+	if c.Numbered {
+		hint = hintOf(c) + drift
+	}
+	for level, norm := range lineLevels {
+		at, err := matchAt(img, old, norm, start, stop, hint)
+		if err != nil {
+			return 0, 0, err
+		}
+		if at >= 0 {
+			return at, level, nil
+		}
+	}
+	return 0, 0, notFound(c, old, from, limit, len(img), atTop, atEnd)
+}
+
+// hunkEnds reports whether lines must sit at the top of the file (a numbered
+// hunk starting at line 1 with leading context, or at line 0 without any)
+// and whether at its end (End of File, a numbered hunk without trailing
+// context, or a side without a final newline).
+func hunkEnds(c patchChunk, lines []hunkLine) (atTop, atEnd bool) {
+	atEnd = c.EOF
 	if c.Numbered {
 		leading, trailing := 0, 0
 		for k := 0; k < len(lines) && lines[k].Op == ' '; k++ {
@@ -250,57 +309,58 @@ func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int
 			atEnd = true // a side without a final newline ends the file
 		}
 	}
-	if !c.Numbered && len(old) == 0 {
-		// A Begin Patch insertion: after its @@ line, or at the end.
-		at := len(img)
-		if len(c.Context) > 0 {
-			at = from + 1
-		}
-		if at < from || (atEnd && at != len(img)) {
-			return 0, 0, &hunkError{Msg: "the lines to add have no place to go"}
-		}
-		return at, 0, nil
+	return atTop, atEnd
+}
+
+// insertionAt is where a Begin Patch insertion goes: after its @@ line (from),
+// or at the end.
+func insertionAt(img []string, c patchChunk, from int, atEnd bool) (int, *hunkError) {
+	at := len(img)
+	if len(c.Context) > 0 {
+		at = from + 1
 	}
-	start, stop := from, min(limit, len(img)-len(old)+1) // candidate starts in [start, stop)
-	if atTop {
-		stop = min(stop, 1)
+	if at < from || (atEnd && at != len(img)) {
+		return 0, &hunkError{Msg: "the lines to add have no place to go"}
 	}
-	if atEnd {
-		start = max(start, len(img)-len(old))
-	}
-	hint := -1
-	if c.Numbered {
-		hint = hintOf(c) + drift
-	}
-	for level, norm := range lineLevels {
-		match := func(i int) bool {
-			for j, w := range old {
-				if norm(img[i+j]) != norm(w) {
-					return false
-				}
-			}
-			return true
-		}
-		if hint >= start && hint < stop && match(hint) {
-			return hint, level, nil
-		}
-		var cands []int
-		for i := start; i < stop && len(cands) < maxCandidates; i++ {
-			if match(i) {
-				cands = append(cands, i)
+	return at, nil
+}
+
+// matchAt finds old in img at a start in [start, stop), comparing lines
+// under norm: hint when old is there, else the only start where it is; -1
+// when it is nowhere, and the candidates (1-based) when several match.
+func matchAt(img, old []string, norm func(string) string, start, stop, hint int) (int, *hunkError) {
+	match := func(i int) bool {
+		for j, w := range old {
+			if norm(img[i+j]) != norm(w) {
+				return false
 			}
 		}
-		switch len(cands) {
-		case 0:
-			continue
-		case 1:
-			return cands[0], level, nil
-		}
-		for k := range cands {
-			cands[k]++
-		}
-		return 0, 0, &hunkError{Candidates: cands}
+		return true
 	}
+	if hint >= start && hint < stop && match(hint) {
+		return hint, nil
+	}
+	var cands []int
+	for i := start; i < stop && len(cands) < maxCandidates; i++ {
+		if match(i) {
+			cands = append(cands, i)
+		}
+	}
+	switch len(cands) {
+	case 0:
+		return -1, nil
+	case 1:
+		return cands[0], nil
+	}
+	for k := range cands {
+		cands[k]++
+	}
+	return 0, &hunkError{Candidates: cands}
+}
+
+// notFound is the error of a hunk whose old lines are nowhere they may be
+// (after line from, before the next @@ match at limit, at the top or end).
+func notFound(c patchChunk, old []string, from, limit, n int, atTop, atEnd bool) *hunkError {
 	where := fmt.Sprintf("after line %d", from)
 	switch {
 	case atTop && atEnd:
@@ -310,8 +370,8 @@ func locate(img []string, c patchChunk, lines []hunkLine, from, limit, drift int
 	case atEnd:
 		where = "at the end of the file"
 	}
-	if limit <= len(img) {
+	if limit <= n {
 		where += fmt.Sprintf(" and before line %d (the next line equal to the @@ line)", limit+1)
 	}
-	return 0, 0, &hunkError{Msg: fmt.Sprintf("the lines to change were not found %s; expected:\n%s", where, clip(strings.Join(old, ""), 1000))}
+	return &hunkError{Msg: fmt.Sprintf("the lines to change were not found %s; expected:\n%s", where, clip(strings.Join(old, ""), 1000))}
 }
