@@ -15,10 +15,11 @@
 //     "/" means that root and ".." cannot climb above it (the Dir refuses,
 //     path_outside_sandbox). Chroot re-roots on a pinned Dir.Sub.
 //   - Errors are *fs.PathError values whose Err is the errno the code stands
-//     for (not_found is ENOENT, already_exists EEXIST, read_only EROFS, ...),
-//     so os.IsNotExist, os.IsExist and errors.Is(err, fs.ErrNotExist) work as
-//     go-git expects; the path is the guest's, never a host path. io.EOF passes
-//     through unchanged.
+//     for ([vfs.PathError]: not_found is ENOENT, already_exists EEXIST,
+//     read_only EROFS, ...), so os.IsNotExist, os.IsExist, os.IsPermission and
+//     errors.Is with the io/fs sentinels agree, as go-git expects; the path is
+//     the guest's, never a host path. io.EOF passes through unchanged. Package
+//     aferodir returns the same errors.
 //   - Capabilities are declared truthfully: read, write, read-and-write, seek
 //     and truncate for a writable Dir; read and seek for a read-only one.
 //     LockCapability is not declared: File.Lock and Unlock succeed without
@@ -38,12 +39,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-billy/v5"
@@ -302,54 +300,7 @@ func fileErr(op, name string, err error) error {
 	return pathErr(op, name, err)
 }
 
-// pathErr converts a Dir error into an *fs.PathError carrying the errno its
-// code stands for, so os.IsNotExist and friends recognise it.
-func pathErr(op, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errors.AsType[*vfs.Error](err); !ok {
-		return err
-	}
-	return &fs.PathError{Op: op, Path: name, Err: errnoOf(err)}
-}
-
-func errnoOf(err error) syscall.Errno {
-	switch vfs.CodeOf(err) {
-	case vfs.CodeNotFound:
-		return syscall.ENOENT
-	case vfs.CodeExists:
-		return syscall.EEXIST
-	case vfs.CodeNotEmpty:
-		return syscall.ENOTEMPTY
-	case vfs.CodeNotDir:
-		return syscall.ENOTDIR
-	case vfs.CodeIsDir:
-		return syscall.EISDIR
-	case vfs.CodeReadOnly:
-		return syscall.EROFS
-	case vfs.CodePermission, vfs.CodeRevoked:
-		return syscall.EACCES
-	case vfs.CodeOutside:
-		return syscall.EPERM
-	case vfs.CodeCrossMount:
-		return syscall.EXDEV
-	case vfs.CodeTooManyLinks:
-		return syscall.ELOOP
-	case vfs.CodeTooLarge:
-		return syscall.EFBIG
-	case vfs.CodeQuota:
-		return syscall.ENOSPC
-	case vfs.CodeInvalidPath, vfs.CodeNotRegular:
-		return syscall.EINVAL
-	case vfs.CodeClosed:
-		return syscall.EBADF
-	case vfs.CodeNotSupported:
-		return syscall.EOPNOTSUPP
-	case vfs.CodeCanceled:
-		return syscall.EINTR
-	case vfs.CodeConflict:
-		return syscall.ESTALE
-	}
-	return syscall.EIO
-}
+// pathErr converts a Dir error into the *fs.PathError [vfs.PathError] builds,
+// carrying the errno its code stands for, so os.IsNotExist and friends
+// recognise it.
+func pathErr(op, name string, err error) error { return vfs.PathError(op, name, err) }

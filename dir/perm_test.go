@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capfs/capfs/aferodir"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
@@ -54,7 +55,7 @@ func TestCreatePermsDropSetuid(t *testing.T) {
 	d, _ := dir.New(spy)
 	must(t, d.MkdirAll(bg, "sub"))
 	b := d.Backend()
-	af := d.Afero()
+	af := aferodir.New(d)
 	const suidBits = fs.ModeSetuid | fs.ModeSetgid
 
 	create := []struct {

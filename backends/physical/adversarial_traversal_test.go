@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/aferodir"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/vfs"
 )
@@ -59,7 +60,7 @@ func TestAdvDotDot(t *testing.T) {
 		if _, err := fs.ReadDir(w.dir.FS(), ".."); err == nil {
 			t.Errorf(`FS().ReadDir("..") succeeded`)
 		}
-		af := w.dir.Afero()
+		af := aferodir.New(w.dir)
 		if f, err := af.Open("../"); err == nil {
 			names, _ := f.Readdirnames(-1)
 			f.Close()

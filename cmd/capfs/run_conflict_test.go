@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/capfs/capfs/aferodir"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
@@ -114,7 +115,7 @@ var conflictWorks = []conflictWork{
 			t.Fatal(err)
 		}
 		view, _ := dir.New(ov)
-		return view.Afero(), func() (*materialize.Tree, error) {
+		return aferodir.New(view), func() (*materialize.Tree, error) {
 			defer ov.Close()
 			return run.UpperTree(ctx, ov, src)
 		}
