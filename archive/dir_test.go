@@ -23,7 +23,7 @@ type ent = archivetest.Ent
 
 func extract(t *testing.T, d *dir.Dir, data []byte, opts archive.Options) (*archive.Result, error) {
 	t.Helper()
-	return d.ExtractArchiveFrom(bg, bytes.NewReader(data), int64(len(data)), ".", opts)
+	return archive.ExtractToDir(bg, d, bytes.NewReader(data), int64(len(data)), ".", opts)
 }
 
 // The Dir's policy decides every entry: the secret and persistence defaults
@@ -151,7 +151,7 @@ func TestCreateRoundTrip(t *testing.T) {
 			src, _ = dir.New(m, dir.WithPolicy(policy.Defaults()))
 			var out [2]bytes.Buffer
 			for i := range out {
-				res, err := src.CreateArchive(bg, "p", &out[i], archive.CreateOptions{Format: f, ModTime: time.Unix(1e9, 0)})
+				res, err := archive.CreateFromDir(bg, src, "p", &out[i], archive.CreateOptions{Format: f, ModTime: time.Unix(1e9, 0)})
 				if err != nil {
 					t.Fatal(err)
 				}

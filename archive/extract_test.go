@@ -110,7 +110,7 @@ func TestCorpus(t *testing.T) {
 				}
 				root := world(t, backends[bname](t))
 				before := snapshot(t, root)
-				res, err := root.ExtractArchiveFrom(bg, bytes.NewReader(c.Data), int64(len(c.Data)), "dest", c.Opts)
+				res, err := archive.ExtractToDir(bg, root, bytes.NewReader(c.Data), int64(len(c.Data)), "dest", c.Opts)
 				after := snapshot(t, root)
 				if !maps.Equal(without(before, "dest"), without(after, "dest")) {
 					t.Fatalf("something outside dest changed:\nbefore %v\nafter  %v", before, after)
@@ -217,7 +217,7 @@ func TestNothingEscapesOnDisk(t *testing.T) {
 		opts := c.Opts
 		opts.Links = archive.LinksInside
 		opts.Overwrite = true
-		d.ExtractArchiveFrom(bg, bytes.NewReader(c.Data), int64(len(c.Data)), "dest", opts)
+		archive.ExtractToDir(bg, d, bytes.NewReader(c.Data), int64(len(c.Data)), "dest", opts)
 	}
 	if after := listHost(); !maps.Equal(before, after) {
 		t.Fatalf("host changed outside the root:\n%v\n%v", before, after)

@@ -75,7 +75,7 @@ func FuzzExtract(f *testing.F) {
 		if flags&1 != 0 {
 			opts.Links = archive.LinksInside
 		}
-		res, err := root.ExtractArchiveFrom(bg, bytes.NewReader(data), int64(len(data)), "dest", opts)
+		res, err := archive.ExtractToDir(bg, root, bytes.NewReader(data), int64(len(data)), "dest", opts)
 		after := snapshot(t, root)
 		if !maps.Equal(without(before, "dest"), without(after, "dest")) {
 			t.Fatalf("outside changed: %v -> %v", before, after)
@@ -111,7 +111,7 @@ func FuzzZipZstd(f *testing.F) {
 		m := memory.New(memory.WithQuota(8 << 20))
 		root, _ := dir.New(m)
 		root.MkdirAll(bg, "dest")
-		_, err := root.ExtractArchiveFrom(bg, bytes.NewReader(data), int64(len(data)), "dest",
+		_, err := archive.ExtractToDir(bg, root, bytes.NewReader(data), int64(len(data)), "dest",
 			archive.Options{Limits: archive.Limits{MaxExtractedBytes: 4 << 20}})
 		if err != nil {
 			if !errors.Is(err, archive.ErrCorrupt) && !errors.Is(err, archive.ErrLimit) {

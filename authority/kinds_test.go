@@ -87,7 +87,7 @@ func TestArchiveAccess(t *testing.T) {
 	data := archivetest.Tar(archivetest.Ent{Name: "new/x.txt", Body: "x"})
 	for _, access := range [][]Access{{List, Metadata, Read, Write}, {List, Metadata, Read, Write, Archive}} {
 		d, _ := grantOK(t, a, request(access...))
-		res, err := d.ExtractArchiveFrom(ctx, bytes.NewReader(data), int64(len(data)), "docs", archive.Options{})
+		res, err := archive.ExtractToDir(ctx, d, bytes.NewReader(data), int64(len(data)), "docs", archive.Options{})
 		has := slices.Contains(access, Archive)
 		if has && (err != nil || len(res.Extracted) != 1) {
 			t.Fatalf("with archive access: %v %+v", err, res)

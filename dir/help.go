@@ -177,23 +177,23 @@ NARROWING (attenuation: one-way, chainable; the result keeps every restriction)
   OpenFile(ctx, path) -> (*File, error)
       A File capability for one existing regular file (File has its own Help).
 
-ARCHIVES, JSON, WATCHING
-  ExtractArchive(ctx, archivePath, dest, archive.Options{}) -> (*archive.Result, error)
+ARCHIVES, JSON, WATCHING (archives and JSON are functions of their own packages, taking the Dir d)
+  archive.ExtractDirFile(ctx, d, archivePath, dest, archive.Options{}) -> (*archive.Result, error)
       Extracts a zip, tar, tar.gz or tar.zst file of this Dir into the existing
       directory dest, safely: every entry is decided first ("..", absolute names,
       links, devices, case or Unicode collisions, limits, the owner's policy),
       then only accepted entries are written. Result lists what was extracted
       and what was filtered and why; a refused archive changes nothing.
-      Example: ExtractArchive(ctx, "dl/src.tar.gz", "src", archive.Options{})
-  ExtractArchiveFrom(ctx, readerAt, size, dest, opts) -> (*archive.Result, error)
+      Example: archive.ExtractDirFile(ctx, d, "dl/src.tar.gz", "src", archive.Options{})
+  archive.ExtractToDir(ctx, d, readerAt, size, dest, opts) -> (*archive.Result, error)
       The same for an archive the host hands over.
-  CreateArchive(ctx, src, w, archive.CreateOptions{}) -> (*archive.CreateResult, error)
+  archive.CreateFromDir(ctx, d, src, w, archive.CreateOptions{}) -> (*archive.CreateResult, error)
       Writes the tree below src to w as tar.zst (or tar, tar.gz, zip),
       reproducibly; entries you may not read are skipped and listed.
-  ReadJSON(ctx, path, &v, JSONReadOptions{Strict: true}) -> error
+  jsonfile.Read(ctx, d, path, &v, jsonfile.ReadOptions{Strict: true}) -> error
       Decodes a JSON file (8 MiB at most by default); data after the value is
       refused, and with Strict unknown fields too (io_error).
-  WriteJSON(ctx, path, v, JSONWriteOptions{}) -> error
+  jsonfile.Write(ctx, d, path, v, jsonfile.WriteOptions{}) -> error
       Writes v as indented JSON, atomically (never a torn file).
   Watch(ctx, WatchOptions{Patterns: []string{"**/*.go"}}) -> (*Watcher, error)
       Reports create, write, remove, rename and chmod events on Events() until
@@ -206,8 +206,9 @@ OTHER
       The same Dir as a Go io/fs file system (same checks).
   Backend() -> vfs.Backend
       The same Dir as a storage backend, for mounting it elsewhere (same checks).
-  Afero() -> afero.Fs
-      The same Dir as an afero file system (same checks; "/a" means this Dir's a).
+  aferodir.New(d) -> *aferodir.FS, billyfs.New(d) -> *billyfs.FS
+      The same Dir as an afero or go-billy file system (same checks; "/a" means
+      this Dir's a; errors are *fs.PathError values that os.IsNotExist knows).
   Help() -> string
       This text.
 `

@@ -45,7 +45,7 @@ func (s *server) extract(ctx context.Context, in extractIn) (extractOut, string,
 	if in.Links {
 		opts.Links = archive.LinksInside
 	}
-	res, err := s.root.ExtractArchive(ctx, in.Path, in.Dest, opts)
+	res, err := archive.ExtractDirFile(ctx, s.root, in.Path, in.Dest, opts)
 	if err != nil {
 		return extractOut{}, "", err
 	}

@@ -71,7 +71,7 @@ name beside it and renamed into place when complete.`,
 			defer tmp.Close()
 			w = tmp
 		}
-		res, err := s.Root.CreateArchive(ctx, src, w, opts)
+		res, err := archive.CreateFromDir(ctx, s.Root, src, w, opts)
 		if err != nil {
 			return err
 		}

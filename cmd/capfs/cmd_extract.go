@@ -90,7 +90,7 @@ archive was refused.`,
 			return usageErrorf("extract: %s: %v", src, err)
 		}
 		defer af.Close()
-		res, err := s.Root.ExtractArchiveFrom(ctx, af, st.Size(), dest, opts)
+		res, err := archive.ExtractToDir(ctx, s.Root, af, st.Size(), dest, opts)
 		out := cmd.OutOrStdout()
 		if asJSON && res != nil {
 			enc := json.NewEncoder(out)

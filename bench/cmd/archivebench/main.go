@@ -89,7 +89,7 @@ func run(count int, budget int64) error {
 			if err != nil {
 				return err
 			}
-			res, err = d.ExtractArchiveFrom(context.Background(), f, fi.Size(), ".", archive.Options{Links: archive.LinksInside, KeepModTimes: true, MemoryBudget: budget, StagingDir: work})
+			res, err = archive.ExtractToDir(context.Background(), d, f, fi.Size(), ".", archive.Options{Links: archive.LinksInside, KeepModTimes: true, MemoryBudget: budget, StagingDir: work})
 			f.Close()
 			b.Close()
 			if err != nil {

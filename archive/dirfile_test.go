@@ -1,4 +1,4 @@
-package dir_test
+package archive_test
 
 import (
 	"bytes"
@@ -11,19 +11,19 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// ExtractArchive reads the archive through the Dir and names it in errors;
-// CreateArchive's output extracts back.
+// ExtractDirFile reads the archive through the Dir and names it in errors;
+// CreateFromDir's output extracts back.
 func TestExtractArchiveFromDir(t *testing.T) {
 	d, _ := dir.New(memory.New())
 	d.MkdirAll(bg, "in")
 	d.MkdirAll(bg, "out")
 	d.WriteFile(bg, "in/a.txt", []byte("alpha"), 0o644)
 	var buf bytes.Buffer
-	if _, err := d.CreateArchive(bg, "in", &buf, archive.CreateOptions{}); err != nil {
+	if _, err := archive.CreateFromDir(bg, d, "in", &buf, archive.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	d.WriteFile(bg, "in.tar.zst", buf.Bytes(), 0o644)
-	res, err := d.ExtractArchive(bg, "in.tar.zst", "out", archive.Options{})
+	res, err := archive.ExtractDirFile(bg, d, "in.tar.zst", "out", archive.Options{})
 	if err != nil || len(res.Extracted) != 1 || res.Format != archive.FormatTarZst {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -31,18 +31,18 @@ func TestExtractArchiveFromDir(t *testing.T) {
 		t.Fatalf("out/a.txt = %q", b)
 	}
 	d.WriteFile(bg, "bad.zip", []byte("PK\x03\x04 not really"), 0o644)
-	_, err = d.ExtractArchive(bg, "bad.zip", "out", archive.Options{})
+	_, err = archive.ExtractDirFile(bg, d, "bad.zip", "out", archive.Options{})
 	var ve *vfs.Error
 	if !errors.As(err, &ve) || ve.Path != "bad.zip" || !errors.Is(err, archive.ErrCorrupt) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := d.ExtractArchive(bg, "missing.zip", "out", archive.Options{}); vfs.CodeOf(err) != vfs.CodeNotFound {
+	if _, err := archive.ExtractDirFile(bg, d, "missing.zip", "out", archive.Options{}); vfs.CodeOf(err) != vfs.CodeNotFound {
 		t.Fatalf("missing: %v", err)
 	}
-	if _, err := d.ExtractArchive(bg, "in.tar.zst", "nodir", archive.Options{}); vfs.CodeOf(err) != vfs.CodeNotFound {
+	if _, err := archive.ExtractDirFile(bg, d, "in.tar.zst", "nodir", archive.Options{}); vfs.CodeOf(err) != vfs.CodeNotFound {
 		t.Fatalf("missing dest: %v", err)
 	}
-	if _, err := d.ExtractArchive(bg, "in.tar.zst", "../x", archive.Options{}); vfs.CodeOf(err) != vfs.CodeOutside {
+	if _, err := archive.ExtractDirFile(bg, d, "in.tar.zst", "../x", archive.Options{}); vfs.CodeOf(err) != vfs.CodeOutside {
 		t.Fatalf("dest outside: %v", err)
 	}
 }
