@@ -4,17 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
 	"slices"
-	"strings"
 
-	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/sandbox"
 )
 
@@ -109,21 +107,56 @@ func (a *Authority) Run(ctx context.Context, req RunRequest, opts SandboxOptions
 	if !path.IsAbs(mp) || path.Clean(mp) != mp || mp == "/" {
 		return nil, invalid("mountpoint %q must be a clean absolute path below /", mp)
 	}
-	runner := opts.Runner
-	if runner == nil {
-		runner = sandbox.Default()
-	}
 	var rid [6]byte
 	_, _ = rand.Read(rid[:])
 	rep := &RunReport{RunID: hex.EncodeToString(rid[:]), Syncs: map[string]*materialize.SyncReport{}}
-
-	type bound struct {
-		g    Grant
-		d    *dir.Dir
-		tree *materialize.Tree
+	grants, err := a.runGrants(req, rep)
+	if err != nil {
+		return nil, err
 	}
-	var grants []bound
+	spec := &run.Spec{Runner: opts.Runner, Tag: "run:" + rep.RunID}
+	for _, b := range grants {
+		m, err := grantMount(b.g, mp, rep.Mounts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Mounts = append(rep.Mounts, m)
+		co, so := opts.Checkout, opts.Sync
+		so.Subject = req.Subject.String()
+		spec.Mounts = append(spec.Mounts, run.Mount{Name: "grant " + b.g.ID, Dir: b.d, Target: m.Target, Writable: m.Writable, Checkout: co, Sync: so})
+	}
+	if len(spec.Mounts) == 0 {
+		return rep, invalid("the subject has no grant to run on")
+	}
+	spec.Launch = sandbox.Launch{
+		Path: req.Path, Args: req.Args, Env: req.Env, Dir: workDir(req.Dir, mp, rep.Mounts),
+		Subject: req.Subject.String(), Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr,
+	}
+	rr, err := run.Run(ctx, spec)
+	if rr == nil {
+		return nil, fmt.Errorf("authority: %w", err)
+	}
+	rep.Result = rr.Result
+	for i, mr := range rr.Mounts {
+		rep.Mounts[i].Skipped = mr.Skipped
+		if mr.Synced {
+			rep.Syncs[rep.Mounts[i].Grant] = mr.Sync
+		}
+	}
+	return rep, err
+}
+
+// boundGrant is a grant Run exposes, and its Dir.
+type boundGrant struct {
+	g Grant
+	d *dir.Dir
+}
+
+// runGrants selects and checks the grants req names (every active grant of
+// the subject when it names none), noting in rep those left out.
+func (a *Authority) runGrants(req RunRequest, rep *RunReport) ([]boundGrant, error) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	ids := req.Grants
 	if ids == nil {
 		for _, g := range a.grants {
@@ -133,111 +166,77 @@ func (a *Authority) Run(ctx context.Context, req RunRequest, opts SandboxOptions
 		}
 		slices.Sort(ids)
 	}
+	var grants []boundGrant
 	for _, id := range ids {
-		g, ok := a.grants[id]
-		switch {
-		case !ok:
-			a.mu.Unlock()
-			return nil, fmt.Errorf("authority: grant %q: %w", id, fs.ErrNotExist)
-		case g.rec.Subject != req.Subject:
-			a.mu.Unlock()
-			return nil, fmt.Errorf("authority: grant %q belongs to another subject: %w", id, fs.ErrPermission)
-		case g.rec.Status != Active || g.dueAt(a.clock()):
-			a.mu.Unlock()
-			return nil, fmt.Errorf("authority: grant %q has ended: %w", id, fs.ErrPermission)
+		g, err := a.runGrant(req, id, req.Grants != nil)
+		if err != nil {
+			return nil, err
 		}
-		if spec, ok := specs[g.rec.Kind]; ok && !spec.Sandbox {
-			if req.Grants != nil {
-				a.mu.Unlock()
-				return nil, fmt.Errorf("authority: grant %q is over a %s root, which is never bound into a sandbox: %w", id, g.rec.Kind, fs.ErrPermission)
-			}
-			rep.Skipped = append(rep.Skipped, id+": a "+string(g.rec.Kind)+" root is never bound into a sandbox")
+		if skip := runSkip(g); skip != "" {
+			rep.Skipped = append(rep.Skipped, id+": "+skip)
 			continue
 		}
-		if g.dir == nil {
-			rep.Skipped = append(rep.Skipped, id+": restored from the store but not yet Restored")
-			continue
-		}
-		grants = append(grants, bound{g: g.snapshot(), d: g.dir})
+		grants = append(grants, boundGrant{g: g.snapshot(), d: g.dir})
 	}
-	a.mu.Unlock()
+	return grants, nil
+}
 
-	defer func() {
-		for _, b := range grants {
-			if b.tree != nil {
-				b.tree.Close()
-			}
+// runGrant returns grant id, which must be the subject's and active, and,
+// when named, over a root that may be sandboxed; a.mu is held.
+func (a *Authority) runGrant(req RunRequest, id string, named bool) (*grant, error) {
+	g, ok := a.grants[id]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("authority: grant %q: %w", id, fs.ErrNotExist)
+	case g.rec.Subject != req.Subject:
+		return nil, fmt.Errorf("authority: grant %q belongs to another subject: %w", id, fs.ErrPermission)
+	case g.rec.Status != Active || g.dueAt(a.clock()):
+		return nil, fmt.Errorf("authority: grant %q has ended: %w", id, fs.ErrPermission)
+	}
+	if spec, ok := specs[g.rec.Kind]; ok && !spec.Sandbox && named {
+		return nil, fmt.Errorf("authority: grant %q is over a %s root, which is never bound into a sandbox: %w", id, g.rec.Kind, fs.ErrPermission)
+	}
+	return g, nil
+}
+
+// runSkip says why Run leaves grant g out, or "".
+func runSkip(g *grant) string {
+	if spec, ok := specs[g.rec.Kind]; ok && !spec.Sandbox {
+		return "a " + string(g.rec.Kind) + " root is never bound into a sandbox"
+	}
+	if g.dir == nil {
+		return "restored from the store but not yet Restored"
+	}
+	return ""
+}
+
+// grantMount is where grant g appears under mountpoint mp; it must not nest
+// with one of the mounts made so far.
+func grantMount(g Grant, mp string, made []GrantMount) (GrantMount, error) {
+	target := path.Join(mp, mountName(g.Root))
+	if g.Path != "." {
+		target = path.Join(target, g.Path)
+	}
+	for _, m := range made {
+		if run.Nested(m.Target, target) {
+			return GrantMount{}, invalid("grants %s and %s would be bound at nested paths", m.Grant, g.ID)
 		}
-	}()
-	var mounts []sandbox.Mount
-	for i := range grants {
-		b := &grants[i]
-		target := path.Join(mp, mountName(b.g.Root))
-		if b.g.Path != "." {
-			target = path.Join(target, b.g.Path)
-		}
-		for _, m := range rep.Mounts {
-			if m.Target == target || strings.HasPrefix(target, m.Target+"/") || strings.HasPrefix(m.Target, target+"/") {
-				return nil, invalid("grants %s and %s would be bound at nested paths", m.Grant, b.g.ID)
-			}
-		}
-		co := opts.Checkout
-		co.ReadOnly = !b.g.Writable()
-		tctx := audit.WithRequestTag(ctx, "run:"+rep.RunID+" checkout")
-		t, err := materialize.Checkout(tctx, b.d, co)
-		if err != nil {
-			return nil, fmt.Errorf("authority: checkout of grant %s: %w", b.g.ID, err)
-		}
-		b.tree = t
-		m := sandbox.Mount{Source: t.Path(), Target: target, Writable: b.g.Writable()}
+	}
+	return GrantMount{Grant: g.ID, Root: g.Root, Target: target, Resolved: g.Resolved, Writable: g.Writable()}, nil
+}
+
+// workDir is the command's working directory: wd, else the first writable
+// grant's mount, else the mountpoint.
+func workDir(wd, mp string, ms []GrantMount) string {
+	if wd != "" {
+		return wd
+	}
+	for _, m := range ms {
 		if m.Writable {
-			m.ReadOnly = t.ReadOnlyPaths()
-		}
-		if t.Bound() {
-			m.File = t.BindFile()
-		}
-		mounts = append(mounts, m)
-		rep.Mounts = append(rep.Mounts, GrantMount{Grant: b.g.ID, Root: b.g.Root, Target: target, Resolved: b.g.Resolved, Writable: m.Writable, Skipped: t.Skipped()})
-	}
-	wd := req.Dir
-	if wd == "" {
-		wd = mp
-		for _, m := range rep.Mounts {
-			if m.Writable {
-				wd = m.Target
-				break
-			}
+			return m.Target
 		}
 	}
-	launch := &sandbox.Launch{
-		Path: req.Path, Args: req.Args, Env: req.Env, Dir: wd, Mounts: mounts,
-		Subject: req.Subject.String(), Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr,
-	}
-	if len(mounts) == 0 {
-		return rep, invalid("the subject has no grant to run on")
-	}
-	res, err := runner.Run(ctx, launch)
-	rep.Result = res
-	if err != nil {
-		return rep, err
-	}
-	tag := "run:" + rep.RunID + " wrappers=" + strings.Join(res.Wrappers, ",")
-	var errs []error
-	for _, b := range grants {
-		if !b.g.Writable() {
-			continue
-		}
-		so := opts.Sync
-		so.Subject = req.Subject.String()
-		sr, err := b.tree.SyncBack(audit.WithRequestTag(ctx, tag), so)
-		rep.Syncs[b.g.ID] = sr
-		if err != nil {
-			errs = append(errs, fmt.Errorf("sync-back of grant %s: %w", b.g.ID, err))
-		} else if sr != nil && len(sr.NotApplied) > 0 {
-			errs = append(errs, fmt.Errorf("sync-back of grant %s: %d changes not applied: %w", b.g.ID, len(sr.NotApplied), fs.ErrPermission))
-		}
-	}
-	return rep, errors.Join(errs...)
+	return mp
 }
 
 // mountName makes a root name a single path element.
