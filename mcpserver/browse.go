@@ -411,11 +411,33 @@ func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 		root = "."
 	}
 	out := listOut{Path: root, Entries: []listEntry{}}
+	depth, err := treeDepth(in)
+	if err != nil {
+		return out, "", err
+	}
+	w := &treeWalk{root: root, exclude: in.Exclude, depth: depth, limit: s.headLimit(in.HeadLimit), out: &out}
+	w.k.add = w.add
+	if err := s.root.Walk(w.k.context(ctx), root, w.visit); err != nil {
+		return out, "", err
+	}
+	s.describeWalked(ctx, out.Entries, w.pending)
+	var b strings.Builder
+	for _, e := range out.Entries {
+		writeTreeEntry(&b, e)
+	}
+	if out.More > 0 {
+		fmt.Fprintf(&b, "(%d more entries not shown: raise head_limit, lower depth or add exclude patterns)\n", out.More)
+	}
+	return out, b.String(), nil
+}
+
+// treeDepth checks tree's arguments and returns the depth to descend.
+func treeDepth(in treeIn) (int, error) {
 	if in.Depth < 0 {
-		return out, "", argErrorf("argument \"depth\" must not be negative, got %d", in.Depth)
+		return 0, argErrorf("argument \"depth\" must not be negative, got %d", in.Depth)
 	}
 	if in.HeadLimit < 0 {
-		return out, "", argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
+		return 0, argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
 	}
 	depth := in.Depth
 	if depth == 0 {
@@ -423,97 +445,108 @@ func (s *server) tree(ctx context.Context, in treeIn) (listOut, string, error) {
 	}
 	for _, x := range in.Exclude {
 		if !doublestar.ValidatePattern(x) {
-			return out, "", argErrorf("argument \"exclude\": malformed glob pattern %q", x)
+			return 0, argErrorf("argument \"exclude\": malformed glob pattern %q", x)
 		}
 	}
-	limit := s.headLimit(in.HeadLimit)
-	var b strings.Builder
-	var pending []walked
-	k := skippedNames{add: func(e listEntry) {
-		if len(out.Entries) >= limit {
-			out.More++
-			return
-		}
-		out.Entries = append(out.Entries, e)
-	}}
-	wctx := k.context(ctx)
-	err := s.root.Walk(wctx, root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if vfs.CodeOf(err) == vfs.CodeRevoked || p == cleanGuest(root) {
-				return err
-			}
-			rel := relTo(root, p)
-			if out.More > 0 || len(out.Entries) >= limit {
-				out.More++
-				return nil
-			}
-			le := listEntry{Name: rel, Depth: relDepth(root, p), Type: "unreadable"}
-			if c := vfs.CodeOf(err); c == vfs.CodePermission || c == vfs.CodeOutside {
-				le.Type = "hidden"
-			}
-			out.Entries = append(out.Entries, le)
-			return nil
-		}
-		rel := relTo(root, p)
-		lvl := relDepth(root, p)
-		if rel != "." && excluded(in.Exclude, rel) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if len(out.Entries) >= limit {
-			out.More++
-			return nil
-		}
-		name := rel
-		if rel == "." {
-			name = cleanGuest(root)
-		}
-		// Described after the walk, in parallel (each Info is a Dir call).
-		out.Entries = append(out.Entries, listEntry{Name: name, Depth: lvl})
-		pending = append(pending, walked{idx: len(out.Entries) - 1, dir: path.Dir(p), d: d})
-		if d.IsDir() && lvl >= depth {
+	return depth, nil
+}
+
+// treeWalk is one tree call's walk: it lists entries into out, up to limit
+// (counting the rest in out.More), and leaves their description for after
+// the walk (pending).
+type treeWalk struct {
+	root    string
+	exclude []string
+	depth   int
+	limit   int
+	out     *listOut
+	pending []walked
+	k       skippedNames
+}
+
+// add lists e, or counts it past the limit.
+func (w *treeWalk) add(e listEntry) {
+	if len(w.out.Entries) >= w.limit {
+		w.out.More++
+		return
+	}
+	w.out.Entries = append(w.out.Entries, e)
+}
+
+// visit is the walk's callback for p.
+func (w *treeWalk) visit(p string, d fs.DirEntry, err error) error {
+	if err != nil {
+		return w.failed(p, err)
+	}
+	rel := relTo(w.root, p)
+	lvl := relDepth(w.root, p)
+	if rel != "." && excluded(w.exclude, rel) {
+		if d.IsDir() {
 			return fs.SkipDir
 		}
-		if d.IsDir() {
-			k.at(rel, lvl+1) // Walk lists it next
-		}
 		return nil
-	})
-	if err == nil {
-		s.describeWalked(ctx, out.Entries, pending)
 	}
-	if err != nil {
-		return out, "", err
+	if len(w.out.Entries) >= w.limit {
+		w.out.More++
+		return nil
 	}
-	for _, e := range out.Entries {
-		name := esc(path.Base(e.Name))
-		if e.Depth == 0 {
-			name = esc(e.Name)
-		}
-		ind := indent(e.Depth)
-		switch e.Type {
-		case "directory":
-			fmt.Fprintf(&b, "%s%s/\n", ind, name)
-		case "symlink":
-			fmt.Fprintf(&b, "%s%s -> %s\n", ind, name, esc(e.Target))
-		case "file":
-			fmt.Fprintf(&b, "%s%s (%d bytes)\n", ind, name, e.Size)
-		case "hidden":
-			fmt.Fprintf(&b, "%s%s (hidden: refused by the policy)\n", ind, name)
-		case "unreadable":
-			fmt.Fprintf(&b, "%s%s (unreadable)\n", ind, name)
-		case "unaddressable":
-			fmt.Fprintf(&b, "%s%s (cannot be addressed: %s)\n", ind, name, e.Reason)
-		default:
-			fmt.Fprintf(&b, "%s%s (special)\n", ind, name)
-		}
+	name := rel
+	if rel == "." {
+		name = cleanGuest(w.root)
 	}
-	if out.More > 0 {
-		fmt.Fprintf(&b, "(%d more entries not shown: raise head_limit, lower depth or add exclude patterns)\n", out.More)
+	// Described after the walk, in parallel (each Info is a Dir call).
+	w.out.Entries = append(w.out.Entries, listEntry{Name: name, Depth: lvl})
+	w.pending = append(w.pending, walked{idx: len(w.out.Entries) - 1, dir: path.Dir(p), d: d})
+	if d.IsDir() && lvl >= w.depth {
+		return fs.SkipDir
 	}
-	return out, b.String(), nil
+	if d.IsDir() {
+		w.k.at(rel, lvl+1) // Walk lists it next
+	}
+	return nil
+}
+
+// failed lists p, which the walk could not read, as hidden (refused by the
+// policy) or unreadable; a revoked Dir or an unreadable root ends the walk.
+func (w *treeWalk) failed(p string, err error) error {
+	if vfs.CodeOf(err) == vfs.CodeRevoked || p == cleanGuest(w.root) {
+		return err
+	}
+	if w.out.More > 0 || len(w.out.Entries) >= w.limit {
+		w.out.More++
+		return nil
+	}
+	le := listEntry{Name: relTo(w.root, p), Depth: relDepth(w.root, p), Type: "unreadable"}
+	if c := vfs.CodeOf(err); c == vfs.CodePermission || c == vfs.CodeOutside {
+		le.Type = "hidden"
+	}
+	w.out.Entries = append(w.out.Entries, le)
+	return nil
+}
+
+// writeTreeEntry writes e as a line of the tree, indented by its depth.
+func writeTreeEntry(b *strings.Builder, e listEntry) {
+	name := esc(path.Base(e.Name))
+	if e.Depth == 0 {
+		name = esc(e.Name)
+	}
+	ind := indent(e.Depth)
+	switch e.Type {
+	case "directory":
+		fmt.Fprintf(b, "%s%s/\n", ind, name)
+	case "symlink":
+		fmt.Fprintf(b, "%s%s -> %s\n", ind, name, esc(e.Target))
+	case "file":
+		fmt.Fprintf(b, "%s%s (%d bytes)\n", ind, name, e.Size)
+	case "hidden":
+		fmt.Fprintf(b, "%s%s (hidden: refused by the policy)\n", ind, name)
+	case "unreadable":
+		fmt.Fprintf(b, "%s%s (unreadable)\n", ind, name)
+	case "unaddressable":
+		fmt.Fprintf(b, "%s%s (cannot be addressed: %s)\n", ind, name, e.Reason)
+	default:
+		fmt.Fprintf(b, "%s%s (special)\n", ind, name)
+	}
 }
 
 func indent(n int) string { return strings.Repeat("  ", n) }
@@ -574,35 +607,12 @@ func quoteGlob(p string) string {
 
 func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
 	out := globOut{Paths: []string{}}
-	if in.Pattern == "" {
-		return out, "", argErrorf("argument \"pattern\" is empty; give a glob such as **/*.go")
+	if err := checkGlobArgs(in); err != nil {
+		return out, "", err
 	}
-	if !doublestar.ValidatePattern(in.Pattern) {
-		return out, "", argErrorf("argument \"pattern\": malformed glob %q (check brackets and braces)", in.Pattern)
-	}
-	for _, x := range in.Exclude {
-		if !doublestar.ValidatePattern(x) {
-			return out, "", argErrorf("argument \"exclude\": malformed glob pattern %q", x)
-		}
-	}
-	if in.HeadLimit < 0 {
-		return out, "", argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
-	}
-	pattern := in.Pattern
-	base := "."
-	if in.Path != "" && !strings.HasPrefix(pattern, "/") {
-		// The base directory is checked by the Dir (confinement, existence) and
-		// then joined to the pattern as a literal.
-		info, err := s.root.Stat(ctx, in.Path)
-		if err != nil {
-			return out, "", err
-		}
-		if !info.IsDir() {
-			return out, "", toolError(vfs.CodeNotDir, "glob", in.Path, "path must be a directory")
-		}
-		if base = cleanGuest(in.Path); base != "." {
-			pattern = quoteGlob(base) + "/" + pattern
-		}
+	pattern, base, err := s.globPattern(ctx, in)
+	if err != nil {
+		return out, "", err
 	}
 	var skipped searchSkips
 	matches, err := s.root.Glob(skipped.context(ctx), pattern)
@@ -610,41 +620,15 @@ func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
 		return out, "", err
 	}
 	out.Unaddressable = skipped.names()
-	type hit struct {
-		p string
-		t time.Time
-	}
-	hits := make([]hit, 0, len(matches))
+	hits := make([]globHit, 0, len(matches))
 	for _, m := range matches {
 		if len(in.Exclude) > 0 && excludedPath(in.Exclude, relTo(base, m)) {
 			continue
 		}
-		hits = append(hits, hit{p: m})
+		hits = append(hits, globHit{p: m})
 	}
-	// Modification times, in parallel: each is a Dir call.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var revoked atomic.Pointer[error]
-	for range min(8, len(hits)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(hits) {
-					return
-				}
-				if info, err := s.root.Lstat(ctx, hits[i].p); err == nil {
-					hits[i].t = info.ModTime()
-				} else if vfs.CodeOf(err) == vfs.CodeRevoked {
-					revoked.Store(&err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if e := revoked.Load(); e != nil {
-		return out, "", *e
+	if err := s.globTimes(ctx, hits); err != nil {
+		return out, "", err
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if !hits[i].t.Equal(hits[j].t) {
@@ -669,6 +653,83 @@ func (s *server) glob(ctx context.Context, in globIn) (globOut, string, error) {
 	}
 	b.WriteString(skipped.text())
 	return out, b.String(), nil
+}
+
+// checkGlobArgs checks glob's pattern, exclude patterns and head_limit.
+func checkGlobArgs(in globIn) error {
+	if in.Pattern == "" {
+		return argErrorf("argument \"pattern\" is empty; give a glob such as **/*.go")
+	}
+	if !doublestar.ValidatePattern(in.Pattern) {
+		return argErrorf("argument \"pattern\": malformed glob %q (check brackets and braces)", in.Pattern)
+	}
+	for _, x := range in.Exclude {
+		if !doublestar.ValidatePattern(x) {
+			return argErrorf("argument \"exclude\": malformed glob pattern %q", x)
+		}
+	}
+	if in.HeadLimit < 0 {
+		return argErrorf("argument \"head_limit\" must not be negative, got %d", in.HeadLimit)
+	}
+	return nil
+}
+
+// globPattern is the pattern to match from the root and the base directory
+// it is relative to: a relative pattern is joined to path, as a literal,
+// once the Dir has checked path (confinement, existence) is a directory.
+func (s *server) globPattern(ctx context.Context, in globIn) (pattern, base string, err error) {
+	pattern, base = in.Pattern, "."
+	if in.Path == "" || strings.HasPrefix(pattern, "/") {
+		return pattern, base, nil
+	}
+	info, err := s.root.Stat(ctx, in.Path)
+	if err != nil {
+		return "", "", err
+	}
+	if !info.IsDir() {
+		return "", "", toolError(vfs.CodeNotDir, "glob", in.Path, "path must be a directory")
+	}
+	if base = cleanGuest(in.Path); base != "." {
+		pattern = quoteGlob(base) + "/" + pattern
+	}
+	return pattern, base, nil
+}
+
+// globHit is a path glob matched and its modification time.
+type globHit struct {
+	p string
+	t time.Time
+}
+
+// globTimes fills in the hits' modification times, in parallel (each is a
+// Dir call); a time that cannot be read stays zero, but a revoked Dir is an
+// error.
+func (s *server) globTimes(ctx context.Context, hits []globHit) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var revoked atomic.Pointer[error]
+	for range min(8, len(hits)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(hits) {
+					return
+				}
+				if info, err := s.root.Lstat(ctx, hits[i].p); err == nil {
+					hits[i].t = info.ModTime()
+				} else if vfs.CodeOf(err) == vfs.CodeRevoked {
+					revoked.Store(&err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if e := revoked.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // excludedPath reports whether rel, or any of its leading directories, is
