@@ -135,7 +135,7 @@ func TestKeepModTimesAndSpill(t *testing.T) {
 	}
 }
 
-// CreateArchive then ExtractArchive gives the tree back; two creations with a
+// CreateFromDir then ExtractToDir gives the tree back; two creations with a
 // fixed time are byte-identical; hidden entries are skipped and listed.
 func TestCreateRoundTrip(t *testing.T) {
 	for _, f := range []archive.Format{archive.FormatTarZst, archive.FormatZip, archive.FormatTarGz, archive.FormatTar} {

@@ -3,8 +3,8 @@
 // tar.zst with the standard library's readers and klauspost/compress; it never
 // uses a reader that hands out names unsanitised.
 //
-// Extraction goes through a Target, normally a *dir.Dir (Dir.ExtractArchive,
-// Dir.ExtractArchiveFrom), in two phases:
+// Extraction goes through a Target, normally a *dir.Dir (ExtractDirFile,
+// ExtractToDir), in two phases:
 //
 //  1. Manifest. Every entry is read once and decided: its name sanitized
 //     (SanitizeName), its type checked, collisions with earlier entries found,
@@ -98,6 +98,6 @@
 //     name given twice is filtered (ReasonCollision), never merged.
 //
 // Create writes archives reproducibly (sorted, normalized modes, no owners,
-// optionally one fixed time) from a Source, normally a Dir (Dir.CreateArchive),
+// optionally one fixed time) from a Source, normally a Dir (CreateFromDir),
 // leaving out and listing what the Dir's policy refuses to read.
 package archive

@@ -109,8 +109,8 @@
 //     forgets ended ones). Roots are never persisted: the host registers them at
 //     each start.
 //   - Archive and Watch are purposes, not operations: they are required on top
-//     of the per-call access for the calls Dir.ExtractArchive, CreateArchive and
-//     Watch make (dir.Purpose), so a grant with Write but not Archive can still
+//     of the per-call access for the calls archive.ExtractDirFile, CreateFromDir and
+//     Dir.Watch make (dir.Purpose), so a grant with Write but not Archive can still
 //     write the same files one by one.
 //   - A TempPhysical workspace's quota is an account the workspace keeps of what
 //     passes through it: a process writing its host directory directly (not

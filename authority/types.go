@@ -94,7 +94,7 @@ type Access string
 //	          chtimes     Chtimes
 //	Delete    remove      Remove, RemoveAll
 //	Move      rename      Move (within a mount, and with AllowCopy across mounts)
-//	Archive   (purpose)   Dir.ExtractArchive, ExtractArchiveFrom, CreateArchive: every
+//	Archive   (purpose)   archive.ExtractDirFile, ExtractToDir, CreateFromDir: every
 //	                      call they make carries dir.PurposeArchive and needs Archive
 //	                      as well as its own access (Write and Metadata to extract,
 //	                      List, Metadata and Read to create)

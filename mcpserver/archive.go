@@ -37,7 +37,7 @@ type extractOut struct {
 	Bytes     int64           `json:"bytes" jsonschema:"file bytes extracted"`
 }
 
-// extract is the extract_archive tool: Dir.ExtractArchive, every entry decided
+// extract is the extract_archive tool: archive.ExtractDirFile, every entry decided
 // before anything is written, and the merge made of ordinary checked calls
 // carrying the archive purpose (a policy may refuse archives as such).
 func (s *server) extract(ctx context.Context, in extractIn) (extractOut, string, error) {

@@ -64,12 +64,12 @@ func TestAdvDotDot(t *testing.T) {
 		if f, err := af.Open("../"); err == nil {
 			names, _ := f.Readdirnames(-1)
 			f.Close()
-			t.Errorf(`Afero().Open("../") succeeded, listing %v`, names)
+			t.Errorf(`aferodir.Open("../") succeeded, listing %v`, names)
 		} else {
-			w.noHostPath("Afero().Open", err)
+			w.noHostPath("aferodir.Open", err)
 		}
 		if _, err := af.Stat("../outside/secret"); err == nil {
-			t.Errorf(`Afero().Stat("../outside/secret") succeeded`)
+			t.Errorf(`aferodir.Stat("../outside/secret") succeeded`)
 		}
 		w.intact("dot-dot calls", outside)
 		if got := hostEntries(t, w.tmp); !slices.Equal(got, tmpNames) {

@@ -1,4 +1,4 @@
-// Command archivebench measures safe archive extraction (dir.Dir.ExtractArchive
+// Command archivebench measures safe archive extraction (archive.ExtractToDir
 // over the physical backend, default limits, links allowed inside) against
 // tar -x of the same file, on a large real archive: Go's own source tree
 // ($(go env GOROOT)/src) as tar.zst, made once with tar --zstd. Rounds are
