@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"hash/maphash"
 	"io/fs"
 	"math/bits"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -232,6 +234,10 @@ type matcher struct {
 	// residual patterns are matched one by one with the reference matcher
 	// (escapes, and "/" inside a class or "{}" group).
 	residual []residualPat
+	// last is the walk of the directory whose paths were walked last
+	// (walkShared); missed is the hash of the last directory walked without it.
+	last   atomic.Pointer[dirWalk]
+	missed atomic.Uint64
 }
 
 type residualPat struct {
@@ -446,10 +452,37 @@ func (m *matcher) walk(path string, out *idSet) walkStatus {
 		}
 	}
 	var a, b stateSet
-	cur, next := &a, &b
-	var high byte // every byte or-ed: non-ASCII text needs a UTF-8 check
-	start := 0
-	for depth := 0; ; depth++ {
+	st, cur, high := m.walkOn(path, 0, 0, &a, &b, out)
+	return m.walkEnd(path, st, cur, high, out)
+}
+
+// walkEnd finishes a walk of path that walkOn left at cur: it checks the
+// text of a path with non-ASCII bytes (high) and adds the patterns matched
+// to the end.
+func (m *matcher) walkEnd(path string, st walkStatus, cur *stateSet, high byte, out *idSet) walkStatus {
+	if st != walkOK {
+		return st
+	}
+	if high >= utf8.RuneSelf && !utf8.ValidString(path) {
+		return walkInvalid
+	}
+	for k := 0; k < cur.n; k++ {
+		st := cur.s[k]
+		if int(st.pos) == len(m.pats[st.pat].segs) {
+			out.add(m.pats[st.pat].id)
+		}
+	}
+	return walkOK
+}
+
+// walkOn walks path's components from offset start, depth components having
+// been walked before it, from the positions in cur (next is scratch). It
+// returns the positions after the last component and every byte of the
+// components or-ed (high: non-ASCII text needs a UTF-8 check), but matches
+// nothing to the end (walkEnd).
+func (m *matcher) walkOn(path string, start, depth int, cur, next *stateSet, out *idSet) (walkStatus, *stateSet, byte) {
+	var high byte
+	for ; ; depth++ {
 		end := start
 		for ; end+8 <= len(path); end += 8 {
 			w := load64(path, end)
@@ -467,50 +500,106 @@ func (m *matcher) walk(path string, out *idSet) walkStatus {
 		}
 	found:
 		if n := end - start; n == 0 || path[start] == '.' && (n == 1 || n == 2 && path[start+1] == '.') {
-			return walkInvalid // an empty, "." or ".." element
+			return walkInvalid, nil, 0 // an empty, "." or ".." element
 		}
-		comp := path[start:end]
-		next.n = 0
-		for k := 0; k < cur.n; k++ {
-			st := cur.s[k]
-			c := &m.pats[st.pat]
-			if int(st.pos) == len(c.segs) {
-				continue // matched up to here; more components follow
-			}
-			g := &c.segs[st.pos]
-			switch {
-			case g.kind == segAny:
-				m.push(next, out, st.pat, st.pos) // "**" takes the component
-			case g.match(comp):
-				m.push(next, out, st.pat, st.pos+1)
-			}
-		}
-		if m.floating.may(comp) {
-			m.floating.step(m, comp, next, out)
-		}
-		if depth == 0 && m.anchored.may(comp) {
-			m.anchored.step(m, comp, next, out)
-		}
+		m.stepAll(path[start:end], depth, cur, next, out)
 		if next.over {
-			return walkOver
+			return walkOver, nil, 0
 		}
 		cur, next = next, cur
 		if end == len(path) {
-			break
+			return walkOK, cur, high
 		}
 		start = end + 1
 	}
-	if high >= utf8.RuneSelf && !utf8.ValidString(path) {
-		return walkInvalid
-	}
+}
+
+// stepAll moves every position in cur past comp, the component at depth,
+// into next, and starts the positions comp begins (floating patterns, and at
+// depth 0 anchored ones).
+func (m *matcher) stepAll(comp string, depth int, cur, next *stateSet, out *idSet) {
+	next.n = 0
 	for k := 0; k < cur.n; k++ {
 		st := cur.s[k]
-		if int(st.pos) == len(m.pats[st.pat].segs) {
-			out.add(m.pats[st.pat].id)
+		c := &m.pats[st.pat]
+		if int(st.pos) == len(c.segs) {
+			continue // matched up to here; more components follow
+		}
+		g := &c.segs[st.pos]
+		switch {
+		case g.kind == segAny:
+			m.push(next, out, st.pat, st.pos) // "**" takes the component
+		case g.match(comp):
+			m.push(next, out, st.pat, st.pos+1)
 		}
 	}
-	return walkOK
+	if m.floating.may(comp) {
+		m.floating.step(m, comp, next, out)
+	}
+	if depth == 0 && m.anchored.may(comp) {
+		m.anchored.step(m, comp, next, out)
+	}
 }
+
+// dirWalk is a matcher's walk of a directory's path, kept so that the walks
+// of the paths beneath it resume there (matcher.walkShared).
+type dirWalk struct {
+	dir  string
+	cur  stateSet // the positions after dir's last component
+	out  idSet    // what the walk of dir matched whatever follows
+	high byte
+}
+
+// walkDir walks dir, a directory's path, and returns where the walk stands
+// after it, or nil where the walk cannot be resumed (an unclean path, too many
+// positions).
+func (m *matcher) walkDir(dir string) *dirWalk {
+	w := &dirWalk{dir: dir}
+	if m.hasAlways {
+		w.out = m.always
+	}
+	var next stateSet
+	st, cur, high := m.walkOn(dir, 0, 0, &w.cur, &next, &w.out)
+	if st != walkOK {
+		return nil
+	}
+	if cur != &w.cur {
+		w.cur = *cur
+	}
+	w.high = high
+	return w
+}
+
+// walkShared is walk that shares the work of a path's directory between the
+// paths beneath it: the walk of the last directory seen twice in a row is
+// kept (m.last), and a path beneath it walks its last component alone, from
+// there. The answer is walk's (TestWalkShared).
+func (m *matcher) walkShared(path string, out *idSet) walkStatus {
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 {
+		return m.walk(path, out)
+	}
+	dir := path[:i]
+	w := m.last.Load()
+	if w == nil || w.dir != dir {
+		if h := maphash.String(walkSeed, dir); m.missed.Swap(h) != h {
+			return m.walk(path, out) // a directory not seen just before
+		}
+		if w = m.walkDir(dir); w == nil {
+			return m.walk(path, out)
+		}
+		w.dir = strings.Clone(dir) // path may be a slice of a larger string
+		m.last.Store(w)
+	}
+	for k := range out {
+		out[k] |= w.out[k]
+	}
+	cur, next := w.cur, stateSet{}
+	st, end, high := m.walkOn(path, i+1, 1, &cur, &next, out)
+	return m.walkEnd(path, st, end, high|w.high, out)
+}
+
+var walkSeed = maphash.MakeSeed()
 
 const (
 	hiBits = 0x8080808080808080
@@ -649,7 +738,7 @@ func (cs *compiledSet) decideRaw(e *Engine, op Op, bit opMask, p string) (Decisi
 	root := p == "."
 	if root {
 		got = m.root
-	} else if st := m.walk(p, &got); st != walkOK {
+	} else if st := m.walkShared(p, &got); st != walkOK {
 		return Decision{}, st
 	}
 	if len(e.rules) == 0 && len(m.residual) == 0 && got == (idSet{}) {

@@ -344,3 +344,62 @@ func TestOpCopyBit(t *testing.T) {
 		t.Fatalf("opBit(OpCopy) = %b, opCopyBit %b", opBit(OpCopy), opCopyBit)
 	}
 }
+
+// TestWalkShared: a walk resumed from a directory's kept walk (walkShared,
+// walkDir) answers exactly as the whole walk, for every split of generated
+// paths under generated rule sets; and Decide, deciding a directory's
+// children in a row (so that the directory's walk is kept and shared),
+// decides each as the reference engine does.
+func TestWalkShared(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 2))
+	configs := 300
+	if testing.Short() {
+		configs = 80
+	}
+	ctx := context.Background()
+	for range configs {
+		e := newValid(genConfig(r))
+		for range 20 {
+			path := genPath(r)
+			for _, m := range []*matcher{e.compiled.read, e.compiled.write} {
+				var want idSet
+				wst := m.walk(path, &want)
+				for i := 1; i < len(path); i++ {
+					if path[i] != '/' {
+						continue
+					}
+					w := m.walkDir(path[:i])
+					if w == nil {
+						continue // an unclean directory: walk answers alone
+					}
+					got := w.out
+					cur, next := w.cur, stateSet{}
+					st, end, high := m.walkOn(path, i+1, 1, &cur, &next, &got)
+					if st = m.walkEnd(path, st, end, high|w.high, &got); st != wst || (st == walkOK && got != want) {
+						t.Fatalf("walk of %q resumed after %q under %+v: %v %v, walk %v %v", path, path[:i], e.Config(), st, got, wst, want)
+					}
+				}
+				m.last.Store(nil)
+				for round := range 3 { // a miss, the kept walk made, then used
+					var got idSet
+					if st := m.walkShared(path, &got); st != wst || (st == walkOK && got != want) {
+						t.Fatalf("round %d: walkShared(%q) under %+v: %v %v, walk %v %v", round, path, e.Config(), st, got, wst, want)
+					}
+				}
+			}
+			dir := path
+			if i := strings.LastIndexByte(path, '/'); i > 0 {
+				dir = path[:i]
+			}
+			for range 4 {
+				child := dir + "/" + genNames[r.IntN(len(genNames))]
+				for _, op := range allOps {
+					req := Request{Op: op, Path: child, Size: -1}
+					if got, want := e.Decide(ctx, &req), refDecide(e, &req); got != want {
+						t.Fatalf("%s %q under %+v:\ncompiled  %+v\nreference %+v", op, child, e.Config(), got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -448,7 +448,7 @@ func (e *Engine) plainOne(bit opMask, r *Request) bool {
 		return false
 	}
 	var got idSet
-	return m.walk(r.Path, &got) == walkOK && got == (idSet{})
+	return m.walkShared(r.Path, &got) == walkOK && got == (idSet{})
 }
 
 // decidePath checks that s is a clean path (ok false if not) and decides it
