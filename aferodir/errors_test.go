@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-git/go-billy/v5"
+	"github.com/spf13/afero"
+
 	"github.com/capfs/capfs/aferodir"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/billyfs"
@@ -24,25 +27,27 @@ type adapter struct {
 	remove func(name string) error
 }
 
-func aferoAdapter(d *dir.Dir) adapter {
-	v := aferodir.New(d)
+// fileSystem is what afero.Fs and billy.Filesystem share, F being their file
+// type.
+type fileSystem[F any] interface {
+	Stat(name string) (os.FileInfo, error)
+	OpenFile(name string, flag int, perm os.FileMode) (F, error)
+	Remove(name string) error
+}
+
+func adapterOf[F any](v fileSystem[F]) adapter {
+	open := func(n string, flag int) error { _, err := v.OpenFile(n, flag, 0o644); return err }
 	return adapter{
 		stat:   func(n string) error { _, err := v.Stat(n); return err },
-		create: func(n string) error { _, err := v.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); return err },
-		write:  func(n string) error { _, err := v.OpenFile(n, os.O_WRONLY, 0); return err },
+		create: func(n string) error { return open(n, os.O_WRONLY|os.O_CREATE|os.O_EXCL) },
+		write:  func(n string) error { return open(n, os.O_WRONLY) },
 		remove: v.Remove,
 	}
 }
 
-func billyAdapter(d *dir.Dir) adapter {
-	v := billyfs.New(d)
-	return adapter{
-		stat:   func(n string) error { _, err := v.Stat(n); return err },
-		create: func(n string) error { _, err := v.OpenFile(n, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); return err },
-		write:  func(n string) error { _, err := v.OpenFile(n, os.O_WRONLY, 0); return err },
-		remove: v.Remove,
-	}
-}
+func aferoAdapter(d *dir.Dir) adapter { return adapterOf[afero.File](aferodir.New(d)) }
+
+func billyAdapter(d *dir.Dir) adapter { return adapterOf[billy.File](billyfs.New(d)) }
 
 // TestAdapterErrors: both adapters return errors that the os dialect
 // (os.IsNotExist, os.IsExist, os.IsPermission) and the errors.Is dialect
