@@ -94,7 +94,7 @@ FUZZ_TARGETS := \
 	./mcpserver:FuzzParsePatch:100000 \
 	./mcpserver:FuzzApplyPatch:30000 \
 	./internal/treediff:FuzzTreeDiff:20000 \
-	./backends/gitree:FuzzInflate:30000 \
+	./backends/gitree/internal/pack:FuzzInflate:30000 \
 	./internal/termsafe:FuzzEscape:200000 \
 	./audit:FuzzReadJSONL:30000 \
 	./audit:FuzzAppendJSON:50000 \

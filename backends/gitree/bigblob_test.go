@@ -118,7 +118,7 @@ func TestStreamedBlobHeapBoundStress(t *testing.T) {
 	if err != nil || n != size || cmp.bad >= 0 {
 		t.Fatalf("read %d of %d bytes, %v; first difference at %d", n, size, err, cmp.bad)
 	}
-	if _, ok := ss.src.(*packedBlob); !ok {
+	if fmt.Sprintf("%T", ss.src) != "*pack.packedBlob" {
 		t.Fatalf("blob source %T, want the packed stream", ss.src)
 	}
 	h.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/capfs/capfs/backends/gitree/internal/pack"
 	"github.com/capfs/capfs/internal/rofile"
 	"github.com/capfs/capfs/vfs"
 )
@@ -115,7 +116,7 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 	var repo *git.Repository
 	var closer io.Closer
 	var err error
-	var packs *packStore
+	var packs *pack.Store
 	if dot, ok := gitDir(repoPath); ok {
 		st := filesystem.NewStorageWithOptions(osfs.New(dot), cache.NewObjectLRU(cache.FileSize(max(cfg.objectCache, 1))), filesystem.Options{
 			MaxOpenDescriptors:   cfg.maxFDs,
@@ -126,7 +127,7 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 		if cfg.directPacks {
 			// Open the packs first: go-git then reads every object they hold
 			// through the direct reader (packGuard), never on its own.
-			if packs = openPacks(dot, cfg.deltaCache, cfg.libInflate); packs != nil {
+			if packs = pack.Open(dot, cfg.deltaCache, cfg.libInflate); packs != nil {
 				s = &packGuard{Storage: st, ps: packs}
 			}
 		}
@@ -141,7 +142,7 @@ func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 			closer.Close()
 		}
 		if packs != nil {
-			packs.close()
+			packs.Close()
 		}
 		code := vfs.CodeIO
 		if errors.Is(err, git.ErrRepositoryNotExists) || errors.Is(err, fs.ErrNotExist) {
@@ -342,7 +343,7 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 		if err == nil {
 			return node{mode: filemode.Dir, hash: t.Hash}, time.Time{}, nil
 		}
-		if errors.Is(err, errCorrupt) {
+		if errors.Is(err, pack.ErrCorrupt) {
 			return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
 		}
 	}
@@ -359,14 +360,14 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 		return node{}, time.Time{}, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "revision "+quote(rev)+" not found: unsupported revision syntax")
 	}
 	h, err := repo.ResolveRevision(plumbing.Revision(rev))
-	if errors.Is(err, errCorrupt) {
+	if errors.Is(err, pack.ErrCorrupt) {
 		return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
 	}
 	if err != nil || h == nil || h.IsZero() {
 		return node{}, time.Time{}, revNotFound(rev)
 	}
 	c, err := object.GetCommit(repo.Storer, *h)
-	if errors.Is(err, errCorrupt) {
+	if errors.Is(err, pack.ErrCorrupt) {
 		// A corrupt pack holds the commit: io_error, not a missing revision.
 		return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
 	}
@@ -504,7 +505,7 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	if !typeOf(n).IsDir() && f.r.packs != nil {
 		// One read of a packed blob gives its size and, below the stream
 		// threshold, its content.
-		typ, data, err := f.r.packs.read(n.hash, f.r.streamMin)
+		typ, data, err := f.r.packs.Read(n.hash, f.r.streamMin)
 		switch {
 		case err == nil && typ == plumbing.BlobObject:
 			info, err := f.infoSized("open", p, n, name, int64(len(data)))
@@ -514,7 +515,7 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 			return rofile.NewData(p, info, data, readOnlyMsg), nil
 		case err == nil:
 			return nil, vfs.Errno("open", p, plumbing.ErrObjectNotFound)
-		case err != errTooLarge && err != errNotPacked:
+		case err != pack.ErrTooLarge && err != pack.ErrNotPacked:
 			return nil, vfs.Errno("open", p, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/gitree/internal/gittest"
 	"github.com/capfs/capfs/internal/rofile"
 	"github.com/capfs/capfs/vfs"
 )
@@ -30,35 +31,17 @@ type fixture struct {
 
 func runGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@e", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_DATE=2020-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2020-01-02T03:04:05Z")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.RunGit(t, dir, args...)
 }
 
 func write(t *testing.T, path, data string, perm fs.FileMode) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), perm); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, perm); err != nil {
-		t.Fatal(err)
-	}
+	gittest.Write(t, path, data, perm)
 }
 
 func symlink(t *testing.T, target, path string) {
 	t.Helper()
-	if err := os.Symlink(target, path); err != nil {
-		t.Fatal(err)
-	}
+	gittest.Symlink(t, target, path)
 }
 
 var (

@@ -3,6 +3,8 @@ package gitree
 import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/capfs/capfs/backends/gitree/internal/pack"
 )
 
 // packGuard is the storage go-git works on when the direct pack reader is on
@@ -14,14 +16,14 @@ import (
 // go to the filesystem storage, as does everything else (refs, writes).
 type packGuard struct {
 	*filesystem.Storage
-	ps *packStore
+	ps *pack.Store
 }
 
 // EncodedObject returns object h, of type t (or any type for AnyObject).
 func (g *packGuard) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	typ, data, err := g.ps.read(h, -1)
+	typ, data, err := g.ps.Read(h, -1)
 	switch {
-	case err == errNotPacked:
+	case err == pack.ErrNotPacked:
 		return g.Storage.EncodedObject(t, h)
 	case err != nil:
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/gitree/internal/pack"
 	"github.com/capfs/capfs/backends/gitree/internal/packgen"
 	"github.com/capfs/capfs/vfs"
 )
@@ -123,10 +124,10 @@ func hostileCases() []hostileCase {
 		path:    "f", code: vfs.CodeIO, msg: "is in no pack"})
 
 	deep := []packgen.Entry{hello}
-	for i := 1; i <= maxDeltaDepth+1; i++ {
+	for i := 1; i <= pack.MaxDeltaDepth+1; i++ {
 		deep = append(deep, ofsDelta(fmt.Sprint("deep", i), i-1, copyHello))
 	}
-	add(hostileCase{name: "delta-chain-too-deep", about: fmt.Sprintf("a chain of %d deltas over one blob", maxDeltaDepth+1),
+	add(hostileCase{name: "delta-chain-too-deep", about: fmt.Sprintf("a chain of %d deltas over one blob", pack.MaxDeltaDepth+1),
 		entries: withRoot("f", deep[len(deep)-1].ID, deep...),
 		path:    "f", code: vfs.CodeIO, msg: "deeper than"})
 

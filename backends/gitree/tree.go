@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/capfs/capfs/backends/gitree/internal/pack"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -57,16 +58,12 @@ var emptyDir = &dir{}
 type repoState struct {
 	mu     sync.Mutex // serializes object-store access
 	store  storer.EncodedObjectStorer
-	packs  *packStore  // the direct pack reader; nil when off or without packs
+	packs  *pack.Store // the direct pack reader; nil when off or without packs
 	closer io.Closer   // the storage, when Open built it; nil otherwise
 	closed atomic.Bool // set under mu
 	cache  *lru
 
 	streamMin int64 // blobs larger than this are streamed; < 0: never
-
-	ckMu    sync.Mutex // guards ck and ckOrder
-	ck      map[plumbing.Hash]*ckIndex
-	ckOrder []plumbing.Hash // ck's keys, oldest first
 }
 
 var errClosed = &vfs.Error{Code: vfs.CodeClosed, Op: "read"}
@@ -81,7 +78,7 @@ func (r *repoState) close() error {
 	r.closed.Store(true)
 	var err error
 	if r.packs != nil {
-		err = r.packs.close()
+		err = r.packs.Close()
 	}
 	if r.closer != nil {
 		if e := r.closer.Close(); err == nil {
@@ -110,7 +107,7 @@ func (r *repoState) loadDir(n node) (*dir, error) {
 		return d, nil
 	}
 	var d *dir
-	typ, data, err := r.packs.read(n.hash, -1)
+	typ, data, err := r.packs.Read(n.hash, -1)
 	switch {
 	case err == nil && typ != plumbing.TreeObject:
 		return nil, plumbing.ErrObjectNotFound
@@ -118,7 +115,7 @@ func (r *repoState) loadDir(n node) (*dir, error) {
 		if d, err = parseTree(data); err != nil {
 			return nil, err
 		}
-	case err == errNotPacked:
+	case err == pack.ErrNotPacked:
 		if d, err = r.goGitTree(n.hash); err != nil {
 			return nil, err
 		}
@@ -156,7 +153,7 @@ func parseTree(data []byte) (*dir, error) {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
 		if sp <= 0 || nul <= sp+1 || nul+21 > len(data) {
-			return nil, corrupt("malformed tree entry")
+			return nil, pack.Corrupt("malformed tree entry")
 		}
 		mode, err := parseMode(data[:sp])
 		if err != nil {
@@ -189,7 +186,7 @@ func parseMode(b []byte) (filemode.FileMode, error) {
 	}
 	m, err := filemode.New(string(b))
 	if err != nil {
-		return 0, corrupt("malformed tree entry mode")
+		return 0, pack.Corrupt("malformed tree entry mode")
 	}
 	return m, nil
 }
@@ -226,13 +223,13 @@ const maxTarget = 4096
 // readBlobMax is readBlob refusing, with invalid_path, a blob larger than max
 // bytes (max < 0: no limit) before reading it.
 func (r *repoState) readBlobMax(h plumbing.Hash, max int64) ([]byte, error) {
-	typ, data, err := r.packs.read(h, max)
+	typ, data, err := r.packs.Read(h, max)
 	switch {
-	case err == errTooLarge:
+	case err == pack.ErrTooLarge:
 		return nil, errLongTarget
 	case err == nil && typ != plumbing.BlobObject:
 		return nil, plumbing.ErrObjectNotFound
-	case err != errNotPacked:
+	case err != pack.ErrNotPacked:
 		return data, err
 	}
 	if err := r.lock(); err != nil {
@@ -260,11 +257,11 @@ func (r *repoState) readBlobMax(h plumbing.Hash, max int64) ([]byte, error) {
 
 // blobSize returns the size of blob h without decoding it where the store allows.
 func (r *repoState) blobSize(h plumbing.Hash) (int64, error) {
-	typ, size, err := r.packs.info(h)
+	typ, size, err := r.packs.Info(h)
 	switch {
 	case err == nil && typ != plumbing.BlobObject:
 		return 0, plumbing.ErrObjectNotFound
-	case err != errNotPacked:
+	case err != pack.ErrNotPacked:
 		return size, err
 	}
 	if err := r.lock(); err != nil {

@@ -1,5 +1,7 @@
 package gitree
 
+import "github.com/capfs/capfs/backends/gitree/internal/pack"
+
 // Options that trade memory for speed. The package documentation has the figures
 // behind the defaults.
 
@@ -20,6 +22,10 @@ func WithDirectPacks(on bool) Option {
 func WithDeltaBaseCacheSize(n int64) Option {
 	return func(c *config) { c.deltaCache = n }
 }
+
+// DefaultDeltaBaseCacheSize is the default byte budget of the cache of delta
+// bases (WithDeltaBaseCacheSize).
+const DefaultDeltaBaseCacheSize = pack.DefaultDeltaBaseCacheSize
 
 // DefaultObjectCacheSize is the default byte budget of go-git's object cache
 // (WithObjectCacheSize), go-git's own default.

@@ -1,4 +1,4 @@
-package gitree
+package pack
 
 import (
 	"io"
@@ -9,7 +9,7 @@ import (
 )
 
 // Streaming large blobs. A blob over the stream threshold is not loaded at
-// OpenFile; its reads go to a blobSource chosen at the first read:
+// OpenFile; its reads go to the Blob Stream returns:
 //
 //   - packedBlob, for a blob stored whole (not as a delta) in a pack: the entry's
 //     zlib stream is inflated on demand through a sliding window, and the
@@ -21,19 +21,22 @@ import (
 //     plus the rest of a deflate block) more than it returns once the region was
 //     decoded once. The first read past the decoded region inflates up to it.
 //     Checkpoints are shared by every open file of the same blob, for the last 8
-//     blobs opened streamed on an FS, each holding at most 128 of them (32 KiB
+//     blobs streamed from a Store, each holding at most 128 of them (32 KiB
 //     each: 4 MiB).
 //   - memBlob, for a deltified blob: the delta chain is resolved once, at the
 //     first read, into memory (at most maxDeltaResult bytes), and every read is
 //     a copy.
-//   - goGitBlob, for anything else (a loose object, one go-git alone finds):
-//     go-git's object reader, read forward; a read before its position reopens
-//     the object and skips from the start.
+//   - anything else (a loose object, one go-git alone finds) is ErrNotPacked,
+//     and the caller reads it through go-git.
 
-// blobSource serves reads of one open streamed blob, under the file's lock.
-type blobSource interface {
-	readAt(b []byte, off int64) (int, error)
-	close()
+// Blob serves reads of one open streamed blob. It is not safe for
+// concurrent use: the caller serializes its calls.
+type Blob interface {
+	// ReadAt fills b from offset off; short only at the blob's end, with
+	// io.ErrUnexpectedEOF.
+	ReadAt(b []byte, off int64) (int, error)
+	// Close releases the blob's buffers.
+	Close()
 }
 
 // Checkpoint spacing: about checkpointsPerBlob per blob, at least
@@ -85,78 +88,96 @@ func (x *ckIndex) offer(d *inflate) {
 	x.cps[i] = d.snapshot()
 }
 
+// ckCache is the checkpoint indexes of the last checkpointBlobs blobs
+// streamed from a Store.
+type ckCache struct {
+	mu    sync.Mutex
+	ck    map[plumbing.Hash]*ckIndex
+	order []plumbing.Hash // ck's keys, oldest first
+}
+
 // checkpoints returns the shared checkpoint index of blob h of the given size.
-func (r *repoState) checkpoints(h plumbing.Hash, size int64) *ckIndex {
-	r.ckMu.Lock()
-	defer r.ckMu.Unlock()
-	if r.ck == nil {
-		r.ck = map[plumbing.Hash]*ckIndex{}
+func (c *ckCache) checkpoints(h plumbing.Hash, size int64) *ckIndex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ck == nil {
+		c.ck = map[plumbing.Hash]*ckIndex{}
 	}
-	if x, ok := r.ck[h]; ok {
+	if x, ok := c.ck[h]; ok {
 		return x
 	}
-	if len(r.ck) >= checkpointBlobs {
+	if len(c.ck) >= checkpointBlobs {
 		// Drop the oldest blob's index (open files keep theirs).
-		old := r.ckOrder[0]
-		r.ckOrder = r.ckOrder[1:]
-		delete(r.ck, old)
+		old := c.order[0]
+		c.order = c.order[1:]
+		delete(c.ck, old)
 	}
 	x := &ckIndex{spacing: max(minCheckpointSpacing, size/checkpointsPerBlob)}
-	r.ck[h] = x
-	r.ckOrder = append(r.ckOrder, h)
+	c.ck[h] = x
+	c.order = append(c.order, h)
 	return x
 }
 
-// openStream chooses how blob h, of the given size, is streamed.
-func (r *repoState) openStream(h plumbing.Hash, size int64) (blobSource, error) {
-	if r.packs != nil {
-		if err := r.packs.rlock(); err != nil {
-			return nil, err
-		}
-		p, off, ok := r.packs.locate(h)
-		var e entry
-		var err error
-		if ok {
-			var hb [maxHeader]byte
-			e, err = p.header(off, hb[:])
-		}
-		r.packs.mu.RUnlock()
-		switch {
-		case !ok:
-			if err := r.packs.notPacked(h); err != errNotPacked {
-				return nil, err
-			}
-		case err != nil:
-			return nil, err
-		case e.typ == packBlob:
-			if e.size != size {
-				return nil, corrupt("entry at offset %d: blob of %d bytes, %d expected", off, e.size, size)
-			}
-			i, _ := p.entryAt(off)
-			head := make([]byte, e.dataOff-off)
-			if _, err := p.f.ReadAt(head, off); err != nil {
-				return nil, err
-			}
-			return &packedBlob{ps: r.packs, idx: r.checkpoints(h, size), off: off,
-				s: streamInflate{src: p.f, start: e.dataOff, end: e.end, size: size,
-					crcCheck: true, crcHead: head, crcWant: p.crcs[i]}}, nil
-		default:
-			_, data, err := r.packs.read(h, -1)
-			if err != nil {
-				return nil, err
-			}
-			if int64(len(data)) != size {
-				return nil, corrupt("entry at offset %d: blob of %d bytes, %d expected", off, len(data), size)
-			}
-			return memBlob(data), nil
-		}
+// Stream opens blob h, of the given size, for reads at any offset: an
+// undeltified packed blob is inflated on demand from checkpoints, a
+// deltified one is rebuilt in memory at the first read. A blob in no known
+// pack (and any blob of a nil Store) is ErrNotPacked.
+func (ps *Store) Stream(h plumbing.Hash, size int64) (Blob, error) {
+	if ps == nil {
+		return nil, ErrNotPacked
 	}
-	return &goGitBlob{r: r, hash: h}, nil
+	if err := ps.rlock(); err != nil {
+		return nil, err
+	}
+	p, off, ok := ps.locate(h)
+	var e entry
+	var err error
+	if ok {
+		var hb [maxHeader]byte
+		e, err = p.header(off, hb[:])
+	}
+	ps.mu.RUnlock()
+	switch {
+	case !ok:
+		return nil, ps.notPacked(h)
+	case err != nil:
+		return nil, err
+	case e.typ == packBlob:
+		return ps.streamWhole(h, size, p, off, e)
+	}
+	return ps.streamDelta(size, h, off)
+}
+
+// streamWhole streams the undeltified blob h whose entry e is at off in p.
+func (ps *Store) streamWhole(h plumbing.Hash, size int64, p *pack, off int64, e entry) (Blob, error) {
+	if e.size != size {
+		return nil, Corrupt("entry at offset %d: blob of %d bytes, %d expected", off, e.size, size)
+	}
+	i, _ := p.entryAt(off)
+	head := make([]byte, e.dataOff-off)
+	if _, err := p.f.ReadAt(head, off); err != nil {
+		return nil, err
+	}
+	return &packedBlob{ps: ps, idx: ps.ck.checkpoints(h, size), off: off,
+		s: streamInflate{src: p.f, start: e.dataOff, end: e.end, size: size,
+			crcCheck: true, crcHead: head, crcWant: p.crcs[i]}}, nil
+}
+
+// streamDelta rebuilds the deltified blob h (its entry at off) in memory.
+func (ps *Store) streamDelta(size int64, h plumbing.Hash, off int64) (Blob, error) {
+	_, data, err := ps.Read(h, -1)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != size {
+		return nil, Corrupt("entry at offset %d: blob of %d bytes, %d expected", off, len(data), size)
+	}
+	return memBlob(data), nil
 }
 
 // packedBlob streams an undeltified packed blob with checkpoints.
 type packedBlob struct {
-	ps      *packStore
+	ps      *Store
 	off     int64 // the entry's offset in its pack
 	idx     *ckIndex
 	s       streamInflate
@@ -164,14 +185,14 @@ type packedBlob struct {
 	from    int64 // output offset of the last restart (a checkpoint's, or 0)
 }
 
-func (pb *packedBlob) readAt(b []byte, off int64) (int, error) {
+func (pb *packedBlob) ReadAt(b []byte, off int64) (int, error) {
 	if err := pb.ps.rlock(); err != nil {
 		return 0, err
 	}
 	defer pb.ps.mu.RUnlock()
 	n, err := pb.readLocked(b, off)
 	if err == errFlate || err == io.ErrUnexpectedEOF || err == errStreamCRC {
-		err = corrupt("entry at offset %d: %v", pb.off, err)
+		err = Corrupt("entry at offset %d: %v", pb.off, err)
 	}
 	return n, err
 }
@@ -205,14 +226,14 @@ func (pb *packedBlob) readLocked(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (pb *packedBlob) close() {
+func (pb *packedBlob) Close() {
 	pb.s.d.win, pb.s.d.in = nil, nil
 }
 
 // memBlob is a blob reconstructed whole in memory.
 type memBlob []byte
 
-func (m memBlob) readAt(b []byte, off int64) (int, error) {
+func (m memBlob) ReadAt(b []byte, off int64) (int, error) {
 	if off > int64(len(m)) {
 		return 0, io.ErrUnexpectedEOF
 	}
@@ -223,55 +244,4 @@ func (m memBlob) readAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (memBlob) close() {}
-
-// goGitBlob reads a blob through go-git's object reader.
-type goGitBlob struct {
-	r      *repoState
-	hash   plumbing.Hash
-	stream io.ReadCloser // positioned at spos; nil until needed
-	spos   int64
-}
-
-// readAt fills b from the blob at off. A read at or after the stream's position
-// skips forward; one before it reopens the object.
-func (g *goGitBlob) readAt(b []byte, off int64) (int, error) {
-	if err := g.r.lock(); err != nil {
-		return 0, err
-	}
-	defer g.r.mu.Unlock()
-	if g.stream == nil || off < g.spos {
-		if g.stream != nil {
-			g.stream.Close()
-			g.stream = nil
-		}
-		o, err := g.r.store.EncodedObject(plumbing.BlobObject, g.hash)
-		if err != nil {
-			return 0, err
-		}
-		rd, err := o.Reader()
-		if err != nil {
-			return 0, err
-		}
-		g.stream, g.spos = rd, 0
-	}
-	if off > g.spos {
-		k, err := io.CopyN(io.Discard, g.stream, off-g.spos)
-		g.spos += k
-		if err != nil {
-			return 0, err
-		}
-	}
-	n, err := io.ReadFull(g.stream, b)
-	g.spos += int64(n)
-	return n, err
-}
-
-func (g *goGitBlob) close() {
-	if g.stream != nil {
-		g.r.mu.Lock() // the stream may read through descriptors the store shares
-		g.stream.Close()
-		g.r.mu.Unlock()
-		g.stream = nil
-	}
-}
+func (memBlob) Close() {}

@@ -1,4 +1,4 @@
-package gitree
+package pack
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package gitree
+package pack
 
 import (
 	"bufio"
@@ -40,41 +40,44 @@ import (
 // It trusts nothing in the pack. Every entry read whole is checked against the
 // CRC-32 its index records before it is parsed; every inflated size must match
 // the entry header exactly (inflating stops one byte past it); delta chains are
-// walked with cycle detection and a depth limit (maxDeltaDepth); a delta's
+// walked with cycle detection and a depth limit (MaxDeltaDepth); a delta's
 // instructions are checked against its base and its declared result size before
 // anything is allocated for the result, and a result is allocated at exactly the
 // size the instructions produce, at most maxDeltaResult. A malformed or hostile
-// entry reads as an io_error (errCorrupt in its chain) naming the reason, an
+// entry reads as an io_error (ErrCorrupt in its chain) naming the reason, an
 // object rebuilt from deltas over maxDeltaResult as file_too_large: in time
 // bounded by the pack's size and memory bounded by the object's size (and
 // maxDeltaResult for deltas), never a hang, a panic or wrong bytes.
 //
 // Objects it does not hold (loose objects, packs added after Open, alternates,
-// packs whose index it cannot use) are reported as errNotPacked, and the caller
+// packs whose index it cannot use) are reported as ErrNotPacked, and the caller
 // falls back to go-git.
 
-// errNotPacked says an object is in none of the packs the reader knows.
-var errNotPacked = errors.New("object not in a known pack")
+// errClosed is the error of a read after Close.
+var errClosed = &vfs.Error{Code: vfs.CodeClosed, Op: "read"}
 
-// errCorrupt is in the chain of every error reporting a malformed pack or index
+// ErrNotPacked says an object is in none of the packs the reader knows.
+var ErrNotPacked = errors.New("object not in a known pack")
+
+// ErrCorrupt is in the chain of every error reporting a malformed pack or index
 // entry (see corrupt).
-var errCorrupt = errors.New("corrupt git pack")
+var ErrCorrupt = errors.New("corrupt git pack")
 
-// corrupt returns the error of a malformed or hostile pack entry: io_error, with
-// errCorrupt as its cause and the reason as its message. Reasons name offsets,
+// Corrupt returns the error of a malformed or hostile pack entry: io_error, with
+// ErrCorrupt as its cause and the reason as its message. Reasons name offsets,
 // ids and sizes, never a host path.
-func corrupt(format string, args ...any) error {
+func Corrupt(format string, args ...any) error {
 	e := vfs.NewError(vfs.CodeIO, "read", vfs.Path{}, "corrupt git pack: "+fmt.Sprintf(format, args...))
-	e.Err = errCorrupt
+	e.Err = ErrCorrupt
 	return e
 }
 
 // Limits of the direct pack reader.
 const (
-	// maxDeltaDepth is the longest delta chain the reader follows: a deeper one
+	// MaxDeltaDepth is the longest delta chain the reader follows: a deeper one
 	// is an io_error. git's pack-objects never writes a chain deeper than 4095 (it
 	// clamps --depth; its default is 50), so no pack git writes comes near it.
-	maxDeltaDepth = 10000
+	MaxDeltaDepth = 10000
 	// maxDeltaResult is the largest object the reader rebuilds from deltas, and
 	// the largest delta base it holds: larger is file_too_large. A deltified
 	// object is rebuilt in memory (as git and go-git do), so this bounds the
@@ -107,12 +110,13 @@ const (
 // bases (WithDeltaBaseCacheSize).
 const DefaultDeltaBaseCacheSize = 32 << 20
 
-// packStore is every pack of one repository, read directly.
-type packStore struct {
+// Store is every pack of one repository, read directly.
+type Store struct {
 	mu     sync.RWMutex // read-held by every read; write-held by close
 	closed bool
 	packs  []*pack
 	bases  *baseCache
+	ck     ckCache // checkpoints of streamed blobs
 	// bad holds the packs whose version 2 index is readable but does not match
 	// the pack (checksum, object count, offsets): git refuses them, and so does
 	// the reader, for every object their index names (their f is nil).
@@ -139,12 +143,12 @@ type pack struct {
 	lib bool
 }
 
-// openPacks opens every pack of gitDir's object store whose index is a well-formed
+// Open opens every pack of gitDir's object store whose index is a well-formed
 // version 2 index with SHA-1 ids matching its pack. Packs it cannot use are left to
 // go-git. It returns nil when there is none.
-func openPacks(gitDir string, baseCache int64, libInflate bool) *packStore {
+func Open(gitDir string, baseCache int64, libInflate bool) *Store {
 	idxs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.idx"))
-	ps := &packStore{bases: newBaseCache(baseCache)}
+	ps := &Store{bases: newBaseCache(baseCache)}
 	for _, idx := range idxs {
 		p, err := openPack(strings.TrimSuffix(idx, ".idx"))
 		switch {
@@ -161,15 +165,15 @@ func openPacks(gitDir string, baseCache int64, libInflate bool) *packStore {
 	return ps
 }
 
-// notPacked is the error for an object no usable pack holds: errNotPacked, or,
+// notPacked is the error for an object no usable pack holds: ErrNotPacked, or,
 // when a pack whose index does not match it names the object, an io_error.
-func (ps *packStore) notPacked(h plumbing.Hash) error {
+func (ps *Store) notPacked(h plumbing.Hash) error {
 	for _, p := range ps.bad {
 		if _, ok := p.index(h); ok {
-			return corrupt("object %s is in a pack that does not match its index", h)
+			return Corrupt("object %s is in a pack that does not match its index", h)
 		}
 	}
-	return errNotPacked
+	return ErrNotPacked
 }
 
 func openPack(base string) (*pack, error) {
@@ -179,25 +183,25 @@ func openPack(base string) (*pack, error) {
 	}
 	const hdr = 8 + 256*4
 	if len(idx) < hdr+40 || !bytes.Equal(idx[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return nil, errCorrupt
+		return nil, ErrCorrupt
 	}
 	p := &pack{}
 	for i := range p.fanout {
 		p.fanout[i] = binary.BigEndian.Uint32(idx[8+4*i:])
 		if i > 0 && p.fanout[i] < p.fanout[i-1] {
-			return nil, errCorrupt
+			return nil, ErrCorrupt
 		}
 	}
 	p.n = int(p.fanout[255])
 	body := idx[hdr : len(idx)-40]
 	if p.n > len(body)/28 {
-		return nil, errCorrupt
+		return nil, ErrCorrupt
 	}
 	p.names = body[:20*p.n]
 	p.off32 = body[24*p.n : 28*p.n]
 	p.off64 = body[28*p.n:]
 	if len(p.off64)%8 != 0 {
-		return nil, errCorrupt // not SHA-1, or not an index at all
+		return nil, ErrCorrupt // not SHA-1, or not an index at all
 	}
 	// From here on the index's names are known: a pack that does not match it
 	// is returned, without its file, for openPacks to refuse.
@@ -218,7 +222,7 @@ func openPack(base string) (*pack, error) {
 	if err != nil || fi.Size() < 32 || string(head[:4]) != "PACK" || !bytes.Equal(trailer[:], packSum) ||
 		int(binary.BigEndian.Uint32(head[8:])) != p.n {
 		f.Close()
-		return p, errCorrupt
+		return p, ErrCorrupt
 	}
 	p.f, p.size = f, fi.Size()
 	crcs := body[20*p.n : 24*p.n]
@@ -232,7 +236,7 @@ func openPack(base string) (*pack, error) {
 		if !ok || off < 12 || off >= p.size-20 {
 			f.Close()
 			p.f = nil
-			return p, errCorrupt
+			return p, ErrCorrupt
 		}
 		byOff = append(byOff, offCRC{off, binary.BigEndian.Uint32(crcs[4*i:])})
 	}
@@ -243,7 +247,7 @@ func openPack(base string) (*pack, error) {
 		if i > 0 && oc.off == byOff[i-1].off {
 			f.Close()
 			p.f = nil
-			return p, errCorrupt // two objects at one offset
+			return p, ErrCorrupt // two objects at one offset
 		}
 		p.ends = append(p.ends, oc.off)
 		p.crcs = append(p.crcs, oc.crc)
@@ -329,10 +333,10 @@ const maxHeader = 32
 func (p *pack) parseHeader(b []byte, off int64) (entry, error) {
 	e := entry{end: p.end(off)}
 	if e.end < 0 {
-		return e, corrupt("no entry at offset %d", off)
+		return e, Corrupt("no entry at offset %d", off)
 	}
 	bad := func(what string) (entry, error) {
-		return e, corrupt("entry at offset %d: %s", off, what)
+		return e, Corrupt("entry at offset %d: %s", off, what)
 	}
 	if len(b) == 0 {
 		return bad("truncated header")
@@ -391,7 +395,7 @@ func (p *pack) parseHeader(b []byte, off int64) (entry, error) {
 }
 
 // locate finds object h in the store's packs.
-func (ps *packStore) locate(h plumbing.Hash) (*pack, int64, bool) {
+func (ps *Store) locate(h plumbing.Hash) (*pack, int64, bool) {
 	for _, p := range ps.packs {
 		if off, ok := p.find(h); ok {
 			return p, off, true
@@ -401,7 +405,7 @@ func (ps *packStore) locate(h plumbing.Hash) (*pack, int64, bool) {
 }
 
 // rlock read-locks the store, failing once it is closed.
-func (ps *packStore) rlock() error {
+func (ps *Store) rlock() error {
 	ps.mu.RLock()
 	if ps.closed {
 		ps.mu.RUnlock()
@@ -410,7 +414,8 @@ func (ps *packStore) rlock() error {
 	return nil
 }
 
-func (ps *packStore) close() error {
+// Close closes the pack files; later reads fail with closed.
+func (ps *Store) Close() error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -442,13 +447,13 @@ func objectType(t int) plumbing.ObjectType {
 	return plumbing.InvalidObject
 }
 
-// info returns the type and size of object h without inflating it, except for a
+// Info returns the type and size of object h without inflating it, except for a
 // delta, whose result size is the second number at the start of its delta data.
 // It walks a delta chain's headers down to its base (whose type is the object's)
-// with cycle detection and at most maxDeltaDepth steps.
-func (ps *packStore) info(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
+// with cycle detection and at most MaxDeltaDepth steps.
+func (ps *Store) Info(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 	if ps == nil {
-		return 0, 0, errNotPacked
+		return 0, 0, ErrNotPacked
 	}
 	if err := ps.rlock(); err != nil {
 		return 0, 0, err
@@ -485,7 +490,7 @@ func (ps *packStore) info(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 func isDelta(typ int) bool { return typ == packOfsDelta || typ == packRefDelta }
 
 // chainWalk follows a delta chain from entry to base, refusing a cycle and a
-// chain deeper than maxDeltaDepth.
+// chain deeper than MaxDeltaDepth.
 type chainWalk struct {
 	depth int
 	seen  []baseKey // the entries met, while few
@@ -493,7 +498,7 @@ type chainWalk struct {
 }
 
 // next returns the base of delta entry e, which is at off in p.
-func (w *chainWalk) next(ps *packStore, p *pack, off int64, e entry) (*pack, int64, error) {
+func (w *chainWalk) next(ps *Store, p *pack, off int64, e entry) (*pack, int64, error) {
 	k := baseKey{p, off}
 	if len(w.seen) < 32 {
 		w.seen = append(w.seen, k)
@@ -507,14 +512,14 @@ func (w *chainWalk) next(ps *packStore, p *pack, off int64, e entry) (*pack, int
 		w.set[k] = struct{}{}
 	}
 	w.depth++
-	if w.depth > maxDeltaDepth {
-		return nil, 0, corrupt("delta chain deeper than %d", maxDeltaDepth)
+	if w.depth > MaxDeltaDepth {
+		return nil, 0, Corrupt("delta chain deeper than %d", MaxDeltaDepth)
 	}
 	bp, boff := p, e.baseOff
 	if e.typ == packRefDelta {
 		var ok bool
 		if bp, boff, ok = ps.locate(e.baseID); !ok {
-			return nil, 0, corrupt("entry at offset %d: REF_DELTA base %s is in no pack", off, e.baseID)
+			return nil, 0, Corrupt("entry at offset %d: REF_DELTA base %s is in no pack", off, e.baseID)
 		}
 	}
 	bk := baseKey{bp, boff}
@@ -525,7 +530,7 @@ func (w *chainWalk) next(ps *packStore, p *pack, off int64, e entry) (*pack, int
 		cycle = slices.Contains(w.seen, bk)
 	}
 	if cycle {
-		return nil, 0, corrupt("entry at offset %d: delta chain loops back to offset %d", off, boff)
+		return nil, 0, Corrupt("entry at offset %d: delta chain loops back to offset %d", off, boff)
 	}
 	return bp, boff, nil
 }
@@ -534,7 +539,7 @@ func (w *chainWalk) next(ps *packStore, p *pack, off int64, e entry) (*pack, int
 func (p *pack) header(off int64, buf []byte) (entry, error) {
 	_, end := p.entryAt(off)
 	if end < 0 {
-		return entry{}, corrupt("no entry at offset %d", off)
+		return entry{}, Corrupt("no entry at offset %d", off)
 	}
 	n := min(int64(len(buf)), end-off)
 	k, err := p.f.ReadAt(buf[:n], off)
@@ -549,23 +554,23 @@ func (p *pack) header(off int64, buf []byte) (entry, error) {
 func (p *pack) deltaTargetSize(e entry) (int64, error) {
 	zr, err := newInflater(io.NewSectionReader(p.f, e.dataOff, e.end-e.dataOff), 512)
 	if err != nil {
-		return 0, corrupt("delta at offset %d: %v", e.dataOff, err)
+		return 0, Corrupt("delta at offset %d: %v", e.dataOff, err)
 	}
 	defer zr.release()
 	var b [20]byte
 	n, err := io.ReadFull(zr, b[:min(int64(len(b)), e.size)])
 	if err != nil && err != io.ErrUnexpectedEOF {
-		return 0, corrupt("delta at offset %d: %v", e.dataOff, err)
+		return 0, Corrupt("delta at offset %d: %v", e.dataOff, err)
 	}
 	return deltaSize(b[:n])
 }
 
-// read returns the type and whole content of object h; max ≥ 0 refuses (with
-// errTooLarge) an object larger than max before inflating it (for a delta, before
+// Read returns the type and whole content of object h; max ≥ 0 refuses (with
+// ErrTooLarge) an object larger than max before inflating it (for a delta, before
 // reading its base).
-func (ps *packStore) read(h plumbing.Hash, max int64) (plumbing.ObjectType, []byte, error) {
+func (ps *Store) Read(h plumbing.Hash, max int64) (plumbing.ObjectType, []byte, error) {
 	if ps == nil {
-		return 0, nil, errNotPacked
+		return 0, nil, ErrNotPacked
 	}
 	if err := ps.rlock(); err != nil {
 		return 0, nil, err
@@ -579,7 +584,8 @@ func (ps *packStore) read(h plumbing.Hash, max int64) (plumbing.ObjectType, []by
 	return objectType(t), data, err
 }
 
-var errTooLarge = errors.New("object too large")
+// ErrTooLarge is Read's error for an object over its max.
+var ErrTooLarge = errors.New("object too large")
 
 // link is one delta of a chain being resolved.
 type link struct {
@@ -599,7 +605,7 @@ func maxDeltaLen(size int64) int64 { return 20 + 8*size }
 // delta chains. Bases met on the way are cached. The chain is walked down first,
 // keeping only the entries' compressed bytes (and not those of large entries),
 // then applied from the base up, one delta inflated at a time.
-func (ps *packStore) readAt(p *pack, off int64, max int64) (int, []byte, error) {
+func (ps *Store) readAt(p *pack, off int64, max int64) (int, []byte, error) {
 	var chain []link
 	var walk chainWalk
 	var typ int
@@ -618,7 +624,7 @@ func (ps *packStore) readAt(p *pack, off int64, max int64) (int, []byte, error) 
 		}
 		if !isDelta(e.typ) {
 			if len(chain) == 0 && max >= 0 && e.size > max {
-				return 0, nil, errTooLarge
+				return 0, nil, ErrTooLarge
 			}
 			if len(chain) > 0 && e.size > maxDeltaResult {
 				return 0, nil, tooLargeDelta(e.size)
@@ -634,7 +640,7 @@ func (ps *packStore) readAt(p *pack, off int64, max int64) (int, []byte, error) 
 			// Refuse an object over max, or over maxDeltaResult, before reading
 			// its chain.
 			if max >= 0 && e.size > maxDeltaLen(max) {
-				return 0, nil, errTooLarge
+				return 0, nil, ErrTooLarge
 			}
 			if e.size > maxDeltaLen(maxDeltaResult) {
 				return 0, nil, tooLargeDelta(e.size)
@@ -647,7 +653,7 @@ func (ps *packStore) readAt(p *pack, off int64, max int64) (int, []byte, error) 
 			case err != nil:
 				return 0, nil, err
 			case max >= 0 && size > max:
-				return 0, nil, errTooLarge
+				return 0, nil, ErrTooLarge
 			case size > maxDeltaResult:
 				return 0, nil, tooLargeDelta(size)
 			}
@@ -690,7 +696,7 @@ func corruptDelta(off int64, err error) error {
 	if vfs.CodeOf(err) != "" {
 		return err
 	}
-	return corrupt("delta at offset %d: %v", off, err)
+	return Corrupt("delta at offset %d: %v", off, err)
 }
 
 // readEntry reads the entry at off and returns its compressed data and parsed
@@ -700,7 +706,7 @@ func corruptDelta(off int64, err error) error {
 func (p *pack) readEntry(off int64, limit int64) ([]byte, entry, error) {
 	i, end := p.entryAt(off)
 	if i < 0 {
-		return nil, entry{}, corrupt("no entry at offset %d", off)
+		return nil, entry{}, Corrupt("no entry at offset %d", off)
 	}
 	if end-off > limit {
 		var hb [maxHeader]byte
@@ -712,7 +718,7 @@ func (p *pack) readEntry(off int64, limit int64) ([]byte, entry, error) {
 		return nil, entry{}, err
 	}
 	if crc32.ChecksumIEEE(buf) != p.crcs[i] {
-		return nil, entry{}, corrupt("entry at offset %d does not match its index CRC", off)
+		return nil, entry{}, Corrupt("entry at offset %d does not match its index CRC", off)
 	}
 	e, err := p.parseHeader(buf[:min(len(buf), maxHeader)], off)
 	if err != nil {
@@ -736,7 +742,7 @@ func (p *pack) inflateEntry(raw []byte, e entry, off int64) ([]byte, error) {
 	}
 	out, err := inflate(raw, e.size)
 	if err != nil {
-		return nil, corrupt("entry at offset %d: %v", off, err)
+		return nil, Corrupt("entry at offset %d: %v", off, err)
 	}
 	return out, nil
 }
@@ -853,11 +859,11 @@ func uvarint(b []byte) (uint64, []byte, bool) {
 func deltaSize(delta []byte) (int64, error) {
 	_, rest, ok := uvarint(delta)
 	if !ok {
-		return 0, corrupt("bad delta header")
+		return 0, Corrupt("bad delta header")
 	}
 	n, _, ok := uvarint(rest)
 	if !ok || n > 1<<62 {
-		return 0, corrupt("bad delta header")
+		return 0, Corrupt("bad delta header")
 	}
 	return int64(n), nil
 }
