@@ -290,8 +290,9 @@ var codeErrno = map[Code]syscall.Errno{
 //
 // The *Error itself cannot ride along: os.IsNotExist compares the wrapped error
 // with == or as a syscall.Errno, so it must be the errno. [Errno] maps the
-// errno back to a code; revoked reads back as fs_permission_denied,
-// not_regular_file as invalid_path.
+// errno back to a code, exactly but for six: revoked, path_outside_sandbox
+// and closed read back as fs_permission_denied, not_regular_file as
+// invalid_path, conflict and canceled as io_error.
 func PathError(op, path string, err error) error {
 	e, ok := errors.AsType[*Error](err)
 	if !ok {
