@@ -1,5 +1,6 @@
 // Package aferodir presents a capfs Dir as an afero.Fs, so code written against
-// afero runs inside a capability. It is the afero twin of package billyfs.
+// afero runs inside a capability. It is the afero twin of package billyfs, and
+// the reverse of backends/aferofs (an afero.Fs served as a backend).
 //
 // Every call is one enforced, audited call on the Dir (with
 // context.Background()), through its public methods: revocation, read-only
