@@ -176,7 +176,7 @@ func (o *Overlay) layer(ctx context.Context, op string, p vfs.Path) (bool, vfs.I
 // parent of p (a resolution whose previous step found the parent in the
 // lower only), so only the lower is asked.
 func (o *Overlay) layerIn(ctx context.Context, op string, p vfs.Path, upper bool) (bool, vfs.Info, error) {
-	p = p.Unresolved().WithoutDirMark()
+	p = p.WithoutDirMark()
 	if upper {
 		info, err := o.upper.Lstat(ctx, p)
 		if err == nil {
@@ -193,7 +193,7 @@ func (o *Overlay) layerIn(ctx context.Context, op string, p vfs.Path, upper bool
 	if o.isHidden(p) {
 		return false, vfs.Info{}, notFound(op, p)
 	}
-	info, err := o.lower.Lstat(ctx, p)
+	info, err := o.lower.Lstat(ctx, p.Unresolved())
 	if err != nil {
 		if vfs.CodeOf(err) == vfs.CodeNotFound {
 			o.seeAbsent(p)
@@ -213,34 +213,97 @@ func ownerless(info vfs.Info) vfs.Info {
 
 // Lstat describes p without following a final symlink.
 func (o *Overlay) Lstat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	_, info, err := o.layer(ctx, "lstat", p)
-	return info, err
-}
-
-// follow returns the path a final symlink at p leads to.
-func (o *Overlay) follow(ctx context.Context, op string, p vfs.Path) (vfs.Path, vfs.Info, error) {
-	for range vfs.MaxSymlinks {
-		_, info, err := o.layer(ctx, op, p)
-		if err != nil || info.Mode&fs.ModeSymlink == 0 {
-			return p, info, err
-		}
-		t, err := o.Readlink(ctx, p)
-		if err != nil {
-			return p, info, err
-		}
-		np, err := vfs.SymlinkTarget(p, t)
-		if err != nil {
-			return p, info, vfs.Readdress(err, op, p.String(), "")
-		}
-		p = np
-	}
-	return p, vfs.Info{}, vfs.NewError(vfs.CodeTooManyLinks, op, p, "")
+	return o.stat(ctx, "lstat", p, false)
 }
 
 // Stat describes p, following a final symlink within the overlay.
 func (o *Overlay) Stat(ctx context.Context, p vfs.Path) (vfs.Info, error) {
-	_, info, err := o.follow(ctx, "stat", p)
+	return o.stat(ctx, "stat", p, true)
+}
+
+// stat is Stat (follow) or Lstat. A path a Dir resolved is looked up as it
+// is (a symlink on it, swapped in since, is a conflict); any other path is
+// resolved in the merged view first, with the status its last lookup found.
+func (o *Overlay) stat(ctx context.Context, op string, p vfs.Path, follow bool) (vfs.Info, error) {
+	if !p.IsResolved() {
+		loc, info, err := o.ResolveStat(ctx, p, follow)
+		if err == nil && !loc.Found {
+			err = notFound(op, p)
+		}
+		if !p.IsRoot() {
+			info.Name = p.Base() // a followed link's name, not its target's
+		}
+		return info, err
+	}
+	_, info, err := o.layer(ctx, op, p)
+	switch {
+	case err != nil:
+	case (follow || p.MustBeDir()) && info.Mode&fs.ModeSymlink != 0:
+		return vfs.Info{}, resolvedLink(op, p)
+	case p.MustBeDir() && !info.Mode.IsDir():
+		return vfs.Info{}, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
 	return info, err
+}
+
+// notDir is the error of using p, which info describes, as a directory: a
+// conflict where p was Resolved and a symlink stands on it (see
+// resolvedLink), not_a_directory otherwise.
+func notDir(op string, p vfs.Path, info vfs.Info) error {
+	if p.IsResolved() && info.Mode&fs.ModeSymlink != 0 {
+		return resolvedLink(op, p)
+	}
+	return vfs.NewError(vfs.CodeNotDir, op, p, "")
+}
+
+// resolvedLink is the error of a call that would follow a final symlink on a
+// Resolved path (see vfs.Path.Resolved).
+func resolvedLink(op string, p vfs.Path) error {
+	return vfs.NewError(vfs.CodeConflict, op, p, "a symlink stands where the path was resolved")
+}
+
+// at is the path a call acts on: p as it is when a Dir resolved it (the
+// upper refuses a symlink swapped in on it since), else p resolved in the
+// merged view with the shared resolver: intermediate symlinks followed, the
+// final one when follow is set, a trailing slash asking for a directory.
+// The result is Resolved and carries no trailing slash.
+func (o *Overlay) at(ctx context.Context, op string, p vfs.Path, follow bool) (vfs.Path, error) {
+	if p.IsResolved() {
+		return p.WithoutDirMark(), nil
+	}
+	_, loc, err := o.resolve(ctx, p, follow, op)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	return loc.Path, nil
+}
+
+// atEntry is at for a call on an entry itself (remove, rename): a final
+// symlink is not followed, even with a trailing slash, which then asks for a
+// directory where the entry is.
+func (o *Overlay) atEntry(ctx context.Context, op string, p vfs.Path) (vfs.Path, error) {
+	q, err := o.at(ctx, op, p.WithoutDirMark(), false)
+	if err != nil || !p.MustBeDir() {
+		return q, err
+	}
+	if _, info, err := o.layer(ctx, op, q); err == nil && !info.Mode.IsDir() {
+		return q, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	return q, nil
+}
+
+// atDir is at for a call that follows a final symlink and needs a
+// directory: its status, not_a_directory for anything else.
+func (o *Overlay) atDir(ctx context.Context, op string, p vfs.Path) (vfs.Path, error) {
+	q, err := o.at(ctx, op, p, true)
+	if err != nil {
+		return q, err
+	}
+	_, info, err := o.layer(ctx, op, q)
+	if err == nil && !info.Mode.IsDir() {
+		err = notDir(op, q, info)
+	}
+	return q, err
 }
 
 // ReadDir merges the upper's entries with the lower's visible ones.
@@ -277,12 +340,9 @@ func (o *Overlay) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, e
 // the lower's that no upper entry or whiteout hides (passed through low with
 // their path), sorted by name. A nil up or low keeps entries as listed.
 func mergeLayers[E any](ctx context.Context, o *Overlay, p vfs.Path, list func(context.Context, vfs.Backend, vfs.Path) ([]E, error), name func(E) string, up func(E) E, low func(vfs.Path, E) E) ([]E, error) {
-	p, info, err := o.follow(ctx, "readdir", p)
+	p, err := o.atDir(ctx, "readdir", p)
 	if err != nil {
 		return nil, err
-	}
-	if !info.Mode.IsDir() {
-		return nil, vfs.NewError(vfs.CodeNotDir, "readdir", p, "")
 	}
 	byName := map[string]E{}
 	ups, uerr := list(ctx, o.upper, p)
@@ -299,7 +359,7 @@ func mergeLayers[E any](ctx context.Context, o *Overlay, p vfs.Path, list func(c
 	lowerVisible := !o.hidden(p) && !o.opaque[p.Raw()]
 	o.mu.Unlock()
 	if lowerVisible {
-		lows, lerr := list(ctx, o.lower, p)
+		lows, lerr := list(ctx, o.lower, p.Unresolved())
 		if lerr != nil && (uerr != nil || vfs.CodeOf(lerr) != vfs.CodeNotFound) {
 			return nil, lerr
 		}
@@ -336,19 +396,27 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 // OpenFile opens p. Reading opens the lower file where the upper has none;
 // anything that may write copies a lower file up first.
 func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
-	p, _, err := o.follow(ctx, "open", p)
-	if err != nil && !(vfs.CodeOf(err) == vfs.CodeNotFound && flag&os.O_CREATE != 0) {
+	excl := os.O_CREATE | os.O_EXCL
+	q, err := o.at(ctx, "open", p, flag&excl != excl)
+	if err != nil {
 		return nil, err
 	}
+	if p.MustBeDir() && flag&writeFlags != 0 {
+		return nil, vfs.NewError(vfs.CodeIsDir, "open", p, "cannot create or write a file with a trailing slash")
+	}
+	p = q
 	if flag&writeFlags == 0 {
-		inUpper, _, err := o.layer(ctx, "open", p)
+		inUpper, info, err := o.layer(ctx, "open", p)
 		if err != nil {
 			return nil, err
+		}
+		if info.Mode&fs.ModeSymlink != 0 {
+			return nil, resolvedLink("open", p)
 		}
 		if inUpper {
 			return upperFile(o.upper.OpenFile(ctx, p, flag, perm))
 		}
-		f, err := o.lower.OpenFile(ctx, p, flag, perm)
+		f, err := o.lower.OpenFile(ctx, p.Unresolved(), flag, perm)
 		if err != nil {
 			return nil, err
 		}
@@ -463,7 +531,7 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 		if info.Mode.IsDir() {
 			return nil
 		}
-		return vfs.NewError(vfs.CodeNotDir, "copyup", p, "")
+		return notDir("copyup", p, info)
 	}
 	if err := o.parents(ctx, p); err != nil {
 		return err
@@ -471,12 +539,12 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 	if o.hidden(p) {
 		return notFound("copyup", p)
 	}
-	info, err := o.lower.Lstat(ctx, p)
+	info, err := o.lower.Lstat(ctx, p.Unresolved())
 	if err != nil {
 		return err
 	}
 	if !info.Mode.IsDir() {
-		return vfs.NewError(vfs.CodeNotDir, "copyup", p, "")
+		return notDir("copyup", p, info)
 	}
 	if err := o.upper.Mkdir(ctx, p, info.Mode.Perm()|0o700); err != nil && vfs.CodeOf(err) != vfs.CodeExists {
 		return err
@@ -493,7 +561,11 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 // when deep is set, as an empty directory otherwise. not_found when the lower
 // has nothing visible at p. o.mu is held.
 func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
-	if uinfo, err := o.upper.Lstat(ctx, p); err == nil {
+	uinfo, err := o.upper.Lstat(ctx, p)
+	if err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+		return err
+	}
+	if err == nil {
 		if deep && uinfo.Mode.IsDir() && !o.opaque[p.Raw()] {
 			low, err := o.inLower(ctx, p)
 			if err != nil {
@@ -509,7 +581,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 	if o.hidden(p) {
 		return notFound("copyup", p)
 	}
-	info, err := o.lower.Lstat(ctx, p)
+	info, err := o.lower.Lstat(ctx, p.Unresolved())
 	if err != nil {
 		return err
 	}
@@ -526,7 +598,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 		}
 		return o.copyUpChildren(ctx, p)
 	case info.Mode&fs.ModeSymlink != 0:
-		t, err := o.lower.Readlink(ctx, p)
+		t, err := o.lower.Readlink(ctx, p.Unresolved())
 		if err != nil {
 			return err
 		}
@@ -536,7 +608,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 		o.setBase(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
 		return nil
 	case info.Mode.IsRegular():
-		src, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
+		src, err := o.lower.OpenFile(ctx, p.Unresolved(), os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -568,7 +640,7 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 // copyUpChildren copies every visible lower entry beneath directory p up,
 // whole, and marks p opaque: the upper then holds all of it. o.mu is held.
 func (o *Overlay) copyUpChildren(ctx context.Context, p vfs.Path) error {
-	ents, err := o.lower.ReadDir(ctx, p)
+	ents, err := o.lower.ReadDir(ctx, p.Unresolved())
 	if err != nil {
 		return err
 	}
@@ -590,7 +662,7 @@ func (o *Overlay) inLower(ctx context.Context, p vfs.Path) (bool, error) {
 	if o.hidden(p) {
 		return false, nil
 	}
-	_, err := o.lower.Lstat(ctx, p)
+	_, err := o.lower.Lstat(ctx, p.Unresolved())
 	return err == nil, notAnswer(err)
 }
 
@@ -630,7 +702,10 @@ func notAnswer(err error) error {
 
 // Mkdir creates directory p in the upper.
 func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
-	p = p.Unresolved().WithoutDirMark()
+	p, err := o.at(ctx, "mkdir", p.WithoutDirMark(), false) // a link there, even dangling, exists
+	if err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if there, err := o.exists(ctx, p); err != nil || there {
@@ -654,7 +729,10 @@ func (o *Overlay) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error
 // A directory must be empty in the merged view. The lower entry's Base comes
 // from its sight (see sight.go): a removal reads none of its contents.
 func (o *Overlay) Remove(ctx context.Context, p vfs.Path) error {
-	p = p.Unresolved().WithoutDirMark()
+	p, err := o.atEntry(ctx, "remove", p)
+	if err != nil {
+		return err
+	}
 	if p.IsRoot() {
 		return vfs.NewError(vfs.CodeInvalidPath, "remove", p, "")
 	}
@@ -742,7 +820,7 @@ func (o *Overlay) removeUpper(ctx context.Context, p vfs.Path) error {
 // deferBase). o.mu is held.
 func (o *Overlay) recordBase(ctx context.Context, p vfs.Path, info *vfs.Info) error {
 	if info == nil {
-		li, err := o.lower.Lstat(ctx, p)
+		li, err := o.lower.Lstat(ctx, p.Unresolved())
 		if err != nil {
 			return err
 		}
@@ -757,9 +835,9 @@ func (o *Overlay) recordBase(ctx context.Context, p vfs.Path, info *vfs.Info) er
 	}
 	switch {
 	case info.Mode&fs.ModeSymlink != 0:
-		b.Target, _ = o.lower.Readlink(ctx, p)
+		b.Target, _ = o.lower.Readlink(ctx, p.Unresolved())
 	case info.Mode.IsRegular():
-		f, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
+		f, err := o.lower.OpenFile(ctx, p.Unresolved(), os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -778,43 +856,57 @@ func (o *Overlay) recordBase(ctx context.Context, p vfs.Path, info *vfs.Info) er
 // Rename moves from to to, copying from up first (a directory with its
 // subtree). RenameExchange copies both up and swaps them in the upper.
 func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
-	from, to = from.Unresolved().WithoutDirMark(), to.Unresolved().WithoutDirMark()
-	if flags&vfs.RenameExchange != 0 {
-		return o.exchange(ctx, from, to)
-	}
-	if from.IsRoot() || to.IsRoot() {
-		return vfs.NewError(vfs.CodeInvalidPath, "rename", from, "")
-	}
-	if to.HasPrefix(from) && !to.Equal(from) {
-		return vfs.NewError(vfs.CodeInvalidPath, "rename", from, "")
-	}
-	_, fi, err := o.layer(ctx, "rename", from)
-	if err != nil {
+	src, dst, fi, ti, act, err := o.renameEnds(ctx, from, to, flags)
+	switch {
+	case err != nil:
 		return err
+	case act == vfs.RenameNone:
+		return nil
+	case act == vfs.RenameSwap:
+		return o.exchange(ctx, src, dst)
 	}
-	_, ti, terr := o.layer(ctx, "rename", to)
-	if terr == nil {
-		if flags&vfs.RenameNoReplace != 0 {
-			return vfs.NewError(vfs.CodeExists, "rename", to, "")
-		}
-		if from.Equal(to) {
-			return nil
-		}
-		switch {
-		case fi.Mode.IsDir() && !ti.Mode.IsDir():
-			return vfs.NewError(vfs.CodeNotDir, "rename", to, "")
-		case !fi.Mode.IsDir() && ti.Mode.IsDir():
-			return vfs.NewError(vfs.CodeIsDir, "rename", to, "")
-		case ti.Mode.IsDir():
-			if ents, err := o.ReadDir(ctx, to); err != nil {
-				return err
-			} else if len(ents) > 0 {
-				return vfs.NewError(vfs.CodeNotEmpty, "rename", to, "")
-			}
-		}
-	} else if vfs.CodeOf(terr) != vfs.CodeNotFound {
-		return terr
+	return o.move(ctx, src, dst, fi, ti)
+}
+
+// renameEnds resolves a rename's two ends (neither final symlink followed)
+// and applies the shared preconditions to them (vfs.CheckRename), with each
+// end's status (zero where absent).
+func (o *Overlay) renameEnds(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) (src, dst vfs.Path, fi, ti vfs.Info, act vfs.RenameAction, err error) {
+	if err = vfs.CheckRenameFlags(from, to, flags); err != nil {
+		return
 	}
+	if src, err = o.atEntry(ctx, "rename", from); err != nil {
+		return
+	}
+	if dst, err = o.atEntry(ctx, "rename", to); err != nil {
+		return
+	}
+	_, fi, ferr := o.layer(ctx, "rename", src)
+	_, ti, terr := o.layer(ctx, "rename", dst)
+	for _, e := range []error{ferr, terr} {
+		if e != nil && vfs.CodeOf(e) != vfs.CodeNotFound {
+			return src, dst, fi, ti, 0, e
+		}
+	}
+	act, err = vfs.CheckRename(&vfs.RenameEnds{
+		From: from, To: to, Flags: flags,
+		SrcFound: ferr == nil, DstFound: terr == nil,
+		SrcRoot: src.IsRoot(), DstRoot: dst.IsRoot(),
+		SrcDir: fi.Mode.IsDir(), DstDir: ti.Mode.IsDir(),
+		SameEntry: src.Equal(dst),
+		SrcAbove:  func() bool { return dst.HasPrefix(src) && !dst.Equal(src) },
+		DstAbove:  func() bool { return src.HasPrefix(dst) && !src.Equal(dst) },
+		DstEmpty: func() (bool, error) {
+			ents, err := o.ReadDir(ctx, dst)
+			return len(ents) == 0, err
+		},
+	})
+	return src, dst, fi, ti, act, err
+}
+
+// move renames from to to (a free or replaceable destination, see
+// renameEnds), copying from up first (a directory with its subtree).
+func (o *Overlay) move(ctx context.Context, from, to vfs.Path, fi, ti vfs.Info) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	fromLow, err := o.inLower(ctx, from)
@@ -867,9 +959,6 @@ func (o *Overlay) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 // exchange swaps from and to, both of which must exist, after copying both up
 // whole.
 func (o *Overlay) exchange(ctx context.Context, from, to vfs.Path) error {
-	if from.IsRoot() || to.IsRoot() || (to.HasPrefix(from) || from.HasPrefix(to)) && !from.Equal(to) {
-		return vfs.NewError(vfs.CodeInvalidPath, "rename", from, "")
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, p := range []vfs.Path{from, to} {
@@ -903,7 +992,10 @@ func (o *Overlay) exchange(ctx context.Context, from, to vfs.Path) error {
 
 // Symlink creates link p in the upper.
 func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error {
-	p = p.Unresolved().WithoutDirMark()
+	p, err := o.at(ctx, "symlink", p, false)
+	if err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if there, err := o.exists(ctx, p); err != nil || there {
@@ -922,7 +1014,16 @@ func (o *Overlay) Symlink(ctx context.Context, target string, p vfs.Path) error 
 
 // Readlink reads a link from the layer that serves p.
 func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
-	p = p.Unresolved().WithoutDirMark()
+	p, err := o.at(ctx, "readlink", p, false)
+	if err != nil {
+		return "", err
+	}
+	return o.readlink(ctx, p)
+}
+
+// readlink reads the link at p, a path whose directories the caller
+// resolved, from the layer that serves it.
+func (o *Overlay) readlink(ctx context.Context, p vfs.Path) (string, error) {
 	inUpper, _, err := o.layer(ctx, "readlink", p)
 	if err != nil {
 		return "", err
@@ -930,12 +1031,18 @@ func (o *Overlay) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	if inUpper {
 		return o.upper.Readlink(ctx, p)
 	}
-	return o.lower.Readlink(ctx, p)
+	return o.lower.Readlink(ctx, p.Unresolved())
 }
 
 // Link makes newp another name of oldp, copying oldp up first.
 func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	oldp, newp = oldp.Unresolved().WithoutDirMark(), newp.Unresolved().WithoutDirMark()
+	oldp, err := o.at(ctx, "link", oldp, false)
+	if err != nil {
+		return err
+	}
+	if newp, err = o.at(ctx, "link", newp, false); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if there, err := o.exists(ctx, newp); err != nil || there {
@@ -957,7 +1064,7 @@ func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
 
 // Chmod copies p up and changes its mode there.
 func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
-	p, _, err := o.follow(ctx, "chmod", p)
+	p, err := o.at(ctx, "chmod", p, true)
 	if err != nil {
 		return err
 	}
@@ -977,7 +1084,7 @@ func (o *Overlay) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error
 
 // Chtimes copies p up and changes its times there.
 func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	p, _, err := o.follow(ctx, "chtimes", p)
+	p, err := o.at(ctx, "chtimes", p, true)
 	if err != nil {
 		return err
 	}
@@ -989,8 +1096,13 @@ func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Tim
 	return o.upper.Chtimes(ctx, p, atime, mtime)
 }
 
-// Sub is not supported: an Overlay is served whole.
+// Sub is not supported: an Overlay is served whole (a Dir over it narrows
+// it with its own Sub). A path that leads to no directory fails as a
+// resolution does (not_found, not_a_directory, too_many_links).
 func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
+	if _, err := o.atDir(ctx, "sub", p); err != nil {
+		return nil, err
+	}
 	return nil, vfs.NewError(vfs.CodeNotSupported, "sub", p, "the copy-on-write layer is served whole")
 }
 

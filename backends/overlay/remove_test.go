@@ -46,7 +46,8 @@ func TestRemoveReadsNothing(t *testing.T) {
 			edit(c.editBefore)
 			lower.lstats.Store(0)
 			lower.opens.Store(0)
-			if err := ov.Remove(bg, vp("d/conf")); err != nil {
+			// Resolved, as a Dir acts on the path it resolved and decided on.
+			if err := ov.Remove(bg, vp("d/conf").Resolved()); err != nil {
 				t.Fatal(err)
 			}
 			if l, o := lower.lstats.Load(), lower.opens.Load(); l != 1 || o != 0 {

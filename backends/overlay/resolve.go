@@ -55,7 +55,7 @@ func (t ovTree) Type(n ovNode) fs.FileMode {
 	return n.info.Mode.Type()
 }
 
-func (t ovTree) Target(n ovNode) (string, error) { return t.o.Readlink(t.ctx, n.p) }
+func (t ovTree) Target(n ovNode) (string, error) { return t.o.readlink(t.ctx, n.p) }
 
 func (o *Overlay) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[ovNode], vfs.Location, error) {
 	if n, found, ok := o.resolveLower(ctx, p, follow); ok {
@@ -135,7 +135,7 @@ const lowerHitAge = 10 * time.Millisecond
 // p, is recent, and only the lower can still hold p (nothing made p in the
 // upper or hid it since).
 func (o *Overlay) layerResolved(ctx context.Context, op string, p vfs.Path) (bool, vfs.Info, error) {
-	p = p.Unresolved().WithoutDirMark()
+	p = p.WithoutDirMark()
 	if h := o.lastLower.Load(); h != nil && h.p.Raw() == p.Raw() && time.Since(h.at) < lowerHitAge && o.lowerOnly(ctx, p) {
 		return false, h.info, nil
 	}
@@ -183,7 +183,7 @@ func (o *Overlay) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.L
 	case res.Node.inUpper:
 		f, err = upperFile(o.upper.OpenFile(ctx, loc.Path, os.O_RDONLY, 0))
 	default:
-		f, err = o.lower.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
+		f, err = o.lower.OpenFile(ctx, loc.Path.Unresolved(), os.O_RDONLY, 0)
 		if err == nil {
 			f = lowerOf(f)
 		}

@@ -105,7 +105,7 @@ func (o *Overlay) see(ctx context.Context, p vfs.Path, info vfs.Info) {
 // hashLower is the digest of lower file p's contents, or "" when it cannot
 // be read.
 func (o *Overlay) hashLower(ctx context.Context, p vfs.Path) string {
-	f, err := o.lower.OpenFile(ctx, p, os.O_RDONLY, 0)
+	f, err := o.lower.OpenFile(ctx, p.Unresolved(), os.O_RDONLY, 0)
 	if err != nil {
 		return ""
 	}
@@ -215,11 +215,11 @@ func (o *Overlay) readUnread(ctx context.Context) {
 		b := o.base[raw]
 		var got string
 		if b.Type&fs.ModeSymlink != 0 {
-			got, _ = o.lower.Readlink(ctx, u.p)
+			got, _ = o.lower.Readlink(ctx, u.p.Unresolved())
 		} else {
 			got = o.hashLower(ctx, u.p)
 		}
-		info, err := o.lower.Lstat(ctx, u.p)
+		info, err := o.lower.Lstat(ctx, u.p.Unresolved())
 		if err != nil && notAnswer(err) != nil {
 			continue
 		}

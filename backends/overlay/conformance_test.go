@@ -1,0 +1,72 @@
+package overlay
+
+import (
+	"testing"
+
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/vfs"
+	"github.com/capfs/capfs/vfs/vfstest"
+)
+
+// What the suite checks that the Overlay deliberately does not do, and why.
+var (
+	hardLinkSkips = map[string]string{
+		"Differential/hardlinks":   "the upper is written through physical.HardLinksReplace: a write gives the name written a private copy",
+		"Threats/29-31-hard-links": "physical.HardLinksReplace in the upper, as above",
+	}
+	subSkips = map[string]string{
+		"Sub": noSub,
+		"Threats/23-create-through-dangling-link":                  noSub,
+		"Threats/24-dotdot-in-target-is-physical":                  noSub,
+		"Threats/27-readlink-returns-stored-text":                  noSub,
+		"Resolve/escaping":                                         noSub,
+		"Resolve/resolved-no-symlink":                              noSub,
+		"Errors":                                                   noSub,
+		"Concurrency/attackers/37-exchange-dir-with-escaping-link": noSub,
+		"Concurrency/attackers/38-move-dir-out-mid-walk":           noSub,
+	}
+)
+
+const noSub = "Overlay.Sub is not supported: the layer is served whole, and a Dir over it narrows it"
+
+func skips(sets ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, s := range sets {
+		for k, v := range s {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestConformance runs the backend suite on an Overlay as a bare backend:
+// it resolves each path in its merged view (the shared resolver) before it
+// acts, as every virtual backend does.
+func TestConformance(t *testing.T) {
+	vfstest.TestBackend(t, vfstest.Config{
+		New:                     func(t *testing.T) vfs.Backend { return overlayOver(t)(memory.New()) },
+		RejectsEscapingSymlinks: true,
+		Skip:                    skips(hardLinkSkips, subSkips),
+	})
+}
+
+// TestConformanceThroughDir runs it through a Dir's Backend view, as a lazy
+// run serves the overlay: the Dir resolves each path in the overlay, then
+// acts on the Resolved path.
+func TestConformanceThroughDir(t *testing.T) {
+	vfstest.TestBackend(t, vfstest.Config{
+		New: func(t *testing.T) vfs.Backend {
+			d, _ := dir.New(overlayOver(t)(memory.New()))
+			return d.Backend()
+		},
+		RejectsEscapingSymlinks: true,
+		Skip: skips(hardLinkSkips, subSkips, map[string]string{
+			"Basics/root":             dirOpen,
+			"Differential/open-flags": dirOpen,
+			"OpenStat":                dirOpen,
+		}),
+	})
+}
+
+const dirOpen = "a Dir opens a directory as a handle through the backend's Sub, which the Overlay does not support"
