@@ -213,7 +213,7 @@ func casReSnapshotDir(b *testing.B, fx *CASFixture, opts ...dir.Option) {
 	// (Go's test keys and certificates).
 	want := fx.Root
 	for range 2 { // warm this cache, untimed
-		root, err := fx.Store.Snapshot(ctx, d, sopts)
+		root, err := fx.Store.Snapshot(ctx, d.Backend(), sopts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func casReSnapshotDir(b *testing.B, fx *CASFixture, opts ...dir.Option) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		root, err := fx.Store.Snapshot(ctx, d, sopts)
+		root, err := fx.Store.Snapshot(ctx, d.Backend(), sopts)
 		if err != nil || root != want {
 			b.Fatalf("re-snapshot = %s, %v; want %s", root, err, want)
 		}

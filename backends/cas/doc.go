@@ -10,8 +10,8 @@
 //   - Store: the local blob store (OpenStore), with named roots (SaveRoot, Root,
 //     Roots, DeleteRoot), garbage collection (GC) and checks (Verify,
 //     VerifyTree).
-//   - Snapshot, SnapshotBackend, SnapshotHost: store any Dir, any vfs.Backend or a
-//     host directory, with a stat cache that makes re-snapshotting an unchanged
+//   - Snapshot, SnapshotHost: store any vfs.Backend (a Dir's Backend, to store
+//     what the Dir shows) or a host directory, with a stat cache that makes re-snapshotting an unchanged
 //     tree a matter of stats.
 //   - Mount: an FS, the read-only vfs.Backend of a tree, lazy (each directory and
 //     blob read when first needed); OpenOverlay: a writable view over a tree,

@@ -110,7 +110,7 @@ func TestGCRacesIngest(t *testing.T) {
 				var err error
 				if i%2 == 0 {
 					m := build(t, "d/", fmt.Sprintf("d/f=%d-%d", w, i), fmt.Sprintf("g=%d", i%3), "same=same")
-					d, err = s.SnapshotBackend(bg, m, SnapshotOptions{Name: fmt.Sprintf("w%d", w)})
+					d, err = s.Snapshot(bg, m, SnapshotOptions{Name: fmt.Sprintf("w%d", w)})
 				} else {
 					os.WriteFile(filepath.Join(hosts[w], "d0/s0/f0.txt"), []byte(fmt.Sprintf("%d-%d", w, i)), 0o644)
 					d, err = s.SnapshotHost(bg, hosts[w], SnapshotOptions{Name: fmt.Sprintf("w%d", w)})

@@ -63,7 +63,7 @@ func build(t testing.TB, spec ...string) *memory.FS {
 
 func snap(t testing.TB, s *Store, b vfs.Backend) Digest {
 	t.Helper()
-	d, err := s.SnapshotBackend(bg, b, SnapshotOptions{})
+	d, err := s.Snapshot(bg, b, SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -54,16 +53,18 @@ type SnapshotOptions struct {
 	Exclude func(path string, mode fs.FileMode) bool
 }
 
-// Snapshot stores the tree d shows (files, directories, symlinks, as d's policy
-// lets d see them) and returns its root digest. Files are read and stored in
-// parallel, each read once (hashed and compressed from one read). Symlinks are
+// Snapshot stores the tree b holds (files, directories, symlinks) and returns
+// its root digest. To store what a Dir shows, as its policy lets it see, pass
+// the Dir's Backend: entries it refuses with fs_permission_denied are left
+// out (see SnapshotOptions.Denied). Files are read and stored in parallel,
+// each read once (hashed and compressed from one read). Symlinks are
 // recorded, never followed; the executable bit is the owner-execute bit; entries
 // a Directory cannot hold are left out (see SnapshotOptions.Skipped), and so
 // are those SnapshotOptions.Exclude names.
 //
 // With a stat cache, a file whose size, permission bits and modification time
-// match the cache's record is not opened; a Dir reveals no inode or change time,
-// so (like git on file systems without them) a file changed within the same
+// match the cache's record is not opened; a backend reveals no inode or
+// change time, so (like git on file systems without them) a file changed within the same
 // modification time and size is missed. Records younger than a second before the
 // snapshot began are not trusted next time (git's "racily clean" rule). For a
 // host directory, SnapshotHost also compares device, inode and change time.
@@ -71,12 +72,7 @@ type SnapshotOptions struct {
 // The snapshot holds the store's ingest lock, so a garbage collection waits for
 // it, and pins its root for the grace period, so a collection that starts after
 // it ends keeps the tree until it is named (SaveRoot) or the grace period ends.
-func (s *Store) Snapshot(ctx context.Context, d *dir.Dir, opts SnapshotOptions) (Digest, error) {
-	return s.SnapshotBackend(ctx, d.Backend(), opts)
-}
-
-// SnapshotBackend is Snapshot over a vfs.Backend.
-func (s *Store) SnapshotBackend(ctx context.Context, b vfs.Backend, opts SnapshotOptions) (Digest, error) {
+func (s *Store) Snapshot(ctx context.Context, b vfs.Backend, opts SnapshotOptions) (Digest, error) {
 	return s.snapshot(ctx, backendSource{b, opts.Denied}, opts)
 }
 

@@ -63,7 +63,7 @@ func TestSnapshotHostUnchangedDirs(t *testing.T) {
 			}
 			defer pb.Close()
 			d, _ := capdir.New(pb, capdir.WithPolicy(policy.Defaults()))
-			return s.Snapshot(bg, d, SnapshotOptions{StatCache: "dir"})
+			return s.Snapshot(bg, d.Backend(), SnapshotOptions{StatCache: "dir"})
 		})
 	})
 }

@@ -60,7 +60,7 @@ func TestSnapshotStatCacheThroughDir(t *testing.T) {
 	d, _ := capdir.New(c)
 	s := newStore(t)
 	opts := SnapshotOptions{StatCache: "test"}
-	d1, err := s.Snapshot(bg, d, opts)
+	d1, err := s.Snapshot(bg, d.Backend(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestSnapshotStatCacheThroughDir(t *testing.T) {
 		t.Fatalf("cold snapshot opened %d files, want 201", n)
 	}
 	c.opens.Store(0)
-	d2, err := s.Snapshot(bg, d, opts)
+	d2, err := s.Snapshot(bg, d.Backend(), opts)
 	if err != nil || d2 != d1 {
 		t.Fatalf("re-snapshot = %s, %v; want %s", d2, err, d1)
 	}
@@ -79,7 +79,7 @@ func TestSnapshotStatCacheThroughDir(t *testing.T) {
 	p := filepath.Join(host, "d1/s1/f1.txt")
 	os.WriteFile(p, []byte("changed!!\n"), 0o644)
 	os.Chmod(filepath.Join(host, "d2/s2/f2.txt"), 0o755)
-	d3, err := s.Snapshot(bg, d, opts)
+	d3, err := s.Snapshot(bg, d.Backend(), opts)
 	if err != nil || d3 == d1 {
 		t.Fatalf("snapshot after a change = %s, %v", d3, err)
 	}
@@ -88,7 +88,7 @@ func TestSnapshotStatCacheThroughDir(t *testing.T) {
 	}
 	// Same result as a snapshot without any cache, and as the host walker.
 	s2 := newStore(t)
-	if d4, _ := s2.Snapshot(bg, d, SnapshotOptions{}); d4 != d3 {
+	if d4, _ := s2.Snapshot(bg, d.Backend(), SnapshotOptions{}); d4 != d3 {
 		t.Fatalf("uncached snapshot %s != cached %s", d4, d3)
 	}
 	if d5, err := s2.SnapshotHost(bg, host, SnapshotOptions{}); err != nil || d5 != d3 {
@@ -243,7 +243,7 @@ func TestSnapshotLeavesOutRefused(t *testing.T) {
 	s := newStore(t)
 	var mu sync.Mutex
 	var denied []string
-	d, err := s.SnapshotBackend(bg, refusing{m, "secret", "hidden", "sealed"}, SnapshotOptions{Denied: func(p string, _ error) {
+	d, err := s.Snapshot(bg, refusing{m, "secret", "hidden", "sealed"}, SnapshotOptions{Denied: func(p string, _ error) {
 		mu.Lock()
 		denied = append(denied, p)
 		mu.Unlock()
@@ -291,7 +291,7 @@ func TestSnapshotDirPolicyRefusals(t *testing.T) {
 		mu.Unlock()
 	}}
 	s := newStore(t)
-	got, err := s.Snapshot(bg, d, opts)
+	got, err := s.Snapshot(bg, d.Backend(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestSnapshotDirPolicyRefusals(t *testing.T) {
 		t.Errorf("denied %q, want %q", denied, want)
 	}
 	denied = nil
-	slow, err := newStore(t).SnapshotBackend(bg, struct{ vfs.Backend }{d.Backend()}, opts)
+	slow, err := newStore(t).Snapshot(bg, struct{ vfs.Backend }{d.Backend()}, opts)
 	if err != nil || slow != got {
 		t.Errorf("per-entry snapshot %s, %v; the one-pass one %s", slow, err, got)
 	}

@@ -46,7 +46,7 @@ read-only); --git keep stores them too.`,
 		// none is the key of a cache written before --git, which kept .git).
 		key := statCacheKey(s, path) + "\x00git=" + git.arg
 		var skipped, denied atomic.Int64
-		root, err := st.Snapshot(ctx, d, cas.SnapshotOptions{Name: name, StatCache: key, Exclude: exclude,
+		root, err := st.Snapshot(ctx, d.Backend(), cas.SnapshotOptions{Name: name, StatCache: key, Exclude: exclude,
 			Skipped: func(string, fs.FileMode) { skipped.Add(1) },
 			Denied:  func(string, error) { denied.Add(1) }})
 		if err != nil {
