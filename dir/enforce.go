@@ -235,12 +235,22 @@ func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Cont
 	if err := s.resolveCall(ctx, c); err != nil {
 		return s.address(c, err)
 	}
+	// A path resolved to itself decides as it did (the tree path depends on
+	// the raw path alone).
+	if c.rp.Raw() == c.p.Raw() && c.rq.Raw() == c.q.Raw() {
+		return s.act(ctx, c, fn)
+	}
 	if path, dest := c.treePaths(); path != lexPath || dest != lexDest {
 		r.Path, r.Dest = path, dest
 		if d, ok := decideEngine(ctx, eng, c.sp, &r); !ok {
 			return errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(d))
 		}
 	}
+	return s.act(ctx, c, fn)
+}
+
+// act is step 6: fn, its error given the guest's view.
+func (s *scope) act(ctx context.Context, c *call, fn func(ctx context.Context) error) error {
 	if err := fn(ctx); err != nil {
 		return s.address(c, err)
 	}
@@ -249,22 +259,25 @@ func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Cont
 
 // decideEngine is decideAll for a quiet env: the Engine called directly (so r
 // stays on the caller's stack), Ask refused as env.decide refuses it without
-// an Asker.
+// an Asker. The decision is built only for a refusal, which it returns.
 func decideEngine(ctx context.Context, eng *policy.Engine, sp *spec, r *policy.Request) (policy.Decision, bool) {
-	d := eng.Decide(ctx, r)
-	if d.Effect != policy.Allow {
-		return noAsker(d), false
+	if !eng.Allows(ctx, r) {
+		return noAsker(eng.Decide(ctx, r)), false
 	}
 	if sp.alsoRead && sp.op != policy.OpRead {
 		saved := *r
 		r.Op, r.Dest, r.Size = policy.OpRead, "", -1
-		rd := eng.Decide(ctx, r)
+		var rd policy.Decision
+		ok := eng.Allows(ctx, r)
+		if !ok {
+			rd = eng.Decide(ctx, r)
+		}
 		*r = saved
-		if rd.Effect != policy.Allow {
+		if !ok {
 			return noAsker(rd), false
 		}
 	}
-	return d, true
+	return policy.Decision{}, true
 }
 
 // noAsker is the refusal of d, a decision other than Allow, where no Asker

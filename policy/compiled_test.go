@@ -176,6 +176,9 @@ func checkSame(t *testing.T, e *Engine, path, other string) {
 			if got != want {
 				t.Fatalf("%s %q -> %q under %+v:\ncompiled  %+v\nreference %+v", r.Op, r.Path, r.Dest, e.Config(), got, want)
 			}
+			if e.Allows(ctx, &r) != (want.Effect == Allow) {
+				t.Fatalf("%s %q -> %q under %+v: Allows %v, reference %+v", r.Op, r.Path, r.Dest, e.Config(), !(want.Effect == Allow), want)
+			}
 		}
 	}
 }

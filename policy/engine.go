@@ -435,6 +435,17 @@ const opCopyBit = 1 << 8 // opBit(OpCopy)
 // that is clean and that no pattern of a compiled, non-folding Engine without
 // rules can match: the common case, answered with the default decision in
 // one walk and no further call.
+// Allows reports whether e allows r: Decide(ctx, r).Effect == Allow. Where no
+// pattern can match r (plainOne) it answers without building the decision.
+func (e *Engine) Allows(ctx context.Context, r *Request) bool {
+	if r != nil {
+		if bit := opBit(r.Op); bit != 0 && (e.maxSize <= 0 || r.Size <= e.maxSize) && e.plainOne(bit, r) {
+			return e.defDecision.Effect == Allow
+		}
+	}
+	return e.Decide(ctx, r).Effect == Allow
+}
+
 func (e *Engine) plainOne(bit opMask, r *Request) bool {
 	cs := e.compiled
 	if cs == nil || e.fold || len(e.rules) > 0 || r.Dest != "" || bit == opCopyBit || r.Path == "." {
