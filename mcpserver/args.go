@@ -144,45 +144,56 @@ func decodeValue(raw json.RawMessage, field reflect.Value, name string) error {
 		}
 		field.SetBool(b)
 	case reflect.Int, reflect.Int64:
-		var n json.Number
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		if raw[0] == '"' || d.Decode(&n) != nil {
-			return wrong("an integer")
-		}
-		i, err := n.Int64()
-		if err != nil {
+		i, ok := decodeInt(raw)
+		if !ok {
 			return wrong("an integer")
 		}
 		field.SetInt(i)
 	case reflect.Slice:
-		if raw[0] != '[' {
-			return wrong("an array")
-		}
 		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
+		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
 			return wrong("an array")
 		}
-		s := reflect.MakeSlice(t, len(items), len(items))
-		for i, item := range items {
-			elem := fmt.Sprintf("%s[%d]", name, i)
-			if t.Elem().Kind() == reflect.Struct {
-				if bytes.TrimSpace(item)[0] != '{' {
-					return argErrorf("argument %q must be an object, got %s", elem, jsonKind(item))
-				}
-				if err := decodeObject(item, s.Index(i), elem+"."); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := decodeValue(item, s.Index(i), elem); err != nil {
-				return err
-			}
-		}
-		field.Set(s)
+		return decodeItems(items, field, name)
 	default:
 		return fmt.Errorf("mcpserver: argument %q has an unsupported Go kind %s", name, t.Kind())
 	}
+	return nil
+}
+
+// decodeInt decodes a JSON number (not a string) that is an integer.
+func decodeInt(raw json.RawMessage) (int64, bool) {
+	var n json.Number
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if raw[0] == '"' || d.Decode(&n) != nil {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+// decodeItems decodes the items of array argument name into the slice field,
+// each named name[i]: an object into a struct, a value otherwise.
+func decodeItems(items []json.RawMessage, field reflect.Value, name string) error {
+	t := field.Type()
+	s := reflect.MakeSlice(t, len(items), len(items))
+	for i, item := range items {
+		elem := fmt.Sprintf("%s[%d]", name, i)
+		if t.Elem().Kind() != reflect.Struct {
+			if err := decodeValue(item, s.Index(i), elem); err != nil {
+				return err
+			}
+			continue
+		}
+		if bytes.TrimSpace(item)[0] != '{' {
+			return argErrorf("argument %q must be an object, got %s", elem, jsonKind(item))
+		}
+		if err := decodeObject(item, s.Index(i), elem+"."); err != nil {
+			return err
+		}
+	}
+	field.Set(s)
 	return nil
 }
 

@@ -305,37 +305,47 @@ func (s *server) list(ctx context.Context, in listIn) (listOut, string, error) {
 			slices.Reverse(out.Entries)
 		}
 		text := listText(out.Entries, false, out.More)
-		// The structured result names plain files and directories in one
-		// array of strings (a client decodes 883 of them in a third of the time
-		// of as many objects) and describes the others.
-		out.Names = make([]string, len(out.Entries))
-		other := out.Entries[:0:0]
-		for i, e := range out.Entries {
-			switch e.Type {
-			case "directory":
-				out.Names[i] = e.Name + "/"
-			case "file":
-				out.Names[i] = e.Name
-			default:
-				out.Names[i] = e.Name
-				other = append(other, e)
-			}
-		}
-		out.Entries = other
+		namesOnly(&out)
 		return out, text, nil
-	} else {
-		out.Entries = append(s.describeAll(ctx, p, ents), skipped...)
 	}
-	switch in.SortBy {
-	case "size":
-		sort.SliceStable(out.Entries, func(i, j int) bool { return out.Entries[i].Size > out.Entries[j].Size })
-	case "mtime":
-		sort.SliceStable(out.Entries, func(i, j int) bool { return out.Entries[i].ModTime > out.Entries[j].ModTime })
-	}
+	out.Entries = append(s.describeAll(ctx, p, ents), skipped...)
+	sortEntries(out.Entries, in.SortBy)
 	if in.Reverse {
 		slices.Reverse(out.Entries)
 	}
 	return out, listText(out.Entries, true, out.More), nil
+}
+
+// namesOnly moves out's plain files and directories (these with a trailing
+// "/") to out.Names, in order, and keeps the other entries described: a
+// client decodes 883 names in one array of strings in a third of the time
+// of as many objects.
+func namesOnly(out *listOut) {
+	out.Names = make([]string, len(out.Entries))
+	other := out.Entries[:0:0]
+	for i, e := range out.Entries {
+		switch e.Type {
+		case "directory":
+			out.Names[i] = e.Name + "/"
+		case "file":
+			out.Names[i] = e.Name
+		default:
+			out.Names[i] = e.Name
+			other = append(other, e)
+		}
+	}
+	out.Entries = other
+}
+
+// sortEntries sorts entries, listed by name, by size or modification time
+// (largest, newest first) when by says so.
+func sortEntries(entries []listEntry, by string) {
+	switch by {
+	case "size":
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].Size > entries[j].Size })
+	case "mtime":
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].ModTime > entries[j].ModTime })
+	}
 }
 
 // listText is list's text result.

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -78,6 +77,22 @@ func OwnOrigins(addr net.Addr) []string {
 // application/json and text/event-stream on POST, text/event-stream on GET)
 // and answers 400 without it; the conformance test checks it.
 func NewHTTPHandler(srv *mcp.Server, opts HTTPOptions) http.Handler {
+	opts = opts.withDefaults()
+	origins := make([]string, 0, len(opts.Origins))
+	for _, o := range opts.Origins {
+		origins = append(origins, strings.ToLower(strings.TrimSuffix(o, "/")))
+	}
+	f := &httpFront{opts: opts, origins: origins}
+	f.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      opts.SessionTimeout,
+		MaxRequestBodyBytes: opts.MaxBodyBytes,
+	})
+	return http.HandlerFunc(f.serve)
+}
+
+// withDefaults fills in the defaults of unset options (a negative
+// SessionTimeout: none).
+func (opts HTTPOptions) withDefaults() HTTPOptions {
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
@@ -87,93 +102,117 @@ func NewHTTPHandler(srv *mcp.Server, opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	origins := make([]string, 0, len(opts.Origins))
-	for _, o := range opts.Origins {
-		origins = append(origins, strings.ToLower(strings.TrimSuffix(o, "/")))
+	return opts
+}
+
+// httpFront is what NewHTTPHandler adds in front of the SDK's handler h.
+type httpFront struct {
+	h       http.Handler
+	opts    HTTPOptions
+	origins []string // lower case, without a trailing slash
+	fl      flights
+}
+
+// serve checks a request's origin and, for a POST, its body (see
+// NewHTTPHandler), then passes it to the SDK.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, f.origins) {
+		writeInvalidRequest(w, http.StatusForbidden, jsonrpc.ID{},
+			fmt.Sprintf("origin %q is not allowed: this server accepts browser requests only from its own origin", o))
+		return
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      opts.SessionTimeout,
-		MaxRequestBodyBytes: opts.MaxBodyBytes,
-	})
-	fl := &flights{}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" {
-			if !originAllowed(o, origins) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusForbidden)
-				data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-					Message: fmt.Sprintf("origin %q is not allowed: this server accepts browser requests only from its own origin", o)}})
-				_, _ = w.Write(data)
-				return
+	if r.Method == http.MethodPost && r.Body != nil {
+		sid := r.Header.Get("Mcp-Session-Id")
+		data, ok := f.readBody(w, r)
+		if !ok {
+			return
+		}
+		if sid == "" && !f.admitOutsideSession(w, data) {
+			return
+		}
+		if sid != "" {
+			var end func()
+			if w, end = f.track(w, sid, data); end != nil {
+				defer end()
 			}
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && r.Body != nil {
-			// A request outside a session must be initialize (or sessionless):
-			// the SDK answers others with error code 0.
-			data, err := io.ReadAll(io.LimitReader(r.Body, opts.MaxBodyBytes+1))
-			r.Body.Close()
-			if err != nil {
-				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
-				return
-			}
-			if int64(len(data)) > opts.MaxBodyBytes {
-				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-				return
-			}
-			if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-				if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != "initialize" &&
-					req.Method != "ping" && req.Method != "server/discover" && !sessionless(req.Params) {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusBadRequest)
-					out, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-						Message: fmt.Sprintf("%q outside a session: send initialize first (only initialize and ping are accepted before it)", req.Method)}})
-					_, _ = w.Write(out)
-					return
-				}
-			}
-			r.Body = io.NopCloser(bytes.NewReader(data))
-			r.ContentLength = int64(len(data))
+	}
+	f.h.ServeHTTP(w, r)
+}
+
+// readBody reads a POST's body (up to one byte past the limit), and puts it
+// back for the SDK. A body that cannot be read gets 400.
+func (f *httpFront) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, f.opts.MaxBodyBytes+1))
+	r.Body.Close()
+	if err != nil {
+		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	r.ContentLength = int64(len(data))
+	return data, true
+}
+
+// admitOutsideSession answers a request outside a session that is too large
+// (413) or is not initialize, ping, server/discover or sessionless (400 with
+// -32600: the SDK answers those with error code 0), and reports whether the
+// SDK may have it.
+func (f *httpFront) admitOutsideSession(w http.ResponseWriter, data []byte) bool {
+	if int64(len(data)) > f.opts.MaxBodyBytes {
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", f.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return true
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || req.Method == "initialize" || req.Method == "ping" ||
+		req.Method == "server/discover" || sessionless(req.Params) {
+		return true
+	}
+	writeInvalidRequest(w, http.StatusBadRequest, req.ID,
+		fmt.Sprintf("%q outside a session: send initialize first (only initialize and ping are accepted before it)", req.Method))
+	return false
+}
+
+// track follows a request of session sid: a call is served through a writer
+// that drops its reply once the client has cancelled it (end, when not nil,
+// ends that once it is served); a cancellation marks its request before the
+// SDK sees it (and cancels the handler), so the reply the handler then
+// returns is the one dropped.
+func (f *httpFront) track(w http.ResponseWriter, sid string, data []byte) (http.ResponseWriter, func()) {
+	if int64(len(data)) > f.opts.MaxBodyBytes {
+		return w, nil
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return w, nil
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	switch {
+	case !ok:
+	case req.IsCall():
+		key := flightKey{sid, idKey(req.ID)}
+		cw := &cancelWriter{ResponseWriter: w, id: req.ID}
+		f.fl.start(key, &cw.cancelled)
+		return cw, func() { f.fl.end(key) }
+	case req.Method == "notifications/cancelled":
+		if id, ok := cancelledID(req.Params); ok {
+			f.fl.cancel(flightKey{sid, idKey(id)})
 		}
-		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodPost && sid != "" && r.Body != nil {
-			data, err := io.ReadAll(io.LimitReader(r.Body, opts.MaxBodyBytes+1))
-			r.Body.Close()
-			if err != nil {
-				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(data))
-			r.ContentLength = int64(len(data))
-			if int64(len(data)) <= opts.MaxBodyBytes {
-				if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-					if req, ok := msg.(*jsonrpc.Request); ok {
-						switch {
-						case req.IsCall():
-							// Serve it through a writer that drops its reply once
-							// the client has cancelled it.
-							key := flightKey{sid, idKey(req.ID)}
-							cw := &cancelWriter{ResponseWriter: w, id: req.ID}
-							fl.start(key, &cw.cancelled)
-							defer fl.end(key)
-							w = cw
-						case req.Method == "notifications/cancelled":
-							// Marked before the SDK sees it (and cancels the
-							// handler), so the reply the handler then returns is
-							// the one dropped.
-							var p struct {
-								RequestID any `json:"requestId"`
-							}
-							if json.Unmarshal(req.Params, &p) == nil {
-								if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-									fl.cancel(flightKey{sid, idKey(id)})
-								}
-							}
-						}
-					}
-				}
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
+	}
+	return w, nil
+}
+
+// writeInvalidRequest answers with status and a JSON-RPC -32600 error
+// (invalid request) to id saying msg.
+func writeInvalidRequest(w http.ResponseWriter, status int, id jsonrpc.ID, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg}})
+	_, _ = w.Write(data)
 }
 
 // flights are the requests in flight over HTTP, by session and request id,

@@ -170,98 +170,26 @@ func (p plannedFile) diff() string {
 // planPatch checks every file of the patch and computes its new contents, reading
 // but writing nothing.
 func (s *server) planPatch(ctx context.Context, files []patchFile) ([]plannedFile, error) {
-	seen := map[string]bool{}
-	claim := func(orig, c string) error {
-		if seen[c] {
-			return toolError(vfs.CodeInvalidPath, "apply_patch", orig, "the patch names this file more than once")
-		}
-		seen[c] = true
-		return nil
-	}
+	seen := patchClaims{}
 	plan := make([]plannedFile, 0, len(files))
 	for n, f := range files {
 		p := plannedFile{f: f}
+		if err := s.planPaths(ctx, &p, seen); err != nil {
+			return nil, err
+		}
 		var err error
-		if p.path, err = s.checkPath(ctx, f.Path); err != nil {
-			return nil, err
-		}
-		if err := claim(f.Path, p.path); err != nil {
-			return nil, err
-		}
-		if f.MoveTo != "" {
-			if p.dest, err = s.checkPath(ctx, f.MoveTo); err != nil {
-				return nil, err
-			}
-			if p.dest == p.path {
-				p.dest = ""
-			} else if err := claim(f.MoveTo, p.dest); err != nil {
-				return nil, err
-			}
-		}
 		switch f.Kind {
 		case patchAdd:
-			if err := s.refuseAny(ctx, f.Path); err != nil {
-				return nil, err
-			}
+			err = s.refuseAny(ctx, f.Path)
 			p.new = f.Content
 			p.perm = gitPerm(0o644, f.NewMode)
 		case patchDelete:
-			info, err := s.root.Lstat(ctx, f.Path)
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case info.IsDir():
-				return nil, toolError(vfs.CodeIsDir, "apply_patch", f.Path, "Delete File names a directory: use remove")
-			case info.Mode()&fs.ModeSymlink != 0:
-				p.isLink = true
-				if p.link, err = s.root.Readlink(ctx, f.Path); err != nil {
-					return nil, err
-				}
-			default:
-				data, err := s.root.ReadFile(ctx, f.Path)
-				if err != nil {
-					return nil, err
-				}
-				p.old, p.perm = string(data), info.Mode().Perm()
-				if f.Unified {
-					// git apply checks that a deletion removes the whole file.
-					rest, err := applyChunks(p.old, f.Chunks)
-					if err == nil && rest != "" {
-						err = errors.New("the file has lines the patch does not remove")
-					}
-					if err != nil {
-						return nil, toolError(vfs.CodeConflict, "apply_patch", f.Path, "file %d of the patch does not apply (nothing was changed): %v", n+1, err)
-					}
-				}
-			}
+			err = s.planDelete(ctx, n, &p)
 		case patchUpdate:
-			info, err := s.root.Stat(ctx, f.Path)
-			if err != nil {
-				return nil, err
-			}
-			if info.IsDir() {
-				return nil, toolError(vfs.CodeIsDir, "apply_patch", f.Path, "Update File names a directory")
-			}
-			data, err := s.root.ReadFile(ctx, f.Path)
-			if err != nil {
-				return nil, err
-			}
-			p.old, p.perm = string(data), info.Mode().Perm()
-			if p.new, err = applyChunks(p.old, f.Chunks); err != nil {
-				return nil, toolError(vfs.CodeConflict, "apply_patch", f.Path, "file %d of the patch does not apply (nothing was changed): %v", n+1, err)
-			}
-			if len(f.Chunks) == 0 {
-				p.new = p.old
-			}
-			if m := gitPerm(p.perm, f.NewMode); m != p.perm {
-				p.chmod = m
-			}
-			if p.dest != "" {
-				if err := s.refuseAny(ctx, f.MoveTo); err != nil {
-					return nil, err
-				}
-			}
+			err = s.planUpdate(ctx, n, &p)
+		}
+		if err != nil {
+			return nil, err
 		}
 		if err := s.checkWrites(ctx, p); err != nil {
 			return nil, err
@@ -269,6 +197,109 @@ func (s *server) planPatch(ctx context.Context, files []patchFile) ([]plannedFil
 		plan = append(plan, p)
 	}
 	return plan, nil
+}
+
+// patchClaims is the set of paths the patch has named so far.
+type patchClaims map[string]bool
+
+// claim records path c (as the patch wrote it: orig), refusing a path the
+// patch names twice.
+func (seen patchClaims) claim(orig, c string) error {
+	if seen[c] {
+		return toolError(vfs.CodeInvalidPath, "apply_patch", orig, "the patch names this file more than once")
+	}
+	seen[c] = true
+	return nil
+}
+
+// planPaths checks the file's path and Move to path and claims them; a move
+// to the same path is no move.
+func (s *server) planPaths(ctx context.Context, p *plannedFile, seen patchClaims) error {
+	f := p.f
+	var err error
+	if p.path, err = s.checkPath(ctx, f.Path); err != nil {
+		return err
+	}
+	if err := seen.claim(f.Path, p.path); err != nil {
+		return err
+	}
+	if f.MoveTo == "" {
+		return nil
+	}
+	if p.dest, err = s.checkPath(ctx, f.MoveTo); err != nil {
+		return err
+	}
+	if p.dest == p.path {
+		p.dest = ""
+		return nil
+	}
+	return seen.claim(f.MoveTo, p.dest)
+}
+
+// planDelete reads what Delete File (file n of the patch) removes, to
+// restore it on a rollback: a symlink's target or a file's contents. A
+// unified deletion must remove every line of the file, as git apply checks.
+func (s *server) planDelete(ctx context.Context, n int, p *plannedFile) error {
+	f := p.f
+	info, err := s.root.Lstat(ctx, f.Path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case info.IsDir():
+		return toolError(vfs.CodeIsDir, "apply_patch", f.Path, "Delete File names a directory: use remove")
+	case info.Mode()&fs.ModeSymlink != 0:
+		p.isLink = true
+		p.link, err = s.root.Readlink(ctx, f.Path)
+		return err
+	}
+	data, err := s.root.ReadFile(ctx, f.Path)
+	if err != nil {
+		return err
+	}
+	p.old, p.perm = string(data), info.Mode().Perm()
+	if !f.Unified {
+		return nil
+	}
+	rest, err := applyChunks(p.old, f.Chunks)
+	if err == nil && rest != "" {
+		err = errors.New("the file has lines the patch does not remove")
+	}
+	if err != nil {
+		return toolError(vfs.CodeConflict, "apply_patch", f.Path, "file %d of the patch does not apply (nothing was changed): %v", n+1, err)
+	}
+	return nil
+}
+
+// planUpdate reads the file Update File (file n of the patch) changes and
+// computes its new contents and mode; a move's destination must be free.
+func (s *server) planUpdate(ctx context.Context, n int, p *plannedFile) error {
+	f := p.f
+	info, err := s.root.Stat(ctx, f.Path)
+	if err != nil {
+		return err
+	}
+	if info.IsDir() {
+		return toolError(vfs.CodeIsDir, "apply_patch", f.Path, "Update File names a directory")
+	}
+	data, err := s.root.ReadFile(ctx, f.Path)
+	if err != nil {
+		return err
+	}
+	p.old, p.perm = string(data), info.Mode().Perm()
+	if p.new, err = applyChunks(p.old, f.Chunks); err != nil {
+		return toolError(vfs.CodeConflict, "apply_patch", f.Path, "file %d of the patch does not apply (nothing was changed): %v", n+1, err)
+	}
+	if len(f.Chunks) == 0 {
+		p.new = p.old
+	}
+	if m := gitPerm(p.perm, f.NewMode); m != p.perm {
+		p.chmod = m
+	}
+	if p.dest != "" {
+		return s.refuseAny(ctx, f.MoveTo)
+	}
+	return nil
 }
 
 // checkWrites asks the Dir whether the writes p needs would be allowed (revocation,
@@ -352,66 +383,85 @@ func (s *server) createParents(ctx context.Context, p string) ([]undo, error) {
 
 // applyOne writes one planned change and returns the steps that revert what it did.
 func (s *server) applyOne(ctx context.Context, p plannedFile) ([]undo, error) {
-	var undos []undo
 	switch {
 	case p.f.Kind == patchAdd:
-		u, err := s.createParents(ctx, p.path)
-		undos = append(undos, u...)
-		if err != nil {
-			return undos, err
-		}
+		return s.applyAdd(ctx, p)
+	case p.f.Kind == patchDelete:
+		return s.applyDelete(ctx, p)
+	case p.dest != "":
+		return s.applyMove(ctx, p)
+	}
+	return s.applyUpdate(ctx, p)
+}
+
+// restoreFile is the undo that writes p's old contents back.
+func (s *server) restoreFile(p plannedFile) undo {
+	return undo{"restore " + p.path, func(ctx context.Context) error {
+		return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
+	}}
+}
+
+// applyAdd creates an added file and the directories above it.
+func (s *server) applyAdd(ctx context.Context, p plannedFile) ([]undo, error) {
+	undos, err := s.createParents(ctx, p.path)
+	if err != nil {
+		return undos, err
+	}
+	if err := s.root.WriteFile(ctx, p.path, []byte(p.new), p.perm); err != nil {
+		return undos, err
+	}
+	return append(undos, undo{"remove " + p.path, func(ctx context.Context) error { return s.root.Remove(ctx, p.path) }}), nil
+}
+
+// applyDelete removes a deleted file or symlink.
+func (s *server) applyDelete(ctx context.Context, p plannedFile) ([]undo, error) {
+	if err := s.root.Remove(ctx, p.path); err != nil {
+		return nil, err
+	}
+	if p.isLink {
+		return []undo{{"restore symlink " + p.path, func(ctx context.Context) error { return s.root.Symlink(ctx, p.link, p.path) }}}, nil
+	}
+	return []undo{s.restoreFile(p)}, nil
+}
+
+// applyMove writes a moved file's new contents (and mode) at its
+// destination, then removes the old path.
+func (s *server) applyMove(ctx context.Context, p plannedFile) ([]undo, error) {
+	undos, err := s.createParents(ctx, p.dest)
+	if err != nil {
+		return undos, err
+	}
+	perm := p.perm
+	if p.chmod != 0 {
+		perm = p.chmod
+	}
+	if err := s.root.WriteFile(ctx, p.dest, []byte(p.new), perm); err != nil {
+		return undos, err
+	}
+	undos = append(undos, undo{"remove " + p.dest, func(ctx context.Context) error { return s.root.Remove(ctx, p.dest) }})
+	if err := s.root.Remove(ctx, p.path); err != nil {
+		return undos, err
+	}
+	return append(undos, s.restoreFile(p)), nil
+}
+
+// applyUpdate writes an updated file's new contents, if they differ, and
+// its new mode, if any.
+func (s *server) applyUpdate(ctx context.Context, p plannedFile) ([]undo, error) {
+	var undos []undo
+	if p.new != p.old {
 		if err := s.root.WriteFile(ctx, p.path, []byte(p.new), p.perm); err != nil {
 			return undos, err
 		}
-		undos = append(undos, undo{"remove " + p.path, func(ctx context.Context) error { return s.root.Remove(ctx, p.path) }})
-	case p.f.Kind == patchDelete:
-		if err := s.root.Remove(ctx, p.path); err != nil {
+		undos = append(undos, s.restoreFile(p))
+	}
+	if p.chmod != 0 {
+		if err := s.root.Chmod(ctx, p.path, p.chmod); err != nil {
 			return undos, err
 		}
-		if p.isLink {
-			undos = append(undos, undo{"restore symlink " + p.path, func(ctx context.Context) error { return s.root.Symlink(ctx, p.link, p.path) }})
-		} else {
-			undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
-				return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
-			}})
-		}
-	case p.dest != "":
-		u, err := s.createParents(ctx, p.dest)
-		undos = append(undos, u...)
-		if err != nil {
-			return undos, err
-		}
-		perm := p.perm
-		if p.chmod != 0 {
-			perm = p.chmod
-		}
-		if err := s.root.WriteFile(ctx, p.dest, []byte(p.new), perm); err != nil {
-			return undos, err
-		}
-		undos = append(undos, undo{"remove " + p.dest, func(ctx context.Context) error { return s.root.Remove(ctx, p.dest) }})
-		if err := s.root.Remove(ctx, p.path); err != nil {
-			return undos, err
-		}
-		undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
-			return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
+		undos = append(undos, undo{"restore the mode of " + p.path, func(ctx context.Context) error {
+			return s.root.Chmod(ctx, p.path, p.perm)
 		}})
-	default:
-		if p.new != p.old {
-			if err := s.root.WriteFile(ctx, p.path, []byte(p.new), p.perm); err != nil {
-				return undos, err
-			}
-			undos = append(undos, undo{"restore " + p.path, func(ctx context.Context) error {
-				return s.root.WriteFile(ctx, p.path, []byte(p.old), p.perm)
-			}})
-		}
-		if p.chmod != 0 {
-			if err := s.root.Chmod(ctx, p.path, p.chmod); err != nil {
-				return undos, err
-			}
-			undos = append(undos, undo{"restore the mode of " + p.path, func(ctx context.Context) error {
-				return s.root.Chmod(ctx, p.path, p.perm)
-			}})
-		}
 	}
 	return undos, nil
 }

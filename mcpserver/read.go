@@ -191,82 +191,124 @@ func (s *server) readLines(ctx context.Context, out *bytes.Buffer, op, path stri
 	if bytes.IndexByte(head, 0) >= 0 {
 		return res, textError(op, path, head, 0)
 	}
-	var ends lineEnds
-	var content bytes.Buffer
-	start := out.Len()
-	lineNo, shown := 0, 0
+	r := &numberedLines{out: out, res: &res, op: op, path: path, head: head,
+		offset: offset, limit: limit, budget: budget, start: out.Len()}
+	lineNo, err := r.read(ctx, br, s.opts.LineWidth)
+	if err != nil {
+		return res, err
+	}
+	r.finish(lineNo)
+	return res, nil
+}
+
+// numberedLines is one readLines call's output: the lines [offset,
+// offset+limit) written numbered to out (from start, at most budget bytes)
+// and recorded in res.
+type numberedLines struct {
+	out                   *bytes.Buffer
+	res                   *readOut
+	op, path              string
+	head                  []byte // the file's first bytes, for textError
+	offset, limit, budget int
+	start                 int // out's length before the first line
+	shown                 int
+	ends                  lineEnds
+	content               bytes.Buffer
+}
+
+// read reads br line by line (lines cut at width), showing the lines asked
+// for, and returns the number of the last line read.
+func (r *numberedLines) read(ctx context.Context, br *bufio.Reader, width int) (int, error) {
+	lineNo := 0
 	var line []byte
 	for {
 		var cut int
 		var cr bool
-		line, cut, cr, err = readLine(br, line[:0], s.opts.LineWidth)
+		var err error
+		line, cut, cr, err = readLine(br, line[:0], width)
 		if err == io.EOF && len(line) == 0 && cut == 0 && !cr {
-			break
+			return lineNo, nil
 		}
 		if err != nil && err != io.EOF {
-			return res, err
+			return lineNo, err
 		}
 		lineNo++
 		if lineNo%4096 == 0 {
 			if cerr := ctx.Err(); cerr != nil {
-				return res, cerr
+				return lineNo, cerr
 			}
 		}
-		if lineNo >= offset {
-			if shown == limit {
-				res.More = true
-				fmt.Fprintf(out, "(more lines follow: continue with offset=%d)\n", lineNo)
-				break
+		if lineNo >= r.offset {
+			stop, serr := r.show(lineNo, line, cut, cr, err == io.EOF)
+			if serr != nil {
+				return lineNo, serr
 			}
-			if !utf8.Valid(line) {
-				return res, textError(op, path, head, lineNo)
+			if stop {
+				return lineNo, nil
 			}
-			before := out.Len()
-			writeNumbered(out, lineNo, line, cut)
-			if out.Len()-start > budget {
-				fitted := shown
-				out.Truncate(before)
-				if fitted == 0 {
-					fitted = 1
-				}
-				return res, toolError(vfs.CodeTooLarge, op, path,
-					"lines %d-%d take more than the %d-byte read limit; read fewer lines at a time: offset=%d limit=%d",
-					offset, lineNo, budget, offset, fitted)
-			}
-			content.Write(line)
-			content.WriteByte('\n')
-			if err != io.EOF {
-				if cr {
-					ends.crlf++
-				} else {
-					ends.lf++
-				}
-			}
-			if shown == 0 {
-				res.StartLine = lineNo
-			}
-			res.EndLine = lineNo
-			shown++
 		}
 		if err == io.EOF {
-			break
+			return lineNo, nil
 		}
 	}
+}
+
+// show writes line lineNo (cut bytes cut off; cr when it ended in CRLF; last
+// when no newline ended it) and records it, or reports true to stop once
+// limit lines are shown. Lines past the byte budget fail with
+// file_too_large, naming a limit that fits.
+func (r *numberedLines) show(lineNo int, line []byte, cut int, cr, last bool) (bool, error) {
+	if r.shown == r.limit {
+		r.res.More = true
+		fmt.Fprintf(r.out, "(more lines follow: continue with offset=%d)\n", lineNo)
+		return true, nil
+	}
+	if !utf8.Valid(line) {
+		return false, textError(r.op, r.path, r.head, lineNo)
+	}
+	before := r.out.Len()
+	writeNumbered(r.out, lineNo, line, cut)
+	if r.out.Len()-r.start > r.budget {
+		r.out.Truncate(before)
+		return false, toolError(vfs.CodeTooLarge, r.op, r.path,
+			"lines %d-%d take more than the %d-byte read limit; read fewer lines at a time: offset=%d limit=%d",
+			r.offset, lineNo, r.budget, r.offset, max(r.shown, 1))
+	}
+	r.content.Write(line)
+	r.content.WriteByte('\n')
+	if !last {
+		if cr {
+			r.ends.crlf++
+		} else {
+			r.ends.lf++
+		}
+	}
+	if r.shown == 0 {
+		r.res.StartLine = lineNo
+	}
+	r.res.EndLine = lineNo
+	r.shown++
+	return false, nil
+}
+
+// finish records the totals once lineNo lines were read, and notes an
+// empty file, an offset past the end and CRLF line ends.
+func (r *numberedLines) finish(lineNo int) {
+	res := r.res
 	if !res.More {
 		res.TotalLines = lineNo
 	}
-	res.Content = content.String()
-	res.LineEnding = ends.String()
+	res.Content = r.content.String()
+	res.LineEnding = r.ends.String()
 	switch {
 	case lineNo == 0:
-		out.WriteString("(empty file)\n")
-	case shown == 0 && !res.More:
-		fmt.Fprintf(out, "(no lines at offset %d: the file has %d lines)\n", offset, lineNo)
+		r.out.WriteString("(empty file)\n")
+	case r.shown == 0 && !res.More:
+		fmt.Fprintf(r.out, "(no lines at offset %d: the file has %d lines)\n", r.offset, lineNo)
 	}
 	if res.LineEnding == "crlf" || res.LineEnding == "mixed" {
-		fmt.Fprintf(out, "(line endings: %s; edits keep them, and old_string may use \\n)\n", strings.ToUpper(res.LineEnding))
+		fmt.Fprintf(r.out, "(line endings: %s; edits keep them, and old_string may use \\n)\n", strings.ToUpper(res.LineEnding))
 	}
-	return res, nil
 }
 
 // readMedia returns an image or audio file as media content, up to the media

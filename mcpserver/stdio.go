@@ -173,64 +173,97 @@ func (c *lineConn) classify(line []byte) jsonrpc.Message {
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
 		if !m.IsCall() {
-			if m.Method == "notifications/cancelled" {
-				var p struct {
-					RequestID any `json:"requestId"`
-				}
-				if json.Unmarshal(m.Params, &p) == nil {
-					if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-						c.mu.Lock()
-						if _, ok := c.pending[id]; ok {
-							c.pending[id] = true
-						}
-						c.mu.Unlock()
-					}
-				}
-			}
-			return m
+			return c.notification(m)
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !c.initialized {
-			switch {
-			case m.Method == "initialize":
-				c.initialized = true
-			case m.Method == "ping" || m.Method == "server/discover" || sessionless(m.Params):
-			default:
-				c.mu.Unlock()
-				c.reply(m.ID, jsonrpc.CodeInvalidRequest,
-					fmt.Sprintf("%q before initialize: send initialize first (only initialize and ping are accepted before it)", m.Method))
-				c.mu.Lock()
-				return nil
-			}
-		}
-		if _, dup := c.pending[m.ID]; dup {
-			c.mu.Unlock()
-			c.reply(m.ID, jsonrpc.CodeInvalidRequest, "request id is already used by a request in flight; use a new id")
-			c.mu.Lock()
-			return nil
-		}
-		c.pending[m.ID] = false
-		return m
+		return c.call(m)
 	case *jsonrpc.Response:
-		c.mu.Lock()
-		_, ours := c.outgoing[m.ID]
-		delete(c.outgoing, m.ID)
-		c.mu.Unlock()
-		if !ours {
-			var keys map[string]json.RawMessage
-			_ = json.Unmarshal(line, &keys)
-			_, hasResult := keys["result"]
-			_, hasError := keys["error"]
-			if !hasResult && !hasError {
-				c.reply(m.ID, jsonrpc.CodeInvalidRequest, "invalid request: no method (a request needs one)")
-			}
-			// A reply to nothing the server asked is dropped, never answered.
-			return nil
-		}
-		return m
+		return c.response(line, m)
 	}
 	return msg
+}
+
+// notification passes notification m on, first marking the request a
+// cancellation names cancelled, if it is in flight.
+func (c *lineConn) notification(m *jsonrpc.Request) jsonrpc.Message {
+	if m.Method != "notifications/cancelled" {
+		return m
+	}
+	if id, ok := cancelledID(m.Params); ok {
+		c.mu.Lock()
+		if _, ok := c.pending[id]; ok {
+			c.pending[id] = true
+		}
+		c.mu.Unlock()
+	}
+	return m
+}
+
+// cancelledID is the id of the request a notifications/cancelled names.
+func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil
+}
+
+// call passes call m on and records it in flight, or answers it when it
+// cannot be served (see admit).
+func (c *lineConn) call(m *jsonrpc.Request) jsonrpc.Message {
+	c.mu.Lock()
+	if why := c.admit(m); why != "" {
+		c.mu.Unlock()
+		c.reply(m.ID, jsonrpc.CodeInvalidRequest, why)
+		return nil
+	}
+	c.pending[m.ID] = false
+	c.mu.Unlock()
+	return m
+}
+
+// admit says why call m cannot be served ("" when it can): before
+// initialize only initialize, ping, server/discover and sessionless calls
+// are, and an id must not be in flight already. It records initialize.
+// c.mu is held.
+func (c *lineConn) admit(m *jsonrpc.Request) string {
+	if !c.initialized {
+		switch {
+		case m.Method == "initialize":
+			c.initialized = true
+		case m.Method == "ping" || m.Method == "server/discover" || sessionless(m.Params):
+		default:
+			return fmt.Sprintf("%q before initialize: send initialize first (only initialize and ping are accepted before it)", m.Method)
+		}
+	}
+	if _, dup := c.pending[m.ID]; dup {
+		return "request id is already used by a request in flight; use a new id"
+	}
+	return ""
+}
+
+// response passes on a response to a request the server sent. A reply to
+// nothing the server asked is dropped, never answered, but a message with
+// neither method nor result nor error is answered as invalid.
+func (c *lineConn) response(line []byte, m *jsonrpc.Response) jsonrpc.Message {
+	c.mu.Lock()
+	_, ours := c.outgoing[m.ID]
+	delete(c.outgoing, m.ID)
+	c.mu.Unlock()
+	if ours {
+		return m
+	}
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(line, &keys)
+	_, hasResult := keys["result"]
+	_, hasError := keys["error"]
+	if !hasResult && !hasError {
+		c.reply(m.ID, jsonrpc.CodeInvalidRequest, "invalid request: no method (a request needs one)")
+	}
+	// A reply to nothing the server asked is dropped, never answered.
+	return nil
 }
 
 // sessionless reports whether request params carry a protocol version in

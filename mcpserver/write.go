@@ -169,19 +169,8 @@ func (s *server) multiEdit(ctx context.Context, in multiEditIn) (changeOut, stri
 // the result once (atomically): all of them or none.
 func (s *server) editFile(ctx context.Context, op, p string, edits []editSpec, dryRun bool) (changeOut, string, error) {
 	out := changeOut{Path: p, DryRun: dryRun}
-	name := func(i int) string {
-		if len(edits) == 1 && op == "edit" {
-			return ""
-		}
-		return fmt.Sprintf("edits[%d]: ", i)
-	}
-	for i, e := range edits {
-		if e.OldString == "" {
-			return out, "", argErrorf("%sold_string is empty: use write to create or replace a whole file", name(i))
-		}
-		if e.OldString == e.NewString {
-			return out, "", argErrorf("%sold_string and new_string are the same: nothing to change", name(i))
-		}
+	if err := checkEdits(op, edits); err != nil {
+		return out, "", err
 	}
 	data, err := s.root.ReadFile(ctx, p)
 	if err != nil {
@@ -191,26 +180,9 @@ func (s *server) editFile(ctx context.Context, op, p string, edits []editSpec, d
 		return out, "", toolError(vfs.CodeNotSupported, op, p, "not UTF-8 text: edit only changes text files")
 	}
 	old := string(data)
-	cur := old
-	crlf := strings.Contains(old, "\r\n")
-	for i, e := range edits {
-		var n int
-		var usedCRLF bool
-		cur, n, usedCRLF, err = applyEdit(cur, e, crlf)
-		if err != nil {
-			var ve *vfs.Error
-			if errors.As(err, &ve) {
-				ve.Op, ve.Path = op, p
-				if name(i) != "" {
-					ve.Err = fmt.Errorf("%s%w (no edit was applied)", name(i), ve.Err)
-				}
-			}
-			return out, "", err
-		}
-		out.Replacements += n
-		if usedCRLF {
-			out.LineEnding = "crlf"
-		}
+	cur, err := applyEdits(op, p, old, edits, &out)
+	if err != nil {
+		return out, "", err
 	}
 	if dryRun {
 		out.Diff = unifiedDiff(esc(displayName(p)), old, cur)
@@ -228,6 +200,58 @@ func (s *server) editFile(ctx context.Context, op, p string, edits []editSpec, d
 		msg += " (CRLF line endings kept)"
 	}
 	return out, msg + "\n", nil
+}
+
+// editName is how an error names edit i of op's edits: "" for edit's one
+// edit, else "edits[i]: ".
+func editName(op string, edits []editSpec, i int) string {
+	if len(edits) == 1 && op == "edit" {
+		return ""
+	}
+	return fmt.Sprintf("edits[%d]: ", i)
+}
+
+// checkEdits refuses an edit with an empty old_string, or one that changes
+// nothing.
+func checkEdits(op string, edits []editSpec) error {
+	for i, e := range edits {
+		if e.OldString == "" {
+			return argErrorf("%sold_string is empty: use write to create or replace a whole file", editName(op, edits, i))
+		}
+		if e.OldString == e.NewString {
+			return argErrorf("%sold_string and new_string are the same: nothing to change", editName(op, edits, i))
+		}
+	}
+	return nil
+}
+
+// applyEdits applies edits in order to the contents old of file p, counting
+// replacements (and CRLF line ends used) in out. The error names op, p and
+// the edit that failed.
+func applyEdits(op, p, old string, edits []editSpec, out *changeOut) (string, error) {
+	cur := old
+	crlf := strings.Contains(old, "\r\n")
+	for i, e := range edits {
+		var n int
+		var usedCRLF bool
+		var err error
+		cur, n, usedCRLF, err = applyEdit(cur, e, crlf)
+		if err != nil {
+			var ve *vfs.Error
+			if errors.As(err, &ve) {
+				ve.Op, ve.Path = op, p
+				if name := editName(op, edits, i); name != "" {
+					ve.Err = fmt.Errorf("%s%w (no edit was applied)", name, ve.Err)
+				}
+			}
+			return "", err
+		}
+		out.Replacements += n
+		if usedCRLF {
+			out.LineEnding = "crlf"
+		}
+	}
+	return cur, nil
 }
 
 // toCRLF writes every line end of s as \r\n.
@@ -296,35 +320,12 @@ func nearMiss(content, old string) string {
 	lines := strings.Split(content, "\n")
 	want := strings.Split(strings.TrimRight(old, "\n"), "\n")
 	// Line ends: the same lines, once \r is ignored.
-	if len(want) <= len(lines) {
-		for i := 0; i+len(want) <= len(lines); i++ {
-			ok := true
-			for j := range want {
-				if strings.TrimSuffix(lines[i+j], "\r") != strings.TrimSuffix(want[j], "\r") {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				return fmt.Sprintf("Nearest: lines %d-%d differ only in line endings (the file mixes \\n and \\r\\n there); copy them exactly or edit fewer lines at a time.", i+1, i+len(want))
-			}
-		}
+	if i := findLines(lines, want, func(s string) string { return strings.TrimSuffix(s, "\r") }); i >= 0 {
+		return fmt.Sprintf("Nearest: lines %d-%d differ only in line endings (the file mixes \\n and \\r\\n there); copy them exactly or edit fewer lines at a time.", i+1, i+len(want))
 	}
-	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
-	if len(want) <= len(lines) {
-		for i := 0; i+len(want) <= len(lines); i++ {
-			ok := true
-			for j := range want {
-				if norm(lines[i+j]) != norm(want[j]) {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				return fmt.Sprintf("Nearest: lines %d-%d match if whitespace is ignored; copy them exactly (indentation, tabs, trailing spaces):\n%s",
-					i+1, i+len(want), clip(strings.Join(lines[i:i+len(want)], "\n"), 2000))
-			}
-		}
+	if i := findLines(lines, want, func(s string) string { return strings.Join(strings.Fields(s), " ") }); i >= 0 {
+		return fmt.Sprintf("Nearest: lines %d-%d match if whitespace is ignored; copy them exactly (indentation, tabs, trailing spaces):\n%s",
+			i+1, i+len(want), clip(strings.Join(lines[i:i+len(want)], "\n"), 2000))
 	}
 	first := ""
 	for _, w := range want {
@@ -349,6 +350,24 @@ func nearMiss(content, old string) string {
 	got := strings.TrimSuffix(lines[best], "\r")
 	return fmt.Sprintf("Nearest: line %d (%.0f%% similar to old_string's first line): %s\n%s",
 		best+1, bestScore*100, clip(got, 500), firstDifference(got, first))
+}
+
+// findLines returns the index of the first run of lines equal to want once
+// both are normalized by norm, or -1.
+func findLines(lines, want []string, norm func(string) string) int {
+	for i := 0; i+len(want) <= len(lines); i++ {
+		ok := true
+		for j := range want {
+			if norm(lines[i+j]) != norm(want[j]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return i
+		}
+	}
+	return -1
 }
 
 // firstDifference says where a file line and old_string's first line part.
