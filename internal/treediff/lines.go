@@ -56,13 +56,7 @@ func editScript(x, y []string) []op {
 	mx, my := x[pre:len(x)-suf], y[pre:len(y)-suf]
 	mid, ok := myers(mx, my)
 	if !ok {
-		mid = mid[:0]
-		for i := range mx {
-			mid = append(mid, op{'-', i, 0})
-		}
-		for j := range my {
-			mid = append(mid, op{'+', len(mx), j})
-		}
+		mid = replaceOps(len(mx), len(my))
 	}
 	for _, o := range mid {
 		o.i += pre
@@ -84,46 +78,59 @@ func myers(x, y []string) ([]op, bool) {
 		return nil, false
 	}
 	if n == 0 || m == 0 {
-		var ops []op
-		for i := range x {
-			ops = append(ops, op{'-', i, 0})
-		}
-		for j := range y {
-			ops = append(ops, op{'+', n, j})
-		}
-		return ops, true
+		return replaceOps(n, m), true
 	}
-	max := n + m
-	if max > maxEditCost {
-		max = maxEditCost
-	}
-	off := max + 1
-	v := make([]int, 2*max+3)
+	maxD := min(n+m, maxEditCost)
+	off := maxD + 1
+	v := make([]int, 2*maxD+3)
 	var trace [][]int
-	for d := 0; d <= max; d++ {
+	for d := 0; d <= maxD; d++ {
 		// Save the frontier of step d-1 over the diagonals it can reach.
 		snap := make([]int, 2*d+3)
 		copy(snap, v[off-d-1:off+d+2])
 		trace = append(trace, snap)
-		for k := -d; k <= d; k += 2 {
-			var xi int
-			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-				xi = v[off+k+1]
-			} else {
-				xi = v[off+k-1] + 1
-			}
-			yi := xi - k
-			for xi < n && yi < m && x[xi] == y[yi] {
-				xi++
-				yi++
-			}
-			v[off+k] = xi
-			if xi >= n && yi >= m {
-				return backtrack(trace, n, m, d), true
-			}
+		if step(x, y, v, off, d) {
+			return backtrack(trace, n, m, d), true
 		}
 	}
 	return nil, false
+}
+
+// step advances frontier v (diagonal k at v[off+k]) by edit d: each diagonal
+// in [-d, d] takes one edit and then the snake of equal lines after it. It
+// reports whether one reached the end of both x and y.
+func step(x, y []string, v []int, off, d int) bool {
+	n, m := len(x), len(y)
+	for k := -d; k <= d; k += 2 {
+		var xi int
+		if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+			xi = v[off+k+1]
+		} else {
+			xi = v[off+k-1] + 1
+		}
+		yi := xi - k
+		for xi < n && yi < m && x[xi] == y[yi] {
+			xi++
+			yi++
+		}
+		v[off+k] = xi
+		if xi >= n && yi >= m {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceOps is the script deleting n lines, then inserting m.
+func replaceOps(n, m int) []op {
+	ops := make([]op, 0, n+m)
+	for i := range n {
+		ops = append(ops, op{'-', i, 0})
+	}
+	for j := range m {
+		ops = append(ops, op{'+', n, j})
+	}
+	return ops
 }
 
 // backtrack walks the saved frontiers from (n, m) back to (0, 0).

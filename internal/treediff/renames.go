@@ -128,31 +128,9 @@ func (r *renamer) inexact() error {
 	if len(ld) == 0 || len(la) == 0 || len(ld)*len(la) > maxRenamePairs {
 		return nil
 	}
-	sigs := map[int]*lineSig{}
-	var cands []candidate
-	for _, di := range ld {
-		sd, err := r.sig(sigs, r.a, di)
-		if err != nil || sd == nil {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		for _, ai := range la {
-			sa, err := r.sig(sigs, r.b, ai)
-			if err != nil {
-				return err
-			}
-			if sa == nil {
-				continue
-			}
-			if sc := sd.similarity(sa); sc >= renameMinScore {
-				cands = append(cands, candidate{di, ai, sc})
-			}
-		}
-		if err := r.ctx.Err(); err != nil {
-			return err
-		}
+	cands, err := r.candidates(ld, la)
+	if err != nil {
+		return err
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].score != cands[j].score {
@@ -166,6 +144,38 @@ func (r *renamer) inexact() error {
 		}
 	}
 	return nil
+}
+
+// candidates returns the pairs of deletions ld and additions la scoring at
+// least renameMinScore, in the order of ld, then la.
+func (r *renamer) candidates(ld, la []int) ([]candidate, error) {
+	sigs := map[int]*lineSig{}
+	var cands []candidate
+	for _, di := range ld {
+		sd, err := r.sig(sigs, r.a, di)
+		if err != nil {
+			return nil, err
+		}
+		for _, ai := range la {
+			if sd == nil {
+				break
+			}
+			sa, err := r.sig(sigs, r.b, ai)
+			if err != nil {
+				return nil, err
+			}
+			if sa == nil {
+				continue
+			}
+			if sc := sd.similarity(sa); sc >= renameMinScore {
+				cands = append(cands, candidate{di, ai, sc})
+			}
+		}
+		if err := r.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return cands, nil
 }
 
 func (r *renamer) candSameBase(c candidate) bool { return sameBase(r.cs[c.di].Path, r.cs[c.ai].Path) }
