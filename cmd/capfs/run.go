@@ -73,35 +73,35 @@ type runner struct {
 	argv             []string
 	syncLabel        string // the sync journal's label: which host directory the work path is
 	lim              limitFlags
-	trees            []*materialize.Tree
+	sess             *run.Session // the run's mounts (materialize/run)
+	paths            []vfs.Path   // the namespace path of each of sess's mounts
+	checkoutBars     []*progress  // each mount's checkout progress bar (nil: none)
 	workTree         *materialize.Tree
 	workDir          *dir.Dir
 	workPath         vfs.Path
-	writeBack        bool // the work mount keeps what is synced into it (physical, not --rev)
-	mounts           []sandbox.Mount
-	seenTargets      []vfs.Path
-	subs             []func() error // Subs of mount backends made for zero-copy checkouts
-	cacheKey         string         // the project's build cache key ("" = no caches)
-	keptID           string         // the id the work checkout was kept under
-	prefix           string         // the summary's command name ("" = run)
+	writeBack        bool            // the work mount keeps what is synced into it (physical, not --rev)
+	mounts           []sandbox.Mount // sess's binds, as the sandbox gets them (run_cachemount.go redirects some)
+	subs             []func() error  // Subs of mount backends made for zero-copy checkouts
+	cacheKey         string          // the project's build cache key ("" = no caches)
+	keptID           string          // the id the work checkout was kept under
+	prefix           string          // the summary's command name ("" = run)
 	lastMark         time.Time
 	bars             []*progress // progress bars of a sync under way
 	unheard          bool        // a message to stderr failed: nobody reads it (EPIPE)
 	lazyFlag         *bool       // --lazy or --no-lazy as given (nil: the default)
 	lazy             bool        // the work tree is a lazy FUSE mount (run_lazy.go)
 	lazyWhy          string      // why lazy or not, for the summary
-	lazyWork         *run.Lazy
-	git              gitRun   // the work tree's .git (run_git.go)
-	shownNotes       []string // host paths the sandbox's mountinfo shows, for the summary (run_cachemount.go)
+	git              gitRun      // the work tree's .git (run_git.go)
+	shownNotes       []string    // host paths the sandbox's mountinfo shows, for the summary (run_cachemount.go)
 }
 
 func (r *runner) close() {
-	for _, t := range r.trees {
-		if err := t.Close(); err != nil {
+	if r.sess != nil {
+		if err := r.sess.Close(); err != nil {
 			fmt.Fprintf(r.stderr, "capfs: run: removing a checkout: %s\n", showError(err))
 		}
+		r.sess = nil
 	}
-	r.trees = nil
 	for _, c := range r.subs {
 		c()
 	}
@@ -159,58 +159,15 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		r.cacheKey = projectCacheKey(m, rel, r.rev)
 	}
 
-	// The work checkout, read-write (or a lazy FUSE mount: run_lazy.go).
+	// The mounts: the work tree, read-write (a checkout, or a lazy FUSE mount:
+	// run_lazy.go), then the read-only grants (startMounts).
 	if err := r.chooseLazy(r.lazyFlag); err != nil {
 		r.say("capfs: run: %s\n", show(err.Error()))
 		return exitStatus(exitRunFailed)
 	}
 	start := time.Now()
-	if r.lazy {
-		if err := r.startLazy(ctx); err != nil {
-			return r.failedBeforeRun(err)
-		}
-	} else {
-		t, err := r.checkout(ctx, r.workPath, workDir, false, nil)
-		if err != nil {
-			return r.failedBeforeRun(err)
-		}
-		r.workTree = t
-		r.checkoutGit(t)
-		if r.keep {
-			t.Keep()
-		}
-		r.addMount(t, r.workPath, true)
-	}
-	r.trace("checkout")
-
-	// Read-only grants: the other physical mounts, then --grant paths.
-	var ro []vfs.Path
-	for _, om := range s.Mounts {
-		if om.Kind == kindPhysical && om != m {
-			ro = append(ro, om.Path)
-		}
-	}
-	for _, g := range r.grants {
-		gp, err := vfs.ParseGuest(g)
-		if err != nil {
-			return usageErrorf("--grant %s: %s", g, messageOrCode(err))
-		}
-		ro = append(ro, gp.WithoutDirMark())
-	}
-	sort.SliceStable(ro, func(i, j int) bool { return ro[i].Depth() < ro[j].Depth() })
-	for _, p := range ro {
-		if r.covered(p) {
-			continue // inside (or holding) a grant already given
-		}
-		d, err := s.Root.ReadOnly().Sub(ctx, p.String())
-		if err != nil {
-			return r.failedBeforeRun(err)
-		}
-		t, err := r.checkout(ctx, p, d, true, r.hostFor(p))
-		if err != nil {
-			return r.failedBeforeRun(err)
-		}
-		r.addMount(t, p, false)
+	if err := r.startMounts(ctx, m); err != nil {
+		return err
 	}
 	setup := time.Since(start)
 	r.trace("grants")
@@ -399,20 +356,136 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// checkout materializes d (namespace path p), with a progress bar on stderr when
-// it is a terminal and the checkout takes over a second.
-func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly bool, host vfs.Backend) (*materialize.Tree, error) {
-	opts := materialize.Options{ReadOnly: readOnly, Host: host, Git: r.lim.git, Private: !r.lim.bindGrants, GitScanBudget: r.lim.gitScanBudget, GitScanCache: gitScanCache()}
+// startMounts makes the run's mounts (run.Start): the work tree, read-write
+// (a checkout, or a lazy FUSE mount: run_lazy.go), then the read-only grants:
+// the other physical mounts (m is the work path's), then --grant paths.
+func (r *runner) startMounts(ctx context.Context, m *mounted) error {
+	ms, err := r.mountSpecs(ctx, m)
+	if err != nil {
+		return err
+	}
+	sess, err := run.Start(ctx, &run.Spec{Mounts: ms, Ready: r.ready})
+	for _, b := range r.checkoutBars {
+		if b != nil {
+			b.finish()
+		}
+	}
+	if err != nil {
+		return r.failedBeforeRun(r.startError(err))
+	}
+	r.sess, r.mounts = sess, sess.Binds()
+	return nil
+}
+
+// mountSpecs lists the run's mounts, recording each one's namespace path in
+// r.paths: the work path, then each read-only grant not covered by one
+// before it (the sandbox cannot nest binds, and a granted tree already shows
+// what lies beneath it).
+func (r *runner) mountSpecs(ctx context.Context, m *mounted) ([]run.Mount, error) {
+	work := run.Mount{Name: r.workPath.String(), Dir: r.workDir, Target: sandboxTarget(r.workPath), Writable: true}
+	if r.lazy {
+		work.Lazy = r.lazyOptions(ctx)
+		r.checkoutBars = append(r.checkoutBars, nil)
+	} else {
+		work.Checkout = r.checkoutOptions(r.workPath, nil)
+	}
+	ms, seen := []run.Mount{work}, []vfs.Path{r.workPath}
+	ro, err := r.readOnlyPaths(m)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ro {
+		if covered(seen, p) {
+			continue
+		}
+		d, err := r.s.Root.ReadOnly().Sub(ctx, p.String())
+		if err != nil {
+			return nil, r.failedBeforeRun(err)
+		}
+		ms = append(ms, run.Mount{Name: p.String(), Dir: d, Target: sandboxTarget(p), Checkout: r.checkoutOptions(p, r.hostFor(p))})
+		seen = append(seen, p)
+	}
+	r.paths = seen
+	return ms, nil
+}
+
+// readOnlyPaths lists the paths granted read-only, shallowest first: the
+// physical mounts other than m, then --grant paths.
+func (r *runner) readOnlyPaths(m *mounted) ([]vfs.Path, error) {
+	var ro []vfs.Path
+	for _, om := range r.s.Mounts {
+		if om.Kind == kindPhysical && om != m {
+			ro = append(ro, om.Path)
+		}
+	}
+	for _, g := range r.grants {
+		gp, err := vfs.ParseGuest(g)
+		if err != nil {
+			return nil, usageErrorf("--grant %s: %s", g, messageOrCode(err))
+		}
+		ro = append(ro, gp.WithoutDirMark())
+	}
+	sort.SliceStable(ro, func(i, j int) bool { return ro[i].Depth() < ro[j].Depth() })
+	return ro, nil
+}
+
+// checkoutOptions are the options of the checkout of namespace path p (host:
+// the backend serving it directly, for a zero-copy read-only checkout), with a
+// progress bar on stderr when it is a terminal and the checkout takes over a
+// second.
+func (r *runner) checkoutOptions(p vfs.Path, host vfs.Backend) materialize.Options {
+	opts := materialize.Options{Host: host, Git: r.lim.git, Private: !r.lim.bindGrants, GitScanBudget: r.lim.gitScanBudget, GitScanCache: gitScanCache()}
 	bar := newProgress(r.stderr, "checkout "+showPath(p.String()))
 	if bar != nil {
 		opts.Progress = bar.update
-		defer bar.finish()
 	}
-	t, err := materialize.Checkout(ctx, d, opts)
-	if err != nil {
-		return nil, readdressUnder(err, p)
+	r.checkoutBars = append(r.checkoutBars, bar)
+	return opts
+}
+
+// ready takes mount i's view once made (run.Spec.Ready): it clears the
+// checkout's progress bar, says what the checkout left out, and for the work
+// tree records what became of its .git and keeps it under --keep.
+func (r *runner) ready(i int, v *run.View) error {
+	if b := r.checkoutBars[i]; b != nil {
+		b.finish()
 	}
-	r.trees = append(r.trees, t)
+	if i+1 < len(r.checkoutBars) && r.checkoutBars[i+1] != nil {
+		r.checkoutBars[i+1].start = time.Now() // the next checkout starts now
+	}
+	if i == 0 {
+		defer r.trace("checkout")
+	}
+	if v.Tree == nil {
+		return nil // lazy: nothing walked, nothing left out
+	}
+	r.sayLeftOut(r.paths[i], v.Tree)
+	if i == 0 {
+		r.workTree = v.Tree
+		r.checkoutGit(v.Tree)
+		if r.keep {
+			v.Tree.Keep()
+		}
+	}
+	return nil
+}
+
+// startError is the error run.Start returned, as run says it: a checkout's
+// re-addressed to the namespace root.
+func (r *runner) startError(err error) error {
+	var me *run.MountError
+	if !errors.As(err, &me) {
+		return err
+	}
+	if me.Op == "checkout" {
+		return readdressUnder(me.Err, r.paths[me.Index])
+	}
+	return me.Err
+}
+
+// sayLeftOut says what checkout t of namespace path p left out of the
+// sandbox.
+func (r *runner) sayLeftOut(p vfs.Path, t *materialize.Tree) {
 	var hidden []materialize.Skip
 	for _, sk := range t.Skipped() {
 		if strings.HasPrefix(sk.Reason, "git directory emptied") {
@@ -422,26 +495,11 @@ func (r *runner) checkout(ctx context.Context, p vfs.Path, d *dir.Dir, readOnly 
 		hidden = append(hidden, sk)
 	}
 	r.sayNotInSandbox(p, hidden)
-	return t, nil
 }
 
-// addMount binds checkout t at the sandbox target of namespace path p.
-func (r *runner) addMount(t *materialize.Tree, p vfs.Path, writable bool) {
-	m := sandbox.Mount{Source: t.Path(), Target: sandboxTarget(p), Writable: writable}
-	if writable {
-		m.ReadOnly = t.ReadOnlyPaths()
-	}
-	if t.Bound() {
-		m.File = t.BindFile()
-	}
-	r.mounts = append(r.mounts, m)
-	r.seenTargets = append(r.seenTargets, p)
-}
-
-// covered reports whether p is, lies under, or holds a path already granted: the
-// sandbox cannot nest binds, and a granted tree already shows what lies beneath it.
-func (r *runner) covered(p vfs.Path) bool {
-	for _, q := range r.seenTargets {
+// covered reports whether p is, lies under, or holds one of the paths seen.
+func covered(seen []vfs.Path, p vfs.Path) bool {
+	for _, q := range seen {
 		if p.HasPrefix(q) || q.HasPrefix(p) {
 			return true
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
-	"github.com/capfs/capfs/materialize/sandbox"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -100,40 +100,35 @@ func (r *runner) chooseLazy(flag *bool) error {
 	return nil
 }
 
-// startLazy mounts the lazy work tree of r.workDir and binds it at the work
-// path's target; r.close unmounts it and removes what is left.
-func (r *runner) startLazy(ctx context.Context) error {
+// lazyOptions are the options of the lazy work tree of r.workDir: its view
+// mirrors the session's policy, and shows the work root's .git when its
+// history scan allows (run_git.go).
+func (r *runner) lazyOptions(ctx context.Context) *run.LazyOptions {
 	pol := run.ViewPolicy{Inner: r.s.Policy, Root: r.workPath.String(), Git: r.lazyGit(ctx)}
-	lw, err := run.StartLazy(ctx, r.workDir, run.LazyOptions{View: pol, MountDir: lazyMountDir(run.LazyBase()), NarrowProcs: true,
+	return &run.LazyOptions{View: pol, MountDir: lazyMountDir(run.LazyBase()), NarrowProcs: true,
 		Unaddressable: func(dir vfs.Path, u vfs.Unaddressable) {
 			r.say("capfs run: %s: skipped 1 name the capability cannot address (%s: %s); the lazy work tree does not show it\n",
 				showPath(r.workPath.Join(dir).String()), show(u.Name), u.Reason)
-		}})
-	if err != nil {
-		return err
-	}
-	r.lazyWork = lw
-	r.subs = append(r.subs, lw.Close)
-	r.mounts = append(r.mounts, sandbox.Mount{Source: lw.Mountpoint, Target: sandboxTarget(r.workPath), Writable: true})
-	r.seenTargets = append(r.seenTargets, r.workPath)
-	return nil
+		}}
 }
 
 // finishLazy, once the command exited, stops the lazy mount and makes the
-// work Tree of its changes for the review. On failure the changes stay in the
-// upper directory, which is named.
+// work Tree of its changes for the review (run.Session.Finish). On failure
+// the changes stay in the upper directory, which is named.
 func (r *runner) finishLazy(ctx context.Context) error {
-	lw := r.lazyWork
-	if lw == nil {
+	if !r.lazy {
 		return nil
 	}
 	// Not canceled by a signal: the review decides what an interrupted run keeps.
-	t, err := lw.Finish(context.WithoutCancel(ctx), r.workDir)
-	if err != nil { // the upper stays for the user
-		r.say("capfs: run: the lazy work tree: %s; its changes stay in %s\n", showError(err), show(lw.UpperDir()))
+	if err := r.sess.Finish(context.WithoutCancel(ctx)); err != nil {
+		var me *run.MountError
+		if errors.As(err, &me) {
+			err = me.Err
+		}
+		r.say("capfs: run: the lazy work tree: %s; its changes stay in %s\n", showError(err), show(r.sess.Views()[0].Lazy.UpperDir()))
 		return exitStatus(exitSyncBack)
 	}
-	r.trees = append(r.trees, t)
+	t := r.sess.Views()[0].Tree
 	r.workTree = t
 	if r.keep {
 		t.Keep()
