@@ -568,19 +568,13 @@ func readdressUnder(err error, p vfs.Path) error {
 // path that were interrupted (capfs killed while applying): their journals
 // carry r.syncLabel. Each is rolled forward through d and summarised.
 func (r *runner) recoverSyncs(ctx context.Context, d *dir.Dir) {
-	js, err := materialize.PendingJournals("")
-	if err != nil {
-		r.say("capfs: run: looking for interrupted sync-backs: %s\n", showError(err))
-		return
-	}
-	for _, j := range js {
-		if j.Busy || j.Label != r.syncLabel {
-			continue
-		}
+	err := run.Recover(ctx, d, r.syncLabel, materialize.RecoverOptions{OnReject: r.onReject}, func(j materialize.JournalInfo) func(*materialize.SyncReport, error) {
 		r.say("capfs: run: finishing the sync-back into %s interrupted at %s\n",
 			showPath(r.workPath.String()), j.Created.Local().Format(time.DateTime))
-		rep, err := materialize.Recover(ctx, d, j.Path, materialize.RecoverOptions{OnReject: r.onReject})
-		printApplied(r.stderr, r.workPath, rep, err, -1)
+		return func(rep *materialize.SyncReport, err error) { printApplied(r.stderr, r.workPath, rep, err, -1) }
+	})
+	if err != nil {
+		r.say("capfs: run: looking for interrupted sync-backs: %s\n", showError(err))
 	}
 }
 
