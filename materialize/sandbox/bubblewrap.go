@@ -142,6 +142,20 @@ func (b *BubblewrapWrapper) binary() (string, error) {
 // probeTimeout bounds one probe run.
 const probeTimeout = 30 * time.Second
 
+// freshMark reports whether the probe mark file mark ("" for none) is
+// there, a regular file, and younger than probeMemory.
+func freshMark(mark string) bool {
+	if mark == "" {
+		return false
+	}
+	fi, err := os.Lstat(mark)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	age := time.Since(fi.ModTime())
+	return age < probeMemory && age >= 0
+}
+
 // Probe checks that bwrap exists and can create its namespaces here, by running
 // `true` under the same options as a real run (including a descriptor bind). A
 // success is remembered; after a failure the next call probes again. The error
@@ -158,13 +172,11 @@ func (b *BubblewrapWrapper) Probe(ctx context.Context) error {
 		return err
 	}
 	mark := b.probeMark(bin)
-	if mark != "" {
-		if fi, err := os.Lstat(mark); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) < probeMemory && time.Since(fi.ModTime()) >= 0 {
-			b.mu.Lock()
-			b.probed = true
-			b.mu.Unlock()
-			return nil
-		}
+	if freshMark(mark) {
+		b.mu.Lock()
+		b.probed = true
+		b.mu.Unlock()
+		return nil
 	}
 	fd, err := unix.Open("/usr", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -276,113 +288,14 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 		return nil, err
 	}
 	gb := b.opts.goBinds()
-	reserved := append(append([]string(nil), systemTargets...), gb.targets()...)
-	for _, c := range b.opts.Caches {
-		if !cleanAbs(c.Target) || c.Target == "/" || !filepath.IsAbs(c.Source) {
-			return nil, mountError(c.Target, "of a cache is not an absolute clean path below / (or its source is not absolute)")
-		}
-		for _, s := range reserved {
-			if within(c.Target, s) || within(s, c.Target) {
-				return nil, mountError(c.Target, "of a cache collides with the sandbox's own "+s)
-			}
-		}
+	if err := b.checkTargets(l.Mounts, gb); err != nil {
+		return nil, err
 	}
-	if len(b.opts.Caches) > 0 {
-		reserved = append(append([]string(nil), reserved...), cacheTargets(b.opts.Caches)...)
-	}
-	for i, m := range l.Mounts {
-		for _, s := range reserved {
-			if within(m.Target, s) || within(s, m.Target) {
-				return nil, mountError(m.Target, "collides with the sandbox's own "+s)
-			}
-		}
-		for _, o := range l.Mounts[:i] {
-			if within(m.Target, o.Target) || within(o.Target, m.Target) {
-				return nil, mountError(m.Target, "nests with or repeats the mount at "+o.Target)
-			}
-		}
-	}
-
-	a := []string{
-		"--unshare-all", "--unshare-user", "--disable-userns",
-		"--uid", strconv.Itoa(b.opts.UID), "--gid", strconv.Itoa(b.opts.GID),
-		"--hostname", "capfs",
-		"--die-with-parent",
-	}
-	if b.opts.ShareNet {
-		a = append(a, "--share-net")
-	}
-	if l.Terminal == nil {
-		// No terminal of its own: a new session keeps it from the caller's
-		// (TIOCSTI).
-		a = append(a, "--new-session")
-	}
-	a = append(a, "--clearenv", "--ro-bind", "/usr", "/usr")
-	for _, d := range hostLinkDirs {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-			continue
-		case fi.Mode()&fs.ModeSymlink != 0:
-			t, err := os.Readlink(d)
-			if err != nil {
-				continue
-			}
-			a = append(a, "--symlink", t, d)
-		case fi.IsDir():
-			a = append(a, "--ro-bind", d, d)
-		}
-	}
-	a = append(a, "--ro-bind", "/etc", "/etc")
-	if !b.opts.ShowPrivateEtc {
-		a = append(a, etcMasks("/etc")...)
-	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	lim := b.opts.limits()
-	if lim.TmpSize > 0 {
-		a = append(a, "--size", strconv.FormatInt(lim.TmpSize, 10))
-	}
-	a = append(a, "--tmpfs", "/tmp")
-	a = append(a, gb.args()...)
-
-	var cacheEnv []string
-	for _, c := range b.opts.Caches {
-		a = append(a, "--bind", c.Source, c.Target)
-		cacheEnv = append(cacheEnv, c.Env...)
-	}
-
+	a, cacheEnv := b.systemArgs(l, gb, lim)
 	extra := append([]*os.File(nil), l.ExtraFiles...)
-	dir := l.Dir
-	for _, m := range l.Mounts {
-		if dir == "" && m.Writable {
-			dir = m.Target
-		}
-		src := m.Source
-		switch {
-		case m.File != nil:
-			extra = append(extra, m.File)
-			fd := strconv.Itoa(2 + len(extra))
-			src = "/proc/self/fd/" + fd
-			if m.Writable {
-				a = append(a, "--bind-fd", fd, m.Target)
-			} else {
-				a = append(a, "--ro-bind-fd", fd, m.Target)
-			}
-		case m.Writable:
-			a = append(a, "--bind", m.Source, m.Target)
-		default:
-			a = append(a, "--ro-bind", m.Source, m.Target)
-		}
-		// Write-protected entries of the grant, bound over themselves (after
-		// the grant, so on top of it; parents before children).
-		for _, p := range m.ReadOnly {
-			a = append(a, "--ro-bind", src+"/"+p, m.Target+"/"+p)
-		}
-	}
-	if dir == "" {
-		dir = "/"
-	}
-	a = append(a, "--chdir", dir)
+	a, extra = mountArgs(a, extra, l.Mounts)
+	a = append(a, "--chdir", workDir(l))
 	// The sandbox's own account in /etc/passwd and /etc/group (passwd.go).
 	accounts := &accountFiles{}
 	if !b.opts.ShowPrivateEtc {
@@ -412,13 +325,165 @@ func (b *BubblewrapWrapper) Wrap(ctx context.Context, l *Launch) (*Launch, error
 	}
 	a = append(a, l.Path)
 	a = append(a, l.Args...)
-
-	// A bwrap under the user's home would name it in the sandbox's
-	// /proc/1/cmdline, exe and maps: it runs from a copy in memory.
-	bwrapProg, argv0, extra, image := launchAs(bin, extra)
-	closeFiles := func() {
+	return launchBwrap(l, bin, lim, a, extra, func() {
 		argsFile.Close()
 		accounts.Close()
+	})
+}
+
+// checkTargets refuses a cache or mount target that collides with the
+// sandbox's own binds (gb's among them), and a cache target that is not
+// absolute and clean below / (or whose source is not absolute), or mounts
+// that nest with or repeat each other.
+func (b *BubblewrapWrapper) checkTargets(mounts []Mount, gb goBinds) error {
+	reserved := append(append([]string(nil), systemTargets...), gb.targets()...)
+	for _, c := range b.opts.Caches {
+		if !cleanAbs(c.Target) || c.Target == "/" || !filepath.IsAbs(c.Source) {
+			return mountError(c.Target, "of a cache is not an absolute clean path below / (or its source is not absolute)")
+		}
+		if s, ok := collides(c.Target, reserved); ok {
+			return mountError(c.Target, "of a cache collides with the sandbox's own "+s)
+		}
+	}
+	if len(b.opts.Caches) > 0 {
+		reserved = append(append([]string(nil), reserved...), cacheTargets(b.opts.Caches)...)
+	}
+	for i, m := range mounts {
+		if s, ok := collides(m.Target, reserved); ok {
+			return mountError(m.Target, "collides with the sandbox's own "+s)
+		}
+		for _, o := range mounts[:i] {
+			if within(m.Target, o.Target) || within(o.Target, m.Target) {
+				return mountError(m.Target, "nests with or repeats the mount at "+o.Target)
+			}
+		}
+	}
+	return nil
+}
+
+// collides returns the first of targets that t lies within or that lies
+// within t.
+func collides(t string, targets []string) (string, bool) {
+	for _, s := range targets {
+		if within(t, s) || within(s, t) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// systemArgs returns bwrap's options for the sandbox itself, before the
+// Launch's mounts: namespaces, identity, the system binds, /proc, /dev, /tmp,
+// the Go toolchain's binds and the caches, with the environment the caches
+// add.
+func (b *BubblewrapWrapper) systemArgs(l *Launch, gb goBinds, lim Limits) (a, cacheEnv []string) {
+	a = []string{
+		"--unshare-all", "--unshare-user", "--disable-userns",
+		"--uid", strconv.Itoa(b.opts.UID), "--gid", strconv.Itoa(b.opts.GID),
+		"--hostname", "capfs",
+		"--die-with-parent",
+	}
+	if b.opts.ShareNet {
+		a = append(a, "--share-net")
+	}
+	if l.Terminal == nil {
+		// No terminal of its own: a new session keeps it from the caller's
+		// (TIOCSTI).
+		a = append(a, "--new-session")
+	}
+	a = append(a, "--clearenv", "--ro-bind", "/usr", "/usr")
+	a = append(a, hostLinkArgs()...)
+	a = append(a, "--ro-bind", "/etc", "/etc")
+	if !b.opts.ShowPrivateEtc {
+		a = append(a, etcMasks("/etc")...)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	if lim.TmpSize > 0 {
+		a = append(a, "--size", strconv.FormatInt(lim.TmpSize, 10))
+	}
+	a = append(a, "--tmpfs", "/tmp")
+	a = append(a, gb.args()...)
+	for _, c := range b.opts.Caches {
+		a = append(a, "--bind", c.Source, c.Target)
+		cacheEnv = append(cacheEnv, c.Env...)
+	}
+	return a, cacheEnv
+}
+
+// hostLinkArgs re-creates hostLinkDirs as the host has them: a symlink as a
+// symlink, a directory bound read-only.
+func hostLinkArgs() []string {
+	var a []string
+	for _, d := range hostLinkDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(d)
+			if err != nil {
+				continue
+			}
+			a = append(a, "--symlink", t, d)
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	return a
+}
+
+// mountArgs appends the binds of mounts to a, passing a mount given as a
+// file as a descriptor (appended to extra), then binds each write-protected
+// entry of a mount over itself (after the mount, so on top of it; parents
+// before children).
+func mountArgs(a []string, extra []*os.File, mounts []Mount) ([]string, []*os.File) {
+	for _, m := range mounts {
+		src := m.Source
+		switch {
+		case m.File != nil:
+			extra = append(extra, m.File)
+			fd := strconv.Itoa(2 + len(extra))
+			src = "/proc/self/fd/" + fd
+			if m.Writable {
+				a = append(a, "--bind-fd", fd, m.Target)
+			} else {
+				a = append(a, "--ro-bind-fd", fd, m.Target)
+			}
+		case m.Writable:
+			a = append(a, "--bind", m.Source, m.Target)
+		default:
+			a = append(a, "--ro-bind", m.Source, m.Target)
+		}
+		for _, p := range m.ReadOnly {
+			a = append(a, "--ro-bind", src+"/"+p, m.Target+"/"+p)
+		}
+	}
+	return a, extra
+}
+
+// workDir is where the command starts in the sandbox: l.Dir, else the first
+// writable mount, else /.
+func workDir(l *Launch) string {
+	if l.Dir != "" {
+		return l.Dir
+	}
+	for _, m := range l.Mounts {
+		if m.Writable {
+			return m.Target
+		}
+	}
+	return "/"
+}
+
+// launchBwrap is the Launch of bwrap (bin) with arguments a and files extra,
+// under the limits lim, for l. A bwrap under the user's home would name it
+// in the sandbox's /proc/1/cmdline, exe and maps: it runs from a copy in
+// memory. closeOwn closes the files Wrap made; it is the launch's first
+// cleanup.
+func launchBwrap(l *Launch, bin string, lim Limits, a []string, extra []*os.File, closeOwn func()) (*Launch, error) {
+	bwrapProg, argv0, extra, image := launchAs(bin, extra)
+	closeFiles := func() {
+		closeOwn()
 		if image != nil {
 			image.Close()
 		}
@@ -692,53 +757,81 @@ var goEnvDirs = sync.OnceValues(func() (goroot, modcache string) {
 // binary is not laid out as a GOROOT's bin/go (a toolchain wrapper), where
 // only `go env` knows.
 func goEnvGuess(goBin string) (goroot, modcache string, ok bool) {
-	envFile := os.Getenv("GOENV")
-	if envFile == "off" {
-		envFile = ""
-	} else if envFile == "" {
-		if d, err := os.UserConfigDir(); err == nil {
-			envFile = filepath.Join(d, "go", "env")
-		}
+	if !goEnvFileClear() {
+		return "", "", false
 	}
-	if envFile != "" {
-		if data, err := os.ReadFile(envFile); err == nil {
-			for _, line := range strings.Split(string(data), "\n") {
-				k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
-				switch k {
-				case "GOROOT", "GOPATH", "GOMODCACHE":
-					return "", "", false // set by go env -w
-				}
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", "", false
-		}
+	if goroot, ok = guessGoroot(goBin); !ok {
+		return "", "", false
 	}
-	goroot = os.Getenv("GOROOT")
-	if goroot == "" {
-		real, err := filepath.EvalSymlinks(goBin)
-		if err != nil || filepath.Base(filepath.Dir(real)) != "bin" {
-			return "", "", false
-		}
-		goroot = filepath.Dir(filepath.Dir(real))
-		if _, err := os.Stat(filepath.Join(goroot, "src", "runtime")); err != nil {
-			return "", "", false
-		}
-	}
-	modcache = os.Getenv("GOMODCACHE")
-	if modcache == "" {
-		gp := os.Getenv("GOPATH")
-		if gp != "" {
-			gp = filepath.SplitList(gp)[0]
-		} else {
-			h, err := os.UserHomeDir()
-			if err != nil {
-				return "", "", false
-			}
-			gp = filepath.Join(h, "go")
-		}
-		modcache = filepath.Join(gp, "pkg", "mod")
+	if modcache, ok = guessModcache(); !ok {
+		return "", "", false
 	}
 	return goroot, modcache, true
+}
+
+// goEnvFileClear reports whether the go env file (GOENV, else the user's
+// config directory's go/env) sets none of GOROOT, GOPATH and GOMODCACHE (go
+// env -w): true when there is none, false when it cannot be read.
+func goEnvFileClear() bool {
+	envFile := os.Getenv("GOENV")
+	if envFile == "off" {
+		return true
+	}
+	if envFile == "" {
+		d, err := os.UserConfigDir()
+		if err != nil {
+			return true
+		}
+		envFile = filepath.Join(d, "go", "env")
+	}
+	data, err := os.ReadFile(envFile)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
+		switch k {
+		case "GOROOT", "GOPATH", "GOMODCACHE":
+			return false // set by go env -w
+		}
+	}
+	return true
+}
+
+// guessGoroot is $GOROOT, else the directory above the bin directory holding
+// goBin (symlinks resolved), when it has src/runtime.
+func guessGoroot(goBin string) (string, bool) {
+	if goroot := os.Getenv("GOROOT"); goroot != "" {
+		return goroot, true
+	}
+	real, err := filepath.EvalSymlinks(goBin)
+	if err != nil || filepath.Base(filepath.Dir(real)) != "bin" {
+		return "", false
+	}
+	goroot := filepath.Dir(filepath.Dir(real))
+	if _, err := os.Stat(filepath.Join(goroot, "src", "runtime")); err != nil {
+		return "", false
+	}
+	return goroot, true
+}
+
+// guessModcache is $GOMODCACHE, else pkg/mod in the first $GOPATH entry,
+// else in ~/go.
+func guessModcache() (string, bool) {
+	if modcache := os.Getenv("GOMODCACHE"); modcache != "" {
+		return modcache, true
+	}
+	gp := os.Getenv("GOPATH")
+	if gp != "" {
+		gp = filepath.SplitList(gp)[0]
+	} else {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", false
+		}
+		gp = filepath.Join(h, "go")
+	}
+	return filepath.Join(gp, "pkg", "mod"), true
 }
 
 // limitedWriter keeps the first n bytes written to it and discards the rest.

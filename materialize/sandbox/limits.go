@@ -185,36 +185,48 @@ func planCgroup(l Limits) *cgroupPlan {
 	}
 	var sfs unix.Statfs_t
 	if unix.Statfs(cgroupRoot, &sfs) == nil && sfs.Type == unix.CGROUP2_SUPER_MAGIC {
-		for _, line := range strings.Split(string(own), "\n") {
-			rest, ok := strings.CutPrefix(line, "0::")
-			if !ok {
-				continue
-			}
-			// The run's cgroup goes beside the caller's (under its parent, whose
-			// subtree_control enables what the caller's cgroup.controllers
-			// lists): v2 lets no cgroup both hold processes and hand controllers
-			// down, the root excepted, where it goes beneath.
-			self := filepath.Join(cgroupRoot, filepath.Clean("/"+rest))
-			parent, list := filepath.Dir(self), filepath.Join(self, "cgroup.controllers")
-			if self == cgroupRoot {
-				parent, list = self, filepath.Join(self, "cgroup.subtree_control")
-			}
-			ctl, err := os.ReadFile(list)
-			if err != nil || unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
+		return planCgroupV2(string(own), need)
+	}
+	return planCgroupV1(string(own), need)
+}
+
+// planCgroupV2 is planCgroup on the unified hierarchy, own being the
+// caller's /proc/self/cgroup.
+func planCgroupV2(own string, need []string) *cgroupPlan {
+	for _, line := range strings.Split(own, "\n") {
+		rest, ok := strings.CutPrefix(line, "0::")
+		if !ok {
+			continue
+		}
+		// The run's cgroup goes beside the caller's (under its parent, whose
+		// subtree_control enables what the caller's cgroup.controllers
+		// lists): v2 lets no cgroup both hold processes and hand controllers
+		// down, the root excepted, where it goes beneath.
+		self := filepath.Join(cgroupRoot, filepath.Clean("/"+rest))
+		parent, list := filepath.Dir(self), filepath.Join(self, "cgroup.controllers")
+		if self == cgroupRoot {
+			parent, list = self, filepath.Join(self, "cgroup.subtree_control")
+		}
+		ctl, err := os.ReadFile(list)
+		if err != nil || unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
+			return nil
+		}
+		have := strings.Fields(string(ctl))
+		for _, c := range need {
+			if !contains(have, c) {
 				return nil
 			}
-			have := strings.Fields(string(ctl))
-			for _, c := range need {
-				if !contains(have, c) {
-					return nil
-				}
-			}
-			return &cgroupPlan{version: 2, parents: map[string]string{"": parent}}
 		}
-		return nil
+		return &cgroupPlan{version: 2, parents: map[string]string{"": parent}}
 	}
+	return nil
+}
+
+// planCgroupV1 is planCgroup on the v1 hierarchies, own being the caller's
+// /proc/self/cgroup.
+func planCgroupV1(own string, need []string) *cgroupPlan {
 	p := &cgroupPlan{version: 1, parents: map[string]string{}}
-	for _, line := range strings.Split(string(own), "\n") {
+	for _, line := range strings.Split(own, "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
@@ -223,12 +235,7 @@ func planCgroup(l Limits) *cgroupPlan {
 			if !contains(strings.Split(parts[1], ","), c) {
 				continue
 			}
-			mnt := filepath.Join(cgroupRoot, c)
-			if unix.Statfs(mnt, &sfs) != nil || sfs.Type != unix.CGROUP_SUPER_MAGIC {
-				continue
-			}
-			parent := filepath.Join(mnt, filepath.Clean("/"+parts[2]))
-			if unix.Access(parent, unix.W_OK|unix.X_OK) == nil {
+			if parent, ok := cgroupV1Parent(c, parts[2]); ok {
 				p.parents[c] = parent
 			}
 		}
@@ -237,6 +244,19 @@ func planCgroup(l Limits) *cgroupPlan {
 		return nil
 	}
 	return p
+}
+
+// cgroupV1Parent is the caller's cgroup rel in the v1 hierarchy of
+// controller c, when that is mounted at cgroupRoot/c and the caller may
+// create cgroups in it.
+func cgroupV1Parent(c, rel string) (string, bool) {
+	var sfs unix.Statfs_t
+	mnt := filepath.Join(cgroupRoot, c)
+	if unix.Statfs(mnt, &sfs) != nil || sfs.Type != unix.CGROUP_SUPER_MAGIC {
+		return "", false
+	}
+	parent := filepath.Join(mnt, filepath.Clean("/"+rel))
+	return parent, unix.Access(parent, unix.W_OK|unix.X_OK) == nil
 }
 
 func contains(list []string, s string) bool {
@@ -264,73 +284,88 @@ func (p *cgroupPlan) create(l Limits) (*cgroupRun, error) {
 	_, _ = rand.Read(b[:])
 	name := "capfs-run-" + hex.EncodeToString(b[:])
 	r := &cgroupRun{}
-	ok := false
-	defer func() {
-		if !ok {
-			r.remove()
-		}
-	}()
-	mk := func(parent string) (string, error) {
-		d := filepath.Join(parent, name)
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return "", err
-		}
-		r.dirs = append(r.dirs, d)
-		r.procs = append(r.procs, filepath.Join(d, "cgroup.procs"))
-		if cgroupMade != nil {
-			cgroupMade(d)
-		}
-		return d, nil
-	}
-	write := func(d, file, v string) error {
-		return os.WriteFile(filepath.Join(d, file), []byte(v), 0)
-	}
+	var err error
 	if p.version == 2 {
-		d, err := mk(p.parents[""])
-		if err != nil {
-			return nil, err
-		}
-		if l.MaxProcs > 0 {
-			if err := write(d, "pids.max", strconv.Itoa(l.MaxProcs)); err != nil {
-				return nil, err
-			}
-		}
-		if l.MaxMemory > 0 {
-			if err := write(d, "memory.max", strconv.FormatInt(l.MaxMemory, 10)); err != nil {
-				return nil, err
-			}
-			// No swap: the limit is on memory, not on memory plus swap.
-			_ = write(d, "memory.swap.max", "0")
-		}
-		ok = true
-		return r, nil
+		err = r.limitV2(p.parents[""], name, l)
+	} else {
+		err = r.limitV1(p, name, l)
+	}
+	if err != nil {
+		r.remove()
+		return nil, err
+	}
+	return r, nil
+}
+
+// mkdir makes the run's cgroup name under parent.
+func (r *cgroupRun) mkdir(parent, name string) (string, error) {
+	d := filepath.Join(parent, name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return "", err
+	}
+	r.dirs = append(r.dirs, d)
+	r.procs = append(r.procs, filepath.Join(d, "cgroup.procs"))
+	if cgroupMade != nil {
+		cgroupMade(d)
+	}
+	return d, nil
+}
+
+// writeCgroup writes v into the control file of cgroup d.
+func writeCgroup(d, file, v string) error {
+	return os.WriteFile(filepath.Join(d, file), []byte(v), 0)
+}
+
+// limitV2 makes the run's cgroup under parent in the unified hierarchy and
+// writes the limits into it.
+func (r *cgroupRun) limitV2(parent, name string, l Limits) error {
+	d, err := r.mkdir(parent, name)
+	if err != nil {
+		return err
 	}
 	if l.MaxProcs > 0 {
-		d, err := mk(p.parents["pids"])
-		if err != nil {
-			return nil, err
-		}
-		if err := write(d, "pids.max", strconv.Itoa(l.MaxProcs)); err != nil {
-			return nil, err
+		if err := writeCgroup(d, "pids.max", strconv.Itoa(l.MaxProcs)); err != nil {
+			return err
 		}
 	}
 	if l.MaxMemory > 0 {
-		d, err := mk(p.parents["memory"])
+		if err := writeCgroup(d, "memory.max", strconv.FormatInt(l.MaxMemory, 10)); err != nil {
+			return err
+		}
+		// No swap: the limit is on memory, not on memory plus swap.
+		_ = writeCgroup(d, "memory.swap.max", "0")
+	}
+	return nil
+}
+
+// limitV1 makes the run's cgroups in the v1 pids and memory hierarchies of
+// p that the limits need, and writes the limits into them.
+func (r *cgroupRun) limitV1(p *cgroupPlan, name string, l Limits) error {
+	if l.MaxProcs > 0 {
+		d, err := r.mkdir(p.parents["pids"], name)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := write(d, "memory.limit_in_bytes", strconv.FormatInt(l.MaxMemory, 10)); err != nil {
-			return nil, err
-		}
-		// With swap accounting, memory plus swap gets the same bound (no swap).
-		if _, err := os.Stat(filepath.Join(d, "memory.memsw.limit_in_bytes")); err == nil {
-			if err := write(d, "memory.memsw.limit_in_bytes", strconv.FormatInt(l.MaxMemory, 10)); err != nil {
-				return nil, err
-			}
+		if err := writeCgroup(d, "pids.max", strconv.Itoa(l.MaxProcs)); err != nil {
+			return err
 		}
 	}
-	ok = true
-	return r, nil
+	if l.MaxMemory <= 0 {
+		return nil
+	}
+	d, err := r.mkdir(p.parents["memory"], name)
+	if err != nil {
+		return err
+	}
+	limit := strconv.FormatInt(l.MaxMemory, 10)
+	if err := writeCgroup(d, "memory.limit_in_bytes", limit); err != nil {
+		return err
+	}
+	// With swap accounting, memory plus swap gets the same bound (no swap).
+	if _, err := os.Stat(filepath.Join(d, "memory.memsw.limit_in_bytes")); err == nil {
+		return writeCgroup(d, "memory.memsw.limit_in_bytes", limit)
+	}
+	return nil
 }
 
 // remove deletes the run's cgroup directories. The sandbox's processes are

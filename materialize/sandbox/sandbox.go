@@ -235,47 +235,105 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	if l == nil {
 		return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Err: errors.New("nil launch")}
 	}
-	ev := audit.Event{
+	rec := &runRecord{mode: "not_started", ev: audit.Event{
 		Time:      time.Now(),
 		RequestID: newRunID(),
 		Subject:   l.Subject,
 		Op:        "run",
 		Path:      commandLine(l.Path, l.Args),
 		Dest:      l.Dir,
-	}
-	sandboxed := false
-	mode := "not_started" // the rule of a run refused before its chain was decided
-	var names []string
-	defer func() {
-		ev.Duration = time.Since(ev.Time)
-		ev.Rule = mode
-		if mode == "sandboxed" || mode == "unsandboxed" {
-			ev.Rule += " wrappers=" + strings.Join(names, ",")
-		}
-		switch {
-		case err != nil:
-			if ev.Outcome == "" {
-				ev.Outcome = audit.Failed
-			}
-			ev.Code = string(vfs.CodeOf(err))
-		case res.ExitCode != 0:
-			ev.Outcome = audit.Failed
-			ev.Code = "exit_status_" + strconv.Itoa(res.ExitCode)
-		default:
-			ev.Outcome = audit.OK
-		}
-		r.record(ctx, ev)
-	}()
+	}}
+	defer func() { r.record(ctx, rec.event(res, err)) }()
 	if err := validateLaunch(l); err != nil {
-		ev.Outcome = audit.Denied
+		rec.ev.Outcome = audit.Denied
 		return nil, err
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: cerr}
 	}
+	sandboxed, err := r.decideSandbox(ctx, l, rec)
+	if err != nil {
+		return nil, err
+	}
+	cur, cleanup, err := r.wrap(ctx, l, sandboxed, rec)
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	return r.start(ctx, l, cur, sandboxed, rec.names)
+}
 
-	// Probe the sandboxes.
-	sandboxed = true
+// runRecord is what Run's audit event records as the run goes.
+type runRecord struct {
+	ev    audit.Event
+	mode  string   // the rule: not_started, sandbox_required, sandboxed or unsandboxed
+	names []string // the wrappers applied
+}
+
+// event is the run's audit event once Run returns res and err.
+func (rr *runRecord) event(res *Result, err error) audit.Event {
+	ev := rr.ev
+	ev.Duration = time.Since(ev.Time)
+	ev.Rule = rr.mode
+	if rr.mode == "sandboxed" || rr.mode == "unsandboxed" {
+		ev.Rule += " wrappers=" + strings.Join(rr.names, ",")
+	}
+	switch {
+	case err != nil:
+		if ev.Outcome == "" {
+			ev.Outcome = audit.Failed
+		}
+		ev.Code = string(vfs.CodeOf(err))
+	case res.ExitCode != 0:
+		ev.Outcome = audit.Failed
+		ev.Code = "exit_status_" + strconv.Itoa(res.ExitCode)
+	default:
+		ev.Outcome = audit.OK
+	}
+	return ev
+}
+
+// decideSandbox probes the sandboxes and reports whether the run is
+// sandboxed. Without a working sandbox the run goes on unsandboxed only with
+// AllowUnsandboxed (the failed probe is audited either way); an ended ctx is
+// never a reason to fall back to an unsandboxed run.
+func (r *Runner) decideSandbox(ctx context.Context, l *Launch, rec *runRecord) (bool, error) {
+	probeErr := r.probe(ctx)
+	if probeErr == nil {
+		rec.mode = "sandboxed"
+		return true, nil
+	}
+	if ctx.Err() != nil || vfs.CodeOf(probeErr) == vfs.CodeCanceled {
+		if cerr := ctx.Err(); cerr != nil {
+			return false, &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: cerr}
+		}
+		return false, probeErr
+	}
+	pe := audit.Event{
+		Time: time.Now(), RequestID: rec.ev.RequestID, Subject: l.Subject,
+		Op: "sandbox_probe", Path: rec.ev.Path, Outcome: audit.Failed,
+		Code: string(vfs.CodeNotSupported), Rule: "sandbox_required",
+	}
+	if r.AllowUnsandboxed {
+		pe.Rule = "allow_unsandboxed"
+	}
+	r.record(ctx, pe)
+	if !r.AllowUnsandboxed {
+		rec.mode = "sandbox_required"
+		rec.ev.Outcome = audit.Denied
+		return false, probeErr
+	}
+	rec.mode = "unsandboxed"
+	return false, nil
+}
+
+// probe probes the sandbox wrappers, returning the first failure, or
+// unavailable when there is none.
+func (r *Runner) probe(ctx context.Context) error {
 	var probeErr error
 	nsb := 0
 	for _, w := range r.Wrappers {
@@ -287,70 +345,56 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 		}
 	}
 	if nsb == 0 {
-		probeErr = unavailable("no sandbox wrapper is configured")
+		return unavailable("no sandbox wrapper is configured")
 	}
-	if probeErr != nil && (ctx.Err() != nil || vfs.CodeOf(probeErr) == vfs.CodeCanceled) {
-		// Ending ctx is never a reason to fall back to an unsandboxed run.
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, &vfs.Error{Code: vfs.CodeCanceled, Op: "run", Err: cerr}
-		}
-		return nil, probeErr
-	}
-	if probeErr != nil {
-		sandboxed = false
-		pe := audit.Event{
-			Time: time.Now(), RequestID: ev.RequestID, Subject: l.Subject,
-			Op: "sandbox_probe", Path: ev.Path, Outcome: audit.Failed,
-			Code: string(vfs.CodeNotSupported), Rule: "sandbox_required",
-		}
-		if r.AllowUnsandboxed {
-			pe.Rule = "allow_unsandboxed"
-		}
-		r.record(ctx, pe)
-		if !r.AllowUnsandboxed {
-			mode = "sandbox_required"
-			ev.Outcome = audit.Denied
-			return nil, probeErr
-		}
-	}
-	mode = "unsandboxed"
-	if sandboxed {
-		mode = "sandboxed"
-	}
+	return probeErr
+}
 
+// wrap applies the wrappers in order to a copy of l (skipping the sandboxes
+// of an unsandboxed run) and returns the final launch and every cleanup
+// gathered so far, also when a wrapper refuses.
+func (r *Runner) wrap(ctx context.Context, l *Launch, sandboxed bool, rec *runRecord) (*Launch, []func(), error) {
 	cur := l.clone()
 	cur.Wrappers = nil
 	cleanup := cur.Cleanup
 	cur.Cleanup = nil
-	defer func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
-	}()
 	for _, w := range r.Wrappers {
 		if _, ok := w.(Sandbox); ok && !sandboxed {
 			continue
 		}
-		if n, ok := w.(NeedsSandbox); ok && n.NeedsSandbox() && !sandboxed {
-			ev.Outcome = audit.Denied
-			return nil, fmt.Errorf("%w: the %s wrapper works only inside a sandbox, and none can run here", ErrUnavailable, w.Name())
-		}
-		next, err := w.Wrap(ctx, cur)
+		next, err := wrapOne(ctx, w, cur, sandboxed)
 		if err != nil {
-			ev.Outcome = audit.Denied
-			return nil, err
+			rec.ev.Outcome = audit.Denied
+			return nil, cleanup, err
 		}
-		if next == nil {
-			ev.Outcome = audit.Denied
-			return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Err: fmt.Errorf("wrapper %q returned no launch", w.Name())}
-		}
-		names = append(names, w.Name())
+		rec.names = append(rec.names, w.Name())
 		next.Wrappers = append(append([]string(nil), cur.Wrappers...), w.Name())
 		cleanup = append(cleanup, next.Cleanup...)
 		next.Cleanup = nil
 		cur = next
 	}
+	return cur, cleanup, nil
+}
 
+// wrapOne applies w to cur, refusing a wrapper that needs a sandbox when
+// there is none, and one that returns no launch.
+func wrapOne(ctx context.Context, w Wrapper, cur *Launch, sandboxed bool) (*Launch, error) {
+	if n, ok := w.(NeedsSandbox); ok && n.NeedsSandbox() && !sandboxed {
+		return nil, fmt.Errorf("%w: the %s wrapper works only inside a sandbox, and none can run here", ErrUnavailable, w.Name())
+	}
+	next, err := w.Wrap(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	if next == nil {
+		return nil, &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Err: fmt.Errorf("wrapper %q returned no launch", w.Name())}
+	}
+	return next, nil
+}
+
+// start runs the final launch cur of l, forwarding l's signals, and waits for
+// it.
+func (r *Runner) start(ctx context.Context, l, cur *Launch, sandboxed bool, names []string) (*Result, error) {
 	cmd, err := r.command(ctx, cur, sandboxed)
 	if err != nil {
 		return nil, err
@@ -363,7 +407,7 @@ func (r *Runner) Run(ctx context.Context, l *Launch) (res *Result, err error) {
 	stopForward := forwardSignals(cmd.Process.Pid, l.Signals, l.Terminal)
 	werr := cmd.Wait()
 	stopForward()
-	res = &Result{
+	res := &Result{
 		ExitCode:  exitCode(cmd.ProcessState),
 		Wrappers:  names,
 		Sandboxed: sandboxed,
@@ -574,46 +618,64 @@ func exitCode(ps *os.ProcessState) int {
 
 // validateLaunch checks what every wrapper relies on.
 func validateLaunch(l *Launch) error {
-	bad := func(p, why string) error {
-		return &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Path: p, Err: errors.New(why)}
-	}
 	if l.Path == "" {
-		return bad("", "empty program path")
+		return invalidLaunch("", "empty program path")
 	}
 	if strings.IndexByte(l.Path, 0) >= 0 {
-		return bad("", "NUL in program path")
+		return invalidLaunch("", "NUL in program path")
 	}
 	for _, a := range l.Args {
 		if strings.IndexByte(a, 0) >= 0 {
-			return bad(l.Path, "NUL in an argument")
+			return invalidLaunch(l.Path, "NUL in an argument")
 		}
 	}
 	for _, e := range l.Env {
 		k, _, ok := strings.Cut(e, "=")
 		if !ok || k == "" || strings.IndexByte(e, 0) >= 0 {
-			return bad(l.Path, fmt.Sprintf("environment entry %q is not KEY=value", cut(e, 64)))
+			return invalidLaunch(l.Path, fmt.Sprintf("environment entry %q is not KEY=value", cut(e, 64)))
 		}
 	}
 	if l.Dir != "" && !cleanAbs(l.Dir) {
-		return bad(l.Dir, "working directory is not an absolute clean path")
+		return invalidLaunch(l.Dir, "working directory is not an absolute clean path")
 	}
 	for _, m := range l.Mounts {
-		if !cleanAbs(m.Target) || m.Target == "/" {
-			return bad(m.Target, "mount target is not an absolute clean path below /")
-		}
-		if m.File == nil && (m.Source == "" || !filepath.IsAbs(m.Source)) {
-			return bad(m.Target, "mount source is not an absolute host path")
-		}
-		if len(m.ReadOnly) > 0 && !m.Writable {
-			return bad(m.Target, "read-only paths inside a read-only mount")
-		}
-		for _, p := range m.ReadOnly {
-			if p == "" || p == "." || p[0] == '/' || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.IndexByte(p, 0) >= 0 {
-				return bad(m.Target, "a read-only path inside the mount is not a clean relative path")
-			}
+		if why := mountProblem(m); why != "" {
+			return invalidLaunch(m.Target, why)
 		}
 	}
 	return nil
+}
+
+// invalidLaunch is validateLaunch's error about p.
+func invalidLaunch(p, why string) error {
+	return &vfs.Error{Code: vfs.CodeInvalidPath, Op: "run", Path: p, Err: errors.New(why)}
+}
+
+// mountProblem says what is wrong with m ("" if nothing): its target must
+// be absolute and clean below /, its source (without a File) an absolute
+// host path, and its read-only paths clean relative paths in a writable
+// mount.
+func mountProblem(m Mount) string {
+	if !cleanAbs(m.Target) || m.Target == "/" {
+		return "mount target is not an absolute clean path below /"
+	}
+	if m.File == nil && (m.Source == "" || !filepath.IsAbs(m.Source)) {
+		return "mount source is not an absolute host path"
+	}
+	if len(m.ReadOnly) > 0 && !m.Writable {
+		return "read-only paths inside a read-only mount"
+	}
+	for _, p := range m.ReadOnly {
+		if !cleanRelative(p) {
+			return "a read-only path inside the mount is not a clean relative path"
+		}
+	}
+	return ""
+}
+
+// cleanRelative reports whether p is a clean relative path below ".".
+func cleanRelative(p string) bool {
+	return !(p == "" || p == "." || p[0] == '/' || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.IndexByte(p, 0) >= 0)
 }
 
 func cleanAbs(p string) bool {
