@@ -256,22 +256,7 @@ func resolveShortTree(repo *git.Repository, r *repoState, prefix string) (node, 
 		if !strings.HasPrefix(h.String(), lower) {
 			continue
 		}
-		o, err := r.store.EncodedObject(plumbing.AnyObject, h)
-		if err != nil {
-			continue
-		}
-		t := o.Type()
-		for t == plumbing.TagObject {
-			tag, err := object.DecodeTag(r.store, o)
-			if err != nil {
-				break
-			}
-			if o, err = r.store.EncodedObject(plumbing.AnyObject, tag.Target); err != nil {
-				break
-			}
-			t = o.Type()
-		}
-		switch t {
+		switch peeledType(r, h) {
 		case plumbing.TreeObject:
 			trees = append(trees, h.String())
 		case plumbing.CommitObject:
@@ -280,20 +265,47 @@ func resolveShortTree(repo *git.Repository, r *repoState, prefix string) (node, 
 	}
 	switch {
 	case len(trees)+len(commits) > 1:
-		var names []string
-		for _, h := range commits {
-			names = append(names, "commit "+h[:12])
-		}
-		for _, h := range trees {
-			names = append(names, "tree "+h[:12])
-		}
-		sort.Strings(names)
-		return node{}, false, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{},
-			"revision "+quote(prefix)+" is ambiguous: it abbreviates "+strings.Join(names, ", "))
+		return node{}, false, ambiguous(prefix, trees, commits)
 	case len(trees) == 1:
 		return node{mode: filemode.Dir, hash: plumbing.NewHash(trees[0])}, true, nil
 	}
 	return node{}, false, nil
+}
+
+// peeledType is the type of object h, its tags peeled; InvalidObject when it
+// cannot be read.
+func peeledType(r *repoState, h plumbing.Hash) plumbing.ObjectType {
+	o, err := r.store.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return plumbing.InvalidObject
+	}
+	t := o.Type()
+	for t == plumbing.TagObject {
+		tag, err := object.DecodeTag(r.store, o)
+		if err != nil {
+			break
+		}
+		if o, err = r.store.EncodedObject(plumbing.AnyObject, tag.Target); err != nil {
+			break
+		}
+		t = o.Type()
+	}
+	return t
+}
+
+// ambiguous is the error of an abbreviated id prefix that names more than one
+// of the trees and commits (full ids) given.
+func ambiguous(prefix string, trees, commits []string) error {
+	var names []string
+	for _, h := range commits {
+		names = append(names, "commit "+h[:12])
+	}
+	for _, h := range trees {
+		names = append(names, "tree "+h[:12])
+	}
+	sort.Strings(names)
+	return vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{},
+		"revision "+quote(prefix)+" is ambiguous: it abbreviates "+strings.Join(names, ", "))
 }
 
 // supportedSyntax reports whether rev uses only revision syntax go-git's
@@ -338,13 +350,8 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 		return node{}, time.Time{}, revNotFound(rev)
 	}
 	if isFullHex(rev) {
-		h := plumbing.NewHash(rev)
-		t, err := object.GetTree(repo.Storer, h)
-		if err == nil {
-			return node{mode: filemode.Dir, hash: t.Hash}, time.Time{}, nil
-		}
-		if errors.Is(err, pack.ErrCorrupt) {
-			return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
+		if n, ok, err := resolveFullTree(repo, rev); ok || err != nil {
+			return n, time.Time{}, err
 		}
 	}
 	if isShortHex(rev) {
@@ -359,6 +366,13 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 	if !supportedSyntax(rev) {
 		return node{}, time.Time{}, vfs.NewError(vfs.CodeNotFound, "open", vfs.Path{}, "revision "+quote(rev)+" not found: unsupported revision syntax")
 	}
+	return resolveCommit(repo, rev)
+}
+
+// resolveCommit resolves rev through go-git to a commit, and returns its tree
+// and commit time. A corrupt pack holding the commit is an io_error, not a
+// missing revision.
+func resolveCommit(repo *git.Repository, rev string) (node, time.Time, error) {
 	h, err := repo.ResolveRevision(plumbing.Revision(rev))
 	if errors.Is(err, pack.ErrCorrupt) {
 		return node{}, time.Time{}, vfs.Errno("open", vfs.Path{}, err)
@@ -375,6 +389,19 @@ func resolveRev(repo *git.Repository, r *repoState, rev string) (node, time.Time
 		return node{}, time.Time{}, revNotFound(rev)
 	}
 	return node{mode: filemode.Dir, hash: c.TreeHash}, c.Committer.When, nil
+}
+
+// resolveFullTree resolves rev, a full hex id, when it names a tree (ok); a
+// corrupt pack holding it is an io_error.
+func resolveFullTree(repo *git.Repository, rev string) (n node, ok bool, err error) {
+	t, err := object.GetTree(repo.Storer, plumbing.NewHash(rev))
+	switch {
+	case err == nil:
+		return node{mode: filemode.Dir, hash: t.Hash}, true, nil
+	case errors.Is(err, pack.ErrCorrupt):
+		return node{}, false, vfs.Errno("open", vfs.Path{}, err)
+	}
+	return node{}, false, nil
 }
 
 // Features reports a read-only backend with symlinks.
@@ -503,20 +530,8 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 		return nil, err
 	}
 	if !typeOf(n).IsDir() && f.r.packs != nil {
-		// One read of a packed blob gives its size and, below the stream
-		// threshold, its content.
-		typ, data, err := f.r.packs.Read(n.hash, f.r.streamMin)
-		switch {
-		case err == nil && typ == plumbing.BlobObject:
-			info, err := f.infoSized("open", p, n, name, int64(len(data)))
-			if err != nil {
-				return nil, err
-			}
-			return rofile.NewData(p, info, data, readOnlyMsg), nil
-		case err == nil:
-			return nil, vfs.Errno("open", p, plumbing.ErrObjectNotFound)
-		case err != pack.ErrTooLarge && err != pack.ErrNotPacked:
-			return nil, vfs.Errno("open", p, err)
+		if h, done, err := f.openPacked(p, n, name); done {
+			return h, err
 		}
 	}
 	info, err := f.info("open", p, n, name)
@@ -534,6 +549,26 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 		return nil, vfs.Errno("open", p, err)
 	}
 	return rofile.NewData(p, info, data, readOnlyMsg), nil
+}
+
+// openPacked opens blob n at p with one read of its pack entry, which gives
+// its size and, below the stream threshold, its content. done is false when
+// the blob is over the threshold or in no pack: OpenFile carries on.
+func (f *FS) openPacked(p vfs.Path, n node, name string) (h vfs.File, done bool, err error) {
+	typ, data, err := f.r.packs.Read(n.hash, f.r.streamMin)
+	switch {
+	case err == nil && typ == plumbing.BlobObject:
+		info, err := f.infoSized("open", p, n, name, int64(len(data)))
+		if err != nil {
+			return nil, true, err
+		}
+		return rofile.NewData(p, info, data, readOnlyMsg), true, nil
+	case err == nil:
+		return nil, true, vfs.Errno("open", p, plumbing.ErrObjectNotFound)
+	case err != pack.ErrTooLarge && err != pack.ErrNotPacked:
+		return nil, true, vfs.Errno("open", p, err)
+	}
+	return nil, false, nil
 }
 
 // Readlink returns the target text of symlink p; invalid_path if p is not one.

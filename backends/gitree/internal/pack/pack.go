@@ -181,34 +181,57 @@ func openPack(base string) (*pack, error) {
 	if err != nil {
 		return nil, err
 	}
+	p, body, err := parseIndex(idx)
+	if err != nil {
+		return nil, err
+	}
+	// From here on the index's names are known: a pack that does not match it
+	// is returned, without its file, for Open to refuse.
+	if err := p.openFile(base+".pack", idx[len(idx)-40:len(idx)-20]); err != nil {
+		return p, err
+	}
+	if err := p.entryOffsets(body[20*p.n : 24*p.n]); err != nil {
+		p.f.Close()
+		p.f = nil
+		return p, err
+	}
+	return p, nil
+}
+
+// parseIndex reads the tables of a version 2 pack index with SHA-1 ids, and
+// returns them and the index's body (names, CRCs and offsets).
+func parseIndex(idx []byte) (*pack, []byte, error) {
 	const hdr = 8 + 256*4
 	if len(idx) < hdr+40 || !bytes.Equal(idx[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return nil, ErrCorrupt
+		return nil, nil, ErrCorrupt
 	}
 	p := &pack{}
 	for i := range p.fanout {
 		p.fanout[i] = binary.BigEndian.Uint32(idx[8+4*i:])
 		if i > 0 && p.fanout[i] < p.fanout[i-1] {
-			return nil, ErrCorrupt
+			return nil, nil, ErrCorrupt
 		}
 	}
 	p.n = int(p.fanout[255])
 	body := idx[hdr : len(idx)-40]
 	if p.n > len(body)/28 {
-		return nil, ErrCorrupt
+		return nil, nil, ErrCorrupt
 	}
 	p.names = body[:20*p.n]
 	p.off32 = body[24*p.n : 28*p.n]
 	p.off64 = body[28*p.n:]
 	if len(p.off64)%8 != 0 {
-		return nil, ErrCorrupt // not SHA-1, or not an index at all
+		return nil, nil, ErrCorrupt // not SHA-1, or not an index at all
 	}
-	// From here on the index's names are known: a pack that does not match it
-	// is returned, without its file, for openPacks to refuse.
-	packSum := idx[len(idx)-40 : len(idx)-20]
-	f, err := os.Open(base + ".pack")
+	return p, body, nil
+}
+
+// openFile opens the pack file at path and checks its header and trailer
+// against the index: its object count and its checksum, packSum.
+func (p *pack) openFile(path string, packSum []byte) error {
+	f, err := os.Open(path)
 	if err != nil {
-		return p, err
+		return err
 	}
 	fi, err := f.Stat()
 	var head [12]byte
@@ -222,10 +245,16 @@ func openPack(base string) (*pack, error) {
 	if err != nil || fi.Size() < 32 || string(head[:4]) != "PACK" || !bytes.Equal(trailer[:], packSum) ||
 		int(binary.BigEndian.Uint32(head[8:])) != p.n {
 		f.Close()
-		return p, ErrCorrupt
+		return ErrCorrupt
 	}
 	p.f, p.size = f, fi.Size()
-	crcs := body[20*p.n : 24*p.n]
+	return nil
+}
+
+// entryOffsets fills p.ends and p.crcs from the index's offsets and CRCs
+// (crcs), refusing an offset outside the pack's entries or two objects at one
+// offset.
+func (p *pack) entryOffsets(crcs []byte) error {
 	type offCRC struct {
 		off int64
 		crc uint32
@@ -234,9 +263,7 @@ func openPack(base string) (*pack, error) {
 	for i := 0; i < p.n; i++ {
 		off, ok := p.offsetAt(i)
 		if !ok || off < 12 || off >= p.size-20 {
-			f.Close()
-			p.f = nil
-			return p, ErrCorrupt
+			return ErrCorrupt
 		}
 		byOff = append(byOff, offCRC{off, binary.BigEndian.Uint32(crcs[4*i:])})
 	}
@@ -245,15 +272,13 @@ func openPack(base string) (*pack, error) {
 	p.crcs = make([]uint32, 0, p.n)
 	for i, oc := range byOff {
 		if i > 0 && oc.off == byOff[i-1].off {
-			f.Close()
-			p.f = nil
-			return p, ErrCorrupt // two objects at one offset
+			return ErrCorrupt // two objects at one offset
 		}
 		p.ends = append(p.ends, oc.off)
 		p.crcs = append(p.crcs, oc.crc)
 	}
 	p.ends = append(p.ends, p.size-20)
-	return p, nil
+	return nil
 }
 
 // offsetAt returns the pack offset of the index's i-th object.
@@ -328,6 +353,26 @@ type entry struct {
 // and a delta base (20 bytes of id, or at most 10 of offset).
 const maxHeader = 32
 
+// ofsDistance reads the base distance of an OFS_DELTA entry at b[i:]: the
+// distance and the index after it, or the reason it is malformed.
+func ofsDistance(b []byte, i int) (int64, int, string) {
+	if i >= len(b) {
+		return 0, i, "truncated header"
+	}
+	c := b[i]
+	i++
+	n := int64(c & 0x7f)
+	for c&0x80 != 0 {
+		if i >= len(b) || n >= 1<<48 {
+			return 0, i, "bad delta base offset"
+		}
+		c = b[i]
+		i++
+		n = (n+1)<<7 | int64(c&0x7f)
+	}
+	return n, i, ""
+}
+
 // parseHeader parses the entry header at off from b, which holds the entry's
 // first bytes.
 func (p *pack) parseHeader(b []byte, off int64) (entry, error) {
@@ -357,19 +402,10 @@ func (p *pack) parseHeader(b []byte, off int64) (entry, error) {
 	switch e.typ {
 	case packCommit, packTree, packBlob, packTag:
 	case packOfsDelta:
-		if i >= len(b) {
-			return bad("truncated header")
-		}
-		c = b[i]
-		i++
-		n := int64(c & 0x7f)
-		for c&0x80 != 0 {
-			if i >= len(b) || n >= 1<<48 {
-				return bad("bad delta base offset")
-			}
-			c = b[i]
-			i++
-			n = (n+1)<<7 | int64(c&0x7f)
+		var n int64
+		var msg string
+		if n, i, msg = ofsDistance(b, i); msg != "" {
+			return bad(msg)
 		}
 		if n <= 0 || n > off {
 			return bad(fmt.Sprintf("delta base offset %d out of range", n))
@@ -606,89 +642,130 @@ func maxDeltaLen(size int64) int64 { return 20 + 8*size }
 // keeping only the entries' compressed bytes (and not those of large entries),
 // then applied from the base up, one delta inflated at a time.
 func (ps *Store) readAt(p *pack, off int64, max int64) (int, []byte, error) {
-	var chain []link
-	var walk chainWalk
-	var typ int
-	var data []byte
-	cached := false
+	r := chainRead{ps: ps, max: max}
+	p, off, err := r.down(p, off)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(r.chain) > 0 && !r.cached {
+		ps.bases.put(p, off, r.typ, r.data)
+	}
+	if err := r.up(); err != nil {
+		return 0, nil, err
+	}
+	return r.typ, r.data, nil
+}
+
+// chainRead is one readAt in progress: the delta chain walked so far and,
+// once found, the base's type and content.
+type chainRead struct {
+	ps     *Store
+	max    int64 // readAt's max
+	chain  []link
+	walk   chainWalk
+	typ    int
+	data   []byte
+	cached bool // the base came from the cache
+}
+
+// down walks the delta chain from the entry at off of p to its base (or to a
+// cached base), keeping each delta's link, and returns where the base is.
+func (r *chainRead) down(p *pack, off int64) (*pack, int64, error) {
 	for {
-		if len(chain) > 0 {
-			if t, d, ok := ps.bases.get(p, off); ok {
-				typ, data, cached = t, d, true
-				break
+		if len(r.chain) > 0 {
+			if t, d, ok := r.ps.bases.get(p, off); ok {
+				r.typ, r.data, r.cached = t, d, true
+				return p, off, nil
 			}
 		}
 		raw, e, err := p.readEntry(off, wholeEntryMax)
 		if err != nil {
-			return 0, nil, err
+			return nil, 0, err
 		}
 		if !isDelta(e.typ) {
-			if len(chain) == 0 && max >= 0 && e.size > max {
-				return 0, nil, ErrTooLarge
-			}
-			if len(chain) > 0 && e.size > maxDeltaResult {
-				return 0, nil, tooLargeDelta(e.size)
-			}
-			if data, err = p.inflateEntry(raw, e, off); err != nil {
-				return 0, nil, err
-			}
-			typ = e.typ
-			break
+			return p, off, r.base(p, off, raw, e)
 		}
 		l := link{p: p, off: off, e: e, raw: raw}
-		if len(chain) == 0 {
-			// Refuse an object over max, or over maxDeltaResult, before reading
-			// its chain.
-			if max >= 0 && e.size > maxDeltaLen(max) {
-				return 0, nil, ErrTooLarge
-			}
-			if e.size > maxDeltaLen(maxDeltaResult) {
-				return 0, nil, tooLargeDelta(e.size)
-			}
-			if l.delta, err = p.inflateEntry(raw, e, off); err != nil {
-				return 0, nil, err
-			}
-			size, err := deltaSize(l.delta)
-			switch {
-			case err != nil:
-				return 0, nil, err
-			case max >= 0 && size > max:
-				return 0, nil, ErrTooLarge
-			case size > maxDeltaResult:
-				return 0, nil, tooLargeDelta(size)
+		if len(r.chain) == 0 {
+			if err := r.top(&l); err != nil {
+				return nil, 0, err
 			}
 		}
-		chain = append(chain, l)
-		if p, off, err = walk.next(ps, p, off, e); err != nil {
-			return 0, nil, err
+		r.chain = append(r.chain, l)
+		if p, off, err = r.walk.next(r.ps, p, off, e); err != nil {
+			return nil, 0, err
 		}
 	}
-	if len(chain) > 0 && !cached {
-		ps.bases.put(p, off, typ, data)
+}
+
+// base inflates the chain's base entry e (raw at off of p), or the object
+// itself when there is no chain, within the bounds.
+func (r *chainRead) base(p *pack, off int64, raw []byte, e entry) error {
+	if len(r.chain) == 0 && r.max >= 0 && e.size > r.max {
+		return ErrTooLarge
 	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		l := &chain[i]
+	if len(r.chain) > 0 && e.size > maxDeltaResult {
+		return tooLargeDelta(e.size)
+	}
+	data, err := p.inflateEntry(raw, e, off)
+	if err != nil {
+		return err
+	}
+	r.typ, r.data = e.typ, data
+	return nil
+}
+
+// top inflates l, the delta the object itself is, and refuses an object over
+// max, or over maxDeltaResult, before its chain is read.
+func (r *chainRead) top(l *link) error {
+	if r.max >= 0 && l.e.size > maxDeltaLen(r.max) {
+		return ErrTooLarge
+	}
+	if l.e.size > maxDeltaLen(maxDeltaResult) {
+		return tooLargeDelta(l.e.size)
+	}
+	var err error
+	if l.delta, err = l.p.inflateEntry(l.raw, l.e, l.off); err != nil {
+		return err
+	}
+	size, err := deltaSize(l.delta)
+	switch {
+	case err != nil:
+		return err
+	case r.max >= 0 && size > r.max:
+		return ErrTooLarge
+	case size > maxDeltaResult:
+		return tooLargeDelta(size)
+	}
+	return nil
+}
+
+// up applies the chain's deltas from the base up, caching each result but
+// the object's own.
+func (r *chainRead) up() error {
+	for i := len(r.chain) - 1; i >= 0; i-- {
+		l := &r.chain[i]
 		delta := l.delta
 		if delta == nil {
 			if l.e.size > maxDeltaLen(maxDeltaResult) {
-				return 0, nil, tooLargeDelta(l.e.size)
+				return tooLargeDelta(l.e.size)
 			}
 			var err error
 			if delta, err = l.p.inflateEntry(l.raw, l.e, l.off); err != nil {
-				return 0, nil, err
+				return err
 			}
 		}
-		out, err := applyDelta(data, delta)
+		out, err := applyDelta(r.data, delta)
 		if err != nil {
-			return 0, nil, corruptDelta(l.off, err)
+			return corruptDelta(l.off, err)
 		}
-		data = out
+		r.data = out
 		l.raw, l.delta = nil, nil
 		if i > 0 {
-			ps.bases.put(l.p, l.off, typ, data)
+			r.ps.bases.put(l.p, l.off, r.typ, r.data)
 		}
 	}
-	return typ, data, nil
+	return nil
 }
 
 // corruptDelta is the error of delta entry off that applyDelta refused.

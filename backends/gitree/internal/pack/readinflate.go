@@ -336,16 +336,8 @@ func (d *inflate) dynamic() error {
 	if nlit > 286 || ndist > 30 {
 		return errFlate
 	}
-	var cl [19]uint8
-	for i := 0; i < nclen; i++ {
-		b, err := d.getBits(3)
-		if err != nil {
-			return err
-		}
-		cl[clenOrder[i]] = uint8(b)
-	}
 	var ch huffman
-	if err := ch.init(cl[:]); err != nil {
+	if err := d.codeLengthCode(&ch, nclen); err != nil {
 		return err
 	}
 	lens := d.lens[:nlit+ndist]
@@ -359,30 +351,9 @@ func (d *inflate) dynamic() error {
 			i++
 			continue
 		}
-		var rep int
-		var val uint8
-		switch s {
-		case 16:
-			if i == 0 {
-				return errFlate
-			}
-			b, err := d.getBits(2)
-			if err != nil {
-				return err
-			}
-			rep, val = 3+int(b), lens[i-1]
-		case 17:
-			b, err := d.getBits(3)
-			if err != nil {
-				return err
-			}
-			rep = 3 + int(b)
-		default:
-			b, err := d.getBits(7)
-			if err != nil {
-				return err
-			}
-			rep = 11 + int(b)
+		rep, val, err := d.repeat(s, lens, i)
+		if err != nil {
+			return err
 		}
 		if i+rep > len(lens) {
 			return errFlate
@@ -403,6 +374,38 @@ func (d *inflate) dynamic() error {
 	}
 	d.lit, d.dist = &d.dyn[0], &d.dyn[1]
 	return nil
+}
+
+// codeLengthCode reads the nclen code lengths of the code-length alphabet of
+// a dynamic block header and builds its code in ch.
+func (d *inflate) codeLengthCode(ch *huffman, nclen int) error {
+	var cl [19]uint8
+	for i := 0; i < nclen; i++ {
+		b, err := d.getBits(3)
+		if err != nil {
+			return err
+		}
+		cl[clenOrder[i]] = uint8(b)
+	}
+	return ch.init(cl[:])
+}
+
+// repeat reads the repeat count of code-length symbol s (16, 17 or 18) met at
+// lens[i], and returns it with the length it repeats.
+func (d *inflate) repeat(s int, lens []uint8, i int) (int, uint8, error) {
+	switch s {
+	case 16:
+		if i == 0 {
+			return 0, 0, errFlate
+		}
+		b, err := d.getBits(2)
+		return 3 + int(b), lens[i-1], err
+	case 17:
+		b, err := d.getBits(3)
+		return 3 + int(b), 0, err
+	}
+	b, err := d.getBits(7)
+	return 11 + int(b), 0, err
 }
 
 // step decodes until win has no room left (short of the margin) or the stream
