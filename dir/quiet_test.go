@@ -1,0 +1,129 @@
+package dir_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/policy"
+	"github.com/capfs/capfs/vfs"
+)
+
+// TestQuietMatchesFull: a Dir whose only observer is a policy engine runs its
+// straight calls on the quiet path (runQuiet), and a Dir with the same engine
+// and an audit sink on the full one (runFull); both must answer every call
+// the same (result and error, code and text), on the guest's paths, paths
+// through symlinks into secret and persistence places, refused and asked
+// rules, writes through a read-only view, and beneath a Sub.
+func TestQuietMatchesFull(t *testing.T) {
+	eng, err := policy.New(policy.Config{Rules: []policy.Rule{
+		{Effect: policy.Ask, Ops: []policy.Op{policy.GroupWrite}, Paths: []string{"ask/**"}},
+		{Effect: policy.Deny, Ops: []policy.Op{policy.OpStat}, Paths: []string{"**/hidden"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := func() vfs.Backend {
+		m := memory.New()
+		host, _ := dir.New(m)
+		must(t, host.MkdirAll(bg, "a/b/.ssh"))
+		must(t, host.MkdirAll(bg, "ask"))
+		must(t, host.MkdirAll(bg, ".git/hooks"))
+		must(t, host.WriteFile(bg, "a/b/.ssh/id", []byte("key"), 0o600))
+		must(t, host.WriteFile(bg, "a/b/ok", []byte("ok"), 0o644))
+		must(t, host.WriteFile(bg, "a/hidden", []byte("h"), 0o644))
+		must(t, host.WriteFile(bg, "ask/f", []byte("f"), 0o644))
+		must(t, host.Symlink(bg, ".ssh", "a/b/k"))
+		must(t, host.Symlink(bg, "a/b/.ssh/id", "x"))
+		must(t, host.Symlink(bg, ".git/hooks", "h"))
+		must(t, host.Symlink(bg, "a/b/ok", "lok"))
+		must(t, host.Symlink(bg, "ask", "la"))
+		return m
+	}
+	events := 0
+	sink := audit.Func(func(context.Context, audit.Event) { events++ })
+	quiet, _ := dir.New(setup(), dir.WithPolicy(eng))
+	full, _ := dir.New(setup(), dir.WithPolicy(eng), dir.WithAudit(sink))
+	paths := []string{"", ".", "/", "a/b/ok", "lok", "a/b/.ssh/id", "a/b/k/id", "x", "a/b/k", "a/../x",
+		"h/pre-commit", ".git/hooks/pre-commit", "a/hidden", "a/b/hidden", "ask/f", "la/f", "la/g", "nope/x",
+		"a/b/ok/", "a/b/", "..", "a/b/ok/x", "a\x00b"}
+	calls := []struct {
+		name string
+		fn   func(d *dir.Dir, p string) string
+	}{
+		{"Stat", func(d *dir.Dir, p string) string { fi, err := d.Stat(bg, p); return infoString(fi, err) }},
+		{"Lstat", func(d *dir.Dir, p string) string { fi, err := d.Lstat(bg, p); return infoString(fi, err) }},
+		{"Exists", func(d *dir.Dir, p string) string { ok, err := d.Exists(bg, p); return fmt.Sprint(ok, errString(err)) }},
+		{"ReadFile", func(d *dir.Dir, p string) string { b, err := d.ReadFile(bg, p); return fmt.Sprintf("%q %s", b, errString(err)) }},
+		{"ReadDir", func(d *dir.Dir, p string) string {
+			ents, err := d.ReadDir(bg, p)
+			s := errString(err)
+			for _, e := range ents {
+				_, ierr := e.Info()
+				s += " " + e.Name() + ":" + errString(ierr)
+			}
+			return s
+		}},
+		{"List", func(d *dir.Dir, p string) string { n, err := d.List(bg, p); return fmt.Sprint(n, errString(err)) }},
+		{"Readlink", func(d *dir.Dir, p string) string { s, err := d.Readlink(bg, p); return s + errString(err) }},
+		{"Open", func(d *dir.Dir, p string) string {
+			var s string
+			for _, flag := range []int{os.O_RDONLY, os.O_RDWR, os.O_WRONLY | os.O_APPEND, os.O_WRONLY | os.O_CREATE, os.O_WRONLY | os.O_CREATE | os.O_EXCL} {
+				h, err := d.Open(bg, p, flag, 0o644)
+				s += errString(err) + ";"
+				if err == nil {
+					must(t, h.Close())
+				}
+			}
+			return s
+		}},
+		{"WriteFile", func(d *dir.Dir, p string) string { return errString(d.WriteFile(bg, p, []byte("w"), 0o644)) }},
+		{"Chmod", func(d *dir.Dir, p string) string { return errString(d.Chmod(bg, p, 0o640)) }},
+		{"Chtimes", func(d *dir.Dir, p string) string {
+			return errString(d.Chtimes(bg, p, time.Unix(1, 0), time.Unix(2, 0)))
+		}},
+		{"Symlink", func(d *dir.Dir, p string) string { return errString(d.Symlink(bg, "a/b/ok", p+"-l")) }},
+		{"Link", func(d *dir.Dir, p string) string { return errString(d.Link(bg, p, p+"-n")) }},
+		{"CreateDir", func(d *dir.Dir, p string) string { _, err := d.CreateDir(bg, p+"-d"); return errString(err) }},
+		{"Sub", func(d *dir.Dir, p string) string {
+			s, err := d.Sub(bg, p)
+			if err != nil {
+				return errString(err)
+			}
+			fi, err := s.Stat(bg, "id")
+			return infoString(fi, err)
+		}},
+		{"ReadOnly", func(d *dir.Dir, p string) string { return errString(d.ReadOnly().WriteFile(bg, p, nil, 0o644)) }},
+		{"Remove", func(d *dir.Dir, p string) string { return errString(d.Remove(bg, p)) }},
+	}
+	for _, c := range calls {
+		for _, p := range paths {
+			if got, want := c.fn(quiet, p), c.fn(full, p); got != want {
+				t.Errorf("%s %q: quiet %s, full %s", c.name, p, got, want)
+			}
+		}
+	}
+	if events == 0 {
+		t.Fatal("the audited Dir recorded nothing: it did not take the full path")
+	}
+}
+
+func infoString(fi fs.FileInfo, err error) string {
+	if err != nil {
+		return errString(err)
+	}
+	return fmt.Sprint(fi.Name(), fi.Size(), fi.Mode())
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return string(vfs.CodeOf(err)) + ": " + err.Error()
+}
