@@ -657,6 +657,12 @@ func (s *scope) resolveCall(ctx context.Context, c *call) error {
 	if c.sp.status {
 		c.got, c.info = got, info
 	}
+	return s.resolveDest(ctx, c)
+}
+
+// resolveDest sets c.rq to the canonical location of c.q, for a call with a
+// second path or a symlink target.
+func (s *scope) resolveDest(ctx context.Context, c *call) error {
 	switch c.sp.kind {
 	case destPath:
 		fq := c.sp.fol

@@ -782,23 +782,8 @@ func (cs *compiledSet) choose(e *Engine, op Op, bit opMask, p string, root bool,
 		return e.defDecision // the common case: no candidate at all
 	}
 	c := confirmer{cs: cs, p: p, root: root}
-	for i := got.firstIn(0, cs.nSecret); i >= 0; i = got.firstIn(i+1, cs.nSecret) {
-		n := &e.secrets[i]
-		if op == OpList && !e.hide && !n.tree {
-			continue // the name may be listed; its contents stay out of reach
-		}
-		if c.confirm(i) {
-			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
-		}
-	}
-	if bit&maskWrite != 0 {
-		end := cs.nSecret + cs.nPersist
-		for i := got.firstIn(cs.nSecret, end); i >= 0; i = got.firstIn(i+1, end) {
-			if c.confirm(i) {
-				n := &e.persist[i-cs.nSecret]
-				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}
-			}
-		}
+	if d, ok := cs.denied(e, op, bit, got, &c); ok {
+		return d
 	}
 	if len(e.rules) == 0 {
 		return e.defDecision
@@ -815,4 +800,28 @@ func (cs *compiledSet) choose(e *Engine, op Op, bit opMask, p string, root bool,
 		}
 		return false
 	})
+}
+
+// denied returns the refusal of the first secret pattern, or for a write the
+// first persistence pattern, among the candidates got holds that c confirms.
+func (cs *compiledSet) denied(e *Engine, op Op, bit opMask, got *idSet, c *confirmer) (Decision, bool) {
+	for i := got.firstIn(0, cs.nSecret); i >= 0; i = got.firstIn(i+1, cs.nSecret) {
+		n := &e.secrets[i]
+		if op == OpList && !e.hide && !n.tree {
+			continue // the name may be listed; its contents stay out of reach
+		}
+		if c.confirm(i) {
+			return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}, true
+		}
+	}
+	if bit&maskWrite != 0 {
+		end := cs.nSecret + cs.nPersist
+		for i := got.firstIn(cs.nSecret, end); i >= 0; i = got.firstIn(i+1, end) {
+			if c.confirm(i) {
+				n := &e.persist[i-cs.nSecret]
+				return Decision{Effect: Deny, Rule: n.name, Reason: n.reason}, true
+			}
+		}
+	}
+	return Decision{}, false
 }
