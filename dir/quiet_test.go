@@ -60,7 +60,10 @@ func TestQuietMatchesFull(t *testing.T) {
 		{"Stat", func(d *dir.Dir, p string) string { fi, err := d.Stat(bg, p); return infoString(fi, err) }},
 		{"Lstat", func(d *dir.Dir, p string) string { fi, err := d.Lstat(bg, p); return infoString(fi, err) }},
 		{"Exists", func(d *dir.Dir, p string) string { ok, err := d.Exists(bg, p); return fmt.Sprint(ok, errString(err)) }},
-		{"ReadFile", func(d *dir.Dir, p string) string { b, err := d.ReadFile(bg, p); return fmt.Sprintf("%q %s", b, errString(err)) }},
+		{"ReadFile", func(d *dir.Dir, p string) string {
+			b, err := d.ReadFile(bg, p)
+			return fmt.Sprintf("%q %s", b, errString(err))
+		}},
 		{"ReadDir", func(d *dir.Dir, p string) string {
 			ents, err := d.ReadDir(bg, p)
 			s := errString(err)
