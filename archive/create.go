@@ -92,50 +92,71 @@ func Create(ctx context.Context, w io.Writer, src Source, root string, opts Crea
 			err = cerr
 		}
 	case FormatTar, FormatTarGz, FormatTarZst:
-		var out io.Writer = w
-		var closer io.Closer
-		switch format {
-		case FormatTarGz:
-			gw, _ := gzip.NewWriterLevel(w, gzip.DefaultCompression)
-			out, closer = gw, gw
-		case FormatTarZst:
-			zw, zerr := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
-			if zerr != nil {
-				return nil, zerr
-			}
-			out, closer = zw, zw
+		out, closer, zerr := compressor(w, format)
+		if zerr != nil {
+			return nil, zerr
 		}
-		tw := tar.NewWriter(out)
-		c.add = c.tarAdder(tw)
-		err = c.walk(root, "")
-		if cerr := tw.Close(); err == nil {
-			err = cerr
-		}
-		if closer != nil {
-			if cerr := closer.Close(); err == nil {
-				err = cerr
-			}
-		}
+		err = c.writeTar(out, closer, root)
 	default:
 		err = ErrFormat
 	}
 	if err != nil {
-		var ve *vfs.Error
-		if !errors.As(err, &ve) {
-			code := vfs.CodeIO
-			switch {
-			case errors.Is(err, ErrLimit):
-				code = vfs.CodeTooLarge
-			case errors.Is(err, ErrFormat):
-				code = vfs.CodeNotSupported
-			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-				code = vfs.CodeCanceled
-			}
-			err = &vfs.Error{Code: code, Op: "CreateArchive", Path: root, Err: err}
-		}
-		return c.res, err
+		return c.res, createError(root, err)
 	}
 	return c.res, nil
+}
+
+// compressor is the writer a tar archive in format goes through into w, and
+// the closer that ends its stream (nil for none).
+func compressor(w io.Writer, format Format) (io.Writer, io.Closer, error) {
+	switch format {
+	case FormatTarGz:
+		gw, _ := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		return gw, gw, nil
+	case FormatTarZst:
+		zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		if err != nil {
+			return nil, nil, err
+		}
+		return zw, zw, nil
+	}
+	return w, nil, nil
+}
+
+// writeTar writes the tree below root as a tar archive into out, then closes
+// the compressed stream (closer, when not nil).
+func (c *creator) writeTar(out io.Writer, closer io.Closer, root string) error {
+	tw := tar.NewWriter(out)
+	c.add = c.tarAdder(tw)
+	err := c.walk(root, "")
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if closer != nil {
+		if cerr := closer.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// createError is Create's error for err: a *vfs.Error as it is, else one
+// with the code its cause says (a limit, the format, the context's end).
+func createError(root string, err error) error {
+	var ve *vfs.Error
+	if errors.As(err, &ve) {
+		return err
+	}
+	code := vfs.CodeIO
+	switch {
+	case errors.Is(err, ErrLimit):
+		code = vfs.CodeTooLarge
+	case errors.Is(err, ErrFormat):
+		code = vfs.CodeNotSupported
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		code = vfs.CodeCanceled
+	}
+	return &vfs.Error{Code: code, Op: "CreateArchive", Path: root, Err: err}
 }
 
 type creator struct {
@@ -187,8 +208,7 @@ func (c *creator) walk(srcPath, name string) error {
 		}
 		fi, err := c.src.Lstat(c.ctx, sp)
 		if err != nil {
-			if vfs.CodeOf(err) == vfs.CodePermission {
-				c.res.Skipped = append(c.res.Skipped, Skipped{Path: an, Reason: "refused"})
+			if c.refused(an, err, false) {
 				continue
 			}
 			return err
@@ -197,60 +217,90 @@ func (c *creator) walk(srcPath, name string) error {
 		if c.lim.MaxEntries >= 0 && c.res.Entries > c.lim.MaxEntries {
 			return fmt.Errorf("%w: more than %d entries", ErrLimit, c.lim.MaxEntries)
 		}
-		m := fi.Mode()
-		switch {
-		case m.IsDir():
-			if err := c.add(an+"/", fi, "", nil); err != nil {
-				return err
-			}
-			if err := c.walk(sp, an); err != nil {
-				if vfs.CodeOf(err) == vfs.CodePermission {
-					c.res.Skipped = append(c.res.Skipped, Skipped{Path: an, Reason: "refused"})
-					continue
-				}
-				return err
-			}
-		case m&fs.ModeSymlink != 0:
-			t, err := c.src.Readlink(c.ctx, sp)
-			if err != nil {
-				if vfs.CodeOf(err) == vfs.CodePermission {
-					c.res.Entries--
-					c.res.Skipped = append(c.res.Skipped, Skipped{Path: an, Reason: "refused"})
-					continue
-				}
-				return err
-			}
-			if err := c.add(an, fi, t, nil); err != nil {
-				return err
-			}
-		case m.IsRegular():
-			if c.lim.MaxEntryBytes >= 0 && fi.Size() > c.lim.MaxEntryBytes {
-				return fmt.Errorf("%w: %s is %d bytes, more than %d", ErrLimit, an, fi.Size(), c.lim.MaxEntryBytes)
-			}
-			if c.lim.MaxExtractedBytes >= 0 && c.total+fi.Size() > c.lim.MaxExtractedBytes {
-				return fmt.Errorf("%w: more than %d bytes", ErrLimit, c.lim.MaxExtractedBytes)
-			}
-			rc, err := c.src.Open(c.ctx, sp)
-			if err != nil {
-				if vfs.CodeOf(err) == vfs.CodePermission {
-					c.res.Entries--
-					c.res.Skipped = append(c.res.Skipped, Skipped{Path: an, Reason: "refused"})
-					continue
-				}
-				return err
-			}
-			err = c.add(an, fi, "", func() (io.ReadCloser, error) { return rc, nil })
-			rc.Close()
-			if err != nil {
-				return err
-			}
-			c.total += fi.Size()
-			c.res.Bytes += fi.Size()
-		default:
-			c.res.Entries--
-			c.res.Skipped = append(c.res.Skipped, Skipped{Path: an, Reason: "special file"})
+		if err := c.addEntry(sp, an, fi); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// refused records an as skipped when err is the source's refusal (taking it
+// back out of the entries counted when uncount is set), and reports whether
+// it was one.
+func (c *creator) refused(an string, err error, uncount bool) bool {
+	if vfs.CodeOf(err) != vfs.CodePermission {
+		return false
+	}
+	if uncount {
+		c.res.Entries--
+	}
+	c.res.Skipped = append(c.res.Skipped, Skipped{Path: an, Reason: "refused"})
+	return true
+}
+
+// addEntry adds the entry at sp (fi), named an, by its type: a special file
+// is skipped.
+func (c *creator) addEntry(sp, an string, fi fs.FileInfo) error {
+	m := fi.Mode()
+	switch {
+	case m.IsDir():
+		return c.addDir(sp, an, fi)
+	case m&fs.ModeSymlink != 0:
+		return c.addSymlink(sp, an, fi)
+	case m.IsRegular():
+		return c.addFile(sp, an, fi)
+	}
+	c.res.Entries--
+	c.res.Skipped = append(c.res.Skipped, Skipped{Path: an, Reason: "special file"})
+	return nil
+}
+
+// addDir adds a directory, then its contents; a directory the source
+// refuses to list is skipped.
+func (c *creator) addDir(sp, an string, fi fs.FileInfo) error {
+	if err := c.add(an+"/", fi, "", nil); err != nil {
+		return err
+	}
+	if err := c.walk(sp, an); err != nil && !c.refused(an, err, false) {
+		return err
+	}
+	return nil
+}
+
+// addSymlink adds a symlink with its target text.
+func (c *creator) addSymlink(sp, an string, fi fs.FileInfo) error {
+	t, err := c.src.Readlink(c.ctx, sp)
+	if err != nil {
+		if c.refused(an, err, true) {
+			return nil
+		}
+		return err
+	}
+	return c.add(an, fi, t, nil)
+}
+
+// addFile adds a regular file with its contents, within the size limits.
+func (c *creator) addFile(sp, an string, fi fs.FileInfo) error {
+	if c.lim.MaxEntryBytes >= 0 && fi.Size() > c.lim.MaxEntryBytes {
+		return fmt.Errorf("%w: %s is %d bytes, more than %d", ErrLimit, an, fi.Size(), c.lim.MaxEntryBytes)
+	}
+	if c.lim.MaxExtractedBytes >= 0 && c.total+fi.Size() > c.lim.MaxExtractedBytes {
+		return fmt.Errorf("%w: more than %d bytes", ErrLimit, c.lim.MaxExtractedBytes)
+	}
+	rc, err := c.src.Open(c.ctx, sp)
+	if err != nil {
+		if c.refused(an, err, true) {
+			return nil
+		}
+		return err
+	}
+	err = c.add(an, fi, "", func() (io.ReadCloser, error) { return rc, nil })
+	rc.Close()
+	if err != nil {
+		return err
+	}
+	c.total += fi.Size()
+	c.res.Bytes += fi.Size()
 	return nil
 }
 

@@ -355,55 +355,121 @@ func (x *extractor) readTar(r io.Reader, f Format) error {
 
 // entry decides one entry and stages its data.
 func (x *extractor) entry(e *entry, open func() (io.Reader, func(), error)) error {
-	if err := x.ctx.Err(); err != nil {
+	clean, ok, err := x.accept(e)
+	if err != nil || !ok {
 		return err
+	}
+	p, r, d := x.planOf(e, clean)
+	if r != "" {
+		x.filter(e, clean, r, d)
+		return nil
+	}
+	if r, d := x.decideName(clean, e.kind); r != "" {
+		x.filter(e, clean, r, d)
+		return nil
+	}
+	if n := x.names[clean]; n != nil && !n.implicit {
+		return nil // a directory named again: already planned
+	}
+	r, d, err = x.decidePlace(&p)
+	if err != nil {
+		return err
+	}
+	if r != "" {
+		x.filter(e, clean, r, d)
+		return nil
+	}
+	if e.kind == kindFile {
+		if err := x.stageFile(e, &p, open); err != nil {
+			return err
+		}
+	}
+	for _, d := range x.newDirs {
+		x.hasDir[d] = true
+	}
+	x.register(clean, e.kind)
+	x.plan = append(x.plan, p)
+	return nil
+}
+
+// accept counts e against the entry limit and sanitizes its name. It
+// reports false for an entry not to extract: filtered (a bad name, a kind
+// not extracted) or "./", the destination itself, which exists. A file over
+// the size limits is an error.
+func (x *extractor) accept(e *entry) (string, bool, error) {
+	if err := x.ctx.Err(); err != nil {
+		return "", false, err
 	}
 	x.res.Entries++
 	if x.lim.MaxEntries >= 0 && x.res.Entries > x.lim.MaxEntries {
-		return fmt.Errorf("%w: more than %d entries", ErrLimit, x.lim.MaxEntries)
+		return "", false, fmt.Errorf("%w: more than %d entries", ErrLimit, x.lim.MaxEntries)
 	}
 	clean, isDir, reason := SanitizeName(e.raw, x.lim.MaxDepth)
-	if reason == ReasonEmpty && e.raw != "" && (e.kind == kindDir || isDir && e.kind == kindFile && e.size == 0) {
-		return nil // "./": the destination itself, which exists
+	if isSelf(e, isDir, reason) {
+		return "", false, nil // "./": the destination itself, which exists
 	}
 	if reason != "" {
 		x.filter(e, "", reason, "")
-		return nil
+		return "", false, nil
 	}
 	if isDir && e.kind == kindFile && e.size == 0 {
 		e.kind = kindDir // a zip or old tar directory named with a trailing slash
 	}
+	if r, d := x.unsupported(e); r != "" {
+		x.filter(e, clean, r, d)
+		return "", false, nil
+	}
+	return clean, true, x.checkSize(e)
+}
+
+// isSelf reports whether e, whose name sanitized to nothing (reason), names
+// the destination itself ("./" as a directory).
+func isSelf(e *entry, isDir bool, reason Reason) bool {
+	return reason == ReasonEmpty && e.raw != "" && (e.kind == kindDir || isDir && e.kind == kindFile && e.size == 0)
+}
+
+// unsupported says why e is not extracted whatever its name ("" if it may
+// be): sparse, encrypted, compressed with an unknown method, a device or
+// another special entry, or a link the options leave out.
+func (x *extractor) unsupported(e *entry) (Reason, string) {
 	switch {
 	case e.sparse:
-		x.filter(e, clean, ReasonSparse, "")
-		return nil
+		return ReasonSparse, ""
 	case e.crypt:
-		x.filter(e, clean, ReasonEncrypted, "")
-		return nil
+		return ReasonEncrypted, ""
 	case e.method != "":
-		x.filter(e, clean, ReasonUnsupported, "compression method "+e.method)
-		return nil
+		return ReasonUnsupported, "compression method " + e.method
 	case e.kind == kindDevice:
-		x.filter(e, clean, ReasonDevice, "")
-		return nil
+		return ReasonDevice, ""
 	case e.kind == kindOther:
-		x.filter(e, clean, ReasonUnsupported, "entry type")
-		return nil
+		return ReasonUnsupported, "entry type"
 	case e.kind == kindSymlink && x.opts.Links != LinksInside:
-		x.filter(e, clean, ReasonSymlink, "")
-		return nil
+		return ReasonSymlink, ""
 	case e.kind == kindHardlink && x.opts.Links != LinksInside:
-		x.filter(e, clean, ReasonHardlink, "")
+		return ReasonHardlink, ""
+	}
+	return "", ""
+}
+
+// checkSize refuses a file larger than MaxEntryBytes, or one that takes the
+// extraction past MaxExtractedBytes.
+func (x *extractor) checkSize(e *entry) error {
+	if e.kind != kindFile {
 		return nil
 	}
-	if e.kind == kindFile {
-		if x.lim.MaxEntryBytes >= 0 && e.size > x.lim.MaxEntryBytes {
-			return fmt.Errorf("%w: entry %q is %d bytes, more than %d", ErrLimit, printable(e.raw), e.size, x.lim.MaxEntryBytes)
-		}
-		if x.lim.MaxExtractedBytes >= 0 && x.total+e.size > x.lim.MaxExtractedBytes {
-			return fmt.Errorf("%w: more than %d bytes extracted", ErrLimit, x.lim.MaxExtractedBytes)
-		}
+	if x.lim.MaxEntryBytes >= 0 && e.size > x.lim.MaxEntryBytes {
+		return fmt.Errorf("%w: entry %q is %d bytes, more than %d", ErrLimit, printable(e.raw), e.size, x.lim.MaxEntryBytes)
 	}
+	if x.lim.MaxExtractedBytes >= 0 && x.total+e.size > x.lim.MaxExtractedBytes {
+		return fmt.Errorf("%w: more than %d bytes extracted", ErrLimit, x.lim.MaxExtractedBytes)
+	}
+	return nil
+}
+
+// planOf is the planned entry for e at clean: its mode clamped, and a
+// link's target, which must be acceptable text (a symlink) or a file
+// extracted earlier (a hard link); otherwise the reason to filter it.
+func (x *extractor) planOf(e *entry, clean string) (planned, Reason, string) {
 	p := planned{path: clean, kind: e.kind, size: e.size, mtime: e.mtime, blob: -1}
 	switch e.kind {
 	case kindDir:
@@ -413,68 +479,52 @@ func (x *extractor) entry(e *entry, open func() (io.Reader, func(), error)) erro
 	case kindSymlink:
 		p.mode, p.size = fs.ModeSymlink|0o777, 0
 		if r, d := linkText(e.link); r != "" {
-			x.filter(e, clean, r, d)
-			return nil
+			return p, r, d
 		}
 		p.link = e.link
 	case kindHardlink:
 		p.size = 0
 		target, _, r := SanitizeName(e.link, x.lim.MaxDepth)
 		if r != "" {
-			x.filter(e, clean, ReasonLinkTarget, "target: "+string(r))
-			return nil
+			return p, ReasonLinkTarget, "target: " + string(r)
 		}
-		n := x.names[target]
-		if n == nil || n.kind != kindFile {
-			x.filter(e, clean, ReasonLinkTarget, "the target is not a file extracted earlier from this archive")
-			return nil
+		if n := x.names[target]; n == nil || n.kind != kindFile {
+			return p, ReasonLinkTarget, "the target is not a file extracted earlier from this archive"
 		}
 		p.link = target
 	}
-	if r, d := x.decideName(clean, e.kind); r != "" {
-		x.filter(e, clean, r, d)
-		return nil
-	}
-	if n := x.names[clean]; n != nil && !n.implicit {
-		return nil // a directory named again: already planned
-	}
+	return p, "", ""
+}
+
+// decidePlace decides p against the destination: what is on its way and at
+// its path, the checks of the target Dir, then the caller's Filter.
+func (x *extractor) decidePlace(p *planned) (Reason, string, error) {
 	x.newDirs = x.newDirs[:0]
-	r, d, err := x.decideDest(&p)
+	if r, d, err := x.decideDest(p); err != nil || r != "" {
+		return r, d, err
+	}
+	if r, d, err := x.check(p); err != nil || r != "" {
+		return r, d, err
+	}
+	if x.opts.Filter != nil && !x.opts.Filter(p.path, p.mode) {
+		return ReasonPolicy, "filter", nil
+	}
+	return "", "", nil
+}
+
+// stageFile stages a file's data, read through open, and counts it.
+func (x *extractor) stageFile(e *entry, p *planned, open func() (io.Reader, func(), error)) error {
+	rd, done, err := open()
 	if err != nil {
 		return err
 	}
-	if r != "" {
-		x.filter(e, clean, r, d)
-		return nil
-	}
-	if r, d, err := x.check(&p); err != nil {
+	i, err := x.stage.put(rd, e.size)
+	done()
+	if err != nil {
 		return err
-	} else if r != "" {
-		x.filter(e, clean, r, d)
-		return nil
 	}
-	if x.opts.Filter != nil && !x.opts.Filter(clean, p.mode) {
-		x.filter(e, clean, ReasonPolicy, "filter")
-		return nil
-	}
-	if e.kind == kindFile {
-		rd, done, err := open()
-		if err != nil {
-			return err
-		}
-		i, err := x.stage.put(rd, e.size)
-		done()
-		if err != nil {
-			return err
-		}
-		p.blob = i
-		x.total += e.size
-	}
-	for _, d := range x.newDirs {
-		x.hasDir[d] = true
-	}
-	x.register(clean, e.kind)
-	x.plan = append(x.plan, p)
+	p.blob = i
+	x.total += e.size
 	return nil
 }
 
@@ -579,25 +629,8 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 		if p.path[i] != '/' {
 			continue
 		}
-		prefix := p.path[:i]
-		s, err := x.state(prefix)
-		if err != nil {
-			return "", "", err
-		}
-		switch s {
-		case destDenied:
-			return ReasonPolicy, "the policy refuses " + prefix, nil
-		case destOther:
-			return ReasonDestLink, prefix + " is a symlink or special file in the destination", nil
-		case destFile:
-			return ReasonExists, prefix + " is a file in the destination", nil
-		case destAbsent:
-			if !x.hasDir[prefix] {
-				if r, d, err := x.checkMkdir(prefix); err != nil || r != "" {
-					return r, d, err
-				}
-				x.newDirs = append(x.newDirs, prefix)
-			}
+		if r, d, err := x.decideParent(p.path[:i]); err != nil || r != "" {
+			return r, d, err
 		}
 	}
 	s, err := x.state(p.path)
@@ -616,6 +649,31 @@ func (x *extractor) decideDest(p *planned) (Reason, string, error) {
 		p.repl = true
 	default:
 		return ReasonExists, "the destination already has this name", nil
+	}
+	return "", "", nil
+}
+
+// decideParent looks at what the destination holds at prefix, a directory
+// above an entry: one to create is checked and noted in x.newDirs.
+func (x *extractor) decideParent(prefix string) (Reason, string, error) {
+	s, err := x.state(prefix)
+	if err != nil {
+		return "", "", err
+	}
+	switch s {
+	case destDenied:
+		return ReasonPolicy, "the policy refuses " + prefix, nil
+	case destOther:
+		return ReasonDestLink, prefix + " is a symlink or special file in the destination", nil
+	case destFile:
+		return ReasonExists, prefix + " is a file in the destination", nil
+	case destAbsent:
+		if !x.hasDir[prefix] {
+			if r, d, err := x.checkMkdir(prefix); err != nil || r != "" {
+				return r, d, err
+			}
+			x.newDirs = append(x.newDirs, prefix)
+		}
 	}
 	return "", "", nil
 }
@@ -756,17 +814,44 @@ type made struct {
 func (x *extractor) merge() error {
 	x.res.Merged = true
 	var created []made
-	rollback := func(cause error) error {
-		ok := true
-		for i := len(created) - 1; i >= 0; i-- {
-			if err := x.t.Remove(context.WithoutCancel(x.ctx), created[i].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				ok = false
-			}
-		}
-		x.res.RolledBack = ok
-		return cause
+	if err := x.mergeDirs(&created); err != nil {
+		return x.rollback(created, err)
 	}
-	// Directories, parents first (explicit ones with their mode).
+	// Files, by parallel workers (each file is one Dir call, independent of the
+	// others once the directories exist), with their times.
+	if err := x.mergeFiles(&created); err != nil {
+		return x.rollback(created, err)
+	}
+	for _, pass := range []kind{kindHardlink, kindSymlink} {
+		for _, p := range x.plan {
+			if p.kind != pass {
+				continue
+			}
+			if err := x.mergeLink(p); err != nil {
+				return x.rollback(created, err)
+			}
+			created = append(created, made{p.path, false})
+		}
+	}
+	return nil
+}
+
+// rollback removes what the merge created, newest first, records whether
+// all of it went, and returns cause.
+func (x *extractor) rollback(created []made, cause error) error {
+	ok := true
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := x.t.Remove(context.WithoutCancel(x.ctx), created[i].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			ok = false
+		}
+	}
+	x.res.RolledBack = ok
+	return cause
+}
+
+// mergeDirs creates the directories to create, parents first (explicit ones
+// with their mode, the others 0755), adding each to created.
+func (x *extractor) mergeDirs(created *[]made) error {
 	dirs := make([]string, 0, len(x.hasDir))
 	for d := range x.hasDir {
 		dirs = append(dirs, d)
@@ -784,38 +869,25 @@ func (x *extractor) merge() error {
 			m = 0o755
 		}
 		if err := x.t.Mkdir(x.ctx, d, m); err != nil {
-			return rollback(err)
+			return err
 		}
-		created = append(created, made{d, true})
-	}
-	// Files, by parallel workers (each file is one Dir call, independent of the
-	// others once the directories exist), with their times.
-	if err := x.mergeFiles(&created); err != nil {
-		return rollback(err)
-	}
-	for _, pass := range []kind{kindHardlink, kindSymlink} {
-		for _, p := range x.plan {
-			if p.kind != pass {
-				continue
-			}
-			var err error
-			switch p.kind {
-			case kindHardlink:
-				err = x.t.Link(x.ctx, p.link, p.path)
-				if errors.Is(err, errors.ErrUnsupported) {
-					src := x.fileOf(p.link)
-					err = x.writeFile(src.path, p.path, src.mode, src.blob, src.size, false)
-				}
-			case kindSymlink:
-				err = x.t.Symlink(x.ctx, p.link, p.path)
-			}
-			if err != nil {
-				return rollback(err)
-			}
-			created = append(created, made{p.path, false})
-		}
+		*created = append(*created, made{d, true})
 	}
 	return nil
+}
+
+// mergeLink makes a hard link (a copy of its target where the destination
+// has none) or a symlink.
+func (x *extractor) mergeLink(p planned) error {
+	if p.kind == kindSymlink {
+		return x.t.Symlink(x.ctx, p.link, p.path)
+	}
+	err := x.t.Link(x.ctx, p.link, p.path)
+	if errors.Is(err, errors.ErrUnsupported) {
+		src := x.fileOf(p.link)
+		err = x.writeFile(src.path, p.path, src.mode, src.blob, src.size, false)
+	}
+	return err
 }
 
 // mergeFiles writes the plan's files with up to GOMAXPROCS workers (at least

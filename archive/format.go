@@ -226,55 +226,86 @@ func tarEntry(h *tar.Header) entry {
 // two entries (headers and data) overlap and all of them lie inside the
 // archive.
 func zipEntries(src io.ReaderAt, zr *zip.Reader, size int64) ([]entry, error) {
-	type span struct{ start, end int64 }
-	spans := make([]span, 0, len(zr.File))
+	spans := make([]zipSpan, 0, len(zr.File))
 	out := make([]entry, 0, len(zr.File))
 	offs, err := localOffsets(src, size, zr.File)
 	if err != nil {
 		return nil, err
 	}
 	for i, f := range zr.File {
-		e := entry{raw: f.Name, size: int64(f.UncompressedSize64), mtime: f.Modified, zipFile: f}
 		if f.UncompressedSize64 > 1<<62 || f.CompressedSize64 > 1<<62 {
 			return nil, fmt.Errorf("%w: entry size out of range", ErrCorrupt)
 		}
-		m := f.Mode()
-		e.mode = m & fs.ModePerm
-		switch {
-		case m.IsDir() || strings.HasSuffix(f.Name, "/"):
-			e.kind = kindDir
-		case m&fs.ModeSymlink != 0:
-			e.kind = kindSymlink
-		case m&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
-			e.kind = kindDevice
-		case m.IsRegular():
-			e.kind = kindFile
-		default:
-			e.kind = kindOther
-		}
-		if f.Flags&0x1 != 0 {
-			e.crypt = true
-		}
-		switch f.Method {
-		case zip.Store, zip.Deflate, zstdMethod:
-		default:
-			e.method = fmt.Sprint(f.Method)
-		}
-		off, err := f.DataOffset()
+		sp, err := spanOf(f, offs[i], size)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return nil, err
 		}
-		start, end := offs[i], off+int64(f.CompressedSize64)
-		if f.Flags&flagDesc != 0 {
-			end += 12 // the data descriptor, at its shortest
-		}
-		if start < 0 || off < start || end < off || end > size {
-			return nil, fmt.Errorf("%w: entry %q's data lies outside the archive", ErrOverlap, printable(f.Name))
-		}
-		spans = append(spans, span{start, end})
-		out = append(out, e)
+		spans = append(spans, sp)
+		out = append(out, zipEntry(f))
 	}
-	slices.SortFunc(spans, func(a, b span) int {
+	if err := checkOverlap(spans); err != nil {
+		return nil, err
+	}
+	for i, f := range zr.File {
+		if err := checkLocal(src, f, offs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// zipEntry is the entry zip file f describes.
+func zipEntry(f *zip.File) entry {
+	e := entry{raw: f.Name, size: int64(f.UncompressedSize64), mtime: f.Modified, zipFile: f}
+	m := f.Mode()
+	e.mode = m & fs.ModePerm
+	switch {
+	case m.IsDir() || strings.HasSuffix(f.Name, "/"):
+		e.kind = kindDir
+	case m&fs.ModeSymlink != 0:
+		e.kind = kindSymlink
+	case m&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
+		e.kind = kindDevice
+	case m.IsRegular():
+		e.kind = kindFile
+	default:
+		e.kind = kindOther
+	}
+	if f.Flags&0x1 != 0 {
+		e.crypt = true
+	}
+	switch f.Method {
+	case zip.Store, zip.Deflate, zstdMethod:
+	default:
+		e.method = fmt.Sprint(f.Method)
+	}
+	return e
+}
+
+// zipSpan is the bytes of an archive one zip entry takes, its local header
+// and data: [start, end).
+type zipSpan struct{ start, end int64 }
+
+// spanOf is the span of zip file f, whose local header is at start, checked
+// to lie inside an archive of size bytes.
+func spanOf(f *zip.File, start, size int64) (zipSpan, error) {
+	off, err := f.DataOffset()
+	if err != nil {
+		return zipSpan{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	end := off + int64(f.CompressedSize64)
+	if f.Flags&flagDesc != 0 {
+		end += 12 // the data descriptor, at its shortest
+	}
+	if start < 0 || off < start || end < off || end > size {
+		return zipSpan{}, fmt.Errorf("%w: entry %q's data lies outside the archive", ErrOverlap, printable(f.Name))
+	}
+	return zipSpan{start, end}, nil
+}
+
+// checkOverlap refuses spans of which two share bytes.
+func checkOverlap(spans []zipSpan) error {
+	slices.SortFunc(spans, func(a, b zipSpan) int {
 		switch {
 		case a.start < b.start:
 			return -1
@@ -285,15 +316,10 @@ func zipEntries(src io.ReaderAt, zr *zip.Reader, size int64) ([]entry, error) {
 	})
 	for i := 1; i < len(spans); i++ {
 		if spans[i].start < spans[i-1].end {
-			return nil, fmt.Errorf("%w: two entries share bytes %d-%d", ErrOverlap, spans[i].start, spans[i-1].end)
+			return fmt.Errorf("%w: two entries share bytes %d-%d", ErrOverlap, spans[i].start, spans[i-1].end)
 		}
 	}
-	for i, f := range zr.File {
-		if err := checkLocal(src, f, offs[i]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // zstdMethod is the zip method number of Zstandard (APPNOTE 4.4.5).

@@ -65,28 +65,53 @@ const (
 // The result, when reason is "", is accepted by vfs.ParseGuest and names a path
 // strictly below the destination (never "." itself, which is ReasonEmpty).
 func SanitizeName(raw string, maxDepth int) (clean string, isDir bool, reason Reason) {
-	if raw == "" {
-		return "", false, ReasonEmpty
-	}
-	if !utf8.ValidString(raw) {
-		return "", false, ReasonEncoding
-	}
-	if strings.ContainsFunc(raw, isControl) {
-		return "", false, ReasonControl
-	}
-	if strings.ContainsRune(raw, '\\') {
-		return "", false, ReasonBackslash
-	}
-	if len(raw) >= 2 && raw[1] == ':' && isLetter(raw[0]) {
-		return "", false, ReasonDrive
-	}
-	if strings.HasPrefix(raw, "//") {
-		return "", false, ReasonDrive
-	}
-	if raw[0] == '/' {
-		return "", false, ReasonAbsolute
+	if r := rawProblem(raw); r != "" {
+		return "", false, r
 	}
 	isDir = strings.HasSuffix(raw, "/")
+	clean, r := joinElems(raw, maxDepth)
+	if r != "" {
+		return "", false, r
+	}
+	if hasDrive(clean) {
+		return "", false, ReasonDrive // "./C:x" is "C:x" once cleaned
+	}
+	if _, err := vfs.ParseGuest(clean); err != nil {
+		// Defence in depth: every rule of ParseGuest is one of the rules above.
+		return "", false, ReasonEncoding
+	}
+	return clean, isDir, ""
+}
+
+// rawProblem is the rule raw breaks as a whole ("" for none): empty, not
+// UTF-8, a control character or backslash, a drive letter, UNC or absolute.
+func rawProblem(raw string) Reason {
+	switch {
+	case raw == "":
+		return ReasonEmpty
+	case !utf8.ValidString(raw):
+		return ReasonEncoding
+	case strings.ContainsFunc(raw, isControl):
+		return ReasonControl
+	case strings.ContainsRune(raw, '\\'):
+		return ReasonBackslash
+	case hasDrive(raw), strings.HasPrefix(raw, "//"):
+		return ReasonDrive
+	case raw[0] == '/':
+		return ReasonAbsolute
+	}
+	return ""
+}
+
+// hasDrive reports whether s starts with a drive letter ("C:").
+func hasDrive(s string) bool {
+	return len(s) >= 2 && s[1] == ':' && isLetter(s[0])
+}
+
+// joinElems joins raw's components without "." and empty ones, refusing
+// "..", a component longer than MaxComponentBytes, more than maxDepth
+// components (0: no limit), a path longer than MaxPathBytes, and nothing.
+func joinElems(raw string, maxDepth int) (string, Reason) {
 	var b strings.Builder
 	b.Grow(len(raw))
 	depth := 0
@@ -95,14 +120,14 @@ func SanitizeName(raw string, maxDepth int) (clean string, isDir bool, reason Re
 		case "", ".":
 			continue
 		case "..":
-			return "", false, ReasonTraversal
+			return "", ReasonTraversal
 		}
 		if len(elem) > MaxComponentBytes {
-			return "", false, ReasonLongName
+			return "", ReasonLongName
 		}
 		depth++
 		if maxDepth > 0 && depth > maxDepth {
-			return "", false, ReasonDepth
+			return "", ReasonDepth
 		}
 		if b.Len() > 0 {
 			b.WriteByte('/')
@@ -110,20 +135,12 @@ func SanitizeName(raw string, maxDepth int) (clean string, isDir bool, reason Re
 		b.WriteString(elem)
 	}
 	if b.Len() == 0 {
-		return "", false, ReasonEmpty
+		return "", ReasonEmpty
 	}
 	if b.Len() > MaxPathBytes {
-		return "", false, ReasonLongName
+		return "", ReasonLongName
 	}
-	clean = b.String()
-	if len(clean) >= 2 && clean[1] == ':' && isLetter(clean[0]) {
-		return "", false, ReasonDrive // "./C:x" is "C:x" once cleaned
-	}
-	if _, err := vfs.ParseGuest(clean); err != nil {
-		// Defence in depth: every rule of ParseGuest is one of the rules above.
-		return "", false, ReasonEncoding
-	}
-	return clean, isDir, ""
+	return b.String(), ""
 }
 
 func isLetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }

@@ -207,9 +207,15 @@ func checkLocal(r io.ReaderAt, f *zip.File, off int64) error {
 	if f.Flags&flagDesc != 0 {
 		return checkDescriptor(r, f, off+30+nl+el+int64(f.CompressedSize64))
 	}
+	return checkLocalSums(f, h[:], rest[nl:])
+}
+
+// checkLocalSums compares the CRC-32 and sizes of local header h (with its
+// extra field, for zip64 sizes) with f's central record.
+func checkLocalSums(f *zip.File, h, extra []byte) error {
 	crc, csize, usize := le.Uint32(h[14:]), uint64(le.Uint32(h[18:])), uint64(le.Uint32(h[22:]))
 	if csize == 0xffffffff || usize == 0xffffffff {
-		u, c, ok := zip64Sizes(rest[nl:])
+		u, c, ok := zip64Sizes(extra)
 		if !ok {
 			return zipCorrupt(f.Name, "local zip64 sizes missing")
 		}
