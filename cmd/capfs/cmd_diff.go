@@ -87,6 +87,48 @@ func newDiffCmd(o *globalOptions) *cobra.Command {
 }
 
 func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOptions, a, b string) error {
+	if err := do.check(); err != nil {
+		return err
+	}
+	useColor, err := colorWanted(do.color, cmd.OutOrStdout())
+	if err != nil {
+		return usageErrorf("diff: --color %s: %v", do.color, err)
+	}
+	ba, bb, flt, err := diffSides(ctx, s, do, a, b)
+	if err != nil {
+		return err
+	}
+	if flt != nil {
+		defer flt.close()
+	}
+	changes, err := treediff.Backends(ctx, ba, bb)
+	if err != nil {
+		return err
+	}
+	changes = excludeChanges(changes, do.excludes)
+	if !do.noRenames {
+		if changes, err = treediff.Renames(ctx, ba, bb, changes); err != nil {
+			return err
+		}
+	}
+	w := bufio.NewWriter(cmd.OutOrStdout())
+	if err := writeDiff(ctx, w, do, useColor, ba, bb, changes); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if flt != nil {
+		flt.reportHidden(cmd.ErrOrStderr())
+	}
+	if do.exitCode && len(changes) > 0 {
+		return exitStatus(exitFailed)
+	}
+	return nil
+}
+
+// check refuses malformed --exclude patterns and more than one output format.
+func (do *diffOptions) check() error {
 	for _, x := range do.excludes {
 		if !doublestar.ValidatePattern(x) {
 			return usageErrorf("diff: --exclude %s: malformed pattern", x)
@@ -101,86 +143,93 @@ func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOption
 	if n > 1 {
 		return usageErrorf("diff: --stat, --name-status and --name-only exclude one another")
 	}
-	useColor, err := colorWanted(do.color, cmd.OutOrStdout())
-	if err != nil {
-		return usageErrorf("diff: --color %s: %v", do.color, err)
-	}
+	return nil
+}
+
+// diffSides returns the two trees to compare: for two directories, their
+// backends seen through a diffFilter (which the caller closes); for two
+// files, a memory tree of each.
+func diffSides(ctx context.Context, s *session, do *diffOptions, a, b string) (ba, bb vfs.Backend, flt *diffFilter, err error) {
 	sa, err := s.Root.Stat(ctx, a)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	sb, err := s.Root.Stat(ctx, b)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	var ba, bb vfs.Backend
-	var flt *diffFilter
 	switch {
 	case sa.IsDir() && sb.IsDir():
-		da, err := s.Root.Sub(ctx, a)
+		flt, err = newDiffFilter(ctx, s, do, a, b)
 		if err != nil {
-			return err
+			return nil, nil, nil, err
 		}
-		db, err := s.Root.Sub(ctx, b)
-		if err != nil {
-			return err
-		}
-		pa, _ := vfs.ParseGuest(a)
-		pb, _ := vfs.ParseGuest(b)
-		flt = &diffFilter{s: s, ctx: ctx, a: da.Backend(), b: db.Backend(), pa: pa, pb: pb,
-			dotGit: do.dotGit, noIgnore: do.noIgnore, cache: map[string][]gitignore.Pattern{}}
-		// A work tree against a git revision: git's stat cache spares reading
-		// the files it shows unchanged (gitindex.go).
-		if mb, rest, ok := s.mountAt(pb); ok && mb.Kind == kindPhysical && !do.noIndex {
-			if ma, _, ok := s.mountAt(pa); ok && ma.Kind == kindGit {
-				flt.hints = loadIndexHints(filepath.Join(mb.Host, filepath.FromSlash(rest.String())))
-			}
-		}
-		defer flt.close()
-		ba, bb = &filteredBackend{Backend: flt.a, f: flt, side: 0}, &filteredBackend{Backend: flt.b, f: flt, side: 1}
+		return &filteredBackend{Backend: flt.a, f: flt, side: 0}, &filteredBackend{Backend: flt.b, f: flt, side: 1}, flt, nil
 	case sa.IsDir():
 		pa, _ := vfs.ParseGuest(a)
-		return vfs.NewError(vfs.CodeIsDir, "diff", pa, "a directory, and "+b+" is not; give two directories or two files")
+		return nil, nil, nil, vfs.NewError(vfs.CodeIsDir, "diff", pa, "a directory, and "+b+" is not; give two directories or two files")
 	case sb.IsDir():
 		pb, _ := vfs.ParseGuest(b)
-		return vfs.NewError(vfs.CodeIsDir, "diff", pb, "a directory, and "+a+" is not; give two directories or two files")
-	default:
-		vb, err := vfs.ParseGuest(b)
-		if err != nil {
-			return err
-		}
-		name := vb.String()
-		if va, err := vfs.ParseGuest(a); err == nil && va.Base() == vb.Base() {
-			name = vb.Base()
-		}
-		if ba, err = fileTree(ctx, s.Root, a, name, sa.Mode()); err != nil {
-			return err
-		}
-		if bb, err = fileTree(ctx, s.Root, b, name, sb.Mode()); err != nil {
-			return err
-		}
+		return nil, nil, nil, vfs.NewError(vfs.CodeIsDir, "diff", pb, "a directory, and "+a+" is not; give two directories or two files")
 	}
-	changes, err := treediff.Backends(ctx, ba, bb)
+	vb, err := vfs.ParseGuest(b)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
+	name := vb.String()
+	if va, err := vfs.ParseGuest(a); err == nil && va.Base() == vb.Base() {
+		name = vb.Base()
+	}
+	if ba, err = fileTree(ctx, s.Root, a, name, sa.Mode()); err != nil {
+		return nil, nil, nil, err
+	}
+	if bb, err = fileTree(ctx, s.Root, b, name, sb.Mode()); err != nil {
+		return nil, nil, nil, err
+	}
+	return ba, bb, nil, nil
+}
+
+// newDiffFilter makes the filter of a diff of directories a and b.
+func newDiffFilter(ctx context.Context, s *session, do *diffOptions, a, b string) (*diffFilter, error) {
+	da, err := s.Root.Sub(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	db, err := s.Root.Sub(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	pa, _ := vfs.ParseGuest(a)
+	pb, _ := vfs.ParseGuest(b)
+	flt := &diffFilter{s: s, ctx: ctx, a: da.Backend(), b: db.Backend(), pa: pa, pb: pb,
+		dotGit: do.dotGit, noIgnore: do.noIgnore, cache: map[string][]gitignore.Pattern{}}
+	// A work tree against a git revision: git's stat cache spares reading
+	// the files it shows unchanged (gitindex.go).
+	if mb, rest, ok := s.mountAt(pb); ok && mb.Kind == kindPhysical && !do.noIndex {
+		if ma, _, ok := s.mountAt(pa); ok && ma.Kind == kindGit {
+			flt.hints = loadIndexHints(filepath.Join(mb.Host, filepath.FromSlash(rest.String())))
+		}
+	}
+	return flt, nil
+}
+
+// excludeChanges drops the changes whose path matches one of the patterns.
+func excludeChanges(changes []treediff.Change, excludes []string) []treediff.Change {
 	kept := changes[:0]
 next:
 	for _, c := range changes {
-		for _, x := range do.excludes {
+		for _, x := range excludes {
 			if ok, _ := doublestar.Match(x, c.Path); ok {
 				continue next
 			}
 		}
 		kept = append(kept, c)
 	}
-	changes = kept
-	if !do.noRenames {
-		if changes, err = treediff.Renames(ctx, ba, bb, changes); err != nil {
-			return err
-		}
-	}
-	w := bufio.NewWriter(cmd.OutOrStdout())
+	return kept
+}
+
+// writeDiff writes changes to w in the format do asks for.
+func writeDiff(ctx context.Context, w io.Writer, do *diffOptions, useColor bool, ba, bb vfs.Backend, changes []treediff.Change) error {
 	switch {
 	case do.nameOnly:
 		for _, c := range changes {
@@ -195,44 +244,37 @@ next:
 			fmt.Fprintf(w, "%s\t%s\n", statusLetter(c.Kind), show(c.Path))
 		}
 	case do.stat:
-		if err := writeStat(ctx, ba, bb, changes, w); err != nil {
+		return writeStat(ctx, ba, bb, changes, w)
+	case useColor:
+		cw := &colorDiffWriter{w: w}
+		if err := treediff.Unified(ctx, ba, bb, changes, cw); err != nil {
 			return err
 		}
+		cw.flush()
 	default:
-		var out io.Writer = w
-		var cw *colorDiffWriter
-		if useColor {
-			cw = &colorDiffWriter{w: w}
-			out = cw
-		}
-		if err := treediff.Unified(ctx, ba, bb, changes, out); err != nil {
-			return err
-		}
-		if cw != nil {
-			cw.flush()
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if flt != nil && len(flt.hidden) > 0 {
-		sort.Strings(flt.hidden)
-		shown := flt.hidden
-		more := ""
-		if len(shown) > 3 {
-			more = fmt.Sprintf(" and %d more", len(shown)-3)
-			shown = shown[:3]
-		}
-		for i := range shown {
-			shown[i] = showPath(shown[i])
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "capfs: diff: %d %s not compared, refused by the policy: %s%s; pass --allow-secret GLOB to compare one\n",
-			len(flt.hidden), plural(len(flt.hidden), "path", "paths"), strings.Join(shown, ", "), more)
-	}
-	if do.exitCode && len(changes) > 0 {
-		return exitStatus(exitFailed)
+		return treediff.Unified(ctx, ba, bb, changes, w)
 	}
 	return nil
+}
+
+// reportHidden writes to w, once, how many paths the policy kept out of the
+// comparison, naming the first three.
+func (f *diffFilter) reportHidden(w io.Writer) {
+	if len(f.hidden) == 0 {
+		return
+	}
+	sort.Strings(f.hidden)
+	shown := f.hidden
+	more := ""
+	if len(shown) > 3 {
+		more = fmt.Sprintf(" and %d more", len(shown)-3)
+		shown = shown[:3]
+	}
+	for i := range shown {
+		shown[i] = showPath(shown[i])
+	}
+	fmt.Fprintf(w, "capfs: diff: %d %s not compared, refused by the policy: %s%s; pass --allow-secret GLOB to compare one\n",
+		len(f.hidden), plural(len(f.hidden), "path", "paths"), strings.Join(shown, ", "), more)
 }
 
 func statusLetter(k treediff.Kind) string {
@@ -247,71 +289,62 @@ func statusLetter(k treediff.Kind) string {
 	return "M"
 }
 
+// statRow is one line of --stat: a change's name and its counted lines.
+type statRow struct {
+	name     string
+	add, del int
+	binary   string
+}
+
+// newStatRow counts the lines c adds and deletes in its unified diff.
+func newStatRow(ctx context.Context, ba, bb vfs.Backend, c treediff.Change) (statRow, error) {
+	var buf bytes.Buffer
+	if err := treediff.Unified(ctx, ba, bb, []treediff.Change{c}, &buf); err != nil {
+		return statRow{}, err
+	}
+	r := statRow{name: c.Path}
+	if c.Kind == treediff.Renamed {
+		r.name = c.OldPath + " => " + c.Path
+	}
+	r.name = show(r.name)
+	for _, l := range strings.Split(buf.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- "):
+		case strings.HasPrefix(l, "+"):
+			r.add++
+		case strings.HasPrefix(l, "-"):
+			r.del++
+		case strings.HasPrefix(l, "Binary files "):
+			r.binary = "Bin"
+		}
+	}
+	return r, nil
+}
+
 // writeStat writes git's --stat: " path | N +++--" per change and a summary.
 func writeStat(ctx context.Context, ba, bb vfs.Backend, changes []treediff.Change, w io.Writer) error {
-	type row struct {
-		name     string
-		add, del int
-		binary   string
-	}
-	rows := make([]row, 0, len(changes))
-	var totalAdd, totalDel int
+	rows := make([]statRow, 0, len(changes))
+	var totalAdd, totalDel, nameW, maxChange int
 	for _, c := range changes {
-		var buf bytes.Buffer
-		if err := treediff.Unified(ctx, ba, bb, []treediff.Change{c}, &buf); err != nil {
+		r, err := newStatRow(ctx, ba, bb, c)
+		if err != nil {
 			return err
-		}
-		r := row{name: c.Path}
-		if c.Kind == treediff.Renamed {
-			r.name = c.OldPath + " => " + c.Path
-		}
-		r.name = show(r.name)
-		for _, l := range strings.Split(buf.String(), "\n") {
-			switch {
-			case strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- "):
-			case strings.HasPrefix(l, "+"):
-				r.add++
-			case strings.HasPrefix(l, "-"):
-				r.del++
-			case strings.HasPrefix(l, "Binary files "):
-				r.binary = "Bin"
-			}
 		}
 		totalAdd += r.add
 		totalDel += r.del
-		rows = append(rows, r)
-	}
-	nameW, maxChange := 0, 0
-	for _, r := range rows {
 		nameW = max(nameW, len(r.name))
 		maxChange = max(maxChange, r.add+r.del)
+		rows = append(rows, r)
 	}
 	numW := len(strconv.Itoa(maxChange))
 	// git fits the line in 80 columns: the graph gets what the name leaves.
-	graphW := 80 - nameW - numW - 6
-	if graphW < 10 {
-		graphW = 10
-	}
+	graphW := max(80-nameW-numW-6, 10)
 	for _, r := range rows {
 		if r.binary != "" {
 			fmt.Fprintf(w, " %-*s | %s\n", nameW, r.name, r.binary)
 			continue
 		}
-		plus, minus := r.add, r.del
-		if maxChange > graphW {
-			scale := func(n int) int {
-				if n == 0 {
-					return 0
-				}
-				return max(1, n*graphW/maxChange)
-			}
-			plus, minus = scale(r.add), scale(r.del)
-		}
-		graph := strings.Repeat("+", plus) + strings.Repeat("-", minus)
-		if graph != "" {
-			graph = " " + graph
-		}
-		fmt.Fprintf(w, " %-*s | %*d%s\n", nameW, r.name, numW, r.add+r.del, graph)
+		fmt.Fprintf(w, " %-*s | %*d%s\n", nameW, r.name, numW, r.add+r.del, statGraph(r, graphW, maxChange))
 	}
 	if len(rows) > 0 {
 		line := fmt.Sprintf(" %d %s changed", len(rows), plural(len(rows), "file", "files"))
@@ -324,6 +357,26 @@ func writeStat(ctx context.Context, ba, bb vfs.Backend, changes []treediff.Chang
 		fmt.Fprintln(w, line)
 	}
 	return nil
+}
+
+// statGraph is r's " +++--" graph, scaled to graphW columns when the largest
+// change, maxChange, is wider.
+func statGraph(r statRow, graphW, maxChange int) string {
+	plus, minus := r.add, r.del
+	if maxChange > graphW {
+		scale := func(n int) int {
+			if n == 0 {
+				return 0
+			}
+			return max(1, n*graphW/maxChange)
+		}
+		plus, minus = scale(r.add), scale(r.del)
+	}
+	graph := strings.Repeat("+", plus) + strings.Repeat("-", minus)
+	if graph != "" {
+		graph = " " + graph
+	}
+	return graph
 }
 
 // diffFilter decides which entries the directory diff sees: not .git (unless
