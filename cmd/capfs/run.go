@@ -80,7 +80,7 @@ type runner struct {
 	workDir          *dir.Dir
 	workPath         vfs.Path
 	writeBack        bool            // the work mount keeps what is synced into it (physical, not --rev)
-	mounts           []sandbox.Mount // sess's binds, as the sandbox gets them (run_cachemount.go redirects some)
+	mounts           []sandbox.Mount // sess's binds (run_cachemount.go redirects some before the launch)
 	subs             []func() error  // Subs of mount backends made for zero-copy checkouts
 	cacheKey         string          // the project's build cache key ("" = no caches)
 	keptID           string          // the id the work checkout was kept under
@@ -197,7 +197,6 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 		Args:    argv[1:],
 		Dir:     sandboxTarget(r.workPath),
 		Env:     append(append(r.gitEnv(), r.lim.net.env()...), r.env...),
-		Mounts:  r.mounts,
 		Subject: s.Subject,
 		Stdin:   r.stdin,
 		Stdout:  r.stdout,
@@ -210,7 +209,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	}
 	r.trace("caches")
 	r.sig.running()
-	res, err := runner.Run(context.WithoutCancel(ctx), launch)
+	res, err := r.sess.Launch(context.WithoutCancel(ctx), runner, launch)
 	r.sig.exited()
 	r.trace("run")
 	if term != nil {

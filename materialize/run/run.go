@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/capfs/capfs/audit"
@@ -97,12 +98,13 @@ func (e *MountError) Unwrap() error { return e.Err }
 
 // Session is a run's mounts, made by [Start] and removed by [Session.Close].
 //
-// Between the two, the caller launches the command with [Session.Binds],
-// then calls [Session.Finish] and reviews the changes: [Session.SyncBack],
+// Between the two, the caller runs the command ([Session.Launch]), then
+// calls [Session.Finish] and reviews the changes: [Session.SyncBack],
 // or its own review of each [View]'s Tree. [Run] does all of it.
 type Session struct {
 	spec  Spec
 	views []*View
+	binds []sandbox.Mount
 }
 
 // Start makes each mount's view, in order: a checkout or a lazy mount.
@@ -123,6 +125,7 @@ func Start(ctx context.Context, spec *Spec) (*Session, error) {
 			s.Close()
 			return nil, err
 		}
+		s.binds = append(s.binds, v.Bind())
 	}
 	return s, nil
 }
@@ -183,14 +186,20 @@ func Nested(a, b string) bool {
 // Views are the mounts' views, in the order of Spec.Mounts.
 func (s *Session) Views() []*View { return s.views }
 
-// Binds are what the sandbox binds, one per mount, in order: a new slice the
-// caller may change (redirect a Source) before it launches the command.
-func (s *Session) Binds() []sandbox.Mount {
-	bs := make([]sandbox.Mount, len(s.views))
-	for i, v := range s.views {
-		bs[i] = v.Bind()
+// Binds are what [Session.Launch] binds, one per mount, in order: the
+// session's own, which the caller may change (redirect a Source through a
+// mount of its own) before the launch.
+func (s *Session) Binds() []sandbox.Mount { return s.binds }
+
+// Launch runs l under runner (nil: [sandbox.Default]) with the binds added
+// to l.Mounts, and returns the command's result.
+func (s *Session) Launch(ctx context.Context, runner *sandbox.Runner, l *sandbox.Launch) (*sandbox.Result, error) {
+	if runner == nil {
+		runner = sandbox.Default()
 	}
-	return bs
+	launch := *l
+	launch.Mounts = append(slices.Clip(l.Mounts), s.binds...)
+	return runner.Run(ctx, &launch)
 }
 
 // Finish, once the command exited, stops each lazy mount and makes the Tree
@@ -297,8 +306,8 @@ func (s *Session) Report() *Report {
 
 // Run runs spec's command on its mounts and syncs the writable ones back.
 //
-// It is [Start], the launch (spec.Launch with the [Session.Binds] added,
-// run by spec.Runner), [Session.Finish], [Session.SyncBack] and
+// It is [Start], [Session.Launch] (spec.Launch run by spec.Runner),
+// [Session.Finish], [Session.SyncBack] and
 // [Session.Close]. It returns a nil Report with Start's error; once the
 // mounts are made, the Report with any error: the launch's (then nothing
 // is synced back), or the joined errors of Finish and SyncBack.
@@ -308,13 +317,7 @@ func Run(ctx context.Context, spec *Spec) (*Report, error) {
 		return nil, err
 	}
 	defer s.Close()
-	runner := spec.Runner
-	if runner == nil {
-		runner = sandbox.Default()
-	}
-	l := spec.Launch
-	l.Mounts = append(append([]sandbox.Mount(nil), l.Mounts...), s.Binds()...)
-	res, err := runner.Run(ctx, &l)
+	res, err := s.Launch(ctx, spec.Runner, &spec.Launch)
 	ferr := s.Finish(ctx)
 	if err == nil {
 		err = s.SyncBack(s.tagged(ctx, " wrappers="+strings.Join(res.Wrappers, ",")))
