@@ -3,15 +3,14 @@ package treediff
 import (
 	"bytes"
 	"context"
-	"io"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/vfs"
+	"github.com/capfs/capfs/vfs/vfstest"
 )
 
 // build makes a memory tree from spec, best effort: entries are separated by
@@ -29,30 +28,20 @@ func build(spec string) vfs.Backend {
 			name, kind = name[:n-1], name[n-1]
 		}
 		p, err := vfs.ParseGuest(name)
-		if err != nil || p.IsRoot() {
+		if err != nil || p.IsRoot() || vfstest.MkdirAll(ctx, m, p.Dir(), 0o755) != nil {
 			continue
-		}
-		var parents []vfs.Path
-		for d := p.Dir(); !d.IsRoot(); d = d.Dir() {
-			parents = append(parents, d)
-		}
-		for i := len(parents) - 1; i >= 0; i-- {
-			_ = m.Mkdir(ctx, parents[i], 0o755)
 		}
 		switch kind {
 		case '/':
 			_ = m.Mkdir(ctx, p, 0o755)
 		case '@':
 			_ = m.Symlink(ctx, data, p)
+		case '*':
+			if vfstest.WriteFile(ctx, m, p, []byte(data)) == nil {
+				_ = m.Chmod(ctx, p, 0o755)
+			}
 		default:
-			perm := fs.FileMode(0o644)
-			if kind == '*' {
-				perm = 0o755
-			}
-			if f, err := m.OpenFile(ctx, p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm); err == nil {
-				_, _ = f.Write([]byte(data))
-				_ = f.Close()
-			}
+			_ = vfstest.WriteFile(ctx, m, p, []byte(data))
 		}
 	}
 	return m
@@ -87,13 +76,9 @@ func leaves(t *testing.T, b vfs.Backend) map[string]leafState {
 			if i.Mode&fs.ModeSymlink != 0 {
 				data, err = b.Readlink(ctx, cp)
 			} else {
-				var f vfs.File
-				if f, err = b.OpenFile(ctx, cp, os.O_RDONLY, 0); err == nil {
-					var raw []byte
-					raw, err = io.ReadAll(f)
-					f.Close()
-					data = string(raw)
-				}
+				var raw []byte
+				raw, err = vfstest.ReadFile(ctx, b, cp)
+				data = string(raw)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -214,12 +199,7 @@ func FuzzTreeDiff(f *testing.F) {
 }
 
 func readAll(t *testing.T, b vfs.Backend, p string) []byte {
-	f, err := b.OpenFile(context.Background(), vfs.MustParse(p), os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
+	data, err := vfstest.ReadFile(context.Background(), b, vfs.MustParse(p))
 	if err != nil {
 		t.Fatal(err)
 	}

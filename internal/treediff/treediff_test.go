@@ -8,14 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/vfs"
+	"github.com/capfs/capfs/vfs/vfstest"
 )
 
 // tree builds a memory backend from files: a name ending in "/" is an empty
@@ -24,44 +23,23 @@ func tree(t testing.TB, files map[string]string) vfs.Backend {
 	t.Helper()
 	ctx := context.Background()
 	m := memory.New()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	mkdirs := func(p vfs.Path) {
-		for d := p; !d.IsRoot(); d = d.Dir() {
-			defer func(d vfs.Path) { _ = m.Mkdir(ctx, d, 0o755) }(d)
-		}
-	}
-	for _, n := range names {
-		data := files[n]
+	for n, data := range files {
+		name := strings.TrimRight(n, "/@*")
+		p := vfs.MustParse(name)
+		err := vfstest.MkdirAll(ctx, m, p.Dir(), 0o755)
 		switch {
+		case err != nil:
 		case strings.HasSuffix(n, "/"):
-			mkdirs(vfs.MustParse(strings.TrimSuffix(n, "/")))
+			err = vfstest.MkdirAll(ctx, m, p, 0o755)
 		case strings.HasSuffix(n, "@"):
-			p := vfs.MustParse(strings.TrimSuffix(n, "@"))
-			mkdirs(p.Dir())
-			if err := m.Symlink(ctx, data, p); err != nil {
-				t.Fatal(err)
-			}
+			err = m.Symlink(ctx, data, p)
 		default:
-			perm := fs.FileMode(0o644)
-			if strings.HasSuffix(n, "*") {
-				n, perm = strings.TrimSuffix(n, "*"), 0o755
+			if err = vfstest.WriteFile(ctx, m, p, []byte(data)); err == nil && strings.HasSuffix(n, "*") {
+				err = m.Chmod(ctx, p, 0o755)
 			}
-			p := vfs.MustParse(n)
-			mkdirs(p.Dir())
-			f, err := m.OpenFile(ctx, p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.Write([]byte(data)); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
-			}
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	return m
