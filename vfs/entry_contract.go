@@ -59,3 +59,36 @@ func CheckSymlinkTarget(op string, p Path, target string) error {
 	}
 	return nil
 }
+
+// CheckLinkSource returns the error of making newp another name of an entry
+// at oldp, looked up without following a final symlink: not_found if found
+// is false, permission for a directory. Its errors carry oldp as Path and
+// newp as Dest. Backends check the source first, then resolve the
+// destination for [CheckLinkDest].
+func CheckLinkSource(oldp, newp Path, found, dir bool) error {
+	switch {
+	case !found:
+		return PairError(CodeNotFound, "link", oldp, newp, "")
+	case dir:
+		return PairError(CodePermission, "link", oldp, newp, "cannot hard-link a directory")
+	}
+	return nil
+}
+
+// CheckLinkDest returns the error of creating the link newp, resolved
+// without its trailing slash and without following a final symlink:
+// already_exists if found (a dangling symlink included), not_a_directory
+// for a trailing slash, else as [CheckCreate] for name in its directory
+// (gone if removed). Its errors carry oldp as Path and newp as Dest.
+func CheckLinkDest(oldp, newp Path, found, gone bool, name string) error {
+	switch {
+	case found:
+		return PairError(CodeExists, "link", oldp, newp, "")
+	case newp.MustBeDir():
+		return PairError(CodeNotDir, "link", oldp, newp, "")
+	}
+	if err := CheckCreate("link", newp, gone, name); err != nil {
+		return Readdress(err, "link", oldp.String(), newp.String())
+	}
+	return nil
+}

@@ -1034,31 +1034,45 @@ func (o *Overlay) readlink(ctx context.Context, p vfs.Path) (string, error) {
 	return o.lower.Readlink(ctx, p.Unresolved())
 }
 
-// Link makes newp another name of oldp, copying oldp up first.
+// Link makes newp another name of oldp, copying oldp up first. The
+// preconditions are every virtual backend's (vfs.CheckLinkSource,
+// vfs.CheckLinkDest).
 func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
-	oldp, err := o.at(ctx, "link", oldp, false)
+	src, err := o.at(ctx, "link", oldp, false)
 	if err != nil {
 		return err
 	}
-	if newp, err = o.at(ctx, "link", newp, false); err != nil {
+	_, info, lerr := o.layer(ctx, "link", src)
+	if lerr != nil && vfs.CodeOf(lerr) != vfs.CodeNotFound {
+		return lerr
+	}
+	if err := vfs.CheckLinkSource(oldp, newp, lerr == nil, info.Mode.IsDir()); err != nil {
+		return err
+	}
+	dst, err := o.at(ctx, "link", newp.WithoutDirMark(), false)
+	if err != nil {
 		return err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if there, err := o.exists(ctx, newp); err != nil || there {
-		return existsErr(err, "link", newp)
-	}
-	if err := o.copyUp(ctx, oldp, false); err != nil {
+	there, err := o.exists(ctx, dst)
+	if err != nil {
 		return err
 	}
-	if err := o.parents(ctx, newp); err != nil {
+	if err := vfs.CheckLinkDest(oldp, newp, there, false, dst.Base()); err != nil {
 		return err
 	}
-	if err := o.upper.Link(ctx, oldp, newp); err != nil {
+	if err := o.copyUp(ctx, src, false); err != nil {
 		return err
 	}
-	o.sawGone(newp)
-	delete(o.whiteout, newp.Raw())
+	if err := o.parents(ctx, dst); err != nil {
+		return err
+	}
+	if err := o.upper.Link(ctx, src, dst); err != nil {
+		return err
+	}
+	o.sawGone(dst)
+	delete(o.whiteout, dst.Raw())
 	return nil
 }
 

@@ -674,24 +674,15 @@ func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 		if err != nil {
 			return nil, wrap(err)
 		}
-		if !src.Found {
-			return nil, fail(vfs.CodeNotFound, "")
-		}
-		if src.Node.typ == fs.ModeDir {
-			return nil, fail(vfs.CodePermission, "cannot hard-link a directory")
+		if err := vfs.CheckLinkSource(oldp, newp, src.Found, src.Found && src.Node.typ == fs.ModeDir); err != nil {
+			return nil, err
 		}
 		dst, err := f.resolve(ctx, newp.WithoutDirMark(), false, op)
 		if err != nil {
 			return nil, wrap(err)
 		}
-		if dst.Found {
-			return nil, fail(vfs.CodeExists, "")
-		}
-		if newp.MustBeDir() {
-			return nil, fail(vfs.CodeNotDir, "")
-		}
-		if err := canCreate(dst, op, newp); err != nil {
-			return nil, wrap(err)
+		if err := vfs.CheckLinkDest(oldp, newp, dst.Found, dst.Parent.gone, dst.Name); err != nil {
+			return nil, err
 		}
 		if !st.reserve(entryCharge(dst.Name)) {
 			return nil, fail(vfs.CodeQuota, "storage quota exceeded")

@@ -497,24 +497,15 @@ func (v *View[L]) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	if err != nil {
 		return wrap(err)
 	}
-	if !src.Found {
-		return fail(vfs.CodeNotFound, "")
-	}
-	if src.Node.Type == fs.ModeDir {
-		return fail(vfs.CodePermission, "cannot hard-link a directory")
+	if err := vfs.CheckLinkSource(oldp, newp, src.Found, src.Found && src.Node.Type == fs.ModeDir); err != nil {
+		return err
 	}
 	dst, err := v.resolve(ctx, newp.WithoutDirMark(), false, op, true)
 	if err != nil {
 		return wrap(err)
 	}
-	if dst.Found {
-		return fail(vfs.CodeExists, "")
-	}
-	if newp.MustBeDir() {
-		return fail(vfs.CodeNotDir, "")
-	}
-	if err := canCreate(dst, op, newp); err != nil {
-		return wrap(err)
+	if err := vfs.CheckLinkDest(oldp, newp, dst.Found, dst.Parent.gone, dst.Name); err != nil {
+		return err
 	}
 	n := src.Node
 	if !n.Up {
