@@ -46,63 +46,23 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 	}
 	// Walk the tree level by level, fetching the directories GetTree did not
 	// give in their exact bytes.
-	seenD := map[cas.Digest]bool{}
-	seenF := map[cas.Digest]bool{}
-	var files []cas.Digest
-	level := []cas.Digest{root}
-	for len(level) > 0 {
-		var lack []cas.Digest
-		for _, d := range level {
-			if ok, err := st.Has(d); err != nil {
-				return ts, err
-			} else if ok {
-				continue
-			}
-			if b, ok := pre[d]; ok {
-				if err := bud.charge(int64(len(b))); err != nil {
-					return ts, err
-				}
-				if _, err := st.PutBytes(ctx, b); err != nil {
-					return ts, err
-				}
-				ts.TreeDirs++
-				continue
-			}
-			lack = append(lack, d)
+	w := &treeFetch{ctx: ctx, st: st, bud: bud, ts: &ts, pre: pre, seenD: map[cas.Digest]bool{}, seenF: map[cas.Digest]bool{}}
+	for level := []cas.Digest{root}; len(level) > 0; {
+		lack, err := w.lacking(level)
+		if err != nil {
+			return ts, err
 		}
 		ts.Missing += len(lack)
 		if err := c.fetch(ctx, st, lack, &ts, bud); err != nil {
 			return ts, err
 		}
-		var next []cas.Digest
-		for _, d := range level {
-			ts.Blobs++
-			b, err := st.ReadBlob(ctx, d, 64<<20)
-			if err != nil {
-				return ts, err
-			}
-			dir, err := cas.DecodeDirectory(b)
-			if err != nil {
-				return ts, fmt.Errorf("remote: directory %s: %w", d, err)
-			}
-			for _, f := range dir.Files {
-				if !seenF[f.Digest] {
-					seenF[f.Digest] = true
-					files = append(files, f.Digest)
-				}
-			}
-			for _, s := range dir.Dirs {
-				if !seenD[s.Digest] {
-					seenD[s.Digest] = true
-					next = append(next, s.Digest)
-				}
-			}
+		if level, err = w.expand(level); err != nil {
+			return ts, err
 		}
-		level = next
 	}
-	ts.Blobs += len(files)
+	ts.Blobs += len(w.files)
 	var lack []cas.Digest
-	for _, d := range files {
+	for _, d := range w.files {
 		if ok, err := st.Has(d); err != nil {
 			return ts, err
 		} else if !ok {
@@ -111,6 +71,74 @@ func (c *Client) Download(ctx context.Context, st *cas.Store, root cas.Digest) (
 	}
 	ts.Missing += len(lack)
 	return ts, c.fetch(ctx, st, lack, &ts, bud)
+}
+
+// treeFetch is one Download's walk of the tree: the directories GetTree
+// gave (pre), those and the files seen so far, the files to fetch last.
+type treeFetch struct {
+	ctx          context.Context
+	st           *cas.Store
+	bud          *budget
+	ts           *TransferStats
+	pre          map[cas.Digest][]byte
+	seenD, seenF map[cas.Digest]bool
+	files        []cas.Digest
+}
+
+// lacking stores the directories of level that GetTree gave (charged to the
+// budget) and returns those the store still lacks.
+func (w *treeFetch) lacking(level []cas.Digest) ([]cas.Digest, error) {
+	var lack []cas.Digest
+	for _, d := range level {
+		if ok, err := w.st.Has(d); err != nil {
+			return nil, err
+		} else if ok {
+			continue
+		}
+		b, ok := w.pre[d]
+		if !ok {
+			lack = append(lack, d)
+			continue
+		}
+		if err := w.bud.charge(int64(len(b))); err != nil {
+			return nil, err
+		}
+		if _, err := w.st.PutBytes(w.ctx, b); err != nil {
+			return nil, err
+		}
+		w.ts.TreeDirs++
+	}
+	return lack, nil
+}
+
+// expand reads the directories of level from the store, notes the files
+// they name, and returns the subdirectories not seen yet: the next level.
+func (w *treeFetch) expand(level []cas.Digest) ([]cas.Digest, error) {
+	var next []cas.Digest
+	for _, d := range level {
+		w.ts.Blobs++
+		b, err := w.st.ReadBlob(w.ctx, d, 64<<20)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := cas.DecodeDirectory(b)
+		if err != nil {
+			return nil, fmt.Errorf("remote: directory %s: %w", d, err)
+		}
+		for _, f := range dir.Files {
+			if !w.seenF[f.Digest] {
+				w.seenF[f.Digest] = true
+				w.files = append(w.files, f.Digest)
+			}
+		}
+		for _, s := range dir.Dirs {
+			if !w.seenD[s.Digest] {
+				w.seenD[s.Digest] = true
+				next = append(next, s.Digest)
+			}
+		}
+	}
+	return next, nil
 }
 
 // budget is what a Download may still bring into the store.
@@ -195,49 +223,51 @@ func (c *Client) fetch(ctx context.Context, st *cas.Store, ds []cas.Digest, ts *
 	if len(ds) == 0 {
 		return nil
 	}
+	if err := chargeAll(bud, ds); err != nil {
+		return err
+	}
+	small, large := c.bySize(ds, ts)
+	ts.Batched += len(small)
+	ts.Streams += len(large)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g := &fetchGroup{cancel: cancel, sem: make(chan struct{}, c.opts.Concurrency)}
+	for _, group := range c.batches(small) {
+		if ctx.Err() != nil {
+			break
+		}
+		g.run(func() error { return c.batchRead(ctx, st, group) })
+	}
+	for _, d := range large {
+		if ctx.Err() != nil {
+			break
+		}
+		g.run(func() error { return c.streamRead(ctx, st, d) })
+	}
+	g.wg.Wait()
+	if g.first != nil {
+		return g.first
+	}
+	return ctx.Err()
+}
+
+// chargeAll charges the declared sizes of ds to bud all together (a
+// negative size, or a sum past int64, charges more than any budget).
+func chargeAll(bud *budget, ds []cas.Digest) error {
 	var total int64
 	for _, d := range ds {
 		if total += d.Size; d.Size < 0 || total < 0 {
 			return bud.charge(-1)
 		}
 	}
-	if err := bud.charge(total); err != nil {
-		return err
-	}
-	var small, large []cas.Digest
-	for _, d := range ds {
-		ts.Bytes += d.Size
-		if c.batchable(d.Size) {
-			small = append(small, d)
-		} else {
-			large = append(large, d)
-		}
-	}
-	ts.Batched += len(small)
-	ts.Streams += len(large)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, c.opts.Concurrency)
-	)
-	run := func(fn func() error) {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := fn(); err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-				cancel()
-			}
-		})
-	}
-	for i := 0; i < len(small) && ctx.Err() == nil; {
+	return bud.charge(total)
+}
+
+// batches groups small blobs, in order, into batch reads of at most
+// maxBatch bytes (counting 1 KiB for each blob's framing).
+func (c *Client) batches(small []cas.Digest) [][]cas.Digest {
+	var out [][]cas.Digest
+	for i := 0; i < len(small); {
 		var group []cas.Digest
 		var total int64
 		for i < len(small) && (len(group) == 0 || total+small[i].Size+1024 <= c.maxBatch) {
@@ -245,19 +275,35 @@ func (c *Client) fetch(ctx context.Context, st *cas.Store, ds []cas.Digest, ts *
 			total += small[i].Size + 1024
 			i++
 		}
-		run(func() error { return c.batchRead(ctx, st, group) })
+		out = append(out, group)
 	}
-	for _, d := range large {
-		if ctx.Err() != nil {
-			break
+	return out
+}
+
+// fetchGroup runs fetches at most cap(sem) at a time, keeping the first
+// error and canceling the others on it.
+type fetchGroup struct {
+	mu     sync.Mutex
+	first  error
+	wg     sync.WaitGroup
+	sem    chan struct{}
+	cancel func()
+}
+
+// run starts fn once a slot is free.
+func (g *fetchGroup) run(fn func() error) {
+	g.sem <- struct{}{}
+	g.wg.Go(func() {
+		defer func() { <-g.sem }()
+		if err := fn(); err != nil {
+			g.mu.Lock()
+			if g.first == nil {
+				g.first = err
+			}
+			g.mu.Unlock()
+			g.cancel()
 		}
-		run(func() error { return c.streamRead(ctx, st, d) })
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	})
 }
 
 func (c *Client) batchRead(ctx context.Context, st *cas.Store, ds []cas.Digest) error {
@@ -487,38 +533,52 @@ func (c *Client) FetchRoot(ctx context.Context, name string) (cas.Digest, error)
 		if err != nil {
 			return cas.Digest{}, err
 		}
-		var tree []byte
-		err = c.retry(ctx, func(ctx context.Context) error {
-			resp, err := c.cas.BatchReadBlobs(ctx, &repb.BatchReadBlobsRequest{InstanceName: c.opts.Instance, Digests: []*repb.Digest{pb(td)}, DigestFunction: repb.DigestFunction_SHA256})
-			if err != nil {
-				return err
-			}
-			for _, r := range resp.GetResponses() {
-				if r.GetStatus().GetCode() != 0 {
-					return status.Error(codes.Code(r.GetStatus().GetCode()), r.GetStatus().GetMessage())
-				}
-				tree = r.GetData()
-			}
-			return nil
-		})
-		if status.Code(err) == codes.NotFound {
-			return cas.Digest{}, fmt.Errorf("%w: tree of %s", ErrMissing, name)
-		}
+		tree, err := c.readTree(ctx, name, td)
 		if err != nil {
-			return cas.Digest{}, fmt.Errorf("remote: read tree of %s: %w", name, err)
+			return cas.Digest{}, err
 		}
-		if cas.DigestOf(tree) != td {
-			return cas.Digest{}, fmt.Errorf("%w: the tree of %s does not match its digest", ErrMismatch, name)
-		}
-		// The first record is the root directory: tag 0x0a, length, bytes.
-		if len(tree) == 0 || tree[0] != 0x0a {
-			return cas.Digest{}, fmt.Errorf("remote: the tree of %s has no root record", name)
-		}
-		n, k := binary.Uvarint(tree[1:])
-		if k <= 0 || n > uint64(len(tree)-1-k) {
-			return cas.Digest{}, fmt.Errorf("remote: the tree of %s is malformed", name)
-		}
-		return cas.DigestOf(tree[1+k : 1+k+int(n)]), nil
+		return treeRoot(name, tree)
 	}
 	return cas.Digest{}, fmt.Errorf("remote: the entry for %s has no output directory \"root\"", name)
+}
+
+// readTree reads the Tree td of root name and checks it against its digest.
+func (c *Client) readTree(ctx context.Context, name string, td cas.Digest) ([]byte, error) {
+	var tree []byte
+	err := c.retry(ctx, func(ctx context.Context) error {
+		resp, err := c.cas.BatchReadBlobs(ctx, &repb.BatchReadBlobsRequest{InstanceName: c.opts.Instance, Digests: []*repb.Digest{pb(td)}, DigestFunction: repb.DigestFunction_SHA256})
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.GetResponses() {
+			if r.GetStatus().GetCode() != 0 {
+				return status.Error(codes.Code(r.GetStatus().GetCode()), r.GetStatus().GetMessage())
+			}
+			tree = r.GetData()
+		}
+		return nil
+	})
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("%w: tree of %s", ErrMissing, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("remote: read tree of %s: %w", name, err)
+	}
+	if cas.DigestOf(tree) != td {
+		return nil, fmt.Errorf("%w: the tree of %s does not match its digest", ErrMismatch, name)
+	}
+	return tree, nil
+}
+
+// treeRoot is the digest of the first record of the Tree of root name: the
+// root directory (tag 0x0a, length, bytes).
+func treeRoot(name string, tree []byte) (cas.Digest, error) {
+	if len(tree) == 0 || tree[0] != 0x0a {
+		return cas.Digest{}, fmt.Errorf("remote: the tree of %s has no root record", name)
+	}
+	n, k := binary.Uvarint(tree[1:])
+	if k <= 0 || n > uint64(len(tree)-1-k) {
+		return cas.Digest{}, fmt.Errorf("remote: the tree of %s is malformed", name)
+	}
+	return cas.DigestOf(tree[1+k : 1+k+int(n)]), nil
 }

@@ -336,15 +336,7 @@ func (c *Client) Upload(ctx context.Context, st *cas.Store, root cas.Digest) (Tr
 
 // send uploads blobs ds from st.
 func (c *Client) send(ctx context.Context, st *cas.Store, ds []cas.Digest, ts *TransferStats) error {
-	var small, large []cas.Digest
-	for _, d := range ds {
-		ts.Bytes += d.Size
-		if c.batchable(d.Size) {
-			small = append(small, d)
-		} else {
-			large = append(large, d)
-		}
-	}
+	small, large := c.bySize(ds, ts)
 	ts.Batched, ts.Streams = len(small), len(large)
 	jobs := make(chan func() error)
 	errc := make(chan error, 1)
@@ -352,43 +344,9 @@ func (c *Client) send(ctx context.Context, st *cas.Store, ds []cas.Digest, ts *T
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for range c.opts.Concurrency {
-		wg.Go(func() {
-			for j := range jobs {
-				if err := j(); err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-					cancel()
-				}
-			}
-		})
+		wg.Go(func() { sendWorker(jobs, errc, cancel) })
 	}
-	feed := func(j func() error) bool {
-		select {
-		case jobs <- j:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	ok := true
-	for i := 0; ok && i < len(small); {
-		var group []cas.Digest
-		var total int64
-		for i < len(small) && (len(group) == 0 || total+small[i].Size+1024 <= c.maxBatch) {
-			group = append(group, small[i])
-			total += small[i].Size + 1024
-			i++
-		}
-		ok = feed(func() error { return c.batchUpload(ctx, st, group) })
-	}
-	for _, d := range large {
-		if !ok {
-			break
-		}
-		ok = feed(func() error { return c.streamUpload(ctx, st, d) })
-	}
+	c.feedUploads(ctx, st, jobs, small, large)
 	close(jobs)
 	wg.Wait()
 	select {
@@ -397,6 +355,57 @@ func (c *Client) send(ctx context.Context, st *cas.Store, ds []cas.Digest, ts *T
 	default:
 	}
 	return ctx.Err()
+}
+
+// bySize splits ds into blobs small enough for a batch and the others,
+// counting their bytes in ts.
+func (c *Client) bySize(ds []cas.Digest, ts *TransferStats) (small, large []cas.Digest) {
+	for _, d := range ds {
+		ts.Bytes += d.Size
+		if c.batchable(d.Size) {
+			small = append(small, d)
+		} else {
+			large = append(large, d)
+		}
+	}
+	return small, large
+}
+
+// sendWorker runs upload jobs; the first error goes to errc (the others are
+// dropped) and cancels the rest.
+func sendWorker(jobs <-chan func() error, errc chan<- error, cancel func()) {
+	for j := range jobs {
+		if err := j(); err != nil {
+			select {
+			case errc <- err:
+			default:
+			}
+			cancel()
+		}
+	}
+}
+
+// feedUploads hands the uploads to the workers, the small blobs in batches
+// first, until ctx ends.
+func (c *Client) feedUploads(ctx context.Context, st *cas.Store, jobs chan<- func() error, small, large []cas.Digest) {
+	feed := func(j func() error) bool {
+		select {
+		case jobs <- j:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for _, group := range c.batches(small) {
+		if !feed(func() error { return c.batchUpload(ctx, st, group) }) {
+			return
+		}
+	}
+	for _, d := range large {
+		if !feed(func() error { return c.streamUpload(ctx, st, d) }) {
+			return
+		}
+	}
 }
 
 func (c *Client) batchUpload(ctx context.Context, st *cas.Store, ds []cas.Digest) error {
@@ -473,67 +482,7 @@ func (c *Client) prefix() string {
 // server supports it; a failed attempt starts again from the beginning.
 func (c *Client) streamUpload(ctx context.Context, st *cas.Store, d cas.Digest) error {
 	err := c.retry(ctx, func(ctx context.Context) error {
-		name := fmt.Sprintf("%suploads/%s/blobs/%s/%d", c.prefix(), uuid(), d.Hex(), d.Size)
-		if c.zstd {
-			name = fmt.Sprintf("%suploads/%s/compressed-blobs/zstd/%s/%d", c.prefix(), uuid(), d.Hex(), d.Size)
-		}
-		rc, err := st.OpenBlob(ctx, d)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		var src io.Reader = rc
-		if c.zstd {
-			pr, pw := io.Pipe()
-			go func() {
-				zw, err := zstd.NewWriter(pw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-				if err == nil {
-					_, err = io.Copy(zw, rc)
-					if cerr := zw.Close(); err == nil {
-						err = cerr
-					}
-				}
-				pw.CloseWithError(err)
-			}()
-			defer pr.Close()
-			src = pr
-		}
-		ws, err := c.bs.Write(ctx)
-		if err != nil {
-			return err
-		}
-		buf := make([]byte, 1<<20)
-		var off int64
-		first := true
-		for {
-			n, rerr := io.ReadFull(src, buf)
-			last := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
-			if rerr != nil && !last {
-				ws.CloseSend()
-				return rerr // a local read failure (corrupt blob): not retryable
-			}
-			req := &bspb.WriteRequest{WriteOffset: off, Data: buf[:n], FinishWrite: last}
-			if first {
-				req.ResourceName = name
-				first = false
-			}
-			if err := ws.Send(req); err != nil {
-				if err == io.EOF {
-					// The server ended the stream: its status says why.
-					_, err = ws.CloseAndRecv()
-					if err == nil {
-						return nil // already committed (the server had it)
-					}
-				}
-				return err
-			}
-			off += int64(n)
-			if last {
-				break
-			}
-		}
-		_, err = ws.CloseAndRecv()
-		return err
+		return c.streamUploadOnce(ctx, st, d)
 	})
 	if err != nil {
 		if mismatch(err) {
@@ -545,4 +494,81 @@ func (c *Client) streamUpload(ctx context.Context, st *cas.Store, d cas.Digest) 
 		c.opts.OnBlob(d)
 	}
 	return nil
+}
+
+// streamUploadOnce is one attempt of streamUpload.
+func (c *Client) streamUploadOnce(ctx context.Context, st *cas.Store, d cas.Digest) error {
+	name := fmt.Sprintf("%suploads/%s/blobs/%s/%d", c.prefix(), uuid(), d.Hex(), d.Size)
+	if c.zstd {
+		name = fmt.Sprintf("%suploads/%s/compressed-blobs/zstd/%s/%d", c.prefix(), uuid(), d.Hex(), d.Size)
+	}
+	rc, err := st.OpenBlob(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	var src io.Reader = rc
+	if c.zstd {
+		pr := zstdPipe(rc)
+		defer pr.Close()
+		src = pr
+	}
+	ws, err := c.bs.Write(ctx)
+	if err != nil {
+		return err
+	}
+	return writeStream(ws, name, src)
+}
+
+// zstdPipe is rc compressed with zstd (fastest level), as it is read.
+func zstdPipe(rc io.Reader) *io.PipeReader {
+	pr, pw := io.Pipe()
+	go func() {
+		zw, err := zstd.NewWriter(pw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		if err == nil {
+			_, err = io.Copy(zw, rc)
+			if cerr := zw.Close(); err == nil {
+				err = cerr
+			}
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr
+}
+
+// writeStream sends what src reads to resource name through ws, in 1 MiB
+// writes, and returns the server's answer.
+func writeStream(ws bspb.ByteStream_WriteClient, name string, src io.Reader) error {
+	buf := make([]byte, 1<<20)
+	var off int64
+	first := true
+	for {
+		n, rerr := io.ReadFull(src, buf)
+		last := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
+		if rerr != nil && !last {
+			ws.CloseSend()
+			return rerr // a local read failure (corrupt blob): not retryable
+		}
+		req := &bspb.WriteRequest{WriteOffset: off, Data: buf[:n], FinishWrite: last}
+		if first {
+			req.ResourceName = name
+			first = false
+		}
+		if err := ws.Send(req); err != nil {
+			if err == io.EOF {
+				// The server ended the stream: its status says why.
+				_, err = ws.CloseAndRecv()
+				if err == nil {
+					return nil // already committed (the server had it)
+				}
+			}
+			return err
+		}
+		off += int64(n)
+		if last {
+			break
+		}
+	}
+	_, err := ws.CloseAndRecv()
+	return err
 }
