@@ -167,6 +167,10 @@ func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.I
 	if f == followEntry {
 		q = p.WithoutDirMark()
 	}
+	if info == nil && s.free != nil && s.free.LinkFree() {
+		// No symlink anywhere: p is where it leads, as Resolve would say.
+		return q.Resolved().WithDirMark(p.MustBeDir()), infoNone, nil
+	}
 	fol := f == followFinal || (f == followNone && p.MustBeDir())
 	var loc vfs.Location
 	if info != nil {
@@ -205,6 +209,13 @@ func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.I
 		loc.Path = r
 	}
 	return loc.Path.WithDirMark(p.MustBeDir()), st, nil
+}
+
+// linkFreer is a backend that can say it holds no symlink at all
+// (memory.FS.LinkFree): then every path is its own canonical path, and
+// canonStat needs no lookup to say so.
+type linkFreer interface {
+	LinkFree() bool
 }
 
 // decideBoth asks the policy about r as given (its Path and Dest being the

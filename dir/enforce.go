@@ -40,6 +40,8 @@ type scope struct {
 	// regular is b when it reads a regular file whole without a handle (see
 	// readRegular).
 	regular regularReader
+	// free is b when it can say it holds no symlink (see canonStat).
+	free linkFreer
 	// opens and lists say b resolves, decides and acts in one call for reads
 	// (vfs.OpenResolver) and listings (vfs.ListResolver); see fuses.
 	opens, lists bool
@@ -51,6 +53,7 @@ func (s *scope) setBackend(b vfs.Backend) {
 	s.stater, _ = b.(fileInfoStater)
 	s.regular, _ = b.(regularReader)
 	s.kept, _ = b.(keptStater)
+	s.free, _ = b.(linkFreer)
 	_, s.opens = b.(vfs.OpenResolver)
 	_, s.lists = b.(vfs.ListResolver)
 }

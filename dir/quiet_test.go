@@ -53,6 +53,47 @@ func TestQuietMatchesFull(t *testing.T) {
 	paths := []string{"", ".", "/", "a/b/ok", "lok", "a/b/.ssh/id", "a/b/k/id", "x", "a/b/k", "a/../x",
 		"h/pre-commit", ".git/hooks/pre-commit", "a/hidden", "a/b/hidden", "ask/f", "la/f", "la/g", "nope/x",
 		"a/b/ok/", "a/b/", "..", "a/b/ok/x", "a\x00b"}
+	sameAnswers(t, "quiet", quiet, "full", full, paths)
+	if events == 0 {
+		t.Fatal("the audited Dir recorded nothing: it did not take the full path")
+	}
+}
+
+// TestLinkFreeMatchesLookup: over a memory store that has never held a
+// symlink, a Dir with a policy takes each path as its own canonical path
+// without a lookup (memory.FS.LinkFree); it must answer every call as a Dir
+// over the same tree behind a wrapper that hides LinkFree (and the other
+// optional interfaces), which resolves each path through the backend.
+func TestLinkFreeMatchesLookup(t *testing.T) {
+	setup := func() *memory.FS {
+		m := memory.New()
+		host, _ := dir.New(m)
+		must(t, host.MkdirAll(bg, "a/b/.ssh"))
+		must(t, host.MkdirAll(bg, ".git/hooks"))
+		must(t, host.WriteFile(bg, "a/b/.ssh/id", []byte("key"), 0o600))
+		must(t, host.WriteFile(bg, "a/b/ok", []byte("ok"), 0o644))
+		must(t, host.WriteFile(bg, ".git/hooks/pre-commit", []byte("x"), 0o755))
+		return m
+	}
+	m := setup()
+	if !m.LinkFree() {
+		t.Fatal("a store with no symlink says it holds one")
+	}
+	free, _ := dir.New(m, dir.WithPolicy(policy.Defaults()))
+	looked, _ := dir.New(struct{ vfs.Backend }{setup()}, dir.WithPolicy(policy.Defaults()))
+	paths := []string{"", ".", "a/b/ok", "a/b/.ssh/id", "a/b/.ssh", ".git/hooks/pre-commit", ".git/hooks/new",
+		"nope/x", "nope/y/z", "a/b/ok/", "a/b/", "a/b/ok/x", "a/b/ok/x/y", "a/../a/b/ok", ".."}
+	sameAnswers(t, "link-free", free, "looked up", looked, paths) // Symlink, the last call, ends it
+	if m.LinkFree() {
+		t.Fatal("a store holding a symlink says it holds none")
+	}
+}
+
+// sameAnswers fails t where Dirs a and b (named na and nb) answer any call
+// on any of paths differently (result, code and text). The calls may write:
+// a and b must start from identical trees.
+func sameAnswers(t *testing.T, na string, a *dir.Dir, nb string, b *dir.Dir, paths []string) {
+	t.Helper()
 	calls := []struct {
 		name string
 		fn   func(d *dir.Dir, p string) string
@@ -91,7 +132,6 @@ func TestQuietMatchesFull(t *testing.T) {
 		{"Chtimes", func(d *dir.Dir, p string) string {
 			return errString(d.Chtimes(bg, p, time.Unix(1, 0), time.Unix(2, 0)))
 		}},
-		{"Symlink", func(d *dir.Dir, p string) string { return errString(d.Symlink(bg, "a/b/ok", p+"-l")) }},
 		{"Link", func(d *dir.Dir, p string) string { return errString(d.Link(bg, p, p+"-n")) }},
 		{"CreateDir", func(d *dir.Dir, p string) string { _, err := d.CreateDir(bg, p+"-d"); return errString(err) }},
 		{"Sub", func(d *dir.Dir, p string) string {
@@ -104,16 +144,15 @@ func TestQuietMatchesFull(t *testing.T) {
 		}},
 		{"ReadOnly", func(d *dir.Dir, p string) string { return errString(d.ReadOnly().WriteFile(bg, p, nil, 0o644)) }},
 		{"Remove", func(d *dir.Dir, p string) string { return errString(d.Remove(bg, p)) }},
+		// Last: the first symlink ends a memory store's link-free state.
+		{"Symlink", func(d *dir.Dir, p string) string { return errString(d.Symlink(bg, "a/b/ok", p+"-l")) }},
 	}
 	for _, c := range calls {
 		for _, p := range paths {
-			if got, want := c.fn(quiet, p), c.fn(full, p); got != want {
-				t.Errorf("%s %q: quiet %s, full %s", c.name, p, got, want)
+			if got, want := c.fn(a, p), c.fn(b, p); got != want {
+				t.Errorf("%s %q: %s %s, %s %s", c.name, p, na, got, nb, want)
 			}
 		}
-	}
-	if events == 0 {
-		t.Fatal("the audited Dir recorded nothing: it did not take the full path")
 	}
 }
 

@@ -34,10 +34,10 @@ const maxSize = int64(min(math.MaxInt, 1<<47))
 type store struct {
 	mu  sync.RWMutex
 	gen uint64 // guarded by mu; advanced by every change to any directory's entries
-	// links is set, for good, by the first symlink the store holds (guarded
-	// by mu): until then no path has a symlink on the way, so every path
-	// that resolves is its own canonical path.
-	links bool
+	// links is set, for good, by the first symlink the store holds (under
+	// mu, held for writing): until then no path has a symlink on the way, so
+	// every path is its own canonical path (see FS.LinkFree).
+	links atomic.Bool
 
 	cache atomic.Pointer[resCache] // memoized resolutions of deep paths; allocated on first use
 
@@ -178,7 +178,7 @@ func (s *store) newNode(typ, perm fs.FileMode, now time.Time) *node {
 		n.dir = &dirInfo{children: make(map[string]*node)}
 		n.nlink.Store(2)
 	case fs.ModeSymlink:
-		s.links = true // the caller holds mu for writing
+		s.links.Store(true) // the caller holds mu for writing
 	}
 	return n
 }

@@ -64,7 +64,7 @@ func (f *FS) ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.
 			n = nil
 		}
 	} else if r, err := f.lookup(ctx, p, follow, "resolve"); err == nil && r.Found && !r.Followed &&
-		(!f.st.links || f.spells(r.Parent, r.Name, p.Raw())) {
+		(!f.st.links.Load() || f.spells(r.Parent, r.Name, p.Raw())) {
 		n, name = r.Node, r.Name
 	}
 	if n == nil {
@@ -108,3 +108,10 @@ func (f *FS) spells(parent *node, name, raw string) bool {
 		}
 	}
 }
+
+// LinkFree reports whether the store has never held a symlink. Then every
+// path is its own canonical path: no lookup of it can follow a link, and ".."
+// is already taken lexically by vfs.Path. Once it reports false it always
+// does. A dir.Dir with a policy resolves a path of such a store without a
+// lookup; the Resolved mark it acts with still refuses a link made since.
+func (f *FS) LinkFree() bool { return !f.st.links.Load() }
