@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/capfs/capfs/aferodir"
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
-	"github.com/capfs/capfs/fuseexport"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
 )
@@ -110,7 +110,7 @@ var conflictWorks = []conflictWork{
 	// The lazy layer as the mount serves it (a Dir over the Overlay), without
 	// the kernel in between.
 	{name: "lazy", start: func(t *testing.T, ctx context.Context, src *dir.Dir) (afero.Fs, func() (*materialize.Tree, error)) {
-		ov, err := fuseexport.NewOverlay(src.Backend(), t.TempDir())
+		ov, err := overlay.NewOverlay(src.Backend(), t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 // Lazy sandboxes (capfs run --lazy, the default where FUSE works).
 //
 // The work path is not checked out: the sandbox gets, bound at its target,
-// a FUSE mount of a copy-on-write layer (fuseexport.Overlay) over the work Dir
+// a FUSE mount of a copy-on-write layer (overlay.Overlay) over the work Dir
 // (run.StartLazy; the layer and its view live in package materialize/run).
 // Nothing is read or copied before the command starts; files are read through
 // the Dir (its policy and audit) on first access, and every change lands in a

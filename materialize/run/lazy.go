@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
 	"github.com/capfs/capfs/materialize"
@@ -19,7 +20,7 @@ import (
 )
 
 // Lazy is a lazy mount's work tree: a Dir served through FUSE with a
-// copy-on-write upper layer ([fuseexport.Overlay]).
+// copy-on-write upper layer ([overlay.Overlay]).
 //
 // Start-up makes a constant number of Dir calls whatever the tree's size (the
 // root's Stat when mounting).
@@ -29,7 +30,7 @@ type Lazy struct {
 	upper      string // the upper directory (capfs-checkout-*: kept and recovered as a checkout)
 	// restoreProcs undoes narrowProcs (nil: nothing to undo).
 	restoreProcs func()
-	ov           *fuseexport.Overlay
+	ov           *overlay.Overlay
 	srv          *fuseexport.Server
 	tree         bool // the upper is handed on (to a Tree, or left for the user)
 }
@@ -124,7 +125,7 @@ func (lw *Lazy) mount(work *dir.Dir, o LazyOptions) error {
 		lower = hidingLower{Backend: lower, view: h}
 	}
 	var err error
-	lw.ov, err = fuseexport.NewOverlay(lower, lw.upper)
+	lw.ov, err = overlay.NewOverlay(lower, lw.upper)
 	if err != nil {
 		return err
 	}
@@ -174,8 +175,8 @@ func (lw *Lazy) UpperDir() string { return lw.upper }
 // the connection. Calling it again does nothing.
 func (lw *Lazy) Stop() error { return lw.srv.Close(2 * time.Second) }
 
-// Changes lists the changes the sandbox made (see [fuseexport.Overlay.Changes]).
-func (lw *Lazy) Changes(ctx context.Context) ([]fuseexport.Change, error) {
+// Changes lists the changes the sandbox made (see [overlay.Overlay.Changes]).
+func (lw *Lazy) Changes(ctx context.Context) ([]overlay.Change, error) {
 	return lw.ov.Changes(ctx)
 }
 
@@ -203,9 +204,9 @@ func (lw *Lazy) finish(ctx context.Context, src *dir.Dir) (*materialize.Tree, er
 //
 // src is the Dir whose Backend is ov's lower. The Tree is ov's upper
 // directory, with the base of every entry it changed (see
-// [fuseexport.Overlay.Bases]), for the sync-back to judge changes and
+// [overlay.Overlay.Bases]), for the sync-back to judge changes and
 // conflicts as a checkout's. ov must be stopped (unmounted).
-func UpperTree(ctx context.Context, ov *fuseexport.Overlay, src *dir.Dir) (*materialize.Tree, error) {
+func UpperTree(ctx context.Context, ov *overlay.Overlay, src *dir.Dir) (*materialize.Tree, error) {
 	upper := ov.UpperDir()
 	bases := ov.Bases()
 	entries := make(map[string]materialize.Entry, len(bases))
