@@ -308,7 +308,7 @@ func (o *Overlay) atDir(ctx context.Context, op string, p vfs.Path) (vfs.Path, e
 
 // ReadDir merges the upper's entries with the lower's visible ones.
 func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
-	return mergeLayers(ctx, o, p, vfs.ReadDir, func(e vfs.DirEntry) string { return e.Name }, nil, nil)
+	return mergeLayers(ctx, o, p, merge[vfs.DirEntry]{list: vfs.ReadDir, name: func(e vfs.DirEntry) string { return e.Name }})
 }
 
 // ReadDirInfo is ReadDir with each entry's status as Lstat reports it (see
@@ -332,63 +332,79 @@ func (o *Overlay) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, e
 		}
 		return e
 	}
-	return mergeLayers(ctx, o, p, vfs.ReadDirInfo, name, up, low)
+	return mergeLayers(ctx, o, p, merge[vfs.DirInfo]{list: vfs.ReadDirInfo, name: name, up: up, low: low})
 }
 
-// mergeLayers lists directory p of the merged view with list (ReadDir or
-// ReadDirInfo) in each layer: the upper's entries (passed through up), then
-// the lower's that no upper entry or whiteout hides (passed through low with
-// their path), sorted by name. A nil up or low keeps entries as listed.
-func mergeLayers[E any](ctx context.Context, o *Overlay, p vfs.Path, list func(context.Context, vfs.Backend, vfs.Path) ([]E, error), name func(E) string, up func(E) E, low func(vfs.Path, E) E) ([]E, error) {
+// merge is how mergeLayers lists one kind of entry (vfs.DirEntry or
+// vfs.DirInfo): list lists a layer's directory, name names an entry, up and
+// low (either may be nil) adjust an upper entry and a shown lower one (with
+// its path).
+type merge[E any] struct {
+	list func(context.Context, vfs.Backend, vfs.Path) ([]E, error)
+	name func(E) string
+	up   func(E) E
+	low  func(vfs.Path, E) E
+}
+
+// mergeLayers lists directory p of the merged view with m in each layer: the
+// upper's entries, then the lower's that no upper entry or whiteout hides,
+// sorted by name.
+func mergeLayers[E any](ctx context.Context, o *Overlay, p vfs.Path, m merge[E]) ([]E, error) {
 	p, err := o.atDir(ctx, "readdir", p)
 	if err != nil {
 		return nil, err
 	}
 	byName := map[string]E{}
-	ups, uerr := list(ctx, o.upper, p)
+	ups, uerr := m.list(ctx, o.upper, p)
 	if uerr != nil && vfs.CodeOf(uerr) != vfs.CodeNotFound {
 		return nil, uerr
 	}
 	for _, e := range ups {
-		if up != nil {
-			e = up(e)
+		if m.up != nil {
+			e = m.up(e)
 		}
-		byName[name(e)] = e
+		byName[m.name(e)] = e
 	}
 	o.mu.Lock()
 	lowerVisible := !o.hidden(p) && !o.opaque[p.Raw()]
 	o.mu.Unlock()
 	if lowerVisible {
-		lows, lerr := list(ctx, o.lower, p.Unresolved())
+		lows, lerr := m.list(ctx, o.lower, p.Unresolved())
 		if lerr != nil && (uerr != nil || vfs.CodeOf(lerr) != vfs.CodeNotFound) {
 			return nil, lerr
 		}
-		kept := make([]vfs.Path, len(lows))
-		o.mu.Lock()
-		for i, e := range lows {
-			c, cerr := p.Child(name(e))
-			if _, ok := byName[name(e)]; cerr == nil && !ok && !o.whiteout[c.Raw()] {
-				kept[i] = c
-			}
-		}
-		o.mu.Unlock()
-		// low may read the lower (a racy file's sight): not under o.mu.
-		for i, e := range lows {
-			if kept[i].IsRoot() {
-				continue
-			}
-			if low != nil {
-				e = low(kept[i], e)
-			}
-			byName[name(e)] = e
-		}
+		m.addLower(ctx, o, p, lows, byName)
 	}
 	out := make([]E, 0, len(byName))
 	for _, e := range byName {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return name(out[i]) < name(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return m.name(out[i]) < m.name(out[j]) })
 	return out, nil
+}
+
+// addLower adds to byName the entries of lower directory p that no upper
+// entry or whiteout hides.
+func (m merge[E]) addLower(ctx context.Context, o *Overlay, p vfs.Path, lows []E, byName map[string]E) {
+	kept := make([]vfs.Path, len(lows))
+	o.mu.Lock()
+	for i, e := range lows {
+		c, cerr := p.Child(m.name(e))
+		if _, ok := byName[m.name(e)]; cerr == nil && !ok && !o.whiteout[c.Raw()] {
+			kept[i] = c
+		}
+	}
+	o.mu.Unlock()
+	// low may read the lower (a racy file's sight): not under o.mu.
+	for i, e := range lows {
+		if kept[i].IsRoot() {
+			continue
+		}
+		if m.low != nil {
+			e = m.low(kept[i], e)
+		}
+		byName[m.name(e)] = e
+	}
 }
 
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
@@ -562,23 +578,12 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 // has nothing visible at p. o.mu is held.
 func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 	uinfo, err := o.upper.Lstat(ctx, p)
-	if err != nil && vfs.CodeOf(err) != vfs.CodeNotFound {
+	switch {
+	case err == nil:
+		return o.completeDir(ctx, p, uinfo, deep)
+	case vfs.CodeOf(err) != vfs.CodeNotFound:
 		return err
-	}
-	if err == nil {
-		if deep && uinfo.Mode.IsDir() && !o.opaque[p.Raw()] {
-			low, err := o.inLower(ctx, p)
-			if err != nil {
-				return err
-			}
-			if low {
-				// Made as a parent of an earlier change: bring the rest.
-				return o.copyUpChildren(ctx, p)
-			}
-		}
-		return nil
-	}
-	if o.hidden(p) {
+	case o.hidden(p):
 		return notFound("copyup", p)
 	}
 	info, err := o.lower.Lstat(ctx, p.Unresolved())
@@ -590,51 +595,75 @@ func (o *Overlay) copyUp(ctx context.Context, p vfs.Path, deep bool) error {
 	}
 	switch {
 	case info.Mode.IsDir():
-		if err := o.copyUpDir(ctx, p); err != nil {
+		if err := o.copyUpDir(ctx, p); err != nil || !deep {
 			return err
-		}
-		if !deep {
-			return nil
 		}
 		return o.copyUpChildren(ctx, p)
 	case info.Mode&fs.ModeSymlink != 0:
-		t, err := o.lower.Readlink(ctx, p.Unresolved())
-		if err != nil {
-			return err
-		}
-		if err := o.upper.Symlink(ctx, t, p); err != nil {
-			return err
-		}
-		o.setBase(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
-		return nil
+		return o.copyUpLink(ctx, p, info)
 	case info.Mode.IsRegular():
-		src, err := o.lower.OpenFile(ctx, p.Unresolved(), os.O_RDONLY, 0)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		dst, err := o.upper.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
-		if err != nil {
-			return err
-		}
-		h := sha256.New()
-		n, err := io.Copy(io.MultiWriter(dst, h), src)
-		if cerr := dst.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			_ = o.upper.Remove(ctx, p)
-			return vfs.Errno("copyup", p, err)
-		}
-		_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
-		digest := hex.EncodeToString(h.Sum(nil))
-		if after, err := src.Stat(); err != nil || !sightOf(info).same(after) {
-			digest = "" // the host changed it during the copy: contents unknown, a conflict at sync-back
-		}
-		o.setBase(p, info, Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: digest})
-		return nil
+		return o.copyUpFile(ctx, p, info)
 	}
 	return vfs.NewError(vfs.CodeNotRegular, "copyup", p, "")
+}
+
+// completeDir brings the rest of directory p up for a deep copy-up, where
+// the upper holds p (uinfo) only as the parent of an earlier change and the
+// lower still has it. o.mu is held.
+func (o *Overlay) completeDir(ctx context.Context, p vfs.Path, uinfo vfs.Info, deep bool) error {
+	if !deep || !uinfo.Mode.IsDir() || o.opaque[p.Raw()] {
+		return nil
+	}
+	low, err := o.inLower(ctx, p)
+	if err != nil || !low {
+		return err
+	}
+	return o.copyUpChildren(ctx, p)
+}
+
+// copyUpLink copies the lower symlink at p (info its Lstat) up, its target
+// the Base's. o.mu is held.
+func (o *Overlay) copyUpLink(ctx context.Context, p vfs.Path, info vfs.Info) error {
+	t, err := o.lower.Readlink(ctx, p.Unresolved())
+	if err != nil {
+		return err
+	}
+	if err := o.upper.Symlink(ctx, t, p); err != nil {
+		return err
+	}
+	o.setBase(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
+	return nil
+}
+
+// copyUpFile copies the lower file at p (info its Lstat) up, hashing what
+// it copies for the Base: the digest is left unknown when the host changed
+// the file during the copy. o.mu is held.
+func (o *Overlay) copyUpFile(ctx context.Context, p vfs.Path, info vfs.Info) error {
+	src, err := o.lower.OpenFile(ctx, p.Unresolved(), os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := o.upper.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode.Perm())
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(dst, h), src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = o.upper.Remove(ctx, p)
+		return vfs.Errno("copyup", p, err)
+	}
+	_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
+	digest := hex.EncodeToString(h.Sum(nil))
+	if after, err := src.Stat(); err != nil || !sightOf(info).same(after) {
+		digest = "" // the host changed it during the copy: contents unknown, a conflict at sync-back
+	}
+	o.setBase(p, info, Base{Mode: info.Mode.Perm(), Size: n, ModTime: info.ModTime, Digest: digest})
+	return nil
 }
 
 // copyUpChildren copies every visible lower entry beneath directory p up,
@@ -913,16 +942,9 @@ func (o *Overlay) move(ctx context.Context, from, to vfs.Path, fi, ti vfs.Info) 
 	if err != nil {
 		return err
 	}
-	toLow, err := o.inLower(ctx, to)
+	toLow, err := o.replaced(ctx, to)
 	if err != nil {
 		return err
-	}
-	if toLow {
-		if _, ok := o.base[to.Raw()]; !ok {
-			if err := o.recordBase(ctx, to, nil); err != nil {
-				return err
-			}
-		}
 	}
 	if err := o.copyUp(ctx, from, true); err != nil {
 		return err
@@ -930,12 +952,8 @@ func (o *Overlay) move(ctx context.Context, from, to vfs.Path, fi, ti vfs.Info) 
 	if err := o.parents(ctx, to); err != nil {
 		return err
 	}
-	if ti.Mode.IsDir() {
-		if _, err := o.upper.Lstat(ctx, to); err == nil {
-			if err := o.removeUpper(ctx, to); err != nil {
-				return err
-			}
-		}
+	if err := o.clearDir(ctx, to, ti); err != nil {
+		return err
 	}
 	if err := o.upper.Rename(ctx, from, to, 0); err != nil {
 		return err
@@ -954,6 +972,32 @@ func (o *Overlay) move(ctx context.Context, from, to vfs.Path, fi, ti vfs.Info) 
 	}
 	delete(o.whiteout, to.Raw())
 	return nil
+}
+
+// replaced reports whether the lower has an entry at a rename's
+// destination to, recording its Base first if none is. o.mu is held.
+func (o *Overlay) replaced(ctx context.Context, to vfs.Path) (bool, error) {
+	toLow, err := o.inLower(ctx, to)
+	if err != nil || !toLow {
+		return toLow, err
+	}
+	if _, ok := o.base[to.Raw()]; !ok {
+		err = o.recordBase(ctx, to, nil)
+	}
+	return true, err
+}
+
+// clearDir removes from the upper the (empty in the merged view) directory
+// a rename replaces at to, ti its status, with what the upper holds beneath
+// it. o.mu is held.
+func (o *Overlay) clearDir(ctx context.Context, to vfs.Path, ti vfs.Info) error {
+	if !ti.Mode.IsDir() {
+		return nil
+	}
+	if _, err := o.upper.Lstat(ctx, to); err != nil {
+		return nil
+	}
+	return o.removeUpper(ctx, to)
 }
 
 // exchange swaps from and to, both of which must exist, after copying both up
@@ -1123,49 +1167,14 @@ func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 // Changes lists what the overlay changed, sorted by path: every upper entry
 // (added where the lower had nothing visible, modified where it replaced a
 // lower entry) and every whiteout (deleted), with the Base of the lower entry
-// each replaced or removed. Parent directories the overlay made only to hold a
-// change are listed as modified when their mode and time match the lower's?
-// No: a directory copied up unchanged is left out.
+// each replaced or removed. A directory copied up only to hold a change is
+// left out; one whose mode changed is modified.
 func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.readUnread(ctx)
 	var out []Change
-	var walk func(p vfs.Path) error
-	walk = func(p vfs.Path) error {
-		ents, err := o.upper.ReadDir(ctx, p)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			c, err := p.Child(e.Name)
-			if err != nil {
-				continue
-			}
-			b, hasBase := o.base[c.Raw()]
-			lowHere := hasBase && !o.whiteout[c.Raw()]
-			switch {
-			case e.Type.IsDir() && hasBase && b.Type.IsDir() && lowHere:
-				info, err := o.upper.Lstat(ctx, c)
-				if err == nil && (info.Mode.Perm() != b.Mode && info.Mode.Perm() != b.Mode|0o700) {
-					bb := b
-					out = append(out, Change{Path: c.Raw(), Kind: "modified", Base: &bb, Type: fs.ModeDir})
-				}
-			case lowHere:
-				bb := b
-				out = append(out, Change{Path: c.Raw(), Kind: "modified", Base: &bb, Type: e.Type})
-			default:
-				out = append(out, Change{Path: c.Raw(), Kind: "added", Type: e.Type})
-			}
-			if e.Type.IsDir() {
-				if err := walk(c); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	if err := walk(vfs.Path{}); err != nil {
+	if err := o.upperChanges(ctx, vfs.Path{}, &out); err != nil {
 		return nil, err
 	}
 	for w := range o.whiteout {
@@ -1177,6 +1186,49 @@ func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return dedupeChanges(out), nil
+}
+
+// upperChanges appends to out the change of each entry beneath upper
+// directory p, recursively (see Changes). o.mu is held.
+func (o *Overlay) upperChanges(ctx context.Context, p vfs.Path, out *[]Change) error {
+	ents, err := o.upper.ReadDir(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		c, err := p.Child(e.Name)
+		if err != nil {
+			continue
+		}
+		if ch, ok := o.changeOf(ctx, c, e.Type); ok {
+			*out = append(*out, ch)
+		}
+		if e.Type.IsDir() {
+			if err := o.upperChanges(ctx, c, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// changeOf is the change of upper entry c of type typ, if any: added where
+// the lower had nothing, modified where it replaced a lower entry; a
+// directory copied up with the lower's mode is no change. o.mu is held.
+func (o *Overlay) changeOf(ctx context.Context, c vfs.Path, typ fs.FileMode) (Change, bool) {
+	b, hasBase := o.base[c.Raw()]
+	lowHere := hasBase && !o.whiteout[c.Raw()]
+	switch {
+	case typ.IsDir() && lowHere && b.Type.IsDir():
+		info, err := o.upper.Lstat(ctx, c)
+		if err == nil && info.Mode.Perm() != b.Mode && info.Mode.Perm() != b.Mode|0o700 {
+			return Change{Path: c.Raw(), Kind: "modified", Base: &b, Type: fs.ModeDir}, true
+		}
+		return Change{}, false
+	case lowHere:
+		return Change{Path: c.Raw(), Kind: "modified", Base: &b, Type: typ}, true
+	}
+	return Change{Path: c.Raw(), Kind: "added", Type: typ}, true
 }
 
 // Bases returns a copy of every Base the overlay recorded, by path: each
