@@ -18,21 +18,7 @@ import (
 // missing entry.
 func TestResolveKeptStat(t *testing.T) {
 	ctx := context.Background()
-	m := memory.New()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	deep := "a/b/c/d/e/f"
-	for i := range strings.Split(deep, "/") {
-		must(m.Mkdir(ctx, vfs.MustParse(strings.Join(strings.Split(deep, "/")[:i+1], "/")), 0o755))
-	}
-	f, err := m.OpenFile(ctx, vfs.MustParse(deep+"/leaf"), os.O_WRONLY|os.O_CREATE, 0o640)
-	must(err)
-	f.Write([]byte("hello"))
-	f.Close()
+	m, must := deepFS(t)
 	must(m.Symlink(ctx, "a/b", vfs.MustParse("lb")))
 	must(m.Symlink(ctx, "b", vfs.MustParse("a/lb")))
 	must(m.Symlink(ctx, "leaf", vfs.MustParse(deep+"/ll")))
@@ -106,21 +92,7 @@ func TestReadRegular(t *testing.T) {
 // a symlink exists, a path through it is declined again.
 func TestResolveKeptStatWithoutLinks(t *testing.T) {
 	ctx := context.Background()
-	m := memory.New()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	deep := "a/b/c/d/e/f"
-	for i := range strings.Split(deep, "/") {
-		must(m.Mkdir(ctx, vfs.MustParse(strings.Join(strings.Split(deep, "/")[:i+1], "/")), 0o755))
-	}
-	must(m.Mkdir(ctx, vfs.MustParse("a/x"), 0o755))
-	f, err := m.OpenFile(ctx, vfs.MustParse(deep+"/leaf"), os.O_WRONLY|os.O_CREATE, 0o640)
-	must(err)
-	f.Close()
+	m, must := deepFS(t)
 	sub, err := m.Sub(ctx, vfs.MustParse("a"))
 	must(err)
 	check := func(b vfs.Backend, path string, want bool) {
@@ -147,13 +119,47 @@ func TestResolveKeptStatWithoutLinks(t *testing.T) {
 	check(m, deep+"/leaf", true)
 	check(m, deep, true)
 	check(m, deep+"/nope", false)
+	check(m, "a/x", false)
 	check(m, "a/x/c/d/e/f", false)
 	check(sub, "b/c/d/e/f/leaf", true)
 	check(sub, "b/c/d/e/f/nope/x", false)
+	if !m.LinkFree() || !sub.(*memory.FS).LinkFree() {
+		t.Fatal("a store with no symlink says it holds one")
+	}
 	must(m.Symlink(ctx, "b", vfs.MustParse("a/lb")))
 	check(m, deep+"/leaf", true)
 	check(m, "a/lb/c/d/e/f/leaf", false)
 	check(sub, "lb/c/d/e/f/leaf", false)
 	must(m.Remove(ctx, vfs.MustParse("a/lb")))
 	check(m, deep+"/leaf", true)
+	if m.LinkFree() || sub.(*memory.FS).LinkFree() {
+		t.Fatal("a store that has held a symlink says it never did")
+	}
+}
+
+// deep is the directory path deepFS makes, beneath which the resolution cache
+// answers.
+const deep = "a/b/c/d/e/f"
+
+// deepFS returns a memory FS holding deep's directories and the file
+// deep/leaf, and a must for t.
+func deepFS(t *testing.T) (*memory.FS, func(error)) {
+	ctx := context.Background()
+	m := memory.New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	els := strings.Split(deep, "/")
+	for i := range els {
+		must(m.Mkdir(ctx, vfs.MustParse(strings.Join(els[:i+1], "/")), 0o755))
+	}
+	f, err := m.OpenFile(ctx, vfs.MustParse(deep+"/leaf"), os.O_WRONLY|os.O_CREATE, 0o640)
+	must(err)
+	_, err = f.Write([]byte("hello"))
+	must(err)
+	must(f.Close())
+	return m, must
 }
