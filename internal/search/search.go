@@ -207,32 +207,9 @@ type Summary struct {
 // error if the search is stopped by them.
 func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit func(*File) error) (Summary, error) {
 	var sum Summary
-	var m *matcher
-	if opts.Custom == nil {
-		var err error
-		if m, err = compile(opts); err != nil {
-			return sum, err
-		}
-	}
-	if opts.NoIgnore {
-		opts.NoGitignore, opts.DotGit = true, true
-	}
-	for _, g := range slices.Concat(opts.Include, opts.Exclude, opts.ExcludeFiles, opts.ExcludeDirs) {
-		if !doublestar.ValidatePattern(g) {
-			return sum, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: fmt.Errorf("malformed glob %q", g)}
-		}
-	}
-	switch {
-	case opts.MaxFileSize == 0:
-		opts.MaxFileSize = DefaultMaxFileSize
-	case opts.MaxFileSize < 0:
-		opts.MaxFileSize = math.MaxInt64
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
-	}
-	if opts.Before < 0 || opts.After < 0 {
-		return sum, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: errors.New("context lines must not be negative")}
+	opts, m, err := prepare(opts, root)
+	if err != nil {
+		return sum, err
 	}
 	if root == "" {
 		root = "."
@@ -250,42 +227,7 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		// emitted: what a search cut at Options.Limit may open in vain.
 		order: make(chan *batch, 64), work: make(chan *batch, 16), loadq: make(chan *node, maxAhead)}
 	var wg sync.WaitGroup
-	for range max(2, runtime.GOMAXPROCS(0)) {
-		s.loaders.Add(1)
-		go s.loader(ctx)
-	}
-	for range opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := &worker{s: s, expect: vfs.ExpectRegular(ctx)}
-			defer w.release()
-			for b := range s.work {
-				for i := range b.slots {
-					sl := &b.slots[i]
-					if ctx.Err() != nil {
-						break
-					}
-					if sl.skip == nil && sl.fatal == nil {
-						w.search(ctx, sl)
-					}
-				}
-				close(b.done)
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(s.order)
-		defer close(s.work)
-		if !info.IsDir() {
-			s.file(ctx, root, false)
-		} else if !s.walk(ctx, &node{p: root, inherit: s.ignoresAbove(ctx)}) {
-			return
-		}
-		s.flush(ctx)
-	}()
+	s.start(ctx, &wg, info.IsDir())
 	// However the search ends, stop the walk, the workers and the directory
 	// loads, and wait for them: no Dir call of this search runs after Search
 	// returns.
@@ -295,58 +237,162 @@ func Search(ctx context.Context, d *dir.Dir, root string, opts Options, emit fun
 		s.loaders.Wait()
 	}()
 
-	results := 0
+	c := &collector{opts: &opts, emit: emit, sum: &sum}
 	for b := range s.order {
 		<-b.done
 		for i := range b.slots {
-			sl := &b.slots[i]
-			if sl.fatal != nil {
-				return sum, sl.fatal
-			}
-			if sl.skip != nil {
-				sum.Skipped = append(sum.Skipped, *sl.skip)
-				continue
-			}
-			if sl.binary {
-				sum.Binary++
-				continue
-			}
-			if !sl.searched {
-				continue
-			}
-			sum.Searched++
-			if sl.file == nil {
-				continue
-			}
-			f := sl.file
-			if opts.Limit > 0 {
-				if opts.Mode == Content {
-					if left := opts.Limit - results; f.Count > left {
-						cutAt(f, left)
-					}
-					results += f.Count
-				} else {
-					results++
-				}
-			}
-			sum.Matched++
-			if err := emit(f); err != nil {
+			stop, err := c.take(&b.slots[i])
+			if err != nil {
 				return sum, err
 			}
-			if opts.Limit > 0 && results >= opts.Limit {
-				sum.Truncated = true
+			if stop {
 				cancel()
 				return sum, nil
 			}
 		}
 	}
-	if sum.Truncated {
-		return sum, nil
-	}
 	if err := ctx.Err(); err != nil {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// prepare checks opts (the pattern, the globs, the context lines) and fills
+// in its defaults; it returns the pattern's matcher, nil for a Custom
+// search.
+func prepare(opts Options, root string) (Options, *matcher, error) {
+	var m *matcher
+	if opts.Custom == nil {
+		var err error
+		if m, err = compile(opts); err != nil {
+			return opts, nil, err
+		}
+	}
+	if opts.NoIgnore {
+		opts.NoGitignore, opts.DotGit = true, true
+	}
+	for _, g := range slices.Concat(opts.Include, opts.Exclude, opts.ExcludeFiles, opts.ExcludeDirs) {
+		if !doublestar.ValidatePattern(g) {
+			return opts, nil, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: fmt.Errorf("malformed glob %q", g)}
+		}
+	}
+	switch {
+	case opts.MaxFileSize == 0:
+		opts.MaxFileSize = DefaultMaxFileSize
+	case opts.MaxFileSize < 0:
+		opts.MaxFileSize = math.MaxInt64
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if opts.Before < 0 || opts.After < 0 {
+		return opts, nil, &vfs.Error{Code: CodeInvalidArgument, Op: "search", Path: root, Err: errors.New("context lines must not be negative")}
+	}
+	return opts, m, nil
+}
+
+// start runs the directory loaders, the workers, and the walk of the root
+// (a directory, or the one file named), which feeds them and closes s.order
+// and s.work when it is done; wg counts the workers and the walk.
+func (s *searcher) start(ctx context.Context, wg *sync.WaitGroup, isDir bool) {
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		s.loaders.Add(1)
+		go s.loader(ctx)
+	}
+	for range s.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runWorker(ctx)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(s.order)
+		defer close(s.work)
+		if !isDir {
+			s.file(ctx, s.root, false)
+		} else if !s.walk(ctx, &node{p: s.root, inherit: s.ignoresAbove(ctx)}) {
+			return
+		}
+		s.flush(ctx)
+	}()
+}
+
+// runWorker searches the files of the batches on s.work, until ctx ends.
+func (s *searcher) runWorker(ctx context.Context) {
+	w := &worker{s: s, expect: vfs.ExpectRegular(ctx)}
+	defer w.release()
+	for b := range s.work {
+		for i := range b.slots {
+			sl := &b.slots[i]
+			if ctx.Err() != nil {
+				break
+			}
+			if sl.skip == nil && sl.fatal == nil {
+				w.search(ctx, sl)
+			}
+		}
+		close(b.done)
+	}
+}
+
+// collector takes the searched slots in walk order into the summary and
+// emits the files that match, up to Options.Limit.
+type collector struct {
+	opts    *Options
+	emit    func(*File) error
+	sum     *Summary
+	results int // lines (Content) or files counted against the limit
+}
+
+// take records slot sl and emits its file; it reports true when the limit
+// is reached (the summary then says Truncated).
+func (c *collector) take(sl *slot) (bool, error) {
+	switch {
+	case sl.fatal != nil:
+		return false, sl.fatal
+	case sl.skip != nil:
+		c.sum.Skipped = append(c.sum.Skipped, *sl.skip)
+		return false, nil
+	case sl.binary:
+		c.sum.Binary++
+		return false, nil
+	case !sl.searched:
+		return false, nil
+	}
+	c.sum.Searched++
+	f := sl.file
+	if f == nil {
+		return false, nil
+	}
+	c.count(f)
+	c.sum.Matched++
+	if err := c.emit(f); err != nil {
+		return false, err
+	}
+	if c.opts.Limit > 0 && c.results >= c.opts.Limit {
+		c.sum.Truncated = true
+		return true, nil
+	}
+	return false, nil
+}
+
+// count counts f against the limit: its matching lines in Content mode (f
+// cut at the limit), else one.
+func (c *collector) count(f *File) {
+	if c.opts.Limit <= 0 {
+		return
+	}
+	if c.opts.Mode != Content {
+		c.results++
+		return
+	}
+	if left := c.opts.Limit - c.results; f.Count > left {
+		cutAt(f, left)
+	}
+	c.results += f.Count
 }
 
 // cutAt keeps the lines of f up to its n-th matching line.
@@ -769,19 +815,6 @@ func (w *worker) release() {
 
 func (w *worker) search(ctx context.Context, sl *slot) {
 	s := w.s
-	fail := func(err error) {
-		code := vfs.CodeOf(err)
-		switch {
-		case code == vfs.CodeRevoked || code == vfs.CodeCanceled || ctx.Err() != nil:
-			sl.fatal = err
-		case code == vfs.CodePermission:
-			sl.skip = &Skip{Path: sl.path, Reason: SkipDenied, Err: err}
-		case code == vfs.CodeTooLarge:
-			sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Err: err}
-		default:
-			sl.skip = &Skip{Path: sl.path, Reason: SkipUnreadable, Err: err}
-		}
-	}
 	// A file the walk listed as regular is opened with the hint, which lets the
 	// physical backend open it in one system call (vfs.ExpectRegular); a root
 	// the caller named is opened as any path is.
@@ -791,7 +824,7 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 	}
 	h, err := s.d.Open(octx, sl.path, os.O_RDONLY, 0)
 	if err != nil {
-		fail(err)
+		failSlot(ctx, sl, err)
 		return
 	}
 	defer h.Close()
@@ -799,7 +832,7 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 	info, ok := h.OpenStat()
 	if !ok {
 		if info, err = h.Stat(); err != nil {
-			fail(err)
+			failSlot(ctx, sl, err)
 			return
 		}
 	}
@@ -814,7 +847,7 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 	n, binary, err := w.read(h, size, s.opts.Custom == nil || s.opts.SkipBinary)
 	switch {
 	case err != nil:
-		fail(err)
+		failSlot(ctx, sl, err)
 		return
 	case int64(n) > s.opts.MaxFileSize:
 		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Size: int64(n)}
@@ -823,15 +856,36 @@ func (w *worker) search(ctx context.Context, sl *slot) {
 		sl.binary = true
 		return
 	}
-	data := w.buf[:n]
-	if s.opts.Custom != nil {
-		sl.searched = true
-		if v, ok := s.opts.Custom(sl.path, data); ok {
+	w.match(sl, w.buf[:n])
+}
+
+// failSlot records err, met opening or reading sl's file: a revoked Dir or
+// an ended search is fatal; a refusal, a file too large and any other error
+// skip the file.
+func failSlot(ctx context.Context, sl *slot, err error) {
+	code := vfs.CodeOf(err)
+	switch {
+	case code == vfs.CodeRevoked || code == vfs.CodeCanceled || ctx.Err() != nil:
+		sl.fatal = err
+	case code == vfs.CodePermission:
+		sl.skip = &Skip{Path: sl.path, Reason: SkipDenied, Err: err}
+	case code == vfs.CodeTooLarge:
+		sl.skip = &Skip{Path: sl.path, Reason: SkipTooLarge, Err: err}
+	default:
+		sl.skip = &Skip{Path: sl.path, Reason: SkipUnreadable, Err: err}
+	}
+}
+
+// match searches data, sl's file as read, with Options.Custom or the
+// pattern.
+func (w *worker) match(sl *slot, data []byte) {
+	sl.searched = true
+	if custom := w.s.opts.Custom; custom != nil {
+		if v, ok := custom(sl.path, data); ok {
 			sl.file = &File{Path: sl.path, Value: v}
 		}
 		return
 	}
-	sl.searched = true
 	sl.file = w.scan(sl.path, data)
 }
 
@@ -859,14 +913,7 @@ func (w *worker) read(h io.Reader, size int64, sniff bool) (n int, binary bool, 
 			w.buf = *b
 		}
 	}
-	sniffAt := -1 // the offset at which the first bytes are looked at for a NUL
-	want := int(size) + 1
-	if sniff {
-		sniffAt = binarySniff
-		if size > firstChunk {
-			sniffAt, want = firstChunk, firstChunk
-		}
-	}
+	sniffAt, want := readPlan(size, sniff)
 	w.grow(0, want)
 	for {
 		if n == len(w.buf) {
@@ -885,7 +932,7 @@ func (w *worker) read(h io.Reader, size int64, sniff bool) (n int, binary bool, 
 		if err != nil && err != io.EOF {
 			return n, false, err
 		}
-		eof := err == io.EOF || k == 0 || (k < asked && size > 0 && int64(n) >= size)
+		eof := readEnded(err, k, asked, size, n)
 		if sniffAt >= 0 && (n >= sniffAt || eof) {
 			if bytes.IndexByte(w.buf[:min(n, binarySniff)], 0) >= 0 {
 				return n, true, nil
@@ -897,6 +944,27 @@ func (w *worker) read(h io.Reader, size int64, sniff bool) (n int, binary bool, 
 			return n, false, nil
 		}
 	}
+}
+
+// readPlan is where read looks for a NUL byte (-1: nowhere, without sniff)
+// and how many bytes it asks for first: one more than size, or with sniff
+// firstChunk of a file larger than that.
+func readPlan(size int64, sniff bool) (sniffAt, want int) {
+	sniffAt, want = -1, int(size)+1
+	if !sniff {
+		return sniffAt, want
+	}
+	if size > firstChunk {
+		return firstChunk, firstChunk
+	}
+	return binarySniff, want
+}
+
+// readEnded reports whether a read that returned k of the asked bytes (err)
+// ends a file of size bytes once n are in: at EOF, an empty read, or a short
+// read once size bytes are in.
+func readEnded(err error, k, asked int, size int64, n int) bool {
+	return err == io.EOF || k == 0 || (k < asked && size > 0 && int64(n) >= size)
 }
 
 // grow makes w.buf (its whole capacity, as its length) hold at least want
@@ -922,85 +990,124 @@ func (w *worker) scan(p string, data []byte) *File {
 		hay = asciiLower(w.lower[:len(data)], data)
 	}
 	perLine := m.re != nil && (m.bufRe == nil || bytes.IndexByte(data, '\r') >= 0)
-	opts := &w.s.opts
-	var f *File
-	lineNo, counted := 1, 0 // lineNo is the number of the line starting at counted
-	lastEnd := 0            // offset past the last line reported (context included)
-	lastNum := 0
+	sc := lineScan{m: m, opts: &w.s.opts, data: data, hay: hay, lineNo: 1}
 	pos := 0
 	for pos < len(data) {
 		ls, le := m.next(data, hay, pos, perLine)
 		if ls < 0 {
 			break
 		}
-		lineNo += bytes.Count(data[counted:ls], nl)
-		counted = ls
-		if f == nil {
-			f = &File{Path: p}
+		sc.lineNo += bytes.Count(data[sc.counted:ls], nl)
+		sc.counted = ls
+		if sc.f == nil {
+			sc.f = &File{Path: p}
 		}
-		f.Count++
-		if opts.Mode == FilesWithMatches {
-			return f
+		sc.f.Count++
+		switch sc.opts.Mode {
+		case FilesWithMatches:
+			return sc.f
+		case Content:
+			var done bool
+			if pos, done = sc.content(ls, le); done {
+				return sc.f
+			}
+		default:
+			pos = le + 1
 		}
-		if opts.Mode == Content {
-			// Context before, not overlapping what was shown.
-			if opts.Before > 0 {
-				var pre []Line
-				start, num := ls, lineNo
-				for k := 0; k < opts.Before && start > lastEnd && start > 0; k++ {
-					prevEnd := start - 1
-					prevStart := bytes.LastIndexByte(data[:prevEnd], '\n') + 1
-					if prevStart < lastEnd {
-						break
-					}
-					num--
-					pre = append(pre, Line{Num: num, Text: clone(trimCR(data[prevStart:prevEnd]))})
-					start = prevStart
-				}
-				for k := len(pre) - 1; k >= 0; k-- {
-					if pre[k].Num > lastNum {
-						f.Lines = append(f.Lines, pre[k])
-					}
-				}
-			}
-			f.Lines = append(f.Lines, Line{Num: lineNo, Text: clone(trimCR(data[ls:le])), Match: true})
-			lastNum = lineNo
-			if opts.Limit > 0 && f.Count >= opts.Limit {
-				return f
-			}
-			// Context after: following lines, any of which may match.
-			next := le + 1
-			left := opts.After
-			for left > 0 && next < len(data) {
-				e := bytes.IndexByte(data[next:], '\n')
-				end := len(data)
-				if e >= 0 {
-					end = next + e
-				}
-				lineNo++
-				counted = next
-				line := data[next:end]
-				if m.lineMatch(trimCR(line), hay[next:end]) {
-					f.Count++
-					f.Lines = append(f.Lines, Line{Num: lineNo, Text: clone(trimCR(line)), Match: true})
-					left = opts.After
-					if opts.Limit > 0 && f.Count >= opts.Limit {
-						return f
-					}
-				} else {
-					f.Lines = append(f.Lines, Line{Num: lineNo, Text: clone(trimCR(line))})
-					left--
-				}
-				lastNum = lineNo
-				next = end + 1
-			}
-			lastEnd = min(next, len(data))
-			pos = next
-			continue
-		}
-		pos = le + 1
 	}
-	return f
+	return sc.f
+}
+
+// lineScan is scan's state in Content mode: the file so far and where the
+// lines reported end.
+type lineScan struct {
+	m         *matcher
+	opts      *Options
+	data, hay []byte
+	f         *File
+	lineNo    int // the number of the line starting at counted
+	counted   int
+	lastEnd   int // offset past the last line reported (context included)
+	lastNum   int // the number of the last line reported
+}
+
+// content reports the matching line [ls, le) with its context, and returns
+// the offset to search on from; done when the file reached the limit.
+func (sc *lineScan) content(ls, le int) (next int, done bool) {
+	if sc.opts.Before > 0 {
+		sc.before(ls)
+	}
+	sc.f.Lines = append(sc.f.Lines, Line{Num: sc.lineNo, Text: clone(trimCR(sc.data[ls:le])), Match: true})
+	sc.lastNum = sc.lineNo
+	if sc.atLimit() {
+		return 0, true
+	}
+	if next, done = sc.after(le); done {
+		return 0, true
+	}
+	sc.lastEnd = min(next, len(sc.data))
+	return next, false
+}
+
+// atLimit reports whether the file has Options.Limit matching lines.
+func (sc *lineScan) atLimit() bool {
+	return sc.opts.Limit > 0 && sc.f.Count >= sc.opts.Limit
+}
+
+// before reports the context lines before the match starting at ls, not
+// overlapping what was shown.
+func (sc *lineScan) before(ls int) {
+	data := sc.data
+	var pre []Line
+	start, num := ls, sc.lineNo
+	for k := 0; k < sc.opts.Before && start > sc.lastEnd && start > 0; k++ {
+		prevEnd := start - 1
+		prevStart := bytes.LastIndexByte(data[:prevEnd], '\n') + 1
+		if prevStart < sc.lastEnd {
+			break
+		}
+		num--
+		pre = append(pre, Line{Num: num, Text: clone(trimCR(data[prevStart:prevEnd]))})
+		start = prevStart
+	}
+	for k := len(pre) - 1; k >= 0; k-- {
+		if pre[k].Num > sc.lastNum {
+			sc.f.Lines = append(sc.f.Lines, pre[k])
+		}
+	}
+}
+
+// after reports the context lines after the match ending at le, any of
+// which may match (and extend the context), and returns the offset past
+// them; done when the file reached the limit.
+func (sc *lineScan) after(le int) (next int, done bool) {
+	data := sc.data
+	next = le + 1
+	left := sc.opts.After
+	for left > 0 && next < len(data) {
+		e := bytes.IndexByte(data[next:], '\n')
+		end := len(data)
+		if e >= 0 {
+			end = next + e
+		}
+		sc.lineNo++
+		sc.counted = next
+		line := data[next:end]
+		if sc.m.lineMatch(trimCR(line), sc.hay[next:end]) {
+			sc.f.Count++
+			sc.f.Lines = append(sc.f.Lines, Line{Num: sc.lineNo, Text: clone(trimCR(line)), Match: true})
+			left = sc.opts.After
+			if sc.atLimit() {
+				return next, true
+			}
+		} else {
+			sc.f.Lines = append(sc.f.Lines, Line{Num: sc.lineNo, Text: clone(trimCR(line))})
+			left--
+		}
+		sc.lastNum = sc.lineNo
+		next = end + 1
+	}
+	return next, false
 }
 
 var nl = []byte{'\n'}
@@ -1039,22 +1146,12 @@ type matcher struct {
 // run on their line only) or the expression over the whole file in
 // multi-line mode (then verified on the line).
 func compile(opts Options) (*matcher, error) {
-	bad := func(err error) error {
-		return &vfs.Error{Code: CodeInvalidArgument, Op: "search", Err: err}
-	}
 	if opts.Pattern == "" {
-		return nil, bad(errors.New("pattern is empty"))
+		return nil, badPattern(errors.New("pattern is empty"))
 	}
-	lit, isLit := opts.Pattern, opts.Fixed
-	if !isLit {
-		re, err := syntax.Parse(opts.Pattern, syntax.Perl)
-		if err != nil {
-			return nil, bad(fmt.Errorf("bad regular expression: %v", err))
-		}
-		re = re.Simplify()
-		if re.Op == syntax.OpLiteral && re.Flags&syntax.FoldCase == 0 {
-			lit, isLit = string(re.Rune), true
-		}
+	lit, isLit, err := literalOf(opts)
+	if err != nil {
+		return nil, err
 	}
 	if isLit && !strings.ContainsAny(lit, "\r\n") {
 		switch {
@@ -1073,9 +1170,38 @@ func compile(opts Options) (*matcher, error) {
 	if opts.IgnoreCase {
 		expr = "(?i)" + expr
 	}
+	return exprMatcher(expr)
+}
+
+// badPattern is compile's error for a pattern err says is bad.
+func badPattern(err error) error {
+	return &vfs.Error{Code: CodeInvalidArgument, Op: "search", Err: err}
+}
+
+// literalOf is opts.Pattern as a literal, when it is one: Fixed, or an
+// expression that is a case-sensitive literal.
+func literalOf(opts Options) (string, bool, error) {
+	if opts.Fixed {
+		return opts.Pattern, true, nil
+	}
+	re, err := syntax.Parse(opts.Pattern, syntax.Perl)
+	if err != nil {
+		return "", false, badPattern(fmt.Errorf("bad regular expression: %v", err))
+	}
+	re = re.Simplify()
+	if re.Op == syntax.OpLiteral && re.Flags&syntax.FoldCase == 0 {
+		return string(re.Rune), true, nil
+	}
+	return opts.Pattern, false, nil
+}
+
+// exprMatcher is the matcher of regular expression expr: with the literal
+// every match contains, when there is one, and expr in multi-line mode over
+// the whole buffer unless it anchors at the text's ends.
+func exprMatcher(expr string) (*matcher, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, bad(fmt.Errorf("bad regular expression: %v", err))
+		return nil, badPattern(fmt.Errorf("bad regular expression: %v", err))
 	}
 	m := &matcher{re: re}
 	if tree, err := syntax.Parse(expr, syntax.Perl); err == nil {
