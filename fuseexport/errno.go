@@ -47,51 +47,13 @@ func errnoOf(err error, kind opKind) syscall.Errno {
 	if err == nil {
 		return 0
 	}
-	switch vfs.CodeOf(err) {
-	case vfs.CodeNotFound:
-		return syscall.ENOENT
-	case vfs.CodePermission:
-		if kind == opLookup {
-			return syscall.ENOENT
-		}
-		return syscall.EACCES
-	case vfs.CodeOutside:
-		if kind == opLookup {
-			return syscall.ENOENT
-		}
-		return syscall.EPERM
-	case vfs.CodeReadOnly:
-		return syscall.EROFS
-	case vfs.CodeRevoked:
-		return syscall.EACCES
-	case vfs.CodeExists:
-		return syscall.EEXIST
-	case vfs.CodeNotEmpty:
-		return syscall.ENOTEMPTY
-	case vfs.CodeNotDir:
-		return syscall.ENOTDIR
-	case vfs.CodeIsDir:
-		return syscall.EISDIR
-	case vfs.CodeTooLarge:
-		return syscall.EFBIG
-	case vfs.CodeQuota:
-		return syscall.ENOSPC
-	case vfs.CodeTooManyLinks:
-		return syscall.ELOOP
-	case vfs.CodeNotRegular:
-		return syscall.EPERM
-	case vfs.CodeInvalidPath:
-		return syscall.EINVAL
-	case vfs.CodeCrossMount:
-		return syscall.EXDEV
-	case vfs.CodeConflict:
-		return syscall.ESTALE
-	case vfs.CodeClosed:
-		return syscall.EBADF
-	case vfs.CodeNotSupported:
-		return syscall.EOPNOTSUPP
-	case vfs.CodeCanceled:
-		return syscall.EINTR
+	switch code := vfs.CodeOf(err); {
+	case kind == opLookup && (code == vfs.CodePermission || code == vfs.CodeOutside):
+		return syscall.ENOENT // a lookup of a name the Dir refuses finds nothing
+	case code == vfs.CodeNotRegular:
+		return syscall.EPERM // the kernel's answer for an operation a special file refuses
+	case code != vfs.CodeIO && code != "":
+		return code.Errno() // the one mapping (see vfs.Code.Errno)
 	}
 	var e syscall.Errno
 	if errors.As(err, &e) && e != 0 {

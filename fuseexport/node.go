@@ -160,81 +160,93 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
-	p, errno := n.path()
-	if errno != 0 && fh == nil {
+	// gone is the node's name lookup's errno: unlinked but open, only the
+	// handle's operations remain.
+	p, gone := n.path()
+	if gone != 0 && fh == nil {
+		return gone
+	}
+	isLink := n.StableAttr().Mode == syscall.S_IFLNK
+	if errno := n.setOwner(ctx, p, gone, isLink, in); errno != 0 {
 		return errno
 	}
-	h := asHandle(fh)
-	isLink := n.StableAttr().Mode == syscall.S_IFLNK
+	if errno := n.setSize(ctx, p, gone, asHandle(fh), in); errno != 0 {
+		return errno
+	}
+	if errno := n.setModeTimes(ctx, p, gone, isLink, in); errno != 0 {
+		return errno
+	}
+	return n.getattr(ctx, fh, out)
+}
+
+// setOwner is Setattr's chown part, if it asks for one.
+func (n *node) setOwner(ctx context.Context, p vfs.Path, gone syscall.Errno, isLink bool, in *fuse.SetAttrIn) syscall.Errno {
 	uid, uok := in.GetUID()
 	gid, gok := in.GetGID()
-	if uok || gok {
-		if errno != 0 {
-			// Unlinked but open: fchown of a file with no name left.
-			return errno
-		}
-		if errno := n.s.chown(ctx, p, uid, uok, gid, gok, !isLink); errno != 0 {
-			return errno
-		}
+	switch {
+	case !uok && !gok:
+		return 0
+	case gone != 0:
+		return gone // fchown of a file with no name left
 	}
-	if size, ok := in.GetSize(); ok {
-		if size > 1<<62 {
-			return syscall.EFBIG
-		}
-		if h != nil && h.write {
-			if err := h.f.Truncate(int64(size)); err != nil {
-				return errnoOf(err, opWrite)
-			}
-		} else {
-			if errno != 0 {
-				return errno
-			}
-			f, err := n.s.b.OpenFile(ctx, p, os.O_WRONLY, 0)
-			if err != nil {
-				return errnoOf(err, opWrite)
-			}
-			err = f.Truncate(int64(size))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return errnoOf(err, opWrite)
-			}
-		}
+	return n.s.chown(ctx, p, uid, uok, gid, gok, !isLink)
+}
+
+// setSize is Setattr's truncate part, if it asks for one: through the
+// handle where it writes, else through the name.
+func (n *node) setSize(ctx context.Context, p vfs.Path, gone syscall.Errno, h *handle, in *fuse.SetAttrIn) syscall.Errno {
+	size, ok := in.GetSize()
+	switch {
+	case !ok:
+		return 0
+	case size > 1<<62:
+		return syscall.EFBIG
+	case h != nil && h.write:
+		return errnoOf(h.f.Truncate(int64(size)), opWrite)
+	case gone != 0:
+		return gone
 	}
-	_, modeSet := in.GetMode()
-	_, mtimeSet := in.GetMTime()
-	_, atimeSet := in.GetATime()
-	if errno != 0 && (modeSet || mtimeSet || atimeSet) {
-		// Unlinked but open: only the handle's operations remain.
-		return errno
+	f, err := n.s.b.OpenFile(ctx, p, os.O_WRONLY, 0)
+	if err != nil {
+		return errnoOf(err, opWrite)
 	}
-	if mode, ok := in.GetMode(); ok {
-		if isLink {
-			return syscall.EOPNOTSUPP
-		}
+	err = f.Truncate(int64(size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return errnoOf(err, opWrite)
+}
+
+// setModeTimes is Setattr's chmod and utimes parts, if it asks for them.
+// The Dir changes a link's target, never the link: on a link both are
+// refused.
+func (n *node) setModeTimes(ctx context.Context, p vfs.Path, gone syscall.Errno, isLink bool, in *fuse.SetAttrIn) syscall.Errno {
+	mode, modeSet := in.GetMode()
+	mtime, mok := in.GetMTime()
+	atime, aok := in.GetATime()
+	switch {
+	case !modeSet && !mok && !aok:
+		return 0
+	case gone != 0:
+		return gone
+	case isLink:
+		return syscall.EOPNOTSUPP
+	}
+	if modeSet {
 		if err := n.s.b.Chmod(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
 			return errnoOf(err, opWrite)
 		}
 	}
-	mtime, mok := in.GetMTime()
-	atime, aok := in.GetATime()
-	if mok || aok {
-		if isLink {
-			// The Dir sets times through a link, never on it.
-			return syscall.EOPNOTSUPP
-		}
-		if !mok {
-			mtime = time.Time{}
-		}
-		if !aok {
-			atime = time.Time{}
-		}
-		if err := n.s.b.Chtimes(ctx, p, atime, mtime); err != nil {
-			return errnoOf(err, opWrite)
-		}
+	if !mok && !aok {
+		return 0
 	}
-	return n.getattr(ctx, fh, out)
+	if !mok {
+		mtime = time.Time{}
+	}
+	if !aok {
+		atime = time.Time{}
+	}
+	return errnoOf(n.s.b.Chtimes(ctx, p, atime, mtime), opWrite)
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
