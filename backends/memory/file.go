@@ -30,7 +30,7 @@ type handle struct {
 	append bool
 }
 
-var _ vfs.File = (*handle)(nil)
+var _ vfs.TypedFile = (*handle)(nil)
 
 func newHandle(st *store, n *node, p vfs.Path, acc, flag int) *handle {
 	return &handle{
@@ -231,6 +231,10 @@ func (h *handle) Seek(offset int64, whence int) (int64, error) {
 
 // Stat describes the open file under the name it was opened by. It keeps working
 // after the file is removed (Nlink is then 0).
+// Type returns the type of the node h opened (vfs.TypedFile): fs.ModeDir, or
+// 0 for a regular file. A node's type never changes.
+func (h *handle) Type() fs.FileMode { return h.n.typ }
+
 func (h *handle) Stat() (vfs.Info, error) {
 	if h.closed.Load() {
 		return vfs.Info{}, h.fail(vfs.CodeClosed, "stat", "")

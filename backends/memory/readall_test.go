@@ -163,3 +163,20 @@ func deepFS(t *testing.T) (*memory.FS, func(error)) {
 	must(f.Close())
 	return m, must
 }
+
+// TestHandleType: an open file or directory knows its type (vfs.TypedFile),
+// the type its Stat reports, so a Dir opening it needs no status.
+func TestHandleType(t *testing.T) {
+	ctx := context.Background()
+	m, must := deepFS(t)
+	for _, p := range []string{deep + "/leaf", deep, "."} {
+		f, err := m.OpenFile(ctx, vfs.MustParse(p), os.O_RDONLY, 0)
+		must(err)
+		info, err := f.Stat()
+		must(err)
+		if typ := f.(vfs.TypedFile).Type(); typ != info.Mode.Type() {
+			t.Errorf("%s: Type %v, Stat's %v", p, typ, info.Mode.Type())
+		}
+		must(f.Close())
+	}
+}
