@@ -144,7 +144,7 @@ func (s *scope) canon(ctx context.Context, p vfs.Path, f follow) (vfs.Path, erro
 	return q, err
 }
 
-// infoState says what a resolution asked for a status (call.wantInfo) learnt
+// infoState says what a resolution asked for a status (spec.status) learnt
 // of what the path reaches.
 type infoState uint8
 
@@ -321,7 +321,7 @@ func opFollow(op policy.Op) follow {
 	return followFinal
 }
 
-// openRead opens c's path for reading. A fused call (c.admit set by step 4)
+// openRead opens c's path for reading. A fused call (c.ad set by step 4)
 // resolves, decides and opens in one backend call (vfs.ResolveOpen): admit
 // decides on the canonical location and runs the Before hooks between the
 // resolution and the open, and the backend opens the very object decided on.
@@ -336,7 +336,7 @@ func (s *scope) openRead(ctx context.Context, c *call) (vfs.File, error) {
 	})
 }
 
-// readDir lists c's directory. A fused call (c.admit set by step 4) resolves,
+// readDir lists c's directory. A fused call (c.ad set by step 4) resolves,
 // decides and lists in one backend call (vfs.ResolveReadDir), as openRead does
 // for reads; any other call lists c.rp.
 func (s *scope) readDir(ctx context.Context, c *call) ([]vfs.DirEntry, error) {

@@ -765,7 +765,7 @@ func (s *scope) treePath(p vfs.Path) string {
 // a symlink target is not a path of the tree, so it is left out.
 func (c *call) destForErr() string { return destForErr(c.sp.kind, c.dest) }
 
-// resolvedStat is the answer of a status call (wantInfo) that its resolution
+// resolvedStat is the answer of a status call (spec.status) that its resolution
 // already holds: known reports that it does, with the status of what c.rp is,
 // or the not_found error when the resolution found nothing there (the entry,
 // or for a followed link its target). Otherwise the call looks c.rp up.
