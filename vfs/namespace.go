@@ -230,6 +230,28 @@ type loc struct {
 // isNode reports whether the path is a namespace directory.
 func (l *loc) isNode() bool { return l.nd != nil }
 
+// walkStart is where locate's walk up s starts: only a path no deeper than
+// the deepest mount point can be a namespace directory, so deeper paths
+// start at the end of their first maxDepth components.
+func (t *table) walkStart(s string) int {
+	switch {
+	case s == "":
+		return 0
+	case t.maxDepth == 0:
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			n++
+			if n == t.maxDepth {
+				return i
+			}
+		}
+	}
+	return len(s)
+}
+
 // locate finds the mount covering p: the longest mount point that is p or an ancestor
 // of p, component-wise. It does not allocate.
 func (t *table) locate(p Path) loc {
@@ -237,25 +259,7 @@ func (t *table) locate(p Path) loc {
 	if t.maxDepth == 0 && t.root != nil && s != "" {
 		return loc{kind: kindInMount, m: t.root, rel: p} // the common single-backend case
 	}
-	// Only a path no deeper than the deepest mount point can be a namespace
-	// directory; deeper paths start the walk at their first maxDepth components.
-	end := len(s)
-	if s != "" {
-		if t.maxDepth == 0 {
-			end = 0
-		} else {
-			n := 0
-			for i := 0; i < len(s); i++ {
-				if s[i] == '/' {
-					n++
-					if n == t.maxDepth {
-						end = i
-						break
-					}
-				}
-			}
-		}
-	}
+	end := t.walkStart(s)
 	var nd *node
 	i := end
 	if end == len(s) {
@@ -911,20 +915,7 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 	case kindNone:
 		return nil, NewError(CodeNotFound, "sub", p, "")
 	case kindInMount:
-		b, err := l.m.b.Sub(ctx, l.rel)
-		if err != nil {
-			if r, ok := n.reroute(ctx, t, q, true, "sub", err); ok {
-				b, err = n.Sub(ctx, r)
-			}
-			if err != nil {
-				return nil, ReaddressTo(err, "sub", p)
-			}
-			return b, nil
-		}
-		if _, ok := b.(Locator); ok {
-			return &locatedBackend{Backend: b, at: l.m.path}, nil
-		}
-		return b, nil
+		return n.subInMount(ctx, t, q, p, l)
 	}
 	var ms []*mount
 	if l.kind == kindMountPoint || l.kind == kindCovered {
@@ -932,10 +923,7 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 		switch {
 		case err == nil:
 			if l.kind == kindMountPoint && len(l.nd.kids) == 0 {
-				if _, ok := b.(Locator); ok {
-					return &locatedBackend{Backend: b, at: l.m.path}, nil
-				}
-				return b, nil
+				return located(b, l.m.path), nil
 			}
 			ms = append(ms, &mount{path: Root, b: b, opts: l.m.opts})
 		case l.kind == kindCovered && noDirCode(err):
@@ -952,6 +940,32 @@ func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 	sub := &Namespace{created: n.created}
 	sub.tab.Store(newTable(ms))
 	return sub, nil
+}
+
+// subInMount is Sub of q (p as the caller named it) inside one mount with no
+// mount below it: the mount's own Sub, rerouted where the mount answers that
+// the path leads elsewhere in the namespace.
+func (n *Namespace) subInMount(ctx context.Context, t *table, q, p Path, l loc) (Backend, error) {
+	b, err := l.m.b.Sub(ctx, l.rel)
+	if err == nil {
+		return located(b, l.m.path), nil
+	}
+	if r, ok := n.reroute(ctx, t, q, true, "sub", err); ok {
+		b, err = n.Sub(ctx, r)
+	}
+	if err != nil {
+		return nil, ReaddressTo(err, "sub", p)
+	}
+	return b, nil
+}
+
+// located is b, a mount's Sub, as a Locator names it from the namespace:
+// wrapped with the mount's path where b is one.
+func located(b Backend, at Path) Backend {
+	if _, ok := b.(Locator); ok {
+		return &locatedBackend{Backend: b, at: at}
+	}
+	return b
 }
 
 // wrapFile wraps a file opened under a mount below the namespace root so its errors
