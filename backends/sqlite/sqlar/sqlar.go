@@ -1,6 +1,6 @@
 // Package sqlar exports a directory tree to a SQLite Archive (the sqlar format
 // of the sqlite3 shell's -A command: one table, one row per entry) and imports
-// one into a dir.Dir.
+// one into a dir.Dir (any [Target]).
 //
 // # Format
 //
@@ -57,7 +57,6 @@ import (
 	_ "modernc.org/sqlite" // the driver
 
 	"github.com/capfs/capfs/backends/sqlite/internal/sqlschema"
-	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -220,11 +219,23 @@ var sqlarTable = []sqlschema.Table{{Name: "sqlar", Columns: []string{"name", "mo
 // Import refuses.
 var ErrBadArchive = errors.New("invalid sqlar archive")
 
+// Target is where Import writes: a *dir.Dir satisfies it, so every entry
+// is decided by the Dir's policy and quotas and audited as the Dir's calls
+// are. Paths are slash-separated and relative to the target's root.
+type Target interface {
+	MkdirAll(ctx context.Context, path string) error
+	// WriteFile replaces path atomically with data.
+	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
+	Symlink(ctx context.Context, target, link string) error
+	Chmod(ctx context.Context, path string, mode fs.FileMode) error
+	Chtimes(ctx context.Context, path string, atime, mtime time.Time) error
+}
+
 // Import extracts archive into d: directories, files (with their permission
 // bits and modification times) and symlink rows (sz -1). It plans first and
 // changes nothing if any row is invalid (see the package doc). Existing files
 // are replaced (atomically, by d.WriteFile); existing directories are kept.
-func Import(ctx context.Context, archive string, d *dir.Dir) (Stats, error) {
+func Import(ctx context.Context, archive string, d Target) (Stats, error) {
 	var st Stats
 	abs, err := filepath.Abs(archive)
 	if err != nil {
