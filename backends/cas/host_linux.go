@@ -95,36 +95,8 @@ func (h *hostSource) list(ctx context.Context, rel string) ([]snapEntry, snapEnt
 		if n <= 0 {
 			break
 		}
-		for off := 0; off+19 <= n; {
-			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
-			if reclen == 0 || off+reclen > n {
-				return nil, snapEntry{}, &fs.PathError{Op: "readdir", Path: rel, Err: unix.EIO}
-			}
-			typ := buf[off+18]
-			nb := buf[off+19 : off+reclen]
-			if i := bytes.IndexByte(nb, 0); i >= 0 {
-				nb = nb[:i]
-			}
-			off += reclen
-			if len(nb) == 0 || nb[0] == '.' && (len(nb) == 1 || len(nb) == 2 && nb[1] == '.') {
-				continue
-			}
-			e := snapEntry{name: string(nb)}
-			switch typ {
-			case unix.DT_DIR:
-				e.mode = fs.ModeDir
-			case unix.DT_LNK:
-				e.mode = fs.ModeSymlink
-			case unix.DT_FIFO:
-				e.mode = fs.ModeNamedPipe
-			case unix.DT_SOCK:
-				e.mode = fs.ModeSocket
-			case unix.DT_CHR, unix.DT_BLK:
-				e.mode = fs.ModeDevice
-			default: // DT_REG, DT_UNKNOWN: stat below
-				e.mode = fs.ModeIrregular
-			}
-			out = append(out, e)
+		if out, err = appendDirents(out, buf[:n]); err != nil {
+			return nil, snapEntry{}, &fs.PathError{Op: "readdir", Path: rel, Err: err}
 		}
 	}
 	slices.SortFunc(out, func(a, b snapEntry) int { return strings.Compare(a.name, b.name) })
@@ -142,6 +114,47 @@ func (h *hostSource) list(ctx context.Context, rel string) ([]snapEntry, snapEnt
 		keep = append(keep, e)
 	}
 	return keep, self, nil
+}
+
+// appendDirents appends the entries of getdents64 records buf (but . and
+// ..) to out, each with the type its record gives (ModeIrregular: to stat).
+func appendDirents(out []snapEntry, buf []byte) ([]snapEntry, error) {
+	n := len(buf)
+	for off := 0; off+19 <= n; {
+		reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+		if reclen == 0 || off+reclen > n {
+			return out, unix.EIO
+		}
+		typ := buf[off+18]
+		nb := buf[off+19 : off+reclen]
+		if i := bytes.IndexByte(nb, 0); i >= 0 {
+			nb = nb[:i]
+		}
+		off += reclen
+		if len(nb) == 0 || nb[0] == '.' && (len(nb) == 1 || len(nb) == 2 && nb[1] == '.') {
+			continue
+		}
+		out = append(out, snapEntry{name: string(nb), mode: direntMode(typ)})
+	}
+	return out, nil
+}
+
+// direntMode is the type a getdents64 record's d_type says; regular files
+// and unknown types are ModeIrregular, for the caller to stat.
+func direntMode(typ byte) fs.FileMode {
+	switch typ {
+	case unix.DT_DIR:
+		return fs.ModeDir
+	case unix.DT_LNK:
+		return fs.ModeSymlink
+	case unix.DT_FIFO:
+		return fs.ModeNamedPipe
+	case unix.DT_SOCK:
+		return fs.ModeSocket
+	case unix.DT_CHR, unix.DT_BLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular // DT_REG, DT_UNKNOWN: stat below
 }
 
 func entryOf(name string, st *unix.Stat_t) snapEntry {

@@ -70,58 +70,12 @@ type MaterializeStats struct {
 // fails the materialization, which then removes dest.
 func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts MaterializeOptions) (st MaterializeStats, err error) {
 	// Plan: read every directory, check every link.
-	type planned struct {
-		rel  string
-		file FileNode
-	}
-	var dirs []string
-	var links [][2]string
-	var files []planned
 	limit := opts.MaxEntries
 	if limit <= 0 {
 		limit = DefaultMaxEntries
 	}
-	entries := 0
-	var walk func(d Digest, rel string) error
-	walk = func(d Digest, rel string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b, err := s.ReadBlob(ctx, d, maxDirMessage)
-		if err != nil {
-			return err
-		}
-		dir, err := DecodeDirectory(b)
-		if err != nil {
-			return err
-		}
-		if entries += len(dir.Files) + len(dir.Dirs) + len(dir.Symlinks); entries > limit {
-			return fmt.Errorf("cas: materialize: the tree has more than %d entries", limit)
-		}
-		for _, f := range dir.Files {
-			files = append(files, planned{join(rel, f.Name), f})
-		}
-		for _, l := range dir.Symlinks {
-			lp := join(rel, l.Name)
-			p, err := vfs.ParseGuest(lp)
-			if err != nil {
-				return err
-			}
-			if _, err := vfs.SymlinkTarget(p, l.Target); err != nil {
-				return fmt.Errorf("cas: materialize: symlink %s -> %q leaves the tree: %w", lp, trunc(l.Target), err)
-			}
-			links = append(links, [2]string{lp, l.Target})
-		}
-		for _, sub := range dir.Dirs {
-			sr := join(rel, sub.Name)
-			dirs = append(dirs, sr)
-			if err := walk(sub.Digest, sr); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(root, ""); err != nil {
+	p := &matPlan{s: s, ctx: ctx, limit: limit}
+	if err := p.walk(root, ""); err != nil {
 		return st, err
 	}
 	if err := os.Mkdir(dest, 0o755); err != nil {
@@ -135,25 +89,99 @@ func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts 
 			os.RemoveAll(dest)
 		}
 	}()
-	for _, d := range dirs {
+	for _, d := range p.dirs {
 		if err := os.Mkdir(filepath.Join(dest, filepath.FromSlash(d)), 0o755); err != nil {
 			return st, fmt.Errorf("cas: materialize: %w", err)
 		}
 	}
-	st.Dirs = len(dirs) + 1
-	for _, l := range links {
+	st.Dirs = len(p.dirs) + 1
+	for _, l := range p.links {
 		if err := os.Symlink(l[1], filepath.Join(dest, filepath.FromSlash(l[0]))); err != nil {
 			return st, fmt.Errorf("cas: materialize: %w", err)
 		}
 	}
-	st.Symlinks = len(links)
+	st.Symlinks = len(p.links)
+	return st, s.placeFiles(ctx, dest, p.files, opts, &st)
+}
+
+// matPlan is what Materialize writes, every directory read and every link
+// checked before anything is: directories (parents first), symlinks (path,
+// target) and files, by path relative to dest.
+type matPlan struct {
+	s       *Store
+	ctx     context.Context
+	limit   int // entries allowed
+	entries int
+	dirs    []string
+	links   [][2]string
+	files   []matFile
+}
+
+// matFile is a file to place at rel.
+type matFile struct {
+	rel  string
+	file FileNode
+}
+
+// walk plans directory d at rel and, recursively, its subdirectories.
+func (p *matPlan) walk(d Digest, rel string) error {
+	if err := p.ctx.Err(); err != nil {
+		return err
+	}
+	b, err := p.s.ReadBlob(p.ctx, d, maxDirMessage)
+	if err != nil {
+		return err
+	}
+	dir, err := DecodeDirectory(b)
+	if err != nil {
+		return err
+	}
+	if p.entries += len(dir.Files) + len(dir.Dirs) + len(dir.Symlinks); p.entries > p.limit {
+		return fmt.Errorf("cas: materialize: the tree has more than %d entries", p.limit)
+	}
+	for _, f := range dir.Files {
+		p.files = append(p.files, matFile{join(rel, f.Name), f})
+	}
+	for _, l := range dir.Symlinks {
+		if err := p.link(rel, l); err != nil {
+			return err
+		}
+	}
+	for _, sub := range dir.Dirs {
+		sr := join(rel, sub.Name)
+		p.dirs = append(p.dirs, sr)
+		if err := p.walk(sub.Digest, sr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// link plans symlink l of the directory at rel, refusing a target that
+// would resolve outside dest.
+func (p *matPlan) link(rel string, l SymlinkNode) error {
+	lp := join(rel, l.Name)
+	gp, err := vfs.ParseGuest(lp)
+	if err != nil {
+		return err
+	}
+	if _, err := vfs.SymlinkTarget(gp, l.Target); err != nil {
+		return fmt.Errorf("cas: materialize: symlink %s -> %q leaves the tree: %w", lp, trunc(l.Target), err)
+	}
+	p.links = append(p.links, [2]string{lp, l.Target})
+	return nil
+}
+
+// placeFiles places the files under dest on Workers goroutines, counting
+// them in st, and stops at the first failure (or when ctx ends).
+func (s *Store) placeFiles(ctx context.Context, dest string, files []matFile, opts MaterializeOptions, st *MaterializeStats) error {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	var mu sync.Mutex
 	var firstErr error
-	next := make(chan planned)
+	next := make(chan matFile)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -163,15 +191,7 @@ func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts 
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				st.Files++
-				if linked {
-					st.Linked++
-				} else {
-					st.Copied++
-				}
-				if extracted {
-					st.Extracted++
-				}
+				st.count(linked, extracted)
 				mu.Unlock()
 			}
 		})
@@ -190,7 +210,20 @@ func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts 
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	return st, firstErr
+	return firstErr
+}
+
+// count counts one file placed: linked or copied, and extracted.
+func (st *MaterializeStats) count(linked, extracted bool) {
+	st.Files++
+	if linked {
+		st.Linked++
+	} else {
+		st.Copied++
+	}
+	if extracted {
+		st.Extracted++
+	}
 }
 
 // place1 puts one file at dst: a hard link to its cache entry, or a copy.

@@ -192,55 +192,12 @@ func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (Digest, e
 		return Digest{}, readdress(storeErr(err), op, p)
 	}
 	var out Directory
-	addBase := func(name string, n node) {
-		switch n.typ {
-		case fs.ModeDir:
-			out.Dirs = append(out.Dirs, DirNode{Name: name, Digest: n.d})
-		case fs.ModeSymlink:
-			out.Symlinks = append(out.Symlinks, SymlinkNode{Name: name, Target: n.target})
-		default:
-			out.Files = append(out.Files, FileNode{Name: name, Digest: n.d, Executable: n.exec})
-		}
-	}
 	if ld != nil {
-		for i, name := range ld.names {
-			if _, ok := d.Ents[name]; ok {
-				continue
-			}
-			if _, ok := d.White[name]; ok {
-				continue
-			}
-			addBase(name, ld.nodes[i])
-		}
+		addBase(&out, ld, d)
 	}
 	for name, c := range d.Ents {
-		cp, err := p.Child(name)
-		if err != nil {
+		if err := o.addEntry(ctx, &out, name, c, p); err != nil {
 			return Digest{}, err
-		}
-		if !utf8.ValidString(name) {
-			return Digest{}, vfs.NewError(vfs.CodeInvalidPath, op, cp, "a Directory holds UTF-8 names only")
-		}
-		switch {
-		case !c.Up:
-			addBase(name, c.Lo)
-		case c.Type == fs.ModeDir:
-			dg, err := o.writeDir(ctx, c, cp)
-			if err != nil {
-				return Digest{}, err
-			}
-			out.Dirs = append(out.Dirs, DirNode{Name: name, Digest: dg})
-		case c.Type == fs.ModeSymlink:
-			if !utf8.ValidString(c.Target) {
-				return Digest{}, vfs.NewError(vfs.CodeInvalidPath, op, cp, "a Directory holds UTF-8 symlink targets only")
-			}
-			out.Symlinks = append(out.Symlinks, SymlinkNode{Name: name, Target: c.Target})
-		default:
-			dg, exec, err := o.writeFile(ctx, c, cp)
-			if err != nil {
-				return Digest{}, err
-			}
-			out.Files = append(out.Files, FileNode{Name: name, Digest: dg, Executable: exec})
 		}
 	}
 	slices.SortFunc(out.Files, func(a, b FileNode) int { return strings.Compare(a.Name, b.Name) })
@@ -259,6 +216,67 @@ func (o *Overlay) writeDir(ctx context.Context, d *unode, p vfs.Path) (Digest, e
 		return Digest{}, ioErr(op, p, err)
 	}
 	return dg, nil
+}
+
+// addBase adds to out the entries of ld, the base directory d overlays,
+// that d neither changes nor removes.
+func addBase(out *Directory, ld *ents, d *unode) {
+	for i, name := range ld.names {
+		if _, ok := d.Ents[name]; ok {
+			continue
+		}
+		if _, ok := d.White[name]; ok {
+			continue
+		}
+		addNode(out, name, ld.nodes[i])
+	}
+}
+
+// addNode adds base node n, named name, to out.
+func addNode(out *Directory, name string, n node) {
+	switch n.typ {
+	case fs.ModeDir:
+		out.Dirs = append(out.Dirs, DirNode{Name: name, Digest: n.d})
+	case fs.ModeSymlink:
+		out.Symlinks = append(out.Symlinks, SymlinkNode{Name: name, Target: n.target})
+	default:
+		out.Files = append(out.Files, FileNode{Name: name, Digest: n.d, Executable: n.exec})
+	}
+}
+
+// addEntry adds entry c, named name, of the directory at p to out: its base
+// node when unchanged, else a directory or file it stores, or a symlink.
+func (o *Overlay) addEntry(ctx context.Context, out *Directory, name string, c *unode, p vfs.Path) error {
+	const op = "commit"
+	cp, err := p.Child(name)
+	if err != nil {
+		return err
+	}
+	if !utf8.ValidString(name) {
+		return vfs.NewError(vfs.CodeInvalidPath, op, cp, "a Directory holds UTF-8 names only")
+	}
+	switch {
+	case !c.Up:
+		addNode(out, name, c.Lo)
+	case c.Type == fs.ModeDir:
+		dg, err := o.writeDir(ctx, c, cp)
+		if err != nil {
+			return err
+		}
+		out.Dirs = append(out.Dirs, DirNode{Name: name, Digest: dg})
+	case c.Type == fs.ModeSymlink:
+		if !utf8.ValidString(c.Target) {
+			return vfs.NewError(vfs.CodeInvalidPath, op, cp, "a Directory holds UTF-8 symlink targets only")
+		}
+		out.Symlinks = append(out.Symlinks, SymlinkNode{Name: name, Target: c.Target})
+	default:
+		dg, exec, err := o.writeFile(ctx, c, cp)
+		if err != nil {
+			return err
+		}
+		out.Files = append(out.Files, FileNode{Name: name, Digest: dg, Executable: exec})
+	}
+	return nil
 }
 
 // lower returns the base Directory d overlays (or is), or nil.

@@ -181,26 +181,74 @@ func (s *Store) GC(ctx context.Context, grace time.Duration) (GCStats, error) {
 	defer s.gc.Unlock()
 	flock(s.lockF, true)
 	defer unflock(s.lockF)
-	var st GCStats
-	now := time.Now()
-	old := func(fi fs.FileInfo) bool { return now.Sub(fi.ModTime()) > grace }
-
-	var starts []Digest
-	roots, err := s.Roots()
+	g := &gcRun{s: s, ctx: ctx, now: time.Now(), grace: grace, marked: map[[32]byte]bool{}}
+	starts, err := g.starts()
 	if err != nil {
-		return st, err
+		return g.st, err
+	}
+	g.st.Roots = len(starts)
+	for _, d := range starts {
+		if err := g.mark(d); err != nil {
+			return g.st, fmt.Errorf("cas: gc: cannot mark from %s, nothing deleted: %w", d, err)
+		}
+	}
+	g.st.Reachable = len(g.marked)
+
+	blobs := filepath.Join(s.dir, "blobs")
+	fans, err := os.ReadDir(blobs)
+	if err != nil {
+		return g.st, err
+	}
+	for _, fan := range fans {
+		if err := g.sweep(filepath.Join(blobs, fan.Name())); err != nil {
+			return g.st, err
+		}
+	}
+	tmps, _ := os.ReadDir(filepath.Join(s.dir, "tmp"))
+	for _, e := range tmps {
+		if fi, err := e.Info(); err == nil && g.old(fi) {
+			os.Remove(filepath.Join(s.dir, "tmp", e.Name()))
+		}
+	}
+	if g.st.Deleted > 0 {
+		s.dropStatCaches()
+	}
+	return g.st, nil
+}
+
+// gcRun is one garbage collection: the blobs marked reachable so far and
+// what it did.
+type gcRun struct {
+	s      *Store
+	ctx    context.Context
+	now    time.Time
+	grace  time.Duration
+	marked map[[32]byte]bool
+	st     GCStats
+}
+
+// old reports whether fi was last written (or found) longer than grace ago.
+func (g *gcRun) old(fi fs.FileInfo) bool { return g.now.Sub(fi.ModTime()) > g.grace }
+
+// starts lists the digests to mark from: the named roots and the pins
+// younger than grace (older pins are removed).
+func (g *gcRun) starts() ([]Digest, error) {
+	var starts []Digest
+	roots, err := g.s.Roots()
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range roots {
 		starts = append(starts, r.Digest)
 	}
-	pinDir := filepath.Join(s.dir, "pins")
+	pinDir := filepath.Join(g.s.dir, "pins")
 	pins, _ := os.ReadDir(pinDir)
 	for _, p := range pins {
 		fi, err := p.Info()
 		if err != nil {
 			continue
 		}
-		if old(fi) {
+		if g.old(fi) {
 			os.Remove(filepath.Join(pinDir, p.Name()))
 			continue
 		}
@@ -209,93 +257,71 @@ func (s *Store) GC(ctx context.Context, grace time.Duration) (GCStats, error) {
 			starts = append(starts, d)
 		}
 	}
-	st.Roots = len(starts)
-	marked := map[[32]byte]bool{}
-	var mark func(d Digest) error
-	mark = func(d Digest) error {
-		if marked[d.Hash] {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		marked[d.Hash] = true
-		b, err := s.ReadBlob(ctx, d, maxDirMessage)
-		if err != nil {
-			return err
-		}
-		dir, err := DecodeDirectory(b)
-		if err != nil {
-			return fmt.Errorf("cas: directory %s: %w", d, err)
-		}
-		for _, f := range dir.Files {
-			marked[f.Digest.Hash] = true
-		}
-		for _, sub := range dir.Dirs {
-			if err := mark(sub.Digest); err != nil {
-				return err
-			}
-		}
+	return starts, nil
+}
+
+// mark marks directory d, the files it names and its subdirectories,
+// recursively.
+func (g *gcRun) mark(d Digest) error {
+	if g.marked[d.Hash] {
 		return nil
 	}
-	for _, d := range starts {
-		if err := mark(d); err != nil {
-			return st, fmt.Errorf("cas: gc: cannot mark from %s, nothing deleted: %w", d, err)
+	if err := g.ctx.Err(); err != nil {
+		return err
+	}
+	g.marked[d.Hash] = true
+	b, err := g.s.ReadBlob(g.ctx, d, maxDirMessage)
+	if err != nil {
+		return err
+	}
+	dir, err := DecodeDirectory(b)
+	if err != nil {
+		return fmt.Errorf("cas: directory %s: %w", d, err)
+	}
+	for _, f := range dir.Files {
+		g.marked[f.Digest.Hash] = true
+	}
+	for _, sub := range dir.Dirs {
+		if err := g.mark(sub.Digest); err != nil {
+			return err
 		}
 	}
-	st.Reachable = len(marked)
+	return nil
+}
 
-	blobs := filepath.Join(s.dir, "blobs")
-	fans, err := os.ReadDir(blobs)
+// sweep removes the unmarked blobs of fan-out directory fdir older than
+// grace, and temporary files a crash left there (no ingest runs during a
+// GC) once old.
+func (g *gcRun) sweep(fdir string) error {
+	ents, err := os.ReadDir(fdir)
 	if err != nil {
-		return st, err
+		return nil
 	}
-	for _, fan := range fans {
-		fdir := filepath.Join(blobs, fan.Name())
-		ents, err := os.ReadDir(fdir)
+	for _, e := range ents {
+		if err := g.ctx.Err(); err != nil {
+			return err
+		}
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			if fi, err := e.Info(); err == nil && g.old(fi) {
+				os.Remove(filepath.Join(fdir, e.Name()))
+			}
+			continue
+		}
+		if d, err := parseHash(e.Name()); err == nil && g.marked[d.Hash] {
+			continue
+		}
+		fi, err := e.Info()
 		if err != nil {
 			continue
 		}
-		for _, e := range ents {
-			if err := ctx.Err(); err != nil {
-				return st, err
-			}
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				// Left by a crash (no ingest runs during a GC): removed once old.
-				if fi, err := e.Info(); err == nil && old(fi) {
-					os.Remove(filepath.Join(fdir, e.Name()))
-				}
-				continue
-			}
-			d, err := parseHash(e.Name())
-			if err == nil && marked[d.Hash] {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil {
-				continue
-			}
-			if !old(fi) {
-				st.Young++
-				continue
-			}
-			if os.Remove(filepath.Join(fdir, e.Name())) == nil {
-				st.Deleted++
-				st.DeletedBytes += fi.Size()
-			}
+		if !g.old(fi) {
+			g.st.Young++
+			continue
+		}
+		if os.Remove(filepath.Join(fdir, e.Name())) == nil {
+			g.st.Deleted++
+			g.st.DeletedBytes += fi.Size()
 		}
 	}
-	tmps, _ := os.ReadDir(filepath.Join(s.dir, "tmp"))
-	for _, e := range tmps {
-		if fi, err := e.Info(); err == nil && old(fi) {
-			os.Remove(filepath.Join(s.dir, "tmp", e.Name()))
-		}
-	}
-	if st.Deleted > 0 {
-		caches, _ := os.ReadDir(filepath.Join(s.dir, "statcache"))
-		for _, e := range caches {
-			os.Remove(filepath.Join(s.dir, "statcache", e.Name()))
-		}
-	}
-	return st, nil
+	return nil
 }

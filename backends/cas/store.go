@@ -308,28 +308,24 @@ func (s *Store) put(ctx context.Context, r io.Reader, want *Digest, hint int64) 
 		}
 		return s.putBytes(d, small)
 	}
-	// Large: raw to a temporary file while hashing.
+	return s.putLarge(ctx, r, small, want)
+}
+
+// putLarge stores a blob larger than smallBlob, whose first bytes are small
+// and the rest what r holds: raw to a temporary file while hashing, then
+// placed (compressed when that pays).
+func (s *Store) putLarge(ctx context.Context, r io.Reader, small []byte, want *Digest) (Digest, error) {
 	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "blob-")
 	if err != nil {
 		return Digest{}, fmt.Errorf("cas: write blob: %w", err)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	h := newHasher()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	bw.WriteByte(tagRaw)
-	w := io.MultiWriter(bw, h)
-	if _, err = w.Write(small); err == nil {
-		_, err = copyCtx(ctx, w, r)
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
+	d, err := writeRaw(ctx, f, small, r)
 	if err != nil {
 		f.Close()
 		return Digest{}, fmt.Errorf("cas: write blob: %w", err)
 	}
-	d := h.digest()
 	if want != nil && d != *want {
 		f.Close()
 		return Digest{}, fmt.Errorf("%w: got %s for %s", ErrMismatch, d, *want)
@@ -338,6 +334,32 @@ func (s *Store) put(ctx context.Context, r io.Reader, want *Digest, hint int64) 
 		f.Close()
 		return d, err
 	}
+	return s.placeLarge(ctx, f, tmp, d, small)
+}
+
+// writeRaw writes the raw blob file f (its tag, small, then the rest of r)
+// and returns the blob's digest.
+func writeRaw(ctx context.Context, f *os.File, small []byte, r io.Reader) (Digest, error) {
+	h := newHasher()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	bw.WriteByte(tagRaw)
+	w := io.MultiWriter(bw, h)
+	_, err := w.Write(small)
+	if err == nil {
+		_, err = copyCtx(ctx, w, r)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return Digest{}, err
+	}
+	return h.digest(), nil
+}
+
+// placeLarge places the raw blob file f (named tmp) as blob d, or a zstd
+// copy of it when its first MiB (in small) compresses, and closes f.
+func (s *Store) placeLarge(ctx context.Context, f *os.File, tmp string, d Digest, small []byte) (Digest, error) {
 	// Compress only what compresses: probe the first MiB.
 	probe := small[:min(len(small), 1<<20)]
 	if z := s.enc.EncodeAll(probe, nil); len(z) < len(probe)*15/16 {

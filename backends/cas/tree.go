@@ -172,20 +172,11 @@ func (d *Directory) Digest() (Digest, error) {
 }
 
 func (d *Directory) validate() error {
-	check := func(kind string, i int, name, prev string) error {
-		if !vfs.ValidName(name) || !utf8.ValidString(name) {
-			return fmt.Errorf("%w: %s name %q is not a valid path element (UTF-8, no / \\ or NUL, not . or ..)", ErrBadTree, kind, trunc(name))
-		}
-		if i > 0 && name <= prev {
-			return fmt.Errorf("%w: %s %q is not sorted after %q or repeats it", ErrBadTree, kind, trunc(name), trunc(prev))
-		}
-		return nil
-	}
 	for i, f := range d.Files {
 		if f.Digest.Size < 0 {
 			return fmt.Errorf("%w: file %q has a negative size", ErrBadTree, trunc(f.Name))
 		}
-		if err := check("file", i, f.Name, nameAt(d.Files, i-1, func(f FileNode) string { return f.Name })); err != nil {
+		if err := checkNodeName("file", i, f.Name, nameAt(d.Files, i-1, func(f FileNode) string { return f.Name })); err != nil {
 			return err
 		}
 	}
@@ -193,7 +184,7 @@ func (d *Directory) validate() error {
 		if s.Digest.Size < 0 {
 			return fmt.Errorf("%w: directory %q has a negative size", ErrBadTree, trunc(s.Name))
 		}
-		if err := check("directory", i, s.Name, nameAt(d.Dirs, i-1, func(s DirNode) string { return s.Name })); err != nil {
+		if err := checkNodeName("directory", i, s.Name, nameAt(d.Dirs, i-1, func(s DirNode) string { return s.Name })); err != nil {
 			return err
 		}
 	}
@@ -201,40 +192,61 @@ func (d *Directory) validate() error {
 		if !utf8.ValidString(l.Target) {
 			return fmt.Errorf("%w: symlink %q has a target that is not UTF-8", ErrBadTree, trunc(l.Name))
 		}
-		if err := check("symlink", i, l.Name, nameAt(d.Symlinks, i-1, func(l SymlinkNode) string { return l.Name })); err != nil {
+		if err := checkNodeName("symlink", i, l.Name, nameAt(d.Symlinks, i-1, func(l SymlinkNode) string { return l.Name })); err != nil {
 			return err
 		}
 	}
-	// Names are unique across the lists: merge-walk the three sorted lists.
-	if len(d.Files)+len(d.Dirs)+len(d.Symlinks) > 1 {
-		i, j, k := 0, 0, 0
-		prev, first := "", true
-		for i < len(d.Files) || j < len(d.Dirs) || k < len(d.Symlinks) {
-			best, which := "", -1
-			if i < len(d.Files) {
-				best, which = d.Files[i].Name, 0
-			}
-			if j < len(d.Dirs) && (which < 0 || d.Dirs[j].Name < best) {
-				best, which = d.Dirs[j].Name, 1
-			}
-			if k < len(d.Symlinks) && (which < 0 || d.Symlinks[k].Name < best) {
-				best, which = d.Symlinks[k].Name, 2
-			}
-			if !first && best == prev {
-				return fmt.Errorf("%w: name %q appears twice", ErrBadTree, trunc(best))
-			}
-			prev, first = best, false
-			switch which {
-			case 0:
-				i++
-			case 1:
-				j++
-			default:
-				k++
-			}
-		}
+	return d.checkUnique()
+}
+
+// checkNodeName checks the name of node i of a list of kind: a valid path
+// element, sorted after the one before it (prev).
+func checkNodeName(kind string, i int, name, prev string) error {
+	if !vfs.ValidName(name) || !utf8.ValidString(name) {
+		return fmt.Errorf("%w: %s name %q is not a valid path element (UTF-8, no / \\ or NUL, not . or ..)", ErrBadTree, kind, trunc(name))
+	}
+	if i > 0 && name <= prev {
+		return fmt.Errorf("%w: %s %q is not sorted after %q or repeats it", ErrBadTree, kind, trunc(name), trunc(prev))
 	}
 	return nil
+}
+
+// checkUnique refuses a name that appears in two of d's lists: it
+// merge-walks the three sorted lists.
+func (d *Directory) checkUnique() error {
+	if len(d.Files)+len(d.Dirs)+len(d.Symlinks) <= 1 {
+		return nil
+	}
+	var at [3]int
+	prev, first := "", true
+	for {
+		best, which := d.smallest(at)
+		if which < 0 {
+			return nil
+		}
+		if !first && best == prev {
+			return fmt.Errorf("%w: name %q appears twice", ErrBadTree, trunc(best))
+		}
+		prev, first = best, false
+		at[which]++
+	}
+}
+
+// smallest is the smallest of the names at positions at of d's files,
+// directories and symlinks, and which list holds it (the first on a tie; -1
+// when every list is done).
+func (d *Directory) smallest(at [3]int) (string, int) {
+	best, which := "", -1
+	if at[0] < len(d.Files) {
+		best, which = d.Files[at[0]].Name, 0
+	}
+	if at[1] < len(d.Dirs) && (which < 0 || d.Dirs[at[1]].Name < best) {
+		best, which = d.Dirs[at[1]].Name, 1
+	}
+	if at[2] < len(d.Symlinks) && (which < 0 || d.Symlinks[at[2]].Name < best) {
+		best, which = d.Symlinks[at[2]].Name, 2
+	}
+	return best, which
 }
 
 func nameAt[T any](s []T, i int, name func(T) string) string {
@@ -254,70 +266,19 @@ func DecodeDirectory(b []byte) (*Directory, error) {
 	err := walkFields(b, func(field, wire int, v []byte, _ uint64) error {
 		switch {
 		case field == fDirFiles && wire == wireBytes:
-			var f FileNode
-			err := walkFields(v, func(field, wire int, v []byte, n uint64) error {
-				switch {
-				case field == fNodeName && wire == wireBytes:
-					f.Name = string(v)
-				case field == fNodeDigest && wire == wireBytes:
-					dg, err := decodeDigest(v)
-					if err != nil {
-						return err
-					}
-					f.Digest = dg
-				case field == fFileExec && wire == wireVarint:
-					f.Executable = n != 0
-				case field == fFileProps && wire == wireBytes:
-				default:
-					return fmt.Errorf("%w: unknown FileNode field %d", ErrBadTree, field)
-				}
-				return nil
-			})
+			f, err := decodeFileNode(v)
 			if err != nil {
 				return err
-			}
-			if f.Digest.IsZero() {
-				return fmt.Errorf("%w: file %q has no digest", ErrBadTree, trunc(f.Name))
 			}
 			d.Files = append(d.Files, f)
 		case field == fDirDirs && wire == wireBytes:
-			var s DirNode
-			err := walkFields(v, func(field, wire int, v []byte, _ uint64) error {
-				switch {
-				case field == fNodeName && wire == wireBytes:
-					s.Name = string(v)
-				case field == fNodeDigest && wire == wireBytes:
-					dg, err := decodeDigest(v)
-					if err != nil {
-						return err
-					}
-					s.Digest = dg
-				default:
-					return fmt.Errorf("%w: unknown DirectoryNode field %d", ErrBadTree, field)
-				}
-				return nil
-			})
+			s, err := decodeDirNode(v)
 			if err != nil {
 				return err
 			}
-			if s.Digest.IsZero() {
-				return fmt.Errorf("%w: directory %q has no digest", ErrBadTree, trunc(s.Name))
-			}
 			d.Dirs = append(d.Dirs, s)
 		case field == fDirSymlinks && wire == wireBytes:
-			var l SymlinkNode
-			err := walkFields(v, func(field, wire int, v []byte, _ uint64) error {
-				switch {
-				case field == fNodeName && wire == wireBytes:
-					l.Name = string(v)
-				case field == fNodeTarget && wire == wireBytes:
-					l.Target = string(v)
-				case field == fLinkProps && wire == wireBytes:
-				default:
-					return fmt.Errorf("%w: unknown SymlinkNode field %d", ErrBadTree, field)
-				}
-				return nil
-			})
+			l, err := decodeSymlinkNode(v)
 			if err != nil {
 				return err
 			}
@@ -335,6 +296,75 @@ func DecodeDirectory(b []byte) (*Directory, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// decodeFileNode parses a FileNode message, which must have a digest.
+func decodeFileNode(b []byte) (FileNode, error) {
+	var f FileNode
+	err := walkFields(b, func(field, wire int, v []byte, n uint64) error {
+		var err error
+		switch {
+		case field == fNodeName && wire == wireBytes:
+			f.Name = string(v)
+		case field == fNodeDigest && wire == wireBytes:
+			f.Digest, err = decodeDigest(v)
+		case field == fFileExec && wire == wireVarint:
+			f.Executable = n != 0
+		case field == fFileProps && wire == wireBytes:
+		default:
+			return fmt.Errorf("%w: unknown FileNode field %d", ErrBadTree, field)
+		}
+		return err
+	})
+	if err != nil {
+		return f, err
+	}
+	if f.Digest.IsZero() {
+		return f, fmt.Errorf("%w: file %q has no digest", ErrBadTree, trunc(f.Name))
+	}
+	return f, nil
+}
+
+// decodeDirNode parses a DirectoryNode message, which must have a digest.
+func decodeDirNode(b []byte) (DirNode, error) {
+	var s DirNode
+	err := walkFields(b, func(field, wire int, v []byte, _ uint64) error {
+		var err error
+		switch {
+		case field == fNodeName && wire == wireBytes:
+			s.Name = string(v)
+		case field == fNodeDigest && wire == wireBytes:
+			s.Digest, err = decodeDigest(v)
+		default:
+			return fmt.Errorf("%w: unknown DirectoryNode field %d", ErrBadTree, field)
+		}
+		return err
+	})
+	if err != nil {
+		return s, err
+	}
+	if s.Digest.IsZero() {
+		return s, fmt.Errorf("%w: directory %q has no digest", ErrBadTree, trunc(s.Name))
+	}
+	return s, nil
+}
+
+// decodeSymlinkNode parses a SymlinkNode message.
+func decodeSymlinkNode(b []byte) (SymlinkNode, error) {
+	var l SymlinkNode
+	err := walkFields(b, func(field, wire int, v []byte, _ uint64) error {
+		switch {
+		case field == fNodeName && wire == wireBytes:
+			l.Name = string(v)
+		case field == fNodeTarget && wire == wireBytes:
+			l.Target = string(v)
+		case field == fLinkProps && wire == wireBytes:
+		default:
+			return fmt.Errorf("%w: unknown SymlinkNode field %d", ErrBadTree, field)
+		}
+		return nil
+	})
+	return l, err
 }
 
 func decodeDigest(b []byte) (Digest, error) {

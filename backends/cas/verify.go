@@ -83,39 +83,13 @@ func (s *Store) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 		return rep, err
 	}
 	for _, fan := range fans {
-		ents, err := os.ReadDir(filepath.Join(blobs, fan.Name()))
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if err := ctx.Err(); err != nil {
-				return rep, err
-			}
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				continue // being written (or left by a crash: GC removes it)
-			}
-			rep.Blobs++
-			d, err := parseHash(e.Name())
-			if err == nil {
-				d.Size, err = s.storedSize(d)
-			}
-			if err == nil {
-				err = s.VerifyBlob(ctx, d)
-			}
-			if err != nil {
-				rep.Corrupt = append(rep.Corrupt, d)
-				if repair {
-					os.Remove(filepath.Join(blobs, fan.Name(), e.Name()))
-				}
-			}
+		if err := s.verifyFan(ctx, filepath.Join(blobs, fan.Name()), repair, &rep); err != nil {
+			return rep, err
 		}
 	}
 	if repair && len(rep.Corrupt) > 0 {
 		// The stat caches may name what was removed.
-		caches, _ := os.ReadDir(filepath.Join(s.dir, "statcache"))
-		for _, e := range caches {
-			os.Remove(filepath.Join(s.dir, "statcache", e.Name()))
-		}
+		s.dropStatCaches()
 	}
 	roots, err := s.Roots()
 	if err != nil {
@@ -128,6 +102,47 @@ func (s *Store) Verify(ctx context.Context, repair bool) (VerifyReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// verifyFan checks the blob files of fan-out directory fdir, listing the
+// corrupt ones in rep (and, with repair, removing them).
+func (s *Store) verifyFan(ctx context.Context, fdir string, repair bool, rep *VerifyReport) error {
+	ents, err := os.ReadDir(fdir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue // being written (or left by a crash: GC removes it)
+		}
+		rep.Blobs++
+		d, err := parseHash(e.Name())
+		if err == nil {
+			d.Size, err = s.storedSize(d)
+		}
+		if err == nil {
+			err = s.VerifyBlob(ctx, d)
+		}
+		if err != nil {
+			rep.Corrupt = append(rep.Corrupt, d)
+			if repair {
+				os.Remove(filepath.Join(fdir, e.Name()))
+			}
+		}
+	}
+	return nil
+}
+
+// dropStatCaches removes the stat caches, whose records may name blobs that
+// were just removed.
+func (s *Store) dropStatCaches() {
+	caches, _ := os.ReadDir(filepath.Join(s.dir, "statcache"))
+	for _, e := range caches {
+		os.Remove(filepath.Join(s.dir, "statcache", e.Name()))
+	}
 }
 
 // storedSize returns the content size of the blob file for d's hash (its size
