@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,54 +110,11 @@ func (r *runner) close() {
 }
 
 func (r *runner) run(ctx context.Context, argv []string) error {
-	s := r.s
 	r.argv = argv
 	defer r.trace("review")
-	work := r.work
-	if work == "" {
-		work = s.Work
-	}
-	if work == "" {
-		work = defaultWork
-	}
-	wp, err := vfs.ParseGuest(work)
-	if err != nil {
-		return usageErrorf("--work %s: %s", work, messageOrCode(err))
-	}
-	r.workPath = wp.WithoutDirMark()
-	m, rel, ok := s.mountAt(r.workPath)
-	if !ok {
-		return usageErrorf("--work %s: not inside any mount (see capfs mounts)", work)
-	}
-	workDir, err := r.workSource(ctx, m, rel)
+	m, err := r.prepare(ctx)
 	if err != nil {
 		return err
-	}
-	r.workDir = workDir
-	if r.out != "" && r.writeBack {
-		return usageErrorf("--out %s: the work path %s is written back; --out is for --rev, git and memory work mounts", r.out, displayPath(r.workPath.String()))
-	}
-	if err := checkOut(r.out); err != nil {
-		return err
-	}
-	if r.commit != "" {
-		if r.writeBack || (m.Kind != kindGit && r.rev == "") {
-			return usageErrorf("--commit %s: for --rev or a git work mount", r.commit)
-		}
-		if r.out != "" {
-			return usageErrorf("--commit and --out: give one")
-		}
-		if r.commitAt, err = r.commitTargetOf(ctx, r.commit); err != nil {
-			return err
-		}
-	}
-	if r.writeBack && m.Kind == kindPhysical && m.Host != "" {
-		r.syncLabel = "physical:" + m.Host + "//" + rel.String()
-		r.recoverSyncs(ctx, workDir)
-	}
-	r.trace("session+recover")
-	if !r.noCache {
-		r.cacheKey = projectCacheKey(m, rel, r.rev)
 	}
 
 	// The mounts: the work tree, read-write (a checkout, or a lazy FUSE mount:
@@ -173,6 +131,93 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	r.trace("grants")
 
 	// Run.
+	runner, bw, err := r.sandboxRunner()
+	if err != nil {
+		return r.failedBeforeRun(err)
+	}
+	res, err := r.launch(ctx, runner, argv)
+	if lerr := r.finishLazy(ctx); lerr != nil {
+		return lerr
+	}
+	if err != nil {
+		return r.startFailed(argv[0], err)
+	}
+	r.sayExited(res, setup, bw)
+	code := r.review(ctx, res.ExitCode)
+	r.olderKept()
+	if r.s.AuditTag != "" {
+		r.say("capfs: run: audit events tagged %s (what it changed: capfs audit --run %s --changes)\n", r.s.AuditTag, r.s.AuditTag)
+	}
+	r.say("capfs: audit log: %s\n", r.s.AuditPath)
+	return exitStatus(code)
+}
+
+// prepare finds the work path's mount (returned) and Dir, checks --out and
+// --commit against it, finishes the sync-backs into it that were
+// interrupted, and finds its build cache.
+func (r *runner) prepare(ctx context.Context) (*mounted, error) {
+	m, rel, err := r.workMount()
+	if err != nil {
+		return nil, err
+	}
+	if r.workDir, err = r.workSource(ctx, m, rel); err != nil {
+		return nil, err
+	}
+	if err := r.checkOutputs(ctx, m); err != nil {
+		return nil, err
+	}
+	if r.writeBack && m.Kind == kindPhysical && m.Host != "" {
+		r.syncLabel = "physical:" + m.Host + "//" + rel.String()
+		r.recoverSyncs(ctx, r.workDir)
+	}
+	r.trace("session+recover")
+	if !r.noCache {
+		r.cacheKey = projectCacheKey(m, rel, r.rev)
+	}
+	return m, nil
+}
+
+// workMount sets r.workPath (--work, else the session's, else the default)
+// and returns its mount and its path in the mount.
+func (r *runner) workMount() (*mounted, vfs.Path, error) {
+	work := cmp.Or(r.work, r.s.Work, defaultWork)
+	wp, err := vfs.ParseGuest(work)
+	if err != nil {
+		return nil, vfs.Path{}, usageErrorf("--work %s: %s", work, messageOrCode(err))
+	}
+	r.workPath = wp.WithoutDirMark()
+	m, rel, ok := r.s.mountAt(r.workPath)
+	if !ok {
+		return nil, vfs.Path{}, usageErrorf("--work %s: not inside any mount (see capfs mounts)", work)
+	}
+	return m, rel, nil
+}
+
+// checkOutputs checks --out and --commit against the work mount m.
+func (r *runner) checkOutputs(ctx context.Context, m *mounted) error {
+	if r.out != "" && r.writeBack {
+		return usageErrorf("--out %s: the work path %s is written back; --out is for --rev, git and memory work mounts", r.out, displayPath(r.workPath.String()))
+	}
+	if err := checkOut(r.out); err != nil {
+		return err
+	}
+	if r.commit == "" {
+		return nil
+	}
+	if r.writeBack || (m.Kind != kindGit && r.rev == "") {
+		return usageErrorf("--commit %s: for --rev or a git work mount", r.commit)
+	}
+	if r.out != "" {
+		return usageErrorf("--commit and --out: give one")
+	}
+	var err error
+	r.commitAt, err = r.commitTargetOf(ctx, r.commit)
+	return err
+}
+
+// sandboxRunner is the run's sandbox: bubblewrap with the limits, the build
+// caches and the tool mount, wrapped for --net.
+func (r *runner) sandboxRunner() (*sandbox.Runner, *sandbox.BubblewrapWrapper, error) {
 	opts := r.lim.options()
 	if r.cacheKey != "" {
 		caches, err := cacheMounts(r.cacheKey)
@@ -185,19 +230,25 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	r.useToolMount(&opts)
 	r.noteShownMounts()
 	bw := sandbox.Bubblewrap(opts)
-	wrappers, err := r.lim.net.wrappers(bw, s.Subject, s.Audit, r.msgs())
+	wrappers, err := r.lim.net.wrappers(bw, r.s.Subject, r.s.Audit, r.msgs())
 	if err != nil {
-		return r.failedBeforeRun(err)
+		return nil, nil, err
 	}
 	runner := &sandbox.Runner{Wrappers: wrappers}
 	runner.AllowUnsandboxed = r.allowUnsandboxed
-	runner.Audit = s.Audit
+	runner.Audit = r.s.Audit
+	return runner, bw, nil
+}
+
+// launch runs argv on the run's mounts (run.Session.Launch), with a terminal
+// of its own when asked for, and capfs's signals passed on.
+func (r *runner) launch(ctx context.Context, runner *sandbox.Runner, argv []string) (*sandbox.Result, error) {
 	launch := &sandbox.Launch{
 		Path:    argv[0],
 		Args:    argv[1:],
 		Dir:     sandboxTarget(r.workPath),
 		Env:     append(append(r.gitEnv(), r.lim.net.env()...), r.env...),
-		Subject: s.Subject,
+		Subject: r.s.Subject,
 		Stdin:   r.stdin,
 		Stdout:  r.stdout,
 		Stderr:  r.stderr,
@@ -218,17 +269,17 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	if r.cacheKey != "" {
 		trimCache(r.cacheKey)
 	}
-	if lerr := r.finishLazy(ctx); lerr != nil {
-		return lerr
-	}
-	if err != nil {
-		return r.startFailed(argv[0], err)
-	}
+	return res, err
+}
+
+// sayExited prints how the command exited, how it ran, and how the work tree
+// reached it.
+func (r *runner) sayExited(res *sandbox.Result, setup time.Duration, bw *sandbox.BubblewrapWrapper) {
 	how := "sandboxed"
 	if !res.Sandboxed {
 		how = "UNSANDBOXED"
 	}
-	r.say("capfs: run: %s exited with status %d (%s; wrappers: %s; setup %s, ran %s)\n", show(argv[0]), res.ExitCode, how,
+	r.say("capfs: run: %s exited with status %d (%s; wrappers: %s; setup %s, ran %s)\n", show(r.argv[0]), res.ExitCode, how,
 		strings.Join(res.Wrappers, ", "), roundDur(setup), roundDur(res.Duration))
 	if res.Sandboxed {
 		r.say("capfs: run: limits: %s\n", bw.Limits())
@@ -241,13 +292,6 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	}
 	r.say("capfs: run: work tree: %s\n", r.workMode())
 	r.sayGit()
-	code := r.review(ctx, res.ExitCode)
-	r.olderKept()
-	if s.AuditTag != "" {
-		r.say("capfs: run: audit events tagged %s (what it changed: capfs audit --run %s --changes)\n", s.AuditTag, s.AuditTag)
-	}
-	r.say("capfs: audit log: %s\n", s.AuditPath)
-	return exitStatus(code)
 }
 
 // workSource returns the Dir the work checkout is made from and sets

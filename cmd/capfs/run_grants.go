@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/capfs/capfs/authority"
@@ -45,50 +46,13 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	if err != nil {
 		return usageErrorf("--grants %s: %v", file, err)
 	}
-	pol, err := grantsPolicy(ctx, s)
+	a, err := grantsAuthority(ctx, s)
 	if err != nil {
-		return failed(fmt.Errorf("--grants: %v", err))
+		return err
 	}
-	a := authority.New(authority.WithPolicy(pol), authority.WithAudit(s.Audit), authority.WithGitGuard(gitGuardOptions(s.Policy)...))
-	roots := map[string]bool{}
-	for _, m := range s.Mounts {
-		name := m.Path.String()
-		if err := a.Register(name, m.Backend); err != nil {
-			return failed(fmt.Errorf("--grants: mount %s: %v", show(name), err))
-		}
-		roots[name] = true
-	}
-	var ids []string
-	from := map[string]string{}
-	for _, g := range set.Grants {
-		if !roots[g.Root] {
-			known := make([]string, 0, len(roots))
-			for n := range roots {
-				known = append(known, n)
-			}
-			sort.Strings(known)
-			return usageErrorf("--grants %s: grant %s is over root %q, which no mount provides (mounts: %v)", file, show(g.ID), show(g.Root), known)
-		}
-		req := authority.GrantRequest{Subject: set.Subject, Root: g.Root, Path: g.Path, Resolved: g.Resolved, Access: g.Access,
-			Reason: "from grant " + g.ID + ": " + g.Reason, Source: g.Source}
-		if !g.Expires.IsZero() {
-			if !g.Expires.After(time.Now()) {
-				return usageErrorf("--grants %s: grant %s expired at %s", file, show(g.ID), g.Expires.Format(time.RFC3339))
-			}
-			req.Expires = g.Expires
-		}
-		_, ng, err := a.Grant(ctx, req)
-		if err != nil {
-			if errors.Is(err, fs.ErrInvalid) || errors.Is(err, fs.ErrNotExist) {
-				return usageErrorf("--grants %s: grant %s: %v", file, show(g.ID), err)
-			}
-			return failed(fmt.Errorf("--grants: grant %s: %v", show(g.ID), err))
-		}
-		ids = append(ids, ng.ID)
-		from[ng.ID] = g.ID
-	}
-	if len(ids) == 0 {
-		return usageErrorf("--grants %s: the set grants nothing", file)
+	ids, from, err := grantAll(ctx, a, set, file)
+	if err != nil {
+		return err
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -107,39 +71,106 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 		Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr,
 	}, opts)
 	if rep != nil {
-		for _, m := range rep.Mounts {
-			mode := "read-only"
-			if m.Writable {
-				mode = "read-write"
-			}
-			fmt.Fprintf(r.stderr, "capfs: run: grant %s (from %s) at %s (%s), %s\n", show(m.Grant), show(from[m.Grant]), show(m.Target), show(path.Join(m.Root, m.Resolved)), mode)
-			if p, err := vfs.ParseGuest(path.Join(m.Root, m.Resolved)); err == nil {
-				r.sayNotInSandbox(p, m.Skipped)
-			}
-		}
-		for _, sk := range rep.Skipped {
-			fmt.Fprintf(r.stderr, "capfs: run: skipped %s\n", show(sk))
-		}
-		gids := make([]string, 0, len(rep.Syncs))
-		for id := range rep.Syncs {
-			gids = append(gids, id)
-		}
-		sort.Strings(gids)
-		for _, id := range gids {
-			sr := rep.Syncs[id]
-			if sr == nil {
-				continue
-			}
-			fmt.Fprintf(r.stderr, "capfs: run: grant %s: %d applied, %d refused, %d not applied\n", show(id), len(sr.Applied), len(sr.Refused), len(sr.NotApplied))
-			for _, rf := range sr.Refused {
-				fmt.Fprintf(r.stderr, "  refused %s: %s (%s)\n", show(rf.Change.Path), show(rf.Reason), rf.Code)
-			}
-		}
-		for _, n := range r.shownNotes {
-			fmt.Fprintf(r.stderr, "capfs: run: /proc/self/mountinfo inside shows %s\n", n)
-		}
-		fmt.Fprintf(r.stderr, "capfs: run: audit events are tagged run:%s; audit log: %s\n", rep.RunID, show(s.AuditPath))
+		r.sayGrantsRun(rep, from)
 	}
+	return grantsStatus(rep, err)
+}
+
+// grantsAuthority is a private authority for a run on grants, with each of
+// the session's mounts as a root of the same name.
+func grantsAuthority(ctx context.Context, s *session) (*authority.Authority, error) {
+	pol, err := grantsPolicy(ctx, s)
+	if err != nil {
+		return nil, failed(fmt.Errorf("--grants: %v", err))
+	}
+	a := authority.New(authority.WithPolicy(pol), authority.WithAudit(s.Audit), authority.WithGitGuard(gitGuardOptions(s.Policy)...))
+	for _, m := range s.Mounts {
+		name := m.Path.String()
+		if err := a.Register(name, m.Backend); err != nil {
+			return nil, failed(fmt.Errorf("--grants: mount %s: %v", show(name), err))
+		}
+	}
+	return a, nil
+}
+
+// grantAll makes in a a grant for each of set's (read from file), and
+// returns their ids and, for each, the id of the grant it came from.
+func grantAll(ctx context.Context, a *authority.Authority, set authority.GrantSet, file string) ([]string, map[string]string, error) {
+	var ids []string
+	from := map[string]string{}
+	for _, g := range set.Grants {
+		id, err := grantOne(ctx, a, set.Subject, g, file)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+		from[id] = g.ID
+	}
+	if len(ids) == 0 {
+		return nil, nil, usageErrorf("--grants %s: the set grants nothing", file)
+	}
+	return ids, from, nil
+}
+
+// grantOne makes in a the grant of record g (read from file) for subject,
+// and returns its id.
+func grantOne(ctx context.Context, a *authority.Authority, subject authority.Subject, g authority.Grant, file string) (string, error) {
+	if known := a.Roots(); !slices.Contains(known, g.Root) {
+		return "", usageErrorf("--grants %s: grant %s is over root %q, which no mount provides (mounts: %v)", file, show(g.ID), show(g.Root), known)
+	}
+	req := authority.GrantRequest{Subject: subject, Root: g.Root, Path: g.Path, Resolved: g.Resolved, Access: g.Access,
+		Reason: "from grant " + g.ID + ": " + g.Reason, Source: g.Source}
+	if !g.Expires.IsZero() {
+		if !g.Expires.After(time.Now()) {
+			return "", usageErrorf("--grants %s: grant %s expired at %s", file, show(g.ID), g.Expires.Format(time.RFC3339))
+		}
+		req.Expires = g.Expires
+	}
+	_, ng, err := a.Grant(ctx, req)
+	if err != nil {
+		if errors.Is(err, fs.ErrInvalid) || errors.Is(err, fs.ErrNotExist) {
+			return "", usageErrorf("--grants %s: grant %s: %v", file, show(g.ID), err)
+		}
+		return "", failed(fmt.Errorf("--grants: grant %s: %v", show(g.ID), err))
+	}
+	return ng.ID, nil
+}
+
+// sayGrantsRun prints what a run on grants bound, skipped and synced back.
+func (r *runner) sayGrantsRun(rep *authority.RunReport, from map[string]string) {
+	for _, m := range rep.Mounts {
+		mode := "read-only"
+		if m.Writable {
+			mode = "read-write"
+		}
+		fmt.Fprintf(r.stderr, "capfs: run: grant %s (from %s) at %s (%s), %s\n", show(m.Grant), show(from[m.Grant]), show(m.Target), show(path.Join(m.Root, m.Resolved)), mode)
+		if p, err := vfs.ParseGuest(path.Join(m.Root, m.Resolved)); err == nil {
+			r.sayNotInSandbox(p, m.Skipped)
+		}
+	}
+	for _, sk := range rep.Skipped {
+		fmt.Fprintf(r.stderr, "capfs: run: skipped %s\n", show(sk))
+	}
+	gids := slices.Sorted(maps.Keys(rep.Syncs))
+	for _, id := range gids {
+		sr := rep.Syncs[id]
+		if sr == nil {
+			continue
+		}
+		fmt.Fprintf(r.stderr, "capfs: run: grant %s: %d applied, %d refused, %d not applied\n", show(id), len(sr.Applied), len(sr.Refused), len(sr.NotApplied))
+		for _, rf := range sr.Refused {
+			fmt.Fprintf(r.stderr, "  refused %s: %s (%s)\n", show(rf.Change.Path), show(rf.Reason), rf.Code)
+		}
+	}
+	for _, n := range r.shownNotes {
+		fmt.Fprintf(r.stderr, "capfs: run: /proc/self/mountinfo inside shows %s\n", n)
+	}
+	fmt.Fprintf(r.stderr, "capfs: run: audit events are tagged run:%s; audit log: %s\n", rep.RunID, show(r.s.AuditPath))
+}
+
+// grantsStatus is the exit status of a run on grants that returned rep and
+// err.
+func grantsStatus(rep *authority.RunReport, err error) error {
 	if err != nil {
 		if rep != nil && rep.Result != nil {
 			// The command ran; its changes were refused at sync-back (a grant
@@ -212,16 +243,9 @@ func watchGrantFile(ctx context.Context, file string, a *authority.Authority, fr
 			continue
 		}
 		last = st
-		live := map[string]bool{}
+		var live map[string]bool
 		if err == nil {
-			if set, rerr := readGrantFile(file); rerr == nil {
-				now := time.Now()
-				for _, g := range set.Grants {
-					if g.Status == authority.Active && (g.Expires.IsZero() || g.Expires.After(now)) {
-						live[g.ID] = true
-					}
-				}
-			}
+			live = liveGrants(file)
 		}
 		for id, old := range from {
 			if live[old] || revoked[id] {
@@ -233,6 +257,23 @@ func watchGrantFile(ctx context.Context, file string, a *authority.Authority, fr
 			}
 		}
 	}
+}
+
+// liveGrants lists the ids of the grants file grants now: active and not
+// expired (none when it cannot be read as a set).
+func liveGrants(file string) map[string]bool {
+	live := map[string]bool{}
+	set, err := readGrantFile(file)
+	if err != nil {
+		return live
+	}
+	now := time.Now()
+	for _, g := range set.Grants {
+		if g.Status == authority.Active && (g.Expires.IsZero() || g.Expires.After(now)) {
+			live[g.ID] = true
+		}
+	}
+	return live
 }
 
 // readGrantFile reads and parses a grant-set file, reading no more than
