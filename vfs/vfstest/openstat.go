@@ -27,59 +27,68 @@ func testOpenStat(t *testing.T, cfg Config) {
 	}
 	h.Close()
 
-	same := func(what string, got, want vfs.Info) {
-		t.Helper()
-		if got.Name != want.Name || got.Mode != want.Mode || got.Size != want.Size || got.ID != want.ID {
-			t.Errorf("%s: OpenStat %q %v %d bytes id %d; Stat %q %v %d bytes id %d", what,
-				got.Name, got.Mode, got.Size, got.ID, want.Name, want.Mode, want.Size, want.ID)
-		}
-	}
-	check := func(what string, h vfs.File) {
-		t.Helper()
-		defer h.Close()
-		got, ok := vfs.OpenStat(h)
-		if !ok {
-			t.Errorf("%s: no OpenStat, though the backend's Files record one", what)
-			return
-		}
-		want, err := h.Stat()
-		if err != nil {
-			t.Fatalf("%s: Stat: %v", what, err)
-		}
-		same(what, got, want)
-	}
 	for _, name := range []string{"d/g", "d"} {
 		h, err := f.b.OpenFile(f.ctx, p(name), os.O_RDONLY, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("OpenFile("+name+")", h)
+		checkOpenStat(t, "OpenFile("+name+")", h)
 		h, _, err = vfs.ResolveOpen(f.ctx, f.b, p(name), func(vfs.Location) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("ResolveOpen("+name+")", h)
+		checkOpenStat(t, "ResolveOpen("+name+")", h)
 	}
 	if f.feat.Symlinks {
-		f.seed("ln -> d/g")
-		h, _, err := vfs.ResolveOpen(f.ctx, f.b, p("ln"), func(vfs.Location) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := vfs.OpenStat(h)
-		want, err := f.b.Stat(f.ctx, p("d/g"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Close()
-		if got.Mode != want.Mode || got.Size != want.Size || got.ID != want.ID {
-			t.Errorf("ResolveOpen(ln): OpenStat %v %d bytes id %d; the target's Stat %v %d bytes id %d",
-				got.Mode, got.Size, got.ID, want.Mode, want.Size, want.ID)
-		}
+		openStatThroughLink(f)
 	}
+	openStatIsTheOpens(f)
+}
 
-	// The status is the open's: a write through another handle shows in Stat,
-	// not in OpenStat.
+// checkOpenStat closes h, failing t unless its OpenStat matches its Stat.
+func checkOpenStat(t *testing.T, what string, h vfs.File) {
+	t.Helper()
+	defer h.Close()
+	got, ok := vfs.OpenStat(h)
+	if !ok {
+		t.Errorf("%s: no OpenStat, though the backend's Files record one", what)
+		return
+	}
+	want, err := h.Stat()
+	if err != nil {
+		t.Fatalf("%s: Stat: %v", what, err)
+	}
+	if got.Name != want.Name || got.Mode != want.Mode || got.Size != want.Size || got.ID != want.ID {
+		t.Errorf("%s: OpenStat %q %v %d bytes id %d; Stat %q %v %d bytes id %d", what,
+			got.Name, got.Mode, got.Size, got.ID, want.Name, want.Mode, want.Size, want.ID)
+	}
+}
+
+// openStatThroughLink: a file opened through a symlink has its target's
+// status.
+func openStatThroughLink(f *fx) {
+	t := f.t
+	f.seed("ln -> d/g")
+	h, _, err := vfs.ResolveOpen(f.ctx, f.b, p("ln"), func(vfs.Location) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := vfs.OpenStat(h)
+	want, err := f.b.Stat(f.ctx, p("d/g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got.Mode != want.Mode || got.Size != want.Size || got.ID != want.ID {
+		t.Errorf("ResolveOpen(ln): OpenStat %v %d bytes id %d; the target's Stat %v %d bytes id %d",
+			got.Mode, got.Size, got.ID, want.Mode, want.Size, want.ID)
+	}
+}
+
+// openStatIsTheOpens: the status is the open's: a write through another
+// handle shows in Stat, not in OpenStat.
+func openStatIsTheOpens(f *fx) {
+	t := f.t
 	r, err := f.b.OpenFile(f.ctx, p("d/g"), os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
