@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -136,54 +137,69 @@ func (s *store) readAt(n *node, b []byte, off int64, p func() vfs.Path, cache *c
 	want := b[:end-off]
 	clear(want)
 	if len(want) > 0 {
-		lo := n.ino<<chunkBits | off/s.chunk
-		hi := n.ino<<chunkBits | (end-1)/s.chunk
-		fill := func(id int64, data []byte) {
-			cstart := (id & (1<<chunkBits - 1)) * s.chunk
-			// The part of this chunk that falls in [off, end).
-			from := max(off, cstart)
-			to := min(end, cstart+int64(len(data)))
-			if to > from {
-				copy(want[from-off:], data[from-cstart:to-cstart])
-			}
-		}
-		if cache != nil && lo == hi && cache.ok && cache.id == lo && cache.ver == n.dirty {
-			fill(lo, cache.data)
-		} else if lo == hi && s.cache.get(lo, n.dirty, fill) {
-			// From the shared data cache.
-		} else {
-			if cache != nil && lo == hi {
-				// Fill the cache with the chunk (or nothing, for a hole), then
-				// copy from it.
-				cache.ok, cache.id, cache.ver, cache.data = false, lo, n.dirty, cache.data[:0]
-				inner := fill
-				fill = func(id int64, data []byte) {
-					cache.data = append(cache.data, data...)
-					inner(id, cache.data)
-				}
-			}
-			var err error
-			if s.w != nil && n.dirty > s.w.committed.Load() {
-				err = s.w.readRange(lo, hi, fill)
-			} else {
-				err = scanChunks(s.rdChunk, lo, hi, fill)
-			}
-			if err != nil {
-				if cache != nil {
-					cache.ok = false
-				}
-				return 0, storageError("read", p(), err)
-			}
-			if cache != nil && lo == hi {
-				cache.ok = true
-				s.cache.put(lo, n.dirty, cache.data)
-			}
+		if err := s.readRange(n, want, off, end, cache); err != nil {
+			return 0, storageError("read", p(), err)
 		}
 	}
 	if int64(len(b)) > end-off {
 		return len(want), io.EOF
 	}
 	return len(want), nil
+}
+
+// readRange reads n's bytes [off, end) into want (holes stay zero): a read
+// within one chunk from cache or the shared data cache when either holds
+// it, else from the database, filling both with the chunk read.
+func (s *store) readRange(n *node, want []byte, off, end int64, cache *chunkCache) error {
+	lo := n.ino<<chunkBits | off/s.chunk
+	hi := n.ino<<chunkBits | (end-1)/s.chunk
+	fill := func(id int64, data []byte) {
+		cstart := (id & (1<<chunkBits - 1)) * s.chunk
+		// The part of this chunk that falls in [off, end).
+		from := max(off, cstart)
+		to := min(end, cstart+int64(len(data)))
+		if to > from {
+			copy(want[from-off:], data[from-cstart:to-cstart])
+		}
+	}
+	if cache != nil && lo == hi && cache.ok && cache.id == lo && cache.ver == n.dirty {
+		fill(lo, cache.data)
+		return nil
+	}
+	if lo == hi && s.cache.get(lo, n.dirty, fill) {
+		return nil // from the shared data cache
+	}
+	if cache == nil || lo != hi {
+		err := s.scanRange(n, lo, hi, fill)
+		if err != nil && cache != nil {
+			cache.ok = false
+		}
+		return err
+	}
+	// Fill the cache with the chunk (or nothing, for a hole), then copy from
+	// it.
+	cache.ok, cache.id, cache.ver, cache.data = false, lo, n.dirty, cache.data[:0]
+	err := s.scanRange(n, lo, hi, func(id int64, data []byte) {
+		cache.data = append(cache.data, data...)
+		fill(id, cache.data)
+	})
+	if err != nil {
+		cache.ok = false
+		return err
+	}
+	cache.ok = true
+	s.cache.put(lo, n.dirty, cache.data)
+	return nil
+}
+
+// scanRange reads n's chunks lo to hi: through the write connection, which
+// sees the open batch, when n has an uncommitted change, else from the
+// reader pool.
+func (s *store) scanRange(n *node, lo, hi int64, fill func(id int64, data []byte)) error {
+	if s.w != nil && n.dirty > s.w.committed.Load() {
+		return s.w.readRange(lo, hi, fill)
+	}
+	return scanChunks(s.rdChunk, lo, hi, fill)
 }
 
 // Write writes at the handle's offset (at the end, for O_APPEND) and advances
@@ -256,38 +272,10 @@ func (s *store) writeAt(n *node, b []byte, off int64, p vfs.Path) (int64, error)
 			return nil, quotaError(op, p)
 		}
 		now := s.now()
-		w := s.w
 		var written []cachedChunk
 		bt, err := s.exec(op, p, func() error {
 			written = written[:0]
-			for idx := off / s.chunk; idx*s.chunk < end; idx++ {
-				cstart := idx * s.chunk
-				lo := max(off, cstart) - cstart
-				hi := min(end, cstart+s.chunk) - cstart
-				have := min(max(size-cstart, 0), s.chunk) // bytes of this chunk in the file now
-				src := b[cstart+lo-off : cstart+hi-off]
-				var data []byte
-				if lo == 0 && hi >= have {
-					data = src
-				} else {
-					data = make([]byte, max(have, hi))
-					if have > 0 {
-						var old []byte
-						if err := w.getChunk.QueryRow(n.ino<<chunkBits | idx).Scan(&old); err != nil && !errors.Is(err, sql.ErrNoRows) {
-							return err
-						}
-						copy(data, old)
-					}
-					copy(data[lo:], src)
-				}
-				if err := w.x(w.putChunk, n.ino<<chunkBits|idx, data); err != nil {
-					return err
-				}
-				if s.cache != nil {
-					written = append(written, cachedChunk{n.ino<<chunkBits | idx, data})
-				}
-			}
-			return w.x(w.setSize, max(size, end), now.Unix(), now.Nanosecond(), n.ino)
+			return s.putRange(n, b, off, end, size, now, &written)
 		})
 		if err != nil {
 			if !n.freed {
@@ -297,7 +285,7 @@ func (s *store) writeAt(n *node, b []byte, off int64, p vfs.Path) (int64, error)
 		}
 		n.size = max(size, end)
 		n.mtime = now
-		n.dirty = w.execSeq.Load()
+		n.dirty = s.w.execSeq.Load()
 		// Write-through: the chunks as now stored, at the new version (a
 		// chunk this write did not touch is refetched at the new version).
 		for _, c := range written {
@@ -306,6 +294,50 @@ func (s *store) writeAt(n *node, b []byte, off int64, p vfs.Path) (int64, error)
 		return bt, nil
 	})
 	return end, err
+}
+
+// putRange stores the chunks the write of b at off (to end) into n, of
+// size bytes, touches (noting them in written for the data cache), then
+// n's new size and time.
+func (s *store) putRange(n *node, b []byte, off, end, size int64, now time.Time, written *[]cachedChunk) error {
+	w := s.w
+	for idx := off / s.chunk; idx*s.chunk < end; idx++ {
+		data, err := s.chunkData(n, b, idx, off, end, size)
+		if err != nil {
+			return err
+		}
+		if err := w.x(w.putChunk, n.ino<<chunkBits|idx, data); err != nil {
+			return err
+		}
+		if s.cache != nil {
+			*written = append(*written, cachedChunk{n.ino<<chunkBits | idx, data})
+		}
+	}
+	return w.x(w.setSize, max(size, end), now.Unix(), now.Nanosecond(), n.ino)
+}
+
+// chunkData is chunk idx of n as the write of b at off (to end) leaves it:
+// b's bytes when they cover all the chunk holds, else the chunk read back
+// and patched.
+func (s *store) chunkData(n *node, b []byte, idx, off, end, size int64) ([]byte, error) {
+	cstart := idx * s.chunk
+	lo := max(off, cstart) - cstart
+	hi := min(end, cstart+s.chunk) - cstart
+	have := min(max(size-cstart, 0), s.chunk) // bytes of this chunk in the file now
+	src := b[cstart+lo-off : cstart+hi-off]
+	if lo == 0 && hi >= have {
+		return src, nil
+	}
+	data := make([]byte, max(have, hi))
+	if have > 0 {
+		var old []byte
+		if err := s.w.getChunk.QueryRow(n.ino<<chunkBits | idx).Scan(&old); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		copy(data, old)
+	}
+	copy(data[lo:], src)
+	return data, nil
 }
 
 // cachedChunk is a chunk a write stored, for the data cache.

@@ -237,64 +237,17 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	st := f.st
 	create, trunc, write := flag&os.O_CREATE != 0, flag&os.O_TRUNC != 0, acc != os.O_RDONLY
 	if !create && !trunc && !write {
-		if err := st.usable(op, p, false); err != nil {
-			return nil, err
-		}
-		st.mu.RLock()
-		defer st.mu.RUnlock()
-		r, err := f.resolve(ctx, p, true, op)
-		if err != nil {
-			return nil, err
-		}
-		if !r.Found {
-			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
-		}
-		return st.newHandle(r.Node, p, acc, flag), nil
+		return f.openRead(ctx, p, acc, flag)
 	}
 	var h *handle
 	pending, err := st.mutateMaybeDeferred(ctx, op, p, func() (*batch, bool, error) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
-		excl := create && flag&os.O_EXCL != 0
-		r, err := f.resolve(ctx, p, !excl, op)
-		if err != nil {
-			return nil, false, err
-		}
-		if r.Found {
-			n := r.Node
-			switch {
-			case excl:
-				return nil, false, vfs.NewError(vfs.CodeExists, op, p, "")
-			case n.typ == fs.ModeDir:
-				return nil, false, vfs.NewError(vfs.CodeIsDir, op, p, "")
-			}
-			var b *batch
-			if trunc {
-				n.mu.Lock()
-				b, err = st.truncate(n, 0, op, p)
-				n.mu.Unlock()
-				if err != nil {
-					return nil, false, err
-				}
-			}
-			h = st.newHandle(n, p, acc, flag)
-			return b, false, nil
-		}
-		if !create {
-			return nil, false, vfs.NewError(vfs.CodeNotFound, op, p, "")
-		}
-		if p.MustBeDir() {
-			return nil, false, vfs.NewError(vfs.CodeIsDir, op, p, "cannot create a file with a trailing slash")
-		}
-		if err := canCreate(r, op, p); err != nil {
-			return nil, false, err
-		}
-		n, b, err := st.create(r.Parent, r.Name, 0, perm, "", op, p)
-		if err != nil {
-			return nil, false, err
-		}
-		h = st.newHandle(n, p, acc, flag)
-		return b, true, nil
+		var b *batch
+		var created bool
+		var err error
+		h, b, created, err = f.openLocked(ctx, p, acc, flag, perm)
+		return b, created, err
 	})
 	if err != nil {
 		if h != nil {
@@ -304,6 +257,80 @@ func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMod
 	}
 	h.pending = pending
 	return h, nil
+}
+
+// openRead opens an existing p for reading only: nothing to commit.
+func (f *FS) openRead(ctx context.Context, p vfs.Path, acc, flag int) (vfs.File, error) {
+	const op = "open"
+	st := f.st
+	if err := st.usable(op, p, false); err != nil {
+		return nil, err
+	}
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	r, err := f.resolve(ctx, p, true, op)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Found {
+		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	return st.newHandle(r.Node, p, acc, flag), nil
+}
+
+// openLocked opens p for writing or creation, the tree lock held for
+// writing: an existing file (truncated with O_TRUNC) or, with O_CREATE, a
+// new one (created true). b is the operation to commit, if any.
+func (f *FS) openLocked(ctx context.Context, p vfs.Path, acc, flag int, perm fs.FileMode) (h *handle, b *batch, created bool, err error) {
+	const op = "open"
+	st := f.st
+	create := flag&os.O_CREATE != 0
+	excl := create && flag&os.O_EXCL != 0
+	r, err := f.resolve(ctx, p, !excl, op)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if r.Found {
+		h, b, err := f.openFound(r.Node, p, acc, flag, excl)
+		return h, b, false, err
+	}
+	if !create {
+		return nil, nil, false, vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if p.MustBeDir() {
+		return nil, nil, false, vfs.NewError(vfs.CodeIsDir, op, p, "cannot create a file with a trailing slash")
+	}
+	if err := canCreate(r, op, p); err != nil {
+		return nil, nil, false, err
+	}
+	n, b, err := st.create(r.Parent, r.Name, 0, perm, "", op, p)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return st.newHandle(n, p, acc, flag), b, true, nil
+}
+
+// openFound opens the existing file n at p for writing: refused with
+// O_EXCL or for a directory, truncated with O_TRUNC.
+func (f *FS) openFound(n *node, p vfs.Path, acc, flag int, excl bool) (*handle, *batch, error) {
+	const op = "open"
+	switch {
+	case excl:
+		return nil, nil, vfs.NewError(vfs.CodeExists, op, p, "")
+	case n.typ == fs.ModeDir:
+		return nil, nil, vfs.NewError(vfs.CodeIsDir, op, p, "")
+	}
+	var b *batch
+	if flag&os.O_TRUNC != 0 {
+		n.mu.Lock()
+		var err error
+		b, err = f.st.truncate(n, 0, op, p)
+		n.mu.Unlock()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return f.st.newHandle(n, p, acc, flag), b, nil
 }
 
 // canCreate checks that the missing entry r may be created.

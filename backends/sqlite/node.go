@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -188,83 +189,20 @@ func nodeCharge(n *node) int64 {
 // removes the inodes no entry names (files unlinked while open when the process
 // stopped).
 func (s *store) load() error {
-	rows, err := s.q.Query(`SELECT ino, mode, nlink, size, mtime, mtime_ns, target FROM inode`)
+	nodes, maxIno, err := s.loadInodes()
 	if err != nil {
-		return classify(err)
-	}
-	nodes := map[int64]*node{}
-	var maxIno int64
-	for rows.Next() {
-		var ino, mode, nlink, size, sec, nsec int64
-		var target *string
-		if err := rows.Scan(&ino, &mode, &nlink, &size, &sec, &nsec, &target); err != nil {
-			rows.Close()
-			return classify(err)
-		}
-		typ, perm, ok := goMode(mode)
-		if !ok || size < 0 || ino <= 0 || ino >= 1<<(63-chunkBits) {
-			rows.Close()
-			return fmt.Errorf("%w: inode %d: mode %o size %d", ErrCorrupt, ino, mode, size)
-		}
-		n := newNode(ino, typ, perm, time.Unix(sec, nsec))
-		n.nlink = int(nlink)
-		n.size = size
-		if typ == fs.ModeSymlink {
-			if target == nil {
-				rows.Close()
-				return fmt.Errorf("%w: symlink %d has no target", ErrCorrupt, ino)
-			}
-			n.target = *target
-			n.size = int64(len(n.target))
-		}
-		nodes[ino] = n
-		maxIno = max(maxIno, ino)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return classify(err)
+		return err
 	}
 	root := nodes[1]
 	if root == nil || root.typ != fs.ModeDir {
 		return fmt.Errorf("%w: no root directory", ErrCorrupt)
 	}
-	rows, err = s.q.Query(`SELECT parent, name, ino FROM dentry`)
+	named, err := s.loadEntries(nodes)
 	if err != nil {
-		return classify(err)
+		return err
 	}
-	named := map[int64]int{}
-	for rows.Next() {
-		var parent, ino int64
-		var name string
-		if err := rows.Scan(&parent, &name, &ino); err != nil {
-			rows.Close()
-			return classify(err)
-		}
-		d, c := nodes[parent], nodes[ino]
-		if d == nil || c == nil || d.typ != fs.ModeDir || !vfs.ValidName(name) || ino == 1 ||
-			(c.typ == fs.ModeDir && c.parent != nil) {
-			rows.Close()
-			return fmt.Errorf("%w: directory entry %d/%q -> %d", ErrCorrupt, parent, name, ino)
-		}
-		d.link(name, c)
-		named[ino]++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return classify(err)
-	}
-	// Every directory must hang from the root (no cycles).
-	for _, n := range nodes {
-		if n.typ != fs.ModeDir || n == root || n.parent == nil {
-			continue
-		}
-		depth := 0
-		for d := n; d != root; d = d.parent {
-			if d == nil || depth > len(nodes) {
-				return fmt.Errorf("%w: directory %d is not reachable from the root", ErrCorrupt, n.ino)
-			}
-			depth++
-		}
+	if err := checkReachable(nodes, root); err != nil {
+		return err
 	}
 	var orphans []int64
 	var used int64
@@ -285,24 +223,7 @@ func (s *store) load() error {
 		}
 	}
 	if len(orphans) > 0 && s.w != nil {
-		s.w.enter()
-		b, err := s.w.exec(func() error {
-			for _, ino := range orphans {
-				if err := s.w.x(s.w.delInode, ino); err != nil {
-					return err
-				}
-				if err := s.w.x(s.w.delChunks, ino<<chunkBits, (ino+1)<<chunkBits-1); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err == nil {
-			err = s.w.leave(b)
-		} else {
-			s.w.leave(nil)
-		}
-		if err != nil {
+		if err := s.removeOrphans(orphans); err != nil {
 			return classify(err)
 		}
 	}
@@ -310,6 +231,128 @@ func (s *store) load() error {
 	s.nextIno.Store(maxIno)
 	s.used.Store(used)
 	return nil
+}
+
+// loadInodes reads every inode, and returns them by number with the
+// highest number.
+func (s *store) loadInodes() (map[int64]*node, int64, error) {
+	rows, err := s.q.Query(`SELECT ino, mode, nlink, size, mtime, mtime_ns, target FROM inode`)
+	if err != nil {
+		return nil, 0, classify(err)
+	}
+	defer rows.Close()
+	nodes := map[int64]*node{}
+	var maxIno int64
+	for rows.Next() {
+		n, err := scanInode(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		nodes[n.ino] = n
+		maxIno = max(maxIno, n.ino)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, classify(err)
+	}
+	return nodes, maxIno, nil
+}
+
+// scanInode reads the inode at the current row, refusing an unknown mode, a
+// negative size, an inode number out of range and a symlink without a
+// target.
+func scanInode(rows *sql.Rows) (*node, error) {
+	var ino, mode, nlink, size, sec, nsec int64
+	var target *string
+	if err := rows.Scan(&ino, &mode, &nlink, &size, &sec, &nsec, &target); err != nil {
+		return nil, classify(err)
+	}
+	typ, perm, ok := goMode(mode)
+	if !ok || size < 0 || ino <= 0 || ino >= 1<<(63-chunkBits) {
+		return nil, fmt.Errorf("%w: inode %d: mode %o size %d", ErrCorrupt, ino, mode, size)
+	}
+	n := newNode(ino, typ, perm, time.Unix(sec, nsec))
+	n.nlink = int(nlink)
+	n.size = size
+	if typ == fs.ModeSymlink {
+		if target == nil {
+			return nil, fmt.Errorf("%w: symlink %d has no target", ErrCorrupt, ino)
+		}
+		n.target = *target
+		n.size = int64(len(n.target))
+	}
+	return n, nil
+}
+
+// loadEntries reads every directory entry into nodes and returns how many
+// entries name each inode. An entry must name an inode of a directory, with
+// a valid name, and not the root or a directory named elsewhere already.
+func (s *store) loadEntries(nodes map[int64]*node) (map[int64]int, error) {
+	rows, err := s.q.Query(`SELECT parent, name, ino FROM dentry`)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	named := map[int64]int{}
+	for rows.Next() {
+		var parent, ino int64
+		var name string
+		if err := rows.Scan(&parent, &name, &ino); err != nil {
+			return nil, classify(err)
+		}
+		d, c := nodes[parent], nodes[ino]
+		if d == nil || c == nil || d.typ != fs.ModeDir || !vfs.ValidName(name) || ino == 1 ||
+			(c.typ == fs.ModeDir && c.parent != nil) {
+			return nil, fmt.Errorf("%w: directory entry %d/%q -> %d", ErrCorrupt, parent, name, ino)
+		}
+		d.link(name, c)
+		named[ino]++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return named, nil
+}
+
+// checkReachable checks that every named directory hangs from root (no
+// cycles).
+func checkReachable(nodes map[int64]*node, root *node) error {
+	for _, n := range nodes {
+		if n.typ != fs.ModeDir || n == root || n.parent == nil {
+			continue
+		}
+		depth := 0
+		for d := n; d != root; d = d.parent {
+			if d == nil || depth > len(nodes) {
+				return fmt.Errorf("%w: directory %d is not reachable from the root", ErrCorrupt, n.ino)
+			}
+			depth++
+		}
+	}
+	return nil
+}
+
+// removeOrphans deletes the inodes no entry names, with their chunks, in
+// one write.
+func (s *store) removeOrphans(orphans []int64) error {
+	s.w.enter()
+	b, err := s.w.exec(func() error {
+		for _, ino := range orphans {
+			if err := s.w.x(s.w.delInode, ino); err != nil {
+				return err
+			}
+			if err := s.w.x(s.w.delChunks, ino<<chunkBits, (ino+1)<<chunkBits-1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return s.w.leave(b)
+	}
+	s.w.leave(nil)
+	return err
 }
 
 func boolInt(b bool) int64 {

@@ -66,50 +66,19 @@ func (f *FS) Snapshot(ctx context.Context, dst string) error {
 // swap, so no stale WAL is ever replayed over the restored copy. snap itself is
 // left as it is.
 func Restore(snap, dst string) error {
-	if err := checkHeader(snap, true); err != nil {
-		return err
-	}
-	sabs, err := filepath.Abs(snap)
-	if err != nil {
-		return err
-	}
-	sdb, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: sabs}).String()+"?mode=ro")
-	if err != nil {
-		return err
-	}
-	err = checkSchema(sdb)
-	if err == nil {
-		var qc string
-		if qerr := sdb.QueryRow(`PRAGMA quick_check`).Scan(&qc); qerr != nil {
-			err = classify(qerr)
-		} else if qc != "ok" {
-			err = fmt.Errorf("%w: quick_check: %s", ErrCorrupt, qc)
-		}
-	}
-	sdb.Close()
-	if err != nil {
+	if err := checkSnapshot(snap); err != nil {
 		return err
 	}
 	abs, err := filepath.Abs(dst)
 	if err != nil {
 		return err
 	}
-	if lf, err := os.OpenFile(abs, os.O_RDWR, 0); err == nil {
+	lf, err := lockForRestore(abs)
+	if err != nil {
+		return err
+	}
+	if lf != nil {
 		defer lf.Close()
-		if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			return ErrLocked
-		}
-		if _, err := os.Stat(abs + "-wal"); err == nil {
-			db, err := sql.Open("sqlite", dsn(abs, false, SyncFull))
-			if err != nil {
-				return err
-			}
-			_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-			db.Close()
-			if err != nil {
-				return fmt.Errorf("sqlite: restore: folding the old WAL: %w", classify(err))
-			}
-		}
 	}
 	tmp := abs + ".tmp-restore"
 	if err := copyFile(snap, tmp); err != nil {
@@ -123,6 +92,63 @@ func Restore(snap, dst string) error {
 	os.Remove(abs + "-wal")
 	os.Remove(abs + "-shm")
 	return syncDir(filepath.Dir(abs))
+}
+
+// checkSnapshot checks that snap is a capfs scratch file of a schema this
+// capfs reads, and passes PRAGMA quick_check.
+func checkSnapshot(snap string) error {
+	if err := checkHeader(snap, true); err != nil {
+		return err
+	}
+	sabs, err := filepath.Abs(snap)
+	if err != nil {
+		return err
+	}
+	sdb, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: sabs}).String()+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer sdb.Close()
+	if err := checkSchema(sdb); err != nil {
+		return err
+	}
+	var qc string
+	if err := sdb.QueryRow(`PRAGMA quick_check`).Scan(&qc); err != nil {
+		return classify(err)
+	}
+	if qc != "ok" {
+		return fmt.Errorf("%w: quick_check: %s", ErrCorrupt, qc)
+	}
+	return nil
+}
+
+// lockForRestore locks the existing file abs (ErrLocked when an FS holds
+// it) and folds its WAL into it, and returns it open, to hold the lock
+// across the swap; nil when there is no file.
+func lockForRestore(abs string) (*os.File, error) {
+	lf, err := os.OpenFile(abs, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lf.Close()
+		return nil, ErrLocked
+	}
+	if _, err := os.Stat(abs + "-wal"); err != nil {
+		return lf, nil
+	}
+	db, err := sql.Open("sqlite", dsn(abs, false, SyncFull))
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	db.Close()
+	if err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("sqlite: restore: folding the old WAL: %w", classify(err))
+	}
+	return lf, nil
 }
 
 func copyFile(from, to string) error {

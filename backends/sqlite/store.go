@@ -206,62 +206,93 @@ func Open(name string, opts ...Option) (*FS, error) {
 		}
 	}()
 	if !cfg.readOnly {
-		lf, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: open: %w", pathFree(err))
-		}
-		if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			lf.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, ErrLocked
-			}
-			return nil, fmt.Errorf("sqlite: lock: %w", err)
-		}
-		st.lock = lf
-		w, err := openWriter(abs, cfg)
-		if err != nil {
+		if err := st.openWritable(); err != nil {
 			return nil, err
-		}
-		st.w = w
-		if err := st.initSchema(); err != nil {
-			return nil, err
-		}
-		if err := w.prepare(); err != nil {
-			return nil, err
-		}
-		if w.wal, err = os.OpenFile(abs+"-wal", os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
-			return nil, fmt.Errorf("sqlite: open the WAL: %w", pathFree(err))
 		}
 	}
-	rdb, err := sql.Open("sqlite", dsn(abs, true, cfg.sync))
-	if err != nil {
+	if err := st.openReaders(); err != nil {
 		return nil, err
-	}
-	rdb.SetMaxOpenConns(cfg.readers)
-	rdb.SetMaxIdleConns(cfg.readers)
-	st.rdb, st.q = rdb, rdb
-	if cfg.readOnly {
-		if err := st.pinSnapshot(); err != nil {
-			return nil, err
-		}
-		if err := checkSchema(st.q); err != nil {
-			return nil, err
-		}
-		if err := checkTables(context.Background(), st.snap, scratchTablesAt(schemaVersion), sqlschema.Exclusive); err != nil {
-			return nil, err
-		}
-	}
-	if err := st.readChunkSize(); err != nil {
-		return nil, err
-	}
-	if st.rdChunk, err = st.q.Prepare(`SELECT id, data FROM chunk WHERE id BETWEEN ? AND ? ORDER BY id`); err != nil {
-		return nil, classify(err)
 	}
 	if err := st.load(); err != nil {
 		return nil, err
 	}
 	ok = true
 	return &FS{st: st, root: st.root, origin: st.root}, nil
+}
+
+// openWritable locks the file (ErrLocked when another FS holds it), opens
+// the write connection, creates or checks the schema and opens the WAL.
+func (s *store) openWritable() error {
+	abs, cfg := s.path, s.cfg
+	lf, err := lockScratch(abs)
+	if err != nil {
+		return err
+	}
+	s.lock = lf
+	w, err := openWriter(abs, cfg)
+	if err != nil {
+		return err
+	}
+	s.w = w
+	if err := s.initSchema(); err != nil {
+		return err
+	}
+	if err := w.prepare(); err != nil {
+		return err
+	}
+	if w.wal, err = os.OpenFile(abs+"-wal", os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
+		return fmt.Errorf("sqlite: open the WAL: %w", pathFree(err))
+	}
+	return nil
+}
+
+// lockScratch opens (creating) the file abs and locks it exclusively,
+// without waiting: ErrLocked when another FS holds it.
+func lockScratch(abs string) (*os.File, error) {
+	lf, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", pathFree(err))
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lf.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("sqlite: lock: %w", err)
+	}
+	return lf, nil
+}
+
+// openReaders opens the reader pool (for a read-only store, pinned to one
+// snapshot whose schema it checks), reads the chunk size and prepares the
+// chunk query.
+func (s *store) openReaders() error {
+	cfg := s.cfg
+	rdb, err := sql.Open("sqlite", dsn(s.path, true, cfg.sync))
+	if err != nil {
+		return err
+	}
+	rdb.SetMaxOpenConns(cfg.readers)
+	rdb.SetMaxIdleConns(cfg.readers)
+	s.rdb, s.q = rdb, rdb
+	if cfg.readOnly {
+		if err := s.pinSnapshot(); err != nil {
+			return err
+		}
+		if err := checkSchema(s.q); err != nil {
+			return err
+		}
+		if err := checkTables(context.Background(), s.snap, scratchTablesAt(schemaVersion), sqlschema.Exclusive); err != nil {
+			return err
+		}
+	}
+	if err := s.readChunkSize(); err != nil {
+		return err
+	}
+	if s.rdChunk, err = s.q.Prepare(`SELECT id, data FROM chunk WHERE id BETWEEN ? AND ? ORDER BY id`); err != nil {
+		return classify(err)
+	}
+	return nil
 }
 
 // dsn is the driver's name for file abs: a file: URI, so no character of the
