@@ -33,47 +33,11 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 		if run != "" && !strings.Contains(w.Name, run) {
 			continue
 		}
-		walls, cpus := map[string][]float64{}, map[string][]float64{}
-		for i := 0; i < count; i++ {
-			for _, im := range w.Impls {
-				r, err := measure(w.Name, im.Name, func(b *testing.B) { im.Run(b, fx) }, benchtime)
-				if err != nil {
-					return err
-				}
-				t := float64(r.T.Nanoseconds()) / float64(r.N)
-				c := r.Extra[bench.GitreeCPUMetric]
-				fmt.Fprintf(progress, "%s: %s round %d: %s wall, %s CPU\n", w.Name, im.Name, i+1, dur(t), dur(c))
-				walls[im.Name] = append(walls[im.Name], t)
-				cpus[im.Name] = append(cpus[im.Name], c)
-			}
+		walls, cpus, err := gitreeRounds(progress, fx, w, count, benchtime)
+		if err != nil {
+			return err
 		}
-		var peer bench.GitreeImpl
-		for _, im := range w.Impls {
-			if im.Peer {
-				peer = im
-			}
-		}
-		p := median(walls[peer.Name])
-		for _, im := range w.Impls {
-			if im.Peer {
-				continue
-			}
-			c := median(walls[im.Name])
-			target := "–"
-			if w.Target > 0 {
-				verdict := "met"
-				if c/p > w.Target {
-					verdict = "missed"
-				}
-				target = fmt.Sprintf("≤ %.1f× git's time: %.2f×, %s", w.Target, c/p, verdict)
-			}
-			fmt.Fprintf(out, "| %s | %s | %s | `%s` | %s | %s | %s |\n", w.Name, im.Name, dur(c),
-				strings.ReplaceAll(peer.Name, "|", `\|`), dur(p), ratio(p, c), target)
-			cc, pc := median(cpus[im.Name]), median(cpus[peer.Name])
-			if cc > 0 && pc > 0 {
-				cpuRows = append(cpuRows, fmt.Sprintf("| %s | %s | %s | %s | %s |", w.Name, im.Name, dur(cc), dur(pc), ratio(pc, cc)))
-			}
-		}
+		cpuRows = append(cpuRows, gitreeRows(out, w, walls, cpus)...)
 	}
 	if len(cpuRows) > 0 {
 		fmt.Fprintf(out, "\nCPU time (user+system, all threads) per iteration, same run: gitree's process in its timed parts; "+
@@ -89,26 +53,83 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 	if !tune {
 		return nil
 	}
+	return tuningTable(out, progress, fx, count, benchtime)
+}
+
+// gitreeRounds measures every implementation of w count times, and returns
+// the wall-clock and CPU times per iteration by implementation.
+func gitreeRounds(progress io.Writer, fx *bench.GitreeFixture, w bench.GitreeWorkload, count int, benchtime time.Duration) (walls, cpus map[string][]float64, err error) {
+	walls, cpus = map[string][]float64{}, map[string][]float64{}
+	for i := 0; i < count; i++ {
+		for _, im := range w.Impls {
+			r, err := measure(w.Name, im.Name, func(b *testing.B) { im.Run(b, fx) }, benchtime)
+			if err != nil {
+				return nil, nil, err
+			}
+			t := float64(r.T.Nanoseconds()) / float64(r.N)
+			c := r.Extra[bench.GitreeCPUMetric]
+			fmt.Fprintf(progress, "%s: %s round %d: %s wall, %s CPU\n", w.Name, im.Name, i+1, dur(t), dur(c))
+			walls[im.Name] = append(walls[im.Name], t)
+			cpus[im.Name] = append(cpus[im.Name], c)
+		}
+	}
+	return walls, cpus, nil
+}
+
+// gitreeRows writes w's rows, each capfs implementation beside the peer
+// with the ratio and the target's verdict, and returns the rows of the CPU
+// table.
+func gitreeRows(out io.Writer, w bench.GitreeWorkload, walls, cpus map[string][]float64) []string {
+	var peer bench.GitreeImpl
+	for _, im := range w.Impls {
+		if im.Peer {
+			peer = im
+		}
+	}
+	var cpuRows []string
+	p := median(walls[peer.Name])
+	for _, im := range w.Impls {
+		if im.Peer {
+			continue
+		}
+		c := median(walls[im.Name])
+		fmt.Fprintf(out, "| %s | %s | %s | `%s` | %s | %s | %s |\n", w.Name, im.Name, dur(c),
+			strings.ReplaceAll(peer.Name, "|", `\|`), dur(p), ratio(p, c), gitreeTarget(w.Target, c/p))
+		cc, pc := median(cpus[im.Name]), median(cpus[peer.Name])
+		if cc > 0 && pc > 0 {
+			cpuRows = append(cpuRows, fmt.Sprintf("| %s | %s | %s | %s | %s |", w.Name, im.Name, dur(cc), dur(pc), ratio(pc, cc)))
+		}
+	}
+	return cpuRows
+}
+
+// gitreeTarget is the target cell for a ratio capfs time / git's time of
+// got against target (0: none).
+func gitreeTarget(target, got float64) string {
+	if target <= 0 {
+		return "–"
+	}
+	verdict := "met"
+	if got > target {
+		verdict = "missed"
+	}
+	return fmt.Sprintf("≤ %.1f× git's time: %.2f×, %s", target, got, verdict)
+}
+
+// tuningTable prints what each storage setting of gitree costs on listing
+// (single-threaded: measured once per storage setting) and reading, against
+// the defaults.
+func tuningTable(out, progress io.Writer, fx *bench.GitreeFixture, count int, benchtime time.Duration) error {
 	fmt.Fprintf(out, "\nTuning: each setting against the defaults (median wall-clock time per iteration over %d rounds):\n\n", count)
 	fmt.Fprintf(out, "| setting | list every path | read every blob |\n|---|---:|---:|\n")
 	settings := bench.GitreeSettings()
 	list, read := map[string][]float64{}, map[string][]float64{}
 	for i := 0; i < count; i++ {
 		for _, s := range settings {
-			// Listing is single-threaded: measured once per storage setting.
-			l := 0.0
-			if s.Workers <= 1 {
-				r, err := measure("list every path", s.Name, func(b *testing.B) { bench.GitreeList(b, fx, s.Opts...) }, benchtime)
-				if err != nil {
-					return err
-				}
-				l = float64(r.T.Nanoseconds()) / float64(r.N)
-			}
-			r, err := measure("read every blob", s.Name, func(b *testing.B) { bench.GitreeRead(b, fx, s.Workers, s.Opts...) }, benchtime)
+			l, t, err := tuningRound(fx, s, benchtime)
 			if err != nil {
 				return err
 			}
-			t := float64(r.T.Nanoseconds()) / float64(r.N)
 			fmt.Fprintf(progress, "tuning %s round %d: list %s, read %s\n", s.Name, i+1, dur(l), dur(t))
 			list[s.Name], read[s.Name] = append(list[s.Name], l), append(read[s.Name], t)
 		}
@@ -121,6 +142,23 @@ func gitreeTable(out, progress io.Writer, count int, run string, benchtime time.
 		fmt.Fprintf(out, "| %s | %s | %s |\n", s.Name, l, dur(median(read[s.Name])))
 	}
 	return nil
+}
+
+// tuningRound measures setting s once: listing (0 for a setting with
+// several workers) and reading, per iteration.
+func tuningRound(fx *bench.GitreeFixture, s bench.GitreeSetting, benchtime time.Duration) (list, read float64, err error) {
+	if s.Workers <= 1 {
+		r, err := measure("list every path", s.Name, func(b *testing.B) { bench.GitreeList(b, fx, s.Opts...) }, benchtime)
+		if err != nil {
+			return 0, 0, err
+		}
+		list = float64(r.T.Nanoseconds()) / float64(r.N)
+	}
+	r, err := measure("read every blob", s.Name, func(b *testing.B) { bench.GitreeRead(b, fx, s.Workers, s.Opts...) }, benchtime)
+	if err != nil {
+		return 0, 0, err
+	}
+	return list, float64(r.T.Nanoseconds()) / float64(r.N), nil
 }
 
 // inflaterTable compares gitree's own DEFLATE decoder with klauspost/compress's

@@ -51,12 +51,7 @@ func hostTable(out, progress io.Writer, count int, run string, benchtime time.Du
 		results[w.Name] = res
 		order = append(order, w)
 	}
-	cpuKnown := false
-	for _, res := range results {
-		for _, c := range res {
-			cpuKnown = cpuKnown || c.cpu > 0
-		}
-	}
+	cpuKnown := anyCPU(results)
 	what := "wall-clock time"
 	if cpuKnown {
 		what = "CPU time of the benchmark thread (user+system)"
@@ -80,6 +75,26 @@ func hostTable(out, progress io.Writer, count int, run string, benchtime time.Du
 				dur(c.wall), dur(o), dur(r), dur(a), ratio(o, c.wall), ratio(r, c.wall), ratio(a, c.wall))
 		})
 	}
+	allocTable(out, order, impls, results)
+	targetList(out, capfs, results, strings.Split(what, " (")[0])
+	return nil
+}
+
+// anyCPU reports whether a result has a CPU time.
+func anyCPU(results map[string]map[string]hostCell) bool {
+	for _, res := range results {
+		for _, c := range res {
+			if c.cpu > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// allocTable prints the allocations per operation of every implementation
+// on every workload ("–" where it was not measured).
+func allocTable(out io.Writer, order []bench.HostWorkload, impls []bench.HostImpl, results map[string]map[string]hostCell) {
 	fmt.Fprintf(out, "\nAllocations per operation:\n\n| workload |")
 	for _, im := range impls {
 		fmt.Fprintf(out, " %s |", im.Name)
@@ -96,6 +111,11 @@ func hostTable(out, progress io.Writer, count int, run string, benchtime time.Du
 		}
 		fmt.Fprintln(out)
 	}
+}
+
+// targetList prints the physical backend's targets measured, met or
+// missed, for each capfs implementation (what: the figure compared first).
+func targetList(out io.Writer, capfs []bench.HostImpl, results map[string]map[string]hostCell, what string) {
 	header := false
 	for _, g := range bench.HostGoals() {
 		res, ok := results[g.Workload]
@@ -103,25 +123,30 @@ func hostTable(out, progress io.Writer, count int, run string, benchtime time.Du
 			continue
 		}
 		if !header {
-			fmt.Fprintf(out, "\nTargets (ratio = peer time / capfs time; %s first, wall-clock in parentheses):\n\n", strings.Split(what, " (")[0])
+			fmt.Fprintf(out, "\nTargets (ratio = peer time / capfs time; %s first, wall-clock in parentheses):\n\n", what)
 			header = true
 		}
-		var verdicts []string
-		for _, im := range capfs {
-			c, ok := res[im.Name]
-			if !ok {
-				continue
-			}
-			r := res[g.Peer].time() / c.time()
-			v := fmt.Sprintf("%s %.2f× (%.2f×) met", im.Name, r, res[g.Peer].wall/c.wall)
-			if r < g.MinRatio {
-				v = fmt.Sprintf("%s %.2f× (%.2f×) missed, %.2f× short", im.Name, r, res[g.Peer].wall/c.wall, g.MinRatio/r)
-			}
-			verdicts = append(verdicts, v)
-		}
-		fmt.Fprintf(out, "- %s (ratio vs %s ≥ %.2f×): %s\n", g.Text, g.Peer, g.MinRatio, strings.Join(verdicts, "; "))
+		fmt.Fprintf(out, "- %s (ratio vs %s ≥ %.2f×): %s\n", g.Text, g.Peer, g.MinRatio, strings.Join(goalVerdicts(g, capfs, res), "; "))
 	}
-	return nil
+}
+
+// goalVerdicts says, for each capfs implementation measured, whether it met
+// goal g: its ratio (CPU first, wall-clock in parentheses) and how far short.
+func goalVerdicts(g bench.Goal, capfs []bench.HostImpl, res map[string]hostCell) []string {
+	var verdicts []string
+	for _, im := range capfs {
+		c, ok := res[im.Name]
+		if !ok {
+			continue
+		}
+		r := res[g.Peer].time() / c.time()
+		v := fmt.Sprintf("%s %.2f× (%.2f×) met", im.Name, r, res[g.Peer].wall/c.wall)
+		if r < g.MinRatio {
+			v = fmt.Sprintf("%s %.2f× (%.2f×) missed, %.2f× short", im.Name, r, res[g.Peer].wall/c.wall, g.MinRatio/r)
+		}
+		verdicts = append(verdicts, v)
+	}
+	return verdicts
 }
 
 // hostWorkload measures w on every implementation it applies to, in count

@@ -40,110 +40,128 @@ import (
 
 func main() {
 	testing.Init()
-	benchtime := flag.Duration("benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
-	count := flag.Int("count", 3, "rounds per workload, each running every implementation once; the median is reported")
-	run := flag.String("run", "", "only workloads whose name contains this")
-	only := flag.String("only", "", "only one section: memory, physical, gitree, materialize, mcp, cas, sqlite, run, cli or fuse (default all)")
-	gitreeTune := flag.Bool("gitreetune", true, "in the gitree section, also measure each storage setting")
-	hostBenchtime := flag.Duration("hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
-	hostCount := flag.Int("hostcount", 5, "rounds per workload in the physical section; the median is reported")
+	o := &options{}
+	flag.DurationVar(&o.benchtime, "benchtime", 200*time.Millisecond, "target time of each testing.Benchmark run")
+	flag.IntVar(&o.count, "count", 3, "rounds per workload, each running every implementation once; the median is reported")
+	flag.StringVar(&o.run, "run", "", "only workloads whose name contains this")
+	flag.StringVar(&o.only, "only", "", "only one section: memory, physical, gitree, materialize, mcp, cas, sqlite, run, cli or fuse (default all)")
+	flag.BoolVar(&o.gitreeTune, "gitreetune", true, "in the gitree section, also measure each storage setting")
+	flag.DurationVar(&o.hostBenchtime, "hostbenchtime", 100*time.Millisecond, "target time of each testing.Benchmark run in the physical section")
+	flag.IntVar(&o.hostCount, "hostcount", 5, "rounds per workload in the physical section; the median is reported")
 	flag.Parse()
-	switch *only {
-	case "", "memory", "physical", "gitree", "materialize", "mcp", "cas", "sqlite", "run", "cli", "fuse":
-	default:
-		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp, cas, sqlite, run, cli or fuse\n", *only)
+	if o.only != "" && !slices.ContainsFunc(sections, func(s section) bool { return s.name == o.only }) {
+		fmt.Fprintf(os.Stderr, "-only %q: want memory, physical, gitree, materialize, mcp, cas, sqlite, run, cli or fuse\n", o.only)
 		os.Exit(2)
 	}
 	start := time.Now()
-	var err error
-	if *only == "" || *only == "memory" {
-		err = table(os.Stdout, os.Stderr, *count, *run, *benchtime)
-	}
-	if err == nil && (*only == "" || *only == "physical") {
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		err = hostTable(os.Stdout, os.Stderr, *hostCount, *run, *hostBenchtime)
-	}
-	if err == nil && (*only == "" || *only == "gitree") {
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		err = gitreeTable(os.Stdout, os.Stderr, *count, *run, *benchtime, *gitreeTune)
-	}
-	if err == nil && (*only == "" || *only == "materialize") { // issue 5: checkout, sync-back scan
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		err = materializeTable(os.Stdout, os.Stderr, *count, *run, *benchtime)
-	}
-	if err == nil && (*only == "" || *only == "mcp") { // issue 6: grep and read through the MCP server
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		err = mcpTable(os.Stdout, os.Stderr, *count, *run, *benchtime)
-	}
-	if err == nil && (*only == "" || *only == "cas") { // issue 15: snapshot, re-snapshot, materialize by hard links
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		err = casTable(os.Stdout, os.Stderr, *count, *run, *benchtime)
-	}
-	if err == nil && (*only == "" || *only == "sqlite") { // issue 14: persistent scratch vs AgentFS
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		err = sqliteTable(os.Stdout, os.Stderr, *count)
-	}
-	if err == nil && (*only == "" || *only == "run") { // issue 13: capfs run's start-up and second build
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		err = bench.RunTable(os.Stdout, os.Stderr, *count, *run)
-	}
-	if err == nil && (*only == "" || *only == "cli") { // issue 13: capfs grep and diff against rg, git grep, grep and git diff
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		var fx *bench.CLIFixture
-		if fx, err = bench.NewCLIFixture(); err == nil {
-			err = bench.CLITable(os.Stdout, fx, *count)
-			fx.Close()
-		}
-	}
-	if err == nil && (*only == "" || *only == "fuse") { // issue 17: the FUSE mount against the native directory
-		if *only == "" {
-			fmt.Fprintln(os.Stdout)
-		}
-		setBT := func(s string) error { return flag.Set("test.benchtime", s) }
-		if err = bench.FUSETable(os.Stdout, os.Stderr, *count, *benchtime, setBT); err == nil {
-			err = bench.FUSEStartTable(os.Stdout, os.Stderr, *count)
-		}
-		if err == nil { // capfs run --lazy end to end: start-up on Go's tree, a C build
-			var fx *bench.LazyRunFixture
-			if fx, err = bench.NewLazyRunFixture(); err == nil {
-				fmt.Fprintln(os.Stdout)
-				if err = bench.LazyRunStartTable(os.Stdout, os.Stderr, fx, *count); err == nil {
-					fmt.Fprintln(os.Stdout)
-					err = bench.LazyRunBuildTable(os.Stdout, os.Stderr, fx, max(*count/2, 1))
-				}
-				fx.Close()
-			}
-		}
-		if err == nil { // issue 27: rm -rf in a lazy run against plain
-			var fx *bench.LazyRmFixture
-			if fx, err = bench.NewLazyRmFixture(); err == nil {
-				fmt.Fprintln(os.Stdout)
-				err = bench.LazyRmTable(os.Stdout, os.Stderr, fx, max(*count/2, 1))
-				fx.Close()
-			}
-		}
-	}
-	if err != nil {
+	if err := runSections(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "total %s\n", time.Since(start).Round(time.Second))
+}
+
+// options are the command's flags.
+type options struct {
+	benchtime, hostBenchtime time.Duration
+	count, hostCount         int
+	run, only                string
+	gitreeTune               bool
+}
+
+// section is one table (or group of tables) of the output, selected by
+// -only name.
+type section struct {
+	name string
+	run  func(o *options) error
+}
+
+// sections are the tables, in the order they are printed.
+var sections = []section{
+	{"memory", func(o *options) error { return table(os.Stdout, os.Stderr, o.count, o.run, o.benchtime) }},
+	{"physical", func(o *options) error { return hostTable(os.Stdout, os.Stderr, o.hostCount, o.run, o.hostBenchtime) }},
+	{"gitree", func(o *options) error {
+		return gitreeTable(os.Stdout, os.Stderr, o.count, o.run, o.benchtime, o.gitreeTune)
+	}},
+	// issue 5: checkout, sync-back scan
+	{"materialize", func(o *options) error { return materializeTable(os.Stdout, os.Stderr, o.count, o.run, o.benchtime) }},
+	// issue 6: grep and read through the MCP server
+	{"mcp", func(o *options) error { return mcpTable(os.Stdout, os.Stderr, o.count, o.run, o.benchtime) }},
+	// issue 15: snapshot, re-snapshot, materialize by hard links
+	{"cas", func(o *options) error { return casTable(os.Stdout, os.Stderr, o.count, o.run, o.benchtime) }},
+	// issue 14: persistent scratch vs AgentFS
+	{"sqlite", func(o *options) error { return sqliteTable(os.Stdout, os.Stderr, o.count) }},
+	// issue 13: capfs run's start-up and second build
+	{"run", func(o *options) error { return bench.RunTable(os.Stdout, os.Stderr, o.count, o.run) }},
+	// issue 13: capfs grep and diff against rg, git grep, grep and git diff
+	{"cli", cliSection},
+	// issue 17: the FUSE mount against the native directory
+	{"fuse", fuseSection},
+}
+
+// runSections prints the sections -only selects (all by default, a blank
+// line between them), stopping at the first error.
+func runSections(o *options) error {
+	for i, s := range sections {
+		if o.only != "" && o.only != s.name {
+			continue
+		}
+		if o.only == "" && i > 0 {
+			fmt.Fprintln(os.Stdout)
+		}
+		if err := s.run(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cliSection is the CLI table.
+func cliSection(o *options) error {
+	fx, err := bench.NewCLIFixture()
+	if err != nil {
+		return err
+	}
+	defer fx.Close()
+	return bench.CLITable(os.Stdout, fx, o.count)
+}
+
+// fuseSection is the FUSE tables: the mount, its start-up, then capfs run
+// --lazy end to end (start-up on Go's tree, a C build) and rm -rf in a lazy
+// run against plain (issue 27).
+func fuseSection(o *options) error {
+	setBT := func(s string) error { return flag.Set("test.benchtime", s) }
+	if err := bench.FUSETable(os.Stdout, os.Stderr, o.count, o.benchtime, setBT); err != nil {
+		return err
+	}
+	if err := bench.FUSEStartTable(os.Stdout, os.Stderr, o.count); err != nil {
+		return err
+	}
+	if err := lazyRunSection(o); err != nil {
+		return err
+	}
+	fx, err := bench.NewLazyRmFixture()
+	if err != nil {
+		return err
+	}
+	defer fx.Close()
+	fmt.Fprintln(os.Stdout)
+	return bench.LazyRmTable(os.Stdout, os.Stderr, fx, max(o.count/2, 1))
+}
+
+// lazyRunSection is capfs run --lazy's start-up and build tables.
+func lazyRunSection(o *options) error {
+	fx, err := bench.NewLazyRunFixture()
+	if err != nil {
+		return err
+	}
+	defer fx.Close()
+	fmt.Fprintln(os.Stdout)
+	if err := bench.LazyRunStartTable(os.Stdout, os.Stderr, fx, o.count); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stdout)
+	return bench.LazyRunBuildTable(os.Stdout, os.Stderr, fx, max(o.count/2, 1))
 }
 
 // cell is the median result of one workload on one implementation.

@@ -51,28 +51,9 @@ func sqliteTable(out, progress io.Writer, count int) error {
 	} else {
 		fmt.Fprintf(progress, "sqlite: AgentFS column skipped: %s\n", why)
 	}
-	per := map[string][][]float64{} // contender -> phase -> ms per round
-	tot := map[string][]float64{}
-	for round := range count {
-		for _, c := range cs {
-			d, err := os.MkdirTemp(base, "run-")
-			if err != nil {
-				return err
-			}
-			ph, total, err := c.Run(d, trace, phases)
-			os.RemoveAll(d)
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.Name, err)
-			}
-			if per[c.Name] == nil {
-				per[c.Name] = make([][]float64, len(phases))
-			}
-			for i, p := range ph {
-				per[c.Name][i] = append(per[c.Name][i], float64(p.Microseconds())/1000)
-			}
-			tot[c.Name] = append(tot[c.Name], float64(total.Microseconds())/1000)
-			fmt.Fprintf(progress, "sqlite: %s round %d: %s\n", c.Name, round+1, total.Round(time.Millisecond))
-		}
+	per, tot, err := sqliteRounds(progress, base, trace, phases, cs, count)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "Persistent scratch (issue 14): %s, GOMAXPROCS %d, median wall-clock ms per phase over %d rounds, each contender in a fresh file; "+
 		"ratios = AgentFS time / capfs time (above 1× capfs is faster), and capfs sqlite SPI time / memory SPI time.\n\n", runtime.Version(), runtime.GOMAXPROCS(0), count)
@@ -104,6 +85,35 @@ func sqliteTable(out, progress io.Writer, count int) error {
 	}
 	row("whole run (process start included for processes)", func(c string) float64 { return median(tot[c]) })
 	return nil
+}
+
+// sqliteRounds runs every contender count times, interleaved, each in a
+// fresh directory under base, and returns the milliseconds of each phase
+// (contender -> phase -> round) and of each whole run (contender -> round).
+func sqliteRounds(progress io.Writer, base, trace string, phases []bench.Phase, cs []bench.SQLiteContender, count int) (per map[string][][]float64, tot map[string][]float64, err error) {
+	per, tot = map[string][][]float64{}, map[string][]float64{}
+	for round := range count {
+		for _, c := range cs {
+			d, err := os.MkdirTemp(base, "run-")
+			if err != nil {
+				return nil, nil, err
+			}
+			ph, total, err := c.Run(d, trace, phases)
+			os.RemoveAll(d)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", c.Name, err)
+			}
+			if per[c.Name] == nil {
+				per[c.Name] = make([][]float64, len(phases))
+			}
+			for i, p := range ph {
+				per[c.Name][i] = append(per[c.Name][i], float64(p.Microseconds())/1000)
+			}
+			tot[c.Name] = append(tot[c.Name], float64(total.Microseconds())/1000)
+			fmt.Fprintf(progress, "sqlite: %s round %d: %s\n", c.Name, round+1, total.Round(time.Millisecond))
+		}
+	}
+	return per, tot, nil
 }
 
 // processContender runs cmd (in a fresh directory) as a process that prints
