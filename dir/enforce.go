@@ -231,9 +231,8 @@ func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Cont
 	c.base = base
 	eng := s.env.policy.(*policy.Engine)
 	lexPath, lexDest := c.treePaths()
-	r := policy.Request{Subject: s.env.subject, Op: c.sp.op, Path: lexPath, Dest: lexDest, GuestPath: c.path, Size: c.size - 1}
-	if d, ok := decideEngine(ctx, eng, c.sp, &r); !ok {
-		return errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(d))
+	if !allowsEngine(eng, c.sp, lexPath, lexDest, c.size-1) {
+		return s.refuseQuiet(ctx, eng, c, lexPath, lexDest)
 	}
 	if err := s.resolveCall(ctx, c); err != nil {
 		return s.address(c, err)
@@ -244,9 +243,8 @@ func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Cont
 		return s.act(ctx, c, fn)
 	}
 	if path, dest := c.treePaths(); path != lexPath || dest != lexDest {
-		r.Path, r.Dest = path, dest
-		if d, ok := decideEngine(ctx, eng, c.sp, &r); !ok {
-			return errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(d))
+		if !allowsEngine(eng, c.sp, path, dest, c.size-1) {
+			return s.refuseQuiet(ctx, eng, c, path, dest)
 		}
 	}
 	return s.act(ctx, c, fn)
@@ -260,27 +258,28 @@ func (s *scope) act(ctx context.Context, c *call, fn func(ctx context.Context) e
 	return nil
 }
 
-// decideEngine is decideAll for a quiet env: the Engine called directly (so r
-// stays on the caller's stack), Ask refused as env.decide refuses it without
-// an Asker. The decision is built only for a refusal, which it returns.
-func decideEngine(ctx context.Context, eng *policy.Engine, sp *spec, r *policy.Request) (policy.Decision, bool) {
-	if !eng.Allows(ctx, r) {
-		return noAsker(eng.Decide(ctx, r)), false
+// allowsEngine is decideAll's answer for a quiet env, from the Engine called
+// directly on the only fields of a request it reads (Engine.AllowsPath): the
+// call of sp on path and dest, leaving size bytes, and for an open that also
+// reads, the path read.
+func allowsEngine(eng *policy.Engine, sp *spec, path, dest string, size int64) bool {
+	if !eng.AllowsPath(sp.op, path, dest, size) {
+		return false
 	}
-	if sp.alsoRead && sp.op != policy.OpRead {
-		saved := *r
+	return !sp.alsoRead || sp.op == policy.OpRead || eng.AllowsPath(policy.OpRead, path, "", -1)
+}
+
+// refuseQuiet is the error of a quiet call of c that allowsEngine refused on
+// path and dest: the refusing decision, Ask refused as env.decide refuses it
+// without an Asker.
+func (s *scope) refuseQuiet(ctx context.Context, eng *policy.Engine, c *call, path, dest string) error {
+	r := policy.Request{Subject: s.env.subject, Op: c.sp.op, Path: path, Dest: dest, GuestPath: c.path, Size: c.size - 1}
+	d := eng.Decide(ctx, &r)
+	if d.Effect == policy.Allow { // the read of an open that also reads refused it
 		r.Op, r.Dest, r.Size = policy.OpRead, "", -1
-		var rd policy.Decision
-		ok := eng.Allows(ctx, r)
-		if !ok {
-			rd = eng.Decide(ctx, r)
-		}
-		*r = saved
-		if !ok {
-			return noAsker(rd), false
-		}
+		d = eng.Decide(ctx, &r)
 	}
-	return policy.Decision{}, true
+	return errAt(vfs.CodePermission, c.sp.method, c.path, c.destForErr(), denyReason(noAsker(d)))
 }
 
 // noAsker is the refusal of d, a decision other than Allow, where no Asker

@@ -407,7 +407,7 @@ func (e *Engine) Decide(_ context.Context, r *Request) Decision {
 	if e.maxSize > 0 && r.Size > e.maxSize {
 		return Decision{Effect: Deny, Rule: RuleMaxFileSize, Reason: e.maxWhy}
 	}
-	if e.plainOne(bit, r) {
+	if e.plainOne(bit, r.Path, r.Dest) {
 		return e.defDecision // one path that no pattern can match (see plainOne)
 	}
 	// The source of a copy is read, not written.
@@ -431,24 +431,33 @@ func (e *Engine) Decide(_ context.Context, r *Request) Decision {
 
 const opCopyBit = 1 << 8 // opBit(OpCopy)
 
-// plainOne reports whether r, with op bit, is one path (no Dest, not a copy)
-// that is clean and that no pattern of a compiled, non-folding Engine without
-// rules can match: the common case, answered with the default decision in
-// one walk and no further call.
 // Allows reports whether e allows r: Decide(ctx, r).Effect == Allow. Where no
 // pattern can match r (plainOne) it answers without building the decision.
 func (e *Engine) Allows(ctx context.Context, r *Request) bool {
-	if r != nil {
-		if bit := opBit(r.Op); bit != 0 && (e.maxSize <= 0 || r.Size <= e.maxSize) && e.plainOne(bit, r) {
-			return e.defDecision.Effect == Allow
-		}
+	if r == nil {
+		return false // Decide refuses it
 	}
-	return e.Decide(ctx, r).Effect == Allow
+	return e.AllowsPath(r.Op, r.Path, r.Dest, r.Size)
 }
 
-func (e *Engine) plainOne(bit opMask, r *Request) bool {
+// AllowsPath is Allows on the request of op on path (and dest, for a
+// two-path op) leaving size bytes (-1: unknown): the only fields of a Request
+// an Engine reads.
+func (e *Engine) AllowsPath(op Op, path, dest string, size int64) bool {
+	if bit := opBit(op); bit != 0 && (e.maxSize <= 0 || size <= e.maxSize) && e.plainOne(bit, path, dest) {
+		return e.defDecision.Effect == Allow
+	}
+	r := Request{Op: op, Path: path, Dest: dest, Size: size}
+	return e.Decide(context.Background(), &r).Effect == Allow
+}
+
+// plainOne reports whether a request with op bit on path and dest is one path
+// (no dest, not a copy) that is clean and that no pattern of a compiled,
+// non-folding Engine without rules can match: the common case, answered with
+// the default decision in one walk and no further call.
+func (e *Engine) plainOne(bit opMask, path, dest string) bool {
 	cs := e.compiled
-	if cs == nil || e.fold || len(e.rules) > 0 || r.Dest != "" || bit == opCopyBit || r.Path == "." {
+	if cs == nil || e.fold || len(e.rules) > 0 || dest != "" || bit == opCopyBit || path == "." {
 		return false
 	}
 	m := cs.read
@@ -459,7 +468,7 @@ func (e *Engine) plainOne(bit opMask, r *Request) bool {
 		return false
 	}
 	var got idSet
-	return m.walkShared(r.Path, &got) == walkOK && got == (idSet{})
+	return m.walkShared(path, &got) == walkOK && got == (idSet{})
 }
 
 // decidePath checks that s is a clean path (ok false if not) and decides it
