@@ -406,3 +406,25 @@ func TestWalkShared(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowsSize: Allows and AllowsPath answer as Decide on either side of
+// the size limit, with the size unknown, and for a nil request.
+func TestAllowsSize(t *testing.T) {
+	e, err := New(Config{MaxFileSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, size := range []int64{-1, 0, 10, 11} {
+		for _, op := range allOps {
+			r := Request{Op: op, Path: "a/b", Size: size}
+			want := e.Decide(ctx, &r).Effect == Allow
+			if e.Allows(ctx, &r) != want || e.AllowsPath(op, "a/b", "", size) != want {
+				t.Errorf("%s of %d bytes: Allows %v, AllowsPath %v, Decide allows %v", op, size, e.Allows(ctx, &r), e.AllowsPath(op, "a/b", "", size), want)
+			}
+		}
+	}
+	if e.Allows(ctx, nil) != (e.Decide(ctx, nil).Effect == Allow) {
+		t.Error("Allows(nil) differs from Decide(nil)")
+	}
+}
