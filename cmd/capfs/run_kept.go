@@ -163,53 +163,70 @@ func readRecords() ([]keptRecord, string, error) {
 // collect handles the changes of a work mount that is not written back (a git
 // revision, --rev, a memory mount): into --out, else kept.
 func (r *runner) collect(ctx context.Context, status int) int {
-	if r.commit != "" && !(r.dryRun || r.syncMode == syncNever || (r.syncMode == syncOnSuccess && status != 0)) {
-		id, rep, err := r.commitTo(ctx, r.commitAt)
-		if rep != nil {
-			sum := newSummary(r.workPath, "committed on branch "+show(r.commit), &materialize.SyncReport{Applied: append(rep.Written, rep.Deleted...), Refused: rep.Refused})
-			r.printSummary(sum, nil)
-		}
-		if err != nil {
-			r.say("capfs: run: --commit %s: %s\n", show(r.commit), showError(err))
-			r.keepForLater(ctx, status, "")
-			return exitSyncBack
-		}
-		r.say("capfs: run: committed %s on branch %s (git log %s)\n", id, show(r.commit), show(r.commit))
-		if len(rep.Refused) > 0 {
-			r.keepForLater(ctx, status, "")
-			return exitSyncBack
-		}
-		if r.keep {
-			r.keepForLater(ctx, status, "")
-		}
-		return status
+	held := r.dryRun || r.syncMode == syncNever || (r.syncMode == syncOnSuccess && status != 0)
+	switch {
+	case r.commit != "" && !held:
+		return r.collectCommit(ctx, status)
+	case (r.out == "" && r.commit == "") || held:
+		return r.collectHeld(ctx, status)
 	}
-	if (r.out == "" && r.commit == "") || r.dryRun || r.syncMode == syncNever || (r.syncMode == syncOnSuccess && status != 0) {
-		changes, err := r.workTree.Diff(ctx)
-		if err != nil {
-			r.say("capfs: run: %s\n", showError(readdressUnder(err, r.workPath)))
-			r.keepForLater(ctx, status, "")
-			return exitSyncBack
-		}
-		rep := &materialize.SyncReport{Applied: changes}
-		why := "not written back: " + showPath(r.workPath.String()) + " " + r.notBackReason()
-		sum := newSummary(r.workPath, why, rep)
-		if sum.empty() {
-			r.printSummary(sum, nil)
-			return status
-		}
-		if r.dryRun && !r.keep {
-			sum.Discarded = true
-			r.printSummary(sum, nil)
-			return status
-		}
+	return r.collectOut(ctx, status)
+}
+
+// collectCommit commits the changes on --commit's branch.
+func (r *runner) collectCommit(ctx context.Context, status int) int {
+	id, rep, err := r.commitTo(ctx, r.commitAt)
+	if rep != nil {
+		sum := newSummary(r.workPath, "committed on branch "+show(r.commit), &materialize.SyncReport{Applied: append(rep.Written, rep.Deleted...), Refused: rep.Refused})
 		r.printSummary(sum, nil)
-		if r.out == "" && r.commit == "" {
-			r.say("capfs: run: --out DIR writes such changes into a host directory, --commit BRANCH into a git branch\n")
-		}
+	}
+	if err != nil {
+		r.say("capfs: run: --commit %s: %s\n", show(r.commit), showError(err))
 		r.keepForLater(ctx, status, "")
+		return exitSyncBack
+	}
+	r.say("capfs: run: committed %s on branch %s (git log %s)\n", id, show(r.commit), show(r.commit))
+	if len(rep.Refused) > 0 {
+		r.keepForLater(ctx, status, "")
+		return exitSyncBack
+	}
+	if r.keep {
+		r.keepForLater(ctx, status, "")
+	}
+	return status
+}
+
+// collectHeld shows the changes, which nothing writes (no --out or --commit,
+// or held back), and keeps them.
+func (r *runner) collectHeld(ctx context.Context, status int) int {
+	changes, err := r.workTree.Diff(ctx)
+	if err != nil {
+		r.say("capfs: run: %s\n", showError(readdressUnder(err, r.workPath)))
+		r.keepForLater(ctx, status, "")
+		return exitSyncBack
+	}
+	rep := &materialize.SyncReport{Applied: changes}
+	why := "not written back: " + showPath(r.workPath.String()) + " " + r.notBackReason()
+	sum := newSummary(r.workPath, why, rep)
+	if sum.empty() {
+		r.printSummary(sum, nil)
 		return status
 	}
+	if r.dryRun && !r.keep {
+		sum.Discarded = true
+		r.printSummary(sum, nil)
+		return status
+	}
+	r.printSummary(sum, nil)
+	if r.out == "" && r.commit == "" {
+		r.say("capfs: run: --out DIR writes such changes into a host directory, --commit BRANCH into a git branch\n")
+	}
+	r.keepForLater(ctx, status, "")
+	return status
+}
+
+// collectOut writes the changes into --out.
+func (r *runner) collectOut(ctx context.Context, status int) int {
 	rep, err := exportTo(ctx, r.workTree, r.out, r.s, r.lim.sync)
 	if rep != nil {
 		sum := newSummary(r.workPath, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
@@ -217,16 +234,7 @@ func (r *runner) collect(ctx context.Context, status int) int {
 			sum.Out = r.out
 		}
 		r.printSummary(sum, err)
-		if len(rep.Deleted) > 0 {
-			r.say("capfs: run: %d path(s) deleted in the sandbox are not represented in %s:\n", len(rep.Deleted), show(r.out))
-			for i, c := range rep.Deleted {
-				if r.show >= 0 && i >= r.show {
-					r.say("  ... and %d more\n", len(rep.Deleted)-i)
-					break
-				}
-				r.say("  D %s\n", showGuest(r.workPath, c.Path))
-			}
-		}
+		r.sayNotRepresented(rep.Deleted)
 	}
 	if err != nil || (rep != nil && len(rep.Refused) > 0) {
 		if err != nil && rep == nil {
@@ -239,6 +247,21 @@ func (r *runner) collect(ctx context.Context, status int) int {
 		r.keepForLater(ctx, status, "")
 	}
 	return status
+}
+
+// sayNotRepresented lists the deletions --out cannot hold.
+func (r *runner) sayNotRepresented(deleted []materialize.Change) {
+	if len(deleted) == 0 {
+		return
+	}
+	r.say("capfs: run: %d path(s) deleted in the sandbox are not represented in %s:\n", len(deleted), show(r.out))
+	for i, c := range deleted {
+		if r.show >= 0 && i >= r.show {
+			r.say("  ... and %d more\n", len(deleted)-i)
+			break
+		}
+		r.say("  D %s\n", showGuest(r.workPath, c.Path))
+	}
 }
 
 // notBackReason says why the work path is not written back.

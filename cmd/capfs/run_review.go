@@ -178,6 +178,12 @@ func (r *runner) ask(ctx context.Context, status int) int {
 		r.keepForLater(ctx, status, "")
 		return status
 	}
+	return r.prompt(ctx, status, readLines(in), rep, sum)
+}
+
+// readLines sends each line read from in, trimmed and in lower case, until
+// in ends.
+func readLines(in io.Reader) <-chan string {
 	lines := make(chan string)
 	go func() {
 		br := bufio.NewReader(in)
@@ -190,6 +196,13 @@ func (r *runner) ask(ctx context.Context, status int) int {
 			lines <- strings.TrimSpace(strings.ToLower(s))
 		}
 	}()
+	return lines
+}
+
+// prompt asks whether to apply rep (summarised in sum) until an answer
+// decides: yes applies, no discards, keep (or the end of the input, or ctx
+// ending) keeps for later; diff and list show more and ask again.
+func (r *runner) prompt(ctx context.Context, status int, lines <-chan string, rep *materialize.SyncReport, sum *summary) int {
 	for {
 		r.say("capfs: apply %d change(s) to %s? [y]es, [n]o (discard), [k]eep for later, [d]iff, [l]ist: ", len(rep.Applied), showPath(r.workPath.String()))
 		var ans string
@@ -248,58 +261,10 @@ func pageDiff(ctx context.Context, src *dir.Dir, checkout string, changes []mate
 		return err
 	}
 	defer cb.Close()
-	var gc []gitree.Change
-	for _, c := range changes {
-		g := gitree.Change{Path: c.Path}
-		mode := func(e *materialize.Entry) fs.FileMode {
-			switch {
-			case e == nil:
-				return 0
-			case e.IsSymlink():
-				return fs.ModeSymlink | 0o777
-			case e.IsDir():
-				return 0
-			}
-			return e.Mode.Perm()
-		}
-		if (c.Old != nil && c.Old.IsDir()) || (c.New != nil && c.New.IsDir()) {
-			if c.Kind != materialize.TypeChanged {
-				continue
-			}
-		}
-		g.OldMode, g.NewMode = mode(c.Old), mode(c.New)
-		switch {
-		case g.OldMode == 0 && g.NewMode == 0:
-			continue
-		case g.OldMode == 0:
-			g.Kind = gitree.Added
-		case g.NewMode == 0:
-			g.Kind = gitree.Deleted
-		default:
-			g.Kind = gitree.Modified
-		}
-		gc = append(gc, g)
-	}
-	sort.Slice(gc, func(i, j int) bool { return gc[i].Path < gc[j].Path })
-	out := w
-	var pager *exec.Cmd
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p := os.Getenv("PAGER")
-		if p == "" {
-			p = "less -FRX"
-		}
-		pager = exec.Command("/bin/sh", "-c", p)
-		pager.Stdout, pager.Stderr = f, os.Stderr
-		pager.Stdin = nil
-		pw, err := pager.StdinPipe()
-		if err != nil {
-			return err
-		}
-		if err := pager.Start(); err != nil {
-			pager = nil
-		} else {
-			out = pw
-		}
+	gc := gitChanges(changes)
+	out, pager, err := startPager(w)
+	if err != nil {
+		return err
 	}
 	bw := bufio.NewWriter(out)
 	derr := gitree.UnifiedDiff(ctx, src.Backend(), cb, gc, bw)
@@ -317,6 +282,67 @@ func pageDiff(ctx context.Context, src *dir.Dir, checkout string, changes []mate
 		return ferr
 	}
 	return nil
+}
+
+// gitChanges are the changes a diff shows (files and symlinks, and
+// directories that changed type), as gitree's, sorted by path.
+func gitChanges(changes []materialize.Change) []gitree.Change {
+	mode := func(e *materialize.Entry) fs.FileMode {
+		switch {
+		case e == nil:
+			return 0
+		case e.IsSymlink():
+			return fs.ModeSymlink | 0o777
+		case e.IsDir():
+			return 0
+		}
+		return e.Mode.Perm()
+	}
+	var gc []gitree.Change
+	for _, c := range changes {
+		isDir := (c.Old != nil && c.Old.IsDir()) || (c.New != nil && c.New.IsDir())
+		if isDir && c.Kind != materialize.TypeChanged {
+			continue
+		}
+		g := gitree.Change{Path: c.Path, OldMode: mode(c.Old), NewMode: mode(c.New)}
+		switch {
+		case g.OldMode == 0 && g.NewMode == 0:
+			continue
+		case g.OldMode == 0:
+			g.Kind = gitree.Added
+		case g.NewMode == 0:
+			g.Kind = gitree.Deleted
+		default:
+			g.Kind = gitree.Modified
+		}
+		gc = append(gc, g)
+	}
+	sort.Slice(gc, func(i, j int) bool { return gc[i].Path < gc[j].Path })
+	return gc
+}
+
+// startPager starts $PAGER (default "less -FRX") on w when w is a terminal,
+// and returns where to write: the pager's input, else w itself (pager nil).
+func startPager(w io.Writer) (io.Writer, *exec.Cmd, error) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return w, nil, nil
+	}
+	p := os.Getenv("PAGER")
+	if p == "" {
+		p = "less -FRX"
+	}
+	pager := exec.Command("/bin/sh", "-c", p)
+	pager.Stdout, pager.Stderr = f, os.Stderr
+	pager.Stdin = nil
+	pw, err := pager.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := pager.Start(); err != nil {
+		return w, nil, nil
+	}
+	return pw, pager, nil
 }
 
 // summary is a run's change summary, printed compactly (counts by directory,
@@ -374,47 +400,9 @@ func newSummary(at vfs.Path, verb string, rep *materialize.SyncReport) *summary 
 	dirs := map[string]*dirCount{}
 	for _, c := range rep.Applied {
 		s.Counts[string(c.Kind)]++
-		if c.Kind == materialize.Touched {
-			continue // a time alone: counted, not listed
+		if c.Kind != materialize.Touched { // a time alone: counted, not listed
+			s.addChange(c, dirs)
 		}
-		var size int64
-		if c.New != nil && c.New.IsRegular() && c.Kind != materialize.Deleted {
-			size = c.New.Size
-			if c.Kind != materialize.ModeChanged {
-				s.Bytes += size
-			}
-		}
-		typ := ""
-		if e := c.New; e != nil || c.Old != nil {
-			if e == nil {
-				e = c.Old
-			}
-			switch {
-			case e.IsDir():
-				typ = "dir"
-			case e.IsSymlink():
-				typ = "symlink"
-			}
-		}
-		exec := c.New != nil && c.New.IsRegular() && c.Kind != materialize.Deleted && c.New.Mode&0o111 != 0
-		s.Changes = append(s.Changes, changeLine{Kind: string(c.Kind), Path: joinGuest(at, c.Path), Type: typ, Size: size, exec: exec})
-		d := path.Dir(c.Path)
-		dc := dirs[d]
-		if dc == nil {
-			dc = &dirCount{Dir: joinGuest(at, d)}
-			dirs[d] = dc
-		}
-		switch c.Kind {
-		case materialize.Added:
-			dc.Added++
-		case materialize.Modified:
-			dc.Modified++
-		case materialize.Deleted:
-			dc.Deleted++
-		default:
-			dc.Other++
-		}
-		dc.Bytes += size
 	}
 	for _, d := range dirs {
 		s.Dirs = append(s.Dirs, *d)
@@ -427,6 +415,61 @@ func newSummary(at vfs.Path, verb string, rep *materialize.SyncReport) *summary 
 		}
 		return a.Dir < b.Dir
 	})
+	s.addUnapplied(rep)
+	return s
+}
+
+// addChange lists change c and counts it in its directory's line of dirs.
+func (s *summary) addChange(c materialize.Change, dirs map[string]*dirCount) {
+	var size int64
+	if c.New != nil && c.New.IsRegular() && c.Kind != materialize.Deleted {
+		size = c.New.Size
+		if c.Kind != materialize.ModeChanged {
+			s.Bytes += size
+		}
+	}
+	exec := c.New != nil && c.New.IsRegular() && c.Kind != materialize.Deleted && c.New.Mode&0o111 != 0
+	s.Changes = append(s.Changes, changeLine{Kind: string(c.Kind), Path: joinGuest(s.at, c.Path), Type: changeType(c), Size: size, exec: exec})
+	d := path.Dir(c.Path)
+	dc := dirs[d]
+	if dc == nil {
+		dc = &dirCount{Dir: joinGuest(s.at, d)}
+		dirs[d] = dc
+	}
+	switch c.Kind {
+	case materialize.Added:
+		dc.Added++
+	case materialize.Modified:
+		dc.Modified++
+	case materialize.Deleted:
+		dc.Deleted++
+	default:
+		dc.Other++
+	}
+	dc.Bytes += size
+}
+
+// changeType is the summary's type of what c changes: "dir", "symlink", or
+// "" for a file.
+func changeType(c materialize.Change) string {
+	e := c.New
+	if e == nil {
+		e = c.Old
+	}
+	switch {
+	case e == nil:
+		return ""
+	case e.IsDir():
+		return "dir"
+	case e.IsSymlink():
+		return "symlink"
+	}
+	return ""
+}
+
+// addUnapplied lists what rep refused, found in conflict or did not apply.
+func (s *summary) addUnapplied(rep *materialize.SyncReport) {
+	at := s.at
 	for _, rf := range rep.Refused {
 		s.Refused = append(s.Refused, refusalLine{string(rf.Change.Kind), joinGuest(at, rf.Change.Path), "refused", string(rf.Code), rf.Reason})
 	}
@@ -446,7 +489,6 @@ func newSummary(at vfs.Path, verb string, rep *materialize.SyncReport) *summary 
 			s.NotApplied = append(s.NotApplied, refusalLine{string(u.Change.Kind), joinGuest(at, u.Change.Path), string(u.Cause), string(u.Code), u.Reason})
 		}
 	}
-	return s
 }
 
 func containsString(ss []string, s string) bool {
@@ -496,77 +538,105 @@ func (r *runner) printSummary(s *summary, err error) {
 }
 
 func writeSummary(w io.Writer, s *summary, err error) {
-	at := showPath(s.Work)
 	if s.empty() {
-		fmt.Fprintf(w, "capfs: %s: no changes in %s\n", s.cmd(), at)
+		fmt.Fprintf(w, "capfs: %s: no changes in %s\n", s.cmd(), showPath(s.Work))
 	} else {
-		var parts []string
-		add := func(k materialize.ChangeKind, label string) {
-			if n := s.Counts[string(k)]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", n, label))
-			}
-		}
-		add(materialize.Added, "added")
-		add(materialize.Modified, "modified")
-		add(materialize.Deleted, "deleted")
-		add(materialize.TypeChanged, "changed type")
-		add(materialize.ModeChanged, "changed mode")
-		add(materialize.Touched, "touched")
-		line := strings.Join(parts, ", ")
-		if line == "" {
-			line = "nothing"
-		}
-		if s.Bytes > 0 {
-			line += " (" + humanBytes(s.Bytes) + " written)"
-		}
-		if n := len(s.Refused); n > 0 {
-			line += fmt.Sprintf("; %d refused", n)
-		}
-		if n := len(s.Conflicts); n > 0 {
-			line += fmt.Sprintf("; %d in conflict", n)
-		}
-		fmt.Fprintf(w, "capfs: %s: %s in %s: %s\n", s.cmd(), s.Verb, at, line)
+		fmt.Fprintf(w, "capfs: %s: %s in %s: %s\n", s.cmd(), s.Verb, showPath(s.Work), s.countsLine())
 		if len(s.Dirs) > 1 && s.show >= 0 && len(s.Changes) > s.show {
-			for i, d := range s.Dirs {
-				if i == maxDirs {
-					fmt.Fprintf(w, "    ... %d more directories\n", len(s.Dirs)-maxDirs)
-					break
-				}
-				var c []string
-				for _, kv := range []struct {
-					n int
-					l string
-				}{{d.Added, "added"}, {d.Modified, "modified"}, {d.Deleted, "deleted"}, {d.Other, "other"}} {
-					if kv.n > 0 {
-						c = append(c, fmt.Sprintf("%d %s", kv.n, kv.l))
-					}
-				}
-				size := ""
-				if d.Bytes > 0 {
-					size = " (" + humanBytes(d.Bytes) + ")"
-				}
-				fmt.Fprintf(w, "    %s/: %s%s\n", show(d.Dir), strings.Join(c, ", "), size)
-			}
+			writeDirs(w, s.Dirs)
 		}
-		for i, c := range tellingFirst(s.Changes) {
-			if s.show >= 0 && i >= s.show {
-				fmt.Fprintf(w, "  ... and %d more (--show -1 lists every path, --json prints them all)\n", len(s.Changes)-i)
-				break
-			}
-			size := ""
-			if c.Size > 0 {
-				size = "  " + humanBytes(c.Size)
-			}
-			name := show(c.Path)
-			switch c.Type {
-			case "dir":
-				name += "/"
-			case "symlink":
-				name += "@"
-			}
-			fmt.Fprintf(w, "  %s %s%s\n", changeLetter(materialize.ChangeKind(c.Kind)), name, size)
+		writeChanges(w, tellingFirst(s.Changes), s.show)
+	}
+	writeUnapplied(w, s)
+	if err != nil && len(s.Refused)+len(s.Conflicts)+len(s.NotApplied) == 0 {
+		fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(err))
+	}
+	if s.Discarded {
+		fmt.Fprintf(w, "capfs: run: the changes are discarded (--keep keeps them for capfs sync)\n")
+	}
+	if s.Out != "" {
+		fmt.Fprintf(w, "capfs: run: written into %s\n", show(s.Out))
+	}
+}
+
+// countsLine is the summary's first line's counts: of each kind, the bytes
+// written, the refusals and conflicts.
+func (s *summary) countsLine() string {
+	var parts []string
+	for _, k := range []struct {
+		kind  materialize.ChangeKind
+		label string
+	}{{materialize.Added, "added"}, {materialize.Modified, "modified"}, {materialize.Deleted, "deleted"},
+		{materialize.TypeChanged, "changed type"}, {materialize.ModeChanged, "changed mode"}, {materialize.Touched, "touched"}} {
+		if n := s.Counts[string(k.kind)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k.label))
 		}
 	}
+	line := strings.Join(parts, ", ")
+	if line == "" {
+		line = "nothing"
+	}
+	if s.Bytes > 0 {
+		line += " (" + humanBytes(s.Bytes) + " written)"
+	}
+	if n := len(s.Refused); n > 0 {
+		line += fmt.Sprintf("; %d refused", n)
+	}
+	if n := len(s.Conflicts); n > 0 {
+		line += fmt.Sprintf("; %d in conflict", n)
+	}
+	return line
+}
+
+// writeDirs writes the counts of the first maxDirs directories.
+func writeDirs(w io.Writer, dirs []dirCount) {
+	for i, d := range dirs {
+		if i == maxDirs {
+			fmt.Fprintf(w, "    ... %d more directories\n", len(dirs)-maxDirs)
+			break
+		}
+		var c []string
+		for _, kv := range []struct {
+			n int
+			l string
+		}{{d.Added, "added"}, {d.Modified, "modified"}, {d.Deleted, "deleted"}, {d.Other, "other"}} {
+			if kv.n > 0 {
+				c = append(c, fmt.Sprintf("%d %s", kv.n, kv.l))
+			}
+		}
+		size := ""
+		if d.Bytes > 0 {
+			size = " (" + humanBytes(d.Bytes) + ")"
+		}
+		fmt.Fprintf(w, "    %s/: %s%s\n", show(d.Dir), strings.Join(c, ", "), size)
+	}
+}
+
+// writeChanges writes the first n changes (n < 0: all), one a line.
+func writeChanges(w io.Writer, cs []changeLine, n int) {
+	for i, c := range cs {
+		if n >= 0 && i >= n {
+			fmt.Fprintf(w, "  ... and %d more (--show -1 lists every path, --json prints them all)\n", len(cs)-i)
+			break
+		}
+		size := ""
+		if c.Size > 0 {
+			size = "  " + humanBytes(c.Size)
+		}
+		name := show(c.Path)
+		switch c.Type {
+		case "dir":
+			name += "/"
+		case "symlink":
+			name += "@"
+		}
+		fmt.Fprintf(w, "  %s %s%s\n", changeLetter(materialize.ChangeKind(c.Kind)), name, size)
+	}
+}
+
+// writeUnapplied writes every refusal, conflict, change not applied, and
+// path whose source version was kept.
+func writeUnapplied(w io.Writer, s *summary) {
 	for _, rf := range s.Refused {
 		fmt.Fprintf(w, "capfs: refused: %s %s: %s (%s)\n", rf.Kind, show(rf.Path), show(rf.Reason), rf.Code)
 	}
@@ -578,15 +648,6 @@ func writeSummary(w io.Writer, s *summary, err error) {
 	}
 	for _, p := range s.Theirs {
 		fmt.Fprintf(w, "capfs: kept the source's version of %s\n", show(p))
-	}
-	if err != nil && len(s.Refused)+len(s.Conflicts)+len(s.NotApplied) == 0 {
-		fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(err))
-	}
-	if s.Discarded {
-		fmt.Fprintf(w, "capfs: run: the changes are discarded (--keep keeps them for capfs sync)\n")
-	}
-	if s.Out != "" {
-		fmt.Fprintf(w, "capfs: run: written into %s\n", show(s.Out))
 	}
 }
 
