@@ -164,25 +164,9 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 	lim.add(cmd)
 	f.SetInterspersed(false)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var mode materialize.ConflictMode
-		switch conflict {
-		case "fail":
-			mode = materialize.ConflictFail
-		case "ours":
-			mode = materialize.ConflictKeepOurs
-		case "theirs":
-			mode = materialize.ConflictKeepTheirs
-		default:
-			return usageErrorf("--conflict %s: want fail, ours or theirs", conflict)
-		}
-		var reject materialize.RejectMode
-		switch onReject {
-		case "abort":
-			reject = materialize.RejectAbort
-		case "apply-rest":
-			reject = materialize.RejectApplyRest
-		default:
-			return usageErrorf("--on-reject %s: want apply-rest or abort", onReject)
+		mode, reject, err := syncModes(conflict, onReject)
+		if err != nil {
+			return err
 		}
 		switch syncMode {
 		case syncAlways, syncOnSuccess, syncNever, syncAsk:
@@ -235,6 +219,31 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 	return cmd
 }
 
+// syncModes parses --conflict and --on-reject (run's and sync's).
+func syncModes(conflict, onReject string) (materialize.ConflictMode, materialize.RejectMode, error) {
+	var mode materialize.ConflictMode
+	switch conflict {
+	case "fail":
+		mode = materialize.ConflictFail
+	case "ours":
+		mode = materialize.ConflictKeepOurs
+	case "theirs":
+		mode = materialize.ConflictKeepTheirs
+	default:
+		return 0, 0, usageErrorf("--conflict %s: want fail, ours or theirs", conflict)
+	}
+	var reject materialize.RejectMode
+	switch onReject {
+	case "abort":
+		reject = materialize.RejectAbort
+	case "apply-rest":
+		reject = materialize.RejectApplyRest
+	default:
+		return 0, 0, usageErrorf("--on-reject %s: want apply-rest or abort", onReject)
+	}
+	return mode, reject, nil
+}
+
 // limitFlags are run's flags for the sandbox's and the sync's limits, .git and
 // binds.
 type limitFlags struct {
@@ -268,34 +277,8 @@ func (l *limitFlags) add(cmd *cobra.Command) {
 }
 
 func (l *limitFlags) parse() error {
-	size := func(flag, v string, unset int64) (int64, error) {
-		if v == "" {
-			return unset, nil
-		}
-		n, err := sandbox.ParseSize(strings.ReplaceAll(v, " ", ""))
-		if err != nil {
-			return 0, usageErrorf("--%s %s: %v", flag, v, err)
-		}
-		if n == 0 {
-			return -1, nil
-		}
-		return n, nil
-	}
-	var err error
-	if l.memory, err = size("max-memory", l.maxMemory, 0); err != nil {
+	if err := l.parseSizes(); err != nil {
 		return err
-	}
-	if l.tmp, err = size("tmp-size", l.tmpSize, 0); err != nil {
-		return err
-	}
-	if l.sync.MaxBytes, err = size("max-bytes", l.maxBytes, 0); err != nil {
-		return err
-	}
-	if l.fileSize, err = size("max-file-size", l.maxFileSize, 0); err != nil {
-		return err
-	}
-	if l.fileSize < 0 {
-		l.fileSize = 0
 	}
 	if l.maxProcs < 0 {
 		return usageErrorf("--max-procs %d: want 0 (no limit) or more", l.maxProcs)
@@ -330,6 +313,42 @@ func (l *limitFlags) parse() error {
 		return usageErrorf("--git %s: want auto, omit or keep", l.gitArg)
 	}
 	return l.net.parse()
+}
+
+// parseSizes parses --max-memory, --tmp-size, --max-bytes and
+// --max-file-size.
+func (l *limitFlags) parseSizes() error {
+	var err error
+	if l.memory, err = parseSizeFlag("max-memory", l.maxMemory); err != nil {
+		return err
+	}
+	if l.tmp, err = parseSizeFlag("tmp-size", l.tmpSize); err != nil {
+		return err
+	}
+	if l.sync.MaxBytes, err = parseSizeFlag("max-bytes", l.maxBytes); err != nil {
+		return err
+	}
+	if l.fileSize, err = parseSizeFlag("max-file-size", l.maxFileSize); err != nil {
+		return err
+	}
+	l.fileSize = max(l.fileSize, 0)
+	return nil
+}
+
+// parseSizeFlag parses size v of --flag: 0 when unset, -1 for "0" (no
+// limit).
+func parseSizeFlag(flag, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := sandbox.ParseSize(strings.ReplaceAll(v, " ", ""))
+	if err != nil {
+		return 0, usageErrorf("--%s %s: %v", flag, v, err)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
 }
 
 // options returns the bubblewrap options with the limits.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -71,115 +74,110 @@ func newSyncCmd(o *globalOptions) *cobra.Command {
 		_ = f.MarkHidden(n)
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var mode materialize.ConflictMode
-		switch conflict {
-		case "fail":
-		case "ours":
-			mode = materialize.ConflictKeepOurs
-		case "theirs":
-			mode = materialize.ConflictKeepTheirs
-		default:
-			return usageErrorf("--conflict %s: want fail, ours or theirs", conflict)
-		}
-		var reject materialize.RejectMode
-		switch onReject {
-		case "apply-rest":
-			reject = materialize.RejectApplyRest
-		case "abort":
-		default:
-			return usageErrorf("--on-reject %s: want apply-rest or abort", onReject)
+		mode, reject, err := syncModes(conflict, onReject)
+		if err != nil {
+			return err
 		}
 		if err := lim.parse(); err != nil {
 			return err
 		}
-		w := cmd.ErrOrStderr()
 		recs, _, err := readRecords()
 		if err != nil {
 			return failed(fmt.Errorf("kept checkouts: %v", err))
 		}
-		if list {
-			if len(recs) == 0 {
-				fmt.Fprintln(w, "capfs: sync: no kept checkouts")
-				return nil
-			}
-			for _, rec := range recs {
-				fmt.Fprintln(cmd.OutOrStdout(), describeRecord(rec))
-			}
+		w := cmd.ErrOrStderr()
+		sf := syncFlags{diff: diff, dryRun: dryRun, out: out, conflict: mode, onReject: reject, lim: lim, json: jsonOut, show: showN}
+		switch {
+		case list:
+			listRecords(w, cmd.OutOrStdout(), recs)
 			return nil
-		}
-		if discard && all {
-			n := 0
-			for _, rec := range recs {
-				if err := dropRecord(rec); err != nil {
-					fmt.Fprintf(w, "capfs: sync: %s: %s\n", rec.ID, showError(err))
-					continue
-				}
-				n++
-			}
-			fmt.Fprintf(w, "capfs: sync: removed %d kept checkout(s)\n", n)
+		case discard && all:
+			discardAll(w, recs)
 			return nil
-		}
-		find := func(id string) (keptRecord, bool) {
-			for _, rec := range recs {
-				if rec.ID == id {
-					return rec, true
-				}
-			}
-			return keptRecord{}, false
-		}
-		if len(args) == 1 {
-			rec, ok := find(args[0])
-			if !ok {
-				return usageErrorf("no kept checkout %s (capfs sync --list lists them)", show(args[0]))
-			}
-			if discard {
-				if err := dropRecord(rec); err != nil {
-					return failed(err)
-				}
-				fmt.Fprintf(w, "capfs: sync: removed the kept checkout %s\n", rec.ID)
-				return nil
-			}
-			return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
-				return syncRecord(ctx, s, rec, syncFlags{diff: diff, dryRun: dryRun, out: out, conflict: mode, onReject: reject, lim: lim, json: jsonOut, show: showN}, w, cmd)
-			})(cmd, args)
-		}
-		if discard {
+		case len(args) == 1:
+			return syncByID(o, cmd, args, recs, sf, discard)
+		case discard:
 			return usageErrorf("--discard needs an ID (or --all)")
 		}
 		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
-			wk := work
-			if wk == "" {
-				wk = s.Work
-			}
-			if wk == "" {
-				wk = defaultWork
-			}
-			wp, err := vfs.ParseGuest(wk)
-			if err != nil {
-				return usageErrorf("--work %s: %s", wk, messageOrCode(err))
-			}
-			label := workLabel(s, wp.WithoutDirMark())
-			var mine []keptRecord
-			for _, rec := range recs {
-				if rec.Label != "" && rec.Label == label {
-					mine = append(mine, rec)
-				}
-			}
-			switch len(mine) {
-			case 0:
-				fmt.Fprintf(w, "capfs: sync: no kept checkout of %s (capfs sync --list lists them all)\n", showPath(wp.String()))
-				return nil
-			case 1:
-				return syncRecord(ctx, s, mine[0], syncFlags{diff: diff, dryRun: dryRun, out: out, conflict: mode, onReject: reject, lim: lim, json: jsonOut, show: showN}, w, cmd)
-			}
-			fmt.Fprintf(w, "capfs: sync: %d kept checkouts of %s; name one:\n", len(mine), showPath(wp.String()))
-			for _, rec := range mine {
-				fmt.Fprintf(w, "  %s\n", describeRecord(rec))
-			}
-			return exitStatus(exitUsage)
+			return syncOfWork(ctx, s, cmd, recs, sf, work)
 		})(cmd, args)
 	}
 	return cmd
+}
+
+// listRecords lists the kept checkouts recs on out (on w when there are none).
+func listRecords(w, out io.Writer, recs []keptRecord) {
+	if len(recs) == 0 {
+		fmt.Fprintln(w, "capfs: sync: no kept checkouts")
+		return
+	}
+	for _, rec := range recs {
+		fmt.Fprintln(out, describeRecord(rec))
+	}
+}
+
+// discardAll removes every kept checkout of recs.
+func discardAll(w io.Writer, recs []keptRecord) {
+	n := 0
+	for _, rec := range recs {
+		if err := dropRecord(rec); err != nil {
+			fmt.Fprintf(w, "capfs: sync: %s: %s\n", rec.ID, showError(err))
+			continue
+		}
+		n++
+	}
+	fmt.Fprintf(w, "capfs: sync: removed %d kept checkout(s)\n", n)
+}
+
+// syncByID applies (or shows, or with discard removes) the kept checkout
+// args[0] of recs.
+func syncByID(o *globalOptions, cmd *cobra.Command, args []string, recs []keptRecord, sf syncFlags, discard bool) error {
+	i := slices.IndexFunc(recs, func(rec keptRecord) bool { return rec.ID == args[0] })
+	if i < 0 {
+		return usageErrorf("no kept checkout %s (capfs sync --list lists them)", show(args[0]))
+	}
+	rec, w := recs[i], cmd.ErrOrStderr()
+	if discard {
+		if err := dropRecord(rec); err != nil {
+			return failed(err)
+		}
+		fmt.Fprintf(w, "capfs: sync: removed the kept checkout %s\n", rec.ID)
+		return nil
+	}
+	return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+		return syncRecord(ctx, s, rec, sf, w, cmd)
+	})(cmd, args)
+}
+
+// syncOfWork applies the one kept checkout of the work path (work, else the
+// session's, else the default), or lists them when there are several.
+func syncOfWork(ctx context.Context, s *session, cmd *cobra.Command, recs []keptRecord, sf syncFlags, work string) error {
+	w := cmd.ErrOrStderr()
+	wk := cmp.Or(work, s.Work, defaultWork)
+	wp, err := vfs.ParseGuest(wk)
+	if err != nil {
+		return usageErrorf("--work %s: %s", wk, messageOrCode(err))
+	}
+	label := workLabel(s, wp.WithoutDirMark())
+	var mine []keptRecord
+	for _, rec := range recs {
+		if rec.Label != "" && rec.Label == label {
+			mine = append(mine, rec)
+		}
+	}
+	switch len(mine) {
+	case 0:
+		fmt.Fprintf(w, "capfs: sync: no kept checkout of %s (capfs sync --list lists them all)\n", showPath(wp.String()))
+		return nil
+	case 1:
+		return syncRecord(ctx, s, mine[0], sf, w, cmd)
+	}
+	fmt.Fprintf(w, "capfs: sync: %d kept checkouts of %s; name one:\n", len(mine), showPath(wp.String()))
+	for _, rec := range mine {
+		fmt.Fprintf(w, "  %s\n", describeRecord(rec))
+	}
+	return exitStatus(exitUsage)
 }
 
 type syncFlags struct {
@@ -214,32 +212,13 @@ func dropRecord(rec keptRecord) error {
 }
 
 // syncRecord applies (or shows) the kept checkout rec through s.
-func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w interface {
-	Write([]byte) (int, error)
-}, cmd *cobra.Command) error {
+func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w io.Writer, cmd *cobra.Command) error {
 	wp, err := vfs.ParseGuest(rec.Work)
 	if err != nil {
 		return failed(err)
 	}
 	wp = wp.WithoutDirMark()
-	label := workLabel(s, wp)
-	apply := !f.diff && !f.dryRun && f.out == ""
-	if apply && (rec.Label == "" || label != rec.Label) {
-		if rec.Label == "" {
-			return usageErrorf("the kept checkout %s came from a work path that is not written back (--rev, git or memory): --out DIR writes its changes into a host directory", rec.ID)
-		}
-		return usageErrorf("the kept checkout %s came from %s of another namespace: run capfs sync with the mounts of that run (same directory, --mount and --config)", rec.ID, showPath(rec.Work))
-	}
-	var d = s.Root
-	if label == rec.Label && rec.Label != "" {
-		d, err = s.Root.Sub(ctx, wp.String())
-	} else {
-		d, err = s.Root.ReadOnly().Sub(ctx, wp.String())
-		if err != nil {
-			// The work path is not in this namespace: compare with nothing.
-			d, err = emptyDir(s)
-		}
-	}
+	d, err := syncSource(ctx, s, rec, wp, !f.diff && !f.dryRun && f.out == "")
 	if err != nil {
 		return err
 	}
@@ -247,9 +226,7 @@ func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w 
 	if err != nil {
 		if vfs.CodeOf(err) == vfs.CodeNotFound {
 			fmt.Fprintf(w, "capfs: sync: the kept checkout %s is gone (a reboot empties /dev/shm); dropping its record\n", rec.ID)
-			if kd, kerr := keptDir(); kerr == nil {
-				os.Remove(filepath.Join(kd, rec.ID+".json"))
-			}
+			removeRecord(rec.ID)
 		}
 		return failed(err)
 	}
@@ -266,34 +243,74 @@ func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w 
 		}
 		return pageDiff(ctx, d, t.Path(), changes, cmd.OutOrStdout())
 	case f.out != "":
-		if err := checkOut(f.out); err != nil {
-			return err
-		}
-		rep, err := exportTo(ctx, t, f.out, s, f.lim.sync)
-		if rep != nil {
-			sum := newSummary(wp, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
-			sum.Out = f.out
-			r.printSummary(sum, err)
-		}
-		t.Keep()
-		if err != nil || len(rep.Refused) > 0 {
-			return exitStatus(exitSyncBack)
-		}
-		fmt.Fprintf(w, "capfs: sync: the checkout %s is still kept (capfs sync --discard %s removes it)\n", rec.ID, rec.ID)
-		return nil
+		return r.syncOut(ctx, rec, f.out)
 	case f.dryRun:
 		t.Keep()
-		opts, err := r.syncOptions(true)
-		if err != nil {
-			return failed(err)
-		}
-		rep, serr := t.SyncBack(ctx, opts)
-		if rep == nil {
-			return serr
-		}
-		r.printSummary(newSummary(wp, "would apply", rep), serr)
-		return nil
+		return r.syncDry(ctx)
 	}
+	return r.syncApply(ctx, rec)
+}
+
+// syncSource is the Dir a kept checkout is synced through: its work path,
+// writable when it came from this namespace's mount of it (which apply
+// needs); else read-only, or an empty Dir when the path is not here.
+func syncSource(ctx context.Context, s *session, rec keptRecord, wp vfs.Path, apply bool) (*dir.Dir, error) {
+	label := workLabel(s, wp)
+	if apply && (rec.Label == "" || label != rec.Label) {
+		if rec.Label == "" {
+			return nil, usageErrorf("the kept checkout %s came from a work path that is not written back (--rev, git or memory): --out DIR writes its changes into a host directory", rec.ID)
+		}
+		return nil, usageErrorf("the kept checkout %s came from %s of another namespace: run capfs sync with the mounts of that run (same directory, --mount and --config)", rec.ID, showPath(rec.Work))
+	}
+	if label == rec.Label && rec.Label != "" {
+		return s.Root.Sub(ctx, wp.String())
+	}
+	d, err := s.Root.ReadOnly().Sub(ctx, wp.String())
+	if err != nil {
+		// The work path is not in this namespace: compare with nothing.
+		return emptyDir(s)
+	}
+	return d, nil
+}
+
+// syncOut writes the kept checkout's changes into host directory out.
+func (r *runner) syncOut(ctx context.Context, rec keptRecord, out string) error {
+	t := r.workTree
+	if err := checkOut(out); err != nil {
+		return err
+	}
+	rep, err := exportTo(ctx, t, out, r.s, r.lim.sync)
+	if rep != nil {
+		sum := newSummary(r.workPath, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
+		sum.Out = out
+		r.printSummary(sum, err)
+	}
+	t.Keep()
+	if err != nil || len(rep.Refused) > 0 {
+		return exitStatus(exitSyncBack)
+	}
+	fmt.Fprintf(r.stderr, "capfs: sync: the checkout %s is still kept (capfs sync --discard %s removes it)\n", rec.ID, rec.ID)
+	return nil
+}
+
+// syncDry shows what the kept checkout would apply.
+func (r *runner) syncDry(ctx context.Context) error {
+	opts, err := r.syncOptions(true)
+	if err != nil {
+		return failed(err)
+	}
+	rep, serr := r.workTree.SyncBack(ctx, opts)
+	if rep == nil {
+		return serr
+	}
+	r.printSummary(newSummary(r.workPath, "would apply", rep), serr)
+	return nil
+}
+
+// syncApply applies the kept checkout rec; what is not applied stays kept,
+// with its record brought up to date.
+func (r *runner) syncApply(ctx context.Context, rec keptRecord) error {
+	t, w := r.workTree, r.stderr
 	opts, err := r.syncOptions(false)
 	if err != nil {
 		return failed(err)
@@ -302,8 +319,7 @@ func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w 
 	if rep == nil {
 		return serr
 	}
-	sum := newSummary(wp, "applied", rep)
-	r.printSummary(sum, serr)
+	r.printSummary(newSummary(r.workPath, "applied", rep), serr)
 	if t.Kept() {
 		// Record the manifest as it is now (what was applied is no longer a change).
 		if st, err := t.MarshalState(); err == nil {
@@ -313,19 +329,21 @@ func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w 
 			}
 		}
 		fmt.Fprintf(w, "capfs: sync: what was not applied stays in %s (id %s)\n", show(t.Path()), rec.ID)
-		if serr != nil {
-			return exitStatus(exitSyncBack)
-		}
-		return nil
+	} else {
+		removeRecord(rec.ID)
+		fmt.Fprintf(w, "capfs: sync: every change applied; the kept checkout %s is removed\n", rec.ID)
 	}
-	if kd, err := keptDir(); err == nil {
-		os.Remove(filepath.Join(kd, rec.ID+".json"))
-	}
-	fmt.Fprintf(w, "capfs: sync: every change applied; the kept checkout %s is removed\n", rec.ID)
 	if serr != nil {
 		return exitStatus(exitSyncBack)
 	}
 	return nil
+}
+
+// removeRecord removes the record of kept checkout id, if any.
+func removeRecord(id string) {
+	if kd, err := keptDir(); err == nil {
+		os.Remove(filepath.Join(kd, id+".json"))
+	}
 }
 
 // emptyDir is an empty read-only Dir under the session's policy: the source a
