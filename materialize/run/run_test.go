@@ -191,3 +191,54 @@ func dirNames(p string) ([]string, error) {
 	}
 	return names, err
 }
+
+// TestSessionSteps: step by step, as a caller with a review of its own runs
+// it, a lazy mount's changes are a Tree after Finish (the source untouched
+// until the caller syncs), and Close leaves nothing in the base.
+func TestSessionSteps(t *testing.T) {
+	runner := sandboxRunner(t)
+	if err := run.LazyAvailable(); err != nil {
+		t.Skipf("FUSE is not usable here: %v", err)
+	}
+	base := t.TempDir()
+	t.Setenv("CAPFS_TMPDIR", base)
+	t.Setenv(materialize.EnvStateDir, t.TempDir())
+	ctx := context.Background()
+	work := memDir(t, map[string]string{"a.txt": "old\n"}, audit.NewRing(1<<10))
+	var readied []bool
+	s, err := run.Start(ctx, &run.Spec{
+		Mounts: []run.Mount{{Name: "work", Dir: work, Target: "/w", Writable: true, Lazy: &run.LazyOptions{}}},
+		Ready:  func(i int, v *run.View) error { readied = append(readied, v.Lazy != nil && v.Tree == nil); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(readied) != 1 || !readied[0] || len(s.Binds()) != 1 || s.Binds()[0].Target != "/w" || !s.Binds()[0].Writable {
+		t.Fatalf("ready %v, binds %+v", readied, s.Binds())
+	}
+	res, err := s.Launch(ctx, runner, &sandbox.Launch{Path: "sh", Args: []string{"-c", "echo new > /w/a.txt"}, Dir: "/w"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Launch: %+v, %v", res, err)
+	}
+	if err := s.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tr := s.Views()[0].Tree
+	if tr == nil {
+		t.Fatal("no Tree of the lazy mount's changes after Finish")
+	}
+	changes, err := tr.Diff(ctx)
+	if err != nil || len(changes) != 1 || changes[0].Path != "a.txt" || changes[0].Kind != materialize.Modified {
+		t.Fatalf("changes %+v, %v; want a.txt modified", changes, err)
+	}
+	if b, _ := work.ReadFile(ctx, "a.txt"); string(b) != "old\n" {
+		t.Errorf("the source changed before any sync-back: %q", b)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := dirNames(base); len(left) != 0 {
+		t.Errorf("left behind in the base: %v", left)
+	}
+}
