@@ -4,7 +4,7 @@
 //
 // Each Dir reaches the sandbox one of two ways: a checkout
 // ([materialize.Checkout], a private copy with a manifest as its base) or,
-// for a writable Dir where FUSE works, a lazy mount ([StartLazy]: a FUSE
+// where FUSE works, a lazy mount ([StartLazy]: a FUSE
 // copy-on-write layer over the Dir, whose upper directory holds the changes
 // and whose first sight of each entry is its base). The command runs once,
 // under a [sandbox.Runner]. Its changes are then a [materialize.Tree] per

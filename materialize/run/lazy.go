@@ -145,8 +145,7 @@ func (lw *Lazy) mount(work *dir.Dir, o LazyOptions) error {
 	return nil
 }
 
-// SweepLazy removes what a lazy mount killed before it could clean up left
-// under dir.
+// SweepLazy removes the dead mounts that killed lazy mounts left under dir.
 //
 // Each capfs-lazy-* directory whose mount point is a dead FUSE mount
 // (SIGKILL, a crash) is detached and removed. A live mount (another run's)
