@@ -289,6 +289,10 @@ type MountReport struct {
 	// when it failed before it could make one).
 	Synced bool
 	Sync   *materialize.SyncReport
+	// Kept is the host path of the mount's checkout (or lazy upper) when it
+	// is kept past the run: what a sync-back did not apply, or
+	// [materialize.Tree.Keep].
+	Kept string
 }
 
 // Report describes s's mounts as they are now.
@@ -298,6 +302,9 @@ func (s *Session) Report() *Report {
 		mr := MountReport{Name: v.Mount.Name, Target: v.Mount.Target, Writable: v.Mount.Writable, Lazy: v.Lazy != nil, Synced: v.Synced, Sync: v.Sync}
 		if v.Lazy == nil {
 			mr.Skipped = v.Tree.Skipped()
+		}
+		if v.Tree != nil && v.Tree.Kept() {
+			mr.Kept = v.Tree.Path()
 		}
 		rep.Mounts = append(rep.Mounts, mr)
 	}

@@ -111,6 +111,13 @@ func TestRunSyncsWritableRefusesReadOnly(t *testing.T) {
 			if len(rep.Mounts) != 2 || !rep.Mounts[0].Synced || rep.Mounts[1].Synced || rep.Mounts[0].Lazy != m.lazy {
 				t.Fatalf("report mounts %+v", rep.Mounts)
 			}
+			// The refused .bashrc stays in the kept checkout; a lazy run
+			// refused it at once, so nothing is kept.
+			if kept := rep.Mounts[0].Kept; (kept != "") != !m.lazy || rep.Mounts[1].Kept != "" {
+				t.Errorf("kept %q and %q", kept, rep.Mounts[1].Kept)
+			} else if kept != "" {
+				os.RemoveAll(kept)
+			}
 			if !taggedWrite(ring, "b.txt", "run:test wrappers=bubblewrap") {
 				t.Error("no audit event of b.txt's sync-back tagged with the run and its wrappers")
 			}
