@@ -372,199 +372,288 @@ func openatRetry(dir int, name string, flags int, mode uint32) (int, error) {
 // device fail. o says what else the walk does (see walkOpts). On success the caller
 // owns w and must close it.
 func (f *FS) walk(ctx context.Context, root int, s string, o walkOpts) (w walkResult, err error) {
-	follow, needObj := o.follow, o.needObj
 	var buf [fdWindow + 2]frame
 	stack := append(buf[:0], frame{fd: root})
-	defer func() {
-		// Close every handle not handed to the result.
-		for i := 1; i < len(stack); i++ {
-			if fd := stack[i].fd; fd >= 0 && !(err == nil && w.ownDir && fd == w.dir) {
-				unix.Close(fd)
-			}
-		}
-	}()
-	top := func() int { return stack[len(stack)-1].fd }
-	result := func(leaf string, obj int, st *unix.Stat_t, mustDir bool) walkResult {
-		r := walkResult{dir: top(), ownDir: len(stack) > 1, leaf: leaf, obj: obj, mustDir: mustDir}
-		if st != nil {
-			r.found, r.st = true, *st
-		}
-		if o.canon {
-			var b strings.Builder
-			for _, fr := range stack[1:] {
-				b.WriteString(fr.name)
-				b.WriteByte('/')
-			}
-			if leaf != "." {
-				b.WriteString(leaf)
-			}
-			r.canon = strings.TrimSuffix(b.String(), "/")
-		}
-		return r
-	}
-	// object opens the final entry leaf, already examined as st, when asked to,
-	// and checks that it still is what was examined.
-	object := func(leaf string, st *unix.Stat_t) (int, error) {
-		if !needObj {
-			return -1, nil
-		}
-		obj, err := openatRetry(top(), leaf, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			if err == unix.ENOENT {
-				return -1, errRaced
-			}
-			return -1, err
-		}
-		var now unix.Stat_t
-		if err := unix.Fstat(obj, &now); err != nil {
-			unix.Close(obj)
-			return -1, err
-		}
-		if now.Dev != st.Dev || now.Ino != st.Ino {
-			unix.Close(obj)
-			return -1, errRaced
-		}
-		*st = now
-		return obj, nil
-	}
-	rest := s
-	links, steps := 0, 0
-	var st unix.Stat_t
-	for {
-		for rest != "" && (rest[0] == '/' || (rest[0] == '.' && (len(rest) == 1 || rest[1] == '/'))) {
-			rest = rest[1:]
-		}
-		if rest == "" {
+	defer func() { closeStack(stack, w, err) }()
+	p := pwalk{f: f, o: o, rest: s}
+	for steps := 1; ; steps++ {
+		p.rest = trimDots(p.rest)
+		if p.rest == "" {
 			// The final object is the directory on top of the stack.
-			if err := unix.Fstat(top(), &st); err != nil {
+			if err := unix.Fstat(top(stack), &p.st); err != nil {
 				return walkResult{}, err
 			}
-			obj, err := object(".", &st)
-			if err != nil {
-				return walkResult{}, err
-			}
-			return result(".", obj, &st, false), nil
+			res, _, err := p.finish(stack, ".", false)
+			return res, err
 		}
-		if steps++; steps&63 == 0 {
+		if steps&63 == 0 {
 			if err := ctx.Err(); err != nil {
 				return walkResult{}, err
 			}
 		}
-		var seg string
-		var slash bool
-		seg, rest, slash = strings.Cut(rest, "/")
-		last, trailing := endOf(rest)
-		trailing = trailing || (last && slash)
+		seg, slash, last, trailing := p.next()
 		if seg == ".." {
-			if len(stack) == 1 {
-				return walkResult{}, errAbove
-			}
-			unix.Close(top())
-			stack = stack[:len(stack)-1]
-			if top() < 0 {
-				fd, err := reopen(stack)
-				if err != nil {
-					return walkResult{}, err
-				}
-				stack[len(stack)-1].fd = fd
+			if stack, err = pop(stack); err != nil {
+				return walkResult{}, err
 			}
 			continue
 		}
 		if !last {
 			// Most intermediate components are directories: one open tells.
-			fd, err := openatRetry(top(), seg, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-			if err == nil {
-				if f.cfg.oneFS {
-					if err := unix.Fstat(fd, &st); err != nil || st.Dev != f.dev {
-						unix.Close(fd)
-						if err == nil {
-							err = errXdev
-						}
-						return walkResult{}, err
-					}
-				}
-				stack = append(stack, frame{fd: fd, name: seg})
-				if i := len(stack) - 1 - fdWindow; i > 0 && stack[i].fd >= 0 {
-					unix.Close(stack[i].fd)
-					stack[i].fd = -1
-				}
-				continue
+			fd, err := p.enter(top(stack), seg)
+			if err != nil {
+				return walkResult{}, err
 			}
-			if err != unix.ENOTDIR {
-				return walkResult{}, err // not_found for a missing directory
+			if fd >= 0 {
+				stack = push(stack, fd, seg)
+				continue
 			}
 			// A symlink, or something that is not a directory: see below.
 		}
-		err := unix.Fstatat(top(), seg, &st, unix.AT_SYMLINK_NOFOLLOW)
-		if err == unix.ENOENT && last {
-			if !vfs.ValidName(seg) {
-				return walkResult{}, &lookupErr{vfs.CodeInvalidPath, "invalid name in symlink target"}
-			}
-			return result(seg, -1, nil, trailing), nil
-		}
+		res, done, err := p.final(stack, seg, slash, last, trailing)
 		if err != nil {
-			if err == unix.ENOENT {
-				err = errRaced // it was there a moment ago
-			}
 			return walkResult{}, err
 		}
-		if f.cfg.oneFS && st.Dev != f.dev {
-			return walkResult{}, errXdev
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			if last && !follow && !trailing {
-				obj, err := object(seg, &st)
-				if err != nil {
-					return walkResult{}, err
-				}
-				return result(seg, obj, &st, false), nil
-			}
-			if o.noSym {
-				return walkResult{}, errResolvedLink
-			}
-			if f.cfg.symlinks == SymlinksReject {
-				return walkResult{}, errNoSym
-			}
-			if links++; links > vfs.MaxSymlinks {
-				return walkResult{}, errLoop
-			}
-			target, err := readlinkFd(top(), seg)
-			switch {
-			case err == unix.EINVAL || err == unix.ENOENT:
-				return walkResult{}, errRaced // no longer a symlink
-			case err != nil:
-				return walkResult{}, err
-			case target == "":
-				return walkResult{}, unix.ENOENT
-			case target[0] == '/':
-				return walkResult{}, errAbs
-			}
-			if rest == "" && !slash {
-				rest = target
-			} else { // keep a trailing slash: the target must then be a directory
-				rest = target + "/" + rest
-			}
-		case unix.S_IFDIR:
-			if !last {
-				return walkResult{}, errRaced // was not a directory a moment ago
-			}
-			obj, err := object(seg, &st)
-			if err != nil {
-				return walkResult{}, err
-			}
-			return result(seg, obj, &st, trailing), nil
-		default:
-			if trailing || !last {
-				return walkResult{}, unix.ENOTDIR
-			}
-			obj, err := object(seg, &st)
-			if err != nil {
-				return walkResult{}, err
-			}
-			return result(seg, obj, &st, false), nil
+		if done {
+			return res, nil
 		}
 	}
+}
+
+// pwalk is one portable walk: the rest of the path to resolve, the
+// symlinks followed, and the status of the entry last examined. The stack of
+// directories reached (the root at the bottom) stays walk's own, in a
+// buffer on its stack.
+type pwalk struct {
+	f     *FS
+	o     walkOpts
+	rest  string
+	links int
+	st    unix.Stat_t
+}
+
+// top is the handle of the directory a walk reached.
+func top(stack []frame) int { return stack[len(stack)-1].fd }
+
+// closeStack closes every handle of stack not handed to the walk's result
+// w (err: the walk's).
+func closeStack(stack []frame, w walkResult, err error) {
+	for i := 1; i < len(stack); i++ {
+		if fd := stack[i].fd; fd >= 0 && !(err == nil && w.ownDir && fd == w.dir) {
+			unix.Close(fd)
+		}
+	}
+}
+
+// trimDots drops the "/" and "." segments at the start of rest.
+func trimDots(rest string) string {
+	for rest != "" && (rest[0] == '/' || (rest[0] == '.' && (len(rest) == 1 || rest[1] == '/'))) {
+		rest = rest[1:]
+	}
+	return rest
+}
+
+// next takes the next component off the rest: whether a slash followed it,
+// whether it is the last real one, and whether a slash trails it.
+func (p *pwalk) next() (seg string, slash, last, trailing bool) {
+	seg, p.rest, slash = strings.Cut(p.rest, "/")
+	last, trailing = endOf(p.rest)
+	return seg, slash, last, trailing || (last && slash)
+}
+
+// pop goes back to the directory the walk came from: never above the root,
+// and reopening it by name when its handle was closed (fdWindow).
+func pop(stack []frame) ([]frame, error) {
+	if len(stack) == 1 {
+		return stack, errAbove
+	}
+	unix.Close(top(stack))
+	stack = stack[:len(stack)-1]
+	if top(stack) >= 0 {
+		return stack, nil
+	}
+	fd, err := reopen(stack)
+	if err != nil {
+		return stack, err
+	}
+	stack[len(stack)-1].fd = fd
+	return stack, nil
+}
+
+// push pushes directory seg, open as fd; beyond fdWindow handles the oldest
+// one that is not the root's is closed.
+func push(stack []frame, fd int, seg string) []frame {
+	stack = append(stack, frame{fd: fd, name: seg})
+	if i := len(stack) - 1 - fdWindow; i > 0 && stack[i].fd >= 0 {
+		unix.Close(stack[i].fd)
+		stack[i].fd = -1
+	}
+	return stack
+}
+
+// enter opens seg in dir as a directory, never following it, and returns
+// its handle, or -1 when it is not a directory (a symlink, say); with
+// WithOneFilesystem another device is errXdev.
+func (p *pwalk) enter(dir int, seg string) (int, error) {
+	fd, err := openatRetry(dir, seg, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == unix.ENOTDIR {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err // not_found for a missing directory
+	}
+	if !p.f.cfg.oneFS {
+		return fd, nil
+	}
+	if err := unix.Fstat(fd, &p.st); err != nil || p.st.Dev != p.f.dev {
+		unix.Close(fd)
+		if err == nil {
+			err = errXdev
+		}
+		return -1, err
+	}
+	return fd, nil
+}
+
+// final goes on from seg, which is not a directory on the way: a missing
+// final name is the result (not found), a symlink is spliced in or is the
+// result, anything else ends the walk (done).
+func (p *pwalk) final(stack []frame, seg string, slash, last, trailing bool) (walkResult, bool, error) {
+	found, err := p.stat(top(stack), seg)
+	if err != nil {
+		return walkResult{}, true, err
+	}
+	if !found {
+		if !last {
+			return walkResult{}, true, errRaced // it was there a moment ago
+		}
+		if !vfs.ValidName(seg) {
+			return walkResult{}, true, &lookupErr{vfs.CodeInvalidPath, "invalid name in symlink target"}
+		}
+		return p.result(stack, seg, -1, false, trailing), true, nil
+	}
+	switch p.st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		if last && !p.o.follow && !trailing {
+			return p.finish(stack, seg, false)
+		}
+		return walkResult{}, false, p.splice(top(stack), seg, slash)
+	case unix.S_IFDIR:
+		if !last {
+			return walkResult{}, true, errRaced // was not a directory a moment ago
+		}
+		return p.finish(stack, seg, trailing)
+	}
+	if trailing || !last {
+		return walkResult{}, true, unix.ENOTDIR
+	}
+	return p.finish(stack, seg, false)
+}
+
+// stat examines seg in dir without following it, into p.st, and reports
+// whether it is there; with WithOneFilesystem another device is errXdev.
+func (p *pwalk) stat(dir int, seg string) (bool, error) {
+	err := unix.Fstatat(dir, seg, &p.st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.ENOENT {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if p.f.cfg.oneFS && p.st.Dev != p.f.dev {
+		return false, errXdev
+	}
+	return true, nil
+}
+
+// splice reads symlink seg in dir and puts its target before the rest
+// (keeping a trailing slash: the target must then be a directory). An
+// absolute or empty target, too many links, and a walk that may not follow
+// links fail.
+func (p *pwalk) splice(dir int, seg string, slash bool) error {
+	if p.o.noSym {
+		return errResolvedLink
+	}
+	if p.f.cfg.symlinks == SymlinksReject {
+		return errNoSym
+	}
+	if p.links++; p.links > vfs.MaxSymlinks {
+		return errLoop
+	}
+	target, err := readlinkFd(dir, seg)
+	switch {
+	case err == unix.EINVAL || err == unix.ENOENT:
+		return errRaced // no longer a symlink
+	case err != nil:
+		return err
+	case target == "":
+		return unix.ENOENT
+	case target[0] == '/':
+		return errAbs
+	}
+	if p.rest == "" && !slash {
+		p.rest = target
+	} else {
+		p.rest = target + "/" + p.rest
+	}
+	return nil
+}
+
+// finish ends the walk at leaf, examined as p.st.
+func (p *pwalk) finish(stack []frame, leaf string, mustDir bool) (walkResult, bool, error) {
+	obj, err := p.object(top(stack), leaf)
+	if err != nil {
+		return walkResult{}, true, err
+	}
+	return p.result(stack, leaf, obj, true, mustDir), true, nil
+}
+
+// object opens the final entry leaf of dir, already examined as p.st, when
+// the walk asks for it (needObj), and checks that it still is what was
+// examined.
+func (p *pwalk) object(dir int, leaf string) (int, error) {
+	if !p.o.needObj {
+		return -1, nil
+	}
+	obj, err := openatRetry(dir, leaf, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ENOENT {
+			return -1, errRaced
+		}
+		return -1, err
+	}
+	var now unix.Stat_t
+	if err := unix.Fstat(obj, &now); err != nil {
+		unix.Close(obj)
+		return -1, err
+	}
+	if now.Dev != p.st.Dev || now.Ino != p.st.Ino {
+		unix.Close(obj)
+		return -1, errRaced
+	}
+	p.st = now
+	return obj, nil
+}
+
+// result is the walk's result at leaf (found: as p.st), with the canonical
+// path when the walk asks for it.
+func (p *pwalk) result(stack []frame, leaf string, obj int, found, mustDir bool) walkResult {
+	r := walkResult{dir: top(stack), ownDir: len(stack) > 1, leaf: leaf, obj: obj, mustDir: mustDir}
+	if found {
+		r.found, r.st = true, p.st
+	}
+	if p.o.canon {
+		var b strings.Builder
+		for _, fr := range stack[1:] {
+			b.WriteString(fr.name)
+			b.WriteByte('/')
+		}
+		if leaf != "." {
+			b.WriteString(leaf)
+		}
+		r.canon = strings.TrimSuffix(b.String(), "/")
+	}
+	return r
 }
 
 // frame is one directory of a portable walk's stack.
