@@ -6,33 +6,37 @@ import (
 	"io/fs"
 )
 
-// DirInfo is one entry of a listing with its status (see DirInfoReader): what
-// Lstat of the entry reports, or the error it fails with (a policy's refusal,
-// say). Name is always set and Mode always holds at least the entry's type bits
-// as ReadDir lists them; the other fields only when Err is nil.
+// DirInfo is one entry of a listing with its status (see [DirInfoReader]).
+// The status is what Lstat of the entry reports, or the error it fails with (a
+// policy's refusal, say). Name is always set. Mode always holds at least the
+// entry's type bits as ReadDir lists them. The other fields are set only when
+// Err is nil.
 type DirInfo struct {
 	Info
 	Err error
 }
 
-// DirInfoReader is implemented by backends that can list a directory with the
-// status of every entry in one pass (the physical backend: one fstatat per
-// entry, relative to the directory it opened). ReadDirInfo returns, sorted by
-// name, the entries ReadDir(p) lists, each with what Lstat of p/name reports
-// (never following a symlink) or the error that Lstat gives, in Err. An entry
-// removed between the listing and its status is left out. The call fails only
-// where ReadDir(p) would. See the function ReadDirInfo for the fallback.
+// DirInfoReader is implemented by backends that list a directory with the
+// status of every entry in one pass. The physical backend makes one fstatat per
+// entry, relative to the directory it opened.
+//
+// ReadDirInfo returns, sorted by name, the entries ReadDir(p) lists. Each holds
+// what Lstat of p/name reports (never following a symlink), or the error that
+// Lstat gives, in Err. An entry removed between the listing and its status is
+// left out. The call fails only where ReadDir(p) would. The function
+// [ReadDirInfo] falls back when a backend lacks it.
 //
 // It serves layers that need every entry's status (snapshots, tree walks,
-// long listings), which would otherwise make one lookup per entry from the
+// long listings). Without it they make one lookup per entry from the
 // backend's root.
 type DirInfoReader interface {
 	ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error)
 }
 
-// ReadDirInfo lists directory p of b with every entry's status: b's own
-// ReadDirInfo when b is a DirInfoReader, else ReadDir and an Lstat of each
-// entry (which is what every DirInfoReader must answer).
+// ReadDirInfo lists directory p of b with every entry's status.
+// It calls b's own ReadDirInfo when b is a [DirInfoReader]. Otherwise it calls
+// ReadDir and an Lstat of each entry, which is what every DirInfoReader must
+// answer.
 func ReadDirInfo(ctx context.Context, b Backend, p Path) ([]DirInfo, error) {
 	if r, ok := b.(DirInfoReader); ok {
 		return r.ReadDirInfo(ctx, p)
@@ -40,8 +44,8 @@ func ReadDirInfo(ctx context.Context, b Backend, p Path) ([]DirInfo, error) {
 	return readDirInfoEach(ctx, b, p)
 }
 
-// ReadDir is b.ReadDir(ctx, p), in ReadDirInfo's shape, for code that lists
-// with either.
+// ReadDir lists directory p of b, as b.ReadDir does.
+// It has [ReadDirInfo]'s signature, for code that lists with either.
 func ReadDir(ctx context.Context, b Backend, p Path) ([]DirEntry, error) { return b.ReadDir(ctx, p) }
 
 // readDirInfoEach is ReadDirInfo as ReadDir and an Lstat per entry.
@@ -70,11 +74,11 @@ func readDirInfoEach(ctx context.Context, b Backend, p Path) ([]DirInfo, error) 
 	return out, nil
 }
 
-// ReadDirInfo lists directory p with every entry's status (see DirInfoReader):
-// through the mount's backend in one pass where p lies inside a mount with no
-// mount beneath it and that backend is a DirInfoReader, else as ReadDir and an
-// Lstat per entry, so mount points and synthetic directories report what Lstat
-// reports of them.
+// ReadDirInfo lists directory p with every entry's status (see [DirInfoReader]).
+// It goes through the mount's backend in one pass when p lies inside a mount
+// with no mount beneath it, and that backend is a DirInfoReader. Otherwise it
+// makes a ReadDir and an Lstat per entry, so mount points and synthetic
+// directories report what Lstat reports of them.
 func (n *Namespace) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) {
 	t := n.table()
 	l := t.locate(p)
@@ -98,13 +102,13 @@ func (n *Namespace) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) 
 	return readDirInfoEach(ctx, n, p)
 }
 
-// ReadDirInfo forwards to the wrapped backend (see vfs.ReadDirInfo): it only
+// ReadDirInfo forwards to the wrapped backend (see [ReadDirInfo]). It only
 // reads.
 func (r *readOnlyBackend) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) {
 	return ReadDirInfo(ctx, r.b, p)
 }
 
-// ReadDirInfo forwards to the wrapped backend (see vfs.ReadDirInfo).
+// ReadDirInfo forwards to the wrapped backend (see [ReadDirInfo]).
 func (b *locatedBackend) ReadDirInfo(ctx context.Context, p Path) ([]DirInfo, error) {
 	return ReadDirInfo(ctx, b.Backend, p)
 }

@@ -5,22 +5,22 @@
 //
 // # Guarantees
 //
-//   - A Path never holds "..", ".", empty segments, NUL or backslash, and is always
-//     relative: backends never parse raw guest strings (ParseGuest does, once).
+//   - A [Path] never holds "..", ".", empty segments, NUL or backslash, and is
+//     always relative. Backends never parse raw guest strings ([ParseGuest] does,
+//     once).
 //   - Guest paths are cleaned lexically: "a/../b" is "b" even if "a" is a symlink.
-//     This deliberately differs from POSIX (where ".." after a symlink is physical):
-//     it makes a guest path's meaning independent of the tree's state. ".." inside a
-//     symlink target is resolved physically, beneath the backend's root.
-//   - Symlinks resolve beneath the backend's root and never outside it: an absolute
-//     target, or ".." above the root, is path_outside_sandbox. At most MaxSymlinks (40,
-//     the kernel's limit) links are followed per lookup.
-//   - Every error is an *Error with a stable Code, the operation and a path relative
-//     to the layer that returned it; never a host path. Each code matches its io/fs
-//     sentinel with errors.Is.
+//     This differs from POSIX, where ".." after a symlink is physical. ".." inside
+//     a symlink target is resolved physically, beneath the backend's root.
+//   - Symlinks resolve beneath the backend's root and never outside it. An
+//     absolute target, or ".." above the root, is path_outside_sandbox. At most
+//     [MaxSymlinks] (40, the kernel's limit) links are followed per lookup.
+//   - Every error is an [*Error] with a stable [Code], the operation and a path
+//     relative to the layer that returned it, never a host path. Each code
+//     matches its io/fs sentinel with [errors.Is].
 //
 // # Not guaranteed
 //
-// vfs does not police guests: policy, audit and attenuation live in package dir. A
-// Backend or Namespace is a host-only object; handing one to a guest hands it full
-// authority over that tree.
+// vfs does not police guests: policy, audit and attenuation live in package dir.
+// A [Backend] or [Namespace] is a host-only object. Handing one to a guest hands
+// it full authority over that tree.
 package vfs

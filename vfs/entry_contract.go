@@ -3,8 +3,8 @@ package vfs
 import "strings"
 
 // CheckCreate returns the error of creating the entry name in a directory, or
-// nil: not_found if the directory was removed (gone), invalid_path if name,
-// taken from a symlink target, is not a valid name.
+// nil. It is not_found if the directory was removed (gone). It is invalid_path
+// if name, taken from a symlink target, is not a valid name.
 func CheckCreate(op string, p Path, gone bool, name string) error {
 	if gone {
 		return NewError(CodeNotFound, op, p, "directory has been removed")
@@ -17,8 +17,8 @@ func CheckCreate(op string, p Path, gone bool, name string) error {
 }
 
 // CheckMkdir returns the error of making directory p, named name in a
-// directory: already_exists if found says p names an entry (a dangling
-// symlink included), else as [CheckCreate].
+// directory, or nil. It is already_exists if found says p names an entry (a
+// dangling symlink included), else as [CheckCreate].
 func CheckMkdir(p Path, found, gone bool, name string) error {
 	if found {
 		return NewError(CodeExists, "mkdir", p, "")
@@ -26,9 +26,10 @@ func CheckMkdir(p Path, found, gone bool, name string) error {
 	return CheckCreate("mkdir", p, gone, name)
 }
 
-// CheckRemove returns the error of removing the entry r resolves to, or nil:
-// not_found if it is missing, invalid_path for the root, not_empty if full
-// reports a directory that holds entries. full's error is returned as is.
+// CheckRemove returns the error of removing the entry r resolves to, or nil.
+// It is not_found if the entry is missing, invalid_path for the root, and
+// not_empty if full reports a directory that holds entries. full's error is
+// returned as is.
 func CheckRemove[N any](op string, p Path, r Resolution[N], full func(N) (bool, error)) error {
 	switch {
 	case !r.Found:
@@ -60,11 +61,11 @@ func CheckSymlinkTarget(op string, p Path, target string) error {
 	return nil
 }
 
-// CheckLinkSource returns the error of making newp another name of an entry
-// at oldp, looked up without following a final symlink: not_found if found
-// is false, permission for a directory. Its errors carry oldp as Path and
-// newp as Dest. Backends check the source first, then resolve the
-// destination for [CheckLinkDest].
+// CheckLinkSource returns the error of making newp another name of the entry
+// at oldp, or nil. oldp is looked up without following a final symlink. The
+// error is not_found if found is false, and a permission error for a
+// directory. Its errors carry oldp as Path and newp as Dest. Backends check
+// the source first, then resolve the destination for [CheckLinkDest].
 func CheckLinkSource(oldp, newp Path, found, dir bool) error {
 	switch {
 	case !found:
@@ -75,11 +76,12 @@ func CheckLinkSource(oldp, newp Path, found, dir bool) error {
 	return nil
 }
 
-// CheckLinkDest returns the error of creating the link newp, resolved
-// without its trailing slash and without following a final symlink:
-// already_exists if found (a dangling symlink included), not_a_directory
-// for a trailing slash, else as [CheckCreate] for name in its directory
-// (gone if removed). Its errors carry oldp as Path and newp as Dest.
+// CheckLinkDest returns the error of creating the link newp, or nil. newp is
+// resolved without its trailing slash and without following a final symlink.
+// The error is already_exists if found (a dangling symlink included), and
+// not_a_directory for a trailing slash. Otherwise it is as [CheckCreate] for
+// name in its directory (gone if removed). Its errors carry oldp as Path and
+// newp as Dest.
 func CheckLinkDest(oldp, newp Path, found, gone bool, name string) error {
 	switch {
 	case found:

@@ -6,11 +6,11 @@ import (
 	"syscall"
 )
 
-// Code is a stable, machine-readable error code. Codes are part of the API: they
-// never change meaning, and new ones are only added.
+// Code is a stable, machine-readable error code. Codes are part of the API.
+// They never change meaning, and new ones are only added.
 type Code string
 
-// The error codes. Each matches the io/fs sentinel named beside it with errors.Is.
+// The error codes. Each matches the [io/fs] sentinel named beside it with [errors.Is].
 const (
 	CodeOutside      Code = "path_outside_sandbox" // fs.ErrPermission
 	CodeInvalidPath  Code = "invalid_path"         // fs.ErrInvalid
@@ -34,14 +34,14 @@ const (
 	CodeCanceled     Code = "canceled"             // the context's error
 )
 
-// Error is the one error type capfs returns. It carries a stable Code, the operation
-// and the path as the guest named it (relative to the capability it called). It never
-// carries a host path: backends build it with NewError or Errno, which keep only the
-// cause's errno or message-free sentinel.
+// Error is the one error type capfs returns. It carries a stable [Code], the
+// operation and the path as the guest named it (relative to the capability it
+// called). It never carries a host path. Backends build it with [NewError] or
+// [Errno], which keep only the cause's errno or message-free sentinel.
 //
-// Error matches, through errors.Is, the io/fs sentinel of its code (see the Code
-// constants), any *Error with the same Code (so errors.Is(err, vfs.ErrNotFound) works),
-// and its cause.
+// Through [errors.Is], Error matches the io/fs sentinel of its code (see the
+// Code constants), any *Error with the same Code, and its cause. So
+// errors.Is(err, [ErrNotFound]) works.
 type Error struct {
 	Code Code   // stable code
 	Op   string // operation, e.g. "open", "rename"
@@ -51,8 +51,8 @@ type Error struct {
 	msg  string // optional human detail
 }
 
-// Sentinels for errors.Is: errors.Is(err, vfs.ErrNotFound) is true for any *Error
-// whose Code is not_found.
+// Sentinels for [errors.Is]. errors.Is(err, vfs.ErrNotFound) is true for any
+// [*Error] whose Code is not_found.
 var (
 	ErrOutside      = &Error{Code: CodeOutside}
 	ErrInvalidPath  = &Error{Code: CodeInvalidPath}
@@ -74,12 +74,14 @@ var (
 	ErrNotSupported = &Error{Code: CodeNotSupported}
 )
 
-// NewError returns an *Error. p is the path as the receiving layer knows it; layers
-// above re-address it to their own view with Readdress.
+// NewError returns an [*Error]. p is the path as the receiving layer knows it.
+// Layers above re-address it to their own view with [Readdress].
 func NewError(code Code, op string, p Path, msg string) *Error {
 	return &Error{Code: code, Op: op, Path: p.String(), msg: msg}
 }
 
+// Error returns "op path -> dest: code: detail", leaving out the empty parts.
+// The detail is the message, or else the cause's text.
 func (e *Error) Error() string {
 	s := e.Op
 	if e.Path != "" {
@@ -106,8 +108,8 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is reports whether target is the io/fs sentinel of e's code, or an *Error with the
-// same code.
+// Is reports whether target is the io/fs sentinel of e's code, or an [*Error]
+// with the same code.
 func (e *Error) Is(target error) bool {
 	if t, ok := target.(*Error); ok {
 		return t.Code == e.Code
@@ -138,7 +140,7 @@ func (e *Error) Is(target error) bool {
 // Message returns the human detail, if any.
 func (e *Error) Message() string { return e.msg }
 
-// CodeOf returns the Code of the first *Error in err's chain, or "" if there is none.
+// CodeOf returns the [Code] of the first [*Error] in err's chain, or "" if there is none.
 func CodeOf(err error) Code {
 	if err == nil {
 		return ""
@@ -149,9 +151,9 @@ func CodeOf(err error) Code {
 	return ""
 }
 
-// Readdress returns err with its paths replaced by the caller's view of them. Layers
-// use it to turn a backend-relative path into the guest's path. It returns err unchanged
-// if it is not an *Error, and never modifies err itself.
+// Readdress returns err with its paths replaced by the caller's view of them.
+// Layers use it to turn a backend-relative path into the guest's path. It returns
+// err unchanged if it is not an [*Error]. It never modifies err itself.
 func Readdress(err error, op, path, dest string) error {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -166,10 +168,10 @@ func Readdress(err error, op, path, dest string) error {
 	return &c
 }
 
-// Errno converts a host error into an *Error with the matching code. Only the errno
-// (or the io/fs sentinel) is kept as the cause: the message of an *fs.PathError or
-// *os.LinkError, which contains a host path, is dropped. nil stays nil; an *Error is
-// re-addressed to p.
+// Errno converts a host error into an [*Error] with the matching code.
+// Only the errno (or the io/fs sentinel) is kept as the cause. The message of an
+// [*fs.PathError] or [*os.LinkError], which contains a host path, is dropped. nil
+// stays nil. An *Error is re-addressed to p.
 func Errno(op string, p Path, err error) error {
 	if err == nil {
 		return nil
@@ -242,7 +244,7 @@ func codeForErrno(e syscall.Errno) Code {
 }
 
 // Errno returns the errno c stands for on POSIX: not_found is ENOENT,
-// already_exists EEXIST, read_only EROFS, and so on; io_error and unknown codes
+// already_exists EEXIST, read_only EROFS, and so on. io_error and unknown codes
 // are EIO. [Errno] (the function) maps it back.
 //
 //	not_found ENOENT             already_exists EEXIST     not_empty ENOTEMPTY
@@ -281,18 +283,17 @@ var codeErrno = map[Code]syscall.Errno{
 	CodeConflict:     syscall.ESTALE,
 }
 
-// PathError returns err in the shape the os package gives: an *fs.PathError
-// with op, the guest's path as the caller named it, and the [Code.Errno] of
-// err's code. Both dialects understand it: os.IsNotExist, os.IsExist and
-// os.IsPermission (which look one level into an *fs.PathError for an errno),
-// and errors.Is with fs.ErrNotExist, fs.ErrExist and fs.ErrPermission. nil and
-// errors that hold no *Error (io.EOF) are returned unchanged.
+// PathError returns err in the shape the os package gives.
+// The result is an [*fs.PathError] with op, the guest's path as the caller named
+// it, and the [Code.Errno] of err's code. Both dialects understand it:
+// [os.IsNotExist], [os.IsExist] and [os.IsPermission], and [errors.Is] with
+// [fs.ErrNotExist], [fs.ErrExist] and [fs.ErrPermission]. nil and errors that
+// hold no *Error ([io.EOF]) are returned unchanged.
 //
-// The *Error itself cannot ride along: os.IsNotExist compares the wrapped error
-// with == or as a syscall.Errno, so it must be the errno. [Errno] maps the
-// errno back to a code, exactly but for six: revoked, path_outside_sandbox
-// and closed read back as fs_permission_denied, not_regular_file as
-// invalid_path, conflict and canceled as io_error.
+// The wrapped error is the errno, not the [*Error]. [Errno] maps the errno back
+// to a code, exactly but for six. revoked, path_outside_sandbox and closed read
+// back as fs_permission_denied. not_regular_file reads back as invalid_path.
+// conflict and canceled read back as io_error.
 func PathError(op, path string, err error) error {
 	e, ok := errors.AsType[*Error](err)
 	if !ok {
@@ -302,8 +303,8 @@ func PathError(op, path string, err error) error {
 }
 
 // ReaddressTo is [Readdress] for a layer that names its paths as [Path]
-// values: err gets p (and dest, if given) and keeps its Op. An error that is
-// not an *Error first becomes one with Errno(op, p, err). nil stays nil.
+// values. err gets p (and dest, if given) and keeps its Op. An error that is
+// not an [*Error] first becomes one with [Errno](op, p, err). nil stays nil.
 func ReaddressTo(err error, op string, p Path, dest ...Path) error {
 	if err == nil {
 		return nil
@@ -318,8 +319,8 @@ func ReaddressTo(err error, op string, p Path, dest ...Path) error {
 	return Readdress(err, "", p.String(), to)
 }
 
-// Reop returns err with only its Op replaced; an error that is not an *Error
-// is returned unchanged.
+// Reop returns err with only its Op replaced.
+// An error that is not an [*Error] is returned unchanged.
 func Reop(err error, op string) error {
 	e, ok := errors.AsType[*Error](err)
 	if !ok {
@@ -334,8 +335,8 @@ func GuestError(code Code, op, path, dest, msg string) *Error {
 	return &Error{Code: code, Op: op, Path: PrintablePath(path), Dest: PrintablePath(dest), msg: msg}
 }
 
-// PrintablePath returns a guest path as errors and audit records show it: NUL
-// bytes spelled out, and cut after 512 bytes.
+// PrintablePath returns a guest path as errors and audit records show it.
+// NUL bytes are spelled out, and the path is cut after 512 bytes.
 func PrintablePath(s string) string {
 	if len(s) > 512 {
 		s = s[:512] + "…"

@@ -27,8 +27,9 @@ const (
 	unixReg      = 0o100000
 )
 
-// UnixMode converts m to st_mode bits: its type (a regular file when m has no
-// type bit), permission bits, setuid, setgid and sticky.
+// UnixMode converts m to st_mode bits.
+// It keeps the type (a regular file when m has no type bit), the permission
+// bits, setuid, setgid and sticky.
 func UnixMode(m fs.FileMode) uint32 {
 	u := uint32(m.Perm())
 	for _, b := range unixBits {
@@ -44,8 +45,8 @@ func UnixMode(m fs.FileMode) uint32 {
 	return u | unixReg
 }
 
-// FileModeOf converts st_mode bits to an fs.FileMode, the inverse of
-// [UnixMode]. An unknown type gives fs.ModeIrregular.
+// FileModeOf converts st_mode bits to an [fs.FileMode], the inverse of
+// [UnixMode]. An unknown type gives [fs.ModeIrregular].
 func FileModeOf(u uint32) fs.FileMode {
 	m := fs.FileMode(u & 0o777)
 	for _, b := range unixBits {

@@ -13,19 +13,19 @@ import (
 	"time"
 )
 
-// A Namespace is a host-only mount table: it composes Backends into one tree and is
-// itself a Backend, so namespaces nest. The zero Namespace is an empty namespace;
-// NewNamespace also fixes the time its synthetic directories report.
+// A Namespace is a host-only mount table that composes Backends into one tree.
+// It is itself a [Backend], so namespaces nest. The zero Namespace is an empty
+// namespace. [NewNamespace] also fixes the time its synthetic directories report.
 //
 // # Lookup
 //
-// A path is matched lexically, component by component, against the mount points;
-// the longest match wins ("ab/x" never matches a mount at "a"), and that mount's
+// A path is matched lexically, component by component, against the mount points.
+// The longest match wins ("ab/x" never matches a mount at "a"). That mount's
 // backend resolves the rest of the path. So a symlink inside a mount resolves
-// beneath that mount's root: it can neither reach another mount nor a directory of
-// the namespace above, and ".." at a backend's root is path_outside_sandbox. A link
-// in a parent mount whose target lexically names a path under a child mount reaches
-// the parent backend's own (shadowed) entry, not the child mount.
+// beneath that mount's root. It can reach neither another mount nor a directory
+// of the namespace above, and ".." at a backend's root is path_outside_sandbox.
+// A link in a parent mount whose target lexically names a path under a child
+// mount reaches the parent backend's own (shadowed) entry, not the child mount.
 //
 // # Namespace directories
 //
@@ -34,65 +34,67 @@ import (
 //
 //   - A mount point is its backend's root (Stat reports the root with the mount's
 //     base name). It shadows whatever lies at that path in the parent mount.
-//   - A directory above a mount point that lies inside another mount is that mount's
-//     directory (symlinks followed) when the mount has one there; otherwise (missing,
-//     a file, an escaping link) it is synthetic, as below.
-//   - A directory above a mount point that no mount covers is synthetic: it reads as
-//     a directory with mode fs.ModeDir|0555 and the namespace's creation time, and
-//     lists only its children that lead to mount points. An empty namespace has a
-//     synthetic, empty root. Paths under a synthetic directory that lead to no mount
-//     do not exist.
+//   - A directory above a mount point that lies inside another mount is that
+//     mount's directory (symlinks followed) when the mount has one there.
+//     Otherwise (missing, a file, an escaping link) it is synthetic, as below.
+//   - A directory above a mount point that no mount covers is synthetic. It reads
+//     as a directory with mode fs.ModeDir|0555 and the namespace's creation time.
+//     It lists only its children that lead to mount points. An empty namespace has
+//     a synthetic, empty root. Paths under a synthetic directory that lead to no
+//     mount do not exist.
 //
-// A listing of a namespace directory merges the backend's entries (if any) with the
-// names of its mount-point and synthetic children, which shadow same-named backend
-// entries; the result is sorted and has no duplicates.
+// A listing of a namespace directory merges the backend's entries (if any) with
+// the names of its mount-point and synthetic children. These shadow same-named
+// backend entries. The result is sorted and has no duplicates.
 //
-// Mount points and namespace directories are fixed by the host. Removing or renaming
-// one, renaming onto one, or creating, removing or renaming anything inside a
-// synthetic directory fails with read_only; Chmod and Chtimes on a synthetic
-// directory fail with read_only too (on a mount point they reach the backend's root).
-// Creating an entry (Mkdir, Symlink, Link, OpenFile with O_CREATE|O_EXCL) where a
-// namespace directory already stands fails with already_exists, as creating any
-// existing name does, so a MkdirAll through the namespace works.
+// Mount points and namespace directories are fixed by the host. These fail with
+// read_only: removing or renaming one, renaming onto one, and creating, removing
+// or renaming anything inside a synthetic directory. Chmod and Chtimes on a
+// synthetic directory fail with read_only too; on a mount point they reach the
+// backend's root. Creating an entry (Mkdir, Symlink, Link, OpenFile with
+// O_CREATE|O_EXCL) where a namespace directory already stands fails with
+// already_exists, as creating any existing name does. So a MkdirAll through the
+// namespace works.
 //
 // Rename and Link whose two paths resolve to different mounts fail with cross_mount
 // (matching EXDEV) before either backend is touched.
 //
-// Sub inside a single mount returns that mount's own pinned Sub; at or above a mount
-// point it returns a new Namespace holding a snapshot of the mount table as of the
-// Sub call (see Sub).
+// Sub inside a single mount returns that mount's own pinned Sub. At or above a
+// mount point it returns a new Namespace holding a snapshot of the mount table as
+// of the Sub call (see [Namespace.Sub]).
 //
 // # Errors
 //
-// Errors from a backend are re-addressed to the namespace's view: their Path (and
-// Dest) is the full path the namespace was called with, never the backend's. Files
-// opened under a mount below the root are wrapped so their errors are re-addressed
-// too.
+// Errors from a backend are re-addressed to the namespace's view. Their Path (and
+// Dest) is the full path the namespace was called with, never the backend's.
+// Files opened under a mount below the root are wrapped so their errors are
+// re-addressed too.
 //
 // # Concurrency
 //
 // A Namespace is safe for concurrent use. The mount table is immutable and swapped
-// atomically: lookups take no lock and allocate nothing, and an operation uses the
+// atomically. Lookups take no lock and allocate nothing. An operation uses the
 // table as it was when the operation began. Files opened before an Unmount keep
 // working on the backend they were opened on.
 //
-// A Namespace must not contain itself: Mount refuses, with invalid_path, a backend
-// that reaches the namespace through namespaces and ReadOnly wrappers. A cycle hidden
-// behind another wrapper type cannot be detected, and with mounts at the root would
-// recurse without bound; hosts must not build one.
+// A Namespace must not contain itself. [Namespace.Mount] refuses, with
+// invalid_path, a backend that reaches the namespace through namespaces and
+// [ReadOnly] wrappers. A cycle hidden behind another wrapper type cannot be
+// detected; with mounts at the root it would recurse without bound. Hosts must
+// not build one.
 type Namespace struct {
 	created time.Time
 	tab     atomic.Pointer[table]
 }
 
-// MountOptions are per-mount settings given to Namespace.Mount.
+// MountOptions are per-mount settings given to [Namespace.Mount].
 type MountOptions struct {
-	// ReadOnly mounts the backend through ReadOnly: every mutation under the mount
-	// fails with read_only.
+	// ReadOnly mounts the backend through [ReadOnly]. Every mutation under the
+	// mount fails with read_only.
 	ReadOnly bool
 }
 
-// MountInfo describes one mount, as Namespace.Mounts reports it.
+// MountInfo describes one mount, as [Namespace.Mounts] reports it.
 type MountInfo struct {
 	Path     Path         // the mount point, relative to the namespace root
 	Options  MountOptions // the options given to Mount
@@ -310,12 +312,12 @@ func (n *Namespace) table() *table {
 	return emptyTable
 }
 
-// Mount attaches b at path at (the root included: a mount at the root is the base
-// backend). Mounting where a mount already stands fails with already_exists; a nil
-// backend, or one that would make the namespace contain itself, with invalid_path.
-// With opts.ReadOnly the backend is mounted through ReadOnly. The mount shadows
-// whatever lies at at in a parent mount; the directories above at become namespace
-// directories.
+// Mount attaches b at path at. A mount at the root is the base backend.
+// Mounting where a mount already stands fails with already_exists. A nil
+// backend, or one that would make the namespace contain itself, fails with
+// invalid_path. With opts.ReadOnly the backend is mounted through [ReadOnly].
+// The mount shadows whatever lies at at in a parent mount. The directories
+// above at become namespace directories.
 func (n *Namespace) Mount(at Path, b Backend, opts MountOptions) error {
 	at = at.WithoutDirMark()
 	if b == nil {
@@ -383,11 +385,12 @@ func reaches(b Backend, target *Namespace) bool {
 	return false
 }
 
-// Features reports what the namespace as a whole supports: ReadOnly only if every
-// mount is read-only (an empty namespace is read-only); Persistent only if every
-// mount is persistent; Symlinks, HardLinks, Chmod, Chtimes and CaseInsensitive if any
-// mount has them. A feature reported here may still be refused under some mounts,
-// and HardLinks never works across mounts.
+// Features reports what the namespace as a whole supports.
+// ReadOnly is set only if every mount is read-only (an empty namespace is
+// read-only). Persistent is set only if every mount is persistent. Symlinks,
+// HardLinks, Chmod, Chtimes and CaseInsensitive are set if any mount has them.
+// A feature reported here may still be refused under some mounts. HardLinks
+// never works across mounts.
 func (n *Namespace) Features() Features {
 	t := n.table()
 	f := Features{ReadOnly: true, Persistent: len(t.sorted) > 0}
@@ -710,9 +713,9 @@ func (n *Namespace) Remove(ctx context.Context, p Path) error {
 	return nil
 }
 
-// Rename moves from to to within one mount. Either path being a mount point or
-// namespace directory, or lying in a synthetic directory, fails with read_only; the
-// two paths lying in different mounts, with cross_mount.
+// Rename moves from to to within one mount. It fails with read_only if either
+// path is a mount point or namespace directory, or lies in a synthetic
+// directory. It fails with cross_mount if the two paths lie in different mounts.
 func (n *Namespace) Rename(ctx context.Context, from, to Path, flags RenameFlags) error {
 	t := n.table()
 	rf, err := n.route(ctx, t, from, false, "rename")
@@ -896,11 +899,12 @@ func (n *Namespace) setattr(ctx context.Context, op string, p Path, follow bool,
 	return NewError(CodeNotFound, op, p, "")
 }
 
-// Sub returns a Backend rooted at directory p. If p lies inside a mount with no mount
-// below p, that is the mount's own Sub (read-only for a read-only mount), pinned as
-// the backend pins it. Otherwise it is a new Namespace holding a snapshot of the
-// mount table re-based at p: the mounts below p, and the covering mount's Sub at the
-// new root if that mount has a directory at p. Mounts and unmounts made later in n
+// Sub returns a Backend rooted at directory p.
+// If p lies inside a mount with no mount below p, that is the mount's own Sub
+// (read-only for a read-only mount), pinned as the backend pins it. Otherwise it
+// is a new Namespace holding a snapshot of the mount table re-based at p. The
+// snapshot holds the mounts below p, and the covering mount's Sub at the new
+// root if that mount has a directory at p. Mounts and unmounts made later in n
 // are not seen by the result, nor the result's in n.
 func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 	p = p.WithoutDirMark()
@@ -1009,10 +1013,10 @@ func wrapAt(f File, nf *nsFile) File {
 // nsTypedFile is an nsFile over a TypedFile.
 type nsTypedFile struct{ *nsFile }
 
-// Type forwards to the wrapped File (see vfs.TypedFile).
+// Type forwards to the wrapped File (see [TypedFile]).
 func (f nsTypedFile) Type() fs.FileMode { return f.f.(TypedFile).Type() }
 
-// OpenStat forwards to the wrapped File (see vfs.OpenStater), with the name
+// OpenStat forwards to the wrapped File (see [OpenStater]), with the name
 // Stat reports.
 func (f *nsFile) OpenStat() (Info, bool) {
 	info, ok := OpenStat(f.f)

@@ -8,24 +8,25 @@ import (
 	"strings"
 )
 
-// Resolve returns the location p reaches in the namespace (see Backend.Resolve). In
-// a mount with no other mount below it, that is the mount backend's own resolution,
-// re-based at the mount point. In a mount that another mount shadows (a read-only
-// mount over a directory of a read-write one, say), the namespace walks p itself,
-// component by component, so a symlink whose target lands under the inner mount
-// reaches the inner mount and not the directory it hides. Namespace directories
-// resolve to themselves.
+// Resolve returns the location p reaches in the namespace (see [Backend.Resolve]).
 //
-// A link may leave its mount only to come back into it. Where the mount's backend
-// refuses a link with path_outside_sandbox (no backend follows a target above its
-// own root, nor an absolute one), the namespace resolves the path itself and
-// follows such a link when it leads back into the mount that holds it: a relative
+// In a mount with no other mount below it, that is the mount backend's own
+// resolution, re-based at the mount point. In a mount that another mount shadows
+// (a read-only mount over a directory of a read-write one, say), the namespace
+// walks p itself, component by component. So a symlink whose target lands under
+// the inner mount reaches the inner mount, not the directory it hides. Namespace
+// directories resolve to themselves.
+//
+// A link may leave its mount only to come back into it. No backend follows a
+// target above its own root, nor an absolute one; it fails with
+// path_outside_sandbox. Then the namespace resolves the path itself. It follows
+// such a link when it leads back into the mount that holds it. That is a relative
 // target taken lexically from the link's directory ("../../proj/src/x" in a mount
 // at proj), or an absolute host path naming a place in a physical mount
-// (HostLinkResolver). A target landing anywhere else, another mount included, is
-// path_outside_sandbox. Every operation of the namespace does the same, so a Dir
-// without a policy reaches what a Dir with one decides on. A Sub of a mount is a
-// backend of its own and stays confined to itself.
+// ([HostLinkResolver]). A target landing anywhere else, another mount included,
+// is path_outside_sandbox. Every operation of the namespace does the same, so a
+// Dir without a policy reaches what a Dir with one decides on. A Sub of a mount is
+// a backend of its own and stays confined to itself.
 func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location, error) {
 	t := n.table()
 	l := t.locate(p)
@@ -55,8 +56,8 @@ func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location,
 	return Location{}, NewError(CodeNotFound, "resolve", p, "")
 }
 
-// ResolveStat is Resolve and the status of what p reaches, in one lookup where the
-// mount's backend offers one (see StatResolver).
+// ResolveStat resolves p and stats what it reaches.
+// It takes one lookup where the mount's backend offers one (see [StatResolver]).
 func (n *Namespace) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
 	t := n.table()
 	l := t.locate(p)
@@ -101,9 +102,10 @@ func (n *Namespace) resolveStatSlow(ctx context.Context, p Path, follow bool) (L
 	return loc, info, nil
 }
 
-// ResolveOpen is Resolve, a decision and an open for reading, in one lookup where
-// the mount's backend offers one (see OpenResolver). decide sees the namespace
-// location. The file is the one OpenFile would return: its errors name p.
+// ResolveOpen resolves p, lets decide rule on the location, and opens it for
+// reading. It takes one lookup where the mount's backend offers one (see
+// [OpenResolver]). decide sees the namespace location. The file is the one
+// OpenFile would return: its errors name p.
 func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
 	t := n.table()
 	l := t.locate(p)
@@ -128,10 +130,10 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 	}, func(err error) error { return ReaddressTo(err, "open", p) })
 }
 
-// ResolveReadDir is Resolve, a decision and a listing, in one lookup where the
-// mount's backend offers one (see ListResolver) and p lies inside a mount with
-// no other mount beneath it (so the listing needs no mount merged in). decide
-// sees the namespace location.
+// ResolveReadDir resolves p, lets decide rule on the location, and lists it.
+// It takes one lookup where the mount's backend offers one (see [ListResolver])
+// and p lies inside a mount with no other mount beneath it, so the listing needs
+// no mount merged in. decide sees the namespace location.
 func (n *Namespace) ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
 	t := n.table()
 	l := t.locate(p)
@@ -416,17 +418,17 @@ func (b *locatedBackend) Sub(ctx context.Context, p Path) (Backend, error) {
 	return s, nil
 }
 
-// ResolveStat forwards to the wrapped backend (see vfs.ResolveStat).
+// ResolveStat forwards to the wrapped backend (see [ResolveStat]).
 func (b *locatedBackend) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
 	return ResolveStat(ctx, b.Backend, p, follow)
 }
 
-// ResolveOpen forwards to the wrapped backend (see vfs.ResolveOpen).
+// ResolveOpen forwards to the wrapped backend (see [ResolveOpen]).
 func (b *locatedBackend) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
 	return ResolveOpen(ctx, b.Backend, p, decide)
 }
 
-// ResolveReadDir forwards to the wrapped backend (see vfs.ResolveReadDir).
+// ResolveReadDir forwards to the wrapped backend (see [ResolveReadDir]).
 func (b *locatedBackend) ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
 	return ResolveReadDir(ctx, b.Backend, p, decide)
 }

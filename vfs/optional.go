@@ -21,8 +21,9 @@ import "reflect"
 // [ResolveReadDir], [ReadDirInfo], [Chown]), so that what it claims always
 // works. Where no fallback exists (Locator), it claims the interface only when
 // the wrapped backend has it. A wrapper that withholds one, or answers it
-// itself, says why in its doc comment. vfstest.CheckForwards checks a wrapper
-// against [Optionals].
+// itself, says why in its doc comment.
+// [github.com/capfs/capfs/vfs/vfstest.CheckForwards] checks a wrapper against
+// [Optionals].
 type Optional struct {
 	Name  string       // the interface's name: "StatResolver"
 	Group string       // its group: "fused resolution", "host-backed", ...
@@ -50,12 +51,13 @@ func Optionals() []Optional {
 	}
 }
 
-// OptionalFiles returns every optional [File] interface, the group "file
-// status": [TypedFile] and [OpenStater] let a layer skip an fstat per open. A
-// wrapper of a File keeps both: OpenStater through the function [OpenStat]
-// (false where the wrapped File recorded nothing), TypedFile only when the
-// wrapped File is one, since nothing can answer it otherwise.
-// vfstest.CheckForwards checks the Files a wrapper opens against it.
+// OptionalFiles returns every optional [File] interface: the group "file
+// status". [TypedFile] and [OpenStater] let a layer skip an fstat per open.
+// A wrapper of a File keeps both. It keeps OpenStater through the function
+// [OpenStat] (false where the wrapped File recorded nothing). It keeps
+// TypedFile only when the wrapped File is one, since nothing can answer it
+// otherwise. [github.com/capfs/capfs/vfs/vfstest.CheckForwards] checks the
+// Files a wrapper opens against it.
 func OptionalFiles() []Optional {
 	return []Optional{
 		{Name: "TypedFile", Group: "file status", Type: reflect.TypeFor[TypedFile]()},

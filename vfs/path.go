@@ -14,17 +14,18 @@ const (
 )
 
 // Path is a validated, cleaned path relative to the root of whatever it is handed
-// to (a Backend, a Namespace, a Dir). It never contains "..", ".", empty segments,
-// NUL bytes or backslashes, and never begins with "/". The zero Path is the root.
+// to (a [Backend], a [Namespace], a Dir). It never contains "..", ".", empty
+// segments, NUL bytes or backslashes, and never begins with "/". The zero Path is
+// the root.
 //
-// Path is the only path type the layers below dir/ accept: no backend ever parses a
-// raw guest string. A Path may carry a "must be a directory" mark, set when the guest
-// wrote a trailing slash ("a/b/"); backends then require the final object, after
-// following a final symlink, to be a directory (not_a_directory otherwise).
+// Path is the only path type the layers below dir/ accept: no backend ever parses
+// a raw guest string. A Path may carry a "must be a directory" mark, set when the
+// guest wrote a trailing slash ("a/b/"). Backends then require the final object,
+// after following a final symlink, to be a directory (not_a_directory otherwise).
 //
-// A Path may also be marked Resolved (see Path.Resolved): it then names a location
-// that a Backend's Resolve already reached, and the backend acting on it follows no
-// symlink at all.
+// A Path may also be marked Resolved (see [Path.Resolved]). It then names a
+// location that [Backend.Resolve] already reached, and the backend acting on it
+// follows no symlink at all.
 type Path struct {
 	p        string // "" for the root, else "a/b/c"
 	mustDir  bool
@@ -34,14 +35,15 @@ type Path struct {
 // Root is the Path of the root directory.
 var Root = Path{}
 
-// ParseGuest turns a guest-supplied path into a Path, interpreting it relative to the
-// receiving directory. A leading "/" means that directory's own root (a chroot view),
-// never the host's. The path is cleaned lexically: "." and empty segments vanish and
-// ".." removes the previous segment, without consulting the filesystem, so "a/../b"
-// is always "b" even when "a" is a symlink. The errors, all *Error with Op "parse":
+// ParseGuest turns a guest-supplied path into a [Path], relative to the receiving
+// directory. A leading "/" means that directory's own root (a chroot view), never
+// the host's. The path is cleaned lexically: "." and empty segments vanish, and
+// ".." removes the previous segment, without consulting the filesystem. So
+// "a/../b" is always "b", even when "a" is a symlink. The errors, all [*Error]
+// with Op "parse":
 //
 //   - invalid_path: empty string, NUL byte, backslash, a component longer than
-//     MaxNameLen, or a path longer than MaxPathLen;
+//     [MaxNameLen], or a path longer than [MaxPathLen];
 //   - path_outside_sandbox: a ".." that would climb above the root.
 func ParseGuest(s string) (Path, error) {
 	if s == "" {
@@ -213,8 +215,9 @@ func scanBytes(s string) int {
 	return result
 }
 
-// ValidName reports whether name is usable as a single path component: non-empty, not
-// "." or "..", no "/", NUL or backslash, at most MaxNameLen bytes.
+// ValidName reports whether name is usable as a single path component.
+// It must be non-empty, not "." or "..", hold no "/", NUL or backslash, and be at
+// most [MaxNameLen] bytes.
 func ValidName(name string) bool {
 	if name == "" || name == "." || name == ".." || len(name) > MaxNameLen {
 		return false
@@ -222,8 +225,8 @@ func ValidName(name string) bool {
 	return !strings.ContainsAny(name, "/\\\x00")
 }
 
-// MustParse is ParseGuest for paths known to be valid, such as constants in tests;
-// it panics on error.
+// MustParse is [ParseGuest] for paths known to be valid, such as constants in
+// tests. It panics on error.
 func MustParse(s string) Path {
 	p, err := ParseGuest(s)
 	if err != nil {
@@ -261,13 +264,14 @@ func (p Path) WithDirMark(must bool) Path {
 	return p
 }
 
-// Resolved returns p marked as already resolved: a location that Backend.Resolve
-// returned, whose every component but the last is a real directory (no symlink) and
-// whose last component is whatever the resolution stopped at. A backend given a
-// Resolved path follows no symlink at all, intermediate or final: where it would
-// follow one (a symlink swapped in after the resolution, or a final link under an
-// operation that follows it) the call fails with conflict and reaches nothing. This
-// is how a Dir acts on exactly the location its policy decided on.
+// Resolved returns p marked as already resolved.
+// Such a path is a location that [Backend.Resolve] returned. Every component but
+// the last is a real directory (no symlink). The last component is whatever the
+// resolution stopped at. A backend given a Resolved path follows no symlink at
+// all, intermediate or final. Where it would follow one (a symlink swapped in
+// after the resolution, or a final link under an operation that follows it), the
+// call fails with conflict and reaches nothing. This is how a Dir acts on exactly
+// the location its policy decided on.
 func (p Path) Resolved() Path { p.resolved = true; return p }
 
 // IsResolved reports whether p carries the Resolved mark.
@@ -378,13 +382,13 @@ func printable(s string) string {
 	return strings.ReplaceAll(s, "\x00", `\x00`)
 }
 
-// SymlinkTarget validates the target text of a symlink to be created at link and
-// returns the path it names, relative to the same root as link. Absolute targets, and
-// targets that climb above the root from the link's directory, are
-// path_outside_sandbox: a resolver here would refuse to follow them anyway, but host
-// tools reading a materialized tree would follow them out. An empty target, NUL or
-// backslash is invalid_path. The check is lexical; it is what creation through a Dir
-// and through a Namespace mount applies.
+// SymlinkTarget validates the target text of a symlink to be created at link.
+// It returns the path the target names, relative to the same root as link.
+// Absolute targets, and targets that climb above the root from the link's
+// directory, are path_outside_sandbox. A resolver here would refuse to follow
+// them anyway, but host tools reading a materialized tree would follow them out.
+// An empty target, NUL or backslash is invalid_path. The check is lexical. It is
+// what creation through a Dir and through a Namespace mount applies.
 func SymlinkTarget(link Path, target string) (Path, error) {
 	switch {
 	case target == "":

@@ -11,10 +11,12 @@ import (
 // writeFlags are the OpenFile flags that can modify a file or the tree.
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
 
-// ReadOnly returns a Backend that serves b's reads and refuses every mutation with
-// read_only, changing nothing: Mkdir, Remove, Rename, Symlink, Link, Chmod, Chtimes, Chown,
-// Lchown and OpenFile with any of O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND. The
-// refusal does not consult b, so it says nothing about whether the path exists.
+// ReadOnly returns a Backend that serves b's reads and refuses every mutation.
+//
+// Mutations fail with read_only and change nothing: Mkdir, Remove, Rename,
+// Symlink, Link, Chmod, Chtimes, Chown, Lchown, and OpenFile with any of
+// O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND. The refusal does not consult
+// b, so it says nothing about whether the path exists.
 //
 // Files opened through it are wrapped so that Write, WriteAt and Truncate fail with
 // read_only too. Sub returns a read-only view of b's Sub. Features reports b's
@@ -22,12 +24,12 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 //
 // ReadOnly is idempotent: wrapping a backend ReadOnly returned gives it back as is.
 //
-// The result keeps every optional interface of [Optionals]: the read-side ones
-// forward to b (through the helpers that fall back when b lacks one), Chowner
-// refuses with read_only, and Locator is there only when b is a Locator, since
+// The result keeps every optional interface of [Optionals]. The read-side ones
+// forward to b, through the helpers that fall back when b lacks one. [Chowner]
+// refuses with read_only. [Locator] is there only when b is a Locator, since
 // nothing can answer it otherwise. HostPath forwards to b when b is a
-// HostPather (reporting false otherwise), so a host can still bind the tree
-// into a sandbox without copying; such a host must bind it read-only, as
+// [HostPather] (reporting false otherwise), so a host can still bind the tree
+// into a sandbox without copying. Such a host must bind it read-only, as
 // Features().ReadOnly says.
 func ReadOnly(b Backend) Backend {
 	switch b.(type) {
@@ -133,7 +135,7 @@ func (r *readOnlyBackend) Resolve(ctx context.Context, p Path, follow bool) (Loc
 	return r.b.Resolve(ctx, p, follow)
 }
 
-// ResolveOpen forwards to the wrapped backend (see vfs.ResolveOpen), which only
+// ResolveOpen forwards to the wrapped backend (see [ResolveOpen]), which only
 // reads, and returns the file OpenFile would: writes to it fail with read_only,
 // naming p.
 func (r *readOnlyBackend) ResolveOpen(ctx context.Context, p Path, decide func(Location) error) (File, Location, error) {
@@ -144,12 +146,12 @@ func (r *readOnlyBackend) ResolveOpen(ctx context.Context, p Path, decide func(L
 	return readOnly(f, p), loc, nil
 }
 
-// ResolveStat forwards to the wrapped backend (see vfs.ResolveStat).
+// ResolveStat forwards to the wrapped backend (see [ResolveStat]).
 func (r *readOnlyBackend) ResolveStat(ctx context.Context, p Path, follow bool) (Location, Info, error) {
 	return ResolveStat(ctx, r.b, p, follow)
 }
 
-// ResolveReadDir forwards to the wrapped backend (see vfs.ResolveReadDir): it
+// ResolveReadDir forwards to the wrapped backend (see [ResolveReadDir]). It
 // only reads.
 func (r *readOnlyBackend) ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
 	return ResolveReadDir(ctx, r.b, p, decide)
@@ -185,7 +187,7 @@ func readOnly(f File, p Path) File {
 // readOnlyTypedFile is a readOnlyFile over a TypedFile.
 type readOnlyTypedFile struct{ *readOnlyFile }
 
-// Type forwards to the wrapped File (see vfs.TypedFile).
+// Type forwards to the wrapped File (see [TypedFile]).
 func (f readOnlyTypedFile) Type() fs.FileMode { return f.File.(TypedFile).Type() }
 
 // readOnlyFile is a File opened through a ReadOnly backend: reads pass through,
@@ -205,7 +207,7 @@ func (f *readOnlyFile) deny(op string) error {
 
 func (f *readOnlyFile) Write(b []byte) (int, error) { return 0, f.deny("write") }
 
-// OpenStat forwards to the wrapped File (see vfs.OpenStater).
+// OpenStat forwards to the wrapped File (see [OpenStater]).
 func (f *readOnlyFile) OpenStat() (Info, bool) { return OpenStat(f.File) }
 
 func (f *readOnlyFile) WriteAt(b []byte, off int64) (int, error) { return 0, f.deny("write") }

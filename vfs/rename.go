@@ -1,7 +1,7 @@
 package vfs
 
-// PairError returns the *Error of a two-path operation (rename, link): from is
-// its Path, to its Dest.
+// PairError returns the [*Error] of a two-path operation (rename, link).
+// from is its Path, to its Dest.
 func PairError(code Code, op string, from, to Path, msg string) *Error {
 	return &Error{Code: code, Op: op, Path: from.String(), Dest: to.String(), msg: msg}
 }
@@ -21,14 +21,14 @@ type RenameAction int
 
 // The rename actions.
 const (
-	// RenameNone: the ends are one entry or one file, so nothing changes.
+	// RenameNone means the ends are one entry or one file, so nothing changes.
 	RenameNone RenameAction = iota
-	// RenameMove: the destination is free. The backend still checks it may
-	// create an entry there.
+	// RenameMove means the destination is free. The backend still checks it
+	// may create an entry there.
 	RenameMove
-	// RenameReplace: the source replaces the existing destination.
+	// RenameReplace means the source replaces the existing destination.
 	RenameReplace
-	// RenameSwap: [RenameExchange] swaps the two entries.
+	// RenameSwap means [RenameExchange] swaps the two entries.
 	RenameSwap
 )
 
@@ -138,8 +138,8 @@ type NodeOps[N comparable] struct {
 	Full func(n N) (bool, error)
 }
 
-// RenameEnds describes the looked-up ends of a rename for [CheckRename]. Two
-// ends with one node are one file; a Full error is addressed to the rename.
+// RenameEnds describes the looked-up ends of a rename for [CheckRename].
+// Two ends with one node are one file. A Full error is addressed to the rename.
 func (o NodeOps[N]) RenameEnds(from, to Path, flags RenameFlags, src, dst Resolution[N]) *RenameEnds {
 	sn, dn := src.Node, dst.Node
 	return &RenameEnds{

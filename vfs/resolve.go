@@ -7,19 +7,19 @@ import (
 )
 
 // Tree is the view of a virtual backend's storage that the shared resolver walks.
-// Implementations are called with whatever lock the backend holds for the duration of
-// one Resolve; they must not call back into Resolve.
+// Implementations are called with whatever lock the backend holds for the duration
+// of one [Resolve]. They must not call back into Resolve.
 type Tree[N any] interface {
 	// Lookup returns the entry named name in directory dir, and false if there is none.
 	Lookup(dir N, name string) (N, bool, error)
-	// Type returns n's type bits: fs.ModeDir, fs.ModeSymlink, another fs.ModeType bit,
-	// or 0 for a regular file.
+	// Type returns n's type bits: [fs.ModeDir], [fs.ModeSymlink], another
+	// [fs.ModeType] bit, or 0 for a regular file.
 	Type(n N) fs.FileMode
 	// Target returns the target text of symlink n.
 	Target(n N) (string, error)
 }
 
-// Resolution is the result of Resolve.
+// Resolution is the result of [Resolve].
 type Resolution[N any] struct {
 	// Parent is the directory that holds, or would hold, the final entry. For the
 	// root itself, Parent is the root.
@@ -35,26 +35,26 @@ type Resolution[N any] struct {
 	Followed bool
 }
 
-// Resolve walks p from root the same way for every virtual backend, so memory,
-// sqlite, git and cas agree on every corner:
+// Resolve walks p from root in t. It walks the same way for every virtual
+// backend, so memory, sqlite, git and cas agree on every corner:
 //
-//   - Intermediate symlinks are always followed; the final one only when follow is
-//     true or p is marked MustBeDir. A relative target resolves from the link's
-//     directory, with ".." taken physically (the parent of the directory actually
-//     reached, not a lexical trim).
+//   - Intermediate symlinks are always followed. The final one is followed only
+//     when follow is true or p is marked MustBeDir. A relative target resolves
+//     from the link's directory, with ".." taken physically (the parent of the
+//     directory actually reached, not a lexical trim).
 //   - An absolute target, or a ".." above root, fails with path_outside_sandbox.
-//   - More than MaxSymlinks links fails with too_many_links; an empty target with
-//     not_found.
-//   - A missing intermediate directory is not_found; a non-directory used as one is
-//     not_a_directory. A missing final entry is not an error: Found is false and
-//     Parent/Name say where it would be created (through a followed dangling link,
-//     that is the link's target, still beneath root). A missing final name that is
-//     not a ValidName (possible only through a link target) is invalid_path, so
-//     callers may create Name as is.
+//   - More than [MaxSymlinks] links fails with too_many_links. An empty target
+//     fails with not_found.
+//   - A missing intermediate directory is not_found. A non-directory used as one
+//     is not_a_directory. A missing final entry is not an error: Found is false
+//     and Parent/Name say where it would be created. Through a followed dangling
+//     link, that is the link's target, still beneath root. A missing final name
+//     that is not a [ValidName] (possible only through a link target) is
+//     invalid_path, so callers may create Name as is.
 //   - If p (or a followed link target) ends in a slash, the final object must be a
 //     directory: not_a_directory otherwise.
 //
-// Errors are *Error values with Op op and Path p. The context is checked
+// Errors are [*Error] values with Op op and Path p. The context is checked
 // periodically, so a very long walk can be cancelled.
 //
 // A Resolved p follows no symlink: where one stands on it, the result is conflict.
@@ -63,8 +63,8 @@ func Resolve[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool,
 	return res, err
 }
 
-// ResolveLocation is Resolve that also reports the canonical Location it reached,
-// for a backend's Resolve method.
+// ResolveLocation is [Resolve] that also reports the canonical [Location] it
+// reached, for a backend's Resolve method.
 func ResolveLocation[N any](ctx context.Context, t Tree[N], root N, p Path, follow bool, op string) (Resolution[N], Location, error) {
 	return resolve(ctx, t, root, p, follow, op, true)
 }
@@ -227,10 +227,10 @@ func endOf(rest string) (last, trailing bool) {
 	return true, rest != ""
 }
 
-// ResolveBackend resolves p in b with the shared resolver, looking each component
-// up with b.Lstat and reading links with b.Readlink, each on a Resolved path. It is
-// Backend.Resolve for a backend with no cheaper way: correct, one Lstat per
-// component.
+// ResolveBackend resolves p in b with the shared resolver.
+// It looks each component up with b.Lstat and reads links with b.Readlink, each
+// on a Resolved path. It is [Backend.Resolve] for a backend with no cheaper way:
+// correct, at one Lstat per component.
 func ResolveBackend(ctx context.Context, b Backend, p Path, follow bool, op string) (Location, error) {
 	_, loc, err := ResolveLocation[lstatNode](ctx, lstatTree{b: b, ctx: ctx}, lstatNode{typ: fs.ModeDir, p: Path{resolved: true}}, p, follow, op)
 	return loc, err
