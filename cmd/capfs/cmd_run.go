@@ -219,26 +219,20 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 	return cmd
 }
 
+// conflictModes and rejectModes are the values of --conflict and --on-reject.
+var (
+	conflictModes = map[string]materialize.ConflictMode{"fail": materialize.ConflictFail, "ours": materialize.ConflictKeepOurs, "theirs": materialize.ConflictKeepTheirs}
+	rejectModes   = map[string]materialize.RejectMode{"abort": materialize.RejectAbort, "apply-rest": materialize.RejectApplyRest}
+)
+
 // syncModes parses --conflict and --on-reject (run's and sync's).
 func syncModes(conflict, onReject string) (materialize.ConflictMode, materialize.RejectMode, error) {
-	var mode materialize.ConflictMode
-	switch conflict {
-	case "fail":
-		mode = materialize.ConflictFail
-	case "ours":
-		mode = materialize.ConflictKeepOurs
-	case "theirs":
-		mode = materialize.ConflictKeepTheirs
-	default:
+	mode, ok := conflictModes[conflict]
+	if !ok {
 		return 0, 0, usageErrorf("--conflict %s: want fail, ours or theirs", conflict)
 	}
-	var reject materialize.RejectMode
-	switch onReject {
-	case "abort":
-		reject = materialize.RejectAbort
-	case "apply-rest":
-		reject = materialize.RejectApplyRest
-	default:
+	reject, ok := rejectModes[onReject]
+	if !ok {
 		return 0, 0, usageErrorf("--on-reject %s: want apply-rest or abort", onReject)
 	}
 	return mode, reject, nil
