@@ -56,6 +56,11 @@ const (
 	// PhysicalDirPolicy is a Dir with policy.Defaults(): a custom policy, so each
 	// call resolves its path to the canonical location before deciding and acting.
 	PhysicalDirPolicy = "Dir (default policy) over physical openat2"
+	// PhysicalDirReadOnly is PhysicalDirPolicy over vfs.ReadOnly of the
+	// backend, and PhysicalDirSub over a Namespace's Sub of it: wrappers that
+	// must keep the backend's fused calls (issue 28).
+	PhysicalDirReadOnly = "Dir (default policy) over ReadOnly(physical)"
+	PhysicalDirSub      = "Dir (default policy) over a Namespace Sub of physical"
 	// PhysicalFused is the physical backend deciding with policy.Defaults() on the
 	// canonical path through its fused ResolveOpen and ResolveStat, no Dir.
 	PhysicalFused = "physical openat2, fused canonical decision"
@@ -124,7 +129,7 @@ func HostWorkloads() []HostWorkload {
 		{Name: "stat, depth 1", setup: setupFiles, run: statLoop(ShallowFile)},
 		{Name: StatDeep, Layered: true, setup: setupFiles, run: statLoop(DeepFile)},
 		{Name: "create+write 4 KiB+close", setup: setupCreate, run: createLoop},
-		{Name: "ReadDir of 1,000 entries", setup: setupList, run: listLoop},
+		{Name: "ReadDir of 1,000 entries", Layered: true, setup: setupList, run: listLoop},
 		{Name: "rename (back and forth)", setup: setupRename, run: renameLoop},
 	}
 }

@@ -30,6 +30,8 @@ func physicalImpls() []HostImpl {
 			impls[0],
 			{Name: PhysicalDir, Layered: true, New: physicalDirNew(openat2)},
 			{Name: PhysicalDirPolicy, Layered: true, New: physicalDirNew(openat2, dir.WithPolicy(policy.Defaults()))},
+			{Name: PhysicalDirReadOnly, Layered: true, New: physicalDirOver(openat2, func(b vfs.Backend) (vfs.Backend, error) { return vfs.ReadOnly(b), nil })},
+			{Name: PhysicalDirSub, Layered: true, New: physicalDirOver(openat2, namespaceSub)},
 			{Name: PhysicalFused, Layered: true, New: func(root string) (HostTarget, error) {
 				fsys, err := physical.New(root, openat2)
 				if err != nil {
@@ -53,6 +55,36 @@ func physicalDirNew(opt physical.Option, dopts ...dir.Option) func(root string) 
 		d, _ := dir.New(fsys, dopts...)
 		return physicalDirTarget{DirTarget{D: d}, fsys}, nil
 	}
+}
+
+// physicalDirOver serves root through a dir.Dir with the default policy over
+// wrap of the physical backend with opt: a wrapper every call and listing
+// passes through, to be measured beside the unwrapped Dir.
+func physicalDirOver(opt physical.Option, wrap func(vfs.Backend) (vfs.Backend, error)) func(root string) (HostTarget, error) {
+	return func(root string) (HostTarget, error) {
+		fsys, err := physical.New(root, opt)
+		if err != nil {
+			return nil, err
+		}
+		b, err := wrap(fsys)
+		if err != nil {
+			fsys.Close()
+			return nil, err
+		}
+		d, _ := dir.New(b, dir.WithPolicy(policy.Defaults()))
+		return physicalDirTarget{DirTarget{D: d}, fsys}, nil
+	}
+}
+
+// namespaceSub mounts b in a Namespace and returns the Namespace's Sub at
+// the mount point: b's own Sub, as a Namespace hands it out.
+func namespaceSub(b vfs.Backend) (vfs.Backend, error) {
+	ns := vfs.NewNamespace()
+	at := vfs.MustParse("host")
+	if err := ns.Mount(at, b, vfs.MountOptions{}); err != nil {
+		return nil, err
+	}
+	return ns.Sub(context.Background(), at)
 }
 
 func physicalNew(opts ...physical.Option) func(root string) (HostTarget, error) {
