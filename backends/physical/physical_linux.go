@@ -631,6 +631,19 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 		}
 		// Nothing there to open, or a dangling symlink: create as below.
 	}
+	fd, exists, err := f.openForWrite(ctx, root, p, flag, oflags, mode)
+	if err != nil {
+		return nil, err
+	}
+	return f.writable(ctx, root, p, fd, flag, mode, excl || !exists)
+}
+
+// openForWrite opens p through openChecked with oflags and the creation
+// flags (O_TRUNC left out), and reports whether p existed: the last status
+// check, of possibly several if racing, says.
+func (f *FS) openForWrite(ctx context.Context, root int, p vfs.Path, flag, oflags int, mode uint32) (int, bool, error) {
+	create := flag&os.O_CREATE != 0
+	excl := create && flag&os.O_EXCL != 0
 	kflags := oflags | flag&(os.O_CREATE|os.O_EXCL) | unix.O_NONBLOCK
 	exists := true
 	fd, err := f.openChecked(ctx, root, p, kflags, mode, !excl, func(st *unix.Stat_t) error {
@@ -646,9 +659,13 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 		}
 		return f.openable(st)
 	})
-	if err != nil {
-		return nil, err
-	}
+	return fd, exists, err
+}
+
+// writable finishes openWrite's open of fd: only a regular file; one with
+// other names (not just created) is replaced or refused; a created file
+// gets its mode exactly; O_TRUNC truncates an existing one.
+func (f *FS) writable(ctx context.Context, root int, p vfs.Path, fd, flag int, mode uint32, created bool) (*file, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
@@ -661,7 +678,6 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 		}
 		return nil, errNotRegular
 	}
-	created := excl || !exists
 	if st.Nlink > 1 && !created {
 		unix.Close(fd)
 		if f.cfg.hardLinks == HardLinksReject {
@@ -675,6 +691,7 @@ func (f *FS) openWrite(ctx context.Context, root int, p vfs.Path, flag int, perm
 			return nil, err
 		}
 	}
+	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
 	if flag&os.O_TRUNC != 0 && !excl {
 		if err := unix.Ftruncate(fd, 0); err != nil {
 			unix.Close(fd)
@@ -752,45 +769,12 @@ func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *u
 		}
 	}()
 	if flag&os.O_TRUNC == 0 {
-		if f.cfg.maxSize > 0 && old.Size > f.cfg.maxSize {
-			return nil, errTooLarge
-		}
-		src, err := openatRetry(w.dir, w.leaf, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, err
-		}
-		var sst unix.Stat_t
-		if err := unix.Fstat(src, &sst); err != nil || sst.Dev != old.Dev || sst.Ino != old.Ino {
-			unix.Close(src)
-			if err == nil {
-				err = errChanged
-			}
-			return nil, err
-		}
-		limit := int64(-1)
-		if f.cfg.maxSize > 0 {
-			limit = f.cfg.maxSize
-		}
-		err = copyFd(tfd, src, limit)
-		unix.Close(src)
-		if err != nil {
-			return nil, err
-		}
-		// The copy left the offset at the end: a fresh handle starts at 0.
-		if _, err := unix.Seek(tfd, 0, io.SeekStart); err != nil {
+		if err := f.copyOld(&w, tfd, old); err != nil {
 			return nil, err
 		}
 	}
-	if err := unix.Fchown(tfd, int(old.Uid), int(old.Gid)); err != nil && err != unix.EPERM {
+	if err := likeOld(tfd, old, flag); err != nil {
 		return nil, err
-	}
-	if err := unix.Fchmod(tfd, old.Mode&0o1777); err != nil {
-		return nil, err
-	}
-	if flag&os.O_APPEND != 0 {
-		if _, err := unix.FcntlInt(uintptr(tfd), unix.F_SETFL, unix.O_APPEND); err != nil {
-			return nil, err
-		}
 	}
 	if err := unix.Renameat(w.dir, name, w.dir, w.leaf); err != nil {
 		return nil, err
@@ -798,6 +782,56 @@ func (f *FS) replace(ctx context.Context, root int, p vfs.Path, flag int, old *u
 	ok = true
 	var st unix.Stat_t
 	return f.finishOpen(tfd, p, &st, flag)
+}
+
+// copyOld copies the contents of w's final entry, still the file old
+// describes, into tfd (within the size limit), and leaves tfd's offset at
+// 0.
+func (f *FS) copyOld(w *walkResult, tfd int, old *unix.Stat_t) error {
+	if f.cfg.maxSize > 0 && old.Size > f.cfg.maxSize {
+		return errTooLarge
+	}
+	src, err := openatRetry(w.dir, w.leaf, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	var sst unix.Stat_t
+	if err := unix.Fstat(src, &sst); err != nil || sst.Dev != old.Dev || sst.Ino != old.Ino {
+		unix.Close(src)
+		if err == nil {
+			err = errChanged
+		}
+		return err
+	}
+	limit := int64(-1)
+	if f.cfg.maxSize > 0 {
+		limit = f.cfg.maxSize
+	}
+	err = copyFd(tfd, src, limit)
+	unix.Close(src)
+	if err != nil {
+		return err
+	}
+	// The copy left the offset at the end: a fresh handle starts at 0.
+	_, err = unix.Seek(tfd, 0, io.SeekStart)
+	return err
+}
+
+// likeOld gives the copy tfd the old file's owner (where this process may)
+// and mode, and O_APPEND when flag asks for it.
+func likeOld(tfd int, old *unix.Stat_t, flag int) error {
+	if err := unix.Fchown(tfd, int(old.Uid), int(old.Gid)); err != nil && err != unix.EPERM {
+		return err
+	}
+	if err := unix.Fchmod(tfd, old.Mode&0o1777); err != nil {
+		return err
+	}
+	if flag&os.O_APPEND != 0 {
+		if _, err := unix.FcntlInt(uintptr(tfd), unix.F_SETFL, unix.O_APPEND); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // walkRetry is the portable walk, following a final symlink (none at all if
