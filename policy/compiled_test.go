@@ -330,16 +330,32 @@ func FuzzCompiled(f *testing.F) {
 		}
 		e := newValid(c)
 		ctx := context.Background()
-		for _, op := range []Op{allOps[int(opIdx)%len(allOps)], OpList, OpWrite, OpRead} {
-			for _, r := range []Request{{Op: op, Path: path, Size: -1}, {Op: op, Path: other, Dest: path, Size: -1}} {
-				if got, want := e.Decide(ctx, &r), refDecide(e, &r); got != want {
-					t.Fatalf("%s %q -> %q under %q (fold %v, hide %v):\ncompiled  %+v\nreference %+v",
-						r.Op, r.Path, r.Dest, pats, fold, hide, got, want)
-				}
-			}
+		// Three rounds: the second keeps the walk of path's directory, the
+		// third resumes from it (walkShared).
+		for range 3 {
+			fuzzRound(ctx, t, e, path, other, opIdx, pats, fold, hide)
 		}
 	})
 }
+
+// fuzzRound is one round of FuzzCompiled's requests.
+func fuzzRound(ctx context.Context, t *testing.T, e *Engine, path, other string, opIdx uint8, pats string, fold, hide bool) {
+	t.Helper()
+	for _, op := range []Op{allOps[int(opIdx)%len(allOps)], OpList, OpWrite, OpRead} {
+		for _, r := range []Request{{Op: op, Path: path, Size: -1}, {Op: op, Path: other, Dest: path, Size: -1}} {
+			if got, want := e.Decide(ctx, &r), refDecide(e, &r); got != want {
+				t.Fatalf("%s %q -> %q under %q (fold %v, hide %v):\ncompiled  %+v\nreference %+v",
+					r.Op, r.Path, r.Dest, pats, fold, hide, got, want)
+			}
+			if e.Allows(ctx, &r) != refAllows(e, &r) {
+				t.Fatalf("%s %q -> %q under %q: Allows disagrees with the reference", r.Op, r.Path, r.Dest, pats)
+			}
+		}
+	}
+}
+
+// refAllows reports whether the reference engine allows r.
+func refAllows(e *Engine, r *Request) bool { return refDecide(e, r).Effect == Allow }
 
 // TestOpCopyBit: the constant Decide tells a copy by is OpCopy's bit.
 func TestOpCopyBit(t *testing.T) {
