@@ -26,7 +26,7 @@ const (
 	ModeChanged = treediff.ModeChanged
 )
 
-// Change is one difference between two trees: a leaf (file, symlink or
+// Change is one difference between two trees. It is a leaf (file, symlink or
 // submodule) added, deleted or changed, with its modes and git object ids.
 type Change = treediff.Change
 
@@ -36,15 +36,15 @@ const MaxDiffBytes = treediff.MaxBytes
 // Diff compares two revisions tree against tree and returns every changed
 // leaf, sorted by path. Subtrees whose ids are equal are skipped without
 // being read, so the cost is proportional to what changed. a and b may come
-// from different Opens (of the same or different repositories): each side
+// from different Opens, of the same or different repositories. Each side
 // reads its own object store.
 func Diff(ctx context.Context, a, b *FS) ([]Change, error) {
 	return treediff.Compare(ctx, diffTree{a.r, a.root}, diffTree{b.r, b.root})
 }
 
 // DiffBackends compares any two backends by walking both (see
-// [treediff.Backend]): an entry whose Info.Sys is an *[Entry] reports its
-// id, and a submodule is a leaf compared by the commit it pins.
+// [treediff.Backend]). An entry whose Info.Sys is an [*Entry] reports its id.
+// A submodule is a leaf compared by the commit it pins.
 func DiffBackends(ctx context.Context, a, b vfs.Backend) ([]Change, error) {
 	return treediff.Backends(ctx, a, b)
 }
@@ -55,7 +55,7 @@ func UnifiedDiff(ctx context.Context, a, b vfs.Backend, changes []Change, w io.W
 	return treediff.Unified(ctx, a, b, changes, w)
 }
 
-// ObjectID is the entry's object id; with Submodule it makes *Entry a
+// ObjectID is the entry's object id. With Submodule it makes [*Entry] a
 // [treediff.Object].
 func (e *Entry) ObjectID() string { return e.ID }
 

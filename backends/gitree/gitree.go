@@ -49,8 +49,8 @@ type config struct {
 const DefaultStreamThreshold = 8 << 20
 
 // WithStreamThreshold sets the blob size above which an open file streams its
-// content from the object store rather than holding it in memory (n < 0 means
-// never stream). How a streamed blob is read, and which reads are random-access,
+// content from the object store rather than holding it in memory. n < 0 means
+// never stream. How a streamed blob is read, and which reads are random-access,
 // depends on how it is stored: see the package documentation.
 func WithStreamThreshold(n int64) Option {
 	return func(c *config) { c.streamMin = n }
@@ -60,18 +60,18 @@ func WithStreamThreshold(n int64) Option {
 const DefaultMaxOpenDescriptors = 16
 
 // WithMaxOpenDescriptors sets how many pack file descriptors go-git's object
-// storage keeps open for reuse between reads (go-git's MaxOpenDescriptors); 0
-// opens and closes a pack file on every object read it serves. It bounds only
-// go-git's descriptors: the direct pack reader (WithDirectPacks) holds one per
-// pack file. Close releases both.
+// storage keeps open for reuse between reads (go-git's MaxOpenDescriptors).
+// 0 opens and closes a pack file on every object read it serves. It bounds only
+// go-git's descriptors. The direct pack reader ([WithDirectPacks]) holds one per
+// pack file. [FS.Close] releases both.
 func WithMaxOpenDescriptors(n int) Option {
 	return func(c *config) { c.maxFDs = n }
 }
 
-// WithLargeObjectThreshold sets go-git's LargeObjectThreshold: objects larger than
-// n bytes are not cached by go-git and are read from the pack file when asked
-// for. 0 (the default) means no threshold. It applies to the objects go-git's
-// storage serves (see WithDirectPacks).
+// WithLargeObjectThreshold sets go-git's LargeObjectThreshold.
+// go-git does not cache objects larger than n bytes; it reads them from the pack
+// file when asked for. 0 (the default) means no threshold. It applies to the
+// objects go-git's storage serves (see [WithDirectPacks]).
 func WithLargeObjectThreshold(n int64) Option {
 	return func(c *config) { c.largeObj = n }
 }
@@ -81,7 +81,7 @@ func WithTreeCacheSize(n int) Option {
 	return func(c *config) { c.treeCache = n }
 }
 
-// Entry is the Info.Sys of every entry an FS reports: what git object it is.
+// Entry is the Info.Sys of every entry an [FS] reports: what git object it is.
 type Entry struct {
 	// Kind is "tree", "blob", "executable", "symlink" or "submodule".
 	Kind string
@@ -90,8 +90,8 @@ type Entry struct {
 	ID string
 }
 
-// FS is one revision of a repository, as a read-only vfs.Backend. It is safe for
-// concurrent use.
+// FS is one revision of a repository, as a read-only [vfs.Backend]. It is safe
+// for concurrent use.
 type FS struct {
 	rofile.Immutable[gitMessage]
 	r       *repoState
@@ -101,12 +101,14 @@ type FS struct {
 
 var _ vfs.Backend = (*FS)(nil)
 
-// Open opens the repository at repoPath (a work tree or a bare repository / .git
-// directory; parents are not searched) and returns its tree at rev. rev is any
-// revision go-git resolves (see the package doc), or a tree id, full or
-// abbreviated (at least 4 hex digits). A bad revision is not_found, naming rev, and
-// so is an abbreviated id that more than one tree or commit starts with (the
-// message says it is ambiguous and lists them); no error carries repoPath.
+// Open returns the tree at rev of the repository at repoPath.
+//
+// repoPath is a work tree or a bare repository (.git directory); parents are
+// not searched. rev is any revision go-git resolves (see the package doc), or a
+// tree id, full or abbreviated (at least 4 hex digits). A bad revision is
+// not_found, naming rev. So is an abbreviated id that more than one tree or
+// commit starts with; the message says it is ambiguous and lists them. No error
+// carries repoPath.
 func Open(repoPath string, rev string, opts ...Option) (*FS, error) {
 	cfg := config{treeCache: DefaultTreeCacheSize, maxFDs: DefaultMaxOpenDescriptors, streamMin: DefaultStreamThreshold,
 		directPacks: true, deltaCache: DefaultDeltaBaseCacheSize, objectCache: DefaultObjectCacheSize}
@@ -173,9 +175,10 @@ func gitDir(repoPath string) (string, bool) {
 	return repoPath, true
 }
 
-// Close releases the pack file descriptors kept open for reuse. It closes the
-// repository for every FS that shares it (the one Open returned and all its Subs):
-// later calls on any of them fail with closed. Closing again does nothing.
+// Close releases the pack file descriptors kept open for reuse.
+// It closes the repository for every FS that shares it: the one [Open] returned
+// and all its Subs. Later calls on any of them fail with closed. Closing again
+// does nothing.
 func (f *FS) Close() error {
 	if err := f.r.close(); err != nil {
 		return vfs.Errno("close", vfs.Path{}, err)
@@ -409,8 +412,9 @@ func (f *FS) Features() vfs.Features {
 	return vfs.Features{ReadOnly: true, Symlinks: true}
 }
 
-// TreeID returns the id of the tree at this FS's root (the subtree for a Sub; for
-// a Sub taken at a submodule, the commit id it pins).
+// TreeID returns the id of the tree at this FS's root.
+// For a Sub it is the subtree's id. For a Sub taken at a submodule, it is the
+// commit id the submodule pins.
 func (f *FS) TreeID() string { return f.root.hash.String() }
 
 func (f *FS) resolve(ctx context.Context, p vfs.Path, follow bool, op string) (node, string, error) {
@@ -517,10 +521,11 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
 
-// OpenFile opens p for reading; any write flag fails with read_only. A directory
+// OpenFile opens p for reading. Any write flag fails with read_only. A directory
 // opens too, but reading it fails with is_a_directory. A blob up to the stream
-// threshold (WithStreamThreshold) is loaded into memory whole at open; a larger one
-// is streamed, with random access as the package documentation describes.
+// threshold ([WithStreamThreshold]) is loaded into memory whole at open. A
+// larger one is streamed, with random access as the package documentation
+// describes.
 func (f *FS) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	if flag&writeFlags != 0 {
 		return nil, denied("open", p)

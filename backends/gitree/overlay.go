@@ -23,79 +23,87 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// Signature names the author (and committer) of a commit Overlay.Commit writes. A
-// zero When means the time of the call.
+// Signature names the author (and committer) of a commit [Overlay.Commit]
+// writes. A zero When means the time of the call.
 type Signature struct {
 	Name  string
 	Email string
 	When  time.Time
 }
 
-// Overlay is a writable vfs.Backend over one branch of a repository: reads fall
-// through to the branch's tree as it was when the overlay was opened, writes go to
-// an in-memory layer, and Commit turns the merged view into a git commit on the
-// branch.
+// Overlay is a writable [vfs.Backend] over one branch of a repository.
+// Reads fall through to the branch's tree as it was when the overlay was opened.
+// Writes go to an in-memory layer. [Overlay.Commit] turns the merged view into a
+// git commit on the branch.
 //
 // Copy-up is per path. Reading an untouched path reads the base revision; nothing
 // is copied. The first write to a base file (an open for writing or with O_TRUNC,
-// a Chmod, a Chtimes) copies that one file into the memory layer; the directories
-// on its path become upper directories that record only their differences from the
-// base tree beneath them (entries added or replaced, and whiteouts for deleted
-// base entries), so the cost of a write is proportional to the length of its path
-// and the size of the file, not to the size of the tree. Removing a base entry
-// records a whiteout: the path, and everything beneath a removed directory,
-// disappears from Stat, ReadDir and OpenFile; creating it again works and shows
-// only the new entry. Renaming a base directory is lazy: the directory keeps
-// overlaying the same base tree under its new name (nothing beneath it is copied
-// until it is written) and a whiteout hides the old name; renames otherwise follow
-// rename(2), flags included. ReadDir merges the upper entries with the base tree's,
-// minus whiteouts, sorted by name. Symlinks resolve with the shared resolver
-// vfs.Resolve over the merged view, beneath the overlay's root.
+// a Chmod, a Chtimes) copies that one file into the memory layer. The directories
+// on its path become upper directories. They record only their differences from
+// the base tree beneath them: entries added or replaced, and whiteouts for
+// deleted base entries. So a write costs in proportion to the length of its path
+// and the size of the file, not the size of the tree.
 //
-// A handle opened for reading on a base file reads the base blob: if the file is
+// Removing a base entry records a whiteout. The path, and everything beneath a
+// removed directory, disappears from Stat, ReadDir and OpenFile. Creating it
+// again works and shows only the new entry. Renaming a base directory is lazy.
+// The directory keeps overlaying the same base tree under its new name, and
+// nothing beneath it is copied until it is written. A whiteout hides the old
+// name. Renames otherwise follow rename(2), flags included. ReadDir merges the
+// upper entries with the base tree's, minus whiteouts, sorted by name. Symlinks
+// resolve with the shared resolver [vfs.Resolve] over the merged view, beneath
+// the overlay's root.
+//
+// A handle opened for reading on a base file reads the base blob. If the file is
 // copied up later (written through another handle), the earlier handle keeps
-// reading the old content, as on Linux's overlayfs. A base symlink whose target is
-// longer than PATH_MAX (which only git can hold) is kept as a reference: Readlink
-// and following it fail with invalid_path, as on the read-only FS, and Commit
-// writes the original object back wherever it was moved.
+// reading the old content, as on Linux's overlayfs. A base symlink whose target
+// is longer than PATH_MAX (which only git can hold) is kept as a reference.
+// Readlink and following it fail with invalid_path, as on the read-only [FS].
+// Commit writes the original object back wherever it was moved.
 //
-// Git records only what it can: a file's mode becomes 100755 if its owner-execute
-// bit is set and 100644 otherwise; symlinks become 120000 entries whose blob is the
-// target text; empty directories are dropped (git cannot store them); times,
-// other permission bits and hard-link identity are not recorded. A submodule of the
-// base tree stays a submodule (a gitlink to the same commit) while its directory in
-// the overlay is empty; it follows renames of its own path.
+// Git records only what it can:
+//   - A file's mode becomes 100755 if its owner-execute bit is set, 100644
+//     otherwise.
+//   - Symlinks become 120000 entries whose blob is the target text.
+//   - Empty directories are dropped (git cannot store them).
+//   - Times, other permission bits and hard-link identity are not recorded.
+//   - A submodule of the base tree stays a submodule (a gitlink to the same
+//     commit) while its directory in the overlay is empty. It follows renames of
+//     its own path.
 //
-// Commit builds the new tree from the base tree and the upper layer: a directory
-// the overlay did not change keeps its tree id without being read, and a changed
-// directory whose entries end up equal to its base tree's keeps that id too; only
-// the others are encoded and hashed. Every file in the memory layer is hashed at
-// each Commit (base files that were never copied up are not read), and only
-// objects the store lacks are written.
+// Commit builds the new tree from the base tree and the upper layer. A directory
+// the overlay did not change keeps its tree id without being read. So does a
+// changed directory whose entries end up equal to its base tree's. Only the
+// others are encoded and hashed. Every file in the memory layer is hashed at
+// each Commit; base files that were never copied up are not read. Only objects
+// the store lacks are written.
 //
-// Overlay is a vfs.Backend (with Resolve) through the merged view it shares with
-// the CAS overlay (package internal/cowview), and these are its methods'
-// guarantees besides the Backend contract. Stat and Lstat of an entry the
-// overlay has not changed report what the read-only FS does (its Info.Sys is an
-// *Entry; an up directory without changes of its own keeps its tree's, or its
-// submodule's). ReadDir lists the base tree's entries minus whiteouts, merged
-// with the upper layer's. OpenFile copies a base file up when it opens it for
-// writing or with O_TRUNC, not for reading. Remove hides a base entry with a
-// whiteout. Chmod and Chtimes copy a base file up first; Commit keeps only the
-// owner execute bit of files and no times. Features reports a writable,
-// non-persistent backend with symlinks, Chmod and Chtimes; Link fails with
-// not_supported, as git cannot record hard links. Sub returns a writable Backend
-// rooted at a directory of the overlay, pinned to that directory: writes through
-// it land in the overlay (and in the next Commit), a later rename of the
-// directory does not redirect it, and it has no Commit of its own. Resolve
-// returns the canonical location of a path in the merged view, copying nothing
-// up.
+// The merged view is shared with the CAS overlay (package internal/cowview).
+// These are its methods' guarantees besides the Backend contract:
+//   - Stat and Lstat of an entry the overlay has not changed report what the
+//     read-only FS does. Its Info.Sys is an [*Entry]. An up directory without
+//     changes of its own keeps its tree's, or its submodule's.
+//   - ReadDir lists the base tree's entries minus whiteouts, merged with the
+//     upper layer's.
+//   - OpenFile copies a base file up when it opens it for writing or with
+//     O_TRUNC, not for reading.
+//   - Remove hides a base entry with a whiteout.
+//   - Chmod and Chtimes copy a base file up first. Commit keeps only the owner
+//     execute bit of files and no times.
+//   - Features reports a writable, non-persistent backend with symlinks, Chmod
+//     and Chtimes. Link fails with not_supported, as git cannot record hard links.
+//   - Sub returns a writable Backend rooted at a directory of the overlay, pinned
+//     to that directory. Writes through it land in the overlay (and in the next
+//     Commit). A later rename of the directory does not redirect it. It has no
+//     Commit of its own.
+//   - Resolve returns the canonical location of a path in the merged view,
+//     copying nothing up.
 //
-// All methods are safe for concurrent use: the merged view is guarded by one
-// readers-writer lock (lookups run in parallel; mutations are exclusive), and file
-// contents by the memory layer's per-file locks. Commit excludes the overlay's own
-// mutating methods while it snapshots the tree, but not writes through files that
-// were already open for writing.
+// All methods are safe for concurrent use. One readers-writer lock guards the
+// merged view: lookups run in parallel, mutations are exclusive. The memory
+// layer's per-file locks guard file contents. Commit excludes the overlay's own
+// mutating methods while it snapshots the tree. It does not exclude writes
+// through files that were already open for writing.
 type Overlay struct {
 	*view                     // the vfs.Backend methods and Resolve
 	t     *cowview.Tree[node] // the merged view's nodes, store, lock and Close
@@ -114,13 +122,15 @@ type Overlay struct {
 
 var _ vfs.Backend = (*Overlay)(nil)
 
-// OpenOverlay opens the repository at repoPath (a work tree or a bare repository)
-// and returns a writable overlay over the tip of branch (a short name such as
-// "main", or a full "refs/..." name). The branch's current commit is recorded:
+// OpenOverlay returns a writable [Overlay] over the tip of branch in the
+// repository at repoPath.
+//
+// repoPath is a work tree or a bare repository. branch is a short name such as
+// "main", or a full "refs/..." name. The branch's current commit is recorded:
 // Commit moves the branch only if it still points there. A name git would refuse
 // (with "..", a component starting with '.', ending in ".lock", ...) is
-// invalid_path; an unknown branch, or a ref that does not point at a commit, is
-// not_found; no error carries repoPath. Opening reads only the branch's commit.
+// invalid_path. An unknown branch, or a ref that does not point at a commit, is
+// not_found. No error carries repoPath. Opening reads only the branch's commit.
 func OpenOverlay(repoPath, branch string, opts ...OverlayOption) (*Overlay, error) {
 	var cfg overlayConfig
 	for _, o := range opts {
@@ -183,25 +193,26 @@ func OverlayTree(opts ...Option) OverlayOption {
 }
 
 // OverlayMemory configures the memory layer that holds the contents of written
-// files, typically with memory.WithQuota and memory.WithMaxFileSize, which hosts
-// serving untrusted guests should set. A base file copied up counts against them
-// with its whole size. The number of directories, symlinks and whiteouts is not
-// limited by the quota, which counts file data only.
+// files. Hosts serving untrusted guests should set [memory.WithQuota] and
+// [memory.WithMaxFileSize]. A base file copied up counts against them with its
+// whole size. The quota counts file data only: the number of directories,
+// symlinks and whiteouts is not limited by it.
 func OverlayMemory(opts ...memory.Option) OverlayOption {
 	return func(c *overlayConfig) { c.mem = append(c.mem, opts...) }
 }
 
-// Base returns the commit id Commit expects the branch to point at: the one it
-// pointed at when the overlay was opened, or the last commit this overlay wrote.
+// Base returns the commit id [Overlay.Commit] expects the branch to point at.
+// That is the one it pointed at when the overlay was opened, or the last commit
+// this overlay wrote.
 func (o *Overlay) Base() string {
 	o.headMu.Lock()
 	defer o.headMu.Unlock()
 	return o.head.String()
 }
 
-// Close releases the base tree's repository handles and discards nothing else:
-// afterwards every method fails with closed (files already open on written files
-// stay usable). Closing again does nothing.
+// Close releases the base tree's repository handles and discards nothing else.
+// Afterwards every method fails with closed. Files already open on written files
+// stay usable. Closing again does nothing.
 func (o *Overlay) Close() error {
 	o.t.Close()
 	return o.base.Close()
@@ -211,17 +222,21 @@ func validSig(s string) bool {
 	return s != "" && !strings.ContainsAny(s, "<>\n\x00")
 }
 
-// Commit writes the merged view into the repository's object store as blobs, trees
-// and a commit whose parent is Base(), with message (a final newline is added if
-// missing) and author as both author and committer. It touches no work tree and no
-// index. It then moves the branch to the new commit only if the branch still points
-// at Base() (compare-and-swap under git's ref lock, see moveRef); otherwise, or while
-// another writer holds the branch's lock, it fails with conflict and the branch is
-// unchanged (the unreferenced objects stay until git gc). No reflog entry is
-// written. On success the new commit becomes Base(), so a later Commit builds on
-// it (the overlay's view is unchanged: it already shows that commit's tree). An
-// author with an empty name or email, or one containing '<', '>' or a newline, or
-// a message with a NUL byte, is invalid_path.
+// Commit writes the merged view as a commit on the branch and returns its id.
+//
+// It writes blobs, trees and a commit into the repository's object store. The
+// commit's parent is [Overlay.Base]. Its message is message, with a final newline
+// added if missing. author is both author and committer. It touches no work tree
+// and no index. It then moves the branch to the new commit only if the branch
+// still points at Base(), a compare-and-swap under git's ref lock. Otherwise, or
+// while another writer holds the branch's lock, it fails with conflict and the
+// branch is unchanged; the unreferenced objects stay until git gc. No reflog
+// entry is written.
+//
+// On success the new commit becomes Base(), so a later Commit builds on it. The
+// overlay's view is unchanged: it already shows that commit's tree. An author
+// with an empty name or email, or one containing '<', '>' or a newline, is
+// invalid_path. So is a message with a NUL byte.
 func (o *Overlay) Commit(ctx context.Context, message string, author Signature) (string, error) {
 	if !validSig(author.Name) || !validSig(author.Email) {
 		return "", vfs.NewError(vfs.CodeInvalidPath, "commit", vfs.Path{}, "invalid author name or email")
@@ -318,10 +333,11 @@ func (o *Overlay) moveRef(head, id plumbing.Hash) error {
 	return nil
 }
 
-// WriteTree writes the merged view's blobs and trees into the object store, as
-// Commit does, and returns the root tree's id without writing a commit or moving
-// any ref: what a diff against the base needs. Before the first write it is the
-// base tree's id. An entirely empty view is an empty tree, which is written too.
+// WriteTree writes the merged view's blobs and trees into the object store and
+// returns the root tree's id. It writes as [Overlay.Commit] does, but writes no
+// commit and moves no ref: it is what a diff against the base needs. Before the
+// first write the id is the base tree's. An entirely empty view is an empty
+// tree, which is written too.
 func (o *Overlay) WriteTree(ctx context.Context) (string, error) {
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
