@@ -1,65 +1,68 @@
-// Package audit records one Event for every guest call on a capability: allowed,
-// denied or failed.
+// Package audit records one [Event] for every guest call on a capability:
+// allowed, denied or failed.
 //
-// A Sink receives events synchronously, in the caller's goroutine, after the call has
-// finished; it must be safe for concurrent use and must not block for long. This
-// package provides the interface and these sinks:
+// A [Sink] receives events synchronously, in the caller's goroutine, after the
+// call has finished. It must be safe for concurrent use and must not block for
+// long. This package provides the interface and these sinks:
 //
-//   - Ring: the most recent events in memory, for tests and inspection.
-//   - JSONL: an append-only JSON Lines file, one event per line, with a chosen fsync
-//     policy (see OpenJSONL), optionally in the compact form (Compact) and rotated
-//     (Rotate); ReadJSONL, ScanJSONL and ScanLog read such files back.
-//   - Slog: one log/slog record per event, refusals and failures at a higher level.
-//   - Multi and Filter: fan-out to several sinks, and a predicate in front of one.
-//   - DefaultTag: a tag for the events of a whole session (a capfs run).
+//   - [Ring]: the most recent events in memory, for tests and inspection.
+//   - [JSONL]: an append-only JSON Lines file, one event per line, with a chosen
+//     fsync policy (see [OpenJSONL]). It may write the compact form ([Compact])
+//     and rotate ([Rotate]). [ReadJSONL], [ScanJSONL] and [ScanLog] read such
+//     files back.
+//   - [Slog]: one log/slog record per event, refusals and failures at a higher level.
+//   - [Multi] and [Filter]: fan-out to several sinks, and a predicate in front of one.
+//   - [DefaultTag]: a tag for the events of a whole session (a capfs run).
 //
 // Events never contain host paths: paths are those of the capability tree.
 //
-// Granularity: one event per call, except where the host asks for a summary. A
-// sink wrapped by Batching counts, instead of recording, the successful read,
-// list and stat calls made under a context carrying a Batch (WithBatch), and
-// the Batch's Flush records them as one event with Count set; refusals and
-// failures are still recorded one by one. The MCP server's grep does this
-// (one event per grep call for the files it read): which files such a request
-// read is then not in the log, only its root and how many calls it made. What this
-// package does not do: it does not sign or chain events (a JSONL file is tamper-evident
-// only as far as the host's file permissions make it), and a sink that fails (a full
-// disk, a closed file) does not fail the guest's call: the failure is counted and
-// reported to the host (JSONL.Errors, Slog.Errors).
+// Granularity is one event per call, except where the host asks for a summary.
+// A sink wrapped by [Batching] counts, instead of recording, the successful read,
+// list and stat calls made under a context carrying a [Batch] ([WithBatch]).
+// [Batch.Flush] records them as one event with Count set. Refusals and failures
+// are still recorded one by one. The MCP server's grep does this: one event per
+// grep call for the files it read. Which files such a request read is then not in
+// the log, only its root and how many calls it made.
+//
+// What this package does not do:
+//   - It does not sign or chain events. A JSONL file is tamper-evident only as far
+//     as the host's file permissions make it.
+//   - A sink that fails (a full disk, a closed file) does not fail the guest's
+//     call. The failure is counted and reported to the host ([JSONL.Errors],
+//     [Slog.Errors]).
 //
 // # The log's lines
 //
 // A JSONL log holds two kinds of lines, which readers tell apart by the key
-// "bulk", and may mix (logs written before the compact form have only the first):
+// "bulk". A log may mix them; logs written before the compact form have only the
+// first:
 //
-//   - A plain line: one Event as JSON (AppendJSON), e.g.
+//   - A plain line: one Event as JSON ([AppendJSON]), e.g.
 //     {"time":"…","request_id":"9f…-41","subject":"capfs/run","op":"read","path":"project/a.js","guest_path":"a.js","outcome":"ok","duration_ns":5120}
 //   - A compact record: many events that share subject, op, outcome, code, rule,
 //     grant, tag and the time's UTC offset, e.g.
 //     {"bulk":2,"time":"2026-11-28T10:45:00.1Z","subject":"capfs/run","op":"read","outcome":"ok","tag":"run:5e…","events":[[0,0,"9f…-41",5120,0,"project/a.js",8],[2300,12,"2",4100,8,"b.js",8]]}
-//     Its header has the shared fields under their Event names and "time", the
-//     first event's time; "bulk" is the number of events, one element of
-//     "events" each, in the order recorded:
+//     Its header has the shared fields under their Event names, and "time", the
+//     first event's time. "bulk" is the number of events. Each has one element of
+//     "events", in the order recorded:
 //     [dt, idKeep, idSuffix, duration_ns, pathKeep, pathSuffix, guest].
-//     An event's time is the previous one's (the header's for the first) plus
-//     dt nanoseconds (dt may be negative); its request id is the previous
-//     event's first idKeep bytes followed by idSuffix, and its path likewise
-//     (both "" before the first; a keep falls between runes); guest is a
-//     number n, the guest path being the path from byte n, or the guest path
-//     itself as a string. Dest and Count are never set in a record: events with
-//     either, and refusals, are plain lines.
+//     An event's time is the previous one's (the header's for the first) plus dt
+//     nanoseconds; dt may be negative. Its request id is the previous event's
+//     first idKeep bytes followed by idSuffix. Its path is built likewise. Both
+//     are "" before the first, and a keep falls between runes. guest is a number
+//     n, the guest path being the path from byte n, or the guest path itself as a
+//     string. Dest and Count are never set in a record: events with either, and
+//     refusals, are plain lines.
 //
 // Every event of a compact record reads back with every field as its plain line
 // gives it. A JSONL sink with Compact holds events for up to a second and groups
-// them (so the file is in time order within each record, not across lines); for a
-// bulk run of reads and writes an event then takes about a sixth of its plain
-// line, and a compressed rotated file far less (bench/RESULTS.md).
+// them. So the file is in time order within each record, not across lines.
 //
-// A line that is neither (a line a crash cut short, to which the next process
-// appended) is reported by ScanJSONL and skipped, the whole event that ends it
-// read (looked for at the first 16 places an event could start: a hostile line
-// costs no more); a writer that opens a log whose last line is torn ends it
-// first.
+// A line that is neither is reported by ScanJSONL and skipped. Such a line is one
+// a crash cut short, to which the next process appended. The whole event that
+// ends it is still read; it is looked for at the first 16 places an event could
+// start, so a hostile line costs no more. A writer that opens a log whose last
+// line is torn ends it first.
 package audit
 
 import (

@@ -7,14 +7,16 @@ import (
 )
 
 // Batch summarises the successful reads of one outer request (a content search
-// over thousands of files, say) in a single event. Calls made with a context
-// carrying it (WithBatch) on a capability whose sink is wrapped by Batching,
-// that end OK and whose op is "read", "list" or "stat", are counted in it
-// instead of recorded; Flush then records one event standing for them. Every
-// other event of those calls (a refusal, a failure, any other op) is recorded
-// as usual, at once. Without Batching in front of the sink, a Batch counts
-// nothing and every call is recorded one by one: batching is the host's choice
-// of both sides, never a way for a guest to hide a call.
+// over thousands of files, say) in a single event.
+//
+// Some calls are counted in it instead of recorded: calls made with a context
+// carrying it ([WithBatch]), on a capability whose sink is wrapped by
+// [Batching], that end OK and whose op is "read", "list" or "stat".
+// [Batch.Flush] then records one event standing for them. Every other event of
+// those calls (a refusal, a failure, any other op) is recorded as usual, at
+// once. Without Batching in front of the sink, a Batch counts nothing and every
+// call is recorded one by one. Batching is the host's choice of both sides,
+// never a way for a guest to hide a call.
 //
 // A Batch is safe for concurrent use.
 type Batch struct {
@@ -36,9 +38,9 @@ func WithBatch(ctx context.Context, b *Batch) context.Context {
 	return context.WithValue(ctx, batchKey{}, b)
 }
 
-// Batching returns a sink that passes every event to sink except the
-// successful read, list and stat calls made under a context carrying a Batch,
-// which it counts in that Batch (see Batch).
+// Batching returns a sink that passes every event to sink, except those it
+// counts in a [Batch]. It counts the successful read, list and stat calls made
+// under a context carrying a Batch, in that Batch.
 func Batching(sink Sink) Sink { return &batching{sink: sink} }
 
 type batching struct{ sink Sink }
@@ -73,10 +75,10 @@ func (b *Batch) Count() int {
 	return b.n
 }
 
-// Flush records one event for the calls counted since the last Flush: Op and
-// Path of b, Outcome OK, Count the number of calls, Duration their total, and
-// the time, subject, grant, tag and request id of the first. It records
-// nothing when no call was counted.
+// Flush records one event for the calls counted since the last Flush.
+// The event has the Op and Path of b, Outcome OK, Count the number of calls and
+// Duration their total. Its time, subject, grant, tag and request id are those
+// of the first call. Flush records nothing when no call was counted.
 func (b *Batch) Flush(ctx context.Context) {
 	b.mu.Lock()
 	if b.n == 0 {

@@ -9,10 +9,9 @@ import (
 )
 
 // AppendJSON appends e as one JSON line (newline included) to b and returns the
-// extended slice. The bytes are those of an encoding/json Encoder with HTML
-// escaping off, the form JSONL writes and ReadJSONL reads, made without
-// reflection: an event is written on every guest call, so its encoding is on
-// the call's path.
+// extended slice. The bytes are those of an [encoding/json.Encoder] with HTML
+// escaping off: the form [JSONL] writes and [ReadJSONL] reads. They are made
+// without reflection, since an event is written on every guest call.
 func AppendJSON(b []byte, e Event) []byte {
 	if y := e.Time.Year(); y < 0 || y > 9999 {
 		// time.Time's own MarshalJSON refuses these; let encoding/json say so

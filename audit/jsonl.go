@@ -18,49 +18,51 @@ import (
 // option calls fsync: 1 s.
 const DefaultSyncInterval = time.Second
 
-// ErrSinkClosed is reported (through JSONL.Errors and the OnError callback) for
-// events recorded after Close, and returned by Sync and a second Close.
+// ErrSinkClosed is reported for events recorded after Close, through
+// [JSONL.Errors] and the [OnError] callback. Sync and a second Close return it.
 var ErrSinkClosed = fmt.Errorf("audit: sink is closed: %w", fs.ErrClosed)
 
-// JSONL is a Sink that appends each event to a file as one line of JSON (JSON Lines).
-// Use OpenJSONL; the zero JSONL is unusable. It is safe for concurrent use.
+// JSONL is a [Sink] that appends each event to a file as one line of JSON (JSON
+// Lines). Use [OpenJSONL]; the zero JSONL is unusable. It is safe for concurrent
+// use.
 //
 // # Lines never interleave
 //
-// The file is opened O_APPEND, and each event is encoded in memory and handed to the
-// kernel in one write call of the whole line. Within one process the *os.File
-// serializes writes; across processes appending to the same file, O_APPEND makes
-// each write land whole at the end of the file (on local filesystems; not on NFS).
-// Without Compact, nothing is buffered in user space: a line is visible to readers of
-// the file as soon as Record returns, whatever the sync policy. With Compact, a
-// compact record is written the same way, whole, when it is written (see Compact).
+// The file is opened O_APPEND. Each event is encoded in memory and handed to the
+// kernel in one write call of the whole line. Within one process the [*os.File]
+// serializes writes. Across processes appending to the same file, O_APPEND makes
+// each write land whole at the end of the file (on local filesystems; not on
+// NFS). Without [Compact], nothing is buffered in user space: a line is visible
+// to readers of the file as soon as Record returns, whatever the sync policy.
+// With Compact, a compact record is written the same way, whole, when it is
+// written.
 //
 // # Durability: the fsync policy
 //
-// Visible is not durable: until fsync, a line can be lost if the machine (not just
-// the process) goes down. The policy is chosen at open:
+// Visible is not durable: until fsync, a line can be lost if the machine (not
+// just the process) goes down. The policy is chosen at open:
 //
-//   - SyncInterval(d), the default with d = DefaultSyncInterval: a background
+//   - [SyncInterval](d), the default with d = [DefaultSyncInterval]: a background
 //     goroutine calls fsync at most every d, and only when something was written
 //     since the last one. A crash loses at most the last d of events. Record never
 //     waits for the disk beyond its one write call.
-//   - SyncEvery: Record calls fsync after each write, in the caller's goroutine, and
-//     returns only when the line is on stable storage. The guest's call waits for the
-//     disk: the one policy under which a slow disk slows guests.
-//   - SyncNever: fsync only at Close (and Sync); durability is left to the OS's
+//   - [SyncEvery]: Record calls fsync after each write, in the caller's goroutine.
+//     It returns only when the line is on stable storage. The guest's call waits
+//     for the disk: this is the one policy under which a slow disk slows guests.
+//   - [SyncNever]: fsync only at Close (and Sync). Durability is left to the OS's
 //     writeback.
 //
-// Close always syncs. An event whose encoding fails (a time outside years 0-9999),
-// a failed write or fsync, and events recorded after Close are not returned to the
-// guest (the guest's call has already happened): they are counted (Errors) and passed
-// to the OnError callback, if any.
+// Close always syncs. Some failures cannot be returned to the guest, whose call
+// has already happened: an event whose encoding fails (a time outside years
+// 0-9999), a failed write or fsync, and events recorded after Close. They are
+// counted ([JSONL.Errors]) and passed to the [OnError] callback, if any.
 //
 // # Rotation and the compact form
 //
-// With Rotate, the file is rotated by size and its rotated files compressed
-// and bounded (see RotateOptions). With Compact, successful calls are held for
-// a moment and written as compact records, one line for many events (see
-// Compact); their lines are visible, and synced, once written.
+// With [Rotate], the file is rotated by size, and its rotated files are
+// compressed and bounded (see [RotateOptions]). With [Compact], successful calls
+// are held for a moment and written as compact records, one line for many
+// events. Their lines are visible, and synced, once written.
 type JSONL struct {
 	f       logFile
 	every   bool
@@ -79,7 +81,7 @@ type JSONL struct {
 	done chan struct{} // closed by the interval syncer when it exits
 }
 
-// JSONLOption configures OpenJSONL.
+// JSONLOption configures [OpenJSONL].
 type JSONLOption func(*jsonlConfig)
 
 type syncMode int
@@ -111,15 +113,15 @@ type logFile interface {
 	Close() error
 }
 
-// DefaultCompactInterval is how long, at most, a sink opened with Compact(0)
+// DefaultCompactInterval is how long, at most, a sink opened with [Compact](0)
 // holds an event before writing it: 1 s.
 const DefaultCompactInterval = time.Second
 
-// Compact makes the sink write calls in the compact form: it holds each for at
-// most d (d <= 0: DefaultCompactInterval), groups those that share subject, op,
-// outcome, code, rule, grant and tag, and writes each group as one compact
-// record (see the package doc). Refusals, calls with a destination and
-// summaries are written at once as plain lines, so the file is in time order
+// Compact makes the sink write calls in the compact form (see the package doc).
+// It holds each call for at most d (d <= 0: [DefaultCompactInterval]). It groups
+// those that share subject, op, outcome, code, rule, grant and tag, and writes
+// each group as one compact record. Refusals, calls with a destination and
+// summaries are written at once as plain lines. So the file is in time order
 // only within each record. Sync and Close write what is held first. A process
 // killed without Close loses what it held: up to d of calls.
 func Compact(d time.Duration) JSONLOption {
@@ -131,7 +133,7 @@ func Compact(d time.Duration) JSONLOption {
 	}
 }
 
-// Rotate makes the sink rotate its file as o says (see RotateOptions).
+// Rotate makes the sink rotate its file as o says (see [RotateOptions]).
 func Rotate(o RotateOptions) JSONLOption {
 	return func(c *jsonlConfig) { c.rotate = &o }
 }
@@ -141,7 +143,7 @@ func SyncEvery() JSONLOption { return func(c *jsonlConfig) { c.mode = syncEvery 
 
 // SyncInterval makes a background goroutine fsync the file at most every d, when
 // events were written since the last fsync. This is the default, with
-// DefaultSyncInterval; d <= 0 keeps DefaultSyncInterval.
+// [DefaultSyncInterval]. d <= 0 keeps DefaultSyncInterval.
 func SyncInterval(d time.Duration) JSONLOption {
 	return func(c *jsonlConfig) {
 		c.mode = syncInterval
@@ -154,18 +156,19 @@ func SyncInterval(d time.Duration) JSONLOption {
 // SyncNever leaves durability to the OS until Sync or Close.
 func SyncNever() JSONLOption { return func(c *jsonlConfig) { c.mode = syncNever } }
 
-// OnError sets a callback for errors the sink cannot return to anyone: failed
-// encodes, writes and fsyncs, and events recorded after Close. Under Rotate it also
-// receives the failures of rotation that lose no event (a rename, a compression, a
-// removal), which Errors does not count. It is called in the goroutine that hit the
-// error (a guest's, the interval syncer's or rotation's), so it must be safe for
-// concurrent use and quick. Errors may name the file's host path: they are
-// for the host, never the guest.
+// OnError sets a callback for errors the sink cannot return to anyone.
+// These are failed encodes, writes and fsyncs, and events recorded after Close.
+// Under [Rotate] it also receives the failures of rotation that lose no event (a
+// rename, a compression, a removal), which [JSONL.Errors] does not count. It is
+// called in the goroutine that hit the error (a guest's, the interval syncer's
+// or rotation's). So it must be safe for concurrent use, and quick. Errors may
+// name the file's host path: they are for the host, never the guest.
 func OnError(fn func(error)) JSONLOption { return func(c *jsonlConfig) { c.onError = fn } }
 
-// OpenJSONL opens (creating it with mode 0600 if needed) the file at path for
-// appending audit events. An existing file is appended to, never truncated, and keeps
-// its permissions. The caller must Close the sink, which stops its background syncer.
+// OpenJSONL opens the file at path for appending audit events.
+// It creates the file with mode 0600 if needed. An existing file is appended
+// to, never truncated, and keeps its permissions. The caller must Close the
+// sink, which stops its background syncer.
 func OpenJSONL(path string, opts ...JSONLOption) (*JSONL, error) {
 	cfg := jsonlConfig{mode: syncInterval, interval: DefaultSyncInterval}
 	for _, o := range opts {
@@ -232,9 +235,10 @@ func (j *JSONL) syncLoop(tick <-chan time.Time, stopTicker, ticked func()) {
 // lineBufs holds the buffers events are encoded into (*[]byte).
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// Record appends e to the file as one line, in one write call (and, under SyncEvery,
-// an fsync); under Compact, a successful call is held and written with others.
-// Failures are counted and reported to the OnError callback.
+// Record appends e to the file as one line, in one write call.
+// Under [SyncEvery] it also calls fsync. Under [Compact], a successful call is
+// held and written with others. Failures are counted and reported to the
+// [OnError] callback.
 func (j *JSONL) Record(_ context.Context, e Event) {
 	if j.cmp != nil {
 		j.cmp.record(e)
@@ -346,11 +350,12 @@ func (j *JSONL) fail(err error) {
 // longer is neither.
 const maxJSONLLine = 1 << 20
 
-// ReadJSONL reads events written by a JSONL sink, one per line or many per
-// compact record, in file order. Blank lines are skipped; fields it does not know
-// are ignored (so files written by a newer version still read). On a line that is
-// not an event (including a last line cut short by a crash), it returns the events
-// before it and an error naming the line number. ScanJSONL reads past such lines.
+// ReadJSONL reads the events a [JSONL] sink wrote, in file order.
+// It reads plain lines and compact records alike. Blank lines are skipped.
+// Fields it does not know are ignored, so files written by a newer version
+// still read. On a line that is not an event (including a last line cut short
+// by a crash), it returns the events before it and a [*LineError]. [ScanJSONL]
+// reads past such lines.
 func ReadJSONL(r io.Reader) ([]Event, error) {
 	var out []Event
 	err := ScanJSONL(r, func(e Event) error {
@@ -361,23 +366,28 @@ func ReadJSONL(r io.Reader) ([]Event, error) {
 }
 
 // LineError is a line of a log that is not an event, or not one this version
-// reads: a line cut short by a crash (and perhaps appended to afterwards), or
-// a compact record that does not decode.
+// reads. It is a line cut short by a crash (and perhaps appended to
+// afterwards), or a compact record that does not decode.
 type LineError struct {
 	Line int // from 1
 	Err  error
 }
 
+// Error returns the line number and the reason.
 func (e *LineError) Error() string { return fmt.Sprintf("audit: JSONL line %d: %v", e.Line, e.Err) }
 
+// Unwrap returns the reason.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// ScanJSONL reads the events of a JSONL log from r, plain lines and compact
-// records alike, and calls fn for each in file order. A line that is not an
-// event is passed to bad and skipped; its events, for a compact record, are
-// all skipped (bad may be nil). When such a line ends with a whole event or record (a line cut
-// short by a crash, and the next one appended to it), that one is read. A non-nil error from fn or bad stops the scan and is returned;
-// so is a read error (a compressed file cut short), after the events before it.
+// ScanJSONL reads the events of a JSONL log from r and calls fn for each, in
+// file order. It reads plain lines and compact records alike.
+//
+// A line that is not an event is passed to bad and skipped; for a compact
+// record, all its events are skipped. bad may be nil. When such a line ends
+// with a whole event or record, that one is read; this is a line cut short by a
+// crash, and the next one appended to it. A non-nil error from fn or bad stops
+// the scan and is returned. So is a read error (a compressed file cut short),
+// after the events before it.
 func ScanJSONL(r io.Reader, fn func(Event) error, bad func(*LineError) error) error {
 	if bad == nil {
 		bad = func(*LineError) error { return nil }

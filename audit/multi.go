@@ -2,9 +2,10 @@ package audit
 
 import "context"
 
-// Multi returns a Sink that records every event in each of sinks, in the order given
-// and in the caller's goroutine (so it is as slow as the sum of its sinks). Nil sinks
-// are skipped; with none left it returns Discard, with one, that sink itself.
+// Multi returns a Sink that records every event in each of sinks.
+// It records in the order given and in the caller's goroutine, so it is as slow
+// as the sum of its sinks. Nil sinks are skipped. With none left it returns
+// [Discard]; with one, that sink itself.
 func Multi(sinks ...Sink) Sink {
 	out := make(multi, 0, len(sinks))
 	for _, s := range sinks {

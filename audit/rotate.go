@@ -14,27 +14,27 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// RotateOptions says when a JSONL sink's file rotates and which rotated files
-// are kept (see Rotate).
+// RotateOptions says when a [JSONL] sink's file rotates and which rotated files
+// are kept (see [Rotate]).
 //
-// The file rotates when a write would take it past MaxSize: it is renamed to
-// its name with the time inserted before the extension (audit.jsonl becomes
-// audit-2026-11-28T10-45-00.123.jsonl, UTC, the names lumberjack gives, so logs
-// rotated by earlier versions read alike) and a new file is started. The write
-// waits for the rename and the new file only. A background goroutine then
-// compresses each rotated file with zstd (name + ".zst", written to a temporary
-// file, synced and renamed, then the plain file removed) once nothing has
-// written to it for Grace, and removes the oldest rotated files while there
-// are more than MaxFiles or they take more than MaxTotal bytes on disk (a file
-// waiting for its compression counts in MaxFiles, and in MaxTotal once
-// compressed). A file
-// left uncompressed (a process that exited during its Grace, a crash) is
-// compressed by the next sink on the same path, at its open or its rotation.
+// The file rotates when a write would take it past MaxSize. It is renamed to its
+// name with the UTC time inserted before the extension: audit.jsonl becomes
+// audit-2026-11-28T10-45-00.123.jsonl, the names lumberjack gives. Then a new
+// file is started. The write waits for the rename and the new file only.
 //
-// Several processes may append to one log: each checks, at most every Recheck,
-// that the path still names the file it writes to, and when another process
-// rotated it, starts writing the new file. Grace leaves those writers time to
-// notice before the rotated file is compressed.
+// A background goroutine compresses each rotated file with zstd once nothing has
+// written to it for Grace. The compressed file is name + ".zst", written to a
+// temporary file, synced and renamed; then the plain file is removed. The
+// goroutine removes the oldest rotated files while there are more than MaxFiles,
+// or they take more than MaxTotal bytes on disk. A file waiting for its
+// compression counts in MaxFiles, and in MaxTotal once compressed. A file left
+// uncompressed (a process that exited during its Grace, a crash) is compressed
+// by the next sink on the same path, at its open or its rotation.
+//
+// Several processes may append to one log. Each checks, at most every Recheck,
+// that the path still names the file it writes to. When another process rotated
+// it, it starts writing the new file. Grace leaves those writers time to notice
+// before the rotated file is compressed.
 type RotateOptions struct {
 	MaxSize  int64         // rotate when a write would take the file past it; must be > 0
 	MaxFiles int           // rotated files kept at most; 0: no bound; negative: none kept
@@ -443,9 +443,9 @@ func listBackups(path string) ([]backup, []string, error) {
 	return out, tmps, nil
 }
 
-// LogFiles returns the files of the log at path, oldest first: its rotated
-// files (the compressed one of each when there are both), then path itself
-// when it exists.
+// LogFiles returns the files of the log at path, oldest first.
+// Its rotated files come first (the compressed one of each when there are
+// both), then path itself when it exists.
 func LogFiles(path string) ([]string, error) {
 	bs, _, err := listBackups(path)
 	if err != nil {
@@ -471,17 +471,17 @@ func LogFiles(path string) ([]string, error) {
 // asking for more (up to 512 MiB by default) is refused, not allocated.
 const maxLogWindow = 32 << 20
 
-// A rotated file holds what its log's writers appended before its rotation:
-// at most RotateOptions.MaxSize, plus what other processes wrote in the
-// second or so before they saw the rotation. DecompressFactor times MaxSize
-// is far more than that; a compressed file that decompresses past its bound
-// is a zstd bomb, not a log, and is read no further (ErrTooLarge).
+// DecompressFactor bounds what a compressed rotated file may decompress to, as
+// a multiple of [RotateOptions].MaxSize. A rotated file holds at most MaxSize,
+// plus what other processes wrote in the second or so before they saw the
+// rotation. A compressed file that decompresses past its bound is a zstd bomb,
+// not a log, and is read no further ([ErrTooLarge]).
 const DecompressFactor = 16
 
 // DefaultMaxDecompressed is the bound on what one compressed file of a log
-// decompresses to when the reader is given none ([MaxDecompressed]): 256 MiB,
-// DecompressFactor times a 16 MiB rotation size (capfs's default). A log
-// rotated at more is read with MaxDecompressed.
+// decompresses to, when the reader is given none ([MaxDecompressed]). It is
+// 256 MiB: [DecompressFactor] times a 16 MiB rotation size (capfs's default).
+// A log rotated at more is read with MaxDecompressed.
 const DefaultMaxDecompressed = 256 << 20
 
 // ErrTooLarge is matched by the error of a compressed log file read past its
@@ -567,14 +567,14 @@ func (b *bounded) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ScanLog reads every event of the log at path, its rotated files first
-// (see LogFiles), calling fn for each in file order. A line that is not an
-// event, or a file that cannot be read to its end (a compressed file cut
-// short), is passed to bad (if not nil) with the file's name, and the scan goes on; a
-// non-nil error from fn or bad stops it and is returned.
+// ScanLog reads every event of the log at path and calls fn for each, in file
+// order. It reads the rotated files first (see [LogFiles]).
 //
-// A compressed file is read within its bound (see MaxDecompressed): past
-// it, the file's events so far are kept and ErrTooLarge goes to bad.
+// A line that is not an event, or a file that cannot be read to its end (a
+// compressed file cut short), is passed to bad (if not nil) with the file's
+// name, and the scan goes on. A non-nil error from fn or bad stops it and is
+// returned. A compressed file is read within its bound (see [MaxDecompressed]).
+// Past it, the file's events so far are kept and [ErrTooLarge] goes to bad.
 func ScanLog(path string, fn func(Event) error, bad func(file string, err error) error, opts ...ReadOption) error {
 	files, err := LogFiles(path)
 	if err != nil {

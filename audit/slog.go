@@ -11,15 +11,17 @@ import (
 // attributes.
 const SlogMessage = "capfs call"
 
-// Slog is a Sink that logs each event as one log/slog record, message SlogMessage,
-// timed at the call's start, with these attributes (empty ones left out, except
-// path): request_id, subject, grant, op, path, dest, guest_path (when it differs from
-// path), outcome, code, rule, duration.
+// Slog is a [Sink] that logs each event as one [log/slog] record.
+// The record's message is [SlogMessage], timed at the call's start. Its
+// attributes are request_id, subject, grant, op, path, dest, guest_path (when it
+// differs from path), outcome, code, rule and duration. Empty ones are left out,
+// except path.
 //
-// Successful calls log at Info, denied and failed ones at Warn, unless changed with
-// OKLevel, DeniedLevel and FailedLevel; records below the handler's level are not
-// built at all. A handler's error is counted (Errors), never returned. Use NewSlog; it
-// is safe for concurrent use if its handler is (the standard ones are).
+// Successful calls log at Info, denied and failed ones at Warn, unless changed
+// with [OKLevel], [DeniedLevel] and [FailedLevel]. Records below the handler's
+// level are not built at all. A handler's error is counted ([Slog.Errors]), never
+// returned. Use [NewSlog]. It is safe for concurrent use if its handler is (the
+// standard ones are).
 type Slog struct {
 	h                  slog.Handler
 	ok, denied, failed slog.Level
