@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
@@ -153,7 +154,7 @@ func fmtNs(ns float64) string {
 
 // FUSEStartTable measures what a lazy sandbox pays before its command starts,
 // on Go's source tree (GoSrcRepo's work tree) and on an empty directory: a
-// copy-on-write overlay (fuseexport.Overlay) of a Dir with policy.Defaults()
+// copy-on-write overlay (overlay.Overlay) of a Dir with policy.Defaults()
 // over the physical backend, mounted, its root listed once, and unmounted;
 // beside it, a materialize.Checkout of the same Dir (what a run without --lazy
 // does first). The median of count rounds of each is printed with the tree /
@@ -188,7 +189,7 @@ func FUSEStartTable(out, progress io.Writer, count int) error {
 			return err
 		}
 		defer os.Remove(mp)
-		ov, err := fuseexport.NewOverlay(d.Backend(), upper)
+		ov, err := overlay.NewOverlay(d.Backend(), upper)
 		if err != nil {
 			return err
 		}
@@ -373,7 +374,7 @@ func FUSEBuildTable(out, progress io.Writer, count int) error {
 				return 0, err
 			}
 			defer os.RemoveAll(upper)
-			ov, err := fuseexport.NewOverlay(src.Backend(), upper)
+			ov, err := overlay.NewOverlay(src.Backend(), upper)
 			if err != nil {
 				return 0, err
 			}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
@@ -192,7 +193,7 @@ func TestOverlayCanceledMidway(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			low := &cancelAfterFirst{Backend: pb, path: "a", cancel: cancel}
-			ov, err := NewOverlay(low, t.TempDir())
+			ov, err := overlay.NewOverlay(low, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
 )
@@ -16,14 +17,14 @@ import (
 // passthroughMount mounts an Overlay of a memory Dir holding lower.txt with
 // Options.Passthrough, and skips when the kernel does not take backing files
 // from this process.
-func passthroughMount(t *testing.T) (string, *Server, *Overlay) {
+func passthroughMount(t *testing.T) (string, *Server, *overlay.Overlay) {
 	t.Helper()
 	mem := memory.New()
 	seed, _ := dir.New(mem)
 	if err := seed.WriteFile(bg, "lower.txt", []byte("lower contents"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ov, err := NewOverlay(seed.Backend(), t.TempDir())
+	ov, err := overlay.NewOverlay(seed.Backend(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

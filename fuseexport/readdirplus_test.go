@@ -165,4 +165,3 @@ func TestReadDirPlusPassthroughWriter(t *testing.T) {
 		t.Errorf("%d files open in passthrough were answered from the listing, want none", got)
 	}
 }
-

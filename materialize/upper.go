@@ -19,7 +19,7 @@ import (
 const StrategyUpper Strategy = "upper"
 
 // OpenUpper returns the Tree of the changes a copy-on-write layer made over
-// src (a lazy sandbox: fuseexport.Overlay), so that the same sync-back as a
+// src (a lazy sandbox: overlay.Overlay), so that the same sync-back as a
 // checkout's brings them back: Diff, SyncBack, Export, Keep, MarshalState,
 // Reopen and Close work on it as on a Tree from Checkout, with every guarantee
 // the package doc gives them.

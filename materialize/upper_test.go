@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
-	"github.com/capfs/capfs/fuseexport"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -22,7 +22,7 @@ import (
 type lazyLayer struct {
 	host  string
 	src   *dir.Dir
-	ov    *fuseexport.Overlay
+	ov    *overlay.Overlay
 	view  *dir.Dir
 	upper string
 }
@@ -40,7 +40,7 @@ func newLazyLayer(t *testing.T, files map[string]string) *lazyLayer {
 	src, _ := dir.New(pb, dir.WithPolicy(policy.Defaults()))
 	upper := filepath.Join(t.TempDir(), "capfs-checkout-upper")
 	must(t, os.Mkdir(upper, 0o700))
-	ov, err := fuseexport.NewOverlay(src.Backend(), upper)
+	ov, err := overlay.NewOverlay(src.Backend(), upper)
 	must(t, err)
 	t.Cleanup(func() { ov.Close() })
 	view, _ := dir.New(ov)
@@ -256,7 +256,7 @@ func TestOpenUpperRootTime(t *testing.T) {
 	must(t, l.ov.Close())
 	must(t, os.RemoveAll(l.upper))
 	must(t, os.Mkdir(l.upper, 0o700))
-	ov, err := fuseexport.NewOverlay(l.src.Backend(), l.upper)
+	ov, err := overlay.NewOverlay(l.src.Backend(), l.upper)
 	must(t, err)
 	t.Cleanup(func() { ov.Close() })
 	l.ov = ov

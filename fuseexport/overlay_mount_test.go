@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/policy"
 )
@@ -27,7 +28,7 @@ func TestOverlayThroughMount(t *testing.T) {
 		}
 	}
 	upper := t.TempDir()
-	ov, err := NewOverlay(src.Backend(), upper)
+	ov, err := overlay.NewOverlay(src.Backend(), upper)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
@@ -30,7 +31,7 @@ func overlayConformance(t *testing.T, opts Options) {
 	vfstest.TestBackend(t, vfstest.Config{
 		New: func(t *testing.T) vfs.Backend {
 			low, _ := dir.New(memory.New())
-			ov, err := NewOverlay(low.Backend(), t.TempDir())
+			ov, err := overlay.NewOverlay(low.Backend(), t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
