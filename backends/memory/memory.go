@@ -82,6 +82,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/capfs/capfs/vfs"
@@ -93,6 +94,15 @@ type FS struct {
 	st     *store
 	root   *node
 	origin *node // the root of the FS that New returned and Sub chains started from
+	// located is Locate's last answer, kept while the tree's generation it
+	// was found at is current (only a change of entries can move root).
+	located atomic.Pointer[location]
+}
+
+// location is a Locate answer at a tree generation.
+type location struct {
+	gen uint64
+	p   vfs.Path
 }
 
 var (
@@ -742,6 +752,18 @@ func (f *FS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (loc vfs.
 func (f *FS) Locate(ctx context.Context) (vfs.Path, error) {
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
+	if l := f.located.Load(); l != nil && l.gen == f.st.gen {
+		return l.p, nil
+	}
+	p, err := f.locate()
+	if err == nil {
+		f.located.Store(&location{gen: f.st.gen, p: p})
+	}
+	return p, err
+}
+
+// locate is Locate's answer, walked up from root. The caller holds store.mu.
+func (f *FS) locate() (vfs.Path, error) {
 	var names []string
 	for n := f.root; n != f.origin; n = n.dir.parent {
 		if n == nil || n.dir.gone {

@@ -180,3 +180,36 @@ func TestHandleType(t *testing.T) {
 		must(f.Close())
 	}
 }
+
+// TestLocateKept: Locate's answer, kept between calls, follows a rename of
+// an ancestor and a removal made since.
+func TestLocateKept(t *testing.T) {
+	ctx := context.Background()
+	m, must := deepFS(t)
+	sub, err := m.Sub(ctx, vfs.MustParse("a/b/c"))
+	must(err)
+	l := sub.(vfs.Locator)
+	locate := func(want string) {
+		t.Helper()
+		for range 2 {
+			p, err := l.Locate(ctx)
+			must(err)
+			if p.String() != want {
+				t.Fatalf("Locate: %s, want %s", p, want)
+			}
+		}
+	}
+	locate("a/b/c")
+	must(m.Rename(ctx, vfs.MustParse("a/b"), vfs.MustParse("a/x"), 0))
+	locate("a/x/c")
+	must(m.Mkdir(ctx, vfs.MustParse("a/x/c/new"), 0o755))
+	locate("a/x/c")
+	must(m.Remove(ctx, vfs.MustParse("a/x/c/new")))
+	must(m.Remove(ctx, vfs.MustParse("a/x/c/d/e/f/leaf")))
+	for _, d := range []string{"a/x/c/d/e/f", "a/x/c/d/e", "a/x/c/d", "a/x/c"} {
+		must(m.Remove(ctx, vfs.MustParse(d)))
+	}
+	if _, err := l.Locate(ctx); vfs.CodeOf(err) != vfs.CodeNotFound {
+		t.Fatalf("Locate of a removed directory: %v, want not_found", err)
+	}
+}
