@@ -87,29 +87,29 @@ func WithAudit(s audit.Sink) Option {
 	}
 }
 
-// WithPolicy sets the host-wide policy. Each grant's Dir first enforces the grant
-// (expiry, then its access list) and then asks p, so p can only refuse more: it
-// cannot give a grant an access it lacks. Without it, whatever the grant's access
-// list allows is allowed.
+// WithPolicy sets the host-wide policy. Each grant's Dir first enforces the
+// grant (expiry, then its access list) and then asks p. So p can only refuse
+// more: it cannot give a grant an access it lacks. Without it, whatever the
+// grant's access list allows is allowed.
 func WithPolicy(p policy.Policy) Option { return func(a *Authority) { a.host = p } }
 
 // WithAsker sets the Asker that settles the host-wide policy's Ask decisions.
 // Without one, Ask decisions deny.
 func WithAsker(k policy.Asker) Option { return func(a *Authority) { a.asker = k } }
 
-// WithDirOptions adds options to every grant's dir.New call (hooks, a read limit).
-// The authority's own settings are applied after them, so dir.WithSubject,
-// dir.WithPolicy, dir.WithAsker and dir.WithAudit given here have no effect: use the
-// Authority's options.
+// WithDirOptions adds options to every grant's [dir.New] call (hooks, a read
+// limit). The authority's own settings are applied after them. So
+// [dir.WithSubject], [dir.WithPolicy], [dir.WithAsker] and [dir.WithAudit] given
+// here have no effect: use the Authority's options.
 func WithDirOptions(opts ...dir.Option) Option {
 	return func(a *Authority) { a.dirOpts = append(a.dirOpts, opts...) }
 }
 
-// WithGitGuard puts a dir.GitGuard hook, made with opts, on every grant's Dir,
-// after the hooks of WithDirOptions: one per registered root, over that root's
-// backend, shared by every grant over it. It refuses what would make or change
-// a git dir under a name the policy's patterns do not know, as it does for a
-// capfs session's Dir.
+// WithGitGuard puts a [dir.GitGuard] hook, made with opts, on every grant's Dir.
+// It comes after the hooks of [WithDirOptions]. There is one per registered
+// root, over that root's backend, shared by every grant over it. It refuses what
+// would make or change a git dir under a name the policy's patterns do not
+// know, as it does for a capfs session's Dir.
 func WithGitGuard(opts ...dir.GitGuardOption) Option {
 	return func(a *Authority) {
 		a.guarded = true
@@ -117,10 +117,11 @@ func WithGitGuard(opts ...dir.GitGuardOption) Option {
 	}
 }
 
-// WithClock sets the clock that stamps grants and decides expiry (time.Now by
-// default); it must be safe for concurrent use. With a clock other than the default,
-// no expiry timers run (the clock need not follow wall time): an expired grant is
-// revoked by the first call that finds it expired, by Sweep, or by listing it.
+// WithClock sets the clock that stamps grants and decides expiry ([time.Now] by
+// default). It must be safe for concurrent use. With a clock other than the
+// default, no expiry timers run, since the clock need not follow wall time. An
+// expired grant is then revoked by the first call that finds it expired, by
+// [Authority.Sweep], or by listing it.
 func WithClock(now func() time.Time) Option {
 	return func(a *Authority) {
 		if now != nil {
@@ -213,34 +214,37 @@ func (a *Authority) Roots() []string {
 // Grant gives req.Subject a Dir over req.Path within root req.Root, limited to
 // req.Access, and records the grant. The Dir:
 //
-//   - is confined to the directory req.Path leads to: the path is resolved to its
+//   - is confined to the directory req.Path leads to. The path is resolved to its
 //     canonical place (through any symlink on the way), decided there by the
-//     host-wide policy and hooks as a sub, and pinned now; the record keeps both
-//     (Grant.Path as asked, Grant.Resolved where it led), and a symlink put at
-//     the path later does not move the grant;
-//   - is read-only unless Access includes Write, Delete or Move;
-//   - names req.Subject (Subject.String) in every policy request and audit event, and
-//     sends its events, marked with the grant's id, to the authority's audit sink;
-//     paths in requests and events are from the registered root, and canonical:
-//     under a grant on "keys" that led to ".ssh", a read of "id_rsa" is decided
-//     and recorded as ".ssh/id_rsa";
-//   - decides every call, in this order: expired grant -> refused (rule
-//     "grant:<id>:expired"); an operation outside the access list -> refused (rule
-//     "grant:<id>:access", see Required); then the host-wide policy, whose decision
-//     stands (without one, the call is allowed under rule "grant:<id>").
+//     host-wide policy and hooks as a sub, and pinned now. The record keeps both:
+//     [Grant].Path as asked, Grant.Resolved where it led. A symlink put at the
+//     path later does not move the grant.
+//   - is read-only unless Access includes Write, Delete or Move.
+//   - names req.Subject ([Subject.String]) in every policy request and audit
+//     event. It sends its events, marked with the grant's id, to the authority's
+//     audit sink. Paths in requests and events are from the registered root, and
+//     canonical. Under a grant on "keys" that led to ".ssh", a read of "id_rsa"
+//     is decided and recorded as ".ssh/id_rsa".
+//   - decides every call, in this order. An expired grant is refused (rule
+//     "grant:<id>:expired"). An operation outside the access list is refused
+//     (rule "grant:<id>:access", see [Required]). Then the host-wide policy
+//     decides, and its decision stands. Without one, the call is allowed under
+//     rule "grant:<id>".
 //
 // Refusals reach the guest as fs_permission_denied. A call that finds the grant
-// expired also revokes it, so every later call, through this Dir and anything
-// derived from it (Files, Handles already open), fails with revoked; with the
-// default clock a timer does the same at the expiry time. Revoke and RevokeSubject
-// revoke at once (revoked).
+// expired also revokes it. Every later call then fails with revoked, through
+// this Dir and anything derived from it (Files, Handles already open). With the
+// default clock a timer does the same at the expiry time. [Authority.Revoke] and
+// [Authority.RevokeSubject] revoke at once (revoked).
 //
-// Errors: a malformed request wraps fs.ErrInvalid; an unknown root wraps
-// fs.ErrNotExist; a Path that is malformed, climbs out, is not a directory of the
-// root, or leads to a place the host-wide policy refuses is the *vfs.Error from
-// resolving or deciding it (invalid_path, path_outside_sandbox, not_found,
-// not_a_directory, fs_permission_denied); a Path that no longer leads to
-// req.Resolved wraps fs.ErrPermission.
+// Errors:
+//   - A malformed request wraps [fs.ErrInvalid].
+//   - An unknown root wraps [fs.ErrNotExist].
+//   - A Path that is malformed, climbs out, is not a directory of the root, or
+//     leads to a place the host-wide policy refuses, gives the [*vfs.Error] from
+//     resolving or deciding it (invalid_path, path_outside_sandbox, not_found,
+//     not_a_directory, fs_permission_denied).
+//   - A Path that no longer leads to req.Resolved wraps [fs.ErrPermission].
 func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Grant, error) {
 	now := a.clock()
 	if err := req.Subject.Validate(); err != nil {
@@ -424,7 +428,7 @@ func (a *Authority) Revoke(id string) error {
 }
 
 // RevokeSubject revokes every active grant of subject s and returns how many it
-// revoked (a grant found expired meanwhile is recorded as expired, not counted).
+// revoked. A grant found expired meanwhile is recorded as expired, not counted.
 func (a *Authority) RevokeSubject(s Subject) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -440,9 +444,9 @@ func (a *Authority) RevokeSubject(s Subject) int {
 }
 
 // Sweep revokes every active grant whose expiry has passed, recording it as
-// expired, and returns how many. With the default clock timers do this on their
-// own; with WithClock, call it to stop Handles of expired grants that nobody calls
-// the Dir of.
+// expired, and returns how many. With the default clock, timers do this on
+// their own. With [WithClock], call it to stop Handles of expired grants whose
+// Dir nobody calls.
 func (a *Authority) Sweep() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -10,18 +10,18 @@ import (
 )
 
 // GrantSet is the JSON document a host hands a sandbox wrapper (capfs run
-// --grants FILE): the grant records of one subject, as the authority
-// serializes them. It names roots, never host paths: the wrapper resolves
-// each root name through its own configuration, and must bind each grant's
-// Path within it read-only unless Writable, and nothing else.
+// --grants FILE). It holds the grant records of one subject, as the authority
+// serializes them. It names roots, never host paths. The wrapper resolves each
+// root name through its own configuration. It must bind each grant's Path
+// within it, read-only unless Writable, and nothing else.
 type GrantSet struct {
 	Version int     `json:"version"`
 	Subject Subject `json:"subject"`
 	Grants  []Grant `json:"grants"`
 }
 
-// GrantSetFor returns the active grants of subject s whose roots may be
-// bound into a sandbox (never a secret root), as a GrantSet.
+// GrantSetFor returns, as a [GrantSet], the active grants of subject s whose
+// roots may be bound into a sandbox. A secret root never may.
 func (a *Authority) GrantSetFor(s Subject) GrantSet {
 	set := GrantSet{Version: 1, Subject: s, Grants: []Grant{}}
 	for _, g := range a.SubjectGrants(s) {
@@ -36,10 +36,11 @@ func (a *Authority) GrantSetFor(s Subject) GrantSet {
 // MaxGrantSetBytes bounds a grant set document ParseGrantSet reads.
 const MaxGrantSetBytes = 4 << 20
 
-// ParseGrantSet decodes and validates a GrantSet strictly: a document over
-// MaxGrantSetBytes, unknown fields, trailing data, an unknown version, access
+// ParseGrantSet decodes and validates a [GrantSet] strictly.
+// These are errors wrapping [fs.ErrInvalid]: a document over
+// [MaxGrantSetBytes], unknown fields, trailing data, an unknown version, access
 // or status, a grant of another subject, an ended grant, or one over a secret
-// root are errors wrapping fs.ErrInvalid.
+// root.
 func ParseGrantSet(data []byte) (GrantSet, error) {
 	var set GrantSet
 	if len(data) > MaxGrantSetBytes {

@@ -14,37 +14,37 @@ import (
 type RootKind string
 
 // The root kinds of the Filesystem Authority model. Each one's defaults are in
-// its KindSpec (Spec); DefaultKindSpecs lists them all.
+// its [KindSpec] ([Spec]). [DefaultKindSpecs] lists them all.
 const (
-	// KindWorkspace: a conversation's or project's working tree, owned by the
-	// workspace runtime. Any subject may be granted it; the default access is
+	// KindWorkspace is a conversation's or project's working tree, owned by the
+	// workspace runtime. Any subject may be granted it. The default access is
 	// read-only (List, Metadata, Read): write, delete and move must be asked for.
 	KindWorkspace RootKind = "workspace"
-	// KindExtensionStorage: one extension's private files, owned by the
+	// KindExtensionStorage is one extension's private files, owned by the
 	// extension host. Only the extension whose id is the root's Owner (and core)
 	// may be granted it: no cross-extension access. Default: read and write.
 	KindExtensionStorage RootKind = "extension-storage"
-	// KindArtifact: exported artifacts, written through artifact APIs. Default:
-	// List, Metadata, Read and Archive (read for rendering and export); writes
-	// must be asked for.
+	// KindArtifact is exported artifacts, written through artifact APIs.
+	// Default: List, Metadata, Read and Archive (read for rendering and export).
+	// Writes must be asked for.
 	KindArtifact RootKind = "artifact"
-	// KindTemp: private 0700 scratch, made by CreateTempWorkspace and removed by
-	// its owner's Close (or by ReapTemp after a crash). Only its owner subject
-	// may be granted it; default: every access.
+	// KindTemp is private 0700 scratch, made by [Authority.CreateTempWorkspace]
+	// and removed by its owner's Close (or by [ReapTemp] after a crash). Only its
+	// owner subject may be granted it. Default: every access.
 	KindTemp RootKind = "temp"
-	// KindKnowledge: a knowledge base. Explicit grants only: an access list must
-	// be given (no default), and only core, automations and agent runs with a
+	// KindKnowledge is a knowledge base. Explicit grants only: an access list
+	// must be given (no default). Only core, automations and agent runs with a
 	// user-approval, manifest or core source may be granted it.
 	KindKnowledge RootKind = "knowledge"
-	// KindDownloads: browser and import flows' staged downloads. Default:
-	// List, Metadata, Read, Archive (files are copied or extracted out of it into
-	// a workspace or artifact root, not edited in place).
+	// KindDownloads is browser and import flows' staged downloads.
+	// Default: List, Metadata, Read, Archive. Files are copied or extracted out of
+	// it into a workspace or artifact root, not edited in place.
 	KindDownloads RootKind = "downloads"
-	// KindSecret: credentials. Opt-in only: an access list must be given and
-	// the source must be user-approval or core; List and Watch are never
-	// granted (names stay unlisted), Archive is never granted (no bulk copy), the
-	// root is never bound into a sandbox (Sandbox refuses its grants) and never
-	// listed by ListRoots.
+	// KindSecret is credentials. Opt-in only: an access list must be given, and
+	// the source must be user-approval or core. List and Watch are never granted
+	// (names stay unlisted). Archive is never granted (no bulk copy). The root is
+	// never bound into a sandbox (Sandbox refuses its grants) and never listed by
+	// [Authority.ListRoots].
 	KindSecret RootKind = "secret"
 )
 
@@ -139,10 +139,11 @@ type RootDescriptor struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 }
 
-// RegisterRoot registers backend b as a root of a kind: grants over it then
-// follow the kind's KindSpec (who may be granted it, default and forbidden
-// access, whether it may be sandboxed or listed). Register registers a root
-// without a kind, which no kind rule restricts.
+// RegisterRoot registers backend b as a root of a kind.
+// Grants over it then follow the kind's [KindSpec]: who may be granted it,
+// default and forbidden access, whether it may be sandboxed or listed.
+// [Authority.Register] registers a root without a kind, which no kind rule
+// restricts.
 func (a *Authority) RegisterRoot(desc RootDescriptor, b vfs.Backend) error {
 	if _, ok := specs[desc.Kind]; !ok {
 		return invalid("unknown root kind %q", desc.Kind)

@@ -23,18 +23,19 @@ type storeFile struct {
 	Grants  []Grant `json:"grants"`
 }
 
-// Open returns an Authority whose grant records persist in the JSON file path
-// (created, mode 0600, if missing; its directory must exist). Every change to
-// a record (a grant made, revoked, expired, pruned) rewrites the file
-// atomically (a temporary file in the same directory, fsync'ed, renamed over
-// it, the directory fsync'ed) before the call that made it returns, so a
-// host that dies keeps every decision it returned.
+// Open returns an [Authority] whose grant records persist in the JSON file path.
 //
-// On opening, the records are read back: revoked and expired grants stay
-// ended (an id that was revoked can never be used again), and active grants
-// whose expiry passed while the host was down are recorded as expired. An
-// active grant has no Dir until the host registers its root again and calls
-// Restore. Roots are not persisted: the host registers them at each start.
+// The file is created with mode 0600 if missing; its directory must exist.
+// Every change to a record (a grant made, revoked, expired, pruned) rewrites the
+// file atomically before the call that made it returns. The new file is written
+// in the same directory, fsync'ed and renamed over it, and the directory is
+// fsync'ed. So a host that dies keeps every decision it returned.
+//
+// On opening, the records are read back. Revoked and expired grants stay ended:
+// an id that was revoked can never be used again. Active grants whose expiry
+// passed while the host was down are recorded as expired. An active grant has no
+// Dir until the host registers its root again and calls [Authority.Restore].
+// Roots are not persisted: the host registers them at each start.
 //
 // A file that cannot be read or parsed is an error (nothing is overwritten).
 func Open(path string, opts ...Option) (*Authority, error) {
@@ -166,16 +167,18 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Restore gives back the Dir of an active grant read from the store (Open),
-// once its root is registered again under the same name. The Dir is made as
-// Grant makes it: same subject, path, access, expiry and id, so audit events
-// continue under the grant's id. The path is resolved and decided again, and
-// must lead where it led when granted (Grant.Resolved; a record without one
-// takes where it leads now): one that leads elsewhere (a symlink put there
-// since) is an error wrapping fs.ErrPermission, and so is a revoked or expired
-// grant, or a grant whose Dir already exists in this process (Restore once
-// per start); an unknown id wraps fs.ErrNotExist; an unregistered root wraps
-// fs.ErrNotExist.
+// Restore gives back the Dir of an active grant read from the store ([Open]),
+// once its root is registered again under the same name.
+//
+// The Dir is made as [Authority.Grant] makes it: same subject, path, access,
+// expiry and id. So audit events continue under the grant's id. The path is
+// resolved and decided again, and must lead where it led when granted
+// ([Grant].Resolved). A record without one takes where the path leads now.
+//
+// Errors wrapping [fs.ErrPermission]: a path that leads elsewhere (a symlink put
+// there since), a revoked or expired grant, and a grant whose Dir already exists
+// in this process (Restore once per start). An unknown id, or an unregistered
+// root, wraps [fs.ErrNotExist].
 func (a *Authority) Restore(ctx context.Context, id string) (*dir.Dir, Grant, error) {
 	a.mu.Lock()
 	g, ok := a.grants[id]

@@ -93,16 +93,18 @@ func (a *Authority) tempDir() (string, error) {
 	return base, nil
 }
 
-// CreateTempWorkspace makes a private scratch root (kind temp, owned by
-// opts.Subject), grants it to opts.Subject, and returns the grant's Dir and the
-// workspace, whose Close revokes the grant, unregisters the root and removes
-// its files. The cleanup owner is whoever holds the TempWorkspace: a host that
-// crashes leaves TempPhysical directories behind, and ReapTemp (run at
-// start-up) removes those whose owner is gone.
+// CreateTempWorkspace makes a private scratch root, grants it to opts.Subject,
+// and returns the grant's Dir and the workspace.
 //
-// A TempPhysical workspace is a directory mode 0700 made under the temp base
-// beside a lock file the owning process holds locked (flock) until Close; the
-// lock, not a timestamp, tells ReapTemp the owner is alive.
+// The root is of kind temp, owned by opts.Subject. The [TempWorkspace]'s Close
+// revokes the grant, unregisters the root and removes its files. The cleanup
+// owner is whoever holds the TempWorkspace. A host that crashes leaves
+// [TempPhysical] directories behind; [ReapTemp] (run at start-up) removes those
+// whose owner is gone.
+//
+// A TempPhysical workspace is a directory with mode 0700, made under the temp
+// base. Beside it is a lock file the owning process holds locked (flock) until
+// Close. The lock, not a timestamp, tells ReapTemp the owner is alive.
 func (a *Authority) CreateTempWorkspace(ctx context.Context, opts TempOptions) (*dir.Dir, *TempWorkspace, error) {
 	if err := opts.Subject.Validate(); err != nil {
 		return nil, nil, err
@@ -203,10 +205,10 @@ func (w *TempWorkspace) removeFiles() error {
 	return err
 }
 
-// ReapTemp removes the TempPhysical and TempSQLite workspaces under base ("" : the default
-// temp base) whose owner is gone (no process holds their lock), and returns
-// how many. Hosts call it at start-up; workspaces of live processes, this
-// one's included, are left alone.
+// ReapTemp removes the [TempPhysical] and [TempSQLite] workspaces under base
+// whose owner is gone, and returns how many. base "" is the default temp base.
+// An owner is gone when no process holds the workspace's lock. Hosts call it at
+// start-up. Workspaces of live processes, this one's included, are left alone.
 func ReapTemp(base string) (int, error) {
 	a := &Authority{tempBase: base}
 	dirName, err := a.tempDir()

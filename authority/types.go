@@ -33,9 +33,9 @@ const (
 // audit.Event (as Subject). ParseSubject reverses it.
 func (s Subject) String() string { return s.Kind + ":" + s.ID }
 
-// Validate reports whether s is well formed: Kind a lower-case word of at most 64
-// bytes, ID non-empty valid UTF-8 of at most 256 bytes without control characters.
-// The error wraps fs.ErrInvalid.
+// Validate reports whether s is well formed. Kind must be a lower-case word of
+// at most 64 bytes. ID must be non-empty valid UTF-8 of at most 256 bytes,
+// without control characters. The error wraps [fs.ErrInvalid].
 func (s Subject) Validate() error {
 	if !validKind(s.Kind) {
 		return invalid("subject kind %q is not a lower-case word", s.Kind)
@@ -209,11 +209,11 @@ const (
 	Expired Status = "expired" // its expiry time passed while it was active
 )
 
-// Grant is the record of one grant: what the host gave whom, over which root, why,
-// and until when. It is a value: the authority hands out copies, so changing one
-// changes nothing. It serializes to JSON (with Access, Source and Status as strings
-// and times in RFC 3339) for sandbox wrappers and other readers; it holds the root's
-// registered name, never a host path.
+// Grant is the record of one grant: what the host gave whom, over which root,
+// why, and until when. It is a value: the authority hands out copies, so
+// changing one changes nothing. It serializes to JSON for sandbox wrappers and
+// other readers, with Access, Source and Status as strings and times in RFC 3339.
+// It holds the root's registered name, never a host path.
 type Grant struct {
 	ID      string  `json:"id"`
 	Subject Subject `json:"subject"`
@@ -247,8 +247,8 @@ type Grant struct {
 // Has reports whether the grant includes access a.
 func (g Grant) Has(a Access) bool { return slices.Contains(g.Access, a) }
 
-// Writable reports whether the grant includes an access that changes the tree
-// (Write, Delete or Move): the Dir of a grant without one is read-only, and a
+// Writable reports whether the grant includes an access that changes the tree:
+// Write, Delete or Move. The Dir of a grant without one is read-only, and a
 // sandbox can bind its root read-only.
 func (g Grant) Writable() bool { return g.Has(Write) || g.Has(Delete) || g.Has(Move) }
 
