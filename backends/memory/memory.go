@@ -582,24 +582,15 @@ func (f *FS) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	if err != nil {
 		return wrap(err)
 	}
-	if !src.Found {
-		return fail(vfs.CodeNotFound, "")
-	}
-	if src.Node.typ == fs.ModeDir {
-		return fail(vfs.CodePermission, "cannot hard-link a directory")
+	if err := vfs.CheckLinkSource(oldp, newp, src.Found, src.Found && src.Node.typ == fs.ModeDir); err != nil {
+		return err
 	}
 	dst, err := f.resolve(ctx, newp.WithoutDirMark(), false, op)
 	if err != nil {
 		return wrap(err)
 	}
-	if dst.Found {
-		return fail(vfs.CodeExists, "")
-	}
-	if newp.MustBeDir() {
-		return fail(vfs.CodeNotDir, "")
-	}
-	if err := f.canCreate(dst, op, newp); err != nil {
-		return wrap(err)
+	if err := vfs.CheckLinkDest(oldp, newp, dst.Found, dst.Parent.dir.gone, dst.Name); err != nil {
+		return err
 	}
 	if !f.st.reserve(entryCharge(dst.Name)) {
 		return fail(vfs.CodeQuota, "storage quota exceeded")
