@@ -204,49 +204,41 @@ type walked struct {
 // describeWalked fills entries[w.idx] for each walked entry, in parallel,
 // keeping the name and depth already set.
 func (s *server) describeWalked(ctx context.Context, entries []listEntry, ws []walked) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(8, len(ws)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(ws) {
-					return
-				}
-				w := ws[i]
-				e := &entries[w.idx]
-				le := s.describe(ctx, w.dir, w.d, e.Name)
-				le.Depth = e.Depth
-				*e = le
-			}
-		}()
-	}
-	wg.Wait()
+	eachParallel(len(ws), func(i int) {
+		w := ws[i]
+		e := &entries[w.idx]
+		le := s.describe(ctx, w.dir, w.d, e.Name)
+		le.Depth = e.Depth
+		*e = le
+	})
 }
 
 // describeAll describes entries in parallel (each Info is a Dir call).
 func (s *server) describeAll(ctx context.Context, dirPath string, ents []fs.DirEntry) []listEntry {
 	out := make([]listEntry, len(ents))
-	workers := min(8, len(ents))
+	eachParallel(len(ents), func(i int) {
+		out[i] = s.describe(ctx, dirPath, ents[i], ents[i].Name())
+	})
+	return out
+}
+
+// eachParallel calls fn with every index in [0, n) on up to 8 goroutines
+// (each call a Dir call, say), and returns once all are done.
+func eachParallel(n int, fn func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range min(8, n) {
+		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(ents) {
+				if i >= n {
 					return
 				}
-				out[i] = s.describe(ctx, dirPath, ents[i], ents[i].Name())
+				fn(i)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	return out
 }
 
 // namesOnly describes entries from their names and types alone.
@@ -715,27 +707,14 @@ type globHit struct {
 // Dir call); a time that cannot be read stays zero, but a revoked Dir is an
 // error.
 func (s *server) globTimes(ctx context.Context, hits []globHit) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	var revoked atomic.Pointer[error]
-	for range min(8, len(hits)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(hits) {
-					return
-				}
-				if info, err := s.root.Lstat(ctx, hits[i].p); err == nil {
-					hits[i].t = info.ModTime()
-				} else if vfs.CodeOf(err) == vfs.CodeRevoked {
-					revoked.Store(&err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	eachParallel(len(hits), func(i int) {
+		if info, err := s.root.Lstat(ctx, hits[i].p); err == nil {
+			hits[i].t = info.ModTime()
+		} else if vfs.CodeOf(err) == vfs.CodeRevoked {
+			revoked.Store(&err)
+		}
+	})
 	if e := revoked.Load(); e != nil {
 		return *e
 	}

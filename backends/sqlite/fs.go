@@ -206,15 +206,25 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 // dirLocked resolves p, following links, to a directory. The caller holds the
 // tree lock.
 func (f *FS) dirLocked(ctx context.Context, p vfs.Path, op string) (*node, error) {
+	n, err := f.existing(ctx, p, op)
+	if err != nil {
+		return nil, err
+	}
+	if n.typ != fs.ModeDir {
+		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
+	}
+	return n, nil
+}
+
+// existing resolves p, following links, to what is there (not_found when
+// nothing is). The caller holds the tree lock.
+func (f *FS) existing(ctx context.Context, p vfs.Path, op string) (*node, error) {
 	r, err := f.resolve(ctx, p, true, op)
 	if err != nil {
 		return nil, err
 	}
 	if !r.Found {
 		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
-	}
-	if r.Node.typ != fs.ModeDir {
-		return nil, vfs.NewError(vfs.CodeNotDir, op, p, "")
 	}
 	return r.Node, nil
 }
@@ -268,14 +278,11 @@ func (f *FS) openRead(ctx context.Context, p vfs.Path, acc, flag int) (vfs.File,
 	}
 	st.mu.RLock()
 	defer st.mu.RUnlock()
-	r, err := f.resolve(ctx, p, true, op)
+	n, err := f.existing(ctx, p, op)
 	if err != nil {
 		return nil, err
 	}
-	if !r.Found {
-		return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
-	}
-	return st.newHandle(r.Node, p, acc, flag), nil
+	return st.newHandle(n, p, acc, flag), nil
 }
 
 // openLocked opens p for writing or creation, the tree lock held for
@@ -747,14 +754,10 @@ func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
 	return st.mutate(ctx, op, p, func() (*batch, error) {
 		st.mu.RLock()
 		defer st.mu.RUnlock()
-		r, err := f.resolve(ctx, p, true, op)
+		n, err := f.existing(ctx, p, op)
 		if err != nil {
 			return nil, err
 		}
-		if !r.Found {
-			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
-		}
-		n := r.Node
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		perm := mode & permBits
@@ -775,17 +778,13 @@ func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) er
 	return st.mutate(ctx, op, p, func() (*batch, error) {
 		st.mu.RLock()
 		defer st.mu.RUnlock()
-		r, err := f.resolve(ctx, p, true, op)
+		n, err := f.existing(ctx, p, op)
 		if err != nil {
 			return nil, err
-		}
-		if !r.Found {
-			return nil, vfs.NewError(vfs.CodeNotFound, op, p, "")
 		}
 		if mtime.IsZero() {
 			return nil, nil
 		}
-		n := r.Node
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		b, err := st.exec(op, p, func() error {
