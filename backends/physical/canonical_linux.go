@@ -16,19 +16,20 @@ import (
 
 var _ vfs.Locator = (*FS)(nil)
 
-// Resolve returns the canonical location p reaches (see vfs.Backend.Resolve): every
-// intermediate symlink followed, the final one if follow (or p must be a
-// directory), ".." in link targets taken physically, by the same rules and limits
-// as every other call (beneath the root, vfs.MaxSymlinks, WithOneFilesystem,
-// SymlinksReject). The result's Path carries no trailing-slash mark.
+// Resolve returns the canonical location p reaches (see [vfs.Backend].Resolve).
+// Every intermediate symlink is followed; the final one if follow (or p must be
+// a directory). ".." in link targets is taken physically. The rules and limits
+// are those of every other call: beneath the root, [vfs.MaxSymlinks],
+// [WithOneFilesystem], [SymlinksReject]. The result's Path carries no
+// trailing-slash mark.
 //
-// With openat2 the common case, a path with no symlink on it, costs one openat2
-// (O_PATH|O_NOFOLLOW, RESOLVE_NO_SYMLINKS) and a close, or one fstatat for a name
-// directly in the root: the path is then its own canonical path. Only when the
-// kernel meets a symlink (ELOOP) does Resolve walk the path component by
-// component (the portable walk, which reads each link and pops ".." back to the
-// directory handle it came from) to compute where it leads. The portable resolver
-// always walks.
+// With openat2, the common case is a path with no symlink on it. It costs one
+// openat2 (O_PATH|O_NOFOLLOW, RESOLVE_NO_SYMLINKS) and a close, or one fstatat
+// for a name directly in the root. The path is then its own canonical path.
+// Only when the kernel meets a symlink (ELOOP) does Resolve walk the path
+// component by component to compute where it leads. That is the portable walk,
+// which reads each link and pops ".." back to the directory handle it came
+// from. The portable resolver always walks.
 //
 // A Resolved p resolves to itself, or fails with conflict if a symlink now stands
 // where it would be followed.
@@ -46,12 +47,12 @@ func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location
 	return loc, nil
 }
 
-// ResolveStat is Resolve that also returns the final entry's Info when it is
-// found: what Stat (follow) or Lstat would return for the canonical path at the
-// moment of the resolution (Name is p's last name, as Stat gives). It costs what
-// Resolve costs: the status is the one the resolution took anyway. A layer that
-// decides on the canonical path before it reveals anything (a Dir's Stat) can
-// answer from it without a second lookup.
+// ResolveStat is [FS.Resolve] that also returns the final entry's Info when it
+// is found. The Info is what Stat (follow) or Lstat would return for the
+// canonical path at the moment of the resolution. Its Name is p's last name, as
+// Stat gives. It costs what Resolve costs: the status is the one the resolution
+// took anyway. A layer that decides on the canonical path before it reveals
+// anything (a Dir's Stat) can answer from it without a second lookup.
 func (f *FS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
 	const op = "resolve"
 	root, err := f.enter(ctx, op, p)
@@ -215,19 +216,20 @@ func pathOf(s string) (vfs.Path, error) {
 	return q, nil
 }
 
-// Locate returns the current path of this FS's root directory relative to the root
-// of the FS that New returned (its origin), after whatever renames the host or a
-// guest made since Sub opened it (vfs.Locator); vfs.Root for the FS New returned.
-// A directory removed, or moved out of the origin's tree, fails with not_found;
-// a closed FS or origin with closed.
+// Locate returns the current path of this FS's root directory ([vfs.Locator]).
 //
-// It reads the kernel's names of both directory handles (their /proc/self/fd
-// entries, re-read on every call, so a moved origin is followed too) and, where
-// those are unavailable or ambiguous, climbs ".." from the Sub's handle, finding
+// The path is relative to the root of the FS that [New] returned (its origin),
+// after whatever renames the host or a guest made since Sub opened it. It is
+// [vfs.Root] for the FS New returned. A directory removed, or moved out of the
+// origin's tree, fails with not_found. A closed FS or origin fails with closed.
+//
+// It reads the kernel's names of both directory handles: their /proc/self/fd
+// entries, re-read on every call, so a moved origin is followed too. Where those
+// are unavailable or ambiguous, it climbs ".." from the Sub's handle, finding
 // each directory's name in its parent by identity. Either way the answer is
-// checked before it is returned: opened beneath the origin's handle without
-// following any symlink, it must be the very directory this FS holds (else the
-// lookup is retried, a bounded number of times, then fails with conflict).
+// checked before it is returned. Opened beneath the origin's handle without
+// following any symlink, it must be the very directory this FS holds. Otherwise
+// the lookup is retried, a bounded number of times, then fails with conflict.
 func (f *FS) Locate(ctx context.Context) (vfs.Path, error) {
 	const op = "locate"
 	o := f.origin
@@ -428,16 +430,18 @@ func relByParents(ctx context.Context, ofd, sfd int, ost *unix.Stat_t) (string, 
 	return "", errGone
 }
 
-// ResolveOpen opens p for reading, as OpenFile(p, O_RDONLY) does, and decides in
-// between: once it knows the canonical location p reaches (as Resolve with follow
-// reports it), it calls decide with it, without holding any lock of f; an error
-// from decide is returned as is and nothing is opened. Where decide allows it, the
+// ResolveOpen opens p for reading, as OpenFile(p, O_RDONLY) does, and lets
+// decide rule in between ([vfs.OpenResolver]).
+//
+// Once it knows the canonical location p reaches (as Resolve with follow reports
+// it), it calls decide with it, without holding any lock of f. An error from
+// decide is returned as is and nothing is opened. Where decide allows it, the
 // very object the resolution reached is opened, through the O_PATH handle the
-// resolution holds (no second lookup), so nothing renamed or swapped in after the
+// resolution holds (no second lookup). So nothing renamed or swapped in after the
 // decision can be opened instead, and the open does not fail with conflict
 // because of such a swap either. With openat2 and a path with no symlink on it,
-// this costs what OpenFile costs: one resolution serves the decision and the open.
-// A missing p reaches decide with Found false, then fails with not_found.
+// this costs what OpenFile costs: one resolution serves the decision and the
+// open. A missing p reaches decide with Found false, then fails with not_found.
 //
 // It is the read path of a layer that decides on canonical paths (a Dir with a
 // policy); its errors are addressed to p with Op "open".
@@ -499,17 +503,20 @@ func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locati
 	})
 }
 
-// ResolveReadDir lists p, as ReadDir does, and decides in between, as ResolveOpen
-// does for reads: once it knows the canonical location p reaches (as Resolve with
-// follow reports it), it calls decide with it, without holding any lock of f; an
-// error from decide is returned as is and nothing is listed. With openat2 and a
-// path with no symlink on it, the directory is opened once (O_DIRECTORY, which
-// fails before anything but a directory is opened, and RESOLVE_NO_SYMLINKS, so
-// p is its canonical path), decided on and listed through that descriptor: one
-// lookup serves the decision and the listing, and nothing renamed or swapped in
-// after the decision can be listed instead. Any other path (a symlink on it, a
-// missing name, a file) is resolved, decided on and listed as ReadDir lists its
-// Resolved path, which follows nothing, so a swap in between fails with conflict.
+// ResolveReadDir lists p, as ReadDir does, and lets decide rule in between
+// ([vfs.ListResolver]), as [FS.ResolveOpen] does for reads.
+//
+// Once it knows the canonical location p reaches (as Resolve with follow reports
+// it), it calls decide with it, without holding any lock of f. An error from
+// decide is returned as is and nothing is listed. With openat2 and a path with no
+// symlink on it, the directory is opened once. O_DIRECTORY fails before anything
+// but a directory is opened, and RESOLVE_NO_SYMLINKS makes p its canonical path.
+// The directory is decided on and listed through that descriptor. So one lookup
+// serves the decision and the listing, and nothing renamed or swapped in after
+// the decision can be listed instead. Any other path (a symlink on it, a missing
+// name, a file) is resolved and decided on. Then its Resolved path is listed as
+// ReadDir lists it. That path follows nothing, so a swap in between fails with
+// conflict.
 //
 // It is the listing path of a layer that decides on canonical paths (a Dir with
 // a policy); its errors are addressed to p with Op "readdir".

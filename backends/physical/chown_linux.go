@@ -13,12 +13,13 @@ import (
 const maxID = 1<<32 - 2
 
 // Chown sets the numeric owner and group of what p reaches, following a final
-// symlink beneath the root; -1 leaves an id unchanged. It acts on the handle
-// the resolution opened (fchownat with AT_EMPTY_PATH), never on a name looked
-// up again, so nothing swapped in afterwards is changed. As for Chmod, a
-// regular file with other hard links (which may lie outside the root) is
-// refused (fs_permission_denied), as are FIFOs, sockets and devices
-// (not_regular_file). The host decides who may give a file away: an
+// symlink beneath the root ([vfs.Chowner]). -1 leaves an id unchanged.
+//
+// It acts on the handle the resolution opened (fchownat with AT_EMPTY_PATH),
+// never on a name looked up again. So nothing swapped in afterwards is changed.
+// As for Chmod, a regular file with other hard links (which may lie outside the
+// root) is refused with fs_permission_denied. FIFOs, sockets and devices are
+// refused with not_regular_file. The host decides who may give a file away. An
 // unprivileged process gets fs_permission_denied (EPERM) for anything but
 // setting its own ids or one of its groups on its own file. The host clears
 // setuid and setgid bits on a chown as chown(2) does.

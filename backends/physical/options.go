@@ -4,26 +4,27 @@ package physical
 type SymlinkPolicy int
 
 const (
-	// SymlinksInRoot follows symlinks, beneath the root only (the default): a link
-	// whose resolution would leave the root fails with path_outside_sandbox, and
-	// Symlink refuses to create one.
+	// SymlinksInRoot follows symlinks, beneath the root only (the default).
+	// A link whose resolution would leave the root fails with
+	// path_outside_sandbox, and Symlink refuses to create one.
 	SymlinksInRoot SymlinkPolicy = iota
-	// SymlinksReject follows no symlink at all (RESOLVE_NO_SYMLINKS): a path that
-	// would need one fails with fs_permission_denied, Symlink fails with
-	// not_supported, and Features.Symlinks is false. Lstat and Readlink still
+	// SymlinksReject follows no symlink at all (RESOLVE_NO_SYMLINKS).
+	// A path that would need one fails with fs_permission_denied. Symlink fails
+	// with not_supported, and Features.Symlinks is false. Lstat and Readlink still
 	// describe links that already exist.
 	SymlinksReject
 )
 
-// HardLinkPolicy says how the backend treats regular files with more than one name
-// (nlink > 1), which may share their inode with a file outside the root.
+// HardLinkPolicy says how the backend treats regular files with more than one
+// name (nlink > 1). Such a file may share its inode with a file outside the root.
 type HardLinkPolicy int
 
 const (
-	// HardLinksReplace (the default) reads such files in place, but never writes to
-	// them: opening one for writing first gives the name a private copy (an empty
-	// one for O_TRUNC), renamed over the name, and the handle writes the copy. The
-	// other names keep the old contents. Chmod and Chtimes refuse such files.
+	// HardLinksReplace (the default) reads such files in place, but never writes
+	// to them. Opening one for writing first gives the name a private copy (an
+	// empty one for O_TRUNC), renamed over the name, and the handle writes the
+	// copy. The other names keep the old contents. Chmod and Chtimes refuse such
+	// files.
 	HardLinksReplace HardLinkPolicy = iota
 	// HardLinksReject refuses to open such files at all, for reading or writing,
 	// with fs_permission_denied; Link fails with not_supported and
@@ -67,9 +68,9 @@ func WithOneFilesystem() Option { return func(c *config) { c.oneFS = true } }
 // WithHardLinks sets the hard-link policy (HardLinksReplace by default).
 func WithHardLinks(p HardLinkPolicy) Option { return func(c *config) { c.hardLinks = p } }
 
-// WithMaxFileSize limits every file to n bytes: a Write, WriteAt or Truncate that
-// would make a file larger fails with file_too_large and writes nothing, and reads
-// stop after n+1 bytes, the read that would go further failing with
+// WithMaxFileSize limits every file to n bytes. A Write, WriteAt or Truncate
+// that would make a file larger fails with file_too_large and writes nothing.
+// Reads stop after n+1 bytes; the read that would go further fails with
 // file_too_large. n <= 0 means no limit.
 func WithMaxFileSize(n int64) Option {
 	return func(c *config) {

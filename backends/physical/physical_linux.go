@@ -56,10 +56,10 @@ var (
 )
 
 // New serves the host directory root. It opens root once, as a directory handle
-// (O_PATH|O_DIRECTORY|O_CLOEXEC, following symlinks in root itself, which the host
-// chose); every later call resolves beneath that handle, so renaming or replacing
-// root afterwards does not redirect the backend. New's own errors, meant for the
-// host, name root; no other error of the backend names a host path.
+// (O_PATH|O_DIRECTORY|O_CLOEXEC). Symlinks in root itself, which the host chose,
+// are followed. Every later call resolves beneath that handle, so renaming or
+// replacing root afterwards does not redirect the backend. New's own errors,
+// meant for the host, name root. No other error of the backend names a host path.
 func New(root string, opts ...Option) (*FS, error) {
 	const op = "physical.New"
 	var cfg config
@@ -145,9 +145,9 @@ func newFS(cfg config, fd int, host string) (*FS, error) {
 	return f, nil
 }
 
-// Close releases the root handle. Calls already running finish first; later calls,
-// on f and not on Subs made from it or Files opened through it (which hold their
-// own handles), fail with closed.
+// Close releases the root handle. Calls already running finish first. Later
+// calls on f fail with closed. Subs made from f and Files opened through it hold
+// their own handles, which Close leaves open.
 func (f *FS) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -160,10 +160,10 @@ func (f *FS) Close() error {
 }
 
 // HostPath returns the directory's current host path, for binding it into a
-// sandbox without copying (vfs.HostPather). It is for the host only: a guest never
-// holds a Backend. It reads the kernel's name for the root handle, so it follows
-// renames of the directory; false if the handle is closed or the directory was
-// deleted.
+// sandbox without copying ([vfs.HostPather]). It is for the host only: a guest
+// never holds a Backend. It reads the kernel's name for the root handle, so it
+// follows renames of the directory. It returns false if the handle is closed or
+// the directory was deleted.
 func (f *FS) HostPath() (string, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -261,9 +261,9 @@ func (f *FS) statAt(ctx context.Context, root int, p vfs.Path, follow bool, st *
 	return err
 }
 
-// ReadDir lists directory p, sorted by name. Entries whose names a vfs.Path cannot
-// hold (those containing a backslash) are left out, and reported to the
-// context's vfs.WithUnaddressable function if it carries one.
+// ReadDir lists directory p, sorted by name. Entries whose names a [vfs.Path]
+// cannot hold (those containing a backslash) are left out. They are reported to
+// the context's [vfs.WithUnaddressable] function if it carries one.
 func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	const op = "readdir"
 	root, err := f.enter(ctx, op, p)
@@ -284,13 +284,13 @@ func (f *FS) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, error) {
 	return ents, nil
 }
 
-// ReadDirInfo lists directory p with every entry's status (vfs.DirInfoReader):
-// the directory is opened once, as ReadDir opens it, and each entry's status
-// taken relative to it with fstatat, not following it, so nothing outside the
-// directory is reached and the cost is one system call per entry instead of a
-// lookup from the root. Under WithOneFilesystem an entry on another file system
-// (a mount point) answers what Lstat answers of it. Entries are those ReadDir
-// lists; one removed since the listing is left out.
+// ReadDirInfo lists directory p with every entry's status ([vfs.DirInfoReader]).
+// The directory is opened once, as ReadDir opens it. Each entry's status is
+// taken relative to it with fstatat, not following it. So nothing outside the
+// directory is reached, and the cost is one system call per entry instead of a
+// lookup from the root. Under [WithOneFilesystem] an entry on another file
+// system (a mount point) answers what Lstat answers of it. Entries are those
+// ReadDir lists; one removed since the listing is left out.
 func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	const op = "readdir"
 	root, err := f.enter(ctx, op, p)
@@ -1162,9 +1162,9 @@ var (
 	errTooLarge = &lookupErr{vfs.CodeTooLarge, "larger than the maximum file size (WithMaxFileSize)"}
 )
 
-// Readlink returns the target of symlink p as stored, except that an absolute
-// target (which could only have been planted on the host) is never shown: it
-// fails with path_outside_sandbox.
+// Readlink returns the target of symlink p as stored. An absolute target, which
+// could only have been planted on the host, is never shown: it fails with
+// path_outside_sandbox.
 func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	const op = "readlink"
 	root, err := f.enter(ctx, op, p)
@@ -1199,14 +1199,15 @@ func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	return target, nil
 }
 
-// HostLinkTarget reads symlink p and, when its target is an absolute host path
-// naming the root or a place beneath it (a link planted on the host, such as
-// "/home/me/proj/src/x" in a tree served from /home/me/proj), returns that place
-// as a path from the root: the namespace follows such a link as the target means
-// it (vfs.HostLinkResolver). ok is false for any other target, which stays
-// unshown. The root's host name is the kernel's current name of the root
-// directory, so a target spelled through another symlinked host path does not
-// match.
+// HostLinkTarget reads symlink p and returns the place its absolute host target
+// names, as a path from the root ([vfs.HostLinkResolver]).
+//
+// The target must name the root or a place beneath it: a link planted on the
+// host, such as "/home/me/proj/src/x" in a tree served from /home/me/proj. The
+// namespace follows such a link as the target means it. ok is false for any
+// other target, which stays unshown. The root's host name is the kernel's
+// current name of the root directory. So a target spelled through another
+// symlinked host path does not match.
 func (f *FS) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, bool, error) {
 	const op = "readlink"
 	if p.IsRoot() || p.MustBeDir() {
