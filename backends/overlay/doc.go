@@ -3,16 +3,15 @@
 // with a process's changes kept in a private upper directory on the host.
 //
 // An [Overlay] is served through a Dir: dir.New(overlay), then a FUSE mount
-// (fuseexport.Mount) for a sandboxed process. The Dir resolves each path in
-// the overlay (its Resolve, ResolveStat and ResolveOpen) before the layer
-// acts on it; the layer itself follows no symlink inside a path, and
-// TestConformanceThroughDir runs the backend suite the way it is used.
+// ([github.com/capfs/capfs/fuseexport.Mount]) for a sandboxed process. The Dir
+// resolves each path in the overlay (its Resolve, ResolveStat and ResolveOpen)
+// before the layer acts on it. The layer itself follows no symlink inside a
+// path.
 //
-// What the process saw is kept too: the first sight of each lower entry is
-// its [Base], so a sync-back judges conflicts against what the process read,
-// not against what the source holds when the run ends. [Overlay.Changes]
-// lists what changed, each replaced entry with its Base.
+// What the process saw is kept too: the first sight of each lower entry is its
+// [Base]. So a sync-back judges conflicts against what the process read, not
+// against what the source holds when the run ends. [Overlay.Changes] lists what
+// changed, each replaced entry with its Base.
 //
-// Mounting an Overlay costs the same whatever the lower tree's size: that is
-// the lazy sandbox's constant start-up.
+// Mounting an Overlay costs the same whatever the lower tree's size.
 package overlay

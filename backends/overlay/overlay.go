@@ -17,30 +17,32 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// Overlay is a copy-on-write vfs.Backend for lazy sandboxes: it shows a lower
+// Overlay is a copy-on-write [vfs.Backend] for lazy sandboxes. It shows a lower
 // tree (a Dir's Backend view, which it never changes) with the changes a
-// process makes kept in a private upper directory on the host. Nothing is read
-// or copied ahead: opening a lower file for reading reads it through the Dir;
-// the first change to a lower file copies it up (whole, once), and records what
-// the lower file was when the process first saw it (its Base, see Bases), so a
-// later sync-back can tell a change made in the sandbox from one made to the
-// source meanwhile, before or after the change. Removing a lower entry
-// leaves a whiteout; a directory made where a removed one stood is opaque (the
-// lower's entries beneath it stay hidden).
+// process makes kept in a private upper directory on the host.
+//
+// Nothing is read or copied ahead. Opening a lower file for reading reads it
+// through the Dir. The first change to a lower file copies it up, whole, once.
+// It also records what the lower file was when the process first saw it (its
+// [Base], see [Overlay.Bases]). So a later sync-back can tell a change made in
+// the sandbox from one made to the source meanwhile, before or after the
+// change. Removing a lower entry leaves a whiteout. A directory made where a
+// removed one stood is opaque: the lower's entries beneath it stay hidden.
 //
 // Mounting an Overlay (dir.New(overlay), then Mount) costs the same whatever the
-// lower tree's size: that is the lazy sandbox's constant start-up.
+// lower tree's size.
 //
-// The Overlay follows no symlink inside a path: it is meant to be served
-// through Mount, where the kernel resolves links itself and every path the
-// server derives names real directories. A final symlink is followed by Stat
-// and OpenFile (within the overlay, at most vfs.MaxSymlinks). Renaming (or
-// exchanging) a lower directory copies its whole subtree up first. The upper directory is written through the physical
-// backend, so a write to a file with several hard links gives that name a
-// private copy (physical.HardLinksReplace). It keeps no ownership, as a
-// checkout made by the running user keeps none: its entries report no owner
-// (a mount shows them as the mount's own) and it is no vfs.Chowner. An
-// Overlay is safe for concurrent use.
+// The Overlay follows no symlink inside a path. It is meant to be served through
+// Mount, where the kernel resolves links itself and every path the server
+// derives names real directories. A final symlink is followed by Stat and
+// OpenFile, within the overlay, at most [vfs.MaxSymlinks]. Renaming (or
+// exchanging) a lower directory copies its whole subtree up first. The upper
+// directory is written through the physical backend. So a write to a file with
+// several hard links gives that name a private copy
+// ([physical.HardLinksReplace]). It keeps no ownership, as a checkout made by
+// the running user keeps none. Its entries report no owner (a mount shows them
+// as the mount's own), and it is no [vfs.Chowner]. An Overlay is safe for
+// concurrent use.
 type Overlay struct {
 	lower vfs.Backend
 	upper *physical.FS
@@ -71,8 +73,8 @@ type Overlay struct {
 	rootTime  time.Time
 }
 
-// Base is what a lower entry was when the process first saw it (looked it
-// up, listed or opened it), recorded when the overlay first changes it.
+// Base is what a lower entry was when the process first saw it: looked it up,
+// listed or opened it. It is recorded when the overlay first changes the entry.
 type Base struct {
 	Type    fs.FileMode // type bits
 	Mode    fs.FileMode // permission bits
@@ -100,13 +102,14 @@ type Change struct {
 	Type fs.FileMode
 }
 
-// NewOverlay returns an Overlay of lower with its changes in upperDir, an
-// existing empty directory private to the caller (mode 0700). Close releases
-// it; the directory and its contents stay for the caller to sync back.
+// NewOverlay returns an [Overlay] of lower with its changes in upperDir.
+// upperDir is an existing empty directory private to the caller (mode 0700).
+// Close releases it. The directory and its contents stay for the caller to sync
+// back.
 //
-// The root shows the lower root's permission bits and, until an entry is
-// created or removed in it, its modification time (RootTime), although the
-// upper directory keeps its own private mode.
+// The root shows the lower root's permission bits, although the upper directory
+// keeps its own private mode. Until an entry is created or removed in it, the
+// root shows the lower root's modification time ([Overlay.RootTime]).
 func NewOverlay(lower vfs.Backend, upperDir string) (*Overlay, error) {
 	up, err := physical.New(upperDir)
 	if err != nil {
@@ -124,8 +127,8 @@ func NewOverlay(lower vfs.Backend, upperDir string) (*Overlay, error) {
 	return o, nil
 }
 
-// RootTime is the lower root's modification time when the overlay was made
-// (zero if it could not be read): the root's time in the upper directory
+// RootTime returns the lower root's modification time when the overlay was made,
+// or zero if it could not be read. It is the root's time in the upper directory
 // until the process creates or removes an entry in it.
 func (o *Overlay) RootTime() time.Time { return o.rootTime }
 
@@ -161,7 +164,7 @@ func (o *Overlay) isHidden(p vfs.Path) bool {
 
 func notFound(op string, p vfs.Path) error { return vfs.NewError(vfs.CodeNotFound, op, p, "") }
 
-// Features: symlinks, hard links, chmod and chtimes.
+// Features reports symlinks, hard links, chmod and chtimes.
 func (o *Overlay) Features() vfs.Features {
 	return vfs.Features{Symlinks: true, HardLinks: true, Chmod: true, Chtimes: true}
 }
@@ -312,10 +315,10 @@ func (o *Overlay) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, erro
 }
 
 // ReadDirInfo is ReadDir with each entry's status as Lstat reports it (see
-// vfs.DirInfoReader), each layer listed in one pass where it can: a lazy
-// run's listing with attributes (READDIRPLUS) asks no lookup per entry. A
-// lower entry listed with its status is seen, as a lookup sees it (its sight
-// is recorded, see sight.go).
+// [vfs.DirInfoReader]). Each layer is listed in one pass where it can. So a lazy
+// run's listing with attributes (READDIRPLUS) asks no lookup per entry. A lower
+// entry listed with its status is seen, as a lookup sees it: its sight is
+// recorded.
 func (o *Overlay) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	name := func(e vfs.DirInfo) string { return e.Name }
 	up := func(e vfs.DirInfo) vfs.DirInfo {
@@ -503,7 +506,7 @@ type typedFile struct {
 
 func (f typedFile) Type() fs.FileMode { return f.typ }
 
-// OpenStat forwards to the wrapped layer's file (see vfs.OpenStater).
+// OpenStat forwards to the wrapped layer's file (see [vfs.OpenStater]).
 func (f typedFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(f.File) }
 
 // HostFd forwards to the wrapped layer's file (an upper file answers, a
@@ -1164,11 +1167,12 @@ func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	return nil, vfs.NewError(vfs.CodeNotSupported, "sub", p, "the copy-on-write layer is served whole")
 }
 
-// Changes lists what the overlay changed, sorted by path: every upper entry
-// (added where the lower had nothing visible, modified where it replaced a
-// lower entry) and every whiteout (deleted), with the Base of the lower entry
-// each replaced or removed. A directory copied up only to hold a change is
-// left out; one whose mode changed is modified.
+// Changes lists what the overlay changed, sorted by path.
+// It lists every upper entry: added where the lower had nothing visible,
+// modified where it replaced a lower entry. It lists every whiteout as deleted.
+// Each carries the [Base] of the lower entry it replaced or removed. A
+// directory copied up only to hold a change is left out; one whose mode changed
+// is modified.
 func (o *Overlay) Changes(ctx context.Context) ([]Change, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -1231,13 +1235,15 @@ func (o *Overlay) changeOf(ctx context.Context, c vfs.Path, typ fs.FileMode) (Ch
 	return Change{Path: c.Raw(), Kind: "added", Type: typ}, true
 }
 
-// Bases returns a copy of every Base the overlay recorded, by path: each
-// lower entry it copied up, replaced or removed (or that the process saw and
-// the lower lost before the process made an entry there), as the entry was
-// when the process first saw it, whether its path still holds it or not (a renamed directory's
-// entries stay under their old paths, hidden by a whiteout). With the upper
-// directory it is all a sync-back needs: an upper entry without a Base is new,
-// a Base without an upper entry at its path was removed.
+// Bases returns a copy of every [Base] the overlay recorded, by path.
+//
+// There is one for each lower entry it copied up, replaced or removed, and for
+// each the process saw and the lower lost before the process made an entry
+// there. Each is the entry as the process first saw it, whether its path still
+// holds it or not. A renamed directory's entries stay under their old paths,
+// hidden by a whiteout. With the upper directory it is all a sync-back needs.
+// An upper entry without a Base is new. A Base without an upper entry at its
+// path was removed.
 func (o *Overlay) Bases() map[string]Base {
 	o.mu.Lock()
 	defer o.mu.Unlock()

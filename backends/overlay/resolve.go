@@ -142,14 +142,14 @@ func (o *Overlay) layerResolved(ctx context.Context, op string, p vfs.Path) (boo
 	return o.layer(ctx, op, p)
 }
 
-// Resolve resolves p in the merged view (see vfs.Resolver).
+// Resolve resolves p in the merged view (see [vfs.Backend].Resolve).
 func (o *Overlay) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
 	_, loc, err := o.resolve(ctx, p, follow, "resolve")
 	return loc, err
 }
 
 // ResolveStat is Resolve plus the status of what it reached, as the
-// resolution found it (see vfs.StatResolver).
+// resolution found it (see [vfs.StatResolver]).
 func (o *Overlay) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
 	res, loc, err := o.resolve(ctx, p, follow, "resolve")
 	if err != nil || !loc.Found {
@@ -167,7 +167,7 @@ func (o *Overlay) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs
 
 // ResolveOpen resolves p, lets decide rule on the location, and opens for
 // reading the entry the resolution reached, in the layer it was found in
-// (see vfs.OpenResolver).
+// (see [vfs.OpenResolver]).
 func (o *Overlay) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
 	res, loc, err := o.resolve(ctx, p, true, "resolve")
 	if err != nil {
