@@ -1,170 +1,163 @@
-// Package fuseexport serves a capfs Dir to the kernel as a FUSE file system, so
-// programs that expect a real directory (compilers, make, git, editors) work on
-// a capability without a checkout.
+// Package fuseexport serves a capfs Dir to the kernel as a FUSE file system.
+// Programs that expect a real directory (compilers, make, git, editors) then
+// work on a capability without a checkout.
 //
-// Mount(mountpoint, d, opts) mounts d; every request the kernel sends becomes a
-// call on d's Backend view (dir.Dir.Backend), which is the same enforcement path
-// as every other Dir call: revocation, read-only attenuation and the host's
-// write lock, the policy (deciding on what the path reaches), hooks, and one
-// audit event. Open files are dir.Handle values, checked at every read and
-// write.
+// [Mount](mountpoint, d, opts) mounts d. Every request the kernel sends becomes a
+// call on d's Backend view (dir.Dir.Backend). That is the same enforcement path
+// as every other Dir call: revocation, read-only attenuation and the host's write
+// lock, the policy (deciding on what the path reaches), hooks, and one audit
+// event. Open files are dir.Handle values, checked at every read and write.
 //
 // # Guarantees
 //
-//   - One request, one Dir call: lookup and getattr are one Lstat (a symlink's
-//     lookup adds the Readlink that checks where it leads), open and create
-//     one OpenFile, read and write one ReadAt or WriteAt on the open Handle,
-//     mkdir, symlink and link the call and an Lstat of the new entry, unlink
-//     and rmdir one Remove, rename one Rename (RENAME_NOREPLACE and
-//     RENAME_EXCHANGE are passed on; RENAME_WHITEOUT is EINVAL), readlink one
-//     Readlink, readdir one Dir.ReadDirVisible (plus a Readlink per symlink
-//     listed), setattr the Chmod, Chtimes or truncating open it asks
-//     for. A directory is listed once per open, at its first read.
-//     Readdirplus is off unless Options.ReadDirPlus: then the listing is one
-//     Dir.ReadDirVisibleInfo (each entry's status read with it, in one pass
-//     where the backend can), and the entries it returns carry that status,
-//     so a process that stats or opens them next sends no lookup; an entry
-//     is looked up instead (one Lstat) once anything may have changed since
-//     the listing, once the listing is older than AttrTimeout, and for a file
-//     open in passthrough (see dirhandle.go). With
-//     Options.Passthrough, a file a backend opened on the host with nothing
-//     to check per call (an Overlay's upper file) is read and written by the
-//     kernel itself: its open is still one Dir call, its reads and writes are
-//     none (see Options.Passthrough for what that gives up).
-//     Nothing is read ahead or copied. Names longer than 255 bytes are
-//     ENAMETOOLONG, and so is a path longer than PATH_MAX (4096 bytes) from the
-//     exported root (a Dir holds no longer path).
-//   - A path is derived, for every request, from the names go-fuse keeps for
-//     the kernel's nodes; a rename holds the server's tree lock until those
-//     names are updated, so a directory a process holds open (its working
-//     directory, a pinned capability's handle) is never reached through a
-//     name that a concurrent rename gave to something else.
-//   - Errors are mapped from their vfs.Code (see Errno): a path the policy
-//     hides answers ENOENT to lookups, as if absent, and EACCES to changes; a
-//     read-only Dir is mounted read-only, so every change is EROFS, and a write
-//     refused as read_only by a Dir (the host's write lock, a read-only mount
-//     of a Namespace) is EROFS too.
+//   - One request, one Dir call. lookup and getattr are one Lstat; a symlink's
+//     lookup adds the Readlink that checks where it leads. open and create are
+//     one OpenFile. read and write are one ReadAt or WriteAt on the open Handle.
+//     mkdir, symlink and link are the call and an Lstat of the new entry. unlink
+//     and rmdir are one Remove. rename is one Rename: RENAME_NOREPLACE and
+//     RENAME_EXCHANGE are passed on, RENAME_WHITEOUT is EINVAL. readlink is one
+//     Readlink. readdir is one Dir.ReadDirVisible, plus a Readlink per symlink
+//     listed. setattr is the Chmod, Chtimes or truncating open it asks for. A
+//     directory is listed once per open, at its first read.
+//   - Readdirplus is off unless [Options].ReadDirPlus. Then the listing is one
+//     Dir.ReadDirVisibleInfo, each entry's status read with it, in one pass where
+//     the backend can. The entries it returns carry that status, so a process
+//     that stats or opens them next sends no lookup. An entry is looked up
+//     instead (one Lstat) once anything may have changed since the listing, once
+//     the listing is older than AttrTimeout, and for a file open in passthrough.
+//   - With Options.Passthrough, the kernel itself reads and writes a file a
+//     backend opened on the host with nothing to check per call (an Overlay's
+//     upper file). Its open is still one Dir call; its reads and writes are none.
+//     Options.Passthrough says what that gives up.
+//   - Nothing is read ahead or copied. Names longer than 255 bytes are
+//     ENAMETOOLONG. So is a path longer than PATH_MAX (4096 bytes) from the
+//     exported root, since a Dir holds no longer path.
+//   - A path is derived, for every request, from the names go-fuse keeps for the
+//     kernel's nodes. A rename holds the server's tree lock until those names are
+//     updated. So a directory a process holds open (its working directory, a
+//     pinned capability's handle) is never reached through a name that a
+//     concurrent rename gave to something else.
+//   - Errors are mapped from their vfs.Code (see [Errno]). A path the policy hides
+//     answers ENOENT to lookups, as if absent, and EACCES to changes. A read-only
+//     Dir is mounted read-only, so every change is EROFS. A write refused as
+//     read_only by a Dir (the host's write lock, a read-only mount of a
+//     Namespace) is EROFS too.
 //   - Interrupts: every request the server has begun is answered, whatever
-//     signals its caller takes meanwhile (a build's make takes SIGCHLD each
-//     time a job ends): a stat or an open never fails with EINTR, and a change
-//     is made whole and answered as made, a creation with its new entry given
-//     to its creator. This is Linux NFS's rule (only SIGKILL cuts a request
-//     short); a process being killed does not wait for a request the server
-//     has not yet read, and waits for one it is answering.
-//   - Confinement: the kernel resolves symlinks itself, so a symlink whose
-//     target would leave the exported Dir (absolute, or climbing above its
-//     root) is never shown: lookups answer ENOENT and listings leave it out,
-//     as a checkout does. Creating one is refused by the Dir (EPERM). FIFOs,
-//     sockets and device nodes are absent too, and mknod of one is EPERM, so
-//     no process blocks on a FIFO or reaches a device through the mount. The
-//     mount is nosuid and nodev.
-//   - Stable inode numbers: an entry's inode number is its backend's object
-//     ID (mixed with the mount's index when Options.Mounts lists the
-//     Namespace's mounts, so two backends cannot share a number; a Dir over a
-//     Namespace must list them, or the kernel takes two entries with one
-//     number for one file), so hard
-//     links share it and it survives a rename and the kernel forgetting the
-//     node. Entries without an ID (git trees, synthetic directories) are
-//     numbered from their path. The server keeps only the nodes the kernel
-//     holds (go-fuse's tree, pruned on FORGET), so memory stays bounded by the
-//     kernel's cache, not by the tree.
-//   - Caching: the kernel may trust names, attributes and absences for
-//     Options' timeouts (one second each by default). It keeps a file's pages
-//     from one read-only open to the next and drops them when the attributes
-//     it fetches show another mtime or size, so a file changed through the
-//     mount is read anew at once and one changed through another route within
-//     AttrTimeout. Files opened for writing (unless passed through, see
-//     Options.Passthrough) bypass the page cache (direct I/O,
-//     which also drops the pages it overwrites), so concurrent readers and
-//     writers of one descriptor see each other's bytes at once; shared
-//     writable mmap still works (Linux 6.6+). Server.Invalidate drops what the
-//     kernel holds for a path changed through another route; its notifications
-//     are sent from the server's own goroutine, never the caller's, so it is
-//     safe from a hook.
+//     signals its caller takes meanwhile. (A build's make takes SIGCHLD each time
+//     a job ends.) A stat or an open never fails with EINTR. A change is made
+//     whole and answered as made; a creation gives its new entry to its creator.
+//     This is Linux NFS's rule: only SIGKILL cuts a request short. A process
+//     being killed does not wait for a request the server has not yet read, and
+//     waits for one it is answering.
+//   - Confinement: the kernel resolves symlinks itself. So a symlink whose target
+//     would leave the exported Dir (absolute, or climbing above its root) is
+//     never shown. Lookups answer ENOENT and listings leave it out, as a checkout
+//     does. Creating one is refused by the Dir (EPERM). FIFOs, sockets and device
+//     nodes are absent too, and mknod of one is EPERM. So no process blocks on a
+//     FIFO or reaches a device through the mount. The mount is nosuid and nodev.
+//   - Stable inode numbers: an entry's inode number is its backend's object ID.
+//     When Options.Mounts lists the Namespace's mounts, the ID is mixed with the
+//     mount's index, so two backends cannot share a number. A Dir over a
+//     Namespace must list them, or the kernel takes two entries with one number
+//     for one file. So hard links share the number, and it survives a rename and
+//     the kernel forgetting the node. Entries without an ID (git trees, synthetic
+//     directories) are numbered from their path. The server keeps only the nodes
+//     the kernel holds (go-fuse's tree, pruned on FORGET). So memory stays bounded
+//     by the kernel's cache, not by the tree.
+//   - Caching: the kernel may trust names, attributes and absences for Options'
+//     timeouts, one second each by default. It keeps a file's pages from one
+//     read-only open to the next. It drops them when the attributes it fetches
+//     show another mtime or size. So a file changed through the mount is read anew
+//     at once, and one changed through another route within AttrTimeout.
+//   - Files opened for writing (unless passed through) bypass the page cache. This
+//     direct I/O also drops the pages it overwrites. So concurrent readers and
+//     writers of one descriptor see each other's bytes at once. Shared writable
+//     mmap still works (Linux 6.6+).
+//   - [Server.Invalidate] drops what the kernel holds for a path changed through
+//     another route. Its notifications are sent from the server's own goroutine,
+//     never the caller's, so it is safe from a hook.
 //   - Link counts and times: st_nlink is the backend's count after every link,
-//     unlink and rename, and 0 for an open file whose last name is gone;
-//     st_ctime is the backend's change time where it keeps one (the physical
-//     backend's st_ctime), else the mtime.
-//   - Permissions: the mount uses default_permissions: the kernel checks mode
-//     bits against the attributes answered (the backend's owner where it keeps
-//     one, else Options.UID/GID, by default the mounting user), so a mode 0000
-//     file is closed to every user but root and a 0600 file owned by another
-//     uid to every other non-root user, as on disk (go-fuse's rewrite of null
-//     permissions is off). The server itself acts as its own user: a
-//     non-root server cannot read a 0600 file of another user however the
-//     kernel decided.
+//     unlink and rename, and 0 for an open file whose last name is gone. st_ctime
+//     is the backend's change time where it keeps one (the physical backend's
+//     st_ctime), else the mtime.
+//   - Permissions: the mount uses default_permissions. The kernel checks mode
+//     bits against the attributes answered: the backend's owner where it keeps
+//     one, else Options.UID/GID, by default the mounting user. So a mode 0000
+//     file is closed to every user but root. A 0600 file owned by another uid is
+//     closed to every other non-root user, as on disk. (go-fuse's rewrite of null
+//     permissions is off.) The server itself acts as its own user: a non-root
+//     server cannot read a 0600 file of another user however the kernel decided.
 //   - Stale mounts: Mount refuses a mount point left by a crashed server
-//     (ErrStaleMount); CheckStale finds one and ClearStale detaches it.
-//     Unmount falls back to a lazy detach when files are still open.
+//     ([ErrStaleMount]). [CheckStale] finds one and [ClearStale] detaches it.
+//     [Server.Unmount] falls back to a lazy detach when files are still open.
 //
 // # Not guaranteed
 //
-//   - Coherence across routes is bounded by the timeouts, unless the host
-//     calls Invalidate: a file changed through another Dir, or on the host,
-//     may show its old attributes, name or contents for up to AttrTimeout or
-//     EntryTimeout (its contents for longer if the change kept its size and
-//     mtime), and a process holding a file open (or mmap'ed) keeps the pages
-//     it read. mmap writes reach the Dir when the kernel writes the pages
-//     back, not at once.
-//   - Locks (flock, fcntl) are kept by the kernel for this mount alone: they
-//     exclude processes using the mount from each other, not from another
-//     route to the same files. Extended attributes are not supported
-//     (EOPNOTSUPP). setuid and setgid bits are refused by the Dir (chmod:
-//     EACCES).
-//   - Times: atime is reported equal to mtime (a Dir keeps no access time),
-//     and so is ctime on backends that keep no change time (memory, SQLite,
-//     git); times cannot be set on a symlink itself (EOPNOTSUPP).
+//   - Coherence across routes is bounded by the timeouts, unless the host calls
+//     Invalidate. A file changed through another Dir, or on the host, may show
+//     its old attributes, name or contents for up to AttrTimeout or EntryTimeout.
+//     Its contents may show for longer if the change kept its size and mtime. A
+//     process holding a file open (or mmap'ed) keeps the pages it read. mmap
+//     writes reach the Dir when the kernel writes the pages back, not at once.
+//   - Locks (flock, fcntl) are kept by the kernel for this mount alone. They
+//     exclude processes using the mount from each other, not from another route
+//     to the same files. Extended attributes are not supported (EOPNOTSUPP).
+//     setuid and setgid bits are refused by the Dir (chmod: EACCES).
+//   - Times: atime is reported equal to mtime, since a Dir keeps no access time.
+//     So is ctime on backends that keep no change time (memory, SQLite, git).
+//     Times cannot be set on a symlink itself (EOPNOTSUPP).
 //   - Ownership: an entry reports the owner its backend keeps (the physical
-//     backend's st_uid and st_gid); entries of backends that keep none
-//     (memory, SQLite, git, CAS, the lazy run's Overlay) are owned by
-//     Options.UID and GID (by default the mounting user). chown and lchown
-//     are Dir.Chown and Dir.Lchown (policy.OpChown, audited), after the
-//     kernel's own chown(2) checks (only root may give a file away); the
-//     backend acts as the server's user, so only a root server changes
-//     owners. A refusal (the policy, a file with other hard links, a FIFO, the
-//     host) is EPERM, a read-only Dir EROFS; on a backend without owners a
-//     chown that changes nothing succeeds and any other is EPERM.
-//     An entry a process creates through a root server's mount (create,
-//     mknod, mkdir, symlink) is given to that process as on disk: its uid,
-//     and its gid unless the directory has the setgid bit (then the
-//     directory's group, which the host applies). That is an Lchown through
-//     the Dir, decided and audited as policy.OpChown; where it is refused
-//     the entry stays the server's. A non-root server's entries are its own.
-//   - Hard links on the physical backend: chmod and utimes of a file with
-//     several names are refused (EACCES), and opening one for writing gives
-//     the name a private copy, so the other names keep the old contents
-//     (physical.HardLinksReplace: a name may share its inode with a file
-//     outside the root).
-//   - Symlink targets are parsed by the Dir to keep links inside: a target
+//     backend's st_uid and st_gid). Entries of backends that keep none (memory,
+//     SQLite, git, CAS, the lazy run's Overlay) are owned by Options.UID and GID,
+//     by default the mounting user. chown and lchown are Dir.Chown and Dir.Lchown
+//     (policy.OpChown, audited), after the kernel's own chown(2) checks: only root
+//     may give a file away. The backend acts as the server's user, so only a root
+//     server changes owners. A refusal (the policy, a file with other hard links,
+//     a FIFO, the host) is EPERM; a read-only Dir is EROFS. On a backend without
+//     owners, a chown that changes nothing succeeds and any other is EPERM.
+//   - An entry a process creates through a root server's mount (create, mknod,
+//     mkdir, symlink) is given to that process as on disk. It gets the process's
+//     uid, and its gid unless the directory has the setgid bit; then it gets the
+//     directory's group, which the host applies. That is an Lchown through the
+//     Dir, decided and audited as policy.OpChown. Where it is refused, the entry
+//     stays the server's. A non-root server's entries are its own.
+//   - Hard links on the physical backend: chmod and utimes of a file with several
+//     names are refused (EACCES). Opening one for writing gives the name a
+//     private copy, so the other names keep the old contents
+//     (physical.HardLinksReplace: a name may share its inode with a file outside
+//     the root).
+//   - Symlink targets are parsed by the Dir to keep links inside. A target
 //     holding a name longer than 255 bytes is EINVAL (Linux stores it).
-//   - Paths are bounded by PATH_MAX from the namespace's root, not from the
-//     mount point: exporting a subtree (capfs mount --work) shortens the
-//     longest path by the subtree's own path, and the CLI's default policy
-//     refuses (EACCES) a path too long for it to decide on.
-//   - POSIX conformance: pjdfstest.sh runs pjdfstest's chmod, chown, link,
-//     mkdir, open, rename, rmdir, symlink, truncate and unlink groups on a
-//     mount (make stress); pjdfstest_expected.txt lists every test that fails
-//     and why, all for the reasons above, and the run fails on any other.
-//   - Directory entries carry no inode number (d_ino is FUSE's unknown
-//     value); stat's st_ino is the stable one.
+//   - Paths are bounded by PATH_MAX from the namespace's root, not from the mount
+//     point. Exporting a subtree (capfs mount --work) shortens the longest path
+//     by the subtree's own path. The CLI's default policy refuses (EACCES) a path
+//     too long for it to decide on.
+//   - POSIX conformance: pjdfstest.sh runs pjdfstest's chmod, chown, link, mkdir,
+//     open, rename, rmdir, symlink, truncate and unlink groups on a mount (make
+//     stress). pjdfstest_expected.txt lists every test that fails and why, all
+//     for the reasons above. The run fails on any other.
+//   - Directory entries carry no inode number (d_ino is FUSE's unknown value).
+//     stat's st_ino is the stable one.
 //   - A listing shows the names the Dir's ReadDirVisible shows, "." and ".."
-//     first: those its Walk shows, less those whose status the policy refuses
-//     (a secret matched by a file pattern, ".env", which Walk names unless the
-//     policy sets HideSecrets), so every name listed can be looked up. A host
-//     name no capfs path can hold (one containing a backslash) can be neither
-//     looked up nor listed; Options.Unaddressable is told of each once.
-//   - unlink and rmdir act on the name: the kernel checks the entry's type
-//     from its cache, so an entry replaced through another route between the
-//     kernel's lookup and the call is removed if the Dir allows it.
+//     first. Those are the names its Walk shows, less those whose status the
+//     policy refuses: a secret matched by a file pattern, such as ".env", which
+//     Walk names unless the policy sets HideSecrets. So every name listed can be
+//     looked up. A host name no capfs path can hold (one containing a backslash)
+//     can be neither looked up nor listed. Options.Unaddressable is told of each
+//     once.
+//   - unlink and rmdir act on the name. The kernel checks the entry's type from
+//     its cache. So an entry replaced through another route between the kernel's
+//     lookup and the call is removed if the Dir allows it.
 //   - Statfs reports fixed figures: the Dir has no free-space notion.
-//   - A Go program must not page-fault on a mapping of a file in a mount its
-//     own process serves (the faulting thread blocks the runtime's stop-the-
-//     world while the server waits to run): map such files from another
-//     process, as TestMmapShared does.
+//   - A Go program must not page-fault on a mapping of a file in a mount its own
+//     process serves. The faulting thread blocks the runtime's stop-the-world
+//     while the server waits to run. Map such files from another process, as
+//     TestMmapShared does.
 //
 // # Lazy sandboxes
 //
-// A lazy sandbox serves the copy-on-write layer of package overlay
-// (dir.New(overlay), then Mount); the files of its private upper directory
-// are the ones Options.Passthrough hands to the kernel.
+// A lazy sandbox serves the copy-on-write layer of
+// [github.com/capfs/capfs/backends/overlay] (dir.New(overlay), then Mount). The
+// files of its private upper directory are the ones Options.Passthrough hands to
+// the kernel.
 package fuseexport

@@ -19,7 +19,7 @@ const (
 )
 
 // Errno maps an error from a Dir call to the errno the kernel returns to the
-// process that made the request. The mapping is by vfs.Code:
+// process that made the request. The mapping is by [vfs.Code]:
 //
 //	not_found                            ENOENT
 //	fs_permission_denied                 ENOENT for lookups (a hidden path is absent), EACCES otherwise

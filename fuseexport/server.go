@@ -24,19 +24,19 @@ import (
 // Options configure a mount. The zero value is usable.
 type Options struct {
 	// Mounts lists the paths, relative to the exported Dir, where a backend with
-	// an identity space of its own begins (the mount points of a vfs.Namespace
-	// beneath the Dir's root, plus "." for the mount serving the root). Inode
-	// numbers of entries under different mounts are kept apart, so two backends
-	// numbering their files alike never make two files one inode. Nil: the
-	// whole Dir is one identity space.
+	// an identity space of its own begins. These are the mount points of a
+	// [vfs.Namespace] beneath the Dir's root, plus "." for the mount serving the
+	// root. Inode numbers of entries under different mounts are kept apart. So
+	// two backends numbering their files alike never make two files one inode.
+	// Nil means the whole Dir is one identity space.
 	Mounts []vfs.Path
 
 	// EntryTimeout, AttrTimeout and NegativeTimeout are how long the kernel may
 	// trust a name, an inode's attributes and an absence without asking again.
 	// Zero means the default (one second each); a negative value means no
 	// caching. Changes made through the mount are seen at once whatever the
-	// timeouts; changes made through another route are seen after the
-	// timeout, or at once when the host calls Server.Invalidate.
+	// timeouts. Changes made through another route are seen after the timeout,
+	// or at once when the host calls [Server.Invalidate].
 	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
 
 	// UID and GID own every entry whose backend keeps no owner (entries of
@@ -56,35 +56,36 @@ type Options struct {
 	// Debug logs every FUSE request to stderr.
 	Debug bool
 
-	// Passthrough lets the kernel read and write directly the files a
-	// backend opened on the host with nothing to check per call: today the
+	// Passthrough lets the kernel read and write directly the files a backend
+	// opened on the host with nothing to check per call. Today those are the
 	// files of an Overlay's private upper directory (see package hostfd).
-	// Reads and writes of those files then cost no request to the server
-	// (FUSE passthrough, Linux 6.9 and later; the server needs
-	// CAP_SYS_ADMIN, and without it the option does nothing). The open is
-	// still one Dir call, decided and audited. What it gives up: a file
-	// already open is no longer stopped by revoking or write-locking the
-	// Dir (a checkout's files are not either), so set it only on a Dir
-	// nobody revokes while it is mounted, as capfs run's own layer. An open
-	// that would put one inode in two I/O modes, which the kernel refuses,
-	// fails with ESTALE (see fileHandle).
+	// Reads and writes of those files then cost no request to the server. This
+	// is FUSE passthrough, Linux 6.9 and later. The server needs CAP_SYS_ADMIN;
+	// without it the option does nothing. The open is still one Dir call,
+	// decided and audited.
+	//
+	// What it gives up: a file already open is no longer stopped by revoking or
+	// write-locking the Dir (a checkout's files are not either). So set it only
+	// on a Dir nobody revokes while it is mounted, as capfs run's own layer. An
+	// open that would put one inode in two I/O modes, which the kernel refuses,
+	// fails with ESTALE.
 	Passthrough bool
 
 	// ReadDirPlus answers a directory listing with each entry's attributes
-	// (READDIRPLUS, with the kernel's own choice of when: READDIRPLUS_AUTO),
-	// so a process that lists a directory and then opens or stats its
-	// entries (a build tool walking its sources) sends no lookup per entry.
-	// Each listed entry is looked up through the Dir as a LOOKUP would be:
-	// a listing of a large directory costs that many Dir calls.
+	// (READDIRPLUS, with the kernel's own choice of when: READDIRPLUS_AUTO).
+	// So a process that lists a directory and then opens or stats its entries
+	// (a build tool walking its sources) sends no lookup per entry. Each listed
+	// entry is looked up through the Dir as a LOOKUP would be. So a listing of
+	// a large directory costs that many Dir calls.
 	ReadDirPlus bool
 
 	// Unaddressable, if set, is told of each entry a listing leaves out
-	// because no capfs path can name it (vfs.Unaddressable: a host name
-	// containing a backslash), once per directory and name for the mount's
-	// life: the mount cannot show a name it cannot look up, so the host says
-	// so (capfs mount writes it on stderr). dir is the directory, relative
-	// to the exported Dir. It is called from request goroutines, one at a
-	// time, and must not block.
+	// because no capfs path can name it ([vfs.Unaddressable]: a host name
+	// containing a backslash). It is told once per directory and name for the
+	// mount's life. The mount cannot show a name it cannot look up, so the host
+	// says so (capfs mount writes it on stderr). dir is the directory, relative
+	// to the exported Dir. It is called from request goroutines, one at a time,
+	// and must not block.
 	Unaddressable func(dir vfs.Path, u vfs.Unaddressable)
 }
 
@@ -134,13 +135,14 @@ type invalidation struct {
 	done chan struct{}
 }
 
-// ErrStaleMount is returned by Mount when the mount point is the remains of a
-// FUSE server that died without unmounting ("transport endpoint is not
-// connected"), and by CheckStale. ClearStale removes such a mount.
+// ErrStaleMount reports a mount point that is the remains of a FUSE server that
+// died without unmounting ("transport endpoint is not connected"). [Mount] and
+// [CheckStale] return it. [ClearStale] removes such a mount.
 var ErrStaleMount = errors.New("stale FUSE mount (its server exited without unmounting)")
 
-// CheckStale reports whether mountpoint is a dead FUSE mount: nil if it is a
-// usable directory (or a live mount), ErrStaleMount if a crashed server left it.
+// CheckStale reports whether mountpoint is a dead FUSE mount.
+// It returns nil for a usable directory (or a live mount), and [ErrStaleMount]
+// if a crashed server left it.
 func CheckStale(mountpoint string) error {
 	// statfs always reaches the server (a stat can be answered from the
 	// kernel's attribute cache of a dead mount).
@@ -175,9 +177,9 @@ func detach(mountpoint string) error {
 	return fmt.Errorf("fuseexport: unmount %s: %w", mountpoint, err)
 }
 
-// Available reports whether this process can mount a FUSE file system: /dev/fuse
-// exists and can be opened, and either the process is root or fusermount3 is
-// installed. The error says what is missing.
+// Available reports whether this process can mount a FUSE file system.
+// /dev/fuse must exist and open, and either the process is root or fusermount3
+// is installed. The error says what is missing.
 func Available() error {
 	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
 	if err != nil {
@@ -198,7 +200,7 @@ func Available() error {
 // Mount serves d on the host directory mountpoint and returns once the kernel
 // has the mount. Every request the kernel sends becomes a call on d (through
 // its Backend view), with d's policy, hooks and audit. A mount point left by a
-// crashed server is ErrStaleMount (clear it with ClearStale first).
+// crashed server is [ErrStaleMount]; clear it with [ClearStale] first.
 func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 	if err := CheckStale(mountpoint); err != nil {
 		return nil, fmt.Errorf("fuseexport: %s: %w", mountpoint, err)
@@ -309,7 +311,7 @@ func nonEmpty(s, def string) string {
 func (s *Server) Mountpoint() string { return s.mountpoint }
 
 // Unmount detaches the mount. With files still open in it (or a process's
-// working directory inside it), the kernel refuses; Unmount then detaches it
+// working directory inside it), the kernel refuses. Unmount then detaches it
 // lazily: the mount point is free at once, and the server keeps answering the
 // open files until the last one is closed. Calling it again is a no-op.
 func (s *Server) Unmount() error {
@@ -330,10 +332,11 @@ func (s *Server) Unmount() error {
 }
 
 // Abort ends the connection at once, as writing to the kernel's fusectl abort
-// file does: every request in flight and every later one fails with ENOTCONN
+// file does. Every request in flight and every later one fails with ENOTCONN
 // (or ECONNABORTED), and the serve loop ends. It is the last resort after
-// Unmount when a process keeps a file open in a lazily detached mount. It needs
-// root (and mounts fusectl on /sys/fs/fuse/connections if it is not mounted).
+// [Server.Unmount] when a process keeps a file open in a lazily detached mount.
+// It needs root. It mounts fusectl on /sys/fs/fuse/connections if it is not
+// mounted.
 func (s *Server) Abort() error {
 	if s.conn == "" {
 		return errors.New("fuseexport: abort: the connection's device number is unknown")
@@ -349,9 +352,9 @@ func (s *Server) Abort() error {
 	return nil
 }
 
-// Close unmounts (see Unmount) and waits up to grace for the server to stop;
-// if files are still open after that, it aborts the connection (see Abort) and
-// waits for the serve loop to end.
+// Close unmounts (see [Server.Unmount]) and waits up to grace for the server to
+// stop. If files are still open after that, it aborts the connection (see
+// [Server.Abort]) and waits for the serve loop to end.
 func (s *Server) Close(grace time.Duration) error {
 	err := s.Unmount()
 	select {
@@ -374,15 +377,15 @@ func (s *Server) Wait() { <-s.done }
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Invalidate tells the kernel that p (relative to the exported Dir) changed
-// through another route than this mount: the cached name, the attributes and
-// the page cache of p and of every entry the kernel holds beneath it are
-// dropped, so the next access asks the Dir again. The notifications are sent
-// from a goroutine of the server's own, never from the caller's: a kernel
-// notification sent while the kernel waits for an answer from the same server
-// can deadlock, so Invalidate is safe to call from a hook running inside a
+// through another route than this mount.
+//
+// The kernel drops the cached name, the attributes and the page cache of p and
+// of every entry it holds beneath it. So the next access asks the Dir again.
+// The notifications are sent from a goroutine of the server's own, never from
+// the caller's. So Invalidate is safe to call from a hook running inside a
 // request. The returned channel is closed once they have been sent; a caller
-// outside any request may wait on it. An invalid path or an unmounted server
-// is a no-op.
+// outside any request may wait on it. An invalid path or an unmounted server is
+// a no-op.
 func (s *Server) Invalidate(p string) <-chan struct{} {
 	done := make(chan struct{})
 	vp, err := vfs.ParseGuest(p)
@@ -633,11 +636,11 @@ func (s *Server) ino(p vfs.Path, info vfs.Info) uint64 {
 	return ino
 }
 
-// Serve blocks until ctx is done, then unmounts (Close with a two-second
-// grace for open files), or until the
-// mount is removed from outside (`fusermount3 -u`). A command serving a mount
-// until SIGINT or SIGTERM passes a context from signal.NotifyContext, so the
-// signal leaves no mount behind.
+// Serve blocks until ctx is done, then unmounts ([Server.Close] with a
+// two-second grace for open files). It also returns when the mount is removed
+// from outside (`fusermount3 -u`). A command serving a mount until SIGINT or
+// SIGTERM passes a context from [os/signal.NotifyContext]. So the signal leaves
+// no mount behind.
 func (s *Server) Serve(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
