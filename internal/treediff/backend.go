@@ -13,7 +13,7 @@ import (
 )
 
 // Object is implemented by the Info.Sys of a backend whose entries are git
-// objects (gitree's *Entry): [Backend] takes their ids instead of hashing.
+// objects (gitree's *Entry). [Backend] takes their ids instead of hashing.
 type Object interface {
 	// ObjectID is the object id in hex: a blob's, or the commit a submodule pins.
 	ObjectID() string
@@ -27,12 +27,13 @@ func Backends(ctx context.Context, a, b vfs.Backend) ([]Change, error) {
 	return Compare(ctx, Backend(a), Backend(b))
 }
 
-// Backend is b as a [Tree]. Each entry is listed by ReadDir and Lstat; its
-// Mode is Lstat's permission bits (fs.ModeSymlink|0777 for a symlink,
-// fs.ModeDir|0755 for a submodule). Directories are descended and their
-// permission bits ignored; a directory whose Info.Sys is an [Object]
-// submodule is a leaf. Leaves take their id from an [Object], else the git
-// blob id of a file's content or a symlink's target is computed when needed.
+// Backend returns b as a [Tree].
+// Each entry is listed by ReadDir and Lstat. Its Mode is Lstat's permission
+// bits: fs.ModeSymlink|0777 for a symlink, fs.ModeDir|0755 for a submodule.
+// Directories are descended and their permission bits ignored. A directory
+// whose Info.Sys is an [Object] submodule is a leaf. Leaves take their id from
+// an Object. Otherwise the git blob id of a file's content or a symlink's
+// target is computed when needed.
 func Backend(b vfs.Backend) Tree { return backendTree{b} }
 
 type backendTree struct{ b vfs.Backend }
@@ -86,7 +87,7 @@ func leafMode(i vfs.Info) fs.FileMode {
 }
 
 // ObjectID returns the git blob id of a file's content or a symlink's
-// target; "" for other types.
+// target, or "" for other types.
 func (t backendTree) ObjectID(ctx context.Context, path string, e Entry) (string, error) {
 	p, err := parse(path)
 	if err != nil {

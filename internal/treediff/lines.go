@@ -17,7 +17,7 @@ const (
 	diffContext  = 3
 )
 
-// SplitLines splits s after each "\n"; a last line without one is kept as it
+// SplitLines splits s after each "\n". A last line without one is kept as it
 // is. The empty text has no lines.
 func SplitLines(s string) []string {
 	if s == "" {
@@ -176,13 +176,13 @@ func backtrack(trace [][]int, n, m, dEnd int) []op {
 	return out
 }
 
-// WriteHunks writes the @@ hunks turning lines x into lines y (as
-// [SplitLines] gives them), with 3 lines of context, as "diff -u" and "git
-// diff" do. With funcNames, a hunk header carries git's default function-name
-// context (no diff drivers or attributes are consulted). The line diff is
-// Myers' algorithm, bounded in memory: past 200,000 lines on both sides
-// together, or past 1,000 differing lines (after trimming the common prefix
-// and suffix), the differing middle is one block of removals and additions.
+// WriteHunks writes the @@ hunks turning lines x into lines y, with 3 lines of
+// context, as "diff -u" and "git diff" do. x and y are as [SplitLines] gives
+// them. With funcNames, a hunk header carries git's default function-name
+// context; no diff drivers or attributes are consulted. The line diff is Myers'
+// algorithm, bounded in memory. Past 200,000 lines on both sides together, or
+// past 1,000 differing lines (after trimming the common prefix and suffix), the
+// differing middle is one block of removals and additions.
 func WriteHunks(w *bytes.Buffer, x, y []string, funcNames bool) {
 	ops := editScript(x, y)
 	fn := funcName{prev: -1, off: !funcNames}

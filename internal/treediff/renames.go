@@ -22,13 +22,15 @@ const (
 	renameMinScore = 50
 )
 
-// Renames pairs deleted and added files and symlinks of changes (as
-// [Compare] returns them on a and b) as "git diff -M" does: identical content
-// first (score 100), preferring the same base name, then the most similar
-// regular files scoring at least 50, where the score is the bytes of lines
-// the two files share over the larger file's size. Each pair becomes one
-// change of kind [Renamed]; the result is sorted by (new) path. Files over
-// 4 MiB, or unreadable ones, are paired only by identical content.
+// Renames pairs deleted and added files and symlinks of changes, as
+// "git diff -M" does. changes are as [Compare] returns them on a and b.
+//
+// Identical content is paired first (score 100), preferring the same base
+// name. Then the most similar regular files scoring at least 50 are paired.
+// The score is the bytes of lines the two files share over the larger file's
+// size. Each pair becomes one change of kind [Renamed]. The result is sorted by
+// (new) path. Files over 4 MiB, or unreadable ones, are paired only by
+// identical content.
 func Renames(ctx context.Context, a, b vfs.Backend, changes []Change) ([]Change, error) {
 	r := renamer{ctx: ctx, a: a, b: b, cs: changes, used: map[int]bool{}}
 	for i, c := range changes {

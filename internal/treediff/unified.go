@@ -12,7 +12,7 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// MaxBytes is the largest file [Unified] reads for a text diff; larger files
+// MaxBytes is the largest file [Unified] reads for a text diff. Larger files
 // are reported as "Files a/p and b/p differ (too large to diff)".
 const MaxBytes = 16 << 20
 
@@ -20,14 +20,18 @@ const MaxBytes = 16 << 20
 const binarySniff = 8000
 
 // Unified writes changes, as returned by [Compare] or [Renames] on a and b,
-// as "git diff" does: a "diff --git a/p b/p" header; mode lines ("new file
-// mode", "deleted file mode", "old mode"/"new mode"); "similarity index",
-// "rename from" and "rename to" for a rename; an "index" line when an id is
-// known; "--- a/p" and "+++ b/p"; and the hunks of [WriteHunks] with git's
-// function-name context. A type change is written as a deletion followed by
-// an addition, as git does. Content with a NUL byte in its first 8000 bytes
-// is "Binary files a/p and b/p differ"; files over [MaxBytes] are not
-// diffed. Paths are quoted as [Quote] does.
+// as "git diff" does. Each change has:
+//   - a "diff --git a/p b/p" header;
+//   - mode lines ("new file mode", "deleted file mode", "old mode"/"new mode");
+//   - "similarity index", "rename from" and "rename to" for a rename;
+//   - an "index" line when an id is known;
+//   - "--- a/p" and "+++ b/p";
+//   - the hunks of [WriteHunks] with git's function-name context.
+//
+// A type change is written as a deletion followed by an addition, as git does.
+// Content with a NUL byte in its first 8000 bytes is "Binary files a/p and b/p
+// differ". Files over [MaxBytes] are not diffed. Paths are quoted as [Quote]
+// does.
 func Unified(ctx context.Context, a, b vfs.Backend, changes []Change, w io.Writer) error {
 	for _, c := range changes {
 		if err := ctx.Err(); err != nil {
@@ -118,9 +122,9 @@ func isBinary(b []byte) bool {
 	return bytes.IndexByte(b, 0) >= 0
 }
 
-// Quote renders prefix+path as git does (core.quotePath on): unchanged unless
-// it holds a control character, '"', '\\', DEL or a non-ASCII byte, in which
-// case it is a double-quoted C string with octal escapes.
+// Quote renders prefix+path as git does (core.quotePath on).
+// The result is unchanged unless it holds a control character, '"', '\\', DEL
+// or a non-ASCII byte. Then it is a double-quoted C string with octal escapes.
 func Quote(prefix, path string) string {
 	s := prefix + path
 	need := false

@@ -35,7 +35,7 @@ type Tree interface {
 
 // Compare walks a and b together and returns every changed leaf, sorted by
 // path. Names are matched per directory. A subtree whose id is the same on
-// both sides is skipped unread, so for trees that carry ids the cost is
+// both sides is skipped unread. So for trees that carry ids, the cost is
 // proportional to what changed. Leaves without ids are compared by the ids
 // their Tree computes. Compare reports no renames (see [Renames]).
 func Compare(ctx context.Context, a, b Tree) ([]Change, error) {
