@@ -230,8 +230,8 @@ func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Cont
 	}
 	c.base = base
 	eng := s.env.policy.(*policy.Engine)
-	lexPath, lexDest := c.treePaths()
-	if !allowsEngine(eng, c.sp, lexPath, lexDest, c.size-1) {
+	if !allowsLex(eng, c) {
+		lexPath, lexDest := c.treePaths()
 		return s.refuseQuiet(ctx, eng, c, lexPath, lexDest)
 	}
 	if err := s.resolveCall(ctx, c); err != nil {
@@ -242,6 +242,7 @@ func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Cont
 	if c.rp.Raw() == c.p.Raw() && c.rq.Raw() == c.q.Raw() {
 		return s.act(ctx, c, fn)
 	}
+	lexPath, lexDest := treePathsOf(c.base, c.p, c.q, c.sp.kind)
 	if path, dest := c.treePaths(); path != lexPath || dest != lexDest {
 		if !allowsEngine(eng, c.sp, path, dest, c.size-1) {
 			return s.refuseQuiet(ctx, eng, c, path, dest)
@@ -267,6 +268,22 @@ func allowsEngine(eng *policy.Engine, sp *spec, path, dest string, size int64) b
 		return false
 	}
 	return !sp.alsoRead || sp.op == policy.OpRead || eng.AllowsPath(policy.OpRead, path, "", -1)
+}
+
+// allowsLex is allowsEngine on c's paths as the guest wrote them, from the
+// tree's root. A one-path call beneath the tree's root (a pinned Sub) asks
+// Engine.AllowsUnder, which needs the path from the root built only where it
+// cannot answer from the walk of the directory it keeps.
+func allowsLex(eng *policy.Engine, c *call) bool {
+	if c.sp.kind != destNone || c.base.IsRoot() {
+		path, dest := c.treePaths()
+		return allowsEngine(eng, c.sp, path, dest, c.size-1)
+	}
+	base, rel := c.base.String(), c.p.WithoutDirMark().Unresolved().String()
+	if !eng.AllowsUnder(c.sp.op, base, rel, c.size-1) {
+		return false
+	}
+	return !c.sp.alsoRead || c.sp.op == policy.OpRead || eng.AllowsUnder(policy.OpRead, base, rel, -1)
 }
 
 // refuseQuiet is the error of a quiet call of c that allowsEngine refused on

@@ -24,7 +24,7 @@ import (
 func TestQuietMatchesFull(t *testing.T) {
 	eng, err := policy.New(policy.Config{Rules: []policy.Rule{
 		{Effect: policy.Ask, Ops: []policy.Op{policy.GroupWrite}, Paths: []string{"ask/**"}},
-		{Effect: policy.Deny, Ops: []policy.Op{policy.OpStat}, Paths: []string{"**/hidden"}},
+		{Effect: policy.Deny, Ops: []policy.Op{policy.OpStat}, Paths: []string{"**/hidden", "a/b/ok2"}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +37,7 @@ func TestQuietMatchesFull(t *testing.T) {
 		must(t, host.MkdirAll(bg, ".git/hooks"))
 		must(t, host.WriteFile(bg, "a/b/.ssh/id", []byte("key"), 0o600))
 		must(t, host.WriteFile(bg, "a/b/ok", []byte("ok"), 0o644))
+		must(t, host.WriteFile(bg, "a/b/ok2", []byte("ok"), 0o644))
 		must(t, host.WriteFile(bg, "a/hidden", []byte("h"), 0o644))
 		must(t, host.WriteFile(bg, "ask/f", []byte("f"), 0o644))
 		must(t, host.Symlink(bg, ".ssh", "a/b/k"))
@@ -54,6 +55,14 @@ func TestQuietMatchesFull(t *testing.T) {
 		"h/pre-commit", ".git/hooks/pre-commit", "a/hidden", "a/b/hidden", "ask/f", "la/f", "la/g", "nope/x",
 		"a/b/ok/", "a/b/", "..", "a/b/ok/x", "a\x00b"}
 	sameAnswers(t, "quiet", quiet, "full", full, paths)
+	// The same beneath a pinned Sub, whose calls decide on paths from the
+	// tree's root that the quiet path does not build (Engine.AllowsUnder).
+	subQ, err := quiet.Sub(bg, "a")
+	must(t, err)
+	subF, err := full.Sub(bg, "a")
+	must(t, err)
+	sameAnswers(t, "quiet Sub", subQ, "full Sub", subF, append(paths, "b/ok", "b/.ssh/id", "b/k/id", "b/k", "hidden", "b/hidden",
+		"b/.ssh", "b/../b/ok", "b/new", "b/ok2"))
 	if events == 0 {
 		t.Fatal("the audited Dir recorded nothing: it did not take the full path")
 	}

@@ -599,6 +599,39 @@ func (m *matcher) walkShared(path string, out *idSet) walkStatus {
 	return m.walkEnd(path, st, end, high|w.high, out)
 }
 
+// walkUnder is walkShared on the path base + "/" + rel (two clean paths,
+// neither "."), answered from the kept walk of its directory without joining
+// them. ok is false where that walk is not the one kept: the caller then
+// joins them and walks.
+func (m *matcher) walkUnder(base, rel string, out *idSet) (st walkStatus, ok bool) {
+	w := m.last.Load()
+	if w == nil {
+		return 0, false
+	}
+	last := rel
+	if i := strings.LastIndexByte(rel, '/'); i < 0 {
+		if w.dir != base {
+			return 0, false
+		}
+	} else {
+		d, n := w.dir, len(base)
+		if len(d) != n+1+i || d[n] != '/' || d[:n] != base || d[n+1:] != rel[:i] {
+			return 0, false
+		}
+		last = rel[i+1:]
+	}
+	for k := range out {
+		out[k] |= w.out[k]
+	}
+	cur, next := w.cur, stateSet{}
+	st, end, high := m.walkOn(last, 0, 1, &cur, &next, out)
+	// The whole path is valid UTF-8 where its pieces are (they meet at a "/").
+	if st == walkOK && (high|w.high) >= utf8.RuneSelf && !(utf8.ValidString(base) && utf8.ValidString(rel)) {
+		return walkInvalid, true
+	}
+	return m.walkEnd(last, st, end, 0, out), true
+}
+
 var walkSeed = maphash.MakeSeed()
 
 const (

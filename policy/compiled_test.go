@@ -405,6 +405,13 @@ func TestWalkShared(t *testing.T) {
 						t.Fatalf("round %d: walkShared(%q) under %+v: %v %v, walk %v %v", round, path, e.Config(), st, got, wst, want)
 					}
 				}
+				for i := 0; i < len(path); i++ {
+					if path[i] == '/' && i > 0 {
+						checkUnder(ctx, t, e, path[:i], path[i+1:])
+					}
+				}
+				checkUnder(ctx, t, e, ".", path)
+				checkUnder(ctx, t, e, path, ".")
 			}
 			dir := path
 			if i := strings.LastIndexByte(path, '/'); i > 0 {
@@ -442,5 +449,72 @@ func TestAllowsSize(t *testing.T) {
 	}
 	if e.Allows(ctx, nil) != (e.Decide(ctx, nil).Effect == Allow) {
 		t.Error("Allows(nil) differs from Decide(nil)")
+	}
+}
+
+// checkUnder fails t if AllowsUnder(base, rel) answers otherwise than the
+// reference engine on their join, for each op, with the walk of the joined
+// path's directory kept or not.
+func checkUnder(ctx context.Context, t *testing.T, e *Engine, base, rel string) {
+	t.Helper()
+	path := base + "/" + rel
+	switch {
+	case base == ".":
+		path = rel
+	case rel == ".":
+		path = base
+	}
+	for _, op := range allOps {
+		r := Request{Op: op, Path: path, Size: -1}
+		want := refAllows(e, &r)
+		for round := range 3 { // AllowsPath's walks keep the directory's by the third
+			if got := e.AllowsUnder(op, base, rel, -1); got != want {
+				t.Fatalf("round %d: AllowsUnder(%s, %q, %q) = %v, reference %v under %+v", round, op, base, rel, got, want, e.Config())
+			}
+			_ = e.AllowsPath(op, path, "", -1)
+		}
+	}
+}
+
+// TestAllowsUnder: AllowsUnder answers as the reference engine on the joined
+// path whatever walk is kept: the walk of the path's own directory, of
+// another directory (of the same length too), none; and an anchored pattern
+// is not started at the last component of a path under a Sub.
+func TestAllowsUnder(t *testing.T) {
+	ctx := context.Background()
+	anchored, err := New(Config{SecretPatterns: []string{"top", "a/b*/top"}, PersistencePatterns: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*Engine{Defaults(), anchored} {
+		for _, c := range []struct{ kept, base, rel string }{
+			{"x/.git/a", "x", ".git/config"}, {"x/.gix/a", "x", ".git/config"}, {"a/x", "a", "top"},
+			{"a/b/x", "a", "b/top"}, {"a/bb/x", "a", "bb/top"}, {"a/x", "a/b", "top"}, {"q", "a", "top"},
+		} {
+			for range 2 {
+				_ = e.AllowsPath(OpRead, c.kept, "", -1)
+				_ = e.AllowsPath(OpWrite, c.kept, "", -1)
+			}
+			checkUnder(ctx, t, e, c.base, c.rel)
+		}
+	}
+	r := rand.New(rand.NewPCG(33, 3))
+	for range 200 {
+		cfg := genConfig(r)
+		cfg.Rules, cfg.CaseInsensitive = nil, false // AllowsUnder's own walk serves only these
+		e := newValid(cfg)
+		for range 20 {
+			path, other := genPath(r), genPath(r)
+			for i := 1; i < len(path); i++ {
+				if path[i] != '/' {
+					continue
+				}
+				for range 2 { // keep the walk of other's directory
+					_ = e.AllowsPath(OpRead, other, "", -1)
+					_ = e.AllowsPath(OpWrite, other, "", -1)
+				}
+				checkUnder(ctx, t, e, path[:i], path[i+1:])
+			}
+		}
 	}
 }

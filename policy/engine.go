@@ -451,6 +451,36 @@ func (e *Engine) AllowsPath(op Op, path, dest string, size int64) bool {
 	return e.Decide(context.Background(), &r).Effect == Allow
 }
 
+// AllowsUnder is AllowsPath(op, base+"/"+rel, "", size) for two clean
+// relative paths, neither ".": where the walk of the path's directory is kept
+// (see walkShared) and no pattern can match the path, it answers without
+// joining them, so a pinned Sub decides its calls without building their
+// paths from the tree's root.
+func (e *Engine) AllowsUnder(op Op, base, rel string, size int64) bool {
+	bit := opBit(op)
+	if cs := e.compiled; cs != nil && bit != 0 && bit != opCopyBit && !e.fold && len(e.rules) == 0 &&
+		(e.maxSize <= 0 || size <= e.maxSize) && base != "." && rel != "." {
+		m := cs.read
+		if bit&maskWrite != 0 {
+			m = cs.write
+		}
+		var got idSet
+		if len(m.residual) == 0 {
+			if st, ok := m.walkUnder(base, rel, &got); ok && st == walkOK && got == (idSet{}) {
+				return e.defDecision.Effect == Allow
+			}
+		}
+	}
+	path := base + "/" + rel
+	switch {
+	case base == ".":
+		path = rel
+	case rel == ".":
+		path = base
+	}
+	return e.AllowsPath(op, path, "", size)
+}
+
 // plainOne reports whether a request with op bit on path and dest is one path
 // (no dest, not a copy) that is clean and that no pattern of a compiled,
 // non-folding Engine without rules can match: the common case, answered with
