@@ -37,12 +37,14 @@ type Forwarding struct {
 }
 
 // CheckForwards checks that wrap hides none of the optional interfaces of
-// [vfs.Optionals]: it wraps a probe over base (a fresh, empty, writable
-// backend) that implements every one, counting calls, and, on the result and
-// on the result's Sub of a directory, asserts each interface through the type
-// assertion a caller makes, calls it, and checks that the call succeeds and
-// reached the probe (or, as f says, that the wrapper withholds, answers or
-// refuses it). An interface added to vfs.Optionals without a call here fails.
+// [vfs.Optionals].
+//
+// It wraps a [Probe] over base (a fresh, empty, writable backend), which
+// implements every one and counts calls. On the result, and on the result's Sub
+// of a directory, it asserts each interface through the type assertion a
+// caller makes and calls it. The call must succeed and reach the probe, unless
+// f says the wrapper withholds, answers or refuses it. An interface added to
+// vfs.Optionals without a call here fails.
 func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend, f Forwarding) {
 	t.Helper()
 	ctx := context.Background()
@@ -81,12 +83,12 @@ func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Ba
 	checkFiles(t, ctx, "its Sub", s, pr, f, vfs.MustParse("f"))
 }
 
-// CheckClaims checks that every optional interface wrap(base) and its Sub of a
-// directory claim works although base implements none: no call answers
-// not_supported unless the interface's contract allows it. Run it over a
-// backend without optional interfaces, to catch a wrapper that claims what
-// only its inner backend can do. A wrapper whose Sub answers not_supported has
-// only its own claims checked.
+// CheckClaims checks that every optional interface wrap(base) claims works,
+// although base implements none. It checks the claims of its Sub of a
+// directory too. No call may answer not_supported unless the interface's
+// contract allows it. Run it over a backend without optional interfaces, to
+// catch a wrapper that claims what only its inner backend can do. A wrapper
+// whose Sub answers not_supported has only its own claims checked.
 func CheckClaims(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend) {
 	t.Helper()
 	ctx := context.Background()
@@ -324,9 +326,9 @@ func want(err error, ok bool, op string, p vfs.Path) error {
 
 // Probe is a Backend implementing every optional interface of [vfs.Optionals]
 // over the Backend it embeds, counting the calls of each. The fused and
-// listing calls answer through the vfs helpers' fallbacks; HostPath reports
-// no host path, HostLinkTarget no target, Locate the root, Chown changes
-// nothing.
+// listing calls answer through the vfs helpers' fallbacks. HostPath reports no
+// host path, HostLinkTarget no target, and Chown changes nothing. Locate
+// reports where the Probe was taken by Sub, from the first Probe's root.
 type Probe struct {
 	vfs.Backend
 	calls *probeCalls
@@ -359,11 +361,14 @@ func (p *Probe) Sub(ctx context.Context, q vfs.Path) (vfs.Backend, error) {
 	return &Probe{Backend: s, calls: p.calls, at: p.at.Join(q)}, nil
 }
 
+// ResolveStat counts a call and answers as [vfs.ResolveStat] does.
 func (p *Probe) ResolveStat(ctx context.Context, q vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
 	p.calls.add("StatResolver")
 	return vfs.ResolveStat(ctx, p.Backend, q, follow)
 }
 
+// ResolveOpen counts a call and answers as [vfs.ResolveOpen] does, with a File
+// of the probe.
 func (p *Probe) ResolveOpen(ctx context.Context, q vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
 	p.calls.add("OpenResolver")
 	h, loc, err := vfs.ResolveOpen(ctx, p.Backend, q, decide)
@@ -374,7 +379,7 @@ func (p *Probe) ResolveOpen(ctx context.Context, q vfs.Path, decide func(vfs.Loc
 }
 
 // OpenFile opens q in the embedded backend as a File implementing every
-// optional File interface (vfs.OptionalFiles).
+// optional File interface ([vfs.OptionalFiles]).
 func (p *Probe) OpenFile(ctx context.Context, q vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	h, err := p.Backend.OpenFile(ctx, q, flag, perm)
 	if err != nil {
@@ -402,36 +407,43 @@ func (f *probeFile) OpenStat() (vfs.Info, bool) {
 	return info, err == nil
 }
 
+// ResolveReadDir counts a call and answers as [vfs.ResolveReadDir] does.
 func (p *Probe) ResolveReadDir(ctx context.Context, q vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
 	p.calls.add("ListResolver")
 	return vfs.ResolveReadDir(ctx, p.Backend, q, decide)
 }
 
+// ReadDirInfo counts a call and answers as [vfs.ReadDirInfo] does.
 func (p *Probe) ReadDirInfo(ctx context.Context, q vfs.Path) ([]vfs.DirInfo, error) {
 	p.calls.add("DirInfoReader")
 	return vfs.ReadDirInfo(ctx, p.Backend, q)
 }
 
+// HostPath counts a call and reports no host path.
 func (p *Probe) HostPath() (string, bool) {
 	p.calls.add("HostPather")
 	return "", false
 }
 
+// HostLinkTarget counts a call and reports no target.
 func (p *Probe) HostLinkTarget(ctx context.Context, q vfs.Path) (vfs.Path, bool, error) {
 	p.calls.add("HostLinkResolver")
 	return vfs.Path{}, false, nil
 }
 
+// Locate counts a call and returns where the Probe was taken by Sub.
 func (p *Probe) Locate(ctx context.Context) (vfs.Path, error) {
 	p.calls.add("Locator")
 	return p.at, nil
 }
 
+// Chown counts a call and changes nothing.
 func (p *Probe) Chown(ctx context.Context, q vfs.Path, uid, gid int) error {
 	p.calls.add("Chowner")
 	return nil
 }
 
+// Lchown counts a call and changes nothing.
 func (p *Probe) Lchown(ctx context.Context, q vfs.Path, uid, gid int) error {
 	p.calls.add("Chowner")
 	return nil

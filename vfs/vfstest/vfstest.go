@@ -1,65 +1,70 @@
-// Package vfstest is the conformance suite every vfs.Backend runs, in the spirit of
-// testing/fstest but for writable backends and adversarial input.
+// Package vfstest is the conformance suite every [vfs.Backend] runs. It is in
+// the spirit of [testing/fstest], but for writable backends and adversarial
+// input.
 //
-// A backend's test calls TestBackend with a Config whose New returns a fresh, empty,
-// writable backend; the suite seeds every tree through the SPI itself (Mkdir,
-// OpenFile, Symlink, Link) and runs these groups as subtests:
+// A backend's test calls [TestBackend] with a [Config] whose New returns a
+// fresh, empty, writable backend. The suite seeds every tree through the SPI
+// itself (Mkdir, OpenFile, Symlink, Link). It runs these groups as subtests:
 //
 //   - Basics: the root, declared Features (unsupported operations fail with
 //     not_supported), Info fields, rename flags (NoReplace, Exchange), large and
 //     sparse files, long names, deep trees, and the exported helpers.
-//   - Differential: scripts of operations (open flags O_EXCL/O_APPEND/O_TRUNC,
-//     ReadAt/WriteAt past EOF, Seek, Truncate, independent offsets, rename and remove
-//     corner cases, sorted listings, stat vs lstat, readlink, hard links, chmod,
-//     chtimes, removal of an open file) run on the backend and on a real directory
-//     through package os (rename(2) for Rename, and creation modes applied without
-//     the umask). Each step's outcome (the vfs.Code of the error, host errors mapped
-//     with vfs.Errno, and what the step observed) and the final trees must match.
-//   - Threats and Sub: the lines of THREATS.md that apply to a virtual backend,
-//     checked directly because capfs deliberately differs from os there: guest paths
-//     are cleaned lexically by vfs.ParseGuest, and symlinks never resolve outside the
-//     backend's root (absolute targets and ".." above the root are
-//     path_outside_sandbox) while os follows them. Loops and chains longer than
-//     vfs.MaxSymlinks are too_many_links, trailing slashes demand directories,
-//     dangling links create inside but never outside, and Sub both confines its
+//   - Differential: scripts of operations run on the backend and on a real
+//     directory through package os. The scripts cover open flags
+//     (O_EXCL/O_APPEND/O_TRUNC), ReadAt/WriteAt past EOF, Seek, Truncate,
+//     independent offsets, rename and remove corner cases, sorted listings,
+//     stat vs lstat, readlink, hard links, chmod, chtimes, and removal of an
+//     open file. On the os side, Rename is rename(2), and creation modes are
+//     applied without the umask. Each step's outcome and the final trees must
+//     match. The outcome is the vfs.Code of the error (host errors mapped with
+//     [vfs.Errno]) and what the step observed.
+//   - Threats and Sub: the lines of THREATS.md that apply to a virtual backend.
+//     They are checked directly because capfs differs from os there. Guest paths
+//     are cleaned lexically by [vfs.ParseGuest]. Symlinks never resolve outside
+//     the backend's root (absolute targets and ".." above the root are
+//     path_outside_sandbox), while os follows them. Loops and chains longer than
+//     [vfs.MaxSymlinks] are too_many_links. Trailing slashes demand directories.
+//     Dangling links create inside but never outside. Sub both confines its
 //     links and pins its directory against later renames.
-//   - Resolve: Backend.Resolve's canonical locations (links followed as the call
-//     would, ".." in targets physical), its errors, agreement with
-//     vfs.ResolveBackend, and the Resolved mark: a Resolved path with a symlink
-//     on it makes every call fail with conflict and change nothing; the fused
-//     calls (vfs.ResolveOpen, vfs.ResolveReadDir, the backend's own where it has
-//     them) decide on that location, return a refusal unchanged, and list what
-//     ReadDir of it lists.
+//   - Resolve: [vfs.Backend].Resolve's canonical locations (links followed as the
+//     call would, ".." in targets physical), its errors, and agreement with
+//     [vfs.ResolveBackend]. Also the Resolved mark: a Resolved path with a
+//     symlink on it makes every call fail with conflict and change nothing. The
+//     fused calls ([vfs.ResolveOpen], [vfs.ResolveReadDir], the backend's own
+//     where it has them) decide on that location, return a refusal unchanged,
+//     and list what ReadDir of it lists.
 //   - OpenStat: where the backend's Files record their status at the open
-//     (vfs.OpenStater), that it is what Stat reported then, for OpenFile and
-//     vfs.ResolveOpen, and that it stays so when the file changes.
-//   - Errors: every error code a backend must produce, each a *vfs.Error (not
-//     wrapped) with the caller's path, an Op, the io/fs sentinel, and no host path;
-//     every call on a closed File fails with closed.
+//     ([vfs.OpenStater]), that it is what Stat reported then, for OpenFile and
+//     vfs.ResolveOpen. Also that it stays so when the file changes.
+//   - Errors: every error code a backend must produce. Each is a [*vfs.Error]
+//     (not wrapped) with the caller's path, an Op, the io/fs sentinel, and no
+//     host path. Every call on a closed File fails with closed.
 //   - Concurrency: bounded goroutines mixing creates, writes, reads, renames,
-//     removals and listings on overlapping paths, after which every listed entry
-//     stats and every file holds one complete written value; attackers swapping
-//     directories for escaping links under a Sub; a File shared between goroutines.
-//     Run it with -race.
+//     removals and listings on overlapping paths. Afterwards every listed entry
+//     stats, and every file holds one complete written value. Attackers swap
+//     directories for escaping links under a Sub. A File is shared between
+//     goroutines. Run it with -race.
 //
-// Every call of every group goes through a checking wrapper: an error that is not a
-// *vfs.Error, has an unknown Code or an empty Op, fails its errors.Is sentinel or
-// names a host path ("/tmp/", the temporary directory, or the backend's
-// vfs.HostPather path) fails the test, as does a File breaking the io.Reader,
-// io.ReaderAt or io.Writer contracts.
+// Every call of every group goes through a checking wrapper. These fail the
+// test: an error that is not a *vfs.Error, has an unknown Code or an empty Op,
+// fails its errors.Is sentinel, or names a host path ("/tmp/", the temporary
+// directory, or the backend's [vfs.HostPather] path). So does a File breaking
+// the [io.Reader], [io.ReaderAt] or [io.Writer] contracts.
 //
-// Tests the backend's Features rule out (symlinks, hard links, chmod, chtimes) are
-// skipped with a message naming the feature; Config.Skip skips named subtests for
-// documented deviations. A ReadOnly backend only gets the read-only checks.
+// Tests the backend's Features rule out (symlinks, hard links, chmod, chtimes)
+// are skipped with a message naming the feature. Config.Skip skips named
+// subtests for documented deviations. A ReadOnly backend only gets the
+// read-only checks.
 //
 // # What it does not check
 //
-// The suite never compares timestamps other than those set by Chtimes, directory
-// sizes, or symlink permission bits, which are backend-defined. It does not test
-// durability (Features.Persistent), quotas, or what is specific to one backend (the
-// physical backend's openat2 races, special files, hard links to host files): those
-// belong in the backend's own tests. Concurrency checks find data races and torn
-// state only as far as a bounded run, and the scheduler, allow.
+// The suite never compares timestamps other than those set by Chtimes,
+// directory sizes, or symlink permission bits, which are backend-defined. It
+// does not test durability (Features.Persistent), quotas, or what is specific
+// to one backend. Those belong in the backend's own tests: the physical
+// backend's openat2 races, special files, hard links to host files.
+// Concurrency checks find data races and torn state only as far as a bounded
+// run, and the scheduler, allow.
 package vfstest
 
 import (
