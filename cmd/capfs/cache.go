@@ -90,14 +90,14 @@ func cacheRoot() (string, error) {
 func projectCacheKey(m *mounted, rel vfs.Path, rev string) string {
 	var id string
 	switch {
-	case m.Kind == kindPhysical && m.Host != "":
+	case m.WorkTree():
 		id = "physical:" + filepath.Join(m.Host, filepath.FromSlash(rel.String()))
 		if rev != "" {
 			if top, _, ok := gitTop(id[len("physical:"):]); ok {
 				id = "git:" + top
 			}
 		}
-	case m.Kind == kindGit && m.Host != "":
+	case m.Revision():
 		id = "git:" + m.Host
 	default:
 		return ""

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/vfs"
 )
@@ -67,26 +68,28 @@ func TestNotFoundMountHint(t *testing.T) {
 	}
 }
 
-// TestHelpListsEveryMountKind: capfs --help lists every kind --mount takes,
-// the registered ones (registerMountKind) included, each with a description.
+// TestHelpListsEveryMountKind: capfs --help lists every kind --mount takes
+// (mountkind.List), each with its description.
 func TestHelpListsEveryMountKind(t *testing.T) {
 	r := capfsExec(t, "--help").want(t, 0)
-	if len(mountKinds) == 0 {
-		t.Fatal("no registered mount kinds")
+	kinds := mountkind.List()
+	if len(kinds) < 6 {
+		t.Fatalf("%d registered mount kinds, want physical, git, memory, cas, sqlite and agentfs", len(kinds))
 	}
-	for name, k := range mountKinds {
-		if name == "fake" {
+	for _, k := range kinds {
+		if k.Name == "fake" {
 			continue // kind_registry_test.go's
 		}
-		if kindHelp[name] == "" {
-			t.Errorf("mount kind %s has no description in kindHelp", name)
+		if k.Help == "" {
+			t.Errorf("mount kind %s has no Help", k.Name)
 		}
-		if !strings.Contains(r.stdout, "  "+k.Usage+"\n") || !strings.Contains(r.stdout, kindHelp[name]) {
-			t.Errorf("capfs --help does not list mount kind %s (%s)", name, k.Usage)
+		listed := strings.Contains(r.stdout, "  "+k.Usage+"\n") || strings.Contains(r.stdout, "  "+k.Usage+"  ")
+		if !listed || !strings.Contains(r.stdout, k.Help) {
+			t.Errorf("capfs --help does not list mount kind %s (%s)", k.Name, k.Usage)
 		}
 	}
-	if !strings.Contains(r.stdout, "# "+kindNames()) {
-		t.Errorf("the configuration's kind line does not name every kind (%s)", kindNames())
+	if !strings.Contains(r.stdout, "# "+mountkind.NameList()) {
+		t.Errorf("the configuration's kind line does not name every kind (%s)", mountkind.NameList())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/backends/cas"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/internal/termsafe"
 )
 
@@ -34,7 +35,7 @@ type casOptions struct {
 }
 
 func (co *casOptions) open() (*cas.Store, error) {
-	st, err := openCASStore(co.store)
+	st, err := mountkind.OpenCASStore(co.store)
 	if err != nil {
 		return nil, usageError(err)
 	}

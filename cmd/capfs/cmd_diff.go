@@ -205,8 +205,8 @@ func newDiffFilter(ctx context.Context, s *session, do *diffOptions, a, b string
 		dotGit: do.dotGit, noIgnore: do.noIgnore, cache: map[string][]gitignore.Pattern{}}
 	// A work tree against a git revision: git's stat cache spares reading
 	// the files it shows unchanged (gitindex.go).
-	if mb, rest, ok := s.mountAt(pb); ok && mb.Kind == kindPhysical && !do.noIndex {
-		if ma, _, ok := s.mountAt(pa); ok && ma.Kind == kindGit {
+	if mb, rest, ok := s.mountAt(pb); ok && mb.WorkTree() && !do.noIndex {
+		if ma, _, ok := s.mountAt(pa); ok && ma.Revision() {
 			flt.hints = loadIndexHints(filepath.Join(mb.Host, filepath.FromSlash(rest.String())))
 		}
 	}

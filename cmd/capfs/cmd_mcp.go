@@ -247,7 +247,7 @@ func (r *rootMounts) guestPath(host string) (vfs.Path, *mounted, bool) {
 	var bestPath vfs.Path
 	bestDepth := -1
 	for _, m := range r.s.Mounts {
-		if m.Kind != kindPhysical || m.Host == "" {
+		if !m.WorkTree() {
 			continue
 		}
 		for _, base := range hostForms(m.Host) {
@@ -315,26 +315,33 @@ func (r *rootMounts) list() []mcpserver.MountInfo {
 func mcpMounts(s *session, readOnly bool) []mcpserver.MountInfo {
 	out := make([]mcpserver.MountInfo, 0, len(s.Mounts))
 	for _, m := range s.Mounts {
-		mi := mcpserver.MountInfo{Path: "/" + m.Path.Raw(), Backend: m.Kind, ReadOnly: m.ReadOnly || readOnly}
-		switch m.Kind {
-		case kindGit:
-			mi.Backend, mi.Note = "git", "revision "+m.Rev+" (read-only)"
-		case kindPhysical:
-			mi.Backend = "host directory"
-		case kindMemory:
-			mi.Note = "in memory: gone when the server exits"
-			if m.Quota > 0 {
-				mi.Note += "; quota " + formatQuota(m.Quota) + " (file data, names and links; writes past it fail with quota_exceeded)"
-			}
-		case "sqlite":
-			mi.Backend, mi.Note = "sqlite", "persistent scratch: kept across sessions of this project"
-			if m.Quota > 0 {
-				mi.Note += "; quota " + formatQuota(m.Quota) + " (writes past it fail with quota_exceeded)"
-			}
-		}
+		mi := mcpMountInfo(m, readOnly)
 		out = append(out, mi)
 	}
 	return out
+}
+
+// mcpMountInfo describes m for the mounts tool: what it is, asked of its
+// traits, and its quota.
+func mcpMountInfo(m *mounted, readOnly bool) mcpserver.MountInfo {
+	mi := mcpserver.MountInfo{Path: "/" + m.Path.Raw(), Backend: m.Kind, ReadOnly: m.ReadOnly || readOnly}
+	switch {
+	case m.Revision():
+		mi.Note = "revision " + m.Rev + " (read-only)"
+	case m.WorkTree():
+		mi.Backend = "host directory"
+	case m.Ephemeral():
+		mi.Note = "in memory: gone when the server exits"
+		if m.Quota > 0 {
+			mi.Note += "; quota " + formatQuota(m.Quota) + " (file data, names and links; writes past it fail with quota_exceeded)"
+		}
+	case m.Persistent():
+		mi.Note = "persistent scratch: kept across sessions of this project"
+		if m.Quota > 0 {
+			mi.Note += "; quota " + formatQuota(m.Quota) + " (writes past it fail with quota_exceeded)"
+		}
+	}
+	return mi
 }
 
 // checkLoopback accepts only host:port addresses whose host is a loopback IP or

@@ -25,10 +25,10 @@ mount's quota.`,
 			out := make([]jsonMount, 0, len(s.Mounts))
 			for _, m := range s.Mounts {
 				jm := jsonMount{Path: "/" + m.Path.Raw(), Kind: m.Kind, ReadOnly: m.ReadOnly, Source: m.Source, Origin: m.Origin}
-				if m.Kind == kindGit {
+				if m.Revision() {
 					jm.Rev = m.Rev
 				}
-				if m.Kind == kindMemory {
+				if m.Ephemeral() {
 					jm.Quota = formatQuota(m.Quota)
 				}
 				out = append(out, jm)
@@ -43,13 +43,13 @@ mount's quota.`,
 				mode = "ro"
 			}
 			src := m.Source
-			if m.Kind == kindGit {
+			if m.Revision() {
 				src += "@" + m.Rev
 			}
 			if src == "" {
 				src = "-"
 			}
-			if m.Kind == kindMemory {
+			if m.Ephemeral() {
 				src += " (quota " + formatQuota(m.Quota) + ")"
 			}
 			fmt.Fprintf(w, "/%s\t%s\t%s\t%s\n", show(m.Path.Raw()), m.Kind, mode, show(src))

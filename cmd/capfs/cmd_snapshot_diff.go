@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/backends/cas"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/internal/termsafe"
 	"github.com/capfs/capfs/vfs"
 )
@@ -29,11 +30,11 @@ whether or not they differ.`,
 				return err
 			}
 			defer st.Close()
-			a, err := mountCAS(ctx, st, args[0])
+			a, err := mountkind.MountCAS(ctx, st, args[0])
 			if err != nil {
 				return failed(err)
 			}
-			b, err := mountCAS(ctx, st, args[1])
+			b, err := mountkind.MountCAS(ctx, st, args[1])
 			if err != nil {
 				return failed(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capfs/capfs/backends/cas"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/internal/termsafe"
 	"github.com/capfs/capfs/vfs"
 )
@@ -40,7 +41,7 @@ its .git.`,
 			return err
 		}
 		defer st.Close()
-		src, err := mountCAS(ctx, st, args[0])
+		src, err := mountkind.MountCAS(ctx, st, args[0])
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capfs/capfs/backends/sqlite"
 	"github.com/capfs/capfs/backends/sqlite/sqlar"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -31,7 +32,7 @@ a consistent copy of one (even while another capfs writes it) and put a copy bac
 			if _, err := os.Stat(args[0]); err != nil {
 				return usageErrorf("%s: %v", args[0], cause(err))
 			}
-			f, err := openSQLite(args[0], sqlite.WithReadOnly())
+			f, err := mountkind.OpenSQLite(args[0], sqlite.WithReadOnly())
 			if err != nil {
 				return failed(err)
 			}
@@ -75,10 +76,10 @@ size of AGENT.db, which a valid database cannot exceed.`,
 			}
 			a, err := sqlite.OpenAgentFS(args[0])
 			if err != nil {
-				return failed(agentFSError(args[0], err))
+				return failed(mountkind.AgentFSError(args[0], err))
 			}
 			defer a.Close()
-			f, err := openSQLite(args[1])
+			f, err := mountkind.OpenSQLite(args[1])
 			if err != nil {
 				return failed(err)
 			}

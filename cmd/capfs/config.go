@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -27,6 +28,11 @@ type configMount struct {
 	Rev      string `toml:"rev"`
 	ReadOnly bool   `toml:"read_only"`
 	Quota    string `toml:"quota"`
+}
+
+// config is cm without its path, as [mountkind.ParseConfig] takes it.
+func (cm configMount) config() mountkind.Config {
+	return mountkind.Config{Kind: cm.Kind, Source: cm.Source, Rev: cm.Rev, ReadOnly: cm.ReadOnly, Quota: cm.Quota}
 }
 
 // configResult is a parsed configuration file.
@@ -88,49 +94,8 @@ func loadConfig(name string) (configResult, error) {
 		if err != nil {
 			return bad("%s: %v", where, err)
 		}
-		spec := mountSpec{Path: p, Kind: cm.Kind, Source: cm.Source, Rev: cm.Rev, ReadOnly: cm.ReadOnly, Origin: name}
-		switch cm.Kind {
-		case kindPhysical:
-			if cm.Source == "" {
-				return bad("%s: physical needs source", where)
-			}
-			if cm.Rev != "" {
-				return bad("%s: rev applies to git mounts only", where)
-			}
-		case kindGit:
-			if cm.Source == "" {
-				return bad("%s: git needs source", where)
-			}
-			if spec.Rev == "" {
-				spec.Rev = "HEAD"
-			}
-			spec.ReadOnly = true
-		case kindMemory:
-			if cm.Source != "" || cm.Rev != "" {
-				return bad("%s: memory takes no source or rev", where)
-			}
-			if cm.Quota != "" {
-				q, err := parseQuota(cm.Quota)
-				if err != nil {
-					return bad("%s: quota = %q: %v", where, cm.Quota, err)
-				}
-				spec.Quota = q
-			}
-		case "":
-			return bad("%s: missing kind (%s)", where, kindNames())
-		default:
-			k := mountKinds[cm.Kind]
-			if k == nil {
-				return bad("%s: unknown kind %q (want %s)", where, cm.Kind, kindNames())
-			}
-			if cm.Quota != "" {
-				return bad("%s: quota applies to memory mounts only", where)
-			}
-			if err := k.Parse(&spec, cm.Source, base); err != nil {
-				return bad("%s: %v", where, err)
-			}
-		}
-		if err := resolveHost(&spec, base); err != nil {
+		spec, err := mountkind.ParseConfig(p, cm.config(), name, base)
+		if err != nil {
 			return bad("%s: %v", where, err)
 		}
 		res.mounts = append(res.mounts, spec)

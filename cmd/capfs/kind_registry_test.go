@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,46 +9,46 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/vfs"
 )
 
-// testKind is a registered kind for the registry's own tests: "fake:NAME" with
+// The fake kind is a registered kind for the registry's own tests: "fake:NAME" with
 // an option ",size=N"; NAME "fail" fails to open.
-func init() {
-	registerMountKind("fake", &mountKind{
-		Usage: "fake:NAME[,size=N]",
-		Option: func(spec *mountSpec, opt string) (bool, error) {
-			v, ok := strings.CutPrefix(opt, "size=")
-			if !ok {
-				return false, nil
-			}
-			if v == "" {
-				return false, errors.New("empty size")
-			}
-			if spec.Opts == nil {
-				spec.Opts = map[string]string{}
-			}
-			spec.Opts["size"] = v
-			return true, nil
-		},
-		Parse: func(spec *mountSpec, arg, base string) error {
-			if arg == "" {
-				return errors.New("fake needs a name")
-			}
-			spec.Source = arg
-			if base != "" {
-				spec.Host = filepath.Join(base, arg)
-			}
-			return nil
-		},
-		Open: func(spec mountSpec) (vfs.Backend, error) {
-			if spec.Source == "fail" {
-				return nil, vfs.NewError(vfs.CodeIO, "open", vfs.Path{}, "cannot open")
-			}
-			return memory.New(), nil
-		},
-	})
-}
+var _ = mountkind.Register(&mountkind.Kind{
+	Name:  "fake",
+	Usage: "fake:NAME[,size=N]",
+	Option: func(spec *mountSpec, opt string) (bool, error) {
+		v, ok := strings.CutPrefix(opt, "size=")
+		if !ok {
+			return false, nil
+		}
+		if v == "" {
+			return false, errors.New("empty size")
+		}
+		if spec.Opts == nil {
+			spec.Opts = map[string]string{}
+		}
+		spec.Opts["size"] = v
+		return true, nil
+	},
+	Parse: func(spec *mountSpec, arg, base string) error {
+		if arg == "" {
+			return errors.New("fake needs a name")
+		}
+		spec.Source = arg
+		if base != "" {
+			spec.Host = filepath.Join(base, arg)
+		}
+		return nil
+	},
+	Open: func(_ context.Context, spec *mountSpec, _ mountkind.Env) (vfs.Backend, error) {
+		if spec.Source == "fail" {
+			return nil, vfs.NewError(vfs.CodeIO, "open", vfs.Path{}, "cannot open")
+		}
+		return memory.New(), nil
+	},
+})
 
 func TestMountKindRegistry(t *testing.T) {
 	spec, err := parseMountFlag("x=fake:one,size=3,ro")

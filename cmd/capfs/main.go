@@ -19,15 +19,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/capfs/capfs/internal/mountkind"
 )
 
 func main() {
@@ -117,29 +117,12 @@ sandbox), or 130 when interrupted.
 Errors are printed on stderr as "capfs: <what was done> <path>: <message>
 (<code>)", with what to do about it when there is something to do.`
 
-// builtinKindHelp describes the built-in mount kinds for the root help.
-var builtinKindHelp = [][2]string{
-	{"physical:HOSTDIR", "a host directory (read-write unless ,ro)"},
-	{"git:REPO[@REV]", "a git revision as a tree, always read-only (REV: HEAD)"},
-	{"memory:[,quota=SIZE]", "an empty in-memory tree (gone when capfs exits)"},
-}
-
-// kindHelp describes the registered mount kinds (registerMountKind) for the
-// root help; a kind missing here is listed with its usage alone (a test
-// checks that none is).
-var kindHelp = map[string]string{
-	"agentfs": "an AgentFS database (capfs sqlite import-agentfs copies one to sqlite)",
-	"cas":     "a content-addressed snapshot, read-only (capfs snapshot)",
-	"sqlite":  "a scratch tree in one SQLite file, created when missing",
-}
-
-// rootHelp is rootLong with its mount kinds filled in from the built-in ones
-// and the registry, so that --help lists every kind --mount takes.
+// rootHelp is rootLong with its mount kinds filled in from the registry
+// ([mountkind.List]), so that --help lists every kind --mount takes.
 func rootHelp() string {
-	rows := slices.Clone(builtinKindHelp)
-	names := slices.Sorted(maps.Keys(mountKinds))
-	for _, n := range names {
-		rows = append(rows, [2]string{mountKinds[n].Usage, kindHelp[n]})
+	var rows [][2]string
+	for _, k := range mountkind.List() {
+		rows = append(rows, [2]string{k.Usage, k.Help})
 	}
 	const width = 20 // a longer usage has its description on the next line
 	var b strings.Builder
@@ -150,7 +133,7 @@ func rootHelp() string {
 		}
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, r[0], r[1])
 	}
-	kinds := strings.NewReplacer("{{kinds}}", b.String(), "{{kindnames}}", kindNames())
+	kinds := strings.NewReplacer("{{kinds}}", b.String(), "{{kindnames}}", mountkind.NameList())
 	return kinds.Replace(rootLong)
 }
 

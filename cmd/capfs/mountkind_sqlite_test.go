@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/backends/sqlite"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/vfs"
 	"github.com/capfs/capfs/vfs/vfstest"
 )
@@ -125,11 +126,11 @@ func TestSQLiteSnapshotRestoreCmd(t *testing.T) {
 func TestScratchFileFor(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("XDG_DATA_HOME", data)
-	a, err := scratchFileFor("/some/project")
+	a, err := mountkind.ScratchFile("/some/project")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := scratchFileFor("/other/project")
+	b, _ := mountkind.ScratchFile("/other/project")
 	if a == b || !strings.HasPrefix(a, filepath.Join(data, "capfs", "scratch")+"/project-") {
 		t.Fatalf("scratch files %s and %s", a, b)
 	}
