@@ -17,8 +17,9 @@
 // Events never contain host paths: paths are those of the capability tree.
 //
 // Granularity is one event per call, except where the host asks for a summary.
-// A sink wrapped by [Batching] counts, instead of recording, the successful read,
-// list and stat calls made under a context carrying a [Batch] ([WithBatch]).
+// A sink wrapped by [Batching] counts some calls instead of recording them: the
+// successful read, list and stat calls made under a context carrying a [Batch]
+// ([WithBatch]).
 // [Batch.Flush] records them as one event with Count set. Refusals and failures
 // are still recorded one by one. The MCP server's grep does this: one event per
 // grep call for the files it read. Which files such a request read is then not in
@@ -60,7 +61,7 @@
 //
 // A line that is neither is reported by ScanJSONL and skipped. Such a line is one
 // a crash cut short, to which the next process appended. The whole event that
-// ends it is still read; it is looked for at the first 16 places an event could
+// ends it is still read. It is looked for at the first 16 places an event could
 // start, so a hostile line costs no more. A writer that opens a log whose last
 // line is torn ends it first.
 package audit
@@ -83,10 +84,10 @@ const (
 
 // Event is the record of one guest call.
 //
-// GuestPath is the path as the guest wrote it, relative to the capability it called
-// (NUL bytes spelled out, cut at 512 bytes). When it could not be parsed (an
-// invalid_path or path_outside_sandbox call), Path is empty and GuestPath is the
-// only record of what was attempted.
+// GuestPath is the path as the guest wrote it, relative to the capability it
+// called. NUL bytes are spelled out, and it is cut at 512 bytes. When it could
+// not be parsed (an invalid_path or path_outside_sandbox call), Path is empty.
+// GuestPath is then the only record of what was attempted.
 type Event struct {
 	Time      time.Time     `json:"time"`
 	RequestID string        `json:"request_id"`

@@ -32,7 +32,7 @@ var ErrSinkClosed = fmt.Errorf("audit: sink is closed: %w", fs.ErrClosed)
 // kernel in one write call of the whole line. Within one process the [*os.File]
 // serializes writes. Across processes appending to the same file, O_APPEND makes
 // each write land whole at the end of the file (on local filesystems; not on
-// NFS). Without [Compact], nothing is buffered in user space: a line is visible
+// NFS). Without [Compact], nothing is buffered in user space. A line is visible
 // to readers of the file as soon as Record returns, whatever the sync policy.
 // With Compact, a compact record is written the same way, whole, when it is
 // written.
@@ -53,9 +53,9 @@ var ErrSinkClosed = fmt.Errorf("audit: sink is closed: %w", fs.ErrClosed)
 //     writeback.
 //
 // Close always syncs. Some failures cannot be returned to the guest, whose call
-// has already happened: an event whose encoding fails (a time outside years
-// 0-9999), a failed write or fsync, and events recorded after Close. They are
-// counted ([JSONL.Errors]) and passed to the [OnError] callback, if any.
+// has already happened. These are an event whose encoding fails (a time outside
+// years 0-9999), a failed write or fsync, and events recorded after Close. They
+// are counted ([JSONL.Errors]) and passed to the [OnError] callback, if any.
 //
 // # Rotation and the compact form
 //
@@ -353,9 +353,9 @@ const maxJSONLLine = 1 << 20
 // ReadJSONL reads the events a [JSONL] sink wrote, in file order.
 // It reads plain lines and compact records alike. Blank lines are skipped.
 // Fields it does not know are ignored, so files written by a newer version
-// still read. On a line that is not an event (including a last line cut short
-// by a crash), it returns the events before it and a [*LineError]. [ScanJSONL]
-// reads past such lines.
+// still read. A line that is not an event may be a last line cut short by a
+// crash. On such a line it returns the events before it and a [*LineError].
+// [ScanJSONL] reads past such lines.
 func ReadJSONL(r io.Reader) ([]Event, error) {
 	var out []Event
 	err := ScanJSONL(r, func(e Event) error {
@@ -383,9 +383,9 @@ func (e *LineError) Unwrap() error { return e.Err }
 // file order. It reads plain lines and compact records alike.
 //
 // A line that is not an event is passed to bad and skipped; for a compact
-// record, all its events are skipped. bad may be nil. When such a line ends
-// with a whole event or record, that one is read; this is a line cut short by a
-// crash, and the next one appended to it. A non-nil error from fn or bad stops
+// record, all its events are skipped. bad may be nil. A line cut short by a
+// crash may have had the next one appended to it. When such a line ends with a
+// whole event or record, that one is read. A non-nil error from fn or bad stops
 // the scan and is returned. So is a read error (a compressed file cut short),
 // after the events before it.
 func ScanJSONL(r io.Reader, fn func(Event) error, bad func(*LineError) error) error {

@@ -218,9 +218,9 @@ func pathOf(s string) (vfs.Path, error) {
 
 // Locate returns the current path of this FS's root directory ([vfs.Locator]).
 //
-// The path is relative to the root of the FS that [New] returned (its origin),
-// after whatever renames the host or a guest made since Sub opened it. It is
-// [vfs.Root] for the FS New returned. A directory removed, or moved out of the
+// The path is relative to the root of the FS that [New] returned (its origin).
+// It reflects whatever renames the host or a guest made since Sub opened the
+// directory. It is [vfs.Root] for the FS New returned. A directory removed, or moved out of the
 // origin's tree, fails with not_found. A closed FS or origin fails with closed.
 //
 // It reads the kernel's names of both directory handles: their /proc/self/fd
@@ -438,13 +438,13 @@ func relByParents(ctx context.Context, ofd, sfd int, ost *unix.Stat_t) (string, 
 // decide is returned as is and nothing is opened. Where decide allows it, the
 // very object the resolution reached is opened, through the O_PATH handle the
 // resolution holds (no second lookup). So nothing renamed or swapped in after the
-// decision can be opened instead, and the open does not fail with conflict
-// because of such a swap either. With openat2 and a path with no symlink on it,
+// decision can be opened instead. Nor does the open fail with conflict because
+// of such a swap. With openat2 and a path with no symlink on it,
 // this costs what OpenFile costs: one resolution serves the decision and the
 // open. A missing p reaches decide with Found false, then fails with not_found.
 //
 // It is the read path of a layer that decides on canonical paths (a Dir with a
-// policy); its errors are addressed to p with Op "open".
+// policy). Its errors are addressed to p with Op "open".
 func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
 	const op = "open"
 	root, err := f.enter(ctx, op, p)
@@ -519,7 +519,7 @@ func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locati
 // conflict.
 //
 // It is the listing path of a layer that decides on canonical paths (a Dir with
-// a policy); its errors are addressed to p with Op "readdir".
+// a policy). Its errors are addressed to p with Op "readdir".
 func (f *FS) ResolveReadDir(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) ([]vfs.DirEntry, vfs.Location, error) {
 	const op = "readdir"
 	root, err := f.enter(ctx, op, p)
