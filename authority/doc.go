@@ -3,11 +3,11 @@
 //
 // It is the one place direct file access (a grant's Dir) and process execution
 // (Run: a sandbox on the subject's grants) get their authority from.
-// A host registers its roots once ([Authority.Register]). When a subject (an
-// agent run, an extension, an automation) needs files, the host grants it a Dir
-// over one root, or a directory within it ([Authority.Grant]). The grant has an
-// access list, a reason, a source and optionally an expiry, and the authority
-// keeps its record. Records can be listed ([Authority.Grants],
+// A host registers its roots once ([Authority.Register]). A subject is an agent
+// run, an extension or an automation. When one needs files, the host grants it
+// a Dir over one root, or a directory within it ([Authority.Grant]). The grant
+// has an access list, a reason, a source and optionally an expiry, and the
+// authority keeps its record. Records can be listed ([Authority.Grants],
 // [Authority.ListAll], [Authority.SubjectGrants], [Authority.Lookup]). They can be
 // serialized to JSON for sandbox wrappers, which bind roots read-only or
 // read-write from them. They can be revoked ([Authority.Revoke],

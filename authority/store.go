@@ -175,10 +175,12 @@ func writeAtomic(path string, data []byte) error {
 // resolved and decided again, and must lead where it led when granted
 // ([Grant].Resolved). A record without one takes where the path leads now.
 //
-// Errors wrapping [fs.ErrPermission]: a path that leads elsewhere (a symlink put
-// there since), a revoked or expired grant, and a grant whose Dir already exists
-// in this process (Restore once per start). An unknown id, or an unregistered
-// root, wraps [fs.ErrNotExist].
+// These errors wrap [fs.ErrPermission]:
+//   - a path that leads elsewhere (a symlink put there since);
+//   - a revoked or expired grant;
+//   - a grant whose Dir already exists in this process (Restore once per start).
+//
+// An unknown id, or an unregistered root, wraps [fs.ErrNotExist].
 func (a *Authority) Restore(ctx context.Context, id string) (*dir.Dir, Grant, error) {
 	a.mu.Lock()
 	g, ok := a.grants[id]

@@ -900,12 +900,12 @@ func (n *Namespace) setattr(ctx context.Context, op string, p Path, follow bool,
 }
 
 // Sub returns a Backend rooted at directory p.
-// If p lies inside a mount with no mount below p, that is the mount's own Sub
-// (read-only for a read-only mount), pinned as the backend pins it. Otherwise it
-// is a new Namespace holding a snapshot of the mount table re-based at p. The
-// snapshot holds the mounts below p, and the covering mount's Sub at the new
-// root if that mount has a directory at p. Mounts and unmounts made later in n
-// are not seen by the result, nor the result's in n.
+// If p lies inside a mount with no mount below p, that is the mount's own Sub,
+// read-only for a read-only mount. It is pinned as the backend pins it.
+// Otherwise it is a new Namespace holding a snapshot of the mount table re-based
+// at p. The snapshot holds the mounts below p, and the covering mount's Sub at
+// the new root if that mount has a directory at p. Mounts and unmounts made
+// later in n are not seen by the result, nor the result's in n.
 func (n *Namespace) Sub(ctx context.Context, p Path) (Backend, error) {
 	p = p.WithoutDirMark()
 	t := n.table()

@@ -6,9 +6,9 @@
 // [DiffBackends] and [UnifiedDiff] compare two revisions (or any two backends), as
 // a typed list of changes and as git-style unified text. [OpenOverlay] gives a
 // writable view of a branch whose writes stay in memory. [Overlay.Commit] writes
-// blobs, trees and a commit into the object store, and moves the branch only if
-// it has not moved since the overlay was opened (conflict otherwise). It touches
-// no work tree or index. The overlay copies up per path (see [Overlay]).
+// blobs, trees and a commit into the object store. It moves the branch only if
+// the branch has not moved since the overlay was opened (conflict otherwise). It
+// touches no work tree or index. The overlay copies up per path (see [Overlay]).
 //
 // Guarantees:
 //   - [Open] resolves any revision go-git understands: branch, remote branch, tag
@@ -40,11 +40,11 @@
 // resolves OFS_DELTA and REF_DELTA chains with a byte-bounded cache of delta
 // bases ([WithDeltaBaseCacheSize], 32 MiB by default).
 //
-// Everything else is read through go-git's filesystem storage under one mutex:
-// loose objects (an overlay's commits write them), packs written after Open,
-// alternates, a repository opened through a ".git" file, and every object with
-// WithDirectPacks(false). That storage keeps a bounded number of pack descriptors
-// open ([WithMaxOpenDescriptors]), uses go-git's object cache
+// Everything else is read through go-git's filesystem storage, under one mutex.
+// That is loose objects (an overlay's commits write them), packs written after
+// Open, alternates, a repository opened through a ".git" file, and every object
+// with WithDirectPacks(false). That storage keeps a bounded number of pack
+// descriptors open ([WithMaxOpenDescriptors]), uses go-git's object cache
 // ([WithObjectCacheSize]) and an optional [WithLargeObjectThreshold]. Revisions,
 // refs and commits are resolved through go-git at Open. The pack reader holds
 // one descriptor per pack file until Close.
