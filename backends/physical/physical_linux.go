@@ -302,21 +302,30 @@ func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error)
 		f.leave()
 		return nil, wrap(op, p, err)
 	}
-	ents, err := readDirFd(ctx, fd)
+	out, foreign, err := f.statEntries(ctx, fd, p.WithoutDirMark())
+	unix.Close(fd)
+	f.leave()
 	if err != nil {
-		unix.Close(fd)
-		f.leave()
 		return nil, wrap(op, p, err)
 	}
-	out := make([]vfs.DirInfo, 0, len(ents))
-	var foreign []int // entries on another file system under oneFS: Lstat answers them
-	dir := p.WithoutDirMark()
+	return f.foreignInfos(ctx, p.WithoutDirMark(), out, foreign)
+}
+
+// statEntries lists the directory open as fd (dir, for the errors of its
+// entries) with every entry's status, taken with fstatat relative to fd
+// without following it; one removed since the listing is left out. Under
+// WithOneFilesystem it returns the indexes of the entries on another file
+// system too (foreign).
+func (f *FS) statEntries(ctx context.Context, fd int, dir vfs.Path) (out []vfs.DirInfo, foreign []int, err error) {
+	ents, err := readDirFd(ctx, fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = make([]vfs.DirInfo, 0, len(ents))
 	for _, e := range ents {
 		if i := len(out); i%256 == 0 && i > 0 {
 			if err := ctx.Err(); err != nil {
-				unix.Close(fd)
-				f.leave()
-				return nil, wrap(op, p, err)
+				return nil, nil, err
 			}
 		}
 		var st unix.Stat_t
@@ -333,8 +342,13 @@ func (f *FS) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error)
 		}
 		out = append(out, vfs.DirInfo{Info: infoOf(&st, e.Name, f.dev)})
 	}
-	unix.Close(fd)
-	f.leave()
+	return out, foreign, nil
+}
+
+// foreignInfos answers the entries of out at indexes foreign (on another
+// file system) with what Lstat answers of them, leaving out those removed
+// since the listing.
+func (f *FS) foreignInfos(ctx context.Context, dir vfs.Path, out []vfs.DirInfo, foreign []int) ([]vfs.DirInfo, error) {
 	gone := false
 	for _, i := range foreign {
 		c, err := dir.Child(out[i].Name)
