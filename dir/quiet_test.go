@@ -178,3 +178,36 @@ func errString(err error) string {
 	}
 	return string(vfs.CodeOf(err)) + ": " + err.Error()
 }
+
+// TestPolicySubStatAllocs: beneath a pinned Sub of a memory tree, a Stat with
+// the default policy allocates no more than the same Stat without a policy
+// (nothing, but for the status of "." the memory backend builds): the Sub
+// locates itself from what the backend keeps, and the policy decides without
+// the path from the tree's root being built (Engine.AllowsUnder).
+func TestPolicySubStatAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under -race")
+	}
+	counts := func(opts ...dir.Option) []float64 {
+		d, _ := dir.New(memory.New(), opts...)
+		must(t, d.MkdirAll(bg, "w/src/pkg"))
+		must(t, d.WriteFile(bg, "w/src/pkg/f.go", []byte("package p"), 0o644))
+		sub, err := d.Sub(bg, "w/src")
+		must(t, err)
+		var out []float64
+		for _, p := range []string{"pkg/f.go", "pkg", "."} {
+			out = append(out, testing.AllocsPerRun(50, func() {
+				if _, err := sub.Stat(bg, p); err != nil {
+					t.Fatal(err)
+				}
+			}))
+		}
+		return out
+	}
+	without, with := counts(), counts(dir.WithPolicy(policy.Defaults()))
+	for i, p := range []string{"pkg/f.go", "pkg", "."} {
+		if with[i] > without[i] || (p != "." && with[i] != 0) {
+			t.Errorf("Stat %s beneath a Sub: %v allocations with the default policy, %v without", p, with[i], without[i])
+		}
+	}
+}

@@ -471,14 +471,13 @@ func (e *Engine) AllowsUnder(op Op, base, rel string, size int64) bool {
 			}
 		}
 	}
-	path := base + "/" + rel
 	switch {
 	case base == ".":
-		path = rel
+		return e.AllowsPath(op, rel, "", size)
 	case rel == ".":
-		path = base
+		return e.AllowsPath(op, base, "", size)
 	}
-	return e.AllowsPath(op, path, "", size)
+	return e.AllowsPath(op, base+"/"+rel, "", size)
 }
 
 // plainOne reports whether a request with op bit on path and dest is one path
