@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -14,6 +12,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -81,7 +80,7 @@ func newSyncCmd(o *globalOptions) *cobra.Command {
 		if err := lim.parse(); err != nil {
 			return err
 		}
-		recs, _, err := readRecords()
+		recs, _, err := run.ReadKept()
 		if err != nil {
 			return failed(fmt.Errorf("kept checkouts: %v", err))
 		}
@@ -107,7 +106,7 @@ func newSyncCmd(o *globalOptions) *cobra.Command {
 }
 
 // listRecords lists the kept checkouts recs on out (on w when there are none).
-func listRecords(w, out io.Writer, recs []keptRecord) {
+func listRecords(w, out io.Writer, recs []run.Kept) {
 	if len(recs) == 0 {
 		fmt.Fprintln(w, "capfs: sync: no kept checkouts")
 		return
@@ -118,7 +117,7 @@ func listRecords(w, out io.Writer, recs []keptRecord) {
 }
 
 // discardAll removes every kept checkout of recs.
-func discardAll(w io.Writer, recs []keptRecord) {
+func discardAll(w io.Writer, recs []run.Kept) {
 	n := 0
 	for _, rec := range recs {
 		if err := dropRecord(rec); err != nil {
@@ -132,8 +131,8 @@ func discardAll(w io.Writer, recs []keptRecord) {
 
 // syncByID applies (or shows, or with discard removes) the kept checkout
 // args[0] of recs.
-func syncByID(o *globalOptions, cmd *cobra.Command, args []string, recs []keptRecord, sf syncFlags, discard bool) error {
-	i := slices.IndexFunc(recs, func(rec keptRecord) bool { return rec.ID == args[0] })
+func syncByID(o *globalOptions, cmd *cobra.Command, args []string, recs []run.Kept, sf syncFlags, discard bool) error {
+	i := slices.IndexFunc(recs, func(rec run.Kept) bool { return rec.ID == args[0] })
 	if i < 0 {
 		return usageErrorf("no kept checkout %s (capfs sync --list lists them)", show(args[0]))
 	}
@@ -152,7 +151,7 @@ func syncByID(o *globalOptions, cmd *cobra.Command, args []string, recs []keptRe
 
 // syncOfWork applies the one kept checkout of the work path (work, else the
 // session's, else the default), or lists them when there are several.
-func syncOfWork(ctx context.Context, s *session, cmd *cobra.Command, recs []keptRecord, sf syncFlags, work string) error {
+func syncOfWork(ctx context.Context, s *session, cmd *cobra.Command, recs []run.Kept, sf syncFlags, work string) error {
 	w := cmd.ErrOrStderr()
 	wk := cmp.Or(work, s.Work, defaultWork)
 	wp, err := vfs.ParseGuest(wk)
@@ -160,7 +159,7 @@ func syncOfWork(ctx context.Context, s *session, cmd *cobra.Command, recs []kept
 		return usageErrorf("--work %s: %s", wk, messageOrCode(err))
 	}
 	label := workLabel(s, wp.WithoutDirMark())
-	var mine []keptRecord
+	var mine []run.Kept
 	for _, rec := range recs {
 		if rec.Label != "" && rec.Label == label {
 			mine = append(mine, rec)
@@ -200,19 +199,15 @@ func workLabel(s *session, p vfs.Path) string {
 }
 
 // dropRecord removes a kept checkout and its record.
-func dropRecord(rec keptRecord) error {
+func dropRecord(rec run.Kept) error {
 	if err := materialize.Discard(rec.Tree); err != nil {
 		return err
 	}
-	d, err := keptDir()
-	if err != nil {
-		return err
-	}
-	return os.Remove(filepath.Join(d, rec.ID+".json"))
+	return run.RemoveKept(rec.ID)
 }
 
 // syncRecord applies (or shows) the kept checkout rec through s.
-func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w io.Writer, cmd *cobra.Command) error {
+func syncRecord(ctx context.Context, s *session, rec run.Kept, f syncFlags, w io.Writer, cmd *cobra.Command) error {
 	wp, err := vfs.ParseGuest(rec.Work)
 	if err != nil {
 		return failed(err)
@@ -226,7 +221,7 @@ func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w 
 	if err != nil {
 		if vfs.CodeOf(err) == vfs.CodeNotFound {
 			fmt.Fprintf(w, "capfs: sync: the kept checkout %s is gone (a reboot empties /dev/shm); dropping its record\n", rec.ID)
-			removeRecord(rec.ID)
+			_ = run.RemoveKept(rec.ID)
 		}
 		return failed(err)
 	}
@@ -254,7 +249,7 @@ func syncRecord(ctx context.Context, s *session, rec keptRecord, f syncFlags, w 
 // syncSource is the Dir a kept checkout is synced through: its work path,
 // writable when it came from this namespace's mount of it (which apply
 // needs); else read-only, or an empty Dir when the path is not here.
-func syncSource(ctx context.Context, s *session, rec keptRecord, wp vfs.Path, apply bool) (*dir.Dir, error) {
+func syncSource(ctx context.Context, s *session, rec run.Kept, wp vfs.Path, apply bool) (*dir.Dir, error) {
 	label := workLabel(s, wp)
 	if apply && (rec.Label == "" || label != rec.Label) {
 		if rec.Label == "" {
@@ -274,7 +269,7 @@ func syncSource(ctx context.Context, s *session, rec keptRecord, wp vfs.Path, ap
 }
 
 // syncOut writes the kept checkout's changes into host directory out.
-func (r *runner) syncOut(ctx context.Context, rec keptRecord, out string) error {
+func (r *runner) syncOut(ctx context.Context, rec run.Kept, out string) error {
 	t := r.workTree
 	if err := checkOut(out); err != nil {
 		return err
@@ -309,7 +304,7 @@ func (r *runner) syncDry(ctx context.Context) error {
 
 // syncApply applies the kept checkout rec; what is not applied stays kept,
 // with its record brought up to date.
-func (r *runner) syncApply(ctx context.Context, rec keptRecord) error {
+func (r *runner) syncApply(ctx context.Context, rec run.Kept) error {
 	t, w := r.workTree, r.stderr
 	opts, err := r.syncOptions(false)
 	if err != nil {
@@ -324,26 +319,19 @@ func (r *runner) syncApply(ctx context.Context, rec keptRecord) error {
 		// Record the manifest as it is now (what was applied is no longer a change).
 		if st, err := t.MarshalState(); err == nil {
 			rec.Tree = st
-			if kd, err := keptDir(); err == nil {
-				_ = writeRecord(kd, rec)
+			if kd, err := run.KeptDir(); err == nil {
+				_ = run.WriteKept(kd, rec)
 			}
 		}
 		fmt.Fprintf(w, "capfs: sync: what was not applied stays in %s (id %s)\n", show(t.Path()), rec.ID)
 	} else {
-		removeRecord(rec.ID)
+		_ = run.RemoveKept(rec.ID)
 		fmt.Fprintf(w, "capfs: sync: every change applied; the kept checkout %s is removed\n", rec.ID)
 	}
 	if serr != nil {
 		return exitStatus(exitSyncBack)
 	}
 	return nil
-}
-
-// removeRecord removes the record of kept checkout id, if any.
-func removeRecord(id string) {
-	if kd, err := keptDir(); err == nil {
-		os.Remove(filepath.Join(kd, id+".json"))
-	}
 }
 
 // emptyDir is an empty read-only Dir under the session's policy: the source a

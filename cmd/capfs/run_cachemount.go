@@ -141,10 +141,10 @@ func mountTools(ds []toolDir) (*toolMount, error) {
 }
 
 // mount serves ns on a new mount point, in a private directory named as a
-// lazy run's (capfs-lazy-*/work, under lazyMountDir), so that what a killed
+// lazy run's (capfs-lazy-*/work, under run.LazyMountDir), so that what a killed
 // run leaves is swept the same way (run.SweepLazy).
 func (tm *toolMount) mount(ns *vfs.Namespace, ids []vfs.Path) error {
-	mnt := lazyMountDir(run.LazyBase())
+	mnt := run.LazyMountDir()
 	run.SweepLazy(mnt)
 	priv, err := os.MkdirTemp(mnt, "capfs-lazy-tools-")
 	if err != nil {

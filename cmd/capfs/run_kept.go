@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -16,45 +13,9 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/vfs"
 )
-
-// keptRecord is what capfs keeps, outside the checkout (which the sandbox
-// wrote), about a kept checkout so that capfs sync can apply it later. It is
-// host-private: it names host paths.
-type keptRecord struct {
-	ID      string          `json:"id"`
-	Label   string          `json:"label"` // the work mount's host directory ("" when it is not written back)
-	Work    string          `json:"work"`  // the work path in the namespace
-	Command []string        `json:"command"`
-	Status  int             `json:"status"`
-	Created time.Time       `json:"created"`
-	Reason  string          `json:"reason,omitempty"`
-	Tree    json.RawMessage `json:"tree"`
-}
-
-// keptDir returns the directory of kept-checkout records ($CAPFS_STATE_DIR/kept,
-// else $XDG_STATE_HOME/capfs/kept, else ~/.local/state/capfs/kept), created
-// 0700 and checked to be this user's own.
-func keptDir() (string, error) {
-	j, err := materialize.DefaultJournalDir()
-	if err != nil {
-		return "", err
-	}
-	d := filepath.Join(filepath.Dir(j), "kept")
-	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", err
-	}
-	if err := checkPrivateDir(d); err != nil {
-		return "", err
-	}
-	return d, nil
-}
-
-// keptID is the id of the checkout at host path p.
-func keptID(p string) string {
-	return strings.TrimPrefix(filepath.Base(p), "capfs-checkout-")
-}
 
 // keepForLater keeps the work checkout, records it for capfs sync, and prints
 // where it is and what to do with it. It returns the id ("" when it could not
@@ -73,9 +34,9 @@ func (r *runner) keepForLater(ctx context.Context, status int, reason string) st
 	if r.keptID != "" {
 		return r.keptID
 	}
-	id := keptID(t.Path())
+	id := run.KeptID(t.Path())
 	r.keptID = id
-	rec := keptRecord{ID: id, Work: r.workPath.String(), Command: r.argv, Status: status, Created: time.Now(), Reason: reason}
+	rec := run.Kept{ID: id, Work: r.workPath.String(), Command: r.argv, Status: status, Created: time.Now(), Reason: reason}
 	if r.writeBack {
 		rec.Label = r.syncLabel
 	}
@@ -85,11 +46,11 @@ func (r *runner) keepForLater(ctx context.Context, status int, reason string) st
 			return err
 		}
 		rec.Tree = st
-		d, err := keptDir()
+		d, err := run.KeptDir()
 		if err != nil {
 			return err
 		}
-		return writeRecord(d, rec)
+		return run.WriteKept(d, rec)
 	}()
 	if r.jsonOut && err == nil {
 		return id // the summary names it
@@ -107,57 +68,6 @@ func (r *runner) keepForLater(ctx context.Context, status int, reason string) st
 	}
 	r.say("    capfs sync --discard %s   remove it\n", id)
 	return id
-}
-
-// writeRecord writes rec as d/<id>.json, atomically, mode 0600.
-func writeRecord(d string, rec keptRecord) error {
-	b, err := json.Marshal(&rec)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(d, ".rec-")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(d, rec.ID+".json"))
-}
-
-// readRecords lists the kept-checkout records, oldest first.
-func readRecords() ([]keptRecord, string, error) {
-	d, err := keptDir()
-	if err != nil {
-		return nil, "", err
-	}
-	ents, err := os.ReadDir(d)
-	if err != nil {
-		return nil, d, err
-	}
-	var out []keptRecord
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(d, e.Name()))
-		if err != nil {
-			continue
-		}
-		var rec keptRecord
-		if json.Unmarshal(b, &rec) != nil || rec.ID+".json" != e.Name() {
-			continue
-		}
-		out = append(out, rec)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
-	return out, d, nil
 }
 
 // collect handles the changes of a work mount that is not written back (a git
@@ -348,7 +258,7 @@ func (r *runner) olderKept() {
 	if r.syncLabel == "" || r.unheard {
 		return
 	}
-	recs, _, err := readRecords()
+	recs, _, err := run.ReadKept()
 	if err != nil {
 		return
 	}
@@ -364,7 +274,7 @@ func (r *runner) olderKept() {
 }
 
 // describeRecord is one line about a kept checkout for capfs sync --list.
-func describeRecord(rec keptRecord) string {
+func describeRecord(rec run.Kept) string {
 	cmd := strings.Join(rec.Command, " ")
 	if len(cmd) > 60 {
 		cmd = cmd[:57] + "..."

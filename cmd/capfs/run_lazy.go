@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
-	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/vfs"
 )
@@ -62,21 +60,6 @@ const envRunLazy = "CAPFS_RUN_LAZY"
 // lazyAvailable reports whether lazy sandboxes can work here (FUSE usable).
 func lazyAvailable() error { return run.LazyAvailable() }
 
-// lazyMountDir is where lazy runs make their mount points: "mnt" in capfs's
-// state directory (private, 0700, and small, so that sweeping it for dead
-// mounts costs little whatever the temporary directory holds), else base.
-func lazyMountDir(base string) string {
-	j, err := materialize.DefaultJournalDir()
-	if err != nil {
-		return base
-	}
-	d := filepath.Join(filepath.Dir(j), "mnt")
-	if os.MkdirAll(d, 0o700) != nil || checkPrivateDir(d) != nil {
-		return base
-	}
-	return d
-}
-
 // chooseLazy decides whether this run is lazy: --lazy/--no-lazy when given
 // (--lazy where FUSE cannot work is an error), else $CAPFS_RUN_LAZY, else lazy
 // when FUSE works here. It sets r.lazy and r.lazyWhy (the summary's note).
@@ -105,7 +88,7 @@ func (r *runner) chooseLazy(flag *bool) error {
 // history scan allows (run_git.go).
 func (r *runner) lazyOptions(ctx context.Context) *run.LazyOptions {
 	pol := run.ViewPolicy{Inner: r.s.Policy, Root: r.workPath.String(), Git: r.lazyGit(ctx)}
-	return &run.LazyOptions{View: pol, MountDir: lazyMountDir(run.LazyBase()), NarrowProcs: true,
+	return &run.LazyOptions{View: pol, NarrowProcs: true,
 		Unaddressable: func(dir vfs.Path, u vfs.Unaddressable) {
 			r.say("capfs run: %s: skipped 1 name the capability cannot address (%s: %s); the lazy work tree does not show it\n",
 				showPath(r.workPath.Join(dir).String()), show(u.Name), u.Reason)

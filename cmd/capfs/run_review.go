@@ -21,6 +21,7 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -93,7 +94,7 @@ func (r *runner) apply(ctx context.Context, status int) int {
 	sum := newSummary(r.workPath, "applied", rep)
 	kept := rep.Checkout != "" || r.keep
 	if kept {
-		sum.Kept, sum.Checkout = keptID(r.workTree.Path()), r.workTree.Path()
+		sum.Kept, sum.Checkout = run.KeptID(r.workTree.Path()), r.workTree.Path()
 	}
 	r.printSummary(sum, serr)
 	if kept {
@@ -133,7 +134,7 @@ func (r *runner) holdKept(ctx context.Context, status int, verb string, keep boo
 	}
 	keep = keep || r.keep
 	if keep {
-		sum.Kept, sum.Checkout = keptID(r.workTree.Path()), r.workTree.Path()
+		sum.Kept, sum.Checkout = run.KeptID(r.workTree.Path()), r.workTree.Path()
 	} else {
 		sum.Discarded = true
 	}

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -350,25 +350,9 @@ func defaultAuditPath() (string, error) {
 	return filepath.Join(d, "audit.jsonl"), nil
 }
 
-// checkPrivateDir refuses a directory that is a symlink, is not owned by this user or
-// is writable by others (a shared temporary directory could hold one planted by
-// another user).
-func checkPrivateDir(d string) error {
-	st, err := os.Lstat(d)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", d)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("%s is owned by another user", d)
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is writable by other users", d)
-	}
-	return nil
-}
+// checkPrivateDir refuses a directory that is a symlink, is not owned by this
+// user or is writable by others (run.CheckPrivateDir).
+func checkPrivateDir(d string) error { return run.CheckPrivateDir(d) }
 
 // cause is the error a *fs.PathError (or similar) wraps, without the host path the
 // wrapper adds, or err itself when it wraps nothing.

@@ -42,7 +42,7 @@ type LazyOptions struct {
 	// the source's policy denies.
 	View policy.Policy
 	// MountDir is where the mount point's private directory is made ("":
-	// [LazyBase]). Dead mounts a killed run left there are swept first.
+	// [LazyMountDir]). Dead mounts a killed run left there are swept first.
 	MountDir string
 	// Unaddressable, if not nil, is told of each name a listing leaves out
 	// because no path can hold it ([fuseexport.Options.Unaddressable]).
@@ -87,7 +87,7 @@ func StartLazy(ctx context.Context, work *dir.Dir, opts LazyOptions) (*Lazy, err
 	base := LazyBase()
 	mnt := opts.MountDir
 	if mnt == "" {
-		mnt = base
+		mnt = LazyMountDir()
 	}
 	SweepLazy(mnt)
 	upper, err := os.MkdirTemp(base, "capfs-checkout-")
