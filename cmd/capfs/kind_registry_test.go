@@ -50,6 +50,8 @@ var _ = mountkind.Register(&mountkind.Kind{
 	},
 })
 
+// TestMountKindRegistry: a registered kind's --mount form, its options, and
+// the kinds an unknown kind's message lists.
 func TestMountKindRegistry(t *testing.T) {
 	spec, err := parseMountFlag("x=fake:one,size=3,ro")
 	if err != nil {
@@ -70,6 +72,15 @@ func TestMountKindRegistry(t *testing.T) {
 			t.Errorf("%s: error does not list the registered kind: %v", bad, err)
 		}
 	}
+}
+
+// TestMountKindRegistryOpen: a registered kind opens through openMount, and
+// its failure is the mount's.
+func TestMountKindRegistryOpen(t *testing.T) {
+	spec, err := parseMountFlag("x=fake:one")
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := openMount(spec, 0)
 	if err != nil || m.Backend == nil {
 		t.Fatalf("open: %v", err)
@@ -77,7 +88,11 @@ func TestMountKindRegistry(t *testing.T) {
 	if _, err := openMount(mountSpec{Path: vfs.MustParse("x"), Kind: "fake", Source: "fail", Origin: "--mount"}, 0); err == nil {
 		t.Fatal("open of a failing mount succeeded")
 	}
+}
 
+// TestMountKindRegistryConfig: a registered kind's source in the
+// configuration file is relative to the file's directory.
+func TestMountKindRegistryConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "capfs.toml")
 	if err := os.WriteFile(cfg, []byte("[[mount]]\npath = \"s\"\nkind = \"fake\"\nsource = \"rel\"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -94,5 +109,35 @@ func TestMountKindRegistry(t *testing.T) {
 	}
 	if _, err := loadConfig(cfg); err == nil {
 		t.Fatal("config mount without a source accepted")
+	}
+}
+
+// The fakescratch kind has the traits of memory under another name: what
+// the command line says of a mount follows its traits.
+var _ = mountkind.Register(&mountkind.Kind{
+	Name:   "fakescratch",
+	Usage:  "fakescratch:",
+	Traits: mountkind.Traits{Ephemeral: true},
+	Parse:  func(*mountSpec, string, string) error { return nil },
+	Open: func(context.Context, *mountSpec, mountkind.Env) (vfs.Backend, error) {
+		return memory.New(), nil
+	},
+})
+
+// TestMountTraitsDecide: the mounts tool describes a mount by its kind's
+// traits, not its kind's name, and a scratch mount has no project cache.
+func TestMountTraitsDecide(t *testing.T) {
+	spec, err := parseMountFlag("s=fakescratch:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mounted{mountSpec: spec, Backend: memory.New()}
+	m.Quota = 1 << 20
+	mi := mcpMountInfo(m, false)
+	if mi.Backend != "fakescratch" || !strings.HasPrefix(mi.Note, "in memory: gone when the server exits; quota 1MiB") {
+		t.Errorf("mount info %+v", mi)
+	}
+	if k := projectCacheKey(m, vfs.Path{}, ""); k != "" {
+		t.Errorf("a scratch mount has the project cache %q", k)
 	}
 }

@@ -85,6 +85,16 @@ func TestParseFlag(t *testing.T) {
 			t.Errorf("ParseFlag(%q) = %v, want %q", tc.arg, err, tc.err)
 		}
 	}
+}
+
+// TestParseFlagForms: what each form fills in.
+func TestParseFlagForms(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := vfs.MustParse("p")
 	s, err := ParseFlag(p, "git:d@v1,ro")
 	if err != nil || !s.Revision() || s.Rev != "v1" || s.Host != filepath.Join(dir, "d") || !s.ReadOnly {
 		t.Errorf("git:d@v1 = %+v, %v", s, err)
