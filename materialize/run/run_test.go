@@ -94,20 +94,7 @@ func TestRunSyncsWritableRefusesReadOnly(t *testing.T) {
 			if got := stdout.String(); got != "ref\n" {
 				t.Fatalf("the sandbox printed %q (stderr %s)", got, stderr.String())
 			}
-			for name, want := range map[string]string{"a.txt": "new\n", "b.txt": "made\n"} {
-				if b, err := work.ReadFile(ctx, name); err != nil || string(b) != want {
-					t.Errorf("%s after the run: %q, %v; want %q", name, b, err, want)
-				}
-			}
-			if ok, _ := work.Exists(ctx, ".bashrc"); ok {
-				t.Error("the policy's refusal of .bashrc was synced back")
-			}
-			if b, _ := ref.ReadFile(ctx, "r.txt"); string(b) != "ref\n" {
-				t.Errorf("the read-only mount changed: %q", b)
-			}
-			if ok, _ := ref.Exists(ctx, "s.txt"); ok {
-				t.Error("the read-only mount was written")
-			}
+			checkSynced(t, work, ref)
 			if len(rep.Mounts) != 2 || !rep.Mounts[0].Synced || rep.Mounts[1].Synced || rep.Mounts[0].Lazy != m.lazy {
 				t.Fatalf("report mounts %+v", rep.Mounts)
 			}
@@ -122,6 +109,27 @@ func TestRunSyncsWritableRefusesReadOnly(t *testing.T) {
 				t.Error("no audit event of b.txt's sync-back tagged with the run and its wrappers")
 			}
 		})
+	}
+}
+
+// checkSynced checks the run's outcome in the sources: work has the new and
+// changed files but not .bashrc, ref is as it was.
+func checkSynced(t *testing.T, work, ref *dir.Dir) {
+	t.Helper()
+	ctx := context.Background()
+	for name, want := range map[string]string{"a.txt": "new\n", "b.txt": "made\n"} {
+		if b, err := work.ReadFile(ctx, name); err != nil || string(b) != want {
+			t.Errorf("%s after the run: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if ok, _ := work.Exists(ctx, ".bashrc"); ok {
+		t.Error("the policy's refusal of .bashrc was synced back")
+	}
+	if b, _ := ref.ReadFile(ctx, "r.txt"); string(b) != "ref\n" {
+		t.Errorf("the read-only mount changed: %q", b)
+	}
+	if ok, _ := ref.Exists(ctx, "s.txt"); ok {
+		t.Error("the read-only mount was written")
 	}
 }
 
