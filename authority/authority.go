@@ -78,7 +78,7 @@ type grant struct {
 type Option func(*Authority)
 
 // WithAudit sets the Sink that receives the audit events of every grant's Dir
-// (with Event.Grant set to the grant's id). The default is audit.Discard.
+// (with Event.Grant set to the grant's id). The default is [audit.Discard].
 func WithAudit(s audit.Sink) Option {
 	return func(a *Authority) {
 		if s != nil {
@@ -154,7 +154,7 @@ func New(opts ...Option) *Authority {
 // Register names backend b as a root that grants can be made over ("workspace:conv1",
 // "extension-storage:ext.id"). The name is what grant records carry; the host path
 // behind b, if any, never leaves the authority. name must be 1 to 256 bytes of
-// printable UTF-8, not already registered (an error wrapping fs.ErrExist).
+// printable UTF-8, not already registered (an error wrapping [fs.ErrExist]).
 func (a *Authority) Register(name string, b vfs.Backend) error {
 	return a.register(name, b, nil)
 }
@@ -180,7 +180,7 @@ func (a *Authority) register(name string, b vfs.Backend, desc *RootDescriptor) e
 }
 
 // Unregister removes root name and revokes every active grant over it, returning
-// how many it revoked. An unknown name is an error wrapping fs.ErrNotExist.
+// how many it revoked. An unknown name is an error wrapping [fs.ErrNotExist].
 func (a *Authority) Unregister(name string) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -415,7 +415,7 @@ func leadsTo(id, want, got string) error {
 // Revoke revokes grant id at once: every call that starts afterwards on its Dir, or
 // anything derived from it, fails with revoked. Revoking a grant that has already
 // ended is a no-op. An unknown id (or one removed by Prune) is an error wrapping
-// fs.ErrNotExist.
+// [fs.ErrNotExist].
 func (a *Authority) Revoke(id string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -483,7 +483,7 @@ func (a *Authority) ListAll() []Grant {
 }
 
 // Lookup returns the record of grant id, with its status brought up to date. An
-// unknown id is an error wrapping fs.ErrNotExist.
+// unknown id is an error wrapping [fs.ErrNotExist].
 func (a *Authority) Lookup(id string) (Grant, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

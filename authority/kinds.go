@@ -170,7 +170,7 @@ func cloneMap(m map[string]string) map[string]string {
 }
 
 // Root returns the descriptor of root name (a root registered by Register has
-// only its Name set). An unknown name wraps fs.ErrNotExist.
+// only its Name set). An unknown name wraps [fs.ErrNotExist].
 func (a *Authority) Root(name string) (RootDescriptor, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

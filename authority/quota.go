@@ -21,7 +21,7 @@ import (
 // so concurrent writers cannot overshoot the limit together. Directories and
 // metadata are not charged. Subs share the account.
 //
-// It keeps the optional interfaces of the backend it wraps (vfs.Optionals):
+// It keeps the optional interfaces of the backend it wraps ([vfs.Optionals]):
 // the read-side ones and Chowner (metadata, not charged) forward, through the
 // vfs helpers that fall back where the backend lacks one; Locator is there
 // only over a Locator (quotaLocator). HostPather is withheld: a host directory
@@ -57,7 +57,7 @@ func wrapQuota(b vfs.Backend, q *quotaAccount) quotaBackend {
 	return f
 }
 
-// quotaLocator is a quotaFS over a vfs.Locator.
+// quotaLocator is a quotaFS over a [vfs.Locator].
 type quotaLocator struct{ *quotaFS }
 
 // Locate forwards to the wrapped backend: it only reads.
@@ -184,7 +184,7 @@ func (f *quotaFS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 }
 
 // quotaFile charges a writable file's growth. It keeps the optional File
-// interfaces (vfs.OptionalFiles): OpenStater forwards, TypedFile is there
+// interfaces ([vfs.OptionalFiles]): OpenStater forwards, TypedFile is there
 // only over a TypedFile (quotaTypedFile).
 type quotaFile struct {
 	vfs.File
@@ -203,13 +203,13 @@ func newQuotaFile(h vfs.File, q *quotaAccount, p vfs.Path, appending bool) vfs.F
 	return qf
 }
 
-// quotaTypedFile is a quotaFile over a vfs.TypedFile.
+// quotaTypedFile is a quotaFile over a [vfs.TypedFile].
 type quotaTypedFile struct{ *quotaFile }
 
-// Type forwards to the wrapped File (see vfs.TypedFile).
+// Type forwards to the wrapped File (see [vfs.TypedFile]).
 func (h quotaTypedFile) Type() fs.FileMode { return h.File.(vfs.TypedFile).Type() }
 
-// OpenStat forwards to the wrapped File (see vfs.OpenStater).
+// OpenStat forwards to the wrapped File (see [vfs.OpenStater]).
 func (h *quotaFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(h.File) }
 
 // grow charges for bytes written at off (or at the end when appending) and
@@ -290,9 +290,9 @@ func (h *quotaFile) Truncate(size int64) error {
 }
 
 // ResolveStat, ResolveOpen, ResolveReadDir, ReadDirInfo and HostLinkTarget
-// forward to the wrapped backend (reads only; see vfs.StatResolver,
-// vfs.OpenResolver, vfs.ListResolver, vfs.DirInfoReader,
-// vfs.HostLinkResolver). HostPath is deliberately not forwarded: a host
+// forward to the wrapped backend (reads only; see [vfs.StatResolver],
+// [vfs.OpenResolver], [vfs.ListResolver], [vfs.DirInfoReader],
+// [vfs.HostLinkResolver]). HostPath is deliberately not forwarded: a host
 // directory bound into a sandbox would bypass the account.
 func (f *quotaFS) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
 	return vfs.ResolveStat(ctx, f.Backend, p, follow)
@@ -317,7 +317,7 @@ func (f *quotaFS) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, boo
 	return vfs.Path{}, false, nil
 }
 
-// Chown and Lchown forward to the wrapped backend (see vfs.Chown): ownership
+// Chown and Lchown forward to the wrapped backend (see [vfs.Chown]): ownership
 // is metadata, which the account does not charge.
 func (f *quotaFS) Chown(ctx context.Context, p vfs.Path, uid, gid int) error {
 	return vfs.Chown(ctx, f.Backend, p, uid, gid, true)

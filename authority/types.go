@@ -264,7 +264,7 @@ type GrantRequest struct {
 	Path string
 	// Resolved, if not empty, is where Path must lead (a record's Resolved, when a
 	// grant is made again from its record, as capfs run --grants does): a Path that
-	// now leads elsewhere is refused with an error wrapping fs.ErrPermission.
+	// now leads elsewhere is refused with an error wrapping [fs.ErrPermission].
 	Resolved string
 	Access   []Access
 	// Reason says why, for the record and the audit trail ("apply model edit").
