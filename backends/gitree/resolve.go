@@ -7,7 +7,7 @@ import (
 )
 
 // Resolve returns the canonical location of p in the revision (see
-// vfs.Backend.Resolve). A revision is immutable, so the location stays true.
+// [vfs.Backend.Resolve]). A revision is immutable, so the location stays true.
 func (f *FS) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, error) {
 	const op = "resolve"
 	if err := ctx.Err(); err != nil {

@@ -280,7 +280,7 @@ func (r *repoState) blobSize(h plumbing.Hash) (int64, error) {
 	return o.Size(), nil
 }
 
-// treeView adapts a repoState to vfs.Tree for the shared resolver.
+// treeView adapts a repoState to [vfs.Tree] for the shared resolver.
 type treeView struct{ r *repoState }
 
 func (t treeView) Lookup(d node, name string) (node, bool, error) {
