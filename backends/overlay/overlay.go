@@ -338,8 +338,8 @@ func (o *Overlay) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, e
 	return mergeLayers(ctx, o, p, merge[vfs.DirInfo]{list: vfs.ReadDirInfo, name: name, up: up, low: low})
 }
 
-// merge is how mergeLayers lists one kind of entry (vfs.DirEntry or
-// vfs.DirInfo): list lists a layer's directory, name names an entry, up and
+// merge is how mergeLayers lists one kind of entry ([vfs.DirEntry] or
+// [vfs.DirInfo]): list lists a layer's directory, name names an entry, up and
 // low (either may be nil) adjust an upper entry and a shown lower one (with
 // its path).
 type merge[E any] struct {
@@ -474,7 +474,7 @@ func (f ovFile) Stat() (vfs.Info, error) {
 }
 
 // OpenStat is the upper file's status at its open, as Stat reports it (see
-// vfs.OpenStater).
+// [vfs.OpenStater]).
 func (f ovFile) OpenStat() (vfs.Info, bool) {
 	info, ok := vfs.OpenStat(f.File)
 	info.ID = upperID(info.ID)
@@ -490,13 +490,13 @@ func (f lowerFile) Stat() (vfs.Info, error) {
 }
 
 // OpenStat is the lower file's status at its open, as Stat reports it (see
-// vfs.OpenStater).
+// [vfs.OpenStater]).
 func (f lowerFile) OpenStat() (vfs.Info, bool) {
 	info, ok := vfs.OpenStat(f.File)
 	return ownerless(info), ok
 }
 
-// typedFile is a layer's file (ovFile, lowerFile) over a vfs.TypedFile: it
+// typedFile is a layer's file (ovFile, lowerFile) over a [vfs.TypedFile]: it
 // answers the type the backend's file knows, so the Dir above does not fstat
 // it at each open.
 type typedFile struct {
@@ -1082,8 +1082,8 @@ func (o *Overlay) readlink(ctx context.Context, p vfs.Path) (string, error) {
 }
 
 // Link makes newp another name of oldp, copying oldp up first. The
-// preconditions are every virtual backend's (vfs.CheckLinkSource,
-// vfs.CheckLinkDest).
+// preconditions are every virtual backend's ([vfs.CheckLinkSource],
+// [vfs.CheckLinkDest]).
 func (o *Overlay) Link(ctx context.Context, oldp, newp vfs.Path) error {
 	src, err := o.at(ctx, "link", oldp, false)
 	if err != nil {
