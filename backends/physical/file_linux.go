@@ -15,7 +15,7 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// file is an open regular file or directory: a descriptor behind the vfs.File
+// file is an open regular file or directory: a descriptor behind the [vfs.File]
 // contract, used with plain read/pread/write/pwrite calls. A readers-writer lock
 // keeps Close from releasing the descriptor (whose number the kernel could then
 // reuse for another file) while a call still uses it. Errors name the guest path
@@ -58,7 +58,7 @@ func (h *file) withOpenStat(st *unix.Stat_t) *file {
 	return h
 }
 
-// OpenStat returns the status of the object as the open checked it (vfs.OpenStater),
+// OpenStat returns the status of the object as the open checked it ([vfs.OpenStater]),
 // without a system call: the fstat of its O_PATH handle before the reopen, or of
 // the descriptor right after a checked open. Files opened for writing record none.
 func (h *file) OpenStat() (vfs.Info, bool) {
@@ -89,8 +89,8 @@ func (f *FS) newFile(fd int, p vfs.Path, flag int, typ fs.FileMode, nonblock boo
 	return h
 }
 
-// Type returns the type of the open file, fs.ModeDir or 0 for a regular file, as
-// checked when it was opened, without a system call (vfs.TypedFile).
+// Type returns the type of the open file, [fs.ModeDir] or 0 for a regular file, as
+// checked when it was opened, without a system call ([vfs.TypedFile]).
 func (h *file) Type() fs.FileMode { return h.typ }
 
 func (h *file) err(op string, err error) error {

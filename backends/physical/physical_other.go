@@ -10,7 +10,7 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// FS is a host directory served as a vfs.Backend. This build has no implementation:
+// FS is a host directory served as a [vfs.Backend]. This build has no implementation:
 // the backend needs Linux (openat2, O_PATH, renameat2), and New fails with
 // not_supported.
 type FS struct{}

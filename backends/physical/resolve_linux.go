@@ -35,7 +35,7 @@ const (
 )
 
 // lookupErr is a resolution failure the kernel's errno does not say precisely
-// enough. It becomes a *vfs.Error addressed to the caller's path.
+// enough. It becomes a [*vfs.Error] addressed to the caller's path.
 type lookupErr struct {
 	code vfs.Code
 	msg  string
@@ -55,7 +55,7 @@ var (
 	errNoSym      = &lookupErr{vfs.CodePermission, "symlinks are not followed here (SymlinksReject)"}
 	errXdev       = &lookupErr{vfs.CodeOutside, "path crosses a mount point (WithOneFilesystem)"}
 	errMagic      = &lookupErr{vfs.CodeOutside, "path leaves the root through a magic link or escaping symlink"}
-	// errResolvedLink: a symlink stands where a Resolved path (vfs.Path.Resolved)
+	// errResolvedLink: a symlink stands where a Resolved path ([vfs.Path.Resolved])
 	// would follow one. The path was resolved before a decision; the link came
 	// after it, so nothing is followed and nothing reached.
 	errResolvedLink = &lookupErr{vfs.CodeConflict, "a symlink stands on a resolved path (it changed after the decision)"}
