@@ -549,7 +549,7 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return 0
 }
 
-// handle is an open file: a vfs.File of the Backend view (a dir.Handle), checked
+// handle is an open file: a [vfs.File] of the Backend view (a dir.Handle), checked
 // at every call for revocation and, for writes, read-only and the write lock.
 type handle struct {
 	f     vfs.File
