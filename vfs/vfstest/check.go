@@ -147,8 +147,8 @@ func (c *checked) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEntry, erro
 	return d, c.check("ReadDir("+p.String()+")", err)
 }
 
-// ReadDirInfo is the backend's own (vfs.DirInfoReader) where it has one, else
-// the fallback vfs.ReadDirInfo takes: the checked backend is always one.
+// ReadDirInfo is the backend's own ([vfs.DirInfoReader]) where it has one, else
+// the fallback [vfs.ReadDirInfo] takes: the checked backend is always one.
 func (c *checked) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, error) {
 	infos, err := vfs.ReadDirInfo(ctx, c.b, p)
 	return infos, c.check("ReadDirInfo("+p.String()+")", err)
@@ -212,7 +212,7 @@ func (c *checked) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 	return &checked{b: s, t: c.t, markers: c.markers}, nil
 }
 
-// checkedFile wraps a File: errors must be *vfs.Error (io.EOF where io allows it),
+// checkedFile wraps a File: errors must be [*vfs.Error] (io.EOF where io allows it),
 // and counts must respect the io.Reader, io.ReaderAt and io.Writer contracts.
 type checkedFile struct {
 	f    vfs.File
@@ -287,11 +287,11 @@ func (f *checkedFile) Truncate(size int64) error {
 
 func (f *checkedFile) Sync() error { return f.checkErr("Sync", f.f.Sync(), false) }
 
-// OpenStat forwards to the wrapped File (vfs.OpenStater).
+// OpenStat forwards to the wrapped File ([vfs.OpenStater]).
 func (f *checkedFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(f.f) }
 
-// ResolveOpen and ResolveReadDir reach the wrapped backend's own (vfs.OpenResolver,
-// vfs.ListResolver), or the vfs fallbacks over it, and check their errors, except
+// ResolveOpen and ResolveReadDir reach the wrapped backend's own ([vfs.OpenResolver],
+// [vfs.ListResolver]), or the vfs fallbacks over it, and check their errors, except
 // the decision's own, which they must return unchanged.
 func (c *checked) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
 	var derr error

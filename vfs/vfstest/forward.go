@@ -44,7 +44,7 @@ type Forwarding struct {
 // of a directory, it asserts each interface through the type assertion a
 // caller makes and calls it. The call must succeed and reach the probe, unless
 // f says the wrapper withholds, answers or refuses it. An interface added to
-// vfs.Optionals without a call here fails.
+// [vfs.Optionals] without a call here fails.
 func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend, f Forwarding) {
 	t.Helper()
 	ctx := context.Background()

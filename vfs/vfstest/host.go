@@ -12,9 +12,9 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// hostRef is the reference the differential tests compare against: the vfs.Backend
+// hostRef is the reference the differential tests compare against: the [vfs.Backend]
 // SPI implemented directly with package os on a real directory, unconfined (the
-// scripts never escape), with errors mapped through vfs.Errno. Creation applies perm
+// scripts never escape), with errors mapped through [vfs.Errno]. Creation applies perm
 // exactly, as a virtual backend does, rather than masking it with the umask.
 type hostRef struct{ dir string }
 
@@ -124,7 +124,7 @@ func (h *hostRef) Sub(_ context.Context, p vfs.Path) (vfs.Backend, error) {
 	return nil, vfs.NewError(vfs.CodeNotSupported, "sub", p, "reference backend")
 }
 
-// hostFile adapts *os.File, keeping io.EOF and mapping other errors with vfs.Errno.
+// hostFile adapts *os.File, keeping io.EOF and mapping other errors with [vfs.Errno].
 type hostFile struct {
 	f *os.File
 	p vfs.Path

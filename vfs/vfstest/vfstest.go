@@ -16,7 +16,7 @@
 //     stat vs lstat, readlink, hard links, chmod, chtimes, and removal of an
 //     open file. On the os side, Rename is rename(2), and creation modes are
 //     applied without the umask. Each step's outcome and the final trees must
-//     match. The outcome is the vfs.Code of the error (host errors mapped with
+//     match. The outcome is the [vfs.Code] of the error (host errors mapped with
 //     [vfs.Errno]) and what the step observed.
 //   - Threats and Sub: the lines of THREATS.md that apply to a virtual backend.
 //     They are checked directly because capfs differs from os there. Guest paths
@@ -35,7 +35,7 @@
 //     and list what ReadDir of it lists.
 //   - OpenStat: where the backend's Files record their status at the open
 //     ([vfs.OpenStater]), that it is what Stat reported then, for OpenFile and
-//     vfs.ResolveOpen. Also that it stays so when the file changes.
+//     [vfs.ResolveOpen]. Also that it stays so when the file changes.
 //   - Errors: every error code a backend must produce. Each is a [*vfs.Error]
 //     (not wrapped) with the caller's path, an Op, the io/fs sentinel, and no
 //     host path. Every call on a closed File fails with closed.
@@ -46,7 +46,7 @@
 //     goroutines. Run it with -race.
 //
 // Every call of every group goes through a checking wrapper. These fail the
-// test: an error that is not a *vfs.Error, has an unknown Code or an empty Op,
+// test: an error that is not a [*vfs.Error], has an unknown Code or an empty Op,
 // fails its errors.Is sentinel, or names a host path ("/tmp/", the temporary
 // directory, or the backend's [vfs.HostPather] path). So does a File breaking
 // the [io.Reader], [io.ReaderAt] or [io.Writer] contracts.
