@@ -1,7 +1,8 @@
-// Package vfs is the core of capfs: the validated guest path type, the one error type
-// with stable codes, file information, the Backend and File storage SPI, the shared
-// symlink resolver every virtual backend uses, and the Namespace that composes
-// backends into one tree.
+// Package vfs is the core of capfs. It holds the validated guest path type
+// ([Path]), the one error type with stable codes ([Error]), file information
+// ([Info]), and the [Backend] and [File] storage SPI. It also holds the shared
+// symlink resolver every virtual backend uses ([Resolve]), and the [Namespace]
+// that composes backends into one tree.
 //
 // # Guarantees
 //

@@ -20,13 +20,16 @@ import (
 // A link may leave its mount only to come back into it. No backend follows a
 // target above its own root, nor an absolute one; it fails with
 // path_outside_sandbox. Then the namespace resolves the path itself. It follows
-// such a link when it leads back into the mount that holds it. That is a relative
-// target taken lexically from the link's directory ("../../proj/src/x" in a mount
-// at proj), or an absolute host path naming a place in a physical mount
-// ([HostLinkResolver]). A target landing anywhere else, another mount included,
-// is path_outside_sandbox. Every operation of the namespace does the same, so a
-// Dir without a policy reaches what a Dir with one decides on. A Sub of a mount is
-// a backend of its own and stays confined to itself.
+// such a link when it leads back into the mount that holds it:
+//   - a relative target, taken lexically from the link's directory
+//     ("../../proj/src/x" in a mount at proj);
+//   - an absolute host path naming a place in a physical mount
+//     ([HostLinkResolver]).
+//
+// A target landing anywhere else, another mount included, is
+// path_outside_sandbox. Every operation of the namespace does the same, so a Dir
+// without a policy reaches what a Dir with one decides on. A Sub of a mount is a
+// backend of its own and stays confined to itself.
 func (n *Namespace) Resolve(ctx context.Context, p Path, follow bool) (Location, error) {
 	t := n.table()
 	l := t.locate(p)
@@ -132,8 +135,8 @@ func (n *Namespace) ResolveOpen(ctx context.Context, p Path, decide func(Locatio
 
 // ResolveReadDir resolves p, lets decide rule on the location, and lists it.
 // It takes one lookup where the mount's backend offers one (see [ListResolver])
-// and p lies inside a mount with no other mount beneath it, so the listing needs
-// no mount merged in. decide sees the namespace location.
+// and p lies inside a mount with no other mount beneath it. Then the listing
+// needs no mount merged in. decide sees the namespace location.
 func (n *Namespace) ResolveReadDir(ctx context.Context, p Path, decide func(Location) error) ([]DirEntry, Location, error) {
 	t := n.table()
 	l := t.locate(p)

@@ -17,9 +17,8 @@ import "reflect"
 // A wrapper of a Backend (one that embeds it or holds it) implements every one
 // of them, so that wrapping never hides what the wrapped backend can do. It
 // forwards the read-side ones through the helper that falls back when the
-// wrapped backend lacks the interface ([ResolveStat], [ResolveOpen],
-// [ResolveReadDir], [ReadDirInfo], [Chown]), so that what it claims always
-// works. Where no fallback exists (Locator), it claims the interface only when
+// wrapped backend lacks the interface: [ResolveStat], [ResolveOpen],
+// [ResolveReadDir], [ReadDirInfo], [Chown]. So what it claims always works. Where no fallback exists (Locator), it claims the interface only when
 // the wrapped backend has it. A wrapper that withholds one, or answers it
 // itself, says why in its doc comment.
 // [github.com/capfs/capfs/vfs/vfstest.CheckForwards] checks a wrapper against

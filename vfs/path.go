@@ -268,9 +268,9 @@ func (p Path) WithDirMark(must bool) Path {
 // Such a path is a location that [Backend.Resolve] returned. Every component but
 // the last is a real directory (no symlink). The last component is whatever the
 // resolution stopped at. A backend given a Resolved path follows no symlink at
-// all, intermediate or final. Where it would follow one (a symlink swapped in
-// after the resolution, or a final link under an operation that follows it), the
-// call fails with conflict and reaches nothing. This is how a Dir acts on exactly
+// all, intermediate or final. It may meet one: a symlink swapped in after the
+// resolution, or a final link under an operation that follows it. Then the call
+// fails with conflict and reaches nothing. This is how a Dir acts on exactly
 // the location its policy decided on.
 func (p Path) Resolved() Path { p.resolved = true; return p }
 
