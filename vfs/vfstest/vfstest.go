@@ -45,11 +45,16 @@
 //     directories for escaping links under a Sub. A File is shared between
 //     goroutines. Run it with -race.
 //
-// Every call of every group goes through a checking wrapper. These fail the
-// test: an error that is not a [*vfs.Error], has an unknown Code or an empty Op,
-// fails its errors.Is sentinel, or names a host path ("/tmp/", the temporary
-// directory, or the backend's [vfs.HostPather] path). So does a File breaking
-// the [io.Reader], [io.ReaderAt] or [io.Writer] contracts.
+// Every call of every group goes through a checking wrapper. These errors fail
+// the test:
+//   - an error that is not a [*vfs.Error];
+//   - one with an unknown Code or an empty Op;
+//   - one that fails its errors.Is sentinel;
+//   - one that names a host path ("/tmp/", the temporary directory, or the
+//     backend's [vfs.HostPather] path).
+//
+// So does a File breaking the [io.Reader], [io.ReaderAt] or [io.Writer]
+// contracts.
 //
 // Tests the backend's Features rule out (symlinks, hard links, chmod, chtimes)
 // are skipped with a message naming the feature. Config.Skip skips named
