@@ -9,9 +9,9 @@ import (
 // Batch summarises the successful reads of one outer request (a content search
 // over thousands of files, say) in a single event.
 //
-// Some calls are counted in it instead of recorded: calls made with a context
-// carrying it ([WithBatch]), on a capability whose sink is wrapped by
-// [Batching], that end OK and whose op is "read", "list" or "stat".
+// Some calls are counted in it instead of recorded. A call is counted when it
+// is made with a context carrying it ([WithBatch]), on a capability whose sink
+// is wrapped by [Batching], ends OK, and its op is "read", "list" or "stat".
 // [Batch.Flush] then records one event standing for them. Every other event of
 // those calls (a refusal, a failure, any other op) is recorded as usual, at
 // once. Without Batching in front of the sink, a Batch counts nothing and every

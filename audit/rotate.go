@@ -570,9 +570,9 @@ func (b *bounded) Read(p []byte) (int, error) {
 // ScanLog reads every event of the log at path and calls fn for each, in file
 // order. It reads the rotated files first (see [LogFiles]).
 //
-// A line that is not an event, or a file that cannot be read to its end (a
-// compressed file cut short), is passed to bad (if not nil) with the file's
-// name, and the scan goes on. A non-nil error from fn or bad stops it and is
+// A line that is not an event is passed to bad (if not nil) with the file's
+// name, and the scan goes on. So is a file that cannot be read to its end (a
+// compressed file cut short). A non-nil error from fn or bad stops it and is
 // returned. A compressed file is read within its bound (see [MaxDecompressed]).
 // Past it, the file's events so far are kept and [ErrTooLarge] goes to bad.
 func ScanLog(path string, fn func(Event) error, bad func(file string, err error) error, opts ...ReadOption) error {
