@@ -37,10 +37,11 @@ func (a *Authority) GrantSetFor(s Subject) GrantSet {
 const MaxGrantSetBytes = 4 << 20
 
 // ParseGrantSet decodes and validates a [GrantSet] strictly.
-// These are errors wrapping [fs.ErrInvalid]: a document over
-// [MaxGrantSetBytes], unknown fields, trailing data, an unknown version, access
-// or status, a grant of another subject, an ended grant, or one over a secret
-// root.
+// These are errors wrapping [fs.ErrInvalid]:
+//   - a document over [MaxGrantSetBytes];
+//   - unknown fields or trailing data;
+//   - an unknown version, access or status;
+//   - a grant of another subject, an ended grant, or one over a secret root.
 func ParseGrantSet(data []byte) (GrantSet, error) {
 	var set GrantSet
 	if len(data) > MaxGrantSetBytes {

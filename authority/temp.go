@@ -32,8 +32,8 @@ const (
 	// temp base (WithTempBase), so sandboxed processes can be given it.
 	TempPhysical
 	// TempSQLite keeps it in one SQLite file (backends/sqlite) in a private
-	// 0700 directory under the temp base: off the process's heap, with a quota
-	// over all its bytes, reaped like TempPhysical.
+	// 0700 directory under the temp base. It is off the process's heap, with a
+	// quota over all its bytes, and reaped like TempPhysical.
 	TempSQLite
 )
 
