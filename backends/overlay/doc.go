@@ -1,6 +1,6 @@
-// Package overlay is the copy-on-write layer of a lazy sandbox: a
-// [vfs.Backend] showing a lower tree (a Dir's Backend view, never changed)
-// with a process's changes kept in a private upper directory on the host.
+// Package overlay is the copy-on-write layer of a lazy sandbox. Its [Overlay] is
+// a [vfs.Backend] showing a lower tree (a Dir's Backend view, never changed).
+// A process's changes are kept in a private upper directory on the host.
 //
 // An [Overlay] is served through a Dir: dir.New(overlay), then a FUSE mount
 // ([github.com/capfs/capfs/fuseexport.Mount]) for a sandboxed process. The Dir

@@ -1237,13 +1237,13 @@ func (o *Overlay) changeOf(ctx context.Context, c vfs.Path, typ fs.FileMode) (Ch
 
 // Bases returns a copy of every [Base] the overlay recorded, by path.
 //
-// There is one for each lower entry it copied up, replaced or removed, and for
-// each the process saw and the lower lost before the process made an entry
-// there. Each is the entry as the process first saw it, whether its path still
-// holds it or not. A renamed directory's entries stay under their old paths,
-// hidden by a whiteout. With the upper directory it is all a sync-back needs.
-// An upper entry without a Base is new. A Base without an upper entry at its
-// path was removed.
+// There is one for each lower entry it copied up, replaced or removed. There is
+// also one for each entry the process saw and the lower lost before the process
+// made an entry there. Each is the entry as the process first saw it, whether
+// its path still holds it or not. A renamed directory's entries stay under
+// their old paths, hidden by a whiteout. With the upper directory it is all a
+// sync-back needs. An upper entry without a Base is new. A Base without an
+// upper entry at its path was removed.
 func (o *Overlay) Bases() map[string]Base {
 	o.mu.Lock()
 	defer o.mu.Unlock()
