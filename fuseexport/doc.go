@@ -4,9 +4,10 @@
 //
 // [Mount](mountpoint, d, opts) mounts d. Every request the kernel sends becomes a
 // call on d's Backend view (dir.Dir.Backend). That is the same enforcement path
-// as every other Dir call: revocation, read-only attenuation and the host's write
-// lock, the policy (deciding on what the path reaches), hooks, and one audit
-// event. Open files are dir.Handle values, checked at every read and write.
+// as every other Dir call. It checks revocation, read-only attenuation and the
+// host's write lock, and the policy (deciding on what the path reaches). It runs
+// hooks and records one audit event. Open files are dir.Handle values, checked
+// at every read and write.
 //
 // # Guarantees
 //
