@@ -30,10 +30,7 @@ var AgentFS = Register(&Kind{
 
 // parseAgentFS takes the database file arg, which must exist.
 func parseAgentFS(spec *Spec, arg, base string) error {
-	if arg == "" {
-		return errors.New("agentfs needs a database file")
-	}
-	h, err := hostFile(arg, base)
+	h, err := hostFile(arg, base, "agentfs needs a database file")
 	if err != nil {
 		return err
 	}

@@ -31,9 +31,12 @@ func hostDir(src, base string) (string, error) {
 	return h, nil
 }
 
-// hostFile makes arg absolute, relative to base (or the current directory
-// when base is "").
-func hostFile(arg, base string) (string, error) {
+// hostFile makes the file arg absolute, relative to base (or the current
+// directory when base is ""); an empty arg is the error missing.
+func hostFile(arg, base, missing string) (string, error) {
+	if arg == "" {
+		return "", errors.New(missing)
+	}
 	h := arg
 	if !filepath.IsAbs(h) && base != "" {
 		h = filepath.Join(base, h)

@@ -29,6 +29,9 @@ func TestList(t *testing.T) {
 	if got := NameList(); got != "physical, git, memory, agentfs, cas or sqlite" {
 		t.Errorf("NameList() = %q", got)
 	}
+	if got := UsageList(); got != "physical:HOSTDIR, git:REPO[@REV], memory:[,quota=SIZE], agentfs:FILE (read-only), cas:DIGEST|NAME[,store=DIR], sqlite:FILE[,quota=SIZE][,sync=normal|full|off]" {
+		t.Errorf("UsageList() = %q", got)
+	}
 }
 
 // TestTraits: each question has one kind that answers yes, and a Spec
@@ -61,11 +64,7 @@ func TestTraits(t *testing.T) {
 // TestParseFlag: each kind's --mount form and messages (as cmd/capfs
 // printed them before the kinds moved here).
 func TestParseFlag(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	if err := os.Mkdir("d", 0o755); err != nil {
-		t.Fatal(err)
-	}
+	inTempDir(t)
 	p := vfs.MustParse("p")
 	for _, tc := range []struct{ arg, err string }{
 		{"", "missing kind: want PATH=KIND:ARG with KIND physical, git, memory, agentfs, cas or sqlite"},
@@ -89,11 +88,7 @@ func TestParseFlag(t *testing.T) {
 
 // TestParseFlagForms: what each form fills in.
 func TestParseFlagForms(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	if err := os.Mkdir("d", 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := inTempDir(t)
 	p := vfs.MustParse("p")
 	s, err := ParseFlag(p, "git:d@v1,ro")
 	if err != nil || !s.Revision() || s.Rev != "v1" || s.Host != filepath.Join(dir, "d") || !s.ReadOnly {
@@ -172,4 +167,16 @@ func TestRegisterTwice(t *testing.T) {
 		}
 	}()
 	Register(&Kind{Name: "memory"})
+}
+
+// inTempDir makes a temporary directory holding a directory d the current
+// one, and returns it.
+func inTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

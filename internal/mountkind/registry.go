@@ -62,6 +62,17 @@ func NameList() string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// UsageList lists every kind's --mount form for the flag's help, in [List]
+// order: "physical:HOSTDIR, git:REPO[@REV], ...".
+func UsageList() string {
+	ks := List()
+	usages := make([]string, len(ks))
+	for i, k := range ks {
+		usages[i] = k.Usage
+	}
+	return strings.Join(usages, ", ")
+}
+
 // ParseFlag parses the KIND:ARG[,OPT...] of --mount PATH=KIND:ARG, the mount
 // at path. Its errors say what is wrong, without the flag.
 func ParseFlag(path vfs.Path, arg string) (Spec, error) {

@@ -56,10 +56,7 @@ func sqliteOption(spec *Spec, opt string) (bool, error) {
 
 // parseSQLite takes the file arg, whose directory must exist.
 func parseSQLite(spec *Spec, arg, base string) error {
-	if arg == "" {
-		return errors.New("sqlite needs a file name")
-	}
-	h, err := hostFile(arg, base)
+	h, err := hostFile(arg, base, "sqlite needs a file name")
 	if err != nil {
 		return err
 	}
