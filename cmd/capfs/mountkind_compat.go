@@ -8,8 +8,8 @@ import (
 
 // The kind names and the table that run*.go, cmd_sync.go and session.go still
 // use. They go once those ask a mount's traits instead ([mountkind.Spec]'s
-// WorkTree, Revision, HostDir, Ephemeral) and session.go's --mount help lists
-// [mountkind.List].
+// WorkTree, Revision, HostDir, Ephemeral) and session.go's --mount help is
+// [mountkind.UsageList].
 var (
 	kindPhysical = mountkind.Physical.Name
 	kindGit      = mountkind.Git.Name
