@@ -16,19 +16,9 @@ var (
 		"Threats/29-31-hard-links": "physical.HardLinksReplace in the upper, as above",
 	}
 	subSkips = map[string]string{
-		"Sub": noSub,
-		"Threats/23-create-through-dangling-link":                  noSub,
-		"Threats/24-dotdot-in-target-is-physical":                  noSub,
-		"Threats/27-readlink-returns-stored-text":                  noSub,
-		"Resolve/escaping":                                         noSub,
-		"Resolve/resolved-no-symlink":                              noSub,
-		"Errors":                                                   noSub,
-		"Concurrency/attackers/37-exchange-dir-with-escaping-link": noSub,
-		"Concurrency/attackers/38-move-dir-out-mid-walk":           noSub,
+		"Sub/51-sub-pins-its-directory": "a Sub follows its directory by path, as the Overlay names every entry: after a rename it names the old path",
 	}
 )
-
-const noSub = "Overlay.Sub is not supported: the layer is served whole, and a Dir over it narrows it"
 
 func skips(sets ...map[string]string) map[string]string {
 	out := map[string]string{}
@@ -61,12 +51,6 @@ func TestConformanceThroughDir(t *testing.T) {
 			return d.Backend()
 		},
 		RejectsEscapingSymlinks: true,
-		Skip: skips(hardLinkSkips, subSkips, map[string]string{
-			"Basics/root":             dirOpen,
-			"Differential/open-flags": dirOpen,
-			"OpenStat":                dirOpen,
-		}),
+		Skip:                    skips(hardLinkSkips, subSkips),
 	})
 }
-
-const dirOpen = "a Dir opens a directory as a handle through the backend's Sub, which the Overlay does not support"

@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/capfs/capfs/backends/memory"
@@ -26,19 +27,35 @@ func overlayOver(t *testing.T) func(vfs.Backend) vfs.Backend {
 // the fused and listing calls it answers over its merged view, and keeps
 // the optional File interfaces of the files it opens in either layer.
 var overlayForwarding = vfstest.Forwarding{
-	Withheld: map[string]string{
-		"ListResolver":     "a listing merges two layers: a Dir resolves, decides, then lists (ReadDirInfo for READDIRPLUS)",
-		"HostPather":       "two layers are no one host directory",
-		"HostLinkResolver": "the overlay follows no host link: the kernel resolves links on its mount",
-		"Locator":          "the overlay is served whole: it has no Sub",
-		"Chowner":          "the overlay keeps no ownership",
+	Withheld: overlayWithheld,
+	Own:      overlayOwn,
+	Sub: &vfstest.Forwarding{
+		Withheld: overlayWithheld,
+		Own: withOwn(overlayOwn, map[string]string{
+			"StatResolver": "a Sub resolves beneath its root in the merged view, never with the lower's resolution, which its root does not bound",
+		}),
 	},
-	Own: map[string]string{
-		"OpenResolver": "opens in the layer its own resolution found the entry in",
-		"TypedFile":    "a file opened in the upper answers from the upper's file",
-		"OpenStater":   "a file opened in the upper answers from the upper's file",
-	},
-	NoSub: "the copy-on-write layer is served whole",
+}
+
+var overlayWithheld = map[string]string{
+	"ListResolver":     "a listing merges two layers: a Dir resolves, decides, then lists (ReadDirInfo for READDIRPLUS)",
+	"HostPather":       "two layers are no one host directory",
+	"HostLinkResolver": "the overlay follows no host link: the kernel resolves links on its mount",
+	"Locator":          "a Sub follows its directory by path (it resolves its root by name at each call): it pins no directory to locate",
+	"Chowner":          "the overlay keeps no ownership",
+}
+
+var overlayOwn = map[string]string{
+	"OpenResolver": "opens in the layer its own resolution found the entry in",
+	"TypedFile":    "a file opened in the upper answers from the upper's file",
+	"OpenStater":   "a file opened in the upper answers from the upper's file",
+}
+
+// withOwn is a copy of own with more's entries added.
+func withOwn(own, more map[string]string) map[string]string {
+	out := maps.Clone(own)
+	maps.Copy(out, more)
+	return out
 }
 
 // The Overlay hides none of the optional interfaces a lower with all of them

@@ -1157,16 +1157,6 @@ func (o *Overlay) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Tim
 	return o.upper.Chtimes(ctx, p, atime, mtime)
 }
 
-// Sub is not supported: an Overlay is served whole (a Dir over it narrows
-// it with its own Sub). A path that leads to no directory fails as a
-// resolution does (not_found, not_a_directory, too_many_links).
-func (o *Overlay) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
-	if _, err := o.atDir(ctx, "sub", p); err != nil {
-		return nil, err
-	}
-	return nil, vfs.NewError(vfs.CodeNotSupported, "sub", p, "the copy-on-write layer is served whole")
-}
-
 // Changes lists what the overlay changed, sorted by path.
 // It lists every upper entry: added where the lower had nothing visible,
 // modified where it replaced a lower entry. It lists every whiteout as deleted.

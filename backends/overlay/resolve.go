@@ -65,7 +65,25 @@ func (o *Overlay) resolve(ctx context.Context, p vfs.Path, follow bool, op strin
 		}
 		return vfs.Resolution[ovNode]{Name: n.p.Base(), Node: n, Found: found}, loc, nil
 	}
-	return vfs.ResolveLocation[ovNode](ctx, ovTree{o: o, ctx: ctx}, ovNode{p: vfs.Root, root: true}, p, follow, op)
+	return o.resolveFrom(ctx, vfs.Root, p, follow, op)
+}
+
+// resolveAt is resolve beneath directory top (a Sub's root): the Location
+// is relative to top. Only the overlay's own root takes the lower's
+// one-call path (resolveLower), since the lower's resolution is not bounded
+// by any other top.
+func (o *Overlay) resolveAt(ctx context.Context, top, p vfs.Path, follow bool, op string) (vfs.Resolution[ovNode], vfs.Location, error) {
+	if top.IsRoot() {
+		return o.resolve(ctx, p, follow, op)
+	}
+	return o.resolveFrom(ctx, top, p, follow, op)
+}
+
+// resolveFrom resolves p with the shared resolver, one layer lookup per
+// component, from directory top of the merged view: no symlink or ".."
+// leads above top (path_outside_sandbox).
+func (o *Overlay) resolveFrom(ctx context.Context, top, p vfs.Path, follow bool, op string) (vfs.Resolution[ovNode], vfs.Location, error) {
+	return vfs.ResolveLocation[ovNode](ctx, ovTree{o: o, ctx: ctx}, ovNode{p: top.Unresolved().WithoutDirMark(), root: true}, p, follow, op)
 }
 
 // resolveLower resolves p with one call to the lower, where only the lower
@@ -151,12 +169,17 @@ func (o *Overlay) Resolve(ctx context.Context, p vfs.Path, follow bool) (vfs.Loc
 // ResolveStat is Resolve plus the status of what it reached, as the
 // resolution found it (see [vfs.StatResolver]).
 func (o *Overlay) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
-	res, loc, err := o.resolve(ctx, p, follow, "resolve")
+	return o.resolveStat(ctx, vfs.Root, p, follow)
+}
+
+// resolveStat is ResolveStat beneath directory top (see resolveAt).
+func (o *Overlay) resolveStat(ctx context.Context, top, p vfs.Path, follow bool) (vfs.Location, vfs.Info, error) {
+	res, loc, err := o.resolveAt(ctx, top, p, follow, "resolve")
 	if err != nil || !loc.Found {
 		return loc, vfs.Info{}, err
 	}
 	if res.Node.root {
-		_, info, err := o.layer(ctx, "stat", vfs.Root)
+		_, info, err := o.layer(ctx, "stat", res.Node.p)
 		if err != nil {
 			return vfs.Location{}, vfs.Info{}, err
 		}
@@ -169,27 +192,34 @@ func (o *Overlay) ResolveStat(ctx context.Context, p vfs.Path, follow bool) (vfs
 // reading the entry the resolution reached, in the layer it was found in
 // (see [vfs.OpenResolver]).
 func (o *Overlay) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
-	res, loc, err := o.resolve(ctx, p, true, "resolve")
+	return o.resolveOpen(ctx, vfs.Root, p, decide)
+}
+
+// resolveOpen is ResolveOpen beneath directory top (see resolveAt): decide
+// sees the Location relative to top.
+func (o *Overlay) resolveOpen(ctx context.Context, top, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	res, loc, err := o.resolveAt(ctx, top, p, true, "resolve")
 	if err != nil {
 		return nil, vfs.Location{}, err
 	}
 	if err := decide(loc); err != nil {
 		return nil, loc, err
 	}
+	at := top.Join(loc.Path)
 	var f vfs.File
 	switch {
 	case !loc.Found || res.Node.root:
-		f, err = o.OpenFile(ctx, loc.Path, os.O_RDONLY, 0)
+		f, err = o.OpenFile(ctx, at, os.O_RDONLY, 0)
 	case res.Node.inUpper:
-		f, err = upperFile(o.upper.OpenFile(ctx, loc.Path, os.O_RDONLY, 0))
+		f, err = upperFile(o.upper.OpenFile(ctx, at, os.O_RDONLY, 0))
 	default:
-		f, err = o.lower.OpenFile(ctx, loc.Path.Unresolved(), os.O_RDONLY, 0)
+		f, err = o.lower.OpenFile(ctx, at.Unresolved(), os.O_RDONLY, 0)
 		if err == nil {
 			f = lowerOf(f)
 		}
 	}
 	if err != nil {
-		if e, ok := err.(*vfs.Error); ok && e.Path == loc.Path.String() {
+		if e, ok := err.(*vfs.Error); ok && e.Path == at.String() {
 			e.Path = p.String()
 		}
 		return nil, loc, err
