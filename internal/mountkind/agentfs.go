@@ -19,14 +19,17 @@ var AgentFS = Register(&Kind{
 	Usage: "agentfs:FILE (read-only)",
 	Help:  "an AgentFS database (capfs sqlite import-agentfs copies one to sqlite)",
 	Parse: parseAgentFS,
-	Open: func(_ context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
-		f, err := sqlite.OpenAgentFS(spec.Host)
-		if err != nil {
-			return nil, AgentFSError(filepath.Base(spec.Host), err)
-		}
-		return f, nil
-	},
+	Open:  openAgentFS,
 })
+
+// openAgentFS opens the database spec.Host read-only.
+func openAgentFS(_ context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
+	f, err := sqlite.OpenAgentFS(spec.Host)
+	if err != nil {
+		return nil, AgentFSError(filepath.Base(spec.Host), err)
+	}
+	return f, nil
+}
 
 // parseAgentFS takes the database file arg, which must exist.
 func parseAgentFS(spec *Spec, arg, base string) error {

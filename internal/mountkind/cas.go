@@ -18,34 +18,41 @@ import (
 // the store given by ",store=DIR", else $CAPFS_CAS_STORE, else the user cache
 // directory's capfs/cas.
 var CAS = Register(&Kind{
-	Name:  "cas",
-	Usage: "cas:DIGEST|NAME[,store=DIR]",
-	Help:  "a content-addressed snapshot, read-only (capfs snapshot)",
-	Option: func(spec *Spec, opt string) (bool, error) {
-		v, ok := strings.CutPrefix(opt, "store=")
-		if !ok {
-			return false, nil
-		}
-		if v == "" {
-			return false, errors.New("empty store directory")
-		}
-		setOpt(spec, "store", v)
-		return true, nil
-	},
-	Parse: parseCAS,
-	Open: func(ctx context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
-		st, err := OpenCASStore(spec.Opts["store"])
-		if err != nil {
-			return nil, err
-		}
-		f, err := MountCAS(ctx, st, spec.Source)
-		if err != nil {
-			st.Close()
-			return nil, err
-		}
-		return &casMount{FS: f, st: st}, nil
-	},
+	Name:   "cas",
+	Usage:  "cas:DIGEST|NAME[,store=DIR]",
+	Help:   "a content-addressed snapshot, read-only (capfs snapshot)",
+	Option: casOption,
+	Parse:  parseCAS,
+	Open:   openCAS,
 })
+
+// casOption takes ",store=DIR".
+func casOption(spec *Spec, opt string) (bool, error) {
+	v, ok := strings.CutPrefix(opt, "store=")
+	if !ok {
+		return false, nil
+	}
+	if v == "" {
+		return false, errors.New("empty store directory")
+	}
+	setOpt(spec, "store", v)
+	return true, nil
+}
+
+// openCAS mounts the tree spec.Source names in its store; the mount closes
+// the store.
+func openCAS(ctx context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
+	st, err := OpenCASStore(spec.Opts["store"])
+	if err != nil {
+		return nil, err
+	}
+	f, err := MountCAS(ctx, st, spec.Source)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &casMount{FS: f, st: st}, nil
+}
 
 // parseCAS checks arg is a digest or a root name; a relative store is taken
 // from base.

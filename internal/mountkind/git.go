@@ -22,26 +22,33 @@ var Git = Register(&Kind{
 	Usage:  "git:REPO[@REV]",
 	Help:   "a git revision as a tree, always read-only (REV: HEAD)",
 	Traits: Traits{Revision: true},
-	Flag: func(spec *Spec, arg string) error {
-		if arg == "" {
-			return errors.New("git needs a repository: PATH=git:REPO[@REV]")
-		}
-		spec.Source, spec.Rev = splitRepoRev(arg)
-		spec.ReadOnly = true
-		return setHostDir(spec, "")
-	},
-	Config: func(spec *Spec, c Config, base string) error {
-		if c.Source == "" {
-			return errors.New("git needs source")
-		}
-		if spec.Rev == "" {
-			spec.Rev = "HEAD"
-		}
-		spec.ReadOnly = true
-		return setHostDir(spec, base)
-	},
-	Open: openGit,
+	Flag:   gitFlag,
+	Config: gitConfig,
+	Open:   openGit,
 })
+
+// gitFlag takes the REPO[@REV] of --mount PATH=git:REPO[@REV].
+func gitFlag(spec *Spec, arg string) error {
+	if arg == "" {
+		return errors.New("git needs a repository: PATH=git:REPO[@REV]")
+	}
+	spec.Source, spec.Rev = splitRepoRev(arg)
+	spec.ReadOnly = true
+	return setHostDir(spec, "")
+}
+
+// gitConfig takes a configuration file's git mount: a source, relative to
+// base, at rev (HEAD when none).
+func gitConfig(spec *Spec, c Config, base string) error {
+	if c.Source == "" {
+		return errors.New("git needs source")
+	}
+	if spec.Rev == "" {
+		spec.Rev = "HEAD"
+	}
+	spec.ReadOnly = true
+	return setHostDir(spec, base)
+}
 
 // splitRepoRev splits REPO[@REV] at the first "@" whose left part is an
 // existing directory; with none, the whole argument is the repository and the

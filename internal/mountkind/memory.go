@@ -18,44 +18,57 @@ var Memory = Register(&Kind{
 	Help:    "an empty in-memory tree (gone when capfs exits)",
 	Traits:  Traits{Ephemeral: true},
 	Options: "ro, rw or quota=SIZE",
-	Option: func(spec *Spec, opt string) (bool, error) {
-		v, ok := strings.CutPrefix(opt, "quota=")
-		if !ok {
-			return false, nil
-		}
-		q, err := ParseQuota(v)
+	Option:  memoryOption,
+	Flag:    memoryFlag,
+	Config:  memoryConfig,
+	Open:    openMemory,
+})
+
+// memoryOption takes ",quota=SIZE".
+func memoryOption(spec *Spec, opt string) (bool, error) {
+	v, ok := strings.CutPrefix(opt, "quota=")
+	if !ok {
+		return false, nil
+	}
+	q, err := ParseQuota(v)
+	if err != nil {
+		return false, err
+	}
+	spec.Quota = q
+	return true, nil
+}
+
+// memoryFlag refuses an argument: --mount PATH=memory: takes none.
+func memoryFlag(_ *Spec, arg string) error {
+	if arg != "" {
+		return errors.New("memory takes no argument: PATH=memory:[,quota=SIZE]")
+	}
+	return nil
+}
+
+// memoryConfig takes a configuration file's memory mount: a quota, no
+// source or rev.
+func memoryConfig(spec *Spec, c Config, _ string) error {
+	if c.Source != "" || c.Rev != "" {
+		return errors.New("memory takes no source or rev")
+	}
+	if c.Quota != "" {
+		q, err := ParseQuota(c.Quota)
 		if err != nil {
-			return false, err
+			return fmt.Errorf("quota = %q: %v", c.Quota, err)
 		}
 		spec.Quota = q
-		return true, nil
-	},
-	Flag: func(_ *Spec, arg string) error {
-		if arg != "" {
-			return errors.New("memory takes no argument: PATH=memory:[,quota=SIZE]")
-		}
-		return nil
-	},
-	Config: func(spec *Spec, c Config, _ string) error {
-		if c.Source != "" || c.Rev != "" {
-			return errors.New("memory takes no source or rev")
-		}
-		if c.Quota != "" {
-			q, err := ParseQuota(c.Quota)
-			if err != nil {
-				return fmt.Errorf("quota = %q: %v", c.Quota, err)
-			}
-			spec.Quota = q
-		}
-		return nil
-	},
-	Open: func(_ context.Context, spec *Spec, env Env) (vfs.Backend, error) {
-		if spec.Quota == 0 {
-			spec.Quota = env.MemoryQuota
-		}
-		return newMemory(spec.Quota), nil
-	},
-})
+	}
+	return nil
+}
+
+// openMemory opens an empty tree with spec's quota, else env's.
+func openMemory(_ context.Context, spec *Spec, env Env) (vfs.Backend, error) {
+	if spec.Quota == 0 {
+		spec.Quota = env.MemoryQuota
+	}
+	return newMemory(spec.Quota), nil
+}
 
 // newMemory is a memory backend with quota bytes (negative: no limit). The
 // quota bounds every file too: growing one past it fails with quota_exceeded.

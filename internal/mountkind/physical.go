@@ -17,24 +17,31 @@ var Physical = Register(&Kind{
 	Usage:  "physical:HOSTDIR",
 	Help:   "a host directory (read-write unless ,ro)",
 	Traits: Traits{WorkTree: true},
-	Flag: func(spec *Spec, arg string) error {
-		if arg == "" {
-			return errors.New("physical needs a host directory: PATH=physical:HOSTDIR")
-		}
-		spec.Source = arg
-		return setHostDir(spec, "")
-	},
-	Config: func(spec *Spec, c Config, base string) error {
-		if c.Source == "" {
-			return errors.New("physical needs source")
-		}
-		if c.Rev != "" {
-			return errors.New("rev applies to git mounts only")
-		}
-		return setHostDir(spec, base)
-	},
-	Open: openPhysical,
+	Flag:   physicalFlag,
+	Config: physicalConfig,
+	Open:   openPhysical,
 })
+
+// physicalFlag takes the host directory of --mount PATH=physical:HOSTDIR.
+func physicalFlag(spec *Spec, arg string) error {
+	if arg == "" {
+		return errors.New("physical needs a host directory: PATH=physical:HOSTDIR")
+	}
+	spec.Source = arg
+	return setHostDir(spec, "")
+}
+
+// physicalConfig takes a configuration file's physical mount: a source,
+// relative to base, and no rev.
+func physicalConfig(spec *Spec, c Config, base string) error {
+	if c.Source == "" {
+		return errors.New("physical needs source")
+	}
+	if c.Rev != "" {
+		return errors.New("rev applies to git mounts only")
+	}
+	return setHostDir(spec, base)
+}
 
 // setHostDir sets spec.Host to the directory spec.Source names.
 func setHostDir(spec *Spec, base string) error {

@@ -26,14 +26,17 @@ var SQLite = Register(&Kind{
 	Traits: Traits{Persistent: true},
 	Option: sqliteOption,
 	Parse:  parseSQLite,
-	Open: func(_ context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
-		opts, err := sqliteOptions(*spec)
-		if err != nil {
-			return nil, err
-		}
-		return OpenSQLite(spec.Host, opts...)
-	},
+	Open:   openSQLiteMount,
 })
+
+// openSQLiteMount opens the scratch file spec.Host with spec's options.
+func openSQLiteMount(_ context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
+	opts, err := sqliteOptions(*spec)
+	if err != nil {
+		return nil, err
+	}
+	return OpenSQLite(spec.Host, opts...)
+}
 
 // sqliteOption takes ",quota=SIZE" and ",sync=MODE".
 func sqliteOption(spec *Spec, opt string) (bool, error) {
