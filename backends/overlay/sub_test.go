@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -162,5 +163,31 @@ func wantCode(t *testing.T, err error, code vfs.Code, what string) {
 	var e *vfs.Error
 	if errors.As(err, &e) && strings.HasPrefix(e.Path, "sd") {
 		t.Errorf("%s = %v: names the overlay-absolute path", what, err)
+	}
+}
+
+// A file opened through a Sub keeps the layer file's host descriptor: an
+// upper file answers (for a mount's passthrough), a lower one does not.
+func TestSubFileForwardsHostFd(t *testing.T) {
+	o := subFixture(t)
+	sb, err := o.Sub(bg, vfs.MustParse("sd"))
+	if err != nil {
+		t.Fatalf("Sub(sd): %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		want bool
+	}{{"up", true}, {"f", false}} {
+		h, err := sb.OpenFile(bg, vfs.MustParse(c.name), os.O_RDONLY, 0)
+		if err != nil {
+			t.Fatalf("Sub(sd).OpenFile(%s): %v", c.name, err)
+		}
+		if _, ok := hostfd.Of(h); ok != c.want {
+			t.Errorf("hostfd.Of(Sub(sd) file %s) = %v; want %v", c.name, ok, c.want)
+		}
+		if _, ok := h.(vfs.TypedFile); !ok {
+			t.Errorf("Sub(sd) file %s (%T) drops vfs.TypedFile", c.name, h)
+		}
+		h.Close()
 	}
 }
