@@ -37,18 +37,26 @@ func FuzzParseMountFlag(f *testing.F) {
 		if perr != nil || !again.Equal(spec.Path) {
 			t.Fatalf("parseMountFlag(%q): path %q does not round-trip: %v", arg, spec.Path, perr)
 		}
-		k := mountkind.Lookup(spec.Kind)
-		switch {
-		case k == nil:
-			t.Fatalf("parseMountFlag(%q): kind %q", arg, spec.Kind)
-		case k.WorkTree && !spec.WorkTree():
-			t.Fatalf("parseMountFlag(%q): work tree mount without a host path %+v", arg, spec)
-		case k.Revision && (!spec.ReadOnly || !spec.Revision() || spec.Rev == ""):
-			t.Fatalf("parseMountFlag(%q): git mount %+v", arg, spec)
-		case k.Ephemeral && (spec.Host != "" || spec.Source != ""):
-			t.Fatalf("parseMountFlag(%q): memory mount with a source %+v", arg, spec)
-		case !k.WorkTree && !k.Revision && spec.HostDir() != "":
-			t.Fatalf("parseMountFlag(%q): host directory of a %s mount %+v", arg, spec.Kind, spec)
-		}
+		checkMountKind(t, arg, spec)
 	})
+}
+
+// checkMountKind checks what spec's kind promises: a work tree has its host
+// directory, a git revision is read-only, a memory mount has no source, and
+// only those two have a host directory.
+func checkMountKind(t *testing.T, arg string, spec mountSpec) {
+	t.Helper()
+	k := mountkind.Lookup(spec.Kind)
+	switch {
+	case k == nil:
+		t.Fatalf("parseMountFlag(%q): kind %q", arg, spec.Kind)
+	case k.WorkTree && !spec.WorkTree():
+		t.Fatalf("parseMountFlag(%q): work tree mount without a host path %+v", arg, spec)
+	case k.Revision && (!spec.ReadOnly || !spec.Revision() || spec.Rev == ""):
+		t.Fatalf("parseMountFlag(%q): git mount %+v", arg, spec)
+	case k.Ephemeral && (spec.Host != "" || spec.Source != ""):
+		t.Fatalf("parseMountFlag(%q): memory mount with a source %+v", arg, spec)
+	case !k.WorkTree && !k.Revision && spec.HostDir() != "":
+		t.Fatalf("parseMountFlag(%q): host directory of a %s mount %+v", arg, spec.Kind, spec)
+	}
 }
