@@ -232,7 +232,7 @@ func (n *node) setModeTimes(ctx context.Context, p vfs.Path, gone syscall.Errno,
 		return syscall.EOPNOTSUPP
 	}
 	if modeSet {
-		if err := n.s.b.Chmod(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
+		if err := n.s.b.Chmod(ctx, p, vfs.FileModeOf(mode)&^fs.ModeType); err != nil {
 			return errnoOf(err, opWrite)
 		}
 	}
@@ -275,7 +275,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, syscall.EPERM
 	}
 	flag := openFlags(flags) | os.O_CREATE
-	perm := unixToMode(mode) &^ fs.ModeType
+	perm := vfs.FileModeOf(mode) &^ fs.ModeType
 	existed := true
 	var (
 		f   vfs.File
@@ -328,7 +328,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if errno != 0 {
 		return nil, errno
 	}
-	if err := n.s.b.Mkdir(ctx, p, unixToMode(mode)&^fs.ModeType); err != nil {
+	if err := n.s.b.Mkdir(ctx, p, vfs.FileModeOf(mode)&^fs.ModeType); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
 	return n.lookupNew(ctx, p, out, true)
@@ -347,7 +347,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	if errno != 0 {
 		return nil, errno
 	}
-	f, err := n.s.b.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, unixToMode(mode)&^fs.ModeType)
+	f, err := n.s.b.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, vfs.FileModeOf(mode)&^fs.ModeType)
 	if err != nil {
 		return nil, errnoOf(err, opWrite)
 	}

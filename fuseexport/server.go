@@ -462,7 +462,7 @@ func (s *Server) invalidate(p vfs.Path) {
 func (s *Server) newChild(ctx context.Context, parent *node, p vfs.Path, info vfs.Info, out *fuse.EntryOut) *gofs.Inode {
 	ino := s.ino(p, info)
 	s.fillAttr(ino, info, &out.Attr)
-	mode := modeToUnix(info.Mode) & syscall.S_IFMT
+	mode := vfs.UnixMode(info.Mode) & syscall.S_IFMT
 	return parent.NewInode(ctx, &node{s: s}, gofs.StableAttr{Mode: mode, Ino: ino})
 }
 
@@ -476,7 +476,7 @@ func (s *Server) fillAttr(ino uint64, info vfs.Info, a *fuse.Attr) {
 	a.Size = uint64(size)
 	a.Blocks = (a.Size + 511) / 512
 	a.Blksize = 4096
-	a.Mode = modeToUnix(info.Mode)
+	a.Mode = vfs.UnixMode(info.Mode)
 	a.Nlink = 1
 	if info.Nlink > 0 {
 		a.Nlink = uint32(info.Nlink)
@@ -579,7 +579,7 @@ func (s *Server) dirents(ctx context.Context, p vfs.Path, n int, entry func(int)
 				continue
 			}
 		}
-		ents = append(ents, fuse.DirEntry{Name: name, Mode: modeToUnix(t) & syscall.S_IFMT})
+		ents = append(ents, fuse.DirEntry{Name: name, Mode: vfs.UnixMode(t) & syscall.S_IFMT})
 	}
 	return ents
 }
