@@ -105,7 +105,7 @@ func (f *FS) resolveFast(root int, p vfs.Path, follow bool, st *unix.Stat_t) (lo
 	self := func(st *unix.Stat_t) (vfs.Location, bool, error) {
 		l := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: st != nil}
 		if st != nil {
-			l.Type = fileMode(st.Mode).Type()
+			l.Type = vfs.FileModeOf(st.Mode).Type()
 		}
 		return l, true, nil
 	}
@@ -193,7 +193,7 @@ func (f *FS) resolveWalk(ctx context.Context, root int, p vfs.Path, follow bool,
 		}
 		loc := vfs.Location{Path: q.Resolved(), Found: w.found}
 		if w.found {
-			loc.Type = fileMode(w.st.Mode).Type()
+			loc.Type = vfs.FileModeOf(w.st.Mode).Type()
 			*st = w.st
 		}
 		return loc, nil
@@ -486,7 +486,7 @@ func (f *FS) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locati
 			if err != nil {
 				return nil, loc, wrap(op, p, err)
 			}
-			return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false).withOpenStat(&st), loc, nil
+			return f.newFile(fd, p, os.O_RDONLY, vfs.FileModeOf(st.Mode).Type(), false).withOpenStat(&st), loc, nil
 		}
 		if err != errNotObject {
 			f.leave()
@@ -592,7 +592,7 @@ func (f *FS) resolveObject(ctx context.Context, root int, p vfs.Path) (int, vfs.
 			unix.Close(fd)
 			return -1, vfs.Location{}, st, err
 		}
-		loc := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: true, Type: fileMode(st.Mode).Type()}
+		loc := vfs.Location{Path: p.WithoutDirMark().Resolved(), Found: true, Type: vfs.FileModeOf(st.Mode).Type()}
 		return fd, loc, st, nil
 	case err == unix.ELOOP && !p.IsResolved():
 		for range maxRaces {
@@ -616,7 +616,7 @@ func (f *FS) resolveObject(ctx context.Context, root int, p vfs.Path) (int, vfs.
 			w.obj = -1
 			st = w.st
 			w.close()
-			return obj, vfs.Location{Path: q.Resolved(), Found: true, Type: fileMode(st.Mode).Type()}, st, nil
+			return obj, vfs.Location{Path: q.Resolved(), Found: true, Type: vfs.FileModeOf(st.Mode).Type()}, st, nil
 		}
 		return -1, vfs.Location{}, st, errRaced
 	case err == unix.ELOOP:

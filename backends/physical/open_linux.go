@@ -113,7 +113,7 @@ func (f *FS) openRead(ctx context.Context, root int, p vfs.Path) (*file, error) 
 		if err != nil {
 			return nil, err
 		}
-		return f.newFile(fd, p, os.O_RDONLY, fileMode(st.Mode).Type(), false).withOpenStat(&st), nil
+		return f.newFile(fd, p, os.O_RDONLY, vfs.FileModeOf(st.Mode).Type(), false).withOpenStat(&st), nil
 	}
 	fd, err := f.openChecked(ctx, root, p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, true, func(st *unix.Stat_t) error {
 		if st == nil {
@@ -231,7 +231,7 @@ func (f *FS) finishOpen(fd int, p vfs.Path, st *unix.Stat_t, flag int) (*file, e
 		unix.Close(fd)
 		return nil, err
 	}
-	h := f.newFile(fd, p, flag, fileMode(st.Mode).Type(), true)
+	h := f.newFile(fd, p, flag, vfs.FileModeOf(st.Mode).Type(), true)
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		h.withOpenStat(st)
 	}

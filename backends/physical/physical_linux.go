@@ -450,7 +450,7 @@ func infoOf(st *unix.Stat_t, name string, rootDev uint64) vfs.Info {
 	return vfs.Info{
 		Name:       name,
 		Size:       st.Size,
-		Mode:       fileMode(st.Mode),
+		Mode:       vfs.FileModeOf(st.Mode),
 		ModTime:    time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
 		ChangeTime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
 		Nlink:      int(st.Nlink),
@@ -459,35 +459,6 @@ func infoOf(st *unix.Stat_t, name string, rootDev uint64) vfs.Info {
 		Uid:        int(st.Uid),
 		Gid:        int(st.Gid),
 	}
-}
-
-// fileMode converts st_mode as package os does.
-func fileMode(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	switch m & unix.S_IFMT {
-	case unix.S_IFDIR:
-		mode |= fs.ModeDir
-	case unix.S_IFLNK:
-		mode |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		mode |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		mode |= fs.ModeSocket
-	case unix.S_IFCHR:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		mode |= fs.ModeDevice
-	}
-	if m&unix.S_ISUID != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&unix.S_ISGID != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&unix.S_ISVTX != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
 }
 
 // readDirFd lists the open directory fd with getdents64, sorted by name. d_type
@@ -560,5 +531,5 @@ func direntType(dir int, name string, typ byte) (fs.FileMode, bool) {
 	if err := lstatAt(dir, name, &st); err != nil {
 		return 0, false
 	}
-	return fileMode(st.Mode).Type(), true
+	return vfs.FileModeOf(st.Mode).Type(), true
 }
