@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/capfs/capfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -151,34 +152,8 @@ func readlinkAt(dirfd int, name string) (string, error) {
 
 // typeOf returns the fs type bits and the permission-plus-special bits of st.
 func typeOf(st *unix.Stat_t) (typ, mode fs.FileMode) {
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-	case unix.S_IFDIR:
-		typ = fs.ModeDir
-	case unix.S_IFLNK:
-		typ = fs.ModeSymlink
-	case unix.S_IFIFO:
-		typ = fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		typ = fs.ModeSocket
-	case unix.S_IFCHR:
-		typ = fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		typ = fs.ModeDevice
-	default:
-		typ = fs.ModeIrregular
-	}
-	mode = fs.FileMode(st.Mode & 0o777)
-	if st.Mode&unix.S_ISUID != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if st.Mode&unix.S_ISGID != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if st.Mode&unix.S_ISVTX != 0 {
-		mode |= fs.ModeSticky
-	}
-	return typ, mode
+	m := vfs.FileModeOf(st.Mode)
+	return m.Type(), m &^ fs.ModeType
 }
 
 // keyOf is st's stat-cache key.
