@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -296,7 +295,7 @@ func (a *Authority) Grant(ctx context.Context, req GrantRequest) (*dir.Dir, Gran
 	}
 	p, err := vfs.ParseGuest(rawPath)
 	if err != nil {
-		return nil, Grant{}, reop(err, "Grant")
+		return nil, Grant{}, vfs.Reop(err, "Grant")
 	}
 
 	a.mu.Lock()
@@ -389,7 +388,7 @@ func (a *Authority) build(ctx context.Context, g *grant, r *root, p vfs.Path) (*
 		}
 		if err != nil {
 			ctl.Revoke()
-			return nil, "", reop(err, "Grant")
+			return nil, "", vfs.Reop(err, "Grant")
 		}
 		d = child.Dir()
 	}
@@ -661,13 +660,4 @@ type grantSink struct {
 func (s grantSink) Record(ctx context.Context, e audit.Event) {
 	e.Grant = s.id
 	s.sink.Record(ctx, e)
-}
-
-// reop changes only the Op of a *vfs.Error.
-func reop(err error, op string) error {
-	var ve *vfs.Error
-	if errors.As(err, &ve) {
-		return vfs.Readdress(ve, op, ve.Path, ve.Dest)
-	}
-	return err
 }

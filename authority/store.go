@@ -226,7 +226,7 @@ func (a *Authority) Restore(ctx context.Context, id string) (*dir.Dir, Grant, er
 	if err != nil {
 		g.root = nil
 		g.ctl = nil
-		return nil, Grant{}, reop(err, "Restore")
+		return nil, Grant{}, vfs.Reop(err, "Restore")
 	}
 	if g.rec.Resolved == "" {
 		g.rec.Resolved = loc // a record written before Resolved was kept
