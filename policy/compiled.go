@@ -544,10 +544,11 @@ func (m *matcher) stepAll(comp string, depth int, cur, next *stateSet, out *idSe
 // dirWalk is a matcher's walk of a directory's path, kept so that the walks
 // of the paths beneath it resume there (matcher.walkShared).
 type dirWalk struct {
-	dir  string
-	cur  stateSet // the positions after dir's last component
-	out  idSet    // what the walk of dir matched whatever follows
-	high byte
+	dir     string
+	cur     stateSet // the positions after dir's last component
+	out     idSet    // what the walk of dir matched whatever follows
+	matched bool     // out holds an id
+	high    byte
 }
 
 // walkDir walks dir, a directory's path, and returns where the walk stands
@@ -567,6 +568,7 @@ func (m *matcher) walkDir(dir string) *dirWalk {
 		w.cur = *cur
 	}
 	w.high = high
+	w.matched = w.out != (idSet{})
 	return w
 }
 
@@ -591,12 +593,36 @@ func (m *matcher) walkShared(path string, out *idSet) walkStatus {
 		w.dir = strings.Clone(dir) // path may be a slice of a larger string
 		m.last.Store(w)
 	}
-	for k := range out {
-		out[k] |= w.out[k]
+	var next stateSet
+	st, high := m.walkLast(path[i+1:], w, out, &next)
+	if st == walkOK && high >= utf8.RuneSelf && !utf8.ValidString(path) {
+		return walkInvalid
 	}
-	cur, next := w.cur, stateSet{}
-	st, end, high := m.walkOn(path, i+1, 1, &cur, &next, out)
-	return m.walkEnd(path, st, end, high|w.high, out)
+	return m.walkEnd(path, st, &next, 0, out)
+}
+
+// walkLast walks comp, the last component of a path, from w, the kept walk of
+// the path's directory, into next (which walkEnd then finishes). It only
+// reads w. It returns how the walk went and every byte of the path or-ed
+// (high: non-ASCII text needs a UTF-8 check, which is the caller's).
+func (m *matcher) walkLast(comp string, w *dirWalk, out *idSet, next *stateSet) (walkStatus, byte) {
+	if n := len(comp); n == 0 || comp[0] == '.' && (n == 1 || n == 2 && comp[1] == '.') {
+		return walkInvalid, 0 // an empty, "." or ".." element
+	}
+	if w.matched {
+		for k := range out {
+			out[k] |= w.out[k]
+		}
+	}
+	m.stepAll(comp, 1, &w.cur, next, out)
+	if next.over {
+		return walkOver, 0
+	}
+	high := w.high
+	for i := 0; i < len(comp); i++ {
+		high |= comp[i]
+	}
+	return walkOK, high
 }
 
 // walkUnder is walkShared on the path base + "/" + rel (two clean paths,
@@ -620,16 +646,13 @@ func (m *matcher) walkUnder(base, rel string, out *idSet) (st walkStatus, ok boo
 		}
 		last = rel[i+1:]
 	}
-	for k := range out {
-		out[k] |= w.out[k]
-	}
-	cur, next := w.cur, stateSet{}
-	st, end, high := m.walkOn(last, 0, 1, &cur, &next, out)
+	var next stateSet
+	st, high := m.walkLast(last, w, out, &next)
 	// The whole path is valid UTF-8 where its pieces are (they meet at a "/").
-	if st == walkOK && (high|w.high) >= utf8.RuneSelf && !(utf8.ValidString(base) && utf8.ValidString(rel)) {
+	if st == walkOK && high >= utf8.RuneSelf && !(utf8.ValidString(base) && utf8.ValidString(rel)) {
 		return walkInvalid, true
 	}
-	return m.walkEnd(last, st, end, 0, out), true
+	return m.walkEnd(last, st, &next, 0, out), true
 }
 
 var walkSeed = maphash.MakeSeed()
