@@ -57,6 +57,11 @@ func (f *FS) lookup(ctx context.Context, p vfs.Path, follow bool, op string) (vf
 		}
 		return vfs.Resolve[*node](ctx, tree{}, f.root, p, follow, op)
 	}
+	return f.lookupDeep(ctx, p, follow, op)
+}
+
+// lookupDeep is lookup on a path known to be deep.
+func (f *FS) lookupDeep(ctx context.Context, p vfs.Path, follow bool, op string) (vfs.Resolution[*node], error) {
 	c := f.st.cache.Load()
 	if c == nil {
 		f.st.cache.CompareAndSwap(nil, new(resCache))

@@ -63,7 +63,7 @@ func (f *FS) ResolveKeptStat(ctx context.Context, p vfs.Path, follow bool) (vfs.
 		if _, n, name, ok = walkTo(f.root, p, follow); !ok {
 			n = nil
 		}
-	} else if r, err := f.lookup(ctx, p, follow, "resolve"); err == nil && r.Found && !r.Followed &&
+	} else if r, err := f.lookupDeep(ctx, p, follow, "resolve"); err == nil && r.Found && !r.Followed &&
 		(!f.st.links.Load() || f.spells(r.Parent, r.Name, p.Raw())) {
 		n, name = r.Node, r.Name
 	}
