@@ -135,43 +135,80 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 			s.Close()
 		}
 	}()
+	in, err := o.inputs()
+	if err != nil {
+		return nil, err
+	}
+	s.Work = in.work
+	if err := s.mountAll(ctx, o, command, in); err != nil {
+		return nil, err
+	}
+	if err := s.loadPolicy(ctx, o, in.policyFile); err != nil {
+		return nil, err
+	}
+	if err := s.openAudit(o, command, in.auditFile); err != nil {
+		return nil, err
+	}
+	// Batching: requests that ask for it (grep, on the command line and over
+	// MCP) log their successful reads as one summary event; refusals and
+	// failures stay one event each.
+	s.Root, s.Control = s.dirOver(s.NS, audit.Batching(s.Audit))
+	ok = true
+	return s, nil
+}
 
-	var specs []mountSpec
-	policyFile, auditFile := o.policyFile, o.auditFile
-	memQuota := int64(defaultMemoryQuota)
+// sessionInputs is what the flags and the configuration file ask of a
+// session: mount specs, the memory quota, the policy and audit files, the
+// work mount.
+type sessionInputs struct {
+	specs                 []mountSpec
+	memQuota              int64
+	policyFile, auditFile string
+	work                  string
+}
+
+// inputs reads the session's inputs from the flags and the configuration
+// file (flags win). Errors in them are usage errors.
+func (o *globalOptions) inputs() (sessionInputs, error) {
+	in := sessionInputs{memQuota: defaultMemoryQuota, policyFile: o.policyFile, auditFile: o.auditFile}
 	quotaSet := false
 	if o.memoryQuota != "" {
 		q, err := parseQuota(o.memoryQuota)
 		if err != nil {
-			return nil, usageErrorf("--memory-quota %s: %v", o.memoryQuota, err)
+			return in, usageErrorf("--memory-quota %s: %v", o.memoryQuota, err)
 		}
-		memQuota, quotaSet = q, true
+		in.memQuota, quotaSet = q, true
 	}
 	if o.configFile != "" {
 		cfg, err := loadConfig(o.configFile)
 		if err != nil {
-			return nil, err
+			return in, err
 		}
-		if policyFile == "" {
-			policyFile = cfg.policy
+		if in.policyFile == "" {
+			in.policyFile = cfg.policy
 		}
-		if auditFile == "" {
-			auditFile = cfg.audit
+		if in.auditFile == "" {
+			in.auditFile = cfg.audit
 		}
-		s.Work = cfg.work
+		in.work = cfg.work
 		if !quotaSet && cfg.memoryQuota != 0 {
-			memQuota = cfg.memoryQuota
+			in.memQuota = cfg.memoryQuota
 		}
-		specs = append(specs, cfg.mounts...)
+		in.specs = append(in.specs, cfg.mounts...)
 	}
 	for _, arg := range o.mounts {
 		m, err := parseMountFlag(arg)
 		if err != nil {
-			return nil, err
+			return in, err
 		}
-		specs = append(specs, m)
+		in.specs = append(in.specs, m)
 	}
+	return in, nil
+}
 
+// mountAll opens the session's mounts (the defaults, then in.specs) and
+// mounts them in a new namespace.
+func (s *session) mountAll(ctx context.Context, o *globalOptions, command string, in sessionInputs) error {
 	s.NS = vfs.NewNamespace()
 	// The default mounts, unless a configuration file describes the namespace
 	// or --no-default-mounts: --mount flags add to them (a --mount at a
@@ -179,64 +216,55 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	// the exception: the namespace an agent gets is exactly the mounts named,
 	// when any is (a server given one read-only mount must not also serve the
 	// current directory read-write).
-	if o.configFile == "" && !o.noDefaultMounts && !(command == "mcp" && len(specs) > 0) {
+	if o.configFile == "" && !o.noDefaultMounts && !(command == "mcp" && len(in.specs) > 0) {
 		// capfs mcp keeps its tmp across sessions, in one SQLite file per
 		// project (mcpScratchMount), unless --ephemeral-scratch.
-		ms, err := defaultMounts(ctx, memQuota, specs, command == "mcp" && !o.ephemeralScratch)
+		ms, err := defaultMounts(ctx, in.memQuota, in.specs, command == "mcp" && !o.ephemeralScratch)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Mounts = ms
 		for _, m := range ms {
 			s.closers = append(s.closers, closerOf(m.Backend))
 		}
 	}
-	for _, spec := range specs {
-		m, err := openMount(spec, memQuota)
+	for _, spec := range in.specs {
+		m, err := openMount(spec, in.memQuota)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.closers = append(s.closers, closerOf(m.Backend))
 		s.Mounts = append(s.Mounts, m)
 	}
 	if len(s.Mounts) == 0 {
-		return nil, usageErrorf("no mounts: --no-default-mounts leaves only --mount and --config mounts, and none was given")
+		return usageErrorf("no mounts: --no-default-mounts leaves only --mount and --config mounts, and none was given")
 	}
 	for _, m := range s.Mounts {
 		if err := s.NS.Mount(m.Path, m.Backend, vfs.MountOptions{ReadOnly: m.ReadOnly}); err != nil {
 			if vfs.CodeOf(err) == vfs.CodeExists {
-				return nil, usageErrorf("mount %s: two mounts at the same path", displayPath(m.Path.String()))
+				return usageErrorf("mount %s: two mounts at the same path", displayPath(m.Path.String()))
 			}
-			return nil, usageErrorf("mount %s: %s", displayPath(m.Path.String()), formatError(err))
+			return usageErrorf("mount %s: %s", displayPath(m.Path.String()), formatError(err))
 		}
 	}
+	return nil
+}
 
+// loadPolicy sets the session's policy: policyFile's (else the defaults),
+// with what the projects' git configuration runs write-denied, and the
+// secrets --allow-secret and --allow-fixtures name allowed.
+func (s *session) loadPolicy(ctx context.Context, o *globalOptions, policyFile string) error {
 	if policyFile != "" {
 		eng, err := policy.Load(policyFile)
 		if err != nil {
-			return nil, usageErrorf("--policy %s: %v", policyFile, err)
+			return usageErrorf("--policy %s: %v", policyFile, err)
 		}
 		s.Policy = eng
 	} else {
 		s.Policy = policy.Defaults()
 	}
-
-	// What the projects' git configuration runs (core.hooksPath, ...) is
-	// write-denied too, and no directory may become a git dir under another name.
-	if eng, ok := s.Policy.(*policy.Engine); ok {
-		for _, m := range s.Mounts {
-			if m.Kind != kindPhysical || m.ReadOnly {
-				continue
-			}
-			rules, err := policy.ForProject(ctx, m.Host, m.Path.String())
-			if err == nil {
-				eng, err = eng.With(rules...)
-			}
-			if err != nil {
-				return nil, failed(fmt.Errorf("mount %s: git configuration: %v", displayPath(m.Path.String()), err))
-			}
-		}
-		s.Policy = eng
+	if err := s.projectRules(ctx); err != nil {
+		return err
 	}
 	allow := o.allowSecret
 	if o.allowFixtures {
@@ -244,21 +272,50 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	}
 	pol, err := allowSecrets(s.Policy, allow)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.Policy = pol
+	return nil
+}
 
+// projectRules write-denies what the projects' git configuration runs
+// (core.hooksPath, ...), and lets no directory become a git dir under
+// another name, for each writable host mount.
+func (s *session) projectRules(ctx context.Context) error {
+	eng, ok := s.Policy.(*policy.Engine)
+	if !ok {
+		return nil
+	}
+	for _, m := range s.Mounts {
+		if m.Kind != kindPhysical || m.ReadOnly {
+			continue
+		}
+		rules, err := policy.ForProject(ctx, m.Host, m.Path.String())
+		if err == nil {
+			eng, err = eng.With(rules...)
+		}
+		if err != nil {
+			return failed(fmt.Errorf("mount %s: git configuration: %v", displayPath(m.Path.String()), err))
+		}
+	}
+	s.Policy = eng
+	return nil
+}
+
+// openAudit opens the session's audit sink at auditFile (else the default
+// log), tagged with the command's run for run and sync.
+func (s *session) openAudit(o *globalOptions, command, auditFile string) error {
 	if auditFile == "" {
 		p, err := defaultAuditPath()
 		if err != nil {
-			return nil, failed(fmt.Errorf("audit log: %v", err))
+			return failed(fmt.Errorf("audit log: %v", err))
 		}
 		auditFile = p
 	}
 	sink, closeSink, err := openAuditSink(auditSettings{dest: auditFile, maxSize: o.auditMaxSize, maxFiles: o.auditMaxFiles,
 		maxTotal: o.auditMaxTotal, level: o.auditLevel}, os.Stderr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if (command == "run" || command == "sync") && sink != audit.Discard {
 		// One tag for the command's events: capfs audit --run answers what it changed.
@@ -268,13 +325,7 @@ func (o *globalOptions) open(ctx context.Context, command string) (*session, err
 	s.AuditPath = auditFile
 	s.Audit = sink
 	s.closers = append(s.closers, closeSink)
-
-	// Batching: requests that ask for it (grep, on the command line and over
-	// MCP) log their successful reads as one summary event; refusals and
-	// failures stay one event each.
-	s.Root, s.Control = s.dirOver(s.NS, audit.Batching(sink))
-	ok = true
-	return s, nil
+	return nil
 }
 
 // dirOver returns a Dir over b made as the session's Root is: the session's
