@@ -192,7 +192,7 @@ type syncFlags struct {
 // physical mount's).
 func workLabel(s *session, p vfs.Path) string {
 	m, rel, ok := s.mountAt(p)
-	if !ok || m.Kind != kindPhysical || m.Host == "" || m.ReadOnly {
+	if !ok || !m.WorkTree() || m.ReadOnly {
 		return ""
 	}
 	return "physical:" + m.Host + "//" + rel.String()

@@ -148,11 +148,11 @@ func TestScratchFileFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m2.Kind != kindMemory || !strings.Contains(warn.String(), "in use by another capfs") {
+	if m2.Kind != mountkind.Memory.Name || !strings.Contains(warn.String(), "in use by another capfs") {
 		t.Fatalf("second session: %s, warning %q", m2.Kind, warn.String())
 	}
 	m3, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", 1<<20, true, &warn)
-	if err != nil || m3.Kind != kindMemory {
+	if err != nil || m3.Kind != mountkind.Memory.Name {
 		t.Fatalf("ephemeral: %v, %v", m3, err)
 	}
 }

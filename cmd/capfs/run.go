@@ -166,7 +166,7 @@ func (r *runner) prepare(ctx context.Context) (*mounted, error) {
 	if err := r.checkOutputs(ctx, m); err != nil {
 		return nil, err
 	}
-	if r.writeBack && m.Kind == kindPhysical && m.Host != "" {
+	if r.writeBack && m.WorkTree() {
 		r.syncLabel = "physical:" + m.Host + "//" + rel.String()
 		r.recoverSyncs(ctx, r.workDir)
 	}
@@ -204,7 +204,7 @@ func (r *runner) checkOutputs(ctx context.Context, m *mounted) error {
 	if r.commit == "" {
 		return nil
 	}
-	if r.writeBack || (m.Kind != kindGit && r.rev == "") {
+	if r.writeBack || (!m.Revision() && r.rev == "") {
 		return usageErrorf("--commit %s: for --rev or a git work mount", r.commit)
 	}
 	if r.out != "" {
@@ -300,7 +300,7 @@ func (r *runner) sayExited(res *sandbox.Result, setup time.Duration, bw *sandbox
 func (r *runner) workSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir.Dir, error) {
 	s := r.s
 	if r.rev != "" {
-		if m.Host == "" || (m.Kind != kindPhysical && m.Kind != kindGit) {
+		if m.HostDir() == "" {
 			return nil, usageErrorf("--rev %s: the work path %s is not in a physical or git mount", r.rev, displayPath(r.workPath.String()))
 		}
 		return r.revSource(ctx)
@@ -310,11 +310,11 @@ func (r *runner) workSource(ctx context.Context, m *mounted, rel vfs.Path) (*dir
 		return nil, err
 	}
 	switch {
-	case m.Kind == kindGit || m.ReadOnly:
+	case m.Revision() || m.ReadOnly:
 		// A read-only mount (a git revision): run on it, collect outputs.
 		r.writeBack = false
 		return s.Root.ReadOnly().Sub(ctx, r.workPath.String())
-	case m.Kind == kindMemory:
+	case m.Ephemeral():
 		r.writeBack = false
 	default:
 		r.writeBack = true
@@ -457,7 +457,7 @@ func (r *runner) mountSpecs(ctx context.Context, m *mounted) ([]run.Mount, error
 func (r *runner) readOnlyPaths(m *mounted) ([]vfs.Path, error) {
 	var ro []vfs.Path
 	for _, om := range r.s.Mounts {
-		if om.Kind == kindPhysical && om != m {
+		if om.WorkTree() && om != m {
 			ro = append(ro, om.Path)
 		}
 	}

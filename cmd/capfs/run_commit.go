@@ -10,6 +10,7 @@ import (
 
 	"github.com/capfs/capfs/backends/gitree"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/vfs"
 )
@@ -21,11 +22,6 @@ type commitTarget struct {
 	rev    string   // REV as given
 	branch string
 }
-
-// gitTreeOpt is the mount option of a git mount that shows a directory of its
-// repository's tree (the default ref/head in a subdirectory of the work tree):
-// that directory, slash-separated.
-const gitTreeOpt = "tree"
 
 // revPlace is the repository of a work path, found where the path leads, and
 // where its tree stands in the namespace, so that a Dir over a revision (or an
@@ -53,12 +49,12 @@ func (r *runner) workRepo(ctx context.Context, flag, val string) (revPlace, erro
 	}
 	work := loc.Path.Unresolved()
 	m, rel, ok := r.s.mountAt(work)
-	if !ok || m.Host == "" || (m.Kind != kindPhysical && m.Kind != kindGit) {
+	if !ok || m.HostDir() == "" {
 		return revPlace{}, usageErrorf("%s %s: the work path %s is not in a physical or git mount", flag, val, displayPath(r.workPath.String()))
 	}
-	if m.Kind == kindGit {
+	if m.Revision() {
 		pl := revPlace{repo: m.Host, at: m.Path, work: work, git: m}
-		if t := m.Opts[gitTreeOpt]; t != "" {
+		if t := m.Opts[mountkind.GitTree]; t != "" {
 			if pl.tree, err = vfs.ParseGuest(t); err != nil {
 				return revPlace{}, usageErrorf("%s %s: the work path %s: its repository cannot be placed in the namespace (%v)", flag, val, displayPath(r.workPath.String()), vfs.CodeOf(err))
 			}

@@ -207,7 +207,7 @@ func grantsPolicy(ctx context.Context, s *session) (policy.Policy, error) {
 		return s.Policy, nil
 	}
 	for _, m := range s.Mounts {
-		if m.Kind != kindPhysical || m.ReadOnly {
+		if !m.WorkTree() || m.ReadOnly {
 			continue
 		}
 		rules, err := policy.ForProject(ctx, m.Host, "")

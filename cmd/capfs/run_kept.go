@@ -181,7 +181,7 @@ func (r *runner) notBackReason() string {
 		return "is the git revision " + show(r.rev)
 	default:
 		m, _, _ := r.s.mountAt(r.workPath)
-		if m != nil && m.Kind == kindMemory {
+		if m != nil && m.Ephemeral() {
 			return "is a memory mount, gone when capfs exits"
 		}
 		return "is read-only"

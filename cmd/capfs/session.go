@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -55,15 +55,7 @@ const defaultMemoryQuota = 256 << 20
 // addFlags registers the shared flags on the root command.
 func (o *globalOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	kinds := "physical:HOSTDIR, git:REPO[@REV], memory:[,quota=SIZE]"
-	extra := make([]string, 0, len(mountKinds))
-	for _, k := range mountKinds {
-		extra = append(extra, k.Usage)
-	}
-	sort.Strings(extra)
-	for _, u := range extra {
-		kinds += ", " + u
-	}
+	kinds := mountkind.UsageList()
 	f.StringArrayVarP(&o.mounts, "mount", "m", nil,
 		"mount a backend: PATH=KIND:ARG[,ro] with KIND:ARG one of "+kinds+" (repeatable)")
 	f.BoolVar(&o.noDefaultMounts, "no-default-mounts", false, "leave out the default mounts (project, ref/head, tmp), which --mount flags otherwise add to (except for mcp)")
@@ -287,7 +279,7 @@ func (s *session) projectRules(ctx context.Context) error {
 		return nil
 	}
 	for _, m := range s.Mounts {
-		if m.Kind != kindPhysical || m.ReadOnly {
+		if !m.WorkTree() || m.ReadOnly {
 			continue
 		}
 		rules, err := policy.ForProject(ctx, m.Host, m.Path.String())
