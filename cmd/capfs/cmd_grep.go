@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/spf13/cobra"
@@ -144,6 +145,60 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 	if len(patterns) == 0 {
 		patterns, args = []string{args[0]}, args[1:]
 	}
+	if err := g.check(); err != nil {
+		return err
+	}
+	m, err := compileMatcher(patterns, g.fixed, g.ignoreCase && !g.noIgnoreCase, g.word, g.line, g.invert)
+	if err != nil {
+		return usageErrorf("grep: bad regular expression: %v", err)
+	}
+	r, err := newGrepRun(s, g, m, cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	roots := args
+	if len(roots) == 0 {
+		roots = []string{r.defaultRoot()}
+	}
+	r.names = r.showNames(ctx, roots)
+
+	stderr := cmd.ErrOrStderr()
+	// Names no capfs path can hold are named once, not skipped silently (the
+	// walk is parallel: they are reported without their directory).
+	var skipped unaddressable
+	defer skipped.report(stderr, "grep")
+	ctx, cancel := context.WithCancel(skipped.context(ctx, ""))
+	defer cancel()
+
+	if g.maxCount == 0 {
+		return exitStatus(exitFailed) // grep -m 0 reads nothing
+	}
+	matched, writeErr := r.searchAll(ctx, roots, cmd.OutOrStdout(), stderr)
+	if writeErr != nil {
+		if errors.Is(writeErr, syscallEPIPE()) {
+			return exitStatus(exitUsage)
+		}
+		return failed(fmt.Errorf("grep: writing the results: %v", writeErr))
+	}
+	if g.quiet && matched {
+		return nil
+	}
+	if err := context.Cause(cmd.Context()); err != nil {
+		return failed(vfs.NewError(vfs.CodeCanceled, "grep", vfs.Path{}, "interrupted"))
+	}
+	r.summarize(stderr)
+	if r.errs > 0 {
+		return exitStatus(exitUsage)
+	}
+	if !matched {
+		return exitStatus(exitFailed)
+	}
+	return nil
+}
+
+// check refuses the options grep cannot take (usage errors) and settles
+// the ones that imply others.
+func (g *grepOptions) check() error {
 	if g.basic {
 		return usageErrorf("grep: basic regular expressions are not supported; use RE2 syntax")
 	}
@@ -168,21 +223,23 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 	if g.unrestricted > 0 {
 		g.noIgnore, g.dotGit = true, true
 	}
-	m, err := compileMatcher(patterns, g.fixed, g.ignoreCase && !g.noIgnoreCase, g.word, g.line, g.invert)
-	if err != nil {
-		return usageErrorf("grep: bad regular expression: %v", err)
-	}
+	return nil
+}
+
+// newGrepRun sets up a search with matcher m: the size limit, colours (for
+// stdout) and the context lines.
+func newGrepRun(s *session, g *grepOptions, m *lineMatcher, stdout io.Writer) (*grepRun, error) {
 	r := &grepRun{s: s, o: g, m: m, max: defaultMaxFilesize, why: map[string]bool{}}
 	if g.maxFilesize != "" {
 		q, err := parseQuota(g.maxFilesize)
 		if err != nil {
-			return usageErrorf("grep: --max-filesize %s: %v", g.maxFilesize, err)
+			return nil, usageErrorf("grep: --max-filesize %s: %v", g.maxFilesize, err)
 		}
 		r.max = q
 	}
-	useColor, err := colorWanted(g.color, cmd.OutOrStdout())
+	useColor, err := colorWanted(g.color, stdout)
 	if err != nil {
-		return usageErrorf("grep: --color %s: %v", g.color, err)
+		return nil, usageErrorf("grep: --color %s: %v", g.color, err)
 	}
 	if useColor {
 		r.col = grepColors()
@@ -198,41 +255,33 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 	if g.only || g.count || g.filesWith || g.filesWithout || g.quiet {
 		r.ctxA, r.ctxB, r.ctxOn = 0, 0, false
 	}
+	return r, nil
+}
 
-	roots := args
-	if len(roots) == 0 {
-		roots = []string{r.defaultRoot()}
-	}
-	// File names: shown when searching a directory or more than one file.
-	r.names = len(roots) > 1
-	if !r.names {
-		if st, err := s.Root.Stat(ctx, roots[0]); err == nil && st.IsDir() {
-			r.names = true
+// showNames reports whether grep prints file names: when searching a
+// directory or more than one file, unless -H or -h says otherwise.
+func (r *grepRun) showNames(ctx context.Context, roots []string) bool {
+	names := len(roots) > 1
+	if !names {
+		if st, err := r.s.Root.Stat(ctx, roots[0]); err == nil && st.IsDir() {
+			names = true
 		}
 	}
-	if g.withName {
-		r.names = true
+	if r.o.withName {
+		names = true
 	}
-	if g.noName {
-		r.names = false
+	if r.o.noName {
+		names = false
 	}
+	return names
+}
 
-	stdout := cmd.OutOrStdout()
-	stderr := cmd.ErrOrStderr()
+// searchAll searches each root in turn, printing to stdout (buffered) and
+// stderr, each file once; it reports whether anything matched, and the
+// first error writing the results.
+func (r *grepRun) searchAll(ctx context.Context, roots []string, stdout, stderr io.Writer) (matched bool, writeErr error) {
+	g := r.o
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	// Names no capfs path can hold are named once, not skipped silently (the
-	// walk is parallel: they are reported without their directory).
-	var skipped unaddressable
-	defer skipped.report(stderr, "grep")
-	ctx, cancel := context.WithCancel(skipped.context(ctx, ""))
-	defer cancel()
-
-	if g.maxCount == 0 {
-		return exitStatus(exitFailed) // grep -m 0 reads nothing
-	}
-
-	matched := false
-	var writeErr error
 	seen := map[string]bool{} // overlapping PATHs: each file is printed once
 	for _, root := range roots {
 		if ctx.Err() != nil || (g.quiet && matched) {
@@ -264,26 +313,7 @@ func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions
 	if err := w.Flush(); writeErr == nil {
 		writeErr = err
 	}
-	if writeErr != nil {
-		if errors.Is(writeErr, syscallEPIPE()) {
-			return exitStatus(exitUsage)
-		}
-		return failed(fmt.Errorf("grep: writing the results: %v", writeErr))
-	}
-	if g.quiet && matched {
-		return nil
-	}
-	if err := context.Cause(cmd.Context()); err != nil {
-		return failed(vfs.NewError(vfs.CodeCanceled, "grep", vfs.Path{}, "interrupted"))
-	}
-	r.summarize(stderr)
-	if r.errs > 0 {
-		return exitStatus(exitUsage)
-	}
-	if !matched {
-		return exitStatus(exitFailed)
-	}
-	return nil
+	return matched, writeErr
 }
 
 // errGrepStop ends a search early (-q satisfied, output closed).
