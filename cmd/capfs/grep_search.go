@@ -294,64 +294,10 @@ func (r *grepRun) searchFile(j *grepJob, data []byte) {
 // searchData finds the selected lines of data and writes j's output.
 func (r *grepRun) searchData(j *grepJob, data []byte) {
 	o := r.o
-	out := &j.out
-	m := r.m
-	col := r.col
-	nameSep := func(sep byte) {
-		if !r.names {
-			return
-		}
-		out.WriteString(col.name(j.display))
-		if o.nullSep {
-			out.WriteByte(0)
-		} else {
-			out.WriteString(col.sep(string(sep)))
-		}
-	}
-	// Line bookkeeping: lnum is the number of the line starting at lpos.
-	lpos, lnum := 0, 1
-	lineNo := func(at int) int {
-		lnum += bytes.Count(data[lpos:at], []byte{'\n'})
-		lpos = at
-		return lnum
-	}
-	printed := -1 // end (exclusive, past the newline) of the last line printed
-	anyPrinted := false
-	writeLine := func(ls, le int, sep byte, selected bool) {
-		nameSep(sep)
-		if o.lineNumber {
-			out.WriteString(col.num(strconv.Itoa(lineNo(ls))))
-			out.WriteString(col.sep(string(sep)))
-		}
-		line := data[ls:le]
-		if selected && !o.invert && col.on {
-			last := 0
-			for _, mm := range m.matches(line) {
-				out.Write(line[last:mm[0]])
-				out.WriteString(col.match(string(line[mm[0]:mm[1]])))
-				last = mm[1]
-			}
-			out.Write(line[last:])
-		} else {
-			out.Write(line)
-		}
-		out.WriteByte('\n')
-		printed = min(le+1, len(data)+1)
-		anyPrinted = true
-	}
-	// afterCtx prints up to r.ctxA lines after the last printed one, stopping
-	// before limit.
-	afterLeft := 0
-	afterCtx := func(limit int) {
-		for afterLeft > 0 && printed >= 0 && printed < limit && printed < len(data) {
-			le := lineEnd(data, printed)
-			writeLine(printed, le, '-', false)
-			afterLeft--
-		}
-	}
+	lw := &lineWriter{r: r, j: j, data: data, lnum: 1, printed: -1}
 	count := 0
 	for pos := 0; pos < len(data); {
-		ls, le, ok := m.next(data, pos)
+		ls, le, ok := r.m.next(data, pos)
 		if !ok {
 			break
 		}
@@ -364,57 +310,144 @@ func (r *grepRun) searchData(j *grepJob, data []byte) {
 		case o.count:
 		case o.only:
 			if !o.invert {
-				for _, mm := range m.matches(data[ls:le]) {
-					nameSep(':')
-					if o.lineNumber {
-						out.WriteString(col.num(strconv.Itoa(lineNo(ls))))
-						out.WriteString(col.sep(":"))
-					}
-					out.WriteString(col.match(string(data[ls+mm[0] : ls+mm[1]])))
-					out.WriteByte('\n')
-				}
+				lw.onlyMatches(ls, le)
 			}
 		default:
-			afterCtx(ls)
-			// Leading context: up to ctxB lines before ls, after what was printed.
-			start := ls
-			for k := 0; k < r.ctxB && start > 0; k++ {
-				prev := bytes.LastIndexByte(data[:start-1], '\n') + 1
-				if prev < printed {
-					break
-				}
-				start = prev
-			}
-			if r.ctxOn && anyPrinted && start > printed {
-				out.WriteString(col.sep("--"))
-				out.WriteByte('\n')
-			}
-			for start < ls {
-				e := lineEnd(data, start)
-				writeLine(start, e, '-', false)
-				start = e + 1
-			}
-			writeLine(ls, le, ':', true)
-			afterLeft = r.ctxA
+			lw.withContext(ls, le)
 		}
 		pos = le + 1
 		if o.maxCount > 0 && count >= o.maxCount {
 			break
 		}
 	}
-	afterCtx(len(data) + 1)
+	lw.afterCtx(len(data) + 1)
+	lw.finish(count)
+}
+
+// lineWriter writes one file's selected lines, their context and names to
+// its job's output, keeping the line count and what it printed.
+type lineWriter struct {
+	r          *grepRun
+	j          *grepJob
+	data       []byte
+	lpos, lnum int  // lnum is the number of the line starting at lpos
+	printed    int  // end (exclusive, past the newline) of the last line printed; -1: none
+	anyPrinted bool // a line was printed
+	afterLeft  int  // trailing context lines still to print
+}
+
+// nameSep writes the file's name and sep, when names are shown.
+func (w *lineWriter) nameSep(sep byte) {
+	if !w.r.names {
+		return
+	}
+	out, col := &w.j.out, w.r.col
+	out.WriteString(col.name(w.j.display))
+	if w.r.o.nullSep {
+		out.WriteByte(0)
+	} else {
+		out.WriteString(col.sep(string(sep)))
+	}
+}
+
+// lineNo is the number of the line starting at at (at moves forward only).
+func (w *lineWriter) lineNo(at int) int {
+	w.lnum += bytes.Count(w.data[w.lpos:at], []byte{'\n'})
+	w.lpos = at
+	return w.lnum
+}
+
+// writeLine writes line [ls, le) with sep, its matches coloured when
+// selected.
+func (w *lineWriter) writeLine(ls, le int, sep byte, selected bool) {
+	out, col, o := &w.j.out, w.r.col, w.r.o
+	w.nameSep(sep)
+	if o.lineNumber {
+		out.WriteString(col.num(strconv.Itoa(w.lineNo(ls))))
+		out.WriteString(col.sep(string(sep)))
+	}
+	line := w.data[ls:le]
+	if selected && !o.invert && col.on {
+		last := 0
+		for _, mm := range w.r.m.matches(line) {
+			out.Write(line[last:mm[0]])
+			out.WriteString(col.match(string(line[mm[0]:mm[1]])))
+			last = mm[1]
+		}
+		out.Write(line[last:])
+	} else {
+		out.Write(line)
+	}
+	out.WriteByte('\n')
+	w.printed = min(le+1, len(w.data)+1)
+	w.anyPrinted = true
+}
+
+// afterCtx prints up to the trailing context lines left after the last
+// printed one, stopping before limit.
+func (w *lineWriter) afterCtx(limit int) {
+	for w.afterLeft > 0 && w.printed >= 0 && w.printed < limit && w.printed < len(w.data) {
+		le := lineEnd(w.data, w.printed)
+		w.writeLine(w.printed, le, '-', false)
+		w.afterLeft--
+	}
+}
+
+// onlyMatches writes each match of line [ls, le) on a line of its own (-o).
+func (w *lineWriter) onlyMatches(ls, le int) {
+	out, col, data := &w.j.out, w.r.col, w.data
+	for _, mm := range w.r.m.matches(data[ls:le]) {
+		w.nameSep(':')
+		if w.r.o.lineNumber {
+			out.WriteString(col.num(strconv.Itoa(w.lineNo(ls))))
+			out.WriteString(col.sep(":"))
+		}
+		out.WriteString(col.match(string(data[ls+mm[0] : ls+mm[1]])))
+		out.WriteByte('\n')
+	}
+}
+
+// withContext writes selected line [ls, le) with its leading context (and
+// the trailing context of the line before), separating groups with "--".
+func (w *lineWriter) withContext(ls, le int) {
+	w.afterCtx(ls)
+	// Leading context: up to ctxB lines before ls, after what was printed.
+	start := ls
+	for k := 0; k < w.r.ctxB && start > 0; k++ {
+		prev := bytes.LastIndexByte(w.data[:start-1], '\n') + 1
+		if prev < w.printed {
+			break
+		}
+		start = prev
+	}
+	if w.r.ctxOn && w.anyPrinted && start > w.printed {
+		w.j.out.WriteString(w.r.col.sep("--"))
+		w.j.out.WriteByte('\n')
+	}
+	for start < ls {
+		e := lineEnd(w.data, start)
+		w.writeLine(start, e, '-', false)
+		start = e + 1
+	}
+	w.writeLine(ls, le, ':', true)
+	w.afterLeft = w.r.ctxA
+}
+
+// finish writes what -l, -L and -c print once the file is searched.
+func (w *lineWriter) finish(count int) {
+	o, out := w.r.o, &w.j.out
 	switch {
 	case o.quiet:
 	case o.filesWith:
-		if j.matched {
-			r.writeName(out, j.display)
+		if w.j.matched {
+			w.r.writeName(out, w.j.display)
 		}
 	case o.filesWithout:
-		if !j.matched {
-			r.writeName(out, j.display)
+		if !w.j.matched {
+			w.r.writeName(out, w.j.display)
 		}
 	case o.count:
-		nameSep(':')
+		w.nameSep(':')
 		out.WriteString(strconv.Itoa(count))
 		out.WriteByte('\n')
 	}
