@@ -48,24 +48,12 @@ prints the entries as a JSON array.`,
 		if err != nil {
 			return usageErrorf("ls: --color %s: %v", color, err)
 		}
-		col := colors{on: useColor}
 		w := bufio.NewWriter(cmd.OutOrStdout())
 		defer w.Flush()
+		l := &lsRun{ctx: ctx, s: s, w: w, long: long, asJSON: asJSON, col: colors{on: useColor}}
 		st, err := s.Root.Stat(ctx, p)
 		if err != nil || !st.IsDir() {
-			// A file, or a link (even one leaving its mount): list it alone.
-			info, lerr := s.Root.Lstat(ctx, p)
-			if lerr != nil {
-				if err != nil {
-					return err
-				}
-				return lerr
-			}
-			vp, _ := vfs.ParseGuest(p)
-			if asJSON {
-				return writeJSON(w, []*jsonEntry{newJSONEntry(ctx, s.Root, vp.String(), p, info)})
-			}
-			return lsLine(ctx, w, s.Root, p, p, info, long, col)
+			return l.alone(p, err)
 		}
 		var skipped unaddressable
 		entries, err := s.Root.ReadDir(skipped.context(ctx, p), p)
@@ -73,70 +61,102 @@ prints the entries as a JSON array.`,
 			return err
 		}
 		defer skipped.report(cmd.ErrOrStderr(), "ls")
-		var firstErr error
-		var out []*jsonEntry
-		vp, _ := vfs.ParseGuest(p)
-		for _, e := range entries {
-			if why := vfs.NameProblem(e.Name()); why != "" {
-				// Listed by a backend that does not leave such names out (git).
-				skipped.note(vfs.Unaddressable{Name: e.Name(), Reason: why})
-				continue
-			}
-			full := path.Join(vp.String(), e.Name())
-			if !long && !asJSON {
-				name := show(e.Name())
-				switch {
-				case e.IsDir():
-					name = col.dir(name) + "/"
-				case e.Type()&fs.ModeSymlink != 0:
-					name = col.link(name)
-				}
-				if _, err := fmt.Fprintln(w, name); err != nil {
-					return err
-				}
-				continue
-			}
-			info, err := e.Info()
-			if vfs.CodeOf(err) == vfs.CodePermission {
-				// The policy hides this entry's metadata (a secret): show the name only.
-				if asJSON {
-					out = append(out, newJSONEntry(ctx, s.Root, full, e.Name(), nil))
-					continue
-				}
-				if _, err := fmt.Fprintf(w, "%-10s %10s %16s %s\n", "?", "?", "?", show(e.Name())); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				// Listed with its error; the others are still listed.
-				if firstErr == nil {
-					firstErr = err
-				}
-				if !asJSON {
-					fmt.Fprintf(w, "%-10s %10s %16s %s [%s]\n", "?", "?", "?", show(e.Name()), show(errMessage(err)))
-				}
-				continue
-			}
-			if asJSON {
-				out = append(out, newJSONEntry(ctx, s.Root, full, e.Name(), info))
-				continue
-			}
-			if err := lsLine(ctx, w, s.Root, full, e.Name(), info, long, col); err != nil {
-				return err
-			}
-		}
-		if asJSON {
-			if out == nil {
-				out = []*jsonEntry{}
-			}
-			if err := writeJSON(w, out); err != nil {
-				return err
-			}
-		}
-		return firstErr
+		return l.list(p, entries, &skipped)
 	})
 	return cmd
+}
+
+// lsRun is one ls: its options and output, and the first entry that failed.
+type lsRun struct {
+	ctx          context.Context
+	s            *session
+	w            io.Writer
+	long, asJSON bool
+	col          colors
+	out          []*jsonEntry
+	firstErr     error
+}
+
+// alone lists p, a file or a link (even one leaving its mount), by itself;
+// statErr is what Stat said of it.
+func (l *lsRun) alone(p string, statErr error) error {
+	info, lerr := l.s.Root.Lstat(l.ctx, p)
+	if lerr != nil {
+		if statErr != nil {
+			return statErr
+		}
+		return lerr
+	}
+	vp, _ := vfs.ParseGuest(p)
+	if l.asJSON {
+		return writeJSON(l.w, []*jsonEntry{newJSONEntry(l.ctx, l.s.Root, vp.String(), p, info)})
+	}
+	return lsLine(l.ctx, l.w, l.s.Root, p, p, info, l.long, l.col)
+}
+
+// list lists entries of directory p; names no capfs path can hold go to
+// skipped.
+func (l *lsRun) list(p string, entries []fs.DirEntry, skipped *unaddressable) error {
+	vp, _ := vfs.ParseGuest(p)
+	for _, e := range entries {
+		if why := vfs.NameProblem(e.Name()); why != "" {
+			// Listed by a backend that does not leave such names out (git).
+			skipped.note(vfs.Unaddressable{Name: e.Name(), Reason: why})
+			continue
+		}
+		if err := l.entry(path.Join(vp.String(), e.Name()), e); err != nil {
+			return err
+		}
+	}
+	if l.asJSON {
+		if l.out == nil {
+			l.out = []*jsonEntry{}
+		}
+		if err := writeJSON(l.w, l.out); err != nil {
+			return err
+		}
+	}
+	return l.firstErr
+}
+
+// entry lists e, at full: its name alone, or with -l or --json its status
+// ("?" where the policy hides it, its error where it fails).
+func (l *lsRun) entry(full string, e fs.DirEntry) error {
+	if !l.long && !l.asJSON {
+		name := show(e.Name())
+		switch {
+		case e.IsDir():
+			name = l.col.dir(name) + "/"
+		case e.Type()&fs.ModeSymlink != 0:
+			name = l.col.link(name)
+		}
+		_, err := fmt.Fprintln(l.w, name)
+		return err
+	}
+	info, err := e.Info()
+	switch {
+	case vfs.CodeOf(err) == vfs.CodePermission:
+		// The policy hides this entry's metadata (a secret): show the name only.
+		if l.asJSON {
+			l.out = append(l.out, newJSONEntry(l.ctx, l.s.Root, full, e.Name(), nil))
+			return nil
+		}
+		_, err := fmt.Fprintf(l.w, "%-10s %10s %16s %s\n", "?", "?", "?", show(e.Name()))
+		return err
+	case err != nil:
+		// Listed with its error; the others are still listed.
+		if l.firstErr == nil {
+			l.firstErr = err
+		}
+		if !l.asJSON {
+			fmt.Fprintf(l.w, "%-10s %10s %16s %s [%s]\n", "?", "?", "?", show(e.Name()), show(errMessage(err)))
+		}
+		return nil
+	case l.asJSON:
+		l.out = append(l.out, newJSONEntry(l.ctx, l.s.Root, full, e.Name(), info))
+		return nil
+	}
+	return lsLine(l.ctx, l.w, l.s.Root, full, e.Name(), info, l.long, l.col)
 }
 
 // lsLine writes one entry: its name (directories with a trailing "/"), or with long
