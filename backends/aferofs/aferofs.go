@@ -521,14 +521,8 @@ func (b *Backend) Rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 
 func (b *Backend) rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlags) error {
 	const op = "rename"
-	bad := func(code vfs.Code, msg string) error {
-		e := vfs.NewError(code, op, from, msg)
-		e.Dest = to.String()
-		return e
-	}
-	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 ||
-		flags == vfs.RenameNoReplace|vfs.RenameExchange {
-		return bad(vfs.CodeInvalidPath, "invalid rename flags")
+	if err := vfs.CheckRenameFlags(from, to, flags); err != nil {
+		return err
 	}
 	rf, err := b.lookupEntry(ctx, from, op)
 	if err != nil {
@@ -538,58 +532,34 @@ func (b *Backend) rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	if err != nil {
 		return vfs.Readdress(err, op, from.String(), to.String())
 	}
-	if !rf.Found {
-		return bad(vfs.CodeNotFound, "")
-	}
-	if rf.Name == "" || rt.Name == "" {
-		return bad(vfs.CodeInvalidPath, "cannot rename the root")
-	}
-	src, dst := rf.Node.p, where(rt)
+	src, dst := "", where(rt)
 	tr := tree{b.s}
-	srcDir := tr.Type(rf.Node).IsDir()
-	if to.MustBeDir() && !srcDir {
-		return bad(vfs.CodeNotDir, "")
-	}
-	if flags&vfs.RenameExchange != 0 {
-		if !rt.Found {
-			return bad(vfs.CodeNotFound, "")
-		}
-		if src == dst {
-			return nil
-		}
-		if under(dst, src) || under(src, dst) {
-			return bad(vfs.CodeInvalidPath, "cannot exchange a directory with its own descendant")
-		}
-		return b.exchange(src, dst, rf.Parent.p, from, to)
-	}
-	if src == dst {
-		if flags&vfs.RenameNoReplace != 0 {
-			return bad(vfs.CodeExists, "")
-		}
-		return nil
-	}
-	if srcDir && under(dst, src) {
-		return bad(vfs.CodeInvalidPath, "cannot move a directory into itself")
+	ends := vfs.RenameEnds{From: from, To: to, Flags: flags,
+		SrcFound: rf.Found, DstFound: rt.Found, SrcRoot: rf.Name == "", DstRoot: rt.Name == ""}
+	if rf.Found {
+		src = rf.Node.p
+		ends.SrcDir = tr.Type(rf.Node).IsDir()
 	}
 	if rt.Found {
-		if flags&vfs.RenameNoReplace != 0 {
-			return bad(vfs.CodeExists, "")
+		ends.DstDir = tr.Type(rt.Node).IsDir()
+	}
+	ends.SameEntry = rf.Found && src == dst
+	ends.SrcAbove = func() bool { return under(dst, src) }
+	ends.DstAbove = func() bool { return under(src, dst) }
+	ends.DstEmpty = func() (bool, error) {
+		empty, err := b.s.isEmptyDir(dst)
+		if err != nil {
+			return false, vfs.Readdress(errOf(op, to, err), op, from.String(), to.String())
 		}
-		dstDir := tr.Type(rt.Node).IsDir()
-		switch {
-		case srcDir && !dstDir:
-			return bad(vfs.CodeNotDir, "")
-		case !srcDir && dstDir:
-			return bad(vfs.CodeIsDir, "")
-		case dstDir:
-			empty, err := b.s.isEmptyDir(dst)
-			if err != nil {
-				return vfs.Readdress(errOf(op, to, err), op, from.String(), to.String())
-			}
-			if !empty {
-				return bad(vfs.CodeNotEmpty, "")
-			}
-		}
+		return empty, nil
+	}
+	switch act, err := vfs.CheckRename(&ends); {
+	case err != nil:
+		return err
+	case act == vfs.RenameNone:
+		return nil
+	case act == vfs.RenameSwap:
+		return b.exchange(src, dst, rf.Parent.p, from, to)
 	}
 	err = b.s.fs.Rename(src, dst)
 	if err != nil && rt.Found && errors.Is(err, fs.ErrExist) {
