@@ -532,27 +532,7 @@ func (b *Backend) rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 	if err != nil {
 		return vfs.Readdress(err, op, from.String(), to.String())
 	}
-	src, dst := "", where(rt)
-	tr := tree{b.s}
-	ends := vfs.RenameEnds{From: from, To: to, Flags: flags,
-		SrcFound: rf.Found, DstFound: rt.Found, SrcRoot: rf.Name == "", DstRoot: rt.Name == ""}
-	if rf.Found {
-		src = rf.Node.p
-		ends.SrcDir = tr.Type(rf.Node).IsDir()
-	}
-	if rt.Found {
-		ends.DstDir = tr.Type(rt.Node).IsDir()
-	}
-	ends.SameEntry = rf.Found && src == dst
-	ends.SrcAbove = func() bool { return under(dst, src) }
-	ends.DstAbove = func() bool { return under(src, dst) }
-	ends.DstEmpty = func() (bool, error) {
-		empty, err := b.s.isEmptyDir(dst)
-		if err != nil {
-			return false, vfs.Readdress(errOf(op, to, err), op, from.String(), to.String())
-		}
-		return empty, nil
-	}
+	src, dst, ends := b.renameEnds(rf, rt, from, to, flags)
 	switch act, err := vfs.CheckRename(&ends); {
 	case err != nil:
 		return err
@@ -572,6 +552,33 @@ func (b *Backend) rename(ctx context.Context, from, to vfs.Path, flags vfs.Renam
 		return vfs.Readdress(errOf(op, from, err), op, from.String(), to.String())
 	}
 	return nil
+}
+
+// renameEnds describes a rename's two ends, looked up as rf and rt, for
+// vfs.CheckRename, with their afero paths.
+func (b *Backend) renameEnds(rf, rt vfs.Resolution[node], from, to vfs.Path, flags vfs.RenameFlags) (src, dst string, ends vfs.RenameEnds) {
+	dst = where(rt)
+	tr := tree{b.s}
+	ends = vfs.RenameEnds{From: from, To: to, Flags: flags,
+		SrcFound: rf.Found, DstFound: rt.Found, SrcRoot: rf.Name == "", DstRoot: rt.Name == ""}
+	if rf.Found {
+		src = rf.Node.p
+		ends.SrcDir = tr.Type(rf.Node).IsDir()
+	}
+	if rt.Found {
+		ends.DstDir = tr.Type(rt.Node).IsDir()
+	}
+	ends.SameEntry = rf.Found && src == dst
+	ends.SrcAbove = func() bool { return under(dst, src) }
+	ends.DstAbove = func() bool { return under(src, dst) }
+	ends.DstEmpty = func() (bool, error) {
+		empty, err := b.s.isEmptyDir(dst)
+		if err != nil {
+			return false, vfs.Readdress(errOf("rename", to, err), "rename", from.String(), to.String())
+		}
+		return empty, nil
+	}
+	return src, dst, ends
 }
 
 // under reports whether afero path p lies strictly beneath directory dir.
