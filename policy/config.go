@@ -81,34 +81,9 @@ const MaxConfigBytes = 1 << 20
 // file over MaxConfigBytes, keys it does not know, and rules without an effect, are
 // errors wrapping ErrInvalidConfig; patterns are checked by New, not here.
 func ParseConfig(data []byte, format Format) (Config, error) {
-	var fc fileConfig
-	if len(data) > MaxConfigBytes {
-		return Config{}, fmt.Errorf("%w: more than %d bytes", ErrInvalidConfig, MaxConfigBytes)
-	}
-	switch format {
-	case TOML:
-		md, err := toml.Decode(string(data), &fc)
-		if err != nil {
-			return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
-		}
-		if und := md.Undecoded(); len(und) > 0 {
-			keys := make([]string, len(und))
-			for i, k := range und {
-				keys[i] = k.String()
-			}
-			return Config{}, fmt.Errorf("%w: unknown keys: %s", ErrInvalidConfig, strings.Join(keys, ", "))
-		}
-	case JSON:
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&fc); err != nil {
-			return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
-		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return Config{}, fmt.Errorf("%w: data after the JSON object", ErrInvalidConfig)
-		}
-	default:
-		return Config{}, fmt.Errorf("%w: unknown format %q", ErrInvalidConfig, format)
+	fc, err := decodeConfig(data, format)
+	if err != nil {
+		return Config{}, err
 	}
 	var cfg Config
 	if fc.Default != nil {
@@ -129,24 +104,68 @@ func ParseConfig(data []byte, format Format) (Config, error) {
 		cfg.PersistencePatterns = append([]string{}, *fc.PersistencePatterns...)
 	}
 	for i, fr := range fc.Rules {
-		where := fmt.Sprintf("rules[%d]", i)
-		if fr.Name != "" {
-			where += fmt.Sprintf(" (%s)", fr.Name)
-		}
-		if fr.Effect == nil {
-			return Config{}, fmt.Errorf("%w: %s: no effect (allow, deny or ask)", ErrInvalidConfig, where)
-		}
-		eff, err := ParseEffect(*fr.Effect)
+		r, err := fr.rule(i)
 		if err != nil {
-			return Config{}, fmt.Errorf("%s: %w", where, err)
-		}
-		r := Rule{Effect: eff, Name: fr.Name, Reason: fr.Reason, Paths: fr.Paths}
-		for _, op := range fr.Ops {
-			r.Ops = append(r.Ops, Op(op))
+			return Config{}, err
 		}
 		cfg.Rules = append(cfg.Rules, r)
 	}
 	return cfg, nil
+}
+
+// decodeConfig decodes data in format strictly: no unknown key, nothing
+// after the document, at most MaxConfigBytes.
+func decodeConfig(data []byte, format Format) (fileConfig, error) {
+	var fc fileConfig
+	if len(data) > MaxConfigBytes {
+		return fc, fmt.Errorf("%w: more than %d bytes", ErrInvalidConfig, MaxConfigBytes)
+	}
+	switch format {
+	case TOML:
+		md, err := toml.Decode(string(data), &fc)
+		if err != nil {
+			return fc, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			keys := make([]string, len(und))
+			for i, k := range und {
+				keys[i] = k.String()
+			}
+			return fc, fmt.Errorf("%w: unknown keys: %s", ErrInvalidConfig, strings.Join(keys, ", "))
+		}
+	case JSON:
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fc); err != nil {
+			return fc, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return fc, fmt.Errorf("%w: data after the JSON object", ErrInvalidConfig)
+		}
+	default:
+		return fc, fmt.Errorf("%w: unknown format %q", ErrInvalidConfig, format)
+	}
+	return fc, nil
+}
+
+// rule is the i-th rule of a configuration file as a [Rule].
+func (fr fileRule) rule(i int) (Rule, error) {
+	where := fmt.Sprintf("rules[%d]", i)
+	if fr.Name != "" {
+		where += fmt.Sprintf(" (%s)", fr.Name)
+	}
+	if fr.Effect == nil {
+		return Rule{}, fmt.Errorf("%w: %s: no effect (allow, deny or ask)", ErrInvalidConfig, where)
+	}
+	eff, err := ParseEffect(*fr.Effect)
+	if err != nil {
+		return Rule{}, fmt.Errorf("%s: %w", where, err)
+	}
+	r := Rule{Effect: eff, Name: fr.Name, Reason: fr.Reason, Paths: fr.Paths}
+	for _, op := range fr.Ops {
+		r.Ops = append(r.Ops, Op(op))
+	}
+	return r, nil
 }
 
 // Parse decodes a configuration file and compiles it with New.

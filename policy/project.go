@@ -98,43 +98,8 @@ const maxSubmoduleDepth = 8
 // submodules checked out inside the project.
 func (p *projectPaths) scan(ctx context.Context, dir string, depth int) {
 	entries, top := gitConfigEntries(ctx, dir)
-	home := p.home
 	for _, e := range entries {
-		originDir := dir
-		if e.origin != "" {
-			of := e.origin
-			if !filepath.IsAbs(of) {
-				of = filepath.Join(dir, of)
-			}
-			originDir = filepath.Dir(of)
-			p.add("config-file", "the project's git configuration is read from this file", of, false)
-		}
-		key, val := e.key, e.value
-		switch {
-		case key == "core.hookspath":
-			p.addHooksPath(expandHome(val, home), top)
-		case key == "include.path" || strings.HasPrefix(key, "includeif.") && strings.HasSuffix(key, ".path"):
-			v := expandHome(val, home)
-			if !filepath.IsAbs(v) {
-				v = filepath.Join(originDir, v)
-			}
-			p.add(key, "the project's git configuration includes this file", v, false)
-		case key == "init.templatedir":
-			v := expandHome(val, home)
-			if !filepath.IsAbs(v) {
-				v = filepath.Join(top, v)
-			}
-			p.add(key, "git copies hooks from this template directory", v, true)
-		case key == "core.fsmonitor" && isGitBool(val):
-		case commandKey(key, val):
-			for _, w := range commandWords(val) {
-				w = expandHome(w, home)
-				if !filepath.IsAbs(w) {
-					w = filepath.Join(top, w)
-				}
-				p.add(key, "the project's git configuration runs this ("+key+")", w, false)
-			}
-		}
+		p.entry(e, dir, top)
 	}
 	if depth >= maxSubmoduleDepth {
 		return
@@ -148,6 +113,43 @@ func (p *projectPaths) scan(ctx context.Context, dir string, depth int) {
 			p.scan(ctx, abs, depth+1)
 		}
 	}
+}
+
+// entry adds the rules for one git configuration entry e in effect in dir,
+// whose work tree's top is top.
+func (p *projectPaths) entry(e configEntry, dir, top string) {
+	home := p.home
+	originDir := dir
+	if e.origin != "" {
+		of := e.origin
+		if !filepath.IsAbs(of) {
+			of = filepath.Join(dir, of)
+		}
+		originDir = filepath.Dir(of)
+		p.add("config-file", "the project's git configuration is read from this file", of, false)
+	}
+	key, val := e.key, e.value
+	switch {
+	case key == "core.hookspath":
+		p.addHooksPath(expandHome(val, home), top)
+	case key == "include.path" || strings.HasPrefix(key, "includeif.") && strings.HasSuffix(key, ".path"):
+		p.add(key, "the project's git configuration includes this file", absUnder(expandHome(val, home), originDir), false)
+	case key == "init.templatedir":
+		p.add(key, "git copies hooks from this template directory", absUnder(expandHome(val, home), top), true)
+	case key == "core.fsmonitor" && isGitBool(val):
+	case commandKey(key, val):
+		for _, w := range commandWords(val) {
+			p.add(key, "the project's git configuration runs this ("+key+")", absUnder(expandHome(w, home), top), false)
+		}
+	}
+}
+
+// absUnder is v, made absolute from dir where it is relative.
+func absUnder(v, dir string) string {
+	if filepath.IsAbs(v) {
+		return v
+	}
+	return filepath.Join(dir, v)
 }
 
 // submodulePaths lists the paths .gitmodules in top names, as git reads them.
@@ -289,38 +291,43 @@ func isGitBool(v string) bool {
 // commandKey reports whether git runs the value of key as a command (or a program
 // path).
 func commandKey(key, value string) bool {
-	section, rest, _ := strings.Cut(key, ".")
-	name := rest[strings.LastIndexByte(rest, '.')+1:]
-	switch key {
-	case "core.fsmonitor", "core.sshcommand", "core.pager", "core.editor", "core.askpass", "core.gitproxy",
-		"sequence.editor", "diff.external", "gpg.program", "interactive.difffilter", "web.browser",
-		"uploadpack.packobjectshook", "sendemail.smtpserver", "sendemail.sendmailcmd", "sendemail.tocmd",
-		"sendemail.cccmd", "sendemail.headercmd":
+	if commandKeys[key] {
 		return true
 	}
+	section, rest, _ := strings.Cut(key, ".")
+	name := rest[strings.LastIndexByte(rest, '.')+1:]
 	switch section {
 	case "alias":
 		return strings.HasPrefix(strings.TrimSpace(value), "!")
-	case "filter":
-		return name == "clean" || name == "smudge" || name == "process"
-	case "diff":
-		return name == "textconv" || name == "command"
-	case "merge":
-		return name == "driver"
-	case "credential":
-		return name == "helper"
-	case "gpg":
-		return name == "program" || name == "defaultkeycommand"
 	case "pager":
 		return true
-	case "difftool", "mergetool", "man", "browser":
-		return name == "cmd" || name == "path"
-	case "remote":
-		return name == "uploadpack" || name == "receivepack" || name == "vcs"
-	case "trailer":
-		return name == "command" || name == "cmd"
 	}
-	return false
+	return slices.Contains(commandNames[section], name)
+}
+
+// commandKeys are the keys whose value git runs as a command.
+var commandKeys = map[string]bool{
+	"core.fsmonitor": true, "core.sshcommand": true, "core.pager": true, "core.editor": true,
+	"core.askpass": true, "core.gitproxy": true, "sequence.editor": true, "diff.external": true,
+	"gpg.program": true, "interactive.difffilter": true, "web.browser": true,
+	"uploadpack.packobjectshook": true, "sendemail.smtpserver": true, "sendemail.sendmailcmd": true,
+	"sendemail.tocmd": true, "sendemail.cccmd": true, "sendemail.headercmd": true,
+}
+
+// commandNames are, by section, the last names of keys (section.*.name)
+// whose value git runs as a command.
+var commandNames = map[string][]string{
+	"filter":     {"clean", "smudge", "process"},
+	"diff":       {"textconv", "command"},
+	"merge":      {"driver"},
+	"credential": {"helper"},
+	"gpg":        {"program", "defaultkeycommand"},
+	"difftool":   {"cmd", "path"},
+	"mergetool":  {"cmd", "path"},
+	"man":        {"cmd", "path"},
+	"browser":    {"cmd", "path"},
+	"remote":     {"uploadpack", "receivepack", "vcs"},
+	"trailer":    {"command", "cmd"},
 }
 
 // commandWords returns the path-like words of a shell command: those holding a
