@@ -187,28 +187,35 @@ func (s *scope) canonStat(ctx context.Context, p vfs.Path, f follow, info *vfs.I
 		loc, err = s.b.Resolve(ctx, q, fol)
 	}
 	if err != nil {
-		// A missing parent, or one that is not a directory: decide on where the
-		// name would be (the parent's canonical path and the name), so a refused
-		// place answers the same whatever does or does not exist beneath it.
-		if c := codeOf(err); (c != vfs.CodeNotFound && c != vfs.CodeNotDir) || q.IsRoot() {
+		if loc.Path, err = s.canonMissing(ctx, q, err); err != nil {
 			return vfs.Path{}, infoNone, err
 		}
-		parent, perr := s.canon(ctx, q.Dir().WithoutDirMark(), followFinal)
-		if perr != nil {
-			return vfs.Path{}, infoNone, err
-		}
-		r, cerr := parent.Child(q.Base())
-		if cerr != nil {
-			return vfs.Path{}, infoNone, err
-		}
-		// A dangling link whose target's directory is missing: the entry itself
-		// exists, so the operation reports what it reports (not_found).
-		if l, lerr := s.b.Resolve(ctx, r, false); lerr == nil && l.Found {
-			return vfs.Path{}, infoNone, err
-		}
-		loc.Path = r
 	}
 	return loc.Path.WithDirMark(p.MustBeDir()), st, nil
+}
+
+// canonMissing is where q would be when resolving it failed with err: for a
+// missing parent, or one that is not a directory, the parent's canonical path
+// and q's name, so a refused place answers the same whatever does or does not
+// exist beneath it. Any other failure is err.
+func (s *scope) canonMissing(ctx context.Context, q vfs.Path, err error) (vfs.Path, error) {
+	if c := codeOf(err); (c != vfs.CodeNotFound && c != vfs.CodeNotDir) || q.IsRoot() {
+		return vfs.Path{}, err
+	}
+	parent, perr := s.canon(ctx, q.Dir().WithoutDirMark(), followFinal)
+	if perr != nil {
+		return vfs.Path{}, err
+	}
+	r, cerr := parent.Child(q.Base())
+	if cerr != nil {
+		return vfs.Path{}, err
+	}
+	// A dangling link whose target's directory is missing: the entry itself
+	// exists, so the operation reports what it reports (not_found).
+	if l, lerr := s.b.Resolve(ctx, r, false); lerr == nil && l.Found {
+		return vfs.Path{}, err
+	}
+	return r, nil
 }
 
 // linkFreer is a backend that can say it holds no symlink at all

@@ -457,19 +457,8 @@ func (e *Engine) AllowsPath(op Op, path, dest string, size int64) bool {
 // joining them, so a pinned Sub decides its calls without building their
 // paths from the tree's root.
 func (e *Engine) AllowsUnder(op Op, base, rel string, size int64) bool {
-	bit := opBit(op)
-	if cs := e.compiled; cs != nil && bit != 0 && bit != opCopyBit && !e.fold && len(e.rules) == 0 &&
-		(e.maxSize <= 0 || size <= e.maxSize) && base != "." && rel != "." {
-		m := cs.read
-		if bit&maskWrite != 0 {
-			m = cs.write
-		}
-		var got idSet
-		if len(m.residual) == 0 {
-			if st, ok := m.walkUnder(base, rel, &got); ok && st == walkOK && got == (idSet{}) {
-				return e.defDecision.Effect == Allow
-			}
-		}
+	if e.plainUnder(op, base, rel, size) {
+		return e.defDecision.Effect == Allow
 	}
 	switch {
 	case base == ".":
@@ -478,6 +467,27 @@ func (e *Engine) AllowsUnder(op Op, base, rel string, size int64) bool {
 		return e.AllowsPath(op, base, "", size)
 	}
 	return e.AllowsPath(op, base+"/"+rel, "", size)
+}
+
+// plainUnder is plainOne for the path base/rel (see AllowsUnder), answered
+// from the kept walk of its directory; false where that walk is not kept.
+func (e *Engine) plainUnder(op Op, base, rel string, size int64) bool {
+	bit := opBit(op)
+	cs := e.compiled
+	if cs == nil || bit == 0 || bit == opCopyBit || e.fold || len(e.rules) > 0 ||
+		(e.maxSize > 0 && size > e.maxSize) || base == "." || rel == "." {
+		return false
+	}
+	m := cs.read
+	if bit&maskWrite != 0 {
+		m = cs.write
+	}
+	if len(m.residual) > 0 {
+		return false
+	}
+	var got idSet
+	st, ok := m.walkUnder(base, rel, &got)
+	return ok && st == walkOK && got == (idSet{})
 }
 
 // plainOne reports whether a request with op bit on path and dest is one path
