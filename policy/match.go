@@ -143,7 +143,22 @@ func prefilter(pat string) (suffix, lit string) {
 	if classFrom > classTo {
 		return "", ""
 	}
-	var runs []string
+	runs, endsLiteral := literalRuns(pat, classFrom, classTo)
+	for _, r := range runs {
+		r = strings.Trim(r, "/")
+		if len(r) > len(lit) {
+			lit = r
+		}
+	}
+	if endsLiteral {
+		suffix = strings.TrimLeft(runs[len(runs)-1], "/")
+	}
+	return suffix, lit
+}
+
+// literalRuns returns the runs of literal text of pat outside braces and the
+// class spanning classFrom to classTo, and whether pat ends in one.
+func literalRuns(pat string, classFrom, classTo int) (runs []string, endsLiteral bool) {
 	depth, start := 0, 0
 	for i := 0; i < len(pat); i++ {
 		ch := pat[i]
@@ -155,38 +170,25 @@ func prefilter(pat string) (suffix, lit string) {
 			start = i + 1
 			continue
 		}
-		switch ch {
-		case '*', '?', '[', ']', '{', '}':
-		default:
+		if !strings.ContainsRune("*?[]{}", rune(ch)) {
 			continue
 		}
 		if depth == 0 && i > start {
 			runs = append(runs, pat[start:i])
 		}
-		switch ch {
-		case '{':
+		switch {
+		case ch == '{':
 			depth++
-		case '}':
-			if depth > 0 {
-				depth--
-			}
+		case ch == '}' && depth > 0:
+			depth--
 		}
 		start = i + 1
 	}
-	endsLiteral := depth == 0 && start < len(pat)
+	endsLiteral = depth == 0 && start < len(pat)
 	if endsLiteral {
 		runs = append(runs, pat[start:])
 	}
-	for _, r := range runs {
-		r = strings.Trim(r, "/")
-		if len(r) > len(lit) {
-			lit = r
-		}
-	}
-	if endsLiteral {
-		suffix = strings.TrimLeft(runs[len(runs)-1], "/")
-	}
-	return suffix, lit
+	return runs, endsLiteral
 }
 
 // subject is a path being matched, with what every pattern would compute again.
