@@ -41,6 +41,8 @@ type HostImpl struct {
 	// Layered marks a dir.Dir over a backend, measured only on the workloads whose
 	// Layered is set.
 	Layered bool
+	// ReadOnly marks a target that refuses writes (measured on reads only).
+	ReadOnly bool
 	// New serves the existing host directory root.
 	New func(root string) (HostTarget, error)
 }

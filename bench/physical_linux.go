@@ -30,7 +30,7 @@ func physicalImpls() []HostImpl {
 			impls[0],
 			{Name: PhysicalDir, Layered: true, New: physicalDirNew(openat2)},
 			{Name: PhysicalDirPolicy, Layered: true, New: physicalDirNew(openat2, dir.WithPolicy(policy.Defaults()))},
-			{Name: PhysicalDirReadOnly, Layered: true, New: physicalDirOver(openat2, func(b vfs.Backend) (vfs.Backend, error) { return vfs.ReadOnly(b), nil })},
+			{Name: PhysicalDirReadOnly, Layered: true, ReadOnly: true, New: physicalDirOver(openat2, func(b vfs.Backend) (vfs.Backend, error) { return vfs.ReadOnly(b), nil })},
 			{Name: PhysicalDirSub, Layered: true, New: physicalDirOver(openat2, namespaceSub)},
 			{Name: PhysicalFused, Layered: true, New: func(root string) (HostTarget, error) {
 				fsys, err := physical.New(root, openat2)

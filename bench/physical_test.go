@@ -45,6 +45,15 @@ func TestHostTargets(t *testing.T) {
 			if _, err := tg.Stat("missing"); err == nil {
 				t.Fatal("stat of a missing file succeeded")
 			}
+			if n, err := tg.ReadDir("list"); n != ListSize || err != nil {
+				t.Fatalf("readdir: %d, %v", n, err)
+			}
+			if im.ReadOnly {
+				if err := createOnce(tg, "w/new", fileData); err == nil {
+					t.Fatal("a read-only target created a file")
+				}
+				return
+			}
 			// Create makes a new file with the data, and truncates an existing one.
 			if err := createOnce(tg, "w/new", fileData); err != nil {
 				t.Fatal(err)
