@@ -3,7 +3,6 @@ package dir
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -21,12 +20,9 @@ func hookError(herr error, method, path, dest string) error {
 	return e
 }
 
-// errAt builds a *vfs.Error addressed to guest paths.
+// errAt is an error addressed to the guest's paths (see vfs.GuestError).
 func errAt(code vfs.Code, op, path, dest, msg string) *vfs.Error {
-	e := vfs.NewError(code, op, vfs.Root, msg)
-	e.Path = printable(path)
-	e.Dest = printable(dest)
-	return e
+	return vfs.GuestError(code, op, path, dest, msg)
 }
 
 // readdress gives err the guest's paths. A non-*vfs.Error becomes canceled (for
@@ -46,15 +42,9 @@ func readdress(err error, op, path, dest string) error {
 	return e
 }
 
-// reop changes only the Op of a *vfs.Error (parse errors already carry a printable
-// form of the guest's path).
-func reop(err error, op string) error {
-	var ve *vfs.Error
-	if errors.As(err, &ve) {
-		return vfs.Readdress(ve, op, ve.Path, ve.Dest)
-	}
-	return err
-}
+// reop changes only the Op of a *vfs.Error (parse errors already carry a
+// printable form of the guest's path).
+func reop(err error, op string) error { return vfs.Reop(err, op) }
 
 // reopDest re-addresses a parse error of a destination path: Path is the source as
 // written, Dest the (printable) destination.
@@ -66,17 +56,8 @@ func reopDest(err error, op, src string) error {
 	return err
 }
 
-// printable keeps error and audit text readable: NUL bytes are spelled out and very
-// long paths are cut.
-func printable(s string) string {
-	if len(s) > 512 {
-		s = s[:512] + "…"
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(s, "\x00", `\x00`)
-	}
-	return s
-}
+// printable keeps error and audit text readable (see vfs.PrintablePath).
+func printable(s string) string { return vfs.PrintablePath(s) }
 
 func auditGuestPath(s string) string { return printable(s) }
 
