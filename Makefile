@@ -80,7 +80,7 @@ sysdeps:
 # hangs fails the run after FUZZ_BOUND.
 FUZZTIME    ?=
 FUZZ_BOUND  ?= 10m
-FUZZ_TOTAL  ?= 150
+FUZZ_TOTAL  ?= 120
 FUZZ_TARGETS := \
 	./vfs:FuzzParseGuest:200000 \
 	./vfs:FuzzCleanWords:200000 \
@@ -89,7 +89,7 @@ FUZZ_TARGETS := \
 	./policy:FuzzRules:40000 \
 	./policy:FuzzCompiled:40000 \
 	./authority:FuzzParseSubject:100000 \
-	./cmd/capfs:FuzzParseMountFlag:100000 \
+	./cmd/capfs:FuzzParseMountFlag:20000 \
 	./cmd/capfs:FuzzGrepMatch:50000 \
 	./mcpserver:FuzzParsePatch:100000 \
 	./mcpserver:FuzzApplyPatch:30000 \
