@@ -71,17 +71,25 @@ type server struct {
 	cmd        *exec.Cmd
 }
 
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// freePorts returns n loopback addresses free now, all different: each
+// listener stays open until all are taken, so the kernel cannot hand the
+// same port out twice (bazel-remote refuses one port for gRPC and HTTP).
+func freePorts(t *testing.T, n int) []string {
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 func startServer(t *testing.T) *server {
-	s := &server{t: t, bin: bazelRemoteBin(t), dir: t.TempDir(), grpc: freePort(t), http: freePort(t)}
+	ports := freePorts(t, 2)
+	s := &server{t: t, bin: bazelRemoteBin(t), dir: t.TempDir(), grpc: ports[0], http: ports[1]}
 	s.start()
 	t.Cleanup(s.kill)
 	return s
