@@ -1,125 +1,38 @@
 package vfs
 
 import (
-	"errors"
-	"io"
 	"io/fs"
 	"sync/atomic"
 )
 
-// wrapFile wraps a file opened under a mount below the namespace root so its errors
-// carry the namespace path and, at a mount point, Stat carries the mount's name.
+// wrapFile makes f, a file opened under a mount below the namespace root,
+// name p in its errors and, at a mount point, the mount's name in Stat (see
+// [AddressFile]).
 func wrapFile(f File, p Path, l *loc) File {
 	if l.m.path.IsRoot() {
 		return f
 	}
-	nf := &nsFile{f: f, path: p.String()}
+	a := FileAddress{Path: p}
 	if l.kind == kindMountPoint {
-		nf.name = p.Base()
+		a.Name = p.Base()
 	}
-	return wrapAt(f, nf)
+	return AddressFile(f, a)
 }
 
 // addressFile makes the errors of f, a file the namespace opened at q (a path
-// some link on p led to), name p, as its OpenFile(p) does.
+// some link on p led to), name p, as its OpenFile(p) does. A File
+// [AddressFile] made (wrapFile's, a Sub's) is re-pointed at p; any other is
+// wrapped, unless q is p.
 func addressFile(f File, p, q Path) File {
-	switch nf := f.(type) {
-	case nil:
-	case *nsFile:
-		nf.path = p.String()
-	case nsTypedFile:
-		nf.path = p.String()
-	default:
-		if q.String() != p.String() {
-			return wrapAt(f, &nsFile{f: f, path: p.String()})
-		}
+	if a, ok := f.(interface{ addressed() *addressedFile }); ok {
+		a.addressed().path = p.String()
+		return f
 	}
-	return f
-}
-
-// wrapAt is nf, the nsFile over f, kept a TypedFile when f is one.
-func wrapAt(f File, nf *nsFile) File {
-	if _, ok := f.(TypedFile); ok {
-		return nsTypedFile{nf}
+	if f == nil || q.String() == p.String() {
+		return f
 	}
-	return nf
+	return AddressFile(f, FileAddress{Path: p})
 }
-
-// nsTypedFile is an nsFile over a TypedFile.
-type nsTypedFile struct{ *nsFile }
-
-// Type forwards to the wrapped File (see [TypedFile]).
-func (f nsTypedFile) Type() fs.FileMode { return f.f.(TypedFile).Type() }
-
-// OpenStat forwards to the wrapped File (see [OpenStater]), with the name
-// Stat reports.
-func (f *nsFile) OpenStat() (Info, bool) {
-	info, ok := OpenStat(f.f)
-	if ok && f.name != "" {
-		info.Name = f.name
-	}
-	return info, ok
-}
-
-// nsFile is a File opened under a mount below the namespace root.
-type nsFile struct {
-	f    File
-	path string // the namespace path, for errors
-	name string // if set, the Name Stat reports (a mount point's root)
-}
-
-func (f *nsFile) fix(err error) error {
-	if err == nil || err == io.EOF {
-		return err
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return Readdress(e, "", f.path, "")
-	}
-	return err
-}
-
-func (f *nsFile) Read(b []byte) (int, error) {
-	n, err := f.f.Read(b)
-	return n, f.fix(err)
-}
-
-func (f *nsFile) ReadAt(b []byte, off int64) (int, error) {
-	n, err := f.f.ReadAt(b, off)
-	return n, f.fix(err)
-}
-
-func (f *nsFile) Write(b []byte) (int, error) {
-	n, err := f.f.Write(b)
-	return n, f.fix(err)
-}
-
-func (f *nsFile) WriteAt(b []byte, off int64) (int, error) {
-	n, err := f.f.WriteAt(b, off)
-	return n, f.fix(err)
-}
-
-func (f *nsFile) Seek(off int64, whence int) (int64, error) {
-	n, err := f.f.Seek(off, whence)
-	return n, f.fix(err)
-}
-
-func (f *nsFile) Close() error { return f.fix(f.f.Close()) }
-
-func (f *nsFile) Stat() (Info, error) {
-	info, err := f.f.Stat()
-	if err != nil {
-		return Info{}, f.fix(err)
-	}
-	if f.name != "" {
-		info.Name = f.name
-	}
-	return info, nil
-}
-
-func (f *nsFile) Truncate(size int64) error { return f.fix(f.f.Truncate(size)) }
-
-func (f *nsFile) Sync() error { return f.fix(f.f.Sync()) }
 
 // synthFile is a synthetic directory opened for reading.
 type synthFile struct {

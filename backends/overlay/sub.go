@@ -3,12 +3,10 @@ package overlay
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"time"
 
-	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -148,16 +146,14 @@ func (s *sub) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMo
 }
 
 // file is f, opened at overlay path q for the caller's p, made to name p in
-// its errors (and "." at the root) with the optional File interfaces f has.
+// its errors (and "." at the root) with the optional File interfaces f has
+// (see [vfs.AddressFile]).
 func (s *sub) file(f vfs.File, p, q vfs.Path) vfs.File {
-	sf := &subFile{f: f, path: p.String()}
+	a := vfs.FileAddress{Path: p}
 	if s.isRoot(q) {
-		sf.name = "."
+		a.Name = "."
 	}
-	if _, ok := f.(vfs.TypedFile); ok {
-		return subTypedFile{sf}
-	}
-	return sf
+	return vfs.AddressFile(f, a)
 }
 
 // Mkdir creates directory p.
@@ -316,83 +312,3 @@ func (s *sub) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.Locat
 	}
 	return s.file(f, p, s.root.Join(loc.Path)), loc, nil
 }
-
-// subFile is a file opened through a sub: its errors name the path the
-// sub's caller named, and at the root its name is ".".
-type subFile struct {
-	f    vfs.File
-	path string // the caller's path, for errors
-	name string // if set, the Name Stat reports (the sub's root)
-}
-
-func (f *subFile) fix(err error) error {
-	if err == nil || err == io.EOF {
-		return err
-	}
-	if e, ok := errors.AsType[*vfs.Error](err); ok {
-		return vfs.Readdress(e, "", f.path, "")
-	}
-	return err
-}
-
-func (f *subFile) Read(b []byte) (int, error) {
-	n, err := f.f.Read(b)
-	return n, f.fix(err)
-}
-
-func (f *subFile) ReadAt(b []byte, off int64) (int, error) {
-	n, err := f.f.ReadAt(b, off)
-	return n, f.fix(err)
-}
-
-func (f *subFile) Write(b []byte) (int, error) {
-	n, err := f.f.Write(b)
-	return n, f.fix(err)
-}
-
-func (f *subFile) WriteAt(b []byte, off int64) (int, error) {
-	n, err := f.f.WriteAt(b, off)
-	return n, f.fix(err)
-}
-
-func (f *subFile) Seek(off int64, whence int) (int64, error) {
-	n, err := f.f.Seek(off, whence)
-	return n, f.fix(err)
-}
-
-func (f *subFile) Close() error { return f.fix(f.f.Close()) }
-
-func (f *subFile) Stat() (vfs.Info, error) {
-	info, err := f.f.Stat()
-	if err != nil {
-		return vfs.Info{}, f.fix(err)
-	}
-	if f.name != "" {
-		info.Name = f.name
-	}
-	return info, nil
-}
-
-func (f *subFile) Truncate(size int64) error { return f.fix(f.f.Truncate(size)) }
-
-func (f *subFile) Sync() error { return f.fix(f.f.Sync()) }
-
-// OpenStat forwards to the layer's file (see [vfs.OpenStater]), with the
-// name Stat reports.
-func (f *subFile) OpenStat() (vfs.Info, bool) {
-	info, ok := vfs.OpenStat(f.f)
-	if ok && f.name != "" {
-		info.Name = f.name
-	}
-	return info, ok
-}
-
-// HostFd forwards to the layer's file (an upper file answers, a lower one
-// never does; see package hostfd).
-func (f *subFile) HostFd(t hostfd.Token) (int, bool) { return hostfd.Of(f.f) }
-
-// subTypedFile is a subFile over a [vfs.TypedFile].
-type subTypedFile struct{ *subFile }
-
-// Type forwards to the layer's file (see [vfs.TypedFile]).
-func (f subTypedFile) Type() fs.FileMode { return f.f.(vfs.TypedFile).Type() }

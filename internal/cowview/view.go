@@ -203,7 +203,7 @@ func (v *View[L]) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 		return nil, vfs.Readdress(err, op, p.String(), "")
 	}
 	v.s.add(r.Parent, r.Name, &Node[L]{Up: true, Ino: ino}, v.s.now())
-	return &file{File: f, p: p, name: p.Base()}, nil
+	return openFile(f, p, p.Base(), nil, false), nil
 }
 
 // open opens the found node r.Node. The caller holds s.mu.
@@ -226,19 +226,19 @@ func (v *View[L]) open(ctx context.Context, p vfs.Path, r vfs.Resolution[*Node[L
 		if err != nil {
 			return nil, vfs.Readdress(err, op, p.String(), "")
 		}
-		return &file{File: f, p: p, name: name, info: &info}, nil
+		return openFile(f, p, name, &info, false), nil
 	case n.Up:
 		f, err := v.s.store.OpenFile(ctx, InoPath(n.Ino), flag, 0)
 		if err != nil {
 			return nil, vfs.Readdress(err, op, p.String(), "")
 		}
-		return &file{File: f, p: p, name: name}, nil
+		return openFile(f, p, name, nil, false), nil
 	}
 	f, err := v.s.lo.Open(ctx, op, p, n.Lo, name)
 	if err != nil {
 		return nil, err
 	}
-	return &file{File: f, p: p, name: name, ro: true}, nil
+	return openFile(f, p, name, nil, true), nil
 }
 
 // copyUp copies lower file (with Links, or symlink) n, named name in up

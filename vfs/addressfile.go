@@ -1,0 +1,180 @@
+package vfs
+
+import (
+	"io"
+	"io/fs"
+
+	"github.com/capfs/capfs/internal/hostfd"
+)
+
+// FileAddress says how [AddressFile] shows a File to the caller of the layer
+// that opened it.
+type FileAddress struct {
+	// Path is the path the caller named. Every error of the File names it.
+	Path Path
+	// Name, if set, is the Name Stat and OpenStat report: a mount point's
+	// name, "." at a Sub's root.
+	Name string
+	// Fix, if set, maps each error of the File before it is re-addressed:
+	// the layer's own reading of a code. It sees every error but nil and
+	// [io.EOF].
+	Fix func(error) error
+}
+
+// AddressFile returns f as the caller of the layer that opened it knows it.
+//
+// Each error f returns, but [io.EOF], goes through a.Fix (if set) and is then
+// re-addressed to a.Path with [Readdress]. Stat and OpenStat report a.Name if
+// it is set. Everything else is f's.
+//
+// The File implements exactly the optional File interfaces f implements:
+// [TypedFile], [OpenStater] and the host descriptor of package hostfd. So a
+// type assertion on it answers as one on f would, and what it claims works.
+// A nil f stays nil.
+func AddressFile(f File, a FileAddress) File {
+	if f == nil {
+		return nil
+	}
+	return (&addressedFile{f: f, path: a.Path.String(), name: a.Name, mapErr: a.Fix}).withOptionals()
+}
+
+// addressedFile is the File [AddressFile] returns, with none of the optional
+// interfaces. withOptionals adds those f has.
+type addressedFile struct {
+	f      File
+	path   string            // the caller's path, for errors
+	name   string            // if set, the Name Stat and OpenStat report
+	mapErr func(error) error // FileAddress.Fix
+}
+
+// The optional File interfaces an addressedFile forwards, each a method
+// set of its own over the same struct.
+type (
+	addressedTyped  addressedFile // TypedFile
+	addressedStater addressedFile // OpenStater
+	addressedFd     addressedFile // hostfd.Filer
+)
+
+// withOptionals is a over exactly the optional interfaces a.f has.
+func (a *addressedFile) withOptionals() File {
+	t, s, h := (*addressedTyped)(a), (*addressedStater)(a), (*addressedFd)(a)
+	_, typed := a.f.(TypedFile)
+	_, stater := a.f.(OpenStater)
+	_, fd := a.f.(hostfd.Filer)
+	switch {
+	case typed && stater && fd:
+		return struct {
+			*addressedFile
+			*addressedTyped
+			*addressedStater
+			*addressedFd
+		}{a, t, s, h}
+	case typed && stater:
+		return struct {
+			*addressedFile
+			*addressedTyped
+			*addressedStater
+		}{a, t, s}
+	case typed && fd:
+		return struct {
+			*addressedFile
+			*addressedTyped
+			*addressedFd
+		}{a, t, h}
+	case stater && fd:
+		return struct {
+			*addressedFile
+			*addressedStater
+			*addressedFd
+		}{a, s, h}
+	case typed:
+		return struct {
+			*addressedFile
+			*addressedTyped
+		}{a, t}
+	case stater:
+		return struct {
+			*addressedFile
+			*addressedStater
+		}{a, s}
+	case fd:
+		return struct {
+			*addressedFile
+			*addressedFd
+		}{a, h}
+	}
+	return a
+}
+
+// Type forwards to the wrapped File (see [TypedFile]).
+func (t *addressedTyped) Type() fs.FileMode { return t.f.(TypedFile).Type() }
+
+// OpenStat forwards to the wrapped File (see [OpenStater]), with the name
+// Stat reports.
+func (s *addressedStater) OpenStat() (Info, bool) {
+	info, ok := s.f.(OpenStater).OpenStat()
+	if ok && s.name != "" {
+		info.Name = s.name
+	}
+	return info, ok
+}
+
+// HostFd forwards to the wrapped File (see package hostfd): re-addressing
+// errors adds no check the descriptor would escape.
+func (h *addressedFd) HostFd(t hostfd.Token) (int, bool) { return h.f.(hostfd.Filer).HostFd(t) }
+
+// addressed returns the addressedFile under any File [AddressFile] made.
+func (a *addressedFile) addressed() *addressedFile { return a }
+
+// fix is err as the caller sees it: mapped by Fix, then re-addressed.
+func (a *addressedFile) fix(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if a.mapErr != nil {
+		err = a.mapErr(err)
+	}
+	return Readdress(err, "", a.path, "")
+}
+
+func (a *addressedFile) Read(b []byte) (int, error) {
+	n, err := a.f.Read(b)
+	return n, a.fix(err)
+}
+
+func (a *addressedFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := a.f.ReadAt(b, off)
+	return n, a.fix(err)
+}
+
+func (a *addressedFile) Write(b []byte) (int, error) {
+	n, err := a.f.Write(b)
+	return n, a.fix(err)
+}
+
+func (a *addressedFile) WriteAt(b []byte, off int64) (int, error) {
+	n, err := a.f.WriteAt(b, off)
+	return n, a.fix(err)
+}
+
+func (a *addressedFile) Seek(off int64, whence int) (int64, error) {
+	n, err := a.f.Seek(off, whence)
+	return n, a.fix(err)
+}
+
+func (a *addressedFile) Close() error { return a.fix(a.f.Close()) }
+
+func (a *addressedFile) Stat() (Info, error) {
+	info, err := a.f.Stat()
+	if err != nil {
+		return Info{}, a.fix(err)
+	}
+	if a.name != "" {
+		info.Name = a.name
+	}
+	return info, nil
+}
+
+func (a *addressedFile) Truncate(size int64) error { return a.fix(a.f.Truncate(size)) }
+
+func (a *addressedFile) Sync() error { return a.fix(a.f.Sync()) }
