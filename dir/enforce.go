@@ -423,7 +423,8 @@ func (s *scope) parse(c *call) error {
 		}
 		var err error
 		if p, err = vfs.ParseGuest(raw); err != nil {
-			return reop(err, c.sp.method)
+			// A parse error already names the guest's path, printable.
+			return vfs.Reop(err, c.sp.method)
 		}
 		if c.sp.single && !vfs.ValidName(raw) {
 			return errAt(vfs.CodeInvalidPath, c.sp.method, raw, "", "a single name is required here (no \"/\")")

@@ -42,10 +42,6 @@ func readdress(err error, op, path, dest string) error {
 	return e
 }
 
-// reop changes only the Op of a *vfs.Error (parse errors already carry a
-// printable form of the guest's path).
-func reop(err error, op string) error { return vfs.Reop(err, op) }
-
 // reopDest re-addresses a parse error of a destination path: Path is the source as
 // written, Dest the (printable) destination.
 func reopDest(err error, op, src string) error {

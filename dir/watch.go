@@ -87,7 +87,7 @@ type WatchOptions struct {
 func (d *Dir) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
 	ctx = withPurpose(ctx, PurposeWatch)
 	if err := d.Check(ctx, policy.OpList, ".", "", -1); err != nil {
-		return nil, reop(err, "Watch")
+		return nil, vfs.Reop(err, "Watch")
 	}
 	for _, p := range opts.Patterns {
 		if !doublestar.ValidatePattern(p) {
