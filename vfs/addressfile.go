@@ -137,25 +137,16 @@ func (a *addressedFile) fix(err error) error {
 	return Readdress(err, "", a.path, "")
 }
 
-func (a *addressedFile) Read(b []byte) (int, error) {
-	n, err := a.f.Read(b)
-	return n, a.fix(err)
-}
+// fixN is n and err as the caller sees them (see fix).
+func (a *addressedFile) fixN(n int, err error) (int, error) { return n, a.fix(err) }
 
-func (a *addressedFile) ReadAt(b []byte, off int64) (int, error) {
-	n, err := a.f.ReadAt(b, off)
-	return n, a.fix(err)
-}
+func (a *addressedFile) Read(b []byte) (int, error) { return a.fixN(a.f.Read(b)) }
 
-func (a *addressedFile) Write(b []byte) (int, error) {
-	n, err := a.f.Write(b)
-	return n, a.fix(err)
-}
+func (a *addressedFile) ReadAt(b []byte, off int64) (int, error) { return a.fixN(a.f.ReadAt(b, off)) }
 
-func (a *addressedFile) WriteAt(b []byte, off int64) (int, error) {
-	n, err := a.f.WriteAt(b, off)
-	return n, a.fix(err)
-}
+func (a *addressedFile) Write(b []byte) (int, error) { return a.fixN(a.f.Write(b)) }
+
+func (a *addressedFile) WriteAt(b []byte, off int64) (int, error) { return a.fixN(a.f.WriteAt(b, off)) }
 
 func (a *addressedFile) Seek(off int64, whence int) (int64, error) {
 	n, err := a.f.Seek(off, whence)

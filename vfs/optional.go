@@ -55,8 +55,10 @@ func Optionals() []Optional {
 // A wrapper of a File keeps both. It keeps OpenStater through the function
 // [OpenStat] (false where the wrapped File recorded nothing). It keeps
 // TypedFile only when the wrapped File is one, since nothing can answer it
-// otherwise. [github.com/capfs/capfs/vfs/vfstest.CheckForwards] checks the
-// Files a wrapper opens against it.
+// otherwise. A wrapper that only re-addresses errors is [AddressFile]'s,
+// which implements exactly the interfaces the wrapped File has.
+// [github.com/capfs/capfs/vfs/vfstest.CheckForwards] checks the Files a
+// wrapper opens against it.
 func OptionalFiles() []Optional {
 	return []Optional{
 		{Name: "TypedFile", Group: "file status", Type: reflect.TypeFor[TypedFile]()},
