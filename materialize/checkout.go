@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -289,7 +290,7 @@ func (t *Tree) makeRoot(entries []*srcEntry) error {
 		return vfs.Errno(op, vfs.Root, err)
 	}
 	if t.opts.Private {
-		mountPrivate(p)
+		hostfs.MountPrivate(p)
 	}
 	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -447,8 +448,8 @@ func (t *Tree) Close() error {
 		t.rootFd = -1
 	}
 	if t.created && !t.keepUser && !t.keepSync {
-		// removeTree unmounts a private checkout's tmpfs first.
-		if err := removeTree(t.path); err != nil {
+		// hostfs.RemoveTree unmounts a private checkout's tmpfs first.
+		if err := hostfs.RemoveTree(t.path); err != nil {
 			return vfs.Errno("close", vfs.Root, err)
 		}
 	}

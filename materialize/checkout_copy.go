@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/capfs/capfs/materialize/internal/hostfs"
+
 	"crypto/sha256"
 	"encoding/hex"
 
@@ -27,7 +29,7 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 		if e.typ != fs.ModeDir {
 			continue
 		}
-		if err := mkdirBeneath(t.rootFd, e.rel, 0o700); err != nil {
+		if err := hostfs.MkdirBeneath(t.rootFd, e.rel, 0o700); err != nil {
 			return vfs.Errno(op, vfs.MustParse(e.rel), err)
 		}
 		e.ok = true
@@ -44,7 +46,7 @@ func (t *Tree) populate(ctx context.Context, entries []*srcEntry, hostFd int) er
 		if e.typ != fs.ModeSymlink {
 			continue
 		}
-		if err := symlinkBeneath(t.rootFd, e.target, e.rel); err != nil {
+		if err := hostfs.SymlinkBeneath(t.rootFd, e.target, e.rel); err != nil {
 			return vfs.Errno(op, vfs.MustParse(e.rel), err)
 		}
 		e.ok = true
@@ -66,7 +68,7 @@ func (t *Tree) setDirModes(entries []*srcEntry) error {
 		if e.typ != fs.ModeDir {
 			continue
 		}
-		fd, err := openBeneath(t.rootFd, e.rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+		fd, err := hostfs.OpenBeneath(t.rootFd, e.rel, unix.O_PATH|unix.O_DIRECTORY, 0)
 		if err != nil {
 			return vfs.Errno("checkout", vfs.MustParse(e.rel), err)
 		}
@@ -110,7 +112,7 @@ func (t *Tree) setRootTime(ctx context.Context) {
 // probe cannot be made it returns 0: every file is racy.
 func clockNow(root int) int64 {
 	name := ".capfs-clock-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	fd, err := openatRetry(root, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := hostfs.OpenatRetry(root, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return 0
 	}
@@ -199,7 +201,7 @@ func (t *Tree) copyFile(ctx context.Context, e *srcEntry, buf []byte, hostFd int
 func (t *Tree) writeCopy(ctx context.Context, e *srcEntry, src io.Reader, want int64, buf []byte, pr *progress) error {
 	// Created with its mode (less the umask) in the private checkout: the chmod
 	// below is only needed where the umask took bits away.
-	fd, err := openBeneath(t.rootFd, e.rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, uint32(e.mode))
+	fd, err := hostfs.OpenBeneath(t.rootFd, e.rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, uint32(e.mode))
 	if err != nil {
 		return vfs.Errno("checkout", vfs.MustParse(e.rel), err)
 	}
@@ -277,7 +279,7 @@ func finishCopy(fd int, e *srcEntry) error {
 // linkFile hard-links the host file behind e into the checkout when that is safe
 // (see StrategyHardLink) and reports whether it did.
 func (t *Tree) linkFile(e *srcEntry, fi fs.FileInfo, hostFd int) (bool, error) {
-	hfd, err := openBeneath(hostFd, e.rel, unix.O_PATH, 0)
+	hfd, err := hostfs.OpenBeneath(hostFd, e.rel, unix.O_PATH, 0)
 	if err != nil {
 		return false, nil // not reachable without a symlink, or gone: copy it
 	}
@@ -288,7 +290,7 @@ func (t *Tree) linkFile(e *srcEntry, fi fs.FileInfo, hostFd int) (bool, error) {
 		st.Mtim.Nano() != fi.ModTime().UnixNano() {
 		return false, nil
 	}
-	pfd, name, err := parentOf(t.rootFd, e.rel)
+	pfd, name, err := hostfs.ParentOf(t.rootFd, e.rel)
 	if err != nil {
 		return false, err
 	}
@@ -297,12 +299,12 @@ func (t *Tree) linkFile(e *srcEntry, fi fs.FileInfo, hostFd int) (bool, error) {
 		return false, nil // EXDEV, EPERM (protected_hardlinks), ...: copy it
 	}
 	// The manifest describes the very inode linked.
-	f, lst, err := openRegularAt(pfd, name, &st)
+	f, lst, err := hostfs.OpenRegularAt(pfd, name, &st)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	d, n, err := hashFile(f)
+	d, n, err := hostfs.HashFile(f)
 	if err != nil {
 		return false, err
 	}
@@ -326,12 +328,12 @@ func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) (bool,
 	}
 	keys := map[string]statKey{}
 	errHidden := errors.New("an entry the Dir does not show")
-	if err := walkHost(hostFd, 0, func(e *hostEntry) error {
-		if !shown[e.rel] {
+	if err := hostfs.Walk(hostFd, 0, func(e *hostfs.Entry) error {
+		if !shown[e.Rel] {
 			return errHidden
 		}
-		if e.st.Mode&unix.S_IFMT == unix.S_IFREG {
-			keys[e.rel] = keyOf(&e.st)
+		if e.St.Mode&unix.S_IFMT == unix.S_IFREG {
+			keys[e.Rel] = keyOf(&e.St)
 		}
 		return nil
 	}); err == errHidden {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -315,8 +316,8 @@ func (t *Tree) runWorkers(ctx context.Context, entries []*srcEntry, pr *progress
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bp := bufPool.Get().(*[]byte)
-			defer bufPool.Put(bp)
+			bp := hostfs.BufPool.Get().(*[]byte)
+			defer hostfs.BufPool.Put(bp)
 			for e := range jobs {
 				if ctx.Err() != nil {
 					continue

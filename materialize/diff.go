@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capfs/capfs/materialize/internal/hostfs"
+
 	"github.com/capfs/capfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -88,7 +90,7 @@ type limitHit struct {
 func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error) {
 	m := t.manifest
 	s := &scanner{ctx: ctx, m: m, lim: lim, seen: make(map[string]bool, len(m.Entries)), dirTimes: t.rootDirTimes()}
-	err := walkHostParallel(t.rootFd, scanDepth(m, lim.MaxDepth), runtime.GOMAXPROCS(0), s.visit)
+	err := hostfs.WalkParallel(t.rootFd, scanDepth(m, lim.MaxDepth), runtime.GOMAXPROCS(0), s.visit)
 	if err == errScanStop {
 		return s.out, s.hit, nil
 	}
@@ -161,24 +163,24 @@ func scanError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return canceled("diff", vfs.Root, ctx.Err())
 	}
-	if err == errChanged || err == errNotRegular {
+	if err == hostfs.ErrChanged || err == hostfs.ErrNotRegular {
 		return vfs.NewError(vfs.CodeConflict, "diff", vfs.Root, "checkout changed while it was scanned")
 	}
 	return vfs.Errno("diff", vfs.Root, err)
 }
 
 // visit compares one host entry with the manifest and records its change.
-func (s *scanner) visit(he *hostEntry) error {
+func (s *scanner) visit(he *hostfs.Entry) error {
 	if s.n++; s.n&255 == 0 && s.ctx.Err() != nil {
 		return s.ctx.Err()
 	}
-	typ, mode := typeOf(&he.st)
+	typ, mode := hostfs.TypeOf(&he.St)
 	// ne and old stay on the stack; newChange copies them for a change.
-	ne := Entry{Type: typ, Mode: mode, ModTime: time.Unix(0, he.st.Mtim.Nano())}
-	old, had := s.m.Entries[he.rel]
+	ne := Entry{Type: typ, Mode: mode, ModTime: time.Unix(0, he.St.Mtim.Nano())}
+	old, had := s.m.Entries[he.Rel]
 	var oldp *Entry
 	if had {
-		s.seen[he.rel] = true
+		s.seen[he.Rel] = true
 		oldp = &old
 	}
 	switch typ {
@@ -187,23 +189,23 @@ func (s *scanner) visit(he *hostEntry) error {
 			return err
 		}
 	case fs.ModeSymlink:
-		ne.Target = he.target
+		ne.Target = he.Target
 		ne.Mode = 0
 	}
-	kind, changed := s.changeKind(he.rel, oldp, &ne)
+	kind, changed := s.changeKind(he.Rel, oldp, &ne)
 	if !changed {
 		return nil
 	}
-	return s.record(newChange(kind, he.rel, oldp, &ne))
+	return s.record(newChange(kind, he.Rel, oldp, &ne))
 }
 
 // regular sets ne's size and digest for a regular file: the manifest's digest
 // when the stat cache vouches for the file, else its hash. A file over the
 // byte limit whatever its contents is recorded unread and stops the walk.
-func (s *scanner) regular(he *hostEntry, old, ne *Entry) error {
-	ne.Size = he.st.Size
+func (s *scanner) regular(he *hostfs.Entry, old, ne *Entry) error {
+	ne.Size = he.St.Size
 	if old != nil && old.IsRegular() {
-		if k, ok := s.m.stat[he.rel]; ok && !k.racy && sameKey(k, keyOf(&he.st)) {
+		if k, ok := s.m.stat[he.Rel]; ok && !k.racy && sameKey(k, keyOf(&he.St)) {
 			ne.Digest = old.Digest
 		}
 	}
@@ -212,16 +214,16 @@ func (s *scanner) regular(he *hostEntry, old, ne *Entry) error {
 	}
 	if s.lim.MaxBytes >= 0 && s.bytes+ne.Size > s.lim.MaxBytes && (old == nil || !old.IsRegular() || old.Size != ne.Size) {
 		// Over the limit whatever the contents: do not read them.
-		c := newChange(unreadKind(old), he.rel, old, ne)
+		c := newChange(unreadKind(old), he.Rel, old, ne)
 		s.out = append(s.out, c)
 		s.hit = &limitHit{c, s.bytesReason()}
 		return errScanStop
 	}
-	f, _, err := openRegularAt(he.dirfd, he.name, &he.st)
+	f, _, err := hostfs.OpenRegularAt(he.Dirfd, he.Name, &he.St)
 	if err != nil {
 		return err
 	}
-	d, size, err := hashFile(f)
+	d, size, err := hostfs.HashFile(f)
 	f.Close()
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -430,7 +431,7 @@ const maxLooseObject = 64 << 20
 // AnyObject); another type answers ErrObjectNotFound without its body read.
 func (l *looseFirst) loose(h plumbing.Hash, want plumbing.ObjectType) (plumbing.EncodedObject, error) {
 	id := h.String()
-	fd, err := openBeneath(l.objects, id[:2]+"/"+id[2:], unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	fd, err := hostfs.OpenBeneath(l.objects, id[:2]+"/"+id[2:], unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

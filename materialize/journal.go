@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -574,7 +575,7 @@ func removeSyncedCheckout(rep *SyncReport, p string) {
 		rep.Checkout = "" // gone already
 		return
 	}
-	if isCheckoutDir(p) && removeTree(p) == nil {
+	if isCheckoutDir(p) && hostfs.RemoveTree(p) == nil {
 		rep.Checkout = ""
 	}
 }

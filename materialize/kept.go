@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -210,7 +211,7 @@ func Discard(state []byte) error {
 	if st.Dev != s.Dev || st.Ino != s.Ino || (s.BTime != 0 && bt != s.BTime) || int(st.Uid) != os.Getuid() {
 		return vfs.NewError(vfs.CodeInvalidPath, "discard", vfs.Root, "the directory at the kept checkout's path is not the one recorded")
 	}
-	if err := removeTree(s.Path); err != nil {
+	if err := hostfs.RemoveTree(s.Path); err != nil {
 		return vfs.Errno("discard", vfs.Root, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // Entry describes one path of a checkout, as Checkout recorded it (in a
@@ -126,4 +127,18 @@ type Skip struct {
 	Path   string   // relative to the source Dir
 	Code   vfs.Code // fs_permission_denied (the Dir's policy), not_regular_file, path_outside_sandbox, ...
 	Reason string
+}
+
+// keyOf is st's stat-cache key.
+func keyOf(st *unix.Stat_t) statKey {
+	return statKey{
+		dev: st.Dev, ino: int64(st.Ino), size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: st.Mode,
+	}
+}
+
+// sameKey reports whether two cache keys describe the same unchanged file.
+func sameKey(a, b statKey) bool {
+	return a.dev == b.dev && a.ino == b.ino && a.size == b.size &&
+		a.mtime == b.mtime && a.ctime == b.ctime && a.mode == b.mode
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -290,7 +291,7 @@ func (t *Tree) hiddenInHistory(ctx context.Context) func(p string) (bool, error)
 // emptyGit removes the contents of the checkout's directory rel (a .git) and
 // their manifest entries; the directory itself stays, as it was recorded.
 func (t *Tree) emptyGit(rel string) error {
-	fd, err := openBeneath(t.rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	fd, err := hostfs.OpenBeneath(t.rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
 	}
@@ -303,7 +304,7 @@ func (t *Tree) emptyGit(rel string) error {
 	// The checkout is private and nothing has run in it yet: the path is the
 	// one Checkout made, and RemoveAll does not follow symlinks.
 	for _, n := range names {
-		if err := removeTree(filepath.Join(t.path, filepath.FromSlash(rel), n)); err != nil {
+		if err := hostfs.RemoveTree(filepath.Join(t.path, filepath.FromSlash(rel), n)); err != nil {
 			return err
 		}
 	}
@@ -466,26 +467,4 @@ func relParent(p string) string {
 		return p[:i]
 	}
 	return ""
-}
-
-// mountPrivate mounts a tmpfs of its own on the new, empty checkout directory
-// p when Options.Private asks for one, the base is itself a tmpfs (the checkout
-// is in memory either way) and this process may mount (root). A bind of the
-// checkout then shows "/" as its root in the sandbox's mountinfo rather than
-// the directory's path. It reports whether it mounted.
-func mountPrivate(p string) bool {
-	var sfs unix.Statfs_t
-	if unix.Statfs(filepath.Dir(p), &sfs) != nil || sfs.Type != unix.TMPFS_MAGIC {
-		return false
-	}
-	return unix.Mount("capfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700") == nil
-}
-
-// unmountPrivate detaches the tmpfs mountPrivate mounted on p.
-func unmountPrivate(p string) error {
-	err := unix.Unmount(p, unix.MNT_DETACH)
-	if err == unix.EINVAL || err == unix.ENOENT {
-		return nil
-	}
-	return err
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 )
 
 // TestRemoveTreeUnmountsPrivate: a kept private checkout (a tmpfs of its own)
-// is removed by removeTree, as Recover does, mount and directory alike.
+// is removed by hostfs.RemoveTree, as Recover does, mount and directory alike.
 func TestRemoveTreeUnmountsPrivate(t *testing.T) {
 	ctx := context.Background()
 	d, _ := dir.New(memory.New())
@@ -23,7 +24,7 @@ func TestRemoveTreeUnmountsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := tr.Path()
-	if !privateMount(p) {
+	if !hostfs.PrivateMount(p) {
 		tr.Close()
 		t.Skipf("no private tmpfs here (not root, or %s is not on a tmpfs)", p)
 	}
@@ -31,21 +32,21 @@ func TestRemoveTreeUnmountsPrivate(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !privateMount(p) {
+	if !hostfs.PrivateMount(p) {
 		t.Fatal("a kept private checkout was unmounted by Close")
 	}
-	if err := removeTree(p); err != nil {
+	if err := hostfs.RemoveTree(p); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("after removeTree: %v", err)
+		t.Fatalf("after hostfs.RemoveTree: %v", err)
 	}
 	// A plain directory named like a checkout is not taken for a mount.
 	plain := t.TempDir() + "/capfs-checkout-1"
 	if err := os.Mkdir(plain, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if privateMount(plain) {
+	if hostfs.PrivateMount(plain) {
 		t.Fatal("a plain directory taken for a private mount")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -243,7 +244,7 @@ func sourceDigest(ctx context.Context, src *dir.Dir, p string) (string, error) {
 		return "", err
 	}
 	defer h.Close()
-	d, _, err := hashFile(h)
+	d, _, err := hostfs.HashFile(h)
 	return d, err
 }
 

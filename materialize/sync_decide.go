@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -168,14 +169,14 @@ func fillReport(rep *SyncReport, plan []*step) {
 func readCheckoutAt(root int, rel string, want *Entry) ([]byte, error) {
 	const op = "syncback"
 	p := vfs.MustParse(rel)
-	pfd, name, err := parentOf(root, rel)
+	pfd, name, err := hostfs.ParentOf(root, rel)
 	if err != nil {
 		return nil, vfs.Errno(op, p, err)
 	}
 	defer unix.Close(pfd)
-	f, st, err := openRegularAt(pfd, name, nil)
+	f, st, err := hostfs.OpenRegularAt(pfd, name, nil)
 	if err != nil {
-		if errors.Is(err, errNotRegular) {
+		if errors.Is(err, hostfs.ErrNotRegular) {
 			return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
 		}
 		return nil, vfs.Errno(op, p, err)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -147,7 +148,7 @@ func baseEntry(b Entry) Entry {
 // plus the owner's rwx (the layer's copy-up adds them, which is no change),
 // else mode.
 func upperDirMode(root int, p string, mode fs.FileMode) fs.FileMode {
-	fd, err := openBeneath(root, p, unix.O_PATH|unix.O_DIRECTORY, 0)
+	fd, err := hostfs.OpenBeneath(root, p, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return mode
 	}
@@ -156,7 +157,7 @@ func upperDirMode(root int, p string, mode fs.FileMode) fs.FileMode {
 	if unix.Fstat(fd, &st) != nil {
 		return mode
 	}
-	_, up := typeOf(&st)
+	_, up := hostfs.TypeOf(&st)
 	if up != mode && up == mode|0o700 {
 		return up
 	}

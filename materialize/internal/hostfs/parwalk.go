@@ -1,4 +1,4 @@
-package materialize
+package hostfs
 
 import (
 	"container/heap"
@@ -10,12 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// This file holds walkHostParallel, walkHost with the directory reads spread over
-// worker goroutines. It opens, stats and reads links exactly as walkHost does
+// This file holds [WalkParallel], [Walk] with the directory reads spread over
+// worker goroutines. It opens, stats and reads links exactly as [Walk] does
 // (every directory by name relative to its parent's handle with
 // O_NOFOLLOW|O_DIRECTORY, every entry with fstatat(AT_SYMLINK_NOFOLLOW)), and
-// hands the entries to the callback on the caller's goroutine in walkHost's
-// order, so the callback sees the same sequence walkHost would show it; only
+// hands the entries to the callback on the caller's goroutine in [Walk]'s
+// order, so the callback sees the same sequence [Walk] would show it; only
 // the system calls behind it run ahead, on other cores.
 //
 // How it goes. Each directory is a walkNode. A node is read (opened, listed,
@@ -51,12 +51,12 @@ type walkNode struct {
 	fd      int         // the open directory, -1 if never opened or closed
 	slot    bool        // opened by a worker: holds a window slot until closed
 	gone    bool        // no longer a directory when opened: not entered
-	entries []hostEntry // sorted by name (up to the entry where err was met)
+	entries []Entry     // sorted by name (up to the entry where err was met)
 	kids    []*walkNode // the subdirectories to enter, in entries' order
 	err     error       // the error met after entries
 }
 
-// parWalker is the state of one walkHostParallel.
+// parWalker is the state of one [WalkParallel].
 type parWalker struct {
 	rootFd   int
 	maxDepth int
@@ -75,16 +75,16 @@ type parWalker struct {
 // of the consumer.
 const walkWindow = 8
 
-// walkHostParallel is walkHost with workers goroutines reading directories ahead
+// WalkParallel is [Walk] with workers goroutines reading directories ahead
 // of the walk: fn is called on the caller's goroutine, once per entry, in
-// walkHost's order, with e.dirfd open during the call, and fs.SkipDir, maxDepth
-// and the errors met (returned when the walk reaches them, as walkHost would)
+// [Walk]'s order, with e.Dirfd open during the call, and fs.SkipDir, maxDepth
+// and the errors met (returned when the walk reaches them, as [Walk] would)
 // mean what they mean there. At most workers*walkWindow directory handles are
 // open ahead of the walk, plus one per level of the directory it is in; all are
-// closed when it returns. workers < 2 is walkHost itself.
-func walkHostParallel(root int, maxDepth, workers int, fn func(e *hostEntry) error) error {
+// closed when it returns. workers < 2 is [Walk] itself.
+func WalkParallel(root int, maxDepth, workers int, fn func(e *Entry) error) error {
 	if workers < 2 {
-		return walkHost(root, maxDepth, fn)
+		return Walk(root, maxDepth, fn)
 	}
 	w := &parWalker{
 		rootFd:   root,
@@ -173,7 +173,7 @@ func (w *parWalker) claimOrWait(n *walkNode) {
 // consume calls fn for n's entries and walks into its subdirectories, then
 // closes n's handle (once every child has been read, so no worker still uses
 // it).
-func (w *parWalker) consume(n *walkNode, fn func(e *hostEntry) error) error {
+func (w *parWalker) consume(n *walkNode, fn func(e *Entry) error) error {
 	w.claimOrWait(n)
 	if n.gone {
 		return nil
@@ -188,7 +188,7 @@ func (w *parWalker) consume(n *walkNode, fn func(e *hostEntry) error) error {
 }
 
 // consumeEntries is consume's loop over n's entries.
-func (w *parWalker) consumeEntries(n *walkNode, fn func(e *hostEntry) error) error {
+func (w *parWalker) consumeEntries(n *walkNode, fn func(e *Entry) error) error {
 	kid := 0
 	for i := range n.entries {
 		e := &n.entries[i]
@@ -231,8 +231,8 @@ func (w *parWalker) discard(n *walkNode) {
 
 // enters reports whether the walk enters entry e of n: a directory within the
 // depth bound.
-func (w *parWalker) enters(n *walkNode, e *hostEntry) bool {
-	return e.st.Mode&unix.S_IFMT == unix.S_IFDIR && (w.maxDepth <= 0 || n.depth+1 < w.maxDepth)
+func (w *parWalker) enters(n *walkNode, e *Entry) bool {
+	return e.St.Mode&unix.S_IFMT == unix.S_IFDIR && (w.maxDepth <= 0 || n.depth+1 < w.maxDepth)
 }
 
 // read opens n relative to its parent's handle (the root: the walk's root
@@ -257,9 +257,9 @@ func (w *parWalker) read(n *walkNode) {
 		return
 	}
 	sort.Strings(names)
-	n.entries = make([]hostEntry, 0, len(names))
+	n.entries = make([]Entry, 0, len(names))
 	for _, name := range names {
-		var e hostEntry
+		var e Entry
 		ok, err := statEntry(&e, fd, n.rel, name)
 		if err != nil {
 			n.err = err
@@ -270,7 +270,7 @@ func (w *parWalker) read(n *walkNode) {
 		}
 		n.entries = append(n.entries, e)
 		if w.enters(n, &e) {
-			n.kids = append(n.kids, &walkNode{parent: n, name: name, rel: e.rel, depth: n.depth + 1, fd: -1, ready: make(chan struct{})})
+			n.kids = append(n.kids, &walkNode{parent: n, name: name, rel: e.Rel, depth: n.depth + 1, fd: -1, ready: make(chan struct{})})
 		}
 	}
 	w.queueKids(n)
@@ -280,9 +280,9 @@ func (w *parWalker) read(n *walkNode) {
 // handle). A directory replaced meanwhile is not entered: n.gone, no error.
 func (w *parWalker) openDir(n *walkNode) (int, error) {
 	if n.parent == nil {
-		return openatRetry(w.rootFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return OpenatRetry(w.rootFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	}
-	fd, err := openatRetry(n.parent.fd, n.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := OpenatRetry(n.parent.fd, n.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == unix.ENOTDIR || err == unix.ELOOP || err == unix.ENOENT {
 		n.gone = true // replaced meanwhile: not entered
 		return -1, nil

@@ -1,4 +1,4 @@
-package materialize
+package hostfs
 
 import (
 	"errors"
@@ -69,16 +69,16 @@ type walkRecord struct {
 }
 
 // record walks with walk, calling fn too, and lists what it saw.
-func record(t *testing.T, walk func(func(*hostEntry) error) error, fn func(*hostEntry) error) ([]walkRecord, error) {
+func record(t *testing.T, walk func(func(*Entry) error) error, fn func(*Entry) error) ([]walkRecord, error) {
 	t.Helper()
 	var got []walkRecord
-	err := walk(func(e *hostEntry) error {
+	err := walk(func(e *Entry) error {
 		// The handle is open during the call and holds the entry.
 		var st unix.Stat_t
-		if err := unix.Fstatat(e.dirfd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Ino != e.st.Ino {
-			t.Errorf("%s: dirfd does not hold the entry: %v", e.rel, err)
+		if err := unix.Fstatat(e.Dirfd, e.Name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Ino != e.St.Ino {
+			t.Errorf("%s: dirfd does not hold the entry: %v", e.Rel, err)
 		}
-		got = append(got, walkRecord{e.rel, e.target, e.st.Mode, e.st.Ino})
+		got = append(got, walkRecord{e.Rel, e.Target, e.St.Mode, e.St.Ino})
 		return fn(e)
 	})
 	return got, err
@@ -88,16 +88,16 @@ func TestWalkHostParallelMatchesWalkHost(t *testing.T) {
 	out := t.TempDir()
 	root := walkFixture(t, out)
 	errBoom := errors.New("boom")
-	fns := map[string]func(*hostEntry) error{
-		"all": func(*hostEntry) error { return nil },
-		"skipdir": func(e *hostEntry) error {
-			if strings.HasPrefix(baseName(e.rel), "skip") && e.st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	fns := map[string]func(*Entry) error{
+		"all": func(*Entry) error { return nil },
+		"skipdir": func(e *Entry) error {
+			if strings.HasPrefix(baseName(e.Rel), "skip") && e.St.Mode&unix.S_IFMT == unix.S_IFDIR {
 				return fs.SkipDir
 			}
 			return nil
 		},
-		"error": func(e *hostEntry) error {
-			if e.rel == "d3/e1/f2/a.go" {
+		"error": func(e *Entry) error {
+			if e.Rel == "d3/e1/f2/a.go" {
 				return errBoom
 			}
 			return nil
@@ -108,14 +108,14 @@ func TestWalkHostParallelMatchesWalkHost(t *testing.T) {
 			for _, workers := range []int{2, 4} {
 				t.Run(fmt.Sprintf("%s/depth%d/workers%d", name, maxDepth, workers), func(t *testing.T) {
 					before := openFds(t)
-					want, werr := record(t, func(f func(*hostEntry) error) error { return walkHost(root, maxDepth, f) }, fn)
-					got, gerr := record(t, func(f func(*hostEntry) error) error { return walkHostParallel(root, maxDepth, workers, f) }, fn)
+					want, werr := record(t, func(f func(*Entry) error) error { return Walk(root, maxDepth, f) }, fn)
+					got, gerr := record(t, func(f func(*Entry) error) error { return WalkParallel(root, maxDepth, workers, f) }, fn)
 					wantBoom := name == "error" && maxDepth != 2 // depth 2 does not reach it
 					if werr != gerr || wantBoom != (gerr == errBoom) {
-						t.Fatalf("errors: walkHost %v, parallel %v", werr, gerr)
+						t.Fatalf("errors: Walk %v, parallel %v", werr, gerr)
 					}
 					if len(want) < 50 || !reflect.DeepEqual(got, want) {
-						t.Fatalf("parallel walk saw %d entries, walkHost %d (or a different sequence)", len(got), len(want))
+						t.Fatalf("parallel walk saw %d entries, Walk %d (or a different sequence)", len(got), len(want))
 					}
 					for _, r := range got {
 						if strings.Contains(r.rel, "/out/") || strings.HasPrefix(r.rel, "out/") {
@@ -141,8 +141,8 @@ func TestWalkHostParallelBoundsHandles(t *testing.T) {
 	const workers = 2
 	base := openFds(t)
 	peak, dirs := 0, 0
-	err := walkHostParallel(root, 0, workers, func(e *hostEntry) error {
-		if e.st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	err := WalkParallel(root, 0, workers, func(e *Entry) error {
+		if e.St.Mode&unix.S_IFMT == unix.S_IFDIR {
 			dirs++
 		}
 		peak = max(peak, openFds(t)-base)

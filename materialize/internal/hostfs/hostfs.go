@@ -1,4 +1,4 @@
-package materialize
+package hostfs
 
 import (
 	"crypto/sha256"
@@ -19,22 +19,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// This file holds the host-side file operations on a checkout. Every one of them
-// names a path relative to a directory handle and never follows a symlink: with
-// openat2 (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS) where the
-// kernel has it, else by opening one component at a time with O_NOFOLLOW. So
-// whatever a sandboxed process left in the checkout (a symlink to /etc in place
-// of a directory, a FIFO in place of a file), reading or writing the checkout
-// never reaches outside it and never blocks on a special file.
-
 const resolveNoLinks = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
 // openat2State: 0 untried, 1 works, 2 unavailable (use the component walk).
 var openat2State atomic.Int32
 
-// openBeneath opens rel ("" or "." for root itself) beneath the directory handle
+// OpenBeneath opens rel ("" or "." for root itself) beneath the directory handle
 // root without following any symlink. O_NOFOLLOW and O_CLOEXEC are always added.
-func openBeneath(root int, rel string, flags int, mode uint32) (int, error) {
+func OpenBeneath(root int, rel string, flags int, mode uint32) (int, error) {
 	if rel == "" {
 		rel = "."
 	}
@@ -59,7 +51,7 @@ func openBeneath(root int, rel string, flags int, mode uint32) (int, error) {
 	return openWalk(root, rel, flags, mode)
 }
 
-// openWalk is openBeneath without openat2: every intermediate component is opened
+// openWalk is [OpenBeneath] without openat2: every intermediate component is opened
 // with O_PATH|O_DIRECTORY|O_NOFOLLOW relative to the previous one.
 func openWalk(root int, rel string, flags int, mode uint32) (int, error) {
 	elems := strings.Split(rel, "/")
@@ -74,7 +66,7 @@ func openWalk(root int, rel string, flags int, mode uint32) (int, error) {
 			}
 			return -1, unix.EXDEV
 		}
-		fd, err := openatRetry(cur, e, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := OpenatRetry(cur, e, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if cur != root {
 			unix.Close(cur)
 		}
@@ -90,14 +82,14 @@ func openWalk(root int, rel string, flags int, mode uint32) (int, error) {
 		}
 		return -1, unix.EXDEV
 	}
-	fd, err := openatRetry(cur, last, flags, mode)
+	fd, err := OpenatRetry(cur, last, flags, mode)
 	if cur != root {
 		unix.Close(cur)
 	}
 	return fd, err
 }
 
-func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
+func OpenatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags, mode)
 		if err != unix.EINTR {
@@ -106,18 +98,18 @@ func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	}
 }
 
-// parentOf opens rel's parent directory beneath root (as an O_PATH handle) and
+// ParentOf opens rel's parent directory beneath root (as an O_PATH handle) and
 // returns it with rel's last element. The caller closes the handle.
-func parentOf(root int, rel string) (int, string, error) {
+func ParentOf(root int, rel string) (int, string, error) {
 	dir, name := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
-	fd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	fd, err := OpenBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	return fd, name, err
 }
 
-// mkdirBeneath creates directory rel beneath root with mode.
-func mkdirBeneath(root int, rel string, mode uint32) error {
-	pfd, name, err := parentOf(root, rel)
+// MkdirBeneath creates directory rel beneath root with mode.
+func MkdirBeneath(root int, rel string, mode uint32) error {
+	pfd, name, err := ParentOf(root, rel)
 	if err != nil {
 		return err
 	}
@@ -125,9 +117,9 @@ func mkdirBeneath(root int, rel string, mode uint32) error {
 	return unix.Mkdirat(pfd, name, mode)
 }
 
-// symlinkBeneath creates symlink rel beneath root with the given target text.
-func symlinkBeneath(root int, target, rel string) error {
-	pfd, name, err := parentOf(root, rel)
+// SymlinkBeneath creates symlink rel beneath root with the given target text.
+func SymlinkBeneath(root int, target, rel string) error {
+	pfd, name, err := ParentOf(root, rel)
 	if err != nil {
 		return err
 	}
@@ -135,8 +127,8 @@ func symlinkBeneath(root int, target, rel string) error {
 	return unix.Symlinkat(target, pfd, name)
 }
 
-// readlinkAt returns the target of symlink name in directory dirfd.
-func readlinkAt(dirfd int, name string) (string, error) {
+// ReadlinkAt returns the target of symlink name in directory dirfd.
+func ReadlinkAt(dirfd int, name string) (string, error) {
 	for size := 256; size <= 1<<16; size *= 4 {
 		buf := make([]byte, size)
 		n, err := unix.Readlinkat(dirfd, name, buf)
@@ -150,35 +142,21 @@ func readlinkAt(dirfd int, name string) (string, error) {
 	return "", unix.ENAMETOOLONG
 }
 
-// typeOf returns the fs type bits and the permission-plus-special bits of st.
-func typeOf(st *unix.Stat_t) (typ, mode fs.FileMode) {
+// TypeOf returns the fs type bits and the permission-plus-special bits of st.
+func TypeOf(st *unix.Stat_t) (typ, mode fs.FileMode) {
 	m := vfs.FileModeOf(st.Mode)
 	return m.Type(), m &^ fs.ModeType
 }
 
-// keyOf is st's stat-cache key.
-func keyOf(st *unix.Stat_t) statKey {
-	return statKey{
-		dev: st.Dev, ino: int64(st.Ino), size: st.Size,
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: st.Mode,
-	}
-}
+// BufPool holds copy and hash buffers.
+var BufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
-// sameKey reports whether two cache keys describe the same unchanged file.
-func sameKey(a, b statKey) bool {
-	return a.dev == b.dev && a.ino == b.ino && a.size == b.size &&
-		a.mtime == b.mtime && a.ctime == b.ctime && a.mode == b.mode
-}
-
-// bufPool holds copy and hash buffers.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
-
-// openRegularAt opens name in dirfd for reading, without following it and
+// OpenRegularAt opens name in dirfd for reading, without following it and
 // without blocking on a special file, and checks that it is the regular file
 // want describes (same inode); want may be nil.
-func openRegularAt(dirfd int, name string, want *unix.Stat_t) (*os.File, unix.Stat_t, error) {
+func OpenRegularAt(dirfd int, name string, want *unix.Stat_t) (*os.File, unix.Stat_t, error) {
 	var st unix.Stat_t
-	fd, err := openatRetry(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := OpenatRetry(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, st, err
 	}
@@ -188,24 +166,24 @@ func openRegularAt(dirfd int, name string, want *unix.Stat_t) (*os.File, unix.St
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, st, errNotRegular
+		return nil, st, ErrNotRegular
 	}
 	if want != nil && (st.Ino != want.Ino || st.Dev != want.Dev) {
 		unix.Close(fd)
-		return nil, st, errChanged
+		return nil, st, ErrChanged
 	}
 	return os.NewFile(uintptr(fd), name), st, nil
 }
 
 var (
-	errNotRegular = errors.New("not a regular file")
-	errChanged    = errors.New("changed while being read")
+	ErrNotRegular = errors.New("not a regular file")
+	ErrChanged    = errors.New("changed while being read")
 )
 
-// hashFile returns the hex SHA-256 of r's contents and their length.
-func hashFile(r io.Reader) (string, int64, error) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
+// HashFile returns the hex SHA-256 of r's contents and their length.
+func HashFile(r io.Reader) (string, int64, error) {
+	bp := BufPool.Get().(*[]byte)
+	defer BufPool.Put(bp)
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, r, *bp)
 	if err != nil {
@@ -214,33 +192,33 @@ func hashFile(r io.Reader) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// hostEntry is one entry met by walkHost.
-type hostEntry struct {
-	rel    string
-	st     unix.Stat_t
-	dirfd  int    // the directory holding it (valid during the callback only)
-	name   string // its name in dirfd
-	target string // symlink target
+// Entry is one entry met by [Walk].
+type Entry struct {
+	Rel    string
+	St     unix.Stat_t
+	Dirfd  int    // the directory holding it (valid during the callback only)
+	Name   string // its name in dirfd
+	Target string // symlink target
 }
 
-// walkHost walks the tree beneath the directory handle root in lexical order,
+// Walk walks the tree beneath the directory handle root in lexical order,
 // calling fn for every entry (not the root). Nothing is followed: a directory
 // is entered by opening its name with O_NOFOLLOW|O_DIRECTORY relative to its
 // parent's handle, so a directory swapped for a symlink is not entered. fn
 // returning fs.SkipDir skips a directory's contents. maxDepth > 0 bounds the
 // depth entered; deeper directories are reported but not entered.
-// walkHostParallel (parwalk.go) is the same walk with the directory reads done
-// ahead on worker goroutines; removeTree stays on this one, because its callback
+// [WalkParallel] (parwalk.go) is the same walk with the directory reads done
+// ahead on worker goroutines; [RemoveTree] stays on this one, because its callback
 // must make a directory searchable before the walk opens it.
-func walkHost(root int, maxDepth int, fn func(e *hostEntry) error) error {
-	fd, err := openatRetry(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+func Walk(root int, maxDepth int, fn func(e *Entry) error) error {
+	fd, err := OpenatRetry(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	return walkDir(fd, "", 0, maxDepth, fn)
 }
 
-func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) error) error {
+func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *Entry) error) error {
 	f := os.NewFile(uintptr(fd), "dir")
 	names, err := f.Readdirnames(-1)
 	if err != nil {
@@ -250,7 +228,7 @@ func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) erro
 	defer f.Close()
 	sort.Strings(names)
 	for _, name := range names {
-		var e hostEntry
+		var e Entry
 		ok, err := statEntry(&e, fd, rel, name)
 		if err != nil {
 			return err
@@ -265,7 +243,7 @@ func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) erro
 		if err != nil {
 			return err
 		}
-		if e.st.Mode&unix.S_IFMT != unix.S_IFDIR || (maxDepth > 0 && depth+1 >= maxDepth) {
+		if e.St.Mode&unix.S_IFMT != unix.S_IFDIR || (maxDepth > 0 && depth+1 >= maxDepth) {
 			continue
 		}
 		if err := walkSubdir(fd, &e, depth+1, maxDepth, fn); err != nil {
@@ -277,44 +255,44 @@ func walkDir(fd int, rel string, depth, maxDepth int, fn func(e *hostEntry) erro
 
 // walkSubdir walks the directory e of the directory open as fd, at depth;
 // one replaced meanwhile is not entered.
-func walkSubdir(fd int, e *hostEntry, depth, maxDepth int, fn func(e *hostEntry) error) error {
-	cfd, err := openatRetry(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+func walkSubdir(fd int, e *Entry, depth, maxDepth int, fn func(e *Entry) error) error {
+	cfd, err := OpenatRetry(fd, e.Name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == unix.ENOTDIR || err == unix.ELOOP || err == unix.ENOENT {
 		return nil // replaced meanwhile: not entered
 	}
 	if err != nil {
 		return err
 	}
-	return walkDir(cfd, e.rel, depth, maxDepth, fn)
+	return walkDir(cfd, e.Rel, depth, maxDepth, fn)
 }
 
 // statEntry fills e with entry name of the directory open as fd (at rel, ""
 // for the root): its lstat and, for a symlink, its target. It reports false,
 // without an error, for an entry gone meanwhile.
-func statEntry(e *hostEntry, fd int, rel, name string) (bool, error) {
-	*e = hostEntry{dirfd: fd, name: name, rel: name}
+func statEntry(e *Entry, fd int, rel, name string) (bool, error) {
+	*e = Entry{Dirfd: fd, Name: name, Rel: name}
 	if rel != "" {
-		e.rel = rel + "/" + name
+		e.Rel = rel + "/" + name
 	}
-	if err := unix.Fstatat(fd, name, &e.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(fd, name, &e.St, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if err == unix.ENOENT {
 			return false, nil
 		}
 		return false, err
 	}
-	if e.st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	if e.St.Mode&unix.S_IFMT == unix.S_IFLNK {
 		var err error
-		if e.target, err = readlinkAt(fd, name); err != nil {
+		if e.Target, err = ReadlinkAt(fd, name); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
 }
 
-// privateMount reports whether dir is a checkout directory with a tmpfs of its
-// own mounted on it (mountPrivate): named capfs-checkout-*, a tmpfs, on another
+// PrivateMount reports whether dir is a checkout directory with a tmpfs of its
+// own mounted on it ([MountPrivate]): named capfs-checkout-*, a tmpfs, on another
 // device than its parent.
-func privateMount(dir string) bool {
+func PrivateMount(dir string) bool {
 	if !strings.HasPrefix(filepath.Base(dir), "capfs-checkout-") {
 		return false
 	}
@@ -325,15 +303,15 @@ func privateMount(dir string) bool {
 		unix.Stat(filepath.Dir(dir), &pst) == nil && st.Dev != pst.Dev
 }
 
-// removeTree removes the directory at host path dir and everything beneath it
+// RemoveTree removes the directory at host path dir and everything beneath it
 // (a private checkout's tmpfs unmounted first),
 // never following a symlink. Directories a sandboxed process left without
 // write or search permission are made accessible first.
-func removeTree(dir string) error {
-	if privateMount(dir) {
+func RemoveTree(dir string) error {
+	if PrivateMount(dir) {
 		// A private checkout's tmpfs (Options.Private) goes with its contents;
 		// the directory beneath it is empty.
-		if err := unmountPrivate(dir); err != nil {
+		if err := UnmountPrivate(dir); err != nil {
 			return err
 		}
 	}
@@ -346,9 +324,9 @@ func removeTree(dir string) error {
 		return err
 	}
 	_ = unix.Fchmod(fd, 0o700)
-	_ = walkHost(fd, 0, func(e *hostEntry) error {
-		if e.st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			chmodDirAt(e.dirfd, e.name, 0o700)
+	_ = Walk(fd, 0, func(e *Entry) error {
+		if e.St.Mode&unix.S_IFMT == unix.S_IFDIR {
+			chmodDirAt(e.Dirfd, e.Name, 0o700)
 		}
 		return nil
 	})
@@ -360,10 +338,32 @@ func removeTree(dir string) error {
 // symlink: it opens the name with O_PATH|O_NOFOLLOW|O_DIRECTORY (which needs no
 // permission on the directory itself) and changes the inode that handle names.
 func chmodDirAt(dirfd int, name string, mode uint32) {
-	fd, err := openatRetry(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := OpenatRetry(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
 	defer unix.Close(fd)
 	_ = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+}
+
+// MountPrivate mounts a tmpfs of its own on the new, empty checkout directory
+// p when Options.Private asks for one, the base is itself a tmpfs (the checkout
+// is in memory either way) and this process may mount (root). A bind of the
+// checkout then shows "/" as its root in the sandbox's mountinfo rather than
+// the directory's path. It reports whether it mounted.
+func MountPrivate(p string) bool {
+	var sfs unix.Statfs_t
+	if unix.Statfs(filepath.Dir(p), &sfs) != nil || sfs.Type != unix.TMPFS_MAGIC {
+		return false
+	}
+	return unix.Mount("capfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700") == nil
+}
+
+// UnmountPrivate detaches the tmpfs [MountPrivate] mounted on p.
+func UnmountPrivate(p string) error {
+	err := unix.Unmount(p, unix.MNT_DETACH)
+	if err == unix.EINVAL || err == unix.ENOENT {
+		return nil
+	}
+	return err
 }
