@@ -52,6 +52,9 @@ var (
 	auditGrace   time.Duration
 )
 
+// auditKeywords are the --audit destinations that are no file.
+var auditKeywords = map[string]bool{"off": true, "none": true, "stderr": true, "-": true}
+
 // openAuditSink opens the audit destination: "off" records nothing, "stderr"
 // writes JSON Lines to standard error, and a file is appended to by an
 // audit.JSONL sink in the compact form, rotated by size (audit.Rotate: the full

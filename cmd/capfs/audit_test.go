@@ -145,14 +145,14 @@ func TestAuditCommandAnswersWhatARunChanged(t *testing.T) {
 	}
 
 	var out, errb bytes.Buffer
-	if code := execute(t.Context(), []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 || errb.Len() != 0 {
+	if code := execute(t.Context(), environ{}, []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 || errb.Len() != 0 {
 		t.Fatalf("capfs audit --json exited %d: %s", code, errb.String())
 	}
 	if all, err := audit.ReadJSONL(&out); err != nil || len(all) != len(first)+len(second) {
 		t.Fatalf("capfs audit --json: %d events, want %d, %v", len(all), len(first)+len(second), err)
 	}
 	out.Reset()
-	if code := execute(t.Context(), []string{"--audit", log, "audit", "--run", "last", "--changes"}, nil, &out, &errb); code != 0 {
+	if code := execute(t.Context(), environ{}, []string{"--audit", log, "audit", "--run", "last", "--changes"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("capfs audit exited %d: %s", code, errb.String())
 	}
 	var want []string
@@ -176,7 +176,7 @@ func TestAuditCommandAnswersWhatARunChanged(t *testing.T) {
 
 	out.Reset()
 	errb.Reset()
-	if code := execute(t.Context(), []string{"--audit", log, "audit", "--runs"}, nil, &out, &errb); code != 0 {
+	if code := execute(t.Context(), environ{}, []string{"--audit", log, "audit", "--runs"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("capfs audit --runs exited %d: %s", code, errb.String())
 	}
 	if runs := out.String(); !strings.HasPrefix(runs, "run:1 ") || !strings.Contains(runs, "\nrun:2 ") ||
@@ -212,7 +212,7 @@ func TestAuditCommandSkipsTornFiles(t *testing.T) {
 	f.WriteString(`{"time":"2026-01-01T00:00:00Z","request_id":"torn`)
 	f.Close()
 	var out, errb bytes.Buffer
-	if code := execute(t.Context(), []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 {
+	if code := execute(t.Context(), environ{}, []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("capfs audit exited %d: %s", code, errb.String())
 	}
 	got, err := audit.ReadJSONL(&out)
@@ -301,7 +301,7 @@ func TestAuditCommandBoundsZstdBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	if code := execute(t.Context(), []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 {
+	if code := execute(t.Context(), environ{}, []string{"--audit", log, "audit", "--json"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("capfs audit exited %d: %s", code, errb.String())
 	}
 	got, err := audit.ReadJSONL(&out)
@@ -313,7 +313,7 @@ func TestAuditCommandBoundsZstdBomb(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	if code := execute(t.Context(), []string{"--audit", log, "audit", "--run", "last", "--changes"}, nil, &out, &errb); code != 0 {
+	if code := execute(t.Context(), environ{}, []string{"--audit", log, "audit", "--run", "last", "--changes"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("capfs audit --run last exited %d: %s", code, errb.String())
 	}
 	if !strings.Contains(errb.String(), "run:1: 601 changes (600 ok, 1 denied, 0 failed)") {

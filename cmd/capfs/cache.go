@@ -60,15 +60,20 @@ type cacheMeta struct {
 	LastTrim time.Time `json:"last_trim"`
 }
 
+// cacheRoot is [environ.cacheRoot] in the process's environment, for run's
+// side (the cache binds, the trim, the history scan cache), which runs as
+// the process itself only.
+func cacheRoot() (string, error) { return processEnviron().cacheRoot() }
+
 // cacheRoot returns the user's capfs cache directory ($CAPFS_CACHE_DIR, else
-// $XDG_CACHE_HOME/capfs, else ~/.cache/capfs), created 0700 and checked to be
-// this user's own.
-func cacheRoot() (string, error) {
-	d := os.Getenv("CAPFS_CACHE_DIR")
+// $XDG_CACHE_HOME/capfs, else ~/.cache/capfs, as e has them), created 0700
+// and checked to be this user's own.
+func (e environ) cacheRoot() (string, error) {
+	d := e.env("CAPFS_CACHE_DIR")
 	if d == "" {
-		x := os.Getenv("XDG_CACHE_HOME")
+		x := e.env("XDG_CACHE_HOME")
 		if x == "" || !filepath.IsAbs(x) {
-			h, err := os.UserHomeDir()
+			h, err := e.homeDir()
 			if err != nil {
 				return "", err
 			}
@@ -200,9 +205,10 @@ func writeCacheMeta(d string, m cacheMeta) {
 	}
 }
 
-// cacheMax is the per-project bound.
-func cacheMax() int64 {
-	if v := os.Getenv("CAPFS_CACHE_MAX"); v != "" {
+// cacheMax is the per-project bound: $CAPFS_CACHE_MAX in e, else
+// defaultCacheMax.
+func (e environ) cacheMax() int64 {
+	if v := e.env("CAPFS_CACHE_MAX"); v != "" {
 		if n, err := sandbox.ParseSize(v); err == nil && n > 0 {
 			return n
 		}
@@ -222,7 +228,7 @@ func trimCache(key string) {
 	if time.Since(meta.LastTrim) < cacheTrimEvery {
 		return
 	}
-	trimDir(filepath.Join(d, "data"), cacheMax())
+	trimDir(filepath.Join(d, "data"), processEnviron().cacheMax())
 	meta.LastTrim = time.Now()
 	writeCacheMeta(d, meta)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/capfs/capfs/backends/cas"
@@ -14,6 +12,7 @@ import (
 // capfs, vfs and dir never do.
 
 type casRemoteOptions struct {
+	env      environ // where $CAPFS_CAS_REMOTE is read
 	remote   string
 	instance string
 	as       string
@@ -44,7 +43,7 @@ func (ro *casRemoteOptions) target(ref string, isDigest bool) (string, error) {
 func (ro *casRemoteOptions) dial() (*remote.Client, error) {
 	target := ro.remote
 	if target == "" {
-		target = os.Getenv("CAPFS_CAS_REMOTE")
+		target = ro.env.env("CAPFS_CAS_REMOTE")
 	}
 	if target == "" {
 		return nil, usageErrorf("no remote: give --remote HOST:PORT or set $CAPFS_CAS_REMOTE")

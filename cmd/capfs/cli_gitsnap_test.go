@@ -19,7 +19,7 @@ func capfsExec(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	args = append([]string{"--no-default-mounts", "--audit", "off"}, args...)
-	code := execute(context.Background(), args, strings.NewReader(""), &out, &errb)
+	code := execute(context.Background(), environ{}, args, strings.NewReader(""), &out, &errb)
 	return result{out.String(), errb.String(), code}
 }
 

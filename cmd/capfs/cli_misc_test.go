@@ -296,7 +296,7 @@ func TestSignalStuck(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	cmd := exec.Command(capfsBin, "-m", "p=physical:"+root+",ro", "--audit=off", "cat", "p/big")
+	cmd := exec.Command(capfsBinary(t), "-m", "p=physical:"+root+",ro", "--audit=off", "cat", "p/big")
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	out, err := cmd.StdoutPipe() // never read: the pipe fills and cat blocks
 	if err != nil {
@@ -337,7 +337,7 @@ func TestColorTerminal(t *testing.T) {
 	m := "p=physical:" + root
 	onTTY := func(env []string, args ...string) string {
 		t.Helper()
-		line := capfsBin
+		line := capfsBinary(t)
 		for _, a := range args {
 			line += " '" + a + "'"
 		}

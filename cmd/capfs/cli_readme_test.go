@@ -134,7 +134,7 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, capfsBin, args...)
+		cmd := exec.CommandContext(ctx, capfsBinary(t), args...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
 		cmd.Stdin = bytes.NewReader(nil)

@@ -63,7 +63,7 @@ name beside it and renamed into place when complete.`,
 		if outPath == "-" {
 			w = cmd.OutOrStdout()
 		} else {
-			tmp, err = os.CreateTemp(filepath.Dir(outPath), "."+filepath.Base(outPath)+".capfs-*")
+			tmp, err = os.CreateTemp(filepath.Dir(s.env.abs(outPath)), "."+filepath.Base(outPath)+".capfs-*")
 			if err != nil {
 				return usageErrorf("archive: %s: %v", outPath, cause(err))
 			}
@@ -82,7 +82,7 @@ name beside it and renamed into place when complete.`,
 			if err := tmp.Close(); err != nil {
 				return failed(fmt.Errorf("archive: %s: %v", outPath, cause(err)))
 			}
-			if err := os.Rename(tmp.Name(), outPath); err != nil {
+			if err := os.Rename(tmp.Name(), s.env.abs(outPath)); err != nil {
 				return failed(fmt.Errorf("archive: %s: %v", outPath, cause(err)))
 			}
 		}

@@ -87,19 +87,19 @@ func newAuditCmd(o *globalOptions) *cobra.Command {
 func (o *globalOptions) auditLogPath() (string, error) {
 	p := o.auditFile
 	if p == "" && o.configFile != "" {
-		cfg, err := loadConfig(o.configFile)
+		cfg, err := loadConfig(o.env, o.configFile)
 		if err != nil {
 			return "", err
 		}
 		p = cfg.audit
 	}
-	switch p {
-	case "":
-		return defaultAuditPath()
-	case "off", "none", "stderr", "-":
+	switch {
+	case p == "":
+		return defaultAuditPath(o.env)
+	case auditKeywords[p]:
 		return "", usageErrorf("--audit %s: no log to read", p)
 	}
-	return p, nil
+	return o.env.abs(p), nil
 }
 
 // runOf is the run an event's tag names: its first word when that is

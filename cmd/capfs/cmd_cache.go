@@ -64,7 +64,7 @@ directory or run with --no-cache if that path must not show.
 		Short: "List the project caches",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			root, err := cacheRoot()
+			root, err := o.env.cacheRoot()
 			if err != nil {
 				return failed(fmt.Errorf("cache directory: %v", err))
 			}
@@ -90,7 +90,7 @@ directory or run with --no-cache if that path must not show.
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, humanBytes(n), used, project)
 			}
 			tw.Flush()
-			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(cacheMax()))
+			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(o.env.cacheMax()))
 			return nil
 		},
 	}
@@ -100,7 +100,7 @@ directory or run with --no-cache if that path must not show.
 		Use:   "clean [NAME...]",
 		Short: "Remove project caches",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := cacheRoot()
+			root, err := o.env.cacheRoot()
 			if err != nil {
 				return failed(fmt.Errorf("cache directory: %v", err))
 			}

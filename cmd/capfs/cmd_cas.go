@@ -30,12 +30,16 @@ capfs/cas. Snapshots read and write through the namespace, so the policy applies
 files it keeps out of reach are not stored, and a restore writes nothing the
 policy refuses. "capfs snapshot ..." is "capfs cas snapshot ...".`
 
+// casOptions are the flags of the cas commands, and the environ they run in.
 type casOptions struct {
+	env   environ
 	store string
 }
 
+// open opens the store: --store (from the working directory), else as
+// [mountkind.OpenCASStore] finds it in co.env.
 func (co *casOptions) open() (*cas.Store, error) {
-	st, err := mountkind.OpenCASStore(co.store)
+	st, err := mountkind.OpenCASStore(co.env.abs(co.store), co.env.kindEnv(0))
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -43,7 +47,7 @@ func (co *casOptions) open() (*cas.Store, error) {
 }
 
 func newCASCmd(o *globalOptions) *cobra.Command {
-	co := &casOptions{}
+	co := &casOptions{env: o.env}
 	c := &cobra.Command{
 		Use:   "cas",
 		Short: "Content-addressed snapshots: save, list, restore, diff, verify, gc, push, pull",

@@ -10,7 +10,7 @@ import (
 )
 
 func newCASPullCmd(co *casOptions) *cobra.Command {
-	ro := &casRemoteOptions{}
+	ro := &casRemoteOptions{env: co.env}
 	c := &cobra.Command{
 		Use:   "pull NAME|DIGEST --remote HOST:PORT",
 		Short: "Fetch a snapshot from a REAPI server into the local store; a name is saved locally too",

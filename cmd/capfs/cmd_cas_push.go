@@ -9,7 +9,7 @@ import (
 )
 
 func newCASPushCmd(co *casOptions) *cobra.Command {
-	ro := &casRemoteOptions{}
+	ro := &casRemoteOptions{env: co.env}
 	c := &cobra.Command{
 		Use:   "push NAME|DIGEST --remote HOST:PORT",
 		Short: "Upload a snapshot to a REAPI server (only the blobs it lacks); a name becomes an Action Cache entry",

@@ -122,7 +122,7 @@ func TestCASCommands(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
 	}
-	if _, err := parseMountFlag("x=cas:not a name"); err == nil {
+	if _, err := parseMountFlag("x=cas:not a name", ""); err == nil {
 		t.Error("a bad cas source parsed")
 	}
 	if _, _, code := runCAS(t, "--no-default-mounts", "-m", "x=cas:nosuch,store="+store, "cas", st, "snapshot", "restore", "v1", "x/y"); code == 0 {

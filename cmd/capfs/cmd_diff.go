@@ -90,7 +90,7 @@ func runDiff(ctx context.Context, cmd *cobra.Command, s *session, do *diffOption
 	if err := do.check(); err != nil {
 		return err
 	}
-	useColor, err := colorWanted(do.color, cmd.OutOrStdout())
+	useColor, err := colorWanted(s.env, do.color, cmd.OutOrStdout())
 	if err != nil {
 		return usageErrorf("diff: --color %s: %v", do.color, err)
 	}

@@ -85,7 +85,7 @@ archive was refused.`,
 		}
 		// ARCHIVE is an outside file: only a regular one, opened without
 		// blocking, and named in errors as the user wrote it.
-		af, st, err := hostfile.OpenRegular(src)
+		af, st, err := hostfile.OpenRegular(s.env.abs(src))
 		if err != nil {
 			return usageErrorf("extract: %s: %v", src, err)
 		}

@@ -140,7 +140,7 @@ func newGrepCmd(o *globalOptions) *cobra.Command {
 func runGrep(ctx context.Context, cmd *cobra.Command, s *session, g *grepOptions, args []string) error {
 	// A search allocates per file opened and keeps little: collect as the
 	// server does (GOGC 400 unless the environment says otherwise).
-	tuneServerGC()
+	tuneServerGC(s.env)
 	patterns := g.patterns
 	if len(patterns) == 0 {
 		patterns, args = []string{args[0]}, args[1:]
@@ -237,7 +237,7 @@ func newGrepRun(s *session, g *grepOptions, m *lineMatcher, stdout io.Writer) (*
 		}
 		r.max = q
 	}
-	useColor, err := colorWanted(g.color, stdout)
+	useColor, err := colorWanted(s.env, g.color, stdout)
 	if err != nil {
 		return nil, usageErrorf("grep: --color %s: %v", g.color, err)
 	}

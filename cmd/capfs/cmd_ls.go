@@ -44,7 +44,7 @@ prints the entries as a JSON array.`,
 		if len(args) == 1 {
 			p = args[0]
 		}
-		useColor, err := colorWanted(color, cmd.OutOrStdout())
+		useColor, err := colorWanted(s.env, color, cmd.OutOrStdout())
 		if err != nil {
 			return usageErrorf("ls: --color %s: %v", color, err)
 		}

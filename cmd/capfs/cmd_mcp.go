@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -71,7 +70,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 				return usageError(err)
 			}
 		}
-		tuneServerGC()
+		tuneServerGC(o.env)
 		return action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
 			root := s.Root
 			if readOnly {
@@ -88,7 +87,7 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 			}
 			srv := mcpserver.New(root, opts)
 			if httpAddr == "" {
-				err := srv.Run(ctx, &mcpserver.StdioTransport{In: os.Stdin, Out: os.Stdout})
+				err := srv.Run(ctx, &mcpserver.StdioTransport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 				if ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
 					return nil
 				}
@@ -105,12 +104,16 @@ Example client configuration (Claude Desktop, Claude Code's .mcp.json, ...):
 // than 100% (the live heap between calls is a few MiB, so the default
 // collected every few hundred KiB of a call's JSON: a quarter to a third of
 // the CPU of a list or grep call), with a soft limit of 1 GiB after which it
-// collects as often as it must. GOGC or GOMEMLIMIT in the environment win.
-func tuneServerGC() {
-	if os.Getenv("GOGC") == "" {
+// collects as often as it must. GOGC or GOMEMLIMIT in env win. Only a
+// server that is the process itself tunes it ([environ.ownsProcess]).
+func tuneServerGC(env environ) {
+	if !env.ownsProcess() {
+		return
+	}
+	if env.env("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
+	if env.env("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(1 << 30)
 	}
 }

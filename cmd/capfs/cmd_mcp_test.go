@@ -19,7 +19,7 @@ import (
 // returns the connected client session.
 func mcpClient(t *testing.T, dir string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(capfsBin, append([]string{"mcp"}, args...)...)
+	cmd := exec.Command(capfsBinary(t), append([]string{"mcp"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
@@ -173,7 +173,7 @@ func TestMCPRefusesNonLoopbackHTTP(t *testing.T) {
 func TestMCPOverHTTP(t *testing.T) {
 	t.Parallel()
 	root := project(t)
-	cmd := exec.Command(capfsBin, "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
+	cmd := exec.Command(capfsBinary(t), "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	stderr, err := cmd.StderrPipe()

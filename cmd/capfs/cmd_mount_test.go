@@ -67,7 +67,7 @@ func TestMountCommand(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- execute(ctx, []string{"-m", "w=physical:" + host, "-m", "w/ro=memory:,ro", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"),
+		done <- execute(ctx, environ{}, []string{"-m", "w=physical:" + host, "-m", "w/ro=memory:,ro", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"),
 			"mount", "--work", "w", mp}, strings.NewReader(""), &syncBuffer{}, &stderr)
 	}()
 	deadline := time.Now().Add(20 * time.Second)
@@ -179,7 +179,7 @@ func mountListsWhatTheDirLists(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- execute(ctx, []string{"--no-default-mounts", "-m", "w=physical:" + host, "--audit", "off", "mount", "--work", "w", mp},
+		done <- execute(ctx, environ{}, []string{"--no-default-mounts", "-m", "w=physical:" + host, "--audit", "off", "mount", "--work", "w", mp},
 			strings.NewReader(""), &syncBuffer{}, &stderr)
 	}()
 	deadline := time.Now().Add(20 * time.Second)

@@ -23,7 +23,7 @@ func newSnapshotGroup(o *globalOptions, co *casOptions) *cobra.Command {
 // newSnapshotCmd is "capfs snapshot": the same commands as "capfs cas
 // snapshot", named as a user first looks for them.
 func newSnapshotCmd(o *globalOptions) *cobra.Command {
-	co := &casOptions{}
+	co := &casOptions{env: o.env}
 	snap := newSnapshotGroup(o, co)
 	snap.Short = "Save, list, restore and compare named snapshots of directories (capfs cas snapshot)"
 	snap.Long = `Save, list, restore and compare named snapshots of namespace directories, kept

@@ -29,15 +29,15 @@ a consistent copy of one (even while another capfs writes it) and put a copy bac
 		Short: "Write a consistent point-in-time copy of scratch FILE to SNAPSHOT (which must not exist)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := os.Stat(args[0]); err != nil {
+			if _, err := os.Stat(o.env.abs(args[0])); err != nil {
 				return usageErrorf("%s: %v", args[0], cause(err))
 			}
-			f, err := mountkind.OpenSQLite(args[0], sqlite.WithReadOnly())
+			f, err := mountkind.OpenSQLite(o.env.abs(args[0]), sqlite.WithReadOnly())
 			if err != nil {
 				return failed(err)
 			}
 			defer f.Close()
-			if err := f.Snapshot(context.Background(), args[1]); err != nil {
+			if err := f.Snapshot(context.Background(), o.env.abs(args[1])); err != nil {
 				return failed(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "snapshot of %s written to %s\n", args[0], args[1])
@@ -49,7 +49,7 @@ a consistent copy of one (even while another capfs writes it) and put a copy bac
 		Short: "Replace scratch FILE with SNAPSHOT, atomically (FILE must not be open)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := sqlite.Restore(args[0], args[1]); err != nil {
+			if err := sqlite.Restore(o.env.abs(args[0]), o.env.abs(args[1])); err != nil {
 				if errors.Is(err, sqlite.ErrLocked) {
 					return failed(fmt.Errorf("%s is in use by another capfs; stop it first", args[1]))
 				}
@@ -70,16 +70,16 @@ writes at most --max-bytes of file data and symlink targets: by default the
 size of AGENT.db, which a valid database cannot exceed.`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			budget, err := importBudget(args[0], maxBytes)
+			budget, err := importBudget(args[0], o.env.abs(args[0]), maxBytes)
 			if err != nil {
 				return err
 			}
-			a, err := sqlite.OpenAgentFS(args[0])
+			a, err := sqlite.OpenAgentFS(o.env.abs(args[0]))
 			if err != nil {
 				return failed(mountkind.AgentFSError(args[0], err))
 			}
 			defer a.Close()
-			f, err := mountkind.OpenSQLite(args[1])
+			f, err := mountkind.OpenSQLite(o.env.abs(args[1]))
 			if err != nil {
 				return failed(err)
 			}
@@ -125,7 +125,7 @@ that sqlite3 -Ax extracts the whole archive.`,
 		if skipLinks {
 			mode = sqlar.SkipSymlinks
 		}
-		st, err := sqlar.Export(ctx, d.FS(), args[1], mode)
+		st, err := sqlar.Export(ctx, d.FS(), s.env.abs(args[1]), mode)
 		if err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ that sqlite3 -Ax extracts the whole archive.`,
 		if err != nil {
 			return err
 		}
-		st, err := sqlar.Import(ctx, args[0], d)
+		st, err := sqlar.Import(ctx, s.env.abs(args[0]), d)
 		if err != nil {
 			return err
 		}
@@ -161,8 +161,8 @@ that sqlite3 -Ax extracts the whole archive.`,
 }
 
 // importBudget is import-agentfs's byte budget: flag (a size, or none), else
-// the size of the database file db.
-func importBudget(db, flag string) (int64, error) {
+// the size of the database file db (at host path file).
+func importBudget(db, file, flag string) (int64, error) {
 	if flag != "" {
 		n, err := parseQuota(flag)
 		if err != nil {
@@ -170,7 +170,7 @@ func importBudget(db, flag string) (int64, error) {
 		}
 		return n, nil // -1 for none
 	}
-	st, err := os.Stat(db)
+	st, err := os.Stat(file)
 	if err != nil {
 		return 0, usageErrorf("%s: %v", db, cause(err))
 	}

@@ -37,7 +37,7 @@ nested JSON objects.`,
 		if depth < 0 {
 			return usageErrorf("tree: --depth %d: must be 0 or more", depth)
 		}
-		useColor, err := colorWanted(color, cmd.OutOrStdout())
+		useColor, err := colorWanted(s.env, color, cmd.OutOrStdout())
 		if err != nil {
 			return usageErrorf("tree: --color %s: %v", color, err)
 		}

@@ -10,15 +10,15 @@ import (
 
 // colorWanted decides --color: "always", "never", or "auto" (the default): colour
 // when w is a terminal, NO_COLOR is unset or empty (https://no-color.org) and TERM
-// is not "dumb".
-func colorWanted(mode string, w io.Writer) (bool, error) {
+// is not "dumb" in env.
+func colorWanted(env environ, mode string, w io.Writer) (bool, error) {
 	switch mode {
 	case "always":
 		return true, nil
 	case "never":
 		return false, nil
 	case "auto", "":
-		if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		if env.env("NO_COLOR") != "" || env.env("TERM") == "dumb" {
 			return false, nil
 		}
 		return isTerminal(w), nil

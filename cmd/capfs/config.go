@@ -43,13 +43,15 @@ type configResult struct {
 	memoryQuota   int64 // 0: not set
 }
 
-// loadConfig reads the TOML configuration file at name. Relative paths in it are
-// relative to the file's directory.
-func loadConfig(name string) (configResult, error) {
+// loadConfig reads the TOML configuration file at name, relative to env's
+// working directory. Relative paths in it are relative to the file's
+// directory.
+func loadConfig(env environ, name string) (configResult, error) {
 	bad := func(format string, a ...any) (configResult, error) {
 		return configResult{}, usageErrorf("--config %s: %s", name, fmt.Sprintf(format, a...))
 	}
-	data, err := os.ReadFile(name)
+	file := env.abs(name)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return bad("%v", cause(err))
 	}
@@ -65,7 +67,7 @@ func loadConfig(name string) (configResult, error) {
 		}
 		return bad("unknown keys: %s", strings.Join(keys, ", "))
 	}
-	base, err := filepath.Abs(filepath.Dir(name))
+	base, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
 		return bad("%v", err)
 	}

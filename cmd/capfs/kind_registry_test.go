@@ -53,7 +53,7 @@ var _ = mountkind.Register(&mountkind.Kind{
 // TestMountKindRegistry: a registered kind's --mount form, its options, and
 // the kinds an unknown kind's message lists.
 func TestMountKindRegistry(t *testing.T) {
-	spec, err := parseMountFlag("x=fake:one,size=3,ro")
+	spec, err := parseMountFlag("x=fake:one,size=3,ro", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +61,12 @@ func TestMountKindRegistry(t *testing.T) {
 		t.Fatalf("parsed %+v", spec)
 	}
 	// An option the kind does not know stays part of the argument.
-	spec, err = parseMountFlag("x=fake:a,b")
+	spec, err = parseMountFlag("x=fake:a,b", "")
 	if err != nil || spec.Source != "a,b" {
 		t.Fatalf("got %+v, %v", spec, err)
 	}
 	for _, bad := range []string{"x=fake:", "x=fake:a,size=", "x=nosuch:a"} {
-		if _, err := parseMountFlag(bad); err == nil {
+		if _, err := parseMountFlag(bad, ""); err == nil {
 			t.Errorf("%s: accepted", bad)
 		} else if bad == "x=nosuch:a" && !strings.Contains(err.Error(), "fake") {
 			t.Errorf("%s: error does not list the registered kind: %v", bad, err)
@@ -77,7 +77,7 @@ func TestMountKindRegistry(t *testing.T) {
 // TestMountKindRegistryOpen: a registered kind opens through openMount, and
 // its failure is the mount's.
 func TestMountKindRegistryOpen(t *testing.T) {
-	spec, err := parseMountFlag("x=fake:one")
+	spec, err := parseMountFlag("x=fake:one", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestMountKindRegistryConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("[[mount]]\npath = \"s\"\nkind = \"fake\"\nsource = \"rel\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := loadConfig(cfg)
+	res, err := loadConfig(environ{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestMountKindRegistryConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("[[mount]]\npath = \"s\"\nkind = \"fake\"\nsource = \"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadConfig(cfg); err == nil {
+	if _, err := loadConfig(environ{}, cfg); err == nil {
 		t.Fatal("config mount without a source accepted")
 	}
 }
@@ -127,7 +127,7 @@ var _ = mountkind.Register(&mountkind.Kind{
 // TestMountTraitsDecide: the mounts tool describes a mount by its kind's
 // traits, not its kind's name, and a scratch mount has no project cache.
 func TestMountTraitsDecide(t *testing.T) {
-	spec, err := parseMountFlag("s=fakescratch:")
+	spec, err := parseMountFlag("s=fakescratch:", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,14 +33,15 @@ import (
 func main() {
 	runEgressShim()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := execute(ctx, processEnviron(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// execute runs the command line args and returns the process exit code.
-func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd()
+// execute runs the command line args in env and returns the process exit
+// code.
+func execute(ctx context.Context, env environ, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(env, stderr)
 	root.SetArgs(rewriteGrepArgs(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -137,9 +138,10 @@ func rootHelp() string {
 	return kinds.Replace(rootLong)
 }
 
-// newRootCmd builds the command tree.
-func newRootCmd() *cobra.Command {
-	o := &globalOptions{}
+// newRootCmd builds the command tree of a command line run in env, whose
+// warnings go to stderr.
+func newRootCmd(env environ, stderr io.Writer) *cobra.Command {
+	o := &globalOptions{env: env, stderr: stderr}
 	root := &cobra.Command{
 		Use:           "capfs",
 		Short:         "Capability filesystem: browse, grep and run sandboxed builds on a composed namespace",
@@ -236,10 +238,10 @@ func action(o *globalOptions, fn func(ctx context.Context, cmd *cobra.Command, s
 		if err != nil {
 			return err
 		}
-		if browseCommands[cmd.Name()] {
+		if browseCommands[cmd.Name()] && o.env.ownsProcess() {
 			done := make(chan struct{})
 			defer close(done)
-			go exitIfStuck(ctx, done, cmd.ErrOrStderr())
+			go exitIfStuck(ctx, done, cmd.ErrOrStderr(), o.env.exit)
 		}
 		err = failed(withMountHint(ctx, s, fn(ctx, cmd, s, args)))
 		if cerr := s.Close(); cerr != nil && err == nil {
@@ -251,8 +253,9 @@ func action(o *globalOptions, fn func(ctx context.Context, cmd *cobra.Command, s
 
 // browseCommands are the commands that only read the namespace: on SIGINT or
 // SIGTERM they stop at their next call, and if one is stuck (a write to a full
-// pipe, a slow backend call) capfs exits anyway a second later (exitIfStuck).
-// run, sync and mcp handle signals themselves.
+// pipe, a slow backend call) capfs exits anyway a second later (exitIfStuck;
+// only as the process itself, see [environ.ownsProcess]). run, sync and mcp
+// handle signals themselves.
 var browseCommands = map[string]bool{
 	"ls": true, "cat": true, "tree": true, "stat": true, "glob": true, "grep": true, "diff": true, "mounts": true,
 }
@@ -260,9 +263,9 @@ var browseCommands = map[string]bool{
 // stuckGrace is how long a browsing command has to return after a signal.
 const stuckGrace = time.Second
 
-// exitIfStuck ends the process with status 130 when ctx is cancelled (a
+// exitIfStuck ends the process with exit(130) when ctx is cancelled (a
 // signal) and the command has not returned (done) within stuckGrace.
-func exitIfStuck(ctx context.Context, done <-chan struct{}, stderr io.Writer) {
+func exitIfStuck(ctx context.Context, done <-chan struct{}, stderr io.Writer, exit func(int)) {
 	select {
 	case <-done:
 		return
@@ -272,6 +275,6 @@ func exitIfStuck(ctx context.Context, done <-chan struct{}, stderr io.Writer) {
 	case <-done:
 	case <-time.After(stuckGrace):
 		fmt.Fprintln(stderr, "capfs: interrupted")
-		os.Exit(130)
+		exit(130)
 	}
 }

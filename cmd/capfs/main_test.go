@@ -6,10 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +20,16 @@ import (
 	"github.com/capfs/capfs/internal/testenv"
 )
 
-// capfsBin is the capfs binary TestMain builds once for every test.
-var capfsBin string
+// testTmp is the directory TestMain makes for the package's tests: the
+// capfs binary, the MCP scratch ($XDG_DATA_HOME).
+var testTmp string
+
+// The capfs binary, built on first use (capfsBinary).
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -43,47 +54,104 @@ func testMain(m *testing.M) int {
 	defer cleanup()
 	// capfs mcp keeps its scratch under $XDG_DATA_HOME: the tests' goes with tmp.
 	os.Setenv("XDG_DATA_HOME", filepath.Join(tmp, "data"))
-	capfsBin = filepath.Join(tmp, "capfs")
-	build := exec.Command("go", "build", "-o", capfsBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building capfs:", err)
-		return 1
-	}
+	testTmp = tmp
 	return m.Run()
 }
 
-// result is one run of the binary.
+// capfsBinary returns the capfs binary, building it on first use. Only the
+// tests that need capfs as a process of its own call it: run (the sandbox,
+// its signals, the egress shim that re-executes capfs), mount (FUSE), a
+// terminal, a signal, MCP over pipes. The others run capfs in-process
+// ([runCapfs]).
+func capfsBinary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binPath = filepath.Join(testTmp, "capfs")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("building capfs: %v", binErr)
+	}
+	return binPath
+}
+
+// result is one run of capfs.
 type result struct {
 	stdout, stderr string
 	code           int
 }
 
-// runCapfs runs the binary in dir with args, with its state (the default audit log)
+// runCapfs runs capfs in dir with args, with its state (the default audit log)
 // under a temporary XDG_STATE_HOME.
 func runCapfs(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	return runCapfsEnv(t, dir, nil, args...)
 }
 
+// runCapfsEnv is runCapfs with env added to the environment.
 func runCapfsEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
 	return runCapfsTimeout(t, dir, env, 5*time.Minute, args...)
 }
 
 // runCapfsTimeout is runCapfsEnv with a deadline: a capfs still running after d
-// is killed (its children's hold on the output is dropped 10 s later) and the
-// test fails, so a hang fails it instead of running into the package timeout.
+// fails the test, so a hang fails it instead of running into the package
+// timeout. A --mount in args makes the namespace exactly the mounts named
+// ([exactMounts]).
 func runCapfsTimeout(t *testing.T, dir string, env []string, d time.Duration, args ...string) result {
+	t.Helper()
+	return capfsRun(t, dir, env, d, exactMounts(args))
+}
+
+// capfsRun runs the command line args in dir, with os.Environ(), a
+// temporary XDG_STATE_HOME and env (later entries win), for at most d: as a
+// process of its own when the command needs one ([needsBinary]), else
+// in-process through [execute].
+func capfsRun(t *testing.T, dir string, env []string, d time.Duration, args []string) result {
+	t.Helper()
+	state := t.TempDir()
+	env = append(append(os.Environ(), "XDG_STATE_HOME="+state), env...)
+	if needsBinary(args) {
+		t.Cleanup(func() { detachMountsUnder(t, state) }) // a killed lazy run's mount
+		return runCapfsBin(t, dir, env, d, args)
+	}
+	return runCapfsIn(t, dir, env, d, args)
+}
+
+// needsBinary reports whether the command line args runs a command that
+// needs capfs as a process of its own: run and sync (the sandbox, its
+// signal handling, materialize's state directory in the process's
+// environment), mount (FUSE).
+func needsBinary(args []string) bool {
+	cmd, _, err := newRootCmd(environ{}, io.Discard).Find(args)
+	if err != nil {
+		return false
+	}
+	for ; cmd.HasParent(); cmd = cmd.Parent() {
+		if !cmd.Parent().HasParent() {
+			switch cmd.Name() {
+			case "run", "sync", "mount":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runCapfsBin runs args with the capfs binary in dir with the environment
+// env, killing it after d (its children's hold on the output is dropped 10 s
+// later).
+func runCapfsBin(t *testing.T, dir string, env []string, d time.Duration, args []string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, capfsBin, exactMounts(args)...)
+	cmd := exec.CommandContext(ctx, capfsBinary(t), args...)
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = dir
-	state := t.TempDir()
-	t.Cleanup(func() { detachMountsUnder(t, state) }) // a killed lazy run's mount
-	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+state), env...)
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -99,6 +167,55 @@ func runCapfsTimeout(t *testing.T, dir string, env []string, d time.Duration, ar
 		code = ee.ExitCode()
 	}
 	return result{out.String(), errb.String(), code}
+}
+
+// runCapfsIn runs args in-process: [execute] in an [environ] of dir and env,
+// with an empty stdin, under a context that ends after d. A command still
+// running 10 s after that fails the test (its goroutine is left behind); a
+// panic fails it with the stack.
+func runCapfsIn(t *testing.T, dir string, env []string, d time.Duration, args []string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var out, errb lockedBuffer
+	type outcome struct {
+		code  int
+		panic string
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{panic: fmt.Sprintf("%v\n%s", p, debug.Stack())}
+			}
+		}()
+		done <- outcome{code: execute(ctx, testEnviron(dir, env), args, strings.NewReader(""), &out, &errb)}
+	}()
+	select {
+	case o := <-done:
+		if o.panic != "" {
+			t.Fatalf("capfs %q panicked: %s", args, o.panic)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("capfs %q was still running after %v: cancelled (stderr: %s)", args, d, errb.String())
+		}
+		return result{out.String(), errb.String(), o.code}
+	case <-time.After(d + 10*time.Second):
+		t.Fatalf("capfs %q was still running 10 s after its %v deadline (stderr: %s)", args, d, errb.String())
+	}
+	return result{}
+}
+
+// testEnviron is the environ of a command line run in-process in dir with
+// the environment env (KEY=VALUE, later entries win, as exec takes them).
+func testEnviron(dir string, env []string) environ {
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			vars[k] = v
+		}
+	}
+	return environ{dir: dir, getenv: func(k string) string { return vars[k] }}
 }
 
 // exactMounts gives a command line naming its mounts (-m) exactly those:

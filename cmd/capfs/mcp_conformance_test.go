@@ -37,7 +37,7 @@ type rpcReply struct {
 
 func startRaw(t *testing.T, dir string, args ...string) *rawServer {
 	t.Helper()
-	cmd := exec.Command(capfsBin, append([]string{"mcp"}, args...)...)
+	cmd := exec.Command(capfsBinary(t), append([]string{"mcp"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	in, err := cmd.StdinPipe()
@@ -439,7 +439,7 @@ func TestMCPContent(t *testing.T) {
 func TestMCPConformanceHTTP(t *testing.T) {
 	t.Parallel()
 	root := project(t)
-	cmd := exec.Command(capfsBin, "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0", "--http-session-timeout", "2s")
+	cmd := exec.Command(capfsBinary(t), "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0", "--http-session-timeout", "2s")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	stderr, err := cmd.StderrPipe()
@@ -534,7 +534,7 @@ func TestMCPHTTPCancelled(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "small.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(capfsBin, "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
+	cmd := exec.Command(capfsBinary(t), "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	stderr, err := cmd.StderrPipe()

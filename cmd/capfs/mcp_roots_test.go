@@ -40,7 +40,7 @@ func (l *lockedBuffer) String() string {
 // stderr.
 func rootsClient(t *testing.T, work string, args []string, want string, roots ...*mcp.Root) (*mcp.ClientSession, string, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(capfsBin, args...)
+	cmd := exec.Command(capfsBinary(t), args...)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	stderr := &lockedBuffer{}

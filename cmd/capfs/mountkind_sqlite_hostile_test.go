@@ -27,7 +27,7 @@ func TestAgentFSKindHostile(t *testing.T) {
 			if err := sqlitetest.Apply(db, sqlitetest.AgentFSBase+c.SQL); err != nil {
 				t.Fatal(err)
 			}
-			spec, err := parseMountFlag("agent=agentfs:" + db)
+			spec, err := parseMountFlag("agent=agentfs:"+db, "")
 			if err != nil {
 				t.Fatal(err)
 			}

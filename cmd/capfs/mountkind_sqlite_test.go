@@ -20,7 +20,7 @@ import (
 // refused with a message saying so; ,ro reads it meanwhile.
 func TestSQLiteKind(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "scratch.db")
-	spec, err := parseMountFlag("scratch=sqlite:" + file + ",quota=1MiB,sync=full")
+	spec, err := parseMountFlag("scratch=sqlite:"+file+",quota=1MiB,sync=full", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestSQLiteKind(t *testing.T) {
 	if _, err := openMount(spec, 0); err == nil || !strings.Contains(err.Error(), "in use by another capfs") {
 		t.Fatalf("second open: %v", err)
 	}
-	ro, err := parseMountFlag("scratch=sqlite:" + file + ",ro")
+	ro, err := parseMountFlag("scratch=sqlite:"+file+",ro", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func TestSQLiteKind(t *testing.T) {
 	if err != nil || string(got) != "kept" {
 		t.Fatalf("second session: %q, %v", got, err)
 	}
-	if _, err := parseMountFlag("scratch=sqlite:" + file + ",sync=sometimes"); err == nil {
+	if _, err := parseMountFlag("scratch=sqlite:"+file+",sync=sometimes", ""); err == nil {
 		t.Fatal("sync=sometimes accepted")
 	}
-	if _, err := parseMountFlag("scratch=sqlite:/no/such/dir/x.db"); err == nil {
+	if _, err := parseMountFlag("scratch=sqlite:/no/such/dir/x.db", ""); err == nil {
 		t.Fatal("a file in a missing directory accepted")
 	}
 }
@@ -126,16 +126,16 @@ func TestSQLiteSnapshotRestoreCmd(t *testing.T) {
 func TestScratchFileFor(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("XDG_DATA_HOME", data)
-	a, err := mountkind.ScratchFile("/some/project")
+	a, err := mountkind.ScratchFile("/some/project", mountkind.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := mountkind.ScratchFile("/other/project")
+	b, _ := mountkind.ScratchFile("/other/project", mountkind.Env{})
 	if a == b || !strings.HasPrefix(a, filepath.Join(data, "capfs", "scratch")+"/project-") {
 		t.Fatalf("scratch files %s and %s", a, b)
 	}
 	var warn bytes.Buffer
-	m, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", 1<<20, false, &warn)
+	m, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", mountkind.Env{MemoryQuota: 1 << 20}, false, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,14 +144,14 @@ func TestScratchFileFor(t *testing.T) {
 		t.Fatalf("mcp scratch: %s, persistent %v", m.Kind, m.Backend.Features().Persistent)
 	}
 	// A second session on the same project falls back to memory, and says so.
-	m2, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", 1<<20, false, &warn)
+	m2, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", mountkind.Env{MemoryQuota: 1 << 20}, false, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m2.Kind != mountkind.Memory.Name || !strings.Contains(warn.String(), "in use by another capfs") {
 		t.Fatalf("second session: %s, warning %q", m2.Kind, warn.String())
 	}
-	m3, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", 1<<20, true, &warn)
+	m3, err := mcpScratchMount(vfs.MustParse("tmp"), "/some/project", mountkind.Env{MemoryQuota: 1 << 20}, true, &warn)
 	if err != nil || m3.Kind != mountkind.Memory.Name {
 		t.Fatalf("ephemeral: %v, %v", m3, err)
 	}
@@ -168,7 +168,7 @@ func TestAgentFSKind(t *testing.T) {
 	if err := os.WriteFile(db, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := parseMountFlag("agent=agentfs:" + db)
+	spec, err := parseMountFlag("agent=agentfs:"+db, "")
 	if err != nil {
 		t.Fatal(err)
 	}

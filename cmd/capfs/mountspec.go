@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -26,8 +25,10 @@ type mounted struct {
 	Backend vfs.Backend
 }
 
-// parseMountFlag parses PATH=KIND:ARG[,ro] ([mountkind.ParseFlag]).
-func parseMountFlag(arg string) (mountSpec, error) {
+// parseMountFlag parses PATH=KIND:ARG[,ro] ([mountkind.ParseFlag]), a
+// relative host path in it taken from the directory dir ("" is the
+// process's current directory).
+func parseMountFlag(arg, dir string) (mountSpec, error) {
 	bad := func(format string, a ...any) (mountSpec, error) {
 		return mountSpec{}, usageErrorf("--mount %s: %s", arg, fmt.Sprintf(format, a...))
 	}
@@ -39,7 +40,7 @@ func parseMountFlag(arg string) (mountSpec, error) {
 	if err != nil {
 		return bad("%v", err)
 	}
-	spec, err := mountkind.ParseFlag(p, rest)
+	spec, err := mountkind.ParseFlag(p, rest, dir)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -58,16 +59,16 @@ func parseMountPath(s string) (vfs.Path, error) {
 	return p.WithoutDirMark(), nil
 }
 
-// openMount opens the backend a spec names; a memory mount without its own quota
-// gets memQuota (negative: no limit).
+// openMount opens the backend a spec names in the process's environment; a
+// memory mount without its own quota gets memQuota (negative: no limit).
 func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
-	return openMountCtx(context.Background(), spec, memQuota)
+	return openMountCtx(context.Background(), spec, mountkind.Env{MemoryQuota: memQuota})
 }
 
-// openMountCtx is [openMount] under ctx.
-func openMountCtx(ctx context.Context, spec mountSpec, memQuota int64) (*mounted, error) {
+// openMountCtx is [openMount] under ctx, in env.
+func openMountCtx(ctx context.Context, spec mountSpec, env mountkind.Env) (*mounted, error) {
 	m := &mounted{mountSpec: spec}
-	b, err := mountkind.Open(ctx, &m.mountSpec, mountkind.Env{MemoryQuota: memQuota})
+	b, err := mountkind.Open(ctx, &m.mountSpec, env)
 	if err != nil {
 		where := "--mount " + spec.Path.String() + "=" + spec.Kind + ":" + spec.Source
 		if spec.Origin != "--mount" {
@@ -85,8 +86,8 @@ func openMountCtx(ctx context.Context, spec mountSpec, memQuota int64) (*mounted
 // A default is left out when one of user (the --mount flags) is mounted at its
 // path or above it; a --mount of project on a host work tree moves ref/head to
 // that directory's HEAD, a --mount of project on anything else drops ref/head.
-func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec, persistentTmp bool) ([]*mounted, error) {
-	cwd, err := os.Getwd()
+func defaultMounts(ctx context.Context, o *globalOptions, memQuota int64, user []mountSpec, persistentTmp bool) ([]*mounted, error) {
+	cwd, err := o.env.cwd()
 	if err != nil {
 		return nil, failed(fmt.Errorf("current directory: %v", cause(err)))
 	}
@@ -107,19 +108,19 @@ func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec, persis
 	}
 	var ms []*mounted
 	if !taken(projPath) {
-		proj, err := openMountCtx(ctx, mountSpec{Path: projPath, Kind: mountkind.Physical.Name, Source: ".", Host: cwd, Origin: "default"}, memQuota)
+		proj, err := openMountCtx(ctx, mountSpec{Path: projPath, Kind: mountkind.Physical.Name, Source: ".", Host: cwd, Origin: "default"}, o.env.kindEnv(memQuota))
 		if err != nil {
 			return nil, err
 		}
 		ms = append(ms, proj)
 	}
 	if withHead && !taken(vfs.MustParse("ref/head")) {
-		if head := headMount(ctx, headDir); head != nil {
+		if head := headMount(ctx, headDir, o.env.kindEnv(memQuota)); head != nil {
 			ms = append(ms, head)
 		}
 	}
 	if !taken(vfs.MustParse("tmp")) {
-		tmp, err := tmpMount(ctx, cwd, memQuota, persistentTmp)
+		tmp, err := tmpMount(ctx, o, cwd, memQuota, persistentTmp)
 		if err != nil {
 			return nil, err
 		}
@@ -129,8 +130,8 @@ func defaultMounts(ctx context.Context, memQuota int64, user []mountSpec, persis
 }
 
 // headMount is the default ref/head: the HEAD of the work tree holding dir,
-// showing dir's directory of it; nil when there is none.
-func headMount(ctx context.Context, dir string) *mounted {
+// showing dir's directory of it, opened in env; nil when there is none.
+func headMount(ctx context.Context, dir string, env mountkind.Env) *mounted {
 	top, rel, ok := gitTop(dir)
 	if !ok {
 		return nil
@@ -139,7 +140,8 @@ func headMount(ctx context.Context, dir string) *mounted {
 	if rel != "." {
 		head.Opts = map[string]string{mountkind.GitTree: filepath.ToSlash(rel)} // the directory of the tree it shows
 	}
-	m, err := openMountCtx(ctx, head, 0)
+	env.MemoryQuota = 0
+	m, err := openMountCtx(ctx, head, env)
 	if err != nil {
 		return nil
 	}
@@ -147,29 +149,32 @@ func headMount(ctx context.Context, dir string) *mounted {
 }
 
 // tmpMount is the default tmp: a memory mount, or the project's persistent
-// scratch when persistent ([mcpScratchMount]).
-func tmpMount(ctx context.Context, project string, memQuota int64, persistent bool) (*mounted, error) {
+// scratch when persistent ([mcpScratchMount], warning on o's stderr).
+func tmpMount(ctx context.Context, o *globalOptions, project string, memQuota int64, persistent bool) (*mounted, error) {
+	env := o.env.kindEnv(memQuota)
 	if persistent {
-		return mcpScratchMount(vfs.MustParse("tmp"), project, memQuota, false, os.Stderr)
+		return mcpScratchMount(vfs.MustParse("tmp"), project, env, false, o.stderr)
 	}
-	return openMountCtx(ctx, mountSpec{Path: vfs.MustParse("tmp"), Kind: mountkind.Memory.Name, Origin: "default"}, memQuota)
+	return openMountCtx(ctx, mountSpec{Path: vfs.MustParse("tmp"), Kind: mountkind.Memory.Name, Origin: "default"}, env)
 }
 
 // mcpScratchMount is the MCP server's scratch mount at path (the default tmp):
 // the persistent scratch file of the project at directory project
 // ([mountkind.ScratchFile]), so an agent finds its notes again in its next
-// session, unless ephemeral (then a memory mount, as before). quota bounds
-// either (<= 0: none). When another capfs already holds the project's file (a
-// second agent session on the same project), it falls back to a memory mount
-// and says so on warn, rather than failing to start.
-func mcpScratchMount(path vfs.Path, project string, quota int64, ephemeral bool, warn io.Writer) (*mounted, error) {
+// session, unless ephemeral (then a memory mount, as before), both found and
+// opened in env. env.MemoryQuota bounds either (<= 0: none). When another
+// capfs already holds the project's file (a second agent session on the same
+// project), it falls back to a memory mount and says so on warn, rather than
+// failing to start.
+func mcpScratchMount(path vfs.Path, project string, env mountkind.Env, ephemeral bool, warn io.Writer) (*mounted, error) {
+	quota := env.MemoryQuota
 	memory := func() (*mounted, error) {
-		return openMount(mountSpec{Path: path, Kind: mountkind.Memory.Name, Origin: "default"}, quota)
+		return openMountCtx(context.Background(), mountSpec{Path: path, Kind: mountkind.Memory.Name, Origin: "default"}, env)
 	}
 	if ephemeral {
 		return memory()
 	}
-	file, err := mountkind.ScratchFile(project)
+	file, err := mountkind.ScratchFile(project, env)
 	if err != nil {
 		return nil, failed(fmt.Errorf("persistent scratch: %v", cause(err)))
 	}

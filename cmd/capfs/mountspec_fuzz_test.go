@@ -23,7 +23,7 @@ func FuzzParseMountFlag(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, arg string) {
-		spec, err := parseMountFlag(arg)
+		spec, err := parseMountFlag(arg, "")
 		if err != nil {
 			if exitCodeOf(err) != exitUsage {
 				t.Fatalf("parseMountFlag(%q): exit code %d, want %d", arg, exitCodeOf(err), exitUsage)

@@ -425,7 +425,7 @@ func mcpClientEnv(t *testing.T, dir string, env []string) *mcp.ClientSession {
 // mcpClientEnvArgs is mcpClientEnv with global flags (--policy, ...) before mcp.
 func mcpClientEnvArgs(t *testing.T, dir string, env []string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(capfsBin, append(args, "mcp")...)
+	cmd := exec.Command(capfsBinary(t), append(args, "mcp")...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)

@@ -35,13 +35,13 @@ func TestParseMountFlagQuota(t *testing.T) {
 		"tmp=memory:": 0, "tmp=memory:,quota=64MiB": 64 << 20, "tmp=memory:,quota=1K,ro": 1 << 10,
 		"tmp=memory:,ro,quota=none": -1, "tmp=memory:,quota=2M,quota=3M": 2 << 20,
 	} {
-		spec, err := parseMountFlag(in)
+		spec, err := parseMountFlag(in, "")
 		if err != nil || spec.Quota != want {
 			t.Errorf("parseMountFlag(%q): quota %d, %v; want %d", in, spec.Quota, err, want)
 		}
 	}
 	for _, in := range []string{"tmp=memory:quota=1K", "tmp=memory:,quota=", "tmp=memory:,quota=lots", "tmp=memory:,size=1M", "p=physical:.,quota=1M"} {
-		if _, err := parseMountFlag(in); err == nil {
+		if _, err := parseMountFlag(in, ""); err == nil {
 			t.Errorf("parseMountFlag(%q) accepted", in)
 		}
 	}

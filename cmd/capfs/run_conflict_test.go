@@ -378,7 +378,7 @@ func TestRunConflictEndToEnd(t *testing.T) {
 // (a line on its stdin); it returns capfs's stderr and exit code.
 func runWithHostEdit(t *testing.T, root string, env []string, base string, args []string, edit func()) (string, int) {
 	t.Helper()
-	cmd := exec.Command(capfsBin, args...)
+	cmd := exec.Command(capfsBinary(t), args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	in, err := cmd.StdinPipe()

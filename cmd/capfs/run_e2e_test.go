@@ -288,7 +288,7 @@ func signalRun(t *testing.T, root string, env []string, base string, extra ...st
 	t.Helper()
 	args := append([]string{"run"}, extra...)
 	args = append(args, "--", "sh", "-c", "echo new > out.txt; touch ready; while :; do sleep 0.05; done")
-	cmd := exec.Command(capfsBin, args...)
+	cmd := exec.Command(capfsBinary(t), args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
@@ -374,7 +374,7 @@ func TestRunClosedPipeNoLeak(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	env, base := stateEnv(t)
-	cmd := exec.Command(capfsBin, "run", "--", "sh", "-c", "echo x > f; yes")
+	cmd := exec.Command(capfsBinary(t), "run", "--", "sh", "-c", "echo x > f; yes")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	pr, pw, err := os.Pipe()
@@ -413,7 +413,7 @@ type ptyRun struct {
 
 func startPty(t *testing.T, root string, env []string, args ...string) *ptyRun {
 	t.Helper()
-	cmd := exec.Command(capfsBin, args...)
+	cmd := exec.Command(capfsBinary(t), args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), append([]string{"TERM=dumb"}, env...)...)
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
@@ -729,7 +729,7 @@ func TestRunMemoryWorkMount(t *testing.T) {
 func TestMountAddsToDefaults(t *testing.T) {
 	t.Parallel()
 	root, other := t.TempDir(), t.TempDir()
-	cmd := exec.Command(capfsBin, "-m", "extra=physical:"+other, "mounts")
+	cmd := exec.Command(capfsBinary(t), "-m", "extra=physical:"+other, "mounts")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	out, err := cmd.Output()
@@ -741,7 +741,7 @@ func TestMountAddsToDefaults(t *testing.T) {
 			t.Errorf("mounts lacks %s:\n%s", want, out)
 		}
 	}
-	cmd = exec.Command(capfsBin, "-m", "project=physical:"+other, "mounts")
+	cmd = exec.Command(capfsBinary(t), "-m", "project=physical:"+other, "mounts")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	out, _ = cmd.Output()
@@ -773,7 +773,7 @@ func TestRunSignalDuringCheckout(t *testing.T) {
 		}
 	}
 	env, base := stateEnv(t)
-	cmd := exec.Command(capfsBin, "run", "--no-lazy", "--", "sh", "-c", "touch ran")
+	cmd := exec.Command(capfsBinary(t), "run", "--no-lazy", "--", "sh", "-c", "touch ran")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer

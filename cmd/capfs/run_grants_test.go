@@ -147,7 +147,7 @@ func TestRunGrantRevokedMidRun(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(capfsBin, "-m", "project=physical:"+root, "--no-default-mounts", "run", "--grants", file, "--",
+	cmd := exec.Command(capfsBinary(t), "-m", "project=physical:"+root, "--no-default-mounts", "run", "--grants", file, "--",
 		"sh", "-c", "echo made > /grants/project/src/new.c; echo ready; read x")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())

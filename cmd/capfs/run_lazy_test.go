@@ -255,7 +255,7 @@ func TestRunLazyConflict(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"a.txt": "base\n", "b.txt": "base\n"})
 	env, base := stateEnv(t)
-	cmd := exec.Command(capfsBin, "run", "--lazy", "--on-reject", "apply-rest", "--", "sh", "-c", "echo sandbox > a.txt; echo sandbox > b.txt; echo > ready; read line; rm ready")
+	cmd := exec.Command(capfsBinary(t), "run", "--lazy", "--on-reject", "apply-rest", "--", "sh", "-c", "echo sandbox > a.txt; echo sandbox > b.txt; echo > ready; read line; rm ready")
 	cmd.Dir = root
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 	in, err := cmd.StdinPipe()
@@ -342,7 +342,7 @@ func TestRunLazyKilledSwept(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"a.txt": "a\n"})
 	env, base := stateEnv(t)
-	cmd := exec.Command(capfsBin, "run", "--lazy", "--", "sh", "-c", "echo changed > a.txt; touch ready; sleep 60")
+	cmd := exec.Command(capfsBinary(t), "run", "--lazy", "--", "sh", "-c", "echo changed > a.txt; touch ready; sleep 60")
 	cmd.Dir = root
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 	if err := cmd.Start(); err != nil {

@@ -329,7 +329,7 @@ func TestRunConflict(t *testing.T) {
 			// checkout: a lazy run's FUSE view need not see a file put into its
 			// upper directory behind its back, and the run then never ends).
 			script := `echo ours > a.txt; echo b2 > b.txt; touch ready; while [ ! -e go ]; do sleep 0.05; done; rm -f ready go`
-			cmd := exec.Command(capfsBin, "run", "--no-lazy", "--conflict", tc.mode, "--", "sh", "-c", script)
+			cmd := exec.Command(capfsBinary(t), "run", "--no-lazy", "--conflict", tc.mode, "--", "sh", "-c", script)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "CAPFS_TMPDIR="+base)
 			var stdout, stderr bytes.Buffer
@@ -535,7 +535,7 @@ func TestRunInterrupted(t *testing.T) {
 	needSandbox(t)
 	t.Parallel()
 	root, base := t.TempDir(), t.TempDir()
-	cmd := exec.Command(capfsBin, "run", "--", "sh", "-c", "echo new > out.txt; touch ready; while :; do sleep 0.05; done")
+	cmd := exec.Command(capfsBinary(t), "run", "--", "sh", "-c", "echo new > out.txt; touch ready; while :; do sleep 0.05; done")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "CAPFS_TMPDIR="+base)
 	var stderr bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -24,6 +25,12 @@ const defaultWork = "project"
 // globalOptions are the flags every subcommand shares (persistent flags of the root
 // command). A subcommand turns them into a session with open.
 type globalOptions struct {
+	// env is the surroundings the command line runs in: its working
+	// directory and environment variables.
+	env environ
+	// stderr is the command line's standard error: warnings, and the audit
+	// log of --audit stderr.
+	stderr     io.Writer
 	mounts     []string
 	configFile string
 	policyFile string
@@ -86,6 +93,7 @@ type session struct {
 	AuditTag  string // the tag of this command's events when it set one (run, sync: see runTag)
 	Subject   string
 	Work      string // the configured default work mount for run ("" = defaultWork)
+	env       environ
 	closers   []func() error
 }
 
@@ -117,7 +125,7 @@ func (s *session) mountAt(p vfs.Path) (*mounted, vfs.Path, bool) {
 // Dir over the namespace. Errors in the user's input are usage errors (exit 2).
 // Every subcommand that works on the namespace (mcp included) calls it.
 func (o *globalOptions) open(ctx context.Context, command string) (*session, error) {
-	s := &session{Subject: o.subject}
+	s := &session{Subject: o.subject, env: o.env}
 	if s.Subject == "" {
 		s.Subject = "capfs/" + command
 	}
@@ -172,7 +180,7 @@ func (o *globalOptions) inputs() (sessionInputs, error) {
 		in.memQuota, quotaSet = q, true
 	}
 	if o.configFile != "" {
-		cfg, err := loadConfig(o.configFile)
+		cfg, err := loadConfig(o.env, o.configFile)
 		if err != nil {
 			return in, err
 		}
@@ -189,7 +197,7 @@ func (o *globalOptions) inputs() (sessionInputs, error) {
 		in.specs = append(in.specs, cfg.mounts...)
 	}
 	for _, arg := range o.mounts {
-		m, err := parseMountFlag(arg)
+		m, err := parseMountFlag(arg, o.env.dir)
 		if err != nil {
 			return in, err
 		}
@@ -211,7 +219,7 @@ func (s *session) mountAll(ctx context.Context, o *globalOptions, command string
 	if o.configFile == "" && !o.noDefaultMounts && !(command == "mcp" && len(in.specs) > 0) {
 		// capfs mcp keeps its tmp across sessions, in one SQLite file per
 		// project (mcpScratchMount), unless --ephemeral-scratch.
-		ms, err := defaultMounts(ctx, in.memQuota, in.specs, command == "mcp" && !o.ephemeralScratch)
+		ms, err := defaultMounts(ctx, o, in.memQuota, in.specs, command == "mcp" && !o.ephemeralScratch)
 		if err != nil {
 			return err
 		}
@@ -221,7 +229,7 @@ func (s *session) mountAll(ctx context.Context, o *globalOptions, command string
 		}
 	}
 	for _, spec := range in.specs {
-		m, err := openMount(spec, in.memQuota)
+		m, err := openMountCtx(ctx, spec, o.env.kindEnv(in.memQuota))
 		if err != nil {
 			return err
 		}
@@ -247,7 +255,7 @@ func (s *session) mountAll(ctx context.Context, o *globalOptions, command string
 // secrets --allow-secret and --allow-fixtures name allowed.
 func (s *session) loadPolicy(ctx context.Context, o *globalOptions, policyFile string) error {
 	if policyFile != "" {
-		eng, err := policy.Load(policyFile)
+		eng, err := policy.Load(o.env.abs(policyFile))
 		if err != nil {
 			return usageErrorf("--policy %s: %v", policyFile, err)
 		}
@@ -298,14 +306,16 @@ func (s *session) projectRules(ctx context.Context) error {
 // log), tagged with the command's run for run and sync.
 func (s *session) openAudit(o *globalOptions, command, auditFile string) error {
 	if auditFile == "" {
-		p, err := defaultAuditPath()
+		p, err := defaultAuditPath(o.env)
 		if err != nil {
 			return failed(fmt.Errorf("audit log: %v", err))
 		}
 		auditFile = p
+	} else if !auditKeywords[auditFile] {
+		auditFile = o.env.abs(auditFile)
 	}
 	sink, closeSink, err := openAuditSink(auditSettings{dest: auditFile, maxSize: o.auditMaxSize, maxFiles: o.auditMaxFiles,
-		maxTotal: o.auditMaxTotal, level: o.auditLevel}, os.Stderr)
+		maxTotal: o.auditMaxTotal, level: o.auditLevel}, o.stderr)
 	if err != nil {
 		return err
 	}
@@ -375,14 +385,15 @@ func gitTop(dir string) (top, rel string, ok bool) {
 }
 
 // defaultAuditPath is $XDG_STATE_HOME/capfs/audit.jsonl, or, without
-// XDG_STATE_HOME, capfs-<uid>/audit.jsonl under the temporary directory. The
-// directory is created 0700 and must be a directory owned by this user.
-func defaultAuditPath() (string, error) {
+// XDG_STATE_HOME, capfs-<uid>/audit.jsonl under the temporary directory, as
+// env has them. The directory is created 0700 and must be a directory owned
+// by this user.
+func defaultAuditPath(env environ) (string, error) {
 	var d string
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+	if x := env.env("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
 		d = filepath.Join(x, "capfs")
 	} else {
-		d = filepath.Join(os.TempDir(), fmt.Sprintf("capfs-%d", os.Getuid()))
+		d = filepath.Join(env.tempDir(), fmt.Sprintf("capfs-%d", os.Getuid()))
 	}
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return "", err

@@ -43,7 +43,7 @@ func TestListingsNameUnaddressable(t *testing.T) {
 			} {
 				var out, errb bytes.Buffer
 				args := append([]string{"--no-default-mounts", "-m", "p=physical:" + host, "--audit", "off"}, c.args...)
-				if code := execute(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+				if code := execute(context.Background(), environ{}, args, strings.NewReader(""), &out, &errb); code != 0 {
 					t.Fatalf("capfs %q exited %d: %s", c.args, code, errb.String())
 				}
 				for _, w := range c.want {
@@ -118,7 +118,7 @@ func TestTreeNamesUnaddressableGitEntries(t *testing.T) {
 	for _, cmd := range [][]string{{"tree", "/r"}, {"ls", "/r"}, {"ls", "-l", "/r"}} {
 		var out, errb bytes.Buffer
 		args := append([]string{"--no-default-mounts", "-m", "r=git:" + repo, "--audit", "off"}, cmd...)
-		if code := execute(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+		if code := execute(context.Background(), environ{}, args, strings.NewReader(""), &out, &errb); code != 0 {
 			t.Fatalf("capfs %q exited %d: %s", cmd, code, errb.String())
 		}
 		want := "capfs " + cmd[0] + `: r: skipped 1 name the capability cannot address (a\\b: contains a backslash)`

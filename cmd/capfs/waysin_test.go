@@ -107,7 +107,7 @@ func TestWaysInMCPRootsOverHTTP(t *testing.T) {
 // session and the server's stderr. The server is interrupted at cleanup.
 func httpRootsClient(t *testing.T, work string, env, args []string, roots ...*mcp.Root) (*mcp.ClientSession, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(capfsBin, args...)
+	cmd := exec.Command(capfsBinary(t), args...)
 	cmd.Dir = work
 	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 	stderr := &lockedBuffer{}
@@ -225,7 +225,7 @@ func TestWaysInMountWorkAndAliases(t *testing.T) {
 			mp := t.TempDir()
 			var out, errb syncBuffer
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			code := execute(ctx, append(base, "--work", "w/keys", mp), strings.NewReader(""), &out, &errb)
+			code := execute(ctx, environ{}, append(base, "--work", "w/keys", mp), strings.NewReader(""), &out, &errb)
 			cancel()
 			if code == 0 || mountedAt(mp) {
 				t.Errorf("capfs mount --work w/keys (keys -> .ssh) exited %d: %s", code, errb.String())
@@ -237,7 +237,7 @@ func TestWaysInMountWorkAndAliases(t *testing.T) {
 			// Aliases through the mount, served by the binary in a process of its
 			// own: this process only reads and writes through it (a server in
 			// the same process can deadlock with the kernel's requests).
-			srv := exec.Command(capfsBin, append(base, "--work", "w", mp)...)
+			srv := exec.Command(capfsBinary(t), append(base, "--work", "w", mp)...)
 			var stderr syncBuffer
 			srv.Stderr = &stderr
 			if err := srv.Start(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -41,8 +40,8 @@ func casOption(spec *Spec, opt string) (bool, error) {
 
 // openCAS mounts the tree spec.Source names in its store; the mount closes
 // the store.
-func openCAS(ctx context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
-	st, err := OpenCASStore(spec.Opts["store"])
+func openCAS(ctx context.Context, spec *Spec, env Env) (vfs.Backend, error) {
+	st, err := OpenCASStore(spec.Opts["store"], env)
 	if err != nil {
 		return nil, err
 	}
@@ -81,15 +80,15 @@ type casMount struct {
 func (m *casMount) Close() error { return m.st.Close() }
 
 // casStoreDir returns the store directory: dir, else $CAPFS_CAS_STORE, else
-// the user cache directory's capfs/cas.
-func casStoreDir(dir string) (string, error) {
+// the user cache directory's capfs/cas, as env reads them.
+func casStoreDir(dir string, env Env) (string, error) {
 	if dir != "" {
 		return dir, nil
 	}
-	if env := os.Getenv("CAPFS_CAS_STORE"); env != "" {
-		return env, nil
+	if d := env.getenv("CAPFS_CAS_STORE"); d != "" {
+		return d, nil
 	}
-	c, err := os.UserCacheDir()
+	c, err := env.cacheDir()
 	if err != nil {
 		return "", fmt.Errorf("no CAS store: set $CAPFS_CAS_STORE or --store (%v)", err)
 	}
@@ -97,9 +96,9 @@ func casStoreDir(dir string) (string, error) {
 }
 
 // OpenCASStore opens the store at dir, else $CAPFS_CAS_STORE, else the user
-// cache directory's capfs/cas.
-func OpenCASStore(dir string) (*cas.Store, error) {
-	d, err := casStoreDir(dir)
+// cache directory's capfs/cas, as env reads them.
+func OpenCASStore(dir string, env Env) (*cas.Store, error) {
+	d, err := casStoreDir(dir, env)
 	if err != nil {
 		return nil, err
 	}

@@ -28,13 +28,13 @@ var Git = Register(&Kind{
 })
 
 // gitFlag takes the REPO[@REV] of --mount PATH=git:REPO[@REV].
-func gitFlag(spec *Spec, arg string) error {
+func gitFlag(spec *Spec, arg, base string) error {
 	if arg == "" {
 		return errors.New("git needs a repository: PATH=git:REPO[@REV]")
 	}
 	spec.Source, spec.Rev = splitRepoRev(arg)
 	spec.ReadOnly = true
-	return setHostDir(spec, "")
+	return setHostDir(spec, base)
 }
 
 // gitConfig takes a configuration file's git mount: a source, relative to

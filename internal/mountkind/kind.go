@@ -10,6 +10,9 @@ package mountkind
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 
 	"github.com/capfs/capfs/vfs"
 )
@@ -52,11 +55,48 @@ type Traits struct {
 	Persistent bool
 }
 
-// Env is what a session decides for every mount it opens.
+// Env is what a session decides for every mount it opens, and the
+// environment it reads them in.
 type Env struct {
 	// MemoryQuota is the quota of an ephemeral mount without its own
 	// (negative: no limit).
 	MemoryQuota int64
+	// Getenv reads the environment variables the kinds consult
+	// (CAPFS_PHYSICAL_RESOLVER, CAPFS_CAS_STORE, XDG_CACHE_HOME,
+	// XDG_DATA_HOME, HOME); nil is [os.Getenv]. A program running several
+	// command lines at once gives each its own.
+	Getenv func(string) string
+}
+
+// getenv returns the environment variable k as e reads it.
+func (e Env) getenv(k string) string {
+	if e.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return e.Getenv(k)
+}
+
+// homeDir is [os.UserHomeDir] in e: $HOME.
+func (e Env) homeDir() (string, error) {
+	if h := e.getenv("HOME"); h != "" {
+		return h, nil
+	}
+	return "", errors.New("$HOME is not defined")
+}
+
+// cacheDir is [os.UserCacheDir] in e: $XDG_CACHE_HOME, else ~/.cache.
+func (e Env) cacheDir() (string, error) {
+	if d := e.getenv("XDG_CACHE_HOME"); d != "" {
+		if !filepath.IsAbs(d) {
+			return "", errors.New("path in $XDG_CACHE_HOME is relative")
+		}
+		return d, nil
+	}
+	h, err := e.homeDir()
+	if err != nil {
+		return "", errors.New("neither $XDG_CACHE_HOME nor $HOME are defined")
+	}
+	return filepath.Join(h, ".cache"), nil
 }
 
 // Config is one mount of the configuration file, without its path.
@@ -88,12 +128,14 @@ type Kind struct {
 	Options string
 	// Parse checks ARG (the --mount argument after "KIND:" and its options,
 	// or a configuration file's source) and fills spec: Source as the user
-	// wrote it, Host when ARG names a host file (relative to base, ""
-	// meaning the current directory). spec.Rev is the configuration file's
+	// wrote it, Host when ARG names a host file (relative to base: the
+	// configuration file's directory, or the working directory of a
+	// --mount; "" meaning the process's current directory). spec.Rev is the configuration file's
 	// rev ("" when none was given).
 	Parse func(spec *Spec, arg, base string) error
-	// Flag, when set, replaces Parse for --mount, with its own messages.
-	Flag func(spec *Spec, arg string) error
+	// Flag, when set, replaces Parse for --mount, with its own messages;
+	// base is as Parse's.
+	Flag func(spec *Spec, arg, base string) error
 	// Config, when set, replaces Parse for the configuration file, with its
 	// own messages; the default refuses a quota.
 	Config func(spec *Spec, c Config, base string) error

@@ -80,7 +80,7 @@ func TestParseFlag(t *testing.T) {
 		{"sqlite:x.db,sync=x", `sync=x: sync="x": want normal, full or off`},
 		{"agentfs:nosuch", "nosuch: no such file (want PATH=agentfs:FILE (read-only))"},
 	} {
-		if _, err := ParseFlag(p, tc.arg); err == nil || err.Error() != tc.err {
+		if _, err := ParseFlag(p, tc.arg, ""); err == nil || err.Error() != tc.err {
 			t.Errorf("ParseFlag(%q) = %v, want %q", tc.arg, err, tc.err)
 		}
 	}
@@ -90,15 +90,15 @@ func TestParseFlag(t *testing.T) {
 func TestParseFlagForms(t *testing.T) {
 	dir := inTempDir(t)
 	p := vfs.MustParse("p")
-	s, err := ParseFlag(p, "git:d@v1,ro")
+	s, err := ParseFlag(p, "git:d@v1,ro", "")
 	if err != nil || !s.Revision() || s.Rev != "v1" || s.Host != filepath.Join(dir, "d") || !s.ReadOnly {
 		t.Errorf("git:d@v1 = %+v, %v", s, err)
 	}
-	s, err = ParseFlag(p, "memory:,quota=1M,ro")
+	s, err = ParseFlag(p, "memory:,quota=1M,ro", "")
 	if err != nil || s.Quota != 1<<20 || !s.ReadOnly || !s.Ephemeral() {
 		t.Errorf("memory:,quota=1M,ro = %+v, %v", s, err)
 	}
-	s, err = ParseFlag(p, "cas:root,store=st")
+	s, err = ParseFlag(p, "cas:root,store=st", "")
 	if err != nil || s.Opts["store"] != "st" || !s.ReadOnly {
 		t.Errorf("cas:root,store=st = %+v, %v", s, err)
 	}

@@ -39,7 +39,7 @@ func memoryOption(spec *Spec, opt string) (bool, error) {
 }
 
 // memoryFlag refuses an argument: --mount PATH=memory: takes none.
-func memoryFlag(_ *Spec, arg string) error {
+func memoryFlag(_ *Spec, arg, _ string) error {
 	if arg != "" {
 		return errors.New("memory takes no argument: PATH=memory:[,quota=SIZE]")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/vfs"
@@ -23,12 +22,12 @@ var Physical = Register(&Kind{
 })
 
 // physicalFlag takes the host directory of --mount PATH=physical:HOSTDIR.
-func physicalFlag(spec *Spec, arg string) error {
+func physicalFlag(spec *Spec, arg, base string) error {
 	if arg == "" {
 		return errors.New("physical needs a host directory: PATH=physical:HOSTDIR")
 	}
 	spec.Source = arg
-	return setHostDir(spec, "")
+	return setHostDir(spec, base)
 }
 
 // physicalConfig takes a configuration file's physical mount: a source,
@@ -54,8 +53,8 @@ func setHostDir(spec *Spec, base string) error {
 }
 
 // openPhysical opens spec.Host with the resolver [physicalResolver] chooses.
-func openPhysical(_ context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
-	mode, err := physicalResolver()
+func openPhysical(_ context.Context, spec *Spec, env Env) (vfs.Backend, error) {
+	mode, err := physicalResolver(env)
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +66,12 @@ func openPhysical(_ context.Context, spec *Spec, _ Env) (vfs.Backend, error) {
 }
 
 // physicalResolver is the path resolver of physical mounts: the environment
-// variable CAPFS_PHYSICAL_RESOLVER, "auto" (the default: openat2 where the
-// kernel has it), "openat2" (fail without it) or "portable" (the component
-// walk every kernel has). The tests play each attack through both resolvers
-// with it.
-func physicalResolver() (physical.ResolverMode, error) {
-	switch v := os.Getenv("CAPFS_PHYSICAL_RESOLVER"); v {
+// variable CAPFS_PHYSICAL_RESOLVER in env, "auto" (the default: openat2
+// where the kernel has it), "openat2" (fail without it) or "portable" (the
+// component walk every kernel has). The tests play each attack through both
+// resolvers with it.
+func physicalResolver(env Env) (physical.ResolverMode, error) {
+	switch v := env.getenv("CAPFS_PHYSICAL_RESOLVER"); v {
 	case "", "auto":
 		return physical.ResolverAuto, nil
 	case "openat2":

@@ -74,8 +74,10 @@ func UsageList() string {
 }
 
 // ParseFlag parses the KIND:ARG[,OPT...] of --mount PATH=KIND:ARG, the mount
-// at path. Its errors say what is wrong, without the flag.
-func ParseFlag(path vfs.Path, arg string) (Spec, error) {
+// at path; a relative host path in it is taken from the directory dir (""
+// is the process's current directory). Its errors say what is wrong,
+// without the flag.
+func ParseFlag(path vfs.Path, arg, dir string) (Spec, error) {
 	kind, src, _ := strings.Cut(arg, ":")
 	spec := Spec{Path: path, Kind: kind, Origin: "--mount"}
 	k := kinds[kind]
@@ -88,7 +90,7 @@ func ParseFlag(path vfs.Path, arg string) (Spec, error) {
 	case k == nil:
 		return Spec{}, fmt.Errorf("unknown kind %q (want %s)", kind, NameList())
 	}
-	if err := k.parseFlag(&spec, src); err != nil {
+	if err := k.parseFlag(&spec, src, dir); err != nil {
 		return Spec{}, err
 	}
 	return spec, nil
@@ -138,12 +140,13 @@ func takeOption(spec *Spec, k *Kind, opt string) (bool, error) {
 	return false, nil
 }
 
-// parseFlag fills spec from the --mount argument arg.
-func (k *Kind) parseFlag(spec *Spec, arg string) error {
+// parseFlag fills spec from the --mount argument arg, relative host paths
+// taken from dir.
+func (k *Kind) parseFlag(spec *Spec, arg, dir string) error {
 	if k.Flag != nil {
-		return k.Flag(spec, arg)
+		return k.Flag(spec, arg, dir)
 	}
-	if err := k.Parse(spec, arg, ""); err != nil {
+	if err := k.Parse(spec, arg, dir); err != nil {
 		return fmt.Errorf("%v (want PATH=%s)", err, k.Usage)
 	}
 	return nil

@@ -127,17 +127,17 @@ func OpenSQLite(file string, opts ...sqlite.Option) (*sqlite.FS, error) {
 
 // ScratchFile returns the persistent scratch file of the project at
 // directory project: $XDG_DATA_HOME/capfs/scratch/NAME-HASH.db (else
-// ~/.local/share/...), NAME the directory's base name and HASH the first 12
-// hex digits of the SHA-256 of its absolute path, so two checkouts never
-// share one. The directory is created (0700).
-func ScratchFile(project string) (string, error) {
+// ~/.local/share/...) as env reads them, NAME the directory's base name and
+// HASH the first 12 hex digits of the SHA-256 of its absolute path, so two
+// checkouts never share one. The directory is created (0700).
+func ScratchFile(project string, env Env) (string, error) {
 	abs, err := filepath.Abs(project)
 	if err != nil {
 		return "", err
 	}
-	data := os.Getenv("XDG_DATA_HOME")
+	data := env.getenv("XDG_DATA_HOME")
 	if data == "" || !filepath.IsAbs(data) {
-		home, err := os.UserHomeDir()
+		home, err := env.homeDir()
 		if err != nil {
 			return "", err
 		}
