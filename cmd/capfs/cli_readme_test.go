@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -133,28 +131,14 @@ func TestReadmeCommands(t *testing.T) {
 				continue
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, capfsBinary(t), args...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
-		cmd.Stdin = bytes.NewReader(nil)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		cancel()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("capfs %q: %v", args, err)
-		}
-		if args[0] == "run" && code == 125 {
-			t.Logf("skipping README line capfs %q: no working sandbox here: %s", args, errb.String())
+		// As written: a --mount adds to the default mounts.
+		r := capfsRun(t, root, []string{"XDG_STATE_HOME=" + state}, 2*time.Minute, args)
+		if args[0] == "run" && r.code == 125 {
+			t.Logf("skipping README line capfs %q: no working sandbox here: %s", args, r.stderr)
 			continue
 		}
-		if code != 0 {
-			t.Errorf("README line capfs %q: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out.String(), errb.String())
+		if r.code != 0 {
+			t.Errorf("README line capfs %q: exit %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
 }
