@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"math/bits"
 	"strings"
 )
 
@@ -116,24 +115,35 @@ const (
 	scanBadByte        // contains NUL or backslash
 )
 
-// SWAR constants: a byte's low bits, and every byte's low seven bits.
+// SWAR constants: every byte's low bit, and every byte's high bit.
 const (
-	swarLo   = 0x0101010101010101
-	swarLow7 = 0x7f7f7f7f7f7f7f7f
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
 )
 
-// bytesEq returns the high bit of every byte of x that equals c, and nothing
-// else (exact: no borrow runs from one byte into the next).
-func bytesEq(x uint64, c byte) uint64 {
+// bytesAt returns the high bit of every byte of x that equals c, and possibly
+// of bytes just above one that does (a borrow runs on through bytes equal to
+// c^1): never of a byte below the first that equals c.
+func bytesAt(x uint64, c byte) uint64 {
 	t := x ^ (swarLo * uint64(c))
-	return ^((t&swarLow7 + swarLow7) | t | swarLow7)
+	return (t - swarLo) &^ t & swarHi
 }
+
+// maxCleanRun is the most words in a row with no '/' that cleanWords accepts:
+// a segment of 248 or more bytes holds 31 (see cleanWords).
+const maxCleanRun = (MaxNameLen - 7) / 8
 
 // cleanWords reports whether s (non-empty) is certainly a clean relative path
 // (scanBytes would say scanClean), eight bytes at a time. It says false for
 // anything else, and also, conservatively, for some clean paths: a segment
 // starting with "." (".git", "a/.b") or longer than 247 bytes; scanBytes then
 // decides.
+//
+// bytesAt may mark a byte just above a real match: a '.' right after a '/' is
+// marked as a '/'. It sits where a segment starts, which already makes the
+// answer false, so the marks are as good as exact here. A segment longer than MaxNameLen holds at least
+// maxCleanRun whole words with no '/' (its last, padded word not counted); one
+// of 247 bytes or fewer holds at most maxCleanRun-1.
 func cleanWords(s string) bool {
 	n := len(s)
 	if s[n-1] == '/' {
@@ -142,44 +152,48 @@ func cleanWords(s string) bool {
 	// starts carries the mark of a segment starting at the next word's first
 	// byte: the string's start begins one.
 	starts := uint64(0x80)
-	last := -1 // index of the last '/' so far
-	for i := 0; i < n; i += 8 {
-		var x uint64
-		switch rem := n - i; {
-		case rem >= 8:
-			x = load64(s[i : i+8])
-		case n >= 8:
-			// The tail, as the end of the last eight bytes, padded above
-			// with 'a', which is none of the bytes looked for.
-			x = load64(s[n-8:])>>(8*uint(8-rem)) | 0x6161616161616161<<(8*uint(rem))
-		default:
-			x = 0x6161616161616161
-			for k, c := range []byte(s) {
-				x = x&^(0xff<<(8*uint(k))) | uint64(c)<<(8*uint(k))
-			}
-		}
-		if bytesEq(x, 0)|bytesEq(x, '\\') != 0 {
-			return false
-		}
-		slash := bytesEq(x, '/')
-		first := starts | slash<<8 // bytes that begin a segment
+	run := 0 // whole words in a row with no '/'
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		x := load64(s[i:])
+		slash := bytesAt(x, '/')
+		bad := bytesAt(x, 0) | bytesAt(x, '\\')
 		// An empty segment ("//", a leading "/") or one starting with '.'.
-		if first&(slash|bytesEq(x, '.')) != 0 {
+		if bad|(starts|slash<<8)&dotOrSlash(x) != 0 {
 			return false
 		}
 		starts = slash >> 56
-		if slash == 0 {
-			if i+8-last-1 > MaxNameLen {
-				return false
-			}
-			continue
-		}
-		if i+int(uint(bits.TrailingZeros64(slash))>>3)-last-1 > MaxNameLen {
+		if slash != 0 {
+			run = 0
+		} else if run++; run >= maxCleanRun {
 			return false
 		}
-		last = i + 7 - int(uint(bits.LeadingZeros64(slash))>>3)
 	}
-	return n-last-1 <= MaxNameLen
+	if i == n {
+		return true
+	}
+	// The tail, as the end of the last eight bytes (or the bytes of a string
+	// shorter than eight), padded above with 'a', which is none of the bytes
+	// looked for.
+	rem := n - i
+	var x uint64
+	if n >= 8 {
+		x = load64(s[n-8:])>>(8*uint(8-rem)) | 0x6161616161616161<<(8*uint(rem))
+	} else {
+		x = 0x6161616161616161
+		for k, c := range []byte(s) {
+			x = x&^(0xff<<(8*uint(k))) | uint64(c)<<(8*uint(k))
+		}
+	}
+	slash := bytesAt(x, '/')
+	return (bytesAt(x, 0)|bytesAt(x, '\\'))|(starts|slash<<8)&dotOrSlash(x) == 0
+}
+
+// dotOrSlash returns the high bit of every byte of x that is '.' or '/', and
+// of no other: with the low bit set, both read '/', and no byte then reads
+// '/'^1, so no borrow runs past a match.
+func dotOrSlash(x uint64) uint64 {
+	return bytesAt(x|swarLo, '/')
 }
 
 // load64 returns the first eight bytes of w, little-endian, in one load.
