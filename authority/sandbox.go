@@ -14,6 +14,7 @@ import (
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // DefaultMountpoint is where RunRequest binds grants inside the sandbox.
@@ -52,7 +53,7 @@ type SandboxOptions struct {
 	// Private); ReadOnly is set per grant.
 	Checkout materialize.Options
 	// Sync is the template for each writable grant's sync-back.
-	Sync materialize.SyncOptions
+	Sync syncback.Options
 }
 
 // GrantMount is one grant as the sandbox sees it.
@@ -74,11 +75,11 @@ type GrantMount struct {
 type RunReport struct {
 	// RunID tags every audit event of the run's checkouts and sync-backs
 	// (audit.Event.Tag "run:<id> wrappers=<names>").
-	RunID   string                             `json:"run_id"`
-	Mounts  []GrantMount                       `json:"mounts"`
-	Skipped []string                           `json:"skipped,omitempty"` // grants not exposed, and why
-	Result  *sandbox.Result                    `json:"result"`
-	Syncs   map[string]*materialize.SyncReport `json:"syncs"`
+	RunID   string                      `json:"run_id"`
+	Mounts  []GrantMount                `json:"mounts"`
+	Skipped []string                    `json:"skipped,omitempty"` // grants not exposed, and why
+	Result  *sandbox.Result             `json:"result"`
+	Syncs   map[string]*syncback.Report `json:"syncs"`
 }
 
 // Run runs a command on a subject's grants, the way direct Dir access sees
@@ -88,7 +89,7 @@ type RunReport struct {
 // are bound read-only and writable ones (Write, Delete or Move) read-write;
 // nothing else of the host's roots is visible. After the command exits, each
 // writable grant's changes come back through that grant's Dir by
-// materialize's SyncBack, so every change is decided by the grant (its access
+// [syncback.Run], so every change is decided by the grant (its access
 // list, its expiry: a grant revoked or expired meanwhile refuses the whole
 // sync-back, and its checkout is kept and named in the report) and audited
 // under the grant's id, with Tag "run:<id> wrappers=<names>" naming the
@@ -109,7 +110,7 @@ func (a *Authority) Run(ctx context.Context, req RunRequest, opts SandboxOptions
 	}
 	var rid [6]byte
 	_, _ = rand.Read(rid[:])
-	rep := &RunReport{RunID: hex.EncodeToString(rid[:]), Syncs: map[string]*materialize.SyncReport{}}
+	rep := &RunReport{RunID: hex.EncodeToString(rid[:]), Syncs: map[string]*syncback.Report{}}
 	grants, err := a.runGrants(req, rep)
 	if err != nil {
 		return nil, err

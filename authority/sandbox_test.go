@@ -14,8 +14,8 @@ import (
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
-	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -108,7 +108,7 @@ func TestRunRevokedMidRun(t *testing.T) {
 	go func() {
 		defer close(done)
 		rep, runErr = a.Run(ctx, RunRequest{Subject: agent, Path: "sh", Args: []string{"-c", "echo x > f.txt; echo ready; read line"},
-			Stdin: inR, Stdout: outW}, SandboxOptions{Runner: runner, Sync: materialize.SyncOptions{JournalDir: t.TempDir()}})
+			Stdin: inR, Stdout: outW}, SandboxOptions{Runner: runner, Sync: syncback.Options{JournalDir: t.TempDir()}})
 		outW.Close()
 	}()
 	line, _ := bufio.NewReader(outR).ReadString('\n')

@@ -32,7 +32,7 @@ type Options struct {
 	Base string
 	// ReadOnly promises that the sandbox will see the checkout read-only (the
 	// caller binds it read-only). It enables the zero-copy strategies: a bind of
-	// the physical directory itself, and hard links. SyncBack of a read-only
+	// the physical directory itself, and hard links. A sync-back of a read-only
 	// checkout applies nothing.
 	ReadOnly bool
 	// Host is optional and host-only: the backend that serves the same tree as the
@@ -56,7 +56,7 @@ type Options struct {
 	// is a tmpfs of its own, so its bind shows "/" as its root. Otherwise the
 	// checkout directory's own path within its filesystem shows (such as
 	// /capfs-checkout-123 on /dev/shm): capfs's temporary name, not the source's.
-	// A kept checkout (Keep) stays mounted until it is removed (by Recover,
+	// A kept checkout (Keep) stays mounted until it is removed (by syncback.Recover,
 	// which unmounts it).
 	Private bool
 	// Git says what to do with the .git directories of the tree (see
@@ -105,7 +105,7 @@ const (
 
 // Tree is a checkout: a real host directory holding a Dir's subtree, with the
 // Manifest of what it held at checkout. Path, Bound, BindFile, Strategy,
-// Manifest, Skipped and Diff may be called concurrently; SyncBack and Close must
+// Manifest, Skipped and Diff may be called concurrently; a sync-back (syncback.Run) and Close must
 // not run concurrently with any other call on the same Tree.
 type Tree struct {
 	src      *dir.Dir
@@ -130,8 +130,8 @@ type Tree struct {
 
 	mu     sync.Mutex
 	closed bool
-	// keepUser (Keep) and keepSync (a SyncBack left changes unapplied) make
-	// Close leave the checkout directory in place (see sync.go).
+	// keepUser (Keep) and keepSync (a sync-back left changes unapplied) make
+	// Close leave the checkout directory in place (see syncstate.go).
 	keepUser, keepSync bool
 }
 
@@ -410,8 +410,8 @@ func (t *Tree) BindFile() *os.File {
 // Strategy returns how the checkout was made.
 func (t *Tree) Strategy() Strategy { return t.strategy }
 
-// Manifest returns what Checkout recorded, updated by each SyncBack with what it
-// applied. It must not be modified, nor read while SyncBack runs.
+// Manifest returns what Checkout recorded, updated by each sync-back with what it
+// applied. It must not be modified, nor read while a sync-back runs.
 func (t *Tree) Manifest() *Manifest { return t.manifest }
 
 // Skipped returns the source paths Checkout left out, sorted: paths the Dir's
@@ -429,7 +429,7 @@ func (t *Tree) Skipped() []Skip {
 // Close removes everything Checkout created: the checkout directory and all it
 // holds, whatever the sandbox left there (directories without permissions
 // included; symlinks are removed, never followed), unless the checkout is kept
-// (Kept: Keep was called, or the last SyncBack left changes unapplied), when
+// (Kept: Keep was called, or the last sync-back left changes unapplied), when
 // only its handle is closed. A bound physical directory is never touched: only
 // the handle is closed. Close is idempotent.
 func (t *Tree) Close() error {
@@ -456,7 +456,9 @@ func (t *Tree) Close() error {
 	return nil
 }
 
-func (t *Tree) live(op string) error {
+// Live returns a closed error (code closed, for op) once Close was called,
+// else nil.
+func (t *Tree) Live(op string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {

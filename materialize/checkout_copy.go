@@ -10,13 +10,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/capfs/capfs/materialize/internal/hostfs"
-
 	"crypto/sha256"
 	"encoding/hex"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -345,7 +344,7 @@ func (t *Tree) bind(ctx context.Context, hostFd int, entries []*srcEntry) (bool,
 	err := t.runWorkers(ctx, entries, pr, func(ctx context.Context, e *srcEntry, buf []byte) error {
 		h, err := t.src.Open(ctx, e.rel, os.O_RDONLY, 0)
 		if err != nil {
-			if skippable(err) {
+			if Skippable(err) {
 				t.skip(e.rel, err)
 				return nil
 			}

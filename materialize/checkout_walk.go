@@ -13,8 +13,10 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// skippable reports whether err is a refusal to record as a Skip rather than fail.
-func skippable(err error) bool {
+// Skippable reports whether err, met reading the source, is a refusal (denied,
+// gone, special, outside, too many links) to record rather than fail on: the
+// checkout records it as a Skip, sync-back as a refused change.
+func Skippable(err error) bool {
 	switch vfs.CodeOf(err) {
 	case vfs.CodePermission, vfs.CodeNotFound, vfs.CodeNotRegular, vfs.CodeOutside, vfs.CodeTooManyLinks:
 		return true
@@ -162,7 +164,7 @@ func (t *Tree) walkEntry(ctx context.Context, rel string, de fs.DirEntry) (*srcE
 // skipOr records err as a Skip of rel and returns nil when it is a refusal
 // (see skippable); otherwise it returns err.
 func (t *Tree) skipOr(rel string, err error) error {
-	if !skippable(err) {
+	if !Skippable(err) {
 		return err
 	}
 	t.skip(rel, err)
@@ -187,7 +189,7 @@ func (t *Tree) fileInfos(ctx context.Context, entries []*srcEntry) ([]*srcEntry,
 			err = vfs.NewError(vfs.CodeNotRegular, "checkout", vfs.MustParse(e.rel), "changed during checkout")
 		}
 		if err != nil {
-			if skippable(err) {
+			if Skippable(err) {
 				t.skip(e.rel, err)
 				e.dropped = true
 				return nil

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/materialize/internal/hostfs"
-
 	"github.com/capfs/capfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +28,7 @@ import (
 // Directories are read (listed, their entries lstat'ed, symlinks read) ahead of
 // the comparison by GOMAXPROCS goroutines, each opening a directory by name
 // relative to its parent's handle; the comparison still meets the entries one
-// at a time in path order, so the result, and the change a SyncBack limit stops
+// at a time in path order, so the result, and the change a sync-back limit stops
 // at, are what a single walk would give. At most 8 directory handles per
 // goroutine are open ahead of it, and none once Diff returns.
 //
@@ -47,7 +46,7 @@ import (
 // For a Bound checkout, Diff compares the physical directory with the manifest:
 // it shows the host's own edits since the checkout.
 func (t *Tree) Diff(ctx context.Context) ([]Change, error) {
-	if err := t.live("diff"); err != nil {
+	if err := t.Live("diff"); err != nil {
 		return nil, err
 	}
 	changes, _, err := t.scan(ctx, Limits{MaxFiles: -1, MaxBytes: -1, MaxDepth: -1})
@@ -77,17 +76,17 @@ func checkoutTime(m *Manifest, rel string, mtime time.Time) bool {
 	return ok && k.mtime != 0 && k.mtime == mtime.UnixNano()
 }
 
-// limitHit is the change at which a scan stopped because a limit was exceeded.
-type limitHit struct {
-	change Change
-	reason string
+// LimitHit is the change at which a scan stopped because a limit was exceeded.
+type LimitHit struct {
+	Change Change
+	Reason string
 }
 
 // scan is Diff with limits: it stops, returning the change that crossed it,
 // once the changes to write exceed lim.MaxFiles entries or lim.MaxBytes bytes.
 // Paths deeper than lim.MaxDepth (below every manifest path) are reported, not
 // entered. Negative limits are off.
-func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *limitHit, error) {
+func (t *Tree) scan(ctx context.Context, lim Limits) ([]Change, *LimitHit, error) {
 	m := t.manifest
 	s := &scanner{ctx: ctx, m: m, lim: lim, seen: make(map[string]bool, len(m.Entries)), dirTimes: t.rootDirTimes()}
 	err := hostfs.WalkParallel(t.rootFd, scanDepth(m, lim.MaxDepth), runtime.GOMAXPROCS(0), s.visit)
@@ -120,7 +119,7 @@ type scanner struct {
 	lim      Limits
 	seen     map[string]bool // manifest paths met on the host
 	out      []Change
-	hit      *limitHit
+	hit      *LimitHit
 	dirTimes []dirTime
 	files    int   // changes that write an entry
 	bytes    int64 // bytes those changes write
@@ -216,7 +215,7 @@ func (s *scanner) regular(he *hostfs.Entry, old, ne *Entry) error {
 		// Over the limit whatever the contents: do not read them.
 		c := newChange(unreadKind(old), he.Rel, old, ne)
 		s.out = append(s.out, c)
-		s.hit = &limitHit{c, s.bytesReason()}
+		s.hit = &LimitHit{c, s.bytesReason()}
 		return errScanStop
 	}
 	f, _, err := hostfs.OpenRegularAt(he.Dirfd, he.Name, &he.St)
@@ -283,9 +282,9 @@ func (s *scanner) record(c Change) error {
 	}
 	switch {
 	case s.lim.MaxFiles >= 0 && s.files > s.lim.MaxFiles:
-		s.hit = &limitHit{c, "more entries to write than the limit of " + strconv.Itoa(s.lim.MaxFiles)}
+		s.hit = &LimitHit{c, "more entries to write than the limit of " + strconv.Itoa(s.lim.MaxFiles)}
 	case s.lim.MaxBytes >= 0 && s.bytes > s.lim.MaxBytes:
-		s.hit = &limitHit{c, s.bytesReason()}
+		s.hit = &LimitHit{c, s.bytesReason()}
 	}
 	if s.hit != nil {
 		return errScanStop
@@ -306,7 +305,7 @@ type dirTime struct {
 	base, now time.Time
 }
 
-// syncDirTimes gives the source's directories the times the sandbox left on
+// SyncDirTimes gives the source's directories the times the sandbox left on
 // them, for every directory the last scan found with a changed time (its
 // entries, as synced, the same), when the source's directory still has the
 // time it had at the checkout (neither the host nor the apply changed it).
@@ -317,8 +316,9 @@ type dirTime struct {
 // through the Dir (decided and audited as chtimes); a time that cannot be set
 // is left as it was (a time is not content), and a concurrent change on the
 // host between the check and the call can lose that directory's newer time
-// (not its entries).
-func (t *Tree) syncDirTimes(ctx context.Context) {
+// (not its entries). Only syncback.Run calls it, after a sync that applied
+// everything.
+func (t *Tree) SyncDirTimes(ctx context.Context) {
 	for _, d := range t.dirTimes {
 		if ctx.Err() != nil {
 			return

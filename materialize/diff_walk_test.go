@@ -16,6 +16,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -187,7 +188,7 @@ func TestDiffClosesDescriptors(t *testing.T) {
 	if _, err := tr.Diff(canceled); vfs.CodeOf(err) != vfs.CodeCanceled {
 		t.Fatalf("canceled Diff: %v", err)
 	}
-	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{DryRun: true, Limits: materialize.Limits{MaxFiles: 3}})
+	rep, err := syncback.Run(ctx, tr, syncback.Options{DryRun: true, Limits: materialize.Limits{MaxFiles: 3}})
 	if vfs.CodeOf(err) != vfs.CodeQuota || len(rep.Refused) != 1 {
 		t.Fatalf("SyncBack over the limit: %v", err)
 	}

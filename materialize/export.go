@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"context"
+	"errors"
 	"path"
 	"sort"
 	"strings"
@@ -33,23 +34,23 @@ type ExportReport struct {
 // listed, not applied. It is meant for a checkout whose source cannot take the
 // changes back (a git revision, a memory tree about to vanish).
 //
-// lim bounds what is written as for SyncBack (a zero field: the default).
+// lim bounds what is written as for a sync-back (a zero field: the default).
 // Export stops at the first error dst returns other than a refusal
 // (fs_permission_denied, invalid_path), and returns it with what it wrote so far.
 func (t *Tree) Export(ctx context.Context, dst *dir.Dir, lim Limits) (*ExportReport, error) {
 	const op = "export"
-	if err := t.live(op); err != nil {
+	if err := t.Live(op); err != nil {
 		return nil, err
 	}
-	lim = lim.withDefaults()
+	lim = lim.WithDefaults()
 	changes, hit, err := t.scan(ctx, lim)
 	if err != nil {
 		return nil, err
 	}
 	rep := &ExportReport{}
 	if hit != nil {
-		rep.Refused = append(rep.Refused, Refusal{hit.change, vfs.CodeQuota, hit.reason})
-		return rep, vfs.NewError(vfs.CodeQuota, op, vfs.MustParse(hit.change.Path), hit.reason)
+		rep.Refused = append(rep.Refused, Refusal{hit.Change, vfs.CodeQuota, hit.Reason})
+		return rep, vfs.NewError(vfs.CodeQuota, op, vfs.MustParse(hit.Change.Path), hit.Reason)
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	refusedDirs := map[string]bool{}
@@ -119,7 +120,7 @@ func (t *Tree) exportEntry(ctx context.Context, dst *dir.Dir, c Change) (*Refusa
 		}
 		return nil, dst.Symlink(ctx, n.Target, c.Path)
 	case n.IsRegular():
-		data, err := readCheckoutAt(t.rootFd, c.Path, n)
+		data, err := t.ReadFile(c.Path, n)
 		if err != nil {
 			return nil, err
 		}
@@ -149,4 +150,13 @@ func mkParent(ctx context.Context, dst *dir.Dir, p string) error {
 		return dst.MkdirAll(ctx, d)
 	}
 	return nil
+}
+
+// messageOf is err's message without its op and path, else its code.
+func messageOf(err error) string {
+	var ve *vfs.Error
+	if errors.As(err, &ve) && ve.Message() != "" {
+		return ve.Message()
+	}
+	return string(vfs.CodeOf(err))
 }

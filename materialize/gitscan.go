@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -25,6 +24,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"golang.org/x/sys/unix"
+
+	"github.com/capfs/capfs/materialize/internal/hostfs"
 )
 
 // errGitBudget stops a history scan that has read its budget of tree objects.

@@ -50,7 +50,7 @@ type savedStat struct {
 // nothing to reopen (read_only).
 func (t *Tree) MarshalState() ([]byte, error) {
 	const op = "save"
-	if err := t.live(op); err != nil {
+	if err := t.Live(op); err != nil {
 		return nil, err
 	}
 	if !t.created {
@@ -84,7 +84,7 @@ func StatePath(state []byte) string {
 // Reopen returns the Tree of a kept checkout from the state MarshalState
 // recorded, with src as its source (the same subtree the checkout was made
 // from, reached again through a Dir: its policy, audit and checks apply as in
-// the first process). SyncBack then brings the checkout's changes back as it
+// the first process). A sync-back (syncback.Run) then brings the checkout's changes back as it
 // would have, Diff lists them, and Close removes the checkout once every change
 // is applied (it stays when some are not, or after Keep).
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -43,7 +44,7 @@ func TestReopenSyncsLater(t *testing.T) {
 				t.Errorf("Diff after Reopen: %s = %s, want %s", p, got[p], k)
 			}
 		}
-		rep, err := re.SyncBack(ctx, materialize.SyncOptions{})
+		rep, err := syncback.Run(ctx, re, syncback.Options{})
 		must(t, err)
 		if len(rep.Applied) != 3 {
 			t.Errorf("applied %v", rep.Applied)

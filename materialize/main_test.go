@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/internal/testenv"
-	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // TestMain makes checkouts under a directory of the run's own (unmounted and
@@ -24,13 +24,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv(materialize.EnvStateDir) == "" {
+	if os.Getenv(syncback.EnvStateDir) == "" {
 		d, err := os.MkdirTemp("", "capfs-state-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		os.Setenv(materialize.EnvStateDir, d)
+		os.Setenv(syncback.EnvStateDir, d)
 		code := m.Run()
 		os.RemoveAll(d)
 		return code

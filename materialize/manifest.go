@@ -19,7 +19,7 @@ type Entry struct {
 	Size int64
 	// Mode is the permission bits plus fs.ModeSetuid, fs.ModeSetgid and
 	// fs.ModeSticky when set. Checkout never records those three (it strips
-	// them); an entry SyncBack recorded describes the checkout's file as synced
+	// them); an entry a sync-back recorded describes the checkout's file as synced
 	// (the source got it without them).
 	Mode fs.FileMode
 	// ModTime is the modification time. A checkout file gets its source's.
@@ -42,8 +42,8 @@ func (e Entry) IsSymlink() bool { return e.Type&fs.ModeSymlink != 0 }
 // Manifest is what Checkout copied: every path of the checkout, relative to the
 // checkout root in slash form ("a/b.go"; the root itself is not listed), with its
 // type, size, mode, modification time, digest (files) and target (symlinks).
-// Only SyncBack modifies a Manifest after Checkout returns (recording what it
-// applied); read it only while no SyncBack runs.
+// Only a sync-back modifies a Manifest after Checkout returns (recording what it
+// applied); read it only while no sync-back runs.
 type Manifest struct {
 	// Entries maps each path to its entry.
 	Entries map[string]Entry
@@ -106,7 +106,7 @@ const (
 	ModeChanged ChangeKind = "mode_changed" // only the permission (or special) bits differ
 	// Touched: a regular file's contents and mode are unchanged but its
 	// modification time differs (rewritten with the same bytes, or touched).
-	// SyncBack applies it by setting the source's modification time, so that
+	// A sync-back applies it by setting the source's modification time, so that
 	// tools comparing times (make) see what the sandbox left.
 	Touched ChangeKind = "touched"
 )
@@ -114,7 +114,7 @@ const (
 // Change is one difference between the manifest and the checkout. Old is the
 // manifest's entry (nil for Added), New the checkout's (nil for Deleted).
 // A Modified change whose mode also differs carries the new mode in New; New's
-// ModTime is the checkout's, which SyncBack gives the source's file.
+// ModTime is the checkout's, which a sync-back gives the source's file.
 type Change struct {
 	Kind ChangeKind
 	Path string

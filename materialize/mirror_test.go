@@ -17,6 +17,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -280,7 +281,7 @@ git show HEAD:.env 2>&1 | head -n 1`, workMount(tr))
 	if strings.Contains(out, "UNTRACKED-SECRET") {
 		t.Fatalf("the untracked secret reached the sandbox:\n%s", out)
 	}
-	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{JournalDir: t.TempDir()})
+	rep, err := syncback.Run(ctx, tr, syncback.Options{JournalDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("SyncBack: %v (%+v)", err, rep)
 	}

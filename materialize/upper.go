@@ -21,7 +21,7 @@ const StrategyUpper Strategy = "upper"
 
 // OpenUpper returns the Tree of the changes a copy-on-write layer made over
 // src (a lazy sandbox: overlay.Overlay), so that the same sync-back as a
-// checkout's brings them back: Diff, SyncBack, Export, Keep, MarshalState,
+// checkout's brings them back: Diff, sync-back (syncback.Run), Export, Keep, MarshalState,
 // Reopen and Close work on it as on a Tree from Checkout, with every guarantee
 // the package doc gives them.
 //
@@ -90,7 +90,7 @@ func checkBases(op string, bases map[string]Entry) (time.Time, error) {
 		if p == "." {
 			// The root's: its time when the layer started, so a root whose
 			// entries the sandbox created and removed gets the time it left, as
-			// a checkout's does (see Tree.SyncBack).
+			// a checkout's does (see syncback.Run).
 			if b.Type&fs.ModeType != fs.ModeDir {
 				return time.Time{}, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "the root's base is not a directory")
 			}

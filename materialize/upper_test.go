@@ -12,6 +12,7 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -117,7 +118,7 @@ func TestOpenUpperSyncsChanges(t *testing.T) {
 			t.Errorf("unexpected change %s %s", k, p)
 		}
 	}
-	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+	rep, err := syncback.Run(ctx, tr, syncback.Options{})
 	must(t, err)
 	if len(rep.NotApplied) != 0 || rep.Checkout != "" {
 		t.Errorf("not applied %+v, kept %q", rep.NotApplied, rep.Checkout)
@@ -159,7 +160,7 @@ func TestOpenUpperConflict(t *testing.T) {
 	must(t, os.Remove(filepath.Join(l.host, "hostgone.txt")))
 
 	tr := l.open(t)
-	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{OnReject: materialize.RejectApplyRest})
+	rep, err := syncback.Run(ctx, tr, syncback.Options{OnReject: syncback.RejectApplyRest})
 	if vfs.CodeOf(err) != vfs.CodeConflict {
 		t.Errorf("err %v, want conflict", err)
 	}
@@ -187,7 +188,7 @@ func TestOpenUpperConflict(t *testing.T) {
 	if k := kinds(cs); len(k) != 2 || k["both.txt"] != materialize.Modified || k["hostgone.txt"] != materialize.Modified {
 		t.Errorf("reopened diff %v", k)
 	}
-	rep, err = again.SyncBack(ctx, materialize.SyncOptions{Conflict: materialize.ConflictKeepOurs})
+	rep, err = syncback.Run(ctx, again, syncback.Options{Conflict: syncback.ConflictKeepOurs})
 	must(t, err)
 	if got := hostFile(t, l.host, "both.txt"); got != "sandbox" || len(rep.Applied) != 2 {
 		t.Errorf("--conflict ours: both.txt = %q, applied %d", got, len(rep.Applied))
@@ -207,7 +208,7 @@ func TestOpenUpperRefused(t *testing.T) {
 	if fi, err := os.Stat(l.upper); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("upper mode after OpenUpper: %v, %v", fi, err)
 	}
-	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{OnReject: materialize.RejectApplyRest})
+	rep, err := syncback.Run(ctx, tr, syncback.Options{OnReject: syncback.RejectApplyRest})
 	if vfs.CodeOf(err) != vfs.CodePermission {
 		t.Errorf("err %v, want fs_permission_denied", err)
 	}
@@ -290,7 +291,7 @@ func TestOpenUpperRootTime(t *testing.T) {
 	tr, err := materialize.OpenUpper(ctx, l.src, l.upper, bases)
 	must(t, err)
 	t.Cleanup(func() { tr.Close() })
-	if _, err := tr.SyncBack(ctx, materialize.SyncOptions{}); err != nil {
+	if _, err := syncback.Run(ctx, tr, syncback.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(l.host)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -128,7 +129,7 @@ func TestCacheLsOnlyProjectCaches(t *testing.T) {
 // TestSummaryTellingFirst: the text summary lists executables and top-level
 // outputs before object files, however the paths sort.
 func TestSummaryTellingFirst(t *testing.T) {
-	rep := &materialize.SyncReport{}
+	rep := &syncback.Report{}
 	add := func(p string, mode os.FileMode) {
 		rep.Applied = append(rep.Applied, materialize.Change{Kind: materialize.Added, Path: p, New: &materialize.Entry{Size: 10, Mode: mode}})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -221,12 +222,12 @@ func newRunCmd(o *globalOptions) *cobra.Command {
 
 // conflictModes and rejectModes are the values of --conflict and --on-reject.
 var (
-	conflictModes = map[string]materialize.ConflictMode{"fail": materialize.ConflictFail, "ours": materialize.ConflictKeepOurs, "theirs": materialize.ConflictKeepTheirs}
-	rejectModes   = map[string]materialize.RejectMode{"abort": materialize.RejectAbort, "apply-rest": materialize.RejectApplyRest}
+	conflictModes = map[string]syncback.ConflictMode{"fail": syncback.ConflictFail, "ours": syncback.ConflictKeepOurs, "theirs": syncback.ConflictKeepTheirs}
+	rejectModes   = map[string]syncback.RejectMode{"abort": syncback.RejectAbort, "apply-rest": syncback.RejectApplyRest}
 )
 
 // syncModes parses --conflict and --on-reject (run's and sync's).
-func syncModes(conflict, onReject string) (materialize.ConflictMode, materialize.RejectMode, error) {
+func syncModes(conflict, onReject string) (syncback.ConflictMode, syncback.RejectMode, error) {
 	mode, ok := conflictModes[conflict]
 	if !ok {
 		return 0, 0, usageErrorf("--conflict %s: want fail, ours or theirs", conflict)

@@ -13,6 +13,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -182,8 +183,8 @@ func syncOfWork(ctx context.Context, s *session, cmd *cobra.Command, recs []run.
 type syncFlags struct {
 	diff, dryRun, json bool
 	out                string
-	conflict           materialize.ConflictMode
-	onReject           materialize.RejectMode
+	conflict           syncback.ConflictMode
+	onReject           syncback.RejectMode
 	lim                limitFlags
 	show               int
 }
@@ -276,7 +277,7 @@ func (r *runner) syncOut(ctx context.Context, rec run.Kept, out string) error {
 	}
 	rep, err := exportTo(ctx, t, out, r.s, r.lim.sync)
 	if rep != nil {
-		sum := newSummary(r.workPath, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
+		sum := newSummary(r.workPath, "written into --out", &syncback.Report{Applied: rep.Written, Refused: rep.Refused})
 		sum.Out = out
 		r.printSummary(sum, err)
 	}
@@ -294,7 +295,7 @@ func (r *runner) syncDry(ctx context.Context) error {
 	if err != nil {
 		return failed(err)
 	}
-	rep, serr := r.workTree.SyncBack(ctx, opts)
+	rep, serr := syncback.Run(ctx, r.workTree, opts)
 	if rep == nil {
 		return serr
 	}
@@ -310,7 +311,7 @@ func (r *runner) syncApply(ctx context.Context, rec run.Kept) error {
 	if err != nil {
 		return failed(err)
 	}
-	rep, serr := t.SyncBack(ctx, opts)
+	rep, serr := syncback.Run(ctx, t, opts)
 	if rep == nil {
 		return serr
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -57,8 +58,8 @@ type runner struct {
 	grants           []string
 	env              []string
 	allowUnsandboxed bool
-	conflict         materialize.ConflictMode
-	onReject         materialize.RejectMode
+	conflict         syncback.ConflictMode
+	onReject         syncback.RejectMode
 	keep             bool
 	syncMode         string
 	dryRun           bool
@@ -611,10 +612,10 @@ func readdressUnder(err error, p vfs.Path) error {
 // path that were interrupted (capfs killed while applying): their journals
 // carry r.syncLabel. Each is rolled forward through d and summarised.
 func (r *runner) recoverSyncs(ctx context.Context, d *dir.Dir) {
-	err := run.Recover(ctx, d, r.syncLabel, materialize.RecoverOptions{OnReject: r.onReject}, func(j materialize.JournalInfo) func(*materialize.SyncReport, error) {
+	err := run.Recover(ctx, d, r.syncLabel, syncback.RecoverOptions{OnReject: r.onReject}, func(j syncback.JournalInfo) func(*syncback.Report, error) {
 		r.say("capfs: run: finishing the sync-back into %s interrupted at %s\n",
 			showPath(r.workPath.String()), j.Created.Local().Format(time.DateTime))
-		return func(rep *materialize.SyncReport, err error) { printApplied(r.stderr, r.workPath, rep, err, -1) }
+		return func(rep *syncback.Report, err error) { printApplied(r.stderr, r.workPath, rep, err, -1) }
 	})
 	if err != nil {
 		r.say("capfs: run: looking for interrupted sync-backs: %s\n", showError(err))

@@ -19,6 +19,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // The conflict matrix (issue 27): what the sandbox does to a file (conf) ×
@@ -137,7 +138,7 @@ func needFUSE(t *testing.T) {
 		t.Skipf("FUSE is not usable here (needs /dev/fuse and root or fusermount3; make sysdeps installs fuse3): %v", err)
 	}
 	t.Setenv("CAPFS_TMPDIR", t.TempDir())
-	t.Setenv(materialize.EnvStateDir, t.TempDir())
+	t.Setenv(syncback.EnvStateDir, t.TempDir())
 }
 
 // conflictCell is one cell's outcome: conf on the host after the sync-back,
@@ -282,7 +283,7 @@ func syncConflict(t *testing.T, ctx context.Context, finish func() (*materialize
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{OnReject: materialize.RejectApplyRest, JournalDir: t.TempDir()})
+	rep, err := syncback.Run(ctx, tr, syncback.Options{OnReject: syncback.RejectApplyRest, JournalDir: t.TempDir()})
 	if err != nil && rep == nil {
 		t.Fatalf("sync-back: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -87,7 +88,7 @@ func (r *runner) collect(ctx context.Context, status int) int {
 func (r *runner) collectCommit(ctx context.Context, status int) int {
 	id, rep, err := r.commitTo(ctx, r.commitAt)
 	if rep != nil {
-		sum := newSummary(r.workPath, "committed on branch "+show(r.commit), &materialize.SyncReport{Applied: append(rep.Written, rep.Deleted...), Refused: rep.Refused})
+		sum := newSummary(r.workPath, "committed on branch "+show(r.commit), &syncback.Report{Applied: append(rep.Written, rep.Deleted...), Refused: rep.Refused})
 		r.printSummary(sum, nil)
 	}
 	if err != nil {
@@ -115,7 +116,7 @@ func (r *runner) collectHeld(ctx context.Context, status int) int {
 		r.keepForLater(ctx, status, "")
 		return exitSyncBack
 	}
-	rep := &materialize.SyncReport{Applied: changes}
+	rep := &syncback.Report{Applied: changes}
 	why := "not written back: " + showPath(r.workPath.String()) + " " + r.notBackReason()
 	sum := newSummary(r.workPath, why, rep)
 	if sum.empty() {
@@ -139,7 +140,7 @@ func (r *runner) collectHeld(ctx context.Context, status int) int {
 func (r *runner) collectOut(ctx context.Context, status int) int {
 	rep, err := exportTo(ctx, r.workTree, r.out, r.s, r.lim.sync)
 	if rep != nil {
-		sum := newSummary(r.workPath, "written into --out", &materialize.SyncReport{Applied: rep.Written, Refused: rep.Refused})
+		sum := newSummary(r.workPath, "written into --out", &syncback.Report{Applied: rep.Written, Refused: rep.Refused})
 		if len(rep.Written) > 0 {
 			sum.Out = r.out
 		}

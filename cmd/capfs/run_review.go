@@ -18,6 +18,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // review decides, once the command exited with status, what becomes of its
@@ -53,12 +54,12 @@ func (r *runner) review(ctx context.Context, status int) int {
 }
 
 // syncOptions are the options of this run's sync-back.
-func (r *runner) syncOptions(dry bool) (materialize.SyncOptions, error) {
+func (r *runner) syncOptions(dry bool) (syncback.Options, error) {
 	pol, err := r.lim.syncPolicy()
 	if err != nil {
-		return materialize.SyncOptions{}, err
+		return syncback.Options{}, err
 	}
-	o := materialize.SyncOptions{Conflict: r.conflict, OnReject: r.onReject, Label: r.syncLabel,
+	o := syncback.Options{Conflict: r.conflict, OnReject: r.onReject, Label: r.syncLabel,
 		Limits: r.lim.sync, DryRun: dry, PolicyRoot: r.workPath.String(), Subject: r.s.Subject}
 	if !dry {
 		if bar := newProgress(r.stderr, "sync-back "+showPath(r.workPath.String())); bar != nil {
@@ -79,7 +80,7 @@ func (r *runner) apply(ctx context.Context, status int) int {
 		r.say("capfs: run: %s\n", show(err.Error()))
 		return exitRunFailed
 	}
-	rep, serr := r.workTree.SyncBack(ctx, opts)
+	rep, serr := syncback.Run(ctx, r.workTree, opts)
 	r.finishBars()
 	if rep == nil {
 		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
@@ -116,7 +117,7 @@ func (r *runner) holdKept(ctx context.Context, status int, verb string, keep boo
 		r.say("capfs: run: %s\n", show(err.Error()))
 		return exitRunFailed, false
 	}
-	rep, serr := r.workTree.SyncBack(ctx, opts)
+	rep, serr := syncback.Run(ctx, r.workTree, opts)
 	if rep == nil {
 		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
 		r.keepForLater(ctx, status, "")
@@ -159,7 +160,7 @@ func (r *runner) ask(ctx context.Context, status int) int {
 		r.say("capfs: run: %s\n", show(err.Error()))
 		return exitRunFailed
 	}
-	rep, serr := r.workTree.SyncBack(ctx, opts)
+	rep, serr := syncback.Run(ctx, r.workTree, opts)
 	if rep == nil {
 		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
 		r.keepForLater(ctx, status, "")
@@ -198,7 +199,7 @@ func readLines(in io.Reader) <-chan string {
 // prompt asks whether to apply rep (summarised in sum) until an answer
 // decides: yes applies, no discards, keep (or the end of the input, or ctx
 // ending) keeps for later; diff and list show more and ask again.
-func (r *runner) prompt(ctx context.Context, status int, lines <-chan string, rep *materialize.SyncReport, sum *summary) int {
+func (r *runner) prompt(ctx context.Context, status int, lines <-chan string, rep *syncback.Report, sum *summary) int {
 	for {
 		r.say("capfs: apply %d change(s) to %s? [y]es, [n]o (discard), [k]eep for later, [d]iff, [l]ist: ", len(rep.Applied), showPath(r.workPath.String()))
 		var ans string
@@ -245,7 +246,7 @@ func (r *runner) finishBars() {
 }
 
 // changesOf lists the changes a report would apply.
-func changesOf(rep *materialize.SyncReport) []materialize.Change {
+func changesOf(rep *syncback.Report) []materialize.Change {
 	return append([]materialize.Change(nil), rep.Applied...)
 }
 

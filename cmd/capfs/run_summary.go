@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -64,7 +65,7 @@ type refusalLine struct {
 }
 
 // newSummary builds the summary of rep (Applied: applied, or would be).
-func newSummary(at vfs.Path, verb string, rep *materialize.SyncReport) *summary {
+func newSummary(at vfs.Path, verb string, rep *syncback.Report) *summary {
 	s := &summary{Work: at.String(), Verb: verb, Counts: map[string]int{}, at: at}
 	dirs := map[string]*dirCount{}
 	for _, c := range rep.Applied {
@@ -137,7 +138,7 @@ func changeType(c materialize.Change) string {
 }
 
 // addUnapplied lists what rep refused, found in conflict or did not apply.
-func (s *summary) addUnapplied(rep *materialize.SyncReport) {
+func (s *summary) addUnapplied(rep *syncback.Report) {
 	at := s.at
 	for _, rf := range rep.Refused {
 		s.Refused = append(s.Refused, refusalLine{string(rf.Change.Kind), joinGuest(at, rf.Change.Path), "refused", string(rf.Code), rf.Reason})
@@ -147,10 +148,10 @@ func (s *summary) addUnapplied(rep *materialize.SyncReport) {
 	}
 	for _, u := range rep.NotApplied {
 		switch u.Cause {
-		case materialize.CauseRefused:
-		case materialize.CauseTheirs:
+		case syncback.CauseRefused:
+		case syncback.CauseTheirs:
 			s.Theirs = append(s.Theirs, joinGuest(at, u.Change.Path))
-		case materialize.CauseConflict:
+		case syncback.CauseConflict:
 			if !containsString(rep.Conflicts, u.Change.Path) {
 				s.NotApplied = append(s.NotApplied, refusalLine{string(u.Change.Kind), joinGuest(at, u.Change.Path), string(u.Cause), string(u.Code), u.Reason})
 			}
@@ -394,7 +395,7 @@ func intermediate(p string) bool {
 }
 
 // printApplied prints a recovered sync's report.
-func printApplied(w io.Writer, at vfs.Path, rep *materialize.SyncReport, err error, n int) {
+func printApplied(w io.Writer, at vfs.Path, rep *syncback.Report, err error, n int) {
 	if rep == nil {
 		if err != nil {
 			fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(readdressUnder(err, at)))

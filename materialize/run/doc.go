@@ -8,7 +8,7 @@
 // copy-on-write layer over the Dir, whose upper directory holds the changes
 // and whose first sight of each entry is its base). The command runs once,
 // under a [sandbox.Runner]. Its changes are then a [materialize.Tree] per
-// writable Dir, synced back through that Dir ([materialize.Tree.SyncBack]):
+// writable Dir, synced back through that Dir ([syncback.Run]):
 // every change decided again by the Dir's policy, under a journal, with
 // conflicts judged against the base.
 //

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // Kept is the record of a checkout kept past its run, for a later
@@ -116,9 +116,9 @@ func LazyMountDir() string {
 }
 
 // stateDir returns directory name in capfs's state directory (the parent of
-// [materialize.DefaultJournalDir]), made 0700 and checked to be private.
+// [syncback.DefaultJournalDir]), made 0700 and checked to be private.
 func stateDir(name string) (string, error) {
-	j, err := materialize.DefaultJournalDir()
+	j, err := syncback.DefaultJournalDir()
 	if err != nil {
 		return "", err
 	}

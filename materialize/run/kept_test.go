@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // TestKeptRecords: records written into KeptDir read back oldest first; one
@@ -15,7 +15,7 @@ import (
 // directory is private, and a shared one is refused.
 func TestKeptRecords(t *testing.T) {
 	state := t.TempDir()
-	t.Setenv(materialize.EnvStateDir, state)
+	t.Setenv(syncback.EnvStateDir, state)
 	d, err := run.KeptDir()
 	if err != nil || d != filepath.Join(state, "kept") {
 		t.Fatalf("KeptDir: %q, %v", d, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
-	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -25,7 +25,7 @@ func TestLazyConstantStart(t *testing.T) {
 		t.Skipf("FUSE is not usable here (needs /dev/fuse and root or fusermount3; make sysdeps installs fuse3): %v", err)
 	}
 	t.Setenv("CAPFS_TMPDIR", t.TempDir())
-	t.Setenv(materialize.EnvStateDir, t.TempDir())
+	t.Setenv(syncback.EnvStateDir, t.TempDir())
 	ctx := context.Background()
 	starts := map[int]uint64{}
 	for _, n := range []int{20, 5000} {

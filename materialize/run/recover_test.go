@@ -14,6 +14,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // crashJournal leaves in the state directory what a sync labelled label,
@@ -33,7 +34,7 @@ func crashJournal(t *testing.T, label, name string) string {
 		sum := sha256.Sum256([]byte(data))
 		return materialize.Entry{Size: int64(len(data)), Mode: 0o644, ModTime: tm, Digest: hex.EncodeToString(sum[:])}
 	}
-	jdir, err := materialize.DefaultJournalDir()
+	jdir, err := syncback.DefaultJournalDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func crashJournal(t *testing.T, label, name string) string {
 // TestRecoverLabel: Recover finishes the interrupted sync-back whose journal
 // carries the label, telling before and after, and leaves another label's.
 func TestRecoverLabel(t *testing.T) {
-	t.Setenv(materialize.EnvStateDir, t.TempDir())
+	t.Setenv(syncback.EnvStateDir, t.TempDir())
 	host := t.TempDir()
 	for _, name := range []string{"a.txt", "b.txt"} {
 		if err := os.WriteFile(filepath.Join(host, name), []byte("old\n"), 0o644); err != nil {
@@ -78,9 +79,9 @@ func TestRecoverLabel(t *testing.T) {
 	defer pb.Close()
 	d, _ := dir.New(pb)
 	var told []string
-	err = run.Recover(context.Background(), d, "mine", materialize.RecoverOptions{}, func(j materialize.JournalInfo) func(*materialize.SyncReport, error) {
+	err = run.Recover(context.Background(), d, "mine", syncback.RecoverOptions{}, func(j syncback.JournalInfo) func(*syncback.Report, error) {
 		told = append(told, "before "+j.Label)
-		return func(rep *materialize.SyncReport, err error) {
+		return func(rep *syncback.Report, err error) {
 			if err != nil || rep == nil || len(rep.Applied) != 1 {
 				t.Errorf("recovered: %+v, %v; want a.txt applied", rep, err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // Mount is one Dir the sandbox sees, at Target.
@@ -33,7 +34,7 @@ type Mount struct {
 	// Checkout is the checkout's options (ReadOnly is set from Writable).
 	Checkout materialize.Options
 	// Sync is the options of [Session.SyncBack] for a writable mount.
-	Sync materialize.SyncOptions
+	Sync syncback.Options
 }
 
 // Spec is one sandboxed run: the mounts, and the command to run on them.
@@ -64,7 +65,7 @@ type View struct {
 	// Synced says [Session.SyncBack] ran on the mount; Sync is its report
 	// (nil when it failed before it could make one).
 	Synced bool
-	Sync   *materialize.SyncReport
+	Sync   *syncback.Report
 }
 
 // Bind is what the sandbox binds for v.
@@ -229,7 +230,7 @@ func (s *Session) Finish(ctx context.Context) error {
 }
 
 // SyncBack brings each writable mount's changes back through its Dir
-// ([materialize.Tree.SyncBack] with Mount.Sync), recording each report in
+// ([syncback.Run] with Mount.Sync), recording each report in
 // its [View].
 //
 // A sync-back that fails, or leaves changes not applied, is a
@@ -241,7 +242,7 @@ func (s *Session) SyncBack(ctx context.Context) error {
 		if !v.Mount.Writable || v.Tree == nil {
 			continue
 		}
-		sr, err := v.Tree.SyncBack(ctx, v.Mount.Sync)
+		sr, err := syncback.Run(ctx, v.Tree, v.Mount.Sync)
 		v.Synced, v.Sync = true, sr
 		if err == nil && sr != nil && len(sr.NotApplied) > 0 {
 			err = fmt.Errorf("%d changes not applied: %w", len(sr.NotApplied), fs.ErrPermission)
@@ -288,7 +289,7 @@ type MountReport struct {
 	// Synced says a sync-back of the mount ran; Sync is its report (nil
 	// when it failed before it could make one).
 	Synced bool
-	Sync   *materialize.SyncReport
+	Sync   *syncback.Report
 	// Kept is the host path of the mount's checkout (or lazy upper) when it
 	// is kept past the run: what a sync-back did not apply, or
 	// [materialize.Tree.Keep].

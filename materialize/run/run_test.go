@@ -15,6 +15,7 @@ import (
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -64,13 +65,13 @@ func TestRunSyncsWritableRefusesReadOnly(t *testing.T) {
 				}
 			}
 			t.Setenv("CAPFS_TMPDIR", t.TempDir())
-			t.Setenv(materialize.EnvStateDir, t.TempDir())
+			t.Setenv(syncback.EnvStateDir, t.TempDir())
 			ctx := context.Background()
 			ring := audit.NewRing(1 << 14)
 			work := memDir(t, map[string]string{"a.txt": "old\n"}, ring)
 			ref := memDir(t, map[string]string{"r.txt": "ref\n"}, ring)
 			wm := run.Mount{Name: "work", Dir: work, Target: "/w", Writable: true,
-				Sync: materialize.SyncOptions{OnReject: materialize.RejectApplyRest}}
+				Sync: syncback.Options{OnReject: syncback.RejectApplyRest}}
 			if m.lazy {
 				// The view refuses .bashrc at once, as the Dir would at sync-back.
 				wm.Lazy = &run.LazyOptions{View: run.ViewPolicy{Inner: policy.Defaults()}}
@@ -217,7 +218,7 @@ func TestSessionSteps(t *testing.T) {
 	}
 	base := t.TempDir()
 	t.Setenv("CAPFS_TMPDIR", base)
-	t.Setenv(materialize.EnvStateDir, t.TempDir())
+	t.Setenv(syncback.EnvStateDir, t.TempDir())
 	ctx := context.Background()
 	work := memDir(t, map[string]string{"a.txt": "old\n"}, audit.NewRing(1<<10))
 	var readied []bool

@@ -367,3 +367,45 @@ func UnmountPrivate(p string) error {
 	}
 	return err
 }
+
+// ReadChecked reads the regular file rel of the checkout whose root handle is
+// root (never following a link, never opening anything else) and checks that
+// it still has size bytes with the hex SHA-256 digest: a conflict error when
+// it does not (the checkout changed), addressed to rel.
+func ReadChecked(root int, rel string, size int64, digest string) ([]byte, error) {
+	const op = "syncback"
+	p := vfs.MustParse(rel)
+	pfd, name, err := ParentOf(root, rel)
+	if err != nil {
+		return nil, vfs.Errno(op, p, err)
+	}
+	defer unix.Close(pfd)
+	f, st, err := OpenRegularAt(pfd, name, nil)
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) {
+			return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
+		}
+		return nil, vfs.Errno(op, p, err)
+	}
+	defer f.Close()
+	if st.Size != size {
+		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
+	}
+	data := make([]byte, 0, st.Size)
+	h := sha256.New()
+	buf := bytesWriter{&data}
+	if _, err := io.Copy(io.MultiWriter(h, buf), io.LimitReader(f, size+1)); err != nil {
+		return nil, vfs.Errno(op, p, err)
+	}
+	if int64(len(data)) != size || hex.EncodeToString(h.Sum(nil)) != digest {
+		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
+	}
+	return data, nil
+}
+
+type bytesWriter struct{ b *[]byte }
+
+func (w bytesWriter) Write(p []byte) (int, error) {
+	*w.b = append(*w.b, p...)
+	return len(p), nil
+}

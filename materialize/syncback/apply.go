@@ -1,4 +1,4 @@
-package materialize
+package syncback
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -39,9 +40,9 @@ func opsOf(plan []*step) []op {
 			continue
 		}
 		switch {
-		case s.c.Kind == Deleted:
+		case s.c.Kind == materialize.Deleted:
 			removals = append(removals, op{s, phRemove})
-		case s.c.Kind == TypeChanged:
+		case s.c.Kind == materialize.TypeChanged:
 			// One op, among the removals (after what was inside the old
 			// directory): the path is never left with neither entry.
 			removals = append(removals, op{s, phReplace})
@@ -51,7 +52,7 @@ func opsOf(plan []*step) []op {
 		if s.creates() && s.c.New.IsDir() && s.chmod {
 			dirModes = append(dirModes, op{s, phDirMode})
 		}
-		if s.c.Kind == ModeChanged || s.c.Kind == Touched {
+		if s.c.Kind == materialize.ModeChanged || s.c.Kind == materialize.Touched {
 			if s.force && s.gone {
 				creations = append(creations, op{s, phCreate})
 			}
@@ -94,10 +95,11 @@ const (
 )
 
 // applier applies ops through the source Dir, reading new files from the
-// checkout whose root handle is rootFd, recording each op done in j.
+// checkout with read (nil when the checkout is gone), recording each op
+// done in j.
 type applier struct {
 	src      *dir.Dir
-	rootFd   int
+	read     func(rel string, want *materialize.Entry) ([]byte, error)
 	onReject RejectMode
 	fast     bool // trust an unchanged Lstat (since validation) without re-reading
 	j        *journal
@@ -111,7 +113,7 @@ type applier struct {
 // After a stop, only the remaining ops of steps already begun are run.
 // Steps not applied are left in their state for fillReport; the error is the
 // one that stopped the apply, or the first conflict.
-func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *SyncReport) error {
+func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *Report) error {
 	var first error
 	stopped := false
 	for i, o := range ops {
@@ -131,7 +133,7 @@ func (a *applier) run(ctx context.Context, ops []op, done map[int]bool, rep *Syn
 		// mode, set last), as far as it can be.
 		if err := ctx.Err(); err != nil && !s.started {
 			if first == nil {
-				first = canceled("syncback", vfs.Root, err)
+				first = &vfs.Error{Code: vfs.CodeCanceled, Op: "syncback", Path: vfs.Root.String(), Err: err}
 			}
 			s.state, s.code, s.reason = stStopped, vfs.CodeCanceled, "not applied: the sync was canceled"
 			stopped = true
@@ -182,7 +184,7 @@ func (a *applier) journalDone(i int) error {
 }
 
 // finish counts one op of s done, and records s applied after its last.
-func (a *applier) finish(s *step, rep *SyncReport) {
+func (a *applier) finish(s *step, rep *Report) {
 	s.started = true
 	s.ops--
 	if s.ops == 0 && s.state == stPending {
@@ -273,7 +275,7 @@ func (a *applier) whereRemove(ctx context.Context, s *step, fi fs.FileInfo) (whe
 	if ok {
 		return atBase, nil
 	}
-	if s.c.Kind == TypeChanged && holds(a.isNew(ctx, s, fi)) {
+	if s.c.Kind == materialize.TypeChanged && holds(a.isNew(ctx, s, fi)) {
 		return atNew, nil
 	}
 	return elsewhere, nil
@@ -305,7 +307,7 @@ func (a *applier) whereReplace(ctx context.Context, s *step, fi fs.FileInfo) (wh
 // forced, the base.
 func (a *applier) whereCreate(ctx context.Context, s *step, fi fs.FileInfo) (where, error) {
 	if fi == nil {
-		if s.c.Kind == Added || s.c.Kind == TypeChanged || s.force {
+		if s.c.Kind == materialize.Added || s.c.Kind == materialize.TypeChanged || s.force {
 			return atBase, nil
 		}
 		return elsewhere, nil
@@ -317,7 +319,7 @@ func (a *applier) whereCreate(ctx context.Context, s *step, fi fs.FileInfo) (whe
 	if ok {
 		return atNew, nil
 	}
-	if s.force || (s.c.Kind == Modified && holds(a.isOld(ctx, s, fi))) {
+	if s.force || (s.c.Kind == materialize.Modified && holds(a.isOld(ctx, s, fi))) {
 		return atBase, nil
 	}
 	return elsewhere, nil
@@ -434,11 +436,11 @@ func (a *applier) meta(ctx context.Context, s *step) error {
 }
 
 // newData reads a new file's contents from the checkout, checking its digest.
-func (a *applier) newData(p string, n *Entry) ([]byte, error) {
-	if a.rootFd < 0 {
+func (a *applier) newData(p string, n *materialize.Entry) ([]byte, error) {
+	if a.read == nil {
 		return nil, vfs.NewError(vfs.CodeIO, "recover", vfs.MustParse(p), "the checkout holding the new contents is gone")
 	}
-	return readCheckoutAt(a.rootFd, p, n)
+	return a.read(p, n)
 }
 
 // create makes s's new entry where the source has fi (nil: nothing): the

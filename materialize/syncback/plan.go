@@ -1,4 +1,4 @@
-package materialize
+package syncback
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -17,7 +18,7 @@ import (
 // (c.New), how to apply it, and where it stands. Its exported fields are what a
 // journal records.
 type step struct {
-	c        Change
+	c        materialize.Change
 	perm     fs.FileMode // the permission bits to leave (special bits stripped)
 	chmod    bool        // set perm explicitly
 	force    bool        // ConflictKeepOurs: replace whatever is in the way
@@ -51,16 +52,16 @@ func (s *step) refuse(code vfs.Code, reason string) {
 }
 
 func (s *step) removes() bool {
-	return s.c.Kind == Deleted || s.c.Kind == TypeChanged
+	return s.c.Kind == materialize.Deleted || s.c.Kind == materialize.TypeChanged
 }
 
 func (s *step) creates() bool {
-	return s.c.Kind == Added || s.c.Kind == TypeChanged || s.c.Kind == Modified
+	return s.c.Kind == materialize.Added || s.c.Kind == materialize.TypeChanged || s.c.Kind == materialize.Modified
 }
 
 // createsDir reports whether s makes a directory where the manifest had none.
 func (s *step) createsDir() bool {
-	return (s.c.Kind == Added || s.c.Kind == TypeChanged) && s.c.New.IsDir()
+	return (s.c.Kind == materialize.Added || s.c.Kind == materialize.TypeChanged) && s.c.New.IsDir()
 }
 
 // setsTime reports whether applying s sets the file's modification time.
@@ -70,7 +71,7 @@ func (s *step) setsTime() bool {
 		return false
 	}
 	switch s.c.Kind {
-	case ModeChanged:
+	case materialize.ModeChanged:
 		return !n.ModTime.Equal(s.c.Old.ModTime) || s.gone
 	}
 	return true
@@ -81,8 +82,8 @@ func (s *step) setsTime() bool {
 type validator struct {
 	ctx  context.Context
 	src  *dir.Dir
-	opts SyncOptions
-	lim  Limits
+	opts Options
+	lim  materialize.Limits
 }
 
 // dirCall is one call apply makes through the Dir at a step's path, as Dir.Check
@@ -124,7 +125,7 @@ func (s *step) createCalls() []dirCall {
 		return []dirCall{{op: policy.OpMkdir, size: -1}}
 	case n.IsSymlink():
 		var out []dirCall
-		if s.c.Kind == Modified {
+		if s.c.Kind == materialize.Modified {
 			out = append(out, dirCall{op: policy.OpRemove, size: -1})
 		}
 		return append(out, dirCall{op: policy.OpSymlink, target: n.Target, size: -1})
@@ -145,19 +146,19 @@ func (s *step) forcedCalls() []dirCall {
 	for _, p := range s.parents {
 		out = append(out, dirCall{op: policy.OpMkdir, path: p, size: -1})
 	}
-	if s.c.Kind == ModeChanged || s.c.Kind == Touched {
+	if s.c.Kind == materialize.ModeChanged || s.c.Kind == materialize.Touched {
 		if s.gone {
 			out = append(out, s.createCalls()...)
-			if s.c.Kind == Touched {
+			if s.c.Kind == materialize.Touched {
 				out = append(out, dirCall{op: policy.OpChmod, size: -1})
 			}
 		}
 		return out
 	}
-	if s.creates() && s.c.Kind != TypeChanged && s.inTheWay {
+	if s.creates() && s.c.Kind != materialize.TypeChanged && s.inTheWay {
 		out = append(out, dirCall{op: policy.OpRemove, size: -1})
 	}
-	if s.c.Kind == Modified && s.c.New.IsRegular() && !s.chmod {
+	if s.c.Kind == materialize.Modified && s.c.New.IsRegular() && !s.chmod {
 		out = append(out, dirCall{op: policy.OpChmod, size: -1})
 	}
 	return out
@@ -166,7 +167,7 @@ func (s *step) forcedCalls() []dirCall {
 // check validates c and returns its step: pending, refused or settled (nothing
 // to do). The error is one that ends the whole sync (the Dir revoked, the
 // context canceled).
-func (v *validator) check(c Change) (*step, error) {
+func (v *validator) check(c materialize.Change) (*step, error) {
 	s := &step{c: c}
 	p, err := vfs.ParseGuest(c.Path)
 	if err != nil || p.String() != c.Path {
@@ -177,7 +178,7 @@ func (v *validator) check(c Change) (*step, error) {
 		return s, nil
 	}
 	s.chmod = s.explicitChmod()
-	if c.Kind == ModeChanged && !s.chmod && !s.setsTime() {
+	if c.Kind == materialize.ModeChanged && !s.chmod && !s.setsTime() {
 		s.state = stSettled // only special bits, which are stripped: nothing to do
 		return s, nil
 	}
@@ -214,11 +215,11 @@ func (v *validator) checkNew(s *step, p vfs.Path) bool {
 func (s *step) explicitChmod() bool {
 	c := s.c
 	switch {
-	case c.Kind == ModeChanged:
+	case c.Kind == materialize.ModeChanged:
 		return c.New.Mode.Perm() != c.Old.Mode.Perm()
 	case !s.creates():
 		return false
-	case c.New.IsRegular() && c.Kind == Modified:
+	case c.New.IsRegular() && c.Kind == materialize.Modified:
 		return s.perm != c.Old.Mode.Perm()
 	case c.New.IsDir():
 		return s.perm != 0o755
@@ -314,7 +315,7 @@ func (v *validator) allowed(r *policy.Request) (string, bool) {
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
 // plan validates every change and checks every valid one against the source.
-func (t *Tree) plan(v *validator, changes []Change) ([]*step, error) {
+func (t *checkout) plan(v *validator, changes []materialize.Change) ([]*step, error) {
 	plan := make([]*step, 0, len(changes))
 	for _, c := range changes {
 		s, err := v.check(c)

@@ -1,4 +1,4 @@
-package materialize_test
+package syncback_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 )
 
@@ -60,7 +61,7 @@ func TestSyncBackMakeConverges(t *testing.T) {
 
 	// run checks the project out, runs the shell command in the sandbox, and
 	// syncs back; it returns the command's exit code, its output and the report.
-	run := func(script string) (int, string, *materialize.SyncReport) {
+	run := func(script string) (int, string, *syncback.Report) {
 		t.Helper()
 		tr := checkout(t, d, materialize.Options{})
 		var out bytes.Buffer
@@ -77,7 +78,7 @@ func TestSyncBackMakeConverges(t *testing.T) {
 			t.Skipf("no working bubblewrap sandbox here: %v", err)
 		}
 		must(t, err)
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{JournalDir: jd})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{JournalDir: jd})
 		if err != nil {
 			t.Fatalf("SyncBack: %v\n%s", err, out.String())
 		}

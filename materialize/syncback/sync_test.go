@@ -1,4 +1,4 @@
-package materialize_test
+package syncback_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -29,7 +30,7 @@ func edits(t *testing.T, root string) {
 
 // The Dir's own policy decides at validation: a Dir built with policy.Defaults()
 // refuses .git/hooks/x, and the whole sync is refused with nothing written,
-// although SyncOptions.Policy is not set.
+// although [Options].Policy is not set.
 func TestSyncBackDirPolicyRefusesAll(t *testing.T) {
 	forEach(t, func(t *testing.T, s source) {
 		fill(t, s.d)
@@ -38,7 +39,7 @@ func TestSyncBackDirPolicyRefusesAll(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Join(tr.Path(), ".git/hooks"), 0o755))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), ".git/hooks/x"), []byte("#!/bin/sh\n"), 0o755))
 		before := snapshot(t, s.d)
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{})
 		if vfs.CodeOf(err) != vfs.CodePermission || !strings.Contains(err.Error(), ".git/hooks/x") {
 			t.Fatalf("SyncBack: %v", err)
 		}
@@ -71,7 +72,7 @@ func TestSyncBackDirCustomRuleNoPartialApply(t *testing.T) {
 		// Sorted last: every other change would be applied before it.
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "zz/out"), []byte("x"), 0o644))
 		before := snapshot(t, proj)
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{})
 		if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Applied) != 0 || len(rep.Refused) != 1 ||
 			rep.Refused[0].Change.Path != "zz/out" || !strings.Contains(rep.Refused[0].Reason, "zz is frozen") {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
@@ -79,14 +80,14 @@ func TestSyncBackDirCustomRuleNoPartialApply(t *testing.T) {
 		sameMap(t, snapshot(t, proj), before)
 		// Without the refused change the rest goes through.
 		must(t, os.Remove(filepath.Join(tr.Path(), "zz/out")))
-		rep, err = tr.SyncBack(ctx, materialize.SyncOptions{})
+		rep, err = syncback.Run(ctx, tr, syncback.Options{})
 		if err != nil || len(rep.Applied) != 5 {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
 		}
 	}, dir.WithPolicy(pol))
 }
 
-// SyncOptions.Policy is applied in addition to the Dir's own: it can refuse what
+// [Options].Policy is applied in addition to the Dir's own: it can refuse what
 // the Dir allows, and cannot allow what the Dir refuses.
 func TestSyncBackExtraPolicyAdds(t *testing.T) {
 	t.Run("stricter", func(t *testing.T) {
@@ -95,13 +96,13 @@ func TestSyncBackExtraPolicyAdds(t *testing.T) {
 			tr := checkout(t, s.d, materialize.Options{})
 			must(t, os.WriteFile(filepath.Join(tr.Path(), ".bashrc"), []byte("evil"), 0o644))
 			before := snapshot(t, s.d)
-			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Policy: policy.Defaults()})
+			rep, err := syncback.Run(ctx, tr, syncback.Options{Policy: policy.Defaults()})
 			if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0].Reason, "persistence") {
 				t.Fatalf("SyncBack: %v %+v", err, rep)
 			}
 			sameMap(t, snapshot(t, s.d), before)
 			// nil: nothing beyond the Dir's own policy, which allows everything.
-			if _, err := tr.SyncBack(ctx, materialize.SyncOptions{}); err != nil {
+			if _, err := syncback.Run(ctx, tr, syncback.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if b, _ := s.d.ReadFile(ctx, ".bashrc"); string(b) != "evil" {
@@ -115,7 +116,7 @@ func TestSyncBackExtraPolicyAdds(t *testing.T) {
 			tr := checkout(t, s.d, materialize.Options{})
 			must(t, os.WriteFile(filepath.Join(tr.Path(), ".bashrc"), []byte("evil"), 0o644))
 			before := snapshot(t, s.d)
-			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Policy: policy.AllowAll})
+			rep, err := syncback.Run(ctx, tr, syncback.Options{Policy: policy.AllowAll})
 			if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Refused) != 1 {
 				t.Fatalf("SyncBack: %v %+v", err, rep)
 			}
@@ -142,7 +143,7 @@ func TestSyncBackDirAsker(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("edited"), 0o644))
 		must(t, os.MkdirAll(filepath.Join(tr.Path(), "gen"), 0o755))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "gen/out"), []byte("x"), 0o644))
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{})
 		b, _ := d.ReadFile(ctx, "README")
 		if allow {
 			// asked when checking and again when writing, for gen (mkdir) and
@@ -175,7 +176,7 @@ func TestSyncBackDirState(t *testing.T) {
 			tr := checkout(t, d, materialize.Options{})
 			edits(t, tr.Path())
 			c.do(ctl)
-			rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+			rep, err := syncback.Run(ctx, tr, syncback.Options{})
 			if vfs.CodeOf(err) != c.code || (rep != nil && len(rep.Applied) != 0) {
 				t.Fatalf("SyncBack: %v %+v", err, rep)
 			}
@@ -202,7 +203,7 @@ func TestSyncBackKeepOursChecksTheWay(t *testing.T) {
 		// the host puts a directory where the sandbox adds a file
 		must(t, s.d.MkdirAll(ctx, "both"))
 		before := snapshot(t, s.d)
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: materialize.ConflictKeepOurs})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: syncback.ConflictKeepOurs})
 		if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Applied) != 0 || len(rep.Refused) != 1 ||
 			rep.Refused[0].Change.Path != "both" || !strings.HasPrefix(rep.Refused[0].Reason, "remove: ") {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
@@ -232,7 +233,7 @@ func TestSyncBackHookStopsMidway(t *testing.T) {
 	tr := checkout(t, d, materialize.Options{})
 	must(t, os.WriteFile(filepath.Join(tr.Path(), "a-first"), []byte("a"), 0o644))
 	must(t, os.WriteFile(filepath.Join(tr.Path(), "z-last"), []byte("z"), 0o644))
-	rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+	rep, err := syncback.Run(ctx, tr, syncback.Options{})
 	if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Refused) != 0 || len(rep.Applied) != 1 || rep.Applied[0].Path != "a-first" {
 		t.Fatalf("SyncBack: %v %+v", err, rep)
 	}
@@ -260,7 +261,7 @@ func TestSyncBackKeepOursAddedMode(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "run.sh"), []byte("#!/bin/sh\necho ours\n"), 0o755))
 		must(t, os.Chmod(filepath.Join(tr.Path(), "run.sh"), 0o755))
 		must(t, s.d.WriteFile(ctx, "run.sh", []byte("theirs\n"), 0o600))
-		if _, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: materialize.ConflictKeepOurs}); err != nil {
+		if _, err := syncback.Run(ctx, tr, syncback.Options{Conflict: syncback.ConflictKeepOurs}); err != nil {
 			t.Fatalf("SyncBack: %v", err)
 		}
 		got, err := s.d.ReadFile(ctx, "run.sh")
@@ -299,7 +300,7 @@ func TestSyncBackDirectoryTimes(t *testing.T) {
 		must(t, s.d.WriteFile(ctx, "other/new", []byte("y"), 0o644))
 		hostOther, err := s.d.Lstat(ctx, "other")
 		must(t, err)
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{})
 		if err != nil || len(rep.Applied) != 0 {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
 		}

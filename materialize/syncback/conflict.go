@@ -1,4 +1,4 @@
-package materialize
+package syncback
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/internal/hostfs"
 	"github.com/capfs/capfs/vfs"
 )
@@ -16,7 +17,7 @@ import (
 // checkSource compares the source at s's path and above it with the
 // manifest, and puts s in conflict (or settles a deletion the source made
 // too). The error is one that ends the whole sync.
-func (t *Tree) checkSource(ctx context.Context, s *step, made map[string]bool, parents map[string]parentState) error {
+func (t *checkout) checkSource(ctx context.Context, s *step, made map[string]bool, parents map[string]parentState) error {
 	conflict, why, err := t.sourceConflict(ctx, s, made, parents)
 	if err != nil {
 		return checkSourceError(s, err)
@@ -26,7 +27,7 @@ func (t *Tree) checkSource(ctx context.Context, s *step, made map[string]bool, p
 		if s.state == stPending {
 			s.state, s.code, s.reason = stConflict, vfs.CodeConflict, why
 		}
-	} else if s.c.Kind == Deleted && s.gone && s.state == stPending {
+	} else if s.c.Kind == materialize.Deleted && s.gone && s.state == stPending {
 		s.state = stSettled // already deleted in the source
 	}
 	return nil
@@ -34,7 +35,7 @@ func (t *Tree) checkSource(ctx context.Context, s *step, made map[string]bool, p
 
 // sourceConflict reports whether the source changed s's path, or a directory
 // above it, since the checkout, and why.
-func (t *Tree) sourceConflict(ctx context.Context, s *step, made map[string]bool, parents map[string]parentState) (bool, string, error) {
+func (t *checkout) sourceConflict(ctx context.Context, s *step, made map[string]bool, parents map[string]parentState) (bool, string, error) {
 	conflict, why, err := t.changedInSource(ctx, s)
 	if err != nil {
 		return false, "", err
@@ -42,10 +43,10 @@ func (t *Tree) sourceConflict(ctx context.Context, s *step, made map[string]bool
 	pc, pwhy, err := t.checkParents(ctx, s, made, parents)
 	// A deletion beneath a removed directory is already made; beneath
 	// a directory replaced by a symlink it would reach elsewhere.
-	if pc && !conflict && (s.c.Kind != Deleted || pwhy == whyParentNotDir) {
+	if pc && !conflict && (s.c.Kind != materialize.Deleted || pwhy == whyParentNotDir) {
 		conflict, why = true, pwhy
 	}
-	if s.c.Kind == Deleted {
+	if s.c.Kind == materialize.Deleted {
 		s.parents = nil
 	}
 	return conflict, why, err
@@ -59,7 +60,7 @@ func checkSourceError(s *step, err error) error {
 	if s.state == stRefused && code != vfs.CodeRevoked && code != vfs.CodeCanceled {
 		return nil // refused already: no need to know more
 	}
-	if !skippable(err) {
+	if !materialize.Skippable(err) {
 		return err
 	}
 	if s.state == stPending {
@@ -82,7 +83,7 @@ const whyParentNotDir = "a directory above it is no longer a directory in the so
 // in the source (not removed, renamed away or replaced by a file or a symlink),
 // or is one the plan creates. Missing ones are recorded in s.parents (outermost
 // first), for ConflictKeepOurs to recreate.
-func (t *Tree) checkParents(ctx context.Context, s *step, made map[string]bool, cache map[string]parentState) (bool, string, error) {
+func (t *checkout) checkParents(ctx context.Context, s *step, made map[string]bool, cache map[string]parentState) (bool, string, error) {
 	var above []string
 	for p := path.Dir(s.c.Path); p != "." && p != "/" && p != ""; p = path.Dir(p) {
 		above = append(above, p)
@@ -116,7 +117,7 @@ func (t *Tree) checkParents(ctx context.Context, s *step, made map[string]bool, 
 
 // parentAt is what the source has at directory p, looked up once per plan
 // (cache).
-func (t *Tree) parentAt(ctx context.Context, p string, cache map[string]parentState) (parentState, error) {
+func (t *checkout) parentAt(ctx context.Context, p string, cache map[string]parentState) (parentState, error) {
 	if st, ok := cache[p]; ok {
 		return st, nil
 	}
@@ -139,7 +140,7 @@ func (t *Tree) parentAt(ctx context.Context, p string, cache map[string]parentSt
 // changedInSource compares the source's current state at s's path with the
 // manifest (or, for an added path, with nothing) and reports a conflict, with
 // why. It records what it saw in s (seen, gone, inTheWay).
-func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict bool, why string, err error) {
+func (t *checkout) changedInSource(ctx context.Context, s *step) (conflict bool, why string, err error) {
 	fi, err := t.src.Lstat(ctx, s.c.Path)
 	s.seenSet = true
 	if code := vfs.CodeOf(err); code == vfs.CodeNotFound || code == vfs.CodeNotDir {
@@ -147,7 +148,7 @@ func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict bool, why
 		// Added: nothing in the way. Otherwise the source deleted it: a conflict
 		// unless the sandbox deleted it too.
 		s.gone = true
-		if s.c.Old != nil && s.c.Kind != Deleted {
+		if s.c.Old != nil && s.c.Kind != materialize.Deleted {
 			return true, "deleted or renamed in the source", nil
 		}
 		return false, "", nil
@@ -178,14 +179,14 @@ func (t *Tree) changedInSource(ctx context.Context, s *step) (conflict bool, why
 // inTheWay reports whether the source's entry (fi) must go before n (nil:
 // nothing) is made: anything but a file for a file, a directory for a
 // directory.
-func inTheWay(n *Entry, fi fs.FileInfo) bool {
+func inTheWay(n *materialize.Entry, fi fs.FileInfo) bool {
 	return n != nil && !(n.IsRegular() && fi.Mode().IsRegular()) && !(n.IsDir() && fi.IsDir())
 }
 
 // sameAs reports whether the source's entry at p (whose Lstat is fi) is what e
 // describes: type, permission bits, and a file's digest or a symlink's target.
 // With names set, a directory must hold nothing the manifest does not list.
-func (t *Tree) sameAs(ctx context.Context, p string, fi fs.FileInfo, e *Entry, names bool) (bool, error) {
+func (t *checkout) sameAs(ctx context.Context, p string, fi fs.FileInfo, e *materialize.Entry, names bool) (bool, error) {
 	if fi.Mode().Type() != e.Type&fs.ModeType {
 		return false, nil
 	}
@@ -204,7 +205,7 @@ func (t *Tree) sameAs(ctx context.Context, p string, fi fs.FileInfo, e *Entry, n
 // sameContent reports whether the entry at p (whose Lstat is fi, of e's type)
 // has e's contents: a file's digest, a symlink's target, and for a directory,
 // only names known says are expected.
-func sameContent(ctx context.Context, src *dir.Dir, p string, fi fs.FileInfo, e *Entry, known func(string) bool) (bool, error) {
+func sameContent(ctx context.Context, src *dir.Dir, p string, fi fs.FileInfo, e *materialize.Entry, known func(string) bool) (bool, error) {
 	if fi.Mode().Type() != e.Type&fs.ModeType {
 		return false, nil
 	}

@@ -1,18 +1,12 @@
-package materialize
+package syncback
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/capfs/capfs/materialize/internal/hostfs"
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -20,7 +14,7 @@ import (
 // source's, and steps depending on a step not applied are blocked; under
 // RejectAbort any refusal or unsettled conflict aborts every pending step. It
 // returns the error to report (nil when nothing is refused or in conflict).
-func decide(plan []*step, opts SyncOptions) error {
+func decide(plan []*step, opts Options) error {
 	if opts.Conflict == ConflictKeepTheirs {
 		for _, s := range plan {
 			if s.state == stConflict {
@@ -28,12 +22,12 @@ func decide(plan []*step, opts SyncOptions) error {
 			}
 		}
 	}
-	var refused []Refusal
+	var refused []materialize.Refusal
 	var conflicts []string
 	for _, s := range plan {
 		switch s.state {
 		case stRefused:
-			refused = append(refused, Refusal{s.c, s.code, s.reason})
+			refused = append(refused, materialize.Refusal{Change: s.c, Code: s.code, Reason: s.reason})
 		case stConflict:
 			conflicts = append(conflicts, s.c.Path)
 		}
@@ -88,7 +82,7 @@ func notApplied(plan []*step) (notMade, kept map[string]string) {
 		case stPending, stApplied, stSettled:
 			continue
 		}
-		if s.createsDir() || s.c.Kind == TypeChanged {
+		if s.createsDir() || s.c.Kind == materialize.TypeChanged {
 			notMade[s.c.Path] = s.c.Path
 		}
 		for p := path.Dir(s.c.Path); p != "." && p != "/"; p = path.Dir(p) {
@@ -105,7 +99,7 @@ func notApplied(plan []*step) (notMade, kept map[string]string) {
 // directory above it is not made, or it removes a directory above a path
 // that stays.
 func blockedBy(s *step, notMade, kept map[string]string) string {
-	if s.c.Kind != Deleted {
+	if s.c.Kind != materialize.Deleted {
 		for p := path.Dir(s.c.Path); p != "." && p != "/"; p = path.Dir(p) {
 			if q, ok := notMade[p]; ok {
 				return "not applied: it depends on " + q + ", which is not applied"
@@ -121,7 +115,7 @@ func blockedBy(s *step, notMade, kept map[string]string) string {
 }
 
 // fillReport lists every step of the plan in the report's views.
-func fillReport(rep *SyncReport, plan []*step) {
+func fillReport(rep *Report, plan []*step) {
 	rep.Refused, rep.Conflicts, rep.Skipped, rep.Settled, rep.NotApplied = nil, nil, nil, nil, nil
 	for _, s := range plan {
 		if s.conflict {
@@ -138,7 +132,7 @@ func fillReport(rep *SyncReport, plan []*step) {
 		case stApplied:
 			continue // listed in order by the applier
 		case stRefused:
-			rep.Refused = append(rep.Refused, Refusal{s.c, s.code, s.reason})
+			rep.Refused = append(rep.Refused, materialize.Refusal{Change: s.c, Code: s.code, Reason: s.reason})
 			cause = CauseRefused
 		case stConflict:
 			cause = CauseConflict
@@ -163,48 +157,7 @@ func fillReport(rep *SyncReport, plan []*step) {
 	sort.Strings(rep.Conflicts)
 }
 
-// readCheckoutAt reads a regular file of the checkout whose root handle is root
-// (never following a link, never opening anything else) and checks it still
-// has the validated digest.
-func readCheckoutAt(root int, rel string, want *Entry) ([]byte, error) {
-	const op = "syncback"
-	p := vfs.MustParse(rel)
-	pfd, name, err := hostfs.ParentOf(root, rel)
-	if err != nil {
-		return nil, vfs.Errno(op, p, err)
-	}
-	defer unix.Close(pfd)
-	f, st, err := hostfs.OpenRegularAt(pfd, name, nil)
-	if err != nil {
-		if errors.Is(err, hostfs.ErrNotRegular) {
-			return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
-		}
-		return nil, vfs.Errno(op, p, err)
-	}
-	defer f.Close()
-	if st.Size != want.Size {
-		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
-	}
-	data := make([]byte, 0, st.Size)
-	h := sha256.New()
-	buf := bytesWriter{&data}
-	if _, err := io.Copy(io.MultiWriter(h, buf), io.LimitReader(f, want.Size+1)); err != nil {
-		return nil, vfs.Errno(op, p, err)
-	}
-	if int64(len(data)) != want.Size || hex.EncodeToString(h.Sum(nil)) != want.Digest {
-		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
-	}
-	return data, nil
-}
-
-type bytesWriter struct{ b *[]byte }
-
-func (w bytesWriter) Write(p []byte) (int, error) {
-	*w.b = append(*w.b, p...)
-	return len(p), nil
-}
-
-func paths(cs []Change) []string {
+func paths(cs []materialize.Change) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.Path
@@ -239,7 +192,7 @@ func listError(code vfs.Code, op, what string, ps []string) error {
 
 // refusalError is the error of a sync with refusals: the first refusal's code,
 // every refused path with its reason, and how many conflicts there were too.
-func refusalError(op string, rs []Refusal, conflicts int) error {
+func refusalError(op string, rs []materialize.Refusal, conflicts int) error {
 	ps := make([]string, len(rs))
 	for i, r := range rs {
 		ps[i] = r.Change.Path + " (" + string(r.Code) + ": " + r.Reason + ")"

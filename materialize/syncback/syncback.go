@@ -1,14 +1,16 @@
-package materialize
+package syncback
 
 import (
 	"context"
 	"slices"
 
+	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
-// ConflictMode says what SyncBack does with a path that changed in the source
+// ConflictMode says what [Run] does with a path that changed in the source
 // since the checkout.
 type ConflictMode int
 
@@ -33,7 +35,7 @@ const (
 	ConflictKeepTheirs
 )
 
-// RejectMode says what SyncBack does with the rest of its plan when some
+// RejectMode says what [Run] does with the rest of its plan when some
 // changes cannot be applied: refused by validation, or in a conflict the
 // ConflictMode does not settle.
 type RejectMode int
@@ -50,42 +52,14 @@ const (
 	RejectApplyRest
 )
 
-// Default limits of SyncBack, used where a Limits field is 0.
-const (
-	DefaultMaxFiles       = 100_000 // entries created or rewritten
-	DefaultMaxBytes int64 = 1 << 30 // bytes of regular files written (1 GiB)
-	DefaultMaxDepth       = 64      // path components of any path written
-)
-
-// Limits bound what one SyncBack may write. A zero field means its default
-// (DefaultMaxFiles, DefaultMaxBytes, DefaultMaxDepth); a negative one, no limit.
-type Limits struct {
-	MaxFiles int   // entries added, modified or type-changed (deletions, mode and time changes are not counted)
-	MaxBytes int64 // total size of the regular files written
-	MaxDepth int   // number of components of the deepest path written
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxFiles == 0 {
-		l.MaxFiles = DefaultMaxFiles
-	}
-	if l.MaxBytes == 0 {
-		l.MaxBytes = DefaultMaxBytes
-	}
-	if l.MaxDepth == 0 {
-		l.MaxDepth = DefaultMaxDepth
-	}
-	return l
-}
-
-// SyncOptions configures SyncBack.
-type SyncOptions struct {
+// Options configures [Run].
+type Options struct {
 	Conflict ConflictMode
 	// OnReject says what happens to the other changes when some are refused or
 	// in an unsettled conflict: RejectAbort (the default) applies none,
 	// RejectApplyRest applies those that do not depend on one.
 	OnReject RejectMode
-	Limits   Limits
+	Limits   materialize.Limits
 	// DryRun validates and checks for conflicts, then returns the report without
 	// writing: Applied lists what would have been applied, and nothing is kept
 	// or journaled.
@@ -112,36 +86,29 @@ type SyncOptions struct {
 	JournalDir string
 	// Progress, when set, is called after each call the apply makes through
 	// the Dir (a file written, a directory made, a mode or time set), with the
-	// number done and the total, from the goroutine running SyncBack.
+	// number done and the total, from the goroutine running [Run].
 	Progress func(done, total int)
 	// Label is recorded in the journal for the caller to recognise its source
-	// after a crash (PendingJournals): for instance the source's host path. It
+	// after a crash ([Pending]): for instance the source's host path. It
 	// is host-private: never put in an error.
 	Label string
 }
 
-// SyncReport says what SyncBack (or Recover) did. Every change the scan found
+// Report says what [Run] (or [Recover]) did. Every change the scan found
 // is in exactly one of Applied, NotApplied and Settled; Refused, Conflicts and
 // Skipped are views kept for callers that want them.
-type SyncReport struct {
-	Applied    []Change    // applied, in the order applied (for a DryRun: what would be)
-	NotApplied []Unapplied // not applied, each with its cause; the checkout is kept when this is not empty
-	Settled    []Change    // nothing to do: a change of special bits only, a deletion the source had made too
-	Refused    []Refusal   // changes validation refused
-	Conflicts  []string    // paths changed in the source since the checkout, sorted
-	Skipped    []Change    // not applied without an error: ConflictKeepTheirs, and the Settled ones
+type Report struct {
+	Applied    []materialize.Change  // applied, in the order applied (for a DryRun: what would be)
+	NotApplied []Unapplied           // not applied, each with its cause; the checkout is kept when this is not empty
+	Settled    []materialize.Change  // nothing to do: a change of special bits only, a deletion the source had made too
+	Refused    []materialize.Refusal // changes validation refused
+	Conflicts  []string              // paths changed in the source since the checkout, sorted
+	Skipped    []materialize.Change  // not applied without an error: ConflictKeepTheirs, and the Settled ones
 	// Checkout is the host path of the checkout when it was kept (NotApplied is
 	// not empty, or Tree.Keep was called), for the host to inspect; "" when
 	// Close will remove it. It is host-private: show it to the host's user,
 	// never to a guest.
 	Checkout string
-}
-
-// Refusal is a change validation refused.
-type Refusal struct {
-	Change Change
-	Code   vfs.Code
-	Reason string
 }
 
 // Cause says why a change was not applied.
@@ -162,37 +129,15 @@ const (
 // Unapplied is a change that was not applied, and why. Reason names guest
 // paths only.
 type Unapplied struct {
-	Change Change
+	Change materialize.Change
 	Cause  Cause
 	Code   vfs.Code
 	Reason string
 }
 
-// Keep makes Close leave the checkout directory in place, for the host to
-// inspect it (a bound checkout is never removed anyway). It cannot be undone.
-func (t *Tree) Keep() {
-	t.mu.Lock()
-	t.keepUser = true
-	t.mu.Unlock()
-}
-
-// Kept reports whether Close will leave the checkout directory in place: Keep
-// was called, or the last SyncBack left changes unapplied.
-func (t *Tree) Kept() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.created && (t.keepUser || t.keepSync)
-}
-
-func (t *Tree) setKeepSync(v bool) {
-	t.mu.Lock()
-	t.keepSync = v
-	t.mu.Unlock()
-}
-
-// SyncBack brings the checkout's changes (see Diff) back into the source Dir as
-// one plan: all of it is validated and reported before anything is written,
-// then it is applied under a journal.
+// Run brings the checkout's changes (see [materialize.Tree.Diff]) back into
+// the source Dir as one plan: all of it is validated and reported before
+// anything is written, then it is applied under a journal.
 //
 // Plan. Every change (added, modified, deleted, type, mode and time changes)
 // becomes a step with the base it assumes: its manifest entry (type, mode,
@@ -211,14 +156,14 @@ func (t *Tree) setKeepSync(v bool) {
 // Dir itself with Dir.Check (its read-only and lock state, its policy and its
 // Asker: with policy.Defaults(), for one, the persistence traps such as
 // .git/hooks/** and .bashrc and the secret patterns are refused,
-// fs_permission_denied) and then of SyncOptions.Policy when set. Each check is
+// fs_permission_denied) and then of [Options].Policy when set. Each check is
 // in the Dir's audit trail as "check.<op>". Setuid, setgid and sticky bits are
 // stripped, not refused. Then every step is compared with the source as it is
 // now, through the Dir (Lstat, the digest of a file, a symlink's target, the
 // names in a directory to delete, and every directory above a path to write):
 // a path the source changed since the checkout, and a path written beneath a
 // directory the source removed, renamed or replaced, is a conflict, handled by
-// SyncOptions.Conflict; the calls keeping ours adds (removing what the source
+// [Options].Conflict; the calls keeping ours adds (removing what the source
 // put in the way, restoring what it deleted, recreating removed parents) are
 // checked in turn.
 //
@@ -241,7 +186,8 @@ func (t *Tree) setKeepSync(v bool) {
 // the sandbox's make left. When everything was applied, a directory whose
 // time the sandbox changed but whose entries are as synced gets the
 // sandbox's time too, if the source's still has the checkout's (see
-// syncDirTimes: go test's result cache looks at it); other directories keep
+// [materialize.Tree.SyncDirTimes]: go test's result cache looks at it); other
+// directories keep
 // the times the apply gave them. Just before each
 // step the source's entry is looked at again (an Lstat compared with what
 // validation saw, the full comparison when it differs): a step whose base
@@ -249,34 +195,55 @@ func (t *Tree) setKeepSync(v bool) {
 // that depend on it; under RejectAbort the sync stops there. Dir.Check covers
 // everything but the Dir's hooks and backend, so a call can still fail: a hook
 // refusing it, the backend failing (a full disk), the host revoking or locking
-// the Dir. SyncBack then stops (finishing only the steps it had begun, such as
+// the Dir. Run then stops (finishing only the steps it had begun, such as
 // a directory's mode), returns the error, and lists that step and the ones
 // after it in NotApplied. If the process dies while applying (a crash,
 // kill -9), each file is wholly old or wholly new, and Recover (given the
-// journal PendingJournals finds) finishes the plan.
+// journal [Pending] finds) finishes the plan.
 //
 // The report lists every change: Applied, NotApplied (with its cause), or
 // Settled. When NotApplied is not empty the checkout is kept (Close leaves it;
-// SyncReport.Checkout names it for the host) and the error is non-nil, except for
+// [Report].Checkout names it for the host) and the error is non-nil, except for
 // changes ConflictKeepTheirs left out on purpose, which are listed without an
 // error. Applied changes are recorded in the Manifest, so a later Diff no
-// longer reports them and a later SyncBack does not apply them again; the
+// longer reports them and a later Run does not apply them again; the
 // changes not applied are still pending there.
 //
-// A ReadOnly checkout has nothing to sync: with no changes SyncBack returns an
+// A ReadOnly checkout has nothing to sync: with no changes Run returns an
 // empty report, otherwise read_only naming them.
-func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, error) {
+func Run(ctx context.Context, tr *materialize.Tree, opts Options) (*Report, error) {
 	const op = "syncback"
-	if err := t.live(op); err != nil {
+	if tr == nil {
+		return nil, vfs.NewError(vfs.CodeInvalidPath, op, vfs.Root, "nil checkout")
+	}
+	if err := tr.Live(op); err != nil {
 		return nil, err
 	}
-	lim := opts.Limits.withDefaults()
-	rep := &SyncReport{}
-	changes, hit, err := t.scan(ctx, lim)
+	return open(tr).run(ctx, opts)
+}
+
+// checkout is the Tree a sync runs on, with what the sync reads of it often.
+type checkout struct {
+	*materialize.Tree
+	src      *dir.Dir              // the source: every change goes through it
+	manifest *materialize.Manifest // the base every change is compared with
+	path     string                // the checkout's host path (host-private)
+}
+
+func open(tr *materialize.Tree) *checkout {
+	return &checkout{Tree: tr, src: tr.Source(), manifest: tr.Manifest(), path: tr.Path()}
+}
+
+// run is Run on a live checkout.
+func (t *checkout) run(ctx context.Context, opts Options) (*Report, error) {
+	const op = "syncback"
+	lim := opts.Limits.WithDefaults()
+	rep := &Report{}
+	changes, hit, err := t.DiffWithin(ctx, lim)
 	if err != nil {
 		return nil, err
 	}
-	if t.opts.ReadOnly {
+	if t.ReadOnly() {
 		return rep, readOnlyChanges(op, changes)
 	}
 	if hit != nil {
@@ -305,20 +272,20 @@ func (t *Tree) SyncBack(ctx context.Context, opts SyncOptions) (*SyncReport, err
 		t.keepFor(rep, false)
 		return rep, err
 	}
-	t.advance(synced(plan))
+	t.Advance(synced(plan))
 	t.keepFor(rep, false)
 	if applyErr != nil {
 		return rep, applyErr
 	}
 	if problem == nil && len(rep.NotApplied) == 0 {
-		t.syncDirTimes(ctx)
+		t.SyncDirTimes(ctx)
 	}
 	return rep, problem
 }
 
-// readOnlyChanges is a ReadOnly checkout's SyncBack error: read_only naming
+// readOnlyChanges is a ReadOnly checkout's Run error: read_only naming
 // the changes, nil when there are none.
-func readOnlyChanges(op string, changes []Change) error {
+func readOnlyChanges(op string, changes []materialize.Change) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -327,12 +294,12 @@ func readOnlyChanges(op string, changes []Change) error {
 
 // refuseAtLimit reports every change not applied because the scan stopped at
 // hit, the change that crossed a limit, which is refused.
-func (t *Tree) refuseAtLimit(op string, rep *SyncReport, changes []Change, hit *limitHit, dryRun bool) error {
-	rep.Refused = []Refusal{{hit.change, vfs.CodeQuota, hit.reason}}
+func (t *checkout) refuseAtLimit(op string, rep *Report, changes []materialize.Change, hit *materialize.LimitHit, dryRun bool) error {
+	rep.Refused = []materialize.Refusal{{Change: hit.Change, Code: vfs.CodeQuota, Reason: hit.Reason}}
 	for _, c := range changes {
-		u := Unapplied{c, CauseLimit, vfs.CodeQuota, "not applied: the changes exceed the limits at " + hit.change.Path}
-		if c.Path == hit.change.Path {
-			u = Unapplied{c, CauseRefused, vfs.CodeQuota, hit.reason}
+		u := Unapplied{c, CauseLimit, vfs.CodeQuota, "not applied: the changes exceed the limits at " + hit.Change.Path}
+		if c.Path == hit.Change.Path {
+			u = Unapplied{c, CauseRefused, vfs.CodeQuota, hit.Reason}
 		}
 		rep.NotApplied = append(rep.NotApplied, u)
 	}
@@ -346,8 +313,8 @@ func hasPending(plan []*step) bool {
 }
 
 // pendingChanges lists the changes of the plan's pending steps.
-func pendingChanges(plan []*step) []Change {
-	var out []Change
+func pendingChanges(plan []*step) []materialize.Change {
+	var out []materialize.Change
 	for _, s := range plan {
 		if s.state == stPending {
 			out = append(out, s.c)
@@ -372,7 +339,7 @@ func stopPending(plan []*step, st stepState, code vfs.Code, reason string) []str
 // applyPlan applies the plan's ops under a journal. applyErr is the error
 // that stopped the apply; err, that no journal could be written (nothing was
 // applied, and the pending steps are stopped).
-func (t *Tree) applyPlan(ctx context.Context, opts SyncOptions, plan []*step, rep *SyncReport) (applyErr, err error) {
+func (t *checkout) applyPlan(ctx context.Context, opts Options, plan []*step, rep *Report) (applyErr, err error) {
 	ops := opsOf(plan)
 	if len(ops) == 0 {
 		return nil, nil
@@ -382,7 +349,7 @@ func (t *Tree) applyPlan(ctx context.Context, opts SyncOptions, plan []*step, re
 		stopPending(plan, stStopped, vfs.CodeOf(err), "not applied: no journal could be written")
 		return nil, err
 	}
-	a := &applier{src: t.src, rootFd: t.rootFd, onReject: opts.OnReject, fast: true, j: j, plan: plan, progress: opts.Progress}
+	a := &applier{src: t.src, read: t.ReadFile, onReject: opts.OnReject, fast: true, j: j, plan: plan, progress: opts.Progress}
 	applyErr = a.run(ctx, ops, nil, rep)
 	if err := j.finish(); err != nil && applyErr == nil {
 		applyErr = err
@@ -392,10 +359,10 @@ func (t *Tree) applyPlan(ctx context.Context, opts SyncOptions, plan []*step, re
 
 // synced lists the changes the source now has: the steps applied and the
 // deletions it had already made.
-func synced(plan []*step) []Change {
-	var done []Change
+func synced(plan []*step) []materialize.Change {
+	var done []materialize.Change
 	for _, s := range plan {
-		if s.state == stApplied || (s.state == stSettled && s.c.Kind == Deleted) {
+		if s.state == stApplied || (s.state == stSettled && s.c.Kind == materialize.Deleted) {
 			done = append(done, s.c)
 		}
 	}
@@ -403,7 +370,7 @@ func synced(plan []*step) []Change {
 }
 
 // startJournal writes the plan's journal, flushed, before anything is applied.
-func (t *Tree) startJournal(opts SyncOptions, plan []*step, ops []op) (*journal, error) {
+func (t *checkout) startJournal(opts Options, plan []*step, ops []op) (*journal, error) {
 	jdir, err := openJournalDir(opts.JournalDir, t.path)
 	if err != nil {
 		return nil, err
@@ -413,31 +380,12 @@ func (t *Tree) startJournal(opts SyncOptions, plan []*step, ops []op) (*journal,
 
 // keepFor keeps the checkout when rep leaves changes unapplied (and lets Close
 // remove it again when a later sync applied everything), and reports where.
-func (t *Tree) keepFor(rep *SyncReport, dryRun bool) {
+func (t *checkout) keepFor(rep *Report, dryRun bool) {
 	if !dryRun {
-		t.setKeepSync(len(rep.NotApplied) > 0)
+		t.SetSyncKept(len(rep.NotApplied) > 0)
 	}
 	if t.Kept() {
 		rep.Checkout = t.path
-	}
-}
-
-// advance records applied changes in the manifest, so that the next Diff or
-// SyncBack starts from the state the source now has. Their files are marked
-// racy: the next Diff re-reads them rather than trust a stat taken now.
-func (t *Tree) advance(applied []Change) {
-	m := t.manifest
-	for _, c := range applied {
-		if c.Kind == Deleted {
-			delete(m.Entries, c.Path)
-			delete(m.stat, c.Path)
-			continue
-		}
-		m.Entries[c.Path] = *c.New
-		delete(m.stat, c.Path)
-		if c.New.IsRegular() {
-			m.stat[c.Path] = statKey{racy: true}
-		}
 	}
 }
 

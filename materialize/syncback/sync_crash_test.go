@@ -1,4 +1,4 @@
-package materialize_test
+package syncback_test
 
 import (
 	"bufio"
@@ -22,6 +22,7 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 )
 
 // The crash test's child process reads its orders from these variables.
@@ -194,7 +195,7 @@ func crashChild(t *testing.T) {
 	must(t, err)
 	crashEdits(t, tr.Path(), seed)
 	calls := 0
-	materialize.SetTestHook(func(point string) {
+	syncback.SetTestHook(func(point string) {
 		if point == "committed" {
 			fmt.Println("committed")
 		}
@@ -204,7 +205,7 @@ func crashChild(t *testing.T) {
 			select {} // dies here
 		}
 	})
-	_, err = tr.SyncBack(context.Background(), materialize.SyncOptions{JournalDir: os.Getenv(envCrashJDir), Label: "crash-test"})
+	_, err = syncback.Run(context.Background(), tr, syncback.Options{JournalDir: os.Getenv(envCrashJDir), Label: "crash-test"})
 	must(t, err)
 	fmt.Println("finished", calls)
 }
@@ -297,7 +298,7 @@ func TestStressSyncCrash(t *testing.T) {
 			if werr != nil && !wasKilled {
 				t.Fatalf("child: %v\n%s", werr, strings.Join(lines, "\n"))
 			}
-			js, err := materialize.PendingJournals(jdir)
+			js, err := syncback.Pending(jdir)
 			must(t, err)
 			if !wasKilled || len(js) == 0 {
 				// Finished (a delayed kill may land after the journal is gone).
@@ -336,11 +337,11 @@ func TestStressSyncCrash(t *testing.T) {
 			must(t, err)
 			defer hb.Close()
 			d, _ := dir.New(hb)
-			rep, rerr := materialize.Recover(context.Background(), d, js[0].Path, materialize.RecoverOptions{OnReject: materialize.RejectApplyRest})
+			rep, rerr := syncback.Recover(context.Background(), d, js[0].Path, syncback.RecoverOptions{OnReject: syncback.RejectApplyRest})
 			if rep == nil {
 				t.Fatalf("Recover: %v", rerr)
 			}
-			if rest, _ := materialize.PendingJournals(jdir); len(rest) != 0 {
+			if rest, _ := syncback.Pending(jdir); len(rest) != 0 {
 				t.Fatalf("journal left after Recover: %+v", rest)
 			}
 			got := snapOS(t, host)

@@ -1,4 +1,4 @@
-package materialize_test
+package syncback_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -59,18 +60,18 @@ func TestRecoverOnce(t *testing.T) {
 	must(t, err)
 	defer pb.Close()
 	d, _ := dir.New(pb)
-	js, err := materialize.PendingJournals(jdir)
+	js, err := syncback.Pending(jdir)
 	if err != nil || len(js) != 1 || js[0].Path != journal || !js[0].Committed || js[0].Label != "test" || js[0].Checkout != checkout {
 		t.Fatalf("PendingJournals: %v %+v", err, js)
 	}
 	var wg sync.WaitGroup
-	reps := make([]*materialize.SyncReport, 2)
+	reps := make([]*syncback.Report, 2)
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reps[i], errs[i] = materialize.Recover(ctx, d, journal, materialize.RecoverOptions{})
+			reps[i], errs[i] = syncback.Recover(ctx, d, journal, syncback.RecoverOptions{})
 		}()
 	}
 	wg.Wait()
@@ -99,7 +100,7 @@ func TestRecoverOnce(t *testing.T) {
 		}
 	}
 	// Again: nothing to do.
-	if rep, err := materialize.Recover(ctx, d, journal, materialize.RecoverOptions{}); err != nil || len(rep.Applied) != 0 {
+	if rep, err := syncback.Recover(ctx, d, journal, syncback.RecoverOptions{}); err != nil || len(rep.Applied) != 0 {
 		t.Fatalf("again: %v %+v", err, rep)
 	}
 }
@@ -116,8 +117,8 @@ func TestRecoverConflictKeepsCheckout(t *testing.T) {
 	must(t, err)
 	defer pb.Close()
 	d, _ := dir.New(pb)
-	rep, err := materialize.Recover(ctx, d, journal, materialize.RecoverOptions{})
-	if vfs.CodeOf(err) != vfs.CodeConflict || rep == nil || len(rep.NotApplied) != 1 || rep.NotApplied[0].Cause != materialize.CauseConflict ||
+	rep, err := syncback.Recover(ctx, d, journal, syncback.RecoverOptions{})
+	if vfs.CodeOf(err) != vfs.CodeConflict || rep == nil || len(rep.NotApplied) != 1 || rep.NotApplied[0].Cause != syncback.CauseConflict ||
 		rep.Checkout != checkout {
 		t.Fatalf("Recover: %v %+v", err, rep)
 	}
@@ -127,7 +128,7 @@ func TestRecoverConflictKeepsCheckout(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(checkout, "a.txt")); err != nil {
 		t.Fatalf("checkout: %v", err)
 	}
-	if js, _ := materialize.PendingJournals(jdir); len(js) != 0 {
+	if js, _ := syncback.Pending(jdir); len(js) != 0 {
 		t.Fatalf("journal left: %+v", js)
 	}
 }

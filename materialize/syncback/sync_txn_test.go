@@ -1,4 +1,4 @@
-package materialize_test
+package syncback_test
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -21,7 +22,7 @@ func journalDir(t *testing.T) string {
 	t.Helper()
 	d := t.TempDir()
 	t.Cleanup(func() {
-		if js, err := materialize.PendingJournals(d); err != nil || len(js) != 0 {
+		if js, err := syncback.Pending(d); err != nil || len(js) != 0 {
 			t.Errorf("journals left: %v %+v", err, js)
 		}
 	})
@@ -31,7 +32,7 @@ func journalDir(t *testing.T) string {
 // accounted checks that every change Diff saw before the sync is in exactly
 // one of the report's Applied, NotApplied and Settled lists, and that the
 // checkout is kept, and reported, exactly when something was not applied.
-func accounted(t *testing.T, before []materialize.Change, rep *materialize.SyncReport, tr *materialize.Tree) {
+func accounted(t *testing.T, before []materialize.Change, rep *syncback.Report, tr *materialize.Tree) {
 	t.Helper()
 	seen := map[string]string{}
 	add := func(list string, cs ...materialize.Change) {
@@ -70,8 +71,8 @@ func accounted(t *testing.T, before []materialize.Change, rep *materialize.SyncR
 	}
 }
 
-func causes(rep *materialize.SyncReport) map[string]materialize.Cause {
-	out := map[string]materialize.Cause{}
+func causes(rep *syncback.Report) map[string]syncback.Cause {
+	out := map[string]syncback.Cause{}
 	for _, u := range rep.NotApplied {
 		out[u.Change.Path] = u.Cause
 	}
@@ -82,8 +83,8 @@ func causes(rep *materialize.SyncReport) map[string]materialize.Cause {
 // conflict for each file, never a partial apply, under every choice.
 func TestSyncBackParentRemovedIsConflict(t *testing.T) {
 	for _, hostOp := range []string{"remove", "rename", "replace by a file"} {
-		for _, mode := range []materialize.ConflictMode{materialize.ConflictFail, materialize.ConflictKeepOurs, materialize.ConflictKeepTheirs} {
-			for _, rej := range []materialize.RejectMode{materialize.RejectAbort, materialize.RejectApplyRest} {
+		for _, mode := range []syncback.ConflictMode{syncback.ConflictFail, syncback.ConflictKeepOurs, syncback.ConflictKeepTheirs} {
+			for _, rej := range []syncback.RejectMode{syncback.RejectAbort, syncback.RejectApplyRest} {
 				name := hostOp + "/" + []string{"fail", "ours", "theirs"}[mode] + "/" + []string{"abort", "apply-rest"}[rej]
 				t.Run(name, func(t *testing.T) {
 					forEach(t, func(t *testing.T, s source) {
@@ -106,12 +107,12 @@ func TestSyncBackParentRemovedIsConflict(t *testing.T) {
 						cs, err := tr.Diff(ctx)
 						must(t, err)
 						before := snapshot(t, s.d)
-						rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
+						rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
 						accounted(t, cs, rep, tr)
 						after := snapshot(t, s.d)
 						// src/sub/new1 and src/sub/deeper are in conflict (src/sub/deeper/new2
 						// is beneath a directory the sync creates: it depends on it).
-						ours := mode == materialize.ConflictKeepOurs && hostOp != "replace by a file"
+						ours := mode == syncback.ConflictKeepOurs && hostOp != "replace by a file"
 						if ours {
 							must(t, err)
 							if after["src/sub/new1"] != "f -rw-r--r-- n1" || after["src/sub/deeper/new2"] != "f -rw-r--r-- n2" || after["README"] != "f -rw-r--r-- edited" {
@@ -132,18 +133,18 @@ func TestSyncBackParentRemovedIsConflict(t *testing.T) {
 							t.Fatalf("applied beneath the removed directory: %v", after)
 						}
 						switch {
-						case mode == materialize.ConflictKeepTheirs:
-							if err != nil || c["src/sub/new1"] != materialize.CauseTheirs || c["src/sub/deeper/new2"] != materialize.CauseDepends ||
+						case mode == syncback.ConflictKeepTheirs:
+							if err != nil || c["src/sub/new1"] != syncback.CauseTheirs || c["src/sub/deeper/new2"] != syncback.CauseDepends ||
 								after["README"] != "f -rw-r--r-- edited" {
 								t.Fatalf("keep theirs: %v %v %v", err, c, after)
 							}
-						case rej == materialize.RejectAbort:
-							if vfs.CodeOf(err) != vfs.CodeConflict || len(rep.Applied) != 0 || c["README"] != materialize.CauseAborted {
+						case rej == syncback.RejectAbort:
+							if vfs.CodeOf(err) != vfs.CodeConflict || len(rep.Applied) != 0 || c["README"] != syncback.CauseAborted {
 								t.Fatalf("abort: %v %+v", err, rep)
 							}
 							sameMap(t, after, before)
 						default:
-							if vfs.CodeOf(err) != vfs.CodeConflict || c["src/sub/new1"] != materialize.CauseConflict ||
+							if vfs.CodeOf(err) != vfs.CodeConflict || c["src/sub/new1"] != syncback.CauseConflict ||
 								after["README"] != "f -rw-r--r-- edited" || len(rep.Applied) != 1 {
 								t.Fatalf("apply rest: %v %+v %v", err, rep, after)
 							}
@@ -200,8 +201,8 @@ func TestSyncBackRaceMatrix(t *testing.T) {
 		"rename dir":  {"add": "yes", "edit": "yes", "delete": "settled", "chmod": "yes"},
 		"rename file": {"add": "", "edit": "yes", "delete": "settled", "chmod": "yes"},
 	}
-	modes := []materialize.ConflictMode{materialize.ConflictFail, materialize.ConflictKeepOurs, materialize.ConflictKeepTheirs}
-	rejects := []materialize.RejectMode{materialize.RejectAbort, materialize.RejectApplyRest}
+	modes := []syncback.ConflictMode{syncback.ConflictFail, syncback.ConflictKeepOurs, syncback.ConflictKeepTheirs}
+	rejects := []syncback.RejectMode{syncback.RejectAbort, syncback.RejectApplyRest}
 	for _, h := range hostOps {
 		for _, sb := range sbOps {
 			for _, mode := range modes {
@@ -221,7 +222,7 @@ func TestSyncBackRaceMatrix(t *testing.T) {
 							cs, err := tr.Diff(ctx)
 							must(t, err)
 							before := snapshot(t, s.d)
-							rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
+							rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
 							accounted(t, cs, rep, tr)
 							after := snapshot(t, s.d)
 							c := causes(rep)
@@ -252,7 +253,7 @@ func TestSyncBackRaceMatrix(t *testing.T) {
 									t.Fatalf("conflicts %v, want %s", rep.Conflicts, sb.path)
 								}
 								switch {
-								case mode == materialize.ConflictKeepOurs:
+								case mode == syncback.ConflictKeepOurs:
 									must(t, err)
 									if _, ok := want["d"]; !ok && sb.want != "" {
 										want["d"] = "d -rwxr-xr-x" // recreated
@@ -264,18 +265,18 @@ func TestSyncBackRaceMatrix(t *testing.T) {
 										set(sb.path, sb.want)
 									}
 									set("other", "f -rw-r--r-- o2")
-								case mode == materialize.ConflictKeepTheirs:
+								case mode == syncback.ConflictKeepTheirs:
 									must(t, err)
-									if c[sb.path] != materialize.CauseTheirs {
+									if c[sb.path] != syncback.CauseTheirs {
 										t.Fatalf("causes %v", c)
 									}
 									set("other", "f -rw-r--r-- o2")
-								case rej == materialize.RejectAbort:
-									if vfs.CodeOf(err) != vfs.CodeConflict || c[sb.path] != materialize.CauseConflict || c["other"] != materialize.CauseAborted {
+								case rej == syncback.RejectAbort:
+									if vfs.CodeOf(err) != vfs.CodeConflict || c[sb.path] != syncback.CauseConflict || c["other"] != syncback.CauseAborted {
 										t.Fatalf("abort: %v %v", err, c)
 									}
 								default:
-									if vfs.CodeOf(err) != vfs.CodeConflict || c[sb.path] != materialize.CauseConflict {
+									if vfs.CodeOf(err) != vfs.CodeConflict || c[sb.path] != syncback.CauseConflict {
 										t.Fatalf("apply rest: %v %v", err, c)
 									}
 									set("other", "f -rw-r--r-- o2")
@@ -305,12 +306,12 @@ func TestSyncBackApplyRestKeepsCheckout(t *testing.T) {
 		cs, err := tr.Diff(ctx)
 		must(t, err)
 		jd := journalDir(t)
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{Policy: policy.Defaults(), OnReject: materialize.RejectApplyRest, JournalDir: jd})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{Policy: policy.Defaults(), OnReject: syncback.RejectApplyRest, JournalDir: jd})
 		if vfs.CodeOf(err) != vfs.CodePermission || strings.Contains(err.Error(), root) {
 			t.Fatalf("SyncBack: %v", err)
 		}
 		accounted(t, cs, rep, tr)
-		if c := causes(rep); len(c) != 1 || c["src/.bashrc"] != materialize.CauseRefused || len(rep.Applied) != 3 {
+		if c := causes(rep); len(c) != 1 || c["src/.bashrc"] != syncback.CauseRefused || len(rep.Applied) != 3 {
 			t.Fatalf("report %+v", rep)
 		}
 		if b, _ := s.d.ReadFile(ctx, "gen/out"); string(b) != "x" {
@@ -320,7 +321,7 @@ func TestSyncBackApplyRestKeepsCheckout(t *testing.T) {
 			t.Fatal("src/.bashrc written")
 		}
 		must(t, os.Remove(filepath.Join(root, "src/.bashrc")))
-		rep, err = tr.SyncBack(ctx, materialize.SyncOptions{Policy: policy.Defaults(), JournalDir: jd})
+		rep, err = syncback.Run(ctx, tr, syncback.Options{Policy: policy.Defaults(), JournalDir: jd})
 		must(t, err)
 		if len(rep.Applied) != 0 || len(rep.NotApplied) != 0 || tr.Kept() || rep.Checkout != "" {
 			t.Fatalf("second sync %+v kept %v", rep, tr.Kept())
@@ -339,7 +340,7 @@ func TestKeepCheckout(t *testing.T) {
 		tr := checkout(t, s.d, materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("edited"), 0o644))
 		tr.Keep()
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{JournalDir: journalDir(t)})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{JournalDir: journalDir(t)})
 		must(t, err)
 		if len(rep.Applied) != 1 || rep.Checkout != tr.Path() || !tr.Kept() {
 			t.Fatalf("report %+v", rep)
@@ -380,7 +381,7 @@ func TestSyncBackKeepsTimes(t *testing.T) {
 		if k := kinds(cs); k["README"] != materialize.Touched || k["run.sh"] != materialize.ModeChanged || len(k) != 4 {
 			t.Fatalf("changes %v", k)
 		}
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{JournalDir: journalDir(t)})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{JournalDir: journalDir(t)})
 		must(t, err)
 		accounted(t, cs, rep, tr)
 		for p, want := range map[string]time.Time{"src/main.go": t1, "a-new": t2, "README": t3, "run.sh": t3} {
@@ -407,7 +408,7 @@ func TestSyncBackKeepsTimes(t *testing.T) {
 // RejectApplyRest the others are applied, under RejectAbort the sync stops
 // there and lists the rest.
 func TestSyncBackSourceChangesDuringApply(t *testing.T) {
-	for _, rej := range []materialize.RejectMode{materialize.RejectAbort, materialize.RejectApplyRest} {
+	for _, rej := range []syncback.RejectMode{syncback.RejectAbort, syncback.RejectApplyRest} {
 		t.Run([]string{"abort", "apply-rest"}[rej], func(t *testing.T) {
 			forEach(t, func(t *testing.T, s source) {
 				fill(t, s.d)
@@ -420,14 +421,14 @@ func TestSyncBackSourceChangesDuringApply(t *testing.T) {
 				must(t, os.WriteFile(filepath.Join(root, "z-new"), []byte("new"), 0o644))
 				cs, err := tr.Diff(ctx)
 				must(t, err)
-				materialize.SetTestHook(func(point string) {
+				syncback.SetTestHook(func(point string) {
 					if point == "committed" {
 						// After validation, before the first change.
 						must(t, s.d.WriteFile(ctx, "run.sh", []byte("#!/bin/sh\necho the host's edit\n"), 0o755))
 					}
 				})
-				defer materialize.SetTestHook(nil)
-				rep, err := tr.SyncBack(ctx, materialize.SyncOptions{OnReject: rej, JournalDir: journalDir(t)})
+				defer syncback.SetTestHook(nil)
+				rep, err := syncback.Run(ctx, tr, syncback.Options{OnReject: rej, JournalDir: journalDir(t)})
 				accounted(t, cs, rep, tr)
 				if vfs.CodeOf(err) != vfs.CodeConflict {
 					t.Fatalf("SyncBack: %v", err)
@@ -436,15 +437,15 @@ func TestSyncBackSourceChangesDuringApply(t *testing.T) {
 					t.Fatalf("run.sh %q", b)
 				}
 				c := causes(rep)
-				if c["run.sh"] != materialize.CauseConflict || strings.Join(rep.Conflicts, ",") != "run.sh" {
+				if c["run.sh"] != syncback.CauseConflict || strings.Join(rep.Conflicts, ",") != "run.sh" {
 					t.Fatalf("report %+v", rep)
 				}
 				if b, _ := s.d.ReadFile(ctx, "README"); string(b) != "ours" {
 					t.Fatalf("README %q", b)
 				}
 				b, _ := s.d.ReadFile(ctx, "src/main.go")
-				if rej == materialize.RejectAbort {
-					if c["src/main.go"] != materialize.CauseStopped || c["z-new"] != materialize.CauseStopped || string(b) != "package main\n" {
+				if rej == syncback.RejectAbort {
+					if c["src/main.go"] != syncback.CauseStopped || c["z-new"] != syncback.CauseStopped || string(b) != "package main\n" {
 						t.Fatalf("abort: %v main.go %q", c, b)
 					}
 				} else if len(rep.Applied) != 3 || string(b) != "package ours\n" {
@@ -469,9 +470,9 @@ func TestSyncBackParentBecameSymlink(t *testing.T) {
 		must(t, s.d.Symlink(ctx, "twin", "d"))
 		cs, err := tr.Diff(ctx)
 		must(t, err)
-		rep, err := tr.SyncBack(ctx, materialize.SyncOptions{OnReject: materialize.RejectApplyRest, JournalDir: journalDir(t)})
+		rep, err := syncback.Run(ctx, tr, syncback.Options{OnReject: syncback.RejectApplyRest, JournalDir: journalDir(t)})
 		accounted(t, cs, rep, tr)
-		if vfs.CodeOf(err) != vfs.CodeConflict || causes(rep)["d/f"] != materialize.CauseConflict {
+		if vfs.CodeOf(err) != vfs.CodeConflict || causes(rep)["d/f"] != syncback.CauseConflict {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
 		}
 		if b, err := s.d.ReadFile(ctx, "twin/f"); err != nil || string(b) != "same" {
