@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,17 +13,15 @@ import (
 	"github.com/capfs/capfs/mcpserver"
 )
 
-// mcpClient starts the real binary as an MCP server over stdio with args and
-// returns the connected client session.
+// mcpClient starts capfs mcp in-process in dir, serving over its stdin and
+// stdout, with args and returns the connected client session.
 func mcpClient(t *testing.T, dir string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(capfsBinary(t), append([]string{"mcp"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	srv := startCapfs(t, dir, nil, append([]string{"mcp"}, args...)...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, srv.transport(), nil)
 	if err != nil {
 		t.Fatalf("connecting to capfs mcp: %v", err)
 	}
@@ -173,29 +169,8 @@ func TestMCPRefusesNonLoopbackHTTP(t *testing.T) {
 func TestMCPOverHTTP(t *testing.T) {
 	t.Parallel()
 	root := project(t)
-	cmd := exec.Command(capfsBinary(t), "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the server's address: %v (%q)", err, line)
-	}
-	i := strings.Index(line, "http://")
-	if i < 0 {
-		t.Fatalf("no URL in %q", line)
-	}
-	endpoint := strings.TrimSpace(line[i:])
+	srv := startCapfs(t, root, nil, "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
+	endpoint := srv.waitStderr(t, "http://")
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // testTmp is the directory TestMain makes for the package's tests: the
@@ -178,19 +179,8 @@ func runCapfsIn(t *testing.T, dir string, env []string, d time.Duration, args []
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var out, errb lockedBuffer
-	type outcome struct {
-		code  int
-		panic string
-	}
 	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{panic: fmt.Sprintf("%v\n%s", p, debug.Stack())}
-			}
-		}()
-		done <- outcome{code: execute(ctx, testEnviron(dir, env), args, strings.NewReader(""), &out, &errb)}
-	}()
+	go runExecute(ctx, testEnviron(dir, env), args, strings.NewReader(""), &out, &errb, done)
 	select {
 	case o := <-done:
 		if o.panic != "" {
@@ -732,4 +722,117 @@ func TestGitMount(t *testing.T) {
 	if !strings.Contains(r.stdout, "(git, read-only)") {
 		t.Errorf("a git mount is writable:\n%s", r.stdout)
 	}
+}
+
+// capfsServer is a capfs command line running in-process as a server a test
+// drives ([startCapfs]): its stdin and stdout are pipes, its stderr a buffer.
+type capfsServer struct {
+	stdin    *io.PipeWriter // the command's stdin: Close is its end of input
+	stdout   *io.PipeReader // the command's stdout, at EOF once it returned
+	stderr   *lockedBuffer
+	args     []string
+	cancel   context.CancelFunc
+	finished chan struct{} // closed when the command returned, with result set
+	result   outcome
+}
+
+// outcome is how an in-process command line ended: its exit code, or the
+// panic it raised (with the stack).
+type outcome struct {
+	code  int
+	panic string
+}
+
+// runExecute runs [execute] and reports its outcome on done, a panic
+// included.
+func runExecute(ctx context.Context, env environ, args []string, stdin io.Reader, stdout, stderr io.Writer, done chan<- outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			done <- outcome{panic: fmt.Sprintf("%v\n%s", p, debug.Stack())}
+		}
+	}()
+	done <- outcome{code: execute(ctx, env, args, stdin, stdout, stderr)}
+}
+
+// startCapfs starts the command line args in-process in dir, with
+// os.Environ(), a temporary XDG_STATE_HOME and env, as a server (capfs mcp)
+// the test talks to through its pipes. The test's cleanup stops it.
+func startCapfs(t *testing.T, dir string, env []string, args ...string) *capfsServer {
+	t.Helper()
+	env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &capfsServer{stdin: inW, stdout: outR, stderr: &lockedBuffer{}, args: args, cancel: cancel, finished: make(chan struct{})}
+	go func() {
+		ran := make(chan outcome, 1)
+		runExecute(ctx, testEnviron(dir, env), args, inR, outW, s.stderr, ran)
+		s.result = <-ran
+		outW.Close() // the reader's EOF
+		inR.Close()  // a write to the stdin of a command that returned fails
+		close(s.finished)
+	}()
+	t.Cleanup(func() {
+		if s.stop() < 0 {
+			t.Errorf("capfs %q still running 20 s after it was stopped (stderr: %s)", args, s.stderr.String())
+		}
+		if s.result.panic != "" {
+			t.Errorf("capfs %q panicked: %s", args, s.result.panic)
+		}
+	})
+	return s
+}
+
+// stop ends the server as SIGINT ends capfs (its context is cancelled) and
+// returns its exit code, or -1 when it has not returned 20 s later.
+func (s *capfsServer) stop() int {
+	s.cancel()
+	return s.wait()
+}
+
+// wait waits up to 20 s for the server to return and returns its exit code,
+// or -1.
+func (s *capfsServer) wait() int {
+	select {
+	case <-s.finished:
+		return s.result.code
+	case <-time.After(20 * time.Second):
+		return -1
+	}
+}
+
+// transport is an MCP transport over the server's stdin and stdout. Its
+// Close waits for the server to return, as the end of a process is waited
+// for: a next server on the same files finds them free.
+func (s *capfsServer) transport() mcp.Transport {
+	return &mcp.IOTransport{Reader: s.stdout, Writer: waitCloser{s}}
+}
+
+// waitCloser writes to a server's stdin; Close ends it and waits for the
+// server ([capfsServer.wait]).
+type waitCloser struct{ s *capfsServer }
+
+func (w waitCloser) Write(p []byte) (int, error) { return w.s.stdin.Write(p) }
+
+func (w waitCloser) Close() error {
+	w.s.stdin.Close()
+	if w.s.wait() < 0 {
+		return fmt.Errorf("capfs %q still running 20 s after its stdin closed", w.s.args)
+	}
+	return nil
+}
+
+// waitStderr waits up to 30 s for a line of the server's stderr containing
+// sub and returns it from sub on, without its newline.
+func (s *capfsServer) waitStderr(t *testing.T, sub string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		out := s.stderr.String()
+		if i := strings.Index(out, sub); i >= 0 {
+			line, _, _ := strings.Cut(out[i:], "\n")
+			return line
+		}
+	}
+	t.Fatalf("capfs %q did not write %q on stderr in 30 s: %s", s.args, sub, s.stderr.String())
+	return ""
 }

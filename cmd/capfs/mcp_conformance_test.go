@@ -20,7 +20,7 @@ import (
 // writes JSON-RPC itself would drive it.
 type rawServer struct {
 	t     *testing.T
-	cmd   *exec.Cmd
+	srv   *capfsServer
 	in    io.WriteCloser
 	lines chan string // every line the server wrote, until it exits
 	seen  []string    // lines read so far
@@ -37,41 +37,17 @@ type rpcReply struct {
 
 func startRaw(t *testing.T, dir string, args ...string) *rawServer {
 	t.Helper()
-	cmd := exec.Command(capfsBinary(t), append([]string{"mcp"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &rawServer{t: t, cmd: cmd, in: in, lines: make(chan string, 1024)}
+	srv := startCapfs(t, dir, nil, append([]string{"mcp"}, args...)...)
+	r := &rawServer{t: t, srv: srv, in: srv.stdin, lines: make(chan string, 1024)}
 	go func() {
 		defer close(r.lines)
-		sc := bufio.NewScanner(out)
+		sc := bufio.NewScanner(srv.stdout)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		for sc.Scan() {
 			r.lines <- sc.Text()
 		}
 	}()
-	t.Cleanup(func() {
-		_ = in.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	t.Cleanup(func() { _ = srv.stdin.Close() }) // before startCapfs's: the server ends at EOF
 	return r
 }
 
@@ -130,12 +106,9 @@ func (r *rawServer) drain() ([]string, int) {
 		r.seen = append(r.seen, l)
 		rest = append(rest, l)
 	}
-	err := r.cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		r.t.Fatal(err)
+	code := r.srv.wait()
+	if code < 0 {
+		r.t.Fatal("the server did not return 20 s after its stdin closed")
 	}
 	return rest, code
 }
@@ -439,25 +412,8 @@ func TestMCPContent(t *testing.T) {
 func TestMCPConformanceHTTP(t *testing.T) {
 	t.Parallel()
 	root := project(t)
-	cmd := exec.Command(capfsBinary(t), "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0", "--http-session-timeout", "2s")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the server's address: %v (%q)", err, line)
-	}
-	endpoint := strings.TrimSpace(line[strings.Index(line, "http://"):])
+	srv := startCapfs(t, root, nil, "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0", "--http-session-timeout", "2s")
+	endpoint := srv.waitStderr(t, "http://")
 	initBody := fmt.Sprintf(initLine, "2025-11-25")
 	post := func(body string, hdr map[string]string) *http.Response {
 		t.Helper()
@@ -534,6 +490,9 @@ func TestMCPHTTPCancelled(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "small.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The binary, not in-process: the cancellation must reach a search that
+	// is under way, which the race detector's instrumentation of the search
+	// (in a -race test binary) would slow past the test's waits.
 	cmd := exec.Command(capfsBinary(t), "-m", "p=physical:"+root, "mcp", "--http", "127.0.0.1:0")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,17 +39,14 @@ func (l *lockedBuffer) String() string {
 // stderr.
 func rootsClient(t *testing.T, work string, args []string, want string, roots ...*mcp.Root) (*mcp.ClientSession, string, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(capfsBinary(t), args...)
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
+	srv := startCapfs(t, work, nil, args...)
+	stderr := srv.stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
 	client.AddRoots(roots...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	// Roots are a feature of the session protocols (2025-11-25 and before);
 	// the sessionless 2026-07-28 deprecates them.
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, srv.transport(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	cancel()
 	if err != nil {
 		t.Fatal(err)

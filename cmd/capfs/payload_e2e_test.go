@@ -425,13 +425,11 @@ func mcpClientEnv(t *testing.T, dir string, env []string) *mcp.ClientSession {
 // mcpClientEnvArgs is mcpClientEnv with global flags (--policy, ...) before mcp.
 func mcpClientEnvArgs(t *testing.T, dir string, env []string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(capfsBinary(t), append(args, "mcp")...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
+	srv := startCapfs(t, dir, env, append(args, "mcp")...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, srv.transport(), nil)
 	if err != nil {
 		t.Fatalf("connecting to capfs mcp: %v", err)
 	}

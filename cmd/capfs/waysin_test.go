@@ -104,33 +104,13 @@ func TestWaysInMCPRootsOverHTTP(t *testing.T) {
 
 // httpRootsClient starts capfs with args (an mcp --http command) in work and
 // connects a client offering roots over streamable HTTP; it returns the
-// session and the server's stderr. The server is interrupted at cleanup.
+// session and the server's stderr. The server (in-process) is stopped at
+// cleanup.
 func httpRootsClient(t *testing.T, work string, env, args []string, roots ...*mcp.Root) (*mcp.ClientSession, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(capfsBinary(t), args...)
-	cmd.Dir = work
-	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	})
-	var endpoint string
-	for deadline := time.Now().Add(30 * time.Second); endpoint == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		s := stderr.String()
-		if i := strings.Index(s, "http://"); i >= 0 {
-			if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-				endpoint = strings.TrimSpace(s[i : i+j])
-			}
-		}
-	}
-	if endpoint == "" {
-		t.Fatalf("no URL on the server's stderr: %s", stderr.String())
-	}
+	srv := startCapfs(t, work, env, args...)
+	stderr := srv.stderr
+	endpoint := srv.waitStderr(t, "http://")
 	client := mcp.NewClient(&mcp.Implementation{Name: "capfs-test", Version: "v0"}, nil)
 	client.AddRoots(roots...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
