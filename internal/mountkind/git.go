@@ -32,7 +32,7 @@ func gitFlag(spec *Spec, arg, base string) error {
 	if arg == "" {
 		return errors.New("git needs a repository: PATH=git:REPO[@REV]")
 	}
-	spec.Source, spec.Rev = splitRepoRev(arg)
+	spec.Source, spec.Rev = splitRepoRev(arg, base)
 	spec.ReadOnly = true
 	return setHostDir(spec, base)
 }
@@ -51,14 +51,18 @@ func gitConfig(spec *Spec, c Config, base string) error {
 }
 
 // splitRepoRev splits REPO[@REV] at the first "@" whose left part is an
-// existing directory; with none, the whole argument is the repository and the
-// revision is HEAD.
-func splitRepoRev(s string) (repo, rev string) {
+// existing directory (relative to base, "" the current directory); with
+// none, the whole argument is the repository and the revision is HEAD.
+func splitRepoRev(s, base string) (repo, rev string) {
 	for i := 0; i < len(s); i++ {
 		if s[i] != '@' || i == 0 {
 			continue
 		}
-		if st, err := os.Stat(s[:i]); err == nil && st.IsDir() && i+1 < len(s) {
+		dir := s[:i]
+		if !filepath.IsAbs(dir) && base != "" {
+			dir = filepath.Join(base, dir)
+		}
+		if st, err := os.Stat(dir); err == nil && st.IsDir() && i+1 < len(s) {
 			return s[:i], s[i+1:]
 		}
 	}
