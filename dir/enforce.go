@@ -153,7 +153,7 @@ func (s *scope) run(ctx context.Context, c *call, fn func(ctx context.Context) e
 		if st&revokedBit != 0 {
 			return errAt(vfs.CodeRevoked, c.sp.method, c.path, c.destForErr(), "capability revoked")
 		}
-		if err := s.parse(c); err != nil {
+		if _, _, err := s.parse(c); err != nil {
 			return err
 		}
 		if c.sp.writes && (s.ro || st&lockedBit != 0) {
@@ -199,11 +199,12 @@ func (s *scope) runQuiet(ctx context.Context, c *call, fn func(ctx context.Conte
 	if st&revokedBit != 0 {
 		return errAt(vfs.CodeRevoked, c.sp.method, c.path, c.destForErr(), "capability revoked")
 	}
-	if err := s.parse(c); err != nil {
+	p, q, err := s.parse(c)
+	if err != nil {
 		return err
 	}
 	if !c.sp.writes {
-		return s.decideAct(ctx, c, fn)
+		return s.decideAct(ctx, c, p, q, fn)
 	}
 	if s.ro || st&lockedBit != 0 {
 		return errAt(vfs.CodeReadOnly, c.sp.method, c.path, c.destForErr(), "capability is read-only")
@@ -216,31 +217,34 @@ func (s *scope) runQuiet(ctx context.Context, c *call, fn func(ctx context.Conte
 		s.env.tmu.RLock()
 		defer s.env.tmu.RUnlock()
 	}
-	return s.decideAct(ctx, c, fn)
+	return s.decideAct(ctx, c, p, q, fn)
 }
 
 // decideAct is runQuiet's step 4, on the paths as written and on the canonical
-// paths they reach, then step 6.
-func (s *scope) decideAct(ctx context.Context, c *call, fn func(ctx context.Context) error) error {
+// paths they reach, then step 6. p and q are c.p and c.q, as parse returned
+// them: the decision reads them from registers, not back from c right after
+// parse stored them there (a load spanning several fresh stores stalls).
+func (s *scope) decideAct(ctx context.Context, c *call, p, q vfs.Path, fn func(ctx context.Context) error) error {
 	base, werr := s.where(ctx)
 	if werr != nil {
 		return readdress(werr, c.sp.method, c.path, c.destForErr())
 	}
 	c.base = base
 	eng := s.env.policy.(*policy.Engine)
-	if !allowsLex(eng, c) {
-		lexPath, lexDest := c.treePaths()
+	if !allowsLex(eng, c.sp, base, p, q, c.size-1) {
+		lexPath, lexDest := treePathsOf(base, p, q, c.sp.kind)
 		return s.refuseQuiet(ctx, eng, c, lexPath, lexDest)
 	}
-	if err := s.resolveCall(ctx, c); err != nil {
+	rp, err := s.resolveCall(ctx, c)
+	if err != nil {
 		return s.address(c, err)
 	}
 	// A path resolved to itself decides as it did (the tree path depends on
 	// the raw path alone).
-	if c.rp.Raw() == c.p.Raw() && c.rq.Raw() == c.q.Raw() {
+	if rp.Raw() == p.Raw() && (c.sp.kind == destNone || c.rq.Raw() == q.Raw()) {
 		return s.act(ctx, c, fn)
 	}
-	lexPath, lexDest := treePathsOf(c.base, c.p, c.q, c.sp.kind)
+	lexPath, lexDest := treePathsOf(base, p, q, c.sp.kind)
 	if path, dest := c.treePaths(); path != lexPath || dest != lexDest {
 		if !allowsEngine(eng, c.sp, path, dest, c.size-1) {
 			return s.refuseQuiet(ctx, eng, c, path, dest)
@@ -268,20 +272,21 @@ func allowsEngine(eng *policy.Engine, sp *spec, path, dest string, size int64) b
 	return !sp.alsoRead || sp.op == policy.OpRead || eng.AllowsPath(policy.OpRead, path, "", -1)
 }
 
-// allowsLex is allowsEngine on c's paths as the guest wrote them, from the
-// tree's root. A one-path call beneath the tree's root (a pinned Sub) asks
+// allowsLex is allowsEngine on a call of sp on p and q (parsed, as the guest
+// wrote them), from the tree's root, the scope's root being base there. A
+// one-path call beneath the tree's root (a pinned Sub) asks
 // Engine.AllowsUnder, which needs the path from the root built only where it
 // cannot answer from the walk of the directory it keeps.
-func allowsLex(eng *policy.Engine, c *call) bool {
-	if c.sp.kind != destNone || c.base.IsRoot() {
-		path, dest := c.treePaths()
-		return allowsEngine(eng, c.sp, path, dest, c.size-1)
+func allowsLex(eng *policy.Engine, sp *spec, base, p, q vfs.Path, size int64) bool {
+	if sp.kind != destNone || base.IsRoot() {
+		path, dest := treePathsOf(base, p, q, sp.kind)
+		return allowsEngine(eng, sp, path, dest, size)
 	}
-	base, rel := c.base.String(), c.p.WithoutDirMark().Unresolved().String()
-	if !eng.AllowsUnder(c.sp.op, base, rel, c.size-1) {
+	b, rel := base.String(), p.WithoutDirMark().Unresolved().String()
+	if !eng.AllowsUnder(sp.op, b, rel, size) {
 		return false
 	}
-	return !c.sp.alsoRead || c.sp.op == policy.OpRead || eng.AllowsUnder(policy.OpRead, base, rel, -1)
+	return !sp.alsoRead || sp.op == policy.OpRead || eng.AllowsUnder(policy.OpRead, b, rel, -1)
 }
 
 // refuseQuiet is the error of a quiet call of c that allowsEngine refused on
@@ -349,15 +354,17 @@ func (e *env) decideAsRead(ctx context.Context, r *policy.Request) (policy.Decis
 	return e.decide(ctx, &rr)
 }
 
-// resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q.
-func (s *scope) resolveCall(ctx context.Context, c *call) error {
+// resolveCall sets c.rp and c.rq to the canonical locations of c.p and c.q,
+// and returns c.rp.
+func (s *scope) resolveCall(ctx context.Context, c *call) (vfs.Path, error) {
 	if c.sp.kept && s.kept != nil && c.sp.kind == destNone && c.sp.fol != followEntry && !c.p.IsResolved() {
 		// The common case of a status call on a backend that keeps its
 		// answers: one lookup, no status built (see keptStater).
 		fol := c.sp.fol == followFinal || c.p.MustBeDir()
 		if loc, fi, ok := s.kept.ResolveKeptStat(ctx, c.p, fol); ok {
-			c.rp, c.got, c.kept = loc.Path.WithDirMark(c.p.MustBeDir()), infoKept, fi
-			return nil
+			rp := loc.Path.WithDirMark(c.p.MustBeDir())
+			c.rp, c.got, c.kept = rp, infoKept, fi
+			return rp, nil
 		}
 	}
 	var info vfs.Info
@@ -367,13 +374,13 @@ func (s *scope) resolveCall(ctx context.Context, c *call) error {
 	}
 	rp, got, err := s.canonStat(ctx, c.p, c.sp.fol, want)
 	if err != nil {
-		return err
+		return vfs.Path{}, err
 	}
 	c.rp = rp
 	if c.sp.status {
 		c.got, c.info = got, info
 	}
-	return s.resolveDest(ctx, c)
+	return rp, s.resolveDest(ctx, c)
 }
 
 // resolveDest sets c.rq to the canonical location of c.q, for a call with a
@@ -404,8 +411,9 @@ func (s *scope) resolveDest(ctx context.Context, c *call) error {
 // allowAllRule is the rule the default policy names in its decisions.
 var allowAllRule = defaultPolicy.Decide(context.Background(), &policy.Request{}).Rule
 
-// parse fills c.p and c.q (step 2), and c.rp and c.rq with the same paths.
-func (s *scope) parse(c *call) error {
+// parse fills c.p and c.q (step 2), and c.rp and c.rq with the same paths; it
+// returns c.p and c.q.
+func (s *scope) parse(c *call) (vfs.Path, vfs.Path, error) {
 	// The paths are kept in locals and stored once, at the end: read back right
 	// after being stored field by field, they stalled the processor (a load
 	// spanning several stores cannot be forwarded from them).
@@ -413,7 +421,7 @@ func (s *scope) parse(c *call) error {
 	switch {
 	case c.prepare != nil:
 		if err := c.prepare(); err != nil {
-			return err
+			return vfs.Path{}, vfs.Path{}, err
 		}
 		p, q = c.p, c.q
 	case !c.sp.fixed:
@@ -424,25 +432,25 @@ func (s *scope) parse(c *call) error {
 		var err error
 		if p, err = vfs.ParseGuest(raw); err != nil {
 			// A parse error already names the guest's path, printable.
-			return vfs.Reop(err, c.sp.method)
+			return vfs.Path{}, vfs.Path{}, vfs.Reop(err, c.sp.method)
 		}
 		if c.sp.single && !vfs.ValidName(raw) {
-			return errAt(vfs.CodeInvalidPath, c.sp.method, raw, "", "a single name is required here (no \"/\")")
+			return vfs.Path{}, vfs.Path{}, errAt(vfs.CodeInvalidPath, c.sp.method, raw, "", "a single name is required here (no \"/\")")
 		}
 		if c.sp.kind == destPath {
 			if q, err = vfs.ParseGuest(c.dest); err != nil {
-				return reopDest(err, c.sp.method, c.path)
+				return vfs.Path{}, vfs.Path{}, reopDest(err, c.sp.method, c.path)
 			}
 		}
 	}
 	if c.sp.kind == destTarget {
 		var err error
 		if q, err = linkTarget(p, c.dest); err != nil {
-			return readdress(err, c.sp.method, c.path, "")
+			return vfs.Path{}, vfs.Path{}, readdress(err, c.sp.method, c.path, "")
 		}
 	}
 	c.p, c.q, c.rp, c.rq = p, q, p, q
-	return nil
+	return p, q, nil
 }
 
 // treePaths returns the parsed paths of c from the capability tree's root, as the

@@ -92,13 +92,15 @@ func (s *scope) admitFull(ctx context.Context, c *call, ad *admission, id string
 	st := s.gate.state()
 	if st&revokedBit != 0 {
 		ad.outcome, ad.rule = audit.Denied, "revoked"
-		if e.audited && s.parse(c) == nil { // best effort, for the audit record only
-			ad.treePath, ad.treeDest = s.treePaths(c)
+		if e.audited {
+			if _, _, perr := s.parse(c); perr == nil { // best effort, for the audit record only
+				ad.treePath, ad.treeDest = s.treePaths(c)
+			}
 		}
 		return ad, nil, errAt(vfs.CodeRevoked, c.sp.method, c.path, c.destForErr(), "capability revoked")
 	}
 	// (2) Paths.
-	if perr := s.parse(c); perr != nil {
+	if _, _, perr := s.parse(c); perr != nil {
 		return ad, nil, perr
 	}
 	if e.audited { // for the record of a refusal before step 4; step 4 sets them again
@@ -178,7 +180,7 @@ func (s *scope) decideFull(ctx context.Context, c *call, ad *admission, id strin
 		c.ad = h
 		return &h.admission, nil
 	}
-	if rerr := s.resolveCall(ctx, c); rerr != nil {
+	if _, rerr := s.resolveCall(ctx, c); rerr != nil {
 		return ad, s.address(c, rerr)
 	}
 	if len(e.hooks) > 0 || !c.sameTree(ad) { // else admit would find nothing to do
