@@ -219,7 +219,7 @@ func Run(ctx context.Context, tr *materialize.Tree, opts Options) (*Report, erro
 	if err := tr.Live(op); err != nil {
 		return nil, err
 	}
-	return open(tr).run(ctx, opts)
+	return newCheckout(tr).run(ctx, opts)
 }
 
 // checkout is the Tree a sync runs on, with what the sync reads of it often.
@@ -230,7 +230,8 @@ type checkout struct {
 	path     string                // the checkout's host path (host-private)
 }
 
-func open(tr *materialize.Tree) *checkout {
+// newCheckout reads what a sync needs of tr once.
+func newCheckout(tr *materialize.Tree) *checkout {
 	return &checkout{Tree: tr, src: tr.Source(), manifest: tr.Manifest(), path: tr.Path()}
 }
 
