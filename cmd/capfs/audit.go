@@ -37,6 +37,7 @@ var auditLevels = map[string]func(audit.Outcome) bool{
 // auditSettings are the audit flags as given.
 type auditSettings struct {
 	dest     string // a file, "off" or "stderr"
+	name     string // dest as the user wrote it, for messages ("": dest)
 	maxSize  string // "" = default; "none" = never rotate
 	maxFiles int    // -1 = default; 0 = keep no rotated file
 	maxTotal string // "" = default; "none" = no bound
@@ -51,6 +52,14 @@ var (
 	auditRecheck = time.Second
 	auditGrace   time.Duration
 )
+
+// shown is the destination as messages name it: as the user wrote it.
+func (st auditSettings) shown() string {
+	if st.name != "" {
+		return st.name
+	}
+	return st.dest
+}
 
 // auditKeywords are the --audit destinations that are no file.
 var auditKeywords = map[string]bool{"off": true, "none": true, "stderr": true, "-": true}
@@ -86,12 +95,12 @@ func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error
 	// Surface a bad path now, and tell a regular file from /dev/null or a FIFO.
 	f, err := os.OpenFile(st.dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, nil, usageErrorf("--audit %s: %v (use --audit=off to record nothing)", st.dest, cause(err))
+		return nil, nil, usageErrorf("--audit %s: %v (use --audit=off to record nothing)", st.shown(), cause(err))
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, usageErrorf("--audit %s: %v", st.dest, cause(err))
+		return nil, nil, usageErrorf("--audit %s: %v", st.shown(), cause(err))
 	}
 	if !fi.Mode().IsRegular() {
 		s := &writerSink{w: f, keep: keep, closer: f}
@@ -105,7 +114,7 @@ func openAuditSink(st auditSettings, stderr io.Writer) (audit.Sink, func() error
 	}
 	j, err := audit.OpenJSONL(st.dest, opts...)
 	if err != nil {
-		return nil, nil, usageErrorf("--audit %s: %v", st.dest, cause(err))
+		return nil, nil, usageErrorf("--audit %s: %v", st.shown(), cause(err))
 	}
 	closeSink := func() error {
 		err := j.Close()

@@ -305,6 +305,7 @@ func (s *session) projectRules(ctx context.Context) error {
 // openAudit opens the session's audit sink at auditFile (else the default
 // log), tagged with the command's run for run and sync.
 func (s *session) openAudit(o *globalOptions, command, auditFile string) error {
+	name := auditFile
 	if auditFile == "" {
 		p, err := defaultAuditPath(o.env)
 		if err != nil {
@@ -314,7 +315,7 @@ func (s *session) openAudit(o *globalOptions, command, auditFile string) error {
 	} else if !auditKeywords[auditFile] {
 		auditFile = o.env.abs(auditFile)
 	}
-	sink, closeSink, err := openAuditSink(auditSettings{dest: auditFile, maxSize: o.auditMaxSize, maxFiles: o.auditMaxFiles,
+	sink, closeSink, err := openAuditSink(auditSettings{dest: auditFile, name: name, maxSize: o.auditMaxSize, maxFiles: o.auditMaxFiles,
 		maxTotal: o.auditMaxTotal, level: o.auditLevel}, o.stderr)
 	if err != nil {
 		return err
