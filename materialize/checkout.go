@@ -105,8 +105,9 @@ const (
 
 // Tree is a checkout: a real host directory holding a Dir's subtree, with the
 // Manifest of what it held at checkout. Path, Bound, BindFile, Strategy,
-// Manifest, Skipped and Diff may be called concurrently; a sync-back (syncback.Run) and Close must
-// not run concurrently with any other call on the same Tree.
+// Manifest, Skipped and Diff may be called concurrently; a sync-back
+// (syncback.Run) and Close must not run concurrently with any other call on
+// the same Tree.
 type Tree struct {
 	src      *dir.Dir
 	opts     Options
