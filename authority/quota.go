@@ -184,8 +184,10 @@ func (f *quotaFS) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 }
 
 // quotaFile charges a writable file's growth. It keeps the optional File
-// interfaces ([vfs.OptionalFiles]): OpenStater forwards, TypedFile is there
-// only over a TypedFile (quotaTypedFile).
+// interfaces ([vfs.OptionalFiles]) the wrapped File has (see [vfs.WrapFile])
+// but the host descriptor, which it withholds: a write through it would
+// bypass the account. (A file opened for reading is not wrapped: it keeps
+// its descriptor, which cannot write.)
 type quotaFile struct {
 	vfs.File
 	q         *quotaAccount
@@ -193,24 +195,16 @@ type quotaFile struct {
 	appending bool
 }
 
-// newQuotaFile wraps h, opened at p for writing, charging q: a quotaTypedFile
-// when h is a vfs.TypedFile.
+// newQuotaFile wraps h, opened at p for writing, charging q.
 func newQuotaFile(h vfs.File, q *quotaAccount, p vfs.Path, appending bool) vfs.File {
-	qf := &quotaFile{File: h, q: q, p: p, appending: appending}
-	if _, ok := h.(vfs.TypedFile); ok {
-		return quotaTypedFile{qf}
-	}
-	return qf
+	return vfs.WrapFile(&quotaFile{File: h, q: q, p: p, appending: appending}, h)
 }
 
-// quotaTypedFile is a quotaFile over a [vfs.TypedFile].
-type quotaTypedFile struct{ *quotaFile }
-
 // Type forwards to the wrapped File (see [vfs.TypedFile]).
-func (h quotaTypedFile) Type() fs.FileMode { return h.File.(vfs.TypedFile).Type() }
+func (h *quotaFile) Type() fs.FileMode { return h.File.(vfs.TypedFile).Type() }
 
 // OpenStat forwards to the wrapped File (see [vfs.OpenStater]).
-func (h *quotaFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(h.File) }
+func (h *quotaFile) OpenStat() (vfs.Info, bool) { return h.File.(vfs.OpenStater).OpenStat() }
 
 // grow charges for bytes written at off (or at the end when appending) and
 // returns the charge, which the caller refunds for what was not written.

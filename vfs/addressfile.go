@@ -27,19 +27,19 @@ type FileAddress struct {
 // re-addressed to a.Path with [Readdress]. Stat and OpenStat report a.Name if
 // it is set. Everything else is f's.
 //
-// The File implements exactly the optional File interfaces f implements:
-// [TypedFile], [OpenStater] and the host descriptor of package hostfd. So a
-// type assertion on it answers as one on f would, and what it claims works.
+// The File implements exactly the optional File interfaces ([OptionalFiles])
+// f implements, through [WrapFile]. So a type assertion on it answers as one
+// on f would, and what it claims works.
 // A nil f stays nil.
 func AddressFile(f File, a FileAddress) File {
 	if f == nil {
 		return nil
 	}
-	return (&addressedFile{f: f, path: a.Path.String(), name: a.Name, mapErr: a.Fix}).withOptionals()
+	return WrapFile(&addressedFile{f: f, path: a.Path.String(), name: a.Name, mapErr: a.Fix}, f)
 }
 
-// addressedFile is the File [AddressFile] returns, with none of the optional
-// interfaces. withOptionals adds those f has.
+// addressedFile is the File [AddressFile] returns. It implements every
+// optional File interface, forwarding to f; [WrapFile] keeps those f has.
 type addressedFile struct {
 	f      File
 	path   string            // the caller's path, for errors
@@ -47,84 +47,28 @@ type addressedFile struct {
 	mapErr func(error) error // FileAddress.Fix
 }
 
-// The optional File interfaces an addressedFile forwards, each a method
-// set of its own over the same struct.
-type (
-	addressedTyped  addressedFile // TypedFile
-	addressedStater addressedFile // OpenStater
-	addressedFd     addressedFile // hostfd.Filer
-)
-
-// withOptionals is a over exactly the optional interfaces a.f has.
-func (a *addressedFile) withOptionals() File {
-	t, s, h := (*addressedTyped)(a), (*addressedStater)(a), (*addressedFd)(a)
-	_, typed := a.f.(TypedFile)
-	_, stater := a.f.(OpenStater)
-	_, fd := a.f.(hostfd.Filer)
-	switch {
-	case typed && stater && fd:
-		return struct {
-			*addressedFile
-			*addressedTyped
-			*addressedStater
-			*addressedFd
-		}{a, t, s, h}
-	case typed && stater:
-		return struct {
-			*addressedFile
-			*addressedTyped
-			*addressedStater
-		}{a, t, s}
-	case typed && fd:
-		return struct {
-			*addressedFile
-			*addressedTyped
-			*addressedFd
-		}{a, t, h}
-	case stater && fd:
-		return struct {
-			*addressedFile
-			*addressedStater
-			*addressedFd
-		}{a, s, h}
-	case typed:
-		return struct {
-			*addressedFile
-			*addressedTyped
-		}{a, t}
-	case stater:
-		return struct {
-			*addressedFile
-			*addressedStater
-		}{a, s}
-	case fd:
-		return struct {
-			*addressedFile
-			*addressedFd
-		}{a, h}
-	}
-	return a
-}
-
 // Type forwards to the wrapped File (see [TypedFile]).
-func (t *addressedTyped) Type() fs.FileMode { return t.f.(TypedFile).Type() }
+func (a *addressedFile) Type() fs.FileMode { return a.f.(TypedFile).Type() }
 
 // OpenStat forwards to the wrapped File (see [OpenStater]), with the name
 // Stat reports.
-func (s *addressedStater) OpenStat() (Info, bool) {
-	info, ok := s.f.(OpenStater).OpenStat()
-	if ok && s.name != "" {
-		info.Name = s.name
+func (a *addressedFile) OpenStat() (Info, bool) {
+	info, ok := a.f.(OpenStater).OpenStat()
+	if ok && a.name != "" {
+		info.Name = a.name
 	}
 	return info, ok
 }
 
 // HostFd forwards to the wrapped File (see package hostfd): re-addressing
 // errors adds no check the descriptor would escape.
-func (h *addressedFd) HostFd(t hostfd.Token) (int, bool) { return h.f.(hostfd.Filer).HostFd(t) }
+func (a *addressedFile) HostFd(t hostfd.Token) (int, bool) { return a.f.(hostfd.Filer).HostFd(t) }
 
-// addressed returns the addressedFile under any File [AddressFile] made.
-func (a *addressedFile) addressed() *addressedFile { return a }
+// addressedOf returns the addressedFile under a File [AddressFile] made.
+func addressedOf(f File) (*addressedFile, bool) {
+	a, ok := unwrapFile(f).(*addressedFile)
+	return a, ok
+}
 
 // fix is err as the caller sees it: mapped by Fix, then re-addressed.
 func (a *addressedFile) fix(err error) error {

@@ -107,7 +107,7 @@ func (f withOpenStat) OpenStat() (vfs.Info, bool) {
 	return vfs.Info{Name: "x", Size: 5}, true
 }
 
-func (f withHostFd) HostFd(hostfd.Token) (int, bool) { f.calls["HostFd"]++; return 7, true }
+func (f withHostFd) HostFd(hostfd.Token) (int, bool) { f.calls["hostfd.Filer"]++; return 7, true }
 
 // optFiles are the inner Files with each subset of the optional interfaces,
 // by the names they have.
@@ -129,7 +129,7 @@ func optFiles() map[string]func(*optFile) vfs.File {
 				s
 			}{o, s{o}}
 		},
-		"HostFd": func(o *optFile) vfs.File {
+		"hostfd.Filer": func(o *optFile) vfs.File {
 			return struct {
 				*optFile
 				h
@@ -142,21 +142,21 @@ func optFiles() map[string]func(*optFile) vfs.File {
 				s
 			}{o, t{o}, s{o}}
 		},
-		"TypedFile HostFd": func(o *optFile) vfs.File {
+		"TypedFile hostfd.Filer": func(o *optFile) vfs.File {
 			return struct {
 				*optFile
 				t
 				h
 			}{o, t{o}, h{o}}
 		},
-		"OpenStater HostFd": func(o *optFile) vfs.File {
+		"OpenStater hostfd.Filer": func(o *optFile) vfs.File {
 			return struct {
 				*optFile
 				s
 				h
 			}{o, s{o}, h{o}}
 		},
-		"TypedFile OpenStater HostFd": func(o *optFile) vfs.File {
+		"TypedFile OpenStater hostfd.Filer": func(o *optFile) vfs.File {
 			return struct {
 				*optFile
 				t
@@ -167,10 +167,9 @@ func optFiles() map[string]func(*optFile) vfs.File {
 	}
 }
 
-// The optional File interfaces, by name: those of vfs.OptionalFiles and the
-// host descriptor.
+// The optional File interfaces of vfs.OptionalFiles, by name.
 func fileOptionals() map[string]reflect.Type {
-	m := map[string]reflect.Type{"HostFd": reflect.TypeFor[hostfd.Filer]()}
+	m := map[string]reflect.Type{}
 	for _, o := range vfs.OptionalFiles() {
 		m[o.Name] = o.Type
 	}
@@ -203,7 +202,7 @@ func TestAddressFileForwardsExactlyTheOptionals(t *testing.T) {
 				t.Errorf("[%s] OpenStat: %+v %v, want the inner file's status named b", has, info, ok)
 			}
 		}
-		if fd, ok := hostfd.Of(f); ok != containsWord(has, "HostFd") || ok && (fd != 7 || o.calls["HostFd"] != 1) {
+		if fd, ok := hostfd.Of(f); ok != containsWord(has, "hostfd.Filer") || ok && (fd != 7 || o.calls["hostfd.Filer"] != 1) {
 			t.Errorf("[%s] hostfd.Of: %d %v, want the inner file's", has, fd, ok)
 		}
 		if info, err := f.Stat(); err != nil || info.Name != "b" {
@@ -214,3 +213,50 @@ func TestAddressFileForwardsExactlyTheOptionals(t *testing.T) {
 
 // containsWord reports whether w is one of the words of s.
 func containsWord(s, w string) bool { return slices.Contains(strings.Fields(s), w) }
+
+// allOptionals is a wrapper implementing every optional File interface,
+// forwarding each to the File it wraps.
+type allOptionals struct{ vfs.File }
+
+func (a allOptionals) Type() fs.FileMode { return a.File.(vfs.TypedFile).Type() }
+
+func (a allOptionals) OpenStat() (vfs.Info, bool) { return a.File.(vfs.OpenStater).OpenStat() }
+
+func (a allOptionals) HostFd(t hostfd.Token) (int, bool) { return a.File.(hostfd.Filer).HostFd(t) }
+
+// noHostFd is a wrapper that withholds the host descriptor.
+type noHostFd struct{ vfs.File }
+
+func (a noHostFd) Type() fs.FileMode { return a.File.(vfs.TypedFile).Type() }
+
+func (a noHostFd) OpenStat() (vfs.Info, bool) { return a.File.(vfs.OpenStater).OpenStat() }
+
+// WrapFile keeps exactly the optional File interfaces both the wrapper and
+// the wrapped File have, each answered by the wrapper's method.
+func TestWrapFileKeepsWhatBothHave(t *testing.T) {
+	for has, mk := range optFiles() {
+		o := &optFile{failing: failing{vfs.CodeIO}, calls: map[string]int{}}
+		inner := mk(o)
+		all := vfs.WrapFile(allOptionals{inner}, inner)
+		some := vfs.WrapFile(noHostFd{inner}, inner)
+		for name, typ := range fileOptionals() {
+			in := containsWord(has, name)
+			if got := reflect.TypeOf(all).Implements(typ); got != in {
+				t.Errorf("[%s] WrapFile(all) implements %s: %v, the inner file: %v", has, name, got, in)
+			}
+			want := in && name != "hostfd.Filer"
+			if got := reflect.TypeOf(some).Implements(typ); got != want {
+				t.Errorf("[%s] WrapFile(without a host descriptor) implements %s: %v, want %v", has, name, got, want)
+			}
+		}
+		if fd, ok := hostfd.Of(all); ok != containsWord(has, "hostfd.Filer") || ok && (fd != 7 || o.calls["hostfd.Filer"] != 1) {
+			t.Errorf("[%s] hostfd.Of: %d %v, want the inner file's", has, fd, ok)
+		}
+		if _, err := all.ReadAt(nil, 0); vfs.CodeOf(err) != vfs.CodeIO {
+			t.Errorf("[%s] ReadAt: %v, want the inner file's io_error", has, err)
+		}
+	}
+	if f := vfs.WrapFile(allOptionals{}, nil); f != (allOptionals{}) {
+		t.Errorf("WrapFile(w, nil) = %#v, want w", f)
+	}
+}

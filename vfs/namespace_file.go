@@ -24,8 +24,8 @@ func wrapFile(f File, p Path, l *loc) File {
 // [AddressFile] made (wrapFile's, a Sub's) is re-pointed at p; any other is
 // wrapped, unless q is p.
 func addressFile(f File, p, q Path) File {
-	if a, ok := f.(interface{ addressed() *addressedFile }); ok {
-		a.addressed().path = p.String()
+	if a, ok := addressedOf(f); ok {
+		a.path = p.String()
 		return f
 	}
 	if f == nil || q.String() == p.String() {

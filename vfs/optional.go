@@ -1,6 +1,10 @@
 package vfs
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/capfs/capfs/internal/hostfd"
+)
 
 // Optional describes one optional interface a [Backend] may implement.
 //
@@ -33,6 +37,13 @@ type Optional struct {
 	// Unsupported reports that the interface's contract lets an implementation
 	// answer not_supported (Chowner: the backend may keep no ownership).
 	Unsupported bool
+	// Escapes reports that what the interface hands out escapes the
+	// wrapper's later checks: the host descriptor, which reads and writes
+	// past every wrapper. A wrapper that checks each call forwards it only
+	// where the descriptor cannot bypass that check (a read-only view, a
+	// descriptor open for reading only), and otherwise withholds it (a
+	// quota's writable files), saying why.
+	Escapes bool
 }
 
 // Optionals returns every optional Backend interface: the one list wrappers
@@ -50,18 +61,25 @@ func Optionals() []Optional {
 	}
 }
 
-// OptionalFiles returns every optional [File] interface: the group "file
-// status". [TypedFile] and [OpenStater] let a layer skip an fstat per open.
-// A wrapper of a File keeps both. It keeps OpenStater through the function
-// [OpenStat] (false where the wrapped File recorded nothing). It keeps
-// TypedFile only when the wrapped File is one, since nothing can answer it
-// otherwise. A wrapper that only re-addresses errors is [AddressFile]'s,
-// which implements exactly the interfaces the wrapped File has.
+// OptionalFiles returns every optional [File] interface, in two groups.
+//
+//   - file status: [TypedFile] and [OpenStater] let a layer skip an fstat
+//     per open.
+//   - host descriptor: [hostfd.Filer] gives the host file descriptor under
+//     the File (FUSE passthrough). Its method takes a [hostfd.Token], which
+//     only this module's packages can name, so the descriptor stays out of
+//     capfs's public API. It Escapes (see [Optional]).
+//
+// A wrapper of a File keeps each one its File has, by [WrapFile]: it
+// implements them all, and WrapFile keeps exactly those the wrapped File
+// has. A wrapper that only re-addresses errors is [AddressFile]'s. A wrapper
+// that withholds one does not implement it and says why.
 // [github.com/capfs/capfs/vfs/vfstest.CheckForwards] checks the Files a
 // wrapper opens against it.
 func OptionalFiles() []Optional {
 	return []Optional{
 		{Name: "TypedFile", Group: "file status", Type: reflect.TypeFor[TypedFile]()},
 		{Name: "OpenStater", Group: "file status", Type: reflect.TypeFor[OpenStater]()},
+		{Name: "hostfd.Filer", Group: "host descriptor", Type: reflect.TypeFor[hostfd.Filer](), Escapes: true},
 	}
 }

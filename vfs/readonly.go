@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/capfs/capfs/internal/hostfd"
 )
 
 // writeFlags are the OpenFile flags that can modify a file or the tree.
@@ -19,7 +21,9 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 // b, so it says nothing about whether the path exists.
 //
 // Files opened through it are wrapped so that Write, WriteAt and Truncate fail with
-// read_only too. Sub returns a read-only view of b's Sub. Features reports b's
+// read_only too. They keep the optional File interfaces ([OptionalFiles]) of
+// b's files; the host descriptor answers only where it is open for reading
+// only. Sub returns a read-only view of b's Sub. Features reports b's
 // features with ReadOnly set.
 //
 // ReadOnly is idempotent: wrapping a backend ReadOnly returned gives it back as is.
@@ -174,21 +178,28 @@ func (r *readOnlyBackend) HostPath() (string, bool) {
 	return "", false
 }
 
-// readOnly wraps f, opened at p, as a readOnlyFile, keeping TypedFile when f
-// is one.
+// readOnly wraps f, opened at p, as a readOnlyFile with the optional File
+// interfaces f has (see [WrapFile]).
 func readOnly(f File, p Path) File {
-	rf := &readOnlyFile{File: f, path: p}
-	if _, ok := f.(TypedFile); ok {
-		return readOnlyTypedFile{rf}
-	}
-	return rf
+	return WrapFile(&readOnlyFile{File: f, path: p}, f)
 }
 
-// readOnlyTypedFile is a readOnlyFile over a TypedFile.
-type readOnlyTypedFile struct{ *readOnlyFile }
-
 // Type forwards to the wrapped File (see [TypedFile]).
-func (f readOnlyTypedFile) Type() fs.FileMode { return f.File.(TypedFile).Type() }
+func (f *readOnlyFile) Type() fs.FileMode { return f.File.(TypedFile).Type() }
+
+// HostFd forwards to the wrapped File (see package hostfd) only when the
+// descriptor is open for reading only: writes through it would bypass
+// read_only. The wrapped File was opened without write flags (OpenFile
+// refuses them; ResolveOpen opens for reading), but a backend may hold a
+// descriptor open for more (the physical backend opens O_TRUNC with O_RDWR),
+// so the descriptor's own access mode decides.
+func (f *readOnlyFile) HostFd(t hostfd.Token) (int, bool) {
+	fd, ok := f.File.(hostfd.Filer).HostFd(t)
+	if !ok || !readOnlyFd(fd) {
+		return -1, false
+	}
+	return fd, true
+}
 
 // readOnlyFile is a File opened through a ReadOnly backend: reads pass through,
 // writes fail with read_only (or closed, once closed).

@@ -26,16 +26,29 @@ func overlayOver(t *testing.T) func(vfs.Backend) vfs.Backend {
 // of its lower. It is two layers, not a wrapper of one backend: it claims
 // the fused and listing calls it answers over its merged view, and keeps
 // the optional File interfaces of the files it opens in either layer.
+//
+// A file opened for reading before any write is the lower's, which keeps
+// its host descriptor to itself; one opened for writing, and so every file
+// the Sub opens after, is the upper's copy, which gives its own.
 var overlayForwarding = vfstest.Forwarding{
-	Withheld: overlayWithheld,
+	Withheld: withOwn(overlayWithheld, map[string]string{
+		"hostfd.Filer": "a lower file is read through the lower's checks, which a descriptor handed to the kernel would pass by",
+	}),
 	Own:      overlayOwn,
+	Writable: &vfstest.Forwarding{Own: upperOwn},
 	Sub: &vfstest.Forwarding{
 		Withheld: overlayWithheld,
-		Own: withOwn(overlayOwn, map[string]string{
+		Own: withOwn(upperOwn, map[string]string{
 			"StatResolver": "a Sub resolves beneath its root in the merged view, never with the lower's resolution, which its root does not bound",
 		}),
+		Writable: &vfstest.Forwarding{Own: upperOwn},
 	},
 }
+
+// upperOwn is overlayOwn where the file is the upper's copy.
+var upperOwn = withOwn(overlayOwn, map[string]string{
+	"hostfd.Filer": "an upper file gives the upper's descriptor",
+})
 
 var overlayWithheld = map[string]string{
 	"ListResolver":     "a listing merges two layers: a Dir resolves, decides, then lists (ReadDirInfo for READDIRPLUS)",
@@ -51,7 +64,7 @@ var overlayOwn = map[string]string{
 	"OpenStater":   "a file opened in the upper answers from the upper's file",
 }
 
-// withOwn is a copy of own with more's entries added.
+// withOwn is a copy of own with more's entries added (Withheld maps too).
 func withOwn(own, more map[string]string) map[string]string {
 	out := maps.Clone(own)
 	maps.Copy(out, more)

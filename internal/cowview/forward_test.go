@@ -109,6 +109,7 @@ var viewForwarding = vfstest.Forwarding{
 		"Locator":          "a View's root is the overlay's root; its Subs locate",
 		"Chowner":          "the view keeps no ownership",
 		"OpenStater":       "neither the memory store's nor the lower trees' files (rofile) record a status at open",
+		"hostfd.Filer":     "neither the memory store's nor the lower trees' files are host files",
 	},
 	Own: map[string]string{
 		"TypedFile": "a view's file knows whether it is a directory",
@@ -123,6 +124,7 @@ var viewForwarding = vfstest.Forwarding{
 			"HostLinkResolver": "as the view's",
 			"Chowner":          "as the view's",
 			"OpenStater":       "as the view's",
+			"hostfd.Filer":     "as the view's",
 		},
 		Own: map[string]string{
 			"Locator":   "the Sub finds its root in the view's tree",

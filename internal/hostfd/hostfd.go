@@ -1,19 +1,25 @@
 // Package hostfd lets capfs's own packages reach the host file descriptor
-// under an open file, for the one use that needs it: handing a file of a
-// lazy sandbox's private upper layer to the kernel for FUSE passthrough
-// (fuseexport.Options.Passthrough).
+// under an open file, for the one use that needs it: handing a file to the
+// kernel for FUSE passthrough (fuseexport.Options.Passthrough).
 //
 // Guarantees: only regular files a backend opened on the host, with no
-// size limit of their own to enforce, answer; every wrapper in the chain
-// (a Dir's Backend view, the Overlay's upper files) forwards the question
-// explicitly, and a wrapper that does not know this package answers no. The
-// method takes a Token, a type no package outside this module can name, so
-// the descriptor is not part of capfs's public API.
+// size limit of their own to enforce, answer. [Filer] is an optional File
+// interface of vfs.OptionalFiles, so every File wrapper keeps it where the
+// wrapped File has it (vfs.WrapFile), and vfstest.CheckForwards fails on
+// one that drops it. A wrapper whose per-call checks the descriptor would
+// escape withholds it, or answers only where they still hold: a read-only
+// view gives a descriptor open for reading only; a quota's writable files,
+// an overlay's lower files and a revoked or locked Dir's handles give none.
+// The method takes a [Token], a type no package outside this module can
+// name, so the descriptor is not part of capfs's public API.
 //
 // What it does not guarantee: a descriptor handed out escapes every later
 // per-call check of the wrappers it went through (a Dir's revocation and
-// write lock, hooks on reads and writes). A caller uses it only where those
-// cannot happen while the descriptor is in use, and says so.
+// write lock, hooks on reads and writes). And its access mode bounds reads
+// and writes only: fchmod, futimens and the like work on a descriptor open
+// for reading. A caller uses it only where those checks cannot happen while
+// the descriptor is in use, for reads and writes only (FUSE passthrough),
+// and says so.
 package hostfd
 
 // Token is the argument of Filer.HostFd; only this module's packages can

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -34,22 +35,29 @@ type Forwarding struct {
 	// NoSub, if set, is why the wrapper serves no Sub (a copy-on-write layer
 	// is served whole): the check then skips the Sub level.
 	NoSub string
+	// Writable, if not nil, is how files opened for writing treat the
+	// optional File interfaces, where it differs (a quota's withhold the
+	// host descriptor). Only its Withheld and Own are read.
+	Writable *Forwarding
 }
 
 // CheckForwards checks that wrap hides none of the optional interfaces of
-// [vfs.Optionals].
+// [vfs.Optionals], and that the files it opens hide none of
+// [vfs.OptionalFiles].
 //
 // It wraps a [Probe] over base (a fresh, empty, writable backend), which
 // implements every one and counts calls. On the result, and on the result's Sub
 // of a directory, it asserts each interface through the type assertion a
 // caller makes and calls it. The call must succeed and reach the probe, unless
-// f says the wrapper withholds, answers or refuses it. An interface added to
-// [vfs.Optionals] without a call here fails.
+// f says the wrapper withholds, answers or refuses it. A host descriptor must
+// be the probe's file's, and a read-only wrapper's must not be open for
+// writing. An interface added to [vfs.Optionals] or [vfs.OptionalFiles]
+// without a call here fails.
 func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Backend, f Forwarding) {
 	t.Helper()
 	ctx := context.Background()
 	seedProbe(t, ctx, base)
-	pr := &Probe{Backend: base, calls: &probeCalls{n: map[string]int{}}}
+	pr := &Probe{Backend: base, calls: &probeCalls{n: map[string]int{}, fds: map[int]bool{}}}
 	for _, o := range vfs.Optionals() {
 		if !reflect.TypeOf(pr).Implements(o.Type) {
 			t.Errorf("the probe does not implement vfs.%s: add it to vfstest.Probe", o.Name)
@@ -60,10 +68,10 @@ func CheckForwards(t testing.TB, base vfs.Backend, wrap func(vfs.Backend) vfs.Ba
 	}
 	for _, o := range vfs.OptionalFiles() {
 		if !reflect.TypeFor[*probeFile]().Implements(o.Type) {
-			t.Errorf("the probe's File does not implement vfs.%s: add it to vfstest.probeFile", o.Name)
+			t.Errorf("the probe's File does not implement %v: add it to vfstest.probeFile", o.Type)
 		}
 		if _, ok := optionalFileCalls[o.Name]; !ok {
-			t.Errorf("vfstest has no call for vfs.%s: add one to optionalFileCalls", o.Name)
+			t.Errorf("vfstest has no call for %v: add one to optionalFileCalls", o.Type)
 		}
 	}
 	w := wrap(pr)
@@ -192,7 +200,8 @@ func checkFiles(t testing.TB, ctx context.Context, level string, w vfs.Backend, 
 		return
 	}
 	_, werr := h.Write([]byte("x"))
-	checkFile(t, level+" OpenFile", h, pr, f)
+	ro := w.Features().ReadOnly
+	checkFile(t, level+" OpenFile", h, pr, f, ro)
 	if r, ok := w.(vfs.OpenResolver); ok {
 		h, _, err := r.ResolveOpen(ctx, file, func(vfs.Location) error { return nil })
 		if err != nil {
@@ -202,15 +211,18 @@ func checkFiles(t testing.TB, ctx context.Context, level string, w vfs.Backend, 
 		if _, err := h.Write([]byte("x")); !sameRefusal(err, werr) {
 			t.Errorf("%s %T: a write to ResolveOpen's file %T answered %v, to OpenFile's %v", level, w, h, err, werr)
 		}
-		checkFile(t, level+" ResolveOpen", h, pr, f)
+		checkFile(t, level+" ResolveOpen", h, pr, f, ro)
 	}
-	if !w.Features().ReadOnly {
+	if !ro {
 		h, err := w.OpenFile(ctx, file, os.O_RDWR, 0)
 		if err != nil {
 			t.Errorf("%s %T: OpenFile(%s, O_RDWR): %v", level, w, file, err)
 			return
 		}
-		checkFile(t, level+" OpenFile O_RDWR", h, pr, f)
+		if f.Writable != nil {
+			f = *f.Writable
+		}
+		checkFile(t, level+" OpenFile O_RDWR", h, pr, f, false)
 	}
 }
 
@@ -223,8 +235,10 @@ func sameRefusal(a, b error) bool {
 	return ea.Code == eb.Code && ea.Path == eb.Path
 }
 
-// checkFile checks h's optional File interfaces and closes it.
-func checkFile(t testing.TB, level string, h vfs.File, pr *Probe, f Forwarding) {
+// checkFile checks h's optional File interfaces and closes it. ro says h
+// was opened through a read-only wrapper: a host descriptor it gives must
+// not be open for writing.
+func checkFile(t testing.TB, level string, h vfs.File, pr *Probe, f Forwarding, ro bool) {
 	t.Helper()
 	defer h.Close()
 	for _, o := range vfs.OptionalFiles() {
@@ -235,40 +249,62 @@ func checkFile(t testing.TB, level string, h vfs.File, pr *Probe, f Forwarding) 
 		ok := reflect.TypeOf(h).Implements(o.Type)
 		if reason, withheld := f.Withheld[o.Name]; withheld {
 			if ok {
-				t.Errorf("%s %T: implements vfs.%s, which Forwarding says it withholds (%s)", level, h, o.Name, reason)
+				t.Errorf("%s %T: implements %v, which Forwarding says it withholds (%s)", level, h, o.Type, reason)
 			}
 			continue
 		}
 		if !ok {
-			t.Errorf("%s %T: drops vfs.%s (%s): a caller's type assertion fails", level, h, o.Name, o.Group)
+			t.Errorf("%s %T: drops %v (%s): a caller's type assertion fails", level, h, o.Type, o.Group)
 			continue
 		}
 		before := pr.calls.get(o.Name)
 		_, own := f.Own[o.Name]
-		if err := call(h, own); err != nil {
-			t.Errorf("%s %T: vfs.%s: %v", level, h, o.Name, err)
+		if err := call(h, fileCall{calls: pr.calls, own: own, ro: ro}); err != nil {
+			t.Errorf("%s %T: %v: %v", level, h, o.Type, err)
 		}
 		if !own && pr.calls.get(o.Name) == before {
-			t.Errorf("%s %T: vfs.%s did not reach the wrapped File's method", level, h, o.Name)
+			t.Errorf("%s %T: %v did not reach the wrapped File's method", level, h, o.Type)
 		}
 	}
 }
 
+// fileCall is what a call of optionalFileCalls knows about the File it
+// checks.
+type fileCall struct {
+	calls *probeCalls // the probe's: which descriptors are its own
+	// own says the wrapper answers from a File of its own (a copy-on-write
+	// layer's copy), which may have recorded no status at its open (OpenStat
+	// false, as the contract allows) and whose descriptor is not the
+	// probe's: only a status it gives is checked.
+	own bool
+	ro  bool // the File was opened through a read-only wrapper
+}
+
 // optionalFileCalls calls each optional File interface of h through the type
 // assertion a caller makes and checks the answer is the probe's (a regular
-// file of 5 bytes). own says the wrapper answers from a File of its own (a
-// copy-on-write layer's copy), which may have recorded no status at its open
-// (OpenStat false, as the contract allows): only a status it gives is checked.
-var optionalFileCalls = map[string]func(h vfs.File, own bool) error{
-	"TypedFile": func(h vfs.File, own bool) error {
+// file of 5 bytes; a descriptor the probe's File holds, open for reading
+// only where h is read-only).
+var optionalFileCalls = map[string]func(h vfs.File, c fileCall) error{
+	"TypedFile": func(h vfs.File, c fileCall) error {
 		return want(nil, h.(vfs.TypedFile).Type() == 0, "type", vfs.Root)
 	},
-	"OpenStater": func(h vfs.File, own bool) error {
+	"OpenStater": func(h vfs.File, c fileCall) error {
 		info, ok := h.(vfs.OpenStater).OpenStat()
-		if own && !ok {
+		if c.own && !ok {
 			return nil
 		}
 		return want(nil, ok && info.Size == 5 && info.Mode.IsRegular(), "openstat", vfs.Root)
+	},
+	"hostfd.Filer": func(h vfs.File, c fileCall) error {
+		fd, ok := h.(hostfd.Filer).HostFd(hostfd.Token{})
+		if c.own {
+			return nil
+		}
+		writable, probes := c.calls.fd(fd)
+		if c.ro && ok && writable {
+			return vfs.NewError(vfs.CodeConflict, "hostfd", vfs.Root, "a read-only file gave a descriptor open for writing")
+		}
+		return want(nil, ok && probes, "hostfd", vfs.Root)
 	},
 }
 
@@ -328,7 +364,10 @@ func want(err error, ok bool, op string, p vfs.Path) error {
 // over the Backend it embeds, counting the calls of each. The fused and
 // listing calls answer through the vfs helpers' fallbacks. HostPath reports no
 // host path, HostLinkTarget no target, and Chown changes nothing. Locate
-// reports where the Probe was taken by Sub, from the first Probe's root.
+// reports where the Probe was taken by Sub, from the first Probe's root. Its
+// Files implement every optional File interface of [vfs.OptionalFiles]:
+// their host descriptor is the null device's, open with the open's access
+// mode.
 type Probe struct {
 	vfs.Backend
 	calls *probeCalls
@@ -336,8 +375,18 @@ type Probe struct {
 }
 
 type probeCalls struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu  sync.Mutex
+	n   map[string]int
+	fds map[int]bool // the probe's Files' open descriptors: open for writing
+}
+
+// fd reports whether fd is one of the probe's Files' open descriptors
+// (probes), and whether it is open for writing.
+func (c *probeCalls) fd(fd int) (writable, probes bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	writable, probes = c.fds[fd]
+	return writable, probes
 }
 
 func (c *probeCalls) add(name string) {
@@ -375,7 +424,8 @@ func (p *Probe) ResolveOpen(ctx context.Context, q vfs.Path, decide func(vfs.Loc
 	if err != nil {
 		return nil, loc, err
 	}
-	return &probeFile{File: h, calls: p.calls}, loc, nil
+	f, err := p.file(h, os.O_RDONLY)
+	return f, loc, err
 }
 
 // OpenFile opens q in the embedded backend as a File implementing every
@@ -385,14 +435,30 @@ func (p *Probe) OpenFile(ctx context.Context, q vfs.Path, flag int, perm fs.File
 	if err != nil {
 		return nil, err
 	}
-	return &probeFile{File: h, calls: p.calls}, nil
+	return p.file(h, flag)
+}
+
+// file is h, opened with flag, as a File of the probe. Its host descriptor
+// is the null device's, open with flag's access mode.
+func (p *Probe) file(h vfs.File, flag int) (vfs.File, error) {
+	null, err := os.OpenFile(os.DevNull, flag&(os.O_RDONLY|os.O_WRONLY|os.O_RDWR), 0)
+	if err != nil {
+		h.Close()
+		return nil, vfs.Errno("open", vfs.Root, err)
+	}
+	f := &probeFile{File: h, calls: p.calls, null: null}
+	p.calls.mu.Lock()
+	p.calls.fds[f.fd()] = flag&(os.O_WRONLY|os.O_RDWR) != 0
+	p.calls.mu.Unlock()
+	return f, nil
 }
 
 // probeFile is a File of a Probe: it answers the optional File interfaces
-// from Stat, counting the calls.
+// from Stat and its null device, counting the calls.
 type probeFile struct {
 	vfs.File
 	calls *probeCalls
+	null  *os.File // its host descriptor
 }
 
 func (f *probeFile) Type() fs.FileMode {
@@ -405,6 +471,23 @@ func (f *probeFile) OpenStat() (vfs.Info, bool) {
 	f.calls.add("OpenStater")
 	info, err := f.File.Stat()
 	return info, err == nil
+}
+
+// HostFd counts a call and gives the null device's descriptor.
+func (f *probeFile) HostFd(hostfd.Token) (int, bool) {
+	f.calls.add("hostfd.Filer")
+	return f.fd(), true
+}
+
+func (f *probeFile) fd() int { return int(f.null.Fd()) }
+
+// Close closes the File and its null device.
+func (f *probeFile) Close() error {
+	f.calls.mu.Lock()
+	delete(f.calls.fds, f.fd())
+	f.calls.mu.Unlock()
+	f.null.Close()
+	return f.File.Close()
 }
 
 // ResolveReadDir counts a call and answers as [vfs.ResolveReadDir] does.

@@ -1,7 +1,11 @@
 package vfstest_test
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,5 +43,61 @@ func TestCheckForwardsFailsOnADroppingWrapper(t *testing.T) {
 	vfstest.CheckForwards(rec, memory.New(), func(b vfs.Backend) vfs.Backend { return b }, vfstest.Forwarding{})
 	if len(rec.errs) != 0 {
 		t.Errorf("CheckForwards over no wrapper failed:\n%s", strings.Join(rec.errs, "\n"))
+	}
+}
+
+// droppingFd's files keep TypedFile and OpenStater but drop the host
+// descriptor: the mistake a File wrapper written by hand makes.
+type droppingFd struct{ vfs.Backend }
+
+type fdlessFile struct{ vfs.File }
+
+func (f fdlessFile) Type() fs.FileMode { return f.File.(vfs.TypedFile).Type() }
+
+func (f fdlessFile) OpenStat() (vfs.Info, bool) { return f.File.(vfs.OpenStater).OpenStat() }
+
+func (d droppingFd) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := d.Backend.OpenFile(ctx, p, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return fdlessFile{f}, nil
+}
+
+// leakyReadOnly is a read-only view that opens what it reads for writing
+// in the backend beneath, and so hands out a descriptor that writes.
+type leakyReadOnly struct {
+	vfs.Backend // vfs.ReadOnly(rw)
+	rw          vfs.Backend
+}
+
+func (l leakyReadOnly) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
+	if _, err := l.Backend.OpenFile(ctx, p, flag, perm); err != nil {
+		return nil, err // the read-only view's refusal
+	}
+	return l.rw.OpenFile(ctx, p, os.O_RDWR, 0)
+}
+
+// CheckForwards fails on a wrapper whose files drop the host descriptor,
+// and on a read-only wrapper whose files give one open for writing.
+func TestCheckForwardsFailsOnAFileDroppingHostFd(t *testing.T) {
+	rec := &recorder{TB: t}
+	vfstest.CheckForwards(rec, memory.New(), func(b vfs.Backend) vfs.Backend { return droppingFd{b} }, vfstest.Forwarding{})
+	got := strings.Join(rec.errs, "\n")
+	for _, level := range []string{"wrapped OpenFile ", "wrapped OpenFile O_RDWR "} {
+		if !strings.Contains(got, level+"vfstest_test.fdlessFile: drops hostfd.Filer (host descriptor)") {
+			t.Errorf("CheckForwards did not report that %sdrops hostfd.Filer; it reported:\n%s", level, got)
+		}
+	}
+	if strings.Contains(got, "fdlessFile: drops vfs.") {
+		t.Errorf("CheckForwards reported a File interface fdlessFile keeps:\n%s", got)
+	}
+	rec = &recorder{TB: t}
+	leaky := func(b vfs.Backend) vfs.Backend { return leakyReadOnly{Backend: vfs.ReadOnly(b), rw: b} }
+	vfstest.CheckForwards(rec, memory.New(), leaky, vfstest.Forwarding{NoSub: "the test's wrapper has none"})
+	if !slices.ContainsFunc(rec.errs, func(e string) bool {
+		return strings.HasPrefix(e, "wrapped OpenFile ") && strings.HasSuffix(e, "a read-only file gave a descriptor open for writing")
+	}) {
+		t.Errorf("CheckForwards did not report a read-only file's writable descriptor; it reported:\n%s", strings.Join(rec.errs, "\n"))
 	}
 }
