@@ -266,11 +266,14 @@ func (s *scope) act(ctx context.Context, c *call, fn func(ctx context.Context) e
 // call of sp on path and dest, leaving size bytes, and for an open that also
 // reads, the path read.
 func allowsEngine(eng *policy.Engine, sp *spec, path, dest string, size int64) bool {
-	if !eng.AllowsPath(sp.op, path, dest, size) {
+	if !eng.AllowsClass(sp.cls, path, dest, size) {
 		return false
 	}
-	return !sp.alsoRead || sp.op == policy.OpRead || eng.AllowsPath(policy.OpRead, path, "", -1)
+	return !sp.alsoRead || sp.op == policy.OpRead || eng.AllowsClass(readClass, path, "", -1)
 }
+
+// readClass is the class of policy.OpRead (see allowsEngine).
+var readClass = policy.ClassOf(policy.OpRead)
 
 // allowsLex is allowsEngine on a call of sp on p and q (parsed, as the guest
 // wrote them), from the tree's root, the scope's root being base there. A

@@ -41,13 +41,15 @@ type spec struct {
 	status, kept bool
 
 	// Derived from op by mk.
-	writes     bool // op.Writes(): a read-only capability refuses it
-	structural bool // changes what names reach what (rename, copy, link, symlink): the tree lock is taken exclusively
+	cls        policy.OpClass // policy.ClassOf(op), for Engine.AllowsClass
+	writes     bool           // op.Writes(): a read-only capability refuses it
+	structural bool           // changes what names reach what (rename, copy, link, symlink): the tree lock is taken exclusively
 }
 
 // mk fills the fields of s derived from its op and returns it.
 func mk(s spec) *spec {
 	s.writes = s.op.Writes()
+	s.cls = policy.ClassOf(s.op)
 	switch s.op {
 	case policy.OpRename, policy.OpCopy, policy.OpSymlink, policy.OpLink:
 		s.structural = true

@@ -205,6 +205,12 @@ type Engine struct {
 	compiled *compiledSet
 	// defDecision is the decision when no rule matches (defaultDecision).
 	defDecision Decision
+	// plainRead and plainWrite are the matchers plainOne walks for the two
+	// kinds of op, or nil where plainOne always says false (no compiled set,
+	// case folding, rules, residual patterns); defAllow is defDecision's
+	// Effect == Allow. Set once by New, for AllowsClass.
+	plainRead, plainWrite *matcher
+	defAllow              bool
 }
 
 type rule struct {
@@ -274,6 +280,15 @@ func New(cfg Config) (*Engine, error) {
 	e.cfg = cfg
 	e.compiled = compileSet(e)
 	e.defDecision = e.defaultDecision()
+	e.defAllow = e.defDecision.Effect == Allow
+	if cs := e.compiled; cs != nil && !e.fold && len(e.rules) == 0 {
+		if len(cs.read.residual) == 0 {
+			e.plainRead = cs.read
+		}
+		if len(cs.write.residual) == 0 {
+			e.plainWrite = cs.write
+		}
+	}
 	return e, nil
 }
 
@@ -386,10 +401,39 @@ func (e *Engine) Allows(ctx context.Context, r *Request) bool {
 // two-path op) leaving size bytes (-1: unknown): the only fields of a Request
 // an Engine reads.
 func (e *Engine) AllowsPath(op Op, path, dest string, size int64) bool {
-	if bit := opBit(op); bit != 0 && (e.maxSize <= 0 || size <= e.maxSize) && e.plainOne(bit, path, dest) {
-		return e.defDecision.Effect == Allow
+	return e.AllowsClass(ClassOf(op), path, dest, size)
+}
+
+// OpClass is an op as an Engine sorts it, worked out once by [ClassOf] so
+// that [Engine.AllowsClass] does not compare the op's name on every call.
+type OpClass struct {
+	op  Op
+	bit opMask
+}
+
+// ClassOf returns the class of op.
+func ClassOf(op Op) OpClass { return OpClass{op: op, bit: opBit(op)} }
+
+// Op returns the op c was made of.
+func (c OpClass) Op() Op { return c.op }
+
+// AllowsClass is AllowsPath for an op of class c: where the request is one
+// clean path that no pattern can match (plainOne) it answers with the default
+// decision after one walk; else it decides the request.
+func (e *Engine) AllowsClass(c OpClass, path, dest string, size int64) bool {
+	if c.bit != 0 && c.bit != opCopyBit && dest == "" && path != "." && (e.maxSize <= 0 || size <= e.maxSize) {
+		m := e.plainRead
+		if c.bit&maskWrite != 0 {
+			m = e.plainWrite
+		}
+		if m != nil {
+			var got idSet
+			if m.walkShared(path, &got) == walkOK && got == (idSet{}) {
+				return e.defAllow
+			}
+		}
 	}
-	r := Request{Op: op, Path: path, Dest: dest, Size: size}
+	r := Request{Op: c.op, Path: path, Dest: dest, Size: size}
 	return e.Decide(context.Background(), &r).Effect == Allow
 }
 
