@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -59,7 +60,10 @@ func TestServeControlBoundsConnections(t *testing.T) {
 
 	ask := func(c net.Conn) int {
 		t.Helper()
-		if _, err := io.WriteString(c, "CONNECT refused.invalid:443 HTTP/1.1\r\nHost: refused.invalid:443\r\n\r\n"); err != nil {
+		// A connection past the bound is answered 503 and closed without being
+		// read, perhaps before the request is written: the write then fails
+		// with EPIPE, and the answer waits in the socket all the same.
+		if _, err := io.WriteString(c, "CONNECT refused.invalid:443 HTTP/1.1\r\nHost: refused.invalid:443\r\n\r\n"); err != nil && !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
 			t.Fatal(err)
 		}
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
