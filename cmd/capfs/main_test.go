@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/audit"
+	"github.com/capfs/capfs/internal/mountkind"
 	"github.com/capfs/capfs/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -77,6 +78,13 @@ func capfsBinary(t testing.TB) string {
 		t.Fatalf("building capfs: %v", binErr)
 	}
 	return binPath
+}
+
+// openMount opens the backend a spec names in the test process's
+// environment, a memory mount without its own quota getting memQuota
+// ([openMountCtx]).
+func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
+	return openMountCtx(context.Background(), spec, mountkind.Env{MemoryQuota: memQuota})
 }
 
 // result is one run of capfs.

@@ -59,13 +59,8 @@ func parseMountPath(s string) (vfs.Path, error) {
 	return p.WithoutDirMark(), nil
 }
 
-// openMount opens the backend a spec names in the process's environment; a
-// memory mount without its own quota gets memQuota (negative: no limit).
-func openMount(spec mountSpec, memQuota int64) (*mounted, error) {
-	return openMountCtx(context.Background(), spec, mountkind.Env{MemoryQuota: memQuota})
-}
-
-// openMountCtx is [openMount] under ctx, in env.
+// openMountCtx opens the backend a spec names under ctx, in env; a memory
+// mount without its own quota gets env.MemoryQuota (negative: no limit).
 func openMountCtx(ctx context.Context, spec mountSpec, env mountkind.Env) (*mounted, error) {
 	m := &mounted{mountSpec: spec}
 	b, err := mountkind.Open(ctx, &m.mountSpec, env)
