@@ -319,6 +319,32 @@ func ReaddressTo(err error, op string, p Path, dest ...Path) error {
 	return Readdress(err, "", p.String(), to)
 }
 
+// Under re-addresses err, whose paths are relative to directory p, to the
+// paths they have from the root p is in: "a/b" under "w" is "w/a/b", and "."
+// under "w" is "w". An error that is not an [*Error] is returned unchanged.
+func Under(err error, p Path) error {
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
+		return err
+	}
+	dest := ""
+	if e.Dest != "" {
+		dest = under(p, e.Dest)
+	}
+	return Readdress(err, "", under(p, e.Path), dest)
+}
+
+// under joins p and rel, a path relative to it.
+func under(p Path, rel string) string {
+	switch {
+	case p.IsRoot():
+		return rel
+	case rel == "" || rel == ".":
+		return p.String()
+	}
+	return p.String() + "/" + rel
+}
+
 // Reop returns err with only its Op replaced.
 // An error that is not an [*Error] is returned unchanged.
 func Reop(err error, op string) error {

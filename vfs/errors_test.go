@@ -107,3 +107,27 @@ func TestReopAndGuestError(t *testing.T) {
 		t.Error("Reop changed a foreign error")
 	}
 }
+
+func TestUnder(t *testing.T) {
+	w := vfs.MustParse("w/x")
+	for _, c := range []struct {
+		p          vfs.Path
+		path, dest string
+		want, wd   string
+	}{
+		{w, "a/b", "", "w/x/a/b", ""},
+		{w, ".", "c", "w/x", "w/x/c"},
+		{w, "", "", "w/x", ""},
+		{vfs.Root, "a", "b", "a", "b"},
+	} {
+		err := vfs.Readdress(vfs.NewError(vfs.CodeNotFound, "open", vfs.Root, ""), "", c.path, c.dest)
+		got, ok := vfs.Under(err, c.p).(*vfs.Error)
+		if !ok || got.Path != c.want || got.Dest != c.wd || got.Op != "open" || got.Code != vfs.CodeNotFound {
+			t.Errorf("Under(%q, %q -> %q) = %v, want path %q dest %q", c.p, c.path, c.dest, got, c.want, c.wd)
+		}
+	}
+	plain := errors.New("plain")
+	if vfs.Under(plain, w) != plain {
+		t.Error("a plain error was changed")
+	}
+}

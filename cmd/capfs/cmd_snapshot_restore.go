@@ -83,7 +83,7 @@ type restorer struct {
 // at addresses err, from a call on the Dir at snapshot path p, by its
 // namespace path.
 func (r *restorer) at(err error, p vfs.Path) error {
-	return readdressUnder(err, r.dest.Join(p))
+	return vfs.Under(err, r.dest.Join(p))
 }
 
 // into copies directory p of the snapshot into d and returns the number of

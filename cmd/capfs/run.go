@@ -522,7 +522,7 @@ func (r *runner) startError(err error) error {
 		return err
 	}
 	if me.Op == "checkout" {
-		return readdressUnder(me.Err, r.paths[me.Index])
+		return vfs.Under(me.Err, r.paths[me.Index])
 	}
 	return me.Err
 }
@@ -592,20 +592,6 @@ func joinGuest(p vfs.Path, rel string) string {
 		return p.String()
 	}
 	return p.String() + "/" + rel
-}
-
-// readdressUnder re-addresses an error whose path is relative to the Dir at p to the
-// namespace root.
-func readdressUnder(err error, p vfs.Path) error {
-	var ve *vfs.Error
-	if !errors.As(err, &ve) {
-		return err
-	}
-	dest := ""
-	if ve.Dest != "" {
-		dest = joinGuest(p, ve.Dest)
-	}
-	return vfs.Readdress(err, "", joinGuest(p, ve.Path), dest)
 }
 
 // recoverSyncs finishes, before a new checkout, the sync-backs into this work

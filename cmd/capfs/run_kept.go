@@ -112,7 +112,7 @@ func (r *runner) collectCommit(ctx context.Context, status int) int {
 func (r *runner) collectHeld(ctx context.Context, status int) int {
 	changes, err := r.workTree.Diff(ctx)
 	if err != nil {
-		r.say("capfs: run: %s\n", showError(readdressUnder(err, r.workPath)))
+		r.say("capfs: run: %s\n", showError(vfs.Under(err, r.workPath)))
 		r.keepForLater(ctx, status, "")
 		return exitSyncBack
 	}

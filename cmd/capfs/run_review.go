@@ -19,6 +19,7 @@ import (
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/syncback"
+	"github.com/capfs/capfs/vfs"
 )
 
 // review decides, once the command exited with status, what becomes of its
@@ -83,7 +84,7 @@ func (r *runner) apply(ctx context.Context, status int) int {
 	rep, serr := syncback.Run(ctx, r.workTree, opts)
 	r.finishBars()
 	if rep == nil {
-		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
+		r.say("capfs: sync-back: %s\n", showError(vfs.Under(serr, r.workPath)))
 		r.keepForLater(ctx, status, "sync-back failed")
 		return exitSyncBack
 	}
@@ -119,7 +120,7 @@ func (r *runner) holdKept(ctx context.Context, status int, verb string, keep boo
 	}
 	rep, serr := syncback.Run(ctx, r.workTree, opts)
 	if rep == nil {
-		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
+		r.say("capfs: sync-back: %s\n", showError(vfs.Under(serr, r.workPath)))
 		r.keepForLater(ctx, status, "")
 		return exitSyncBack, true
 	}
@@ -162,7 +163,7 @@ func (r *runner) ask(ctx context.Context, status int) int {
 	}
 	rep, serr := syncback.Run(ctx, r.workTree, opts)
 	if rep == nil {
-		r.say("capfs: sync-back: %s\n", showError(readdressUnder(serr, r.workPath)))
+		r.say("capfs: sync-back: %s\n", showError(vfs.Under(serr, r.workPath)))
 		r.keepForLater(ctx, status, "")
 		return exitSyncBack
 	}

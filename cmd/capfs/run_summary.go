@@ -398,7 +398,7 @@ func intermediate(p string) bool {
 func printApplied(w io.Writer, at vfs.Path, rep *syncback.Report, err error, n int) {
 	if rep == nil {
 		if err != nil {
-			fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(readdressUnder(err, at)))
+			fmt.Fprintf(w, "capfs: sync-back: %s\n", showError(vfs.Under(err, at)))
 		}
 		return
 	}
