@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capfs/capfs/internal/mountkind"
+	"github.com/capfs/capfs/vfs"
 )
 
 // TestNeedsBinary: the harness runs in a process of its own exactly the
@@ -76,5 +81,30 @@ func TestEnvironInProcess(t *testing.T) {
 	r = runCapfsEnv(t, root, []string{"CAPFS_PHYSICAL_RESOLVER=bogus"}, "-m", "p=physical:.", "ls", "p").want(t, 2)
 	if !strings.Contains(r.stderr, `CAPFS_PHYSICAL_RESOLVER="bogus"`) {
 		t.Errorf("the environ's CAPFS_PHYSICAL_RESOLVER was not read: %q", r.stderr)
+	}
+}
+
+// The fakepanic kind panics when opened: a command line that mounts it
+// panics in the middle of execute.
+var _ = mountkind.Register(&mountkind.Kind{
+	Name:  "fakepanic",
+	Usage: "fakepanic:",
+	Help:  "a mount that panics when opened (tests)",
+	Parse: func(*mountSpec, string, string) error { return nil },
+	Open: func(context.Context, *mountSpec, mountkind.Env) (vfs.Backend, error) {
+		panic("fakepanic opened")
+	},
+})
+
+// TestInProcessPanic: a panic in a command run in-process is caught and
+// reported with its stack (the harness then fails the test), instead of
+// ending the test binary.
+func TestInProcessPanic(t *testing.T) {
+	t.Parallel()
+	done := make(chan outcome, 1)
+	args := []string{"--no-default-mounts", "--audit", "off", "-m", "x=fakepanic:", "ls", "x"}
+	runExecute(context.Background(), testEnviron(t.TempDir(), nil), args, strings.NewReader(""), io.Discard, io.Discard, done)
+	if o := <-done; !strings.Contains(o.panic, "fakepanic opened") || !strings.Contains(o.panic, "goroutine") {
+		t.Errorf("outcome of a panicking command line: %+v", o)
 	}
 }
