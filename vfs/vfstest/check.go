@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -164,7 +165,13 @@ func (c *checked) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 		c.t.Errorf("%s returned a nil File and no error", call)
 		return nil, vfs.NewError(vfs.CodeIO, "open", p, "nil file")
 	}
-	return &checkedFile{f: f, c: c, name: p.String()}, nil
+	return c.file(f, p), nil
+}
+
+// file is f, opened at p, checked, with the optional File interfaces f has
+// (see [vfs.WrapFile]).
+func (c *checked) file(f vfs.File, p vfs.Path) vfs.File {
+	return vfs.WrapFile(&checkedFile{f: f, c: c, name: p.String()}, f)
 }
 
 func (c *checked) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
@@ -213,7 +220,8 @@ func (c *checked) Sub(ctx context.Context, p vfs.Path) (vfs.Backend, error) {
 }
 
 // checkedFile wraps a File: errors must be [*vfs.Error] (io.EOF where io allows it),
-// and counts must respect the io.Reader, io.ReaderAt and io.Writer contracts.
+// and counts must respect the io.Reader, io.ReaderAt and io.Writer contracts. It
+// keeps the optional File interfaces of the File it wraps (see [vfs.WrapFile]).
 type checkedFile struct {
 	f    vfs.File
 	c    *checked
@@ -288,7 +296,13 @@ func (f *checkedFile) Truncate(size int64) error {
 func (f *checkedFile) Sync() error { return f.checkErr("Sync", f.f.Sync(), false) }
 
 // OpenStat forwards to the wrapped File ([vfs.OpenStater]).
-func (f *checkedFile) OpenStat() (vfs.Info, bool) { return vfs.OpenStat(f.f) }
+func (f *checkedFile) OpenStat() (vfs.Info, bool) { return f.f.(vfs.OpenStater).OpenStat() }
+
+// Type forwards to the wrapped File ([vfs.TypedFile]).
+func (f *checkedFile) Type() fs.FileMode { return f.f.(vfs.TypedFile).Type() }
+
+// HostFd forwards to the wrapped File (see package hostfd).
+func (f *checkedFile) HostFd(t hostfd.Token) (int, bool) { return f.f.(hostfd.Filer).HostFd(t) }
 
 // ResolveOpen and ResolveReadDir reach the wrapped backend's own ([vfs.OpenResolver],
 // [vfs.ListResolver]), or the vfs fallbacks over it, and check their errors, except
@@ -300,7 +314,7 @@ func (c *checked) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.L
 		c.check("ResolveOpen("+p.String()+")", err)
 	}
 	if h != nil {
-		h = &checkedFile{f: h, c: c, name: p.String()}
+		h = c.file(h, p)
 	}
 	return h, loc, err
 }
