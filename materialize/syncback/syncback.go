@@ -242,6 +242,9 @@ func (t *checkout) run(ctx context.Context, opts Options) (*Report, error) {
 	rep := &Report{}
 	changes, hit, err := t.DiffWithin(ctx, lim)
 	if err != nil {
+		if !opts.DryRun {
+			t.SetSyncKept(true) // what the scan could not read may be changes
+		}
 		return nil, err
 	}
 	if t.ReadOnly() {
@@ -253,6 +256,7 @@ func (t *checkout) run(ctx context.Context, opts Options) (*Report, error) {
 	v := &validator{ctx: ctx, src: t.src, opts: opts, lim: lim}
 	plan, err := t.plan(v, changes)
 	if err != nil {
+		t.stopped(rep, changes, err, opts.DryRun)
 		return rep, err
 	}
 	if hasPending(plan) && t.src.Backend().Features().ReadOnly {
@@ -377,6 +381,16 @@ func (t *checkout) startJournal(opts Options, plan []*step, ops []op) (*journal,
 		return nil, err
 	}
 	return writeJournal(jdir, opts.Label, t.path, plan, ops)
+}
+
+// stopped reports every change as not applied, because the sync-back
+// stopped before its plan was made (err: a source the Dir no longer
+// reaches, a revoked grant), and keeps the checkout that holds them.
+func (t *checkout) stopped(rep *Report, changes []materialize.Change, err error, dryRun bool) {
+	for _, c := range changes {
+		rep.NotApplied = append(rep.NotApplied, Unapplied{Change: c, Cause: CauseStopped, Code: vfs.CodeOf(err), Reason: messageOf(err)})
+	}
+	t.keepFor(rep, dryRun)
 }
 
 // keepFor keeps the checkout when rep leaves changes unapplied (and lets Close

@@ -367,3 +367,33 @@ func TestSyncBackSourceDeleted(t *testing.T) {
 		}
 	})
 }
+
+// A sync-back that stops before its plan is made (the source Dir revoked
+// meanwhile) applies nothing, reports every change as not applied, and
+// keeps the checkout that holds them: closing it does not remove it.
+func TestSyncBackStoppedKeepsCheckout(t *testing.T) {
+	d, ctl := dir.New(memory.New())
+	must(t, d.WriteFile(ctx, "a.txt", []byte("a\n"), 0o644))
+	tr := checkout(t, d, materialize.Options{})
+	must(t, os.WriteFile(filepath.Join(tr.Path(), "a.txt"), []byte("changed\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(tr.Path(), "b.txt"), []byte("new\n"), 0o644))
+	ctl.Revoke()
+	rep, err := syncback.Run(ctx, tr, syncback.Options{})
+	if vfs.CodeOf(err) != vfs.CodeRevoked {
+		t.Fatalf("Run: %v, want revoked", err)
+	}
+	if rep == nil || len(rep.Applied) != 0 || len(rep.NotApplied) != 2 || rep.Checkout != tr.Path() {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, u := range rep.NotApplied {
+		if u.Cause != syncback.CauseStopped || u.Code != vfs.CodeRevoked {
+			t.Errorf("not applied %+v", u)
+		}
+	}
+	p := tr.Path()
+	must(t, tr.Close())
+	defer os.RemoveAll(p)
+	if b, err := os.ReadFile(filepath.Join(p, "b.txt")); err != nil || string(b) != "new\n" {
+		t.Fatalf("the kept checkout lost b.txt: %q, %v", b, err)
+	}
+}
