@@ -54,6 +54,12 @@ type SandboxOptions struct {
 	Checkout materialize.Options
 	// Sync is the template for each writable grant's sync-back.
 	Sync syncback.Options
+	// Record, if not nil, names each writable grant's tree for a later
+	// sync-back: work (how the caller names where it comes from) and the
+	// sync-back journal's label. Its checkout, when kept past the run (a
+	// sync-back that did not apply everything), is then recorded
+	// (run.Record), for capfs sync to find.
+	Record func(m GrantMount) (work, label string)
 }
 
 // GrantMount is one grant as the sandbox sees it.
@@ -69,6 +75,11 @@ type GrantMount struct {
 	// (paths relative to Resolved): names the policy hides, special files,
 	// names no capfs path can hold. Nothing is left out silently.
 	Skipped []materialize.Skip `json:"skipped,omitempty"`
+	// Kept is the host path of the grant's checkout when it is kept past the
+	// run (what its sync-back did not apply stays there); KeptID is its
+	// record's id when SandboxOptions.Record made one.
+	Kept   string `json:"kept,omitempty"`
+	KeptID string `json:"kept_id,omitempty"`
 }
 
 // RunReport says what Run did.
@@ -124,7 +135,11 @@ func (a *Authority) Run(ctx context.Context, req RunRequest, opts SandboxOptions
 		rep.Mounts = append(rep.Mounts, m)
 		co, so := opts.Checkout, opts.Sync
 		so.Subject = req.Subject.String()
-		spec.Mounts = append(spec.Mounts, run.Mount{Name: "grant " + b.g.ID, Dir: b.d, Target: m.Target, Writable: m.Writable, Checkout: co, Sync: so})
+		rm := run.Mount{Name: "grant " + b.g.ID, Dir: b.d, Target: m.Target, Writable: m.Writable, Checkout: co, Sync: so}
+		if opts.Record != nil && m.Writable {
+			rm.Work, rm.Sync.Label = opts.Record(m)
+		}
+		spec.Mounts = append(spec.Mounts, rm)
 	}
 	if len(spec.Mounts) == 0 {
 		return rep, invalid("the subject has no grant to run on")
@@ -140,6 +155,7 @@ func (a *Authority) Run(ctx context.Context, req RunRequest, opts SandboxOptions
 	rep.Result = rr.Result
 	for i, mr := range rr.Mounts {
 		rep.Mounts[i].Skipped = mr.Skipped
+		rep.Mounts[i].Kept, rep.Mounts[i].KeptID = mr.Kept, mr.KeptID
 		if mr.Synced {
 			rep.Syncs[rep.Mounts[i].Grant] = mr.Sync
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/materialize/sandbox"
 	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
@@ -95,6 +96,7 @@ func TestRunOnGrants(t *testing.T) {
 // nothing reaches the root, and the checkout is kept and reported.
 func TestRunRevokedMidRun(t *testing.T) {
 	runner := sandboxRunner(t)
+	t.Setenv(syncback.EnvStateDir, t.TempDir())
 	a := New()
 	out := memory.New()
 	must(t, a.RegisterRoot(RootDescriptor{Kind: KindArtifact, ID: "out"}, out))
@@ -108,7 +110,8 @@ func TestRunRevokedMidRun(t *testing.T) {
 	go func() {
 		defer close(done)
 		rep, runErr = a.Run(ctx, RunRequest{Subject: agent, Path: "sh", Args: []string{"-c", "echo x > f.txt; echo ready; read line"},
-			Stdin: inR, Stdout: outW}, SandboxOptions{Runner: runner, Sync: syncback.Options{JournalDir: t.TempDir()}})
+			Stdin: inR, Stdout: outW}, SandboxOptions{Runner: runner, Sync: syncback.Options{JournalDir: t.TempDir()},
+			Record: func(m GrantMount) (string, string) { return "work/" + m.Grant, "test:" + m.Grant }})
 		outW.Close()
 	}()
 	line, _ := bufio.NewReader(outR).ReadString('\n')
@@ -129,6 +132,16 @@ func TestRunRevokedMidRun(t *testing.T) {
 	outDir, _ := dir.New(out)
 	if ok, _ := outDir.Exists(ctx, "f.txt"); ok {
 		t.Fatal("f.txt reached the root after revocation")
+	}
+	// The refused changes stay in the kept checkout, named in the report and
+	// recorded for a later sync-back.
+	if len(rep.Mounts) != 1 || rep.Mounts[0].Kept == "" || rep.Mounts[0].KeptID == "" {
+		t.Fatalf("report mounts %+v: the kept checkout is not named", rep.Mounts)
+	}
+	defer os.RemoveAll(rep.Mounts[0].Kept)
+	recs, _, err := run.ReadKept()
+	if err != nil || len(recs) != 1 || recs[0].ID != rep.Mounts[0].KeptID || recs[0].Work != "work/"+wg.ID || recs[0].Label != "test:"+wg.ID {
+		t.Fatalf("kept records %+v, %v", recs, err)
 	}
 }
 

@@ -132,7 +132,7 @@ func (r *runner) run(ctx context.Context, argv []string) error {
 	r.trace("grants")
 
 	// Run.
-	runner, bw, err := r.sandboxRunner()
+	runner, bw, err := r.sandboxRunner(r.s.Subject)
 	if err != nil {
 		return r.failedBeforeRun(err)
 	}
@@ -216,9 +216,9 @@ func (r *runner) checkOutputs(ctx context.Context, m *mounted) error {
 	return err
 }
 
-// sandboxRunner is the run's sandbox: bubblewrap with the limits, the build
-// caches and the tool mount, wrapped for --net.
-func (r *runner) sandboxRunner() (*sandbox.Runner, *sandbox.BubblewrapWrapper, error) {
+// sandboxRunner is the run's sandbox, for subject: bubblewrap with the
+// limits, the build caches and the tool mount, wrapped for --net.
+func (r *runner) sandboxRunner(subject string) (*sandbox.Runner, *sandbox.BubblewrapWrapper, error) {
 	opts := r.lim.options()
 	if r.cacheKey != "" {
 		caches, err := cacheMounts(r.cacheKey)
@@ -231,7 +231,7 @@ func (r *runner) sandboxRunner() (*sandbox.Runner, *sandbox.BubblewrapWrapper, e
 	r.useToolMount(&opts)
 	r.noteShownMounts()
 	bw := sandbox.Bubblewrap(opts)
-	wrappers, err := r.lim.net.wrappers(bw, r.s.Subject, r.s.Audit, r.msgs())
+	wrappers, err := r.lim.net.wrappers(bw, subject, r.s.Audit, r.msgs())
 	if err != nil {
 		return nil, nil, err
 	}

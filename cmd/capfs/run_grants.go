@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/authority"
-	"github.com/capfs/capfs/materialize/sandbox"
+	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -57,15 +58,13 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go watchGrantFile(wctx, file, a, from, r.stderr)
-	bopts := r.lim.options()
-	r.useToolMount(&bopts)
-	bw := sandbox.Bubblewrap(bopts)
-	wrappers, err := r.lim.net.wrappers(bw, set.Subject.String(), s.Audit, r.stderr)
+	runner, _, err := r.sandboxRunner(set.Subject.String())
 	if err != nil {
 		return err
 	}
-	opts := authority.SandboxOptions{Runner: &sandbox.Runner{Wrappers: wrappers}}
+	opts := authority.SandboxOptions{Runner: runner}
 	opts.Checkout.Git, opts.Checkout.GitScanCache = r.lim.git, gitScanCache()
+	opts.Record = func(m authority.GrantMount) (string, string) { return grantWork(s, m) }
 	rep, err := a.Run(ctx, authority.RunRequest{
 		Subject: set.Subject, Grants: ids, Path: args[0], Args: args[1:], Env: append(r.lim.net.env(), r.env...),
 		Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr,
@@ -74,6 +73,16 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 		r.sayGrantsRun(rep, from)
 	}
 	return grantsStatus(rep, err)
+}
+
+// grantWork is where grant mount m's tree comes from in s's namespace (its
+// root is the mount of that name), and its sync-back journal's label.
+func grantWork(s *session, m authority.GrantMount) (work, label string) {
+	work = path.Join(m.Root, m.Resolved)
+	if p, err := vfs.ParseGuest(work); err == nil {
+		label = workLabel(s, p)
+	}
+	return work, label
 }
 
 // grantsAuthority is a private authority for a run on grants, with each of
@@ -146,6 +155,14 @@ func (r *runner) sayGrantsRun(rep *authority.RunReport, from map[string]string) 
 		fmt.Fprintf(r.stderr, "capfs: run: grant %s (from %s) at %s (%s), %s\n", show(m.Grant), show(from[m.Grant]), show(m.Target), show(path.Join(m.Root, m.Resolved)), mode)
 		if p, err := vfs.ParseGuest(path.Join(m.Root, m.Resolved)); err == nil {
 			r.sayNotInSandbox(p, m.Skipped)
+		}
+		if m.Kept != "" {
+			var err error
+			if m.KeptID == "" {
+				err = errors.New("no record was made")
+			}
+			work, label := grantWork(r.s, m)
+			r.sayKept(m.Kept, cmp.Or(m.KeptID, run.KeptID(m.Kept)), work, label != "", err)
 		}
 	}
 	for _, sk := range rep.Skipped {

@@ -31,44 +31,40 @@ func (r *runner) keepForLater(ctx context.Context, status int, reason string) st
 		// one nobody knows of. Only --keep keeps it.
 		return ""
 	}
-	t.Keep()
 	if r.keptID != "" {
+		t.Keep()
 		return r.keptID
 	}
-	id := run.KeptID(t.Path())
-	r.keptID = id
-	rec := run.Kept{ID: id, Work: r.workPath.String(), Command: r.argv, Status: status, Created: time.Now(), Reason: reason}
+	rec := run.Kept{Work: r.workPath.String(), Command: r.argv, Status: status, Created: time.Now(), Reason: reason}
 	if r.writeBack {
 		rec.Label = r.syncLabel
 	}
-	err := func() error {
-		st, err := t.MarshalState()
-		if err != nil {
-			return err
-		}
-		rec.Tree = st
-		d, err := run.KeptDir()
-		if err != nil {
-			return err
-		}
-		return run.WriteKept(d, rec)
-	}()
+	rec, err := run.Record(t, rec)
+	id := rec.ID
+	r.keptID = id
 	if r.jsonOut && err == nil {
 		return id // the summary names it
 	}
-	r.say("capfs: run: the checkout is kept at %s (id %s)\n", show(t.Path()), id)
+	r.sayKept(t.Path(), id, r.workPath.String(), r.writeBack, err)
+	return id
+}
+
+// sayKept prints where a kept checkout is (at host path p, id id, from work),
+// and how capfs sync applies (writeBack), shows or removes it; or why it
+// could not be recorded (err).
+func (r *runner) sayKept(p, id, work string, writeBack bool, err error) {
+	r.say("capfs: run: the checkout is kept at %s (id %s)\n", show(p), id)
 	if err != nil {
 		r.say("capfs: run: it could not be recorded for capfs sync: %s\n", showError(err))
-		return id
+		return
 	}
 	r.say("    capfs sync --diff %s      show its changes\n", id)
-	if r.writeBack {
-		r.say("    capfs sync %s             apply them to %s\n", id, showPath(r.workPath.String()))
+	if writeBack {
+		r.say("    capfs sync %s             apply them to %s\n", id, showPath(work))
 	} else {
 		r.say("    capfs sync --out DIR %s   write them into a host directory\n", id)
 	}
 	r.say("    capfs sync --discard %s   remove it\n", id)
-	return id
 }
 
 // collect handles the changes of a work mount that is not written back (a git

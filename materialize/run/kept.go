@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/syncback"
 )
 
@@ -40,6 +41,24 @@ func KeptID(p string) string {
 // else ~/.local/state/capfs/kept), made 0700 and checked to be this user's
 // own ([CheckPrivateDir]).
 func KeptDir() (string, error) { return stateDir("kept") }
+
+// Record keeps t past its run ([materialize.Tree.Keep]) and records it in
+// [KeptDir] for a later sync-back: rec with its ID and Tree taken from t. It
+// returns the record; with an error, t is kept all the same.
+func Record(t *materialize.Tree, rec Kept) (Kept, error) {
+	t.Keep()
+	rec.ID = KeptID(t.Path())
+	st, err := t.MarshalState()
+	if err != nil {
+		return rec, err
+	}
+	rec.Tree = st
+	d, err := KeptDir()
+	if err != nil {
+		return rec, err
+	}
+	return rec, WriteKept(d, rec)
+}
 
 // WriteKept writes rec into directory d as <id>.json, atomically, mode 0600.
 func WriteKept(d string, rec Kept) error {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
@@ -35,6 +36,10 @@ type Mount struct {
 	Checkout materialize.Options
 	// Sync is the options of [Session.SyncBack] for a writable mount.
 	Sync syncback.Options
+	// Work, if not "", is where Dir comes from by the caller's name (capfs
+	// run: a namespace path). [Run] then records the mount's checkout when
+	// it is kept past the run ([Record]), so a later sync-back finds it.
+	Work string
 }
 
 // Spec is one sandboxed run: the mounts, and the command to run on them.
@@ -66,6 +71,9 @@ type View struct {
 	// (nil when it failed before it could make one).
 	Synced bool
 	Sync   *syncback.Report
+	// KeptID is the id of the record of the kept checkout ([Record]), once
+	// made.
+	KeptID string
 }
 
 // Bind is what the sandbox binds for v.
@@ -86,7 +94,7 @@ func (v *View) Bind() sandbox.Mount {
 
 // MountError is the failure of one step on one mount.
 type MountError struct {
-	Op    string // "checkout", "lazy mount", "lazy finish" or "sync-back"
+	Op    string // "checkout", "lazy mount", "lazy finish", "sync-back" or "record"
 	Name  string // the mount's Name
 	Index int    // the mount's index in Spec.Mounts
 	Err   error
@@ -294,6 +302,9 @@ type MountReport struct {
 	// is kept past the run: what a sync-back did not apply, or
 	// [materialize.Tree.Keep].
 	Kept string
+	// KeptID is the id of its record for a later sync-back ([Record]), ""
+	// when none was made (no Mount.Work).
+	KeptID string
 }
 
 // Report describes s's mounts as they are now.
@@ -305,7 +316,7 @@ func (s *Session) Report() *Report {
 			mr.Skipped = v.Tree.Skipped()
 		}
 		if v.Tree != nil && v.Tree.Kept() {
-			mr.Kept = v.Tree.Path()
+			mr.Kept, mr.KeptID = v.Tree.Path(), v.KeptID
 		}
 		rep.Mounts = append(rep.Mounts, mr)
 	}
@@ -333,7 +344,33 @@ func Run(ctx context.Context, spec *Spec) (*Report, error) {
 	if ferr != nil {
 		err = errors.Join(err, ferr)
 	}
+	if rerr := s.record(&spec.Launch, res); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
 	rep := s.Report()
 	rep.Result = res
 	return rep, err
+}
+
+// record records, for a later sync-back, each kept checkout of a mount with
+// a Work name ([Record]), as made by l, which ended with res.
+func (s *Session) record(l *sandbox.Launch, res *sandbox.Result) error {
+	var errs []error
+	for i, v := range s.views {
+		if v.Tree == nil || !v.Tree.Kept() || v.Mount.Work == "" || v.KeptID != "" {
+			continue
+		}
+		rec := Kept{Work: v.Mount.Work, Label: v.Mount.Sync.Label, Command: append([]string{l.Path}, l.Args...),
+			Created: time.Now(), Reason: "not all changes were applied"}
+		if res != nil {
+			rec.Status = res.ExitCode
+		}
+		rec, err := Record(v.Tree, rec)
+		if err != nil {
+			errs = append(errs, &MountError{Op: "record", Name: v.Mount.Name, Index: i, Err: err})
+			continue
+		}
+		v.KeptID = rec.ID
+	}
+	return errors.Join(errs...)
 }

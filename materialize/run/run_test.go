@@ -70,8 +70,8 @@ func TestRunSyncsWritableRefusesReadOnly(t *testing.T) {
 			ring := audit.NewRing(1 << 14)
 			work := memDir(t, map[string]string{"a.txt": "old\n"}, ring)
 			ref := memDir(t, map[string]string{"r.txt": "ref\n"}, ring)
-			wm := run.Mount{Name: "work", Dir: work, Target: "/w", Writable: true,
-				Sync: syncback.Options{OnReject: syncback.RejectApplyRest}}
+			wm := run.Mount{Name: "work", Dir: work, Target: "/w", Writable: true, Work: "project/w",
+				Sync: syncback.Options{OnReject: syncback.RejectApplyRest, Label: "test:w"}}
 			if m.lazy {
 				// The view refuses .bashrc at once, as the Dir would at sync-back.
 				wm.Lazy = &run.LazyOptions{View: run.ViewPolicy{Inner: policy.Defaults()}}
@@ -104,6 +104,7 @@ func TestRunSyncsWritableRefusesReadOnly(t *testing.T) {
 			if kept := rep.Mounts[0].Kept; (kept != "") != !m.lazy || rep.Mounts[1].Kept != "" {
 				t.Errorf("kept %q and %q", kept, rep.Mounts[1].Kept)
 			} else if kept != "" {
+				checkRecorded(t, rep.Mounts[0], spec.Launch.Args)
 				os.RemoveAll(kept)
 			}
 			if !taggedWrite(ring, "b.txt", "run:test wrappers=bubblewrap") {
@@ -111,6 +112,25 @@ func TestRunSyncsWritableRefusesReadOnly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkRecorded checks that the kept checkout of m has a record for a later
+// sync-back, naming its work, label and command.
+func checkRecorded(t *testing.T, m run.MountReport, args []string) {
+	t.Helper()
+	recs, _, err := run.ReadKept()
+	if err != nil || m.KeptID == "" || m.KeptID != run.KeptID(m.Kept) {
+		t.Fatalf("kept %q with id %q; records %v, %v", m.Kept, m.KeptID, recs, err)
+	}
+	for _, rec := range recs {
+		if rec.ID == m.KeptID {
+			if rec.Work != "project/w" || rec.Label != "test:w" || len(rec.Command) != 3 || rec.Command[2] != args[1] || len(rec.Tree) == 0 {
+				t.Errorf("record %+v", rec)
+			}
+			return
+		}
+	}
+	t.Errorf("no record of kept checkout %s among %v", m.KeptID, recs)
 }
 
 // checkSynced checks the run's outcome in the sources: work has the new and
