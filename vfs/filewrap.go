@@ -58,61 +58,69 @@ func (k keptStater) OpenStat() (Info, bool) { return k.w.OpenStat() }
 
 func (k keptFd) HostFd(t hostfd.Token) (int, bool) { return k.w.HostFd(t) }
 
+// The optional File interfaces a [WrapFile] result keeps, as bits.
+const (
+	hasTyped = 1 << iota
+	hasStater
+	hasFd
+)
+
 // withOptionals is w with the optional File interfaces named true, which w
 // implements: one struct per subset.
 func withOptionals(w File, typed, stater, fd bool) File {
 	b := wrappedFile{w}
 	var (
-		t keptTyped
-		s keptStater
-		h keptFd
+		t    keptTyped
+		s    keptStater
+		h    keptFd
+		kept int
 	)
 	if typed {
-		t.w = w.(TypedFile)
+		t.w, kept = w.(TypedFile), kept|hasTyped
 	}
 	if stater {
-		s.w = w.(OpenStater)
+		s.w, kept = w.(OpenStater), kept|hasStater
 	}
 	if fd {
-		h.w = w.(hostfd.Filer)
+		h.w, kept = w.(hostfd.Filer), kept|hasFd
 	}
-	switch {
-	case typed && stater && fd:
+	switch kept {
+	case hasTyped | hasStater | hasFd:
 		return struct {
 			wrappedFile
 			keptTyped
 			keptStater
 			keptFd
 		}{b, t, s, h}
-	case typed && stater:
+	case hasTyped | hasStater:
 		return struct {
 			wrappedFile
 			keptTyped
 			keptStater
 		}{b, t, s}
-	case typed && fd:
+	case hasTyped | hasFd:
 		return struct {
 			wrappedFile
 			keptTyped
 			keptFd
 		}{b, t, h}
-	case stater && fd:
+	case hasStater | hasFd:
 		return struct {
 			wrappedFile
 			keptStater
 			keptFd
 		}{b, s, h}
-	case typed:
+	case hasTyped:
 		return struct {
 			wrappedFile
 			keptTyped
 		}{b, t}
-	case stater:
+	case hasStater:
 		return struct {
 			wrappedFile
 			keptStater
 		}{b, s}
-	case fd:
+	case hasFd:
 		return struct {
 			wrappedFile
 			keptFd
