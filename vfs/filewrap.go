@@ -14,14 +14,11 @@ import (
 // itself), and WrapFile keeps it exactly where f has it: a type assertion
 // on the result answers as one on f would, and what the result claims
 // works. A wrapper withholds one by not implementing it, and says why in
-// its doc comment. A nil f gives w as it is.
+// its doc comment. Over a nil f, the result claims none.
 //
 // The result's other methods are w's File methods; methods of w outside
 // [File] and the optional interfaces are not kept.
 func WrapFile(w, f File) File {
-	if f == nil {
-		return w
-	}
 	_, typed := w.(TypedFile)
 	_, stater := w.(OpenStater)
 	_, fd := w.(hostfd.Filer)
