@@ -6,9 +6,10 @@ import (
 	"github.com/capfs/capfs/internal/hostfd"
 )
 
-// Optional describes one optional interface a [Backend] may implement.
+// Optional describes one optional interface a [Backend] may implement (see
+// below), or a [File] may (see [OptionalFiles]).
 //
-// The optional interfaces come in groups:
+// The optional Backend interfaces come in groups:
 //   - fused resolution: [StatResolver], [OpenResolver], [ListResolver] resolve
 //     a path and act on what it reaches in one lookup;
 //   - listings with status: [DirInfoReader] lists a directory with every
