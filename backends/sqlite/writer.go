@@ -25,9 +25,10 @@ const (
 // back alone), and the last operation in flight commits the batch; each then
 // returns once its batch is committed.
 type writer struct {
-	db   *sql.DB
-	conn *sql.Conn
-	wal  *os.File // the WAL file, for Sync's fdatasync
+	maxAge time.Duration // a batch this old commits (maxBatchAge; tests raise it)
+	db     *sql.DB
+	conn   *sql.Conn
+	wal    *os.File // the WAL file, for Sync's fdatasync
 
 	mu       sync.Mutex // guards conn, inTx, cur, err
 	inTx     bool
@@ -64,7 +65,7 @@ func openWriter(abs string, cfg config) (*writer, error) {
 		db.Close()
 		return nil, classify(err)
 	}
-	w := &writer{db: db, conn: conn}
+	w := &writer{db: db, conn: conn, maxAge: maxBatchAge}
 	return w, nil
 }
 
@@ -155,7 +156,7 @@ func (w *writer) exec(fn func() error) (*batch, error) {
 func (w *writer) leave(b *batch) error {
 	w.mu.Lock()
 	left := w.inflight.Add(-1)
-	if w.inTx && (left == 0 || w.cur.ops >= maxBatch || time.Since(w.cur.start) >= maxBatchAge) {
+	if w.inTx && (left == 0 || w.cur.ops >= maxBatch || time.Since(w.cur.start) >= w.maxAge) {
 		w.commitLocked()
 	}
 	w.mu.Unlock()
@@ -178,15 +179,15 @@ func (w *writer) leaveDeferred(b *batch) {
 	if !w.inTx {
 		return
 	}
-	if left == 0 && w.cur.ops < maxBatch && time.Since(w.cur.start) < maxBatchAge {
+	if left == 0 && w.cur.ops < maxBatch && time.Since(w.cur.start) < w.maxAge {
 		if w.timer == nil {
-			w.timer = time.AfterFunc(maxBatchAge, w.timeout)
+			w.timer = time.AfterFunc(w.maxAge, w.timeout)
 		} else {
-			w.timer.Reset(maxBatchAge)
+			w.timer.Reset(w.maxAge)
 		}
 		return
 	}
-	if left == 0 || w.cur.ops >= maxBatch || time.Since(w.cur.start) >= maxBatchAge {
+	if left == 0 || w.cur.ops >= maxBatch || time.Since(w.cur.start) >= w.maxAge {
 		w.commitLocked()
 	}
 }
