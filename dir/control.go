@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -107,6 +108,9 @@ func New(b vfs.Backend, opts ...Option) (*Dir, *Control) {
 	e.audited = e.audit != discardSink
 	e.plain = !e.customPolicy && len(e.hooks) == 0 && !e.audited
 	e.quiet = e.isQuiet()
+	if e.quiet {
+		e.engine = e.policy.(*policy.Engine)
+	}
 	e.tmu = treeLock(e, b)
 	g := newGate(nil)
 	d := &Dir{s: scope{env: e, gate: g}}

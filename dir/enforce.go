@@ -204,6 +204,9 @@ func (s *scope) runQuiet(ctx context.Context, c *call, fn func(ctx context.Conte
 		return err
 	}
 	if !c.sp.writes {
+		if c.sp.kind == destNone && s.atRoot() {
+			return s.decideOne(ctx, c, p, fn)
+		}
 		return s.decideAct(ctx, c, p, q, fn)
 	}
 	if s.ro || st&lockedBit != 0 {
@@ -217,7 +220,40 @@ func (s *scope) runQuiet(ctx context.Context, c *call, fn func(ctx context.Conte
 		s.env.tmu.RLock()
 		defer s.env.tmu.RUnlock()
 	}
+	if c.sp.kind == destNone && s.atRoot() {
+		return s.decideOne(ctx, c, p, fn)
+	}
 	return s.decideAct(ctx, c, p, q, fn)
+}
+
+// atRoot reports whether the scope's root is the tree's root, pinned (no
+// Locator to ask): a path relative to it is its path from the tree's root.
+func (s *scope) atRoot() bool { return !s.locates && s.base.IsRoot() }
+
+// decideOne is decideAct for a call with one path on a scope at the tree's
+// root (atRoot), in one frame: p, as written, is its own tree path, and so is
+// the canonical path it resolves to. It decides both as decideAct does (the
+// canonical one only where it differs), then acts.
+func (s *scope) decideOne(ctx context.Context, c *call, p vfs.Path, fn func(ctx context.Context) error) error {
+	c.base = s.base
+	eng := s.env.engine
+	path := p.String()
+	if !allowsEngine(eng, c.sp, path, "", c.size-1) {
+		return s.refuseQuiet(ctx, eng, c, path, "")
+	}
+	rp, err := s.resolveCall(ctx, c)
+	if err != nil {
+		return s.address(c, err)
+	}
+	if rp.Raw() != p.Raw() {
+		if canonical := rp.String(); !allowsEngine(eng, c.sp, canonical, "", c.size-1) {
+			return s.refuseQuiet(ctx, eng, c, canonical, "")
+		}
+	}
+	if err := fn(ctx); err != nil {
+		return s.address(c, err)
+	}
+	return nil
 }
 
 // decideAct is runQuiet's step 4, on the paths as written and on the canonical
@@ -230,7 +266,7 @@ func (s *scope) decideAct(ctx context.Context, c *call, p, q vfs.Path, fn func(c
 		return readdress(werr, c.sp.method, c.path, c.destForErr())
 	}
 	c.base = base
-	eng := s.env.policy.(*policy.Engine)
+	eng := s.env.engine
 	if !allowsLex(eng, c.sp, base, p, q, c.size-1) {
 		lexPath, lexDest := treePathsOf(base, p, q, c.sp.kind)
 		return s.refuseQuiet(ctx, eng, c, lexPath, lexDest)

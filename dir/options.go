@@ -105,6 +105,9 @@ type env struct {
 	audited      bool // audit is not audit.Discard
 	plain        bool // default policy, no hooks, audit.Discard: run's fast path
 	quiet        bool // nothing sees a call's Request but the policy engine: see isQuiet
+	// engine is policy as a *policy.Engine in a quiet env (nil otherwise),
+	// asserted once here rather than on every call.
+	engine *policy.Engine
 
 	// tmu makes a structural change (Move, Copy, Symlink, Link) atomic with its
 	// checks with respect to every other mutation through Dirs over the same root
