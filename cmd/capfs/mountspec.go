@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/capfs/capfs/backends/sqlite"
@@ -173,26 +174,22 @@ func mcpScratchMount(path vfs.Path, project string, env mountkind.Env, ephemeral
 	if err != nil {
 		return nil, failed(fmt.Errorf("persistent scratch: %v", cause(err)))
 	}
-	var opts []sqlite.Option
+	// The scratch is the sqlite kind's mount of the file, opened as
+	// -m tmp=sqlite:FILE,quota=SIZE would be.
+	m := &mounted{mountSpec: mountSpec{Path: path, Kind: mountkind.SQLite.Name, Source: file, Host: file, Origin: "default", Quota: quota}}
 	if quota > 0 {
-		opts = append(opts, sqlite.WithQuota(quota))
+		m.Opts = map[string]string{"quota": strconv.FormatInt(quota, 10)}
 	}
-	f, err := sqlite.Open(file, opts...)
+	b, err := mountkind.Open(context.Background(), &m.mountSpec, env)
 	if errors.Is(err, sqlite.ErrLocked) {
 		fmt.Fprintf(warn, "capfs: the persistent scratch %s is in use by another capfs; %s is a memory scratch this session\n", file, displayPath(path.String()))
 		return memory()
 	}
 	if err != nil {
-		_, oerr := mountkind.OpenSQLite(file, opts...)
-		if oerr == nil {
-			oerr = err
-		}
-		return nil, failed(fmt.Errorf("persistent scratch: %v", oerr))
+		return nil, failed(fmt.Errorf("persistent scratch: %v", err))
 	}
-	return &mounted{
-		mountSpec: mountSpec{Path: path, Kind: mountkind.SQLite.Name, Source: file, Host: file, Origin: "default", Quota: quota},
-		Backend:   f,
-	}, nil
+	m.Backend = b
+	return m, nil
 }
 
 // parseQuota parses a size ([mountkind.ParseQuota]): "none" or "0" is -1.

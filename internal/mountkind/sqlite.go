@@ -107,23 +107,42 @@ func sqliteOptions(spec Spec) ([]sqlite.Option, error) {
 }
 
 // OpenSQLite opens a scratch file with the typed errors turned into messages
-// that say what to do.
+// that say what to do; errors.Is still finds the sqlite package's sentinel.
 func OpenSQLite(file string, opts ...sqlite.Option) (*sqlite.FS, error) {
 	f, err := sqlite.Open(file, opts...)
-	switch {
-	case err == nil:
+	if err == nil {
 		return f, nil
-	case errors.Is(err, sqlite.ErrLocked):
-		return nil, fmt.Errorf("%s is in use by another capfs (mount it with ,ro to read it meanwhile)", filepath.Base(file))
-	case errors.Is(err, sqlite.ErrForeign):
-		return nil, fmt.Errorf("%s is not a capfs scratch file", filepath.Base(file))
-	case errors.Is(err, sqlite.ErrNewerSchema):
-		return nil, fmt.Errorf("%s was written by a newer capfs: %v", filepath.Base(file), err)
-	case errors.Is(err, sqlite.ErrCorrupt):
-		return nil, fmt.Errorf("%s is corrupt (%v); restore a snapshot with capfs sqlite restore", filepath.Base(file), err)
+	}
+	if msg := sqliteAdvice(filepath.Base(file), err); msg != "" {
+		return nil, &adviceError{msg: msg, err: err}
 	}
 	return nil, err
 }
+
+// sqliteAdvice says what to do about err, an error of opening scratch file
+// name, or "".
+func sqliteAdvice(name string, err error) string {
+	switch {
+	case errors.Is(err, sqlite.ErrLocked):
+		return name + " is in use by another capfs (mount it with ,ro to read it meanwhile)"
+	case errors.Is(err, sqlite.ErrForeign):
+		return name + " is not a capfs scratch file"
+	case errors.Is(err, sqlite.ErrNewerSchema):
+		return fmt.Sprintf("%s was written by a newer capfs: %v", name, err)
+	case errors.Is(err, sqlite.ErrCorrupt):
+		return fmt.Sprintf("%s is corrupt (%v); restore a snapshot with capfs sqlite restore", name, err)
+	}
+	return ""
+}
+
+// adviceError is an error shown as advice that still unwraps to its cause.
+type adviceError struct {
+	msg string
+	err error
+}
+
+func (e *adviceError) Error() string { return e.msg }
+func (e *adviceError) Unwrap() error { return e.err }
 
 // ScratchFile returns the persistent scratch file of the project at
 // directory project: $XDG_DATA_HOME/capfs/scratch/NAME-HASH.db (else
