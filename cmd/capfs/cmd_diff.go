@@ -21,6 +21,7 @@ import (
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/gitindex"
 	"github.com/capfs/capfs/internal/treediff"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -204,10 +205,12 @@ func newDiffFilter(ctx context.Context, s *session, do *diffOptions, a, b string
 	flt := &diffFilter{s: s, ctx: ctx, a: da.Backend(), b: db.Backend(), pa: pa, pb: pb,
 		dotGit: do.dotGit, noIgnore: do.noIgnore, cache: map[string][]gitignore.Pattern{}}
 	// A work tree against a git revision: git's stat cache spares reading
-	// the files it shows unchanged (gitindex.go).
+	// the files it shows unchanged (internal/gitindex).
 	if mb, rest, ok := s.mountAt(pb); ok && mb.WorkTree() && !do.noIndex {
 		if ma, _, ok := s.mountAt(pa); ok && ma.Revision() {
-			flt.hints = loadIndexHints(filepath.Join(mb.Host, filepath.FromSlash(rest.String())))
+			if top, rel, ok := gitTop(filepath.Join(mb.Host, filepath.FromSlash(rest.String()))); ok {
+				flt.hints = gitindex.Load(top, rel)
+			}
 		}
 	}
 	return flt, nil
@@ -389,7 +392,7 @@ type diffFilter struct {
 	pa, pb   vfs.Path // the two roots in the namespace
 	dotGit   bool
 	noIgnore bool
-	hints    *indexHints // nil: compare every file's content
+	hints    *gitindex.Hints // nil: compare every file's content
 
 	mu     sync.Mutex
 	cache  map[string][]gitignore.Pattern // directory -> patterns in effect there
@@ -485,7 +488,7 @@ func (f *diffFilter) keep(p vfs.Path, e vfs.DirEntry, side int) bool {
 		}
 	}
 	// A file git's stat cache shows unchanged is left out on both sides.
-	if f.hints != nil && e.Type.IsRegular() && f.hints.unchanged(f.ctx, f.a, f.b, full) {
+	if f.hints != nil && e.Type.IsRegular() && f.hints.Unchanged(f.ctx, f.a, f.b, full) {
 		return false
 	}
 	// What the policy refuses is left out of the comparison and counted.
@@ -541,7 +544,7 @@ func (b *filteredBackend) ReadDir(ctx context.Context, p vfs.Path) ([]vfs.DirEnt
 			wg.Add(1)
 			b.f.work(func() {
 				defer wg.Done()
-				h.unchanged(b.f.ctx, b.f.a, b.f.b, full)
+				h.Unchanged(b.f.ctx, b.f.a, b.f.b, full)
 			})
 		}
 		wg.Wait()

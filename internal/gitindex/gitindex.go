@@ -1,4 +1,11 @@
-package main
+// Package gitindex reads git's stat cache (the index of a work tree) and its
+// cache-tree extension, so that a diff of a work tree against a git revision
+// can skip the files git would show unchanged without reading them.
+//
+// The index is the project's file, an outside input: it is read only when it
+// is a regular file, and anything that does not parse exactly is not used
+// (the caller then compares contents, as without it).
+package gitindex
 
 import (
 	"bytes"
@@ -21,7 +28,7 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// indexHints is git's stat cache (the index of the work tree holding a
+// Hints is git's stat cache (the index of the work tree holding a
 // physical diff side) used the way git uses it: a work-tree file whose size,
 // modification time and inode are those the index recorded, and that was not
 // modified in the same second the index was written ("racily clean"), has the
@@ -36,7 +43,7 @@ import (
 // index records, without an Lstat of each on the git side (git's own
 // cache-tree is kept up to date by git, and invalidated for a directory
 // whose entries change).
-type indexHints struct {
+type Hints struct {
 	entries map[string]*index.Entry // by path relative to the directory compared
 	written time.Time               // the index file's modification time
 	prefix  string                  // the directory compared, relative to the work tree's top ("." for the top)
@@ -47,14 +54,14 @@ type indexHints struct {
 	sameDir map[string]bool // directories (relative to the roots) whose revision tree is the index's
 }
 
-// loadIndexHints reads the index of the git work tree holding host directory
-// hostDir (a physical mount's directory). It returns nil when there is none or
-// it cannot be read: the diff then compares contents, as without it.
-func loadIndexHints(hostDir string) *indexHints {
-	top, rel, ok := gitTop(hostDir)
-	if !ok {
-		return nil
-	}
+// Load returns the hints of the index of the git work tree top for its
+// directory rel, or nil when there is none or it cannot be read.
+//
+// top is the work tree's host directory (holding .git), rel the directory
+// compared relative to it ("." for top itself), as filepath.Rel gives it.
+// A .git that is a file (a worktree's or a submodule's) is not followed.
+// With nil hints the caller compares contents, as without them.
+func Load(top, rel string) *Hints {
 	gitDir := filepath.Join(top, ".git")
 	if st, err := os.Lstat(gitDir); err != nil || !st.IsDir() {
 		return nil // a worktree's or submodule's .git file: not followed
@@ -69,7 +76,7 @@ func loadIndexHints(hostDir string) *indexHints {
 		return nil // its checksum included: data is the index git wrote
 	}
 	prefix := filepath.ToSlash(rel)
-	h := &indexHints{entries: make(map[string]*index.Entry, len(idx.Entries)), written: st.ModTime(), same: map[string]bool{},
+	h := &Hints{entries: make(map[string]*index.Entry, len(idx.Entries)), written: st.ModTime(), same: map[string]bool{},
 		prefix: prefix, trees: cacheTrees(data, len(idx.Entries)), sameDir: map[string]bool{}}
 	for _, e := range idx.Entries {
 		if e.Stage != 0 || e.IntentToAdd || e.SkipWorktree { // stage 0: not in a merge conflict
@@ -96,11 +103,15 @@ func underDir(p, dir string) (string, bool) {
 	return "", false
 }
 
-// unchanged reports whether the regular file p (relative to both roots) is
+// Unchanged reports whether the regular file p (relative to both roots) is
 // known to be the same on both sides without reading it: a's entry is a git
 // blob whose id the index records for p, with the same executable bit, and b's
 // file is as the index saw it.
-func (h *indexHints) unchanged(ctx context.Context, a, b vfs.Backend, p string) bool {
+//
+// a is the git revision's side, b the work tree's, both rooted at the
+// directory compared. The answer for p is remembered; Unchanged is safe for
+// concurrent use.
+func (h *Hints) Unchanged(ctx context.Context, a, b vfs.Backend, p string) bool {
 	h.mu.Lock()
 	v, ok := h.same[p]
 	h.mu.Unlock()
@@ -114,7 +125,8 @@ func (h *indexHints) unchanged(ctx context.Context, a, b vfs.Backend, p string) 
 	return v
 }
 
-func (h *indexHints) decide(ctx context.Context, a, b vfs.Backend, p string) bool {
+// decide is [Hints.Unchanged] without the memory.
+func (h *Hints) decide(ctx context.Context, a, b vfs.Backend, p string) bool {
 	e := h.entries[p]
 	if e == nil || (e.Mode != filemode.Regular && e.Mode != filemode.Executable) {
 		return false
@@ -155,7 +167,7 @@ func (h *indexHints) decide(ctx context.Context, a, b vfs.Backend, p string) boo
 // sameTree reports whether directory d (relative to the roots) of the git
 // side a is the tree the index's cache-tree records for it: then every index
 // entry beneath it has a's blob id and mode. One Lstat of d on a, remembered.
-func (h *indexHints) sameTree(ctx context.Context, a vfs.Backend, d vfs.Path) bool {
+func (h *Hints) sameTree(ctx context.Context, a vfs.Backend, d vfs.Path) bool {
 	if len(h.trees) == 0 {
 		return false
 	}
