@@ -410,19 +410,13 @@ func (f handleFile) Stat() (vfs.Info, error) { return f.Handle.stat() }
 // OpenStat is the Handle's OpenStat as a vfs.Info (vfs.OpenStater).
 func (f handleFile) OpenStat() (vfs.Info, bool) { return f.Handle.openStat() }
 
-// typedHandleFile is a handleFile over a vfs.TypedFile.
-type typedHandleFile struct{ handleFile }
+// Type forwards to the backend's File (vfs.TypedFile; [fileOf] claims it
+// only where that file has it).
+func (f handleFile) Type() fs.FileMode { return f.f.(vfs.TypedFile).Type() }
 
-// Type forwards to the backend's File (vfs.TypedFile).
-func (f typedHandleFile) Type() fs.FileMode { return f.f.(vfs.TypedFile).Type() }
-
-// fileOf presents h as a vfs.File, a vfs.TypedFile where the backend's is.
-func fileOf(h *Handle) vfs.File {
-	if _, ok := h.f.(vfs.TypedFile); ok {
-		return typedHandleFile{handleFile{h}}
-	}
-	return handleFile{h}
-}
+// fileOf presents h as a vfs.File with exactly the optional File interfaces
+// the backend's file has ([vfs.WrapFile]).
+func fileOf(h *Handle) vfs.File { return vfs.WrapFile(handleFile{h}, h.f) }
 
 // ResolveStat resolves p in d and stats what it reaches (vfs.StatResolver):
 // where d resolves its calls canonically, one enforced call, decided and
