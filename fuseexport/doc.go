@@ -27,8 +27,8 @@
 //     instead (one Lstat) once anything may have changed since the listing, once
 //     the listing is older than AttrTimeout, and for a file open in passthrough.
 //   - With Options.Passthrough, the kernel itself reads and writes a file a
-//     backend opened on the host with nothing to check per call (an Overlay's
-//     upper file). Its open is still one Dir call; its reads and writes are none.
+//     backend opened on the host with nothing to check per call (a physical
+//     or read-only physical mount's file, an Overlay's upper file). Its open is still one Dir call; its reads and writes are none.
 //     Options.Passthrough says what that gives up.
 //   - Nothing is read ahead or copied. Names longer than 255 bytes are
 //     ENAMETOOLONG. So is a path longer than PATH_MAX (4096 bytes) from the
@@ -159,6 +159,6 @@
 //
 // A lazy sandbox serves the copy-on-write layer of
 // [github.com/capfs/capfs/backends/overlay] (dir.New(overlay), then Mount). The
-// files of its private upper directory are the ones Options.Passthrough hands to
-// the kernel.
+// files of its private upper directory are among those Options.Passthrough
+// hands to the kernel; its lower files never are.
 package fuseexport

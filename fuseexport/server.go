@@ -57,8 +57,11 @@ type Options struct {
 	Debug bool
 
 	// Passthrough lets the kernel read and write directly the files a backend
-	// opened on the host with nothing to check per call. Today those are the
-	// files of an Overlay's private upper directory (see package hostfd).
+	// opened on the host with nothing to check per call: a physical mount's
+	// files (with no size limit), an Overlay's upper files, and a read-only
+	// mount's files whose descriptor is read-only (see package hostfd: a
+	// wrapper whose checks a descriptor would bypass, a quota's writable
+	// file, withholds it).
 	// Reads and writes of those files then cost no request to the server. This
 	// is FUSE passthrough, Linux 6.9 and later. The server needs CAP_SYS_ADMIN;
 	// without it the option does nothing. The open is still one Dir call,
