@@ -14,4 +14,9 @@
 // changed, each replaced entry with its Base.
 //
 // Mounting an Overlay costs the same whatever the lower tree's size.
+//
+// The writable overlays of a git revision and a CAS tree (gitree.Overlay,
+// cas.Overlay) use the same technique with an upper in memory, whose product
+// is a new commit: internal/cowview. docs/design-notes.md says why the two stay
+// apart.
 package overlay

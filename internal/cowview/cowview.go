@@ -21,6 +21,9 @@
 // Node tree (Root, under RLock) to build its own commit, reusing what the view
 // left untouched.
 //
+// A lazy sandbox's copy-on-write layer, whose upper is a host directory, is
+// [github.com/capfs/capfs/backends/overlay].
+//
 // All methods of a View are safe for concurrent use: the merged view is guarded
 // by one readers-writer lock (lookups run in parallel; mutations are
 // exclusive), file contents by the memory store's per-file locks.
