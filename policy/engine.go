@@ -281,15 +281,24 @@ func New(cfg Config) (*Engine, error) {
 	e.compiled = compileSet(e)
 	e.defDecision = e.defaultDecision()
 	e.defAllow = e.defDecision.Effect == Allow
-	if cs := e.compiled; cs != nil && !e.fold && len(e.rules) == 0 {
-		if len(cs.read.residual) == 0 {
-			e.plainRead = cs.read
-		}
-		if len(cs.write.residual) == 0 {
-			e.plainWrite = cs.write
-		}
-	}
+	e.pickPlain()
 	return e, nil
+}
+
+// pickPlain keeps the compiled read and write matchers that decide a plain
+// request alone (no rules, no case folding, no residual pattern), for
+// [Engine.AllowsClass]'s one walk.
+func (e *Engine) pickPlain() {
+	cs := e.compiled
+	if cs == nil || e.fold || len(e.rules) != 0 {
+		return
+	}
+	if len(cs.read.residual) == 0 {
+		e.plainRead = cs.read
+	}
+	if len(cs.write.residual) == 0 {
+		e.plainWrite = cs.write
+	}
 }
 
 // ruleName derives a rule's default name: effect, ops in brackets when restricted,
