@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"slices"
@@ -220,12 +221,7 @@ func (x *extractor) check(p *planned) (Reason, string, error) {
 		return ReasonTraversal, err.Error(), nil
 	}
 	if vfs.CodeOf(err) == vfs.CodePermission {
-		detail := err.Error()
-		var ve *vfs.Error
-		if errors.As(err, &ve) && ve.Message() != "" {
-			detail = ve.Message()
-		}
-		return ReasonPolicy, detail, nil
+		return ReasonPolicy, cmp.Or(vfs.MessageOf(err), err.Error()), nil
 	}
 	return "", "", err
 }

@@ -1,8 +1,8 @@
 package materialize
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"path"
 	"sort"
 	"strings"
@@ -153,10 +153,4 @@ func mkParent(ctx context.Context, dst *dir.Dir, p string) error {
 }
 
 // messageOf is err's message without its op and path, else its code.
-func messageOf(err error) string {
-	var ve *vfs.Error
-	if errors.As(err, &ve) && ve.Message() != "" {
-		return ve.Message()
-	}
-	return string(vfs.CodeOf(err))
-}
+func messageOf(err error) string { return cmp.Or(vfs.MessageOf(err), string(vfs.CodeOf(err))) }

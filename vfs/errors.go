@@ -140,6 +140,15 @@ func (e *Error) Is(target error) bool {
 // Message returns the human detail, if any.
 func (e *Error) Message() string { return e.msg }
 
+// MessageOf returns the message of the first [*Error] in err's chain: what it
+// says without its op and path. It is "" when there is none.
+func MessageOf(err error) string {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.msg
+	}
+	return ""
+}
+
 // CodeOf returns the [Code] of the first [*Error] in err's chain, or "" if there is none.
 func CodeOf(err error) Code {
 	if err == nil {

@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -129,5 +130,15 @@ func TestUnder(t *testing.T) {
 	plain := errors.New("plain")
 	if vfs.Under(plain, w) != plain {
 		t.Error("a plain error was changed")
+	}
+}
+
+func TestMessageOf(t *testing.T) {
+	e := vfs.NewError(vfs.CodeNotFound, "open", vfs.MustParse("a/b"), "no such thing")
+	if got := vfs.MessageOf(fmt.Errorf("wrapped: %w", e)); got != "no such thing" {
+		t.Errorf("MessageOf = %q", got)
+	}
+	if got := vfs.MessageOf(errors.New("plain")); got != "" {
+		t.Errorf("MessageOf(plain) = %q", got)
 	}
 }

@@ -1,8 +1,8 @@
 package syncback
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -69,13 +69,8 @@ func checkSourceError(s *step, err error) error {
 	return nil
 }
 
-func messageOf(err error) string {
-	var ve *vfs.Error
-	if errors.As(err, &ve) && ve.Message() != "" {
-		return ve.Message()
-	}
-	return string(vfs.CodeOf(err))
-}
+// messageOf is err's message without its op and path, else its code.
+func messageOf(err error) string { return cmp.Or(vfs.MessageOf(err), string(vfs.CodeOf(err))) }
 
 const whyParentNotDir = "a directory above it is no longer a directory in the source"
 

@@ -1,8 +1,8 @@
 package syncback
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -244,11 +244,7 @@ func (v *validator) vet(s *step, calls []dirCall) error {
 			if v.ctx.Err() != nil {
 				return vfs.Readdress(err, "syncback", s.c.Path, "")
 			}
-			reason := err.Error()
-			var ve *vfs.Error
-			if errors.As(err, &ve) && ve.Message() != "" {
-				reason = ve.Message()
-			}
+			reason := cmp.Or(vfs.MessageOf(err), err.Error())
 			if at != s.c.Path {
 				reason = at + ": " + reason
 			}
