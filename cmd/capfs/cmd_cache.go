@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capfs/capfs/internal/buildcache"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -19,7 +19,7 @@ func newCacheCmd(o *globalOptions) *cobra.Command {
 		Use:   "cache ls|clean",
 		Short: "List or clean the per-project build caches capfs run mounts",
 		Long: `capfs run mounts a build cache of the project's own into the sandbox,
-read-write, at ` + cacheTarget + `, so a second build is as fast as a plain one:
+read-write, at ` + buildcache.Target + `, so a second build is as fast as a plain one:
 Go's build cache (GOCACHE), npm, pip, cargo (CARGO_HOME), ccache and
 XDG_CACHE_HOME point into it. Go modules come from the host's module cache,
 read-only (the sandbox has no network).
@@ -64,33 +64,30 @@ directory or run with --no-cache if that path must not show.
 		Short: "List the project caches",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			root, err := o.env.cacheRoot()
+			root, err := buildcache.Root(o.env.env)
 			if err != nil {
 				return failed(fmt.Errorf("cache directory: %v", err))
 			}
-			names, err := projectCaches(root)
+			caches, err := buildcache.List(root)
 			if err != nil {
 				return failed(err)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tLAST USED\tPROJECT")
 			var total int64
-			for _, name := range names {
-				d := filepath.Join(root, name)
-				m := readCacheMeta(d)
-				n := dirSize(filepath.Join(d, "data"))
-				total += n
+			for _, c := range caches {
+				total += c.Size
 				used, project := "-", "-"
-				if !m.LastUsed.IsZero() {
-					used = m.LastUsed.Local().Format(time.DateTime)
+				if !c.LastUsed.IsZero() {
+					used = c.LastUsed.Local().Format(time.DateTime)
 				}
-				if m.Project != "" {
-					project = show(m.Project)
+				if c.Project != "" {
+					project = show(c.Project)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, humanBytes(n), used, project)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, humanBytes(c.Size), used, project)
 			}
 			tw.Flush()
-			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(o.env.cacheMax()))
+			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(buildcache.Max(o.env.env)))
 			return nil
 		},
 	}
@@ -100,19 +97,19 @@ directory or run with --no-cache if that path must not show.
 		Use:   "clean [NAME...]",
 		Short: "Remove project caches",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := o.env.cacheRoot()
+			root, err := buildcache.Root(o.env.env)
 			if err != nil {
 				return failed(fmt.Errorf("cache directory: %v", err))
 			}
 			var names []string
 			switch {
 			case all:
-				if names, err = projectCaches(root); err != nil {
+				if names, err = buildcache.Names(root); err != nil {
 					return failed(err)
 				}
 			case len(args) > 0:
 				for _, a := range args {
-					if !isCacheName(a) {
+					if !buildcache.IsName(a) {
 						return usageErrorf("cache clean %s: not a cache name (see capfs cache ls)", show(a))
 					}
 					if _, err := os.Stat(filepath.Join(root, a)); err != nil {
@@ -138,8 +135,7 @@ directory or run with --no-cache if that path must not show.
 						return usageErrorf("--work %s: not inside any mount", wk)
 					}
 					if k := projectCacheKey(m, rel, ""); k != "" {
-						n, _ := splitKey(k)
-						names = append(names, n)
+						names = append(names, buildcache.Name(k))
 					}
 					return nil
 				})(cmd, nil)
@@ -149,9 +145,9 @@ directory or run with --no-cache if that path must not show.
 			}
 			var freed int64
 			for _, n := range names {
-				d := filepath.Join(root, n)
-				freed += dirSize(d)
-				if err := removeAllWritable(d); err != nil {
+				f, err := buildcache.Remove(root, n)
+				freed += f
+				if err != nil {
 					return failed(fmt.Errorf("cache clean %s: %v", n, cause(err)))
 				}
 			}
@@ -163,16 +159,4 @@ directory or run with --no-cache if that path must not show.
 	clean.Flags().StringVarP(&work, "work", "w", "", `the work path whose cache to remove (default "project")`)
 	cmd.AddCommand(ls, clean)
 	return cmd
-}
-
-// removeAllWritable removes d, first making its directories writable (Go's
-// module and build caches hold read-only directories).
-func removeAllWritable(d string) error {
-	_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(d)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 
@@ -75,14 +74,6 @@ func (e environ) tempDir() string {
 		return d
 	}
 	return "/tmp"
-}
-
-// homeDir is [os.UserHomeDir] of the environ: $HOME.
-func (e environ) homeDir() (string, error) {
-	if h := e.env("HOME"); h != "" {
-		return h, nil
-	}
-	return "", errors.New("$HOME is not defined")
 }
 
 // kindEnv is what the mount kinds read of the environ ([mountkind.Env]),

@@ -221,7 +221,7 @@ func (r *runner) checkOutputs(ctx context.Context, m *mounted) error {
 func (r *runner) sandboxRunner(subject string) (*sandbox.Runner, *sandbox.BubblewrapWrapper, error) {
 	opts := r.lim.options()
 	if r.cacheKey != "" {
-		caches, err := cacheMounts(r.cacheKey)
+		caches, err := r.cacheMounts()
 		if err != nil {
 			fmt.Fprintf(r.stderr, "capfs: run: build caches: %s (running without them)\n", show(err.Error()))
 		} else {
@@ -268,7 +268,7 @@ func (r *runner) launch(ctx context.Context, runner *sandbox.Runner, argv []stri
 		term.finish()
 	}
 	if r.cacheKey != "" {
-		trimCache(r.cacheKey)
+		r.trimCache()
 	}
 	return res, err
 }
@@ -478,7 +478,7 @@ func (r *runner) readOnlyPaths(m *mounted) ([]vfs.Path, error) {
 // progress bar on stderr when it is a terminal and the checkout takes over a
 // second.
 func (r *runner) checkoutOptions(p vfs.Path, host vfs.Backend) materialize.Options {
-	opts := materialize.Options{Host: host, Git: r.lim.git, Private: !r.lim.bindGrants, GitScanBudget: r.lim.gitScanBudget, GitScanCache: gitScanCache()}
+	opts := materialize.Options{Host: host, Git: r.lim.git, Private: !r.lim.bindGrants, GitScanBudget: r.lim.gitScanBudget, GitScanCache: r.gitScanCache()}
 	bar := newProgress(r.stderr, "checkout "+showPath(p.String()))
 	if bar != nil {
 		opts.Progress = bar.update

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capfs/capfs/fuseexport"
+	"github.com/capfs/capfs/internal/buildcache"
 	"github.com/capfs/capfs/materialize/sandbox"
 )
 
@@ -24,7 +25,7 @@ func TestToolMount(t *testing.T) {
 	cache, mod, goroot := t.TempDir(), t.TempDir(), t.TempDir()
 	writeTree(t, mod, map[string]string{"cache/download/x": "mod\n"})
 	writeTree(t, goroot, map[string]string{"bin/go": "go\n"})
-	opts := sandbox.BubblewrapOptions{GoRoot: goroot, GoModCache: mod, Caches: []sandbox.CacheDir{{Source: cache, Target: cacheTarget}}}
+	opts := sandbox.BubblewrapOptions{GoRoot: goroot, GoModCache: mod, Caches: []sandbox.CacheDir{{Source: cache, Target: buildcache.Target}}}
 	tm, err := mountToolDirs(&opts)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestToolMountNoFUSE(t *testing.T) {
 	old := toolFUSE
 	toolFUSE = func() error { return errors.New("fuseexport: /dev/fuse: no such file or directory") }
 	defer func() { toolFUSE = old }()
-	caches := []sandbox.CacheDir{{Source: "/home/alice/.cache/capfs/x/data", Target: cacheTarget}}
+	caches := []sandbox.CacheDir{{Source: "/home/alice/.cache/capfs/x/data", Target: buildcache.Target}}
 	opts := sandbox.BubblewrapOptions{GoModCache: "/home/alice/go/pkg/mod", Caches: slices.Clone(caches)}
 	r := &runner{}
 	r.useToolMount(&opts)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capfs/capfs/internal/buildcache"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/policy"
@@ -47,15 +48,16 @@ type gitRun struct {
 }
 
 // gitScanCache returns the directory of the history scan cache, "gitscan" in
-// the user's capfs cache (cacheRoot; not a project cache: capfs cache ls and
-// clean leave it alone); "" (no cache) when it cannot be made private.
-func gitScanCache() string {
-	root, err := cacheRoot()
+// the user's capfs cache as the session's environment has it (buildcache.Root;
+// not a project cache: capfs cache ls and clean leave it alone); "" (no cache)
+// when it cannot be made private.
+func (r *runner) gitScanCache() string {
+	root, err := buildcache.Root(r.s.env.env)
 	if err != nil {
 		return ""
 	}
 	d := filepath.Join(root, "gitscan")
-	if ensureDir(d) != nil {
+	if buildcache.MkdirPrivate(d) != nil {
 		return ""
 	}
 	return d
@@ -93,7 +95,7 @@ func (r *runner) lazyGit(ctx context.Context) *run.GitView {
 // records why not.
 func (r *runner) lazyGitScan(ctx context.Context, gitdir, where string, hide func(string) *run.GitView) *run.GitView {
 	keep := r.lim.git == materialize.GitKeep
-	h, err := materialize.ScanGitHistory(ctx, gitdir, r.lim.gitScanBudget, gitScanCache())
+	h, err := materialize.ScanGitHistory(ctx, gitdir, r.lim.gitScanBudget, r.gitScanCache())
 	switch {
 	case err != nil && keep:
 		r.git.note = where + " shown read-only, unchecked (--git keep): its history cannot be read to check it"

@@ -63,7 +63,7 @@ func runOnGrants(ctx context.Context, s *session, r *runner, file string, args [
 		return err
 	}
 	opts := authority.SandboxOptions{Runner: runner}
-	opts.Checkout.Git, opts.Checkout.GitScanCache = r.lim.git, gitScanCache()
+	opts.Checkout.Git, opts.Checkout.GitScanCache = r.lim.git, r.gitScanCache()
 	opts.Record = func(m authority.GrantMount) (string, string) { return grantWork(s, m) }
 	rep, err := a.Run(ctx, authority.RunRequest{
 		Subject: set.Subject, Grants: ids, Path: args[0], Args: args[1:], Env: append(r.lim.net.env(), r.env...),
