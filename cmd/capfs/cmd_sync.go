@@ -237,7 +237,7 @@ func syncRecord(ctx context.Context, s *session, rec run.Kept, f syncFlags, w io
 		if err != nil {
 			return err
 		}
-		return pageDiff(ctx, d, t.Path(), changes, cmd.OutOrStdout())
+		return pageDiff(ctx, d, t.Path(), changes, cmd.OutOrStdout(), pagerOf{s.env.env("PAGER"), w})
 	case f.out != "":
 		return r.syncOut(ctx, rec, f.out)
 	case f.dryRun:

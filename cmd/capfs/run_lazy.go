@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -73,7 +72,7 @@ func (r *runner) chooseLazy(flag *bool) error {
 		r.lazy, r.lazyWhy = true, "--lazy"
 	case flag != nil:
 		r.lazyWhy = "--no-lazy"
-	case os.Getenv(envRunLazy) == "0":
+	case r.s.env.env(envRunLazy) == "0":
 		r.lazyWhy = envRunLazy + "=0"
 	case avail != nil:
 		r.lazyWhy = "FUSE is not usable here: " + avail.Error()

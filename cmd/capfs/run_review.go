@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -227,7 +228,7 @@ func (r *runner) prompt(ctx context.Context, status int, lines <-chan string, re
 			r.keepForLater(ctx, status, "")
 			return status
 		case "d", "diff":
-			if err := pageDiff(ctx, r.workDir, r.workTree.Path(), changesOf(rep), r.stdout); err != nil {
+			if err := pageDiff(ctx, r.workDir, r.workTree.Path(), changesOf(rep), r.stdout, pagerOf{r.s.env.env("PAGER"), r.stderr}); err != nil {
 				r.say("capfs: run: diff: %s\n", showError(err))
 			}
 		case "l", "list":
@@ -253,14 +254,14 @@ func changesOf(rep *syncback.Report) []materialize.Change {
 
 // pageDiff writes changes as a unified diff (source → checkout) through $PAGER
 // (default "less -FRX") on a terminal, else to w.
-func pageDiff(ctx context.Context, src *dir.Dir, checkout string, changes []materialize.Change, w io.Writer) error {
+func pageDiff(ctx context.Context, src *dir.Dir, checkout string, changes []materialize.Change, w io.Writer, pg pagerOf) error {
 	cb, err := physical.New(checkout)
 	if err != nil {
 		return err
 	}
 	defer cb.Close()
 	gc := gitChanges(changes)
-	out, pager, err := startPager(w)
+	out, pager, err := startPager(w, pg)
 	if err != nil {
 		return err
 	}
@@ -319,19 +320,24 @@ func gitChanges(changes []materialize.Change) []gitree.Change {
 	return gc
 }
 
-// startPager starts $PAGER (default "less -FRX") on w when w is a terminal,
-// and returns where to write: the pager's input, else w itself (pager nil).
-func startPager(w io.Writer) (io.Writer, *exec.Cmd, error) {
+// pagerOf is where a diff is paged: the command ($PAGER, "": the default)
+// and where it writes its own messages.
+type pagerOf struct {
+	cmd    string
+	stderr io.Writer
+}
+
+// startPager starts pg's pager (default "less -FRX") on w when w is a
+// terminal, and returns where to write: the pager's input, else w itself
+// (pager nil).
+func startPager(w io.Writer, pg pagerOf) (io.Writer, *exec.Cmd, error) {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return w, nil, nil
 	}
-	p := os.Getenv("PAGER")
-	if p == "" {
-		p = "less -FRX"
-	}
+	p := cmp.Or(pg.cmd, "less -FRX")
 	pager := exec.Command("/bin/sh", "-c", p)
-	pager.Stdout, pager.Stderr = f, os.Stderr
+	pager.Stdout, pager.Stderr = f, pg.stderr
 	pager.Stdin = nil
 	pw, err := pager.StdinPipe()
 	if err != nil {
