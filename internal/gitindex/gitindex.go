@@ -135,18 +135,29 @@ func (h *Hints) decide(ctx context.Context, a, b vfs.Backend, p string) bool {
 	if err != nil {
 		return false
 	}
-	if !h.sameTree(ctx, a, vp.Dir()) {
-		ia, err := a.Lstat(ctx, vp)
-		if err != nil || !ia.Mode.IsRegular() {
-			return false
-		}
-		ge, ok := ia.Sys.(*gitree.Entry)
-		if !ok || ge.ID != e.Hash.String() || (ge.Kind == "executable") != (e.Mode == filemode.Executable) {
-			return false
-		}
+	if !h.sameTree(ctx, a, vp.Dir()) && !blobIs(ctx, a, vp, e) {
+		return false
 	}
 	ib, err := b.Lstat(ctx, vp)
-	if err != nil || !ib.Mode.IsRegular() {
+	return err == nil && h.asIndexed(ib, e)
+}
+
+// blobIs reports whether p on the git side a is the blob, with the mode, of
+// index entry e.
+func blobIs(ctx context.Context, a vfs.Backend, p vfs.Path, e *index.Entry) bool {
+	ia, err := a.Lstat(ctx, p)
+	if err != nil || !ia.Mode.IsRegular() {
+		return false
+	}
+	ge, ok := ia.Sys.(*gitree.Entry)
+	return ok && ge.ID == e.Hash.String() && (ge.Kind == "executable") == (e.Mode == filemode.Executable)
+}
+
+// asIndexed reports whether the work tree's file ib is as index entry e saw
+// it: a regular file of the same executable bit, size, modification time and
+// inode, not racily clean.
+func (h *Hints) asIndexed(ib vfs.Info, e *index.Entry) bool {
+	if !ib.Mode.IsRegular() {
 		return false
 	}
 	exec := ib.Mode.Perm()&0o100 != 0
@@ -158,10 +169,7 @@ func (h *Hints) decide(ctx context.Context, a, b vfs.Backend, p string) bool {
 	}
 	// Racily clean: changed within the second the index was written, so the
 	// recorded time cannot tell.
-	if !ib.ModTime.Before(h.written.Truncate(time.Second)) {
-		return false
-	}
-	return true
+	return ib.ModTime.Before(h.written.Truncate(time.Second))
 }
 
 // sameTree reports whether directory d (relative to the roots) of the git
@@ -199,13 +207,15 @@ func (h *Hints) sameTree(ctx context.Context, a vfs.Backend, d vfs.Path) bool {
 	return v
 }
 
+// hashLen is the length of a SHA-1 object id, as the index holds it.
+const hashLen = 20
+
 // cacheTrees reads the cache-tree extension ("TREE") of the index file data
 // (versions 2 to 4, entries of them): the tree id of every directory whose
 // entry is valid, by path relative to the work tree's top ("" for the top).
 // It returns nil when the index has none, or anything in it does not parse
 // exactly (the hints then do without it).
 func cacheTrees(data []byte, entries int) map[string]string {
-	const hashLen = 20
 	if len(data) < 12+hashLen || string(data[:4]) != "DIRC" {
 		return nil
 	}
@@ -214,45 +224,9 @@ func cacheTrees(data []byte, entries int) map[string]string {
 		return nil
 	}
 	end := len(data) - hashLen // the checksum
-	off := 12
-	for i := 0; i < entries; i++ {
-		if off+62 > end {
-			return nil
-		}
-		flags := binary.BigEndian.Uint16(data[off+60 : off+62])
-		p := off + 62
-		if flags&0x4000 != 0 {
-			if version < 3 {
-				return nil
-			}
-			p += 2
-		}
-		if version == 4 {
-			// The name's prefix length to strip (git's offset varint), then
-			// the rest of it, NUL-terminated; no padding.
-			for {
-				if p >= end {
-					return nil
-				}
-				c := data[p]
-				p++
-				if c&0x80 == 0 {
-					break
-				}
-			}
-			n := bytes.IndexByte(data[p:end], 0)
-			if n < 0 {
-				return nil
-			}
-			off = p + n + 1
-			continue
-		}
-		n := bytes.IndexByte(data[p:end], 0)
-		if n < 0 {
-			return nil
-		}
-		// 1 to 8 NULs pad the entry to a multiple of 8 bytes.
-		off += (p - off + n + 8) &^ 7
+	off, ok := skipEntries(data[:end], version, entries)
+	if !ok {
+		return nil
 	}
 	for off+8 <= end {
 		sig := string(data[off : off+4])
@@ -269,39 +243,76 @@ func cacheTrees(data []byte, entries int) map[string]string {
 	return nil
 }
 
+// skipEntries returns the offset in data (an index of version, without its
+// checksum) just past its entries, where the extensions start; false when
+// they do not parse.
+func skipEntries(data []byte, version uint32, entries int) (int, bool) {
+	end := len(data)
+	off := 12
+	for i := 0; i < entries; i++ {
+		if off+62 > end {
+			return 0, false
+		}
+		flags := binary.BigEndian.Uint16(data[off+60 : off+62])
+		p := off + 62
+		if flags&0x4000 != 0 {
+			if version < 3 {
+				return 0, false
+			}
+			p += 2
+		}
+		if p > end {
+			return 0, false
+		}
+		if version == 4 {
+			// The name's prefix length to strip (git's offset varint), then
+			// the rest of it, NUL-terminated; no padding.
+			if p = skipVarint(data, p); p < 0 {
+				return 0, false
+			}
+		}
+		n := bytes.IndexByte(data[p:end], 0)
+		if n < 0 {
+			return 0, false
+		}
+		if version == 4 {
+			off = p + n + 1
+			continue
+		}
+		// 1 to 8 NULs pad the entry to a multiple of 8 bytes.
+		off += (p - off + n + 8) &^ 7
+	}
+	return off, true
+}
+
+// skipVarint returns the offset past the varint at p in data, -1 when it
+// runs past the end.
+func skipVarint(data []byte, p int) int {
+	for {
+		if p >= len(data) {
+			return -1
+		}
+		c := data[p]
+		p++
+		if c&0x80 == 0 {
+			return p
+		}
+	}
+}
+
 // parseCacheTree parses a TREE extension's data: each directory as its name
 // (the top's is empty), NUL, its entry count (-1: invalid) and subtree count,
 // its tree id when valid, then its subtrees, depth first.
 func parseCacheTree(b []byte) map[string]string {
-	const hashLen = 20
 	out := map[string]string{}
 	pos := 0
 	var node func(parent string, top bool) bool
 	node = func(parent string, top bool) bool {
-		i := bytes.IndexByte(b[pos:], 0)
-		if i < 0 {
+		name, count, subs, next, ok := cacheTreeHeader(b, pos)
+		if !ok || top != (name == "") {
 			return false
 		}
-		name := string(b[pos : pos+i])
-		pos += i + 1
-		if top != (name == "") || strings.Contains(name, "/") {
-			return false
-		}
-		j := bytes.IndexByte(b[pos:], ' ')
-		if j < 0 {
-			return false
-		}
-		count, err := strconv.Atoi(string(b[pos : pos+j]))
-		pos += j + 1
-		k := bytes.IndexByte(b[pos:], '\n')
-		if err != nil || k < 0 {
-			return false
-		}
-		subs, err := strconv.Atoi(string(b[pos : pos+k]))
-		pos += k + 1
-		if err != nil || subs < 0 || count < -1 {
-			return false
-		}
+		pos = next
 		full := name
 		if parent != "" {
 			full = parent + "/" + name
@@ -324,4 +335,31 @@ func parseCacheTree(b []byte) map[string]string {
 		return nil
 	}
 	return out
+}
+
+// cacheTreeHeader parses the directory entry header at pos in b: its name,
+// entry count and subtree count, and the offset past them; false when it does
+// not parse.
+func cacheTreeHeader(b []byte, pos int) (name string, count, subs, next int, ok bool) {
+	i := bytes.IndexByte(b[pos:], 0)
+	if i < 0 {
+		return "", 0, 0, 0, false
+	}
+	name = string(b[pos : pos+i])
+	pos += i + 1
+	j := bytes.IndexByte(b[pos:], ' ')
+	if strings.Contains(name, "/") || j < 0 {
+		return "", 0, 0, 0, false
+	}
+	count, err := strconv.Atoi(string(b[pos : pos+j]))
+	pos += j + 1
+	k := bytes.IndexByte(b[pos:], '\n')
+	if err != nil || k < 0 {
+		return "", 0, 0, 0, false
+	}
+	subs, err = strconv.Atoi(string(b[pos : pos+k]))
+	if err != nil || subs < 0 || count < -1 {
+		return "", 0, 0, 0, false
+	}
+	return name, count, subs, pos + k + 1, true
 }

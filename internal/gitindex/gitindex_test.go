@@ -170,3 +170,28 @@ func TestLoad(t *testing.T) {
 		t.Error("a .git file was followed")
 	}
 }
+
+// TestCacheTreesTruncated: an index cut anywhere, or one whose entry claims
+// extended flags (version 3) the data then lacks, gives no cache-tree and
+// does not panic; before the bound on the flags' two bytes, an index cut
+// just after an entry's fixed part with them set panicked (a slice past its
+// end).
+func TestCacheTreesTruncated(t *testing.T) {
+	t.Parallel()
+	root := gitRepo(t, map[string]string{"a/x.txt": "x\n"})
+	git(t, root, "read-tree", "HEAD")
+	data, err := os.ReadFile(filepath.Join(root, ".git/index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := append([]byte(nil), data...)
+	ext[7] = 3         // version 3
+	ext[12+60] |= 0x40 // the first entry's extended flag
+	for _, d := range [][]byte{data, ext} {
+		for n := range len(d) - 1 {
+			if tr := cacheTrees(d[:n], 1); tr != nil {
+				t.Errorf("a cache-tree from the first %d bytes: %v", n, tr)
+			}
+		}
+	}
+}
