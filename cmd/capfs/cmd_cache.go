@@ -63,100 +63,115 @@ directory or run with --no-cache if that path must not show.
 		Use:   "ls",
 		Short: "List the project caches",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			root, err := buildcache.Root(o.env.env)
-			if err != nil {
-				return failed(fmt.Errorf("cache directory: %v", err))
-			}
-			caches, err := buildcache.List(root)
-			if err != nil {
-				return failed(err)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSIZE\tLAST USED\tPROJECT")
-			var total int64
-			for _, c := range caches {
-				total += c.Size
-				used, project := "-", "-"
-				if !c.LastUsed.IsZero() {
-					used = c.LastUsed.Local().Format(time.DateTime)
-				}
-				if c.Project != "" {
-					project = show(c.Project)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, humanBytes(c.Size), used, project)
-			}
-			tw.Flush()
-			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(buildcache.Max(o.env.env)))
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cacheLs(o, cmd) },
 	}
 	var all bool
 	var work string
 	clean := &cobra.Command{
 		Use:   "clean [NAME...]",
 		Short: "Remove project caches",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := buildcache.Root(o.env.env)
-			if err != nil {
-				return failed(fmt.Errorf("cache directory: %v", err))
-			}
-			var names []string
-			switch {
-			case all:
-				if names, err = buildcache.Names(root); err != nil {
-					return failed(err)
-				}
-			case len(args) > 0:
-				for _, a := range args {
-					if !buildcache.IsName(a) {
-						return usageErrorf("cache clean %s: not a cache name (see capfs cache ls)", show(a))
-					}
-					if _, err := os.Stat(filepath.Join(root, a)); err != nil {
-						return usageErrorf("cache clean %s: no such cache (see capfs cache ls)", show(a))
-					}
-					names = append(names, a)
-				}
-			default:
-				err := action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
-					wk := work
-					if wk == "" {
-						wk = s.Work
-					}
-					if wk == "" {
-						wk = defaultWork
-					}
-					wp, err := vfs.ParseGuest(wk)
-					if err != nil {
-						return usageErrorf("--work %s: %s", wk, messageOrCode(err))
-					}
-					m, rel, ok := s.mountAt(wp.WithoutDirMark())
-					if !ok {
-						return usageErrorf("--work %s: not inside any mount", wk)
-					}
-					if k := projectCacheKey(m, rel, ""); k != "" {
-						names = append(names, buildcache.Name(k))
-					}
-					return nil
-				})(cmd, nil)
-				if err != nil {
-					return err
-				}
-			}
-			var freed int64
-			for _, n := range names {
-				f, err := buildcache.Remove(root, n)
-				freed += f
-				if err != nil {
-					return failed(fmt.Errorf("cache clean %s: %v", n, cause(err)))
-				}
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: removed %d cache(s), %s\n", len(names), humanBytes(freed))
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, args []string) error { return cacheClean(o, cmd, args, all, work) },
 	}
 	clean.Flags().BoolVar(&all, "all", false, "remove every project cache")
 	clean.Flags().StringVarP(&work, "work", "w", "", `the work path whose cache to remove (default "project")`)
 	cmd.AddCommand(ls, clean)
 	return cmd
+}
+
+// cacheLs is capfs cache ls: every project cache, its size, last use and
+// project.
+func cacheLs(o *globalOptions, cmd *cobra.Command) error {
+	root, err := buildcache.Root(o.env.env)
+	if err != nil {
+		return failed(fmt.Errorf("cache directory: %v", err))
+	}
+	caches, err := buildcache.List(root)
+	if err != nil {
+		return failed(err)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSIZE\tLAST USED\tPROJECT")
+	var total int64
+	for _, c := range caches {
+		total += c.Size
+		used, project := "-", "-"
+		if !c.LastUsed.IsZero() {
+			used = c.LastUsed.Local().Format(time.DateTime)
+		}
+		if c.Project != "" {
+			project = show(c.Project)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, humanBytes(c.Size), used, project)
+	}
+	tw.Flush()
+	fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: %s in all, under %s (bound per project: %s)\n", humanBytes(total), show(root), humanBytes(buildcache.Max(o.env.env)))
+	return nil
+}
+
+// cacheClean is capfs cache clean: the caches named, every one (all), or the
+// one of the work path (work, else the session's, else the default).
+func cacheClean(o *globalOptions, cmd *cobra.Command, args []string, all bool, work string) error {
+	root, err := buildcache.Root(o.env.env)
+	if err != nil {
+		return failed(fmt.Errorf("cache directory: %v", err))
+	}
+	var names []string
+	switch {
+	case all:
+		if names, err = buildcache.Names(root); err != nil {
+			return failed(err)
+		}
+	case len(args) > 0:
+		for _, a := range args {
+			if !buildcache.IsName(a) {
+				return usageErrorf("cache clean %s: not a cache name (see capfs cache ls)", show(a))
+			}
+			if _, err := os.Stat(filepath.Join(root, a)); err != nil {
+				return usageErrorf("cache clean %s: no such cache (see capfs cache ls)", show(a))
+			}
+			names = append(names, a)
+		}
+	default:
+		if names, err = currentCacheName(o, cmd, work); err != nil {
+			return err
+		}
+	}
+	var freed int64
+	for _, n := range names {
+		f, err := buildcache.Remove(root, n)
+		freed += f
+		if err != nil {
+			return failed(fmt.Errorf("cache clean %s: %v", n, cause(err)))
+		}
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "capfs: cache: removed %d cache(s), %s\n", len(names), humanBytes(freed))
+	return nil
+}
+
+// currentCacheName returns the name of the project cache of the work path
+// (work, else the session's, else the default), none when it has no cache.
+func currentCacheName(o *globalOptions, cmd *cobra.Command, work string) ([]string, error) {
+	var names []string
+	err := action(o, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+		wk := work
+		if wk == "" {
+			wk = s.Work
+		}
+		if wk == "" {
+			wk = defaultWork
+		}
+		wp, err := vfs.ParseGuest(wk)
+		if err != nil {
+			return usageErrorf("--work %s: %s", wk, messageOrCode(err))
+		}
+		m, rel, ok := s.mountAt(wp.WithoutDirMark())
+		if !ok {
+			return usageErrorf("--work %s: not inside any mount", wk)
+		}
+		if k := projectCacheKey(m, rel, ""); k != "" {
+			names = append(names, buildcache.Name(k))
+		}
+		return nil
+	})(cmd, nil)
+	return names, err
 }
