@@ -8,6 +8,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/internal/mattest"
 	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
 )
@@ -16,9 +17,9 @@ import (
 // process) over the same source, syncs back what the first process left, and
 // Close then removes the checkout.
 func TestReopenSyncsLater(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("changed\n"), 0o644))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "new.txt"), []byte("new\n"), 0o644))
 		must(t, os.Remove(filepath.Join(tr.Path(), "run.sh")))
@@ -30,7 +31,7 @@ func TestReopenSyncsLater(t *testing.T) {
 			t.Fatalf("StatePath = %q, want %q", materialize.StatePath(state), tr.Path())
 		}
 
-		re, err := materialize.Reopen(ctx, s.d, state)
+		re, err := materialize.Reopen(ctx, s.D, state)
 		must(t, err)
 		cs, err := re.Diff(ctx)
 		must(t, err)
@@ -49,7 +50,7 @@ func TestReopenSyncsLater(t *testing.T) {
 		if len(rep.Applied) != 3 {
 			t.Errorf("applied %v", rep.Applied)
 		}
-		if b, _ := s.d.ReadFile(ctx, "README"); string(b) != "changed\n" {
+		if b, _ := s.D.ReadFile(ctx, "README"); string(b) != "changed\n" {
 			t.Errorf("README = %q", b)
 		}
 		must(t, re.Close())

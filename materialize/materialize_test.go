@@ -25,19 +25,6 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// source is a Dir to check out, with the host directory behind it when physical.
-type source struct {
-	name string
-	d    *dir.Dir
-	b    vfs.Backend
-	host string // "" for memory
-}
-
-// forEach runs fn on a memory source and a physical one ([mattest.ForEach]).
-func forEach(t *testing.T, fn func(t *testing.T, s source), opts ...dir.Option) {
-	mattest.ForEach(t, func(t *testing.T, s mattest.Source) { fn(t, source{s.Name, s.D, s.B, s.Host}) }, opts...)
-}
-
 var ctx = context.Background()
 
 // The shared fixtures (package mattest).
@@ -51,11 +38,11 @@ var (
 )
 
 func TestCheckoutContents(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
 		old := time.Date(2020, 1, 2, 3, 4, 5, 6000, time.UTC)
-		must(t, s.d.Chtimes(ctx, "README", old, old))
-		tr := checkout(t, s.d, materialize.Options{})
+		must(t, s.D.Chtimes(ctx, "README", old, old))
+		tr := checkout(t, s.D, materialize.Options{})
 		if tr.Strategy() != materialize.StrategyCopy || tr.Bound() || tr.BindFile() != nil {
 			t.Fatalf("strategy %s, bound %v", tr.Strategy(), tr.Bound())
 		}
@@ -109,9 +96,9 @@ func TestCheckoutContents(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		root := tr.Path()
 		w := func(p, data string, perm os.FileMode) {
 			must(t, os.WriteFile(filepath.Join(root, p), []byte(data), perm))
@@ -155,7 +142,7 @@ func TestRoundTrip(t *testing.T) {
 		if len(rep.Applied) != len(want) {
 			t.Fatalf("applied %d changes: %+v", len(rep.Applied), rep)
 		}
-		sameMap(t, snapshot(t, s.d), map[string]string{
+		sameMap(t, snapshot(t, s.D), map[string]string{
 			"README":            "f -rw-r--r-- changed\n",
 			"new.txt":           "f -rw-r----- new\n",
 			"out":               "d -rwxr-xr-x",
@@ -181,18 +168,18 @@ func TestRoundTrip(t *testing.T) {
 		if len(rep.Applied) != 1 || rep.Applied[0].Path != "new.txt" {
 			t.Fatalf("second sync %+v", rep)
 		}
-		if b, _ := s.d.ReadFile(ctx, "new.txt"); string(b) != "again\n" {
+		if b, _ := s.D.ReadFile(ctx, "new.txt"); string(b) != "again\n" {
 			t.Fatalf("new.txt = %q", b)
 		}
 	})
 }
 
 func TestDiffStatCache(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
 		old := time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)
-		must(t, s.d.Chtimes(ctx, "src/main.go", old, old))
-		tr := checkout(t, s.d, materialize.Options{})
+		must(t, s.D.Chtimes(ctx, "src/main.go", old, old))
+		tr := checkout(t, s.D, materialize.Options{})
 		p := filepath.Join(tr.Path(), "src/main.go")
 		// Same size, modification time put back: only the change time tells.
 		must(t, os.WriteFile(p, []byte("package xxxx\n"), 0))
@@ -214,14 +201,14 @@ func TestDiffStatCache(t *testing.T) {
 }
 
 func TestCheckoutSkipsDenied(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		must(t, s.d.MkdirAll(ctx, "home/.ssh"))
-		must(t, s.d.WriteFile(ctx, "home/.ssh/id_rsa", []byte("secret"), 0o600))
-		must(t, s.d.MkdirAll(ctx, "app"))
-		must(t, s.d.WriteFile(ctx, "app/.env", []byte("TOKEN=1"), 0o600))
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		must(t, s.D.MkdirAll(ctx, "home/.ssh"))
+		must(t, s.D.WriteFile(ctx, "home/.ssh/id_rsa", []byte("secret"), 0o600))
+		must(t, s.D.MkdirAll(ctx, "app"))
+		must(t, s.D.WriteFile(ctx, "app/.env", []byte("TOKEN=1"), 0o600))
 		// The checkout reads through a Dir with the default policy.
-		guarded, _ := dir.New(s.b, dir.WithPolicy(policy.Defaults()))
+		guarded, _ := dir.New(s.B, dir.WithPolicy(policy.Defaults()))
 		tr := checkout(t, guarded, materialize.Options{})
 		var got []string
 		for _, sk := range tr.Skipped() {
@@ -281,10 +268,10 @@ func TestCheckoutSkipsHostSpecials(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
 		base := t.TempDir()
-		tr, err := materialize.Checkout(ctx, s.d, materialize.Options{Base: base})
+		tr, err := materialize.Checkout(ctx, s.D, materialize.Options{Base: base})
 		must(t, err)
 		root := tr.Path()
 		if filepath.Dir(root) != base {
@@ -507,9 +494,9 @@ func TestBaseFromEnvironment(t *testing.T) {
 }
 
 func TestDiffNeverFollowsOrBlocks(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		root := tr.Path()
 		outside := t.TempDir()
 		must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("host file"), 0o600))
@@ -530,12 +517,12 @@ func TestDiffNeverFollowsOrBlocks(t *testing.T) {
 				t.Fatalf("README new type %v", c.New.Type)
 			}
 		}
-		before := snapshot(t, s.d)
+		before := snapshot(t, s.D)
 		rep, err := syncback.Run(ctx, tr, syncback.Options{})
 		if err == nil || len(rep.Refused) != 2 {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
 		}
-		sameMap(t, snapshot(t, s.d), before)
+		sameMap(t, snapshot(t, s.D), before)
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/internal/mattest"
 	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -32,13 +33,13 @@ func edits(t *testing.T, root string) {
 // refuses .git/hooks/x, and the whole sync is refused with nothing written,
 // although [Options].Policy is not set.
 func TestSyncBackDirPolicyRefusesAll(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		edits(t, tr.Path())
 		must(t, os.MkdirAll(filepath.Join(tr.Path(), ".git/hooks"), 0o755))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), ".git/hooks/x"), []byte("#!/bin/sh\n"), 0o755))
-		before := snapshot(t, s.d)
+		before := snapshot(t, s.D)
 		rep, err := syncback.Run(ctx, tr, syncback.Options{})
 		if vfs.CodeOf(err) != vfs.CodePermission || !strings.Contains(err.Error(), ".git/hooks/x") {
 			t.Fatalf("SyncBack: %v", err)
@@ -50,7 +51,7 @@ func TestSyncBackDirPolicyRefusesAll(t *testing.T) {
 			!strings.HasPrefix(last.Reason, "write: ") || len(rep.NotApplied) != len(rep.Refused)+5 {
 			t.Fatalf("report %+v", rep)
 		}
-		sameMap(t, snapshot(t, s.d), before)
+		sameMap(t, snapshot(t, s.D), before)
 	}, dir.WithPolicy(policy.Defaults()))
 }
 
@@ -62,8 +63,8 @@ func TestSyncBackDirCustomRuleNoPartialApply(t *testing.T) {
 		Effect: policy.Deny, Ops: []policy.Op{policy.OpWrite}, Paths: []string{"proj/zz/**"}, Reason: "zz is frozen",
 	}}})
 	must(t, err)
-	forEach(t, func(t *testing.T, s source) {
-		proj, err := s.d.CreateDir(ctx, "proj")
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		proj, err := s.D.CreateDir(ctx, "proj")
 		must(t, err)
 		fill(t, proj)
 		must(t, proj.MkdirAll(ctx, "zz"))
@@ -91,36 +92,36 @@ func TestSyncBackDirCustomRuleNoPartialApply(t *testing.T) {
 // the Dir allows, and cannot allow what the Dir refuses.
 func TestSyncBackExtraPolicyAdds(t *testing.T) {
 	t.Run("stricter", func(t *testing.T) {
-		forEach(t, func(t *testing.T, s source) {
-			fill(t, s.d)
-			tr := checkout(t, s.d, materialize.Options{})
+		mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+			fill(t, s.D)
+			tr := checkout(t, s.D, materialize.Options{})
 			must(t, os.WriteFile(filepath.Join(tr.Path(), ".bashrc"), []byte("evil"), 0o644))
-			before := snapshot(t, s.d)
+			before := snapshot(t, s.D)
 			rep, err := syncback.Run(ctx, tr, syncback.Options{Policy: policy.Defaults()})
 			if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0].Reason, "persistence") {
 				t.Fatalf("SyncBack: %v %+v", err, rep)
 			}
-			sameMap(t, snapshot(t, s.d), before)
+			sameMap(t, snapshot(t, s.D), before)
 			// nil: nothing beyond the Dir's own policy, which allows everything.
 			if _, err := syncback.Run(ctx, tr, syncback.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			if b, _ := s.d.ReadFile(ctx, ".bashrc"); string(b) != "evil" {
+			if b, _ := s.D.ReadFile(ctx, ".bashrc"); string(b) != "evil" {
 				t.Fatalf(".bashrc = %q", b)
 			}
 		})
 	})
 	t.Run("cannot loosen", func(t *testing.T) {
-		forEach(t, func(t *testing.T, s source) {
-			fill(t, s.d)
-			tr := checkout(t, s.d, materialize.Options{})
+		mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+			fill(t, s.D)
+			tr := checkout(t, s.D, materialize.Options{})
 			must(t, os.WriteFile(filepath.Join(tr.Path(), ".bashrc"), []byte("evil"), 0o644))
-			before := snapshot(t, s.d)
+			before := snapshot(t, s.D)
 			rep, err := syncback.Run(ctx, tr, syncback.Options{Policy: policy.AllowAll})
 			if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Refused) != 1 {
 				t.Fatalf("SyncBack: %v %+v", err, rep)
 			}
-			sameMap(t, snapshot(t, s.d), before)
+			sameMap(t, snapshot(t, s.D), before)
 		}, dir.WithPolicy(policy.Defaults()))
 	})
 }
@@ -195,20 +196,20 @@ func TestSyncBackKeepOursChecksTheWay(t *testing.T) {
 		Effect: policy.Deny, Ops: []policy.Op{policy.OpRemove}, Paths: []string{"both"}, Reason: "keep both",
 	}}})
 	must(t, err)
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("edited"), 0o644))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "both"), []byte("ours"), 0o644))
 		// the host puts a directory where the sandbox adds a file
-		must(t, s.d.MkdirAll(ctx, "both"))
-		before := snapshot(t, s.d)
+		must(t, s.D.MkdirAll(ctx, "both"))
+		before := snapshot(t, s.D)
 		rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: syncback.ConflictKeepOurs})
 		if vfs.CodeOf(err) != vfs.CodePermission || len(rep.Applied) != 0 || len(rep.Refused) != 1 ||
 			rep.Refused[0].Change.Path != "both" || !strings.HasPrefix(rep.Refused[0].Reason, "remove: ") {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
 		}
-		sameMap(t, snapshot(t, s.d), before)
+		sameMap(t, snapshot(t, s.D), before)
 	}, dir.WithPolicy(pol))
 }
 
@@ -255,18 +256,18 @@ func TestSyncBackHookStopsMidway(t *testing.T) {
 // the host made a file of the same name meanwhile, lands under ConflictKeepOurs
 // with the sandbox's bytes and mode, not the host file's mode (issue 11).
 func TestSyncBackKeepOursAddedMode(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "run.sh"), []byte("#!/bin/sh\necho ours\n"), 0o755))
 		must(t, os.Chmod(filepath.Join(tr.Path(), "run.sh"), 0o755))
-		must(t, s.d.WriteFile(ctx, "run.sh", []byte("theirs\n"), 0o600))
+		must(t, s.D.WriteFile(ctx, "run.sh", []byte("theirs\n"), 0o600))
 		if _, err := syncback.Run(ctx, tr, syncback.Options{Conflict: syncback.ConflictKeepOurs}); err != nil {
 			t.Fatalf("SyncBack: %v", err)
 		}
-		got, err := s.d.ReadFile(ctx, "run.sh")
+		got, err := s.D.ReadFile(ctx, "run.sh")
 		must(t, err)
-		fi, err := s.d.Stat(ctx, "run.sh")
+		fi, err := s.D.Stat(ctx, "run.sh")
 		must(t, err)
 		if string(got) != "#!/bin/sh\necho ours\n" || fi.Mode().Perm() != 0o755 {
 			t.Errorf("run.sh = %q, mode %v; want the sandbox's bytes and 0755", got, fi.Mode())
@@ -280,14 +281,14 @@ func TestSyncBackKeepOursAddedMode(t *testing.T) {
 // source changed since the checkout keeps the source's; a checkout's root
 // starts with the source root's time.
 func TestSyncBackDirectoryTimes(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		must(t, s.d.MkdirAll(ctx, "other"))
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		must(t, s.D.MkdirAll(ctx, "other"))
 		old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 		for _, p := range []string{".", "src", "src/sub", "other"} {
-			must(t, s.d.Chtimes(ctx, p, old, old))
+			must(t, s.D.Chtimes(ctx, p, old, old))
 		}
-		tr := checkout(t, s.d, materialize.Options{})
+		tr := checkout(t, s.D, materialize.Options{})
 		if fi, err := os.Stat(tr.Path()); err != nil || !fi.ModTime().Equal(old) {
 			t.Fatalf("checkout root time %v, want the source's %v (%v)", fi.ModTime(), old, err)
 		}
@@ -297,8 +298,8 @@ func TestSyncBackDirectoryTimes(t *testing.T) {
 			must(t, os.Remove(scratch))
 		}
 		// The source changes other meanwhile: its own time stays.
-		must(t, s.d.WriteFile(ctx, "other/new", []byte("y"), 0o644))
-		hostOther, err := s.d.Lstat(ctx, "other")
+		must(t, s.D.WriteFile(ctx, "other/new", []byte("y"), 0o644))
+		hostOther, err := s.D.Lstat(ctx, "other")
 		must(t, err)
 		rep, err := syncback.Run(ctx, tr, syncback.Options{})
 		if err != nil || len(rep.Applied) != 0 {
@@ -308,7 +309,7 @@ func TestSyncBackDirectoryTimes(t *testing.T) {
 			p    string
 			want time.Time
 		}{{".", stamp(t, tr.Path())}, {"src/sub", stamp(t, filepath.Join(tr.Path(), "src/sub"))}, {"src", old}, {"other", hostOther.ModTime()}} {
-			fi, err := s.d.Lstat(ctx, c.p)
+			fi, err := s.D.Lstat(ctx, c.p)
 			must(t, err)
 			if !fi.ModTime().Equal(c.want) {
 				t.Errorf("%s: source time %v, want %v", c.p, fi.ModTime(), c.want)

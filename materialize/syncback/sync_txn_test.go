@@ -11,6 +11,7 @@ import (
 
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/internal/mattest"
 	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -87,9 +88,9 @@ func TestSyncBackParentRemovedIsConflict(t *testing.T) {
 			for _, rej := range []syncback.RejectMode{syncback.RejectAbort, syncback.RejectApplyRest} {
 				name := hostOp + "/" + []string{"fail", "ours", "theirs"}[mode] + "/" + []string{"abort", "apply-rest"}[rej]
 				t.Run(name, func(t *testing.T) {
-					forEach(t, func(t *testing.T, s source) {
-						fill(t, s.d)
-						tr := checkout(t, s.d, materialize.Options{})
+					mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+						fill(t, s.D)
+						tr := checkout(t, s.D, materialize.Options{})
 						root := tr.Path()
 						must(t, os.WriteFile(filepath.Join(root, "src/sub/new1"), []byte("n1"), 0o644))
 						must(t, os.MkdirAll(filepath.Join(root, "src/sub/deeper"), 0o755))
@@ -97,19 +98,19 @@ func TestSyncBackParentRemovedIsConflict(t *testing.T) {
 						must(t, os.WriteFile(filepath.Join(root, "README"), []byte("edited"), 0o644))
 						switch hostOp {
 						case "remove":
-							must(t, s.d.RemoveAll(ctx, "src/sub"))
+							must(t, s.D.RemoveAll(ctx, "src/sub"))
 						case "rename":
-							must(t, s.d.Move(ctx, "src/sub", "src/moved"))
+							must(t, s.D.Move(ctx, "src/sub", "src/moved"))
 						case "replace by a file":
-							must(t, s.d.RemoveAll(ctx, "src/sub"))
-							must(t, s.d.WriteFile(ctx, "src/sub", []byte("host file"), 0o644))
+							must(t, s.D.RemoveAll(ctx, "src/sub"))
+							must(t, s.D.WriteFile(ctx, "src/sub", []byte("host file"), 0o644))
 						}
 						cs, err := tr.Diff(ctx)
 						must(t, err)
-						before := snapshot(t, s.d)
+						before := snapshot(t, s.D)
 						rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
 						accounted(t, cs, rep, tr)
-						after := snapshot(t, s.d)
+						after := snapshot(t, s.D)
 						// src/sub/new1 and src/sub/deeper are in conflict (src/sub/deeper/new2
 						// is beneath a directory the sync creates: it depends on it).
 						ours := mode == syncback.ConflictKeepOurs && hostOp != "replace by a file"
@@ -209,22 +210,22 @@ func TestSyncBackRaceMatrix(t *testing.T) {
 				for _, rej := range rejects {
 					name := h.name + "/" + sb.name + "/" + []string{"fail", "ours", "theirs"}[mode] + "/" + []string{"abort", "apply-rest"}[rej]
 					t.Run(name, func(t *testing.T) {
-						forEach(t, func(t *testing.T, s source) {
-							must(t, s.d.MkdirAll(ctx, "d"))
-							must(t, s.d.WriteFile(ctx, "d/f", []byte("base"), 0o644))
-							must(t, s.d.WriteFile(ctx, "d/g", []byte("g"), 0o644))
-							must(t, s.d.WriteFile(ctx, "other", []byte("o"), 0o644))
-							tr := checkout(t, s.d, materialize.Options{})
+						mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+							must(t, s.D.MkdirAll(ctx, "d"))
+							must(t, s.D.WriteFile(ctx, "d/f", []byte("base"), 0o644))
+							must(t, s.D.WriteFile(ctx, "d/g", []byte("g"), 0o644))
+							must(t, s.D.WriteFile(ctx, "other", []byte("o"), 0o644))
+							tr := checkout(t, s.D, materialize.Options{})
 							sb.do(t, tr.Path())
 							// An unrelated change beside it.
 							must(t, os.WriteFile(filepath.Join(tr.Path(), "other"), []byte("o2"), 0o644))
-							h.do(t, s.d)
+							h.do(t, s.D)
 							cs, err := tr.Diff(ctx)
 							must(t, err)
-							before := snapshot(t, s.d)
+							before := snapshot(t, s.D)
 							rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: mode, OnReject: rej, JournalDir: journalDir(t)})
 							accounted(t, cs, rep, tr)
-							after := snapshot(t, s.d)
+							after := snapshot(t, s.D)
 							c := causes(rep)
 							want := map[string]string{}
 							for k, v := range before {
@@ -295,9 +296,9 @@ func TestSyncBackRaceMatrix(t *testing.T) {
 // once the refused change is undone in the checkout, the next sync applies
 // nothing more and Close removes the checkout.
 func TestSyncBackApplyRestKeepsCheckout(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		root := tr.Path()
 		must(t, os.WriteFile(filepath.Join(root, "README"), []byte("edited"), 0o644))
 		must(t, os.MkdirAll(filepath.Join(root, "gen"), 0o755))
@@ -314,10 +315,10 @@ func TestSyncBackApplyRestKeepsCheckout(t *testing.T) {
 		if c := causes(rep); len(c) != 1 || c["src/.bashrc"] != syncback.CauseRefused || len(rep.Applied) != 3 {
 			t.Fatalf("report %+v", rep)
 		}
-		if b, _ := s.d.ReadFile(ctx, "gen/out"); string(b) != "x" {
+		if b, _ := s.D.ReadFile(ctx, "gen/out"); string(b) != "x" {
 			t.Fatalf("gen/out %q", b)
 		}
-		if ok, _ := s.d.Exists(ctx, "src/.bashrc"); ok {
+		if ok, _ := s.D.Exists(ctx, "src/.bashrc"); ok {
 			t.Fatal("src/.bashrc written")
 		}
 		must(t, os.Remove(filepath.Join(root, "src/.bashrc")))
@@ -335,9 +336,9 @@ func TestSyncBackApplyRestKeepsCheckout(t *testing.T) {
 
 // Keep keeps a checkout whose changes were all applied.
 func TestKeepCheckout(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("edited"), 0o644))
 		tr.Keep()
 		rep, err := syncback.Run(ctx, tr, syncback.Options{JournalDir: journalDir(t)})
@@ -355,13 +356,13 @@ func TestKeepCheckout(t *testing.T) {
 // Applied files keep the sandbox's modification times, and a file rewritten
 // with the same bytes gets the sandbox's new time.
 func TestSyncBackKeepsTimes(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
 		old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 		for _, p := range []string{"README", "src/main.go", "run.sh"} {
-			must(t, s.d.Chtimes(ctx, p, old, old))
+			must(t, s.D.Chtimes(ctx, p, old, old))
 		}
-		tr := checkout(t, s.d, materialize.Options{})
+		tr := checkout(t, s.D, materialize.Options{})
 		root := tr.Path()
 		t1 := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 		t2 := t1.Add(-time.Hour) // older than t1, and written after it
@@ -385,13 +386,13 @@ func TestSyncBackKeepsTimes(t *testing.T) {
 		must(t, err)
 		accounted(t, cs, rep, tr)
 		for p, want := range map[string]time.Time{"src/main.go": t1, "a-new": t2, "README": t3, "run.sh": t3} {
-			fi, err := s.d.Lstat(ctx, p)
+			fi, err := s.D.Lstat(ctx, p)
 			must(t, err)
 			if !fi.ModTime().Equal(want) {
 				t.Errorf("%s: mtime %v, want %v", p, fi.ModTime(), want)
 			}
 		}
-		if b, _ := s.d.ReadFile(ctx, "README"); string(b) != "hello\n" {
+		if b, _ := s.D.ReadFile(ctx, "README"); string(b) != "hello\n" {
 			t.Fatalf("README %q", b)
 		}
 		// Nothing is left to sync.
@@ -410,9 +411,9 @@ func TestSyncBackKeepsTimes(t *testing.T) {
 func TestSyncBackSourceChangesDuringApply(t *testing.T) {
 	for _, rej := range []syncback.RejectMode{syncback.RejectAbort, syncback.RejectApplyRest} {
 		t.Run([]string{"abort", "apply-rest"}[rej], func(t *testing.T) {
-			forEach(t, func(t *testing.T, s source) {
-				fill(t, s.d)
-				tr := checkout(t, s.d, materialize.Options{})
+			mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+				fill(t, s.D)
+				tr := checkout(t, s.D, materialize.Options{})
 				root := tr.Path()
 				// Applied in path order: README, run.sh, src/main.go, then z-new.
 				must(t, os.WriteFile(filepath.Join(root, "README"), []byte("ours"), 0o644))
@@ -424,7 +425,7 @@ func TestSyncBackSourceChangesDuringApply(t *testing.T) {
 				syncback.SetTestHook(func(point string) {
 					if point == "committed" {
 						// After validation, before the first change.
-						must(t, s.d.WriteFile(ctx, "run.sh", []byte("#!/bin/sh\necho the host's edit\n"), 0o755))
+						must(t, s.D.WriteFile(ctx, "run.sh", []byte("#!/bin/sh\necho the host's edit\n"), 0o755))
 					}
 				})
 				defer syncback.SetTestHook(nil)
@@ -433,17 +434,17 @@ func TestSyncBackSourceChangesDuringApply(t *testing.T) {
 				if vfs.CodeOf(err) != vfs.CodeConflict {
 					t.Fatalf("SyncBack: %v", err)
 				}
-				if b, _ := s.d.ReadFile(ctx, "run.sh"); string(b) != "#!/bin/sh\necho the host's edit\n" {
+				if b, _ := s.D.ReadFile(ctx, "run.sh"); string(b) != "#!/bin/sh\necho the host's edit\n" {
 					t.Fatalf("run.sh %q", b)
 				}
 				c := causes(rep)
 				if c["run.sh"] != syncback.CauseConflict || strings.Join(rep.Conflicts, ",") != "run.sh" {
 					t.Fatalf("report %+v", rep)
 				}
-				if b, _ := s.d.ReadFile(ctx, "README"); string(b) != "ours" {
+				if b, _ := s.D.ReadFile(ctx, "README"); string(b) != "ours" {
 					t.Fatalf("README %q", b)
 				}
-				b, _ := s.d.ReadFile(ctx, "src/main.go")
+				b, _ := s.D.ReadFile(ctx, "src/main.go")
 				if rej == syncback.RejectAbort {
 					if c["src/main.go"] != syncback.CauseStopped || c["z-new"] != syncback.CauseStopped || string(b) != "package main\n" {
 						t.Fatalf("abort: %v main.go %q", c, b)
@@ -459,15 +460,15 @@ func TestSyncBackSourceChangesDuringApply(t *testing.T) {
 // A directory the host replaced by a symlink to a twin: a deletion beneath it
 // would remove the twin's file. It is a conflict.
 func TestSyncBackParentBecameSymlink(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		must(t, s.d.MkdirAll(ctx, "d"))
-		must(t, s.d.MkdirAll(ctx, "twin"))
-		must(t, s.d.WriteFile(ctx, "d/f", []byte("same"), 0o644))
-		must(t, s.d.WriteFile(ctx, "twin/f", []byte("same"), 0o644))
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		must(t, s.D.MkdirAll(ctx, "d"))
+		must(t, s.D.MkdirAll(ctx, "twin"))
+		must(t, s.D.WriteFile(ctx, "d/f", []byte("same"), 0o644))
+		must(t, s.D.WriteFile(ctx, "twin/f", []byte("same"), 0o644))
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.Remove(filepath.Join(tr.Path(), "d/f")))
-		must(t, s.d.RemoveAll(ctx, "d"))
-		must(t, s.d.Symlink(ctx, "twin", "d"))
+		must(t, s.D.RemoveAll(ctx, "d"))
+		must(t, s.D.Symlink(ctx, "twin", "d"))
 		cs, err := tr.Diff(ctx)
 		must(t, err)
 		rep, err := syncback.Run(ctx, tr, syncback.Options{OnReject: syncback.RejectApplyRest, JournalDir: journalDir(t)})
@@ -475,7 +476,7 @@ func TestSyncBackParentBecameSymlink(t *testing.T) {
 		if vfs.CodeOf(err) != vfs.CodeConflict || causes(rep)["d/f"] != syncback.CauseConflict {
 			t.Fatalf("SyncBack: %v %+v", err, rep)
 		}
-		if b, err := s.d.ReadFile(ctx, "twin/f"); err != nil || string(b) != "same" {
+		if b, err := s.D.ReadFile(ctx, "twin/f"); err != nil || string(b) != "same" {
 			t.Fatalf("twin/f: %q %v", b, err)
 		}
 	})

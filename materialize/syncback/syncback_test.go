@@ -11,6 +11,7 @@ import (
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/materialize"
+	"github.com/capfs/capfs/materialize/internal/mattest"
 	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
@@ -18,9 +19,9 @@ import (
 )
 
 // refused runs a sync that must be refused with code and leave the source as it was.
-func refused(t *testing.T, s source, tr *materialize.Tree, code vfs.Code, path string) *syncback.Report {
+func refused(t *testing.T, s mattest.Source, tr *materialize.Tree, code vfs.Code, path string) *syncback.Report {
 	t.Helper()
-	before := snapshot(t, s.d)
+	before := snapshot(t, s.D)
 	rep, err := syncback.Run(ctx, tr, syncback.Options{})
 	if vfs.CodeOf(err) != code {
 		t.Fatalf("SyncBack: %v, want code %s", err, code)
@@ -32,7 +33,7 @@ func refused(t *testing.T, s source, tr *materialize.Tree, code vfs.Code, path s
 	if rep == nil || len(rep.Refused) == 0 || rep.Refused[0].Change.Path != path || len(rep.Applied) != 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	sameMap(t, snapshot(t, s.d), before)
+	sameMap(t, snapshot(t, s.D), before)
 	return rep
 }
 
@@ -71,9 +72,9 @@ func TestSyncBackRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			forEach(t, func(t *testing.T, s source) {
-				fill(t, s.d)
-				tr := checkout(t, s.d, materialize.Options{})
+			mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+				fill(t, s.D)
+				tr := checkout(t, s.D, materialize.Options{})
 				// A harmless change beside the bad one: it must not be applied either.
 				must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("edited"), 0o644))
 				must(t, os.WriteFile(filepath.Join(tr.Path(), "fine.txt"), []byte("fine"), 0o644))
@@ -85,9 +86,9 @@ func TestSyncBackRefusals(t *testing.T) {
 }
 
 func TestSyncBackGitHookAllRefused(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.MkdirAll(filepath.Join(tr.Path(), ".git/hooks"), 0o755))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), ".git/hooks/post-checkout"), []byte("x"), 0o755))
 		rep := refused(t, s, tr, vfs.CodePermission, ".git")
@@ -101,16 +102,16 @@ func TestSyncBackGitHookAllRefused(t *testing.T) {
 		if strings.Join(ps, ",") != ".git,.git/hooks,.git/hooks/post-checkout" {
 			t.Fatalf("refused %v", ps)
 		}
-		if ok, _ := s.d.Exists(ctx, ".git"); ok {
+		if ok, _ := s.D.Exists(ctx, ".git"); ok {
 			t.Fatal(".git was created in the source")
 		}
 	}, dir.WithPolicy(policy.Defaults()))
 }
 
 func TestSyncBackStripsSetuid(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		p := filepath.Join(tr.Path(), "suid")
 		must(t, os.WriteFile(p, []byte("payload"), 0o755))
 		must(t, os.Chmod(p, 0o755|os.ModeSetuid|os.ModeSetgid|os.ModeSticky))
@@ -131,7 +132,7 @@ func TestSyncBackStripsSetuid(t *testing.T) {
 		if len(rep.Applied) != 1 || len(rep.Skipped) != 1 || rep.Skipped[0].Path != "run.sh" {
 			t.Fatalf("report %+v", rep)
 		}
-		snap := snapshot(t, s.d)
+		snap := snapshot(t, s.D)
 		if snap["suid"] != "f -rwxr-xr-x payload" || snap["run.sh"] != "f -rwxr-xr-x #!/bin/sh\n" {
 			t.Fatalf("suid %q, run.sh %q", snap["suid"], snap["run.sh"])
 		}
@@ -160,11 +161,11 @@ func TestSyncBackLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			forEach(t, func(t *testing.T, s source) {
-				fill(t, s.d)
-				tr := checkout(t, s.d, materialize.Options{})
+			mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+				fill(t, s.D)
+				tr := checkout(t, s.D, materialize.Options{})
 				c.make(t, tr.Path())
-				before := snapshot(t, s.d)
+				before := snapshot(t, s.D)
 				rep, err := syncback.Run(ctx, tr, syncback.Options{Limits: c.lim})
 				if vfs.CodeOf(err) != vfs.CodeQuota {
 					t.Fatalf("SyncBack: %v", err)
@@ -172,7 +173,7 @@ func TestSyncBackLimits(t *testing.T) {
 				if len(rep.Refused) != 1 || rep.Refused[0].Change.Path != c.path {
 					t.Fatalf("refused %+v", rep.Refused)
 				}
-				sameMap(t, snapshot(t, s.d), before)
+				sameMap(t, snapshot(t, s.D), before)
 				// Within the limits, the same sync passes.
 				if _, err := syncback.Run(ctx, tr, syncback.Options{}); err != nil {
 					t.Fatalf("default limits: %v", err)
@@ -183,23 +184,23 @@ func TestSyncBackLimits(t *testing.T) {
 }
 
 func TestSyncBackConflicts(t *testing.T) {
-	setup := func(t *testing.T, s source) *materialize.Tree {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	setup := func(t *testing.T, s mattest.Source) *materialize.Tree {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		// both sides edit README; only the sandbox edits run.sh and adds new.txt
-		must(t, s.d.WriteFile(ctx, "README", []byte("theirs\n"), 0o644))
+		must(t, s.D.WriteFile(ctx, "README", []byte("theirs\n"), 0o644))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "README"), []byte("ours\n"), 0o644))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "run.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "new.txt"), []byte("n"), 0o644))
 		// the host adds a file where the sandbox adds one too
-		must(t, s.d.WriteFile(ctx, "both", []byte("theirs"), 0o644))
+		must(t, s.D.WriteFile(ctx, "both", []byte("theirs"), 0o644))
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "both"), []byte("ours"), 0o644))
 		return tr
 	}
 	t.Run("fail", func(t *testing.T) {
-		forEach(t, func(t *testing.T, s source) {
+		mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
 			tr := setup(t, s)
-			before := snapshot(t, s.d)
+			before := snapshot(t, s.D)
 			rep, err := syncback.Run(ctx, tr, syncback.Options{})
 			if vfs.CodeOf(err) != vfs.CodeConflict || !strings.Contains(err.Error(), "README") || !strings.Contains(err.Error(), "both") {
 				t.Fatalf("SyncBack: %v", err)
@@ -207,32 +208,32 @@ func TestSyncBackConflicts(t *testing.T) {
 			if strings.Join(rep.Conflicts, ",") != "README,both" || len(rep.Applied) != 0 {
 				t.Fatalf("report %+v", rep)
 			}
-			sameMap(t, snapshot(t, s.d), before)
+			sameMap(t, snapshot(t, s.D), before)
 		})
 	})
 	t.Run("keep ours", func(t *testing.T) {
-		forEach(t, func(t *testing.T, s source) {
+		mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
 			tr := setup(t, s)
 			rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: syncback.ConflictKeepOurs})
 			must(t, err)
 			if strings.Join(rep.Conflicts, ",") != "README,both" || len(rep.Applied) != 4 {
 				t.Fatalf("report %+v", rep)
 			}
-			snap := snapshot(t, s.d)
+			snap := snapshot(t, s.D)
 			if snap["README"] != "f -rw-r--r-- ours\n" || snap["both"] != "f -rw-r--r-- ours" || snap["new.txt"] != "f -rw-r--r-- n" {
 				t.Fatalf("source %v", snap)
 			}
 		})
 	})
 	t.Run("keep theirs", func(t *testing.T) {
-		forEach(t, func(t *testing.T, s source) {
+		mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
 			tr := setup(t, s)
 			rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: syncback.ConflictKeepTheirs})
 			must(t, err)
 			if strings.Join(rep.Conflicts, ",") != "README,both" || len(rep.Applied) != 2 || len(rep.Skipped) != 2 {
 				t.Fatalf("report %+v", rep)
 			}
-			snap := snapshot(t, s.d)
+			snap := snapshot(t, s.D)
 			if snap["README"] != "f -rw-r--r-- theirs\n" || snap["both"] != "f -rw-r--r-- theirs" ||
 				snap["new.txt"] != "f -rw-r--r-- n" || snap["run.sh"] != "f -rwxr-xr-x #!/bin/sh\nexit 0\n" {
 				t.Fatalf("source %v", snap)
@@ -240,18 +241,18 @@ func TestSyncBackConflicts(t *testing.T) {
 		})
 	})
 	t.Run("keep theirs skips dependents", func(t *testing.T) {
-		forEach(t, func(t *testing.T, s source) {
-			fill(t, s.d)
-			tr := checkout(t, s.d, materialize.Options{})
+		mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+			fill(t, s.D)
+			tr := checkout(t, s.D, materialize.Options{})
 			// the sandbox deletes src/sub; the host edits a file in it
 			must(t, os.RemoveAll(filepath.Join(tr.Path(), "src/sub")))
-			must(t, s.d.WriteFile(ctx, "src/sub/util.go", []byte("host edit"), 0o600))
+			must(t, s.D.WriteFile(ctx, "src/sub/util.go", []byte("host edit"), 0o600))
 			rep, err := syncback.Run(ctx, tr, syncback.Options{Conflict: syncback.ConflictKeepTheirs})
 			must(t, err)
 			if strings.Join(rep.Conflicts, ",") != "src/sub/util.go" || len(rep.Applied) != 1 || rep.Applied[0].Path != "src/sub/up" {
 				t.Fatalf("report %+v", rep)
 			}
-			snap := snapshot(t, s.d)
+			snap := snapshot(t, s.D)
 			if snap["src/sub/util.go"] != "f -rw------- host edit" || snap["src/sub/up"] != "" {
 				t.Fatalf("source %v", snap)
 			}
@@ -260,31 +261,31 @@ func TestSyncBackConflicts(t *testing.T) {
 }
 
 func TestSyncBackDryRunAndReadOnlySource(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "new.txt"), []byte("n"), 0o644))
-		before := snapshot(t, s.d)
+		before := snapshot(t, s.D)
 		rep, err := syncback.Run(ctx, tr, syncback.Options{DryRun: true})
 		must(t, err)
 		if len(rep.Applied) != 1 || rep.Applied[0].Path != "new.txt" {
 			t.Fatalf("report %+v", rep)
 		}
-		sameMap(t, snapshot(t, s.d), before)
+		sameMap(t, snapshot(t, s.D), before)
 
-		ro := checkout(t, s.d.ReadOnly(), materialize.Options{})
+		ro := checkout(t, s.D.ReadOnly(), materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(ro.Path(), "new.txt"), []byte("n"), 0o644))
 		if _, err := syncback.Run(ctx, ro, syncback.Options{}); vfs.CodeOf(err) != vfs.CodeReadOnly {
 			t.Fatalf("read-only source: %v", err)
 		}
-		sameMap(t, snapshot(t, s.d), before)
+		sameMap(t, snapshot(t, s.D), before)
 	})
 }
 
 func TestSyncBackCustomPolicy(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
-		fill(t, s.d)
-		tr := checkout(t, s.d, materialize.Options{})
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
+		fill(t, s.D)
+		tr := checkout(t, s.D, materialize.Options{})
 		must(t, os.WriteFile(filepath.Join(tr.Path(), "src/gen.go"), []byte("x"), 0o644))
 		pol, err := policy.New(policy.Config{Rules: []policy.Rule{{
 			Effect: policy.Deny, Ops: []policy.Op{policy.GroupWrite}, Paths: []string{"proj/src/**"}, Reason: "src is frozen",
@@ -298,7 +299,7 @@ func TestSyncBackCustomPolicy(t *testing.T) {
 		if _, err := syncback.Run(ctx, tr, syncback.Options{Policy: pol, PolicyRoot: "other"}); err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := s.d.ReadFile(ctx, "src/gen.go"); string(b) != "x" {
+		if b, _ := s.D.ReadFile(ctx, "src/gen.go"); string(b) != "x" {
 			t.Fatalf("src/gen.go = %q", b)
 		}
 	})
@@ -323,9 +324,9 @@ func TestSyncBackHugeFileNotRead(t *testing.T) {
 }
 
 func TestSyncBackSourceDeleted(t *testing.T) {
-	forEach(t, func(t *testing.T, s source) {
+	mattest.ForEach(t, func(t *testing.T, s mattest.Source) {
 		for _, mode := range []syncback.ConflictMode{syncback.ConflictFail, syncback.ConflictKeepOurs, syncback.ConflictKeepTheirs} {
-			d, err := s.d.CreateDir(ctx, "case"+string(rune('0'+mode)))
+			d, err := s.D.CreateDir(ctx, "case"+string(rune('0'+mode)))
 			must(t, err)
 			fill(t, d)
 			tr := checkout(t, d, materialize.Options{})
