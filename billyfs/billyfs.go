@@ -42,6 +42,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-billy/v5"
@@ -101,7 +102,7 @@ func (f *FS) OpenFile(filename string, flag int, perm os.FileMode) (billy.File, 
 	if err != nil {
 		return nil, pathErr("open", filename, err)
 	}
-	return &file{h: h, name: filename}, nil
+	return &file{h: h, name: fileName(filename)}, nil
 }
 
 func (f *FS) mkParent(name string) error {
@@ -158,7 +159,7 @@ func (f *FS) TempFile(dirname, prefix string) (billy.File, error) {
 		if err != nil {
 			return nil, pathErr("tempfile", name, err)
 		}
-		return &file{h: h, name: name}, nil
+		return &file{h: h, name: fileName(name)}, nil
 	}
 	return nil, pathErr("tempfile", dirname, vfs.ErrExists)
 }
@@ -241,6 +242,16 @@ func (f *FS) Chroot(p string) (billy.Filesystem, error) {
 // Root returns the root's path from the Dir the first FS was made from ("/"
 // for it, "/a/b" after Chroot("a/b")). It names no host directory.
 func (f *FS) Root() string { return f.root }
+
+// fileName is the name a file opened as filename reports, as billy's osfs
+// reports it: the path from the root, cleaned, with no leading "/" ("/bar/foo"
+// and "bar/./foo" are "bar/foo").
+func fileName(filename string) string {
+	if n := strings.TrimPrefix(path.Clean("/"+filename), "/"); n != "" {
+		return n
+	}
+	return "."
+}
 
 // file is a billy.File over a Handle.
 type file struct {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -221,5 +222,30 @@ func TestChange(t *testing.T) {
 	}
 	if err := syscall.Stat(filepath.Join(host, "y"), &st); err != nil || st.Uid != 1234 {
 		t.Errorf("Lchown changed the target: uid %d, %v", st.Uid, err)
+	}
+}
+
+// A file's Name is its path from the root, cleaned, as billy's osfs reports it:
+// no leading "/".
+func TestFileNameAsOSFS(t *testing.T) {
+	d, _ := dir.New(memory.New())
+	bfs := New(d)
+	for in, want := range map[string]string{"/bar/foo": "bar/foo", "bar/./baz": "bar/baz", "qux": "qux", "/a/../top": "top"} {
+		f, err := bfs.Create(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Name(); got != want {
+			t.Errorf("Create(%q).Name() = %q, want %q", in, got, want)
+		}
+		f.Close()
+	}
+	f, err := bfs.TempFile("/tmpdir", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n := f.Name(); !strings.HasPrefix(n, "tmpdir/x") {
+		t.Errorf("TempFile's Name = %q, want tmpdir/x...", n)
 	}
 }
