@@ -2,6 +2,7 @@ package fuseexport
 
 import (
 	"context"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +54,7 @@ var (
 	_ gofs.FileReaddirenter   = (*dirHandle)(nil)
 	_ gofs.FileSeekdirer      = (*dirHandle)(nil)
 	_ gofs.FileLookuper       = (*dirHandle)(nil)
+	_ gofs.FileFsyncdirer     = (*dirHandle)(nil)
 )
 
 // OpendirHandle opens directory n; it is listed at its first read.
@@ -90,6 +92,34 @@ func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	}
 	h.idx = int(off)
 	return 0
+}
+
+// Fsyncdir makes the directory's entries durable as its backend can: the
+// directory is opened through the Dir (decided and audited as a read) and
+// synced (a physical directory is fsync'ed; memory has nothing to write, nor
+// has a backend that is read-only or keeps no directory to sync).
+func (h *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	n := h.n
+	ctx = uninterrupted(ctx)
+	n.s.tree.RLock()
+	p, errno := n.path()
+	n.s.tree.RUnlock()
+	if errno != 0 {
+		return errno
+	}
+	f, err := n.s.b.OpenFile(ctx, p, os.O_RDONLY, 0)
+	if err != nil {
+		return errnoOf(err, opLookup)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch vfs.CodeOf(err) {
+	case vfs.CodeReadOnly, vfs.CodeNotSupported:
+		return 0 // nothing of the directory to write, as fsync on a read-only file system
+	}
+	return errnoOf(err, opWrite)
 }
 
 // list lists the directory unless it is listed. h.mu is held.
