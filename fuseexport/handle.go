@@ -3,12 +3,16 @@ package fuseexport
 import (
 	"context"
 	"io"
+	"math"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -23,11 +27,12 @@ type handle struct {
 }
 
 var (
-	_ gofs.FileReader   = (*handle)(nil)
-	_ gofs.FileWriter   = (*handle)(nil)
-	_ gofs.FileFsyncer  = (*handle)(nil)
-	_ gofs.FileReleaser = (*handle)(nil)
-	_ gofs.FileFlusher  = (*handle)(nil)
+	_ gofs.FileReader    = (*handle)(nil)
+	_ gofs.FileWriter    = (*handle)(nil)
+	_ gofs.FileFsyncer   = (*handle)(nil)
+	_ gofs.FileReleaser  = (*handle)(nil)
+	_ gofs.FileFlusher   = (*handle)(nil)
+	_ gofs.FileAllocater = (*handle)(nil)
 )
 
 // openFlags chooses the kernel's caching for the open file. A file opened for
@@ -78,6 +83,45 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 }
 
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+// Allocate is fallocate(2) for mode 0 and FALLOC_FL_KEEP_SIZE; other modes
+// (punching or zeroing ranges) are EOPNOTSUPP. A file with a host descriptor
+// (physical) gets the kernel's own fallocate, which reserves the space. On
+// any other backend mode 0 grows the file to off+size with zeros, through
+// the Dir (so a quota refuses it at once), and KEEP_SIZE, a reservation only,
+// changes nothing.
+func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	switch {
+	case !h.write:
+		return syscall.EBADF
+	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:
+		return syscall.EOPNOTSUPP
+	case off > math.MaxInt64 || size > math.MaxInt64-off:
+		return syscall.EFBIG
+	}
+	if fd, ok := hostfd.Of(h.f); ok {
+		return errnoOfHost(unix.Fallocate(fd, mode, int64(off), int64(size)))
+	}
+	if mode&unix.FALLOC_FL_KEEP_SIZE != 0 {
+		return 0
+	}
+	info, err := h.f.Stat()
+	if err == nil && int64(off+size) > info.Size {
+		err = h.f.Truncate(int64(off + size))
+	}
+	return errnoOf(err, opWrite)
+}
+
+// errnoOfHost is the errno of a host system call's error.
+func errnoOfHost(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(syscall.Errno); ok {
+		return e
+	}
+	return syscall.EIO
+}
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	if h.io != nil {
