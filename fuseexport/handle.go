@@ -100,7 +100,7 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 		return syscall.EFBIG
 	}
 	if fd, ok := hostfd.Of(h.f); ok {
-		return errnoOfHost(unix.Fallocate(fd, mode, int64(off), int64(size)))
+		return gofs.ToErrno(unix.Fallocate(fd, mode, int64(off), int64(size)))
 	}
 	if mode&unix.FALLOC_FL_KEEP_SIZE != 0 {
 		return 0
@@ -110,17 +110,6 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 		err = h.f.Truncate(int64(off + size))
 	}
 	return errnoOf(err, opWrite)
-}
-
-// errnoOfHost is the errno of a host system call's error.
-func errnoOfHost(err error) syscall.Errno {
-	if err == nil {
-		return 0
-	}
-	if e, ok := err.(syscall.Errno); ok {
-		return e
-	}
-	return syscall.EIO
 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
