@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/backends/memory"
-	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
@@ -18,12 +17,7 @@ import (
 // its size, the modes that punch or zero ranges are EOPNOTSUPP, and a quota
 // refuses the growth at once (EOPNOTSUPP for every mode before).
 func TestFallocate(t *testing.T) {
-	host := t.TempDir()
-	pb, err := physical.New(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pb.Close() })
+	pb := physicalT(t)
 	for _, b := range []struct {
 		name string
 		b    vfs.Backend

@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/backends/memory"
-	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
 )
@@ -18,12 +17,7 @@ import (
 // rename (EOPNOTSUPP before). A directory the Dir hides cannot be reached to
 // be synced.
 func TestFsyncDirectory(t *testing.T) {
-	host := t.TempDir()
-	pb, err := physical.New(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pb.Close() })
+	pb := physicalT(t)
 	for _, b := range []struct {
 		name string
 		b    vfs.Backend

@@ -29,6 +29,18 @@ func mountT(t testing.TB, d *dir.Dir, opts Options) (string, *Server) {
 	return mp, s
 }
 
+// physicalT is a physical backend over a fresh host directory, closed when
+// t ends.
+func physicalT(t testing.TB) *physical.FS {
+	t.Helper()
+	pb, err := physical.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pb.Close() })
+	return pb
+}
+
 // probeMount is the host-side backend the conformance suites drive a mount
 // through. It is the probe, not the subject: it walks with the portable
 // resolver, since openat2 fails a resolution that takes a link target's ".."
