@@ -48,18 +48,27 @@ func writeCrashJournal(t *testing.T, jdir string) (journal, checkout string) {
 	return journal, checkout
 }
 
+// crashed is a host directory whose a.txt holds content, a Dir over it, and
+// in jdir the journal and checkout of a sync killed before its only step
+// (writeCrashJournal).
+func crashed(t *testing.T, content string) (host, jdir, journal, checkout string, d *dir.Dir) {
+	t.Helper()
+	host = t.TempDir()
+	must(t, os.WriteFile(filepath.Join(host, "a.txt"), []byte(content), 0o644))
+	jdir = t.TempDir()
+	journal, checkout = writeCrashJournal(t, jdir)
+	pb, err := physical.New(host)
+	must(t, err)
+	t.Cleanup(func() { pb.Close() })
+	d, _ = dir.New(pb)
+	return host, jdir, journal, checkout, d
+}
+
 // Two Recovers of one journal at once: one applies it, the other finds it in
 // use or already finished; the change is applied once and the journal and
 // the checkout are gone.
 func TestRecoverOnce(t *testing.T) {
-	host := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(host, "a.txt"), []byte("old\n"), 0o644))
-	jdir := t.TempDir()
-	journal, checkout := writeCrashJournal(t, jdir)
-	pb, err := physical.New(host)
-	must(t, err)
-	defer pb.Close()
-	d, _ := dir.New(pb)
+	host, jdir, journal, checkout, d := crashed(t, "old\n")
 	js, err := syncback.Pending(jdir)
 	if err != nil || len(js) != 1 || js[0].Path != journal || !js[0].Committed || js[0].Label != "test" || js[0].Checkout != checkout {
 		t.Fatalf("PendingJournals: %v %+v", err, js)
@@ -109,14 +118,7 @@ func TestRecoverOnce(t *testing.T) {
 // directory; a host edit since the crash is a conflict, listed, and keeps the
 // checkout.
 func TestRecoverConflictKeepsCheckout(t *testing.T) {
-	host := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(host, "a.txt"), []byte("the host's\n"), 0o644))
-	jdir := t.TempDir()
-	journal, checkout := writeCrashJournal(t, jdir)
-	pb, err := physical.New(host)
-	must(t, err)
-	defer pb.Close()
-	d, _ := dir.New(pb)
+	host, jdir, journal, checkout, d := crashed(t, "the host's\n")
 	rep, err := syncback.Recover(ctx, d, journal, syncback.RecoverOptions{})
 	if vfs.CodeOf(err) != vfs.CodeConflict || rep == nil || len(rep.NotApplied) != 1 || rep.NotApplied[0].Cause != syncback.CauseConflict ||
 		rep.Checkout != checkout {
