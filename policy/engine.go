@@ -205,10 +205,10 @@ type Engine struct {
 	compiled *compiledSet
 	// defDecision is the decision when no rule matches (defaultDecision).
 	defDecision Decision
-	// plainRead and plainWrite are the matchers plainOne walks for the two
-	// kinds of op, or nil where plainOne always says false (no compiled set,
-	// case folding, rules, residual patterns); defAllow is defDecision's
-	// Effect == Allow. Set once by New, for AllowsClass.
+	// plainRead and plainWrite are the matchers plainOne and plainUnder walk
+	// for the two kinds of op, or nil where they always say false (no
+	// compiled set, case folding, rules, residual patterns); defAllow is
+	// defDecision's Effect == Allow. Set once by New (pickPlain).
 	plainRead, plainWrite *matcher
 	defAllow              bool
 }
@@ -286,8 +286,8 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // pickPlain keeps the compiled read and write matchers that decide a plain
-// request alone (no rules, no case folding, no residual pattern), for
-// [Engine.AllowsClass]'s one walk.
+// request alone (no rules, no case folding, no residual pattern), for the
+// one walk of plainOne and plainUnder.
 func (e *Engine) pickPlain() {
 	cs := e.compiled
 	if cs == nil || e.fold || len(e.rules) != 0 {
@@ -430,17 +430,8 @@ func (c OpClass) Op() Op { return c.op }
 // clean path that no pattern can match (plainOne) it answers with the default
 // decision after one walk; else it decides the request.
 func (e *Engine) AllowsClass(c OpClass, path, dest string, size int64) bool {
-	if c.bit != 0 && c.bit != opCopyBit && dest == "" && path != "." && (e.maxSize <= 0 || size <= e.maxSize) {
-		m := e.plainRead
-		if c.bit&maskWrite != 0 {
-			m = e.plainWrite
-		}
-		if m != nil {
-			var got idSet
-			if m.walkShared(path, &got) == walkOK && got == (idSet{}) {
-				return e.defAllow
-			}
-		}
+	if c.bit != 0 && (e.maxSize <= 0 || size <= e.maxSize) && e.plainOne(c.bit, path, dest) {
+		return e.defAllow
 	}
 	r := Request{Op: c.op, Path: path, Dest: dest, Size: size}
 	return e.Decide(context.Background(), &r).Effect == Allow
@@ -468,16 +459,11 @@ func (e *Engine) AllowsUnder(op Op, base, rel string, size int64) bool {
 // from the kept walk of its directory; false where that walk is not kept.
 func (e *Engine) plainUnder(op Op, base, rel string, size int64) bool {
 	bit := opBit(op)
-	cs := e.compiled
-	if cs == nil || bit == 0 || bit == opCopyBit || e.fold || len(e.rules) > 0 ||
-		(e.maxSize > 0 && size > e.maxSize) || base == "." || rel == "." {
+	if bit == opCopyBit || (e.maxSize > 0 && size > e.maxSize) || base == "." || rel == "." {
 		return false
 	}
-	m := cs.read
-	if bit&maskWrite != 0 {
-		m = cs.write
-	}
-	if len(m.residual) > 0 {
+	m := e.plainMatcher(bit)
+	if m == nil {
 		return false
 	}
 	var got idSet
@@ -490,19 +476,27 @@ func (e *Engine) plainUnder(op Op, base, rel string, size int64) bool {
 // non-folding Engine without rules can match: the common case, answered with
 // the default decision in one walk and no further call.
 func (e *Engine) plainOne(bit opMask, path, dest string) bool {
-	cs := e.compiled
-	if cs == nil || e.fold || len(e.rules) > 0 || dest != "" || bit == opCopyBit || path == "." {
+	if dest != "" || bit == opCopyBit || path == "." {
 		return false
 	}
-	m := cs.read
-	if bit&maskWrite != 0 {
-		m = cs.write
-	}
-	if len(m.residual) > 0 {
+	m := e.plainMatcher(bit)
+	if m == nil {
 		return false
 	}
 	var got idSet
 	return m.walkShared(path, &got) == walkOK && got == (idSet{})
+}
+
+// plainMatcher is the matcher that alone decides a plain request of op bit
+// (see pickPlain), or nil where there is none.
+func (e *Engine) plainMatcher(bit opMask) *matcher {
+	switch {
+	case bit == 0:
+		return nil
+	case bit&maskWrite != 0:
+		return e.plainWrite
+	}
+	return e.plainRead
 }
 
 // decidePath checks that s is a clean path (ok false if not) and decides it
