@@ -1,6 +1,7 @@
 package hostfs
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -391,21 +392,13 @@ func ReadChecked(root int, rel string, size int64, digest string) ([]byte, error
 	if st.Size != size {
 		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
 	}
-	data := make([]byte, 0, st.Size)
+	buf := bytes.NewBuffer(make([]byte, 0, st.Size))
 	h := sha256.New()
-	buf := bytesWriter{&data}
 	if _, err := io.Copy(io.MultiWriter(h, buf), io.LimitReader(f, size+1)); err != nil {
 		return nil, vfs.Errno(op, p, err)
 	}
-	if int64(len(data)) != size || hex.EncodeToString(h.Sum(nil)) != digest {
+	if int64(buf.Len()) != size || hex.EncodeToString(h.Sum(nil)) != digest {
 		return nil, vfs.NewError(vfs.CodeConflict, op, p, "checkout changed during the sync")
 	}
-	return data, nil
-}
-
-type bytesWriter struct{ b *[]byte }
-
-func (w bytesWriter) Write(p []byte) (int, error) {
-	*w.b = append(*w.b, p...)
-	return len(p), nil
+	return buf.Bytes(), nil
 }
