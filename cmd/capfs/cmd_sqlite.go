@@ -127,7 +127,7 @@ that sqlite3 -Ax extracts the whole archive.`,
 		}
 		st, err := sqlar.Export(ctx, d.FS(), s.env.abs(args[1]), mode)
 		if err != nil {
-			return err
+			return s.env.named(args[1], err)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d files (%d bytes), %d directories, %d symlinks", args[1], st.Files, st.Bytes, st.Dirs, st.Symlinks)
 		if st.SkippedSymlinks+st.Skipped > 0 {
@@ -151,7 +151,7 @@ that sqlite3 -Ax extracts the whole archive.`,
 		}
 		st, err := sqlar.Import(ctx, s.env.abs(args[0]), d)
 		if err != nil {
-			return err
+			return s.env.named(args[0], err)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d files (%d bytes), %d directories, %d symlinks\n", args[1], st.Files, st.Bytes, st.Dirs, st.Symlinks)
 		return nil

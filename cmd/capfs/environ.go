@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/capfs/capfs/internal/mountkind"
 )
@@ -67,6 +68,28 @@ func (e environ) abs(p string) string {
 	}
 	return filepath.Join(e.dir, p)
 }
+
+// named returns err with the host path e.abs(name) in its message written
+// name, as the user wrote it: a library names the file it was given, and the
+// working directory joined to a relative name is not the user's to see
+// again. errors.Is and errors.As still find what err wraps.
+func (e environ) named(name string, err error) error {
+	abs := e.abs(name)
+	if err == nil || abs == name || !strings.Contains(err.Error(), abs) {
+		return err
+	}
+	return &renamedError{msg: strings.ReplaceAll(err.Error(), abs, name), err: err}
+}
+
+// renamedError is an error whose message names a host path as the user
+// wrote it ([environ.named]).
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }
 
 // tempDir is [os.TempDir] of the environ: $TMPDIR, else /tmp.
 func (e environ) tempDir() string {

@@ -108,3 +108,25 @@ func TestInProcessPanic(t *testing.T) {
 		t.Errorf("outcome of a panicking command line: %+v", o)
 	}
 }
+
+// TestHostPathsAsWritten: an error about a relative host path of the
+// command line names it as written, not joined to the working directory
+// (which the library that opened it would otherwise show).
+func TestHostPathsAsWritten(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"bad.toml": "x = 1\n"})
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"nope.toml", []string{"--policy", "nope.toml", "ls"}},
+		{"bad.toml", []string{"--policy", "bad.toml", "ls"}},
+		{"nope.sqlar", []string{"-m", "x=memory:", "sqlite", "import-sqlar", "nope.sqlar", "x/y"}},
+	} {
+		r := runCapfs(t, dir, append([]string{"--audit", "off"}, tc.args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.name) || strings.Contains(r.stderr, dir) {
+			t.Errorf("capfs %q: exit %d, stderr %q: want a failure naming %s without %s", tc.args, r.code, r.stderr, tc.name, dir)
+		}
+	}
+}

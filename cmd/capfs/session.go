@@ -257,7 +257,7 @@ func (s *session) loadPolicy(ctx context.Context, o *globalOptions, policyFile s
 	if policyFile != "" {
 		eng, err := policy.Load(o.env.abs(policyFile))
 		if err != nil {
-			return usageErrorf("--policy %s: %v", policyFile, err)
+			return usageErrorf("--policy %s: %v", policyFile, o.env.named(policyFile, err))
 		}
 		s.Policy = eng
 	} else {
