@@ -38,7 +38,10 @@ func (t ovTree) Lookup(dir ovNode, name string) (ovNode, bool, error) {
 	}
 	// A directory the upper does not hold has no children there: a
 	// resolution that met one in the lower only asks the lower below it.
-	inUpper, info, err := t.o.layerIn(t.ctx, "lstat", child, dir.root || dir.inUpper)
+	// The upper is asked on a Resolved path: the resolution met no symlink
+	// on the way to dir, nor, beneath a Sub, did its root; one swapped in
+	// since (a Sub's root replaced by a link) is a conflict, not followed.
+	inUpper, info, err := t.o.layerIn(t.ctx, "lstat", child.Resolved(), dir.root || dir.inUpper)
 	if err != nil {
 		if vfs.CodeOf(err) == vfs.CodeNotFound {
 			return ovNode{}, false, nil

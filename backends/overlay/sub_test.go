@@ -191,3 +191,43 @@ func TestSubFileForwardsHostFd(t *testing.T) {
 		h.Close()
 	}
 }
+
+// A Sub's root replaced by a symlink after the Sub (renamed away, a link to
+// another directory put in its place): the Sub's lookups fail with conflict
+// rather than follow the link, so a status beneath the Sub never describes
+// an entry of the link's target (fails before the upper was asked on
+// Resolved paths: Stat answered secret/key's status).
+func TestSubRootSwappedForLink(t *testing.T) {
+	o := subFixture(t)
+	sb, err := o.Sub(bg, vfs.MustParse("sd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Mkdir(bg, vfs.MustParse("secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := o.OpenFile(bg, vfs.MustParse("secret/key"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Rename(bg, vfs.MustParse("sd"), vfs.MustParse("sd2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Symlink(bg, "secret", vfs.MustParse("sd")); err != nil {
+		t.Fatal(err)
+	}
+	for _, follow := range []bool{false, true} {
+		loc, err := sb.Resolve(bg, vfs.MustParse("key"), follow)
+		if err == nil && loc.Found {
+			t.Errorf("Resolve(key, %v) beneath the swapped root found %+v", follow, loc)
+		}
+		wantCode(t, err, vfs.CodeConflict, "Resolve(key) beneath the swapped root")
+	}
+	_, err = sb.Stat(bg, vfs.MustParse("key"))
+	wantCode(t, err, vfs.CodeConflict, "Stat(key) beneath the swapped root")
+	_, err = sb.Lstat(bg, vfs.MustParse("key"))
+	wantCode(t, err, vfs.CodeConflict, "Lstat(key) beneath the swapped root")
+}
