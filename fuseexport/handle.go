@@ -12,7 +12,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -85,11 +84,11 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 // Allocate is fallocate(2) for mode 0 and FALLOC_FL_KEEP_SIZE; other modes
-// (punching or zeroing ranges) are EOPNOTSUPP. A file with a host descriptor
-// (physical) gets the kernel's own fallocate, which reserves the space. On
-// any other backend mode 0 grows the file to off+size with zeros, through
-// the Dir (so a quota refuses it at once), and KEEP_SIZE, a reservation only,
-// changes nothing.
+// (punching or zeroing ranges) are EOPNOTSUPP. Mode 0 grows the file to
+// off+size with zeros through the Dir (so the write lock and a quota decide
+// at once), and KEEP_SIZE, a reservation only, changes nothing. No space is
+// reserved on the host: that would need the host descriptor, whose one use
+// is passthrough (package hostfd).
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
 	switch {
 	case !h.write:
@@ -98,9 +97,6 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 		return syscall.EOPNOTSUPP
 	case off > math.MaxInt64 || size > math.MaxInt64-off:
 		return syscall.EFBIG
-	}
-	if fd, ok := hostfd.Of(h.f); ok {
-		return gofs.ToErrno(unix.Fallocate(fd, mode, int64(off), int64(size)))
 	}
 	if mode&unix.FALLOC_FL_KEEP_SIZE != 0 {
 		return 0
