@@ -41,7 +41,7 @@ type casOptions struct {
 func (co *casOptions) open() (*cas.Store, error) {
 	st, err := mountkind.OpenCASStore(co.env.abs(co.store), co.env.kindEnv(0))
 	if err != nil {
-		return nil, usageError(err)
+		return nil, usageError(co.env.named(co.store, err))
 	}
 	return st, nil
 }

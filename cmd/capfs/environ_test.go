@@ -123,6 +123,7 @@ func TestHostPathsAsWritten(t *testing.T) {
 		{"nope.toml", []string{"--policy", "nope.toml", "ls"}},
 		{"bad.toml", []string{"--policy", "bad.toml", "ls"}},
 		{"nope.sqlar", []string{"-m", "x=memory:", "sqlite", "import-sqlar", "nope.sqlar", "x/y"}},
+		{"bad.toml", []string{"cas", "--store", "bad.toml", "snapshot", "list"}},
 	} {
 		r := runCapfs(t, dir, append([]string{"--audit", "off"}, tc.args...)...)
 		if r.code == 0 || !strings.Contains(r.stderr, tc.name) || strings.Contains(r.stderr, dir) {
