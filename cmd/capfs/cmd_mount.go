@@ -51,9 +51,10 @@ func newMountCmd(o *globalOptions) *cobra.Command {
 	f.DurationVar(&cache, "cache", time.Second, "how long the kernel may trust names and attributes without asking (0: no caching)")
 	f.BoolVar(&debug, "debug", false, "log every FUSE request on stderr")
 	cmd.RunE = action(o, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
-		mp, err := filepath.Abs(args[0])
-		if err != nil {
-			return usageErrorf("mount point %s: %v", args[0], err)
+		var err error
+		mp := filepath.Clean(s.env.abs(args[0]))
+		if !filepath.IsAbs(mp) {
+			return usageErrorf("mount point %s: the working directory is gone", args[0])
 		}
 		if err := fuseexport.Available(); err != nil {
 			return err
