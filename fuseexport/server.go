@@ -477,7 +477,7 @@ func (s *Server) fillAttr(ino uint64, info vfs.Info, a *fuse.Attr) {
 		size = 0
 	}
 	a.Size = uint64(size)
-	a.Blocks = (a.Size + 511) / 512
+	a.Blocks = uint64(info.Blocks512()) // the backend's where it knows them: holes hold none
 	a.Blksize = 4096
 	a.Mode = vfs.UnixMode(info.Mode)
 	a.Nlink = 1

@@ -26,6 +26,12 @@ type Info struct {
 	// with [Info.Owner], which answers -1 for unknown.
 	HasOwner bool
 	Uid, Gid int
+	// HasBlocks reports that Blocks holds the storage the backend keeps for
+	// the entry, in 512-byte units as st_blocks counts it: a sparse file's
+	// holes hold none. Backends that do not know leave it false; a reader
+	// then takes the size, rounded up to 512 bytes ([Info.Blocks512]).
+	HasBlocks bool
+	Blocks    int64
 	// Sys is backend-specific detail safe to show a guest (never a host path), or nil.
 	Sys any
 }
@@ -37,6 +43,15 @@ func (i Info) Owner() (uid, gid int) {
 		return -1, -1
 	}
 	return i.Uid, i.Gid
+}
+
+// Blocks512 returns the storage i's entry takes, in 512-byte units: the
+// backend's Blocks where it knows them (HasBlocks), else the size rounded up.
+func (i Info) Blocks512() int64 {
+	if i.HasBlocks {
+		return max(i.Blocks, 0)
+	}
+	return (max(i.Size, 0) + 511) / 512
 }
 
 // FileInfo returns i as an [fs.FileInfo].

@@ -458,6 +458,8 @@ func infoOf(st *unix.Stat_t, name string, rootDev uint64) vfs.Info {
 		HasOwner:   true,
 		Uid:        int(st.Uid),
 		Gid:        int(st.Gid),
+		HasBlocks:  true,
+		Blocks:     st.Blocks,
 	}
 }
 
