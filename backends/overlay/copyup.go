@@ -50,6 +50,7 @@ func (o *Overlay) copyUpDir(ctx context.Context, p vfs.Path) error {
 		return err
 	}
 	_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
+	o.keepOrigin(ctx, p, info)
 	if _, ok := o.base[p.Raw()]; !ok {
 		o.setBase(p, info, Base{Type: fs.ModeDir, Mode: info.Mode.Perm(), ModTime: info.ModTime})
 	}
@@ -115,6 +116,7 @@ func (o *Overlay) copyUpLink(ctx context.Context, p vfs.Path, info vfs.Info) err
 	if err := o.upper.Symlink(ctx, t, p); err != nil {
 		return err
 	}
+	o.keepOrigin(ctx, p, info)
 	o.setBase(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
 	return nil
 }
@@ -142,6 +144,8 @@ func (o *Overlay) copyUpFile(ctx context.Context, p vfs.Path, info vfs.Info) err
 		return vfs.Errno("copyup", p, err)
 	}
 	_ = o.upper.Chtimes(ctx, p, time.Time{}, info.ModTime)
+	o.keepOrigin(ctx, p, info)
+	o.tellReaders(ctx, p, info.ID)
 	digest := hex.EncodeToString(h.Sum(nil))
 	if after, err := src.Stat(); err != nil || !sightOf(info).same(after) {
 		digest = "" // the host changed it during the copy: contents unknown, a conflict at sync-back

@@ -7,28 +7,38 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// upperID keeps the upper's object IDs apart from the lower's.
-func upperID(id uint64) uint64 { return vfs.MixID(id ^ 0x5bd1e9955bd1e995) }
+// ovFile is an upper file whose Stat reports the ID Lstat reports (see
+// ident.go), taken at its open: a file open when its copy loses its last
+// name keeps the ID it had. It keeps the optional File interfaces of the
+// upper's file (see [vfs.WrapFile]), the host descriptor included: the
+// upper is the overlay's private directory, so its files are the ones a
+// mount may hand to the kernel (fuseexport's Options.Passthrough).
+type ovFile struct {
+	vfs.File
+	g  *origins
+	id uint64 // the ID shown; 0 when the open recorded no status
+}
 
-// ovFile is an upper file whose Stat reports the ID Lstat reports. It keeps
-// the optional File interfaces of the upper's file (see [vfs.WrapFile]),
-// the host descriptor included: the upper is the overlay's private
-// directory, so its files are the ones a mount may hand to the kernel
-// (fuseexport's Options.Passthrough).
-type ovFile struct{ vfs.File }
+// showID sets info's ID, the upper's, to the one f shows.
+func (f ovFile) showID(info vfs.Info) vfs.Info {
+	if f.id != 0 {
+		info.ID = f.id
+	} else {
+		info.ID = f.g.id(info.ID)
+	}
+	return ownerless(info)
+}
 
 func (f ovFile) Stat() (vfs.Info, error) {
 	info, err := f.File.Stat()
-	info.ID = upperID(info.ID)
-	return ownerless(info), err
+	return f.showID(info), err
 }
 
 // OpenStat is the upper file's status at its open, as Stat reports it (see
 // [vfs.OpenStater]).
 func (f ovFile) OpenStat() (vfs.Info, bool) {
 	info, ok := f.File.(vfs.OpenStater).OpenStat()
-	info.ID = upperID(info.ID)
-	return ownerless(info), ok
+	return f.showID(info), ok
 }
 
 // Type forwards to the upper's file (see [vfs.TypedFile]).
@@ -62,9 +72,15 @@ func (f lowerFile) Type() fs.FileMode { return f.File.(vfs.TypedFile).Type() }
 // lowerOf wraps f, opened in the lower layer.
 func lowerOf(f vfs.File) vfs.File { return vfs.WrapFile(lowerFile{f}, f) }
 
-func upperFile(f vfs.File, err error) (vfs.File, error) {
+// upperFile wraps f, opened in the upper layer, taking the ID it shows
+// from the status its open recorded.
+func (o *Overlay) upperFile(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return vfs.WrapFile(ovFile{f}, f), nil
+	w := ovFile{File: f, g: &o.origin}
+	if info, ok := vfs.OpenStat(f); ok && info.ID != 0 {
+		w.id = o.origin.id(info.ID)
+	}
+	return vfs.WrapFile(w, f), nil
 }

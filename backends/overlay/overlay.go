@@ -67,6 +67,11 @@ type Overlay struct {
 	// it from there instead of looking it up again (see lowerHit).
 	lastLower atomic.Pointer[lowerHit]
 	rootTime  time.Time
+	// origin keeps the lower ID of each upper copy, which it shows (see
+	// ident.go); readers the lower files open for reading, which follow
+	// their copy-up (see reader.go).
+	origin  origins
+	readers readers
 }
 
 // Base is what a lower entry was when the process first saw it: looked it up,
@@ -119,6 +124,7 @@ func NewOverlay(lower vfs.Backend, upperDir string) (*Overlay, error) {
 		o.rootPerm.Store(uint32(info.Mode.Perm()))
 		o.rootTime = info.ModTime
 		_ = up.Chtimes(ctx, vfs.Root, time.Time{}, info.ModTime)
+		o.keepOrigin(ctx, vfs.Root, info)
 	}
 	return o, nil
 }
@@ -179,7 +185,7 @@ func (o *Overlay) layerIn(ctx context.Context, op string, p vfs.Path, upper bool
 	if upper {
 		info, err := o.upper.Lstat(ctx, p)
 		if err == nil {
-			info.ID = upperID(info.ID)
+			info.ID = o.origin.id(info.ID)
 			if p.IsRoot() {
 				info.Mode = info.Mode&^fs.ModePerm | fs.FileMode(o.rootPerm.Load())
 			}
@@ -319,7 +325,7 @@ func (o *Overlay) ReadDirInfo(ctx context.Context, p vfs.Path) ([]vfs.DirInfo, e
 	name := func(e vfs.DirInfo) string { return e.Name }
 	up := func(e vfs.DirInfo) vfs.DirInfo {
 		if e.Err == nil {
-			e.ID = upperID(e.ID)
+			e.ID = o.origin.id(e.ID)
 			e.Info = ownerless(e.Info)
 		}
 		return e
@@ -421,6 +427,7 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 	}
 	p = q
 	if flag&writeFlags == 0 {
+		gen := o.readers.copies.Load()
 		inUpper, info, err := o.layer(ctx, "open", p)
 		if err != nil {
 			return nil, err
@@ -429,13 +436,9 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 			return nil, resolvedLink("open", p)
 		}
 		if inUpper {
-			return upperFile(o.upper.OpenFile(ctx, p, flag, perm))
+			return o.upperFile(o.upper.OpenFile(ctx, p, flag, perm))
 		}
-		f, err := o.lower.OpenFile(ctx, p.Unresolved(), flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return lowerOf(f), nil
+		return o.openLower(ctx, p, info, gen, flag, perm)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -447,7 +450,7 @@ func (o *Overlay) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.Fi
 	if err := o.parents(ctx, p); err != nil {
 		return nil, err
 	}
-	f, err := upperFile(o.upper.OpenFile(ctx, p, flag, perm))
+	f, err := o.upperFile(o.upper.OpenFile(ctx, p, flag, perm))
 	if err == nil {
 		if gone {
 			o.sawGone(p)

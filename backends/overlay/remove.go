@@ -96,7 +96,11 @@ func (o *Overlay) removeUpper(ctx context.Context, p vfs.Path) error {
 			}
 		}
 	}
-	return o.upper.Remove(ctx, p)
+	if err := o.upper.Remove(ctx, p); err != nil {
+		return err
+	}
+	o.forgetLast(info)
+	return nil
 }
 
 // recordBase records the Base of the lower entry at p (for a deletion, or a

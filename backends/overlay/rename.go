@@ -79,8 +79,12 @@ func (o *Overlay) move(ctx context.Context, from, to vfs.Path, fi, ti vfs.Info) 
 	if err := o.clearDir(ctx, to, ti); err != nil {
 		return err
 	}
+	old, oldErr := o.upper.Lstat(ctx, to) // a file the rename replaces
 	if err := o.upper.Rename(ctx, from, to, 0); err != nil {
 		return err
+	}
+	if oldErr == nil {
+		o.forgetLast(old)
 	}
 	if !toLow {
 		o.sawGone(to)

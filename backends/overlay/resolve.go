@@ -201,6 +201,7 @@ func (o *Overlay) ResolveOpen(ctx context.Context, p vfs.Path, decide func(vfs.L
 // resolveOpen is ResolveOpen beneath directory top (see resolveAt): decide
 // sees the Location relative to top.
 func (o *Overlay) resolveOpen(ctx context.Context, top, p vfs.Path, decide func(vfs.Location) error) (vfs.File, vfs.Location, error) {
+	gen := o.readers.copies.Load()
 	res, loc, err := o.resolveAt(ctx, top, p, true, "resolve")
 	if err != nil {
 		return nil, vfs.Location{}, err
@@ -214,12 +215,9 @@ func (o *Overlay) resolveOpen(ctx context.Context, top, p vfs.Path, decide func(
 	case !loc.Found || res.Node.root:
 		f, err = o.OpenFile(ctx, at, os.O_RDONLY, 0)
 	case res.Node.inUpper:
-		f, err = upperFile(o.upper.OpenFile(ctx, at, os.O_RDONLY, 0))
+		f, err = o.upperFile(o.upper.OpenFile(ctx, at, os.O_RDONLY, 0))
 	default:
-		f, err = o.lower.OpenFile(ctx, at.Unresolved(), os.O_RDONLY, 0)
-		if err == nil {
-			f = lowerOf(f)
-		}
+		f, err = o.openLower(ctx, at, res.Node.info, gen, os.O_RDONLY, 0)
 	}
 	if err != nil {
 		if e, ok := err.(*vfs.Error); ok && e.Path == at.String() {
