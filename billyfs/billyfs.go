@@ -20,6 +20,11 @@
 //     errors.Is with the io/fs sentinels agree, as go-git expects; the path is
 //     the guest's, never a host path. io.EOF passes through unchanged. Package
 //     aferodir returns the same errors.
+//   - A name that leaves the root (path_outside_sandbox) is refused before
+//     anything is created, with an *fs.PathError whose Err matches both EPERM
+//     and billy.ErrCrossedBoundary under errors.Is, as billy's chroot helper
+//     reports it (os.IsPermission, which looks for a bare errno, does not
+//     recognise it; errors.Is(err, fs.ErrPermission) does).
 //   - Capabilities are declared truthfully: read, write, read-and-write, seek
 //     and truncate for a writable Dir; read and seek for a read-only one.
 //     LockCapability is not declared: File.Lock and Unlock succeed without
@@ -40,9 +45,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"io/fs"
 	"os"
 	"path"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-billy/v5"
@@ -105,12 +111,18 @@ func (f *FS) OpenFile(filename string, flag int, perm os.FileMode) (billy.File, 
 	return &file{h: h, name: fileName(filename)}, nil
 }
 
+// mkParent creates the missing parent directories of name. name is parsed as
+// the Dir parses it ([vfs.ParseGuest]), so a name that leaves the root is
+// refused here and creates nothing.
 func (f *FS) mkParent(name string) error {
-	p := path.Dir(path.Join("/", name))
-	if p == "/" {
+	p, err := vfs.ParseGuest(name)
+	if err != nil {
+		return err
+	}
+	if p.Dir().IsRoot() {
 		return nil
 	}
-	return f.d.MkdirAll(bg, p)
+	return f.d.MkdirAll(bg, p.Dir().String())
 }
 
 // Stat describes filename, following a final symlink.
@@ -144,14 +156,20 @@ func (f *FS) Join(elem ...string) string { return path.Join(elem...) }
 
 // TempFile creates a new file in dir (created if missing) whose name begins
 // with prefix, opened for reading and writing.
+// An empty dir is the root, as in billy's chroot helper.
 func (f *FS) TempFile(dirname, prefix string) (billy.File, error) {
-	if err := f.d.MkdirAll(bg, path.Join("/", dirname)); err != nil {
+	dp, err := f.tempDir(dirname)
+	if err != nil {
 		return nil, pathErr("tempfile", dirname, err)
 	}
 	for range 100 {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
-		name := path.Join(dirname, prefix+hex.EncodeToString(b[:]))
+		p, err := dp.Child(prefix + hex.EncodeToString(b[:]))
+		if err != nil {
+			return nil, pathErr("tempfile", dirname, err)
+		}
+		name := p.String()
 		h, err := f.d.Open(bg, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if vfs.CodeOf(err) == vfs.CodeExists {
 			continue
@@ -162,6 +180,21 @@ func (f *FS) TempFile(dirname, prefix string) (billy.File, error) {
 		return &file{h: h, name: fileName(name)}, nil
 	}
 	return nil, pathErr("tempfile", dirname, vfs.ErrExists)
+}
+
+// tempDir parses dirname as the Dir does and creates it if missing.
+func (f *FS) tempDir(dirname string) (vfs.Path, error) {
+	if dirname == "" {
+		return vfs.Root, nil
+	}
+	dp, err := vfs.ParseGuest(dirname)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	if dp.IsRoot() {
+		return dp, nil
+	}
+	return dp, f.d.MkdirAll(bg, dp.String())
 }
 
 // ReadDir lists directory p, sorted by name, with each entry's Lstat.
@@ -247,10 +280,11 @@ func (f *FS) Root() string { return f.root }
 // reports it: the path from the root, cleaned, with no leading "/" ("/bar/foo"
 // and "bar/./foo" are "bar/foo").
 func fileName(filename string) string {
-	if n := strings.TrimPrefix(path.Clean("/"+filename), "/"); n != "" {
-		return n
+	p, err := vfs.ParseGuest(filename)
+	if err != nil {
+		return filename // not reached: the Dir opened the file by this name
 	}
-	return "."
+	return p.String()
 }
 
 // file is a billy.File over a Handle.
@@ -313,5 +347,24 @@ func fileErr(op, name string, err error) error {
 
 // pathErr converts a Dir error into the *fs.PathError [vfs.PathError] builds,
 // carrying the errno its code stands for, so os.IsNotExist and friends
-// recognise it.
-func pathErr(op, name string, err error) error { return vfs.PathError(op, name, err) }
+// recognise it. A path_outside_sandbox refusal carries [errCrossed] instead.
+func pathErr(op, name string, err error) error {
+	if vfs.CodeOf(err) == vfs.CodeOutside {
+		return &fs.PathError{Op: op, Path: name, Err: errCrossed}
+	}
+	return vfs.PathError(op, name, err)
+}
+
+// errCrossed is the Err of a refusal to leave the root: EPERM, the errno of
+// path_outside_sandbox, and billy.ErrCrossedBoundary, what go-billy's chroot
+// helper returns for the same name; errors.Is matches both (and
+// fs.ErrPermission).
+var errCrossed error = crossed{}
+
+type crossed struct{}
+
+func (crossed) Error() string {
+	return billy.ErrCrossedBoundary.Error() + ": " + syscall.EPERM.Error()
+}
+
+func (crossed) Unwrap() []error { return []error{syscall.EPERM, billy.ErrCrossedBoundary} }
