@@ -252,9 +252,10 @@ func openFollow(flag int) follow {
 
 // allowLink decides a symlink that a composite call (Copy, a copying Move) is
 // about to recreate at link with the given target text: as a Symlink call would
-// be, its target decided both as written and where it leads from link's place.
+// be, its target decided both as written and where it leads from link's place
+// (a target that leaves the tree is data: the link's name alone is decided).
 func (s *scope) allowLink(ctx context.Context, c *call, method string, link vfs.Path, target string) error {
-	q, err := vfs.SymlinkTarget(link, target)
+	q, leaves, err := s.linkTarget(link, target)
 	if err != nil {
 		return at(vfs.Readdress(err, method, link.String(), ""), method, link)
 	}
@@ -264,10 +265,14 @@ func (s *scope) allowLink(ctx context.Context, c *call, method string, link vfs.
 	r := *c.req
 	r.Op = policy.OpSymlink
 	lexPath := c.base.Join(link.WithoutDirMark().Unresolved()).String()
-	lexDest := c.base.Join(q.Unresolved()).String()
-	r.Path, r.Dest, r.GuestPath, r.Size = lexPath, lexDest, link.String(), -1
-	if rq, err := s.canon(ctx, q, followFinal); err == nil {
-		r.Dest = c.base.Join(rq.WithoutDirMark().Unresolved()).String()
+	lexDest := ""
+	r.Path, r.Dest, r.GuestPath, r.Size = lexPath, "", link.String(), -1
+	if !leaves {
+		lexDest = c.base.Join(q.Unresolved()).String()
+		r.Dest = lexDest
+		if rq, err := s.canon(ctx, q, followFinal); err == nil {
+			r.Dest = c.base.Join(rq.WithoutDirMark().Unresolved()).String()
+		}
 	}
 	d, ok := s.env.decideBoth(ctx, &r, lexPath, lexDest)
 	if !ok {

@@ -38,7 +38,10 @@ func TestCheck(t *testing.T) {
 		{policy.OpWrite, ".git/hooks/pre-commit", "", -1, vfs.CodePermission}, // persistence trap
 		{policy.OpRead, "app/.env", "", -1, vfs.CodePermission},               // secret
 		{policy.OpRename, "a", ".bashrc", -1, vfs.CodePermission},
-		{policy.OpSymlink, "link", "../../etc/passwd", -1, vfs.CodeOutside},
+		{policy.OpSymlink, "link", "../../etc/passwd", -1, ""}, // leaves the tree: data
+		{policy.OpSymlink, "link", "/etc/passwd", -1, ""},
+		{policy.OpSymlink, "link", "/etc\\passwd", -1, vfs.CodeInvalidPath},
+		{policy.OpSymlink, ".git/hooks/pre-commit", "/bin/evil", -1, vfs.CodePermission}, // decided on its name
 		{policy.OpMkdir, "../x", "", -1, vfs.CodeOutside},
 		{policy.OpMkdir, "new/dir", "", -1, ""},
 	}

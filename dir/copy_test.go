@@ -62,13 +62,22 @@ func TestCopy(t *testing.T) {
 	wantCode(t, d.Copy(bg, "a.txt", "../x"), vfs.CodeOutside)
 	wantCode(t, d.Copy(bg, "a.txt", "/"), vfs.CodeExists)
 
-	// A link whose target would climb out from its new place is refused, and
-	// nothing is created.
+	// A link whose target would climb out of the tree from its new place is
+	// copied as data (never followed); in a Sub, where it would climb into
+	// the parent's tree, it is refused and nothing is created.
 	must(t, d.Symlink(bg, "../a.txt", "dir/up"))
-	wantCode(t, d.Copy(bg, "dir/up", "up0"), vfs.CodeOutside)
+	must(t, d.Copy(bg, "dir/up", "up0"))
+	if got, err := d.Readlink(bg, "up0"); err != nil || got != "../a.txt" {
+		t.Fatalf("copied link = %q, %v", got, err)
+	}
+	_, err := d.ReadFile(bg, "up0")
+	wantCode(t, err, vfs.CodeOutside)
 	must(t, d.Symlink(bg, "../../a.txt", "dir/sub/up2"))
-	wantCode(t, d.Copy(bg, "dir/sub", "s2"), vfs.CodeOutside)
-	for _, n := range []string{"up0", "s2"} {
+	sub, err := d.Sub(bg, "dir")
+	must(t, err)
+	wantCode(t, sub.Copy(bg, "up", "up0"), vfs.CodeOutside)
+	wantCode(t, sub.Copy(bg, "sub", "s2"), vfs.CodeOutside)
+	for _, n := range []string{"dir/up0", "dir/s2"} {
 		if ok, _ := d.Exists(bg, n); ok {
 			t.Fatalf("refused Copy created %s", n)
 		}

@@ -151,9 +151,11 @@
 //   - The symlink creation rule knows only this capability's root, not the mounts
 //     of a Namespace beneath it: a link may climb out of the mount that holds it
 //     into another part of the same tree. Backends never follow such a link (each
-//     resolves beneath its own root), and a backend whose tree host tools read
-//     directly (the physical backend) must refuse to create one itself, with
-//     vfs.SymlinkTarget, the check this package applies.
+//     resolves beneath its own root). A target leaving the tree (absolute, or
+//     climbing above the root of a capability that is the tree's root) is data
+//     (vfs.LinkTarget): decided on the link's name, stored, read back, never
+//     followed; a backend whose tree host tools read directly (the physical
+//     backend) must refuse to create one itself, with vfs.SymlinkTarget.
 //   - Calls already running when the host revokes or locks may finish.
 //   - RemoveAll, Copy and Move are not atomic against concurrent changes: entries
 //     created meanwhile can make RemoveAll fail with not_empty, and a directory

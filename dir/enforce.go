@@ -483,9 +483,12 @@ func (s *scope) parse(c *call) (vfs.Path, vfs.Path, error) {
 		}
 	}
 	if c.sp.kind == destTarget {
-		var err error
-		if q, err = linkTarget(p, c.dest); err != nil {
+		leaves, err := false, error(nil)
+		if q, leaves, err = s.linkTarget(p, c.dest); err != nil {
 			return vfs.Path{}, vfs.Path{}, readdress(err, c.sp.method, c.path, "")
+		}
+		if leaves {
+			c.sp = dataLinkSpec(c.sp)
 		}
 	}
 	c.p, c.q, c.rp, c.rq = p, q, p, q
@@ -591,11 +594,37 @@ func (e *env) decide(ctx context.Context, r *policy.Request) (d policy.Decision,
 }
 
 // linkTarget validates a symlink target for a link at p and returns the path it
-// names, relative to the capability's root. Absolute targets, and targets that climb
-// above the root from the link's directory, are path_outside_sandbox: host tools
-// would follow them once the tree is materialized.
-func linkTarget(p vfs.Path, target string) (vfs.Path, error) {
-	return vfs.SymlinkTarget(p, target)
+// names, relative to the capability's root (vfs.LinkTarget). A target that leaves
+// the tree is data (leaves): decided on the link's name alone, stored if the
+// backend takes it (the physical backend refuses: host processes read its tree),
+// followed by no resolver. An absolute target leaves it; so does one climbing
+// above the root of a capability that is the tree's root. Below that root, a
+// climbing target may land in the tree, where a wider capability would follow
+// it: path_outside_sandbox.
+func (s *scope) linkTarget(p vfs.Path, target string) (q vfs.Path, leaves bool, err error) {
+	q, leaves, err = vfs.LinkTarget(p, target)
+	if leaves && target[0] != '/' && !s.base.IsRoot() {
+		return vfs.Path{}, false, vfs.NewError(vfs.CodeOutside, "symlink", p, "symlink target climbs above the root")
+	}
+	return q, leaves, err
+}
+
+// The specs of a symlink whose target leaves the tree (linkTarget): as the
+// spec they replace, with no second path to resolve or decide.
+var (
+	specSymlinkData      = mk(spec{op: policy.OpSymlink, method: "Symlink", fol: followEntry})
+	specCheckSymlinkData = mk(spec{op: policy.OpSymlink, method: "Check", checkOnly: true, fol: followEntry})
+)
+
+// dataLinkSpec is sp, a symlink's spec, for a target that leaves the tree.
+func dataLinkSpec(sp *spec) *spec {
+	switch sp {
+	case specSymlink:
+		return specSymlinkData
+	case specViewSymlink:
+		return specViewSymlinkVerbatim
+	}
+	return specCheckSymlinkData
 }
 
 // sized returns the call field for a write that leaves n bytes in the file.

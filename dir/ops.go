@@ -534,7 +534,7 @@ func (s *scope) copyTree(ctx context.Context, c *call, method string, from, to v
 			if err != nil {
 				return at(err, method, src)
 			}
-			if _, err := linkTarget(dst, t); err != nil {
+			if _, _, err := s.linkTarget(dst, t); err != nil {
 				return at(vfs.Readdress(err, method, src.String(), dst.String()), method, src)
 			}
 			if err := s.allowLink(ctx, c, method, dst, t); err != nil {

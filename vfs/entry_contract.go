@@ -49,6 +49,15 @@ func CheckRemove[N any](op string, p Path, r Resolution[N], full func(N) (bool, 
 
 // CheckSymlinkTarget returns invalid_path if target cannot be stored as the
 // text of symlink p: empty, longer than [MaxPathLen], or holding a NUL byte.
+//
+// It is the whole creation check of a backend that holds its data privately
+// (memory, sqlite, a layer's view, a git or CAS tree): a symlink's target is
+// data. Such a backend stores a target that is absolute or climbs above its
+// root as written, Readlink returns it, listings and walks show the link and
+// Lstat describes it; only resolving through it is refused
+// (path_outside_sandbox, [Resolve]), so no capfs code follows it out. A
+// backend whose tree host processes read directly (physical) refuses to create
+// one ([SymlinkTarget]); [LinkTarget] is the Dir's form of the rule.
 func CheckSymlinkTarget(op string, p Path, target string) error {
 	switch {
 	case target == "":

@@ -400,9 +400,10 @@ func printable(s string) string {
 // It returns the path the target names, relative to the same root as link.
 // Absolute targets, and targets that climb above the root from the link's
 // directory, are path_outside_sandbox. A resolver here would refuse to follow
-// them anyway, but host tools reading a materialized tree would follow them out.
-// An empty target, NUL or backslash is invalid_path. The check is lexical. It is
-// what creation through a Dir and through a Namespace mount applies.
+// them anyway, but host tools reading a host directory would follow them out:
+// the physical backend refuses to create them, and sync-back to bring new ones
+// back. An empty target, NUL or backslash is invalid_path. The check is
+// lexical. [LinkTarget] is the form that takes a leaving target as data.
 func SymlinkTarget(link Path, target string) (Path, error) {
 	switch {
 	case target == "":
@@ -422,4 +423,24 @@ func SymlinkTarget(link Path, target string) (Path, error) {
 		return Path{}, NewError(CodeInvalidPath, "symlink", link, "invalid symlink target")
 	}
 	return q, nil
+}
+
+// LinkTarget reads the target text of a symlink at link as [SymlinkTarget]
+// does, but takes a target that leaves the tree (absolute, or climbing above
+// the root) as data: leaves is set, q is the zero Path and err is nil. Such a
+// link is stored, listed and read back; no resolver of capfs follows it (see
+// [CheckSymlinkTarget]). Text no link may hold is invalid_path, as
+// for SymlinkTarget.
+func LinkTarget(link Path, target string) (q Path, leaves bool, err error) {
+	q, err = SymlinkTarget(link, target)
+	if CodeOf(err) != CodeOutside {
+		return q, false, err
+	}
+	switch {
+	case strings.ContainsAny(target, "\x00\\"):
+		return Path{}, false, NewError(CodeInvalidPath, "symlink", link, "NUL or backslash in symlink target")
+	case len(target) > MaxPathLen:
+		return Path{}, false, NewError(CodeInvalidPath, "symlink", link, "symlink target too long")
+	}
+	return Path{}, true, nil
 }
