@@ -11,7 +11,14 @@ require (
 	github.com/klauspost/compress v1.20.4
 	github.com/spf13/afero v1.15.0
 	golang.org/x/sys v0.49.0
+	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c
 	modernc.org/sqlite v1.62.0
+)
+
+require (
+	github.com/kr/pretty v0.3.1 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/rogpeppe/go-internal v1.14.1 // indirect
 )
 
 require (
