@@ -25,6 +25,9 @@
 //     and billy.ErrCrossedBoundary under errors.Is, as billy's chroot helper
 //     reports it (os.IsPermission, which looks for a bare errno, does not
 //     recognise it; errors.Is(err, fs.ErrPermission) does).
+//   - File.Name is the name billy's osfs gives for the same call: the path
+//     from the root (the Chroot's after Chroot), cleaned, with no leading "/"
+//     ("/bar/foo" and "bar/./foo" are "bar/foo").
 //   - Capabilities are declared truthfully: read, write, read-and-write, seek
 //     and truncate for a writable Dir; read and seek for a read-only one.
 //     LockCapability is not declared: File.Lock and Unlock succeed without

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-billy/v5/util"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -225,27 +227,58 @@ func TestChange(t *testing.T) {
 	}
 }
 
-// A file's Name is its path from the root, cleaned, as billy's osfs reports it:
-// no leading "/".
+// A file's Name is the one billy's osfs gives for the same call: its path
+// from the file system's root (the Chroot's, after Chroot), cleaned, with no
+// leading "/"; through a symlink, the name it was opened by; a TempFile's,
+// dir joined with the random name.
 func TestFileNameAsOSFS(t *testing.T) {
 	d, _ := dir.New(memory.New())
-	bfs := New(d)
-	for in, want := range map[string]string{"/bar/foo": "bar/foo", "bar/./baz": "bar/baz", "qux": "qux", "/a/../top": "top"} {
-		f, err := bfs.Create(in)
-		if err != nil {
+	ours := New(d)
+	theirs := osfs.New(t.TempDir())
+	names := []string{"/bar/foo", "bar/foo", "bar/./baz", "qux", "/a/../top", "//x//y", "./dot", "bar/"}
+	for _, fsys := range []billy.Filesystem{ours, theirs} {
+		if err := fsys.Symlink("bar/foo", "link"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.Name(); got != want {
-			t.Errorf("Create(%q).Name() = %q, want %q", in, got, want)
-		}
-		f.Close()
 	}
-	f, err := bfs.TempFile("/tmpdir", "x")
+	for _, sub := range []string{"", "sub"} {
+		o, th := billy.Filesystem(ours), theirs
+		if sub != "" {
+			var err error
+			if o, err = ours.Chroot(sub); err != nil {
+				t.Fatal(err)
+			}
+			if th, err = theirs.Chroot(sub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range names {
+			got, gerr := nameOf(o.Create(n))
+			want, werr := nameOf(th.Create(n))
+			if got != want || (gerr == nil) != (werr == nil) {
+				t.Errorf("chroot %q: Create(%q).Name() = %q, %v; osfs: %q, %v", sub, n, got, gerr, want, werr)
+			}
+		}
+		for _, dirname := range []string{"", "/tmpdir", "tmp/./dir"} {
+			got, gerr := nameOf(o.TempFile(dirname, "x"))
+			want, werr := nameOf(th.TempFile(dirname, "x"))
+			if gerr != nil || werr != nil || path.Dir(got) != path.Dir(want) || !strings.HasPrefix(path.Base(got), "x") {
+				t.Errorf("chroot %q: TempFile(%q).Name() = %q, %v; osfs: %q, %v", sub, dirname, got, gerr, want, werr)
+			}
+		}
+	}
+	got, gerr := nameOf(ours.Open("/link"))
+	want, werr := nameOf(theirs.Open("/link"))
+	if got != want || gerr != nil || werr != nil {
+		t.Errorf("Open(/link).Name() = %q, %v; osfs: %q, %v", got, gerr, want, werr)
+	}
+}
+
+// nameOf returns f's Name and closes it.
+func nameOf(f billy.File, err error) (string, error) {
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer f.Close()
-	if n := f.Name(); !strings.HasPrefix(n, "tmpdir/x") {
-		t.Errorf("TempFile's Name = %q, want tmpdir/x...", n)
-	}
+	return f.Name(), nil
 }
