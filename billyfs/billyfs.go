@@ -19,7 +19,7 @@
 //     read_only EROFS, ...), so os.IsNotExist, os.IsExist, os.IsPermission and
 //     errors.Is with the io/fs sentinels agree, as go-git expects; the path is
 //     the guest's, never a host path. io.EOF passes through unchanged. Package
-//     aferodir returns the same errors.
+//     aferodir returns the same errors, except the boundary refusal below.
 //   - A name that leaves the root (path_outside_sandbox) is refused before
 //     anything is created, with an *fs.PathError whose Err matches both EPERM
 //     and billy.ErrCrossedBoundary under errors.Is, as billy's chroot helper
