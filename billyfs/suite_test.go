@@ -20,9 +20,10 @@ import (
 const (
 	whyBoundary = "the suite wants the bare billy.ErrCrossedBoundary (==); billyfs returns an *fs.PathError " +
 		"(op, guest path, EPERM) that errors.Is it (TestCrossedBoundary)"
-	whyAbsolute = "absolute symlink targets refused by the Dir (issue 29: carried as data is task D)"
-	whyClimbing = "the Dir refuses to create a symlink whose target climbs out of the root; " +
-		"the suite makes one, then expects Stat to answer the bare billy.ErrCrossedBoundary"
+	whyAbsolute = "absolute symlink targets refused by the Dir (issue 29: carried as data is task D); " +
+		"even as data, capfs never follows one, where the suite follows it from the root"
+	whyClimbing = "the suite makes a symlink whose target climbs out of the root, then wants Stat through it to " +
+		"answer the bare billy.ErrCrossedBoundary: the Dir refuses to create it, or (link as data) answers the *fs.PathError"
 )
 
 // deviations lists, in one place, the suite's cases billyfs fails on purpose,
