@@ -44,9 +44,9 @@
 //     (snapshots pin their roots); it holds the store's lock exclusively, which
 //     ingests (snapshots, puts) hold shared, also across processes (flock(2));
 //     it deletes nothing when any named tree cannot be read.
-//   - The FS follows symlinks beneath its root only (vfs.Resolve): an absolute
-//     or escaping target is path_outside_sandbox. Materialize refuses a tree with
-//     such a link before writing anything.
+//   - The FS follows symlinks beneath its root only (vfs.Resolve): following an
+//     absolute or escaping target is path_outside_sandbox. The target is data:
+//     Readlink returns it, and Materialize writes it as it is.
 //
 // What it does not do: a Directory records names, contents, the executable bit
 // and symlink targets, nothing else (other permission bits, times, owners, hard

@@ -99,8 +99,8 @@ func hostileTrees() []hostileTree {
 			n := pbBytes(pbBytes(nil, fNodeName, []byte("f")), fNodeDigest, pbBytes(nil, fDigestHash, []byte("zz")))
 			return put(t, s, pbBytes(nil, fDirFiles, n))
 		}},
-		{name: "escaping symlink", lazy: true, stored: true, root: one(func(t *testing.T, s *Store) []rawEnt {
-			return []rawEnt{{fDirSymlinks, "l", Digest{}, "../../etc/passwd"}}
+		{name: "NUL in a symlink target", lazy: true, stored: true, root: one(func(t *testing.T, s *Store) []rawEnt {
+			return []rawEnt{{fDirSymlinks, "l", Digest{}, "../x\x00/etc/passwd"}}
 		})},
 		{name: "subdirectory not a Directory", lazy: true, root: one(func(t *testing.T, s *Store) []rawEnt {
 			return []rawEnt{{fDirDirs, "d", put(t, s, []byte{0xff, 0xff, 0xff}), ""}}

@@ -63,9 +63,11 @@ type MaterializeStats struct {
 // Writable, as examples/cas-build binds its inputs: the bind refuses writes and
 // chmod even to the files' owner), or under another uid, or with Copy.
 //
-// A tree holding a symlink whose target would resolve outside dest (absolute, or
-// climbing above it) is refused before anything is written: host tools follow
-// links, and the checkout would reach outside itself. Every Directory is read and
+// A symlink's target is data: it is written as the tree holds it, one that is
+// absolute or climbs above dest included (a repository's link to /usr/bin/env,
+// say), and whoever follows it does so in its own namespace (a sandbox binding
+// dest); nothing here follows one. A target no link may hold (NUL, backslash,
+// too long) is refused before anything is written. Every Directory is read and
 // verified before dest is created; a file blob that is missing or corrupt
 // fails the materialization, which then removes dest.
 func (s *Store) Materialize(ctx context.Context, root Digest, dest string, opts MaterializeOptions) (st MaterializeStats, err error) {
@@ -157,16 +159,16 @@ func (p *matPlan) walk(d Digest, rel string) error {
 	return nil
 }
 
-// link plans symlink l of the directory at rel, refusing a target that
-// would resolve outside dest.
+// link plans symlink l of the directory at rel, refusing a target no link may
+// hold (vfs.LinkTarget); one leaving dest is data, written as it is.
 func (p *matPlan) link(rel string, l SymlinkNode) error {
 	lp := join(rel, l.Name)
 	gp, err := vfs.ParseGuest(lp)
 	if err != nil {
 		return err
 	}
-	if _, err := vfs.SymlinkTarget(gp, l.Target); err != nil {
-		return fmt.Errorf("cas: materialize: symlink %s -> %q leaves the tree: %w", lp, trunc(l.Target), err)
+	if _, _, err := vfs.LinkTarget(gp, l.Target); err != nil {
+		return fmt.Errorf("cas: materialize: symlink %s -> %q: %w", lp, trunc(l.Target), err)
 	}
 	p.links = append(p.links, [2]string{lp, l.Target})
 	return nil
