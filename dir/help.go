@@ -74,6 +74,9 @@ READING
       Example: Stat(ctx, "README.md").Size() -> 1234
   Lstat(ctx, path) -> (fs.FileInfo, error)
       Like Stat, but describes a symlink itself.
+  StatFS(ctx, path) -> (vfs.FSStat, error)
+      The capacity of the storage holding path: bytes and entries, total and
+      free (not_supported where the storage knows none).
   Exists(ctx, path) -> (bool, error)
       true if an entry exists (a dangling symlink counts); missing is (false, nil).
   ReadFile(ctx, path) -> ([]byte, error)
@@ -135,8 +138,9 @@ WRITING (fails with read_only on a read-only Dir)
   Chmod(ctx, path, mode) -> error
       Sets permission bits, e.g. 0o755, and sticky (0o1000). setuid/setgid are
       refused (fs_permission_denied).
-  Chtimes(ctx, path, atime, mtime) -> error
+  Chtimes(ctx, path, atime, mtime) -> error / Lchtimes(ctx, path, atime, mtime) -> error
       Sets access and modification times; a zero time leaves one unchanged.
+      Lchtimes sets a symlink's own times (not_supported where the storage cannot).
   Chown(ctx, path, uid, gid) -> error / Lchown(ctx, path, uid, gid) -> error
       Sets the numeric owner and group (-1 keeps one); Lchown changes a symlink
       itself. Only where the storage keeps owners (not_supported otherwise), and
@@ -149,8 +153,9 @@ STREAMING
       O_CREATE makes gets perm's permission and sticky bits; setuid and setgid
       are silently dropped. A Handle has Read, ReadAt, Write, WriteAt, Seek,
       Truncate, Stat, OpenStat (the status at the open, where the backend
-      recorded it: no second stat), Sync, ReadDir (for directories), Name and
-      Close. Each call re-checks revocation and read-only.
+      recorded it: no second stat), Sync, ReadDir (for directories), Name,
+      Chmod and Chtimes (of the open file, even once its name is gone: writes)
+      and Close. Each call re-checks revocation and read-only.
       Example: h, _ := Open(ctx, "big.log", os.O_RDONLY, 0); defer h.Close()
 
 NARROWING (attenuation: one-way, chainable; the result keeps every restriction)

@@ -109,6 +109,7 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	opens.remove(h)
 	if h.io != nil {
 		var req <-chan struct{}
 		if fc, ok := ctx.(*fuse.Context); ok {

@@ -163,7 +163,12 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	// handle's operations remain.
 	p, gone := n.path()
 	if gone != 0 && fh == nil {
-		return gone
+		// fchmod, futimens: Linux sends a handle only for ftruncate.
+		if h := opens.any(n); h != nil {
+			fh = h
+		} else {
+			return gone
+		}
 	}
 	isLink := n.StableAttr().Mode == syscall.S_IFLNK
 	if errno := n.setOwner(ctx, p, gone, isLink, in); errno != 0 {
@@ -172,7 +177,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if errno := n.setSize(ctx, p, gone, asHandle(fh), in); errno != 0 {
 		return errno
 	}
-	if errno := n.setModeTimes(ctx, p, gone, isLink, in); errno != 0 {
+	if errno := n.setModeTimes(ctx, p, gone, asHandle(fh), isLink, in); errno != 0 {
 		return errno
 	}
 	return n.getattr(ctx, fh, out)
@@ -216,36 +221,53 @@ func (n *node) setSize(ctx context.Context, p vfs.Path, gone syscall.Errno, h *h
 	return errnoOf(err, opWrite)
 }
 
-// setModeTimes is Setattr's chmod and utimes parts, if it asks for them.
-// The Dir changes a link's target, never the link: on a link both are
-// refused.
-func (n *node) setModeTimes(ctx context.Context, p vfs.Path, gone syscall.Errno, isLink bool, in *fuse.SetAttrIn) syscall.Errno {
+// setModeTimes is Setattr's chmod and utimes parts, if it asks for them:
+// through the name, a symlink's own times by Lchtimes (a link has no mode
+// of its own: chmod of one is EOPNOTSUPP, as on Linux); where the name is
+// gone (unlinked, or renamed over), through the open file h (fchmod,
+// futimens), which the Dir checks as a write.
+func (n *node) setModeTimes(ctx context.Context, p vfs.Path, gone syscall.Errno, h *handle, isLink bool, in *fuse.SetAttrIn) syscall.Errno {
 	mode, modeSet := in.GetMode()
 	mtime, mok := in.GetMTime()
 	atime, aok := in.GetATime()
-	switch {
-	case !modeSet && !mok && !aok:
-		return 0
-	case gone != 0:
-		return gone
-	case isLink:
-		return syscall.EOPNOTSUPP
-	}
-	if modeSet {
-		if err := n.s.b.Chmod(ctx, p, vfs.FileModeOf(mode)&^fs.ModeType); err != nil {
-			return errnoOf(err, opWrite)
-		}
-	}
-	if !mok && !aok {
-		return 0
-	}
 	if !mok {
 		mtime = time.Time{}
 	}
 	if !aok {
 		atime = time.Time{}
 	}
-	return errnoOf(n.s.b.Chtimes(ctx, p, atime, mtime), opWrite)
+	perm := vfs.FileModeOf(mode) &^ fs.ModeType
+	b := n.s.b
+	switch {
+	case !modeSet && !mok && !aok:
+		return 0
+	case gone != 0 && h == nil:
+		return gone
+	case gone != 0:
+		return setModeTimesBy(modeSet, mok || aok,
+			func() error { return vfs.FileChmod(h.f, perm) },
+			func() error { return vfs.FileChtimes(h.f, atime, mtime) })
+	case isLink && modeSet:
+		return syscall.EOPNOTSUPP
+	case isLink:
+		return errnoOf(vfs.Lchtimes(ctx, b, p, atime, mtime), opWrite)
+	}
+	return setModeTimesBy(modeSet, mok || aok,
+		func() error { return b.Chmod(ctx, p, perm) },
+		func() error { return b.Chtimes(ctx, p, atime, mtime) })
+}
+
+// setModeTimesBy calls chmod if mode is set, then chtimes if times are.
+func setModeTimesBy(mode, times bool, chmod, chtimes func() error) syscall.Errno {
+	if mode {
+		if err := chmod(); err != nil {
+			return errnoOf(err, opWrite)
+		}
+	}
+	if !times {
+		return 0
+	}
+	return errnoOf(chtimes(), opWrite)
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
@@ -532,18 +554,4 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 		return nil, errnoOf(err, opWrite)
 	}
 	return n.lookupNew(ctx, p, out, false)
-}
-
-// Statfs answers fixed figures: a Dir has no block device, and the backends
-// behind it report no free space. Names may be 255 bytes long.
-func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	out.Bsize = 4096
-	out.Frsize = 4096
-	out.NameLen = 255
-	out.Blocks = 1 << 40 / 4096
-	out.Bfree = out.Blocks
-	out.Bavail = out.Blocks
-	out.Files = 1 << 32
-	out.Ffree = 1 << 31
-	return 0
 }

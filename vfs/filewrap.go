@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"io/fs"
+	"time"
 
 	"github.com/capfs/capfs/internal/hostfd"
 )
@@ -22,10 +23,12 @@ func WrapFile(w, f File) File {
 	_, typed := w.(TypedFile)
 	_, stater := w.(OpenStater)
 	_, fd := w.(hostfd.Filer)
+	_, attr := w.(AttrFile)
 	_, inTyped := f.(TypedFile)
 	_, inStater := f.(OpenStater)
 	_, inFd := f.(hostfd.Filer)
-	return withOptionals(w, typed && inTyped, stater && inStater, fd && inFd)
+	_, inAttr := f.(AttrFile)
+	return withOptionals(w, typed && inTyped, stater && inStater, fd && inFd, attr && inAttr)
 }
 
 // wrappedFile is the File a [WrapFile] result is made of.
@@ -47,6 +50,7 @@ type (
 	keptTyped  struct{ w TypedFile }
 	keptStater struct{ w OpenStater }
 	keptFd     struct{ w hostfd.Filer }
+	keptAttr   struct{ w AttrFile }
 )
 
 func (k keptTyped) Type() fs.FileMode { return k.w.Type() }
@@ -55,21 +59,27 @@ func (k keptStater) OpenStat() (Info, bool) { return k.w.OpenStat() }
 
 func (k keptFd) HostFd(t hostfd.Token) (int, bool) { return k.w.HostFd(t) }
 
+func (k keptAttr) Chmod(mode fs.FileMode) error { return k.w.Chmod(mode) }
+
+func (k keptAttr) Chtimes(atime, mtime time.Time) error { return k.w.Chtimes(atime, mtime) }
+
 // The optional File interfaces a [WrapFile] result keeps, as bits.
 const (
 	hasTyped = 1 << iota
 	hasStater
 	hasFd
+	hasAttr
 )
 
 // withOptionals is w with the optional File interfaces named true, which w
 // implements: one struct per subset.
-func withOptionals(w File, typed, stater, fd bool) File {
+func withOptionals(w File, typed, stater, fd, attr bool) File {
 	b := wrappedFile{w}
 	var (
 		t    keptTyped
 		s    keptStater
 		h    keptFd
+		a    keptAttr
 		kept int
 	)
 	if typed {
@@ -81,6 +91,17 @@ func withOptionals(w File, typed, stater, fd bool) File {
 	if fd {
 		h.w, kept = w.(hostfd.Filer), kept|hasFd
 	}
+	if attr {
+		a.w, kept = w.(AttrFile), kept|hasAttr
+	}
+	if attr {
+		return withAttr(b, t, s, h, a, kept&^hasAttr)
+	}
+	return withKept(b, t, s, h, kept)
+}
+
+// withKept is b with the kept interfaces of kept's bits embedded.
+func withKept(b wrappedFile, t keptTyped, s keptStater, h keptFd, kept int) File {
 	switch kept {
 	case hasTyped | hasStater | hasFd:
 		return struct {
@@ -124,4 +145,61 @@ func withOptionals(w File, typed, stater, fd bool) File {
 		}{b, h}
 	}
 	return b
+}
+
+// withAttr is withKept with keptAttr embedded too.
+func withAttr(b wrappedFile, t keptTyped, s keptStater, h keptFd, a keptAttr, kept int) File {
+	switch kept {
+	case hasTyped | hasStater | hasFd:
+		return struct {
+			wrappedFile
+			keptTyped
+			keptStater
+			keptFd
+			keptAttr
+		}{b, t, s, h, a}
+	case hasTyped | hasStater:
+		return struct {
+			wrappedFile
+			keptTyped
+			keptStater
+			keptAttr
+		}{b, t, s, a}
+	case hasTyped | hasFd:
+		return struct {
+			wrappedFile
+			keptTyped
+			keptFd
+			keptAttr
+		}{b, t, h, a}
+	case hasStater | hasFd:
+		return struct {
+			wrappedFile
+			keptStater
+			keptFd
+			keptAttr
+		}{b, s, h, a}
+	case hasTyped:
+		return struct {
+			wrappedFile
+			keptTyped
+			keptAttr
+		}{b, t, a}
+	case hasStater:
+		return struct {
+			wrappedFile
+			keptStater
+			keptAttr
+		}{b, s, a}
+	case hasFd:
+		return struct {
+			wrappedFile
+			keptFd
+			keptAttr
+		}{b, h, a}
+	}
+	return struct {
+		wrappedFile
+		keptAttr
+	}{b, a}
 }
