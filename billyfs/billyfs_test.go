@@ -241,36 +241,40 @@ func TestFileNameAsOSFS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, sub := range []string{"", "sub"} {
-		o, th := billy.Filesystem(ours), theirs
-		if sub != "" {
-			var err error
-			if o, err = ours.Chroot(sub); err != nil {
-				t.Fatal(err)
-			}
-			if th, err = theirs.Chroot(sub); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, n := range names {
-			got, gerr := nameOf(o.Create(n))
-			want, werr := nameOf(th.Create(n))
-			if got != want || (gerr == nil) != (werr == nil) {
-				t.Errorf("chroot %q: Create(%q).Name() = %q, %v; osfs: %q, %v", sub, n, got, gerr, want, werr)
-			}
-		}
-		for _, dirname := range []string{"", "/tmpdir", "tmp/./dir"} {
-			got, gerr := nameOf(o.TempFile(dirname, "x"))
-			want, werr := nameOf(th.TempFile(dirname, "x"))
-			if gerr != nil || werr != nil || path.Dir(got) != path.Dir(want) || !strings.HasPrefix(path.Base(got), "x") {
-				t.Errorf("chroot %q: TempFile(%q).Name() = %q, %v; osfs: %q, %v", sub, dirname, got, gerr, want, werr)
-			}
-		}
+	sameNames(t, ours, theirs, names)
+	o, err := ours.Chroot("sub")
+	if err != nil {
+		t.Fatal(err)
 	}
+	th, err := theirs.Chroot("sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameNames(t, o, th, names)
 	got, gerr := nameOf(ours.Open("/link"))
 	want, werr := nameOf(theirs.Open("/link"))
 	if got != want || gerr != nil || werr != nil {
 		t.Errorf("Open(/link).Name() = %q, %v; osfs: %q, %v", got, gerr, want, werr)
+	}
+}
+
+// sameNames fails t unless ours and theirs name alike the files Create and
+// TempFile return for the same arguments.
+func sameNames(t *testing.T, ours, theirs billy.Filesystem, names []string) {
+	t.Helper()
+	for _, n := range names {
+		got, gerr := nameOf(ours.Create(n))
+		want, werr := nameOf(theirs.Create(n))
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Errorf("%s: Create(%q).Name() = %q, %v; osfs: %q, %v", ours.Root(), n, got, gerr, want, werr)
+		}
+	}
+	for _, dirname := range []string{"", "/tmpdir", "tmp/./dir"} {
+		got, gerr := nameOf(ours.TempFile(dirname, "x"))
+		want, werr := nameOf(theirs.TempFile(dirname, "x"))
+		if gerr != nil || werr != nil || path.Dir(got) != path.Dir(want) || !strings.HasPrefix(path.Base(got), "x") {
+			t.Errorf("%s: TempFile(%q).Name() = %q, %v; osfs: %q, %v", ours.Root(), dirname, got, gerr, want, werr)
+		}
 	}
 }
 

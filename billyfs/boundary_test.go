@@ -56,17 +56,7 @@ func TestCrossedBoundary(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range calls {
-		err := c.do()
-		pe, ok := err.(*fs.PathError)
-		if !ok || pe.Op != c.op || pe.Path != c.path {
-			t.Errorf("%s %s: %#v; want *fs.PathError{%s %s}", c.op, c.path, err, c.op, c.path)
-			continue
-		}
-		var errno syscall.Errno
-		if !errors.Is(err, billy.ErrCrossedBoundary) || !errors.Is(err, fs.ErrPermission) ||
-			!errors.As(err, &errno) || errno != syscall.EPERM {
-			t.Errorf("%s %s: %v; want billy.ErrCrossedBoundary, fs.ErrPermission and EPERM", c.op, c.path, err)
-		}
+		checkCrossed(t, c.do(), c.op, c.path)
 	}
 	ents, err := root.ReadDir("/")
 	if err != nil || len(ents) != 2 {
@@ -77,5 +67,21 @@ func TestCrossedBoundary(t *testing.T) {
 	}
 	if b, err := util.ReadFile(root, "bar"); err != nil || string(b) != "x" {
 		t.Errorf("bar = %q, %v", b, err)
+	}
+}
+
+// checkCrossed fails t unless err is the *fs.PathError of op on path, the
+// boundary refusal: billy.ErrCrossedBoundary, fs.ErrPermission and EPERM.
+func checkCrossed(t *testing.T, err error, op, path string) {
+	t.Helper()
+	pe, ok := err.(*fs.PathError)
+	if !ok || pe.Op != op || pe.Path != path {
+		t.Errorf("%s %s: %#v; want *fs.PathError{%s %s}", op, path, err, op, path)
+		return
+	}
+	var errno syscall.Errno
+	if !errors.Is(err, billy.ErrCrossedBoundary) || !errors.Is(err, fs.ErrPermission) ||
+		!errors.As(err, &errno) || errno != syscall.EPERM {
+		t.Errorf("%s %s: %v; want billy.ErrCrossedBoundary, fs.ErrPermission and EPERM", op, path, err)
 	}
 }
