@@ -106,7 +106,10 @@
 //     setuid and setgid bits are refused by the Dir (chmod: EACCES).
 //   - Times: atime is reported equal to mtime, since a Dir keeps no access time.
 //     So is ctime on backends that keep no change time (memory, SQLite, git).
-//     Times cannot be set on a symlink itself (EOPNOTSUPP).
+//     A symlink's own times are set by Dir.Lchtimes (utimensat with
+//     AT_SYMLINK_NOFOLLOW; EOPNOTSUPP on a backend that cannot). fchmod and
+//     futimens of a file whose name is gone reach its open file (a write the
+//     Dir checks on the handle).
 //   - Ownership: an entry reports the owner its backend keeps (the physical
 //     backend's st_uid and st_gid). Entries of backends that keep none (memory,
 //     SQLite, git, CAS, the lazy run's Overlay) are owned by Options.UID and GID,
@@ -149,7 +152,11 @@
 //   - unlink and rmdir act on the name. The kernel checks the entry's type from
 //     its cache. So an entry replaced through another route between the kernel's
 //     lookup and the call is removed if the Dir allows it.
-//   - Statfs reports fixed figures: the Dir has no free-space notion.
+//   - Statfs reports the backend's figures (Dir.StatFS): the host file system
+//     under a physical backend, the quota of memory or SQLite. Others, and
+//     those without a quota, report fixed figures (1 TiB free). st_blocks is
+//     the backend's allocation where it knows it (physical: holes hold none),
+//     else the size in 512-byte blocks.
 //   - A Go program must not page-fault on a mapping of a file in a mount its own
 //     process serves. The faulting thread blocks the runtime's stop-the-world
 //     while the server waits to run. Map such files from another process, as
