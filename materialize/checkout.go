@@ -80,7 +80,7 @@ const (
 	// bind; nothing was copied. Chosen when Options.ReadOnly is set, Options.Host
 	// is a physical directory whose root is the very directory opened (same
 	// inode), and the walk through the Dir left nothing out (no path denied by the
-	// policy, no special file, no escaping symlink): a bind shows the sandbox the
+	// policy, no special file, no hidden symlink target): a bind shows the sandbox the
 	// whole directory, so it is only used when the Dir would have shown all of it.
 	StrategyBind Strategy = "bind"
 	// StrategyHardLink: a private directory whose regular files are hard links to
@@ -157,8 +157,11 @@ type srcEntry struct {
 // its Manifest. Everything is read through src, so its policy decides and its
 // audit trail records every read: a path the policy denies is left out and
 // reported by Skipped, not an error, as are special files (FIFOs, sockets,
-// devices) and symlinks that are absolute or climb above src's root. Setuid,
-// setgid and sticky bits are not copied.
+// devices) and symlinks whose target src does not show (the physical backend
+// hides an absolute one's host path). A symlink's target is data: one that is
+// absolute or climbs above src's root is written as it is, and only the
+// sandbox, in its own namespace, resolves it. Setuid, setgid and sticky bits
+// are not copied.
 //
 // Files are created with O_CREAT|O_EXCL|O_NOFOLLOW beneath a handle on the new
 // directory, with openat2 refusing every symlink on the way, so nothing Checkout
@@ -417,8 +420,8 @@ func (t *Tree) Manifest() *Manifest { return t.manifest }
 
 // Skipped returns the source paths Checkout left out, sorted: paths the Dir's
 // policy denied (fs_permission_denied), special files (not_regular_file),
-// symlinks that are absolute or climb above the source's root
-// (path_outside_sandbox), entries that vanished during the walk (not_found),
+// symlinks whose target the source does not show (path_outside_sandbox: an
+// absolute one on the physical backend), entries that vanished during the walk (not_found),
 // and host names no capfs path can name (invalid_path: a backslash), whose
 // Path is then no valid vfs.Path.
 func (t *Tree) Skipped() []Skip {

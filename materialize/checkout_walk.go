@@ -123,8 +123,10 @@ func (t *Tree) walk(ctx context.Context) ([]*srcEntry, error) {
 
 // walkEntry examines the listed entry de at rel and returns what to check
 // out (nil: skipped) and, for a directory, its listing. A regular file's
-// metadata is left for fileInfos; a symlink's target must stay in the tree;
-// a special file, and what the Dir refuses, is skipped.
+// metadata is left for fileInfos; a symlink's target is data, written as it is
+// (one leaving the tree included: the sandbox resolves it in its own
+// namespace, and capfs reads the checkout without following links); a special
+// file, text no link may hold, and what the Dir refuses, is skipped.
 func (t *Tree) walkEntry(ctx context.Context, rel string, de fs.DirEntry) (*srcEntry, []fs.DirEntry, error) {
 	if de.Type() == 0 {
 		return &srcEntry{rel: rel, de: de}, nil, nil
@@ -146,7 +148,7 @@ func (t *Tree) walkEntry(ctx context.Context, rel string, de fs.DirEntry) (*srcE
 	case fs.ModeSymlink:
 		target, err := t.src.Readlink(ctx, rel)
 		if err == nil {
-			_, err = vfs.SymlinkTarget(vfs.MustParse(rel), target)
+			_, _, err = vfs.LinkTarget(vfs.MustParse(rel), target)
 		}
 		if err != nil {
 			return nil, nil, t.skipOr(rel, err)

@@ -17,10 +17,12 @@
 //
 // # Guarantees
 //
-//   - The checkout holds only regular files, directories and symlinks whose
-//     target is relative and stays inside the tree. Paths the Dir's policy denies,
-//     special files and other symlinks are left out and reported (Tree.Skipped);
-//     setuid, setgid and sticky bits are not copied.
+//   - The checkout holds only regular files, directories and symlinks, each
+//     link's target written as the source holds it, one that is absolute or
+//     leaves the tree included: a target is data, resolved only by the sandbox
+//     in its own namespace (issue 29). Paths the Dir's policy denies, special
+//     files and links whose target the source hides are left out and reported
+//     (Tree.Skipped); setuid, setgid and sticky bits are not copied.
 //   - Nothing in a checkout is ever followed by this package: files are created
 //     with O_CREAT|O_EXCL|O_NOFOLLOW beneath a handle on the checkout root, with
 //     openat2 refusing any symlink on the way (a component-by-component walk with

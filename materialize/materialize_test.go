@@ -257,7 +257,9 @@ func TestCheckoutSkipsHostSpecials(t *testing.T) {
 	for _, sk := range tr.Skipped() {
 		got[sk.Path] = sk.Code
 	}
-	if len(got) != 3 || got["fifo"] != vfs.CodeNotRegular || got["abs"] != vfs.CodeOutside || got["esc"] != vfs.CodeOutside {
+	// abs: the physical backend does not show an absolute target (a host
+	// path); esc is checked out as it is (TestCheckoutPhysicalLeavingLinks).
+	if len(got) != 2 || got["fifo"] != vfs.CodeNotRegular || got["abs"] != vfs.CodeOutside {
 		t.Fatalf("skipped %v", got)
 	}
 	fi, err := os.Lstat(filepath.Join(tr.Path(), "suid"))
