@@ -42,25 +42,8 @@ func TestCloneIntoMemoryDir(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed (make sysdeps installs it)")
 	}
-	src := t.TempDir()
-	run(t, src, "init", "-q", "-b", "main")
 	files := map[string]string{"README.md": "hello\n", "src/main.go": "package main\n", "src/deep/x.txt": "x\n"}
-	for name, body := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("src/main.go", filepath.Join(src, "link")); err != nil {
-		t.Fatal(err)
-	}
-	run(t, src, "add", "-A")
-	run(t, src, "commit", "-q", "-m", "first")
+	src := makeRepo(t, files)
 
 	d, _ := dir.New(memory.New())
 	wt := New(d)
@@ -102,6 +85,31 @@ func TestCloneIntoMemoryDir(t *testing.T) {
 	}
 }
 
+// makeRepo commits files, an executable run.sh and a symlink link ->
+// src/main.go in a new git repository and returns its directory.
+func makeRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	src := t.TempDir()
+	run(t, src, "init", "-q", "-b", "main")
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/main.go", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, src, "add", "-A")
+	run(t, src, "commit", "-q", "-m", "first")
+	return src
+}
+
 // TestErrorsAndCapabilities: errors answer os.IsNotExist and os.IsExist as
 // go-git expects; a read-only Dir declares no write capability and refuses
 // writes; Chroot confines.
@@ -125,16 +133,7 @@ func TestErrorsAndCapabilities(t *testing.T) {
 	if _, err := f.OpenFile("a/b/c", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); !os.IsExist(err) {
 		t.Errorf("O_EXCL on an existing file = %v; want exist", err)
 	}
-	if !billy.CapabilityCheck(f, billy.WriteCapability|billy.TruncateCapability) || billy.CapabilityCheck(f, billy.LockCapability) {
-		t.Errorf("capabilities %v", f.Capabilities())
-	}
-	ro := New(d.ReadOnly())
-	if billy.CapabilityCheck(ro, billy.WriteCapability) {
-		t.Error("read-only FS declares WriteCapability")
-	}
-	if _, err := ro.Create("x"); err == nil {
-		t.Error("Create on a read-only FS succeeded")
-	}
+	checkCapabilities(t, d)
 	sub, err := f.Chroot("a")
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +160,23 @@ func TestErrorsAndCapabilities(t *testing.T) {
 	}
 }
 
+// checkCapabilities: d's FS declares write and truncate, not locking; its
+// read-only view declares no writing and refuses Create.
+func checkCapabilities(t *testing.T, d *dir.Dir) {
+	t.Helper()
+	f := New(d)
+	if !billy.CapabilityCheck(f, billy.WriteCapability|billy.TruncateCapability) || billy.CapabilityCheck(f, billy.LockCapability) {
+		t.Errorf("capabilities %v", f.Capabilities())
+	}
+	ro := New(d.ReadOnly())
+	if billy.CapabilityCheck(ro, billy.WriteCapability) {
+		t.Error("read-only FS declares WriteCapability")
+	}
+	if _, err := ro.Create("x"); err == nil {
+		t.Error("Create on a read-only FS succeeded")
+	}
+}
+
 func readAll(f billy.Filesystem, name string) (string, error) {
 	fl, err := f.Open(name)
 	if err != nil {
@@ -172,10 +188,9 @@ func readAll(f billy.Filesystem, name string) (string, error) {
 	return string(b[:n]), nil
 }
 
-// TestChange: the billy.Change methods are the Dir's: Chtimes and Chmod act,
-// Chown and Lchown answer not_supported on a backend that keeps no owners
-// (memory) and, on the physical backend run as root, change the host file's
-// owner (skipped otherwise).
+// TestChange: the billy.Change methods are the Dir's: Chtimes acts, Chown
+// answers not_supported on a backend that keeps no owners (memory);
+// [TestChownPhysical] checks owners on the host.
 func TestChange(t *testing.T) {
 	d, _ := dir.New(memory.New())
 	f := New(d)
@@ -192,6 +207,11 @@ func TestChange(t *testing.T) {
 	if err := f.Chown("x", 1, 1); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("Chown on memory: %v; want not supported", err)
 	}
+}
+
+// TestChownPhysical: on the physical backend run as root, Chown follows a
+// symlink and Lchown changes the link itself, on the host files.
+func TestChownPhysical(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("changing a file's owner needs root")
 	}
