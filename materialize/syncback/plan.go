@@ -187,7 +187,11 @@ func (v *validator) check(c materialize.Change) (*step, error) {
 
 // checkNew checks the entry s leaves at p and sets s.perm: a regular file,
 // a directory or a symlink that stays in the tree, within the depth limit.
-// It refuses s and reports false otherwise.
+// It refuses s and reports false otherwise. A link whose target leaves the
+// tree is data the checkout may hold (issue 29), but a new or changed one is
+// never brought back (no option allows it: the source may be a host
+// directory, whose processes would follow it); one the checkout got from the
+// source and left unchanged is no change, so never reaches here.
 func (v *validator) checkNew(s *step, p vfs.Path) bool {
 	n := s.c.New
 	s.perm = n.Mode.Perm()
