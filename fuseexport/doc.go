@@ -50,12 +50,18 @@
 //     This is Linux NFS's rule: only SIGKILL cuts a request short. A process
 //     being killed does not wait for a request the server has not yet read, and
 //     waits for one it is answering.
-//   - Confinement: the kernel resolves symlinks itself. So a symlink whose target
-//     would leave the exported Dir (absolute, or climbing above its root) is
-//     never shown. Lookups answer ENOENT and listings leave it out, as a checkout
-//     does. Creating one is refused by the Dir (EPERM). FIFOs, sockets and device
-//     nodes are absent too, and mknod of one is EPERM. So no process blocks on a
-//     FIFO or reaches a device through the mount. The mount is nosuid and nodev.
+//   - Confinement: the server follows no symlink; the kernel resolves them
+//     itself, in the namespace of the process that looks one up. A symlink's
+//     target is data: one leaving the exported Dir (absolute, or climbing above
+//     its root) is listed, looked up and read like any link, as a checkout
+//     holds it, and the kernel follows it in the caller's namespace, never
+//     through the server (a lookup below the mount's root is always of a name
+//     the Dir resolves beneath its root). A link whose target the Dir hides (an
+//     absolute one on the physical backend) is absent. Creating one is the
+//     Dir's to decide: stored where the backend holds its data privately,
+//     refused by the physical backend (EPERM). FIFOs, sockets and device nodes
+//     are absent, and mknod of one is EPERM. So no process blocks on a FIFO or
+//     reaches a device through the mount. The mount is nosuid and nodev.
 //   - Stable inode numbers: an entry's inode number is its backend's object ID.
 //     When Options.Mounts lists the Namespace's mounts, the ID is mixed with the
 //     mount's index, so two backends cannot share a number. A Dir over a

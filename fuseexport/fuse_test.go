@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -303,8 +304,10 @@ func TestTruncateChmodTimes(t *testing.T) {
 	wantErrno(t, "chown", os.Chown(f, 12345, 12345), syscall.EPERM)
 }
 
-// TestSymlinks: links inside the mount work; links leaving it are refused at
-// creation and absent when the host planted them.
+// TestSymlinks: links inside the mount work; on the physical backend a link
+// leaving the mount is refused at creation; one the host planted is shown as
+// data (issue 29), unless it is absolute, whose target (a host path) the
+// backend does not show: that one is absent.
 func TestSymlinks(t *testing.T) {
 	host := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(host, "sub"), 0o755); err != nil {
@@ -325,18 +328,23 @@ func TestSymlinks(t *testing.T) {
 	t.Cleanup(func() { pb.Close() })
 	d, _ := dir.New(pb)
 	mp, _ := mountT(t, d, Options{})
-	for _, name := range []string{"abs", "up", "sub/up2"} {
-		_, err := os.Lstat(filepath.Join(mp, name))
-		wantErrno(t, "lstat of the escaping link "+name, err, syscall.ENOENT)
+	_, err = os.Lstat(filepath.Join(mp, "abs"))
+	wantErrno(t, "lstat of the absolute link", err, syscall.ENOENT)
+	for name, target := range map[string]string{"up": "../../../../../etc/passwd", "sub/up2": "../.."} {
+		if got, err := os.Readlink(filepath.Join(mp, name)); err != nil || got != target {
+			t.Errorf("readlink %s = %q, %v; want %q", name, got, err, target)
+		}
 	}
 	ents, err := os.ReadDir(mp)
 	if err != nil {
 		t.Fatal(err)
 	}
+	listed := map[string]bool{}
 	for _, e := range ents {
-		if e.Name() == "abs" || e.Name() == "up" {
-			t.Errorf("listing shows the escaping link %s", e.Name())
-		}
+		listed[e.Name()] = true
+	}
+	if listed["abs"] || !listed["up"] {
+		t.Errorf("listing %v: want up, not abs", listed)
 	}
 	wantErrno(t, "symlink to /etc/passwd", os.Symlink("/etc/passwd", filepath.Join(mp, "new")), syscall.EPERM)
 	wantErrno(t, "symlink climbing out", os.Symlink("../x", filepath.Join(mp, "new")), syscall.EPERM)
@@ -348,6 +356,59 @@ func TestSymlinks(t *testing.T) {
 	}
 	if tgt, err := os.Readlink(filepath.Join(mp, "in")); err != nil || tgt != "sub/target" {
 		t.Fatalf("readlink: %q, %v", tgt, err)
+	}
+}
+
+// TestLeavingLinksNeverFollowedByServer: over a backend that holds its data
+// privately (memory), a link leaving the mount is made, listed and read back
+// through the mount as data, and the kernel follows it in the caller's
+// namespace: reading through an absolute link reaches the host's file at that
+// path, never the tree's entry at the same path re-rooted, which the server
+// would reach if it followed the link itself.
+func TestLeavingLinksNeverFollowedByServer(t *testing.T) {
+	hostDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hostDir, "f"), []byte("HOST"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := dir.New(memory.New())
+	decoy := strings.TrimPrefix(hostDir, "/")
+	if err := d.MkdirAll(bg, decoy); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteFile(bg, decoy+"/f", []byte("DECOY"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mp, _ := mountT(t, d, Options{})
+	if err := os.Symlink(hostDir, filepath.Join(mp, "abs")); err != nil {
+		t.Fatalf("symlink to an absolute path: %v", err)
+	}
+	if err := os.Symlink("../climb", filepath.Join(mp, "up")); err != nil {
+		t.Fatalf("symlink climbing out: %v", err)
+	}
+	for name, target := range map[string]string{"abs": hostDir, "up": "../climb"} {
+		if got, err := d.Readlink(bg, name); err != nil || got != target {
+			t.Fatalf("the Dir holds %s -> %q, %v; want %q", name, got, err, target)
+		}
+		if got, err := os.Readlink(filepath.Join(mp, name)); err != nil || got != target {
+			t.Fatalf("readlink %s = %q, %v; want %q", name, got, err, target)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(mp, "abs", "f")); err != nil || string(b) != "HOST" {
+		t.Fatalf("through abs: %q, %v; want the caller's own file", b, err)
+	}
+	if _, err := d.ReadFile(bg, "abs/f"); vfs.CodeOf(err) != vfs.CodeOutside {
+		t.Fatalf("the Dir follows abs: %v", err)
+	}
+	ents, err := os.ReadDir(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Contains(names, "abs") || !slices.Contains(names, "up") {
+		t.Fatalf("listing %v", names)
 	}
 }
 

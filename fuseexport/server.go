@@ -504,19 +504,16 @@ func (s *Server) fillAttr(ino uint64, info vfs.Info, a *fuse.Attr) {
 
 // admit decides whether an entry found at p is shown at all. FIFOs, sockets
 // and devices are not (they are absent, as in a checkout), nor are symlinks
-// whose target leaves the exported Dir (the kernel would follow them on the
-// host).
+// whose target the Dir does not show (the physical backend hides an absolute
+// one's host path). A target is data: one leaving the exported Dir is shown,
+// and only the kernel follows it, in the calling process's namespace.
 func (s *Server) admit(ctx context.Context, p vfs.Path, mode fs.FileMode) syscall.Errno {
 	if special(mode) {
 		return syscall.ENOENT
 	}
 	if mode&fs.ModeSymlink != 0 {
-		t, err := s.b.Readlink(ctx, p)
-		if err != nil {
+		if _, err := s.b.Readlink(ctx, p); err != nil {
 			return errnoOf(err, opLookup)
-		}
-		if _, err := vfs.SymlinkTarget(p, t); err != nil {
-			return syscall.ENOENT
 		}
 	}
 	return 0
@@ -525,8 +522,8 @@ func (s *Server) admit(ctx context.Context, p vfs.Path, mode fs.FileMode) syscal
 // list reads directory p in one Dir.ReadDirVisible: the entries the Dir's
 // Walk shows, less those whose status its policy refuses (a secret's name,
 // which a lookup answers absent), so every name listed can be looked up, as
-// in a checkout. Special files and symlinks leaving the Dir are left out too,
-// as Lookup answers them absent. "." and ".." come first.
+// in a checkout. Special files and symlinks whose target the Dir hides are
+// left out too, as Lookup answers them absent. "." and ".." come first.
 func (s *Server) list(ctx context.Context, p vfs.Path) ([]fuse.DirEntry, error) {
 	ctx = s.noting(ctx, p)
 	des, err := s.d.ReadDirVisible(ctx, "/"+p.String())
@@ -566,7 +563,7 @@ func (s *Server) noting(ctx context.Context, p vfs.Path) context.Context {
 
 // dirents is the listing of directory p whose n entries entry gives (name,
 // type), as the kernel gets it: "." and ".." first, without the special
-// files and the symlinks leaving the Dir that Lookup answers absent.
+// files and the symlinks with a hidden target that Lookup answers absent.
 func (s *Server) dirents(ctx context.Context, p vfs.Path, n int, entry func(int) (string, fs.FileMode)) []fuse.DirEntry {
 	ents := make([]fuse.DirEntry, 2, n+2)
 	ents[0] = fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR}
