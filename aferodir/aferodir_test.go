@@ -151,8 +151,14 @@ func TestAferoSymlinks(t *testing.T) {
 		t.Fatal("view is not an afero.Symlinker")
 	}
 	aferoMust(t, ls.SymlinkIfPossible("d/f", "/link"))
-	aferoCode(t, ls.SymlinkIfPossible("../outside", "/escape"), vfs.CodeOutside)
-	aferoCode(t, ls.SymlinkIfPossible("/etc/passwd", "/abs"), vfs.CodeOutside)
+	// A target leaving the tree is data (issue 29): stored, never followed.
+	aferoMust(t, ls.SymlinkIfPossible("../outside", "/escape"))
+	aferoMust(t, ls.SymlinkIfPossible("/etc/passwd", "/abs"))
+	if target, err := ls.ReadlinkIfPossible("/abs"); err != nil || target != "/etc/passwd" {
+		t.Errorf("Readlink abs = %q, %v", target, err)
+	}
+	_, err := afero.ReadFile(v, "/abs")
+	aferoCode(t, err, vfs.CodeOutside)
 	target, err := ls.ReadlinkIfPossible("/link")
 	if err != nil || target != "d/f" {
 		t.Errorf("Readlink = %q, %v", target, err)
