@@ -104,6 +104,9 @@ func (h *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	n.s.tree.RLock()
 	p, errno := n.path()
 	n.s.tree.RUnlock()
+	if errno == errNameless {
+		return 0 // removed: nothing of it is left to write
+	}
 	if errno != 0 {
 		return errno
 	}
@@ -132,6 +135,9 @@ func (h *dirHandle) list(ctx context.Context) syscall.Errno {
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.path()
+	if errno == errNameless {
+		return syscall.ENOENT // removed while open: Linux's answer for a dead directory
+	}
 	if errno != 0 {
 		return errno
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,28 @@ type node struct {
 	gofs.Inode
 	s  *Server
 	io ioState // open handles, with Options.Passthrough (guarded by s.ptMu)
+
+	lastMu   sync.Mutex
+	last     fuse.Attr // the attributes answered last, for when the node has no name left
+	replaced vfs.Path  // the name a rename took from the node, with its file (see openReplaced)
+	wasNamed bool      // replaced is set
+}
+
+// remember keeps a as the node's attributes last answered.
+func (n *node) remember(a *fuse.Attr) {
+	n.lastMu.Lock()
+	n.last = *a
+	n.lastMu.Unlock()
+}
+
+// lastAttr is the node's attributes as answered last, with no links: what
+// fstat of a descriptor whose file lost its last name gets (a directory
+// removed while open has no handle to ask).
+func (n *node) lastAttr(out *fuse.Attr) {
+	n.lastMu.Lock()
+	*out = n.last
+	n.lastMu.Unlock()
+	out.Nlink = 0
 }
 
 var (
@@ -43,9 +66,22 @@ var (
 	_ gofs.NodeStatfser   = (*node)(nil)
 )
 
+// errNameless is path's answer for a node that is no longer in the tree
+// (unlinked while open, or renamed over). It never reaches the kernel as
+// such: each request answers as a local file system would for an inode with
+// no name (see getattr, openReplaced, Fsyncdir), or ENOENT ([absent]).
+const errNameless = syscall.ESTALE
+
+// absent is errno, with a nameless node's answered as ENOENT.
+func absent(errno syscall.Errno) syscall.Errno {
+	if errno == errNameless {
+		return syscall.ENOENT
+	}
+	return errno
+}
+
 // path returns the node's path relative to the exported Dir, from the names
-// go-fuse keeps. A node that is no longer in the tree (unlinked while open)
-// has none: ENOENT.
+// go-fuse keeps; errNameless for a node with no name left.
 func (n *node) path() (vfs.Path, syscall.Errno) {
 	var elems []string
 	in := n.EmbeddedInode()
@@ -53,7 +89,7 @@ func (n *node) path() (vfs.Path, syscall.Errno) {
 	for in != root {
 		name, parent := in.Parent()
 		if parent == nil {
-			return vfs.Path{}, syscall.ENOENT
+			return vfs.Path{}, errNameless
 		}
 		elems = append(elems, name)
 		in = parent
@@ -86,7 +122,7 @@ func (n *node) child(name string) (vfs.Path, syscall.Errno) {
 	}
 	p, errno := n.path()
 	if errno != 0 {
-		return p, errno
+		return p, absent(errno) // a removed directory has no entries
 	}
 	if len(p.String())+1+len(name) > vfs.MaxPathLen {
 		// The Dir's paths, from the exported root, are at most PATH_MAX long.
@@ -134,6 +170,7 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 			return errnoOf(err, opRead)
 		}
 		n.s.fillAttr(n.StableAttr().Ino, info, &out.Attr)
+		out.SetTimeout(n.s.attrTime(info))
 		if info.Nlink == 0 {
 			if _, errno := n.path(); errno != 0 {
 				// Open, and its last name removed (fstat after unlink): no
@@ -144,6 +181,10 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 		return 0
 	}
 	p, errno := n.path()
+	if errno == errNameless {
+		n.lastAttr(&out.Attr)
+		return 0
+	}
 	if errno != 0 {
 		return errno
 	}
@@ -152,6 +193,8 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 		return errnoOf(err, opLookup)
 	}
 	n.s.fillAttr(n.StableAttr().Ino, info, &out.Attr)
+	out.SetTimeout(n.s.attrTime(info))
+	n.remember(&out.Attr)
 	return 0
 }
 
@@ -162,6 +205,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	// gone is the node's name lookup's errno: unlinked but open, only the
 	// handle's operations remain.
 	p, gone := n.path()
+	gone = absent(gone)
 	if gone != 0 && fh == nil {
 		// fchmod, futimens: Linux sends a handle only for ftruncate.
 		if h := opens.any(n); h != nil {
@@ -275,6 +319,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
 	p, errno := n.path()
+	if errno == errNameless {
+		return n.openReplaced(ctx, flags)
+	}
 	if errno != 0 {
 		return nil, 0, errno
 	}
@@ -453,6 +500,11 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return 0
 	}
 	exchange := flags == renameExchange
+	if destChild != nil && destChild != oldChild && !exchange {
+		if to, errno := np.child(newName); errno == 0 {
+			destChild.Operations().(*node).replacedBy(to)
+		}
+	}
 	go func() {
 		defer n.s.tree.Unlock()
 		moved := func() bool {
@@ -541,7 +593,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	}
 	oldp, errno := t.path()
 	if errno != 0 {
-		return nil, errno
+		return nil, absent(errno)
 	}
 	p, errno := n.child(name)
 	if errno != 0 {

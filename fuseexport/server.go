@@ -103,6 +103,8 @@ type Server struct {
 	mountpoint string
 	uid, gid   uint32
 	privileged bool // the server runs as root: new entries are given to their creator
+	namesPart  bool // the backend's hard-link names part on writing (see [Server.identity])
+	gens       atomic.Uint64
 
 	// tree orders path derivation against renames: requests that derive a
 	// path from go-fuse's tree hold it shared for their Dir call, Rename holds
@@ -218,6 +220,7 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 	}
 	s.uid, s.gid = uint32(os.Getuid()), uint32(os.Getgid())
 	s.privileged = os.Geteuid() == 0
+	s.namesPart = s.b.Features().LinkWritesPrivate
 	if opts.OwnerRoot {
 		s.uid, s.gid = 0, 0
 	}
@@ -269,7 +272,8 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 	fopts := &gofs.Options{
 		MountOptions:    mo,
 		EntryTimeout:    timeout(opts.EntryTimeout),
-		AttrTimeout:     timeout(opts.AttrTimeout),
+		// Attribute timeouts are set per answer (Server.attrTime): nil
+		// keeps go-fuse from overriding a zero one with the default.
 		NegativeTimeout: timeout(opts.NegativeTimeout),
 		NullPermissions: true, // mode 0000 stays 0000
 		UID:             s.uid,
@@ -465,8 +469,10 @@ func (s *Server) invalidate(p vfs.Path) {
 func (s *Server) newChild(ctx context.Context, parent *node, p vfs.Path, info vfs.Info, out *fuse.EntryOut) *gofs.Inode {
 	ino := s.ino(p, info)
 	s.fillAttr(ino, info, &out.Attr)
-	mode := vfs.UnixMode(info.Mode) & syscall.S_IFMT
-	return parent.NewInode(ctx, &node{s: s}, gofs.StableAttr{Mode: mode, Ino: ino})
+	out.SetAttrTimeout(s.attrTime(info))
+	in := parent.NewInode(ctx, &node{s: s}, s.identity(parent, p, info, ino))
+	in.Operations().(*node).remember(&out.Attr)
+	return in
 }
 
 // fillAttr converts info to the kernel's attributes.

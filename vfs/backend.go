@@ -86,6 +86,11 @@ type Features struct {
 	Chtimes         bool // Chtimes works
 	Persistent      bool // contents survive the process
 	CaseInsensitive bool // names that differ only in case are the same entry
+	// LinkWritesPrivate: opening one name of a regular file with several names
+	// for writing gives that name a private copy, so the names' contents part
+	// (the physical backend's HardLinksReplace). Without it, every name of a
+	// file reaches one file.
+	LinkWritesPrivate bool
 }
 
 // RenameFlags change [Backend.Rename]'s behaviour.

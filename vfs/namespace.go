@@ -210,6 +210,7 @@ func (n *Namespace) Features() Features {
 		f.Chmod = f.Chmod || mf.Chmod
 		f.Chtimes = f.Chtimes || mf.Chtimes
 		f.CaseInsensitive = f.CaseInsensitive || mf.CaseInsensitive
+		f.LinkWritesPrivate = f.LinkWritesPrivate || mf.LinkWritesPrivate
 	}
 	return f
 }

@@ -177,14 +177,16 @@ func (f *FS) HostPath() (string, bool) {
 }
 
 // Features reports symlinks (unless SymlinksReject), hard links (unless
-// HardLinksReject), Chmod, Chtimes and persistence.
+// HardLinksReject; under HardLinksReplace, with LinkWritesPrivate), Chmod,
+// Chtimes and persistence.
 func (f *FS) Features() vfs.Features {
 	return vfs.Features{
-		Symlinks:   f.cfg.symlinks != SymlinksReject,
-		HardLinks:  f.cfg.hardLinks != HardLinksReject,
-		Chmod:      true,
-		Chtimes:    true,
-		Persistent: true,
+		Symlinks:          f.cfg.symlinks != SymlinksReject,
+		HardLinks:         f.cfg.hardLinks != HardLinksReject,
+		LinkWritesPrivate: f.cfg.hardLinks == HardLinksReplace,
+		Chmod:             true,
+		Chtimes:           true,
+		Persistent:        true,
 	}
 }
 
