@@ -270,8 +270,8 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		mo.Options = append(mo.Options, "ro")
 	}
 	fopts := &gofs.Options{
-		MountOptions:    mo,
-		EntryTimeout:    timeout(opts.EntryTimeout),
+		MountOptions: mo,
+		EntryTimeout: timeout(opts.EntryTimeout),
 		// Attribute timeouts are set per answer (Server.attrTime): nil
 		// keeps go-fuse from overriding a zero one with the default.
 		NegativeTimeout: timeout(opts.NegativeTimeout),
