@@ -142,10 +142,11 @@
 //     point. Exporting a subtree (capfs mount --work) shortens the longest path
 //     by the subtree's own path. The CLI's default policy refuses (EACCES) a path
 //     too long for it to decide on.
-//   - POSIX conformance: pjdfstest.sh runs pjdfstest's chmod, chown, link, mkdir,
-//     open, rename, rmdir, symlink, truncate and unlink groups on a mount (make
-//     stress). pjdfstest_expected.txt lists every test that fails and why, all
-//     for the reasons above. The run fails on any other.
+//   - POSIX conformance: pjdfstest.sh runs every pjdfstest group (make stress)
+//     on three mounts: a physical Dir, a memory Dir and the lazy layer of capfs
+//     run. pjdfstest_expected.txt lists, per mount, every test that fails and
+//     why: the reasons above, and the memory backend's quota. The run fails on
+//     any other.
 //   - Directory entries carry no inode number (d_ino is FUSE's unknown value).
 //     stat's st_ino is the stable one.
 //   - A listing shows the names the Dir's ReadDirVisible shows, "." and ".."
