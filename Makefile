@@ -132,7 +132,8 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$${FUZZTIME:-2m} FUZZ_BOUND=0
 
-## stress: long race and concurrency runs (CAPFS_STRESS=1 scales the bounded tests up).
+## stress: long race and concurrency runs (CAPFS_STRESS=1 scales the bounded tests up), then
+## pjdfstest's whole suite on the physical, memory and lazy mounts (PJDFSTEST_TARGETS picks some).
 stress:
 	set -o pipefail; CAPFS_STRESS=1 $(GO) test -race -count=1 -timeout 90m -v -run 'Concurren|Race|Stress' $(PKGS) \
 		| grep -E '^(--- FAIL|FAIL|ok|panic|physical race)|raced operations|alias stress:|sqlite crash:'
