@@ -2,6 +2,7 @@ package overlay
 
 import (
 	"io/fs"
+	"time"
 
 	"github.com/capfs/capfs/internal/hostfd"
 	"github.com/capfs/capfs/vfs"
@@ -44,6 +45,15 @@ func (f ovFile) OpenStat() (vfs.Info, bool) {
 // Type forwards to the upper's file (see [vfs.TypedFile]).
 func (f ovFile) Type() fs.FileMode { return f.File.(vfs.TypedFile).Type() }
 
+// Chmod forwards to the upper's file (see [vfs.AttrFile]): it is the
+// overlay's own copy, whatever names it has now.
+func (f ovFile) Chmod(mode fs.FileMode) error { return f.File.(vfs.AttrFile).Chmod(mode) }
+
+// Chtimes forwards to the upper's file (see [vfs.AttrFile]).
+func (f ovFile) Chtimes(atime, mtime time.Time) error {
+	return f.File.(vfs.AttrFile).Chtimes(atime, mtime)
+}
+
 // HostFd forwards to the upper's file (see package hostfd).
 func (f ovFile) HostFd(t hostfd.Token) (int, bool) { return f.File.(hostfd.Filer).HostFd(t) }
 
@@ -51,7 +61,8 @@ func (f ovFile) HostFd(t hostfd.Token) (int, bool) { return f.File.(hostfd.Filer
 // keeps the lower file's TypedFile and OpenStater (see [vfs.WrapFile]) and
 // withholds its host descriptor: the lower is the guest's tree, read
 // through the backend's checks, and a descriptor handed to the kernel would
-// pass them by (and keep reading the lower after a copy-up).
+// pass them by (and keep reading the lower after a copy-up). It withholds
+// [vfs.AttrFile] too: the overlay never changes the lower.
 type lowerFile struct{ vfs.File }
 
 func (f lowerFile) Stat() (vfs.Info, error) {

@@ -232,3 +232,34 @@ func TestReaderSeesCopyUp(t *testing.T) {
 		t.Errorf("tail after a rename and an append: %q", got)
 	}
 }
+
+// TestUpperFileAttrs: an upper file changes its mode through the open file
+// once its name is gone (fchmod, vfs.AttrFile); a lower file open for
+// reading does not claim to (the lower is never changed). (Failed before:
+// the overlay's file withheld AttrFile, and fchmod through a mount of it was
+// EOPNOTSUPP.)
+func TestUpperFileAttrs(t *testing.T) {
+	o, _ := hostOverlay(t, map[string]string{"low": "l"})
+	f, err := o.OpenFile(bg, vfs.MustParse("new"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := o.Remove(bg, vfs.MustParse("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.FileChmod(f, 0o600); err != nil {
+		t.Fatalf("fchmod of an upper file with no name: %v", err)
+	}
+	if info, err := f.Stat(); err != nil || info.Mode.Perm() != 0o600 {
+		t.Errorf("after fchmod: %v, %v; want 0600", info.Mode, err)
+	}
+	r, err := o.OpenFile(bg, vfs.MustParse("low"), os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, ok := r.(vfs.AttrFile); ok {
+		t.Error("a lower file claims vfs.AttrFile")
+	}
+}

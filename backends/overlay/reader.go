@@ -36,7 +36,7 @@ type readers struct {
 // lowerReader is a lower regular file opened for reading, which reads the
 // upper copy once the overlay makes one (see above). Its Stat is the
 // file's it reads; its OpenStat and Type the lower file's at its open. It
-// withholds the lower's host descriptor (see lowerFile).
+// withholds the lower's host descriptor and [vfs.AttrFile] (see lowerFile).
 type lowerReader struct {
 	low vfs.File
 	rs  *readers
