@@ -502,7 +502,9 @@ var nodeOps = vfs.NodeOps[*node]{
 	Full:  fullDir,
 }
 
-// Symlink creates symlink p with the given target text, stored verbatim.
+// Symlink creates symlink p with the given target text, stored verbatim: data, one
+// absolute or climbing above the root included, which no resolution follows
+// (vfs.CheckSymlinkTarget).
 func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	const op = "symlink"
 	if err := ctx.Err(); err != nil {

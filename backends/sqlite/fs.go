@@ -402,7 +402,9 @@ func (f *FS) Mkdir(ctx context.Context, p vfs.Path, perm fs.FileMode) error {
 	})
 }
 
-// Symlink creates symlink p with the given target text, stored verbatim.
+// Symlink creates symlink p with the given target text, stored verbatim: data, one
+// absolute or climbing above the root included, which no resolution follows
+// (vfs.CheckSymlinkTarget).
 func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	const op = "symlink"
 	if err := vfs.CheckSymlinkTarget(op, p, target); err != nil {

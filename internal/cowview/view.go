@@ -418,7 +418,9 @@ func (v *View[L]) renameEnds(ctx context.Context, from, to vfs.Path, flags vfs.R
 	return e
 }
 
-// Symlink creates symlink p with target text target, stored verbatim.
+// Symlink creates symlink p with target text target, stored verbatim: data, one
+// absolute or climbing above the root included, which no resolution follows
+// (vfs.CheckSymlinkTarget).
 func (v *View[L]) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	const op = "symlink"
 	if err := v.s.enter(ctx, op, p); err != nil {
