@@ -23,6 +23,7 @@ type handle struct {
 	srv   *Server // with Options.Passthrough
 	io    *node   // the node whose ioState counts this handle (Options.Passthrough)
 	pt    bool    // in passthrough
+	tmp   *node   // the unnamed file this handle created (see node.Tmpfile)
 }
 
 var (
@@ -110,6 +111,11 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	opens.remove(h)
+	if t := h.tmp; t != nil {
+		t.s.tree.RLock()
+		t.dropTmp(uninterrupted(ctx), t)
+		t.s.tree.RUnlock()
+	}
 	if h.io != nil {
 		var req <-chan struct{}
 		if fc, ok := ctx.(*fuse.Context); ok {

@@ -30,6 +30,7 @@ type node struct {
 	last     fuse.Attr // the attributes answered last, for when the node has no name left
 	replaced vfs.Path  // the name a rename took from the node, with its file (see openReplaced)
 	wasNamed bool      // replaced is set
+	tmp      bool      // an unnamed file's node, under its hidden name (see Tmpfile)
 }
 
 // remember keeps a as the node's attributes last answered.
@@ -139,6 +140,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	ctx = uninterrupted(ctx)
 	n.s.tree.RLock()
 	defer n.s.tree.RUnlock()
+	if hiddenName(name) {
+		return nil, syscall.ENOENT // an unnamed file's (see Tmpfile)
+	}
 	p, errno := n.child(name)
 	if errno != 0 {
 		if errno == syscall.EINVAL {
@@ -178,6 +182,9 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 				out.Attr.Nlink = 0
 			}
 		}
+		if n.isTmp() {
+			out.Attr.Nlink = 0 // an unnamed file (see Tmpfile)
+		}
 		return 0
 	}
 	p, errno := n.path()
@@ -194,6 +201,9 @@ func (n *node) getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 	}
 	n.s.fillAttr(n.StableAttr().Ino, info, &out.Attr)
 	out.SetTimeout(n.s.attrTime(info))
+	if n.isTmp() {
+		out.Attr.Nlink = 0 // an unnamed file (see Tmpfile)
+	}
 	n.remember(&out.Attr)
 	return 0
 }
@@ -590,6 +600,9 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	t, ok := target.(*node)
 	if !ok {
 		return nil, syscall.EXDEV
+	}
+	if t.isTmp() {
+		return n.linkTmp(ctx, t, name, out)
 	}
 	oldp, errno := t.path()
 	if errno != 0 {

@@ -576,7 +576,7 @@ func (s *Server) dirents(ctx context.Context, p vfs.Path, n int, entry func(int)
 	ents[1] = fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR}
 	for i := range n {
 		name, t := entry(i)
-		if special(t) {
+		if special(t) || hiddenName(name) {
 			continue
 		}
 		if t&fs.ModeSymlink != 0 {
