@@ -116,8 +116,17 @@ func (n *node) path() (vfs.Path, syscall.Errno) {
 // systems (NAME_MAX).
 const nameMax = 255
 
-// child returns the path of name in directory n.
+// child returns the path of name in directory n. A name an unnamed file
+// holds (see Tmpfile) is reserved: EPERM.
 func (n *node) child(name string) (vfs.Path, syscall.Errno) {
+	if hiddenName(name) {
+		return vfs.Path{}, syscall.EPERM
+	}
+	return n.childOf(name)
+}
+
+// childOf is child without the reservation.
+func (n *node) childOf(name string) (vfs.Path, syscall.Errno) {
 	if len(name) > nameMax {
 		return vfs.Path{}, syscall.ENAMETOOLONG
 	}
@@ -295,8 +304,8 @@ func (n *node) setModeTimes(ctx context.Context, p vfs.Path, gone syscall.Errno,
 	switch {
 	case !modeSet && !mok && !aok:
 		return 0
-	case gone != 0 && h == nil:
-		return gone
+	case gone != 0 && !attrFile(h):
+		return gone // nothing but the name could, and it is gone
 	case gone != 0:
 		return setModeTimesBy(modeSet, mok || aok,
 			func() error { return vfs.FileChmod(h.f, perm) },
@@ -309,6 +318,16 @@ func (n *node) setModeTimes(ctx context.Context, p vfs.Path, gone syscall.Errno,
 	return setModeTimesBy(modeSet, mok || aok,
 		func() error { return b.Chmod(ctx, p, perm) },
 		func() error { return b.Chtimes(ctx, p, atime, mtime) })
+}
+
+// attrFile reports that h is open on a file that changes its own status
+// (vfs.AttrFile).
+func attrFile(h *handle) bool {
+	if h == nil {
+		return false
+	}
+	_, ok := h.f.(vfs.AttrFile)
+	return ok
 }
 
 // setModeTimesBy calls chmod if mode is set, then chtimes if times are.

@@ -17,7 +17,8 @@ import (
 
 // tmpPrefix starts the name an O_TMPFILE file holds in its directory until
 // it is linked into place or closed. Lookups and listings through the mount
-// never show such a name.
+// never show such a name, and no request through the mount may create or
+// rename to one (EPERM).
 const tmpPrefix = ".capfs-tmpfile-"
 
 var _ gofs.NodeTmpfiler = (*node)(nil)
@@ -39,7 +40,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	var rnd [12]byte
 	_, _ = rand.Read(rnd[:])
 	name := tmpPrefix + hex.EncodeToString(rnd[:])
-	p, errno := n.child(name)
+	p, errno := n.childOf(name)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

@@ -1,6 +1,7 @@
 package fuseexport
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,9 @@ func TestTmpfile(t *testing.T) {
 			err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+itoa(fd2), unix.AT_FDCWD, filepath.Join(mp, "excl"), unix.AT_SYMLINK_FOLLOW)
 			wantErrno(t, "linkat of an O_EXCL unnamed file", err, syscall.ENOENT)
 			unix.Close(fd2)
+
+			err = os.WriteFile(filepath.Join(mp, tmpPrefix+"x"), nil, 0o644)
+			wantErrno(t, "creating a name unnamed files hold", errors.Unwrap(err), syscall.EPERM)
 		})
 	}
 	if names := list(t, host); len(names) != 1 || names[0] != "named" {
