@@ -127,6 +127,7 @@ func TestBackend(t *testing.T, cfg Config) {
 	t.Run("Resolve", func(t *testing.T) { testResolve(t, cfg) })
 	t.Run("ReadDirInfo", func(t *testing.T) { testDirInfo(t, cfg) })
 	t.Run("OpenStat", func(t *testing.T) { testOpenStat(t, cfg) })
+	t.Run("Attrs", func(t *testing.T) { testAttrs(t, cfg) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, cfg) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, cfg) })
 }
