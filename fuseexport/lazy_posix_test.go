@@ -146,3 +146,22 @@ func TestLazyReaderSeesWrite(t *testing.T) {
 		t.Errorf("reader's fstat after the rewrite: %v, %v", fi.Size(), err)
 	}
 }
+
+// TestLazyHardLinkWritesReachTheName: in the lazy layer, a write through one
+// name of a hard-linked source file reaches that name, at once after the
+// link: the overlay's names part on writing, as the physical backend's
+// (vfs.Features.LinkWritesPrivate), so each name has its own kernel node.
+func TestLazyHardLinkWritesReachTheName(t *testing.T) {
+	m := lazyMountT(t, map[string]string{"a": "1"})
+	if err := os.Link(m("a"), m("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(m("a"), []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ga, _ := os.ReadFile(m("a"))
+	gb, _ := os.ReadFile(m("b"))
+	if string(ga) != "2" || string(gb) != "1" {
+		t.Errorf("after writing 2 through a: a=%q b=%q; want a=\"2\" b=\"1\"", ga, gb)
+	}
+}

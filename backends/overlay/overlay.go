@@ -166,9 +166,12 @@ func (o *Overlay) isHidden(p vfs.Path) bool {
 
 func notFound(op string, p vfs.Path) error { return vfs.NewError(vfs.CodeNotFound, op, p, "") }
 
-// Features reports symlinks, hard links, chmod and chtimes.
+// Features reports symlinks, hard links, chmod and chtimes. Hard links
+// part on writing (LinkWritesPrivate): the upper is written through the
+// physical backend, which gives the name written a private copy (see
+// Overlay).
 func (o *Overlay) Features() vfs.Features {
-	return vfs.Features{Symlinks: true, HardLinks: true, Chmod: true, Chtimes: true}
+	return vfs.Features{Symlinks: true, HardLinks: true, Chmod: true, Chtimes: true, LinkWritesPrivate: true}
 }
 
 // layer says where p is served from: the upper (true) or the lower (false),
