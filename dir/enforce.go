@@ -483,7 +483,8 @@ func (s *scope) parse(c *call) (vfs.Path, vfs.Path, error) {
 		}
 	}
 	if c.sp.kind == destTarget {
-		leaves, err := false, error(nil)
+		var leaves bool
+		var err error
 		if q, leaves, err = s.linkTarget(p, c.dest); err != nil {
 			return vfs.Path{}, vfs.Path{}, readdress(err, c.sp.method, c.path, "")
 		}
@@ -617,14 +618,17 @@ var (
 )
 
 // dataLinkSpec is sp, a symlink's spec, for a target that leaves the tree.
+// Every spec of kind destTarget must have one here.
 func dataLinkSpec(sp *spec) *spec {
-	switch sp {
-	case specSymlink:
+	switch {
+	case sp == specSymlink:
 		return specSymlinkData
-	case specViewSymlink:
+	case sp == specViewSymlink:
 		return specViewSymlinkVerbatim
+	case sp.checkOnly:
+		return specCheckSymlinkData
 	}
-	return specCheckSymlinkData
+	panic("dir: no spec for a symlink target leaving the tree in " + sp.method)
 }
 
 // sized returns the call field for a write that leaves n bytes in the file.
