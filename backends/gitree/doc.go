@@ -21,8 +21,9 @@
 //   - Modes are faithful: regular files are 0644, executables 0755, directories
 //     ModeDir|0755. Symlinks (mode 120000) are ModeSymlink|0777, with the blob's
 //     content as target. The shared resolver [vfs.Resolve] follows symlinks beneath
-//     the backend's root, so absolute or escaping targets fail with
-//     path_outside_sandbox. A submodule (gitlink) is an empty directory whose
+//     the backend's root, so following an absolute or escaping target fails with
+//     path_outside_sandbox; the target itself is data, which Readlink returns and
+//     a checkout or clone writes as it is. A submodule (gitlink) is an empty directory whose
 //     Info.Sys is an [*Entry] of kind "submodule" carrying the commit id it pins.
 //   - A file's ModTime is the committer time of the revision's commit (zero when
 //     the backend was opened on a bare tree id).
