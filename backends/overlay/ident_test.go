@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/capfs/capfs/backends/physical"
@@ -261,5 +262,69 @@ func TestUpperFileAttrs(t *testing.T) {
 	defer r.Close()
 	if _, ok := r.(vfs.AttrFile); ok {
 		t.Error("a lower file claims vfs.AttrFile")
+	}
+}
+
+// TestReaderMissedCopyUp: a reader whose lookup found the lower file before
+// a copy-up that told the readers before it registered (an open racing the
+// copy-up) finds the copy itself, and a reader of another lower file does
+// not take it.
+func TestReaderMissedCopyUp(t *testing.T) {
+	o, _ := hostOverlay(t, map[string]string{"f": "old", "g": "g"})
+	p := vfs.MustParse("f")
+	low, err := o.lower.Lstat(bg, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := o.readers.copies.Load() // the open's lookup happens here
+	writeT(t, o, "f", os.O_TRUNC, "new")
+	f, err := o.openLower(bg, p.Resolved(), low, gen, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got := readAllAt(t, f); got != "new" {
+		t.Errorf("reader that missed the copy-up reads %q; want %q", got, "new")
+	}
+	other := low
+	other.ID++ // another lower file once stood at f
+	g, err := o.openLower(bg, p.Resolved(), other, gen, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if got := readAllAt(t, g); got != "old" {
+		t.Errorf("reader of another lower file reads %q; want the lower's %q", got, "old")
+	}
+}
+
+// TestReadersRaceCopyUp: readers opened while a copy-up runs all read the
+// copy once it is made and written, whenever each opened: told by the
+// copy-up, finding it themselves, or opening it.
+func TestReadersRaceCopyUp(t *testing.T) {
+	o, _ := hostOverlay(t, map[string]string{"f": "old"})
+	const n = 16
+	files := make(chan vfs.File, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := o.OpenFile(bg, vfs.MustParse("f"), os.O_RDONLY, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			files <- f
+		}()
+	}
+	writeT(t, o, "f", os.O_TRUNC, "new")
+	wg.Wait()
+	close(files)
+	for f := range files {
+		if got := readAllAt(t, f); got != "new" {
+			t.Errorf("a reader opened during the copy-up reads %q; want %q", got, "new")
+		}
+		f.Close()
 	}
 }
