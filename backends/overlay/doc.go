@@ -13,6 +13,12 @@
 // against what the source holds when the run ends. [Overlay.Changes] lists what
 // changed, each replaced entry with its Base.
 //
+// A copy-up is the same file changing, not another file: the copy keeps the
+// lower entry's ID (a mount's inode number) under every name it gets, and a
+// lower file open for reading reads the copy from then on. This is not
+// overlayfs's rule for readers (they keep the lower file); see ident.go,
+// reader.go and docs/design-notes.md.
+//
 // Mounting an Overlay costs the same whatever the lower tree's size.
 //
 // The writable overlays of a git revision and a CAS tree (gitree.Overlay,

@@ -19,6 +19,8 @@ import (
 //
 // Nothing is read or copied ahead. Opening a lower file for reading reads it
 // through the Dir. The first change to a lower file copies it up, whole, once.
+// The copy keeps the lower entry's ID, and a reader opened before reads the
+// copy after.
 // It also records what the lower file was when the process first saw it (its
 // [Base], see [Overlay.Bases]). So a later sync-back can tell a change made in
 // the sandbox from one made to the source meanwhile, before or after the
