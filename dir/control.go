@@ -29,7 +29,8 @@ type gate struct {
 
 // gateTree is shared by every gate under one New.
 type gateTree struct {
-	epoch atomic.Uint64 // starts at 1, so an unfilled cache (0) never matches
+	epoch    atomic.Uint64 // starts at 1, so an unfilled cache (0) never matches
+	watchers watchers      // told of every change (see Dir.HostChanges)
 }
 
 const (
@@ -75,6 +76,7 @@ func (g *gate) set(bit uint32, on bool) {
 		g.bits.And(^bit)
 	}
 	g.tree.epoch.Add(1)
+	g.tree.watchers.tell()
 }
 
 func (g *gate) isRevoked() bool { return g.state()&revokedBit != 0 }

@@ -304,6 +304,8 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 		s.conn = fmt.Sprint(major<<20 | minor)
 	}
 	go s.invalidator()
+	changes, stop := d.HostChanges()
+	go s.watchRevocation(changes, stop)
 	return s, nil
 }
 
