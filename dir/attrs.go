@@ -90,8 +90,10 @@ func (h *Handle) Chtimes(atime, mtime time.Time) error {
 }
 
 // setattr is the enforced call of a change of the open file's status (op):
-// the Handle's write check, the policy's decision on its path, act, and the
-// audit event.
+// the Handle's write check, the policy's decision and the Before hooks on
+// the path it was opened with (GitGuard among them: no fchmod makes a hook
+// executable that chmod could not), act, the After hooks, and the audit
+// event.
 func (h *Handle) setattr(method string, op policy.Op, act func() error) error {
 	if err := h.check(method, true); err != nil {
 		return err
@@ -106,20 +108,42 @@ func (h *Handle) setattr(method string, op policy.Op, act func() error) error {
 		Time: start, RequestID: newRequestID(), Subject: e.subject, Op: string(op),
 		Path: h.s.treePath(h.p), GuestPath: auditGuestPath(h.name), Outcome: audit.OK,
 	}
-	if e.customPolicy {
-		r := policy.Request{ID: ev.RequestID, Subject: e.subject, Op: op, Path: ev.Path, GuestPath: h.p.String(), Size: -1}
-		if d, ok := e.decide(ctx, &r); !ok {
-			ev.Outcome, ev.Code, ev.Rule = audit.Denied, string(vfs.CodePermission), d.Rule
-			h.record(ctx, &ev, start)
-			return errAt(vfs.CodePermission, method, h.name, "", denyReason(d))
+	r := policy.Request{ID: ev.RequestID, Subject: e.subject, Op: op, Path: ev.Path, GuestPath: h.p.String(), Size: -1}
+	ran, err := h.admit(ctx, method, &r, &ev)
+	if err == nil {
+		err = h.err(method, act())
+		if err != nil {
+			ev.Outcome, ev.Code = audit.Failed, string(codeOf(err))
 		}
 	}
-	err := h.err(method, act())
-	if err != nil {
-		ev.Outcome, ev.Code = audit.Failed, string(codeOf(err))
+	for i := ran - 1; i >= 0; i-- {
+		e.hooks[i].After(ctx, &r, err)
 	}
 	h.record(ctx, &ev, start)
 	return err
+}
+
+// admit is setattr's decision: the policy, then the Before hooks, which it
+// returns the number of that ran (their After is due). A refusal is noted
+// in ev.
+func (h *Handle) admit(ctx context.Context, method string, r *policy.Request, ev *audit.Event) (int, error) {
+	e := h.s.env
+	if e.customPolicy {
+		d, ok := e.decide(ctx, r)
+		ev.Rule = d.Rule
+		if !ok {
+			ev.Outcome, ev.Code = audit.Denied, string(vfs.CodePermission)
+			return 0, errAt(vfs.CodePermission, method, h.name, "", denyReason(d))
+		}
+	}
+	for i, hk := range e.hooks {
+		if herr := hk.Before(ctx, r); herr != nil {
+			err := hookError(herr, method, h.name, "")
+			ev.Outcome, ev.Code, ev.Rule = audit.Denied, string(codeOf(err)), hookRule(hk)
+			return i, err
+		}
+	}
+	return len(e.hooks), nil
 }
 
 // record writes ev, a Handle call that began at start, to the audit trail.

@@ -167,3 +167,38 @@ func TestStatFS(t *testing.T) {
 	}
 }
 
+
+// chmodHook refuses chmod and counts its calls.
+type chmodHook struct{ before, after int }
+
+func (h *chmodHook) Before(_ context.Context, r *policy.Request) error {
+	h.before++
+	if r.Op == policy.OpChmod {
+		return vfs.NewError(vfs.CodePermission, "hook", vfs.MustParse(r.GuestPath), "no chmod")
+	}
+	return nil
+}
+
+func (h *chmodHook) After(context.Context, *policy.Request, error) { h.after++ }
+
+// TestHandleAttrsRunHooks: an open file's Chmod and Chtimes run the Dir's
+// Before hooks (GitGuard's place) as a path's do, and their After.
+func TestHandleAttrsRunHooks(t *testing.T) {
+	hk := &chmodHook{}
+	d, _ := dir.New(memory.New(), dir.WithHooks(hk))
+	must(t, d.WriteFile(bg, "f", []byte("f"), 0o644))
+	h, err := d.Open(bg, "f", os.O_RDONLY, 0)
+	must(t, err)
+	defer h.Close()
+	b, a := hk.before, hk.after
+	wantCode(t, h.Chmod(0o755), vfs.CodePermission)
+	must(t, h.Chtimes(time.Time{}, someTime))
+	if hk.before-b != 2 || hk.after-a != 1 {
+		t.Errorf("hooks: %d Before, %d After; want 2 and 1 (the refused one's After is not due)", hk.before-b, hk.after-a)
+	}
+	fi, err := d.Stat(bg, "f")
+	must(t, err)
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("the refused Chmod changed the mode to %v", fi.Mode())
+	}
+}
