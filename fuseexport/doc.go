@@ -38,6 +38,23 @@
 //     updated. So a directory a process holds open (its working directory, a
 //     pinned capability's handle) is never reached through a name that a
 //     concurrent rename gave to something else.
+//   - Nodes follow the object. A node that lost its last name is never reached
+//     through a name. fstat of a directory removed while open answers its last
+//     attributes with no links; listing it is ENOENT, fsync succeeds, a creation
+//     in it is ENOENT, as on Linux's own file systems. An open of a file that a
+//     rename through the mount replaced (write a temporary, rename it over the
+//     name) opens the file holding the name now, the open the kernel's retry
+//     would make, so a reader never finds the name missing
+//     (TestReplaceByRenameNeverMissing). Where the backend's hard links part on
+//     writing (the physical backend, see below), each name of a file with
+//     several names has a node of its own, with the one inode number, so a write
+//     reaches the name written; those nodes' attributes are not cached, so every
+//     name shows the link count at once.
+//   - open(O_TMPFILE) creates the file under a hidden name in its directory
+//     (".capfs-tmpfile-" and random, a create the Dir decides and audits),
+//     reports no links, and is never looked up or listed; linkat of its
+//     descriptor renames it into place, closing it unlinked removes it. No
+//     request through the mount may create such a name (EPERM).
 //   - Errors are mapped from their vfs.Code (see [Errno]). A path the policy hides
 //     answers ENOENT to lookups, as if absent, and EACCES to changes. A read-only
 //     Dir is mounted read-only, so every change is EROFS. A write refused as
@@ -76,6 +93,16 @@
 //     read-only open to the next. It drops them when the attributes it fetches
 //     show another mtime or size. So a file changed through the mount is read anew
 //     at once, and one changed through another route within AttrTimeout.
+//   - The policy stays exact with caching on. A name the policy hides is absent
+//     to lookups and left out of listings, so no cached entry holds it. A write
+//     lock needs nothing cached dropped: every write reaches the Dir. A
+//     revocation does: the server watches the Dir's host changes
+//     (dir.Dir.HostChanges) and, once it is revoked, drops every entry,
+//     attribute and page the kernel holds of the mount, so the next stat, lookup
+//     or read of a file held open reaches the Dir and fails. The notifications
+//     land just after Revoke returns (the host never waits for the server), not
+//     within AttrTimeout (TestRevocationDropsKernelCaches). Files passed through
+//     (Options.Passthrough) are read by the kernel without the Dir.
 //   - Files opened for writing (unless passed through) bypass the page cache. This
 //     direct I/O also drops the pages it overwrites. So concurrent readers and
 //     writers of one descriptor see each other's bytes at once. Shared writable
@@ -132,10 +159,12 @@
 //     Dir, decided and audited as policy.OpChown. Where it is refused, the entry
 //     stays the server's. A non-root server's entries are its own.
 //   - Hard links on the physical backend: chmod and utimes of a file with several
-//     names are refused (EACCES). Opening one for writing gives the name a
-//     private copy, so the other names keep the old contents
+//     names are refused (EACCES). Opening one for writing gives the name written
+//     a private copy, so the other names keep the old contents
 //     (physical.HardLinksReplace: a name may share its inode with a file outside
-//     the root).
+//     the root, and a write in place would reach it). Writes through any name of
+//     a file reach the one file on backends that hold hard links themselves
+//     (memory, SQLite, the lazy layer).
 //   - Symlink targets are parsed by the Dir to keep links inside. A target
 //     holding a name longer than 255 bytes is EINVAL (Linux stores it).
 //   - Paths are bounded by PATH_MAX from the namespace's root, not from the mount
