@@ -19,7 +19,8 @@ type FSStat struct {
 // StatFS reports the storage that holds p. It fails as Stat of p would, and
 // with not_supported where the backend knows no capacity after all (memory or
 // sqlite without a quota). The function [StatFS] answers not_supported for
-// backends without it.
+// backends without it. It is not yet in [Optionals], for the reason
+// [LinkTimer] is not.
 type StatFSer interface {
 	StatFS(ctx context.Context, p Path) (FSStat, error)
 }
