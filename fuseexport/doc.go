@@ -162,9 +162,10 @@
 //     names are refused (EACCES). Opening one for writing gives the name written
 //     a private copy, so the other names keep the old contents
 //     (physical.HardLinksReplace: a name may share its inode with a file outside
-//     the root, and a write in place would reach it). Writes through any name of
-//     a file reach the one file on backends that hold hard links themselves
-//     (memory, SQLite, the lazy layer).
+//     the root, and a write in place would reach it). The lazy layer's names
+//     part the same way (its upper is a host directory). Writes through any
+//     name of a file reach the one file on backends that hold hard links
+//     themselves (memory, SQLite).
 //   - Symlink targets are parsed by the Dir to keep links inside. A target
 //     holding a name longer than 255 bytes is EINVAL (Linux stores it).
 //   - Paths are bounded by PATH_MAX from the namespace's root, not from the mount
