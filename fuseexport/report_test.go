@@ -2,6 +2,7 @@ package fuseexport
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -210,6 +211,40 @@ func TestStatfsFigures(t *testing.T) {
 			}
 			if used := (free - st.Bavail) * uint64(st.Bsize); used < 8<<20 {
 				t.Errorf("statfs free space fell by %d after an 8 MiB write", used)
+			}
+		})
+	}
+}
+
+// TestRsyncArchiveWithSymlink: rsync -a copies a tree holding a symlink into
+// a mount and exits 0, the link's mtime kept. It exited 23 before (it sets
+// every link's times with AT_SYMLINK_NOFOLLOW, which was EOPNOTSUPP).
+func TestRsyncArchiveWithSymlink(t *testing.T) {
+	rsync, err := exec.LookPath("rsync")
+	if err != nil {
+		t.Skip("rsync is not installed")
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f", filepath.Join(src, "l")); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	ts := []unix.Timespec{unix.NsecToTimespec(when.UnixNano()), unix.NsecToTimespec(when.UnixNano())}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(src, "l"), ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+	for name, mk := range reportBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			mp, _ := mountT(t, mk(t), Options{})
+			out, err := exec.Command(rsync, "-a", src+"/", filepath.Join(mp, "dst")+"/").CombinedOutput()
+			if err != nil {
+				t.Fatalf("rsync -a: %v\n%s", err, out)
+			}
+			if got := reportLstat(t, filepath.Join(mp, "dst", "l")).Mtim.Sec; got != when.Unix() {
+				t.Errorf("the copied link's mtime is %d, want %d", got, when.Unix())
 			}
 		})
 	}
