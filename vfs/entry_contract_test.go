@@ -69,3 +69,37 @@ func TestCheckMkdir(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkTarget: a target leaving the tree (absolute, or climbing above the
+// root) is data, not an error; text no link may hold is invalid_path, absolute
+// or not; an inside target names its place.
+func TestLinkTarget(t *testing.T) {
+	long := "/" + string(make([]byte, MaxPathLen))
+	for _, c := range []struct {
+		link, target string
+		want         string // the place, "leaves", or an error code
+	}{
+		{"d/l", "x", "d/x"},
+		{"d/l", "../x", "x"},
+		{"d/l", "/etc/passwd", "leaves"},
+		{"l", "../x", "leaves"},
+		{"d/l", "x/../../../y", "leaves"},
+		{"d/l", "", string(CodeInvalidPath)},
+		{"d/l", `a\b`, string(CodeInvalidPath)},
+		{"d/l", `/a\b`, string(CodeInvalidPath)},
+		{"d/l", "/a\x00", string(CodeInvalidPath)},
+		{"d/l", long, string(CodeInvalidPath)},
+	} {
+		q, leaves, err := LinkTarget(MustParse(c.link), c.target)
+		got := q.String()
+		switch {
+		case err != nil:
+			got = string(CodeOf(err))
+		case leaves:
+			got = "leaves"
+		}
+		if got != c.want || (leaves && err != nil) {
+			t.Errorf("LinkTarget(%s, %q) = %q, %v, %v; want %s", c.link, c.target, q, leaves, err, c.want)
+		}
+	}
+}
