@@ -143,6 +143,7 @@ stress:
 bench:
 	$(GO) run ./bench/cmd/benchtable
 	$(GO) run ./bench/cmd/archivebench -count 3
+	CAPFS_BENCH_FUSE=1 $(GO) test -count=1 -run '^TestFUSEToolsTable$$' -v -timeout 20m ./bench
 
 lint: fmt-check vet staticcheck
 
