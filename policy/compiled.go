@@ -2,11 +2,9 @@ package policy
 
 import (
 	"hash/maphash"
-	"io/fs"
 	"math/bits"
 	"strings"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -201,19 +199,20 @@ type walkStatus uint8
 
 const (
 	walkOK      walkStatus = iota
-	walkInvalid            // the path is not clean (fs.ValidPath)
+	walkInvalid            // the path is not clean (an empty, "." or ".." element; see validPath)
 	walkOver               // more positions at once than a stateSet keeps
 )
 
 // match adds to out the ids of the patterns path may match (candidates, see
-// compiledSet.decideEnd). path is clean (fs.ValidPath) and not ".". ok is
+// compiledSet.decideEnd). path is clean (validPath) and not ".". ok is
 // false if the walk needed more states than it keeps (out is then incomplete).
 func (m *matcher) match(path string, out *idSet) (ok bool) {
 	return m.walk(path, out) == walkOK
 }
 
 // walk is match on a path not yet checked: it checks, in the same pass, that
-// path is clean as fs.ValidPath requires, and reports walkInvalid if not.
+// path is clean as validPath requires, and reports walkInvalid if not. The
+// path's bytes need not be UTF-8: a name is the bytes the backend holds.
 func (m *matcher) walk(path string, out *idSet) walkStatus {
 	if m.hasAlways {
 		for i := range m.always {
@@ -221,19 +220,15 @@ func (m *matcher) walk(path string, out *idSet) walkStatus {
 		}
 	}
 	var a, b stateSet
-	st, cur, high := m.walkOn(path, 0, 0, &a, &b, out)
-	return m.walkEnd(path, st, cur, high, out)
+	st, cur := m.walkOn(path, 0, 0, &a, &b, out)
+	return m.walkEnd(st, cur, out)
 }
 
-// walkEnd finishes a walk of path that walkOn left at cur: it checks the
-// text of a path with non-ASCII bytes (high) and adds the patterns matched
-// to the end.
-func (m *matcher) walkEnd(path string, st walkStatus, cur *stateSet, high byte, out *idSet) walkStatus {
+// walkEnd finishes a walk that walkOn left at cur: it adds the patterns
+// matched to the end.
+func (m *matcher) walkEnd(st walkStatus, cur *stateSet, out *idSet) walkStatus {
 	if st != walkOK {
 		return st
-	}
-	if high >= utf8.RuneSelf && !utf8.ValidString(path) {
-		return walkInvalid
 	}
 	for k := 0; k < cur.n; k++ {
 		st := cur.s[k]
@@ -246,38 +241,31 @@ func (m *matcher) walkEnd(path string, st walkStatus, cur *stateSet, high byte, 
 
 // walkOn walks path's components from offset start, depth components having
 // been walked before it, from the positions in cur (next is scratch). It
-// returns the positions after the last component and every byte of the
-// components or-ed (high: non-ASCII text needs a UTF-8 check), but matches
-// nothing to the end (walkEnd).
-func (m *matcher) walkOn(path string, start, depth int, cur, next *stateSet, out *idSet) (walkStatus, *stateSet, byte) {
-	var high byte
+// returns the positions after the last component, but matches nothing to the
+// end (walkEnd).
+func (m *matcher) walkOn(path string, start, depth int, cur, next *stateSet, out *idSet) (walkStatus, *stateSet) {
 	for ; ; depth++ {
 		end := start
 		for ; end+8 <= len(path); end += 8 {
-			w := load64(path, end)
-			if w&hiBits != 0 {
-				high = utf8.RuneSelf // a byte of this word or a later element's: all are scanned
-			}
-			if m := slashes(w); m != 0 {
+			if m := slashes(load64(path, end)); m != 0 {
 				end += bits.TrailingZeros64(m) >> 3
 				goto found
 			}
 		}
 		for end < len(path) && path[end] != '/' {
-			high |= path[end]
 			end++
 		}
 	found:
 		if n := end - start; n == 0 || path[start] == '.' && (n == 1 || n == 2 && path[start+1] == '.') {
-			return walkInvalid, nil, 0 // an empty, "." or ".." element
+			return walkInvalid, nil // an empty, "." or ".." element
 		}
 		m.stepAll(path[start:end], depth, cur, next, out)
 		if next.over {
-			return walkOver, nil, 0
+			return walkOver, nil
 		}
 		cur, next = next, cur
 		if end == len(path) {
-			return walkOK, cur, high
+			return walkOK, cur
 		}
 		start = end + 1
 	}
@@ -317,7 +305,6 @@ type dirWalk struct {
 	cur     stateSet // the positions after dir's last component
 	out     idSet    // what the walk of dir matched whatever follows
 	matched bool     // out holds an id
-	high    byte
 }
 
 // walkDir walks dir, a directory's path, and returns where the walk stands
@@ -329,14 +316,13 @@ func (m *matcher) walkDir(dir string) *dirWalk {
 		w.out = m.always
 	}
 	var next stateSet
-	st, cur, high := m.walkOn(dir, 0, 0, &w.cur, &next, &w.out)
+	st, cur := m.walkOn(dir, 0, 0, &w.cur, &next, &w.out)
 	if st != walkOK {
 		return nil
 	}
 	if cur != &w.cur {
 		w.cur = *cur
 	}
-	w.high = high
 	w.matched = w.out != (idSet{})
 	return w
 }
@@ -363,20 +349,16 @@ func (m *matcher) walkShared(path string, out *idSet) walkStatus {
 		m.last.Store(w)
 	}
 	var next stateSet
-	st, high := m.walkLast(path[i+1:], w, out, &next)
-	if st == walkOK && high >= utf8.RuneSelf && !utf8.ValidString(path) {
-		return walkInvalid
-	}
-	return m.walkEnd(path, st, &next, 0, out)
+	st := m.walkLast(path[i+1:], w, out, &next)
+	return m.walkEnd(st, &next, out)
 }
 
 // walkLast walks comp, the last component of a path, from w, the kept walk of
 // the path's directory, into next (which walkEnd then finishes). It only
-// reads w. It returns how the walk went and every byte of the path or-ed
-// (high: non-ASCII text needs a UTF-8 check, which is the caller's).
-func (m *matcher) walkLast(comp string, w *dirWalk, out *idSet, next *stateSet) (walkStatus, byte) {
+// reads w. It returns how the walk went.
+func (m *matcher) walkLast(comp string, w *dirWalk, out *idSet, next *stateSet) walkStatus {
 	if n := len(comp); n == 0 || comp[0] == '.' && (n == 1 || n == 2 && comp[1] == '.') {
-		return walkInvalid, 0 // an empty, "." or ".." element
+		return walkInvalid // an empty, "." or ".." element
 	}
 	if w.matched {
 		for k := range out {
@@ -385,13 +367,9 @@ func (m *matcher) walkLast(comp string, w *dirWalk, out *idSet, next *stateSet) 
 	}
 	m.stepAll(comp, 1, &w.cur, next, out)
 	if next.over {
-		return walkOver, 0
+		return walkOver
 	}
-	high := w.high
-	for i := 0; i < len(comp); i++ {
-		high |= comp[i]
-	}
-	return walkOK, high
+	return walkOK
 }
 
 // walkUnder is walkShared on the path base + "/" + rel (two clean paths,
@@ -416,12 +394,8 @@ func (m *matcher) walkUnder(base, rel string, out *idSet) (st walkStatus, ok boo
 		last = rel[i+1:]
 	}
 	var next stateSet
-	st, high := m.walkLast(last, w, out, &next)
-	// The whole path is valid UTF-8 where its pieces are (they meet at a "/").
-	if st == walkOK && high >= utf8.RuneSelf && !(utf8.ValidString(base) && utf8.ValidString(rel)) {
-		return walkInvalid, true
-	}
-	return m.walkEnd(last, st, &next, 0, out), true
+	st = m.walkLast(last, w, out, &next)
+	return m.walkEnd(st, &next, out), true
 }
 
 var walkSeed = maphash.MakeSeed()
@@ -446,14 +420,14 @@ func slashes(w uint64) uint64 {
 	return ^(((x & lo7) + lo7) | x) & hiBits
 }
 
-// validPath is fs.ValidPath, in one pass for ASCII paths.
+// validPath reports whether s is a clean relative path: "." (the root), or
+// elements separated by "/", none empty, "." or "..". It is fs.ValidPath
+// without the UTF-8 rule: a name is the bytes the backend holds, and one that
+// is not UTF-8 is decided like any other (see the package doc).
 func validPath(s string) bool {
 	start := 0
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= utf8.RuneSelf:
-			return validPathSlow(s)
-		case c == '/':
+		if s[i] == '/' {
 			if !validElem(s[start:i]) {
 				return false
 			}
@@ -464,8 +438,6 @@ func validPath(s string) bool {
 }
 
 func validElem(el string) bool { return el != "" && el != "." && el != ".." }
-
-func validPathSlow(s string) bool { return fs.ValidPath(s) }
 
 // firstIn returns the smallest id in [lo, hi) that s holds, or -1.
 func (s *idSet) firstIn(lo, hi int) int {

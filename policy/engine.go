@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -540,18 +539,8 @@ func strength(e Effect) int {
 	return 2
 }
 
-// clean checks that s is a clean relative path ("." for the root) and folds it.
-func (e *Engine) clean(s string) (string, bool) {
-	if !fs.ValidPath(s) {
-		return "", false
-	}
-	if e.fold {
-		s = foldCase(s)
-	}
-	return s, true
-}
-
-// cleanFast is clean, checking the path in one pass (validPath).
+// cleanFast checks that s is a clean relative path ("." for the root; see
+// validPath) and folds it.
 func (e *Engine) cleanFast(s string) (string, bool) {
 	if !validPath(s) {
 		return "", false

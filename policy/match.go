@@ -52,6 +52,12 @@ func compilePattern(src string, fold bool) (pattern, error) {
 		return pattern{}, fmt.Errorf("empty pattern")
 	case strings.IndexByte(p, 0) >= 0:
 		return pattern{}, fmt.Errorf("NUL byte in pattern")
+	case !utf8.ValidString(p):
+		return pattern{}, fmt.Errorf("pattern is not UTF-8")
+	case strings.ContainsRune(p, utf8.RuneError):
+		// doublestar reads a byte that is not UTF-8 as U+FFFD: such a pattern
+		// would match names it does not spell.
+		return pattern{}, fmt.Errorf("U+FFFD in pattern (it would match any byte that is not UTF-8)")
 	case strings.HasSuffix(p, "/"):
 		return pattern{}, fmt.Errorf("trailing \"/\" in pattern (write \"dir/**\" for a directory and its contents)")
 	case !doublestar.ValidatePattern(p):
@@ -273,7 +279,9 @@ func baseOf(path string) string {
 
 // foldCase folds s for case-insensitive matching: lower case after upper case, so
 // that letters with several lower forms (the long s, the Kelvin sign) meet their
-// ASCII counterparts. An all-lower-case ASCII string is returned as is.
+// ASCII counterparts. An all-lower-case ASCII string is returned as is. Bytes
+// that are not UTF-8 are kept as they are (strings.ToLower would make each
+// U+FFFD, and two names one).
 func foldCase(s string) string {
 	upper, wide := false, false
 	for i := 0; i < len(s); i++ {
@@ -287,10 +295,36 @@ func foldCase(s string) string {
 		}
 	}
 	switch {
+	case wide && !utf8.ValidString(s):
+		return foldRaw(s)
 	case wide:
 		return strings.ToLower(strings.ToUpper(s))
 	case upper:
 		return strings.ToLower(s)
 	}
 	return s
+}
+
+// foldRaw is foldCase on a string that is not UTF-8: each run of valid text
+// folded, each invalid byte kept.
+func foldRaw(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for start, i := 0, 0; i <= len(s); {
+		if i < len(s) {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || n != 1 {
+				i += n
+				continue
+			}
+		}
+		b.WriteString(strings.ToLower(strings.ToUpper(s[start:i])))
+		if i == len(s) {
+			break
+		}
+		b.WriteByte(s[i])
+		i++
+		start = i
+	}
+	return b.String()
 }

@@ -14,7 +14,8 @@
 // An Engine decides each request from its op and paths, in this order:
 //
 //  1. an unknown op, a nil request, or a Path or Dest that is not a clean relative
-//     path (io/fs.ValidPath; "." is the root) -> Deny (fail closed; the Dir only
+//     path (io/fs.ValidPath's rules less the UTF-8 one: no empty, "." or ".." element, no
+//     leading or trailing "/"; "." is the root) -> Deny (fail closed; the Dir only
 //     sends clean paths);
 //  2. Request.Size above Config.MaxFileSize -> Deny, rule "max-file-size" (Size is
 //     known for whole-file writes; streamed writes and appends are -1 and left to
@@ -52,6 +53,17 @@
 // matches x at any depth, the top included. The root "." is matched only by "."
 // and "**". With Config.CaseInsensitive, patterns and paths are case-folded before
 // matching.
+//
+// # Names that are not UTF-8
+//
+// A path is decided on its bytes, so a name a backend holds that is not UTF-8
+// (Latin-1 "caf\xe9", say) is decided like any other. Pattern text must be
+// UTF-8 without U+FFFD (New refuses other patterns), so a literal never equals
+// a byte that is not UTF-8: "**/.env" does not match ".env\xff", and "**/*.pem"
+// does match "\xff.pem". Against such a byte "*" matches it as part of any run,
+// "?" matches that one byte, and a class sees it as U+FFFD would be seen: "[!a]"
+// matches it, "[a-z]" does not. Case folding leaves such bytes as they are,
+// folding the text between them.
 //
 // # Default patterns
 //
