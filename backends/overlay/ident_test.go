@@ -66,9 +66,9 @@ func writeT(t *testing.T, o *Overlay, p string, flag int, data string) {
 // a rename, or as the parent of a change) keeps the ID its lower entry had.
 // (Failed before: the upper copy showed an ID of its own.)
 func TestCopyUpKeepsID(t *testing.T) {
-	o, _ := hostOverlay(t, map[string]string{"t": "t", "m": "m", "d/g": "g", "r": "r"})
+	o, _ := hostOverlay(t, map[string]string{"t": "t", "m": "m", "d/g": "g", "r": "r", "e/x": "x"})
 	ids := map[string]uint64{}
-	for _, p := range []string{"t", "m", "d", "d/g", "r"} {
+	for _, p := range []string{"t", "m", "d", "d/g", "r", "e", "e/x"} {
 		ids[p] = lstatT(t, o, p).ID
 	}
 	writeT(t, o, "d/g", os.O_APPEND, "more")
@@ -79,7 +79,10 @@ func TestCopyUpKeepsID(t *testing.T) {
 	if err := o.Rename(bg, vfs.MustParse("r"), vfs.MustParse("r2"), 0); err != nil {
 		t.Fatal(err)
 	}
-	for p, was := range map[string]string{"d/g": "d/g", "d": "d", "t": "t", "m": "m", "r2": "r"} {
+	if err := o.Rename(bg, vfs.MustParse("e"), vfs.MustParse("e2"), 0); err != nil { // copied up whole
+		t.Fatal(err)
+	}
+	for p, was := range map[string]string{"d/g": "d/g", "d": "d", "t": "t", "m": "m", "r2": "r", "e2": "e", "e2/x": "e/x"} {
 		if got := lstatT(t, o, p).ID; got != ids[was] {
 			t.Errorf("%s: ID %x after copy-up, %x before", p, got, ids[was])
 		}
