@@ -68,11 +68,10 @@ const (
 	hasTyped = 1 << iota
 	hasStater
 	hasFd
-	hasAttr
 )
 
 // withOptionals is w with the optional File interfaces named true, which w
-// implements: one struct per subset.
+// implements: one struct per subset (withKept, or withAttr with AttrFile).
 func withOptionals(w File, typed, stater, fd, attr bool) File {
 	b := wrappedFile{w}
 	var (
@@ -92,10 +91,8 @@ func withOptionals(w File, typed, stater, fd, attr bool) File {
 		h.w, kept = w.(hostfd.Filer), kept|hasFd
 	}
 	if attr {
-		a.w, kept = w.(AttrFile), kept|hasAttr
-	}
-	if attr {
-		return withAttr(b, t, s, h, a, kept&^hasAttr)
+		a.w = w.(AttrFile)
+		return withAttr(b, t, s, h, a, kept)
 	}
 	return withKept(b, t, s, h, kept)
 }
