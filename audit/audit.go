@@ -88,6 +88,13 @@ const (
 // called. NUL bytes are spelled out, and it is cut at 512 bytes. When it could
 // not be parsed (an invalid_path or path_outside_sandbox call), Path is empty.
 // GuestPath is then the only record of what was attempted.
+//
+// Path, Dest and GuestPath hold a name's bytes, which need not be UTF-8. The
+// text sinks ([JSONL], [Slog]) write a path that is not UTF-8, or that holds a
+// backslash (no name does), in internal/termsafe's escaped form: "caf\xe9",
+// as the CLI and the MCP server print it, so two names that differ in such a
+// byte never read the same. [ReadJSONL] gives the bytes back. Other paths are
+// written as they are.
 type Event struct {
 	Time      time.Time     `json:"time"`
 	RequestID string        `json:"request_id"`

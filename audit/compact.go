@@ -47,10 +47,12 @@ type group struct {
 }
 
 // compactable reports whether e can go into a compact record: a call that
-// was not refused, with one path, not a summary, and a time JSON can hold.
+// was not refused, with one path written as it is (not escaped: see
+// pathText), not a summary, and a time JSON can hold.
 func compactable(e Event) bool {
 	y := e.Time.Year()
-	return e.Outcome != Denied && e.Dest == "" && e.Count == 0 && y >= 0 && y <= 9999
+	return e.Outcome != Denied && e.Dest == "" && e.Count == 0 && y >= 0 && y <= 9999 &&
+		!needsEscape(e.Path) && !needsEscape(e.GuestPath)
 }
 
 func keyOf(e Event) groupKey {
@@ -270,7 +272,7 @@ func decodeLine(b []byte, fn func(Event) error) error {
 		return errors.New("more than one value")
 	}
 	if l.Bulk == nil {
-		return fn(l.Event)
+		return fn(bytePaths(l.Event))
 	}
 	evs, err := expand(&l)
 	if err != nil {

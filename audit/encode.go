@@ -9,10 +9,13 @@ import (
 )
 
 // AppendJSON appends e as one JSON line (newline included) to b and returns the
-// extended slice. The bytes are those of an [encoding/json.Encoder] with HTML
-// escaping off: the form [JSONL] writes and [ReadJSONL] reads. They are made
-// without reflection, since an event is written on every guest call.
+// extended slice: the form [JSONL] writes and [ReadJSONL] reads. A path that is
+// not UTF-8, or holds a backslash, is written in internal/termsafe's escaped
+// form, which ReadJSONL undoes (see [Event]). The bytes are then those of an
+// [encoding/json.Encoder] with HTML escaping off. They are made without
+// reflection, since an event is written on every guest call.
 func AppendJSON(b []byte, e Event) []byte {
+	e = textPaths(e)
 	if y := e.Time.Year(); y < 0 || y > 9999 {
 		// time.Time's own MarshalJSON refuses these; let encoding/json say so
 		// the same way everywhere (the caller reports the error).

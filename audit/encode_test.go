@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// reflectLine is what encoding/json writes for e (HTML escaping off), or nil
-// when it refuses e.
+// reflectLine is what encoding/json writes for e with its paths in text form
+// (pathText; HTML escaping off), or nil when it refuses e.
 func reflectLine(e Event) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if enc.Encode(e) != nil {
+	if enc.Encode(textPaths(e)) != nil {
 		return nil
 	}
 	return buf.Bytes()

@@ -15,7 +15,8 @@ const SlogMessage = "capfs call"
 // The record's message is [SlogMessage], timed at the call's start. Its
 // attributes are request_id, subject, grant, op, path, dest, guest_path (when it
 // differs from path), outcome, code, rule and duration. Empty ones are left out,
-// except path.
+// except path. Paths are written as [JSONL] writes them: one that is not UTF-8
+// or holds a backslash in internal/termsafe's escaped form.
 //
 // Successful calls log at Info, denied and failed ones at Warn, unless changed
 // with [OKLevel], [DeniedLevel] and [FailedLevel]. Records below the handler's
@@ -88,10 +89,10 @@ func (s *Slog) Record(ctx context.Context, e Event) {
 	attrs = appendNonEmpty(attrs, "subject", e.Subject)
 	attrs = appendNonEmpty(attrs, "grant", e.Grant)
 	attrs = appendNonEmpty(attrs, "tag", e.Tag)
-	attrs = append(attrs, slog.String("op", e.Op), slog.String("path", e.Path))
-	attrs = appendNonEmpty(attrs, "dest", e.Dest)
+	attrs = append(attrs, slog.String("op", e.Op), slog.String("path", pathText(e.Path)))
+	attrs = appendNonEmpty(attrs, "dest", pathText(e.Dest))
 	if e.GuestPath != e.Path {
-		attrs = appendNonEmpty(attrs, "guest_path", e.GuestPath)
+		attrs = appendNonEmpty(attrs, "guest_path", pathText(e.GuestPath))
 	}
 	attrs = append(attrs, slog.String("outcome", string(e.Outcome)))
 	attrs = appendNonEmpty(attrs, "code", e.Code)
