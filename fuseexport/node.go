@@ -634,5 +634,12 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if err := n.s.b.Link(ctx, oldp, p); err != nil {
 		return nil, errnoOf(err, opWrite)
 	}
-	return n.lookupNew(ctx, p, out, false)
+	ch, errno := n.lookupNew(ctx, p, out, false)
+	if errno == 0 && ch != t.EmbeddedInode() {
+		// The new name has a node of its own (see Server.identity): the
+		// kernel refreshes only that one, so drop the old name's cached
+		// attributes (its link count) now.
+		t.NotifyContent(-1, 0)
+	}
+	return ch, errno
 }
