@@ -205,6 +205,10 @@ ARCHIVES, JSON, WATCHING (archives and JSON are functions of their own packages,
       Close, revocation or ctx's end; paths you may not see never appear; a
       "rescan" event means some were lost. not_supported when the storage has
       no change stream.
+  HostChanges() -> (<-chan struct{}, stop func())
+      Receives (coalesced) after each revocation or write lock of this Dir's
+      tree by its owner; the owner never waits for you. Revoked() -> bool says
+      whether this Dir is revoked (every call then fails with revoked).
 
 OTHER
   FS() -> fs.FS

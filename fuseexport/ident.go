@@ -53,6 +53,18 @@ func (n *node) replacedBy(p vfs.Path) {
 	n.lastMu.Unlock()
 }
 
+// noteReplaced notes, for openReplaced, that a rename through the mount put
+// moved (a node, or nil) at name in directory n, in place of dest (a node,
+// or nil). The tree lock is held.
+func (n *node) noteReplaced(dest, moved *gofs.Inode, name string) {
+	if dest == nil || dest == moved {
+		return
+	}
+	if to, errno := n.child(name); errno == 0 {
+		dest.Operations().(*node).replacedBy(to)
+	}
+}
+
 // openReplaced opens a regular file whose node lost its last name to a
 // rename through the mount: it opens the file that holds the name now, as
 // a lookup after the rename would. The open then takes effect after the

@@ -529,10 +529,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return 0
 	}
 	exchange := flags == renameExchange
-	if destChild != nil && destChild != oldChild && !exchange {
-		if to, errno := np.child(newName); errno == 0 {
-			destChild.Operations().(*node).replacedBy(to)
-		}
+	if !exchange {
+		np.noteReplaced(destChild, oldChild, newName)
 	}
 	go func() {
 		defer n.s.tree.Unlock()
