@@ -24,6 +24,7 @@ type handle struct {
 	io    *node   // the node whose ioState counts this handle (Options.Passthrough)
 	pt    bool    // in passthrough
 	tmp   *node   // the unnamed file this handle created (see node.Tmpfile)
+	opens *openTable
 }
 
 var (
@@ -110,7 +111,9 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	opens.remove(h)
+	if h.opens != nil {
+		h.opens.remove(h)
+	}
 	if t := h.tmp; t != nil {
 		t.s.tree.RLock()
 		t.dropTmp(uninterrupted(ctx), t)

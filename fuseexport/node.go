@@ -227,7 +227,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	gone = absent(gone)
 	if gone != 0 && fh == nil {
 		// fchmod, futimens: Linux sends a handle only for ftruncate.
-		if h := opens.any(n); h != nil {
+		if h := n.s.opens.any(n); h != nil {
 			fh = h
 		} else {
 			return gone

@@ -2,8 +2,8 @@ package fuseexport
 
 import "sync"
 
-// openTable holds every open handle of every node. Linux sends a SETATTR
-// with the file handle only for ftruncate: an fchmod or futimens names the
+// openTable holds every open handle of every node of one server. Linux
+// sends a SETATTR with the file handle only for ftruncate: an fchmod or futimens names the
 // inode alone. For a node whose name is gone (unlinked, or renamed over) the
 // open file is then the only way to it, and Setattr finds it here.
 type openTable struct {
@@ -12,11 +12,9 @@ type openTable struct {
 	nodeOf map[*handle]*node
 }
 
-// opens is the one openTable: handles and nodes are unique across servers.
-var opens openTable
-
 // add records h, just opened on n.
 func (t *openTable) add(n *node, h *handle) {
+	h.opens = t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.byNode == nil {

@@ -73,7 +73,7 @@ func asHandle(fh gofs.FileHandle) *handle {
 // On an error, h's file is closed.
 func (s *Server) fileHandle(n *node, h *handle) (gofs.FileHandle, uint32, syscall.Errno) {
 	flags := h.openFlags()
-	opens.add(n, h) // until Release (fchmod and futimens of a file with no name left)
+	s.opens.add(n, h) // until Release (fchmod and futimens of a file with no name left)
 	if !s.opts.Passthrough {
 		return h, flags, 0
 	}
@@ -98,7 +98,7 @@ func (s *Server) fileHandle(n *node, h *handle) (gofs.FileHandle, uint32, syscal
 		// for nothing.
 		return &ptHandle{handle: h, fd: fd}, flags&^fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH, 0
 	case io.pt > 0:
-		opens.remove(h)
+		s.opens.remove(h)
 		_ = h.f.Close()
 		return nil, 0, syscall.ESTALE
 	}

@@ -19,20 +19,18 @@ func (s *Server) watchRevocation(changes <-chan struct{}, stop func()) {
 		}
 	}
 	<-s.Invalidate("/")
-	for _, n := range opens.nodesOf(s) {
+	for _, n := range s.opens.nodes() {
 		n.NotifyContent(0, 0)
 	}
 }
 
-// nodesOf returns the nodes of server s with open files.
-func (t *openTable) nodesOf(s *Server) []*node {
+// nodes returns the nodes with open files.
+func (t *openTable) nodes() []*node {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var ns []*node
+	ns := make([]*node, 0, len(t.byNode))
 	for n := range t.byNode {
-		if n.s == s {
-			ns = append(ns, n)
-		}
+		ns = append(ns, n)
 	}
 	return ns
 }

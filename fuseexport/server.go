@@ -121,6 +121,8 @@ type Server struct {
 	skipMu  sync.Mutex
 	skipped map[string]bool // directory and name of entries told to Options.Unaddressable
 
+	opens openTable // every open handle, by node (fchmod of a file with no name left)
+
 	ptMu sync.Mutex // guards every node's ioState, and pendingRel
 	// pendingRel holds the handles of RELEASE requests under way, by the
 	// request's cancel channel (see Server.releasing).
