@@ -45,6 +45,8 @@
 //     the link's path ([vfs.SymlinkTarget], as package dir does). It also checks
 //     physically from the directory the link is really created in, climbing its
 //     ".." handles up to the root, since host tools read this tree directly.
+//     [WithVerbatimLinks], for capfs's private directories only, makes such a
+//     target data: stored, listed and read back, never followed.
 //   - Special files are never opened. With openat2, OpenFile resolves the path
 //     once, to an O_PATH handle, which opens nothing. It examines the handle with
 //     fstat and refuses anything but a regular file or a directory with
@@ -146,7 +148,7 @@
 //     with path_outside_sandbox and creates nothing. O_CREATE|O_EXCL never follows.
 //   - Readlink returns the stored target text. An absolute target, which only the
 //     host can have planted and which would show a host path, fails with
-//     path_outside_sandbox instead.
+//     path_outside_sandbox instead ([WithVerbatimLinks] shows it).
 //   - Chmod and Chtimes act on a link's target inside the root. The target is
 //     resolved to an O_PATH handle and changed through it, never by name, so
 //     nothing is followed after the check. They use fchmodat2 or utimensat with

@@ -198,7 +198,8 @@ func (f *FS) Rename(ctx context.Context, from, to vfs.Path, flags vfs.RenameFlag
 }
 
 // Symlink creates symlink p holding target, refusing (path_outside_sandbox) a
-// target that is absolute or climbs above the root from the link's directory.
+// target that is absolute or climbs above the root from the link's directory,
+// unless [WithVerbatimLinks] makes it data.
 func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	const op = "symlink"
 	if f.cfg.symlinks == SymlinksReject {
@@ -212,7 +213,8 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	if p.IsRoot() {
 		return vfs.NewError(vfs.CodeExists, op, p, "")
 	}
-	if _, err := vfs.SymlinkTarget(p, target); err != nil {
+	leaves, err := f.linkTarget(p, target)
+	if err != nil {
 		return err
 	}
 	dir, own, leaf, err := f.parent(ctx, root, p)
@@ -223,10 +225,29 @@ func (f *FS) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	if p.MustBeDir() {
 		return wrap(op, p, newName(dir, leaf))
 	}
-	if err := f.checkClimb(dir, target); err != nil {
-		return wrap(op, p, err)
+	if !leaves {
+		if err := f.checkClimb(dir, target); err != nil {
+			return wrap(op, p, err)
+		}
 	}
 	return wrap(op, p, eintr(func() error { return unix.Symlinkat(target, dir, leaf) }))
+}
+
+// linkTarget checks target for a new symlink p: leaves is true for a target
+// stored as data ([WithVerbatimLinks]: absolute, or in the FS New returned,
+// climbing above the root), which no physical climb check applies to. Without
+// the option a leaving target is path_outside_sandbox (vfs.SymlinkTarget); a
+// Sub refuses a climbing one either way.
+func (f *FS) linkTarget(p vfs.Path, target string) (leaves bool, err error) {
+	if !f.cfg.verbatim {
+		_, err = vfs.SymlinkTarget(p, target)
+		return false, err
+	}
+	_, leaves, err = vfs.LinkTarget(p, target)
+	if leaves && target[0] != '/' && f.origin != nil {
+		return false, vfs.NewError(vfs.CodeOutside, "symlink", p, "symlink target climbs above the root")
+	}
+	return leaves, err
 }
 
 // checkClimb refuses a relative target whose leading ".." segments (after lexical
@@ -266,7 +287,7 @@ func (f *FS) checkClimb(dir int, target string) error {
 
 // Readlink returns the target of symlink p as stored. An absolute target, which
 // could only have been planted on the host, is never shown: it fails with
-// path_outside_sandbox.
+// path_outside_sandbox, unless [WithVerbatimLinks] made it data.
 func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	const op = "readlink"
 	root, err := f.enter(ctx, op, p)
@@ -295,7 +316,7 @@ func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 	if err != nil {
 		return "", wrap(op, p, err)
 	}
-	if strings.HasPrefix(target, "/") {
+	if strings.HasPrefix(target, "/") && !f.cfg.verbatim {
 		return "", vfs.NewError(vfs.CodeOutside, op, p, "absolute symlink target (not shown)")
 	}
 	return target, nil
@@ -309,10 +330,11 @@ func (f *FS) Readlink(ctx context.Context, p vfs.Path) (string, error) {
 // namespace follows such a link as the target means it. ok is false for any
 // other target, which stays unshown. The root's host name is the kernel's
 // current name of the root directory. So a target spelled through another
-// symlinked host path does not match.
+// symlinked host path does not match. Under [WithVerbatimLinks] ok is always
+// false: an absolute target there is data a guest stored, never a host link.
 func (f *FS) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, bool, error) {
 	const op = "readlink"
-	if p.IsRoot() || p.MustBeDir() {
+	if p.IsRoot() || p.MustBeDir() || f.cfg.verbatim {
 		return vfs.Path{}, false, nil
 	}
 	host, ok := f.HostPath()

@@ -53,6 +53,7 @@ type config struct {
 	maxSize   int64
 	resolver  ResolverMode
 	noReopen  bool // tests: never reopen through /proc/self/fd (the fallback path)
+	verbatim  bool // WithVerbatimLinks
 }
 
 // Option configures New.
@@ -60,6 +61,17 @@ type Option func(*config)
 
 // WithSymlinks sets the symlink policy (SymlinksInRoot by default).
 func WithSymlinks(p SymlinkPolicy) Option { return func(c *config) { c.symlinks = p } }
+
+// WithVerbatimLinks makes a symlink's target data, for a directory private to
+// capfs (the lazy layer's upper) that no host process resolves links in.
+//
+// Symlink then stores an absolute target, and in the FS New returned one
+// climbing above the root; a Sub still refuses a climbing target, which may
+// land in the wider tree. Readlink returns the target as stored, and
+// HostLinkTarget maps none. Resolution is unchanged: no lookup follows a link
+// out of the root (path_outside_sandbox). Never give it to a directory of the
+// user's: host tools there would follow what a guest stored.
+func WithVerbatimLinks() Option { return func(c *config) { c.verbatim = true } }
 
 // WithOneFilesystem refuses to cross mount points beneath the root
 // (RESOLVE_NO_XDEV): a path that would fails with path_outside_sandbox.
