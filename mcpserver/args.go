@@ -96,8 +96,24 @@ func decodeObject(raw json.RawMessage, v reflect.Value, prefix string) error {
 		if err := decodeValue(val, v.Field(f.index), prefix+f.name); err != nil {
 			return err
 		}
+		if pathArgs[f.name] {
+			unescapePaths(v.Field(f.index))
+		}
 	}
 	return nil
+}
+
+// unescapePaths reads the path argument in field (a string or strings) as
+// pathArg does.
+func unescapePaths(field reflect.Value) {
+	switch field.Kind() {
+	case reflect.String:
+		field.SetString(pathArg(field.String()))
+	case reflect.Slice:
+		for i := range field.Len() {
+			unescapePaths(field.Index(i))
+		}
+	}
 }
 
 func orArgs(prefix string) string {

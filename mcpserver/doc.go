@@ -35,6 +35,11 @@
 //     result carries structuredContent of that schema beside its text.
 //   - Text is returned only as valid UTF-8: a file whose lines are not is
 //     refused (not_supported), never returned with replaced bytes.
+//   - A name that is not UTF-8 (Latin-1 "caf\xe9") is shown in
+//     internal/termsafe's escaped form in text, in structuredContent and in an
+//     error's _meta path, and that form names it in a path argument (path,
+//     paths, source, destination, dest): no name holds a backslash, so none is
+//     lost by it. Two names that differ in such a byte never show the same.
 //   - Every tool call's context carries a request tag (audit.WithRequestTag):
 //     "mcp:<session>:<tool>#<n>". Every audit event of the Dir calls the tool
 //     makes has it in Event.Tag, and the result's _meta has it under

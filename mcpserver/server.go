@@ -267,7 +267,7 @@ func add[In, Out any](s *server, srv *mcp.Server, name, title, desc string, k ki
 		if err != nil {
 			return errorResult(tag, err), nil
 		}
-		res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: tag}, StructuredContent: out}
+		res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: tag}, StructuredContent: textStrings(out)}
 		if c, ok := any(out).(contentful); ok {
 			res.Content = c.extraContent()
 		}
@@ -293,7 +293,7 @@ func errorResult(tag string, err error) *mcp.CallToolResult {
 	code, path := errorInfo(err)
 	res := &mcp.CallToolResult{IsError: true, Meta: mcp.Meta{MetaRequestTag: tag, MetaCode: code}}
 	if path != "" {
-		res.Meta[MetaPath] = path
+		res.Meta[MetaPath] = textOf(path)
 	}
 	if h := hintFor(code, err); h != "" {
 		res.Meta[MetaHint] = h
