@@ -16,7 +16,8 @@ import (
 // FS returns an io/fs view of d: it implements fs.FS, fs.ReadDirFS, fs.StatFS,
 // fs.ReadFileFS, fs.SubFS, fs.GlobFS and fs.ReadLinkFS, and passes
 // testing/fstest.TestFS. Names follow io/fs rules (fs.ValidPath: unrooted, no "." or
-// ".." elements, no trailing slash); an invalid name fails with an *fs.PathError
+// ".." elements, no trailing slash, and UTF-8: a name that is not, which the Dir's
+// own methods address, is refused here); an invalid name fails with an *fs.PathError
 // whose Err is fs.ErrInvalid. Every call is an enforced, audited call on d (with
 // context.Background()); other errors are *vfs.Error values, which match the io/fs
 // sentinels with errors.Is. Open returns a *Handle. Glob has path.Match syntax, as

@@ -45,7 +45,7 @@ const (
 type Error struct {
 	Code Code   // stable code
 	Op   string // operation, e.g. "open", "rename"
-	Path string // guest path, relative to the capability that was called
+	Path string // guest path, relative to the capability that was called (its bytes: see Error)
 	Dest string // second path of rename/link/copy, if any
 	Err  error  // underlying cause; never holds a host path
 	msg  string // optional human detail
@@ -81,7 +81,10 @@ func NewError(code Code, op string, p Path, msg string) *Error {
 }
 
 // Error returns "op path -> dest: code: detail", leaving out the empty parts.
-// The detail is the message, or else the cause's text.
+// The detail is the message, or else the cause's text. The paths are their
+// bytes, which need not be UTF-8 nor printable: a text surface escapes the
+// whole text once, with internal/termsafe (the CLI and the MCP server do), so
+// that a name shows in one escaped form everywhere ("caf\xe9").
 func (e *Error) Error() string {
 	s := e.Op
 	if e.Path != "" {
