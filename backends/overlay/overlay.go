@@ -35,7 +35,10 @@ import (
 // derives names real directories. A final symlink is followed by Stat and
 // OpenFile, within the overlay, at most [vfs.MaxSymlinks]. Renaming (or
 // exchanging) a lower directory copies its whole subtree up first. The upper
-// directory is written through the physical backend. So a write to a file with
+// directory is written through the physical backend, with
+// [physical.WithVerbatimLinks]: a link whose target leaves the tree
+// (absolute, or climbing above the root) is created, copied up, listed and
+// read back as written, and never followed. So a write to a file with
 // several hard links gives that name a private copy
 // ([physical.HardLinksReplace]). It keeps no ownership, as a checkout made by
 // the running user keeps none. Its entries report no owner (a mount shows them
@@ -114,7 +117,9 @@ type Change struct {
 // keeps its own private mode. Until an entry is created or removed in it, the
 // root shows the lower root's modification time ([Overlay.RootTime]).
 func NewOverlay(lower vfs.Backend, upperDir string) (*Overlay, error) {
-	up, err := physical.New(upperDir)
+	// The upper is capfs's own: a link's target is data there (an absolute
+	// or climbing one is stored and read back, never followed).
+	up, err := physical.New(upperDir, physical.WithVerbatimLinks())
 	if err != nil {
 		return nil, err
 	}

@@ -214,17 +214,22 @@ func pairAddress(err error, op string, from, to, dst vfs.Path) error {
 	return vfs.ReaddressTo(err, op, from)
 }
 
-// Symlink creates link p with target. A target that is absolute or climbs
-// above the root from p's directory is path_outside_sandbox, as the
-// Overlay's upper refuses one that climbs above the overlay's
-// (vfs.SymlinkTarget).
+// Symlink creates link p with target. An absolute target is data, stored
+// as the Overlay stores it (vfs.LinkTarget). A target climbing above the
+// Sub's root is path_outside_sandbox unless that root is the overlay's: it
+// may land in the wider tree, where the Overlay follows it, so it is an
+// alias into the parent, not data (the Dir's Sub refuses it alike).
 func (s *sub) Symlink(ctx context.Context, target string, p vfs.Path) error {
 	q, err := s.at(ctx, "symlink", p, false)
 	if err != nil {
 		return err
 	}
 	rel, _ := q.TrimPrefix(s.root)
-	if _, err := vfs.SymlinkTarget(rel, target); err != nil {
+	_, leaves, err := vfs.LinkTarget(rel, target)
+	if err == nil && leaves && target[0] != '/' && !s.root.IsRoot() {
+		err = vfs.NewError(vfs.CodeOutside, "symlink", p, "symlink target climbs above the root")
+	}
+	if err != nil {
 		return vfs.ReaddressTo(err, "symlink", p)
 	}
 	return vfs.ReaddressTo(s.o.Symlink(ctx, target, q), "symlink", p)
