@@ -15,8 +15,7 @@ import (
 // time unchanged. It fails, changing nothing, as Chtimes does, with read_only
 // on a read-only backend and not_supported where the backend cannot set a
 // link's times after all. The function [Lchtimes] answers not_supported for
-// backends without it. It is not yet in [Optionals]: the wrappers checked
-// against that list (the overlay's among them) do not all forward it yet.
+// backends without it. It is in [Optionals].
 type LinkTimer interface {
 	Lchtimes(ctx context.Context, p Path, atime, mtime time.Time) error
 }
@@ -64,8 +63,7 @@ func (b *locatedBackend) Lchtimes(ctx context.Context, p Path, atime, mtime time
 // Both fail with closed on a closed File, read_only where the File was opened
 // through a read-only layer, and not_supported where the backend cannot. The
 // functions [FileChmod] and [FileChtimes] answer not_supported for Files
-// without it. [WrapFile] keeps it; it is not yet in [OptionalFiles], for
-// the reason [LinkTimer] is not in [Optionals].
+// without it. It is in [OptionalFiles]: [WrapFile] keeps it.
 type AttrFile interface {
 	Chmod(mode fs.FileMode) error
 	Chtimes(atime, mtime time.Time) error

@@ -17,15 +17,19 @@ import (
 //   - host-backed: [HostPather] and [HostLinkResolver] serve a tree that is a
 //     real host directory;
 //   - locator: [Locator] says where a Sub's root is now;
-//   - chown: [Chowner] changes ownership.
+//   - chown: [Chowner] changes ownership;
+//   - link times: [LinkTimer] sets a symlink's own times;
+//   - capacity: [StatFSer] reports the storage's size and what is free.
 //
 // A wrapper of a Backend (one that embeds it or holds it) implements every one
 // of them, so that wrapping never hides what the wrapped backend can do. It
 // forwards the read-side ones through the helper that falls back when the
 // wrapped backend lacks the interface: [ResolveStat], [ResolveOpen],
-// [ResolveReadDir], [ReadDirInfo], [Chown]. So what it claims always works. Where no fallback exists (Locator), it claims the interface only when
-// the wrapped backend has it. A wrapper that withholds one, or answers it
-// itself, says why in its doc comment.
+// [ResolveReadDir], [ReadDirInfo], [Chown], [Lchtimes], [StatFS]. So what it
+// claims always works (or answers not_supported where the interface's
+// contract allows it). Where no fallback exists (Locator), it claims the
+// interface only when the wrapped backend has it. A wrapper that withholds
+// one, or answers it itself, says why in its doc comment.
 // [github.com/capfs/capfs/vfs/vfstest.CheckForwards] checks a wrapper against
 // [Optionals].
 type Optional struct {
@@ -59,13 +63,18 @@ func Optionals() []Optional {
 		{Name: "HostLinkResolver", Group: "host-backed", Type: reflect.TypeFor[HostLinkResolver]()},
 		{Name: "Locator", Group: "locator", Type: reflect.TypeFor[Locator]()},
 		{Name: "Chowner", Group: "chown", Type: reflect.TypeFor[Chowner](), Writes: true, Unsupported: true},
+		{Name: "LinkTimer", Group: "link times", Type: reflect.TypeFor[LinkTimer](), Writes: true, Unsupported: true},
+		{Name: "StatFSer", Group: "capacity", Type: reflect.TypeFor[StatFSer](), Unsupported: true},
 	}
 }
 
-// OptionalFiles returns every optional [File] interface, in two groups.
+// OptionalFiles returns every optional [File] interface, in three groups.
 //
 //   - file status: [TypedFile] and [OpenStater] let a layer skip an fstat
 //     per open.
+//   - file attributes: [AttrFile] changes the mode and times of the object
+//     the File opened (fchmod, futimens). A read-only layer's File refuses
+//     it with read_only.
 //   - host descriptor: [hostfd.Filer] gives the host file descriptor under
 //     the File (FUSE passthrough). Its method takes a [hostfd.Token], which
 //     only this module's packages can name, so the descriptor stays out of
@@ -82,5 +91,6 @@ func OptionalFiles() []Optional {
 		{Name: "TypedFile", Group: "file status", Type: reflect.TypeFor[TypedFile]()},
 		{Name: "OpenStater", Group: "file status", Type: reflect.TypeFor[OpenStater]()},
 		{Name: "hostfd.Filer", Group: "host descriptor", Type: reflect.TypeFor[hostfd.Filer](), Escapes: true},
+		{Name: "AttrFile", Group: "file attributes", Type: reflect.TypeFor[AttrFile]()},
 	}
 }

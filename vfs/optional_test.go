@@ -29,7 +29,7 @@ func vfsWrappers(t *testing.T) map[string]struct {
 		f    vfstest.Forwarding
 	}{
 		"ReadOnly": {wrap: vfs.ReadOnly, f: vfstest.Forwarding{
-			Refused: map[string]vfs.Code{"Chowner": vfs.CodeReadOnly},
+			Refused: map[string]vfs.Code{"Chowner": vfs.CodeReadOnly, "LinkTimer": vfs.CodeReadOnly, "AttrFile": vfs.CodeReadOnly},
 		}},
 		"Namespace": {wrap: mount("."), f: vfstest.Forwarding{
 			Withheld: map[string]string{

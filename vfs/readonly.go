@@ -16,25 +16,26 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 // ReadOnly returns a Backend that serves b's reads and refuses every mutation.
 //
 // Mutations fail with read_only and change nothing: Mkdir, Remove, Rename,
-// Symlink, Link, Chmod, Chtimes, Chown, Lchown, and OpenFile with any of
-// O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND. The refusal does not consult
-// b, so it says nothing about whether the path exists.
+// Symlink, Link, Chmod, Chtimes, Chown, Lchown, Lchtimes, and OpenFile with
+// any of O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND. The refusal does
+// not consult b, so it says nothing about whether the path exists.
 //
-// Files opened through it are wrapped so that Write, WriteAt and Truncate fail with
-// read_only too. They keep the optional File interfaces ([OptionalFiles]) of
-// b's files; the host descriptor answers only where it is open for reading
-// only. Sub returns a read-only view of b's Sub. Features reports b's
-// features with ReadOnly set.
+// Files opened through it are wrapped so that Write, WriteAt and Truncate
+// fail with read_only too, and so do their Chmod and Chtimes ([AttrFile]).
+// They keep the optional File interfaces ([OptionalFiles]) of b's files; the
+// host descriptor answers only where it is open for reading only. Sub
+// returns a read-only view of b's Sub. Features reports b's features with
+// ReadOnly set.
 //
 // ReadOnly is idempotent: wrapping a backend ReadOnly returned gives it back as is.
 //
 // The result keeps every optional interface of [Optionals]. The read-side ones
-// forward to b, through the helpers that fall back when b lacks one. [Chowner]
-// refuses with read_only. [Locator] is there only when b is a Locator, since
-// nothing can answer it otherwise. HostPath forwards to b when b is a
-// [HostPather] (reporting false otherwise), so a host can still bind the tree
-// into a sandbox without copying. Such a host must bind it read-only, as
-// Features().ReadOnly says.
+// forward to b, through the helpers that fall back when b lacks one
+// ([StatFSer] among them). [Chowner] and [LinkTimer] refuse with read_only.
+// [Locator] is there only when b is a Locator, since nothing can answer it
+// otherwise. HostPath forwards to b when b is a [HostPather] (reporting false
+// otherwise), so a host can still bind the tree into a sandbox without
+// copying. Such a host must bind it read-only, as Features().ReadOnly says.
 func ReadOnly(b Backend) Backend {
 	switch b.(type) {
 	case *readOnlyBackend, readOnlyLocator:

@@ -19,8 +19,7 @@ type FSStat struct {
 // StatFS reports the storage that holds p. It fails as Stat of p would, and
 // with not_supported where the backend knows no capacity after all (memory or
 // sqlite without a quota). The function [StatFS] answers not_supported for
-// backends without it. It is not yet in [Optionals], for the reason
-// [LinkTimer] is not.
+// backends without it. It is in [Optionals].
 type StatFSer interface {
 	StatFS(ctx context.Context, p Path) (FSStat, error)
 }

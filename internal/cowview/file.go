@@ -35,7 +35,10 @@ func notOpenForWriting(err error) error {
 
 // file is a handle as a view's file: it knows whether it is a directory
 // (info set), whose Stat is info. It has no optional File interface but
-// [vfs.TypedFile]: a lower tree's status at open is not the view's.
+// [vfs.TypedFile]: a lower tree's status at open is not the view's, and it
+// withholds [vfs.AttrFile], since a directory's handle is the store's root
+// and a lower file's is the lower tree's, so fchmod or futimens through
+// either would change the wrong object, or none.
 type file struct {
 	vfs.File
 	info *vfs.Info // directories: what Stat reports

@@ -108,8 +108,11 @@ var viewForwarding = vfstest.Forwarding{
 		"HostLinkResolver": "the lower is no host directory",
 		"Locator":          "a View's root is the overlay's root; its Subs locate",
 		"Chowner":          "the view keeps no ownership",
+		"LinkTimer":        "the view sets times only through Chtimes, which follows a final symlink",
+		"StatFSer":         "the upper is in memory and the lower is no storage: the view has no capacity to report",
 		"OpenStater":       "neither the memory store's nor the lower trees' files (rofile) record a status at open",
 		"hostfd.Filer":     "neither the memory store's nor the lower trees' files are host files",
+		"AttrFile":         "a directory's handle is the store's root and a lower file's is the lower tree's (read, never written): fchmod through either would change the wrong object, or none",
 	},
 	Own: map[string]string{
 		"TypedFile": "a view's file knows whether it is a directory",
@@ -123,8 +126,11 @@ var viewForwarding = vfstest.Forwarding{
 			"HostPather":       "as the view's",
 			"HostLinkResolver": "as the view's",
 			"Chowner":          "as the view's",
+			"LinkTimer":        "as the view's",
+			"StatFSer":         "as the view's",
 			"OpenStater":       "as the view's",
 			"hostfd.Filer":     "as the view's",
+			"AttrFile":         "as the view's",
 		},
 		Own: map[string]string{
 			"Locator":   "the Sub finds its root in the view's tree",

@@ -123,11 +123,11 @@ func BeneathGit(p string) bool {
 // secrets), and every .git listed empty unless the view shows it.
 //
 // It keeps the optional interfaces of vfs.Optionals that a lower layer may
-// offer: the read-side ones forward to the view (listings less what it hides).
-// It withholds three: HostPather, since binding the host directory would show
-// what it hides; Chowner, since a lower layer is only read and changes go back
-// through the sync-back's review; and Locator, which the Dir's view beneath
-// withholds.
+// offer: the read-side ones forward to the view (listings less what it hides),
+// vfs.StatFSer among them. It withholds four: HostPather, since binding the
+// host directory would show what it hides; Chowner and LinkTimer, since a
+// lower layer is only read and changes go back through the sync-back's
+// review; and Locator, which the Dir's view beneath withholds.
 type hidingLower struct {
 	vfs.Backend
 	view ViewPolicy
@@ -175,6 +175,12 @@ func (h hidingLower) HostLinkTarget(ctx context.Context, p vfs.Path) (vfs.Path, 
 		return r.HostLinkTarget(ctx, p)
 	}
 	return vfs.Path{}, false, nil
+}
+
+// StatFS reports the storage beneath the work Dir's view (vfs.StatFSer): the
+// Dir decides p as it decides a stat.
+func (h hidingLower) StatFS(ctx context.Context, p vfs.Path) (vfs.FSStat, error) {
+	return vfs.StatFS(ctx, h.Backend, p)
 }
 
 // hideEntries lists p in h's Backend with list, less the entries h hides.

@@ -18,6 +18,7 @@ func TestHidingLowerForwardsOptionalInterfaces(t *testing.T) {
 		Withheld: map[string]string{
 			"HostPather": "binding the host directory would show what it hides",
 			"Chowner":    "a lower layer is only read",
+			"LinkTimer":  "a lower layer is only read",
 			"Locator":    "the Dir's view beneath withholds it",
 		},
 		Sub: &vfstest.Forwarding{}, // hidingLower's Sub is the view's own

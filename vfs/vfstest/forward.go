@@ -26,8 +26,8 @@ type Forwarding struct {
 	// not call the wrapped backend's method.
 	Own map[string]string
 	// Refused are interfaces the wrapper implements by refusing every call
-	// with this code without consulting the wrapped backend (a read-only
-	// wrapper's Chowner: read_only).
+	// with this code without consulting the wrapped backend or File (a
+	// read-only wrapper's Chowner and its files' AttrFile: read_only).
 	Refused map[string]vfs.Code
 	// Sub, if not nil, is how the wrapper's Subs treat them, where it differs
 	// (a Namespace's Sub into a mount is the mount's Sub).
@@ -37,7 +37,7 @@ type Forwarding struct {
 	NoSub string
 	// Writable, if not nil, is how files opened for writing treat the
 	// optional File interfaces, where it differs (a quota's withhold the
-	// host descriptor). Only its Withheld and Own are read.
+	// host descriptor). Only its Withheld, Own and Refused are read.
 	Writable *Forwarding
 }
 
@@ -259,10 +259,18 @@ func checkFile(t testing.TB, level string, h vfs.File, pr *Probe, f Forwarding, 
 		}
 		before := pr.calls.get(o.Name)
 		_, own := f.Own[o.Name]
-		if err := call(h, fileCall{calls: pr.calls, own: own, ro: ro}); err != nil {
+		err := call(h, fileCall{calls: pr.calls, own: own, ro: ro})
+		reached := pr.calls.get(o.Name) > before
+		if code, refused := f.Refused[o.Name]; refused {
+			if vfs.CodeOf(err) != code || reached {
+				t.Errorf("%s %T: %v answered %v (reached the wrapped File: %v), want a refusal with %s", level, h, o.Type, err, reached, code)
+			}
+			continue
+		}
+		if err != nil {
 			t.Errorf("%s %T: %v: %v", level, h, o.Type, err)
 		}
-		if !own && pr.calls.get(o.Name) == before {
+		if !own && !reached {
 			t.Errorf("%s %T: %v did not reach the wrapped File's method", level, h, o.Type)
 		}
 	}

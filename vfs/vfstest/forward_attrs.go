@@ -8,8 +8,9 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
-// The calls of vfs.LinkTimer, vfs.StatFSer and vfs.AttrFile, ready for the
-// day they join vfs.Optionals and vfs.OptionalFiles (see vfs.LinkTimer).
+// The calls of vfs.LinkTimer, vfs.StatFSer (of vfs.Optionals) and
+// vfs.AttrFile (of vfs.OptionalFiles). A read-only wrapper's refusal of
+// LinkTimer or AttrFile is written down in its Forwarding's Refused.
 func init() {
 	optionalCalls["LinkTimer"] = func(ctx context.Context, w vfs.Backend, dir, file vfs.Path) error {
 		return w.(vfs.LinkTimer).Lchtimes(ctx, file, time.Time{}, time.Time{})
@@ -19,11 +20,11 @@ func init() {
 		return want(err, st.Total > 0 && st.Free <= st.Total, "StatFS", file)
 	}
 	optionalFileCalls["AttrFile"] = func(h vfs.File, c fileCall) error {
-		err := h.(vfs.AttrFile).Chtimes(time.Time{}, time.Time{})
-		if c.ro && vfs.CodeOf(err) == vfs.CodeReadOnly {
-			return nil // a read-only layer refuses it
+		a := h.(vfs.AttrFile)
+		if err := a.Chmod(0o644); err != nil {
+			return err
 		}
-		return err
+		return a.Chtimes(time.Time{}, time.Time{})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/vfs"
@@ -46,8 +47,8 @@ func TestCheckForwardsFailsOnADroppingWrapper(t *testing.T) {
 	}
 }
 
-// droppingFd's files keep TypedFile and OpenStater but drop the host
-// descriptor: the mistake a File wrapper written by hand makes.
+// droppingFd's files keep TypedFile, OpenStater and AttrFile but drop the
+// host descriptor: the mistake a File wrapper written by hand makes.
 type droppingFd struct{ vfs.Backend }
 
 type fdlessFile struct{ vfs.File }
@@ -55,6 +56,12 @@ type fdlessFile struct{ vfs.File }
 func (f fdlessFile) Type() fs.FileMode { return f.File.(vfs.TypedFile).Type() }
 
 func (f fdlessFile) OpenStat() (vfs.Info, bool) { return f.File.(vfs.OpenStater).OpenStat() }
+
+func (f fdlessFile) Chmod(mode fs.FileMode) error { return f.File.(vfs.AttrFile).Chmod(mode) }
+
+func (f fdlessFile) Chtimes(atime, mtime time.Time) error {
+	return f.File.(vfs.AttrFile).Chtimes(atime, mtime)
+}
 
 func (d droppingFd) OpenFile(ctx context.Context, p vfs.Path, flag int, perm fs.FileMode) (vfs.File, error) {
 	f, err := d.Backend.OpenFile(ctx, p, flag, perm)
@@ -99,5 +106,21 @@ func TestCheckForwardsFailsOnAFileDroppingHostFd(t *testing.T) {
 		return strings.HasPrefix(e, "wrapped OpenFile ") && strings.HasSuffix(e, "a read-only file gave a descriptor open for writing")
 	}) {
 		t.Errorf("CheckForwards did not report a read-only file's writable descriptor; it reported:\n%s", strings.Join(rec.errs, "\n"))
+	}
+}
+
+// CheckForwards fails where Forwarding says a wrapper's files refuse an
+// optional File interface but the call reaches the wrapped File.
+func TestCheckForwardsFailsOnAFileNotRefusing(t *testing.T) {
+	rec := &recorder{TB: t}
+	vfstest.CheckForwards(rec, memory.New(), func(b vfs.Backend) vfs.Backend { return b }, vfstest.Forwarding{
+		Refused: map[string]vfs.Code{"AttrFile": vfs.CodeReadOnly},
+	})
+	for _, level := range []string{"wrapped OpenFile ", "wrapped ResolveOpen ", "its Sub OpenFile "} {
+		if !slices.ContainsFunc(rec.errs, func(e string) bool {
+			return strings.HasPrefix(e, level) && strings.HasSuffix(e, "vfs.AttrFile answered <nil> (reached the wrapped File: true), want a refusal with read_only")
+		}) {
+			t.Errorf("CheckForwards did not report that %sreached AttrFile; it reported:\n%s", level, strings.Join(rec.errs, "\n"))
+		}
 	}
 }
