@@ -22,9 +22,10 @@ import (
 // metadata are not charged. Subs share the account.
 //
 // It keeps the optional interfaces of the backend it wraps ([vfs.Optionals]):
-// the read-side ones and Chowner (metadata, not charged) forward, through the
-// vfs helpers that fall back where the backend lacks one; Locator is there
-// only over a Locator (quotaLocator). HostPather is withheld: a host directory
+// the read-side ones, Chowner and LinkTimer (metadata, not charged) forward,
+// through the vfs helpers that fall back where the backend lacks one;
+// StatFSer asks the backend, then reports the account; Locator is there only
+// over a Locator (quotaLocator). HostPather is withheld: a host directory
 // bound into a sandbox would bypass the account.
 type quotaFS struct {
 	vfs.Backend
