@@ -16,6 +16,7 @@ import (
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/termsafe"
 	"github.com/capfs/capfs/vfs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -267,7 +268,7 @@ func add[In, Out any](s *server, srv *mcp.Server, name, title, desc string, k ki
 		if err != nil {
 			return errorResult(tag, err), nil
 		}
-		res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: tag}, StructuredContent: textStrings(out)}
+		res := &mcp.CallToolResult{Meta: mcp.Meta{MetaRequestTag: tag}, StructuredContent: termsafe.ForJSONValue(out)}
 		if c, ok := any(out).(contentful); ok {
 			res.Content = c.extraContent()
 		}
@@ -293,7 +294,7 @@ func errorResult(tag string, err error) *mcp.CallToolResult {
 	code, path := errorInfo(err)
 	res := &mcp.CallToolResult{IsError: true, Meta: mcp.Meta{MetaRequestTag: tag, MetaCode: code}}
 	if path != "" {
-		res.Meta[MetaPath] = textOf(path)
+		res.Meta[MetaPath] = termsafe.ForJSON(path)
 	}
 	if h := hintFor(code, err); h != "" {
 		res.Meta[MetaHint] = h
