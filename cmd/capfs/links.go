@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/termsafe"
 	"github.com/capfs/capfs/vfs"
 )
 
@@ -114,10 +115,11 @@ func formatOctal(v uint32) string {
 	return string(b)
 }
 
-// writeJSON writes v as indented JSON and a newline.
+// writeJSON writes v as indented JSON and a newline; a name that is not
+// UTF-8 in termsafe's escaped form (termsafe.ForJSONValue), not as U+FFFD.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return enc.Encode(termsafe.ForJSONValue(v))
 }

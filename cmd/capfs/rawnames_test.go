@@ -49,4 +49,11 @@ func TestCLIRawNames(t *testing.T) {
 	if strings.TrimSpace(glob.stdout) != `p/caf\xe9` {
 		t.Errorf("glob: %q", glob.stdout)
 	}
+	// JSON output: the escaped form, not U+FFFD.
+	for _, args := range [][]string{{"ls", "--json", "p"}, {"glob", "--json", "p/*"}} {
+		js := run(args...).want(t, 0)
+		if !strings.Contains(js.stdout, `caf\\xe9"`) || strings.Contains(js.stdout, `\ufffd`) || strings.Contains(js.stdout, "\ufffd") {
+			t.Errorf("%s: %s", args, js.stdout)
+		}
+	}
 }

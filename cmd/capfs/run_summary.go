@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capfs/capfs/internal/termsafe"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/syncback"
 	"github.com/capfs/capfs/vfs"
@@ -200,7 +201,7 @@ func (r *runner) printSummary(s *summary, err error) {
 		if s.Dirs == nil {
 			s.Dirs = []dirCount{}
 		}
-		b, _ := json.Marshal(s)
+		b, _ := json.Marshal(termsafe.ForJSONValue(s))
 		r.say("%s\n", b)
 		return
 	}
