@@ -307,7 +307,8 @@ func TestCompiledFallbacks(t *testing.T) {
 	checkSame(t, e, strings.Repeat("a/", 40)+"c", "o")
 }
 
-// TestValidPathAgrees: the one-pass path check answers as fs.ValidPath.
+// TestValidPathAgrees: the one-pass path check answers as fs.ValidPath less
+// its UTF-8 rule (refValidPath).
 func TestValidPathAgrees(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 33))
 	cases := append([]string{"", ".", "..", "/", "a", "a/", "/a", "a//b", "a/./b", "a/../b", "...", ".a", "a.", "\xff", "é/."}, genBadPaths...)

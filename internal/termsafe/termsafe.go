@@ -27,7 +27,9 @@
 // escaping '"', \a and \v (written \u0007 and \u000b here).
 //
 // Structured (JSON) results keep raw names: JSON escapes control characters
-// itself, and a client decoding it gets the exact name.
+// itself, and a client decoding it gets the exact name. JSON cannot carry
+// bytes that are not UTF-8, though: a string holding some is written in
+// Escape's form ([ForJSON], [ForJSONValue]), never as U+FFFD.
 package termsafe
 
 import (
