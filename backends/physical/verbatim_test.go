@@ -48,43 +48,13 @@ func TestVerbatimLinks(t *testing.T) {
 			}
 		}
 		for name, target := range links {
-			if got, err := f.Readlink(ctx, P(name)); err != nil || got != target {
-				t.Errorf("Readlink(%s) = %q, %v; want %q", name, got, err, target)
-			}
-			if got, err := os.Readlink(h.in(name)); err != nil || got != target {
-				t.Errorf("on the host %s -> %q, %v; want %q", name, got, err, target)
-			}
-			if info, err := f.Lstat(ctx, P(name)); err != nil || info.Mode&fs.ModeSymlink == 0 {
-				t.Errorf("Lstat(%s) = %v, %v; want a symlink", name, info.Mode, err)
-			}
-			if _, ok, err := f.HostLinkTarget(ctx, P(name)); ok || err != nil {
-				t.Errorf("HostLinkTarget(%s) = %v, %v; want no host link", name, ok, err)
-			}
+			wantVerbatim(t, f, h, name, target)
 		}
-		ents, err := f.ReadDir(ctx, vfs.Root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name)
-		}
-		for _, n := range []string{"abs", "absf", "up", "dangle"} {
-			if !slices.Contains(names, n) {
-				t.Errorf("listing %v lacks %s", names, n)
-			}
-		}
+		wantListed(t, f, "abs", "absf", "up", "dangle")
 		for _, p := range []string{"abs/secret", "absf", "up/secret", "d/up", "d/inroot/up"} {
-			wantCode(t, statErr(ctx, f, p), vfs.CodeOutside, "Stat(%s)", p)
-			if fh, err := f.OpenFile(ctx, P(p), os.O_RDONLY, 0); err == nil {
-				b, _ := io.ReadAll(fh)
-				fh.Close()
-				t.Errorf("OpenFile(%s) opened %q", p, b)
-			} else {
-				wantCode(t, err, vfs.CodeOutside, "OpenFile(%s)", p)
-			}
+			wantNotFollowed(t, f, p)
 		}
-		_, err = f.OpenFile(ctx, P("dangle"), os.O_WRONLY|os.O_CREATE, 0o644)
+		_, err := f.OpenFile(ctx, P("dangle"), os.O_WRONLY|os.O_CREATE, 0o644)
 		wantCode(t, err, vfs.CodeOutside, "OpenFile(dangle, O_CREATE)")
 		if _, err := os.Lstat(h.in(decoy + "/new")); err == nil {
 			t.Error("O_CREATE through dangle created the re-rooted decoy")
@@ -95,10 +65,54 @@ func TestVerbatimLinks(t *testing.T) {
 	})
 }
 
-// statErr is the error of f.Stat(p).
-func statErr(ctx context.Context, f *FS, p string) error {
+// wantVerbatim fails t unless link name in f holds target, as Readlink, the
+// host and Lstat show it, and HostLinkTarget maps it nowhere.
+func wantVerbatim(t *testing.T, f *FS, h *host, name, target string) {
+	t.Helper()
+	ctx := context.Background()
+	if got, err := f.Readlink(ctx, P(name)); err != nil || got != target {
+		t.Errorf("Readlink(%s) = %q, %v; want %q", name, got, err, target)
+	}
+	if got, err := os.Readlink(h.in(name)); err != nil || got != target {
+		t.Errorf("on the host %s -> %q, %v; want %q", name, got, err, target)
+	}
+	if info, err := f.Lstat(ctx, P(name)); err != nil || info.Mode&fs.ModeSymlink == 0 {
+		t.Errorf("Lstat(%s) = %v, %v; want a symlink", name, info.Mode, err)
+	}
+	if _, ok, err := f.HostLinkTarget(ctx, P(name)); ok || err != nil {
+		t.Errorf("HostLinkTarget(%s) = %v, %v; want no host link", name, ok, err)
+	}
+}
+
+// wantListed fails t unless f's root lists every name.
+func wantListed(t *testing.T, f *FS, names ...string) {
+	t.Helper()
+	ents, err := f.ReadDir(context.Background(), vfs.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(ents, func(e vfs.DirEntry) bool { return e.Name == n }) {
+			t.Errorf("listing %v lacks %s", ents, n)
+		}
+	}
+}
+
+// wantNotFollowed fails t unless Stat and OpenFile of p, which needs a
+// leaving link followed, fail with path_outside_sandbox.
+func wantNotFollowed(t *testing.T, f *FS, p string) {
+	t.Helper()
+	ctx := context.Background()
 	_, err := f.Stat(ctx, P(p))
-	return err
+	wantCode(t, err, vfs.CodeOutside, "Stat(%s)", p)
+	fh, err := f.OpenFile(ctx, P(p), os.O_RDONLY, 0)
+	if err == nil {
+		b, _ := io.ReadAll(fh)
+		fh.Close()
+		t.Errorf("OpenFile(%s) opened %q", p, b)
+		return
+	}
+	wantCode(t, err, vfs.CodeOutside, "OpenFile(%s)", p)
 }
 
 // TestVerbatimLinksSub: a Sub of an FS with verbatim links stores an absolute
