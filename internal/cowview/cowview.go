@@ -11,7 +11,8 @@
 // directory becomes up when a mutating operation walks through it
 // ("materialize", O(1): no entry is copied); a lower file is copied into the
 // memory store only when it is first opened for writing, chmodded, given new
-// times or (with Config.Links) hard-linked. A lower entry that is only moved is
+// times or (with Config.Links) hard-linked; a lower symlink only when given
+// its own times (Lchtimes). A lower entry that is only moved is
 // kept as a reference (not up) to itself, so renaming a lower directory is lazy.
 //
 // The package guarantees the semantics its View documents (rename(2) with
@@ -142,7 +143,7 @@ type state[L any] struct {
 }
 
 // View is the merged view from one root: an overlay's, or a Sub's. It is a
-// vfs.Backend with Resolve, meant to be embedded in the backend's overlay type,
+// vfs.Backend with Resolve and Lchtimes (vfs.LinkTimer), meant to be embedded in the backend's overlay type,
 // without a Close or Commit of its own (those are the overlay's, with Tree).
 // The Backends its Sub returns are vfs.Locators too.
 type View[L any] struct {

@@ -96,8 +96,8 @@ func viewOver(b vfs.Backend) vfs.Backend {
 
 // viewForwarding is what a View does with the optional interfaces. A View
 // is two layers over a Lower (a git or CAS tree), not a wrapper of a
-// Backend: it forwards none of the Backend interfaces, its Subs answer
-// Locate themselves, and its files answer TypedFile themselves.
+// Backend: it forwards none of the Backend interfaces, it answers Lchtimes
+// and its Subs Locate themselves, and its files answer TypedFile themselves.
 var viewForwarding = vfstest.Forwarding{
 	Withheld: map[string]string{
 		"StatResolver":     "the lower is a Lower, not a Backend: the view resolves in memory, one lookup per component",
@@ -108,7 +108,6 @@ var viewForwarding = vfstest.Forwarding{
 		"HostLinkResolver": "the lower is no host directory",
 		"Locator":          "a View's root is the overlay's root; its Subs locate",
 		"Chowner":          "the view keeps no ownership",
-		"LinkTimer":        "the view sets times only through Chtimes, which follows a final symlink",
 		"StatFSer":         "the upper is in memory and the lower is no storage: the view has no capacity to report",
 		"OpenStater":       "neither the memory store's nor the lower trees' files (rofile) record a status at open",
 		"hostfd.Filer":     "neither the memory store's nor the lower trees' files are host files",
@@ -116,6 +115,7 @@ var viewForwarding = vfstest.Forwarding{
 	},
 	Own: map[string]string{
 		"TypedFile": "a view's file knows whether it is a directory",
+		"LinkTimer": "the view keeps its entries' times itself",
 	},
 	Sub: &vfstest.Forwarding{
 		Withheld: map[string]string{
@@ -126,7 +126,6 @@ var viewForwarding = vfstest.Forwarding{
 			"HostPather":       "as the view's",
 			"HostLinkResolver": "as the view's",
 			"Chowner":          "as the view's",
-			"LinkTimer":        "as the view's",
 			"StatFSer":         "as the view's",
 			"OpenStater":       "as the view's",
 			"hostfd.Filer":     "as the view's",
@@ -135,6 +134,7 @@ var viewForwarding = vfstest.Forwarding{
 		Own: map[string]string{
 			"Locator":   "the Sub finds its root in the view's tree",
 			"TypedFile": "as the view's",
+			"LinkTimer": "as the view's",
 		},
 	},
 }

@@ -547,6 +547,52 @@ func (v *View[L]) modify(ctx context.Context, op string, p vfs.Path, copy bool, 
 	return fn(n)
 }
 
+// Lchtimes sets the modification time of p's own entry, a symlink itself
+// included, unless mtime is zero (vfs.LinkTimer); access times are not kept.
+// A lower file or symlink is copied up first.
+func (v *View[L]) Lchtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
+	const op = "lchtimes"
+	if err := v.s.enter(ctx, op, p); err != nil {
+		return err
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	r, err := v.lookupEntry(ctx, p, op)
+	if err == nil && !r.Found {
+		err = vfs.NewError(vfs.CodeNotFound, op, p, "")
+	}
+	if err != nil || mtime.IsZero() {
+		return err
+	}
+	n := r.Node
+	if !n.Up && n.Type != fs.ModeDir {
+		if n, err = v.copyUpEntry(ctx, op, p, r.Parent, r.Name, n); err != nil {
+			return err
+		}
+	}
+	if n.Type == fs.ModeDir || (n.Type == fs.ModeSymlink && !v.s.cfg.Links) {
+		n.mtime = mtime
+		return nil
+	}
+	return vfs.Readdress(vfs.Lchtimes(ctx, v.s.store, InoPath(n.Ino), atime, mtime), op, p.String(), "")
+}
+
+// copyUpEntry is copyUp of lower file or symlink n, a symlink without
+// Config.Links becoming a Node of its own, as Symlink makes one. The caller
+// holds s.mu for writing.
+func (v *View[L]) copyUpEntry(ctx context.Context, op string, p vfs.Path, parent *Node[L], name string, n *Node[L]) (*Node[L], error) {
+	if n.Type != fs.ModeSymlink || v.s.cfg.Links {
+		return v.copyUp(ctx, op, p, parent, name, n, false)
+	}
+	target, err := v.s.lo.Target(n.Lo)
+	if err != nil {
+		return nil, vfs.Errno(op, p, err)
+	}
+	c := &Node[L]{Type: fs.ModeSymlink, Up: true, Target: target, perm: fs.ModePerm, mtime: v.s.cfg.BaseTime}
+	parent.Ents[name] = c
+	return c, nil
+}
+
 // Chmod sets p's permission bits (following a final symlink). A lower file is
 // copied up first.
 func (v *View[L]) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
