@@ -33,6 +33,7 @@ func overlayOver(t *testing.T) func(vfs.Backend) vfs.Backend {
 var overlayForwarding = vfstest.Forwarding{
 	Withheld: withOwn(overlayWithheld, map[string]string{
 		"hostfd.Filer": "a lower file is read through the lower's checks, which a descriptor handed to the kernel would pass by",
+		"AttrFile":     "a lower file opened for reading is the lower's, which the overlay never changes: a change of its status is a chmod or chtimes of its path, which copies it up",
 	}),
 	Own:      overlayOwn,
 	Writable: &vfstest.Forwarding{Own: upperOwn},
@@ -48,6 +49,7 @@ var overlayForwarding = vfstest.Forwarding{
 // upperOwn is overlayOwn where the file is the upper's copy.
 var upperOwn = withOwn(overlayOwn, map[string]string{
 	"hostfd.Filer": "an upper file gives the upper's descriptor",
+	"AttrFile":     "an upper file changes the upper's copy",
 })
 
 var overlayWithheld = map[string]string{
@@ -60,6 +62,8 @@ var overlayWithheld = map[string]string{
 
 var overlayOwn = map[string]string{
 	"OpenResolver": "opens in the layer its own resolution found the entry in",
+	"LinkTimer":    "copies the entry up and sets its copy's times",
+	"StatFSer":     "reports the upper directory's storage, where every change lands",
 	"TypedFile":    "a file opened in the upper answers from the upper's file",
 	"OpenStater":   "a file opened in the upper answers from the upper's file",
 }
