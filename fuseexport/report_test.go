@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capfs/capfs/backends/overlay"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/backends/memory"
@@ -76,6 +78,15 @@ func reportBackends(t *testing.T) map[string]func(t *testing.T) *dir.Dir {
 			}
 			t.Cleanup(func() { s.Close() })
 			d, _ := dir.New(s)
+			return d
+		},
+		"lazy": func(t *testing.T) *dir.Dir {
+			ov, err := overlay.NewOverlay(physicalT(t), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ov.Close() })
+			d, _ := dir.New(ov)
 			return d
 		},
 	}
