@@ -18,7 +18,7 @@ var (
 // [vfs.LinkTimer]): p is copied up, then its copy's times are set. With both
 // times zero it changes nothing, and copies nothing up.
 func (o *Overlay) Lchtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	p, err := o.at(ctx, "lchtimes", p, false)
+	p, err := o.atEntry(ctx, "lchtimes", p)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (o *Overlay) StatFS(ctx context.Context, p vfs.Path) (vfs.FSStat, error) {
 
 // Lchtimes is the overlay's Lchtimes beneath the Sub's root.
 func (s *sub) Lchtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	q, err := s.at(ctx, "lchtimes", p, false)
+	q, err := s.atEntry(ctx, "lchtimes", p)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // TestLchtimes: the overlay sets a lower symlink's own times by copying the
@@ -39,5 +40,27 @@ func TestLchtimes(t *testing.T) {
 	}
 	if fs, err := ov.StatFS(ctx, vfs.MustParse("f")); err != nil || fs.Total == 0 {
 		t.Errorf("StatFS: %+v, %v; want the upper's figures", fs, err)
+	}
+}
+
+// TestLinkCopyUpKeepsTime: a lower symlink copied up (here by a rename)
+// keeps its own modification time, as a copied-up file keeps its.
+func TestLinkCopyUpKeepsTime(t *testing.T) {
+	ov, root := hostOverlay(t, map[string]string{"f": "x"})
+	l := filepath.Join(root, "l")
+	if err := os.Symlink("f", l); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	ts := []unix.Timespec{unix.NsecToTimespec(when.UnixNano()), unix.NsecToTimespec(when.UnixNano())}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, l, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ov.Rename(ctx, vfs.MustParse("l"), vfs.MustParse("m"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := ov.Lstat(ctx, vfs.MustParse("m")); err != nil || !info.ModTime.Equal(when) {
+		t.Errorf("the copied-up link's mtime: %v, %v; want %v", info.ModTime, err, when)
 	}
 }

@@ -116,6 +116,8 @@ func (o *Overlay) copyUpLink(ctx context.Context, p vfs.Path, info vfs.Info) err
 	if err := o.upper.Symlink(ctx, t, p); err != nil {
 		return err
 	}
+	// The copy keeps the link's time where the upper can set it.
+	_ = vfs.Lchtimes(ctx, o.upper, p, time.Time{}, info.ModTime)
 	o.keepOrigin(ctx, p, info)
 	o.setBase(p, info, Base{Type: fs.ModeSymlink, Target: t, ModTime: info.ModTime})
 	return nil
