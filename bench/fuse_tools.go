@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -203,8 +204,13 @@ func toolsWorkloads() []toolsWorkload {
 }
 
 // tool runs argv in dir and returns its wall time (fork and exec included).
+//
+// env -C enters dir, not the child Go forks: this process serves the
+// mounts, and with the lazy layer's GOMAXPROCS of one the thread that forks
+// holds the only P until the child execs, so a chdir into the mount before
+// the exec would wait for an answer nobody can send.
 func tool(dir string, argv ...string) (time.Duration, error) {
-	return (&LazyRunFixture{env: GitEnv()}).timed(dir, argv...)
+	return (&LazyRunFixture{env: GitEnv()}).timed("", append([]string{"env", "-C", dir}, argv...)...)
 }
 
 // warm runs argv in root/sub once untimed (caches warm, as a tool run
@@ -251,8 +257,12 @@ func readOps(_ *ToolsFixture, root string) (time.Duration, error) {
 }
 
 // loopOps runs op once untimed, then toolsLoopOps times, and returns the
-// time per op.
+// time per op. The loop has a P of its own (GOMAXPROCS one more while it
+// runs), as a process would have its CPU: the server keeps the Ps it was
+// given, and no request waits for the runtime to take back a P a blocked
+// stat holds.
 func loopOps(op func() error) (time.Duration, error) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1))
 	if err := op(); err != nil {
 		return 0, err
 	}
