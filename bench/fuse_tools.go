@@ -175,7 +175,7 @@ type toolsWorkload struct {
 func toolsWorkloads() []toolsWorkload {
 	return []toolsWorkload{
 		{"`git status --porcelain`", 2, 1.5, warm(".", "sh", "-c", `out=$(git status --porcelain) && [ -z "$out" ] || { echo "$out" | head; exit 1; }`)},
-		{"`find . -type f | wc -l`", 2, 1.5, warm("src", "sh", "-c", fmt.Sprintf(`n=$(find . -type f | wc -l); [ "$n" -eq %d ] || { echo "$n files"; exit 1; }`, ToolsFiles))},
+		{"`find . -type f \\| wc -l`", 2, 1.5, warm("src", "sh", "-c", fmt.Sprintf(`n=$(find . -type f | wc -l); [ "$n" -eq %d ] || { echo "$n files"; exit 1; }`, ToolsFiles))},
 		{"`du -s`", 2, 1.5, warm("src", "du", "-s")},
 		{"`tar x` of the tree into an empty directory", 2, 1.5, func(fx *ToolsFixture, root string) (time.Duration, error) {
 			if err := os.Mkdir(filepath.Join(root, "x"), 0o755); err != nil {
