@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,11 +163,13 @@ func toolsTargets() []toolsTarget {
 // toolsWorkload is one row of FUSEToolsTable. run does the row's work in
 // root, a target's directory, and returns its time: a tool's wall time, or a
 // loop's time per operation. mountMax and lazyMax are the targets (time /
-// host time); zero is none.
+// host time); zero is none. needs names a tool that may be missing (the row
+// is then skipped).
 type toolsWorkload struct {
 	name              string
 	mountMax, lazyMax float64
 	run               func(fx *ToolsFixture, root string) (time.Duration, error)
+	needs             string
 }
 
 // toolsWorkloads are FUSEToolsTable's rows, in the order they run on each
@@ -174,32 +177,32 @@ type toolsWorkload struct {
 // git status runs before either leaves an untracked tree).
 func toolsWorkloads() []toolsWorkload {
 	return []toolsWorkload{
-		{"`git status --porcelain`", 2, 1.5, warm(".", "sh", "-c", `out=$(git status --porcelain) && [ -z "$out" ] || { echo "$out" | head; exit 1; }`)},
-		{"`find . -type f \\| wc -l`", 2, 1.5, warm("src", "sh", "-c", fmt.Sprintf(`n=$(find . -type f | wc -l); [ "$n" -eq %d ] || { echo "$n files"; exit 1; }`, ToolsFiles))},
-		{"`du -s`", 2, 1.5, warm("src", "du", "-s")},
+		{"`git status --porcelain`", 2, 1.5, warm(".", "sh", "-c", `out=$(git status --porcelain) && [ -z "$out" ] || { echo "$out" | head; exit 1; }`), ""},
+		{"`find . -type f \\| wc -l`", 2, 1.5, warm("src", "sh", "-c", fmt.Sprintf(`n=$(find . -type f | wc -l); [ "$n" -eq %d ] || { echo "$n files"; exit 1; }`, ToolsFiles)), ""},
+		{"`du -s`", 2, 1.5, warm("src", "du", "-s"), ""},
 		{"`tar x` of the tree into an empty directory", 2, 1.5, func(fx *ToolsFixture, root string) (time.Duration, error) {
 			if err := os.Mkdir(filepath.Join(root, "x"), 0o755); err != nil {
 				return 0, err
 			}
 			d, err := tool(root, "tar", "-xf", fx.Tar, "-C", "x")
 			return d, errors.Join(err, exists(root, "x/d199/f099.go"))
-		}},
+		}, ""},
 		{"`rsync -a src/ r/` into an empty directory", 0, 0, func(fx *ToolsFixture, root string) (time.Duration, error) {
 			d, err := tool(root, "rsync", "-a", "src/", "r/")
 			return d, errors.Join(err, exists(root, "r/d199/f099.go"))
-		}},
+		}, "rsync"},
 		{"`rsync -a src/ r/` again (no-op)", 2, 1.5, func(fx *ToolsFixture, root string) (time.Duration, error) {
 			return tool(root, "rsync", "-a", "src/", "r/")
-		}},
+		}, "rsync"},
 		{"`rm -rf` of the extracted tree", 2, 1.5, func(fx *ToolsFixture, root string) (time.Duration, error) {
 			d, err := tool(root, "rm", "-rf", "x")
 			if _, serr := os.Lstat(filepath.Join(root, "x")); err == nil && serr == nil {
 				err = errors.New("rm -rf x left x")
 			}
 			return d, err
-		}},
-		{fmt.Sprintf("warm `stat` of one file (Go loop of %d, per op)", toolsLoopOps), 1.5, 1.5, statOps},
-		{fmt.Sprintf("warm open+read 4 KiB+close (Go loop of %d, per op)", toolsLoopOps), 1.5, 1.5, readOps},
+		}, ""},
+		{fmt.Sprintf("warm `stat` of one file (Go loop of %d, per op)", toolsLoopOps), 1.5, 1.5, statOps, ""},
+		{fmt.Sprintf("warm open+read 4 KiB+close (Go loop of %d, per op)", toolsLoopOps), 1.5, 1.5, readOps, ""},
 	}
 }
 
@@ -310,16 +313,21 @@ func toolsRound(fx *ToolsFixture, t toolsTarget, ws []toolsWorkload, mins []time
 // target in turn: load from elsewhere hits them alike) and the fastest of
 // each is kept. It writes one Markdown table: each target's time, its ratio
 // to the host directory, the issue's target and whether it is met. It needs
-// FUSE and rsync; it fails if a tool does not do its job (a count, a clean
-// status, a file extracted).
+// FUSE; it fails if a tool does not do its job (a count, a clean
+// status, a file extracted). A row whose tool is not installed (rsync) is
+// skipped, saying so.
 func FUSEToolsTable(out, progress io.Writer, fx *ToolsFixture, count int) error {
 	if err := fuseexport.Available(); err != nil {
 		return err
 	}
-	if _, err := exec.LookPath("rsync"); err != nil {
-		return fmt.Errorf("rsync is not installed")
-	}
-	targets, ws := toolsTargets(), toolsWorkloads()
+	targets, ws, skipped := toolsTargets(), toolsWorkloads(), []string(nil)
+	ws = slices.DeleteFunc(ws, func(w toolsWorkload) bool {
+		if _, err := exec.LookPath(w.needs); w.needs != "" && err != nil {
+			skipped = append(skipped, fmt.Sprintf("| %s | skipped: %s is not installed | | | | | %s | |\n", w.name, w.needs, toolsGoal(w)))
+			return true
+		}
+		return false
+	})
 	mins := make([][]time.Duration, len(targets))
 	for i := range targets {
 		mins[i] = make([]time.Duration, len(ws))
@@ -338,6 +346,9 @@ func FUSEToolsTable(out, progress io.Writer, fx *ToolsFixture, count int) error 
 		rm, rl := float64(m)/float64(h), float64(l)/float64(h)
 		fmt.Fprintf(out, "| %s | %s | %s | %.1f× | %s | %.1f× | %s | %s |\n", w.name, fmtNs(float64(h)), fmtNs(float64(m)), rm, fmtNs(float64(l)), rl,
 			toolsGoal(w), toolsMet(w, rm, rl))
+	}
+	for _, row := range skipped {
+		fmt.Fprint(out, row)
 	}
 	return nil
 }
