@@ -8,9 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // Snapshot writes a consistent point-in-time copy of the scratch file to dst
@@ -130,7 +127,7 @@ func lockForRestore(abs string) (*os.File, error) {
 	if err != nil {
 		return nil, nil
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockExclusive(lf); err != nil {
 		lf.Close()
 		return nil, ErrLocked
 	}
@@ -168,7 +165,7 @@ func syncFile(name string) error {
 		return fmt.Errorf("sqlite: %w", pathFree(err))
 	}
 	defer f.Close()
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+	if err := datasync(f); err != nil {
 		return fmt.Errorf("sqlite: sync: %w", err)
 	}
 	return nil

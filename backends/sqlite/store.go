@@ -59,6 +59,9 @@ var (
 	ErrLocked = errors.New("capfs scratch file is in use by another process")
 )
 
+// errWouldBlock: the lock file is locked by another holder (lockExclusive).
+var errWouldBlock = errors.New("lock held elsewhere")
+
 // Synchronous is the durability level of a commit (SQLite's PRAGMA synchronous,
 // in WAL mode).
 type Synchronous int
@@ -253,9 +256,9 @@ func lockScratch(abs string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", pathFree(err))
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockExclusive(lf); err != nil {
 		lf.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errWouldBlock) {
 			return nil, ErrLocked
 		}
 		return nil, fmt.Errorf("sqlite: lock: %w", err)

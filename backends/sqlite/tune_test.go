@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,12 +46,6 @@ func TestTune(t *testing.T) {
 			float64(best.Microseconds())/2000, float64(bestBig.Microseconds())/1000/32)
 	}
 	newPageSize, writerPragmas = 4096, ""
-}
-
-func cpu() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func tuneRun(t *testing.T) (small, big time.Duration) {

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Group commit bounds: a batch commits when no operation is in flight, or once it
@@ -262,7 +260,7 @@ func (w *writer) flush(durable bool) error {
 		// Every committed transaction is in the WAL or, checkpointed, in the
 		// database file, which the checkpoint synced: one fdatasync of the WAL
 		// makes all of them durable.
-		if err := unix.Fdatasync(int(w.wal.Fd())); err != nil {
+		if err := datasync(w.wal); err != nil {
 			return err
 		}
 	}
