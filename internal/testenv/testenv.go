@@ -3,12 +3,7 @@
 package testenv
 
 import (
-	"bufio"
 	"os"
-	"sort"
-	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // PrivateTmp points $CAPFS_TMPDIR (where checkouts are made) at a new temporary
@@ -30,12 +25,7 @@ func PrivateTmp() (cleanup func(), err error) {
 	old, had := os.LookupEnv(env)
 	// On /dev/shm when it is a tmpfs, where checkouts go by default, so the tests
 	// see what a run sees.
-	parent := ""
-	var sfs unix.Statfs_t
-	if unix.Statfs("/dev/shm", &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC && unix.Access("/dev/shm", unix.W_OK|unix.X_OK) == nil {
-		parent = "/dev/shm"
-	}
-	dir, err := os.MkdirTemp(parent, "capfs-test-tmp-")
+	dir, err := os.MkdirTemp(shmParent(), "capfs-test-tmp-")
 	if err != nil {
 		return nil, err
 	}
@@ -60,26 +50,4 @@ func PrivateTmp() (cleanup func(), err error) {
 			os.Unsetenv(env)
 		}
 	}, nil
-}
-
-// unmountBeneath detaches every mount whose mount point lies beneath dir, the
-// deepest first.
-func unmountBeneath(dir string) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			points = append(points, fields[4])
-		}
-	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
-	for _, p := range points {
-		_ = unix.Unmount(p, unix.MNT_DETACH)
-	}
 }
