@@ -70,7 +70,8 @@
 // # Sandboxes on grants
 //
 // Run runs a command in the sandbox (materialize/sandbox, bubblewrap by
-// default) with exactly the subject's grants. Read grants are checked out
+// default) with exactly the subject's grants. Run, its types and the sandbox
+// are Linux-only: other systems build the rest of the package without them. Read grants are checked out
 // through their Dir and bound read-only. Writable grants are bound read-write
 // and synced back through their Dir after the command exits. The sync-back runs
 // under the grant's id, with audit.Event.Tag naming the run and its wrappers. A

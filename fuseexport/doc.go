@@ -2,6 +2,10 @@
 // Programs that expect a real directory (compilers, make, git, editors) then
 // work on a capability without a checkout.
 //
+// The package builds on Linux only (the FUSE mount, passthrough, fallocate
+// flags; go-fuse does not build for windows); on other systems it is empty,
+// and capfs mount says so.
+//
 // [Mount](mountpoint, d, opts) mounts d. Every request the kernel sends becomes a
 // call on d's Backend view (dir.Dir.Backend). That is the same enforcement path
 // as every other Dir call. It checks revocation, read-only attenuation and the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fuseexport
 
 // watchRevocation drops what the kernel caches of the mount once the

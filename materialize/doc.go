@@ -3,6 +3,9 @@
 // package syncback brings the changes back through the same Dir, and states
 // its own guarantees (the plan, the journal, Recover).
 //
+// The package builds on Linux only (openat2, O_PATH, tmpfs checkouts); on other
+// systems it is empty.
+//
 // Checkout walks the source through its *dir.Dir (so the Dir's policy decides
 // and its audit trail records every read) and writes a new directory, mode
 // 0700, under a base directory (Options.Base, else $CAPFS_TMPDIR, else /dev/shm

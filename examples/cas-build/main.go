@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command cas-build shows a build on content-addressed trees, the way remote
 // build systems hand a worker its inputs: snapshot a source tree into a CAS
 // store (its root digest names it), materialize the digest into a checkout by

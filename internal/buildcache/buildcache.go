@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package buildcache keeps the per-project build caches capfs run binds into
 // its sandboxes.
 //

@@ -2,6 +2,9 @@
 // back through them: the one loop behind capfs run, run --grants and
 // authority.Run.
 //
+// The package builds on Linux only (FUSE, bubblewrap); on other systems it is
+// empty, and capfs run says so.
+//
 // Each Dir reaches the sandbox one of two ways: a checkout
 // ([materialize.Checkout], a private copy with a manifest as its base) or,
 // where FUSE works, a lazy mount ([StartLazy]: a FUSE

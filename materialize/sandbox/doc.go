@@ -1,6 +1,9 @@
 // Package sandbox runs a command inside an isolation boundary that sees only the
 // grants it is given: a chain of process wrappers, the built-in one being bubblewrap.
 //
+// The package builds on Linux only (bubblewrap, memfd, cgroups); on other
+// systems it is empty.
+//
 // # The wrapper chain
 //
 // A Launch describes one command: program, arguments, working directory,

@@ -4,6 +4,9 @@
 // written, and the apply runs under a journal that [Recover] can finish after
 // a crash.
 //
+// The package builds on Linux only, as [materialize] does; on other systems it
+// is empty.
+//
 // [Run] takes a [materialize.Tree] (a checkout, or a lazy run's layer made
 // into one) and its [Options], and returns a [Report] that lists every change.
 // [Pending] finds the journals of syncs that did not finish; [Recover] rolls

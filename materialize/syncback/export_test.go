@@ -1,3 +1,5 @@
+//go:build linux
+
 package syncback
 
 // SetTestHook sets the hook the apply calls at its points (see testHook).

@@ -2,6 +2,8 @@
 // the checkout ([materialize]) and sync-back ([syncback]) use: each names a
 // path relative to a directory handle and never follows a symlink.
 //
+// The package builds on Linux only (openat2, O_PATH).
+//
 // Opening goes through openat2 (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
 // RESOLVE_NO_MAGICLINKS) where the kernel has it, else one component at a
 // time with O_NOFOLLOW ([OpenBeneath]). Regular files are opened with

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package mattest holds the test fixtures that materialize's and syncback's
 // tests share: the sources a checkout is made of, a standard tree, snapshots
 // of a Dir to compare, and a TestMain that keeps runs off the user's state.

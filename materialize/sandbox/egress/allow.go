@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package egress lets a sandboxed command reach exactly the network hosts the host
 // allows, through an HTTP proxy that decides and audits every attempt.
 //
