@@ -17,13 +17,18 @@ var (
 // Lchtimes sets the modification time of p's own entry, a symlink itself
 // included (vfs.LinkTimer), unless mtime is zero. Access times are not kept.
 func (f *FS) Lchtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	const op = "lchtimes"
+	return f.chtimes(ctx, "lchtimes", p, false, mtime)
+}
+
+// chtimes is Chtimes (follow) and Lchtimes: p's modification time set to
+// mtime unless it is zero.
+func (f *FS) chtimes(ctx context.Context, op string, p vfs.Path, follow bool, mtime time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return canceled(op, p, err)
 	}
 	f.st.mu.RLock()
 	defer f.st.mu.RUnlock()
-	r, err := f.lookup(ctx, p, false, op)
+	r, err := f.lookup(ctx, p, follow, op)
 	if err != nil {
 		return err
 	}

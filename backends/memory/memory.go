@@ -635,28 +635,7 @@ func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
 // Chtimes sets the modification time of p (following a final symlink) unless mtime
 // is zero. Access times are not kept, so atime is ignored.
 func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) error {
-	const op = "chtimes"
-	if err := ctx.Err(); err != nil {
-		return canceled(op, p, err)
-	}
-	f.st.mu.RLock()
-	defer f.st.mu.RUnlock()
-	r, err := f.lookup(ctx, p, true, op)
-	if err != nil {
-		return err
-	}
-	if !r.Found {
-		return vfs.NewError(vfs.CodeNotFound, op, p, "")
-	}
-	if !mtime.IsZero() {
-		n := r.Node
-		n.mu.Lock()
-		n.beginMeta()
-		n.setMtime(mtime)
-		n.endMeta()
-		n.mu.Unlock()
-	}
-	return nil
+	return f.chtimes(ctx, "chtimes", p, true, mtime)
 }
 
 // Sub returns an *FS rooted at directory p (following symlinks), sharing this one's
