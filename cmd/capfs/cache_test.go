@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -6,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capfs/capfs/backends/memory"
 	"github.com/capfs/capfs/internal/buildcache"
+	"github.com/capfs/capfs/vfs"
 )
 
 // TestRunCachesFromSessionEnviron: a run's build cache, its trim and its git
@@ -33,5 +37,18 @@ func TestRunCachesFromSessionEnviron(t *testing.T) {
 	}
 	if g := r.gitScanCache(); g != filepath.Join(dir, "gitscan") {
 		t.Errorf("gitScanCache = %q, want it under %s", g, dir)
+	}
+}
+
+// TestScratchHasNoProjectCache: a scratch mount has no project cache (moved
+// from TestMountTraitsDecide: projectCacheKey is Linux-only).
+func TestScratchHasNoProjectCache(t *testing.T) {
+	spec, err := parseMountFlag("s=fakescratch:", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mounted{mountSpec: spec, Backend: memory.New()}
+	if k := projectCacheKey(m, vfs.Path{}, ""); k != "" {
+		t.Errorf("a scratch mount has the project cache %q", k)
 	}
 }

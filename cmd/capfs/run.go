@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -581,17 +583,6 @@ func sandboxTarget(p vfs.Path) string {
 		return sandboxRoot
 	}
 	return path.Join(sandboxRoot, p.String())
-}
-
-// joinGuest joins a namespace path and a path relative to it.
-func joinGuest(p vfs.Path, rel string) string {
-	if p.IsRoot() {
-		return rel
-	}
-	if rel == "" || rel == "." {
-		return p.String()
-	}
-	return p.String() + "/" + rel
 }
 
 // recoverSyncs finishes, before a new checkout, the sync-backs into this work

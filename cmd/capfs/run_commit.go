@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -89,11 +91,6 @@ func placeRepo(m *mounted, top string) (revPlace, error) {
 		return pl, err
 	}
 	return pl, nil
-}
-
-// climbs reports whether relative host path rel leaves its base ("..", "../x").
-func climbs(rel string) bool {
-	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // revDir mounts b, a tree (or overlay) of pl's repository Sub'd to pl.tree, at

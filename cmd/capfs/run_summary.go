@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -409,18 +411,4 @@ func printApplied(w io.Writer, at vfs.Path, rep *syncback.Report, err error, n i
 		s.show = 10
 	}
 	writeSummary(w, s, err)
-}
-
-// humanBytes shows n bytes in binary units.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

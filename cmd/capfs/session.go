@@ -12,8 +12,8 @@ import (
 
 	"github.com/capfs/capfs/audit"
 	"github.com/capfs/capfs/dir"
+	"github.com/capfs/capfs/internal/hostfile"
 	"github.com/capfs/capfs/internal/mountkind"
-	"github.com/capfs/capfs/materialize/run"
 	"github.com/capfs/capfs/policy"
 	"github.com/capfs/capfs/vfs"
 )
@@ -406,8 +406,8 @@ func defaultAuditPath(env environ) (string, error) {
 }
 
 // checkPrivateDir refuses a directory that is a symlink, is not owned by this
-// user or is writable by others (run.CheckPrivateDir).
-func checkPrivateDir(d string) error { return run.CheckPrivateDir(d) }
+// user or is writable by others (hostfile.CheckPrivateDir).
+func checkPrivateDir(d string) error { return hostfile.CheckPrivateDir(d) }
 
 // cause is the error a *fs.PathError (or similar) wraps, without the host path the
 // wrapper adds, or err itself when it wraps nothing.

@@ -1,3 +1,5 @@
+//go:build linux
+
 //lint:file-ignore SA1019 roots are deprecated by SEP-2577 but still part of the session protocols capfs serves (issue 12 asks for them)
 
 package main

@@ -4,14 +4,13 @@ package run
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/capfs/capfs/internal/hostfile"
 	"github.com/capfs/capfs/materialize"
 	"github.com/capfs/capfs/materialize/syncback"
 )
@@ -156,19 +155,4 @@ func stateDir(name string) (string, error) {
 // CheckPrivateDir refuses a directory that is a symlink, is not owned by
 // this user or is writable by others: a shared temporary directory could
 // hold one planted by another user.
-func CheckPrivateDir(d string) error {
-	st, err := os.Lstat(d)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", d)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("%s is owned by another user", d)
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is writable by other users", d)
-	}
-	return nil
-}
+func CheckPrivateDir(d string) error { return hostfile.CheckPrivateDir(d) }
