@@ -2,7 +2,10 @@
 
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/capfs/capfs/vfs"
+	"github.com/spf13/cobra"
+)
 
 // The commands below need Linux: run and sync check out and sync back through
 // materialize (openat2, O_PATH) and run under bubblewrap; cache serves run's
@@ -28,3 +31,8 @@ func newMountCmd(o *globalOptions) *cobra.Command {
 // runEgressShim does nothing: the egress shim runs inside capfs run's
 // sandbox, which this system does not have.
 func runEgressShim() {}
+
+// lazyAvailable fails: lazy sandboxes need FUSE and the sandbox, Linux-only.
+func lazyAvailable() error {
+	return vfs.NewError(vfs.CodeNotSupported, "run", vfs.Path{}, "lazy sandboxes (FUSE) are Linux-only for now")
+}

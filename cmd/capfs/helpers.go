@@ -10,6 +10,10 @@ import (
 	"github.com/capfs/capfs/vfs"
 )
 
+// envRunLazy, when set to 0 or 1, decides run's default mode (--lazy or
+// --no-lazy override it).
+const envRunLazy = "CAPFS_RUN_LAZY"
+
 // joinGuest joins a namespace path and a path relative to it.
 func joinGuest(p vfs.Path, rel string) string {
 	if p.IsRoot() {

@@ -28,18 +28,6 @@ import (
 // terminal, the build caches and --rev, each running the binary as a
 // subprocess.
 
-// stateEnv is an environment with its own state directory (kept checkouts,
-// journals, the audit log) and checkout base, shared by the calls of one test.
-func stateEnv(t *testing.T) (env []string, base string) {
-	t.Helper()
-	base = t.TempDir()
-	state := t.TempDir()
-	// Cleanups run last first: this one runs after the test's own (which
-	// kill a capfs still running) and before the directories are removed.
-	t.Cleanup(func() { detachMountsUnder(t, state) })
-	return []string{"XDG_STATE_HOME=" + state, "CAPFS_TMPDIR=" + base}, base
-}
-
 // detachMountsUnder detaches the dead FUSE mounts under dir: what a lazy
 // run killed by a failing test (SIGKILL) leaves in its state directory,
 // which could not be removed otherwise and would outlive the test.

@@ -54,10 +54,6 @@ import (
 //     next lazy run sweeps it; its upper directory, which holds its changes,
 //     stays, as a killed checkout does.
 
-// envRunLazy, when set to 0 or 1, decides run's default mode (--lazy or
-// --no-lazy override it).
-const envRunLazy = "CAPFS_RUN_LAZY"
-
 // lazyAvailable reports whether lazy sandboxes can work here (FUSE usable).
 func lazyAvailable() error { return run.LazyAvailable() }
 

@@ -23,10 +23,6 @@ import (
 // through a route the other tests left out, with the openat2 and the portable
 // resolvers.
 
-// resolvers are the values of CAPFS_PHYSICAL_RESOLVER every test here runs
-// with: openat2 where the kernel has it, and the portable walk.
-var resolvers = []string{"auto", "portable"}
-
 // TestWaysInMCPRootsOverHTTP: capfs mcp --http --roots takes a client's roots
 // as stdio does (issue 26, class 2): file:///, a directory outside every mount
 // and a root whose symlink leads out are refused on stderr; a root inside a
