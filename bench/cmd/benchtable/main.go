@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command benchtable runs the bench workloads against capfs (memory backend, through
 // the raw Backend SPI and through a dir.Dir), afero's MemMapFs and go-billy's memfs
 // in one process, and prints a Markdown table of the median time per iteration with
