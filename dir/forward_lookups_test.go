@@ -1,3 +1,5 @@
+//go:build linux
+
 package dir_test
 
 import (

@@ -93,7 +93,7 @@ func TestLinkCounts(t *testing.T) {
 		if err := unix.Lstat(p, &st); err != nil {
 			t.Fatalf("lstat %s: %v", filepath.Base(p), err)
 		}
-		return st.Nlink
+		return uint64(st.Nlink) // uint32 on arm64
 	}
 	if err := os.WriteFile(a, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
