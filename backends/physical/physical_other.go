@@ -20,9 +20,11 @@ var (
 	_ vfs.HostPather = (*FS)(nil)
 )
 
-// New fails with not_supported on this operating system.
+// New fails with not_supported on this operating system, saying why. The
+// error names no host path (root is the caller's own).
 func New(root string, opts ...Option) (*FS, error) {
-	return nil, &vfs.Error{Code: vfs.CodeNotSupported, Op: "physical.New", Path: root}
+	return nil, vfs.NewError(vfs.CodeNotSupported, "physical.New", vfs.Root,
+		"the physical backend (host directories) needs Linux for now (openat2, O_PATH); see docs/portability.md")
 }
 
 func unsupported(op string, p vfs.Path) error {
