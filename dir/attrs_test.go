@@ -167,7 +167,6 @@ func TestStatFS(t *testing.T) {
 	}
 }
 
-
 // chmodHook refuses chmod and counts its calls.
 type chmodHook struct{ before, after int }
 
