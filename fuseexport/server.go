@@ -124,6 +124,7 @@ type Server struct {
 	skipped map[string]bool // directory and name of entries told to Options.Unaddressable
 
 	opens openTable // every open handle, by node (fchmod of a file with no name left)
+	tmps  tmpSet    // unnamed files not yet linked or closed (see node.Tmpfile)
 
 	ptMu sync.Mutex // guards every node's ioState, and pendingRel
 	// pendingRel holds the handles of RELEASE requests under way, by the
@@ -372,13 +373,16 @@ func (s *Server) Close(grace time.Duration) error {
 	err := s.Unmount()
 	select {
 	case <-s.done:
+		s.dropTmps()
 		return err
 	case <-time.After(grace):
 	}
 	if aerr := s.Abort(); aerr != nil {
+		s.dropTmps()
 		return errors.Join(err, aerr)
 	}
 	<-s.done
+	s.dropTmps()
 	return err
 }
 

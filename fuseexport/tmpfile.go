@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -62,6 +63,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	out.Attr.Nlink = 0
 	tn := ch.Operations().(*node)
 	tn.setTmp(true)
+	n.s.tmps.add(tn)
 	tn.remember(&out.Attr)
 	n.AddChild(name, ch, false)
 	h := &handle{f: f, write: flags&syscall.O_ACCMODE != syscall.O_RDONLY, tmp: tn}
@@ -95,6 +97,7 @@ func (n *node) dropTmp(ctx context.Context, tn *node) {
 		return
 	}
 	tn.setTmp(false)
+	n.s.tmps.remove(tn)
 	p, errno := tn.path()
 	if errno != 0 {
 		return
@@ -122,6 +125,7 @@ func (n *node) linkTmp(ctx context.Context, t *node, name string, out *fuse.Entr
 		return nil, errnoOf(err, opWrite)
 	}
 	t.setTmp(false)
+	n.s.tmps.remove(t)
 	oldName, oldParent := t.Parent()
 	if oldParent != nil {
 		oldParent.MvChild(oldName, n.EmbeddedInode(), name, false)
@@ -134,4 +138,43 @@ func (n *node) linkTmp(ctx context.Context, t *node, name string, out *fuse.Entr
 	out.SetAttrTimeout(n.s.attrTime(info))
 	t.remember(&out.Attr)
 	return t.EmbeddedInode(), 0
+}
+
+// tmpSet holds the nodes of unnamed files whose hidden names still exist.
+type tmpSet struct {
+	mu sync.Mutex
+	m  map[*node]struct{}
+}
+
+func (t *tmpSet) add(n *node) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[*node]struct{}{}
+	}
+	t.m[n] = struct{}{}
+}
+
+func (t *tmpSet) remove(n *node) {
+	t.mu.Lock()
+	delete(t.m, n)
+	t.mu.Unlock()
+}
+
+// dropTmps removes the hidden names of unnamed files still open when the
+// mount ended (the kernel may not have sent their RELEASE), so none is left
+// in the backend (a lazy run's sync-back would find it). The serve loop has
+// ended: no request runs.
+func (s *Server) dropTmps() {
+	s.tmps.mu.Lock()
+	ns := make([]*node, 0, len(s.tmps.m))
+	for n := range s.tmps.m {
+		ns = append(ns, n)
+	}
+	s.tmps.mu.Unlock()
+	s.tree.RLock()
+	defer s.tree.RUnlock()
+	for _, n := range ns {
+		n.dropTmp(context.Background(), n)
+	}
 }

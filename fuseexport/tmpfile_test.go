@@ -3,13 +3,17 @@
 package fuseexport
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/dir"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,3 +86,27 @@ func list(t *testing.T, dir string) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestTmpfileOpenAtUnmount: an unnamed file still open when the mount ends
+// leaves no hidden name in the backend (a lazy run's sync-back would find
+// one).
+func TestTmpfileOpenAtUnmount(t *testing.T) {
+	m := memory.New()
+	d, _ := dir.New(m)
+	mp, s := mountT(t, d, Options{})
+	fd, err := unix.Open(mp, unix.O_TMPFILE|unix.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("open O_TMPFILE: %v", err)
+	}
+	defer unix.Close(fd)
+	if err := s.Close(100 * time.Millisecond); err != nil {
+		t.Logf("Close: %v", err)
+	}
+	des, err := d.ReadDir(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		t.Errorf("the backend holds %q after the mount ended; want nothing", de.Name())
+	}
+}
