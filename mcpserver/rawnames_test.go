@@ -39,7 +39,7 @@ func structured(t *testing.T, f *fixture, name string, args any) map[string]any 
 // in a listing, in an error's text and in its _meta path. Before, the policy
 // refused them, and JSON made each byte U+FFFD.
 func TestRawNamesThroughMCP(t *testing.T) {
-	f := newFixture(t, map[string]string{"d/caf\xe9": "latin\n", "d/caf\xe8": "other\n"}, dir.WithPolicy(policy.Defaults()))
+	f := newFixture(t, map[string]string{"d/caf\xe9": "latin\n", "d/caf\xe8": "other\n", ".env": "SECRET=1\n"}, dir.WithPolicy(policy.Defaults()))
 	list := f.ok("list", map[string]any{"path": "d"})
 	mustContain(t, list, `[FILE] caf\xe9  6 bytes`, `[FILE] caf\xe8  6 bytes`)
 	out := structured(t, f, "list", map[string]any{"path": "d"})
@@ -70,4 +70,10 @@ func TestRawNamesThroughMCP(t *testing.T) {
 	}
 	// A path with a backslash that is no escaped form is refused as before.
 	f.fail("read", map[string]any{"path": `d\caf`}, "invalid_path")
+	// What an escaped form spells is parsed and decided as any path: a
+	// climb, a NUL and a secret are refused as when written plainly.
+	f.fail("read", map[string]any{"path": `d\x2f\x2e\x2e\x2f\x2e\x2e\x2fx`}, "path_outside_sandbox")
+	f.fail("read", map[string]any{"path": `d/a\x00b`}, "invalid_path")
+	f.fail("read", map[string]any{"path": ".env"}, "fs_permission_denied")
+	f.fail("read", map[string]any{"path": `\x2eenv`}, "fs_permission_denied")
 }
