@@ -81,18 +81,21 @@ func (h *handle) attr(op string, fn func() (*batch, error)) error {
 // opened (vfs.AttrFile, fchmod).
 func (h *handle) Chmod(mode fs.FileMode) error {
 	const op = "fchmod"
-	st, n := h.st, h.n
-	return h.attr(op, func() (*batch, error) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		perm := mode & permBits
-		b, err := st.exec(op, h.p(), func() error { return st.w.x(st.w.setMode, unixMode(n.typ, perm), n.ino) })
-		if err != nil {
-			return nil, err
-		}
-		n.perm = perm
-		return b, nil
-	})
+	return h.attr(op, func() (*batch, error) { return h.st.setPerm(h.n, mode, op, h.p()) })
+}
+
+// setPerm sets n's permission, setuid, setgid and sticky bits, as one
+// operation's statement; inside mutate.
+func (s *store) setPerm(n *node, mode fs.FileMode, op string, p vfs.Path) (*batch, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	perm := mode & permBits
+	b, err := s.exec(op, p, func() error { return s.w.x(s.w.setMode, unixMode(n.typ, perm), n.ino) })
+	if err != nil {
+		return nil, err
+	}
+	n.perm = perm
+	return b, nil
 }
 
 // Chtimes sets the modification time of the file h opened unless mtime is

@@ -533,15 +533,7 @@ func (f *FS) Chmod(ctx context.Context, p vfs.Path, mode fs.FileMode) error {
 		if err != nil {
 			return nil, err
 		}
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		perm := mode & permBits
-		b, err := st.exec(op, p, func() error { return st.w.x(st.w.setMode, unixMode(n.typ, perm), n.ino) })
-		if err != nil {
-			return nil, err
-		}
-		n.perm = perm
-		return b, nil
+		return st.setPerm(n, mode, op, p)
 	})
 }
 
@@ -557,19 +549,7 @@ func (f *FS) Chtimes(ctx context.Context, p vfs.Path, atime, mtime time.Time) er
 		if err != nil {
 			return nil, err
 		}
-		if mtime.IsZero() {
-			return nil, nil
-		}
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		b, err := st.exec(op, p, func() error {
-			return st.w.x(st.w.setMtime, mtime.Unix(), mtime.Nanosecond(), n.ino)
-		})
-		if err != nil {
-			return nil, err
-		}
-		n.mtime = time.Unix(mtime.Unix(), int64(mtime.Nanosecond()))
-		return b, nil
+		return st.setMtime(n, mtime, op, p)
 	})
 }
 
