@@ -47,11 +47,12 @@ func (s *Server) attrTime(info vfs.Info) time.Duration {
 	return s.attrTTL()
 }
 
-// replacedBy notes that a rename through the mount put another file at p,
-// the node's last name.
-func (n *node) replacedBy(p vfs.Path) {
+// replacedBy notes that a rename through the mount put another file at name
+// in directory dir, the node's last name. The name is kept, not its path:
+// a later rename of dir moves it.
+func (n *node) replacedBy(dir *node, name string) {
 	n.lastMu.Lock()
-	n.replaced, n.wasNamed = p, true
+	n.movedIn, n.movedAt = dir, name
 	n.lastMu.Unlock()
 }
 
@@ -62,22 +63,24 @@ func (n *node) noteReplaced(dest, moved *gofs.Inode, name string) {
 	if dest == nil || dest == moved {
 		return
 	}
-	if to, errno := n.child(name); errno == 0 {
-		dest.Operations().(*node).replacedBy(to)
-	}
+	dest.Operations().(*node).replacedBy(n, name)
 }
 
 // openReplaced opens a regular file whose node lost its last name to a
-// rename through the mount: it opens the file that holds the name now, as
-// a lookup after the rename would. The open then takes effect after the
-// rename, not before it; on a local file system both orders can happen. The
+// rename through the mount: it opens the file that holds the name now, at
+// the name's path now, as a lookup after the rename would. The open then
+// takes effect after the rename, not before it; on a local file system both orders can happen. The
 // handle bypasses the page cache, which holds the replaced file's pages.
 // Any other nameless node answers ENOENT, as before its name went.
 func (n *node) openReplaced(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	n.lastMu.Lock()
-	p, ok := n.replaced, n.wasNamed
+	dir, name := n.movedIn, n.movedAt
 	n.lastMu.Unlock()
-	if !ok || n.StableAttr().Mode != syscall.S_IFREG || flags&syscall.O_CREAT != 0 {
+	if dir == nil || n.StableAttr().Mode != syscall.S_IFREG || flags&syscall.O_CREAT != 0 {
+		return nil, 0, syscall.ENOENT
+	}
+	p, errno := dir.child(name)
+	if errno != 0 {
 		return nil, 0, syscall.ENOENT
 	}
 	if info, err := n.s.b.Lstat(ctx, p); err != nil || !info.Mode.IsRegular() {

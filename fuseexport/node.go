@@ -28,11 +28,11 @@ type node struct {
 	s  *Server
 	io ioState // open handles, with Options.Passthrough (guarded by s.ptMu)
 
-	lastMu   sync.Mutex
-	last     fuse.Attr // the attributes answered last, for when the node has no name left
-	replaced vfs.Path  // the name a rename took from the node, with its file (see openReplaced)
-	wasNamed bool      // replaced is set
-	tmp      bool      // an unnamed file's node, under its hidden name (see Tmpfile)
+	lastMu  sync.Mutex
+	last    fuse.Attr // the attributes answered last, for when the node has no name left
+	movedIn *node     // the directory whose name a rename took from the node (see openReplaced)
+	movedAt string    // that name
+	tmp     bool      // an unnamed file's node, under its hidden name (see Tmpfile)
 }
 
 // remember keeps a as the node's attributes last answered.
