@@ -48,18 +48,8 @@ func (f *FS) chown(ctx context.Context, op string, p vfs.Path, uid, gid int, fol
 		return wrap(op, p, err)
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := ownEntry(fd); err != nil {
 		return wrap(op, p, err)
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-	case unix.S_IFREG, unix.S_IFLNK:
-		if st.Nlink > 1 {
-			return wrap(op, p, errShared)
-		}
-	default:
-		return wrap(op, p, errNotRegular)
 	}
 	return wrap(op, p, eintr(func() error {
 		return unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH)

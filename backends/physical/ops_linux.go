@@ -415,21 +415,9 @@ func (f *FS) target(ctx context.Context, root int, p vfs.Path) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := ownEntry(fd); err != nil { // followed: never a symlink
 		unix.Close(fd)
 		return -1, err
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-	case unix.S_IFREG:
-		if st.Nlink > 1 {
-			unix.Close(fd)
-			return -1, errShared
-		}
-	default:
-		unix.Close(fd)
-		return -1, errNotRegular
 	}
 	return fd, nil
 }
