@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capfs/capfs/backends/overlay"
+	"github.com/capfs/capfs/backends/physical"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/fuseexport"
 	"github.com/capfs/capfs/materialize"
@@ -211,8 +212,14 @@ func UpperTree(ctx context.Context, ov *overlay.Overlay, src *dir.Dir) (*materia
 	upper := ov.UpperDir()
 	bases := ov.Bases()
 	entries := make(map[string]materialize.Entry, len(bases))
+	// The upper read as the overlay reads it: a link there is the guest's
+	// data, followed beneath the upper only, never out to the host.
+	up, uerr := physical.New(upper, physical.WithVerbatimLinks())
+	if uerr == nil {
+		defer up.Close()
+	}
 	for p, b := range bases {
-		if _, err := os.Lstat(filepath.Join(upper, p)); err != nil {
+		if uerr != nil || !holds(ctx, up, p) {
 			// Not in the upper: removed, unless the layer still shows the
 			// source's entry there (then it is unchanged).
 			if vp, perr := vfs.ParseGuest(p); perr == nil {
@@ -229,6 +236,15 @@ func UpperTree(ctx context.Context, ov *overlay.Overlay, src *dir.Dir) (*materia
 		entries["."] = materialize.Entry{Type: fs.ModeDir, ModTime: rt}
 	}
 	return materialize.OpenUpper(ctx, src, upper, entries)
+}
+
+// holds reports whether upper holds an entry at p (its Lstat succeeds).
+func holds(ctx context.Context, upper *physical.FS, p string) bool {
+	vp, err := vfs.ParseGuest(p)
+	if err == nil {
+		_, err = upper.Lstat(ctx, vp)
+	}
+	return err == nil
 }
 
 // restore gives capfs back the CPUs narrowProcs took for the mount's life.
