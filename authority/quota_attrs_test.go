@@ -38,6 +38,9 @@ func TestQuotaFSStatFSAndAttrs(t *testing.T) {
 	if err := vfs.Lchtimes(ctx, q, vfs.MustParse("l"), time.Time{}, when); err != nil {
 		t.Errorf("Lchtimes: %v", err)
 	}
+	if info, err := q.Lstat(ctx, vfs.MustParse("l")); err != nil || !info.ModTime.Equal(when) {
+		t.Errorf("Lstat(l) after Lchtimes = %v, %v; want %v", info.ModTime, err, when)
+	}
 	h, err := q.OpenFile(ctx, vfs.MustParse("f"), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -45,5 +48,8 @@ func TestQuotaFSStatFSAndAttrs(t *testing.T) {
 	defer h.Close()
 	if err := vfs.FileChmod(h, 0o600); err != nil {
 		t.Errorf("Chmod of a writable file: %v", err)
+	}
+	if info, err := h.Stat(); err != nil || info.Mode.Perm() != 0o600 {
+		t.Errorf("Stat after Chmod = %v, %v; want 0600", info.Mode, err)
 	}
 }
