@@ -282,6 +282,9 @@ func (d *Dir) Append(ctx context.Context, path string, data []byte) error {
 func (d *Dir) Symlink(ctx context.Context, target, link string) error {
 	c := &call{sp: specSymlink, path: link, dest: target}
 	return d.do(ctx, c, func(ctx context.Context) error {
+		if err := d.s.dataLinkLands(ctx, c, target); err != nil {
+			return err
+		}
 		return d.s.b.Symlink(ctx, target, c.rp)
 	})
 }

@@ -603,3 +603,29 @@ func TestSymlinkLeavingIsData(t *testing.T) {
 		t.Fatal("physical: absolute link created")
 	}
 }
+
+// TestSymlinkLeavingDecidedWhereItLands: a target that climbs above the root
+// only as written (the link's directory is reached through a symlink) lands
+// in the tree from the link's real place, where the resolver follows it, so
+// it is no data: it is refused (path_outside_sandbox), as before issue 29,
+// not stored undecided. Fails before the fix: the link was created and read
+// through.
+func TestSymlinkLeavingDecidedWhereItLands(t *testing.T) {
+	for _, pol := range []bool{false, true} {
+		var opts []dir.Option
+		if pol {
+			opts = append(opts, dir.WithPolicy(policy.Defaults()))
+		}
+		d, _, _ := newTree(t, opts...)
+		must(t, d.Symlink(bg, "dir/sub", "s2"))
+		wantCode(t, d.Symlink(bg, "../../a.txt", "s2/l"), vfs.CodeOutside)
+		if ok, _ := d.Exists(bg, "dir/sub/l"); ok {
+			t.Fatalf("policy %v: the link was created", pol)
+		}
+		// Climbing above the root from the real place too, it is data.
+		must(t, d.Symlink(bg, "../../../x", "s2/m"))
+		if got, err := d.Readlink(bg, "dir/sub/m"); err != nil || got != "../../../x" {
+			t.Fatalf("policy %v: Readlink = %q, %v", pol, got, err)
+		}
+	}
+}

@@ -610,6 +610,29 @@ func (s *scope) linkTarget(p vfs.Path, target string) (q vfs.Path, leaves bool, 
 	return q, leaves, err
 }
 
+// dataLinkLands refuses a relative target that parse took as data (it climbs
+// above the root from the link's path as written) but that lands in the tree
+// from the link's canonical path, where the link really is (its directory
+// reached through a symlink): the resolver would follow it, undecided. Such
+// a target is path_outside_sandbox, as linkTarget makes one below the root.
+// Where the call was not resolved (no policy), it resolves the link here.
+func (s *scope) dataLinkLands(ctx context.Context, c *call, target string) error {
+	if c.sp != specSymlinkData || target[0] == '/' {
+		return nil
+	}
+	rp := c.rp
+	if !rp.IsResolved() {
+		var err error
+		if rp, err = s.canon(ctx, c.p, followEntry); err != nil {
+			return err
+		}
+	}
+	if _, leaves, err := vfs.LinkTarget(rp, target); err == nil && !leaves {
+		return errAt(vfs.CodeOutside, c.sp.method, c.path, "", "symlink target climbs above the root")
+	}
+	return nil
+}
+
 // The specs of a symlink whose target leaves the tree (linkTarget): as the
 // spec they replace, with no second path to resolve or decide.
 var (
