@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capfs/capfs/materialize/run"
+	"github.com/capfs/capfs/internal/hostfile"
 	"github.com/capfs/capfs/materialize/sandbox"
 )
 
@@ -86,7 +86,7 @@ func Root(getenv func(string) string) (string, error) {
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return "", err
 	}
-	if err := run.CheckPrivateDir(d); err != nil {
+	if err := hostfile.CheckPrivateDir(d); err != nil {
 		return "", err
 	}
 	return d, nil
@@ -224,7 +224,7 @@ func MkdirPrivate(d string) error {
 	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return run.CheckPrivateDir(d)
+	return hostfile.CheckPrivateDir(d)
 }
 
 func readMeta(d string) meta {
