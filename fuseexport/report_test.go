@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capfs/capfs/backends/overlay"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/capfs/capfs/backends/memory"
+	"github.com/capfs/capfs/backends/overlay"
 	"github.com/capfs/capfs/backends/sqlite"
 	"github.com/capfs/capfs/dir"
 	"github.com/capfs/capfs/vfs"
