@@ -615,9 +615,10 @@ func (s *scope) linkTarget(p vfs.Path, target string) (q vfs.Path, leaves bool, 
 // from the link's canonical path, where the link really is (its directory
 // reached through a symlink): the resolver would follow it, undecided. Such
 // a target is path_outside_sandbox, as linkTarget makes one below the root.
-// Where the call was not resolved (no policy), it resolves the link here.
+// Where the call was not resolved (no policy), it resolves the link here. A
+// view that stores targets verbatim decides none and does not call it.
 func (s *scope) dataLinkLands(ctx context.Context, c *call, target string) error {
-	if c.sp != specSymlinkData || target[0] == '/' {
+	if (c.sp != specSymlinkData && c.sp != specViewSymlinkVerbatim) || target[0] == '/' {
 		return nil
 	}
 	rp := c.rp

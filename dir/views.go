@@ -342,6 +342,11 @@ func (v *backendView) Symlink(ctx context.Context, target string, p vfs.Path) er
 		c.sp, c.dest = specViewSymlinkVerbatim, ""
 	}
 	return v.d.s.run(ctx, c, func(ctx context.Context) error {
+		if !v.verbatimLinks {
+			if err := v.d.s.dataLinkLands(ctx, c, target); err != nil {
+				return err
+			}
+		}
 		return v.d.s.b.Symlink(ctx, target, c.rp)
 	})
 }
