@@ -23,7 +23,8 @@ func (w *watchers) tell() {
 
 // HostChanges returns a channel that receives a value after each Revoke or
 // SetWritable on any Control of the tree d descends from (d's own, an
-// ancestor's, another branch's), once the change is in force for every call.
+// ancestor's, another branch's), once the change is in force for every call
+// that starts afterwards (calls already running may finish).
 // Values are coalesced: one may stand for several changes. The host never
 // waits for the receiver. stop ends the sends; the channel is not closed.
 // A FUSE export uses it to drop what the kernel caches once d is revoked.

@@ -293,6 +293,7 @@ func Mount(mountpoint string, d *dir.Dir, opts Options) (*Server, error) {
 	s.fuse = srv
 	go func() {
 		srv.Serve()
+		s.dropTmps() // however the mount ended
 		close(s.done)
 	}()
 	if err := srv.WaitMount(); err != nil {
@@ -373,16 +374,13 @@ func (s *Server) Close(grace time.Duration) error {
 	err := s.Unmount()
 	select {
 	case <-s.done:
-		s.dropTmps()
 		return err
 	case <-time.After(grace):
 	}
 	if aerr := s.Abort(); aerr != nil {
-		s.dropTmps()
 		return errors.Join(err, aerr)
 	}
 	<-s.done
-	s.dropTmps()
 	return err
 }
 

@@ -111,7 +111,9 @@ func (n *node) dropTmp(ctx context.Context, tn *node) {
 // linkTmp gives unnamed file t the name p in directory n (linkat of an
 // O_TMPFILE descriptor): a rename of its hidden name that replaces nothing,
 // decided by the policy and audited as a rename. The tree lock is held
-// alone, as for a rename.
+// shared: only t's own name changes, as go-fuse changes a node's name after
+// an unlink. A request on t that derives its hidden name between the rename
+// and the move of t's name gets ENOENT.
 func (n *node) linkTmp(ctx context.Context, t *node, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	from, errno := t.path()
 	if errno != 0 {
@@ -163,8 +165,8 @@ func (t *tmpSet) remove(n *node) {
 
 // dropTmps removes the hidden names of unnamed files still open when the
 // mount ended (the kernel may not have sent their RELEASE), so none is left
-// in the backend (a lazy run's sync-back would find it). The serve loop has
-// ended: no request runs.
+// in the backend (a lazy run's sync-back would find it). It runs when the
+// serve loop has ended, however the mount ended: no request runs.
 func (s *Server) dropTmps() {
 	s.tmps.mu.Lock()
 	ns := make([]*node, 0, len(s.tmps.m))
